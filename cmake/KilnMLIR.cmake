@@ -1,6 +1,9 @@
 # Finds MLIR/LLVM 22 and sets up TableGen and include paths for the compiler.
-find_package(MLIR 22 REQUIRED CONFIG
+find_package(MLIR REQUIRED CONFIG
   HINTS /usr/lib/llvm-22/lib/cmake/mlir)
+if(NOT LLVM_VERSION_MAJOR EQUAL 22)
+  message(FATAL_ERROR "kiln: needs MLIR/LLVM 22, found ${LLVM_PACKAGE_VERSION} (apt-get install libmlir-22-dev)")
+endif()
 message(STATUS "kiln: MLIR from ${MLIR_DIR}, LLVM ${LLVM_PACKAGE_VERSION}")
 
 list(APPEND CMAKE_MODULE_PATH "${MLIR_CMAKE_DIR}" "${LLVM_CMAKE_DIR}")
@@ -13,7 +16,8 @@ include(AddMLIR)
 include(HandleLLVMOptions)
 
 include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
-add_definitions(${LLVM_DEFINITIONS})
+separate_arguments(KILN_LLVM_DEFINITIONS NATIVE_COMMAND ${LLVM_DEFINITIONS})
+add_definitions(${KILN_LLVM_DEFINITIONS})
 link_directories(${LLVM_BUILD_LIBRARY_DIR})
 
 include_directories(
@@ -38,4 +42,20 @@ if(KILN_STATIC_LLVM)
       endif()
     endif()
   endforeach()
+endif()
+
+# What the compiler links: the shared MLIR/LLVM libraries, or the static archives.
+set(KILN_MLIR_COMPONENTS
+  MLIRIR MLIRSupport MLIRParser MLIRPass MLIRTransforms MLIRTransformUtils
+  MLIRArithDialect MLIRMathDialect MLIRSCFDialect MLIRFuncDialect MLIRControlFlowDialect
+  MLIRLLVMDialect MLIRNVVMDialect MLIRUBDialect
+  MLIRArithToLLVM MLIRMathToLLVM MLIRSCFToControlFlow MLIRControlFlowToLLVM MLIRFuncToLLVM
+  MLIRLLVMCommonConversion MLIRReconcileUnrealizedCasts MLIRGPUToNVVMTransforms
+  MLIRNVVMToLLVM MLIRUBToLLVM MLIRArithTransforms
+  MLIRTargetLLVMIRExport MLIRLLVMToLLVMIRTranslation MLIRNVVMToLLVMIRTranslation
+  MLIRBuiltinToLLVMIRTranslation)
+if(KILN_STATIC_LLVM)
+  set(KILN_MLIR_LIBS ${KILN_MLIR_COMPONENTS} ${KILN_LLVM_STATIC_LIBS})
+else()
+  set(KILN_MLIR_LIBS MLIR LLVM)
 endif()

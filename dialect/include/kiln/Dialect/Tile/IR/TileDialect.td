@@ -1,0 +1,52 @@
+//===- TileDialect.td - tile dialect definition ------------*- tablegen -*-===//
+//
+// The tile dialect: block-level SPMD programs over ranked tensors ("tiles").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_TILE_IR_TILEDIALECT_TD
+#define KILN_DIALECT_TILE_IR_TILEDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::kiln::tile";
+  let summary = "Block-level tile programs for GPU kernels";
+  let description = [{
+    A kernel in the tile dialect is a `func.func` carrying the unit attribute
+    `tile.kernel`; it describes what ONE program instance (a thread block) does
+    with whole tiles — ranked tensors whose shapes are powers of two. Elementwise
+    math uses `arith` and `math` on those tensors; this dialect adds what they
+    lack: program ids, index ranges, shape changes, pointers, pointer arithmetic
+    and masked memory accesses.
+
+    Discardable attributes understood by the dialect:
+    - `tile.kernel` (unit, on `func.func`): the function is a GPU entry point.
+    - `tile.num_warps` (i32, on kernels): warps per program instance (1..32,
+      power of two).
+    - `tile.divisibility` (i32, on kernel arguments): the argument (an integer,
+      or a pointer's byte address) is a multiple of this power of two.
+    - `tile.threads_per_block`, `tile.elems_per_thread` (i32, on kernels): the
+      distributed layout chosen by `kiln-tile-assign-layout`.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::func::FuncDialect"];
+  let extraClassDeclaration = [{
+    void registerTypes();
+    static constexpr ::llvm::StringLiteral getKernelAttrName() { return "tile.kernel"; }
+    static constexpr ::llvm::StringLiteral getNumWarpsAttrName() { return "tile.num_warps"; }
+    static constexpr ::llvm::StringLiteral getDivisibilityAttrName() { return "tile.divisibility"; }
+    static constexpr ::llvm::StringLiteral getThreadsPerBlockAttrName() {
+      return "tile.threads_per_block";
+    }
+    static constexpr ::llvm::StringLiteral getElemsPerThreadAttrName() {
+      return "tile.elems_per_thread";
+    }
+  }];
+}
+
+#endif // KILN_DIALECT_TILE_IR_TILEDIALECT_TD

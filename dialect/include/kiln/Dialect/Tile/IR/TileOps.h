@@ -1,0 +1,18 @@
+//===- TileOps.h - tile dialect operations ----------------------*- C++ -*-===//
+
+#ifndef KILN_DIALECT_TILE_IR_TILEOPS_H
+#define KILN_DIALECT_TILE_IR_TILEOPS_H
+
+#include "kiln/Dialect/Tile/IR/TileDialect.h"
+#include "kiln/Dialect/Tile/IR/TileTypes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "kiln/Dialect/Tile/IR/TileEnums.h.inc"
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Tile/IR/TileOps.h.inc"
+
+#endif // KILN_DIALECT_TILE_IR_TILEOPS_H

@@ -1,0 +1,201 @@
+//===- TileOps.td - tile dialect operations ----------------*- tablegen -*-===//
+
+#ifndef KILN_DIALECT_TILE_IR_TILEOPS_TD
+#define KILN_DIALECT_TILE_IR_TILEOPS_TD
+
+include "kiln/Dialect/Tile/IR/TileDialect.td"
+include "kiln/Dialect/Tile/IR/TileTypes.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Program instance
+//===----------------------------------------------------------------------===//
+
+def Tile_ProgramAxis : I32EnumAttr<"ProgramAxis", "axis of the launch grid", [
+  I32EnumAttrCase<"X", 0, "x">, I32EnumAttrCase<"Y", 1, "y">, I32EnumAttrCase<"Z", 2, "z">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "index of this program instance along a grid axis";
+  let description = [{
+    ```mlir
+    %pid = tile.program_id x : i32
+    ```
+    Becomes `mov.u32 %r, %ctaid.x` (`nvvm.read.ptx.sreg.ctaid.x`).
+  }];
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+  let summary = "number of program instances along a grid axis";
+  let description = [{
+    ```mlir
+    %n = tile.num_programs y : i32
+    ```
+    Becomes `mov.u32 %r, %nctaid.y` (`nvvm.read.ptx.sreg.nctaid.y`).
+  }];
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Creating and reshaping tiles
+//===----------------------------------------------------------------------===//
+
+def Tile_MakeRangeOp : Tile_Op<"make_range", [Pure]> {
+  let summary = "1-D tile of consecutive integers [start, end)";
+  let description = [{
+    ```mlir
+    %r = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+    ```
+    `end - start` must equal the tile's size, a power of two. In the distributed
+    form every thread materializes the indices of the elements it owns
+    (`thread id * elems_per_thread + constant`).
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure,
+    TypesMatchWith<"result element type matches the scalar", "result", "src",
+                   "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
+  let summary = "tile whose every element is the same scalar";
+  let description = [{
+    ```mlir
+    %t = tile.splat %x : f32 -> tensor<64x128xf32>
+    ```
+    Costs nothing: each thread keeps one copy of the scalar. Splats of constants
+    fold to `arith.constant dense<...>`.
+  }];
+  let arguments = (ins Tile_Scalar:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
+  let summary = "insert a unit dimension";
+  let description = [{
+    ```mlir
+    %t = tile.expand_dims %x {axis = 1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+    ```
+    The row-major order of the elements does not change, so in the blocked
+    layout this is free. `axis` may be 0..rank(src).
+  }];
+  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+  let summary = "repeat a tile along its unit dimensions";
+  let description = [{
+    ```mlir
+    %t = tile.broadcast %x : tensor<1x128xf32> -> tensor<64x128xf32>
+    ```
+    Same rank and element type; every source dimension is 1 or equal to the
+    result's. Element movement between threads goes through shared memory.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointers and memory
+//===----------------------------------------------------------------------===//
+
+def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "advance pointers by element offsets";
+  let description = [{
+    ```mlir
+    %q = tile.addptr %p, %off : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+    %s = tile.addptr %base, %n : !tile.ptr<bf16>, i64
+    ```
+    The offset counts elements of the pointee type (like C pointer arithmetic)
+    and is sign-extended to 64 bits. Lowers to `llvm.getelementptr`.
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_IntLike:$offset);
+  let results = (outs Tile_PtrLike:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_LoadOp : Tile_Op<"load", [
+    AttrSizedOperandSegments, MemoryEffects<[MemRead]>,
+    TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
+                   "::kiln::tile::getPointeeType($_self)">,
+    TypesMatchWith<"mask is i1 of the shape of ptr", "ptr", "mask",
+                   "::kiln::tile::getI1SameShape($_self)",
+                   "($_op.getOperands().size() <= 1) || std::equal_to<>()">,
+    TypesMatchWith<"other is the pointee of ptr", "ptr", "other",
+                   "::kiln::tile::getPointeeType($_self)",
+                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+  let summary = "load a tile (or a scalar) from global memory, optionally masked";
+  let description = [{
+    ```mlir
+    %v = tile.load %ptrs : tensor<128x!tile.ptr<f32>>
+    %w = tile.load %ptrs, %mask, %other : tensor<128x!tile.ptr<bf16>>
+    ```
+    Where `mask` is false nothing is read and the result is `other` (undefined
+    if `other` is absent). `vec` (set by `kiln-tile-vectorize-access`) is the
+    number of consecutive elements per thread read by one vector access: with
+    `vec * sizeof(T) == 16` the load becomes `ld.global.v4.b32`.
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
+                       Optional<Tile_Any>:$other, OptionalAttr<I32Attr>:$vec);
+  let results = (outs Tile_Any:$result);
+  let assemblyFormat = [{
+    $ptr (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$ptr, CArg<"::mlir::Value", "{}">:$mask,
+                   CArg<"::mlir::Value", "{}">:$other)>
+  ];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [
+    MemoryEffects<[MemWrite]>,
+    TypesMatchWith<"value is the pointee of ptr", "ptr", "value",
+                   "::kiln::tile::getPointeeType($_self)">,
+    TypesMatchWith<"mask is i1 of the shape of ptr", "ptr", "mask",
+                   "::kiln::tile::getI1SameShape($_self)",
+                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+  let summary = "store a tile (or a scalar) to global memory, optionally masked";
+  let description = [{
+    ```mlir
+    tile.store %ptrs, %v : tensor<128x!tile.ptr<f32>>
+    tile.store %ptrs, %v, %mask : tensor<128x!tile.ptr<bf16>>
+    ```
+    Elements whose mask is false are not written. When several threads hold the
+    same element (a tile smaller than the block) only one of them writes it.
+    `vec` as for `tile.load`.
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$value, Optional<Tile_BoolLike>:$mask,
+                       OptionalAttr<I32Attr>:$vec);
+  let assemblyFormat = "$ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)";
+  let hasCanonicalizer = 1;
+}
+
+#endif // KILN_DIALECT_TILE_IR_TILEOPS_TD

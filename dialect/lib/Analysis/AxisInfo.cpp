@@ -1,0 +1,135 @@
+//===- AxisInfo.cpp - contiguity/divisibility/constancy analysis ------------===//
+
+#include "kiln/Dialect/Tile/Analysis/AxisInfo.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace kiln::tile;
+
+int64_t kiln::tile::highestPowerOf2Divisor(int64_t value) {
+  if (value == 0)
+    return AxisInfo::kMaxDivisibility;
+  int64_t d = value & -value;
+  return std::min<int64_t>(d < 0 ? -d : d, AxisInfo::kMaxDivisibility);
+}
+
+/// Size of the last dimension of `type` (1 for scalars).
+static int64_t lastDimSize(Type type) {
+  if (auto tensor = llvm::dyn_cast<RankedTensorType>(type))
+    return tensor.getRank() == 0 ? 1 : tensor.getShape().back();
+  return 1;
+}
+
+/// Info of a value that is the same everywhere (a scalar, a splat).
+static AxisInfo uniform(Type type, int64_t divisibility) {
+  return {1, divisibility, lastDimSize(type)};
+}
+
+static int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
+
+AxisInfoAnalysis::AxisInfoAnalysis(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments()) {
+    int64_t divisibility = 1;
+    if (auto attr = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                       TileDialect::getDivisibilityAttrName()))
+      divisibility = attr.getInt();
+    infos[arg] = uniform(arg.getType(), divisibility);
+  }
+  func.walk([&](Operation *op) { visit(op); });
+}
+
+AxisInfo AxisInfoAnalysis::get(Value value) const {
+  auto it = infos.find(value);
+  return it == infos.end() ? AxisInfo() : it->second;
+}
+
+void AxisInfoAnalysis::visit(Operation *op) {
+  if (op->getNumResults() != 1)
+    return;
+  Value result = op->getResult(0);
+  Type type = result.getType();
+  auto operand = [&](unsigned i) { return get(op->getOperand(i)); };
+
+  std::optional<AxisInfo> info =
+      llvm::TypeSwitch<Operation *, std::optional<AxisInfo>>(op)
+          .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> std::optional<AxisInfo> {
+            APInt value;
+            if (matchPattern(c.getResult(), m_ConstantInt(&value)))
+              return uniform(type, highestPowerOf2Divisor(value.getSExtValue()));
+            return std::nullopt;
+          })
+          .Case<ProgramIdOp, NumProgramsOp>([&](auto) { return uniform(type, 1); })
+          .Case<MakeRangeOp>([&](MakeRangeOp r) -> std::optional<AxisInfo> {
+            return AxisInfo{lastDimSize(type), highestPowerOf2Divisor(r.getStart()), 1};
+          })
+          .Case<SplatOp>([&](auto) { return uniform(type, operand(0).divisibility); })
+          .Case<ExpandDimsOp>([&](ExpandDimsOp e) -> std::optional<AxisInfo> {
+            auto srcType = llvm::cast<RankedTensorType>(e.getSrc().getType());
+            if (int64_t(e.getAxis()) == srcType.getRank()) // new unit last dimension
+              return AxisInfo{1, operand(0).divisibility, 1};
+            return operand(0);
+          })
+          .Case<BroadcastOp>([&](BroadcastOp b) -> std::optional<AxisInfo> {
+            if (lastDimSize(b.getSrc().getType()) == 1 && lastDimSize(type) != 1)
+              return uniform(type, operand(0).divisibility);
+            return operand(0);
+          })
+          .Case<arith::AddIOp, AddPtrOp>([&](Operation *) -> std::optional<AxisInfo> {
+            AxisInfo a = operand(0), b = operand(1);
+            int64_t scale = 1;
+            if (auto ptr = llvm::dyn_cast<PtrType>(mlir::getElementTypeOrSelf(type)))
+              scale = std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+            int64_t divB = std::min(b.divisibility * scale, AxisInfo::kMaxDivisibility);
+            return AxisInfo{std::max(gcd(a.contiguity, b.constancy), gcd(b.contiguity, a.constancy)),
+                            gcd(a.divisibility, divB), gcd(a.constancy, b.constancy)};
+          })
+          .Case<arith::SubIOp>([&](auto) -> std::optional<AxisInfo> {
+            AxisInfo a = operand(0), b = operand(1);
+            return AxisInfo{gcd(a.contiguity, b.constancy), gcd(a.divisibility, b.divisibility),
+                            gcd(a.constancy, b.constancy)};
+          })
+          .Case<arith::MulIOp>([&](auto) -> std::optional<AxisInfo> {
+            AxisInfo a = operand(0), b = operand(1);
+            int64_t contiguity = 1;
+            if (matchPattern(op->getOperand(1), m_One()))
+              contiguity = a.contiguity;
+            else if (matchPattern(op->getOperand(0), m_One()))
+              contiguity = b.contiguity;
+            return AxisInfo{contiguity,
+                            std::min(a.divisibility * b.divisibility, AxisInfo::kMaxDivisibility),
+                            gcd(a.constancy, b.constancy)};
+          })
+          .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(
+              [&](auto) { return operand(0); })
+          .Case<arith::CmpIOp>([&](arith::CmpIOp cmp) -> std::optional<AxisInfo> {
+            AxisInfo a = operand(0), b = operand(1);
+            int64_t constancy = gcd(a.constancy, b.constancy);
+            int64_t size = lastDimSize(type);
+            // A run of consecutive values aligned to g cannot straddle a
+            // bound that is a multiple of g.
+            if (cmp.getPredicate() != arith::CmpIPredicate::eq &&
+                cmp.getPredicate() != arith::CmpIPredicate::ne) {
+              if (b.constancy == size)
+                constancy = std::max(constancy,
+                                     gcd(a.contiguity, gcd(a.divisibility, b.divisibility)));
+              if (a.constancy == size)
+                constancy = std::max(constancy,
+                                     gcd(b.contiguity, gcd(b.divisibility, a.divisibility)));
+            }
+            return AxisInfo{1, 1, constancy};
+          })
+          .Case<arith::AndIOp, arith::OrIOp>([&](auto) -> std::optional<AxisInfo> {
+            AxisInfo a = operand(0), b = operand(1);
+            return AxisInfo{1, 1, gcd(a.constancy, b.constancy)};
+          })
+          .Default([](Operation *) { return std::nullopt; });
+  if (info)
+    infos[result] = *info;
+}

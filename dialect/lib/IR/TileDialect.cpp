@@ -1,0 +1,73 @@
+//===- TileDialect.cpp - tile dialect ---------------------------------------===//
+
+#include "kiln/Dialect/Tile/IR/TileDialect.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+#include "kiln/Dialect/Tile/IR/TileTypes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kiln::tile;
+
+#include "kiln/Dialect/Tile/IR/TileDialect.cpp.inc"
+
+void TileDialect::initialize() {
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialect/Tile/IR/TileOps.cpp.inc"
+      >();
+}
+
+static LogicalResult verifyPowerOfTwoI32(Operation *op, NamedAttribute attr, int64_t maxValue) {
+  auto intAttr = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+  if (!intAttr || !intAttr.getType().isInteger(32))
+    return op->emitOpError() << "expected '" << attr.getName().getValue()
+                             << "' to be an i32 attribute, got " << attr.getValue();
+  int64_t value = intAttr.getInt();
+  if (value < 1 || value > maxValue || !llvm::isPowerOf2_64(value))
+    return op->emitOpError() << "expected '" << attr.getName().getValue()
+                             << "' to be a power of two in [1, " << maxValue << "], got "
+                             << value;
+  return success();
+}
+
+LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getKernelAttrName()) {
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expected 'tile.kernel' to be a unit attribute";
+    if (!llvm::isa<func::FuncOp>(op))
+      return op->emitOpError() << "'tile.kernel' applies to func.func only";
+    auto func = llvm::cast<func::FuncOp>(op);
+    if (func.getFunctionType().getNumResults() != 0)
+      return op->emitOpError() << "a tile kernel returns nothing, got "
+                               << func.getFunctionType().getNumResults() << " results";
+    for (Type type : func.getFunctionType().getInputs())
+      if (!llvm::isa<PtrType, IntegerType, FloatType>(type))
+        return op->emitOpError() << "a tile kernel takes scalars and pointers, got " << type;
+    return success();
+  }
+  if (name == getNumWarpsAttrName())
+    return verifyPowerOfTwoI32(op, attr, 32);
+  if (name == getThreadsPerBlockAttrName())
+    return verifyPowerOfTwoI32(op, attr, 1024);
+  if (name == getElemsPerThreadAttrName())
+    return verifyPowerOfTwoI32(op, attr, 1 << 16);
+  return op->emitOpError() << "unknown tile attribute '" << name << "'";
+}
+
+LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op, unsigned regionIndex,
+                                                    unsigned argIndex, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != getDivisibilityAttrName())
+    return op->emitOpError() << "unknown tile argument attribute '" << name << "'";
+  Type argType = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  if (!llvm::isa<PtrType, IntegerType>(argType))
+    return op->emitOpError() << "'tile.divisibility' applies to integer and pointer arguments, "
+                             << "got " << argType;
+  return verifyPowerOfTwoI32(op, attr, int64_t(1) << 30);
+}

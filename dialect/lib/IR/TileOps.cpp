@@ -1,0 +1,238 @@
+//===- TileOps.cpp - tile dialect operations --------------------------------===//
+
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kiln::tile;
+
+#include "kiln/Dialect/Tile/IR/TileEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Tile/IR/TileOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// MakeRangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MakeRangeOp::verify() {
+  auto type = getResult().getType();
+  if (type.getRank() != 1)
+    return emitOpError() << "expected a 1-D result, got rank " << type.getRank();
+  int64_t start = getStart(), end = getEnd();
+  if (end <= start)
+    return emitOpError() << "expected end > start, got start = " << start << ", end = " << end;
+  if (end - start != type.getDimSize(0))
+    return emitOpError() << "expected end - start (" << end - start
+                         << ") to equal the result size (" << type.getDimSize(0) << ")";
+  if (!llvm::isPowerOf2_64(end - start))
+    return emitOpError() << "expected a power-of-two size, got " << end - start;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplatOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
+  Attribute value = adaptor.getSrc();
+  if (!value || !llvm::isa<IntegerAttr, FloatAttr>(value))
+    return {};
+  return SplatElementsAttr::get(getType(), value);
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandDimsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandDimsOp::verify() {
+  auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
+  auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > srcType.getRank())
+    return emitOpError() << "expected axis in [0, " << srcType.getRank() << "], got " << axis;
+  SmallVector<int64_t> expected(srcType.getShape());
+  expected.insert(expected.begin() + axis, 1);
+  if (resultType.getShape() != ArrayRef<int64_t>(expected) ||
+      resultType.getElementType() != srcType.getElementType())
+    return emitOpError() << "expected result type "
+                         << RankedTensorType::get(expected, srcType.getElementType()) << ", got "
+                         << resultType;
+  return success();
+}
+
+namespace {
+/// expand_dims(splat(x)) -> splat(x).
+struct ExpandSplat : OpRewritePattern<ExpandDimsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ExpandDimsOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "source is not a splat");
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<ExpandSplat>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
+  auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
+  if (srcType.getElementType() != resultType.getElementType())
+    return emitOpError() << "expected the element type to be kept, got "
+                         << srcType.getElementType() << " -> " << resultType.getElementType();
+  if (srcType.getRank() != resultType.getRank())
+    return emitOpError() << "expected equal ranks, got " << srcType.getRank() << " -> "
+                         << resultType.getRank();
+  for (auto [i, src, dst] : llvm::enumerate(srcType.getShape(), resultType.getShape()))
+    if (src != 1 && src != dst)
+      return emitOpError() << "dimension " << i << " of size " << src
+                           << " cannot be broadcast to " << dst;
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  return {};
+}
+
+namespace {
+/// broadcast(splat(x)) -> splat(x).
+struct BroadcastSplat : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "source is not a splat");
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+
+/// broadcast(broadcast(x)) -> broadcast(x).
+struct BroadcastBroadcast : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getSrc().getDefiningOp<BroadcastOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "source is not a broadcast");
+    rewriter.replaceOpWithNewOp<BroadcastOp>(op, op.getType(), inner.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<BroadcastSplat, BroadcastBroadcast>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// AddPtrOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddPtrOp::verify() {
+  auto ptrTensor = llvm::dyn_cast<RankedTensorType>(getPtr().getType());
+  auto offTensor = llvm::dyn_cast<RankedTensorType>(getOffset().getType());
+  if (!ptrTensor != !offTensor)
+    return emitOpError() << "expected pointer and offset both scalars or both tiles, got "
+                         << getPtr().getType() << " and " << getOffset().getType();
+  if (ptrTensor && ptrTensor.getShape() != offTensor.getShape())
+    return emitOpError() << "expected the offset shape to match the pointer shape, got "
+                         << offTensor << " for " << ptrTensor;
+  Type offElt = mlir::getElementTypeOrSelf(getOffset().getType());
+  if (!offElt.isInteger(32) && !offElt.isInteger(64))
+    return emitOpError() << "expected i32 or i64 offsets, got " << offElt;
+  return success();
+}
+
+OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
+  if (matchPattern(adaptor.getOffset(), m_Zero()))
+    return getPtr();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// LoadOp / StoreOp
+//===----------------------------------------------------------------------===//
+
+void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
+                   Value other) {
+  build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, IntegerAttr());
+}
+
+LogicalResult LoadOp::verify() {
+  if (getOther() && !getMask())
+    return emitOpError() << "'other' requires a mask";
+  return success();
+}
+
+/// Whether `mask` is a constant whose every element is `value`.
+static bool isConstantMask(Value mask, bool value) {
+  if (!mask)
+    return false;
+  return value ? matchPattern(mask, m_One()) : matchPattern(mask, m_Zero());
+}
+
+namespace {
+/// A load under an all-true mask needs neither the mask nor `other`; under an
+/// all-false mask it is `other`.
+struct FoldConstantLoadMask : OpRewritePattern<LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
+    if (isConstantMask(op.getMask(), true)) {
+      rewriter.replaceOpWithNewOp<LoadOp>(op, op.getType(), op.getPtr(), Value(), Value(),
+                                          op.getVecAttr());
+      return success();
+    }
+    if (isConstantMask(op.getMask(), false) && op.getOther()) {
+      rewriter.replaceOp(op, op.getOther());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "mask is not a uniform constant");
+  }
+};
+
+/// A store under an all-true mask needs no mask; under an all-false mask it
+/// does nothing.
+struct FoldConstantStoreMask : OpRewritePattern<StoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StoreOp op, PatternRewriter &rewriter) const override {
+    if (isConstantMask(op.getMask(), true)) {
+      rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value(),
+                                           op.getVecAttr());
+      return success();
+    }
+    if (isConstantMask(op.getMask(), false)) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "mask is not a uniform constant");
+  }
+};
+} // namespace
+
+void LoadOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<FoldConstantLoadMask>(context);
+}
+
+void StoreOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<FoldConstantStoreMask>(context);
+}

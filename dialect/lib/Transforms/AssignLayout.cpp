@@ -1,0 +1,66 @@
+//===- AssignLayout.cpp - choose the blocked layout of a kernel -------------===//
+
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+#include "kiln/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace kiln::tile {
+#define GEN_PASS_DEF_TILEASSIGNLAYOUT
+#include "kiln/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace kiln::tile
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+struct TileAssignLayoutPass : kiln::tile::impl::TileAssignLayoutBase<TileAssignLayoutPass> {
+  using TileAssignLayoutBase::TileAssignLayoutBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func->hasAttr(TileDialect::getKernelAttrName()))
+      return;
+    int64_t warps = numWarps;
+    if (auto attr = func->getAttrOfType<IntegerAttr>(TileDialect::getNumWarpsAttrName()))
+      warps = attr.getInt();
+    if (warps < 1 || warps > 32 || !llvm::isPowerOf2_64(warps)) {
+      func.emitError() << "expected num_warps to be a power of two in [1, 32], got " << warps;
+      return signalPassFailure();
+    }
+
+    // The narrowest element moved through memory decides the run length: one
+    // run of it fills a 16-byte access.
+    int64_t narrowestBytes = 0;
+    bool failed = false;
+    func.walk([&](Operation *op) {
+      for (Type type : op->getResultTypes()) {
+        auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+        if (tensor && !llvm::isPowerOf2_64(tensor.getNumElements())) {
+          op->emitOpError() << "tiles must have a power-of-two number of elements, got "
+                            << tensor;
+          failed = true;
+        }
+      }
+      Type accessed;
+      if (auto load = llvm::dyn_cast<LoadOp>(op))
+        accessed = load.getType();
+      else if (auto store = llvm::dyn_cast<StoreOp>(op))
+        accessed = store.getValue().getType();
+      if (!accessed || !llvm::isa<RankedTensorType>(accessed))
+        return;
+      int64_t bytes =
+          std::max<int64_t>(1, mlir::getElementTypeOrSelf(accessed).getIntOrFloatBitWidth() / 8);
+      narrowestBytes = narrowestBytes ? std::min(narrowestBytes, bytes) : bytes;
+    });
+    if (failed)
+      return signalPassFailure();
+
+    OpBuilder b(func.getContext());
+    int64_t elemsPerThread = narrowestBytes ? 16 / narrowestBytes : 1;
+    func->setAttr(TileDialect::getThreadsPerBlockAttrName(), b.getI32IntegerAttr(warps * 32));
+    func->setAttr(TileDialect::getElemsPerThreadAttrName(), b.getI32IntegerAttr(elemsPerThread));
+  }
+};
+} // namespace

@@ -1,0 +1,69 @@
+//===- VectorizeAccess.cpp - vector width of memory accesses ----------------===//
+
+#include "kiln/Dialect/Tile/Analysis/AxisInfo.h"
+#include "kiln/Dialect/Tile/IR/Layout.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+#include "kiln/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace kiln::tile {
+#define GEN_PASS_DEF_TILEVECTORIZEACCESS
+#include "kiln/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace kiln::tile
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+struct TileVectorizeAccessPass
+    : kiln::tile::impl::TileVectorizeAccessBase<TileVectorizeAccessPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func->hasAttr(TileDialect::getKernelAttrName()))
+      return;
+    auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
+    auto elems = func->getAttrOfType<IntegerAttr>(TileDialect::getElemsPerThreadAttrName());
+    if (!threads || !elems) {
+      func.emitError() << "kiln-tile-vectorize-access needs the layout attributes of "
+                          "kiln-tile-assign-layout";
+      return signalPassFailure();
+    }
+    AxisInfoAnalysis analysis(func);
+    OpBuilder b(func.getContext());
+
+    auto widthFor = [&](Value ptr, Value mask) -> int64_t {
+      auto tensor = llvm::dyn_cast<RankedTensorType>(ptr.getType());
+      if (!tensor)
+        return 1;
+      auto ptrType = llvm::cast<PtrType>(tensor.getElementType());
+      int64_t eltBytes =
+          std::max<int64_t>(1, ptrType.getPointeeType().getIntOrFloatBitWidth() / 8);
+      auto layout =
+          BlockedLayout::get(tensor.getNumElements(), threads.getInt(), elems.getInt());
+      AxisInfo info = analysis.get(ptr);
+      int64_t width = std::min<int64_t>({layout.vec, info.contiguity,
+                                         std::max<int64_t>(1, info.divisibility / eltBytes),
+                                         std::max<int64_t>(1, 16 / eltBytes)});
+      if (mask)
+        width = std::min(width, analysis.get(mask).constancy);
+      return int64_t(1) << llvm::Log2_64(std::max<int64_t>(width, 1));
+    };
+
+    func.walk([&](Operation *op) {
+      int64_t width;
+      if (auto load = llvm::dyn_cast<LoadOp>(op))
+        width = widthFor(load.getPtr(), load.getMask());
+      else if (auto store = llvm::dyn_cast<StoreOp>(op))
+        width = widthFor(store.getPtr(), store.getMask());
+      else
+        return;
+      ++numAccesses;
+      if (width > 1)
+        ++numVectorized;
+      op->setAttr("vec", b.getI32IntegerAttr(width));
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,33 @@
+//===- Passes.td - kiln conversion passes ------------------*- tablegen -*-===//
+
+#ifndef KILN_CONVERSION_PASSES_TD
+#define KILN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
+  let summary = "Lower tile kernels to the LLVM and NVVM dialects";
+  let description = [{
+    Distributes every tile over the threads of the block in the layout chosen
+    by `kiln-tile-assign-layout` (a tile becomes an `!llvm.struct` of the
+    elements one thread holds) and lowers:
+    - `tile.program_id` / `tile.num_programs` to `nvvm.read.ptx.sreg.ctaid.*` /
+      `nctaid.*`; `tile.make_range` to per-thread indices from `tid.x`;
+    - `tile.splat`, `tile.expand_dims` (free), `tile.broadcast` (through a
+      shared-memory buffer and `nvvm.barrier0`);
+    - `tile.addptr` to `llvm.getelementptr`; `tile.load` / `tile.store` to
+      `llvm.load` / `llvm.store` of `vec`-wide vectors (16 bytes at most), under
+      `scf.if` where masked (stores from replicated threads are masked off);
+    - elementwise `arith` / `math` on tiles to one scalar op per element, then
+      `arith` to LLVM and transcendental `math` ops to libdevice calls
+      (`__nv_*`, linked at PTX emission);
+    - kernels (`func.func` with `tile.kernel`) to `llvm.func` with `nvvm.kernel`
+      and `nvvm.reqntid`.
+    `scf.if` ops created for masks are left for `convert-scf-to-cf`.
+    All kernels of one module must share one layout.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::cf::ControlFlowDialect"];
+}
+
+#endif // KILN_CONVERSION_PASSES_TD

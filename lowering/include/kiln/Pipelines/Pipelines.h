@@ -1,0 +1,27 @@
+//===- Pipelines.h - kiln's named pass pipelines ----------------*- C++ -*-===//
+
+#ifndef KILN_PIPELINES_PIPELINES_H
+#define KILN_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+struct TileToLLVMOptions {
+  /// Warps per program for kernels that carry no `tile.num_warps`.
+  int numWarps = 4;
+};
+
+/// The one pipeline from the tile dialect to LLVM + NVVM dialects, ready for
+/// translation to LLVM IR (registered as `kiln-tile-to-llvm`):
+///   canonicalize, cse, kiln-tile-assign-layout, kiln-tile-vectorize-access,
+///   kiln-convert-tile-to-nvvm, convert-scf-to-cf, convert-cf-to-llvm,
+///   convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts.
+void buildTileToLLVMPipeline(mlir::OpPassManager &pm, const TileToLLVMOptions &options = {});
+
+/// Registers `kiln-tile-to-llvm` with the global pipeline registry.
+void registerKilnPipelines();
+
+} // namespace kiln
+
+#endif // KILN_PIPELINES_PIPELINES_H

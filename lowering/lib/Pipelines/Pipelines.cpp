@@ -1,0 +1,47 @@
+//===- Pipelines.cpp - kiln's named pass pipelines --------------------------===//
+
+#include "kiln/Pipelines/Pipelines.h"
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &options) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  tile::TileAssignLayoutOptions layoutOptions;
+  layoutOptions.numWarps = options.numWarps;
+  pm.addNestedPass<func::FuncOp>(tile::createTileAssignLayout(layoutOptions));
+  pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
+  pm.addPass(createConvertTileToNVVM());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+namespace {
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<int> numWarps{*this, "num-warps",
+                       llvm::cl::desc("warps per program where a kernel carries none"),
+                       llvm::cl::init(4)};
+};
+} // namespace
+
+void kiln::registerKilnPipelines() {
+  PassPipelineRegistration<PipelineOptions>(
+      "kiln-tile-to-llvm", "Lower tile kernels to the LLVM and NVVM dialects",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        TileToLLVMOptions o;
+        o.numWarps = options.numWarps;
+        buildTileToLLVMPipeline(pm, o);
+      });
+}
