@@ -7,9 +7,7 @@
 #include "kiln/Dialect/Tile/Transforms/Passes.h"
 #include "kiln/Pipelines/Pipelines.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -39,6 +37,8 @@ void kiln::registerKilnPasses() {
     mlir::registerCSEPass();
     mlir::registerSCFToControlFlowPass();
     mlir::registerReconcileUnrealizedCastsPass();
+    mlir::registerConvertControlFlowToLLVMPass();
+    mlir::registerConvertNVVMToLLVMPass();
     tile::registerTilePasses();
     registerKilnConversionPasses();
     registerKilnPipelines();

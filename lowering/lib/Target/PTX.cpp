@@ -102,7 +102,7 @@ static Error linkLibdevice(Module &module) {
   for (Function &f : module.functions())
     if (!f.isDeclaration() && f.getCallingConv() != CallingConv::PTX_Kernel)
       f.setLinkage(GlobalValue::InternalLinkage);
-  module.addModuleFlag(Module::Override, "nvvm-reflect-ftz", 0);
+  module.addModuleFlag(Module::Override, "nvvm-reflect-ftz", uint32_t(0));
   return Error::success();
 }
 

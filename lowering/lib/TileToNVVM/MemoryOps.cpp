@@ -1,1 +1,190 @@
-// placeholder
+//===- MemoryOps.cpp - pointers, loads and stores ---------------------------===//
+
+#include "PatternUtils.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+struct AddPtrLowering : TileOpConversion<tile::AddPtrOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::AddPtrOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = llvm::cast<tile::PtrType>(getElementTypeOrSelf(op.getType()));
+    Type pointee = getTypeConverter()->convertType(ptrType.getPointeeType());
+    Type llvmPtr = getTypeConverter()->convertType(ptrType);
+    SmallVector<Value> ptrs = unpackTile(rewriter, loc, adaptor.getPtr());
+    SmallVector<Value> offsets = unpackTile(rewriter, loc, adaptor.getOffset());
+    SmallVector<Value> results;
+    for (auto [ptr, offset] : llvm::zip(ptrs, offsets))
+      results.push_back(LLVM::GEPOp::create(rewriter, loc, llvmPtr, pointee, ptr,
+                                            ArrayRef<LLVM::GEPArg>{offset}));
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()), results));
+    return success();
+  }
+};
+
+/// How `vec` consecutive elements of `element` move in one access: as one
+/// integer or a vector of i32 words (16 bytes = ld/st.global.v4.b32).
+struct VectorAccess {
+  int64_t vec;
+  Type element;    ///< converted element type
+  Type accessType; ///< the type of the llvm.load / llvm.store
+  Type valueType;  ///< vector<vec x element>, or element when vec == 1
+  unsigned alignment;
+
+  VectorAccess(MLIRContext *context, Type element, int64_t requested) : element(element) {
+    int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+    vec = element.isInteger(1) ? 1 : requested;
+    int64_t total = vec * bytes;
+    alignment = total;
+    valueType = vec == 1 ? element : VectorType::get({vec}, element);
+    if (vec == 1)
+      accessType = element;
+    else if (total % 4 == 0)
+      accessType = total == 4 ? Type(IntegerType::get(context, 32))
+                              : Type(VectorType::get({total / 4}, IntegerType::get(context, 32)));
+    else
+      accessType = IntegerType::get(context, total * 8);
+  }
+
+  /// Loaded bits -> the elements.
+  SmallVector<Value> split(OpBuilder &b, Location loc, Value loaded) const {
+    if (vec == 1)
+      return {loaded};
+    Value vector = LLVM::BitcastOp::create(b, loc, valueType, loaded);
+    SmallVector<Value> elements;
+    for (int64_t i = 0; i < vec; ++i)
+      elements.push_back(
+          LLVM::ExtractElementOp::create(b, loc, vector, createI32Constant(b, loc, i)));
+    return elements;
+  }
+
+  /// The elements -> bits to store (or to yield in place of a masked load).
+  Value join(OpBuilder &b, Location loc, ArrayRef<Value> elements) const {
+    if (vec == 1)
+      return elements.front();
+    Value vector = LLVM::PoisonOp::create(b, loc, valueType);
+    for (int64_t i = 0; i < vec; ++i)
+      vector = LLVM::InsertElementOp::create(b, loc, vector, elements[i],
+                                             createI32Constant(b, loc, i));
+    return LLVM::BitcastOp::create(b, loc, accessType, vector);
+  }
+};
+
+int64_t getRequestedVec(Operation *op) {
+  if (auto vec = op->getAttrOfType<IntegerAttr>("vec"))
+    return std::max<int64_t>(1, vec.getInt());
+  return 1;
+}
+
+struct LoadLowering : TileOpConversion<tile::LoadOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::LoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type resultType = getTypeConverter()->convertType(op.getType());
+    Type element = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
+    SmallVector<Value> ptrs = unpackTile(rewriter, loc, adaptor.getPtr());
+    SmallVector<Value> masks, others;
+    if (adaptor.getMask())
+      masks = unpackTile(rewriter, loc, adaptor.getMask());
+    if (adaptor.getOther())
+      others = unpackTile(rewriter, loc, adaptor.getOther());
+
+    VectorAccess access(getContext(), element, getRequestedVec(op));
+    if (ptrs.size() % access.vec != 0)
+      return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
+    SmallVector<Value> results;
+    for (size_t r = 0; r < ptrs.size(); r += access.vec) {
+      auto load = [&](OpBuilder &b, Location l) {
+        return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment)
+            .getResult();
+      };
+      Value loaded;
+      if (masks.empty()) {
+        loaded = load(rewriter, loc);
+      } else {
+        auto ifOp = scf::IfOp::create(
+            rewriter, loc, masks[r],
+            [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, load(b, l)); },
+            [&](OpBuilder &b, Location l) {
+              Value fallback =
+                  others.empty()
+                      ? LLVM::ZeroOp::create(b, l, access.accessType).getResult()
+                      : access.join(b, l, ArrayRef<Value>(others).slice(r, access.vec));
+              scf::YieldOp::create(b, l, fallback);
+            });
+        loaded = ifOp.getResult(0);
+      }
+      llvm::append_range(results, access.split(rewriter, loc, loaded));
+    }
+    rewriter.replaceOp(op, packTile(rewriter, loc, resultType, results));
+    return success();
+  }
+};
+
+struct StoreLowering : TileOpConversion<tile::StoreOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::StoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type element = getTypeConverter()->convertType(getElementTypeOrSelf(op.getValue().getType()));
+    SmallVector<Value> ptrs = unpackTile(rewriter, loc, adaptor.getPtr());
+    SmallVector<Value> values = unpackTile(rewriter, loc, adaptor.getValue());
+    SmallVector<Value> masks;
+    if (adaptor.getMask())
+      masks = unpackTile(rewriter, loc, adaptor.getMask());
+
+    // Only one copy of each element is written: in a replicated tile the
+    // duplicates, for a scalar all threads but thread 0.
+    Value owner;
+    if (auto tensor = llvm::dyn_cast<RankedTensorType>(op.getPtr().getType())) {
+      auto layout = tileConverter.getLayout(tensor);
+      if (layout.isReplicated())
+        owner = createIsOwner(rewriter, loc, layout);
+    } else {
+      owner = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                                   createThreadId(rewriter, loc),
+                                   createI32Constant(rewriter, loc, 0));
+    }
+
+    VectorAccess access(getContext(), element, getRequestedVec(op));
+    if (ptrs.size() % access.vec != 0)
+      return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
+    for (size_t r = 0; r < ptrs.size(); r += access.vec) {
+      Value bits = access.join(rewriter, loc, ArrayRef<Value>(values).slice(r, access.vec));
+      Value predicate = owner;
+      if (!masks.empty())
+        predicate =
+            predicate ? LLVM::AndOp::create(rewriter, loc, predicate, masks[r]).getResult()
+                      : masks[r];
+      auto store = [&](OpBuilder &b, Location l) {
+        LLVM::StoreOp::create(b, l, bits, ptrs[r], access.alignment);
+      };
+      if (!predicate) {
+        store(rewriter, loc);
+        continue;
+      }
+      scf::IfOp::create(rewriter, loc, predicate, [&](OpBuilder &b, Location l) {
+        store(b, l);
+        scf::YieldOp::create(b, l);
+      });
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,
+                                               RewritePatternSet &patterns) {
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering>(converter);
+}

@@ -1,1 +1,217 @@
-// placeholder
+//===- TileToNVVM.cpp - tile dialect to LLVM + NVVM -------------------------===//
+//
+// The pass, the type converter, the helpers every pattern shares, and the
+// kernel (func.func -> llvm.func) patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PatternUtils.h"
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Conversion/TileToNVVM.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTTILETONVVM
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+//===----------------------------------------------------------------------===//
+// Type converter and helpers
+//===----------------------------------------------------------------------===//
+
+TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlock,
+                                     int64_t elemsPerThread)
+    : LLVMTypeConverter(context), threadsPerBlock(threadsPerBlock),
+      elemsPerThread(elemsPerThread) {
+  addConversion([context](tile::PtrType) -> Type {
+    return LLVM::LLVMPointerType::get(context, /*addressSpace=*/1);
+  });
+  addConversion([this, context](RankedTensorType type) -> std::optional<Type> {
+    Type element = convertType(type.getElementType());
+    if (!element)
+      return std::nullopt;
+    int64_t regs = getLayout(type).regsPerThread();
+    return LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regs, element));
+  });
+}
+
+SmallVector<Value> kiln::unpackTile(OpBuilder &b, Location loc, Value value) {
+  auto structType = llvm::dyn_cast<LLVM::LLVMStructType>(value.getType());
+  if (!structType)
+    return {value};
+  SmallVector<Value> elements;
+  for (int64_t i = 0, e = structType.getBody().size(); i < e; ++i)
+    elements.push_back(LLVM::ExtractValueOp::create(b, loc, value, ArrayRef<int64_t>{i}));
+  return elements;
+}
+
+Value kiln::packTile(OpBuilder &b, Location loc, Type type, ValueRange values) {
+  if (!llvm::isa<LLVM::LLVMStructType>(type)) {
+    assert(values.size() == 1 && "a scalar packs one value");
+    return values.front();
+  }
+  Value result = LLVM::PoisonOp::create(b, loc, type);
+  for (auto [i, value] : llvm::enumerate(values))
+    result = LLVM::InsertValueOp::create(b, loc, result, value, ArrayRef<int64_t>{int64_t(i)});
+  return result;
+}
+
+Value kiln::createI32Constant(OpBuilder &b, Location loc, int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(value));
+}
+
+Value kiln::createThreadId(OpBuilder &b, Location loc) {
+  return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+}
+
+ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
+                                       const tile::BlockedLayout &layout) {
+  ElementIndices indices;
+  Value tid = createThreadId(b, loc);
+  if (layout.isReplicated())
+    tid = LLVM::AndOp::create(b, loc, tid, createI32Constant(b, loc, layout.runs() - 1));
+  indices.base = LLVM::MulOp::create(b, loc, tid, createI32Constant(b, loc, layout.vec));
+  for (int64_t reg = 0, e = layout.regsPerThread(); reg < e; ++reg)
+    indices.offsets.push_back(layout.elementOf(0, reg));
+  return indices;
+}
+
+Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout &layout) {
+  if (!layout.isReplicated())
+    return LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
+                              createI32Constant(b, loc, layout.runs()));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// func.func with tile.kernel -> llvm.func with nvvm.kernel and
+/// nvvm.reqntid = threads per block.
+struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(func::FuncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op->hasAttr(tile::TileDialect::getKernelAttrName()))
+      return rewriter.notifyMatchFailure(op, "not a tile kernel");
+    FunctionType type = op.getFunctionType();
+    TypeConverter::SignatureConversion signature(type.getNumInputs());
+    SmallVector<Type> argTypes;
+    for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
+      Type converted = getTypeConverter()->convertType(argType);
+      if (!converted)
+        return rewriter.notifyMatchFailure(op, "unsupported kernel argument type");
+      signature.addInputs(i, converted);
+      argTypes.push_back(converted);
+    }
+    auto llvmType =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(op.getContext()), argTypes);
+    auto func = LLVM::LLVMFuncOp::create(rewriter, op.getLoc(), op.getName(), llvmType,
+                                         LLVM::Linkage::External, /*dsoLocal=*/false,
+                                         LLVM::CConv::PTX_Kernel);
+    func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), rewriter.getUnitAttr());
+    func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
+                  rewriter.getDenseI32ArrayAttr(
+                      {int32_t(tileConverter.getThreadsPerBlock()), 1, 1}));
+    rewriter.inlineRegionBefore(op.getBody(), func.getBody(), func.end());
+    if (failed(rewriter.convertRegionTypes(&func.getBody(), *getTypeConverter(), &signature)))
+      return rewriter.notifyMatchFailure(op, "cannot convert the kernel's block arguments");
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ReturnLowering : ConvertOpToLLVMPattern<func::ReturnOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult matchAndRewrite(func::ReturnOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (op.getNumOperands() != 0)
+      return rewriter.notifyMatchFailure(op, "a tile kernel returns nothing");
+    rewriter.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
+                                                RewritePatternSet &patterns) {
+  patterns.add<KernelFuncLowering>(converter);
+  patterns.add<ReturnLowering>(converter);
+  populateTileProgramOpsToNVVMPatterns(converter, patterns);
+  populateTileShapeOpsToNVVMPatterns(converter, patterns);
+  populateTileMemoryOpsToNVVMPatterns(converter, patterns);
+  populateTileElementwiseToNVVMPatterns(converter, patterns);
+  arith::populateArithToLLVMConversionPatterns(converter, patterns);
+  // Transcendentals become libdevice calls (linked at PTX emission); what
+  // libdevice does not cover (fma, abs, ...) maps to LLVM intrinsics.
+  populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
+  populateMathToLLVMConversionPatterns(converter, patterns);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNVVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+
+    // The one layout of this module's kernels.
+    std::optional<std::pair<int64_t, int64_t>> layout;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!func->hasAttr(tile::TileDialect::getKernelAttrName()))
+        continue;
+      auto threads =
+          func->getAttrOfType<IntegerAttr>(tile::TileDialect::getThreadsPerBlockAttrName());
+      auto elems =
+          func->getAttrOfType<IntegerAttr>(tile::TileDialect::getElemsPerThreadAttrName());
+      if (!threads || !elems) {
+        func.emitError() << "kernel has no layout: run kiln-tile-assign-layout first";
+        return signalPassFailure();
+      }
+      std::pair<int64_t, int64_t> current{threads.getInt(), elems.getInt()};
+      if (layout && *layout != current) {
+        func.emitError() << "all kernels of a module must share one layout; this one has "
+                         << current.first << " threads x " << current.second
+                         << " elements, an earlier one " << layout->first << " x "
+                         << layout->second;
+        return signalPassFailure();
+      }
+      layout = current;
+    }
+    if (!layout)
+      layout = {128, 1};
+
+    TileTypeConverter converter(context, layout->first, layout->second);
+    RewritePatternSet patterns(context);
+    populateTileToNVVMConversionPatterns(converter, patterns);
+
+    LLVMConversionTarget target(*context);
+    target.addLegalDialect<NVVM::NVVMDialect>();
+    // Masked accesses are scf.if over LLVM ops; convert-scf-to-cf takes them.
+    target.addLegalOp<scf::IfOp, scf::YieldOp>();
+    target.addIllegalDialect<tile::TileDialect, arith::ArithDialect, math::MathDialect,
+                             func::FuncDialect>();
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace

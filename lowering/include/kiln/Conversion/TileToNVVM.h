@@ -1,0 +1,48 @@
+//===- TileToNVVM.h - tile dialect to LLVM + NVVM ---------------*- C++ -*-===//
+
+#ifndef KILN_CONVERSION_TILETONVVM_H
+#define KILN_CONVERSION_TILETONVVM_H
+
+#include "kiln/Dialect/Tile/IR/Layout.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace kiln {
+
+/// Converts tile types for one layout: `!tile.ptr<T>` -> `!llvm.ptr<1>`; a tile
+/// -> `!llvm.struct` of the elements one thread holds (BlockedLayout).
+class TileTypeConverter : public mlir::LLVMTypeConverter {
+public:
+  TileTypeConverter(mlir::MLIRContext *context, int64_t threadsPerBlock, int64_t elemsPerThread);
+
+  /// The distribution of a tile of this type over the block.
+  tile::BlockedLayout getLayout(mlir::RankedTensorType type) const {
+    return tile::BlockedLayout::get(type.getNumElements(), threadsPerBlock, elemsPerThread);
+  }
+  int64_t getThreadsPerBlock() const { return threadsPerBlock; }
+
+private:
+  int64_t threadsPerBlock;
+  int64_t elemsPerThread;
+};
+
+/// Patterns lowering tile ops, elementwise arith/math on tiles, and tile
+/// kernels. Split by op family, one pattern per op.
+void populateTileProgramOpsToNVVMPatterns(TileTypeConverter &converter,
+                                          mlir::RewritePatternSet &patterns);
+void populateTileShapeOpsToNVVMPatterns(TileTypeConverter &converter,
+                                        mlir::RewritePatternSet &patterns);
+void populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,
+                                         mlir::RewritePatternSet &patterns);
+void populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
+                                           mlir::RewritePatternSet &patterns);
+/// All of the above plus arith/math (libdevice) to LLVM.
+void populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
+                                          mlir::RewritePatternSet &patterns);
+
+} // namespace kiln
+
+#endif // KILN_CONVERSION_TILETONVVM_H
