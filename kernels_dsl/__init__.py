@@ -1,0 +1,1 @@
+"""The kernel library written in the kiln DSL (one package per model family)."""

@@ -1,0 +1,5 @@
+"""Kimi K3 kernels in the kiln DSL. ``MODULES`` lists the modules whose
+``AOT_SPECIALIZATIONS`` the AOT build (``python -m kiln.aot kernels_dsl.kimi_k3``)
+compiles into the bundle."""
+
+MODULES = ["situ"]

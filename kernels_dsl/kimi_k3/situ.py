@@ -1,0 +1,146 @@
+"""SiTU ("SoftCap-GLU") activation and multiply, Kimi K3 (KERNELS.md §4.1).
+
+    gate = beta * tanh(g / beta) * sigmoid(g)              beta = 4.0
+    up   = linear_beta * tanh(u / linear_beta)   if linear_beta is not None (25.0)
+         = u                                     otherwise
+    out  = gate * up                                       (fp32 math, stored as bf16)
+
+with ``g = input[:, :D]`` and ``u = input[:, D:]``. One program handles BLOCK
+columns of one row; grid = (N, cdiv(D, BLOCK)). BLOCK is one 16-byte vector
+per thread: bf16 input 8 x 256 threads, fp32 input (bf16 output) 8 x 128.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+
+@kiln.jit(num_warps=8)
+def situ_and_mul_kernel(x_ptr, out_ptr, D, x_stride, out_stride, beta, inv_beta, linear_beta,
+                        inv_linear_beta, BLOCK: kl.constexpr, HAS_LINEAR_BETA: kl.constexpr):
+    row = kl.program_id(0)
+    col = kl.program_id(1) * BLOCK + kl.arange(0, BLOCK)
+    mask = col < D
+    x_row = x_ptr + row * x_stride
+    g = kl.load(x_row + col, mask=mask, other=0.0).to(kl.float32)
+    u = kl.load(x_row + D + col, mask=mask, other=0.0).to(kl.float32)
+    gate = beta * kl.tanh(g * inv_beta) * (1.0 / (1.0 + kl.exp(-g)))
+    if HAS_LINEAR_BETA:
+        up = linear_beta * kl.tanh(u * inv_linear_beta)
+    else:
+        up = u
+    out = gate * up
+    kl.store(out_ptr + row * out_stride + col, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+#: Per input dtype: (BLOCK, num_warps). 256 threads x 8 bf16, 128 threads x 8 (bf16 out).
+CONFIGS = {"bf16": (2048, 8), "f32": (1024, 4)}
+_DIVISIBLE = ("x_ptr", "out_ptr", "D", "x_stride", "out_stride")
+
+
+def _signature(dtype: str) -> dict:
+    return {"x_ptr": f"*{dtype}", "out_ptr": "*bf16", "D": "i32", "x_stride": "i32",
+            "out_stride": "i32", "beta": "f32", "inv_beta": "f32", "linear_beta": "f32",
+            "inv_linear_beta": "f32"}
+
+
+AOT_SPECIALIZATIONS = [
+    Spec(situ_and_mul_kernel, name="situ_and_mul", signature=_signature(dtype),
+         constexprs={"BLOCK": CONFIGS[dtype][0], "HAS_LINEAR_BETA": has_linear_beta},
+         divisibility=_DIVISIBLE, num_warps=CONFIGS[dtype][1])
+    for dtype in ("bf16", "f32")
+    for has_linear_beta in (True, False)
+]
+
+
+def _dtype_name(t: Any) -> str:
+    return str(getattr(t, "dtype", "")).replace("torch.", "")
+
+
+_bundle = None
+
+
+def _bundle_kernel(block: int, has_linear_beta: bool) -> Any:
+    global _bundle
+    from kiln.runtime import Bundle
+
+    if _bundle is None:
+        path = os.environ.get("KILN_BUNDLE")
+        if not path:
+            raise RuntimeError("situ_and_mul: the kiln compiler is unavailable and KILN_BUNDLE "
+                               "does not name a bundle (build/kimi_k3.kbundle)")
+        _bundle = Bundle(path)
+    return _bundle.kernel("situ_and_mul", BLOCK=block, HAS_LINEAR_BETA=has_linear_beta)
+
+
+def situ_and_mul(input: Any, out: Optional[Any] = None, beta: float = 4.0,
+                 linear_beta: Optional[float] = 25.0) -> Any:
+    """SiTU-and-multiply of ``input`` [N, 2D] (bf16 or fp32, ``stride(1) == 1``) into
+    ``out`` [N, D] bf16 (allocated if None). Every check raises before any launch."""
+    name = _dtype_name(input)
+    if name not in ("bfloat16", "float32"):
+        raise TypeError(f"situ_and_mul: input must be bfloat16 or float32, got {name or input!r}")
+    if len(input.shape) != 2:
+        raise ValueError(f"situ_and_mul: input must be 2-D [N, 2D], got shape "
+                         f"{tuple(input.shape)}")
+    n, two_d = int(input.shape[0]), int(input.shape[1])
+    if two_d % 2:
+        raise ValueError(f"situ_and_mul: the last dimension must be even (2D), got {two_d}")
+    d = two_d // 2
+    dtype = "bf16" if name == "bfloat16" else "f32"
+    vec = 16 // (2 if dtype == "bf16" else 4)
+    if d > 0 and input.stride(1) != 1:
+        raise ValueError(f"situ_and_mul: input must be contiguous along its last dimension "
+                         f"(stride(1) == 1), got strides {tuple(input.stride())}")
+    if d % vec:
+        raise ValueError(f"situ_and_mul: D = {d} must be divisible by {vec} (16 bytes of "
+                         f"{name})")
+    if input.stride(0) % vec:
+        raise ValueError(f"situ_and_mul: the row stride {input.stride(0)} must be a multiple "
+                         f"of {vec} elements (16 bytes)")
+    if beta is None or float(beta) == 0.0:
+        raise ValueError("situ_and_mul: beta must be nonzero")
+    if linear_beta is not None and float(linear_beta) == 0.0:
+        raise ValueError("situ_and_mul: linear_beta must be nonzero or None")
+    if out is None:
+        import torch
+
+        out = torch.empty((n, d), dtype=torch.bfloat16, device=input.device)
+    else:
+        if _dtype_name(out) != "bfloat16":
+            raise TypeError(f"situ_and_mul: out must be bfloat16, got {_dtype_name(out)}")
+        if tuple(out.shape) != (n, d):
+            raise ValueError(f"situ_and_mul: out must have shape {(n, d)}, got "
+                             f"{tuple(out.shape)}")
+        if d > 0 and out.stride(1) != 1:
+            raise ValueError("situ_and_mul: out must be contiguous along its last dimension")
+        if out.stride(0) % 8:
+            raise ValueError(f"situ_and_mul: the row stride of out ({out.stride(0)}) must be a "
+                             f"multiple of 8 elements (16 bytes)")
+    if n == 0 or d == 0:
+        return out
+    if n * input.stride(0) >= 2**31 or n * out.stride(0) >= 2**31:
+        raise ValueError("situ_and_mul: the tensors are too large for 32-bit indexing "
+                         f"(N * row stride = {n * max(input.stride(0), out.stride(0))})")
+    block, num_warps = CONFIGS[dtype]
+    has_linear_beta = linear_beta is not None
+    lin = float(linear_beta) if has_linear_beta else 1.0
+    args = (input, out, d, input.stride(0), out.stride(0), float(beta), 1.0 / float(beta), lin,
+            1.0 / lin)
+    grid = (n, (d + block - 1) // block)
+    if kiln.compiler.compiler_available():
+        situ_and_mul_kernel[grid](*args, BLOCK=block, HAS_LINEAR_BETA=has_linear_beta,
+                                  num_warps=num_warps)
+    else:
+        for what, v in (("D", d), ("input row stride", input.stride(0)),
+                        ("out row stride", out.stride(0))):
+            if v % 16:
+                raise ValueError(f"situ_and_mul: the precompiled bundle needs {what} divisible "
+                                 f"by 16, got {v}")
+        _bundle_kernel(block, has_linear_beta)[grid](*args)
+    return out

@@ -1,0 +1,182 @@
+"""Ahead-of-time compilation of kernel libraries into multi-arch bundles.
+
+A kernel module declares what to precompile::
+
+    AOT_SPECIALIZATIONS = [
+        kiln.aot.Spec(kernel, name="situ_and_mul",
+                      signature={"x_ptr": "*bf16", "D": "i32"},
+                      constexprs={"BLOCK": 2048}, divisibility=["x_ptr", "D"], num_warps=8),
+    ]
+
+and its package's ``__init__`` lists the modules in ``MODULES``. Then::
+
+    python -m kiln.aot kernels_dsl.kimi_k3 --arch sm_90a,sm_100a,sm_103a -o out.kbundle
+
+compiles every specialization for every arch in parallel threads (the C++
+stages release the GIL) and writes the bundle in a deterministic order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+DEFAULT_ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+
+
+@dataclass
+class Spec:
+    """One specialization of a ``@kiln.jit`` kernel to precompile."""
+
+    kernel: Any
+    name: Optional[str] = None
+    signature: Mapping[str, str] = field(default_factory=dict)
+    constexprs: Mapping[str, Any] = field(default_factory=dict)
+    divisibility: Union[Mapping[str, int], Iterable[str], None] = None
+    num_warps: Optional[int] = None
+
+    @property
+    def kernel_name(self) -> str:
+        return self.name or self.kernel.__name__
+
+    def sort_key(self) -> Tuple[str, str]:
+        from ..compiler.compiler import Specialization
+
+        spec = Specialization.make(self.signature, self.divisibility, self.constexprs,
+                                   self.num_warps or self.kernel.num_warps)
+        return self.kernel_name, spec.key()
+
+
+@dataclass
+class Image:
+    spec: Spec
+    arch: str
+    meta: Dict[str, Any]
+    cubin: bytes
+    tool: str
+    seconds: float
+
+
+def collect(package: str) -> List[Spec]:
+    """The specializations declared by ``package`` (its ``MODULES``, or the
+    package itself when it declares ``AOT_SPECIALIZATIONS``)."""
+    pkg = importlib.import_module(package)
+    specs: List[Spec] = list(getattr(pkg, "AOT_SPECIALIZATIONS", []))
+    for mod_name in getattr(pkg, "MODULES", []):
+        mod = importlib.import_module(f"{package}.{mod_name}")
+        found = getattr(mod, "AOT_SPECIALIZATIONS", None)
+        if found is None:
+            raise ValueError(f"{package}.{mod_name} declares no AOT_SPECIALIZATIONS")
+        specs.extend(found)
+    seen = {}
+    for s in specs:
+        key = s.sort_key()
+        if key in seen:
+            raise ValueError(f"duplicate specialization of '{key[0]}': {key[1]}")
+        seen[key] = s
+    return [seen[k] for k in sorted(seen)]
+
+
+def compile_spec(spec: Spec, arch: str) -> Image:
+    t0 = time.perf_counter()
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+    return Image(spec, arch, ck.meta, ck.cubin, ck.cubin_tool or "?", time.perf_counter() - t0)
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
+          jobs: Optional[int] = None, log: Callable[[str], None] = print) -> List[Image]:
+    """Compiles ``specs`` for ``archs`` and writes the bundle at ``output``."""
+    from .. import _runtime
+
+    archs = sorted(set(archs))
+    work = [(s, a) for s in specs for a in archs]
+    jobs = jobs or min(len(work), os.cpu_count() or 1) or 1
+    t0 = time.perf_counter()
+    done = 0
+    images: Dict[Tuple[int, str], Image] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(compile_spec, s, a): (i, a) for i, (s, a) in
+                   enumerate((s, a) for s in specs for a in archs)}
+        for fut, (i, a) in futures.items():
+            img = fut.result()
+            done += 1
+            images[(i // len(archs), a)] = img
+            log(f"[{done}/{len(work)}] {img.spec.kernel_name} {a} "
+                f"{img.meta['specialization']}: {_human(len(img.cubin))} "
+                f"({img.tool}, {img.seconds * 1000:.0f} ms)")
+    total = time.perf_counter() - t0
+
+    writer = _runtime.BundleWriter()
+    ordered: List[Image] = []
+    for si in range(len(specs)):
+        per_arch = [images[(si, a)] for a in archs]
+        writer.add_kernel(per_arch[0].meta, [(img.arch, "cubin", img.cubin) for img in per_arch])
+        ordered.extend(per_arch)
+    out_dir = os.path.dirname(os.path.abspath(output))
+    os.makedirs(out_dir, exist_ok=True)
+    writer.write(output)
+
+    names = sorted({s.kernel_name for s in specs})
+    log(f"kiln.aot: {len(specs)} specializations of {len(names)} kernels "
+        f"({', '.join(names)}) x {len(archs)} archs ({', '.join(archs)}) -> {output} "
+        f"({_human(os.path.getsize(output))})")
+    for a in archs:
+        imgs = [img for img in ordered if img.arch == a]
+        log(f"  {a}: {len(imgs)} images, {_human(sum(len(i.cubin) for i in imgs))}, "
+            f"compile {sum(i.seconds for i in imgs):.2f} s")
+    log(f"  total compile time {sum(i.seconds for i in ordered):.2f} s "
+        f"(wall {total:.2f} s, {jobs} threads)")
+    return ordered
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m kiln.aot",
+                                     description="AOT-compile a kernel package into a bundle")
+    parser.add_argument("package", help="package declaring AOT_SPECIALIZATIONS "
+                                        "(e.g. kernels_dsl.kimi_k3)")
+    parser.add_argument("--arch", default=",".join(DEFAULT_ARCHS),
+                        help="comma-separated target archs (default: %(default)s)")
+    parser.add_argument("-o", "--output", required=True, help="bundle to write")
+    parser.add_argument("-j", "--jobs", type=int, default=None, help="compile threads")
+    args = parser.parse_args(argv)
+    if os.getcwd() not in sys.path:  # the kernel package lives in the working tree
+        sys.path.insert(0, os.getcwd())
+    from ..compiler.errors import CompilationError
+
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    from .. import _C
+
+    bad = [a for a in archs if a not in _C.supported_archs()]
+    if bad:
+        print(f"kiln.aot: unsupported arch {', '.join(bad)} (supported: "
+              f"{', '.join(_C.supported_archs())})", file=sys.stderr)
+        return 2
+    try:
+        specs = collect(args.package)
+        if not specs:
+            print(f"kiln.aot: {args.package} declares no specializations", file=sys.stderr)
+            return 1
+        build(specs, archs, args.output, args.jobs)
+    except CompilationError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except _C.MLIRError as e:
+        print(f"kiln.aot: compilation failed:\n{e}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,375 @@
+"""Named compile stages and the specialization a kernel is compiled for.
+
+    make_tile_ir          Python AST -> tile-dialect module (verified)
+    lower_to_llvm_dialect tile -> LLVM/NVVM dialects (kiln-tile-to-llvm)
+    make_llvm_ir          LLVM dialect -> LLVM IR text (per arch)
+    make_ptx              LLVM dialect -> PTX (per arch)
+    make_cubin            PTX -> cubin (nvJitLink, else ptxas)
+
+``compile_kernel`` runs them in order (up to a requested stage) and returns a
+``CompiledKernel`` with every stage's text, the cubin and the runtime
+metadata. ``KILN_DUMP_IR=<dir>`` writes each stage's text there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+from ..language import core as lc
+from ..language.core import constexpr, tensor
+from .code_generator import CodeGenerator, FunctionSource
+from .errors import CompilationError
+from .semantic import Semantic
+
+STAGES = ("tile", "llvm_dialect", "llvm_ir", "ptx", "cubin")
+
+_C_MODULE = None
+
+
+def _C():
+    """The compiler extension, imported on first use (``import kiln`` works without it)."""
+    global _C_MODULE
+    if _C_MODULE is None:
+        from .. import _C as c  # noqa: PLC0415
+
+        _C_MODULE = c
+    return _C_MODULE
+
+
+def compiler_available() -> bool:
+    try:
+        _C()
+        return True
+    except ImportError:
+        return False
+
+
+def compiler_version() -> str:
+    from .. import __version__
+
+    try:
+        native = _C().version()
+    except ImportError:
+        native = "no-native-compiler"
+    return f"{__version__}/{native}/{_frontend_hash()}"
+
+
+_FRONTEND_HASH: Optional[str] = None
+
+
+def _frontend_hash() -> str:
+    """Hash of the frontend's own sources: a change to the compiler invalidates caches."""
+    global _FRONTEND_HASH
+    if _FRONTEND_HASH is None:
+        h = hashlib.sha256()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for sub in ("compiler", "language"):
+            d = os.path.join(root, sub)
+            for name in sorted(os.listdir(d)):
+                if name.endswith(".py"):
+                    with open(os.path.join(d, name), "rb") as f:
+                        h.update(name.encode() + b"\0" + f.read())
+        _FRONTEND_HASH = h.hexdigest()[:16]
+    return _FRONTEND_HASH
+
+
+# ---------------------------------------------------------------------------
+# Specialization
+# ---------------------------------------------------------------------------
+
+_CONSTEXPR_TYPES = (bool, int, float, str, type(None), lc.dtype)
+
+
+def _constexpr_repr(v: Any) -> Any:
+    if isinstance(v, lc.dtype):
+        return v.short
+    return v
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What one compiled image is specialized for.
+
+    ``signature``: non-constexpr parameter -> type string (``"*bf16"``, ``"i32"``),
+    in parameter order. ``divisibility``: parameter -> power of two its value
+    (integers) or byte address (pointers) is known to be a multiple of.
+    ``constexprs``: compile-time parameter values.
+    """
+
+    signature: Tuple[Tuple[str, str], ...]
+    divisibility: Tuple[Tuple[str, int], ...]
+    constexprs: Tuple[Tuple[str, Any], ...]
+    num_warps: int = 4
+
+    @classmethod
+    def make(cls, signature: Mapping[str, str], divisibility: Union[Mapping[str, int],
+             Iterable[str], None] = None, constexprs: Optional[Mapping[str, Any]] = None,
+             num_warps: int = 4) -> "Specialization":
+        if divisibility is None:
+            div: Dict[str, int] = {}
+        elif isinstance(divisibility, Mapping):
+            div = {k: int(v) for k, v in divisibility.items()}
+        else:
+            div = {k: 16 for k in divisibility}
+        for k, v in div.items():
+            if k not in signature:
+                raise ValueError(f"divisibility names '{k}', which is not a parameter of the "
+                                 f"signature ({', '.join(signature)})")
+            if v < 1 or v & (v - 1):
+                raise ValueError(f"divisibility of '{k}' must be a power of two, got {v}")
+        for k, v in (constexprs or {}).items():
+            if not isinstance(v, _CONSTEXPR_TYPES):
+                raise TypeError(f"constexpr '{k}' must be a bool, int, float, str, None or "
+                                f"dtype, got {type(v).__name__}")
+        sig = tuple((k, str(v)) for k, v in signature.items())
+        for k, v in sig:
+            lc.dtype_from_str(v)  # validates
+        return cls(sig, tuple((k, div.get(k, 1)) for k, _ in sig),
+                   tuple(sorted((constexprs or {}).items())), int(num_warps))
+
+    def key(self) -> str:
+        sig = ",".join(f"{k}:{t}" + (f":{d}" if d > 1 else "")
+                       for (k, t), (_, d) in zip(self.signature, self.divisibility))
+        cst = ",".join(f"{k}={_constexpr_repr(v)!r}" for k, v in self.constexprs)
+        return f"{sig}|{cst}|num_warps={self.num_warps}"
+
+
+def signature_hash(source_hash: str, spec: Specialization, arch: str) -> str:
+    h = hashlib.sha256()
+    for part in (source_hash, spec.key(), arch, compiler_version()):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------
+# Compiled artifact
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    symbol: str
+    arch: Optional[str]
+    spec: Specialization
+    meta: Dict[str, Any]
+    asm: Dict[str, str] = field(default_factory=dict)  # stage -> text
+    cubin: Optional[bytes] = None
+    cubin_tool: Optional[str] = None
+    cubin_log: Optional[str] = None
+    times: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tile_ir(self) -> Optional[str]:
+        return self.asm.get("tile")
+
+    @property
+    def llvm_dialect(self) -> Optional[str]:
+        return self.asm.get("llvm_dialect")
+
+    @property
+    def llvm_ir(self) -> Optional[str]:
+        return self.asm.get("llvm_ir")
+
+    @property
+    def ptx(self) -> Optional[str]:
+        return self.asm.get("ptx")
+
+
+# ---------------------------------------------------------------------------
+# Stages
+# ---------------------------------------------------------------------------
+
+
+def _sanitize_symbol(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return s if s and not s[0].isdigit() else "k_" + s
+
+
+def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> Any:
+    """Stage 1: the kernel's AST -> a verified tile-dialect module (``_C.Module``)."""
+    C = _C()
+    context = C.Context()
+    builder = C.Builder(context)
+    semantic = Semantic(builder)
+    sig = dict(spec.signature)
+    constexprs = dict(spec.constexprs)
+
+    # Bind parameters: runtime ones from the signature, the rest constexprs.
+    tree = source.tree
+    filename, lineno, col, line = source.location(tree)
+    builder.set_loc(filename, lineno, col)
+
+    def err(msg: str) -> CompilationError:
+        return CompilationError(filename, lineno, col, msg, line)
+
+    scope: Dict[str, Any] = {}
+    runtime_params: List[Tuple[str, Any]] = []
+    for p in source.params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise err(f"kernel '{source.name}': *args/**kwargs parameters are not supported")
+        if p.name in source.constexpr_params or p.name in constexprs:
+            if p.name in sig:
+                raise err(f"parameter '{p.name}' is a constexpr but appears in the signature")
+            if p.name in constexprs:
+                scope[p.name] = constexpr(constexprs[p.name])
+            elif p.default is not p.empty:
+                scope[p.name] = constexpr(p.default)
+            else:
+                raise err(f"kernel '{source.name}': constexpr parameter '{p.name}' has no "
+                          f"value (pass {p.name}=...)")
+        else:
+            if p.name not in sig:
+                raise err(f"kernel '{source.name}': parameter '{p.name}' is missing from the "
+                          f"signature")
+            runtime_params.append((p.name, lc.dtype_from_str(sig[p.name])))
+    unknown = set(sig) - {n for n, _ in runtime_params}
+    if unknown:
+        raise err(f"kernel '{source.name}': the signature names unknown parameters "
+                  f"{sorted(unknown)}")
+    unknown = set(constexprs) - set(source.param_names)
+    if unknown:
+        raise err(f"kernel '{source.name}' has no parameters {sorted(unknown)}")
+    div = dict(spec.divisibility)
+    for name, ty in runtime_params:
+        if div.get(name, 1) > 1 and ty.is_floating():
+            raise err(f"divisibility applies to integer and pointer parameters, not '{name}' "
+                      f"({ty.short})")
+
+    module = builder.create_module()
+    args = builder.create_kernel(module, symbol, [semantic.ir_type(t) for _, t in runtime_params],
+                                 [div.get(n, 1) for n, _ in runtime_params], spec.num_warps)
+    for (name, ty), handle in zip(runtime_params, args):
+        scope[name] = tensor(handle, ty)
+    gen = CodeGenerator(source, semantic, scope)
+    gen.run_body(tree.body)
+    if gen.return_value is not None:
+        raise err(f"kernel '{source.name}' must not return a value")
+    builder.set_unknown_loc()
+    builder.ret()
+    try:
+        module.verify()
+    except C.MLIRError as e:  # a frontend bug: the semantic layer should have caught it
+        raise CompilationError(filename, lineno, col,
+                               f"internal error: generated IR does not verify:\n{e}", line) \
+            from None
+    return module
+
+
+def lower_to_llvm_dialect(module: Any, num_warps: int) -> Any:
+    """Stage 2: tile -> LLVM/NVVM dialects; returns a new module (the input is kept)."""
+    lowered = module.clone()
+    _C().run_tile_to_llvm(lowered, num_warps)
+    return lowered
+
+
+def make_llvm_ir(llvm_module: Any, arch: str) -> str:
+    """Stage 3: LLVM IR text for ``arch`` (optimized, libdevice linked)."""
+    return _C().translate_to_llvm_ir(llvm_module, arch)
+
+
+def make_ptx(llvm_module: Any, arch: str) -> str:
+    """Stage 4: PTX for ``arch``."""
+    return _C().translate_to_ptx(llvm_module, arch)
+
+
+def make_cubin(ptx: str, arch: str) -> Tuple[bytes, str, str]:
+    """Stage 5: (cubin, tool, info log) for ``arch``."""
+    return _C().compile_ptx(ptx, arch)
+
+
+def _dump(symbol: str, key: str, stage: str, text: Union[str, bytes]) -> None:
+    d = os.environ.get("KILN_DUMP_IR")
+    if not d:
+        return
+    os.makedirs(d, exist_ok=True)
+    ext = {"tile": "tile.mlir", "llvm_dialect": "llvm.mlir", "llvm_ir": "ll", "ptx": "ptx",
+           "cubin": "cubin"}[stage]
+    path = os.path.join(d, f"{symbol}.{key[:8]}.{ext}")
+    mode = "wb" if isinstance(text, bytes) else "w"
+    with open(path, mode) as f:
+        f.write(text)
+
+
+def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: str,
+                   spec: Specialization, threads_per_block: int) -> Dict[str, Any]:
+    div = dict(spec.divisibility)
+    params = []
+    for pname, t in spec.signature:
+        ty = lc.dtype_from_str(t)
+        if ty.is_ptr():
+            params.append({"name": pname, "kind": "ptr", "dtype": ty.element_ty.short,
+                           "divisibility": div.get(pname, 1)})
+        else:
+            params.append({"name": pname, "kind": "scalar", "dtype": ty.short,
+                           "divisibility": div.get(pname, 1)})
+    return {
+        "name": name,
+        "symbol": symbol,
+        "params": params,
+        "constexprs": {k: _constexpr_repr(v) for k, v in spec.constexprs},
+        "threads_per_block": threads_per_block,
+        "shared_bytes": 0,
+        "pdl": False,
+        "cluster": [1, 1, 1],
+        "features": [],
+        "source_hash": source_hash,
+        "specialization": spec.key(),
+    }
+
+
+def compile_kernel(source: FunctionSource, source_hash: str, spec: Specialization,
+                   arch: Optional[str], name: Optional[str] = None, symbol: Optional[str] = None,
+                   upto: str = "cubin") -> CompiledKernel:
+    """Runs the stages up to ``upto`` (one of STAGES) for ``arch``."""
+    if upto not in STAGES:
+        raise ValueError(f"upto must be one of {STAGES}, got {upto!r}")
+    stop = STAGES.index(upto)
+    if stop > 0 and not arch:
+        raise ValueError("an arch (sm_90a, sm_100a, sm_103a) is needed past the tile stage")
+    name = name or source.name
+    symbol = _sanitize_symbol(symbol or name)
+    key = signature_hash(source_hash, spec, arch or "")
+    times: Dict[str, float] = {}
+    asm: Dict[str, str] = {}
+
+    t0 = time.perf_counter()
+    module = make_tile_ir(source, spec, symbol)
+    asm["tile"] = module.str()
+    times["tile"] = time.perf_counter() - t0
+    _dump(symbol, key, "tile", asm["tile"])
+    threads = spec.num_warps * 32
+    ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
+    if stop >= 1:
+        t0 = time.perf_counter()
+        lowered = lower_to_llvm_dialect(module, spec.num_warps)
+        asm["llvm_dialect"] = lowered.str()
+        times["llvm_dialect"] = time.perf_counter() - t0
+        _dump(symbol, key, "llvm_dialect", asm["llvm_dialect"])
+        tpb = lowered.get_int_attr(symbol, "tile.threads_per_block")
+        if tpb:
+            threads = int(tpb)
+    if stop >= 2:
+        t0 = time.perf_counter()
+        if stop >= 3:
+            llvm_ir, ptx = _C().translate_to_ptx(lowered, arch, True)
+            asm["ptx"] = ptx
+        else:
+            llvm_ir = make_llvm_ir(lowered, arch)
+        asm["llvm_ir"] = llvm_ir
+        times["llvm_ir+ptx" if stop >= 3 else "llvm_ir"] = time.perf_counter() - t0
+        _dump(symbol, key, "llvm_ir", llvm_ir)
+        if stop >= 3:
+            _dump(symbol, key, "ptx", asm["ptx"])
+    if stop >= 4:
+        t0 = time.perf_counter()
+        ck.cubin, ck.cubin_tool, ck.cubin_log = make_cubin(asm["ptx"], arch)
+        times["cubin"] = time.perf_counter() - t0
+    ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads)
+    return ck

@@ -1,0 +1,598 @@
+"""The semantic layer: the meaning of every kiln operation.
+
+This is the only caller of the IR builder (``kiln._C.Builder``). It owns type
+checking, promotion, broadcasting and the user-facing messages; the code
+generator turns AST nodes into calls here and attaches source locations to the
+``SemanticError`` raised here.
+
+Typing rules (Triton's, kept simple):
+
+* Python literals are *weak*: an int adopts the type of the integer (or
+  pointer-offset) operand it meets, a float the type of the float operand it
+  meets; alone, an int is ``int32`` (``int64`` if it does not fit) and a float
+  ``float32``. A bool literal is ``int1``.
+* Two typed operands promote to a common type: any float wins over ints; of
+  two floats the wider wins, ``float16`` with ``bfloat16`` gives ``float32``,
+  and fp8 operands compute in ``float32``; of two ints the wider wins, with
+  equal widths and mixed signedness giving the unsigned type; ``int1`` yields
+  to any other int.
+* ``/`` is true division (ints compute in ``float32``); ``//`` and ``%`` on
+  ints truncate toward zero like C (as in Triton); ``//`` on floats is
+  ``floor(a / b)``, ``%`` on floats is C ``fmod``.
+* Comparisons give ``int1``; ``& | ^ ~ << >>`` need ints (``>>`` is
+  arithmetic on signed, logical on unsigned types).
+* pointer ``+``/``-`` int advances by elements (``tile.addptr``).
+* Transcendental math (exp, tanh, ...) takes floats; ``float16``/``bfloat16``/
+  fp8 inputs are computed in ``float32`` and rounded back to the input type.
+* Shapes broadcast like Triton/numpy: scalars splat; tiles of lower rank gain
+  leading unit dimensions; each dimension must match or be 1.
+* ``store`` converts the value to the pointee type (like Triton); ``load``'s
+  ``other`` is converted the same way.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .. import language as kl
+from ..language.core import block_type, constexpr, dtype, pointer_type, tensor
+
+
+class SemanticError(Exception):
+    """A user mistake found while giving meaning to the kernel; the code
+    generator turns it into a CompilationError at the current node."""
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and (n & (n - 1)) == 0
+
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def _int_range(d: dtype) -> Tuple[int, int]:
+    bits = d.primitive_bitwidth
+    if d.is_bool():
+        return 0, 1
+    if d.is_int_unsigned():
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+class Semantic:
+    def __init__(self, builder: Any):
+        self.builder = builder
+
+    # ------------------------------------------------------------------
+    # Types and constants
+    # ------------------------------------------------------------------
+    def ir_type(self, ty: Any) -> Any:
+        b = self.builder
+        if isinstance(ty, block_type):
+            return b.tensor_type(list(ty.shape), self.ir_type(ty.element_ty))
+        if isinstance(ty, pointer_type):
+            return b.ptr_type(self.ir_type(ty.element_ty))
+        if ty.is_int():
+            return b.int_type(ty.primitive_bitwidth)
+        return b.float_type(ty.short)
+
+    def constant(self, value: Any, ty: dtype) -> tensor:
+        """A scalar constant of dtype ``ty``."""
+        if ty.is_floating():
+            handle = self.builder.float_constant(self.ir_type(ty), float(value))
+        elif ty.is_int():
+            v = int(value)
+            lo, hi = _int_range(ty)
+            if not lo <= v <= hi:
+                raise SemanticError(f"constant {v} does not fit in {ty.name}")
+            if ty.is_int_unsigned() and v > _I64_MAX:
+                v -= 2**64
+            handle = self.builder.int_constant(self.ir_type(ty), v)
+        else:
+            raise SemanticError(f"cannot make a constant of type {ty}")
+        return tensor(handle, ty)
+
+    @staticmethod
+    def literal_type(value: Any) -> dtype:
+        if isinstance(value, bool):
+            return kl.int1
+        if isinstance(value, int):
+            if _I32_MIN <= value <= _I32_MAX:
+                return kl.int32
+            if _I64_MIN <= value <= _I64_MAX:
+                return kl.int64
+            if 0 <= value < 2**64:
+                return kl.uint64
+            raise SemanticError(f"integer {value} does not fit in 64 bits")
+        if isinstance(value, float):
+            return kl.float32
+        raise SemanticError(f"expected a number, got {type(value).__name__} {value!r}")
+
+    def to_tensor(self, x: Any, ty: Optional[dtype] = None) -> tensor:
+        """``x`` as a tensor; Python values become constants of ``ty`` (or of
+        their literal type)."""
+        if isinstance(x, tensor):
+            return x
+        v = x.value if isinstance(x, constexpr) else x
+        if isinstance(v, tensor):
+            return v
+        if not isinstance(v, (bool, int, float)):
+            raise SemanticError(f"expected a kiln value or a number, got {type(v).__name__} "
+                                f"{v!r}")
+        return self.constant(v, ty or self.literal_type(v))
+
+    @staticmethod
+    def is_literal(x: Any) -> bool:
+        v = x.value if isinstance(x, constexpr) else x
+        return isinstance(v, (bool, int, float))
+
+    # ------------------------------------------------------------------
+    # Promotion and broadcasting
+    # ------------------------------------------------------------------
+    @staticmethod
+    def promote(a: dtype, b: dtype) -> dtype:
+        if a == b:
+            return kl.float32 if a.is_fp8() else a
+        if a.is_floating() or b.is_floating():
+            if not (a.is_floating() and b.is_floating()):
+                f = a if a.is_floating() else b
+                return kl.float32 if f.is_fp8() else f
+            if a.is_fp8() or b.is_fp8():
+                return kl.float64 if kl.float64 in (a, b) else kl.float32
+            if a.primitive_bitwidth != b.primitive_bitwidth:
+                return a if a.primitive_bitwidth > b.primitive_bitwidth else b
+            return kl.float32  # float16 with bfloat16
+        if a.is_bool():
+            return b
+        if b.is_bool():
+            return a
+        if a.primitive_bitwidth != b.primitive_bitwidth:
+            return a if a.primitive_bitwidth > b.primitive_bitwidth else b
+        return a if a.is_int_unsigned() else b
+
+    def _weak_type(self, literal: Any, other: dtype) -> dtype:
+        """Type a Python literal takes next to a typed operand of dtype ``other``."""
+        v = literal.value if isinstance(literal, constexpr) else literal
+        if isinstance(v, bool):
+            return kl.int1 if other.is_bool() else (other if other.is_int() else kl.int1)
+        if isinstance(v, int):
+            if other.is_floating():
+                return other
+            if other.is_int() and not other.is_bool():
+                lo, hi = _int_range(other)
+                if lo <= v <= hi:
+                    return other
+            return self.literal_type(v)
+        return other if other.is_floating() else kl.float32
+
+    def operand_types(self, a: Any, b: Any) -> Tuple[tensor, tensor]:
+        """Tensors for two operands, typing literals weakly against each other."""
+        if self.is_literal(a) and self.is_literal(b):
+            return self.to_tensor(a), self.to_tensor(b)
+        if self.is_literal(a):
+            tb = self.to_tensor(b)
+            other = tb.dtype.element_ty if tb.dtype.is_ptr() else tb.dtype
+            if tb.dtype.is_ptr():
+                other = kl.int32
+            return self.to_tensor(a, self._weak_type(a, other)), tb
+        if self.is_literal(b):
+            ta = self.to_tensor(a)
+            other = kl.int32 if ta.dtype.is_ptr() else ta.dtype
+            return ta, self.to_tensor(b, self._weak_type(b, other))
+        return self.to_tensor(a), self.to_tensor(b)
+
+    @staticmethod
+    def broadcast_shapes(s1: Sequence[int], s2: Sequence[int]) -> Tuple[int, ...]:
+        if not s1:
+            return tuple(s2)
+        if not s2:
+            return tuple(s1)
+        r = max(len(s1), len(s2))
+        a = (1,) * (r - len(s1)) + tuple(s1)
+        b = (1,) * (r - len(s2)) + tuple(s2)
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x == y or y == 1:
+                out.append(x)
+            elif x == 1:
+                out.append(y)
+            else:
+                raise SemanticError(f"incompatible shapes for broadcasting: {list(s1)} and "
+                                    f"{list(s2)} (dimension {i}: {x} vs {y})")
+        return tuple(out)
+
+    def broadcast_to(self, x: tensor, shape: Sequence[int]) -> tensor:
+        shape = tuple(shape)
+        if x.shape == shape:
+            return x
+        if not shape:
+            raise SemanticError(f"cannot broadcast a tile of shape {list(x.shape)} to a scalar")
+        if not x.type.is_block():
+            ty = block_type(x.dtype, shape)
+            return tensor(self.builder.splat(x.handle, list(shape)), ty)
+        if len(x.shape) > len(shape):
+            raise SemanticError(f"cannot broadcast shape {list(x.shape)} to {list(shape)}")
+        while len(x.shape) < len(shape):
+            x = self.expand_dims(x, 0)
+        for d, (have, want) in enumerate(zip(x.shape, shape)):
+            if have != want and have != 1:
+                raise SemanticError(f"cannot broadcast shape {list(x.shape)} to {list(shape)} "
+                                    f"(dimension {d}: {have} vs {want})")
+        if x.shape == shape:
+            return x
+        ty = block_type(x.dtype, shape)
+        return tensor(self.builder.broadcast(x.handle, list(shape)), ty)
+
+    def broadcast_pair(self, a: tensor, b: tensor) -> Tuple[tensor, tensor]:
+        shape = self.broadcast_shapes(a.shape, b.shape)
+        return self.broadcast_to(a, shape), self.broadcast_to(b, shape)
+
+    def expand_dims(self, x: Any, axis: int) -> tensor:
+        x = self.to_tensor(x)
+        if not x.type.is_block():
+            x = self.broadcast_to(x, (1,))
+            if axis == 0:
+                return x
+        rank = len(x.shape)
+        if axis < 0:
+            axis += rank + 1
+        if not 0 <= axis <= rank:
+            raise SemanticError(f"expand_dims axis {axis} out of range for rank {rank}")
+        shape = list(x.shape)
+        shape.insert(axis, 1)
+        return tensor(self.builder.expand_dims(x.handle, axis), block_type(x.dtype, shape))
+
+    def subscript(self, x: Any, index: Any) -> tensor:
+        """``x[:, None]`` style indexing: ``None`` inserts a unit dimension,
+        ``:`` keeps one."""
+        x = self.to_tensor(x)
+        items = index if isinstance(index, tuple) else (index,)
+        kept = builtins.sum(1 for i in items if isinstance(i, slice))
+        if kept != len(x.shape):
+            raise SemanticError(f"indexing a tile of rank {len(x.shape)} needs {len(x.shape)} "
+                                f"':' entries (plus None for new axes), got {kept}")
+        axis = 0
+        for i in items:
+            if i is None:
+                x = self.expand_dims(x, axis)
+                axis += 1
+            elif isinstance(i, slice):
+                if i.start is not None or i.stop is not None or i.step is not None:
+                    raise SemanticError("only ':' slices are supported when indexing tiles")
+                axis += 1
+            else:
+                raise SemanticError("tiles can only be indexed with ':' and None "
+                                    "(element indexing is not supported)")
+        return x
+
+    # ------------------------------------------------------------------
+    # Casts
+    # ------------------------------------------------------------------
+    def _with_shape(self, like: tensor, d: Any) -> Any:
+        return block_type(d, like.shape) if like.type.is_block() else d
+
+    def cast(self, x: Any, to: Any, bitcast: bool = False) -> tensor:
+        if isinstance(to, str):
+            to = kl.dtype_from_str(to)
+        if not isinstance(to, dtype):
+            raise SemanticError(f"expected a dtype, got {to!r}")
+        x = self.to_tensor(x, to if self.is_literal(x) else None)
+        src = x.dtype
+        if src == to:
+            return x
+        if src.is_ptr() or to.is_ptr():
+            raise SemanticError(f"cannot cast {src} to {to}: pointer casts are not supported")
+        b = self.builder
+        dst_ir = self.ir_type(self._with_shape(x, to))
+        out_ty = self._with_shape(x, to)
+        if bitcast:
+            if src.primitive_bitwidth != to.primitive_bitwidth:
+                raise SemanticError(f"bitcast needs equal widths, got {src} "
+                                    f"({src.primitive_bitwidth} bits) and {to} "
+                                    f"({to.primitive_bitwidth} bits)")
+            if src.is_int() and to.is_int():  # signedness only
+                return tensor(x.handle, out_ty)
+            return tensor(b.cast("bitcast", x.handle, dst_ir), out_ty)
+        if src.is_floating() and to.is_floating():
+            sw, tw = src.primitive_bitwidth, to.primitive_bitwidth
+            if sw == tw:  # float16 <-> bfloat16, fp8 <-> fp8: through float32
+                return self.cast(self.cast(x, kl.float32), to)
+            kind = "extf" if tw > sw else "truncf"
+            return tensor(b.cast(kind, x.handle, dst_ir), out_ty)
+        if src.is_int() and to.is_floating():
+            kind = "uitofp" if (src.is_int_unsigned() or src.is_bool()) else "sitofp"
+            return tensor(b.cast(kind, x.handle, dst_ir), out_ty)
+        if src.is_floating() and to.is_int():
+            if to.is_bool():
+                return self.binary("ne", x, 0.0)
+            kind = "fptoui" if to.is_int_unsigned() else "fptosi"
+            return tensor(b.cast(kind, x.handle, dst_ir), out_ty)
+        # int -> int
+        if to.is_bool():
+            return self.binary("ne", x, 0)
+        sw, tw = src.primitive_bitwidth, to.primitive_bitwidth
+        if sw == tw:
+            return tensor(x.handle, out_ty)
+        if tw > sw:
+            kind = "extsi" if src.is_int_signed() else "extui"
+        else:
+            kind = "trunci"
+        return tensor(b.cast(kind, x.handle, dst_ir), out_ty)
+
+    # ------------------------------------------------------------------
+    # Arithmetic
+    # ------------------------------------------------------------------
+    _CMP = {"lt": ("slt", "ult", "olt"), "le": ("sle", "ule", "ole"),
+            "gt": ("sgt", "ugt", "ogt"), "ge": ("sge", "uge", "oge"),
+            "eq": ("eq", "eq", "oeq"), "ne": ("ne", "ne", "une")}
+    _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
+               "mod": "%", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
+               "ne": "!=", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+               "rshift": ">>"}
+
+    def binary(self, op: str, a: Any, b: Any) -> tensor:
+        a, b = self.operand_types(a, b)
+        sym = self._SYMBOL.get(op, op)
+        if a.dtype.is_ptr() or b.dtype.is_ptr():
+            return self._pointer_arith(op, sym, a, b)
+        ty = self.promote(a.dtype, b.dtype)
+        if op == "truediv" and ty.is_int():
+            ty = kl.float32
+        if op in ("and", "or", "xor", "lshift", "rshift") and not ty.is_int():
+            raise SemanticError(f"operator {sym} needs integer operands, got {a.dtype} and "
+                                f"{b.dtype}")
+        a, b = self.cast(a, ty), self.cast(b, ty)
+        a, b = self.broadcast_pair(a, b)
+        bld = self.builder
+        if op in self._CMP:
+            s, u, f = self._CMP[op]
+            if ty.is_floating():
+                h = bld.cmpf(f, a.handle, b.handle)
+            else:
+                h = bld.cmpi(u if (ty.is_int_unsigned() or ty.is_bool()) else s, a.handle,
+                             b.handle)
+            return tensor(h, self._with_shape(a, kl.int1))
+        out_ty = a.type
+        if ty.is_floating():
+            if op == "floordiv":
+                q = tensor(bld.binary("divf", a.handle, b.handle), out_ty)
+                return self._math(q, "floor")
+            name = {"add": "addf", "sub": "subf", "mul": "mulf", "truediv": "divf",
+                    "mod": "remf"}[op]
+            return tensor(bld.binary(name, a.handle, b.handle), out_ty)
+        unsigned = ty.is_int_unsigned() or ty.is_bool()
+        name = {"add": "addi", "sub": "subi", "mul": "muli",
+                "floordiv": "divui" if unsigned else "divsi",
+                "mod": "remui" if unsigned else "remsi",
+                "and": "andi", "or": "ori", "xor": "xori", "lshift": "shli",
+                "rshift": "shrui" if unsigned else "shrsi"}[op]
+        return tensor(bld.binary(name, a.handle, b.handle), out_ty)
+
+    def _pointer_arith(self, op: str, sym: str, a: tensor, b: tensor) -> tensor:
+        if a.dtype.is_ptr() and b.dtype.is_ptr():
+            raise SemanticError(f"operator {sym} between two pointers is not supported")
+        if op == "add":
+            ptr, off = (a, b) if a.dtype.is_ptr() else (b, a)
+        elif op == "sub" and a.dtype.is_ptr():
+            ptr, off = a, self.unary("neg", b)
+        else:
+            raise SemanticError(f"operator {sym} is not defined between {a.dtype.short} and "
+                                f"{b.dtype.short} (pointers support + and - with integers)")
+        if not off.dtype.is_int() or off.dtype.is_bool():
+            raise SemanticError(f"pointer offsets must be integers, got {off.dtype}")
+        ptr, off = self.broadcast_pair(ptr, off)
+        return tensor(self.builder.addptr(ptr.handle, off.handle), ptr.type)
+
+    def unary(self, op: str, x: Any) -> tensor:
+        x = self.to_tensor(x)
+        if x.dtype.is_ptr():
+            raise SemanticError(f"unary operator on a pointer ({x.dtype}) is not supported")
+        if op == "pos":
+            return x
+        if op == "neg":
+            if x.dtype.is_floating():
+                return tensor(self.builder.unary("negf", x.handle), x.type)
+            return self.binary("sub", self._zero_like(x), x)
+        if op == "invert":
+            if not x.dtype.is_int():
+                raise SemanticError(f"operator ~ needs an integer operand, got {x.dtype}")
+            ones = self.constant(1 if x.dtype.is_bool() else -1, x.dtype) \
+                if not x.dtype.is_int_unsigned() else self.constant(2**x.dtype.primitive_bitwidth
+                                                                    - 1, x.dtype)
+            return self.binary("xor", x, ones)
+        if op == "not":
+            return self.binary("eq", x, self._zero_like(x))
+        raise SemanticError(f"unsupported unary operator {op}")
+
+    def _zero_like(self, x: tensor) -> tensor:
+        return self.constant(0, x.dtype)
+
+    # ------------------------------------------------------------------
+    # Math
+    # ------------------------------------------------------------------
+    def _math(self, x: tensor, name: str) -> tensor:
+        return tensor(self.builder.unary(name, x.handle), x.type)
+
+    def _float_operand(self, what: str, x: Any) -> Tuple[tensor, dtype]:
+        x = self.to_tensor(x, kl.float32 if self.is_literal(x) else None)
+        if not x.dtype.is_floating():
+            raise SemanticError(f"{what} expects a floating-point operand, got {x.dtype} "
+                                f"(convert with .to(kl.float32))")
+        compute = x.dtype if x.dtype in (kl.float32, kl.float64) else kl.float32
+        return self.cast(x, compute), x.dtype
+
+    def math_unary(self, name: str, x: Any) -> tensor:
+        xc, orig = self._float_operand(name, x)
+        return self.cast(self._math(xc, name), orig)
+
+    def sigmoid(self, x: Any) -> tensor:
+        xc, orig = self._float_operand("sigmoid", x)
+        e = self._math(self.unary("neg", xc), "exp")
+        return self.cast(self.binary("truediv", 1.0, self.binary("add", 1.0, e)), orig)
+
+    def abs(self, x: Any) -> tensor:
+        x = self.to_tensor(x)
+        if x.dtype.is_floating():
+            return self._math(x, "absf")
+        if x.dtype.is_int_signed():
+            return self._math(x, "absi")
+        if x.dtype.is_int():
+            return x
+        raise SemanticError(f"abs of {x.dtype} is not supported")
+
+    def minmax(self, which: str, x: Any, y: Any) -> tensor:
+        a, b = self.operand_types(x, y)
+        if a.dtype.is_ptr() or b.dtype.is_ptr():
+            raise SemanticError(f"{which}imum of pointers is not supported")
+        ty = self.promote(a.dtype, b.dtype)
+        a, b = self.broadcast_pair(self.cast(a, ty), self.cast(b, ty))
+        if ty.is_floating():
+            name = which + "numf"
+        else:
+            name = which + ("ui" if ty.is_int_unsigned() or ty.is_bool() else "si")
+        return tensor(self.builder.binary(name, a.handle, b.handle), a.type)
+
+    def fma(self, x: Any, y: Any, z: Any) -> tensor:
+        ts = [self.to_tensor(v, kl.float32 if self.is_literal(v) else None) for v in (x, y, z)]
+        ty = ts[0].dtype
+        for t in ts[1:]:
+            ty = self.promote(ty, t.dtype)
+        if not ty.is_floating():
+            raise SemanticError(f"fma expects floating-point operands, got "
+                                f"{', '.join(str(t.dtype) for t in ts)}")
+        shape: Tuple[int, ...] = ()
+        for t in ts:
+            shape = self.broadcast_shapes(shape, t.shape)
+        a, b, c = (self.broadcast_to(self.cast(t, ty), shape) for t in ts)
+        return tensor(self.builder.fma(a.handle, b.handle, c.handle), a.type)
+
+    def cdiv(self, x: Any, div: Any) -> Any:
+        if self.is_literal(x) and self.is_literal(div):
+            xv = x.value if isinstance(x, constexpr) else x
+            dv = div.value if isinstance(div, constexpr) else div
+            if not isinstance(xv, int) or not isinstance(dv, int):
+                raise SemanticError("cdiv takes integers")
+            if dv == 0:
+                raise SemanticError("cdiv by zero")
+            return constexpr(-(-xv // dv))
+        return self.binary("floordiv", self.binary("sub", self.binary("add", x, div), 1), div)
+
+    def where(self, cond: Any, x: Any, y: Any) -> tensor:
+        c = self.to_tensor(cond)
+        if not c.dtype.is_bool():
+            c = self.cast(c, kl.int1)
+        a, b = self.operand_types(x, y)
+        if a.dtype.is_ptr() or b.dtype.is_ptr():
+            if a.dtype != b.dtype:
+                raise SemanticError(f"where: pointer operands of different types {a.dtype} and "
+                                    f"{b.dtype}")
+            ty = a.dtype
+        else:
+            ty = self.promote(a.dtype, b.dtype)
+            a, b = self.cast(a, ty), self.cast(b, ty)
+        shape = self.broadcast_shapes(self.broadcast_shapes(c.shape, a.shape), b.shape)
+        c, a, b = (self.broadcast_to(t, shape) for t in (c, a, b))
+        return tensor(self.builder.select(c.handle, a.handle, b.handle), a.type)
+
+    # ------------------------------------------------------------------
+    # Program structure, ranges and memory
+    # ------------------------------------------------------------------
+    @staticmethod
+    def _axis(axis: Any) -> int:
+        if isinstance(axis, tensor):
+            raise SemanticError("the program axis must be a constexpr 0, 1 or 2")
+        if not isinstance(axis, int) or isinstance(axis, bool) or axis not in (0, 1, 2):
+            raise SemanticError(f"the program axis must be 0, 1 or 2, got {axis!r}")
+        return axis
+
+    def program_id(self, axis: Any) -> tensor:
+        return tensor(self.builder.program_id(self._axis(axis)), kl.int32)
+
+    def num_programs(self, axis: Any) -> tensor:
+        return tensor(self.builder.num_programs(self._axis(axis)), kl.int32)
+
+    def arange(self, start: Any, end: Any) -> tensor:
+        vals = []
+        for what, v in (("start", start), ("end", end)):
+            if isinstance(v, tensor):
+                raise SemanticError(f"arange {what} must be a constexpr (a compile-time int), "
+                                    f"got a runtime value")
+            v = v.value if isinstance(v, constexpr) else v
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise SemanticError(f"arange {what} must be an int, got {v!r}")
+            if not _I32_MIN <= v <= _I32_MAX:
+                raise SemanticError(f"arange {what} {v} does not fit in int32")
+            vals.append(v)
+        s, e = vals
+        n = e - s
+        if not _is_pow2(n):
+            raise SemanticError(f"arange size (end - start = {e} - {s} = {n}) must be a "
+                                f"positive power of two")
+        return tensor(self.builder.make_range(s, e), block_type(kl.int32, (n,)))
+
+    def full(self, shape: List[int], value: Any, ty: Any) -> tensor:
+        if isinstance(ty, str):
+            ty = kl.dtype_from_str(ty)
+        if not isinstance(ty, dtype) or ty.is_ptr():
+            raise SemanticError(f"full/zeros expects a scalar dtype, got {ty!r}")
+        for s in shape:
+            if not _is_pow2(s):
+                raise SemanticError(f"tile dimensions must be powers of two, got {list(shape)}")
+        v = self.cast(self.to_tensor(value, ty if self.is_literal(value) else None), ty)
+        if v.type.is_block():
+            raise SemanticError("full expects a scalar value")
+        return self.broadcast_to(v, shape)
+
+    def _mask(self, mask: Any) -> tensor:
+        m = self.to_tensor(mask)
+        if not m.dtype.is_bool():
+            raise SemanticError(f"mask must be a boolean (int1) value, got {m.dtype}")
+        return m
+
+    def _pointer(self, what: str, ptr: Any) -> tensor:
+        if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
+            got = ptr.dtype if isinstance(ptr, tensor) else type(
+                ptr.value if isinstance(ptr, constexpr) else ptr).__name__
+            raise SemanticError(f"{what} expects a pointer (or a tile of pointers), got {got}")
+        return ptr
+
+    def load(self, ptr: Any, mask: Any = None, other: Any = None) -> tensor:
+        ptr = self._pointer("load", ptr)
+        elem = ptr.dtype.element_ty
+        m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
+            else self._mask(mask)
+        o = None if other is None or (isinstance(other, constexpr) and other.value is None) \
+            else other
+        if o is not None and m is None:
+            raise SemanticError("load: 'other' needs a 'mask'")
+        if m is not None:
+            ptr, m = self.broadcast_pair(ptr, m)
+        if o is not None:
+            o = self.broadcast_to(self.cast(self.to_tensor(o, elem if self.is_literal(o)
+                                                           else None), elem), ptr.shape)
+        handle = self.builder.load(ptr.handle, m.handle if m is not None else None,
+                                   o.handle if o is not None else None)
+        return tensor(handle, self._with_shape(ptr, elem))
+
+    def store(self, ptr: Any, value: Any, mask: Any = None) -> None:
+        ptr = self._pointer("store", ptr)
+        elem = ptr.dtype.element_ty
+        v = self.cast(self.to_tensor(value, elem if self.is_literal(value) else None), elem)
+        m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
+            else self._mask(mask)
+        shape = self.broadcast_shapes(ptr.shape, v.shape)
+        if m is not None:
+            shape = self.broadcast_shapes(shape, m.shape)
+            m = self.broadcast_to(m, shape)
+        ptr, v = self.broadcast_to(ptr, shape), self.broadcast_to(v, shape)
+        self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None)
+
+    def static_assert(self, cond: Any, msg: Any) -> None:
+        if isinstance(cond, tensor):
+            raise SemanticError("static_assert needs a constexpr condition")
+        c = cond.value if isinstance(cond, constexpr) else cond
+        m = msg.value if isinstance(msg, constexpr) else msg
+        if not c:
+            raise SemanticError(f"static_assert failed: {m}" if m else "static_assert failed")

@@ -1,0 +1,373 @@
+"""``@kiln.jit``: kernels compiled on first launch, specialized like Triton.
+
+    @kiln.jit(num_warps=4)
+    def add(x_ptr, y_ptr, n, BLOCK: kl.constexpr):
+        ...
+
+    add[(kl.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    add[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n, BLOCK=1024)
+    add.compile({"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}, {"BLOCK": 1024},
+                divisibility={"x_ptr", "y_ptr"}, arch="sm_90a")   # no GPU needed
+
+A launch specializes on: constexpr values, argument types (a tensor's dtype
+for pointers; a Python int is i32 if it fits, else i64; a float is f32; a bool
+i1), and divisibility by 16 of integers and of pointer addresses (except the
+parameters in ``do_not_specialize``). Compiled kernels are cached in memory and
+on disk (``$KILN_CACHE_DIR``, default ``~/.cache/kiln``; ``KILN_CACHE=0``
+disables it) under a key that covers the source (including inlined callees),
+the specialization, num_warps, the arch and the compiler version.
+
+Every check on the arguments and the grid happens before any CUDA call.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .compiler.code_generator import FunctionSource
+from .compiler.compiler import (
+    CompiledKernel,
+    Specialization,
+    build_metadata,
+    compile_kernel,
+    signature_hash,
+)
+from .language import core as lc
+
+# ---------------------------------------------------------------------------
+# Argument classification
+# ---------------------------------------------------------------------------
+
+_TORCH_DTYPES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+_TYPESTR = {"b1": "i1", "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "u1": "u8",
+            "u2": "u16", "u4": "u32", "u8": "u64", "f2": "f16", "f4": "f32", "f8": "f64"}
+
+
+def _tensor_dtype(obj: Any) -> Optional[str]:
+    """kiln dtype of a tensor-like object, or None if it is not one."""
+    dt = getattr(obj, "dtype", None)
+    if dt is not None and (hasattr(obj, "data_ptr") or hasattr(obj, "__cuda_array_interface__")):
+        name = str(dt).replace("torch.", "")
+        if name in _TORCH_DTYPES:
+            return _TORCH_DTYPES[name]
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        typestr = str(cai.get("typestr", ""))
+        if typestr[1:] in _TYPESTR:
+            return _TYPESTR[typestr[1:]]
+        raise TypeError(f"cannot tell the element type of a CUDA array with typestr "
+                        f"{typestr!r} (give it a .dtype such as bfloat16)")
+    if hasattr(obj, "data_ptr") and dt is not None:
+        raise TypeError(f"unsupported tensor dtype {dt}")
+    return None
+
+
+def _tensor_address(obj: Any) -> int:
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    return int(obj.data_ptr())
+
+
+def _arg_type(value: Any, what: str) -> Tuple[str, Optional[int]]:
+    """(type string, value for divisibility) of a runtime argument."""
+    if isinstance(value, bool):
+        return "i1", None
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return "i32", value
+        if -(2**63) <= value < 2**63:
+            return "i64", value
+        if 0 <= value < 2**64:
+            return "u64", value
+        raise ValueError(f"{what}: integer {value} does not fit in 64 bits")
+    if isinstance(value, float):
+        return "f32", None
+    dt = _tensor_dtype(value)
+    if dt is not None:
+        return "*" + dt, _tensor_address(value)
+    raise TypeError(f"{what}: expected a tensor (torch or __cuda_array_interface__), an int, "
+                    f"a float or a bool, got {type(value).__name__}")
+
+
+def _is_torch(obj: Any) -> bool:
+    mod = type(obj).__module__ or ""
+    return mod == "torch" or mod.startswith("torch.")
+
+
+def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
+    if isinstance(grid, int) or hasattr(grid, "__index__"):
+        grid = (grid,)
+    try:
+        dims = tuple(int(g.__index__()) for g in grid)
+    except (TypeError, AttributeError):
+        raise TypeError(f"kernel '{name}': grid must be 1 to 3 ints, got {grid!r}") from None
+    if not 1 <= len(dims) <= 3:
+        raise TypeError(f"kernel '{name}': grid must have 1 to 3 dimensions, got {len(dims)}")
+    for i, d in enumerate(dims):
+        if not 0 <= d < 2**31:
+            raise ValueError(f"kernel '{name}': grid dimension {i} = {d} is out of range")
+    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------
+# Disk cache
+# ---------------------------------------------------------------------------
+
+
+def cache_dir() -> Optional[str]:
+    if os.environ.get("KILN_CACHE", "1") == "0":
+        return None
+    d = os.environ.get("KILN_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                         "kiln")
+    return d
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _cache_load(key: str) -> Optional[Tuple[Dict[str, Any], bytes]]:
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        with open(os.path.join(d, key[:2], key + ".json"), "rb") as f:
+            entry = json.loads(f.read())
+        with open(os.path.join(d, key[:2], key + ".cubin"), "rb") as f:
+            cubin = f.read()
+    except (OSError, ValueError):
+        return None
+    if entry.get("cubin_sha256") != hashlib.sha256(cubin).hexdigest():
+        return None  # torn or corrupt: recompile
+    return entry["meta"], cubin
+
+
+def _cache_store(key: str, meta: Dict[str, Any], cubin: bytes) -> None:
+    d = cache_dir()
+    if d is None:
+        return
+    try:
+        sub = os.path.join(d, key[:2])
+        # The cubin first: the json (which names its hash) marks a complete entry.
+        _atomic_write(os.path.join(sub, key + ".cubin"), cubin)
+        entry = {"meta": meta, "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
+        _atomic_write(os.path.join(sub, key + ".json"),
+                      json.dumps(entry, sort_keys=True).encode())
+    except OSError:
+        pass  # a read-only or full cache only costs a recompile
+
+
+# ---------------------------------------------------------------------------
+# JITFunction
+# ---------------------------------------------------------------------------
+
+
+class JITFunction:
+    """A kernel: launch with ``kernel[grid](*args, **constexprs)``, compile without a
+    GPU with ``kernel.compile(...)``, call from other kernels to inline it."""
+
+    def __init__(self, fn: Callable, num_warps: int = 4,
+                 do_not_specialize: Iterable[Union[str, int]] = ()):
+        if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
+            raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
+        self.fn = fn
+        self.num_warps = num_warps
+        self._source: Optional[FunctionSource] = None
+        self._source_hash: Optional[str] = None
+        self._dns_raw = list(do_not_specialize)
+        self._kernels: Dict[Tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    # -- source ---------------------------------------------------------------
+    @property
+    def source(self) -> FunctionSource:
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+        return self._source
+
+    @property
+    def do_not_specialize(self) -> set:
+        names = self.source.param_names
+        out = set()
+        for d in self._dns_raw:
+            if isinstance(d, int):
+                out.add(names[d])
+            elif d in names:
+                out.add(d)
+            else:
+                raise ValueError(f"do_not_specialize names '{d}', which is not a parameter of "
+                                 f"{self.__name__}")
+        return out
+
+    @property
+    def source_hash(self) -> str:
+        """Hash of this function's source, of the @kiln.jit functions it calls
+        and of the simple global values it reads."""
+        if self._source_hash is None:
+            self._source_hash = self._compute_hash(set())
+        return self._source_hash
+
+    def _compute_hash(self, seen: set) -> str:
+        seen.add(id(self))
+        src = self.source
+        h = hashlib.sha256(src.src.encode())
+        names = sorted({n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)})
+        for name in names:
+            if name in src.param_names:
+                continue
+            value = src.closure.get(name, src.globals.get(name, None))
+            if isinstance(value, JITFunction):
+                if id(value) not in seen:
+                    h.update(f"{name}=jit:{value._compute_hash(seen)}".encode())
+            elif isinstance(value, (bool, int, float, str, lc.dtype)) or value is None:
+                h.update(f"{name}={value!r}".encode())
+            elif hasattr(value, "__dict__") and type(value).__name__ == "module":
+                for attr, v in sorted(vars(value).items()):
+                    if isinstance(v, JITFunction) and id(v) not in seen:
+                        h.update(f"{name}.{attr}=jit:{v._compute_hash(seen)}".encode())
+        return h.hexdigest()
+
+    # -- compile ---------------------------------------------------------------
+    def compile(self, signature: Mapping[str, str], constexprs: Optional[Mapping[str, Any]] = None,
+                divisibility: Union[Mapping[str, int], Iterable[str], None] = None,
+                num_warps: Optional[int] = None, arch: Optional[str] = None,
+                upto: str = "cubin", name: Optional[str] = None) -> CompiledKernel:
+        """Compiles one specialization without a GPU.
+
+        ``signature``: runtime parameter -> type (``"*bf16"``, ``"i32"``);
+        ``divisibility``: names (meaning 16) or {name: power of two};
+        ``upto``: last stage (``tile``, ``llvm_dialect``, ``llvm_ir``, ``ptx``, ``cubin``);
+        ``arch``: needed past the tile stage; ``name``: the kernel's name in
+        metadata (and its symbol), default the function's name.
+        """
+        spec = Specialization.make(signature, divisibility, constexprs,
+                                   num_warps or self.num_warps)
+        return compile_kernel(self.source, self.source_hash, spec, arch, name=name, upto=upto)
+
+    # -- launch ----------------------------------------------------------------
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        return functools.partial(self.run, grid)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"kernel '{self.__name__}' is launched with {self.__name__}[grid](...) "
+                        f"(and can be called directly only from another @kiln.jit function)")
+
+    def specialize(self, args: Sequence[Any], kwargs: Mapping[str, Any],
+                   num_warps: Optional[int] = None) -> Tuple[Specialization, List[Any],
+                                                             Dict[str, Any]]:
+        """(specialization, runtime args in parameter order, all args by name)."""
+        src = self.source
+        import inspect  # noqa: PLC0415
+
+        try:
+            bound = inspect.Signature(src.params).bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"kernel '{self.__name__}': {e}") from None
+        bound.apply_defaults()
+        dns = self.do_not_specialize
+        signature: Dict[str, str] = {}
+        div: Dict[str, int] = {}
+        constexprs: Dict[str, Any] = {}
+        runtime: List[Any] = []
+        for p in src.params:
+            if p.name not in bound.arguments:
+                continue
+            value = bound.arguments[p.name]
+            what = f"kernel '{self.__name__}': argument '{p.name}'"
+            if p.name in src.constexpr_params:
+                if isinstance(value, lc.constexpr):
+                    value = value.value
+                if not isinstance(value, (bool, int, float, str, type(None), lc.dtype)):
+                    raise TypeError(f"{what} is a constexpr and must be a bool, int, float, "
+                                    f"str, None or dtype, got {type(value).__name__}")
+                constexprs[p.name] = value
+                continue
+            ty, divisible = _arg_type(value, what)
+            signature[p.name] = ty
+            if divisible is not None and p.name not in dns and divisible % 16 == 0:
+                div[p.name] = 16
+            runtime.append(value)
+        spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps)
+        return spec, runtime, dict(bound.arguments)
+
+    def run(self, grid: Any, *args: Any, stream: Any = None, num_warps: Optional[int] = None,
+            **kwargs: Any) -> None:
+        from . import runtime as rt  # noqa: PLC0415 - needs kiln._runtime
+
+        spec, runtime_args, named = self.specialize(args, kwargs, num_warps)
+        # Checks first: nothing below touches CUDA until they all passed.
+        preview = build_metadata(self.__name__, self.__name__, self.source, self.source_hash,
+                                 spec, spec.num_warps * 32)
+        values = rt.marshal_args(preview, runtime_args)
+        if callable(grid):
+            grid = grid(named)
+        dims = _normalize_grid(grid, self.__name__)
+        if 0 in dims:
+            return
+        arch = rt.device_arch()
+        kernel = self._kernel_for(spec, arch)
+        kernel.launch(dims, values, rt.resolve_stream(stream, runtime_args))
+
+    def _kernel_for(self, spec: Specialization, arch: str) -> Any:
+        from . import _runtime  # noqa: PLC0415
+
+        mkey = (spec.key(), arch)
+        kernel = self._kernels.get(mkey)
+        if kernel is not None:
+            return kernel
+        with self._lock:
+            kernel = self._kernels.get(mkey)
+            if kernel is not None:
+                return kernel
+            key = signature_hash(self.source_hash, spec, arch)
+            cached = _cache_load(key)
+            if cached is not None:
+                meta, cubin = cached
+            else:
+                ck = compile_kernel(self.source, self.source_hash, spec, arch, upto="cubin")
+                meta, cubin = ck.meta, ck.cubin
+                _cache_store(key, meta, cubin)
+            kernel = _runtime.Kernel.from_images(meta, {arch: cubin})
+            self._kernels[mkey] = kernel
+            return kernel
+
+    def __repr__(self) -> str:
+        return f"<kiln.jit {self.__module__}.{self.__qualname__}>"
+
+
+def jit(fn: Optional[Callable] = None, *, num_warps: int = 4,
+        do_not_specialize: Iterable[Union[str, int]] = ()) -> Any:
+    """Decorator: ``@kiln.jit`` or ``@kiln.jit(num_warps=8, do_not_specialize=["n"])``."""
+
+    def wrap(f: Callable) -> JITFunction:
+        return JITFunction(f, num_warps=num_warps, do_not_specialize=do_not_specialize)
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap

@@ -1,0 +1,166 @@
+"""The kiln language: ``import kiln.language as kl``.
+
+Builtins are thin: each checks nothing itself and forwards to the semantic
+layer (``kiln.compiler.semantic.Semantic``), which owns type checks, promotion,
+broadcasting and user-facing errors. They can only be called inside
+``@kiln.jit`` functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .core import (
+    ALL_DTYPES,
+    bfloat16,
+    block_type,
+    builtin,
+    constexpr,
+    dtype,
+    dtype_from_str,
+    float8e4m3,
+    float8e5m2,
+    float16,
+    float32,
+    float64,
+    int1,
+    int8,
+    int16,
+    int32,
+    int64,
+    pointer_type,
+    tensor,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .core import _shape_tuple, _unwrap
+
+
+@builtin
+def program_id(axis: Any, _semantic: Any = None) -> tensor:
+    """Index of this program along grid axis 0, 1 or 2 (int32)."""
+    return _semantic.program_id(_unwrap(axis))
+
+
+@builtin
+def num_programs(axis: Any, _semantic: Any = None) -> tensor:
+    """Number of programs along grid axis 0, 1 or 2 (int32)."""
+    return _semantic.num_programs(_unwrap(axis))
+
+
+@builtin
+def arange(start: Any, end: Any, _semantic: Any = None) -> tensor:
+    """int32 tile ``[start, end)``; constexpr bounds, ``end - start`` a power of two."""
+    return _semantic.arange(start, end)
+
+
+@builtin
+def load(pointer: Any, mask: Any = None, other: Any = None, _semantic: Any = None) -> tensor:
+    """Loads from a pointer (tile); where ``mask`` is false the result is ``other``."""
+    return _semantic.load(pointer, mask, other)
+
+
+@builtin
+def store(pointer: Any, value: Any, mask: Any = None, _semantic: Any = None) -> None:
+    """Stores ``value`` (cast to the pointee type) where ``mask`` is true."""
+    return _semantic.store(pointer, value, mask)
+
+
+@builtin
+def full(shape: Any, value: Any, dtype: Any, _semantic: Any = None) -> tensor:
+    """A tile of ``shape`` filled with ``value`` of ``dtype``."""
+    return _semantic.full(_shape_tuple(shape), value, _unwrap(dtype))
+
+
+@builtin
+def zeros(shape: Any, dtype: Any, _semantic: Any = None) -> tensor:
+    """A tile of ``shape`` filled with zeros of ``dtype``."""
+    return _semantic.full(_shape_tuple(shape), 0, _unwrap(dtype))
+
+
+@builtin
+def where(condition: Any, x: Any, y: Any, _semantic: Any = None) -> tensor:
+    """Elementwise ``x if condition else y`` with broadcasting and promotion."""
+    return _semantic.where(condition, x, y)
+
+
+def _math_unary(name: str, doc: str):
+    def fn(x: Any, _semantic: Any = None) -> tensor:
+        return _semantic.math_unary(name, x)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = doc
+    return builtin(fn)
+
+
+exp = _math_unary("exp", "e**x (float; f16/bf16 computed in f32).")
+exp2 = _math_unary("exp2", "2**x.")
+log = _math_unary("log", "Natural logarithm.")
+log2 = _math_unary("log2", "Base-2 logarithm.")
+tanh = _math_unary("tanh", "Hyperbolic tangent.")
+sqrt = _math_unary("sqrt", "Square root.")
+rsqrt = _math_unary("rsqrt", "1/sqrt(x).")
+sin = _math_unary("sin", "Sine.")
+cos = _math_unary("cos", "Cosine.")
+erf = _math_unary("erf", "Error function.")
+floor = _math_unary("floor", "Round toward -inf.")
+ceil = _math_unary("ceil", "Round toward +inf.")
+
+
+@builtin
+def abs(x: Any, _semantic: Any = None) -> tensor:  # noqa: A001 - language builtin
+    """|x| for ints and floats."""
+    return _semantic.abs(x)
+
+
+@builtin
+def maximum(x: Any, y: Any, _semantic: Any = None) -> tensor:
+    """Elementwise max (floats: the non-NaN operand wins)."""
+    return _semantic.minmax("max", x, y)
+
+
+@builtin
+def minimum(x: Any, y: Any, _semantic: Any = None) -> tensor:
+    """Elementwise min (floats: the non-NaN operand wins)."""
+    return _semantic.minmax("min", x, y)
+
+
+@builtin
+def sigmoid(x: Any, _semantic: Any = None) -> tensor:
+    """1 / (1 + exp(-x)), computed in f32 for f16/bf16."""
+    return _semantic.sigmoid(x)
+
+
+@builtin
+def fma(x: Any, y: Any, z: Any, _semantic: Any = None) -> tensor:
+    """x * y + z with one rounding."""
+    return _semantic.fma(x, y, z)
+
+
+@builtin
+def cdiv(x: Any, div: Any, _semantic: Any = None) -> Any:
+    """ceil(x / div) for integers (constexprs fold)."""
+    return _semantic.cdiv(x, div)
+
+
+@builtin
+def cast(x: Any, dtype: Any, bitcast: Any = False, _semantic: Any = None) -> tensor:
+    """``x.to(dtype)``."""
+    return _semantic.cast(x, _unwrap(dtype), bitcast=bool(_unwrap(bitcast)))
+
+
+@builtin
+def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
+    """Fails compilation when the constexpr ``cond`` is false."""
+    return _semantic.static_assert(cond, msg)
+
+
+__all__ = [
+    "abs", "arange", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
+    "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
+    "num_programs", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
+    "static_assert", "store", "tanh", "tensor", "where", "zeros", "block_type",
+] + [d.name for d in ALL_DTYPES]

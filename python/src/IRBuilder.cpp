@@ -1,0 +1,602 @@
+//===- IRBuilder.cpp - kiln._C: context, module and IR builder -----------===//
+//
+// The builder the Python frontend (kiln.compiler.semantic, its only caller)
+// drives to emit tile-dialect kernels. The frontend owns type checking and
+// user-facing errors; the checks here only keep malformed requests from
+// reaching MLIR builders that would assert, and report them as ValueError.
+//
+//===----------------------------------------------------------------------===//
+
+#include "IRBuilder.h"
+
+#include "kiln/Dialect/Tile/IR/TileDialect.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+#include "kiln/Dialect/Tile/IR/TileTypes.h"
+#include "kiln/Registration.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <pybind11/stl.h>
+
+#include <optional>
+
+namespace py = pybind11;
+using namespace mlir;
+
+namespace kiln::python {
+
+//===----------------------------------------------------------------------===//
+// Context, diagnostics, module
+//===----------------------------------------------------------------------===//
+
+Context::Context() {
+  DialectRegistry registry;
+  kiln::registerKilnDialectsAndPasses(registry);
+  // Parallelism comes from compiling several kernels at once (AOT), one
+  // context each; a per-context thread pool would only oversubscribe.
+  context = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  context->allowUnregisteredDialects(false);
+}
+
+DiagnosticCapture::DiagnosticCapture(MLIRContext &context)
+    : handler(&context, [this](Diagnostic &diag) {
+        llvm::raw_string_ostream os(messages);
+        switch (diag.getSeverity()) {
+        case DiagnosticSeverity::Error:
+          sawError = true;
+          os << "error: ";
+          break;
+        case DiagnosticSeverity::Warning:
+          os << "warning: ";
+          break;
+        case DiagnosticSeverity::Note:
+          os << "note: ";
+          break;
+        case DiagnosticSeverity::Remark:
+          os << "remark: ";
+          break;
+        }
+        os << diag.getLocation() << ": " << diag << "\n";
+        for (Diagnostic &note : diag.getNotes())
+          os << "note: " << note.getLocation() << ": " << note << "\n";
+        return success();
+      }) {}
+
+void DiagnosticCapture::check(const std::string &what, bool failed) const {
+  if (!sawError && !failed)
+    return;
+  std::string text = what;
+  if (!messages.empty())
+    text += ":\n" + messages;
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  throw MLIRError(text);
+}
+
+void Module::verify() {
+  DiagnosticCapture capture(getContext());
+  bool failed = mlir::failed(mlir::verify(get()));
+  capture.check("the module does not verify", failed);
+}
+
+std::string Module::str(bool debugInfo) const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  if (debugInfo)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module->print(os, flags);
+  return text;
+}
+
+std::shared_ptr<Module> Module::clone() const {
+  OwningOpRef<ModuleOp> copy(llvm::cast<ModuleOp>(module->getOperation()->clone()));
+  return std::make_shared<Module>(context, std::move(copy));
+}
+
+std::shared_ptr<Module> parseModule(std::shared_ptr<Context> context, const std::string &text) {
+  DiagnosticCapture capture(context->get());
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context->get());
+  capture.check("cannot parse the module", !module);
+  return std::make_shared<Module>(std::move(context), std::move(module));
+}
+
+//===----------------------------------------------------------------------===//
+// Builder
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+[[noreturn]] void invalid(const std::string &message) { throw py::value_error(message); }
+
+std::string toString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
+
+std::string toString(Value value) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  value.print(os);
+  return s;
+}
+
+Type elementType(Type type) { return getElementTypeOrSelf(type); }
+
+bool isIntLike(Type type) { return llvm::isa<IntegerType>(elementType(type)); }
+bool isFloatLike(Type type) { return llvm::isa<FloatType>(elementType(type)); }
+
+/// `type` with the shape of `like` (or scalar if `like` is a scalar).
+Type withShapeOf(Type like, Type element) {
+  if (auto tensor = llvm::dyn_cast<RankedTensorType>(like))
+    return RankedTensorType::get(tensor.getShape(), element);
+  return element;
+}
+
+class Builder {
+public:
+  explicit Builder(std::shared_ptr<Context> context)
+      : context(std::move(context)), builder(&this->context->get()),
+        loc(UnknownLoc::get(&this->context->get())) {}
+
+  MLIRContext *ctx() { return &context->get(); }
+
+  // --- locations ---------------------------------------------------------
+  void setLoc(const std::string &file, unsigned line, unsigned col) {
+    loc = FileLineColLoc::get(ctx(), file, line, col);
+  }
+  void setUnknownLoc() { loc = UnknownLoc::get(ctx()); }
+  std::string getLoc() {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    loc.print(os);
+    return s;
+  }
+
+  // --- types -------------------------------------------------------------
+  Type intType(unsigned width) {
+    if (width != 1 && width != 8 && width != 16 && width != 32 && width != 64)
+      invalid("integer width must be 1, 8, 16, 32 or 64, got " + std::to_string(width));
+    return builder.getIntegerType(width);
+  }
+  Type floatType(const std::string &name) {
+    if (name == "f16")
+      return builder.getF16Type();
+    if (name == "bf16")
+      return builder.getBF16Type();
+    if (name == "f32")
+      return builder.getF32Type();
+    if (name == "f64")
+      return builder.getF64Type();
+    if (name == "f8e4m3")
+      return builder.getType<Float8E4M3FNType>();
+    if (name == "f8e5m2")
+      return builder.getType<Float8E5M2Type>();
+    invalid("unknown float type '" + name + "'");
+  }
+  Type ptrType(Type pointee) {
+    if (!llvm::isa<IntegerType, FloatType>(pointee))
+      invalid("a pointer points to a scalar integer or float, got " + toString(pointee));
+    return tile::PtrType::get(ctx(), pointee);
+  }
+  Type tensorType(const std::vector<int64_t> &shape, Type element) {
+    if (shape.empty())
+      return element;
+    for (int64_t d : shape)
+      if (d <= 0)
+        invalid("tile dimensions must be positive");
+    return RankedTensorType::get(shape, element);
+  }
+
+  // --- module and kernel -------------------------------------------------
+  std::shared_ptr<Module> createModule() {
+    OwningOpRef<ModuleOp> module(ModuleOp::create(loc));
+    builder.setInsertionPointToEnd(module->getBody());
+    return std::make_shared<Module>(context, std::move(module));
+  }
+
+  std::vector<Value> createKernel(Module &module, const std::string &name,
+                                  const std::vector<Type> &argTypes,
+                                  const std::vector<int64_t> &divisibility, int numWarps) {
+    if (divisibility.size() != argTypes.size())
+      invalid("one divisibility per argument expected");
+    builder.setInsertionPointToEnd(module.get().getBody());
+    auto type = builder.getFunctionType(argTypes, {});
+    auto func = func::FuncOp::create(builder, loc, name, type);
+    func->setAttr(tile::TileDialect::getKernelAttrName(), builder.getUnitAttr());
+    func->setAttr(tile::TileDialect::getNumWarpsAttrName(), builder.getI32IntegerAttr(numWarps));
+    for (auto [i, d] : llvm::enumerate(divisibility))
+      if (d > 1)
+        func.setArgAttr(i, tile::TileDialect::getDivisibilityAttrName(),
+                        builder.getI32IntegerAttr(static_cast<int32_t>(d)));
+    Block *entry = func.addEntryBlock();
+    builder.setInsertionPointToEnd(entry);
+    return std::vector<Value>(entry->args_begin(), entry->args_end());
+  }
+
+  void ret() { func::ReturnOp::create(builder, loc); }
+
+  // --- constants ---------------------------------------------------------
+  Value intConstant(Type type, int64_t value) {
+    auto element = llvm::dyn_cast<IntegerType>(elementType(type));
+    if (!element)
+      invalid("integer constant of non-integer type " + toString(type));
+    APInt v(64, static_cast<uint64_t>(value), /*isSigned=*/true);
+    v = v.sextOrTrunc(element.getWidth());
+    TypedAttr attr;
+    if (auto tensor = llvm::dyn_cast<RankedTensorType>(type))
+      attr = DenseElementsAttr::get(tensor, v);
+    else
+      attr = IntegerAttr::get(type, v);
+    return arith::ConstantOp::create(builder, loc, attr);
+  }
+
+  Value floatConstant(Type type, double value) {
+    auto element = llvm::dyn_cast<FloatType>(elementType(type));
+    if (!element)
+      invalid("float constant of non-float type " + toString(type));
+    APFloat v(value);
+    bool losesInfo = false;
+    v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+    TypedAttr attr;
+    if (auto tensor = llvm::dyn_cast<RankedTensorType>(type))
+      attr = DenseElementsAttr::get(tensor, v);
+    else
+      attr = FloatAttr::get(element, v);
+    return arith::ConstantOp::create(builder, loc, attr);
+  }
+
+  // --- tile ops ----------------------------------------------------------
+  static tile::ProgramAxis axisOf(int axis) {
+    if (axis < 0 || axis > 2)
+      invalid("program axis must be 0, 1 or 2, got " + std::to_string(axis));
+    return static_cast<tile::ProgramAxis>(axis);
+  }
+  Value programId(int axis) {
+    return tile::ProgramIdOp::create(builder, loc, builder.getI32Type(), axisOf(axis));
+  }
+  Value numPrograms(int axis) {
+    return tile::NumProgramsOp::create(builder, loc, builder.getI32Type(), axisOf(axis));
+  }
+  Value makeRange(int32_t start, int32_t end) {
+    if (end <= start)
+      invalid("make_range needs start < end");
+    auto type = RankedTensorType::get({int64_t(end) - start}, builder.getI32Type());
+    return tile::MakeRangeOp::create(builder, loc, type, builder.getI32IntegerAttr(start),
+                                     builder.getI32IntegerAttr(end));
+  }
+  Value splat(Value src, const std::vector<int64_t> &shape) {
+    if (llvm::isa<RankedTensorType>(src.getType()))
+      invalid("splat of a tile");
+    return tile::SplatOp::create(builder, loc, tensorType(shape, src.getType()), src);
+  }
+  Value expandDims(Value src, int axis) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type)
+      invalid("expand_dims of a scalar");
+    if (axis < 0 || axis > type.getRank())
+      invalid("expand_dims axis out of range");
+    SmallVector<int64_t> shape(type.getShape());
+    shape.insert(shape.begin() + axis, 1);
+    auto result = RankedTensorType::get(shape, type.getElementType());
+    return tile::ExpandDimsOp::create(builder, loc, result, src, builder.getI32IntegerAttr(axis));
+  }
+  Value broadcast(Value src, const std::vector<int64_t> &shape) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type)
+      invalid("broadcast of a scalar (use splat)");
+    return tile::BroadcastOp::create(builder, loc, tensorType(shape, type.getElementType()), src);
+  }
+  Value addptr(Value ptr, Value offset) {
+    if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())) || !isIntLike(offset.getType()))
+      invalid("addptr takes pointers and integer offsets");
+    return tile::AddPtrOp::create(builder, loc, ptr.getType(), ptr, offset);
+  }
+  Value load(Value ptr, std::optional<Value> mask, std::optional<Value> other) {
+    if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
+      invalid("load from a non-pointer " + toString(ptr.getType()));
+    if (other && !mask)
+      invalid("load: 'other' needs a mask");
+    return tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()),
+                                other.value_or(Value()));
+  }
+  void store(Value ptr, Value value, std::optional<Value> mask) {
+    if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
+      invalid("store to a non-pointer " + toString(ptr.getType()));
+    tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()), IntegerAttr());
+  }
+
+  // --- arith / math ------------------------------------------------------
+  Value binary(const std::string &name, Value lhs, Value rhs) {
+    if (lhs.getType() != rhs.getType())
+      invalid(name + ": operand types differ: " + toString(lhs.getType()) + " vs " +
+              toString(rhs.getType()));
+    Type t = lhs.getType();
+    bool isInt = isIntLike(t), isFloat = isFloatLike(t);
+    auto needInt = [&] {
+      if (!isInt)
+        invalid(name + " takes integers, got " + toString(t));
+    };
+    auto needFloat = [&] {
+      if (!isFloat)
+        invalid(name + " takes floats, got " + toString(t));
+    };
+#define KILN_INT(NAME, OP)                                                                         \
+  if (name == NAME) {                                                                              \
+    needInt();                                                                                     \
+    return OP::create(builder, loc, lhs, rhs);                                                     \
+  }
+#define KILN_FLOAT(NAME, OP)                                                                       \
+  if (name == NAME) {                                                                              \
+    needFloat();                                                                                   \
+    return OP::create(builder, loc, lhs, rhs);                                                     \
+  }
+    KILN_INT("addi", arith::AddIOp)
+    KILN_INT("subi", arith::SubIOp)
+    KILN_INT("muli", arith::MulIOp)
+    KILN_INT("divsi", arith::DivSIOp)
+    KILN_INT("divui", arith::DivUIOp)
+    KILN_INT("floordivsi", arith::FloorDivSIOp)
+    KILN_INT("ceildivsi", arith::CeilDivSIOp)
+    KILN_INT("ceildivui", arith::CeilDivUIOp)
+    KILN_INT("remsi", arith::RemSIOp)
+    KILN_INT("remui", arith::RemUIOp)
+    KILN_INT("andi", arith::AndIOp)
+    KILN_INT("ori", arith::OrIOp)
+    KILN_INT("xori", arith::XOrIOp)
+    KILN_INT("shli", arith::ShLIOp)
+    KILN_INT("shrsi", arith::ShRSIOp)
+    KILN_INT("shrui", arith::ShRUIOp)
+    KILN_INT("minsi", arith::MinSIOp)
+    KILN_INT("maxsi", arith::MaxSIOp)
+    KILN_INT("minui", arith::MinUIOp)
+    KILN_INT("maxui", arith::MaxUIOp)
+    KILN_FLOAT("addf", arith::AddFOp)
+    KILN_FLOAT("subf", arith::SubFOp)
+    KILN_FLOAT("mulf", arith::MulFOp)
+    KILN_FLOAT("divf", arith::DivFOp)
+    KILN_FLOAT("remf", arith::RemFOp)
+    KILN_FLOAT("minimumf", arith::MinimumFOp)
+    KILN_FLOAT("maximumf", arith::MaximumFOp)
+    KILN_FLOAT("minnumf", arith::MinNumFOp)
+    KILN_FLOAT("maxnumf", arith::MaxNumFOp)
+    KILN_FLOAT("powf", math::PowFOp)
+    KILN_FLOAT("atan2", math::Atan2Op)
+#undef KILN_INT
+#undef KILN_FLOAT
+    invalid("unknown binary op '" + name + "'");
+  }
+
+  Value unary(const std::string &name, Value x) {
+    Type t = x.getType();
+#define KILN_UN(NAME, OP, PRED, WHAT)                                                              \
+  if (name == NAME) {                                                                              \
+    if (!PRED(t))                                                                                  \
+      invalid(std::string(NAME) + " takes " WHAT ", got " + toString(t));                          \
+    return OP::create(builder, loc, x);                                                            \
+  }
+    KILN_UN("negf", arith::NegFOp, isFloatLike, "floats")
+    KILN_UN("exp", math::ExpOp, isFloatLike, "floats")
+    KILN_UN("exp2", math::Exp2Op, isFloatLike, "floats")
+    KILN_UN("log", math::LogOp, isFloatLike, "floats")
+    KILN_UN("log2", math::Log2Op, isFloatLike, "floats")
+    KILN_UN("tanh", math::TanhOp, isFloatLike, "floats")
+    KILN_UN("sqrt", math::SqrtOp, isFloatLike, "floats")
+    KILN_UN("rsqrt", math::RsqrtOp, isFloatLike, "floats")
+    KILN_UN("sin", math::SinOp, isFloatLike, "floats")
+    KILN_UN("cos", math::CosOp, isFloatLike, "floats")
+    KILN_UN("absf", math::AbsFOp, isFloatLike, "floats")
+    KILN_UN("erf", math::ErfOp, isFloatLike, "floats")
+    KILN_UN("floor", math::FloorOp, isFloatLike, "floats")
+    KILN_UN("ceil", math::CeilOp, isFloatLike, "floats")
+    KILN_UN("absi", math::AbsIOp, isIntLike, "integers")
+#undef KILN_UN
+    invalid("unknown unary op '" + name + "'");
+  }
+
+  Value fma(Value a, Value b, Value c) {
+    if (a.getType() != b.getType() || a.getType() != c.getType() || !isFloatLike(a.getType()))
+      invalid("fma takes three floats of one type");
+    return math::FmaOp::create(builder, loc, a, b, c);
+  }
+
+  Value select(Value cond, Value a, Value b) {
+    if (a.getType() != b.getType())
+      invalid("select: operand types differ: " + toString(a.getType()) + " vs " +
+              toString(b.getType()));
+    if (cond.getType() != withShapeOf(a.getType(), builder.getI1Type()) &&
+        cond.getType() != builder.getI1Type())
+      invalid("select: condition " + toString(cond.getType()) + " does not match " +
+              toString(a.getType()));
+    return arith::SelectOp::create(builder, loc, cond, a, b);
+  }
+
+  Value cmpi(const std::string &pred, Value lhs, Value rhs) {
+    auto p = arith::symbolizeCmpIPredicate(pred);
+    if (!p)
+      invalid("unknown integer predicate '" + pred + "'");
+    if (lhs.getType() != rhs.getType() || !isIntLike(lhs.getType()))
+      invalid("cmpi takes two integers of one type");
+    return arith::CmpIOp::create(builder, loc, *p, lhs, rhs);
+  }
+
+  Value cmpf(const std::string &pred, Value lhs, Value rhs) {
+    auto p = arith::symbolizeCmpFPredicate(pred);
+    if (!p)
+      invalid("unknown float predicate '" + pred + "'");
+    if (lhs.getType() != rhs.getType() || !isFloatLike(lhs.getType()))
+      invalid("cmpf takes two floats of one type");
+    return arith::CmpFOp::create(builder, loc, *p, lhs, rhs);
+  }
+
+  Value cast(const std::string &kind, Value x, Type to) {
+    Type from = x.getType();
+    if (llvm::isa<RankedTensorType>(from) != llvm::isa<RankedTensorType>(to) ||
+        (llvm::isa<RankedTensorType>(from) &&
+         llvm::cast<RankedTensorType>(from).getShape() != llvm::cast<RankedTensorType>(to).getShape()))
+      invalid(kind + ": shapes differ: " + toString(from) + " to " + toString(to));
+    unsigned fw = elementType(from).isIntOrFloat() ? elementType(from).getIntOrFloatBitWidth() : 0;
+    unsigned tw = elementType(to).isIntOrFloat() ? elementType(to).getIntOrFloatBitWidth() : 0;
+    auto need = [&](bool ok) {
+      if (!ok)
+        invalid(kind + " cannot cast " + toString(from) + " to " + toString(to));
+    };
+    if (kind == "extf") {
+      need(isFloatLike(from) && isFloatLike(to) && tw > fw);
+      return arith::ExtFOp::create(builder, loc, to, x);
+    }
+    if (kind == "truncf") {
+      need(isFloatLike(from) && isFloatLike(to) && tw < fw);
+      return arith::TruncFOp::create(builder, loc, to, x);
+    }
+    if (kind == "sitofp" || kind == "uitofp") {
+      need(isIntLike(from) && isFloatLike(to));
+      if (kind == "sitofp")
+        return arith::SIToFPOp::create(builder, loc, to, x);
+      return arith::UIToFPOp::create(builder, loc, to, x);
+    }
+    if (kind == "fptosi" || kind == "fptoui") {
+      need(isFloatLike(from) && isIntLike(to));
+      if (kind == "fptosi")
+        return arith::FPToSIOp::create(builder, loc, to, x);
+      return arith::FPToUIOp::create(builder, loc, to, x);
+    }
+    if (kind == "extsi" || kind == "extui") {
+      need(isIntLike(from) && isIntLike(to) && tw > fw);
+      if (kind == "extsi")
+        return arith::ExtSIOp::create(builder, loc, to, x);
+      return arith::ExtUIOp::create(builder, loc, to, x);
+    }
+    if (kind == "trunci") {
+      need(isIntLike(from) && isIntLike(to) && tw < fw);
+      return arith::TruncIOp::create(builder, loc, to, x);
+    }
+    if (kind == "bitcast") {
+      need(fw != 0 && fw == tw);
+      return arith::BitcastOp::create(builder, loc, to, x);
+    }
+    invalid("unknown cast '" + kind + "'");
+  }
+
+private:
+  std::shared_ptr<Context> context;
+  OpBuilder builder;
+  Location loc;
+};
+
+std::optional<int64_t> getIntAttr(Module &module, const std::string &symbol,
+                                  const std::string &attr) {
+  Operation *op = SymbolTable::lookupSymbolIn(module.get(), symbol);
+  if (!op)
+    return std::nullopt;
+  if (auto value = op->getAttrOfType<IntegerAttr>(attr))
+    return value.getInt();
+  return std::nullopt;
+}
+
+} // namespace
+
+void populateIRBuilder(py::module_ &m) {
+  py::register_exception<MLIRError>(m, "MLIRError", PyExc_RuntimeError);
+
+  py::class_<Context, std::shared_ptr<Context>>(m, "Context",
+                                                "An MLIR context with kiln's dialects loaded")
+      .def(py::init<>());
+
+  py::class_<Type>(m, "Type")
+      .def("__str__", [](Type t) { return toString(t); })
+      .def("__repr__", [](Type t) { return "<kiln._C.Type " + toString(t) + ">"; })
+      .def("__eq__", [](Type a, Type b) { return a == b; })
+      .def("__hash__", [](Type t) { return static_cast<size_t>(hash_value(t)); })
+      .def("is_tensor", [](Type t) { return llvm::isa<RankedTensorType>(t); })
+      .def("is_ptr", [](Type t) { return llvm::isa<tile::PtrType>(t); })
+      .def("is_int", [](Type t) { return llvm::isa<IntegerType>(t); })
+      .def("is_float", [](Type t) { return llvm::isa<FloatType>(t); })
+      .def_property_readonly("shape",
+                             [](Type t) {
+                               std::vector<int64_t> shape;
+                               if (auto r = llvm::dyn_cast<RankedTensorType>(t))
+                                 shape.assign(r.getShape().begin(), r.getShape().end());
+                               return shape;
+                             })
+      .def_property_readonly("element_type", [](Type t) { return getElementTypeOrSelf(t); })
+      .def_property_readonly("pointee",
+                             [](Type t) -> std::optional<Type> {
+                               if (auto p = llvm::dyn_cast<tile::PtrType>(t))
+                                 return p.getPointeeType();
+                               return std::nullopt;
+                             })
+      .def_property_readonly("bitwidth", [](Type t) -> unsigned {
+        if (t.isIntOrFloat())
+          return t.getIntOrFloatBitWidth();
+        if (llvm::isa<tile::PtrType>(t))
+          return 64;
+        return 0;
+      });
+
+  py::class_<Value>(m, "Value")
+      .def_property_readonly("type", [](Value v) { return v.getType(); })
+      .def("__repr__", [](Value v) { return "<kiln._C.Value " + toString(v) + ">"; });
+
+  py::class_<Module, std::shared_ptr<Module>>(m, "Module")
+      .def("verify", &Module::verify, "Verifies the module; raises MLIRError on failure")
+      .def("str", &Module::str, py::arg("debug_info") = false)
+      .def("__str__", [](const Module &mod) { return mod.str(false); })
+      .def("clone", &Module::clone)
+      .def(
+          "get_int_attr",
+          [](Module &mod, const std::string &symbol, const std::string &attr) {
+            return getIntAttr(mod, symbol, attr);
+          },
+          "The integer attribute `attr` of the symbol `symbol`, or None");
+
+  m.def("parse_module", &parseModule, py::arg("context"), py::arg("text"));
+
+  py::class_<Builder>(m, "Builder")
+      .def(py::init<std::shared_ptr<Context>>(), py::keep_alive<1, 2>())
+      .def("set_loc", &Builder::setLoc, py::arg("file"), py::arg("line"), py::arg("col"))
+      .def("set_unknown_loc", &Builder::setUnknownLoc)
+      .def("get_loc", &Builder::getLoc)
+      .def("int_type", &Builder::intType)
+      .def("float_type", &Builder::floatType)
+      .def("ptr_type", &Builder::ptrType)
+      .def("tensor_type", &Builder::tensorType)
+      .def("create_module", &Builder::createModule)
+      .def("create_kernel", &Builder::createKernel, py::arg("module"), py::arg("name"),
+           py::arg("arg_types"), py::arg("divisibility"), py::arg("num_warps"))
+      .def("ret", &Builder::ret)
+      .def("int_constant", &Builder::intConstant)
+      .def("float_constant", &Builder::floatConstant)
+      .def("program_id", &Builder::programId)
+      .def("num_programs", &Builder::numPrograms)
+      .def("make_range", &Builder::makeRange)
+      .def("splat", &Builder::splat)
+      .def("expand_dims", &Builder::expandDims)
+      .def("broadcast", &Builder::broadcast)
+      .def("addptr", &Builder::addptr)
+      .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
+           py::arg("other") = py::none())
+      .def("store", &Builder::store, py::arg("ptr"), py::arg("value"),
+           py::arg("mask") = py::none())
+      .def("binary", &Builder::binary)
+      .def("unary", &Builder::unary)
+      .def("fma", &Builder::fma)
+      .def("select", &Builder::select)
+      .def("cmpi", &Builder::cmpi)
+      .def("cmpf", &Builder::cmpf)
+      .def("cast", &Builder::cast);
+}
+
+} // namespace kiln::python
