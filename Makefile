@@ -33,7 +33,7 @@ test-gpu: build
 	PYTHONPATH=$(BUILD)/python:$(CURDIR) $(PYTHON) -m pytest -q test/gpu
 
 # Self-contained folder for the GPU machine (CPython 3.12, MLIR/LLVM static): dist/device.
-device-pack: setup
+device-pack: bundle
 	scripts/device-pack.sh
 
 clean:

@@ -24,22 +24,37 @@ include_directories(
   ${PROJECT_SOURCE_DIR}/dialect/include ${PROJECT_BINARY_DIR}/dialect/include
   ${PROJECT_SOURCE_DIR}/lowering/include ${PROJECT_BINARY_DIR}/lowering/include)
 
-# Shared build: link against libMLIR/libLLVM. Static build (KILN_STATIC_LLVM): link the
-# individual static archives, with the `LLVM`/`MLIR` dylib names in their link interfaces
-# replaced by LLVM's static components (mixing the two aborts with "Option registered more
-# than once").
+# Shared build: link against libMLIR/libLLVM. Static build (KILN_STATIC_LLVM, the
+# self-contained extension for the GPU machine): link the individual static archives. Debian's
+# MLIR archives name the `LLVM`/`MLIR` dylibs in their link interfaces; mixing those with static
+# NVPTX objects aborts at start ("Option ... registered more than once"), so the dylibs are
+# dropped from every interface and all of LLVM's static archives are linked as one group
+# (only the objects actually referenced are pulled in).
 if(KILN_STATIC_LLVM)
-  llvm_map_components_to_libnames(KILN_LLVM_STATIC_LIBS
-    Core Support IRReader BitReader BitWriter Linker Passes Analysis TransformUtils
-    ipo Target TargetParser MC NVPTXCodeGen NVPTXDesc NVPTXInfo AsmPrinter)
-  foreach(lib IN LISTS MLIR_ALL_LIBS KILN_LLVM_STATIC_LIBS)
+  get_property(_kiln_mlir_libs GLOBAL PROPERTY MLIR_ALL_LIBS)
+  foreach(lib IN LISTS _kiln_mlir_libs)
     if(TARGET ${lib})
       get_target_property(_iface ${lib} INTERFACE_LINK_LIBRARIES)
       if(_iface)
-        list(TRANSFORM _iface REPLACE "^LLVM$" "${KILN_LLVM_STATIC_LIBS}")
-        list(REMOVE_ITEM _iface MLIR)
+        list(REMOVE_ITEM _iface LLVM MLIR)
         set_target_properties(${lib} PROPERTIES INTERFACE_LINK_LIBRARIES "${_iface}")
       endif()
+    endif()
+  endforeach()
+  llvm_map_components_to_libnames(KILN_LLVM_STATIC_LIBS
+    Core Support Demangle BinaryFormat Remarks BitstreamReader IRReader AsmParser BitReader
+    BitWriter Linker Passes Analysis TransformUtils ipo InstCombine ScalarOpts Vectorize
+    Instrumentation ObjCARCOpts Coroutines CodeGen CodeGenTypes SelectionDAG AsmPrinter
+    GlobalISel Target TargetParser MC MCParser Object ProfileData FrontendOpenMP
+    FrontendOffloading FrontendAtomic NVPTXCodeGen NVPTXDesc NVPTXInfo)
+  # LLVMSupport names libz3 (unused here) and the shared zstd: take the static zstd.
+  find_library(KILN_ZSTD_STATIC libzstd.a REQUIRED)
+  foreach(lib IN LISTS KILN_LLVM_STATIC_LIBS)
+    get_target_property(_iface ${lib} INTERFACE_LINK_LIBRARIES)
+    if(_iface)
+      list(FILTER _iface EXCLUDE REGEX "z3")
+      list(TRANSFORM _iface REPLACE "^zstd::libzstd_shared$" "${KILN_ZSTD_STATIC}")
+      set_target_properties(${lib} PROPERTIES INTERFACE_LINK_LIBRARIES "${_iface}")
     endif()
   endforeach()
 endif()

@@ -284,7 +284,7 @@ static Expected<std::string> compileWithPtxas(StringRef ptx, StringRef arch,
     return makeError("cannot create a temporary file: " + ec.message());
   sys::fs::createTemporaryFile("kiln", "cubin", cubinPath);
   sys::fs::createTemporaryFile("kiln", "log", logPath);
-  auto cleanup = make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     sys::fs::remove(ptxPath);
     sys::fs::remove(cubinPath);
     sys::fs::remove(logPath);

@@ -1,0 +1,127 @@
+"""Benchmark: situ_and_mul (KERNELS.md §4.1) on the GPU against the hardware and the peers.
+
+For each shape: the bytes the kernel must move (read [N, 2D], write [N, D] bf16) over the
+median kernel time, against the measured device-to-device copy bandwidth (the ceiling), torch
+eager and torch.compile of the same formula, all in one run. CUDA events, warm-up, median of
+many runs; the large shape is far larger than L2, the decode shape rotates through enough
+input sets to leave L2 too.
+
+    python bench/situ/run.py [--out DIR]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from kernels_dsl.kimi_k3 import situ  # noqa: E402
+
+BETA, LINEAR_BETA = 4.0, 25.0
+
+
+def formula(x):
+    d = x.shape[1] // 2
+    g = x[:, :d].float()
+    u = x[:, d:].float()
+    gate = BETA * torch.tanh(g / BETA) * torch.sigmoid(g)
+    up = LINEAR_BETA * torch.tanh(u / LINEAR_BETA)
+    return (gate * up).to(torch.bfloat16)
+
+
+def time_ms(fn, inputs, warmup=10, reps=50):
+    """Median time of fn(input) in ms, rotating through `inputs` (CUDA events per call)."""
+    for i in range(warmup):
+        fn(inputs[i % len(inputs)])
+    torch.cuda.synchronize()
+    times = []
+    for i in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        x = inputs[i % len(inputs)]
+        start.record()
+        fn(x)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def copy_bandwidth_gbs():
+    n = 1 << 30  # 2 GiB of bf16 each way
+    src = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda s: dst.copy_(s), [src], warmup=5, reps=20)
+    return 2 * src.numel() * 2 / ms / 1e6
+
+
+def bench_shape(n, d, copy_gbs):
+    n_sets = max(1, (256 << 20) // (n * 2 * d * 2))  # rotate so that inputs exceed L2
+    inputs = [torch.randn(n, 2 * d, device="cuda", dtype=torch.bfloat16) * 4 for _ in
+              range(n_sets)]
+    outs = [torch.empty(n, d, device="cuda", dtype=torch.bfloat16) for _ in range(n_sets)]
+    idx = {id(x): i for i, x in enumerate(inputs)}
+    bytes_moved = n * 2 * d * 2 + n * d * 2
+
+    # correctness of the timed configuration, against the formula
+    ref = formula(inputs[0])
+    situ.situ_and_mul(inputs[0], outs[0], beta=BETA, linear_beta=LINEAR_BETA)
+    torch.testing.assert_close(outs[0].float(), ref.float(), rtol=2.0**-7, atol=1e-6)
+
+    compiled = torch.compile(formula)
+    results = {}
+    t0 = time.perf_counter()
+    compiled(inputs[0])
+    torch.cuda.synchronize()
+    results["torch.compile first call (s)"] = time.perf_counter() - t0
+    rows = {
+        "kiln": lambda x: situ.situ_and_mul(x, outs[idx[id(x)]], beta=BETA,
+                                            linear_beta=LINEAR_BETA),
+        "torch eager": formula,
+        "torch.compile": compiled,
+    }
+    table = []
+    for name, fn in rows.items():
+        ms = time_ms(fn, inputs, reps=100 if n < 1024 else 50)
+        gbs = bytes_moved / ms / 1e6
+        table.append({"impl": name, "ms": ms, "GB/s": gbs, "of copy BW": gbs / copy_gbs})
+    kiln_ms = table[0]["ms"]
+    for row in table:
+        row["kiln speedup"] = row["ms"] / kiln_ms
+    return {"shape": [n, 2 * d], "bytes": bytes_moved, "rows": table, **results}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    props = torch.cuda.get_device_properties(0)
+    copy_gbs = copy_bandwidth_gbs()
+    report = {"device": props.name, "copy GB/s (read+write)": copy_gbs, "shapes": []}
+    for n, d in [(16384, 7168), (4096, 7168), (64, 7168)]:
+        report["shapes"].append(bench_shape(n, d, copy_gbs))
+
+    lines = [f"# situ_and_mul on {props.name}; measured copy bandwidth {copy_gbs:.0f} GB/s",
+             "", "| shape | impl | time (us) | GB/s | of copy BW | kiln speedup |",
+             "|---|---|---|---|---|---|"]
+    for s in report["shapes"]:
+        for r in s["rows"]:
+            lines.append(f"| {s['shape'][0]}x{s['shape'][1]} | {r['impl']} | {r['ms']*1e3:.1f} | "
+                         f"{r['GB/s']:.0f} | {r['of copy BW']:.1%} | {r['kiln speedup']:.2f}x |")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "bench_situ.json"), "w") as f:
+            json.dump(report, f, indent=1)
+        with open(os.path.join(args.out, "bench_situ.md"), "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""situ_and_mul on the GPU against a torch reference written from KERNELS.md §4.1:
+
+    gate = beta * tanh(g / beta) * sigmoid(g)
+    up   = linear_beta * tanh(u / linear_beta)   (or u when linear_beta is None)
+    out  = bf16(gate * up), all math in fp32.
+
+Fresh random inputs every test; the output is poisoned with NaN before the launch so that an
+unwritten element fails; tolerance: one bf16 ulp of the reference.
+"""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernels_dsl.kimi_k3 import situ  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+
+def reference(x, beta, linear_beta):
+    d = x.shape[1] // 2
+    g = x[:, :d].float()
+    u = x[:, d:].float()
+    gate = beta * torch.tanh(g / beta) * (1.0 / (1.0 + torch.exp(-g)))
+    up = u if linear_beta is None else linear_beta * torch.tanh(u / linear_beta)
+    return (gate * up).to(torch.bfloat16)
+
+
+def assert_bf16_close(out, ref):
+    assert not torch.isnan(out).any(), "unwritten (NaN-poisoned) or NaN elements in the output"
+    # One bf16 ulp: relative 2^-7 (7 stored mantissa bits), plus the subnormal floor.
+    torch.testing.assert_close(out.float(), ref.float(), rtol=2.0**-7, atol=1e-6)
+
+
+def random_input(n, d, dtype, pad=0, scale=4.0):
+    """[n, 2d] (a view of [n, 2d + pad] when pad > 0: row-strided like a fused GEMM output)."""
+    full = torch.randn(n, 2 * d + pad, device="cuda", dtype=torch.float32) * scale
+    full = full.to(dtype)
+    return full[:, : 2 * d] if pad else full
+
+
+def run(x, beta, linear_beta):
+    out = torch.full((x.shape[0], x.shape[1] // 2), float("nan"), device="cuda",
+                     dtype=torch.bfloat16)
+    situ.situ_and_mul(x, out, beta=beta, linear_beta=linear_beta)
+    torch.cuda.synchronize()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("linear_beta", [25.0, None])
+@pytest.mark.parametrize("n,d", [(1, 7168), (64, 7168), (333, 7168), (5, 8), (3, 1032),
+                                 (17, 3000 - 3000 % 8), (4096, 256)])
+def test_matches_reference(dtype, linear_beta, n, d):
+    if dtype == torch.float32 and d % 4:
+        pytest.skip("fp32 input needs D % 4 == 0")
+    x = random_input(n, d, dtype)
+    assert_bf16_close(run(x, 4.0, linear_beta), reference(x, 4.0, linear_beta))
+
+
+@pytest.mark.parametrize("dtype,pad", [(torch.bfloat16, 8), (torch.bfloat16, 64),
+                                       (torch.float32, 4)])
+def test_row_strided_input(dtype, pad):
+    x = random_input(129, 7168, dtype, pad=pad)
+    assert x.stride(0) == 2 * 7168 + pad
+    assert_bf16_close(run(x, 4.0, 25.0), reference(x, 4.0, 25.0))
+
+
+def test_other_betas_and_extremes():
+    x = random_input(64, 2048, torch.bfloat16, scale=60.0)  # saturates tanh and sigmoid
+    x[0, :16] = 0.0
+    assert_bf16_close(run(x, 2.5, 7.0), reference(x, 2.5, 7.0))
+
+
+def test_n_zero_launches_nothing():
+    x = torch.empty(0, 2 * 7168, device="cuda", dtype=torch.bfloat16)
+    out = situ.situ_and_mul(x)
+    assert out.shape == (0, 7168)
+
+
+def test_repeatable():
+    x = random_input(256, 7168, torch.bfloat16)
+    a = run(x, 4.0, 25.0)
+    b = run(x, 4.0, 25.0)
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("bad,exc", [
+    (lambda: torch.randn(4, 64, device="cuda", dtype=torch.float16), TypeError),
+    (lambda: torch.randn(4, 63, device="cuda", dtype=torch.bfloat16), ValueError),
+    (lambda: torch.randn(4, 2 * 12, device="cuda", dtype=torch.bfloat16), ValueError),
+    (lambda: torch.randn(64, 4, device="cuda", dtype=torch.bfloat16).t(), ValueError),
+    (lambda: torch.randn(4, 64, dtype=torch.bfloat16), (TypeError, ValueError)),
+])
+def test_bad_arguments_raise_before_launch(bad, exc):
+    with pytest.raises(exc):
+        situ.situ_and_mul(bad())
+    torch.cuda.synchronize()  # nothing reached the GPU in a broken state
+
+
+def test_bad_out_raises():
+    x = random_input(4, 64, torch.bfloat16)
+    with pytest.raises((TypeError, ValueError)):
+        situ.situ_and_mul(x, torch.empty(4, 64, device="cuda", dtype=torch.bfloat16))
+    with pytest.raises((TypeError, ValueError)):
+        situ.situ_and_mul(x, torch.empty(4, 64, device="cuda", dtype=torch.float32))
+
+
+@pytest.mark.skipif(not os.environ.get("KILN_BUNDLE"), reason="KILN_BUNDLE names no bundle")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("has_linear_beta", [True, False])
+def test_precompiled_bundle(dtype, has_linear_beta):
+    """The AOT bundle (make bundle) holds the same kernels; launch them without the compiler."""
+    from kiln.runtime import Bundle
+
+    bundle = Bundle(os.environ["KILN_BUNDLE"])
+    key = "bf16" if dtype == torch.bfloat16 else "f32"
+    block, _ = situ.CONFIGS[key]
+    kernel = bundle.kernel("situ_and_mul", BLOCK=block, HAS_LINEAR_BETA=has_linear_beta)
+    n, d = 300, 7168
+    x = random_input(n, d, dtype)
+    out = torch.full((n, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lin = 25.0 if has_linear_beta else 1.0
+    kernel[(n, (d + block - 1) // block)](x, out, d, x.stride(0), out.stride(0), 4.0, 0.25,
+                                          lin, 1.0 / lin)
+    torch.cuda.synchronize()
+    assert_bf16_close(out, reference(x, 4.0, 25.0 if has_linear_beta else None))
