@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import inspect
 import json
 import os
 import tempfile
@@ -201,6 +202,8 @@ class JITFunction:
         self._source_hash: Optional[str] = None
         self._dns_raw = list(do_not_specialize)
         self._kernels: Dict[Tuple[str, str], Any] = {}
+        self._signature: Optional[inspect.Signature] = None
+        self._previews: Dict[str, Dict[str, Any]] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -283,10 +286,10 @@ class JITFunction:
                                                              Dict[str, Any]]:
         """(specialization, runtime args in parameter order, all args by name)."""
         src = self.source
-        import inspect  # noqa: PLC0415
-
+        if self._signature is None:
+            self._signature = inspect.Signature(src.params)
         try:
-            bound = inspect.Signature(src.params).bind(*args, **kwargs)
+            bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"kernel '{self.__name__}': {e}") from None
         bound.apply_defaults()
@@ -322,8 +325,11 @@ class JITFunction:
 
         spec, runtime_args, named = self.specialize(args, kwargs, num_warps)
         # Checks first: nothing below touches CUDA until they all passed.
-        preview = build_metadata(self.__name__, self.__name__, self.source, self.source_hash,
-                                 spec, spec.num_warps * 32)
+        preview = self._previews.get(spec.key())
+        if preview is None:
+            preview = build_metadata(self.__name__, self.__name__, self.source,
+                                     self.source_hash, spec, spec.num_warps * 32)
+            self._previews[spec.key()] = preview
         values = rt.marshal_args(preview, runtime_args)
         if callable(grid):
             grid = grid(named)

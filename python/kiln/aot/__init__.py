@@ -115,12 +115,15 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
             img = fut.result()
             done += 1
             images[(i // len(archs), a)] = img
-            log(f"[{done}/{len(work)}] {img.spec.kernel_name} {a} "
-                f"{img.meta['specialization']}: {_human(len(img.cubin))} "
-                f"({img.tool}, {img.seconds * 1000:.0f} ms)")
+            consts = ", ".join(f"{k}={v}" for k, v in img.meta["constexprs"].items())
+            types = ",".join(p["dtype"] for p in img.meta["params"] if p["kind"] == "ptr")
+            log(f"[{done}/{len(work)}] {img.spec.kernel_name}[{consts}] ptrs({types}) {a}: "
+                f"{_human(len(img.cubin))} ({img.tool}, {img.seconds * 1000:.0f} ms)")
     total = time.perf_counter() - t0
 
-    writer = _runtime.BundleWriter()
+    from ..compiler.compiler import compiler_version
+
+    writer = _runtime.BundleWriter(compiler_version())
     ordered: List[Image] = []
     for si in range(len(specs)):
         per_arch = [images[(si, a)] for a in archs]

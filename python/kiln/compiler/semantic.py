@@ -398,10 +398,13 @@ class Semantic:
         if op == "invert":
             if not x.dtype.is_int():
                 raise SemanticError(f"operator ~ needs an integer operand, got {x.dtype}")
-            ones = self.constant(1 if x.dtype.is_bool() else -1, x.dtype) \
-                if not x.dtype.is_int_unsigned() else self.constant(2**x.dtype.primitive_bitwidth
-                                                                    - 1, x.dtype)
-            return self.binary("xor", x, ones)
+            if x.dtype.is_bool():
+                all_ones = 1
+            elif x.dtype.is_int_unsigned():
+                all_ones = 2**x.dtype.primitive_bitwidth - 1
+            else:
+                all_ones = -1
+            return self.binary("xor", x, self.constant(all_ones, x.dtype))
         if op == "not":
             return self.binary("eq", x, self._zero_like(x))
         raise SemanticError(f"unsupported unary operator {op}")
