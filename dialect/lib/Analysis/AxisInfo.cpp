@@ -34,6 +34,17 @@ static AxisInfo uniform(Type type, int64_t divisibility) {
 
 static int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
 
+/// Divisibility of `info`'s value at the start of every aligned run of
+/// `runLength` elements (a power of two). `info.divisibility` holds only at the
+/// starts of its own contiguous runs: inside such a run the value at offset k
+/// is start + k * step, so where a shorter run begins only gcd(divisibility,
+/// runLength * step) is known (step: 1, or the pointee size for pointers).
+static int64_t divisibilityAt(const AxisInfo &info, int64_t runLength, int64_t step = 1) {
+  if (info.contiguity <= runLength)
+    return info.divisibility;
+  return gcd(info.divisibility, std::min(runLength * step, AxisInfo::kMaxDivisibility));
+}
+
 AxisInfoAnalysis::AxisInfoAnalysis(func::FuncOp func) {
   for (BlockArgument arg : func.getArguments()) {
     int64_t divisibility = 1;
@@ -73,7 +84,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
           .Case<ExpandDimsOp>([&](ExpandDimsOp e) -> std::optional<AxisInfo> {
             auto srcType = llvm::cast<RankedTensorType>(e.getSrc().getType());
             if (int64_t(e.getAxis()) == srcType.getRank()) // new unit last dimension
-              return AxisInfo{1, operand(0).divisibility, 1};
+              return AxisInfo{1, divisibilityAt(operand(0), 1), 1};
             return operand(0);
           })
           .Case<BroadcastOp>([&](BroadcastOp b) -> std::optional<AxisInfo> {
@@ -86,13 +97,18 @@ void AxisInfoAnalysis::visit(Operation *op) {
             int64_t scale = 1;
             if (auto ptr = llvm::dyn_cast<PtrType>(mlir::getElementTypeOrSelf(type)))
               scale = std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
-            int64_t divB = std::min(b.divisibility * scale, AxisInfo::kMaxDivisibility);
-            return AxisInfo{std::max(gcd(a.contiguity, b.constancy), gcd(b.contiguity, a.constancy)),
-                            gcd(a.divisibility, divB), gcd(a.constancy, b.constancy)};
+            int64_t contiguity =
+                std::max(gcd(a.contiguity, b.constancy), gcd(b.contiguity, a.constancy));
+            int64_t divB =
+                std::min(divisibilityAt(b, contiguity) * scale, AxisInfo::kMaxDivisibility);
+            return AxisInfo{contiguity, gcd(divisibilityAt(a, contiguity, scale), divB),
+                            gcd(a.constancy, b.constancy)};
           })
           .Case<arith::SubIOp>([&](auto) -> std::optional<AxisInfo> {
             AxisInfo a = operand(0), b = operand(1);
-            return AxisInfo{gcd(a.contiguity, b.constancy), gcd(a.divisibility, b.divisibility),
+            int64_t contiguity = gcd(a.contiguity, b.constancy);
+            return AxisInfo{contiguity,
+                            gcd(divisibilityAt(a, contiguity), divisibilityAt(b, contiguity)),
                             gcd(a.constancy, b.constancy)};
           })
           .Case<arith::MulIOp>([&](auto) -> std::optional<AxisInfo> {
@@ -102,8 +118,10 @@ void AxisInfoAnalysis::visit(Operation *op) {
               contiguity = a.contiguity;
             else if (matchPattern(op->getOperand(0), m_One()))
               contiguity = b.contiguity;
+            // [0, 1, 2, ...] * s is a multiple of s, not of the range's start.
             return AxisInfo{contiguity,
-                            std::min(a.divisibility * b.divisibility, AxisInfo::kMaxDivisibility),
+                            std::min(divisibilityAt(a, contiguity) * divisibilityAt(b, contiguity),
+                                     AxisInfo::kMaxDivisibility),
                             gcd(a.constancy, b.constancy)};
           })
           .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(
@@ -113,16 +131,21 @@ void AxisInfoAnalysis::visit(Operation *op) {
             int64_t constancy = gcd(a.constancy, b.constancy);
             int64_t size = lastDimSize(type);
             // A run of consecutive values aligned to g cannot straddle a
-            // bound that is a multiple of g.
-            if (cmp.getPredicate() != arith::CmpIPredicate::eq &&
-                cmp.getPredicate() != arith::CmpIPredicate::ne) {
-              if (b.constancy == size)
-                constancy = std::max(constancy,
-                                     gcd(a.contiguity, gcd(a.divisibility, b.divisibility)));
-              if (a.constancy == size)
-                constancy = std::max(constancy,
-                                     gcd(b.contiguity, gcd(b.divisibility, a.divisibility)));
-            }
+            // bound that is a multiple of g: x < B and x >= B (also written
+            // B > x, B <= x) split between B - 1 and B, which lies between such
+            // runs. x <= B, x > B split between B and B + 1, inside a run.
+            using P = arith::CmpIPredicate;
+            P pred = cmp.getPredicate();
+            bool boundOnRight = pred == P::slt || pred == P::ult || pred == P::sge ||
+                                pred == P::uge;
+            bool boundOnLeft = pred == P::sgt || pred == P::ugt || pred == P::sle ||
+                               pred == P::ule;
+            if (boundOnRight && b.constancy == size)
+              constancy =
+                  std::max(constancy, gcd(a.contiguity, gcd(a.divisibility, b.divisibility)));
+            if (boundOnLeft && a.constancy == size)
+              constancy =
+                  std::max(constancy, gcd(b.contiguity, gcd(b.divisibility, a.divisibility)));
             return AxisInfo{1, 1, constancy};
           })
           .Case<arith::AndIOp, arith::OrIOp>([&](auto) -> std::optional<AxisInfo> {
