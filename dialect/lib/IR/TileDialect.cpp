@@ -22,6 +22,11 @@ void TileDialect::initialize() {
       >();
 }
 
+Operation *TileDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                            Location loc) {
+  return arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
 static LogicalResult verifyPowerOfTwoI32(Operation *op, NamedAttribute attr, int64_t maxValue) {
   auto intAttr = llvm::dyn_cast<IntegerAttr>(attr.getValue());
   if (!intAttr || !intAttr.getType().isInteger(32))

@@ -55,7 +55,7 @@ OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
 LogicalResult ExpandDimsOp::verify() {
   auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
   auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
-  int64_t axis = getAxis();
+  int64_t axis = getAxisAttr().getInt(); // signed: getAxis() is unsigned
   if (axis < 0 || axis > srcType.getRank())
     return emitOpError() << "expected axis in [0, " << srcType.getRank() << "], got " << axis;
   SmallVector<int64_t> expected(srcType.getShape());

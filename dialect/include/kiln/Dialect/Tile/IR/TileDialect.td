@@ -33,6 +33,9 @@ def Tile_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  // Folders (splat / broadcast of constants) produce attributes; they become
+  // arith.constant.
+  let hasConstantMaterializer = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect"];
   let extraClassDeclaration = [{

@@ -144,12 +144,14 @@ def Tile_LoadOp : Tile_Op<"load", [
     AttrSizedOperandSegments, MemoryEffects<[MemRead]>,
     TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
                    "::kiln::tile::getPointeeType($_self)">,
+    // Optional operands: compare only those present (an operand count would
+    // mistake `other` for the mask when the mask is absent).
     TypesMatchWith<"mask is i1 of the shape of ptr", "ptr", "mask",
                    "::kiln::tile::getI1SameShape($_self)",
-                   "($_op.getOperands().size() <= 1) || std::equal_to<>()">,
+                   "(!::llvm::cast<::kiln::tile::LoadOp>(&$_op).getMask()) || std::equal_to<>()">,
     TypesMatchWith<"other is the pointee of ptr", "ptr", "other",
                    "::kiln::tile::getPointeeType($_self)",
-                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+                   "(!::llvm::cast<::kiln::tile::LoadOp>(&$_op).getOther()) || std::equal_to<>()">]> {
   let summary = "load a tile (or a scalar) from global memory, optionally masked";
   let description = [{
     ```mlir
