@@ -1,0 +1,234 @@
+// RUN: kiln-opt %s -split-input-file -canonicalize | FileCheck %s
+
+// Every folder and canonicalization pattern of the tile dialect.
+
+// splat of a constant folds to a dense constant (through the dialect's
+// constant materializer).
+// CHECK-LABEL: func.func @splat_of_constant
+// CHECK-DAG: %[[F:.*]] = arith.constant dense<1.500000e+00> : tensor<128xf32>
+// CHECK-DAG: %[[I:.*]] = arith.constant dense<7> : tensor<4x32xi32>
+// CHECK-NOT: tile.splat
+// CHECK: return %[[F]], %[[I]]
+func.func @splat_of_constant() -> (tensor<128xf32>, tensor<4x32xi32>) {
+  %c = arith.constant 1.5 : f32
+  %0 = tile.splat %c : f32 -> tensor<128xf32>
+  %i = arith.constant 7 : i32
+  %1 = tile.splat %i : i32 -> tensor<4x32xi32>
+  return %0, %1 : tensor<128xf32>, tensor<4x32xi32>
+}
+
+// -----
+
+// A splat of a non-constant stays.
+// CHECK-LABEL: func.func @splat_of_argument
+// CHECK-SAME: (%[[X:.*]]: f32)
+// CHECK: %[[S:.*]] = tile.splat %[[X]] : f32 -> tensor<128xf32>
+// CHECK: return %[[S]]
+func.func @splat_of_argument(%x: f32) -> tensor<128xf32> {
+  %0 = tile.splat %x : f32 -> tensor<128xf32>
+  return %0 : tensor<128xf32>
+}
+
+// -----
+
+// broadcast to the same type folds to its source.
+// CHECK-LABEL: func.func @broadcast_same_type
+// CHECK-SAME: (%[[X:.*]]: tensor<64x128xf32>)
+// CHECK-NOT: tile.broadcast
+// CHECK: return %[[X]]
+func.func @broadcast_same_type(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  %0 = tile.broadcast %x : tensor<64x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+// broadcast of a splat constant folds to a wider constant.
+// CHECK-LABEL: func.func @broadcast_of_dense_splat
+// CHECK: %[[C:.*]] = arith.constant dense<3> : tensor<64x128xi32>
+// CHECK-NOT: tile.broadcast
+// CHECK: return %[[C]]
+func.func @broadcast_of_dense_splat() -> tensor<64x128xi32> {
+  %c = arith.constant dense<3> : tensor<1x128xi32>
+  %0 = tile.broadcast %c : tensor<1x128xi32> -> tensor<64x128xi32>
+  return %0 : tensor<64x128xi32>
+}
+
+// -----
+
+// broadcast(splat(x)) -> splat(x).
+// CHECK-LABEL: func.func @broadcast_of_splat
+// CHECK-SAME: (%[[X:.*]]: !tile.ptr<f32>)
+// CHECK: %[[S:.*]] = tile.splat %[[X]] : !tile.ptr<f32> -> tensor<64x128x!tile.ptr<f32>>
+// CHECK-NOT: tile.broadcast
+// CHECK: return %[[S]]
+func.func @broadcast_of_splat(%x: !tile.ptr<f32>) -> tensor<64x128x!tile.ptr<f32>> {
+  %0 = tile.splat %x : !tile.ptr<f32> -> tensor<1x128x!tile.ptr<f32>>
+  %1 = tile.broadcast %0 : tensor<1x128x!tile.ptr<f32>> -> tensor<64x128x!tile.ptr<f32>>
+  return %1 : tensor<64x128x!tile.ptr<f32>>
+}
+
+// -----
+
+// broadcast(broadcast(x)) -> broadcast(x).
+// CHECK-LABEL: func.func @broadcast_of_broadcast
+// CHECK-SAME: (%[[X:.*]]: tensor<1x1xf32>)
+// CHECK: %[[B:.*]] = tile.broadcast %[[X]] : tensor<1x1xf32> -> tensor<64x128xf32>
+// CHECK-NOT: tile.broadcast
+// CHECK: return %[[B]]
+func.func @broadcast_of_broadcast(%x: tensor<1x1xf32>) -> tensor<64x128xf32> {
+  %0 = tile.broadcast %x : tensor<1x1xf32> -> tensor<1x128xf32>
+  %1 = tile.broadcast %0 : tensor<1x128xf32> -> tensor<64x128xf32>
+  return %1 : tensor<64x128xf32>
+}
+
+// -----
+
+// A real broadcast stays.
+// CHECK-LABEL: func.func @broadcast_kept
+// CHECK: tile.broadcast %{{.*}} : tensor<1x128xf32> -> tensor<64x128xf32>
+func.func @broadcast_kept(%x: tensor<1x128xf32>) -> tensor<64x128xf32> {
+  %0 = tile.broadcast %x : tensor<1x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+// expand_dims(splat(x)) -> splat(x).
+// CHECK-LABEL: func.func @expand_dims_of_splat
+// CHECK-SAME: (%[[X:.*]]: i32)
+// CHECK: %[[S:.*]] = tile.splat %[[X]] : i32 -> tensor<128x1xi32>
+// CHECK-NOT: tile.expand_dims
+// CHECK: return %[[S]]
+func.func @expand_dims_of_splat(%x: i32) -> tensor<128x1xi32> {
+  %0 = tile.splat %x : i32 -> tensor<128xi32>
+  %1 = tile.expand_dims %0 {axis = 1 : i32} : tensor<128xi32> -> tensor<128x1xi32>
+  return %1 : tensor<128x1xi32>
+}
+
+// -----
+
+// A real expand_dims stays.
+// CHECK-LABEL: func.func @expand_dims_kept
+// CHECK: tile.expand_dims %{{.*}} {axis = 0 : i32} : tensor<128xi32> -> tensor<1x128xi32>
+func.func @expand_dims_kept() -> tensor<1x128xi32> {
+  %0 = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+  %1 = tile.expand_dims %0 {axis = 0 : i32} : tensor<128xi32> -> tensor<1x128xi32>
+  return %1 : tensor<1x128xi32>
+}
+
+// -----
+
+// addptr by a zero offset (scalar or splat tile) folds to the pointer.
+// CHECK-LABEL: func.func @addptr_zero
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[S:.*]]: !tile.ptr<bf16>)
+// CHECK-NOT: tile.addptr
+// CHECK: return %[[P]], %[[S]], %[[S]]
+func.func @addptr_zero(%p: tensor<128x!tile.ptr<f32>>, %s: !tile.ptr<bf16>)
+    -> (tensor<128x!tile.ptr<f32>>, !tile.ptr<bf16>, !tile.ptr<bf16>) {
+  %z = arith.constant dense<0> : tensor<128xi32>
+  %0 = tile.addptr %p, %z : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+  %z64 = arith.constant 0 : i64
+  %1 = tile.addptr %s, %z64 : !tile.ptr<bf16>, i64
+  %z32 = arith.constant 0 : i32
+  %2 = tile.addptr %s, %z32 : !tile.ptr<bf16>, i32
+  return %0, %1, %2 : tensor<128x!tile.ptr<f32>>, !tile.ptr<bf16>, !tile.ptr<bf16>
+}
+
+// -----
+
+// A non-zero offset stays.
+// CHECK-LABEL: func.func @addptr_nonzero
+// CHECK: tile.addptr %{{.*}}, %{{.*}} : !tile.ptr<bf16>, i32
+func.func @addptr_nonzero(%s: !tile.ptr<bf16>) -> !tile.ptr<bf16> {
+  %c = arith.constant 1 : i32
+  %0 = tile.addptr %s, %c : !tile.ptr<bf16>, i32
+  return %0 : !tile.ptr<bf16>
+}
+
+// -----
+
+// A load under an all-true mask drops the mask and `other` (keeping `vec`).
+// CHECK-LABEL: func.func @load_all_true
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[S:.*]]: !tile.ptr<f32>)
+// CHECK: %[[A:.*]] = tile.load %[[P]] {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+// CHECK: %[[B:.*]] = tile.load %[[P]] : tensor<128x!tile.ptr<f32>>
+// CHECK: %[[C:.*]] = tile.load %[[S]] : !tile.ptr<f32>
+// CHECK: return %[[A]], %[[B]], %[[C]]
+func.func @load_all_true(%p: tensor<128x!tile.ptr<f32>>, %s: !tile.ptr<f32>)
+    -> (tensor<128xf32>, tensor<128xf32>, f32) {
+  %t = arith.constant dense<true> : tensor<128xi1>
+  %o = arith.constant dense<0.0> : tensor<128xf32>
+  %0 = tile.load %p, %t, %o {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+  %1 = tile.load %p, %t : tensor<128x!tile.ptr<f32>>
+  %true = arith.constant true
+  %2 = tile.load %s, %true : !tile.ptr<f32>
+  return %0, %1, %2 : tensor<128xf32>, tensor<128xf32>, f32
+}
+
+// -----
+
+// A load under an all-false mask is `other`; without `other` it stays.
+// CHECK-LABEL: func.func @load_all_false
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[O:.*]]: tensor<128xf32>)
+// CHECK: %[[F:.*]] = arith.constant dense<false> : tensor<128xi1>
+// CHECK: %[[L:.*]] = tile.load %[[P]], %[[F]] : tensor<128x!tile.ptr<f32>>
+// CHECK-NOT: tile.load
+// CHECK: return %[[O]], %[[L]]
+func.func @load_all_false(%p: tensor<128x!tile.ptr<f32>>, %o: tensor<128xf32>)
+    -> (tensor<128xf32>, tensor<128xf32>) {
+  %f = arith.constant dense<false> : tensor<128xi1>
+  %0 = tile.load %p, %f, %o : tensor<128x!tile.ptr<f32>>
+  %1 = tile.load %p, %f : tensor<128x!tile.ptr<f32>>
+  return %0, %1 : tensor<128xf32>, tensor<128xf32>
+}
+
+// -----
+
+// A load under a non-constant mask stays.
+// CHECK-LABEL: func.func @load_dynamic_mask
+// CHECK: tile.load %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x!tile.ptr<f32>>
+func.func @load_dynamic_mask(%p: tensor<128x!tile.ptr<f32>>, %m: tensor<128xi1>,
+                             %o: tensor<128xf32>) -> tensor<128xf32> {
+  %0 = tile.load %p, %m, %o : tensor<128x!tile.ptr<f32>>
+  return %0 : tensor<128xf32>
+}
+
+// -----
+
+// A store under an all-true mask drops the mask (keeping `vec`).
+// CHECK-LABEL: func.func @store_all_true
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[V:.*]]: tensor<128xf32>, %[[S:.*]]: !tile.ptr<i32>, %[[X:.*]]: i32)
+// CHECK: tile.store %[[P]], %[[V]] {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+// CHECK: tile.store %[[S]], %[[X]] : !tile.ptr<i32>
+func.func @store_all_true(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<128xf32>,
+                          %s: !tile.ptr<i32>, %x: i32) {
+  %t = arith.constant dense<true> : tensor<128xi1>
+  tile.store %p, %v, %t {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+  %true = arith.constant true
+  tile.store %s, %x, %true : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+// A store under an all-false mask is erased.
+// CHECK-LABEL: func.func @store_all_false
+// CHECK-NOT: tile.store
+// CHECK: return
+func.func @store_all_false(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<128xf32>) {
+  %f = arith.constant dense<false> : tensor<128xi1>
+  tile.store %p, %v, %f : tensor<128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A store under a non-constant mask stays.
+// CHECK-LABEL: func.func @store_dynamic_mask
+// CHECK: tile.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x!tile.ptr<f32>>
+func.func @store_dynamic_mask(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<128xf32>,
+                              %m: tensor<128xi1>) {
+  tile.store %p, %v, %m : tensor<128x!tile.ptr<f32>>
+  return
+}

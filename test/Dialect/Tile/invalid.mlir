@@ -1,0 +1,462 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier branch: TileTypes.cpp, TileOps.cpp, the ODS
+// constraints, and the attribute verifiers of TileDialect.cpp.
+
+//===----------------------------------------------------------------------===//
+// !tile.ptr
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{expected the pointee of !tile.ptr to be an integer or float type, got 'tensor<4xf32>'}}
+func.func private @ptr_to_tensor(!tile.ptr<tensor<4xf32>>)
+
+// -----
+
+// expected-error @+1 {{expected the pointee of !tile.ptr to be an integer or float type, got 'index'}}
+func.func private @ptr_to_index(!tile.ptr<index>)
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.program_id / tile.num_programs
+//===----------------------------------------------------------------------===//
+
+func.func @program_id_bad_axis() {
+  // expected-error @+1 {{custom op 'tile.program_id' expected string or keyword containing one of the following enum values for attribute 'axis' [x, y, z]}}
+  %0 = tile.program_id w : i32
+  return
+}
+
+// -----
+
+func.func @program_id_i64() {
+  // expected-error @+1 {{'tile.program_id' op result #0 must be 32-bit signless integer, but got 'i64'}}
+  %0 = tile.program_id x : i64
+  return
+}
+
+// -----
+
+func.func @num_programs_index() {
+  // expected-error @+1 {{'tile.num_programs' op result #0 must be 32-bit signless integer, but got 'index'}}
+  %0 = "tile.num_programs"() <{axis = 1 : i32}> : () -> index
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.make_range
+//===----------------------------------------------------------------------===//
+
+func.func @make_range_2d() {
+  // expected-error @+1 {{'tile.make_range' op expected a 1-D result, got rank 2}}
+  %0 = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<2x64xi32>
+  return
+}
+
+// -----
+
+func.func @make_range_empty() {
+  // expected-error @+1 {{'tile.make_range' op expected end > start, got start = 8, end = 8}}
+  %0 = tile.make_range {start = 8 : i32, end = 8 : i32} : tensor<1xi32>
+  return
+}
+
+// -----
+
+func.func @make_range_size_mismatch() {
+  // expected-error @+1 {{'tile.make_range' op expected end - start (64) to equal the result size (128)}}
+  %0 = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<128xi32>
+  return
+}
+
+// -----
+
+func.func @make_range_not_power_of_two() {
+  // expected-error @+1 {{'tile.make_range' op expected a power-of-two size, got 96}}
+  %0 = tile.make_range {start = 32 : i32, end = 128 : i32} : tensor<96xi32>
+  return
+}
+
+// -----
+
+func.func @make_range_i64() {
+  // expected-error @+1 {{'tile.make_range' op result #0 must be ranked tensor of 32-bit signless integer values, but got 'tensor<128xi64>'}}
+  %0 = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi64>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.splat
+//===----------------------------------------------------------------------===//
+
+func.func @splat_element_mismatch(%x: f32) {
+  // expected-error @+1 {{'tile.splat' op failed to verify that result element type matches the scalar}}
+  %0 = tile.splat %x : f32 -> tensor<128xf16>
+  return
+}
+
+// -----
+
+func.func @splat_of_tile(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tile.splat' op operand #0 must be tile scalar, but got 'tensor<4xf32>'}}
+  %0 = "tile.splat"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @splat_of_index(%x: index) {
+  // expected-error @+1 {{'tile.splat' op operand #0 must be tile scalar, but got 'index'}}
+  %0 = tile.splat %x : index -> tensor<4xindex>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.expand_dims
+//===----------------------------------------------------------------------===//
+
+func.func @expand_dims_axis_out_of_range(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.expand_dims' op expected axis in [0, 1], got 2}}
+  %0 = tile.expand_dims %x {axis = 2 : i32} : tensor<128xf32> -> tensor<128x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @expand_dims_negative_axis(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.expand_dims' op expected axis in [0, 1], got -1}}
+  %0 = tile.expand_dims %x {axis = -1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+  return
+}
+
+// -----
+
+func.func @expand_dims_wrong_shape(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.expand_dims' op expected result type 'tensor<128x1xf32>', got 'tensor<1x128xf32>'}}
+  %0 = tile.expand_dims %x {axis = 1 : i32} : tensor<128xf32> -> tensor<1x128xf32>
+  return
+}
+
+// -----
+
+func.func @expand_dims_wrong_element(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.expand_dims' op expected result type 'tensor<1x128xf32>', got 'tensor<1x128xf16>'}}
+  %0 = tile.expand_dims %x {axis = 0 : i32} : tensor<128xf32> -> tensor<1x128xf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.broadcast
+//===----------------------------------------------------------------------===//
+
+func.func @broadcast_element_type(%x: tensor<1x128xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op expected the element type to be kept, got 'f32' -> 'f16'}}
+  %0 = tile.broadcast %x : tensor<1x128xf32> -> tensor<64x128xf16>
+  return
+}
+
+// -----
+
+func.func @broadcast_rank(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op expected equal ranks, got 1 -> 2}}
+  %0 = tile.broadcast %x : tensor<128xf32> -> tensor<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_non_unit_dim(%x: tensor<2x128xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op dimension 0 of size 2 cannot be broadcast to 64}}
+  %0 = tile.broadcast %x : tensor<2x128xf32> -> tensor<64x128xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.addptr
+//===----------------------------------------------------------------------===//
+
+func.func @addptr_scalar_and_tile(%p: !tile.ptr<f32>, %o: tensor<128xi32>) {
+  // expected-error @+1 {{'tile.addptr' op expected pointer and offset both scalars or both tiles, got '!tile.ptr<f32>' and 'tensor<128xi32>'}}
+  %0 = tile.addptr %p, %o : !tile.ptr<f32>, tensor<128xi32>
+  return
+}
+
+// -----
+
+func.func @addptr_shape_mismatch(%p: tensor<128x!tile.ptr<f32>>, %o: tensor<64xi32>) {
+  // expected-error @+1 {{'tile.addptr' op expected the offset shape to match the pointer shape, got 'tensor<64xi32>' for 'tensor<128x!tile.ptr<f32>>'}}
+  %0 = tile.addptr %p, %o : tensor<128x!tile.ptr<f32>>, tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @addptr_i16_offset(%p: !tile.ptr<f32>, %o: i16) {
+  // expected-error @+1 {{'tile.addptr' op expected i32 or i64 offsets, got 'i16'}}
+  %0 = tile.addptr %p, %o : !tile.ptr<f32>, i16
+  return
+}
+
+// -----
+
+func.func @addptr_result_type(%p: !tile.ptr<f32>, %o: i32) {
+  // expected-error @+1 {{'tile.addptr' op failed to verify that all of {ptr, result} have same type}}
+  %0 = "tile.addptr"(%p, %o) : (!tile.ptr<f32>, i32) -> !tile.ptr<f16>
+  return
+}
+
+// -----
+
+func.func @addptr_not_a_pointer(%p: i64, %o: i32) {
+  // expected-error @+1 {{'tile.addptr' op operand #0 must be}}
+  %0 = "tile.addptr"(%p, %o) : (i64, i32) -> i64
+  return
+}
+
+// -----
+
+func.func @addptr_float_offset(%p: !tile.ptr<f32>, %o: f32) {
+  // expected-error @+1 {{'tile.addptr' op operand #1 must be}}
+  %0 = "tile.addptr"(%p, %o) : (!tile.ptr<f32>, f32) -> !tile.ptr<f32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.load
+//===----------------------------------------------------------------------===//
+
+func.func @load_result_type(%p: tensor<128x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op failed to verify that result is the pointee of ptr}}
+  %0 = "tile.load"(%p) <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<128x!tile.ptr<f32>>) -> tensor<128xf16>
+  return
+}
+
+// -----
+
+func.func @load_result_shape(%p: tensor<128x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op failed to verify that result is the pointee of ptr}}
+  %0 = "tile.load"(%p) <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<128x!tile.ptr<f32>>) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @load_mask_shape(%p: tensor<128x!tile.ptr<f32>>, %m: tensor<64xi1>) {
+  // expected-error @+1 {{'tile.load' op failed to verify that mask is i1 of the shape of ptr}}
+  %0 = "tile.load"(%p, %m) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<128x!tile.ptr<f32>>, tensor<64xi1>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @load_mask_not_i1(%p: tensor<128x!tile.ptr<f32>>, %m: tensor<128xi8>) {
+  // expected-error @+1 {{'tile.load' op operand #1 must be}}
+  %0 = "tile.load"(%p, %m) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<128x!tile.ptr<f32>>, tensor<128xi8>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @load_scalar_mask_for_tile(%p: tensor<128x!tile.ptr<f32>>, %m: i1) {
+  // expected-error @+1 {{'tile.load' op failed to verify that mask is i1 of the shape of ptr}}
+  %0 = "tile.load"(%p, %m) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<128x!tile.ptr<f32>>, i1) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @load_other_type(%p: tensor<128x!tile.ptr<f32>>, %m: tensor<128xi1>, %o: tensor<128xf16>) {
+  // expected-error @+1 {{'tile.load' op failed to verify that other is the pointee of ptr}}
+  %0 = "tile.load"(%p, %m, %o) <{operandSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<128x!tile.ptr<f32>>, tensor<128xi1>, tensor<128xf16>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @load_other_without_mask(%p: tensor<128x!tile.ptr<f32>>, %o: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.load' op 'other' requires a mask}}
+  %0 = "tile.load"(%p, %o) <{operandSegmentSizes = array<i32: 1, 0, 1>}> : (tensor<128x!tile.ptr<f32>>, tensor<128xf32>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @load_not_a_pointer(%p: tensor<128xi64>) {
+  // expected-error @+1 {{'tile.load' op operand #0 must be}}
+  %0 = "tile.load"(%p) <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<128xi64>) -> tensor<128xi64>
+  return
+}
+
+// -----
+
+func.func @load_vec_not_i32(%p: tensor<128x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op attribute 'vec' failed to satisfy constraint: 32-bit signless integer attribute}}
+  %0 = tile.load %p {vec = 4 : i64} : tensor<128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.store
+//===----------------------------------------------------------------------===//
+
+func.func @store_value_type(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<128xf16>) {
+  // expected-error @+1 {{'tile.store' op failed to verify that value is the pointee of ptr}}
+  "tile.store"(%p, %v) : (tensor<128x!tile.ptr<f32>>, tensor<128xf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @store_value_shape(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<64xf32>) {
+  // expected-error @+1 {{'tile.store' op failed to verify that value is the pointee of ptr}}
+  "tile.store"(%p, %v) : (tensor<128x!tile.ptr<f32>>, tensor<64xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @store_mask_shape(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<128xf32>, %m: tensor<64xi1>) {
+  // expected-error @+1 {{'tile.store' op failed to verify that mask is i1 of the shape of ptr}}
+  "tile.store"(%p, %v, %m) : (tensor<128x!tile.ptr<f32>>, tensor<128xf32>, tensor<64xi1>) -> ()
+  return
+}
+
+// -----
+
+func.func @store_not_a_pointer(%p: tensor<128xi64>, %v: tensor<128xi64>) {
+  // expected-error @+1 {{'tile.store' op operand #0 must be}}
+  "tile.store"(%p, %v) : (tensor<128xi64>, tensor<128xi64>) -> ()
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes (TileDialect.cpp)
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'func.func' op expected 'tile.kernel' to be a unit attribute}}
+func.func @kernel_not_unit() attributes {tile.kernel = 1 : i32} {
+  return
+}
+
+// -----
+
+func.func @kernel_on_other_op() {
+  // expected-error @+1 {{'arith.constant' op 'tile.kernel' applies to func.func only}}
+  %c = arith.constant {tile.kernel} 0 : i32
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tile kernel returns nothing, got 1 results}}
+func.func @kernel_with_result() -> i32 attributes {tile.kernel} {
+  %c = arith.constant 0 : i32
+  return %c : i32
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tile kernel takes scalars and pointers, got 'tensor<128xf32>'}}
+func.func @kernel_tile_argument(%x: tensor<128xf32>) attributes {tile.kernel} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.num_warps' to be an i32 attribute, got 4 : i64}}
+func.func @num_warps_i64() attributes {tile.kernel, tile.num_warps = 4 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.num_warps' to be a power of two in [1, 32], got 3}}
+func.func @num_warps_not_power_of_two() attributes {tile.kernel, tile.num_warps = 3 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.num_warps' to be a power of two in [1, 32], got 64}}
+func.func @num_warps_too_many() attributes {tile.kernel, tile.num_warps = 64 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.num_warps' to be a power of two in [1, 32], got 0}}
+func.func @num_warps_zero() attributes {tile.kernel, tile.num_warps = 0 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.threads_per_block' to be a power of two in [1, 1024], got 2048}}
+func.func @threads_per_block_too_many() attributes {tile.kernel, tile.threads_per_block = 2048 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.elems_per_thread' to be a power of two in [1, 65536], got 6}}
+func.func @elems_per_thread_not_power_of_two() attributes {tile.kernel, tile.elems_per_thread = 6 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.elems_per_thread' to be an i32 attribute, got "four"}}
+func.func @elems_per_thread_string() attributes {tile.kernel, tile.elems_per_thread = "four"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op unknown tile attribute 'tile.num_threads'}}
+func.func @unknown_attribute() attributes {tile.kernel, tile.num_threads = 128 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op unknown tile argument attribute 'tile.alignment'}}
+func.func @unknown_argument_attribute(%p: !tile.ptr<f32> {tile.alignment = 16 : i32}) attributes {tile.kernel} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.divisibility' applies to integer and pointer arguments, got 'f32'}}
+func.func @divisibility_on_float(%x: f32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.divisibility' to be a power of two in [1, 1073741824], got 12}}
+func.func @divisibility_not_power_of_two(%n: i32 {tile.divisibility = 12 : i32}) attributes {tile.kernel} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.divisibility' to be an i32 attribute, got 16 : i64}}
+func.func @divisibility_i64(%n: i32 {tile.divisibility = 16 : i64}) attributes {tile.kernel} {
+  return
+}

@@ -1,0 +1,144 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// RUN: kiln-opt %s -mlir-print-op-generic | kiln-opt | FileCheck %s
+
+// Round trip of every tile op and type.
+
+// CHECK-LABEL: func.func @ptr_types
+// CHECK-SAME: !tile.ptr<f8E4M3FN>, %{{.*}}: !tile.ptr<f8E5M2>, %{{.*}}: !tile.ptr<f16>, %{{.*}}: !tile.ptr<bf16>, %{{.*}}: !tile.ptr<f32>, %{{.*}}: !tile.ptr<f64>
+// CHECK-SAME: !tile.ptr<i1>, %{{.*}}: !tile.ptr<i8>, %{{.*}}: !tile.ptr<i16>, %{{.*}}: !tile.ptr<i32>, %{{.*}}: !tile.ptr<i64>
+func.func @ptr_types(%a: !tile.ptr<f8E4M3FN>, %b: !tile.ptr<f8E5M2>, %c: !tile.ptr<f16>,
+                     %d: !tile.ptr<bf16>, %e: !tile.ptr<f32>, %f: !tile.ptr<f64>,
+                     %g: !tile.ptr<i1>, %h: !tile.ptr<i8>, %i: !tile.ptr<i16>,
+                     %j: !tile.ptr<i32>, %k: !tile.ptr<i64>) {
+  return
+}
+
+// CHECK-LABEL: func.func @ptr_tiles
+// CHECK-SAME: tensor<128x!tile.ptr<f32>>
+// CHECK-SAME: tensor<16x64x!tile.ptr<bf16>>
+func.func @ptr_tiles(%a: tensor<128x!tile.ptr<f32>>, %b: tensor<16x64x!tile.ptr<bf16>>) {
+  return
+}
+
+// CHECK-LABEL: func.func @program
+// CHECK: %{{.*}} = tile.program_id x : i32
+// CHECK: %{{.*}} = tile.program_id y : i32
+// CHECK: %{{.*}} = tile.program_id z : i32
+// CHECK: %{{.*}} = tile.num_programs x : i32
+// CHECK: %{{.*}} = tile.num_programs y : i32
+// CHECK: %{{.*}} = tile.num_programs z : i32
+func.func @program() -> (i32, i32, i32, i32, i32, i32) {
+  %0 = tile.program_id x : i32
+  %1 = tile.program_id y : i32
+  %2 = tile.program_id z : i32
+  %3 = tile.num_programs x : i32
+  %4 = tile.num_programs y : i32
+  %5 = tile.num_programs z : i32
+  return %0, %1, %2, %3, %4, %5 : i32, i32, i32, i32, i32, i32
+}
+
+// CHECK-LABEL: func.func @make_range
+// CHECK: tile.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+// CHECK: tile.make_range {end = 20 : i32, start = 4 : i32} : tensor<16xi32>
+func.func @make_range() -> (tensor<128xi32>, tensor<16xi32>) {
+  %0 = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+  %1 = tile.make_range {start = 4 : i32, end = 20 : i32} : tensor<16xi32>
+  return %0, %1 : tensor<128xi32>, tensor<16xi32>
+}
+
+// CHECK-LABEL: func.func @splat
+// CHECK-SAME: (%[[X:.*]]: f32, %[[I:.*]]: i64, %[[P:.*]]: !tile.ptr<bf16>, %[[B:.*]]: i1)
+// CHECK: tile.splat %[[X]] : f32 -> tensor<64x128xf32>
+// CHECK: tile.splat %[[I]] : i64 -> tensor<32xi64>
+// CHECK: tile.splat %[[P]] : !tile.ptr<bf16> -> tensor<256x!tile.ptr<bf16>>
+// CHECK: tile.splat %[[B]] : i1 -> tensor<8xi1>
+func.func @splat(%x: f32, %i: i64, %p: !tile.ptr<bf16>, %b: i1)
+    -> (tensor<64x128xf32>, tensor<32xi64>, tensor<256x!tile.ptr<bf16>>, tensor<8xi1>) {
+  %0 = tile.splat %x : f32 -> tensor<64x128xf32>
+  %1 = tile.splat %i : i64 -> tensor<32xi64>
+  %2 = tile.splat %p : !tile.ptr<bf16> -> tensor<256x!tile.ptr<bf16>>
+  %3 = tile.splat %b : i1 -> tensor<8xi1>
+  return %0, %1, %2, %3 : tensor<64x128xf32>, tensor<32xi64>, tensor<256x!tile.ptr<bf16>>, tensor<8xi1>
+}
+
+// CHECK-LABEL: func.func @expand_dims
+// CHECK-SAME: (%[[X:.*]]: tensor<128xf32>)
+// CHECK: tile.expand_dims %[[X]] {axis = 0 : i32} : tensor<128xf32> -> tensor<1x128xf32>
+// CHECK: tile.expand_dims %[[X]] {axis = 1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+func.func @expand_dims(%x: tensor<128xf32>) -> (tensor<1x128xf32>, tensor<128x1xf32>) {
+  %0 = tile.expand_dims %x {axis = 0 : i32} : tensor<128xf32> -> tensor<1x128xf32>
+  %1 = tile.expand_dims %x {axis = 1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+  return %0, %1 : tensor<1x128xf32>, tensor<128x1xf32>
+}
+
+// CHECK-LABEL: func.func @broadcast
+// CHECK-SAME: (%[[R:.*]]: tensor<1x128xf32>, %[[C:.*]]: tensor<64x1x!tile.ptr<f32>>)
+// CHECK: tile.broadcast %[[R]] : tensor<1x128xf32> -> tensor<64x128xf32>
+// CHECK: tile.broadcast %[[C]] : tensor<64x1x!tile.ptr<f32>> -> tensor<64x32x!tile.ptr<f32>>
+func.func @broadcast(%r: tensor<1x128xf32>, %c: tensor<64x1x!tile.ptr<f32>>)
+    -> (tensor<64x128xf32>, tensor<64x32x!tile.ptr<f32>>) {
+  %0 = tile.broadcast %r : tensor<1x128xf32> -> tensor<64x128xf32>
+  %1 = tile.broadcast %c : tensor<64x1x!tile.ptr<f32>> -> tensor<64x32x!tile.ptr<f32>>
+  return %0, %1 : tensor<64x128xf32>, tensor<64x32x!tile.ptr<f32>>
+}
+
+// CHECK-LABEL: func.func @addptr
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[O:.*]]: tensor<128xi32>, %[[S:.*]]: !tile.ptr<bf16>, %[[N:.*]]: i64, %[[M:.*]]: i32)
+// CHECK: tile.addptr %[[P]], %[[O]] : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+// CHECK: tile.addptr %[[S]], %[[N]] : !tile.ptr<bf16>, i64
+// CHECK: tile.addptr %[[S]], %[[M]] : !tile.ptr<bf16>, i32
+func.func @addptr(%p: tensor<128x!tile.ptr<f32>>, %o: tensor<128xi32>, %s: !tile.ptr<bf16>,
+                  %n: i64, %m: i32)
+    -> (tensor<128x!tile.ptr<f32>>, !tile.ptr<bf16>, !tile.ptr<bf16>) {
+  %0 = tile.addptr %p, %o : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+  %1 = tile.addptr %s, %n : !tile.ptr<bf16>, i64
+  %2 = tile.addptr %s, %m : !tile.ptr<bf16>, i32
+  return %0, %1, %2 : tensor<128x!tile.ptr<f32>>, !tile.ptr<bf16>, !tile.ptr<bf16>
+}
+
+// CHECK-LABEL: func.func @load
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<bf16>>, %[[M:.*]]: tensor<128xi1>, %[[O:.*]]: tensor<128xbf16>, %[[S:.*]]: !tile.ptr<f32>, %[[B:.*]]: i1, %[[F:.*]]: f32)
+// CHECK: tile.load %[[P]] : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.load %[[P]], %[[M]] : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.load %[[P]], %[[M]], %[[O]] : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.load %[[P]], %[[M]], %[[O]] {vec = 8 : i32} : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.load %[[S]] : !tile.ptr<f32>
+// CHECK: tile.load %[[S]], %[[B]], %[[F]] : !tile.ptr<f32>
+func.func @load(%p: tensor<128x!tile.ptr<bf16>>, %m: tensor<128xi1>, %o: tensor<128xbf16>,
+                %s: !tile.ptr<f32>, %b: i1, %f: f32) {
+  %0 = tile.load %p : tensor<128x!tile.ptr<bf16>>
+  %1 = tile.load %p, %m : tensor<128x!tile.ptr<bf16>>
+  %2 = tile.load %p, %m, %o : tensor<128x!tile.ptr<bf16>>
+  %3 = tile.load %p, %m, %o {vec = 8 : i32} : tensor<128x!tile.ptr<bf16>>
+  %4 = tile.load %s : !tile.ptr<f32>
+  %5 = tile.load %s, %b, %f : !tile.ptr<f32>
+  return
+}
+
+// CHECK-LABEL: func.func @store
+// CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<bf16>>, %[[V:.*]]: tensor<128xbf16>, %[[M:.*]]: tensor<128xi1>, %[[S:.*]]: !tile.ptr<i32>, %[[X:.*]]: i32, %[[B:.*]]: i1)
+// CHECK: tile.store %[[P]], %[[V]] : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.store %[[P]], %[[V]], %[[M]] : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.store %[[P]], %[[V]], %[[M]] {vec = 8 : i32} : tensor<128x!tile.ptr<bf16>>
+// CHECK: tile.store %[[S]], %[[X]] : !tile.ptr<i32>
+// CHECK: tile.store %[[S]], %[[X]], %[[B]] : !tile.ptr<i32>
+func.func @store(%p: tensor<128x!tile.ptr<bf16>>, %v: tensor<128xbf16>, %m: tensor<128xi1>,
+                 %s: !tile.ptr<i32>, %x: i32, %b: i1) {
+  tile.store %p, %v : tensor<128x!tile.ptr<bf16>>
+  tile.store %p, %v, %m : tensor<128x!tile.ptr<bf16>>
+  tile.store %p, %v, %m {vec = 8 : i32} : tensor<128x!tile.ptr<bf16>>
+  tile.store %s, %x : !tile.ptr<i32>
+  tile.store %s, %x, %b : !tile.ptr<i32>
+  return
+}
+
+// The discardable attributes of the dialect.
+// CHECK-LABEL: func.func @kernel_attrs
+// CHECK-SAME: %{{.*}}: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %{{.*}}: i32 {tile.divisibility = 8 : i32}, %{{.*}}: f32)
+// CHECK-SAME: attributes {tile.elems_per_thread = 4 : i32, tile.kernel, tile.num_warps = 8 : i32, tile.threads_per_block = 256 : i32}
+func.func @kernel_attrs(%p: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                        %n: i32 {tile.divisibility = 8 : i32}, %f: f32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32, tile.threads_per_block = 256 : i32,
+                tile.elems_per_thread = 4 : i32} {
+  return
+}
