@@ -72,8 +72,8 @@ struct TileConstantLowering : TileOpConversion<arith::ConstantOp> {
     if (!type)
       return rewriter.notifyMatchFailure(op, "scalar constant");
     auto splat = llvm::dyn_cast<SplatElementsAttr>(op.getValue());
-    if (!splat)
-      return op.emitOpError() << "only splat constants are supported on tiles";
+    if (!splat) // rejected by the pass before the conversion
+      return rewriter.notifyMatchFailure(op, "only splat constants are supported on tiles");
     Type element = getTypeConverter()->convertType(type.getElementType());
     Value value = LLVM::ConstantOp::create(rewriter, op.getLoc(), element,
                                            splat.getSplatValue<Attribute>());

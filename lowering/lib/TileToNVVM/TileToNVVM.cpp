@@ -200,6 +200,19 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     if (!layout)
       layout = {128, 1};
 
+    // Checked up front: a pattern that fails lets arith's own constant
+    // lowering build an invalid llvm.mlir.constant of a struct instead.
+    WalkResult nonSplat = module.walk([](arith::ConstantOp op) {
+      if (llvm::isa<RankedTensorType>(op.getType()) &&
+          !llvm::isa<SplatElementsAttr>(op.getValue())) {
+        op.emitOpError() << "only splat constants are supported on tiles";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (nonSplat.wasInterrupted())
+      return signalPassFailure();
+
     TileTypeConverter converter(context, layout->first, layout->second);
     RewritePatternSet patterns(context);
     populateTileToNVVMConversionPatterns(converter, patterns);
