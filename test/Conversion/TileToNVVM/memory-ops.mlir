@@ -1,0 +1,262 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-vectorize-access -kiln-convert-tile-to-nvvm | FileCheck %s
+
+// tile.addptr -> llvm.getelementptr; tile.load / tile.store -> llvm.load /
+// llvm.store of `vec` elements (16 bytes: vector<4xi32>), under scf.if where
+// masked; stores from the duplicate threads of a replicated tile are masked
+// off.
+
+// f32, vec = 4: one 16-byte load per run, split into 4 floats.
+// CHECK-LABEL: llvm.func ptx_kernelcc @load_f32_vec4
+// CHECK-SAME: (%[[X:.*]]: !llvm.ptr<1>)
+// CHECK: %[[OFF:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: %[[PTR:.*]] = llvm.getelementptr %{{.*}}[%[[OFF]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+// CHECK: %[[PTRS:.*]] = llvm.insertvalue %{{.*}}[3] : !llvm.struct<(ptr<1>, ptr<1>, ptr<1>, ptr<1>)>
+// CHECK: %[[P0:.*]] = llvm.extractvalue %[[PTRS]][0]
+// CHECK-NOT: scf.if
+// CHECK: %[[BITS:.*]] = llvm.load %[[P0]] {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK-NEXT: %[[VEC:.*]] = llvm.bitcast %[[BITS]] : vector<4xi32> to vector<4xf32>
+// CHECK: llvm.extractelement %[[VEC]][%{{.*}} : i32] : vector<4xf32>
+// CHECK-COUNT-3: llvm.extractelement %[[VEC]]
+// CHECK-NOT: llvm.load
+// CHECK: llvm.return
+func.func @load_f32_vec4(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %p : tensor<512x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// bf16, vec = 8: 16 bytes are still vector<4xi32>, then 8 bf16.
+// CHECK-LABEL: llvm.func ptx_kernelcc @load_bf16_vec8
+// CHECK: llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, bf16
+// CHECK: %[[BITS:.*]] = llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK-NEXT: %[[VEC:.*]] = llvm.bitcast %[[BITS]] : vector<4xi32> to vector<8xbf16>
+// CHECK-COUNT-8: llvm.extractelement %[[VEC]]
+// CHECK-NOT: llvm.load
+// CHECK: llvm.return
+func.func @load_bf16_vec8(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %xs = tile.splat %x : !tile.ptr<bf16> -> tensor<1024x!tile.ptr<bf16>>
+  %p = tile.addptr %xs, %r : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
+  %v = tile.load %p : tensor<1024x!tile.ptr<bf16>>
+  return
+}
+
+// -----
+
+// Narrower accesses: bf16 x 2 = one i32 (align 4), i8 x 2 = one i16 (align 2),
+// unaligned f32 = one float at a time (align 4).
+// CHECK-LABEL: llvm.func ptx_kernelcc @narrow_accesses
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xbf16>
+// CHECK: llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr<1> -> i16
+// CHECK-NEXT: llvm.bitcast %{{.*}} : i16 to vector<2xi8>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// CHECK-NOT: llvm.bitcast
+// CHECK: llvm.return
+func.func @narrow_accesses(%x: !tile.ptr<bf16> {tile.divisibility = 4 : i32},
+                           %y: !tile.ptr<i8> {tile.divisibility = 2 : i32},
+                           %z: !tile.ptr<f32>) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %xs = tile.splat %x : !tile.ptr<bf16> -> tensor<1024x!tile.ptr<bf16>>
+  %p = tile.addptr %xs, %r : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
+  %v = tile.load %p : tensor<1024x!tile.ptr<bf16>>
+  %ys = tile.splat %y : !tile.ptr<i8> -> tensor<1024x!tile.ptr<i8>>
+  %q = tile.addptr %ys, %r : tensor<1024x!tile.ptr<i8>>, tensor<1024xi32>
+  %w = tile.load %q : tensor<1024x!tile.ptr<i8>>
+  %zs = tile.splat %z : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %s = tile.addptr %zs, %r : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  %u = tile.load %s : tensor<1024x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A masked load: the 16-byte load runs under scf.if on the run's mask; the
+// other branch yields zero.
+// CHECK-LABEL: llvm.func ptx_kernelcc @masked_load
+// CHECK: %[[MASKS:.*]] = llvm.insertvalue %{{.*}}[3] : !llvm.struct<(i1, i1, i1, i1)>
+// CHECK: %[[M0:.*]] = llvm.extractvalue %[[MASKS]][0] : !llvm.struct<(i1, i1, i1, i1)>
+// CHECK: %[[BITS:.*]] = scf.if %[[M0]] -> (vector<4xi32>) {
+// CHECK-NEXT: %[[L:.*]] = llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK-NEXT: scf.yield %[[L]] : vector<4xi32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[Z:.*]] = llvm.mlir.zero : vector<4xi32>
+// CHECK-NEXT: scf.yield %[[Z]] : vector<4xi32>
+// CHECK-NEXT: }
+// CHECK-NEXT: llvm.bitcast %[[BITS]] : vector<4xi32> to vector<4xf32>
+func.func @masked_load(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                       %n: i32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ns = tile.splat %n : i32 -> tensor<512xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %p, %m : tensor<512x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A masked load with `other`: the else branch packs the `other` elements of
+// the run into the same 16 bytes.
+// CHECK-LABEL: llvm.func ptx_kernelcc @masked_load_other
+// CHECK: %[[TWO:.*]] = llvm.mlir.constant(2.000000e+00 : f32) : f32
+// CHECK: %[[OTHERS:.*]] = llvm.insertvalue %[[TWO]], %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[O0:.*]] = llvm.extractvalue %[[OTHERS]][0] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[BITS:.*]] = scf.if %{{.*}} -> (vector<4xi32>) {
+// CHECK-NEXT: %[[L:.*]] = llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK-NEXT: scf.yield %[[L]] : vector<4xi32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[PV:.*]] = llvm.mlir.poison : vector<4xf32>
+// CHECK-NEXT: %[[I0:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT: %[[V0:.*]] = llvm.insertelement %[[O0]], %[[PV]][%[[I0]] : i32] : vector<4xf32>
+// CHECK: %[[I3:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT: %[[V3:.*]] = llvm.insertelement %{{.*}}, %{{.*}}[%[[I3]] : i32] : vector<4xf32>
+// CHECK-NEXT: %[[OB:.*]] = llvm.bitcast %[[V3]] : vector<4xf32> to vector<4xi32>
+// CHECK-NEXT: scf.yield %[[OB]] : vector<4xi32>
+// CHECK-NEXT: }
+func.func @masked_load_other(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                             %n: i32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ns = tile.splat %n : i32 -> tensor<512xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %o = arith.constant dense<2.0> : tensor<512xf32>
+  %v = tile.load %p, %m, %o : tensor<512x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// An unaligned masked load: one scf.if per element.
+// CHECK-LABEL: llvm.func ptx_kernelcc @masked_load_scalar_elements
+// CHECK-COUNT-4: scf.if %{{.*}} -> (f32) {
+// CHECK-NOT: scf.if
+// CHECK: llvm.return
+func.func @masked_load_scalar_elements(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ns = tile.splat %n : i32 -> tensor<512xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %p, %m : tensor<512x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A masked store: the 16-byte store is predicated on the run's mask.
+// CHECK-LABEL: llvm.func ptx_kernelcc @masked_store
+// CHECK-SAME: (%{{.*}}: !llvm.ptr<1>, %[[V:.*]]: f32, %{{.*}}: i32)
+// CHECK: %[[MASKS:.*]] = llvm.insertvalue %{{.*}}[3] : !llvm.struct<(i1, i1, i1, i1)>
+// CHECK: %[[VALUES:.*]] = llvm.insertvalue %[[V]], %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[V3:.*]] = llvm.extractvalue %[[VALUES]][3] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[M0:.*]] = llvm.extractvalue %[[MASKS]][0] : !llvm.struct<(i1, i1, i1, i1)>
+// CHECK: %[[I3:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT: %[[VEC:.*]] = llvm.insertelement %[[V3]], %{{.*}}[%[[I3]] : i32] : vector<4xf32>
+// CHECK-NEXT: %[[BITS:.*]] = llvm.bitcast %[[VEC]] : vector<4xf32> to vector<4xi32>
+// CHECK-NEXT: scf.if %[[M0]] {
+// CHECK-NEXT: llvm.store %[[BITS]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NEXT: }
+// CHECK-NEXT: llvm.return
+func.func @masked_store(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %v: f32,
+                        %n: i32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ns = tile.splat %n : i32 -> tensor<512xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %vs = tile.splat %v : f32 -> tensor<512xf32>
+  tile.store %p, %vs, %m : tensor<512x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A replicated tile (64 x f32 = 16 runs of 4 over 128 threads): only threads
+// 0..15 own their run; the others hold copies and do not store.
+// CHECK-LABEL: llvm.func ptx_kernelcc @replicated_store
+// CHECK: %[[RUNS:.*]] = llvm.mlir.constant(16 : i32) : i32
+// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %[[OWNER:.*]] = llvm.icmp "ult" %[[TID]], %[[RUNS]] : i32
+// CHECK: scf.if %[[OWNER]] {
+// CHECK-NEXT: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NEXT: }
+// CHECK-NOT: llvm.store
+// CHECK: llvm.return
+func.func @replicated_store(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %v: f32)
+    attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
+  %vs = tile.splat %v : f32 -> tensor<64xf32>
+  tile.store %p, %vs : tensor<64x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A replicated masked store: owner and mask.
+// CHECK-LABEL: llvm.func ptx_kernelcc @replicated_masked_store
+// CHECK: %[[M0:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(i1, i1, i1, i1)>
+// CHECK: %[[OWNER:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i32
+// CHECK: %[[PRED:.*]] = llvm.and %[[OWNER]], %[[M0]] : i1
+// CHECK-NEXT: scf.if %[[PRED]] {
+// CHECK-NEXT: llvm.store
+func.func @replicated_masked_store(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %v: f32,
+                                   %n: i32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %ns = tile.splat %n : i32 -> tensor<64xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<64xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
+  %vs = tile.splat %v : f32 -> tensor<64xf32>
+  tile.store %p, %vs, %m : tensor<64x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// Scalars: a masked load with `other` yields it; a scalar store is done by
+// thread 0 (and its mask).
+// CHECK-LABEL: llvm.func ptx_kernelcc @scalar_access
+// CHECK-SAME: (%[[X:.*]]: !llvm.ptr<1>, %[[N:.*]]: i64, %[[B:.*]]: i1, %[[O:.*]]: f32)
+// CHECK: %[[Q:.*]] = llvm.getelementptr %[[X]][%[[N]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: %[[V:.*]] = scf.if %[[B]] -> (f32) {
+// CHECK-NEXT: %[[L:.*]] = llvm.load %[[Q]] {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// CHECK-NEXT: scf.yield %[[L]] : f32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[O]] : f32
+// CHECK-NEXT: }
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %[[IS0:.*]] = llvm.icmp "eq" %[[TID]], %{{.*}} : i32
+// CHECK-NEXT: %[[PRED:.*]] = llvm.and %[[IS0]], %[[B]] : i1
+// CHECK-NEXT: scf.if %[[PRED]] {
+// CHECK-NEXT: llvm.store %[[V]], %[[X]] {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-NEXT: }
+func.func @scalar_access(%x: !tile.ptr<f32>, %n: i64, %b: i1, %o: f32) attributes {tile.kernel} {
+  %q = tile.addptr %x, %n : !tile.ptr<f32>, i64
+  %v = tile.load %q, %b, %o : !tile.ptr<f32>
+  tile.store %x, %v, %b : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+// Booleans in memory move one at a time.
+// CHECK-LABEL: llvm.func ptx_kernelcc @i1_load
+// CHECK-COUNT-16: llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr<1> -> i1
+// CHECK-NOT: llvm.load
+func.func @i1_load(%x: !tile.ptr<i1> {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 2048 : i32} : tensor<2048xi32>
+  %xs = tile.splat %x : !tile.ptr<i1> -> tensor<2048x!tile.ptr<i1>>
+  %p = tile.addptr %xs, %r : tensor<2048x!tile.ptr<i1>>, tensor<2048xi32>
+  %v = tile.load %p : tensor<2048x!tile.ptr<i1>>
+  return
+}
