@@ -29,7 +29,7 @@ def situ_and_mul_kernel(x_ptr, out_ptr, D, x_stride, out_stride, beta, inv_beta,
     x_row = x_ptr + row * x_stride
     g = kl.load(x_row + col, mask=mask, other=0.0).to(kl.float32)
     u = kl.load(x_row + D + col, mask=mask, other=0.0).to(kl.float32)
-    gate = beta * kl.tanh(g * inv_beta) * (1.0 / (1.0 + kl.exp(-g)))
+    gate = beta * kl.tanh(g * inv_beta) * kl.sigmoid(g)
     if HAS_LINEAR_BETA:
         up = linear_beta * kl.tanh(u * inv_linear_beta)
     else:

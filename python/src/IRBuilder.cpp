@@ -319,7 +319,21 @@ public:
   }
 
   // --- arith / math ------------------------------------------------------
-  Value binary(const std::string &name, Value lhs, Value rhs) {
+  /// Marks a float op "afn" (approximate functions): transcendentals become the GPU's
+  /// approximate hardware paths, division a reciprocal approximation.
+  static Value approximate(Value v, bool approx) {
+    Operation *op = v.getDefiningOp();
+    if (approx && op && llvm::isa<arith::ArithFastMathInterface>(op))
+      op->setAttr("fastmath",
+                  arith::FastMathFlagsAttr::get(op->getContext(), arith::FastMathFlags::afn));
+    return v;
+  }
+
+  Value binary(const std::string &name, Value lhs, Value rhs, bool approx) {
+    return approximate(binaryImpl(name, lhs, rhs), approx);
+  }
+
+  Value binaryImpl(const std::string &name, Value lhs, Value rhs) {
     if (lhs.getType() != rhs.getType())
       invalid(name + ": operand types differ: " + toString(lhs.getType()) + " vs " +
               toString(rhs.getType()));
@@ -379,7 +393,11 @@ public:
     invalid("unknown binary op '" + name + "'");
   }
 
-  Value unary(const std::string &name, Value x) {
+  Value unary(const std::string &name, Value x, bool approx) {
+    return approximate(unaryImpl(name, x), approx);
+  }
+
+  Value unaryImpl(const std::string &name, Value x) {
     Type t = x.getType();
 #define KILN_UN(NAME, OP, PRED, WHAT)                                                              \
   if (name == NAME) {                                                                              \
@@ -590,8 +608,9 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("other") = py::none())
       .def("store", &Builder::store, py::arg("ptr"), py::arg("value"),
            py::arg("mask") = py::none())
-      .def("binary", &Builder::binary)
-      .def("unary", &Builder::unary)
+      .def("binary", &Builder::binary, py::arg("name"), py::arg("lhs"), py::arg("rhs"),
+           py::arg("approx") = false)
+      .def("unary", &Builder::unary, py::arg("name"), py::arg("x"), py::arg("approx") = false)
       .def("fma", &Builder::fma)
       .def("select", &Builder::select)
       .def("cmpi", &Builder::cmpi)

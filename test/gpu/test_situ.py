@@ -103,9 +103,11 @@ def test_bad_arguments_raise_before_launch(bad, exc):
 def test_bad_out_raises():
     x = random_input(4, 64, torch.bfloat16)
     with pytest.raises((TypeError, ValueError)):
-        situ.situ_and_mul(x, torch.empty(4, 64, device="cuda", dtype=torch.bfloat16))
+        situ.situ_and_mul(x, torch.empty(4, 32, device="cuda", dtype=torch.bfloat16))
     with pytest.raises((TypeError, ValueError)):
         situ.situ_and_mul(x, torch.empty(4, 64, device="cuda", dtype=torch.float32))
+    with pytest.raises((TypeError, ValueError)):
+        situ.situ_and_mul(x, torch.empty(64, 4, device="cuda", dtype=torch.bfloat16).t())
 
 
 @pytest.mark.skipif(not os.environ.get("KILN_BUNDLE"), reason="KILN_BUNDLE names no bundle")

@@ -83,10 +83,36 @@ struct TileConstantLowering : TileOpConversion<arith::ConstantOp> {
     return success();
   }
 };
+/// f32 `math.tanh` with `afn` -> libdevice's `__nv_fast_tanhf` (one
+/// `tanh.approx.f32`); MLIR's libdevice patterns know only the accurate
+/// `__nv_tanhf`.
+struct ApproxTanhLowering : ConvertOpToLLVMPattern<math::TanhOp> {
+  ApproxTanhLowering(TileTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/20) {}
+
+  LogicalResult matchAndRewrite(math::TanhOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().isF32() ||
+        !arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return rewriter.notifyMatchFailure(op, "not an approximate f32 tanh");
+    auto module = op->getParentOfType<ModuleOp>();
+    constexpr StringLiteral name = "__nv_fast_tanhf";
+    Type f32 = rewriter.getF32Type();
+    auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!func) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      func = LLVM::LLVMFuncOp::create(rewriter, op.getLoc(), name,
+                                      LLVM::LLVMFunctionType::get(f32, {f32}));
+    }
+    rewriter.replaceOpWithNewOp<LLVM::CallOp>(op, func, ValueRange{adaptor.getOperand()});
+    return success();
+  }
+};
 } // namespace
 
 void kiln::populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   patterns.add<ElementwiseOnTiles>(converter, patterns.getContext());
-  patterns.add<TileConstantLowering>(converter);
+  patterns.add<TileConstantLowering, ApproxTanhLowering>(converter);
 }

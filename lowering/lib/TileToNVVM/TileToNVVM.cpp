@@ -158,8 +158,9 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
   populateTileElementwiseToNVVMPatterns(converter, patterns);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
-  // Transcendentals become libdevice calls (linked at PTX emission); what
-  // libdevice does not cover (fma, abs, ...) maps to LLVM intrinsics.
+  // Float math becomes libdevice calls (`__nv_*`, linked at PTX emission; the
+  // `afn` forms their fast variants); what libdevice lacks maps to LLVM
+  // intrinsics.
   populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
   populateMathToLLVMConversionPatterns(converter, patterns);
 }

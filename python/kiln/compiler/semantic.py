@@ -332,7 +332,9 @@ class Semantic:
                "ne": "!=", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
                "rshift": ">>"}
 
-    def binary(self, op: str, a: Any, b: Any) -> tensor:
+    def binary(self, op: str, a: Any, b: Any, approx: bool = False) -> tensor:
+        """``approx``: a float division may use the hardware reciprocal
+        approximation (``rcp.approx``/``div.approx``, 2 ulp)."""
         a, b = self.operand_types(a, b)
         sym = self._SYMBOL.get(op, op)
         if a.dtype.is_ptr() or b.dtype.is_ptr():
@@ -361,7 +363,8 @@ class Semantic:
                 return self._math(q, "floor")
             name = {"add": "addf", "sub": "subf", "mul": "mulf", "truediv": "divf",
                     "mod": "remf"}[op]
-            return tensor(bld.binary(name, a.handle, b.handle), out_ty)
+            return tensor(bld.binary(name, a.handle, b.handle, approx=approx and op == "truediv"),
+                          out_ty)
         unsigned = ty.is_int_unsigned() or ty.is_bool()
         name = {"add": "addi", "sub": "subi", "mul": "muli",
                 "floordiv": "divui" if unsigned else "divsi",
@@ -415,8 +418,12 @@ class Semantic:
     # ------------------------------------------------------------------
     # Math
     # ------------------------------------------------------------------
-    def _math(self, x: tensor, name: str) -> tensor:
-        return tensor(self.builder.unary(name, x.handle), x.type)
+    #: Functions that use the GPU's approximate hardware paths unless ``precise=True``
+    #: (as CUDA's fast intrinsics and Triton's ``tl.exp``): ex2/lg2/sin/cos/tanh.approx.f32.
+    APPROXIMATE = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tanh"})
+
+    def _math(self, x: tensor, name: str, approx: bool = False) -> tensor:
+        return tensor(self.builder.unary(name, x.handle, approx=approx), x.type)
 
     def _float_operand(self, what: str, x: Any) -> Tuple[tensor, dtype]:
         x = self.to_tensor(x, kl.float32 if self.is_literal(x) else None)
@@ -426,14 +433,17 @@ class Semantic:
         compute = x.dtype if x.dtype in (kl.float32, kl.float64) else kl.float32
         return self.cast(x, compute), x.dtype
 
-    def math_unary(self, name: str, x: Any) -> tensor:
+    def math_unary(self, name: str, x: Any, precise: bool = False) -> tensor:
         xc, orig = self._float_operand(name, x)
-        return self.cast(self._math(xc, name), orig)
+        approx = name in self.APPROXIMATE and not precise
+        return self.cast(self._math(xc, name, approx), orig)
 
-    def sigmoid(self, x: Any) -> tensor:
+    def sigmoid(self, x: Any, precise: bool = False) -> tensor:
+        """``1 / (1 + exp(-x))``; fast exp and reciprocal unless ``precise``."""
         xc, orig = self._float_operand("sigmoid", x)
-        e = self._math(self.unary("neg", xc), "exp")
-        return self.cast(self.binary("truediv", 1.0, self.binary("add", 1.0, e)), orig)
+        e = self._math(self.unary("neg", xc), "exp", approx=not precise)
+        return self.cast(self.binary("truediv", 1.0, self.binary("add", 1.0, e),
+                                     approx=not precise), orig)
 
     def abs(self, x: Any) -> tensor:
         x = self.to_tensor(x)

@@ -87,8 +87,8 @@ def where(condition: Any, x: Any, y: Any, _semantic: Any = None) -> tensor:
 
 
 def _math_unary(name: str, doc: str):
-    def fn(x: Any, _semantic: Any = None) -> tensor:
-        return _semantic.math_unary(name, x)
+    def fn(x: Any, precise: bool = False, _semantic: Any = None) -> tensor:
+        return _semantic.math_unary(name, x, precise=bool(_unwrap(precise)))
 
     fn.__name__ = name
     fn.__qualname__ = name
@@ -96,15 +96,19 @@ def _math_unary(name: str, doc: str):
     return builtin(fn)
 
 
-exp = _math_unary("exp", "e**x (float; f16/bf16 computed in f32).")
-exp2 = _math_unary("exp2", "2**x.")
-log = _math_unary("log", "Natural logarithm.")
-log2 = _math_unary("log2", "Base-2 logarithm.")
-tanh = _math_unary("tanh", "Hyperbolic tangent.")
+# exp, exp2, log, log2, sin, cos and tanh use the GPU's approximate hardware paths
+# (ex2/lg2/sin/cos/tanh.approx.f32, as CUDA's fast intrinsics and Triton's tl.exp);
+# ``precise=True`` asks for libdevice's accurate versions instead.
+exp = _math_unary("exp", "e**x (float; f16/bf16 computed in f32); approximate unless precise.")
+exp2 = _math_unary("exp2", "2**x; approximate unless precise.")
+log = _math_unary("log", "Natural logarithm; approximate unless precise.")
+log2 = _math_unary("log2", "Base-2 logarithm; approximate unless precise.")
+tanh = _math_unary("tanh", "Hyperbolic tangent (tanh.approx.f32: max rel. error 2^-10.7) "
+                           "unless precise.")
 sqrt = _math_unary("sqrt", "Square root.")
 rsqrt = _math_unary("rsqrt", "1/sqrt(x).")
-sin = _math_unary("sin", "Sine.")
-cos = _math_unary("cos", "Cosine.")
+sin = _math_unary("sin", "Sine; approximate unless precise.")
+cos = _math_unary("cos", "Cosine; approximate unless precise.")
 erf = _math_unary("erf", "Error function.")
 floor = _math_unary("floor", "Round toward -inf.")
 ceil = _math_unary("ceil", "Round toward +inf.")
@@ -129,9 +133,10 @@ def minimum(x: Any, y: Any, _semantic: Any = None) -> tensor:
 
 
 @builtin
-def sigmoid(x: Any, _semantic: Any = None) -> tensor:
-    """1 / (1 + exp(-x)), computed in f32 for f16/bf16."""
-    return _semantic.sigmoid(x)
+def sigmoid(x: Any, precise: bool = False, _semantic: Any = None) -> tensor:
+    """1 / (1 + exp(-x)), computed in f32 for f16/bf16; fast exp and reciprocal
+    (as CUDA's ``__expf``/``__frcp``) unless precise."""
+    return _semantic.sigmoid(x, precise=bool(_unwrap(precise)))
 
 
 @builtin
