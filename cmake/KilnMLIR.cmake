@@ -28,8 +28,7 @@ include_directories(
 # self-contained extension for the GPU machine): link the individual static archives. Debian's
 # MLIR archives name the `LLVM`/`MLIR` dylibs in their link interfaces; mixing those with static
 # NVPTX objects aborts at start ("Option ... registered more than once"), so the dylibs are
-# dropped from every interface and all of LLVM's static archives are linked as one group
-# (only the objects actually referenced are pulled in).
+# dropped from every interface and replaced by the LLVM static components the compiler needs.
 if(KILN_STATIC_LLVM)
   get_property(_kiln_mlir_libs GLOBAL PROPERTY MLIR_ALL_LIBS)
   foreach(lib IN LISTS _kiln_mlir_libs)
@@ -47,13 +46,12 @@ if(KILN_STATIC_LLVM)
     Instrumentation ObjCARCOpts Coroutines CodeGen CodeGenTypes SelectionDAG AsmPrinter
     GlobalISel Target TargetParser MC MCParser Object ProfileData FrontendOpenMP
     FrontendOffloading FrontendAtomic NVPTXCodeGen NVPTXDesc NVPTXInfo)
-  # LLVMSupport names libz3 (unused here) and the shared zstd: take the static zstd.
-  find_library(KILN_ZSTD_STATIC libzstd.a REQUIRED)
+  # LLVMSupport names libz3, which nothing here uses (it would be a dependency of the
+  # extension on the GPU machine): drop it. zstd stays shared (Debian's libzstd.a is not PIC).
   foreach(lib IN LISTS KILN_LLVM_STATIC_LIBS)
     get_target_property(_iface ${lib} INTERFACE_LINK_LIBRARIES)
     if(_iface)
       list(FILTER _iface EXCLUDE REGEX "z3")
-      list(TRANSFORM _iface REPLACE "^zstd::libzstd_shared$" "${KILN_ZSTD_STATIC}")
       set_target_properties(${lib} PROPERTIES INTERFACE_LINK_LIBRARIES "${_iface}")
     endif()
   endforeach()

@@ -23,8 +23,8 @@ fi
 
 BUILD=build-device
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_STATIC_LLVM=ON \
-  -DKILN_BUILD_TESTS=OFF -DPython3_EXECUTABLE="$PWD/.venv-device/bin/python" \
-  -DCMAKE_SHARED_LINKER_FLAGS="-Wl,--gc-sections -Wl,--as-needed -s" >/dev/null
+  -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$PWD/.venv-device/bin/python" \
+  -DCMAKE_MODULE_LINKER_FLAGS="-Wl,--gc-sections -Wl,--as-needed" >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target kiln_compiler_ext kiln_runtime_ext kiln-python-sources
 
 # The extension must import with nothing but CPython 3.12 and glibc.
@@ -35,6 +35,7 @@ OUT_DIR=dist/kiln-device
 rm -rf "$OUT_DIR" && mkdir -p "$OUT_DIR"
 cp -r "$BUILD/python/kiln" "$OUT_DIR/kiln"
 find "$OUT_DIR" -name __pycache__ -prune -exec rm -rf {} +
+strip --strip-unneeded "$OUT_DIR"/kiln/*.so
 cp -r kernels_dsl "$OUT_DIR/kernels_dsl"
 mkdir -p "$OUT_DIR/test"
 cp -r test/gpu "$OUT_DIR/test/gpu"

@@ -5,7 +5,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export PYTHONPATH="$HERE:${PYTHONPATH:-}"
 export KILN_LIBDEVICE="$HERE/libdevice.10.bc"
-export KILN_BUNDLE="$HERE/kimi_k3.kbundle"
+[ -f "$HERE/kimi_k3.kbundle" ] && export KILN_BUNDLE="$HERE/kimi_k3.kbundle"
 export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
 export PYTHONUNBUFFERED=1
 LOGS="${OUT:-$HERE/out}"
