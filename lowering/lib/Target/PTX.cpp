@@ -234,9 +234,10 @@ static Expected<std::string> compileWithNvJitLink(StringRef ptx, StringRef arch,
                                                   kiln::CubinInfo *info) {
   NvJitLink &lib = NvJitLink::get();
   std::string archOption = ("-arch=" + arch).str();
-  const char *options[] = {archOption.c_str(), "-O3"};
+  // -verbose: the info log carries ptxas's register/spill/stack report (bundle manifests).
+  const char *options[] = {archOption.c_str(), "-O3", "-verbose"};
   NvJitLink::Handle handle = nullptr;
-  if (int rc = lib.create(&handle, 2, options))
+  if (int rc = lib.create(&handle, 3, options))
     return makeError("nvJitLinkCreate failed (" + Twine(rc) + ") for " + arch);
   auto readLog = [&](NvJitLink::GetSize size, NvJitLink::GetLog get) {
     size_t n = 0;

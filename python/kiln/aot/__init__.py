@@ -122,12 +122,14 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
     total = time.perf_counter() - t0
 
     from ..compiler.compiler import compiler_version
+    from ..runtime.targetinfo import merge_arch_metadata
 
     writer = _runtime.BundleWriter(compiler_version())
     ordered: List[Image] = []
     for si in range(len(specs)):
         per_arch = [images[(si, a)] for a in archs]
-        writer.add_kernel(per_arch[0].meta, [(img.arch, "cubin", img.cubin) for img in per_arch])
+        meta = merge_arch_metadata(img.meta for img in per_arch)
+        writer.add_kernel(meta, [(img.arch, "cubin", img.cubin) for img in per_arch])
         ordered.extend(per_arch)
     out_dir = os.path.dirname(os.path.abspath(output))
     os.makedirs(out_dir, exist_ok=True)

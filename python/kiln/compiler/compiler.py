@@ -298,7 +298,15 @@ def _dump(symbol: str, key: str, stage: str, text: Union[str, bytes]) -> None:
 
 
 def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: str,
-                   spec: Specialization, threads_per_block: int) -> Dict[str, Any]:
+                   spec: Specialization, threads_per_block: int, arch: Optional[str] = None,
+                   ptx: Optional[str] = None, cubin: Optional[bytes] = None,
+                   cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None
+                   ) -> Dict[str, Any]:
+    """The kernel's manifest entry (docs/bundle-format.md). With ``arch``, ``targets[arch]``
+    records what that image uses and costs (features from the PTX, registers/spills/stack
+    from the cubin and the assembler's log, PTX ISA and assembler versions)."""
+    from ..runtime.targetinfo import target_info
+
     div = dict(spec.divisibility)
     params = []
     for pname, t in spec.signature:
@@ -309,6 +317,9 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         else:
             params.append({"name": pname, "kind": "scalar", "dtype": ty.short,
                            "divisibility": div.get(pname, 1)})
+    targets = {}
+    if arch and (ptx or cubin):
+        targets[arch] = target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol)
     return {
         "name": name,
         "symbol": symbol,
@@ -318,9 +329,11 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         "shared_bytes": 0,
         "pdl": False,
         "cluster": [1, 1, 1],
-        "features": [],
+        "features": sorted({f for t in targets.values() for f in t["features"]}),
         "source_hash": source_hash,
         "specialization": spec.key(),
+        "compiler_version": compiler_version(),
+        "targets": targets,
     }
 
 
@@ -371,5 +384,6 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         t0 = time.perf_counter()
         ck.cubin, ck.cubin_tool, ck.cubin_log = make_cubin(asm["ptx"], arch)
         times["cubin"] = time.perf_counter() - t0
-    ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads)
+    ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads, arch,
+                             asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool)
     return ck
