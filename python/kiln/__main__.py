@@ -2,6 +2,11 @@
 
     python -m kiln bundle inspect PATH [--json]   kernels, archs, params, constexprs, sizes
     python -m kiln bundle verify PATH             exit 0 if PATH is a valid bundle, else 1
+    python -m kiln bundle diff OLD NEW [--json]   what changed; exit 1 if NEW lost something
+                                                  (a kernel, a specialization, an arch, a
+                                                  feature such as PDL/TMA/vector16, an
+                                                  alignment assumption, a parameter), 2 if a
+                                                  bundle is unreadable
 
 Subcommands register themselves in ``build_parser``; each handler returns the
 exit status.
@@ -48,6 +53,140 @@ def _bundle_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spec_key(meta) -> str:
+    return json.dumps(meta.get("constexprs", {}), sort_keys=True)
+
+
+def _spec_label(meta) -> str:
+    consts = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(meta.get("constexprs", {}).items()))
+    ptrs = ",".join(p["dtype"] for p in meta.get("params", []) if p["kind"] == "ptr")
+    return f"{meta['name']}[{consts}]" + (f" ptrs({ptrs})" if ptrs else "")
+
+
+def _param_text(p) -> str:
+    t = f"ptr<{p['dtype']}>" if p["kind"] == "ptr" else p["dtype"]
+    div = p.get("divisibility", 1)
+    return f"{p['name']}: {t}" + (f" (div {div})" if div > 1 else "")
+
+
+def diff_bundles(old, new):
+    """Changes from bundle manifest entries ``old`` to ``new`` (lists of kernel metadata
+    dicts). Returns a list of (severity, kernel label, message); severity "lost" marks what
+    a port must not silently drop, "changed" a difference worth a look, "added" new things."""
+    out = []
+    old_by = {(k["name"], _spec_key(k)): k for k in old}
+    new_by = {(k["name"], _spec_key(k)): k for k in new}
+    old_names = {k["name"] for k in old}
+    new_names = {k["name"] for k in new}
+    for name in sorted(old_names - new_names):
+        out.append(("lost", name, "kernel removed"))
+    for name in sorted(new_names - old_names):
+        out.append(("added", name, "kernel added"))
+    for key in sorted(set(old_by) - set(new_by)):
+        if key[0] in new_names:
+            out.append(("lost", _spec_label(old_by[key]), "specialization removed"))
+    for key in sorted(set(new_by) - set(old_by)):
+        if key[0] in old_names:
+            out.append(("added", _spec_label(new_by[key]), "specialization added"))
+    for key in sorted(set(old_by) & set(new_by)):
+        a, b = old_by[key], new_by[key]
+        label = _spec_label(a)
+        pa = {p["name"]: p for p in a.get("params", [])}
+        pb = {p["name"]: p for p in b.get("params", [])}
+        for n in pa:
+            if n not in pb:
+                out.append(("lost", label, f"parameter removed: {_param_text(pa[n])}"))
+        for n in pb:
+            if n not in pa:
+                out.append(("changed", label, f"parameter added: {_param_text(pb[n])}"))
+        for n in pa:
+            if n in pb and (pa[n]["kind"], pa[n]["dtype"]) != (pb[n]["kind"], pb[n]["dtype"]):
+                out.append(("lost", label, f"parameter type changed: {_param_text(pa[n])} -> "
+                                           f"{_param_text(pb[n])}"))
+            elif n in pb:
+                da, db = pa[n].get("divisibility", 1), pb[n].get("divisibility", 1)
+                if db < da:
+                    out.append(("lost", label, f"alignment assumption dropped: {n} divisibility "
+                                               f"{da} -> {db} (fast path lost)"))
+                elif db > da:
+                    out.append(("changed", label, f"{n} divisibility {da} -> {db} (callers must "
+                                                  f"now guarantee it)"))
+        order_a = [p["name"] for p in a.get("params", []) if p["name"] in pb]
+        order_b = [p["name"] for p in b.get("params", []) if p["name"] in pa]
+        if order_a != order_b:
+            out.append(("lost", label, f"parameter order changed: ({', '.join(order_a)}) -> "
+                                       f"({', '.join(order_b)})"))
+        if a.get("pdl", False) and not b.get("pdl", False):
+            out.append(("lost", label, "PDL launch attribute dropped (pdl true -> false)"))
+        elif b.get("pdl", False) and not a.get("pdl", False):
+            out.append(("added", label, "PDL launch attribute added"))
+        for field, what in (("threads_per_block", "threads per block"),
+                            ("shared_bytes", "dynamic shared memory (B)"),
+                            ("cluster", "cluster shape")):
+            if a.get(field) != b.get(field):
+                out.append(("changed", label, f"{what}: {a.get(field)} -> {b.get(field)}"))
+        fa, fb = set(a.get("features", [])), set(b.get("features", []))
+        for f in sorted(fa - fb):
+            out.append(("lost", label, f"feature dropped: {f}"))
+        for f in sorted(fb - fa):
+            out.append(("added", label, f"feature added: {f}"))
+        arch_a = {(im["arch"], im["kind"]) for im in a.get("images", [])}
+        arch_b = {(im["arch"], im["kind"]) for im in b.get("images", [])}
+        for arch, kind in sorted(arch_a - arch_b):
+            out.append(("lost", label, f"{kind} image for {arch} removed"))
+        for arch, kind in sorted(arch_b - arch_a):
+            out.append(("added", label, f"{kind} image for {arch} added"))
+        ta, tb = a.get("targets", {}), b.get("targets", {})
+        for arch in sorted(set(ta) & set(tb)):
+            x, y = ta[arch], tb[arch]
+            for f in sorted(set(x.get("features", [])) - set(y.get("features", []))):
+                if f in fb:  # still used on another arch: lost on this one
+                    out.append(("lost", label, f"{arch}: feature dropped: {f}"))
+            for field, what in (("registers", "registers"), ("stack_bytes", "stack (B)"),
+                                ("shared_static_bytes", "static shared memory (B)"),
+                                ("spill_store_bytes", "spill stores (B)"),
+                                ("spill_load_bytes", "spill loads (B)")):
+                va, vb = x.get(field), y.get(field)
+                if va is None or vb is None or va == vb:
+                    continue
+                sev = "lost" if field.startswith("spill") and vb > va else "changed"
+                out.append((sev, label, f"{arch}: {what} {va} -> {vb} ({vb - va:+d})"))
+            for field in ("ptx_isa", "assembler_version"):
+                if x.get(field) and y.get(field) and x[field] != y[field]:
+                    out.append(("changed", label, f"{arch}: {field} {x[field]} -> {y[field]}"))
+        if a.get("source_hash") and b.get("source_hash") and a["source_hash"] != b["source_hash"]:
+            out.append(("changed", label, "source changed (source_hash differs)"))
+    return out
+
+
+def _bundle_diff(args: argparse.Namespace) -> int:
+    from kiln.runtime import Bundle, KilnError
+
+    try:
+        old, new = Bundle(args.old), Bundle(args.new)
+    except KilnError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    changes = diff_bundles(old.kernels(), new.kernels())
+    lost = [c for c in changes if c[0] == "lost"]
+    if args.json:
+        print(json.dumps({"old": old.name, "new": new.name, "lost": len(lost),
+                          "changes": [{"severity": s, "kernel": k, "change": m}
+                                      for s, k, m in changes]}, indent=2))
+    else:
+        if old.compiler_version != new.compiler_version:
+            print(f"compiler: {old.compiler_version} -> {new.compiler_version}")
+        if not changes:
+            print(f"no differences in kernels, signatures, features or resources "
+                  f"({len(new.kernels())} kernels)")
+        for sev, label, msg in changes:
+            print(f"{'LOST' if sev == 'lost' else sev:8} {label}: {msg}")
+        if lost:
+            print(f"\n{len(lost)} loss{'es' if len(lost) != 1 else ''} from {old.name} to "
+                  f"{new.name}", file=sys.stderr)
+    return 1 if lost else 0
+
+
 def add_bundle_commands(subparsers: "argparse._SubParsersAction") -> None:
     bundle = subparsers.add_parser("bundle", help="inspect and verify kernel bundles (.kbundle)")
     sub = bundle.add_subparsers(dest="bundle_command", metavar="COMMAND")
@@ -59,6 +198,12 @@ def add_bundle_commands(subparsers: "argparse._SubParsersAction") -> None:
     verify = sub.add_parser("verify", help="check every checksum and field; exit 1 if bad")
     verify.add_argument("path")
     verify.set_defaults(handler=_bundle_verify)
+    diff = sub.add_parser("diff", help="compare two bundles; exit 1 if NEW lost a kernel, a "
+                                       "specialization, an arch, a feature or a parameter")
+    diff.add_argument("old")
+    diff.add_argument("new")
+    diff.add_argument("--json", action="store_true", help="print the changes as JSON")
+    diff.set_defaults(handler=_bundle_diff)
 
 
 def build_parser() -> argparse.ArgumentParser:

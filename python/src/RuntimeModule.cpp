@@ -15,6 +15,10 @@
 #include <pybind11/stl.h>
 
 #include <climits>
+#include <cmath>
+#include <new>
+#include <optional>
+#include <unordered_map>
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -106,14 +110,44 @@ std::string typeNameOf(py::handle h) {
   return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
 }
 
-/// Converts one Python value to the KernelArg that parameter `p` expects.
+/// "kernel 'k': argument 'x' (param 0)" -- built only when a message needs it.
+std::string argWhat(const kiln::KernelEntry &entry, size_t index) {
+  return "kernel '" + entry.name + "': argument '" + entry.params[index].name + "' (param " +
+         std::to_string(index) + ")";
+}
+
+std::string paramExpected(const kiln::ParamInfo &p) {
+  return p.kind == kiln::ParamKind::Pointer ? "ptr<" + std::string(kiln::dtypeName(p.dtype)) + ">"
+                                            : std::string(kiln::dtypeName(p.dtype));
+}
+
+/// Converts one Python value to the KernelArg that parameter `p` expects. The
+/// common cases (exact int, exact float) build no strings.
 kiln::KernelArg toArg(const kiln::KernelEntry &entry, size_t index, py::handle h) {
   const kiln::ParamInfo &p = entry.params[index];
-  const std::string what = "kernel '" + entry.name + "': argument '" + p.name + "' (param " +
-                           std::to_string(index) + ")";
-  const std::string expected = p.kind == kiln::ParamKind::Pointer
-                                   ? "ptr<" + std::string(kiln::dtypeName(p.dtype)) + ">"
-                                   : std::string(kiln::dtypeName(p.dtype));
+  PyObject *o = h.ptr();
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) {
+      if (p.kind == kiln::ParamKind::Pointer) {
+        if (v >= 0)
+          return kiln::KernelArg::pointer(static_cast<uint64_t>(v));
+      } else if (p.dtype == kiln::DType::I32 && v >= INT32_MIN && v <= INT32_MAX) {
+        return kiln::KernelArg::i32(static_cast<int32_t>(v));
+      } else if (p.dtype == kiln::DType::I64) {
+        return kiln::KernelArg::i64(v);
+      }
+    }
+  } else if (PyFloat_CheckExact(o) && p.kind == kiln::ParamKind::Scalar &&
+             p.dtype == kiln::DType::F32) {
+    double v = PyFloat_AS_DOUBLE(o);
+    if (!std::isfinite(v) || std::fabs(v) <= 3.4028234663852886e38)
+      return kiln::KernelArg::f32(static_cast<float>(v));
+  }
+
+  const std::string what = argWhat(entry, index);
+  const std::string expected = paramExpected(p);
   const bool isBool = py::isinstance<py::bool_>(h);
   const bool isInt = !isBool && (py::isinstance<py::int_>(h) || (!py::isinstance<py::float_>(h) &&
                                                                  py::hasattr(h, "__index__")));
@@ -157,46 +191,369 @@ kiln::KernelArg toArg(const kiln::KernelEntry &entry, size_t index, py::handle h
   throw kiln::Error(what + " expects " + expected + ", got " + typeNameOf(h));
 }
 
+[[noreturn]] void badGrid(const std::string &kernel, const std::string &what) {
+  throw kiln::Error("kernel '" + kernel + "': " + what);
+}
+
 std::array<unsigned, 3> toGrid(py::handle grid, const std::string &kernel) {
+  std::array<unsigned, 3> out = {1, 1, 1};
+  PyObject *g = grid.ptr();
+  // Fast path: a tuple of small exact ints.
+  if (PyTuple_CheckExact(g) && PyTuple_GET_SIZE(g) >= 1 && PyTuple_GET_SIZE(g) <= 3) {
+    bool ok = true;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g) && ok; ++i) {
+      PyObject *d = PyTuple_GET_ITEM(g, i);
+      if (!PyLong_CheckExact(d)) {
+        ok = false;
+        break;
+      }
+      long long v = PyLong_AsLongLong(d);
+      if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        ok = false;
+        break;
+      }
+      if (v < 0 || v > UINT_MAX)
+        ok = false;
+      else
+        out[i] = static_cast<unsigned>(v);
+    }
+    if (ok)
+      return out;
+    out = {1, 1, 1};
+  }
   std::vector<long long> dims;
   if (py::isinstance<py::int_>(grid)) {
     dims.push_back(grid.cast<long long>());
   } else if (py::isinstance<py::tuple>(grid) || py::isinstance<py::list>(grid)) {
     for (auto d : grid) {
       if (!py::isinstance<py::int_>(d) && !py::hasattr(d, "__index__"))
-        throw kiln::Error("kernel '" + kernel + "': grid dimensions must be integers, got " +
-                          typeNameOf(d));
+        badGrid(kernel, "grid dimensions must be integers, got " + typeNameOf(d));
       dims.push_back(py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr())).cast<long long>());
     }
   } else {
-    throw kiln::Error("kernel '" + kernel + "': grid must be a tuple of 1 to 3 integers, got " +
-                      typeNameOf(grid));
+    badGrid(kernel, "grid must be a tuple of 1 to 3 integers, got " + typeNameOf(grid));
   }
   if (dims.empty() || dims.size() > 3)
-    throw kiln::Error("kernel '" + kernel + "': grid must have 1 to 3 dimensions, got " +
-                      std::to_string(dims.size()));
-  std::array<unsigned, 3> out = {1, 1, 1};
+    badGrid(kernel, "grid must have 1 to 3 dimensions, got " + std::to_string(dims.size()));
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] > UINT_MAX)
-      throw kiln::Error("kernel '" + kernel + "': grid dimension " + std::to_string(i) + " = " +
-                        std::to_string(dims[i]) + " is out of range");
+      badGrid(kernel, "grid dimension " + std::to_string(i) + " = " + std::to_string(dims[i]) +
+                          " is out of range");
     out[i] = static_cast<unsigned>(dims[i]);
   }
   return out;
 }
 
-void launch(const kiln::Kernel &k, py::handle grid, py::sequence args, uintptr_t stream) {
+/// Most arguments converted on the stack; more spill to the heap.
+constexpr size_t kStackArgs = 32;
+
+/// Small-buffer array of KernelArgs (KernelArg has no default constructor).
+class ArgBuffer {
+public:
+  explicit ArgBuffer(size_t n) {
+    if (n > kStackArgs)
+      heap_.reserve(n);
+  }
+  void push(const kiln::KernelArg &a) {
+    if (heap_.capacity())
+      heap_.push_back(a);
+    else
+      new (&stack_[size_ * sizeof(kiln::KernelArg)]) kiln::KernelArg(a);
+    ++size_;
+  }
+  const kiln::KernelArg *data() const {
+    return heap_.capacity() ? heap_.data()
+                            : reinterpret_cast<const kiln::KernelArg *>(stack_);
+  }
+  size_t size() const { return size_; }
+
+private:
+  alignas(kiln::KernelArg) unsigned char stack_[kStackArgs * sizeof(kiln::KernelArg)];
+  std::vector<kiln::KernelArg> heap_;
+  size_t size_ = 0;
+};
+
+void countError(const kiln::KernelEntry &entry, size_t n) {
+  // Reuse the standard count message.
+  kiln::checkArgs(entry, std::vector<kiln::KernelArg>(n, kiln::KernelArg::i1(false)));
+}
+
+void launch(const kiln::Kernel &k, py::handle grid, py::handle args, uintptr_t stream) {
   const kiln::KernelEntry &entry = k.entry();
-  const size_t n = py::len(args);
-  if (n != entry.params.size()) // reuse the standard count message
-    kiln::checkArgs(entry, std::vector<kiln::KernelArg>(n, kiln::KernelArg::i1(false)));
-  std::vector<kiln::KernelArg> converted;
-  converted.reserve(n);
-  for (size_t i = 0; i < n; ++i)
-    converted.push_back(toArg(entry, i, args[i]));
+  PyObject *seq = args.ptr();
+  const bool fast = PyTuple_CheckExact(seq) || PyList_CheckExact(seq);
+  const size_t n = fast ? static_cast<size_t>(PySequence_Fast_GET_SIZE(seq)) : py::len(args);
+  if (n != entry.params.size())
+    countError(entry, n);
+  ArgBuffer converted(n);
+  if (fast) {
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (size_t i = 0; i < n; ++i)
+      converted.push(toArg(entry, i, items[i]));
+  } else {
+    py::sequence s = py::reinterpret_borrow<py::sequence>(args);
+    for (size_t i = 0; i < n; ++i)
+      converted.push(toArg(entry, i, s[i]));
+  }
   std::array<unsigned, 3> g = toGrid(grid, entry.name);
   py::gil_scoped_release release;
-  k.launch(reinterpret_cast<CUstream>(stream), g, converted);
+  k.launch(reinterpret_cast<CUstream>(stream), g, converted.data(), converted.size());
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors: the direct path from torch tensors (no Python-side marshalling)
+//===----------------------------------------------------------------------===//
+
+/// What the binding knows about Python types seen in pointer slots.
+struct TensorTypes {
+  /// type -> is a torch tensor type (has data_ptr/dtype/get_device).
+  std::unordered_map<PyTypeObject *, bool> isTensor;
+  /// torch dtype object -> kiln dtype (absent: no kiln dtype).
+  std::unordered_map<PyObject *, std::optional<kiln::DType>> dtypes;
+  PyObject *getRawStream = nullptr; // torch._C._cuda_getCurrentRawStream
+  PyObject *strDataPtr = nullptr, *strDtype = nullptr, *strGetDevice = nullptr;
+};
+
+TensorTypes &tensorTypes() {
+  static TensorTypes *t = [] {
+    auto *tt = new TensorTypes(); // lives for the process (holds interned strings)
+    tt->strDataPtr = PyUnicode_InternFromString("data_ptr");
+    tt->strDtype = PyUnicode_InternFromString("dtype");
+    tt->strGetDevice = PyUnicode_InternFromString("get_device");
+    return tt;
+  }();
+  return *t;
+}
+
+bool isTorchTensor(PyObject *o) {
+  TensorTypes &tt = tensorTypes();
+  PyTypeObject *type = Py_TYPE(o);
+  auto it = tt.isTensor.find(type);
+  if (it != tt.isTensor.end())
+    return it->second;
+  bool is = false;
+  for (PyObject *mro = type->tp_mro; mro && PyTuple_Check(mro);) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro) && !is; ++i) {
+      auto *base = reinterpret_cast<PyTypeObject *>(PyTuple_GET_ITEM(mro, i));
+      is = std::string(base->tp_name) == "torch._C.TensorBase" ||
+           std::string(base->tp_name) == "torch._C._TensorBase";
+    }
+    break;
+  }
+  if (!is) { // other spellings: any torch type with data_ptr/dtype/get_device
+    py::handle t(reinterpret_cast<PyObject *>(type));
+    py::object mod = py::getattr(t, "__module__", py::none());
+    is = !mod.is_none() && py::str(mod).cast<std::string>().rfind("torch", 0) == 0 &&
+         py::hasattr(t, "data_ptr") && py::hasattr(t, "dtype") && py::hasattr(t, "get_device");
+  }
+  tt.isTensor[type] = is;
+  return is;
+}
+
+std::optional<kiln::DType> torchDType(PyObject *dtypeObj) {
+  TensorTypes &tt = tensorTypes();
+  auto it = tt.dtypes.find(dtypeObj);
+  if (it != tt.dtypes.end())
+    return it->second;
+  static const std::pair<const char *, kiln::DType> names[] = {
+      {"torch.bool", kiln::DType::I1},          {"torch.int8", kiln::DType::I8},
+      {"torch.int16", kiln::DType::I16},        {"torch.int32", kiln::DType::I32},
+      {"torch.int64", kiln::DType::I64},        {"torch.uint8", kiln::DType::U8},
+      {"torch.uint16", kiln::DType::U16},       {"torch.uint32", kiln::DType::U32},
+      {"torch.uint64", kiln::DType::U64},       {"torch.float16", kiln::DType::F16},
+      {"torch.bfloat16", kiln::DType::BF16},    {"torch.float32", kiln::DType::F32},
+      {"torch.float64", kiln::DType::F64},      {"torch.float8_e4m3fn", kiln::DType::F8E4M3},
+      {"torch.float8_e5m2", kiln::DType::F8E5M2}};
+  std::string name = py::str(dtypeObj).cast<std::string>();
+  std::optional<kiln::DType> d;
+  for (const auto &[n, dt] : names)
+    if (name == n)
+      d = dt;
+  Py_INCREF(dtypeObj); // dtype objects are process-wide singletons; keep the key alive
+  tt.dtypes[dtypeObj] = d;
+  return d;
+}
+
+/// A torch tensor's (address, kiln dtype, device index); false if not a CUDA
+/// tensor with a kiln dtype. Sets no Python error.
+bool tensorFacts(PyObject *o, uint64_t &address, std::optional<kiln::DType> &dtype, long &device) {
+  TensorTypes &tt = tensorTypes();
+  PyObject *dt = PyObject_GetAttr(o, tt.strDtype);
+  if (!dt) {
+    PyErr_Clear();
+    return false;
+  }
+  dtype = torchDType(dt);
+  Py_DECREF(dt);
+  PyObject *dev = PyObject_CallMethodNoArgs(o, tt.strGetDevice);
+  if (!dev) {
+    PyErr_Clear();
+    return false;
+  }
+  device = PyLong_AsLong(dev);
+  Py_DECREF(dev);
+  if (device < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject *ptr = PyObject_CallMethodNoArgs(o, tt.strDataPtr);
+  if (!ptr) {
+    PyErr_Clear();
+    return false;
+  }
+  address = PyLong_AsUnsignedLongLong(ptr);
+  Py_DECREF(ptr);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+/// torch's current raw stream on `device`, or false if torch is unusable.
+bool torchCurrentStream(long device, uintptr_t &stream) {
+  TensorTypes &tt = tensorTypes();
+  if (!tt.getRawStream) {
+    PyObject *mod = PyImport_ImportModule("torch._C");
+    if (!mod) {
+      PyErr_Clear();
+      return false;
+    }
+    tt.getRawStream = PyObject_GetAttrString(mod, "_cuda_getCurrentRawStream");
+    Py_DECREF(mod);
+    if (!tt.getRawStream) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  PyObject *dev = PyLong_FromLong(device);
+  PyObject *r = PyObject_CallOneArg(tt.getRawStream, dev);
+  Py_DECREF(dev);
+  if (!r) {
+    PyErr_Clear();
+    return false;
+  }
+  stream = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(r));
+  Py_DECREF(r);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+/// The direct launch from user arguments: torch CUDA tensors or int addresses
+/// for pointers, Python numbers for scalars; `stream` an int, or None for
+/// torch's current stream of the tensors' device (0 without tensors).
+/// Returns false without launching when something needs the checking path
+/// (another array type, a dtype or alignment mismatch, tensors on several
+/// devices, a value out of range): the caller then runs kiln.runtime's
+/// marshal_args, which explains the problem or handles the type.
+bool tryLaunch(const kiln::Kernel &k, py::handle grid, py::handle args, py::handle stream) {
+  const kiln::KernelEntry &entry = k.entry();
+  PyObject *seq = args.ptr();
+  if (!PyTuple_CheckExact(seq) && !PyList_CheckExact(seq))
+    return false;
+  const size_t n = static_cast<size_t>(PySequence_Fast_GET_SIZE(seq));
+  if (n != entry.params.size())
+    return false;
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  ArgBuffer converted(n);
+  long device = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const kiln::ParamInfo &p = entry.params[i];
+    PyObject *o = items[i];
+    if (p.kind == kiln::ParamKind::Pointer && !PyLong_CheckExact(o)) {
+      if (!isTorchTensor(o))
+        return false;
+      uint64_t address = 0;
+      std::optional<kiln::DType> dtype;
+      long dev = -1;
+      if (!tensorFacts(o, address, dtype, dev) || !dtype || *dtype != p.dtype ||
+          (device >= 0 && dev != device) ||
+          (p.divisibility > 1 && address % p.divisibility != 0))
+        return false;
+      device = dev;
+      converted.push(kiln::KernelArg::pointer(address));
+      continue;
+    }
+    if (!PyLong_CheckExact(o) && !PyFloat_CheckExact(o) && !PyBool_Check(o))
+      return false;
+    try {
+      converted.push(toArg(entry, i, o));
+    } catch (const kiln::Error &) {
+      return false;
+    }
+  }
+  std::array<unsigned, 3> g;
+  try {
+    g = toGrid(grid, entry.name);
+  } catch (const kiln::Error &) {
+    return false;
+  }
+  uintptr_t s = 0;
+  if (stream.is_none()) {
+    if (device >= 0 && !torchCurrentStream(device, s))
+      return false;
+  } else if (PyLong_CheckExact(stream.ptr())) {
+    s = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(stream.ptr()));
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+  } else {
+    return false;
+  }
+  if (!kiln::argsFit(entry, converted.data(), converted.size()))
+    return false;
+  py::gil_scoped_release release;
+  k.launch(reinterpret_cast<CUstream>(s), g, converted.data(), converted.size());
+  return true;
+}
+
+/// ArgSpecs from Python values for specialization selection: torch tensors
+/// (dtype and address), objects exposing __cuda_array_interface__ (address),
+/// ints, floats and bools; ("ptr", address, dtype-or-None) tuples from callers
+/// that know more.
+std::vector<kiln::ArgSpec> argSpecs(py::handle args) {
+  std::vector<kiln::ArgSpec> out;
+  for (py::handle a : args) {
+    PyObject *o = a.ptr();
+    if (PyBool_Check(o)) {
+      out.push_back(kiln::ArgSpec::integer(o == Py_True ? 1 : 0));
+    } else if (PyLong_Check(o)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      out.push_back(kiln::ArgSpec::integer(overflow ? 0 : v));
+    } else if (PyFloat_Check(o)) {
+      out.push_back(kiln::ArgSpec::floating());
+    } else if (isTorchTensor(o)) {
+      uint64_t address = 0;
+      std::optional<kiln::DType> dtype;
+      long dev = -1;
+      if (!tensorFacts(o, address, dtype, dev))
+        throw kiln::Error("a tensor argument is not a CUDA tensor of a kiln dtype");
+      out.push_back(kiln::ArgSpec::pointer(address, dtype));
+    } else if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 3) {
+      auto t = py::reinterpret_borrow<py::tuple>(a);
+      std::optional<kiln::DType> d;
+      if (!t[2].is_none())
+        d = kiln::parseDType(t[2].cast<std::string>());
+      out.push_back(kiln::ArgSpec::pointer(t[1].cast<uint64_t>(), d));
+    } else if (py::hasattr(a, "__cuda_array_interface__")) {
+      py::dict cai = a.attr("__cuda_array_interface__");
+      out.push_back(kiln::ArgSpec::pointer(py::tuple(cai["data"])[0].cast<uint64_t>()));
+    } else if (py::hasattr(a, "__index__")) {
+      out.push_back(kiln::ArgSpec::integer(
+          py::reinterpret_steal<py::object>(PyNumber_Index(o)).cast<long long>()));
+    } else if (py::hasattr(a, "__float__")) {
+      out.push_back(kiln::ArgSpec::floating());
+    } else {
+      throw kiln::Error("cannot pick a specialization for an argument of type " + typeNameOf(a));
+    }
+  }
+  return out;
 }
 
 } // namespace
@@ -229,6 +586,10 @@ PYBIND11_MODULE(_runtime, m) {
       .def("launch", &launch, py::arg("grid"), py::arg("args"), py::arg("stream") = 0,
            "Launch with a grid of 1-3 ints and args already matched to the params (ints for "
            "pointers). A zero grid dimension launches nothing.")
+      .def("try_launch", &tryLaunch, py::arg("grid"), py::arg("args"),
+           py::arg("stream") = py::none(),
+           "Launch straight from torch CUDA tensors / int addresses and Python numbers; "
+           "returns False without launching when the arguments need the checking path.")
       .def("__repr__", [](const kiln::Kernel &k) {
         return "<kiln Kernel '" + k.name() + "' {" + k.entry().describeConstexprs() + "}>";
       });
@@ -270,6 +631,17 @@ PYBIND11_MODULE(_runtime, m) {
           },
           py::arg("kernel"), py::arg("image"))
       .def("describe", &kiln::Bundle::describe)
+      .def(
+          "select",
+          [](const kiln::Bundle &b, const std::string &name, py::handle args,
+             py::object constexprs) {
+            const kiln::KernelEntry &e =
+                b.select(name, argSpecs(args), fromPy(constexprs, "constexprs"));
+            return b.kernel(e);
+          },
+          py::arg("name"), py::arg("args"), py::arg("constexprs") = py::none(),
+          "The kernel of the specialization of `name` that fits these arguments (tensors, ints, "
+          "floats) and constexprs; KilnError listing what the bundle holds if none fits.")
       .def(
           "kernel",
           [](const kiln::Bundle &b, const std::string &name, py::object constexprs) {

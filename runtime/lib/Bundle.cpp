@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -235,10 +236,139 @@ std::string_view Bundle::imageBytes(const ImageInfo &image) const {
 }
 
 std::shared_ptr<Kernel> Bundle::kernel(const KernelEntry &entry) const {
+  size_t index = kernels_.size();
+  for (size_t i = 0; i < kernels_.size(); ++i)
+    if (&kernels_[i] == &entry)
+      index = i;
+  std::lock_guard<std::mutex> lock(cacheMutex_);
+  if (index < kernels_.size()) {
+    if (cache_.size() < kernels_.size())
+      cache_.resize(kernels_.size());
+    if (auto k = cache_[index].lock())
+      return k;
+  }
   std::vector<std::string_view> bytes;
   for (const ImageInfo &im : entry.images)
     bytes.push_back(imageBytes(im));
-  return std::make_shared<Kernel>(entry, std::move(bytes), shared_from_this());
+  auto k = std::make_shared<Kernel>(entry, std::move(bytes), shared_from_this());
+  if (index < kernels_.size())
+    cache_[index] = k;
+  return k;
+}
+
+//===----------------------------------------------------------------------===//
+// Specialization selection
+//===----------------------------------------------------------------------===//
+
+std::string ArgSpec::describe() const {
+  char buf[64];
+  switch (kind) {
+  case Kind::Pointer: {
+    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(value));
+    unsigned align = 1;
+    while (align < 256 && value % (align * 2) == 0)
+      align *= 2;
+    return "ptr<" + (dtype ? std::string(dtypeName(*dtype)) : std::string("?")) + "> " + buf +
+           " (" + std::to_string(align) + (align == 256 ? "+" : "") + "-byte aligned)";
+  }
+  case Kind::Int:
+    return (dtype ? std::string(dtypeName(*dtype)) : std::string("int")) + " " +
+           std::to_string(static_cast<int64_t>(value));
+  case Kind::Float:
+    return dtype ? std::string(dtypeName(*dtype)) : std::string("float");
+  }
+  return "?";
+}
+
+std::string specializationMismatch(const KernelEntry &e, const std::vector<ArgSpec> &args) {
+  if (args.size() != e.params.size())
+    return "takes " + std::to_string(e.params.size()) + " arguments, got " +
+           std::to_string(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamInfo &p = e.params[i];
+    const ArgSpec &a = args[i];
+    const std::string arg = "argument '" + p.name + "' (param " + std::to_string(i) + ")";
+    const std::string want = p.kind == ParamKind::Pointer
+                                 ? "ptr<" + std::string(dtypeName(p.dtype)) + ">"
+                                 : std::string(dtypeName(p.dtype));
+    if (p.kind == ParamKind::Pointer) {
+      if (a.kind != ArgSpec::Kind::Pointer)
+        return arg + " wants " + want + ", got " + a.describe();
+      if (a.dtype && *a.dtype != p.dtype)
+        return arg + " wants " + want + ", got ptr<" + std::string(dtypeName(*a.dtype)) + ">";
+      if (p.divisibility > 1 && a.value % p.divisibility != 0)
+        return arg + " wants a " + std::to_string(p.divisibility) + "-byte aligned pointer, got " +
+               a.describe();
+      continue;
+    }
+    if (a.kind == ArgSpec::Kind::Pointer)
+      return arg + " wants " + want + ", got a pointer";
+    if (a.dtype && *a.dtype != p.dtype)
+      return arg + " wants " + want + ", got " + a.describe();
+    if (a.kind == ArgSpec::Kind::Float && !isFloatDType(p.dtype))
+      return arg + " wants " + want + ", got a float";
+    if (a.kind == ArgSpec::Kind::Int && p.divisibility > 1 && !isFloatDType(p.dtype) &&
+        static_cast<int64_t>(a.value) % static_cast<int64_t>(p.divisibility) != 0)
+      return arg + " wants a multiple of " + std::to_string(p.divisibility) + ", got " +
+             std::to_string(static_cast<int64_t>(a.value));
+  }
+  return "";
+}
+
+unsigned specializationRank(const KernelEntry &e) {
+  unsigned rank = 0;
+  for (const ParamInfo &p : e.params)
+    for (uint64_t d = p.divisibility; d > 1; d >>= 1)
+      ++rank;
+  return rank;
+}
+
+const KernelEntry &Bundle::select(const std::string &name, const std::vector<ArgSpec> &args,
+                                  const json &constexprs) const {
+  std::vector<const KernelEntry *> sameName = findAll(name);
+  if (sameName.empty())
+    (void)kernel(name, constexprs); // throws: no kernel of that name, listing the names
+  std::vector<const KernelEntry *> fit;
+  std::string listing;
+  for (const KernelEntry *e : sameName) {
+    std::string why = e->matchesConstexprs(constexprs)
+                          ? specializationMismatch(*e, args)
+                          : "constexprs differ";
+    std::string params;
+    for (const ParamInfo &p : e->params)
+      params += (params.empty() ? "" : ", ") + p.describe();
+    listing += "\n  " + e->name + " {" + e->describeConstexprs() + "} (" + params + ")" +
+               (why.empty() ? "" : ": " + why);
+    if (why.empty())
+      fit.push_back(e);
+  }
+  std::string wanted;
+  for (const ArgSpec &a : args)
+    wanted += (wanted.empty() ? "" : ", ") + a.describe();
+  if (!constexprs.is_null() && !constexprs.empty())
+    for (auto it = constexprs.begin(); it != constexprs.end(); ++it)
+      wanted += (wanted.empty() ? "" : ", ") + it.key() + "=" + it->dump();
+  if (fit.empty()) {
+    const char *noJit = std::getenv("KILN_NO_JIT");
+    throw Error("bundle '" + name_ + "' has no specialization of '" + name + "' for (" + wanted +
+                ")" + (noJit && std::string(noJit) == "1" ? " [KILN_NO_JIT=1: not compiling it]" : "") +
+                "; it holds:" + listing);
+  }
+  unsigned best = 0;
+  for (const KernelEntry *e : fit)
+    best = std::max(best, specializationRank(*e));
+  std::vector<const KernelEntry *> top;
+  for (const KernelEntry *e : fit)
+    if (specializationRank(*e) == best)
+      top.push_back(e);
+  if (top.size() > 1) {
+    std::string which;
+    for (const KernelEntry *e : top)
+      which += "\n  " + e->name + " {" + e->describeConstexprs() + "}";
+    throw Error("bundle '" + name_ + "': kernel '" + name + "' for (" + wanted + ") is ambiguous (" +
+                std::to_string(top.size()) + " specializations fit; pass constexprs):" + which);
+  }
+  return *top.front();
 }
 
 std::shared_ptr<Kernel> Bundle::kernel(const std::string &name, const json &constexprs) const {
@@ -300,10 +430,39 @@ std::string Bundle::describe() const {
     }
     if (!e.sourceHash.empty())
       os << "\n  source:     " << e.sourceHash;
+    if (!e.compilerVersion.empty() && e.compilerVersion != compilerVersion_)
+      os << "\n  compiler:   " << e.compilerVersion;
     os << "\n  images:";
-    for (const ImageInfo &im : e.images)
+    for (const ImageInfo &im : e.images) {
       os << "\n    " << im.arch << " " << im.kind << " " << humanBytes(im.size) << " at offset "
          << im.offset << ", xxh64 " << hex64(im.xxh64);
+      const TargetInfo *t = im.kind == "cubin" ? e.target(im.arch) : nullptr;
+      if (!t)
+        continue;
+      os << "\n      ";
+      bool first = true;
+      auto item = [&](const std::string &text) {
+        os << (first ? "" : ", ") << text;
+        first = false;
+      };
+      if (t->registers >= 0)
+        item(std::to_string(t->registers) + " registers");
+      if (t->spillStoreBytes >= 0 || t->spillLoadBytes >= 0)
+        item("spills " + std::to_string(std::max<int64_t>(t->spillStoreBytes, 0)) + " B stored/" +
+             std::to_string(std::max<int64_t>(t->spillLoadBytes, 0)) + " B loaded");
+      if (t->stackBytes >= 0)
+        item(std::to_string(t->stackBytes) + " B stack");
+      if (t->sharedStaticBytes >= 0)
+        item(std::to_string(t->sharedStaticBytes) + " B static shared");
+      if (!t->ptxIsa.empty())
+        item("PTX ISA " + t->ptxIsa);
+      if (!t->assembler.empty())
+        item(t->assembler + (t->assemblerVersion.empty() ? "" : " " + t->assemblerVersion));
+      std::string feats;
+      for (const std::string &f : t->features)
+        feats += (feats.empty() ? "" : " ") + f;
+      item("features: " + (feats.empty() ? std::string("(none)") : feats));
+    }
     os << "\n";
   }
   return os.str();

@@ -4,6 +4,7 @@
 
 #include "Checksum.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +42,11 @@ void BundleWriter::addKernel(const json &meta, std::vector<Image> images) {
     if (!seen.insert({img.arch, img.kind}).second)
       throw Error(where + " ('" + name + "'): duplicate " + img.kind + " image for " + img.arch);
   }
+  for (auto it = normalized["targets"].begin(); it != normalized["targets"].end(); ++it)
+    if (std::none_of(images.begin(), images.end(),
+                     [&](const Image &img) { return img.arch == it.key(); }))
+      throw Error(where + " ('" + name + "'): field 'targets': facts for " + it.key() +
+                  ", which has no image");
   for (const PendingKernel &k : kernels_)
     if (k.meta["name"] == normalized["name"] && k.meta["constexprs"] == normalized["constexprs"])
       throw Error(where + ": duplicate kernel '" + name + "' with constexprs " +

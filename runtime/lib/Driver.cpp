@@ -126,7 +126,8 @@ void Driver::check(CUresult result, const char *call, const std::string &kernel,
 
 CUcontext Driver::currentOrPrimaryContext() const {
   CUcontext ctx = nullptr;
-  check(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  if (CUresult r = cuCtxGetCurrent(&ctx); r != CUDA_SUCCESS) // the launch path: no strings
+    check(r, "cuCtxGetCurrent");
   if (ctx)
     return ctx;
   // Retain device 0's primary context once for the process and make it current

@@ -185,6 +185,22 @@ void checkArgs(const KernelEntry &entry, const std::vector<KernelArg> &args) {
   }
 }
 
+bool argsFit(const KernelEntry &entry, const KernelArg *args, size_t numArgs) noexcept {
+  if (numArgs != entry.params.size())
+    return false;
+  for (size_t i = 0; i < numArgs; ++i) {
+    const ParamInfo &p = entry.params[i];
+    const KernelArg &a = args[i];
+    if (p.kind == ParamKind::Pointer) {
+      if (!a.isPointer() || (p.divisibility > 1 && a.raw() % p.divisibility != 0))
+        return false;
+    } else if (a.isPointer() || a.dtype() != p.dtype) {
+      return false;
+    }
+  }
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel
 //===----------------------------------------------------------------------===//
@@ -241,10 +257,14 @@ Kernel::~Kernel() {
 const Kernel::Loaded &Kernel::loadedForCurrentContext() const {
   const Driver &d = Driver::get();
   CUcontext ctx = d.currentOrPrimaryContext();
+  if (const Loaded *last = last_.load(std::memory_order_acquire); last && last->context == ctx)
+    return *last;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto &l : loaded_)
-    if (l->context == ctx)
+    if (l->context == ctx) {
+      last_.store(l.get(), std::memory_order_release);
       return *l;
+    }
 
   CUdevice dev = 0;
   d.check(d.cuCtxGetDevice(&dev), "cuCtxGetDevice", entry_.name);
@@ -271,21 +291,23 @@ const Kernel::Loaded &Kernel::loadedForCurrentContext() const {
                                  static_cast<int>(entry_.sharedBytes)),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry_.name, l->arch);
   loaded_.push_back(std::move(l));
+  last_.store(loaded_.back().get(), std::memory_order_release);
   return *loaded_.back();
 }
 
 void Kernel::load() const { (void)loadedForCurrentContext(); }
 
-void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid,
-                    const std::vector<KernelArg> &args) const {
-  checkArgs(entry_, args);
-  if (args.size() > kMaxParams)
-    throw Error("kernel '" + entry_.name + "': too many arguments (" + std::to_string(args.size()) +
+void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid, const KernelArg *args,
+                    size_t numArgs) const {
+  if (!argsFit(entry_, args, numArgs)) // explain: throws
+    checkArgs(entry_, std::vector<KernelArg>(args, args + numArgs));
+  if (numArgs > kMaxParams)
+    throw Error("kernel '" + entry_.name + "': too many arguments (" + std::to_string(numArgs) +
                 ")");
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return;
   for (int i = 0; i < 3; ++i)
-    if (grid[i] % entry_.cluster[i] != 0)
+    if (entry_.cluster[i] != 1 && grid[i] % entry_.cluster[i] != 0)
       throw Error("kernel '" + entry_.name + "': grid (" + std::to_string(grid[0]) + ", " +
                   std::to_string(grid[1]) + ", " + std::to_string(grid[2]) +
                   ") is not a multiple of the cluster shape (" + std::to_string(entry_.cluster[0]) +
@@ -295,7 +317,7 @@ void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid,
   const Driver &d = Driver::get();
 
   void *params[kMaxParams];
-  for (size_t i = 0; i < args.size(); ++i)
+  for (size_t i = 0; i < numArgs; ++i)
     params[i] = const_cast<void *>(args[i].data());
 
   CUlaunchAttribute attrs[2];
@@ -326,8 +348,9 @@ void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid,
   config.hStream = stream;
   config.attrs = numAttrs ? attrs : nullptr;
   config.numAttrs = numAttrs;
-  d.check(d.cuLaunchKernelEx(&config, l.function, args.empty() ? nullptr : params, nullptr),
-          "cuLaunchKernelEx", entry_.name, l.arch);
+  CUresult r = d.cuLaunchKernelEx(&config, l.function, numArgs ? params : nullptr, nullptr);
+  if (r != CUDA_SUCCESS)
+    d.check(r, "cuLaunchKernelEx", entry_.name, l.arch);
 }
 
 } // namespace kiln

@@ -141,8 +141,24 @@ std::string ParamInfo::describe() const {
       s += " (div " + std::to_string(divisibility) + ")";
   } else {
     s += std::string(dtypeName(dtype));
+    if (divisibility > 1)
+      s += " (div " + std::to_string(divisibility) + ")";
   }
   return s;
+}
+
+const std::vector<std::string> &knownFeatures() {
+  static const std::vector<std::string> names = {"tma",        "wgmma",    "tcgen05",
+                                                 "elect",      "pdl",      "sys_atomics",
+                                                 "vector16",   "mbarrier", "setmaxnreg"};
+  return names;
+}
+
+const TargetInfo *KernelEntry::target(const std::string &arch) const {
+  for (const TargetInfo &t : targets)
+    if (t.arch == arch)
+      return &t;
+  return nullptr;
 }
 
 std::vector<std::string> KernelEntry::archList() const {
@@ -321,6 +337,56 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
   }
   e.sourceHash = f.str("source_hash", false);
   e.specialization = f.str("specialization", false);
+  e.compilerVersion = f.str("compiler_version", false);
+  if (const json *t = f.get("targets", false)) {
+    if (!t->is_object())
+      f.fail("targets", "expected an object (arch -> facts), got " + typeName(*t));
+    for (auto it = t->begin(); it != t->end(); ++it) {
+      if (!isValidArch(it.key()))
+        f.fail("targets", "invalid arch \"" + it.key() + "\" (expected sm_<digits>[a|f])");
+      Fields tf(*it, where + ": targets." + it.key());
+      TargetInfo info;
+      info.arch = it.key();
+      if (const json *fs = tf.get("features", false)) {
+        if (!fs->is_array())
+          tf.fail("features", "expected an array of strings, got " + typeName(*fs));
+        for (const json &v : *fs) {
+          if (!v.is_string())
+            tf.fail("features", "expected an array of strings, got an element of type " +
+                                    typeName(v));
+          info.features.push_back(v.get<std::string>());
+          if (std::find(e.features.begin(), e.features.end(), info.features.back()) ==
+              e.features.end())
+            tf.fail("features", "feature \"" + info.features.back() +
+                                    "\" is missing from the kernel's 'features'");
+        }
+      }
+      auto count = [&](const char *field) -> int64_t {
+        return tf.get(field, false) ? static_cast<int64_t>(tf.uint(field, false, 0, 1u << 30)) : -1;
+      };
+      info.registers = count("registers");
+      if (info.registers > 255)
+        tf.fail("registers", "value " + std::to_string(info.registers) +
+                                 " is larger than 255 (the per-thread limit)");
+      info.stackBytes = count("stack_bytes");
+      info.spillStoreBytes = count("spill_store_bytes");
+      info.spillLoadBytes = count("spill_load_bytes");
+      info.sharedStaticBytes = count("shared_static_bytes");
+      info.ptxIsa = tf.str("ptx_isa", false);
+      if (!info.ptxIsa.empty()) {
+        size_t dot = info.ptxIsa.find('.');
+        bool ok = dot != std::string::npos && dot > 0 && dot + 1 < info.ptxIsa.size() &&
+                  std::all_of(info.ptxIsa.begin(), info.ptxIsa.end(),
+                              [](char c) { return c == '.' || (c >= '0' && c <= '9'); }) &&
+                  info.ptxIsa.find('.', dot + 1) == std::string::npos;
+        if (!ok)
+          tf.fail("ptx_isa", "expected \"<major>.<minor>\", got \"" + info.ptxIsa + "\"");
+      }
+      info.assembler = tf.str("assembler", false);
+      info.assemblerVersion = tf.str("assembler_version", false);
+      e.targets.push_back(std::move(info));
+    }
+  }
 
   if (withImages) {
     const json *images = f.get("images", true);
@@ -348,6 +414,10 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
       info.xxh64 = std::stoull(h, nullptr, 16);
       e.images.push_back(std::move(info));
     }
+    for (const TargetInfo &t : e.targets)
+      if (std::none_of(e.images.begin(), e.images.end(),
+                       [&](const ImageInfo &im) { return im.arch == t.arch; }))
+        f.fail("targets", "facts for " + t.arch + ", which has no image");
   }
   e.meta = meta;
   return e;
@@ -371,6 +441,8 @@ json normalizeKernelMeta(const json &meta, const std::string &where) {
     out["source_hash"] = "";
   if (!out.contains("specialization"))
     out["specialization"] = "";
+  if (!out.contains("targets"))
+    out["targets"] = json::object();
   for (auto &p : out["params"])
     if (!p.contains("divisibility"))
       p["divisibility"] = 1;

@@ -100,8 +100,8 @@ def test_kernel_lookup_by_constexprs(bundle_path):
     assert k.meta["symbol"] == "situ_and_mul_2048"
     assert k.archs == ["sm_90a", "sm_90a (ptx)"]
     assert b.kernel("situ_and_mul", BLOCK=2048) is k  # cached
-    with pytest.raises(KilnError, match="ambiguous"):
-        b.kernel("situ_and_mul")
+    # Several match: a family that picks one per call from the arguments.
+    assert isinstance(b.kernel("situ_and_mul"), runtime.KernelFamily)
     with pytest.raises(KilnError, match=r"no specialization of 'situ_and_mul' with constexprs"):
         b.kernel("situ_and_mul", BLOCK=7)
     with pytest.raises(KilnError, match=r"has no kernel 'nope'; it holds: 'situ_and_mul'"):
@@ -334,3 +334,199 @@ def test_grid_and_stream_resolution():
         cuda_stream = 99
 
     assert runtime.resolve_stream(S()) == 99
+
+
+# --- manifest: per-arch targets ----------------------------------------------
+
+
+def targets_meta(block=1024, **over):
+    m = situ_meta(block)
+    m["features"] = ["pdl", "vector16"]
+    m["compiler_version"] = "kiln-test/1"
+    m["targets"] = {
+        "sm_90a": {"features": ["pdl", "vector16"], "registers": 39, "stack_bytes": 0,
+                   "spill_store_bytes": 0, "spill_load_bytes": 0, "shared_static_bytes": 0,
+                   "ptx_isa": "8.8", "assembler": "nvJitLink", "assembler_version": "13.0.88"},
+        "sm_100a": {"features": ["vector16"], "registers": 40, "ptx_isa": "8.8"},
+    }
+    m.update(over)
+    return m
+
+
+def targets_bundle(tmp_path, name="t.kbundle", **over):
+    w = runtime.BundleWriter("kiln-test")
+    w.add_kernel(targets_meta(**over), [("sm_90a", "cubin", fake_cubin(1, 3000)),
+                                        ("sm_100a", "cubin", fake_cubin(2, 2500))])
+    path = tmp_path / name
+    w.write(str(path))
+    return path
+
+
+def test_targets_round_trip_and_inspect(tmp_path):
+    path = targets_bundle(tmp_path)
+    k = Bundle(path).kernels()[0]
+    assert k["targets"]["sm_90a"]["registers"] == 39
+    assert k["compiler_version"] == "kiln-test/1"
+    out = run_cli("bundle", "inspect", str(path)).stdout
+    assert "39 registers, spills 0 B stored/0 B loaded, 0 B stack, 0 B static shared, " \
+           "PTX ISA 8.8, nvJitLink 13.0.88, features: pdl vector16" in out
+    assert "40 registers" in out
+
+
+@pytest.mark.parametrize("targets,error", [
+    ({"sm_90a": {"registers": 300}}, "field 'registers': value 300 is larger than 255"),
+    ({"sm_90a": {"registers": -1}}, "field 'registers': expected a non-negative integer"),
+    ({"sm_90a": {"features": ["tma"]}}, "feature \"tma\" is missing from the kernel's 'features'"),
+    ({"sm_90a": {"ptx_isa": "8"}}, "field 'ptx_isa': expected \"<major>.<minor>\""),
+    ({"sm_80": {}}, "facts for sm_80, which has no image"),
+    ({"bogus": {}}, "invalid arch \"bogus\""),
+    ([], "field 'targets': expected an object"),
+])
+def test_targets_validated(tmp_path, targets, error):
+    with pytest.raises(KilnError, match=None) as e:
+        targets_bundle(tmp_path, targets=targets)
+    assert error in str(e.value)
+
+
+def test_targetinfo_features_and_logs():
+    from kiln.runtime.targetinfo import merge_arch_metadata, parse_assembler_log, ptx_features
+
+    ptx = """
+    .version 8.8
+    // wgmma.mma_async in a comment does not count
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [a], [b, {c, d}], [e];
+    mbarrier.try_wait.parity.shared::cta.b64 %p1, [m], 0;
+    elect.sync %r1|%p1, -1;
+    griddepcontrol.wait;
+    atom.relaxed.sys.global.add.u32 %r1, [%rd1], 1;
+    ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1];
+    tcgen05.mma.cta_group::1.kind::f16 [a], b, c, d, p;
+    """
+    assert ptx_features(ptx) == ["elect", "mbarrier", "pdl", "sys_atomics", "tcgen05", "tma",
+                                 "vector16"]
+    assert ptx_features("ld.global.v2.b32 {%r1, %r2}, [%rd1];\natom.global.add.u32 %r1, [a], 1;") \
+        == []
+    log = ("ptxas info    : Function properties for k\nptxas         .     8 bytes stack frame, "
+           "12 bytes spill stores, 16 bytes spill loads\nptxas info    : Used 255 registers")
+    assert parse_assembler_log(log) == {"registers": 255, "stack_bytes": 8,
+                                        "spill_store_bytes": 12, "spill_load_bytes": 16}
+    merged = merge_arch_metadata([{"features": ["vector16"], "targets": {"sm_90a": {"a": 1}}},
+                                  {"features": ["tcgen05"], "targets": {"sm_100a": {"a": 2}}}])
+    assert merged["features"] == ["tcgen05", "vector16"]
+    assert list(merged["targets"]) == ["sm_100a", "sm_90a"]
+
+
+# --- bundle diff ---------------------------------------------------------------
+
+
+def test_cli_diff_identical_is_clean(tmp_path):
+    a = targets_bundle(tmp_path, "a.kbundle")
+    r = run_cli("bundle", "diff", str(a), str(a))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no differences" in r.stdout
+
+
+def test_cli_diff_detects_lossy_port(tmp_path):
+    a = targets_bundle(tmp_path, "a.kbundle")
+    meta = targets_meta(pdl=False, features=["vector16"])
+    meta["params"][0]["divisibility"] = 1
+    meta["targets"]["sm_90a"] = {"features": ["vector16"], "registers": 64,
+                                 "spill_store_bytes": 8, "spill_load_bytes": 8}
+    del meta["targets"]["sm_100a"]
+    w = runtime.BundleWriter("kiln-test-2")
+    w.add_kernel(meta, [("sm_90a", "cubin", fake_cubin(1, 3000))])
+    w.add_kernel(minimal_meta("extra"), [("sm_90a", "cubin", fake_cubin(5, 100))])
+    b = tmp_path / "b.kbundle"
+    w.write(str(b))
+    r = run_cli("bundle", "diff", str(a), str(b))
+    assert r.returncode == 1, r.stdout + r.stderr
+    for text in ("LOST     situ_and_mul[BLOCK=1024, HAS_LINEAR_BETA=true] ptrs(bf16,bf16): "
+                 "PDL launch attribute dropped",
+                 "feature dropped: pdl",
+                 "alignment assumption dropped: x divisibility 16 -> 1",
+                 "cubin image for sm_100a removed",
+                 "sm_90a: registers 39 -> 64 (+25)",
+                 "LOST     situ_and_mul[BLOCK=1024, HAS_LINEAR_BETA=true] ptrs(bf16,bf16): "
+                 "sm_90a: spill stores (B) 0 -> 8 (+8)",
+                 "added    extra: kernel added"):
+        assert text in r.stdout, r.stdout
+    # The reverse direction loses the extra kernel.
+    r = run_cli("bundle", "diff", str(b), str(a), "--json")
+    assert r.returncode == 1
+    import json as _json
+    changes = _json.loads(r.stdout)["changes"]
+    assert {"severity": "lost", "kernel": "extra", "change": "kernel removed"} in changes
+    r = run_cli("bundle", "diff", str(a), str(tmp_path / "missing.kbundle"))
+    assert r.returncode == 2
+
+
+def minimal_meta(name):
+    return {"name": name, "symbol": name, "threads_per_block": 32,
+            "params": [{"name": "p", "kind": "ptr", "dtype": "f32"}]}
+
+
+# --- specialization selection --------------------------------------------------
+
+
+def family_bundle(tmp_path):
+    w = runtime.BundleWriter("kiln-test")
+    for dtype, block in (("bf16", 2048), ("f32", 1024)):
+        for hlb in (True, False):
+            m = situ_meta(block)
+            m["params"][0]["dtype"] = dtype
+            m["params"][2]["divisibility"] = 16
+            m["constexprs"] = {"BLOCK": block, "HAS_LINEAR_BETA": hlb}
+            m["symbol"] = f"situ_{dtype}_{hlb}"
+            w.add_kernel(m, [("sm_90a", "cubin", fake_cubin(block + hlb, 500))])
+    # A generic (unaligned) fallback for bf16.
+    m = situ_meta(2048)
+    m["params"][0]["divisibility"] = 1
+    m["params"][1]["divisibility"] = 1
+    m["constexprs"] = {"BLOCK": 256, "HAS_LINEAR_BETA": True}
+    w.add_kernel(m, [("sm_90a", "cubin", fake_cubin(9, 500))])
+    path = tmp_path / "family.kbundle"
+    w.write(str(path))
+    return Bundle(path)
+
+
+def test_select_by_pointer_dtype_alignment_and_constexprs(tmp_path):
+    b = family_bundle(tmp_path)
+    fam = b.kernel("situ_and_mul")
+    assert isinstance(fam, runtime.KernelFamily)
+    bf16, f32 = (0x1000, "bf16"), (0x2000, "f32")
+    k = fam.select([("ptr",) + bf16, ("ptr", 0x3000, "bf16"), 4096, 1.0], {"HAS_LINEAR_BETA": False})
+    assert k.meta["constexprs"] == {"BLOCK": 2048, "HAS_LINEAR_BETA": False}
+    k = fam.select([("ptr",) + f32, ("ptr", 0x3000, "bf16"), 4096, 1.0], {"HAS_LINEAR_BETA": True})
+    assert k.meta["params"][0]["dtype"] == "f32"
+    # Unaligned pointers: only the generic entry fits.
+    k = fam.select([("ptr", 0x1002, "bf16"), ("ptr", 0x3002, "bf16"), 4096, 1.0])
+    assert k.meta["constexprs"]["BLOCK"] == 256
+    # Aligned bf16 with HAS_LINEAR_BETA=True: the specialized entry beats the generic one.
+    k = fam.select([("ptr",) + bf16, ("ptr", 0x3000, "bf16"), 4096, 1.0], {"HAS_LINEAR_BETA": True})
+    assert k.meta["constexprs"]["BLOCK"] == 2048
+    # Ambiguous without the constexpr.
+    with pytest.raises(KilnError, match="ambiguous"):
+        fam.select([("ptr",) + f32, ("ptr", 0x3000, "bf16"), 4096, 1.0])
+
+
+def test_select_missing_specialization_names_itself(tmp_path, monkeypatch):
+    b = family_bundle(tmp_path)
+    monkeypatch.setenv("KILN_NO_JIT", "1")
+    fam = b.family("situ_and_mul", jit=lambda args, c: pytest.fail("KILN_NO_JIT=1 must not JIT"))
+    with pytest.raises(KilnError) as e:
+        fam.select([("ptr", 0x1000, "f16"), ("ptr", 0x3000, "bf16"), 4096, 1.0])
+    msg = str(e.value)
+    assert "has no specialization of 'situ_and_mul' for (ptr<f16> 0x1000 (256+-byte aligned)" in msg
+    assert "[KILN_NO_JIT=1: not compiling it]" in msg
+    assert "situ_and_mul {BLOCK=2048, HAS_LINEAR_BETA=true} (x: ptr<bf16> (div 16), out: " \
+           "ptr<bf16> (div 16), n: i32 (div 16), beta: f32): argument 'x' (param 0) wants " \
+           "ptr<bf16>, got ptr<f16>" in msg
+    # Integer divisibility is part of the choice.
+    with pytest.raises(KilnError, match="argument 'n' \\(param 2\\) wants a multiple of 16, got 4100"):
+        fam.select([("ptr", 0x1000, "f32"), ("ptr", 0x3000, "bf16"), 4100, 1.0],
+                   {"HAS_LINEAR_BETA": True})
+    # Without KILN_NO_JIT the fallback compiles the missing one.
+    monkeypatch.delenv("KILN_NO_JIT")
+    sentinel = object()
+    fam = b.family("situ_and_mul", jit=lambda args, c: sentinel)
+    assert fam.select([("ptr", 0x1000, "f16"), ("ptr", 0x3000, "bf16"), 4096, 1.0]) is sentinel

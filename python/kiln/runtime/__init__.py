@@ -36,6 +36,7 @@ driver_available = _runtime.driver_available
 __all__ = [
     "Bundle",
     "BundleWriter",
+    "KernelFamily",
     "KilnError",
     "LaunchableKernel",
     "device_arch",
@@ -340,11 +341,32 @@ def resolve_stream(stream: Any, args: Sequence[Any] = ()) -> int:
 # ---------------------------------------------------------------------------
 
 
+class _Launcher:
+    """``kernel[grid]``: call it with the arguments. The direct path (torch CUDA tensors,
+    int addresses, Python numbers) runs in C++; anything else goes through marshal_args."""
+
+    __slots__ = ("_kernel", "_grid")
+
+    def __init__(self, kernel: "LaunchableKernel", grid: GridSpec):
+        self._kernel = kernel
+        self._grid = grid
+
+    def __call__(self, *args: Any, stream: Any = None, **constexprs: Any) -> None:
+        k = self._kernel
+        if constexprs:
+            k._check_constexprs(constexprs)
+        elif k._try_launch(self._grid, args, stream):
+            return
+        k.run(self._grid, *args, stream=stream)
+
+
 class LaunchableKernel:
-    """A kernel ready to launch: ``k[grid](*args, stream=None)``."""
+    """A kernel ready to launch: ``k[grid](*args, stream=None)``. Constexprs may be
+    given as keywords (they must equal the kernel's)."""
 
     def __init__(self, kernel: "_runtime.Kernel"):
         self._kernel = kernel
+        self._try_launch = kernel.try_launch
         self.meta: Dict[str, Any] = kernel.meta
         self.name: str = self.meta["name"]
 
@@ -358,11 +380,24 @@ class LaunchableKernel:
     def archs(self) -> List[str]:
         return list(self._kernel.archs)
 
-    def __getitem__(self, grid: GridSpec) -> Callable[..., None]:
-        def launcher(*args: Any, stream: Any = None) -> None:
-            self.run(grid, *args, stream=stream)
+    @property
+    def constexprs(self) -> Dict[str, Any]:
+        return dict(self.meta.get("constexprs", {}))
 
-        return launcher
+    def _check_constexprs(self, given: Mapping[str, Any]) -> None:
+        mine = self.meta.get("constexprs", {})
+        for k, v in given.items():
+            if k not in mine or mine[k] != v or isinstance(mine[k], bool) != isinstance(v, bool):
+                have = ", ".join(f"{n}={x!r}" for n, x in mine.items()) or "none"
+                raise TypeError(f"kernel '{self.name}' was compiled with constexprs {have}; "
+                                f"got {k}={v!r}")
+
+    def __getitem__(self, grid: GridSpec) -> _Launcher:
+        return _Launcher(self, grid)
+
+    def load(self) -> None:
+        """Loads the module in the current CUDA context now (else the first launch does)."""
+        self._kernel.load()
 
     def run(self, grid: GridSpec, *args: Any, stream: Any = None) -> None:
         values = marshal_args(self.meta, args)
@@ -376,6 +411,86 @@ class LaunchableKernel:
         return f"<kiln kernel {self.name} [{consts}] archs={self.archs}>"
 
 
+def _align_class(v: int) -> int:
+    """The largest power of two (up to 256) dividing ``v``: what divisibility sees."""
+    return 256 if v == 0 else min(v & -v, 256)
+
+
+_UNCACHED = object()
+
+
+def _arg_key(a: Any) -> Any:
+    t = type(a)
+    if t is int:
+        return _align_class(a)
+    if t is float or t is bool:
+        return t
+    if _is_torch_tensor(a):
+        return (a.dtype, _align_class(a.data_ptr()))
+    return _UNCACHED  # unusual argument: choose anew each call
+
+
+class _FamilyLauncher:
+    __slots__ = ("_family", "_grid")
+
+    def __init__(self, family: "KernelFamily", grid: GridSpec):
+        self._family = family
+        self._grid = grid
+
+    def __call__(self, *args: Any, stream: Any = None, **constexprs: Any) -> None:
+        k = self._family.select(args, constexprs)
+        if not k._try_launch(self._grid, args, stream):
+            k.run(self._grid, *args, stream=stream)
+
+
+class KernelFamily:
+    """Every specialization of one kernel in a bundle; ``family[grid](*args, **constexprs)``
+    picks the one that fits the arguments (pointer dtypes, 16-byte alignment, integer
+    divisibility) and the constexprs given, the most specialized first.
+
+    A missing specialization raises KilnError naming the kernel and the wanted
+    specialization and listing those the bundle holds. ``jit`` (optional) compiles a
+    missing one: called as ``jit(args, constexprs)``, it returns a LaunchableKernel;
+    ``KILN_NO_JIT=1`` disables it (fail fast)."""
+
+    def __init__(self, bundle: "Bundle", name: str, constexprs: Optional[Mapping[str, Any]] = None,
+                 jit: Optional[Callable[[Sequence[Any], Dict[str, Any]], LaunchableKernel]] = None):
+        self._bundle = bundle
+        self.name = name
+        self._fixed = dict(constexprs or {})
+        self._jit = jit
+        self._chosen: Dict[Any, LaunchableKernel] = {}
+
+    def select(self, args: Sequence[Any], constexprs: Optional[Mapping[str, Any]] = None
+               ) -> LaunchableKernel:
+        """The specialization for these arguments and constexprs (cached by their types,
+        alignments and the constexpr values)."""
+        key = (tuple(map(_arg_key, args)), tuple(sorted(constexprs.items())) if constexprs else ())
+        k = self._chosen.get(key)
+        if k is None:
+            want = dict(self._fixed)
+            want.update(constexprs or {})
+            try:
+                k = self._bundle._launchable(self._bundle._bundle.select(self.name, list(args),
+                                                                         want or None))
+            except KilnError:
+                if self._jit is None or os.environ.get("KILN_NO_JIT") == "1":
+                    raise
+                k = self._jit(args, want)
+            if _UNCACHED not in key[0]:
+                self._chosen[key] = k
+        return k
+
+    def __getitem__(self, grid: GridSpec) -> _FamilyLauncher:
+        return _FamilyLauncher(self, grid)
+
+    def specializations(self) -> List[Dict[str, Any]]:
+        return [m for m in self._bundle.kernels() if m["name"] == self.name]
+
+    def __repr__(self) -> str:
+        return f"<kiln kernel family {self.name}: {len(self.specializations())} specializations>"
+
+
 class Bundle:
     """A verified kernel bundle (.kbundle). ``Bundle(path)`` or ``Bundle.from_bytes(b)``."""
 
@@ -385,7 +500,9 @@ class Bundle:
                 raise TypeError("Bundle() needs a path (or use Bundle.from_bytes)")
             _native = _runtime.Bundle.open(os.fspath(path))
         self._bundle = _native
-        self._kernels: Dict[Tuple[str, str], LaunchableKernel] = {}
+        self._kernels: Dict[Tuple[str, str], Any] = {}
+        self._by_native: Dict[int, LaunchableKernel] = {}
+        self._kernel_list: Optional[List[Dict[str, Any]]] = None
 
     @classmethod
     def open(cls, path: Union[str, "os.PathLike[str]"]) -> "Bundle":
@@ -409,7 +526,9 @@ class Bundle:
 
     def kernels(self) -> List[Dict[str, Any]]:
         """The manifest's kernel entries (metadata dicts, with their images)."""
-        return self._bundle.kernels()
+        if self._kernel_list is None:
+            self._kernel_list = self._bundle.kernels()
+        return self._kernel_list
 
     def names(self) -> List[str]:
         seen: Dict[str, None] = {}
@@ -423,15 +542,37 @@ class Bundle:
     def image_bytes(self, kernel_index: int, image_index: int) -> bytes:
         return self._bundle.image_bytes(kernel_index, image_index)
 
-    def kernel(self, name: str, **constexprs: Any) -> LaunchableKernel:
-        """The one specialization of `name` whose constexprs include `constexprs`.
-        Raises KilnError if none or several match."""
+    def _launchable(self, native: "_runtime.Kernel") -> LaunchableKernel:
+        k = self._by_native.get(id(native))
+        if k is None or k._kernel is not native:
+            k = LaunchableKernel(native)
+            self._by_native[id(native)] = k
+        return k
+
+    def kernel(self, name: str, **constexprs: Any) -> Union[LaunchableKernel, "KernelFamily"]:
+        """The specialization of `name` whose constexprs include `constexprs` when exactly one
+        does; when several do, a KernelFamily that picks one per call from the arguments.
+        Raises KilnError if none matches (listing what the bundle holds)."""
         key = (name, json.dumps(constexprs, sort_keys=True, default=str))
         k = self._kernels.get(key)
         if k is None:
-            k = LaunchableKernel(self._bundle.kernel(name, constexprs or None))
+            matching = [m for m in self.kernels() if m["name"] == name and all(
+                n in m.get("constexprs", {}) and m["constexprs"][n] == v
+                and isinstance(m["constexprs"][n], bool) == isinstance(v, bool)
+                for n, v in constexprs.items())]
+            if len(matching) > 1:
+                k = KernelFamily(self, name, constexprs)
+            else:  # one, or none: the native call explains
+                k = self._launchable(self._bundle.kernel(name, constexprs or None))
             self._kernels[key] = k
         return k
+
+    def family(self, name: str, jit: Optional[Callable[..., LaunchableKernel]] = None
+               ) -> KernelFamily:
+        """All specializations of `name`, chosen per call from the arguments."""
+        if name not in self.names():
+            self._bundle.kernel(name)  # raises: lists the kernels the bundle holds
+        return KernelFamily(self, name, None, jit)
 
     def __repr__(self) -> str:
         return f"<kiln Bundle {self.name!r}: {len(self.kernels())} kernels>"

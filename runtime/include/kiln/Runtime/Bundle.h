@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +72,37 @@ private:
   std::vector<PendingKernel> kernels_;
 };
 
+/// What a caller knows about one argument when the runtime picks a
+/// specialization (Bundle::select): a pointer (its address and, if known, its
+/// element dtype), an integer (its value) or a float. `dtype`, when set for a
+/// scalar, must equal the parameter's dtype exactly (C++ callers know it;
+/// Python ints and floats leave it unset and fit any integer/float param).
+struct ArgSpec {
+  enum class Kind : uint8_t { Pointer, Int, Float };
+  Kind kind = Kind::Int;
+  std::optional<DType> dtype;
+  /// Pointer: the address. Int: the value (two's complement).
+  uint64_t value = 0;
+
+  static ArgSpec pointer(uint64_t address, std::optional<DType> elem = std::nullopt) {
+    return {Kind::Pointer, elem, address};
+  }
+  static ArgSpec integer(int64_t v, std::optional<DType> dtype = std::nullopt) {
+    return {Kind::Int, dtype, static_cast<uint64_t>(v)};
+  }
+  static ArgSpec floating(std::optional<DType> dtype = std::nullopt) {
+    return {Kind::Float, dtype, 0};
+  }
+  /// "ptr<bf16> 0x7f00 (16-byte aligned)", "int 4096 (div 16)", "float".
+  std::string describe() const;
+};
+
+/// Why `entry` does not fit `args` ("" if it fits). Pure.
+std::string specializationMismatch(const KernelEntry &entry, const std::vector<ArgSpec> &args);
+/// How specialized `entry` is (sum of log2 of its divisibility assumptions):
+/// the runtime prefers the most specialized entry that fits.
+unsigned specializationRank(const KernelEntry &entry);
+
 /// A verified, read-only bundle. Image bytes stay in memory for the bundle's
 /// lifetime; kernels obtained from it keep it alive.
 class Bundle : public std::enable_shared_from_this<Bundle> {
@@ -103,8 +136,18 @@ public:
   /// several match (ambiguous: pass more constexprs).
   std::shared_ptr<Kernel> kernel(const std::string &name,
                                  const nlohmann::json &constexprs = nullptr) const;
-  /// The launchable kernel for an entry of this bundle.
+  /// The launchable kernel for an entry of this bundle (one per entry, cached
+  /// while any holder keeps it alive).
   std::shared_ptr<Kernel> kernel(const KernelEntry &entry) const;
+
+  /// Picks the specialization of `name` for these arguments: the entries whose
+  /// constexprs contain `constexprs` and whose params fit `args` (pointer
+  /// dtypes, alignment and integer divisibility), the most specialized first.
+  /// Throws kiln::Error naming the kernel and the wanted specialization and
+  /// listing those the bundle holds (with why each does not fit) if none fits,
+  /// or if several fit equally well (ambiguous: pass constexprs).
+  const KernelEntry &select(const std::string &name, const std::vector<ArgSpec> &args,
+                            const nlohmann::json &constexprs = nullptr) const;
 
   /// Human-readable summary: kernels, params, constexprs, archs, image sizes.
   std::string describe() const;
@@ -118,6 +161,8 @@ private:
   std::string compilerVersion_;
   nlohmann::json manifest_;
   std::vector<KernelEntry> kernels_;
+  mutable std::mutex cacheMutex_;
+  mutable std::vector<std::weak_ptr<Kernel>> cache_;
 };
 
 } // namespace kiln

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -78,6 +79,9 @@ private:
 /// dtype, pointer alignment (divisibility). Throws kiln::Error naming the
 /// kernel and the parameter. Pure: needs no GPU.
 void checkArgs(const KernelEntry &entry, const std::vector<KernelArg> &args);
+/// The same check without building any message: true if `args` fit. Pure,
+/// allocation-free (the launch path's check; checkArgs explains a failure).
+bool argsFit(const KernelEntry &entry, const KernelArg *args, size_t numArgs) noexcept;
 
 /// A device as the runtime sees it.
 struct DeviceInfo {
@@ -128,7 +132,13 @@ public:
   /// parameter). No synchronization and, after the first launch in a context,
   /// no allocation: safe inside CUDA graph capture.
   void launch(CUstream stream, std::array<unsigned, 3> grid,
-              const std::vector<KernelArg> &args) const;
+              const std::vector<KernelArg> &args) const {
+    launch(stream, grid, args.data(), args.size());
+  }
+  /// The same from an array: the launch path allocates nothing and takes no
+  /// lock once the module is loaded in the current context.
+  void launch(CUstream stream, std::array<unsigned, 3> grid, const KernelArg *args,
+              size_t numArgs) const;
 
 private:
   struct Loaded {
@@ -146,6 +156,8 @@ private:
   mutable std::mutex mutex_;
   /// One entry per context; never shrinks, so references stay valid.
   mutable std::vector<std::unique_ptr<Loaded>> loaded_;
+  /// The entry of the context used last (lock-free fast path).
+  mutable std::atomic<const Loaded *> last_{nullptr};
 };
 
 } // namespace kiln

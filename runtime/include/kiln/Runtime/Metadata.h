@@ -63,6 +63,29 @@ struct ImageInfo {
   uint64_t xxh64 = 0;
 };
 
+/// What one arch's image of a kernel uses and costs (manifest "targets"
+/// object, recorded by the compiler; every field is optional: -1 or empty
+/// when the compiler did not record it).
+struct TargetInfo {
+  std::string arch;
+  /// Hardware features the code uses: "tma", "wgmma", "tcgen05", "elect",
+  /// "pdl", "sys_atomics", "vector16", "mbarrier", "setmaxnreg".
+  std::vector<std::string> features;
+  int64_t registers = -1;
+  int64_t stackBytes = -1;
+  int64_t spillStoreBytes = -1;
+  int64_t spillLoadBytes = -1;
+  int64_t sharedStaticBytes = -1;
+  /// PTX ISA version of the source ("8.8").
+  std::string ptxIsa;
+  /// "nvJitLink" or "ptxas", and its version ("13.0.88").
+  std::string assembler;
+  std::string assemblerVersion;
+};
+
+/// The feature names kiln's compiler records.
+const std::vector<std::string> &knownFeatures();
+
 /// A decoded, validated kernel entry.
 struct KernelEntry {
   /// User-facing name; several entries may share it (specializations).
@@ -81,7 +104,15 @@ struct KernelEntry {
   std::vector<std::string> features;
   std::string sourceHash;
   std::string specialization;
+  /// Version of the compiler that built this entry (may differ per entry
+  /// when bundles are merged); empty if not recorded.
+  std::string compilerVersion;
+  /// Per-arch facts, sorted by arch.
+  std::vector<TargetInfo> targets;
   std::vector<ImageInfo> images;
+
+  /// The facts recorded for `arch`, or nullptr.
+  const TargetInfo *target(const std::string &arch) const;
   /// The entry exactly as stored (with defaults filled in).
   nlohmann::json meta;
 
