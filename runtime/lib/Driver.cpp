@@ -73,6 +73,7 @@ LoadResult load() {
   resolve("cuModuleGetFunction", d->cuModuleGetFunction);
   resolve("cuFuncSetAttribute", d->cuFuncSetAttribute);
   resolve("cuLaunchKernelEx", d->cuLaunchKernelEx);
+  resolve("cuTensorMapEncodeTiled", d->cuTensorMapEncodeTiled);
   if (!ok)
     return r;
   CUresult res = d->cuInit(0);
