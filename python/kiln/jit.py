@@ -11,11 +11,16 @@
 
 A launch specializes on: constexpr values, argument types (a tensor's dtype
 for pointers; a Python int is i32 if it fits, else i64; a float is f32; a bool
-i1), and divisibility by 16 of integers and of pointer addresses (except the
-parameters in ``do_not_specialize``). Compiled kernels are cached in memory and
-on disk (``$KILN_CACHE_DIR``, default ``~/.cache/kiln``; ``KILN_CACHE=0``
-disables it) under a key that covers the source (including inlined callees),
-the specialization, num_warps, the arch and the compiler version.
+i1), divisibility by 16 of integers and of pointer addresses, and integers
+equal to 1 (the body sees a constant; the parameter stays in the ABI) -- except
+for the parameters in ``do_not_specialize``. Compiled kernels are cached in
+memory and on disk (``kiln.cache``: ``$KILN_CACHE_DIR``, default
+``~/.cache/kiln``; ``KILN_CACHE=0`` disables it; safe across processes) under a
+content hash of the source (with inlined callees and the globals it reads), the
+specialization, the kernel name, the arch and the compiler version.
+
+``KILN_INTERPRET=1`` (read when the decorator runs) or ``@kiln.jit(interpret=True)``
+runs launches on the CPU with numpy instead (``kiln.interpreter``).
 
 Every check on the arguments and the grid happens before any CUDA call.
 """
@@ -29,8 +34,8 @@ import inspect
 import json
 import os
 import sys
-import tempfile
 import threading
+import types
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .compiler.code_generator import FunctionSource
@@ -39,8 +44,8 @@ from .compiler.compiler import (
     Specialization,
     build_metadata,
     compile_kernel,
-    signature_hash,
 )
+from . import cache as _cache
 from .language import core as lc
 
 # ---------------------------------------------------------------------------
@@ -136,63 +141,39 @@ def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------------
-# Disk cache
+# Disk cache (kiln.cache) and the source fingerprint
 # ---------------------------------------------------------------------------
 
 
 def cache_dir() -> Optional[str]:
-    if os.environ.get("KILN_CACHE", "1") == "0":
+    return _cache.cache_dir()
+
+
+def _fingerprint(value: Any, seen: set) -> Optional[str]:
+    """What a global value a kernel reads contributes to its hash (None: nothing)."""
+    if isinstance(value, JITFunction):
+        return None if id(value) in seen else "jit:" + value._compute_hash(seen)
+    if value is None or isinstance(value, (bool, int, float, str, lc.dtype)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, lc.constexpr):
+        return _fingerprint(value.value, seen)
+    if isinstance(value, tuple):
+        return "(" + ",".join(str(_fingerprint(v, seen)) for v in value) + ")"
+    if isinstance(value, types.ModuleType):
+        return "module:" + value.__name__
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return f"{getattr(value, '__module__', '')}.{name}"
+
+
+def _attribute_chain(node: ast.AST) -> Optional[List[str]]:
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
         return None
-    d = os.environ.get("KILN_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                         "kiln")
-    return d
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _cache_load(key: str) -> Optional[Tuple[Dict[str, Any], bytes]]:
-    d = cache_dir()
-    if d is None:
-        return None
-    try:
-        with open(os.path.join(d, key[:2], key + ".json"), "rb") as f:
-            entry = json.loads(f.read())
-        with open(os.path.join(d, key[:2], key + ".cubin"), "rb") as f:
-            cubin = f.read()
-    except (OSError, ValueError):
-        return None
-    if entry.get("cubin_sha256") != hashlib.sha256(cubin).hexdigest():
-        return None  # torn or corrupt: recompile
-    return entry["meta"], cubin
-
-
-def _cache_store(key: str, meta: Dict[str, Any], cubin: bytes) -> None:
-    d = cache_dir()
-    if d is None:
-        return
-    try:
-        sub = os.path.join(d, key[:2])
-        # The cubin first: the json (which names its hash) marks a complete entry.
-        _atomic_write(os.path.join(sub, key + ".cubin"), cubin)
-        entry = {"meta": meta, "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
-        _atomic_write(os.path.join(sub, key + ".json"),
-                      json.dumps(entry, sort_keys=True).encode())
-    except OSError:
-        pass  # a read-only or full cache only costs a recompile
+    parts.append(node.id)
+    return parts[::-1]
 
 
 # ---------------------------------------------------------------------------
@@ -205,11 +186,16 @@ class JITFunction:
     GPU with ``kernel.compile(...)``, call from other kernels to inline it."""
 
     def __init__(self, fn: Callable, num_warps: int = 4,
-                 do_not_specialize: Iterable[Union[str, int]] = ()):
+                 do_not_specialize: Iterable[Union[str, int]] = (),
+                 interpret: Optional[bool] = None):
         if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
             raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
         self.fn = fn
         self.num_warps = num_warps
+        if interpret is None:
+            interpret = os.environ.get("KILN_INTERPRET", "0") not in ("", "0")
+        #: Launches run on the CPU with numpy (kiln.interpreter).
+        self.interpret = bool(interpret)
         self._source: Optional[FunctionSource] = None
         self._source_hash: Optional[str] = None
         self._dns_raw = list(do_not_specialize)
@@ -252,41 +238,85 @@ class JITFunction:
         return self._source_hash
 
     def _compute_hash(self, seen: set) -> str:
+        """Source text, plus every global the body reads: names and module
+        attribute chains (``cfg.BLOCK``, ``helpers.fn``) resolve to simple values
+        (numbers, strings, dtypes, tuples), ``@kiln.jit`` callees (hashed
+        recursively) or the qualified names of builtins and modules."""
         seen.add(id(self))
         src = self.source
         h = hashlib.sha256(src.src.encode())
-        names = sorted({n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)})
-        for name in names:
-            if name in src.param_names:
-                continue
-            value = src.closure.get(name, src.globals.get(name, None))
-            if isinstance(value, JITFunction):
-                if id(value) not in seen:
-                    h.update(f"{name}=jit:{value._compute_hash(seen)}".encode())
-            elif isinstance(value, (bool, int, float, str, lc.dtype)) or value is None:
-                h.update(f"{name}={value!r}".encode())
-            elif hasattr(value, "__dict__") and type(value).__name__ == "module":
-                for attr, v in sorted(vars(value).items()):
-                    if isinstance(v, JITFunction) and id(v) not in seen:
-                        h.update(f"{name}.{attr}=jit:{v._compute_hash(seen)}".encode())
+        params = set(src.param_names)
+        env = dict(src.globals)
+        env.update(src.closure)
+        chains = set()
+        for node in ast.walk(src.tree):
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                chain = _attribute_chain(node)
+                if chain and chain[0] not in params and chain[0] in env:
+                    chains.add(tuple(chain))
+        for chain in sorted(chains):
+            value: Any = env[chain[0]]
+            for attr in chain[1:]:
+                if not isinstance(value, types.ModuleType):
+                    break
+                value = getattr(value, attr, None)
+            fp = _fingerprint(value, seen)
+            if fp is not None:
+                h.update(f"{'.'.join(chain)}={fp}\0".encode())
         return h.hexdigest()
 
     # -- compile ---------------------------------------------------------------
     def compile(self, signature: Mapping[str, str], constexprs: Optional[Mapping[str, Any]] = None,
                 divisibility: Union[Mapping[str, int], Iterable[str], None] = None,
                 num_warps: Optional[int] = None, arch: Optional[str] = None,
-                upto: str = "cubin", name: Optional[str] = None) -> CompiledKernel:
+                upto: str = "cubin", name: Optional[str] = None,
+                equal_to_1: Iterable[str] = (), cache: bool = False) -> CompiledKernel:
         """Compiles one specialization without a GPU.
 
         ``signature``: runtime parameter -> type (``"*bf16"``, ``"i32"``);
         ``divisibility``: names (meaning 16) or {name: power of two};
+        ``equal_to_1``: integer parameters specialized to the value 1;
         ``upto``: last stage (``tile``, ``llvm_dialect``, ``llvm_ir``, ``ptx``, ``cubin``);
         ``arch``: needed past the tile stage; ``name``: the kernel's name in
-        metadata (and its symbol), default the function's name.
+        metadata (and its symbol), default the function's name;
+        ``cache``: go through the on-disk cache (``upto="cubin"`` only): the
+        result then holds the metadata and the cubin, and ``cubin_tool`` is
+        ``"cache"`` when it was read from the cache.
         """
         spec = Specialization.make(signature, divisibility, constexprs,
-                                   num_warps or self.num_warps)
+                                   num_warps or self.num_warps, equal_to_1=equal_to_1)
+        if cache:
+            if upto != "cubin" or not arch:
+                raise ValueError("compile(cache=True) needs upto='cubin' and an arch")
+            return self._binary(spec, arch, name)
         return compile_kernel(self.source, self.source_hash, spec, arch, name=name, upto=upto)
+
+    def cache_key(self, spec: Specialization, arch: str, name: Optional[str] = None) -> str:
+        """The on-disk cache key of one specialization (see kiln.cache)."""
+        return _cache.kernel_key(self.source_hash, spec.key(), arch, name or self.__name__,
+                                 _cache.compiler_fingerprint())
+
+    def _binary(self, spec: Specialization, arch: str, name: Optional[str] = None
+                ) -> CompiledKernel:
+        """Metadata and cubin of ``spec`` for ``arch``, from the disk cache or
+        compiled (once across processes) and published to it."""
+        name = name or self.__name__
+        built: List[CompiledKernel] = []
+
+        def build() -> Tuple[Dict[str, Any], bytes]:
+            ck = compile_kernel(self.source, self.source_hash, spec, arch, name=name,
+                                upto="cubin")
+            built.append(ck)
+            return ck.meta, ck.cubin
+
+        store = _cache.Cache.default()
+        if store is None:
+            return build() and built[0]
+        entry = store.get_or_build(self.cache_key(spec, arch, name), arch, build, what=name)
+        if built:
+            return built[0]
+        return CompiledKernel(name, entry.meta.get("symbol", name), arch, spec, entry.meta,
+                              cubin=entry.cubin, cubin_tool="cache")
 
     # -- launch ----------------------------------------------------------------
     def __getitem__(self, grid: Any) -> Callable[..., None]:
@@ -312,6 +342,7 @@ class JITFunction:
         signature: Dict[str, str] = {}
         div: Dict[str, int] = {}
         constexprs: Dict[str, Any] = {}
+        ones: List[str] = []
         runtime: List[Any] = []
         for p in src.params:
             if p.name not in bound.arguments:
@@ -328,10 +359,14 @@ class JITFunction:
                 continue
             ty, divisible = _arg_type(value, what)
             signature[p.name] = ty
-            if divisible is not None and p.name not in dns and divisible % 16 == 0:
-                div[p.name] = 16
+            if divisible is not None and p.name not in dns:
+                if divisible % 16 == 0:
+                    div[p.name] = 16
+                elif divisible == 1 and not ty.startswith("*"):
+                    ones.append(p.name)
             runtime.append(value)
-        spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps)
+        spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps,
+                                   equal_to_1=ones)
         return spec, runtime, dict(bound.arguments)
 
     def _fast_key(self, args: Sequence[Any], kwargs: Mapping[str, Any],
@@ -349,8 +384,8 @@ class JITFunction:
         for name, a in zip(names, args):
             t = type(a)
             if t is int:
-                key.append(("i", None if name in self._dns_names else a % 16 == 0,
-                            -(2**31) <= a < 2**31))
+                key.append(("i", None if name in self._dns_names else
+                            (a % 16 == 0, a == 1), -(2**31) <= a < 2**31))
             elif t is float:
                 key.append("f")
             elif t is bool:
@@ -372,6 +407,10 @@ class JITFunction:
 
     def run(self, grid: Any, *args: Any, stream: Any = None, num_warps: Optional[int] = None,
             **kwargs: Any) -> None:
+        if self.interpret:
+            from . import interpreter  # noqa: PLC0415
+
+            return interpreter.run(self, grid, args, kwargs)
         # Fast path: a launch like an earlier one (same types, alignment, constexprs).
         fast_key = self._fast_key(args, kwargs, num_warps) if self._runtime_names else None
         entry = self._fast.get(fast_key) if fast_key is not None else None
@@ -437,14 +476,8 @@ class JITFunction:
             kernel = self._kernels.get(mkey)
             if kernel is not None:
                 return kernel
-            key = signature_hash(self.source_hash, spec, arch)
-            cached = _cache_load(key)
-            if cached is not None:
-                meta, cubin = cached
-            else:
-                ck = compile_kernel(self.source, self.source_hash, spec, arch, upto="cubin")
-                meta, cubin = ck.meta, ck.cubin
-                _cache_store(key, meta, cubin)
+            ck = self._binary(spec, arch)
+            meta, cubin = ck.meta, ck.cubin
             kernel = _runtime.Kernel.from_images(meta, {arch: cubin})
             self._kernels[mkey] = kernel
             return kernel
@@ -454,11 +487,14 @@ class JITFunction:
 
 
 def jit(fn: Optional[Callable] = None, *, num_warps: int = 4,
-        do_not_specialize: Iterable[Union[str, int]] = ()) -> Any:
-    """Decorator: ``@kiln.jit`` or ``@kiln.jit(num_warps=8, do_not_specialize=["n"])``."""
+        do_not_specialize: Iterable[Union[str, int]] = (),
+        interpret: Optional[bool] = None) -> Any:
+    """Decorator: ``@kiln.jit`` or ``@kiln.jit(num_warps=8, do_not_specialize=["n"])``;
+    ``interpret=True`` runs launches on the CPU (default: ``KILN_INTERPRET=1``)."""
 
     def wrap(f: Callable) -> JITFunction:
-        return JITFunction(f, num_warps=num_warps, do_not_specialize=do_not_specialize)
+        return JITFunction(f, num_warps=num_warps, do_not_specialize=do_not_specialize,
+                           interpret=interpret)
 
     if fn is not None:
         return wrap(fn)

@@ -397,14 +397,18 @@ def test_dump_ir(tmp_path, monkeypatch):
 
 
 def test_disk_cache_roundtrip(tmp_path, monkeypatch):
-    jitmod = sys.modules["kiln.jit"]
+    from kiln import cache
 
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
-    jitmod._cache_store("ab" * 32, {"name": "k"}, b"\x7fELFdata")
-    assert jitmod._cache_load("ab" * 32) == ({"name": "k"}, b"\x7fELFdata")
-    cubin = tmp_path / "ab" / ("ab" * 32 + ".cubin")
-    cubin.write_bytes(b"torn")
-    assert jitmod._cache_load("ab" * 32) is None  # a corrupt entry is recompiled
+    ck = compile_spec(situ_spec("f32", False), arch="sm_90a", cache=True)
+    c = cache.Cache.default()
+    key = situ_spec("f32", False).kernel.cache_key(ck.spec, "sm_90a", "situ_and_mul")
+    assert c.load(key).cubin == ck.cubin
+    with open(c.entry_path(key), "r+b") as f:
+        f.truncate(100)
+    assert c.load(key) is None  # a torn entry is recompiled
+    again = compile_spec(situ_spec("f32", False), arch="sm_90a", cache=True)
+    assert again.cubin == ck.cubin and again.cubin_tool != "cache"
 
 
 # ---------------------------------------------------------------------------

@@ -106,11 +106,14 @@ class Specialization:
     divisibility: Tuple[Tuple[str, int], ...]
     constexprs: Tuple[Tuple[str, Any], ...]
     num_warps: int = 4
+    #: Integer parameters whose value is 1 (Triton's value-1 specialization): the
+    #: kernel body sees the constant 1; the parameter stays in the ABI.
+    equal_to_1: Tuple[str, ...] = ()
 
     @classmethod
     def make(cls, signature: Mapping[str, str], divisibility: Union[Mapping[str, int],
              Iterable[str], None] = None, constexprs: Optional[Mapping[str, Any]] = None,
-             num_warps: int = 4) -> "Specialization":
+             num_warps: int = 4, equal_to_1: Iterable[str] = ()) -> "Specialization":
         if divisibility is None:
             div: Dict[str, int] = {}
         elif isinstance(divisibility, Mapping):
@@ -130,14 +133,21 @@ class Specialization:
         sig = tuple((k, str(v)) for k, v in signature.items())
         for k, v in sig:
             lc.dtype_from_str(v)  # validates
+        ones = tuple(sorted(set(equal_to_1)))
+        for k in ones:
+            if k not in signature or not lc.dtype_from_str(signature[k]).is_int() or \
+                    lc.dtype_from_str(signature[k]).is_bool():
+                raise ValueError(f"equal_to_1 names '{k}', which is not an integer parameter "
+                                 f"of the signature")
         return cls(sig, tuple((k, div.get(k, 1)) for k, _ in sig),
-                   tuple(sorted((constexprs or {}).items())), int(num_warps))
+                   tuple(sorted((constexprs or {}).items())), int(num_warps), ones)
 
     def key(self) -> str:
         sig = ",".join(f"{k}:{t}" + (f":{d}" if d > 1 else "")
                        for (k, t), (_, d) in zip(self.signature, self.divisibility))
         cst = ",".join(f"{k}={_constexpr_repr(v)!r}" for k, v in self.constexprs)
-        return f"{sig}|{cst}|num_warps={self.num_warps}"
+        ones = f"|equal_to_1={','.join(self.equal_to_1)}" if self.equal_to_1 else ""
+        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}"
 
 
 def signature_hash(source_hash: str, spec: Specialization, arch: str) -> str:
@@ -245,8 +255,10 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
     module = builder.create_module()
     args = builder.create_kernel(module, symbol, [semantic.ir_type(t) for _, t in runtime_params],
                                  [div.get(n, 1) for n, _ in runtime_params], spec.num_warps)
+    ones = set(spec.equal_to_1)
     for (name, ty), handle in zip(runtime_params, args):
-        scope[name] = tensor(handle, ty)
+        # A value-1 parameter stays in the ABI; the body sees a typed constant 1.
+        scope[name] = semantic.constant(1, ty) if name in ones else tensor(handle, ty)
     gen = CodeGenerator(source, semantic, scope)
     gen.run_body(tree.body)
     if gen.return_value is not None:

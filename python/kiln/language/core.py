@@ -291,9 +291,16 @@ def is_builtin(fn: Any) -> bool:
 
 def _shape_tuple(shape: Any) -> List[int]:
     shape = _unwrap(shape)
-    if isinstance(shape, (int,)):
+    if isinstance(shape, (int, tensor)):
         shape = [shape]
-    return [int(_unwrap(s)) for s in shape]
+    dims = [_unwrap(s) for s in shape]
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool):
+            from ..compiler.semantic import SemanticError  # noqa: PLC0415 - import cycle
+
+            got = "a runtime value" if isinstance(d, tensor) else repr(d)
+            raise SemanticError(f"tile shapes must be constexpr ints, got {got}")
+    return dims
 
 
 __all__ = [
