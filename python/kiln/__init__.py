@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 from . import language  # noqa: E402
 from .compiler.errors import CompilationError  # noqa: E402
 from .jit import JITFunction, jit  # noqa: E402
+from .autotune import Autotuner, Config, autotune  # noqa: E402  (kiln.autotune: the decorator)
 from .language.core import constexpr  # noqa: E402
 
 _LAZY_RUNTIME = ("Bundle", "KilnError", "BundleWriter", "device_arch")
@@ -30,12 +31,17 @@ def __getattr__(name: str) -> Any:
         from . import runtime
 
         return getattr(runtime, name)
-    if name == "aot":
+    if name in ("aot", "testing", "interpreter", "cache"):
         import importlib
 
-        return importlib.import_module(".aot", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kiln' has no attribute '{name}'")
 
 
-__all__ = ["Bundle", "CompilationError", "JITFunction", "KilnError", "constexpr", "jit",
-           "language", "__version__"]
+def cdiv(x: int, div: int) -> int:
+    """ceil(x / div) on the host (for grids): ``kiln.cdiv(n, BLOCK)``."""
+    return -(-x // div)
+
+
+__all__ = ["Autotuner", "Bundle", "CompilationError", "Config", "JITFunction", "KilnError",
+           "autotune", "cdiv", "constexpr", "jit", "language", "__version__"]

@@ -39,10 +39,42 @@ class Spec:
     constexprs: Mapping[str, Any] = field(default_factory=dict)
     divisibility: Union[Mapping[str, int], Iterable[str], None] = None
     num_warps: Optional[int] = None
+    #: For an ``@kiln.autotune`` kernel: key values -> the Config chosen for them
+    #: (e.g. ``{(4096,): kiln.Config({"BLOCK": 1024}, num_warps=4)}``, or
+    #: ``kernel.tuned_configs("sm_90a")``). Each distinct config becomes one
+    #: specialization whose manifest record carries an ``"autotune"`` entry.
+    tuned: Optional[Mapping[Any, Any]] = None
+    #: The ``"autotune"`` manifest record (set by ``expand``).
+    autotune: Optional[Dict[str, Any]] = None
 
     @property
     def kernel_name(self) -> str:
         return self.name or self.kernel.__name__
+
+    def expand(self) -> List["Spec"]:
+        """This spec, or for an autotuned kernel one spec per tuned config."""
+        from ..autotune import Autotuner, expand_tuned
+
+        if not isinstance(self.kernel, Autotuner):
+            if self.tuned is not None:
+                raise ValueError(f"Spec '{self.kernel_name}': tuned= needs an @kiln.autotune "
+                                 f"kernel")
+            return [self]
+        if not self.tuned:
+            raise ValueError(f"Spec '{self.kernel_name}' names an @kiln.autotune kernel: give "
+                             f"tuned={{key values: Config}} (e.g. "
+                             f"kernel.tuned_configs(arch)) so the bundle holds tuned configs")
+        tuner = self.kernel
+        out = []
+        for config, values in expand_tuned(tuner, self.tuned, tuner.key):
+            out.append(Spec(tuner.fn, name=self.name or tuner.fn.__name__,
+                            signature=self.signature,
+                            constexprs={**self.constexprs, **config.kwargs},
+                            divisibility=self.divisibility,
+                            num_warps=config.num_warps or self.num_warps,
+                            autotune={"key": list(tuner.key), "values": values,
+                                      "config": config.to_dict()}))
+        return out
 
     def sort_key(self) -> Tuple[str, str]:
         from ..compiler.compiler import Specialization
@@ -73,6 +105,7 @@ def collect(package: str) -> List[Spec]:
         if found is None:
             raise ValueError(f"{package}.{mod_name} declares no AOT_SPECIALIZATIONS")
         specs.extend(found)
+    specs = [x for s in specs for x in s.expand()]
     seen = {}
     for s in specs:
         key = s.sort_key()
@@ -103,6 +136,7 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
     from .. import _runtime
 
     archs = sorted(set(archs))
+    specs = [x for s in specs for x in s.expand()]
     work = [(s, a) for s in specs for a in archs]
     jobs = jobs or min(len(work), os.cpu_count() or 1) or 1
     t0 = time.perf_counter()
@@ -129,6 +163,8 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
     for si in range(len(specs)):
         per_arch = [images[(si, a)] for a in archs]
         meta = merge_arch_metadata(img.meta for img in per_arch)
+        if specs[si].autotune is not None:
+            meta = dict(meta, autotune=specs[si].autotune)
         writer.add_kernel(meta, [(img.arch, "cubin", img.cubin) for img in per_arch])
         ordered.extend(per_arch)
     out_dir = os.path.dirname(os.path.abspath(output))

@@ -1,0 +1,199 @@
+"""The CPU interpreter: runs ``@kiln.jit`` kernels with numpy, program instance by
+program instance.
+
+    KILN_INTERPRET=1 python my_script.py          # every @kiln.jit launch
+    @kiln.jit(interpret=True)                      # one kernel
+    kiln.testing.interpret(kernel, grid, *args, **constexprs)   # in tests
+
+Pointer arguments are numpy arrays, objects exposing ``__array_interface__`` or
+torch CPU tensors; the kernel reads and writes their memory. bf16 and fp8 arrays
+use ``ml_dtypes`` (``ml_dtypes.bfloat16``, ``float8_e4m3fn``, ``float8_e5m2``).
+Scalars are Python ints (int32, or int64 when they do not fit), floats
+(float32) and bools.
+
+The kernel goes through the compiler's own code generator and semantic layer
+with an eager numpy builder (``kiln.interpreter.builder.NumpyBuilder``), so it
+accepts and rejects exactly what the compiler does (and reports it as the same
+``CompilationError`` at the same line). What differs from the GPU:
+
+* math is numpy's (``kl.exp``/``kl.tanh`` are the precise functions, not the
+  GPU's approximate ones, whatever ``precise`` says);
+* masked-off lanes of a load without ``other`` read 0 (undefined on the GPU);
+* an out-of-bounds access on an unmasked lane is an error at its line (on the
+  GPU it is a fault or silent corruption);
+* programs run one after another (x fastest, then y, then z), so a kernel that
+  relies on programs running concurrently does not work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..compiler.code_generator import CodeGenerator, FunctionSource
+from ..compiler.errors import CompilationError
+from ..compiler.semantic import Semantic
+from ..language import core as lc
+from ..language.core import constexpr, tensor
+from .builder import InterpreterError, NumpyBuilder, Ptr, numpy_dtype
+
+__all__ = ["InterpreterError", "enabled", "run", "pointer_arg"]
+
+_NUMPY_TO_KILN = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+def enabled() -> bool:
+    """Whether ``KILN_INTERPRET=1`` is set."""
+    return os.environ.get("KILN_INTERPRET", "0") not in ("", "0")
+
+
+def _is_torch(obj: Any) -> bool:
+    mod = type(obj).__module__ or ""
+    return mod == "torch" or mod.startswith("torch.")
+
+
+def _as_numpy(obj: Any, what: str) -> np.ndarray:
+    if isinstance(obj, np.ndarray):
+        return obj
+    if _is_torch(obj):
+        import torch  # noqa: PLC0415 - only when the user passes a torch tensor
+
+        if obj.device.type != "cpu":
+            raise TypeError(f"{what}: the interpreter needs CPU tensors, got one on "
+                            f"{obj.device}")
+        import ml_dtypes  # noqa: PLC0415
+
+        special = {torch.bfloat16: (torch.int16, ml_dtypes.bfloat16)}
+        for name, np_name in (("float8_e4m3fn", "float8_e4m3fn"),
+                              ("float8_e5m2", "float8_e5m2")):
+            if hasattr(torch, name):
+                special[getattr(torch, name)] = (torch.uint8, getattr(ml_dtypes, np_name))
+        if obj.dtype in special:
+            via, np_dt = special[obj.dtype]
+            return obj.detach().view(via).numpy().view(np_dt)
+        return obj.detach().numpy()
+    if hasattr(obj, "__array_interface__"):
+        return np.asarray(obj)
+    raise TypeError(f"{what}: expected a numpy array, an object with __array_interface__, a "
+                    f"torch CPU tensor, an int, a float or a bool, got {type(obj).__name__}")
+
+
+def pointer_arg(obj: Any, what: str = "argument", param: str = "?") -> Tuple[str, Ptr]:
+    """(kiln pointer type string, Ptr at the array's first element) for an array.
+    The Ptr's buffer covers every element the array's strides reach."""
+    arr = _as_numpy(obj, what)
+    name = arr.dtype.name
+    if name not in _NUMPY_TO_KILN:
+        raise TypeError(f"{what}: unsupported array dtype {arr.dtype}")
+    elem = lc.dtype_from_str(_NUMPY_TO_KILN[name])
+    item = arr.dtype.itemsize
+    if any(s < 0 or s % item for s in arr.strides):
+        raise TypeError(f"{what}: the interpreter needs non-negative strides that are "
+                        f"multiples of the element size, got {arr.strides}")
+    if arr.size == 0:
+        span = 0
+    else:
+        span = 1 + sum((n - 1) * s // item for n, s in zip(arr.shape, arr.strides))
+    flat = np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,),
+                                           writeable=arr.flags.writeable)
+    storage = numpy_dtype(elem)
+    if flat.dtype != storage:  # unsigned ints are stored as their signed twins
+        flat = flat.view(storage)
+    return "*" + elem.short, Ptr(flat, 0, param)
+
+
+def _scalar_arg(value: Any, what: str) -> Tuple[str, np.ndarray]:
+    if isinstance(value, (bool, np.bool_)):
+        return "i1", np.array(bool(value))
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if -(2**31) <= v < 2**31:
+            return "i32", np.array(v, dtype=np.int32)
+        if -(2**63) <= v < 2**63:
+            return "i64", np.array(v, dtype=np.int64)
+        if 0 <= v < 2**64:
+            return "u64", np.array(v - 2**64, dtype=np.int64)
+        raise ValueError(f"{what}: integer {v} does not fit in 64 bits")
+    if isinstance(value, (float, np.floating)):
+        return "f32", np.array(float(value), dtype=np.float32)
+    return "", None  # type: ignore[return-value]
+
+
+def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
+    from ..jit import _normalize_grid as norm  # noqa: PLC0415 - the JIT's own checks
+
+    return norm(grid, name)
+
+
+def _bind(source: FunctionSource, name: str, args: Sequence[Any], kwargs: Mapping[str, Any],
+          semantic: Semantic) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(scope for the kernel body, all arguments by name): the same parameter
+    rules as the compiler's (``make_tile_ir``) and the JIT's checks."""
+    try:
+        bound = inspect.Signature(source.params).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"kernel '{name}': {e}") from None
+    bound.apply_defaults()
+    scope: Dict[str, Any] = {}
+    filename, lineno, col, line = source.location(source.tree)
+    for p in source.params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise CompilationError(filename, lineno, col, f"kernel '{name}': *args/**kwargs "
+                                   f"parameters are not supported", line)
+        what = f"kernel '{name}': argument '{p.name}'"
+        value = bound.arguments[p.name]
+        if p.name in source.constexpr_params:
+            value = value.value if isinstance(value, constexpr) else value
+            if not isinstance(value, (bool, int, float, str, type(None), lc.dtype)):
+                raise TypeError(f"{what} is a constexpr and must be a bool, int, float, str, "
+                                f"None or dtype, got {type(value).__name__}")
+            scope[p.name] = constexpr(value)
+            continue
+        ty, handle = _scalar_arg(value, what)
+        if not ty:
+            ty, handle = pointer_arg(value, what, p.name)
+        scope[p.name] = tensor(handle, lc.dtype_from_str(ty))
+    return scope, dict(bound.arguments)
+
+
+def run(kernel: Any, grid: Any, args: Sequence[Any] = (), kwargs: Optional[Mapping[str, Any]] = None) -> None:
+    """Runs ``kernel`` (a ``JITFunction``) over ``grid`` on the CPU."""
+    kwargs = dict(kwargs or {})
+    kwargs.pop("stream", None)
+    kwargs.pop("num_warps", None)  # does not change the result
+    source = kernel.source
+    name = kernel.__name__
+    builder = NumpyBuilder()
+    semantic = Semantic(builder)
+    scope, named = _bind(source, name, args, kwargs, semantic)
+    if callable(grid):
+        grid = grid(named)
+    dims = _normalize_grid(grid, name)
+    builder.grid = dims
+    with np.errstate(all="ignore"):
+        for z in range(dims[2]):
+            for y in range(dims[1]):
+                for x in range(dims[0]):
+                    builder.pid = (x, y, z)
+                    try:
+                        gen = CodeGenerator(source, semantic, scope)
+                        gen.run_body(source.tree.body)
+                    except CompilationError as e:
+                        if builder.fault:
+                            raise CompilationError(e.filename, e.lineno, e.col,
+                                                   f"{e.message} (program {(x, y, z)})",
+                                                   e.source_line, e.notes) from None
+                        raise
+                    if gen.return_value is not None:
+                        filename, lineno, col, line = source.location(source.tree)
+                        raise CompilationError(filename, lineno, col,
+                                               f"kernel '{name}' must not return a value", line)
+

@@ -1,0 +1,404 @@
+"""``NumpyBuilder``: the IR builder's interface (``kiln._C.Builder``), executed
+eagerly on numpy arrays.
+
+The interpreter runs a kernel through the same code generator and semantic
+layer as the compiler; only the builder differs. Every builder call that would
+create an op computes its value instead, so typing, promotion, broadcasting,
+casts and every user-facing check are the compiler's own.
+
+Values ("handles") are numpy arrays (0-d for scalars) whose dtype stands for
+the IR type: ``intN`` for the signless ``iN`` (signed/unsigned behaviour comes
+from the op, as in MLIR: ``divui`` views its operands as ``uintN``), ``bool``
+for ``i1``, ``ml_dtypes.bfloat16``/``float8_*`` for those floats. Pointers are
+``Ptr``: a flat element view of an argument's memory and int64 element offsets.
+
+Adding an op to the language means adding one method here, named as in
+``python/src/IRBuilder.cpp`` (``binary`` and ``unary`` dispatch on the op name
+through ``_BINARY``/``_UNARY``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..compiler.semantic import SemanticError
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover - pinned in requirements.txt
+    ml_dtypes = None
+
+
+class InterpreterError(SemanticError):
+    """A fault the GPU would not report cleanly (an out-of-bounds access, a
+    pointer into another tensor); reported like a compile error, at the kernel's
+    source line (with the program id)."""
+
+
+def _float_dtype(short: str) -> Any:
+    if short in ("bf16", "f8e4m3", "f8e5m2"):
+        if ml_dtypes is None:
+            raise InterpreterError(f"the interpreter needs ml_dtypes for {short}")
+        return {"bf16": ml_dtypes.bfloat16, "f8e4m3": ml_dtypes.float8_e4m3fn,
+                "f8e5m2": ml_dtypes.float8_e5m2}[short]
+    return {"f16": np.float16, "f32": np.float32, "f64": np.float64}[short]
+
+
+_INT = {1: np.bool_, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def numpy_dtype(kiln_dtype: Any) -> Any:
+    """numpy dtype holding values of a kiln scalar dtype (ints signed, as IR ints are
+    signless; the unsigned types share the storage of their signed twins)."""
+    if kiln_dtype.is_floating():
+        return np.dtype(_float_dtype(kiln_dtype.short))
+    return np.dtype(_INT[kiln_dtype.primitive_bitwidth])
+
+
+class _IfOp:
+    __slots__ = ("cond",)
+
+    def __init__(self, cond: bool):
+        self.cond = cond
+
+
+class PtrType:
+    def __init__(self, elem: Any):
+        self.elem = elem
+
+
+class Ptr:
+    """A pointer (tile): ``buf`` is a 1-D view of one argument's memory in its
+    element type; ``off`` the element offsets (int64, the tile's shape)."""
+
+    __slots__ = ("buf", "off", "arg")
+
+    def __init__(self, buf: np.ndarray, off: Any, arg: str):
+        self.buf = buf
+        self.off = np.asarray(off, dtype=np.int64)
+        self.arg = arg
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self.off.shape
+
+    def with_off(self, off: Any) -> "Ptr":
+        return Ptr(self.buf, off, self.arg)
+
+
+def _unsigned(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype == np.bool_:
+        return x
+    return x.view(_UINT[x.dtype.itemsize * 8])
+
+
+def _signed_like(x: np.ndarray, like: np.dtype) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view(like) if x.dtype != like and x.dtype.itemsize == like.itemsize else x
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    b = np.where(b == 0, 1, b)  # the GPU gives an unspecified value; do not trap
+    r = np.fmod(a, b)
+    return (a - r) // b
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
+
+
+def _in_f32(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """Applies a ufunc to f32/f64 directly and to narrower floats through f32."""
+    def apply(x: np.ndarray) -> np.ndarray:
+        if x.dtype in (np.float32, np.float64):
+            return fn(x)
+        return fn(x.astype(np.float32)).astype(x.dtype)
+    return apply
+
+
+_UNARY: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "negf": np.negative,
+    "exp": _in_f32(np.exp), "exp2": _in_f32(np.exp2), "log": _in_f32(np.log),
+    "log2": _in_f32(np.log2), "tanh": _in_f32(np.tanh), "sqrt": _in_f32(np.sqrt),
+    "rsqrt": _in_f32(lambda x: 1 / np.sqrt(x)), "sin": _in_f32(np.sin),
+    "cos": _in_f32(np.cos), "absf": np.abs, "erf": _erf, "floor": _in_f32(np.floor),
+    "ceil": _in_f32(np.ceil), "absi": np.abs,
+}
+
+_BINARY: Dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "addi": np.add, "subi": np.subtract, "muli": np.multiply,
+    "divsi": _trunc_div,
+    "divui": lambda a, b: _signed_like(_unsigned(a) // np.where(_unsigned(b) == 0, 1,
+                                                                 _unsigned(b)), a.dtype),
+    "floordivsi": lambda a, b: a // np.where(b == 0, 1, b),
+    "ceildivsi": lambda a, b: -((-a) // np.where(b == 0, 1, b)),
+    "ceildivui": lambda a, b: _signed_like(-((-_unsigned(a).astype(np.int64))
+                                            // np.where(_unsigned(b) == 0, 1, _unsigned(b))),
+                                           a.dtype),
+    "remsi": lambda a, b: np.fmod(a, np.where(b == 0, 1, b)),
+    "remui": lambda a, b: _signed_like(_unsigned(a) % np.where(_unsigned(b) == 0, 1,
+                                                                _unsigned(b)), a.dtype),
+    "andi": np.bitwise_and, "ori": np.bitwise_or, "xori": np.bitwise_xor,
+    "shli": lambda a, b: np.left_shift(a, b.astype(a.dtype)),
+    "shrsi": lambda a, b: np.right_shift(a, b.astype(a.dtype)),
+    "shrui": lambda a, b: _signed_like(np.right_shift(_unsigned(a), _unsigned(b)), a.dtype),
+    "minsi": np.minimum, "maxsi": np.maximum,
+    "minui": lambda a, b: _signed_like(np.minimum(_unsigned(a), _unsigned(b)), a.dtype),
+    "maxui": lambda a, b: _signed_like(np.maximum(_unsigned(a), _unsigned(b)), a.dtype),
+    "addf": np.add, "subf": np.subtract, "mulf": np.multiply, "divf": np.divide,
+    "remf": np.fmod, "minimumf": np.minimum, "maximumf": np.maximum,
+    "minnumf": np.fmin, "maxnumf": np.fmax, "powf": np.power, "atan2": np.arctan2,
+}
+
+_CMPI = {
+    "eq": (np.equal, False), "ne": (np.not_equal, False),
+    "slt": (np.less, False), "sle": (np.less_equal, False),
+    "sgt": (np.greater, False), "sge": (np.greater_equal, False),
+    "ult": (np.less, True), "ule": (np.less_equal, True),
+    "ugt": (np.greater, True), "uge": (np.greater_equal, True),
+}
+_CMPF = {"oeq": np.equal, "une": np.not_equal, "olt": np.less, "ole": np.less_equal,
+         "ogt": np.greater, "oge": np.greater_equal}
+
+
+class NumpyBuilder:
+    """Executes builder calls for one program instance at a time: set ``pid``
+    and ``grid`` before running the kernel body."""
+
+    #: Tells the code generator that ops run as they are built (so a runtime
+    #: ``for`` loop must run its body once per iteration instead of once).
+    eager = True
+
+    def __init__(self) -> None:
+        self.pid: Tuple[int, int, int] = (0, 0, 0)
+        self.grid: Tuple[int, int, int] = (1, 1, 1)
+        self.fault = False  # set when an InterpreterError is raised
+        #: Runtime `if`s being executed: [(IfOp, branch predicate)]. Both branches of
+        #: a runtime `if` run (the code generator emits both); memory effects and
+        #: faults happen only where the enclosing predicates hold, and `if_end`
+        #: selects each merged value, as a GPU predicates a divergent branch.
+        self._ifs: list = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotImplementedError(f"the CPU interpreter does not implement the builder op "
+                                  f"'{name}' yet (add NumpyBuilder.{name} in "
+                                  f"kiln/interpreter/builder.py)")
+
+    # -- locations and structure (nothing to do) ----------------------------------------
+    def set_loc(self, *args: Any) -> None:
+        pass
+
+    def set_unknown_loc(self) -> None:
+        pass
+
+    def ret(self) -> None:
+        pass
+
+    # -- types -------------------------------------------------------------------------
+    def int_type(self, bits: int) -> np.dtype:
+        return np.dtype(_INT[bits])
+
+    def float_type(self, short: str) -> np.dtype:
+        return np.dtype(_float_dtype(short))
+
+    def ptr_type(self, elem: Any) -> PtrType:
+        return PtrType(elem)
+
+    def tensor_type(self, shape: Sequence[int], elem: Any) -> Any:
+        return elem  # values carry their shapes
+
+    # -- constants and program structure --------------------------------------------------
+    def int_constant(self, ty: np.dtype, value: int) -> np.ndarray:
+        if ty == np.bool_:
+            return np.array(bool(value))
+        return np.array(value, dtype=np.int64).astype(ty)
+
+    def float_constant(self, ty: np.dtype, value: float) -> np.ndarray:
+        return np.array(value, dtype=np.float64).astype(ty)
+
+    def program_id(self, axis: int) -> np.ndarray:
+        return np.array(self.pid[axis], dtype=np.int32)
+
+    def num_programs(self, axis: int) -> np.ndarray:
+        return np.array(self.grid[axis], dtype=np.int32)
+
+    def make_range(self, start: int, end: int) -> np.ndarray:
+        return np.arange(start, end, dtype=np.int32)
+
+    # -- shapes --------------------------------------------------------------------------
+    def splat(self, x: Any, shape: Sequence[int]) -> Any:
+        return self.broadcast(x, shape)
+
+    def broadcast(self, x: Any, shape: Sequence[int]) -> Any:
+        if isinstance(x, Ptr):
+            return x.with_off(np.broadcast_to(x.off, tuple(shape)))
+        return np.broadcast_to(x, tuple(shape))
+
+    def expand_dims(self, x: Any, axis: int) -> Any:
+        if isinstance(x, Ptr):
+            return x.with_off(np.expand_dims(x.off, axis))
+        return np.expand_dims(x, axis)
+
+    # -- arithmetic ----------------------------------------------------------------------
+    def binary(self, name: str, a: Any, b: Any, approx: bool = False) -> np.ndarray:
+        return np.asarray(_BINARY[name](np.asarray(a), np.asarray(b))).astype(
+            np.asarray(a).dtype, copy=False)
+
+    def unary(self, name: str, x: Any, approx: bool = False) -> np.ndarray:
+        x = np.asarray(x)
+        return np.asarray(_UNARY[name](x)).astype(x.dtype, copy=False)
+
+    def fma(self, a: Any, b: Any, c: Any) -> np.ndarray:
+        a = np.asarray(a)
+        wide = np.float64 if a.dtype != np.float64 else np.longdouble
+        return (a.astype(wide) * np.asarray(b).astype(wide) + np.asarray(c).astype(wide)) \
+            .astype(a.dtype)
+
+    def cmpi(self, pred: str, a: Any, b: Any) -> np.ndarray:
+        fn, unsigned = _CMPI[pred]
+        a, b = np.asarray(a), np.asarray(b)
+        if unsigned:
+            a, b = _unsigned(a), _unsigned(b)
+        return np.asarray(fn(a, b))
+
+    def cmpf(self, pred: str, a: Any, b: Any) -> np.ndarray:
+        return np.asarray(_CMPF[pred](np.asarray(a), np.asarray(b)))
+
+    def select(self, c: Any, a: Any, b: Any) -> Any:
+        if isinstance(a, Ptr) or isinstance(b, Ptr):
+            if a.buf is not b.buf:
+                self.fault = True
+                raise InterpreterError(f"where() between pointers into different tensors "
+                                       f"('{a.arg}' and '{b.arg}') is not supported by the "
+                                       f"interpreter")
+            return a.with_off(np.where(c, a.off, b.off))
+        return np.where(c, a, b)
+
+    def cast(self, kind: str, x: Any, dst: np.dtype) -> np.ndarray:
+        x = np.asarray(x)
+        if kind in ("extf", "truncf", "sitofp", "fptosi", "extsi", "trunci"):
+            with np.errstate(invalid="ignore", over="ignore"):
+                if kind == "fptosi" and dst != np.bool_:
+                    return _float_to_int(x, dst, signed=True)
+                return x.astype(dst)
+        if kind == "uitofp":
+            return _unsigned(x).astype(dst)
+        if kind == "fptoui":
+            return _float_to_int(x, dst, signed=False)
+        if kind == "extui":
+            return _unsigned(x).astype(_UINT.get(dst.itemsize * 8, dst)).view(dst) \
+                if dst != np.bool_ else x.astype(dst)
+        if kind == "bitcast":
+            return x.view(dst)
+        raise NotImplementedError(f"cast kind {kind!r}")
+
+    # -- control flow ----------------------------------------------------------------------
+    def active(self) -> bool:
+        """Whether the current (runtime-`if`) path is taken."""
+        return all(pred for _, pred in self._ifs)
+
+    def if_begin(self, cond: Any) -> "_IfOp":
+        op = _IfOp(bool(np.asarray(cond)))
+        self._ifs.append((op, op.cond))
+        return op
+
+    def _branch(self, op: "_IfOp", pred: bool) -> None:
+        for i, (o, _) in enumerate(self._ifs):
+            if o is op:
+                self._ifs[i] = (op, pred)
+                return
+        raise InterpreterError("internal error: unbalanced runtime `if`")
+
+    def if_then(self, op: "_IfOp") -> None:
+        self._branch(op, op.cond)
+
+    def if_else(self, op: "_IfOp") -> None:
+        self._branch(op, not op.cond)
+
+    def if_end(self, op: "_IfOp", then_vals: Sequence[Any], else_vals: Sequence[Any]
+               ) -> list:
+        assert self._ifs and self._ifs[-1][0] is op, "unbalanced runtime `if`"
+        self._ifs.pop()
+        return [t if op.cond else e for t, e in zip(then_vals, else_vals)]
+
+    def begin_scratch(self) -> None:  # only the compiler emits throw-away IR
+        raise InterpreterError("internal error: scratch IR in eager mode")
+
+    def for_begin(self, *args: Any) -> None:
+        raise InterpreterError("internal error: the code generator must run runtime loops "
+                               "itself when the builder is eager")
+
+    # -- reductions ----------------------------------------------------------------------
+    def reduce(self, x: Any, axis: int, combine: str) -> np.ndarray:
+        """``tile.reduce`` of ``x`` along ``axis`` with the binary op ``combine``."""
+        x = np.asarray(x)
+        if combine in ("maxui", "minui"):
+            fn = np.maximum if combine == "maxui" else np.minimum
+            return np.asarray(fn.reduce(_unsigned(x), axis=axis)).view(x.dtype) \
+                if x.dtype != np.bool_ else np.asarray(fn.reduce(x, axis=axis))
+        fn = _BINARY[combine]
+        if not isinstance(fn, np.ufunc):
+            raise NotImplementedError(f"reduce with {combine!r}")
+        return np.asarray(fn.reduce(x, axis=axis)).astype(x.dtype, copy=False)
+
+    # -- memory --------------------------------------------------------------------------
+    def addptr(self, p: Ptr, off: Any) -> Ptr:
+        return p.with_off(p.off + np.asarray(off).astype(np.int64))
+
+    def _check(self, what: str, p: Ptr, mask: Optional[np.ndarray]) -> np.ndarray:
+        off = p.off if mask is None else p.off[np.broadcast_to(mask, p.off.shape)]
+        bad = (off < 0) | (off >= p.buf.shape[0])
+        if np.any(bad):
+            self.fault = True
+            first = int(off[bad].flat[0])
+            raise InterpreterError(f"out-of-bounds {what} through '{p.arg}': element offset "
+                                   f"{first} outside [0, {p.buf.shape[0]})"
+                                   + ("" if mask is None else " on an unmasked lane"))
+        return off
+
+    def load(self, p: Ptr, mask: Any = None, other: Any = None) -> np.ndarray:
+        if not self.active():  # a branch not taken: no access, no fault
+            return np.zeros(p.off.shape, dtype=p.buf.dtype)
+        if mask is None:
+            self._check("load", p, None)
+            return p.buf[p.off]
+        mask = np.broadcast_to(np.asarray(mask), p.off.shape)
+        self._check("load", p, mask)
+        safe = np.where(mask, p.off, 0) if p.buf.shape[0] else p.off * 0
+        if p.buf.shape[0]:
+            vals = p.buf[safe]
+        else:
+            vals = np.zeros(p.off.shape, dtype=p.buf.dtype)
+        fill = np.zeros((), dtype=p.buf.dtype) if other is None else np.asarray(other)
+        return np.where(mask, vals, fill).astype(p.buf.dtype, copy=False)
+
+    def store(self, p: Ptr, value: Any, mask: Any = None) -> None:
+        if not self.active():
+            return
+        value = np.broadcast_to(np.asarray(value), p.off.shape)
+        if mask is None:
+            self._check("store", p, None)
+            p.buf[p.off] = value
+            return
+        mask = np.broadcast_to(np.asarray(mask), p.off.shape)
+        self._check("store", p, mask)
+        p.buf[p.off[mask]] = value[mask]
+
+
+def _float_to_int(x: np.ndarray, dst: np.dtype, signed: bool) -> np.ndarray:
+    """fptosi/fptoui: truncation toward zero, saturating like the GPU's cvt.rzi;
+    NaN gives 0."""
+    bits = dst.itemsize * 8
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    f = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
+    f = np.clip(f, lo, hi)
+    if signed:
+        return f.astype(dst)
+    return f.astype(_UINT[bits]).view(dst)
