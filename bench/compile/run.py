@@ -1,8 +1,13 @@
 """Compile-time benchmark (CPU only): cold compile of each Kimi K3 specialization per arch,
-stage by stage, and the whole library for the three archs.
+the whole library for the three archs, and warm disk-cache hits.
 
-Cold = a fresh process-level compile with no cache (the JIT disk cache is bypassed: this calls
-the compile stages directly). Run on the 2-core dev machine:
+Cold = a compile with no cache (the JIT disk cache is bypassed: this calls the compile stages
+directly), in a process that has compiled once already (the one-time init is reported apart).
+Warm hit = in a fresh process, with the cache populated: the time from the launch-time lookup
+(specialization, source hash, cache key, reading and verifying the entry) to having the cubin,
+i.e. what ``kernel[grid](...)`` spends before creating the CUDA function; the first lookup of
+the process (which also hashes the kernel's source) and the median of the next ones.
+Run on the 2-core dev machine:
 
     PYTHONPATH=build/python:. .venv/bin/python bench/compile/run.py [--out DIR]
 """
@@ -12,6 +17,9 @@ import importlib
 import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import kiln
@@ -34,12 +42,59 @@ def compile_once(spec, arch):
     return time.perf_counter() - start
 
 
+_WARM_CHILD = r"""
+import importlib, json, statistics, sys, time
+sys.path.insert(0, {repo!r})
+package = importlib.import_module("kernels_dsl.kimi_k3")
+specs = [s for m in package.MODULES
+         for s in importlib.import_module("kernels_dsl.kimi_k3." + m).AOT_SPECIALIZATIONS]
+specs = [x for s in specs for x in s.expand()]
+arch = {arch!r}
+
+def lookup(spec):
+    t0 = time.perf_counter()
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
+                             cache=True)
+    dt = time.perf_counter() - t0
+    assert ck.cubin_tool == "cache", "not a cache hit"
+    return dt
+
+first = lookup(specs[0])
+rest = [lookup(s) for s in specs[1:] for _ in range(5)] or [lookup(specs[0])]
+print(json.dumps({{"first_ms": first * 1e3, "median_ms": statistics.median(rest) * 1e3,
+                  "max_ms": max(rest) * 1e3, "imported_C": "kiln._C" in sys.modules}}))
+"""
+
+
+def warm_hits(all_specs, archs):
+    """Populates a fresh cache, then measures hits in a fresh process per arch."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, KILN_CACHE_DIR=cache)
+        os.environ["KILN_CACHE_DIR"] = cache
+        try:
+            for spec in all_specs:
+                for arch in archs:
+                    spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                                        num_warps=spec.num_warps, arch=arch,
+                                        name=spec.kernel_name, cache=True)
+        finally:
+            del os.environ["KILN_CACHE_DIR"]
+        for arch in archs:
+            r = subprocess.run([sys.executable, "-c", _WARM_CHILD.format(repo=repo, arch=arch)],
+                               env=env, capture_output=True, text=True, check=True)
+            out[arch] = json.loads(r.stdout.strip().splitlines()[-1])
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    all_specs = list(specs())
+    all_specs = [x for s in specs() for x in s.expand()]
     # Warm the process (MLIR context, LLVM target init, libdevice read) once, as any compile
     # would; report it separately.
     first = compile_once(all_specs[0], ARCHS[0])
@@ -54,12 +109,20 @@ def main():
         for arch in ARCHS:
             compile_once(spec, arch)
     library_s = time.perf_counter() - start
+    warm = warm_hits(all_specs, ARCHS)
 
-    lines = [f"# kiln compile times ({os.cpu_count()} cores; kiln {kiln.__version__ if hasattr(kiln, '__version__') else ''})",
+    lines = [f"# kiln compile times ({os.cpu_count()} cores; kiln {kiln.__version__})",
              f"first compile in a fresh process (includes one-time init): {first:.3f} s",
              f"whole library ({len(all_specs)} specializations x {len(ARCHS)} archs, serial): "
-             f"{library_s:.2f} s", "", "| kernel | constexprs | arch | median (s) | max (s) |",
+             f"{library_s:.2f} s", "",
+             "warm disk-cache hit, fresh process (lookup -> cubin):", "",
+             "| arch | first hit (ms) | next hits, median (ms) | max (ms) | imports kiln._C |",
              "|---|---|---|---|---|"]
+    for arch, w in warm.items():
+        lines.append(f"| {arch} | {w['first_ms']:.2f} | {w['median_ms']:.2f} | "
+                     f"{w['max_ms']:.2f} | {w['imported_C']} |")
+    lines += ["", "cold compile per kernel and arch (no cache):", "",
+              "| kernel | constexprs | arch | median (s) | max (s) |", "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['constexprs']} | {r['arch']} | {r['median_s']:.3f} | "
                      f"{r['max_s']:.3f} |")
@@ -68,7 +131,8 @@ def main():
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "bench_compile.json"), "w") as f:
-            json.dump({"first_s": first, "library_s": library_s, "rows": rows}, f, indent=1)
+            json.dump({"first_s": first, "library_s": library_s, "warm": warm, "rows": rows},
+                      f, indent=1)
         with open(os.path.join(args.out, "bench_compile.md"), "w") as f:
             f.write(text + "\n")
 
