@@ -425,12 +425,15 @@ def test_aot_cli_builds_a_bundle(tmp_path):
                         "sm_90a,sm_100a", "-o", str(out)], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr + r.stdout
-    assert "[8/8]" in r.stdout and "sm_100a:" in r.stdout and "total compile time" in r.stdout
+    n_specs = len(kiln.aot.collect("kernels_dsl.kimi_k3"))
+    assert f"[{2 * n_specs}/{2 * n_specs}]" in r.stdout and "sm_100a:" in r.stdout
+    assert "total compile time" in r.stdout
     from kiln.runtime import Bundle
 
     b = Bundle(str(out))
     kernels = b.kernels()
-    assert len(kernels) == 4 and {k["name"] for k in kernels} == {"situ_and_mul"}
+    assert len(kernels) == n_specs
+    assert len([k for k in kernels if k["name"] == "situ_and_mul"]) == 4
     k = b.kernel("situ_and_mul", BLOCK=2048, HAS_LINEAR_BETA=False)
     assert sorted(k.archs) == ["sm_100a", "sm_90a"]
     data1 = out.read_bytes()

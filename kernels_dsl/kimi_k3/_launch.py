@@ -1,0 +1,107 @@
+"""Shared wrapper plumbing for the Kimi K3 kernels: argument checks that raise before any
+launch, and one launch path that JIT-compiles with the kiln compiler when it is present and
+otherwise takes the precompiled kernel from the bundle named by ``KILN_BUNDLE``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Optional, Sequence
+
+import kiln
+
+INT32_MAX = 2**31 - 1
+
+_bundle = None
+
+
+def dtype_name(t: Any) -> str:
+    """``bfloat16``, ``int32``, ... for torch tensors and CUDA-array-like objects."""
+    return str(getattr(t, "dtype", "")).replace("torch.", "")
+
+
+def check_dtype(op: str, what: str, t: Any, allowed: Sequence[str]) -> str:
+    name = dtype_name(t)
+    if name not in allowed:
+        want = " or ".join(allowed)
+        raise TypeError(f"{op}: {what} must be {want}, got {name or type(t).__name__}")
+    return name
+
+
+def shape(t: Any) -> tuple:
+    return tuple(int(s) for s in t.shape)
+
+
+def strides(t: Any) -> tuple:
+    return tuple(int(s) for s in t.stride())
+
+
+def check_shape(op: str, what: str, t: Any, expected: Sequence[Optional[int]]) -> tuple:
+    """``expected``: one entry per dimension, None for any size."""
+    got = shape(t)
+    if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got)):
+        want = "[" + ", ".join("*" if e is None else str(e) for e in expected) + "]"
+        raise ValueError(f"{op}: {what} must have shape {want}, got {list(got)}")
+    return got
+
+
+def check_inner_contiguous(op: str, what: str, t: Any) -> None:
+    s = strides(t)
+    if s and shape(t)[-1] > 1 and s[-1] != 1:
+        raise ValueError(f"{op}: {what} must be contiguous along its last dimension "
+                         f"(stride(-1) == 1), got strides {s}")
+
+
+def check_contiguous(op: str, what: str, t: Any) -> None:
+    expected, acc = [], 1
+    for n in reversed(shape(t)):
+        expected.append(acc)
+        acc *= n
+    expected.reverse()
+    got = strides(t)
+    if any(n > 1 and g != e for n, g, e in zip(shape(t), got, expected)):
+        raise ValueError(f"{op}: {what} must be contiguous, got shape {list(shape(t))} and "
+                         f"strides {got}")
+
+
+def check_same_device(op: str, *named: Any) -> None:
+    devices = {(w, str(t.device)) for w, t in named if hasattr(t, "device")}
+    if len({d for _, d in devices}) > 1:
+        desc = ", ".join(f"{w} on {d}" for w, d in sorted(devices))
+        raise ValueError(f"{op}: tensors must be on one device, got {desc}")
+
+
+def check_int32_extent(op: str, what: str, extent: int) -> None:
+    if extent > INT32_MAX:
+        raise ValueError(f"{op}: {what} = {extent} needs 64-bit indexing; these kernels index "
+                         f"with 32-bit integers")
+
+
+def _bundle_kernel(name: str, constexprs: Mapping[str, Any]) -> Any:
+    global _bundle
+    from kiln.runtime import Bundle
+
+    if _bundle is None:
+        path = os.environ.get("KILN_BUNDLE")
+        if not path:
+            raise RuntimeError(f"{name}: the kiln compiler is unavailable and KILN_BUNDLE does "
+                               f"not name a bundle (build/kimi_k3.kbundle)")
+        _bundle = Bundle(path)
+    return _bundle.kernel(name, **constexprs)
+
+
+def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
+           constexprs: Mapping[str, Any], num_warps: int) -> None:
+    """Launches ``kernel`` (JIT) or the bundle's kernel ``name`` with ``constexprs``."""
+    if any(int(g) == 0 for g in grid):
+        return
+    if kiln.compiler.compiler_available():
+        kernel[tuple(grid)](*args, num_warps=num_warps, **constexprs)
+        return
+    k = _bundle_kernel(name, constexprs)
+    params = [p for p in k.meta.get("params", [])]
+    for p, a in zip(params, args):
+        div = int(p.get("divisibility", 1))
+        if p["kind"] != "ptr" and div > 1 and int(a) % div:
+            raise ValueError(f"{name}: the precompiled bundle needs {p['name']} divisible by "
+                             f"{div}, got {a}")
+    k[tuple(grid)](*args)

@@ -1,0 +1,153 @@
+"""MLA concatenations (KERNELS.md §3.2), bit-exact ``torch.cat`` semantics.
+
+``concat_mla_k(k, k_nope, k_rope)``: in place into k [T, H, 192],
+    k[t, h, :128] = k_nope[t, h, :]      k_nope [T, H, 128] (strided: usually a slice)
+    k[t, h, 128:] = k_rope[t, 0, :]      k_rope [T, 1, 64], broadcast over the H heads.
+
+``concat_mla_absorb_q(a, b, out)``: out[d0, d1, :] = cat(a[d0, d1, :A], b[d0, d1, :B]) — the
+absorbed MLA query [T, H, 512 + 64].
+
+bf16 only (any 16-bit dtype would move the same bits; the contract is bf16). Every input may be
+strided in its two leading dimensions; the last dimension must be contiguous. Each program
+copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+
+NOPE, ROPE = 128, 64
+
+
+@kiln.jit(num_warps=4)
+def concat_mla_k_kernel(k_ptr, nope_ptr, rope_ptr, rows, H, k_s0, k_s1, nope_s0, nope_s1,
+                        rope_s0, ROWS: kl.constexpr, NOPE_DIM: kl.constexpr,
+                        ROPE_DIM: kl.constexpr):
+    r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
+    valid = (r < rows)[:, None]
+    t = r // H
+    h = r % H
+    cn = kl.arange(0, NOPE_DIM)[None, :]
+    cr = kl.arange(0, ROPE_DIM)[None, :]
+    nope = kl.load(nope_ptr + (t * nope_s0 + h * nope_s1)[:, None] + cn, mask=valid, other=0.0)
+    rope = kl.load(rope_ptr + (t * rope_s0)[:, None] + cr, mask=valid, other=0.0)
+    dst = k_ptr + (t * k_s0 + h * k_s1)[:, None]
+    kl.store(dst + cn, nope, mask=valid)
+    kl.store(dst + NOPE_DIM + cr, rope, mask=valid)
+
+
+@kiln.jit(num_warps=4)
+def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0, b_s1, o_s0,
+                               o_s1, ROWS: kl.constexpr, A: kl.constexpr, B: kl.constexpr,
+                               BLOCK_A: kl.constexpr, BLOCK_B: kl.constexpr):
+    r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
+    valid = (r < rows)[:, None]
+    i = r // D1
+    j = r % D1
+    ca = kl.arange(0, BLOCK_A)[None, :]
+    cb = kl.arange(0, BLOCK_B)[None, :]
+    ma = valid & (ca < A) if A != BLOCK_A else valid
+    mb = valid & (cb < B) if B != BLOCK_B else valid
+    va = kl.load(a_ptr + (i * a_s0 + j * a_s1)[:, None] + ca, mask=ma, other=0.0)
+    vb = kl.load(b_ptr + (i * b_s0 + j * b_s1)[:, None] + cb, mask=mb, other=0.0)
+    dst = out_ptr + (i * o_s0 + j * o_s1)[:, None]
+    kl.store(dst + ca, va, mask=ma)
+    kl.store(dst + A + cb, vb, mask=mb)
+
+
+#: rows per program and warps: 128 threads x 8 bf16 cover [8, 128] / [2, 512] in one pass.
+K_ROWS, K_WARPS = 8, 4
+Q_ROWS, Q_WARPS = 2, 4
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+_K_SIG = {"k_ptr": "*bf16", "nope_ptr": "*bf16", "rope_ptr": "*bf16", "rows": "i32", "H": "i32",
+          "k_s0": "i32", "k_s1": "i32", "nope_s0": "i32", "nope_s1": "i32", "rope_s0": "i32"}
+_Q_SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "out_ptr": "*bf16", "rows": "i32", "D1": "i32",
+          "a_s0": "i32", "a_s1": "i32", "b_s0": "i32", "b_s1": "i32", "o_s0": "i32",
+          "o_s1": "i32"}
+
+AOT_SPECIALIZATIONS = [
+    # K3: k_nope is a slice of the kv_b projection [T, H, 128 + 128] (strides multiples of 16).
+    Spec(concat_mla_k_kernel, name="concat_mla_k", signature=_K_SIG,
+         constexprs={"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE},
+         divisibility=["k_ptr", "nope_ptr", "rope_ptr", "k_s0", "k_s1", "nope_s0", "nope_s1",
+                       "rope_s0"], num_warps=K_WARPS),
+    # Absorbed query [T, H, 512 + 64].
+    Spec(concat_mla_absorb_q_kernel, name="concat_mla_absorb_q", signature=_Q_SIG,
+         constexprs={"ROWS": Q_ROWS, "A": 512, "B": 64, "BLOCK_A": 512, "BLOCK_B": 64},
+         divisibility=["a_ptr", "b_ptr", "out_ptr", "a_s0", "a_s1", "b_s0", "b_s1", "o_s0",
+                       "o_s1"], num_warps=Q_WARPS),
+]
+
+
+def _check_extent(op: str, what: str, t: Any) -> None:
+    if all(s > 0 for s in L.shape(t)):
+        last = sum((n - 1) * s for n, s in zip(L.shape(t), L.strides(t)))
+        L.check_int32_extent(op, f"the largest element offset of {what}", last + 1)
+
+
+def concat_mla_k(k: Any, k_nope: Any, k_rope: Any) -> Any:
+    """Writes ``cat(k_nope, k_rope broadcast over heads, dim=-1)`` into ``k`` [T, H, 192]
+    (bf16; k_nope [T, H, 128], k_rope [T, 1, 64]); returns k. Checks raise before launch."""
+    op = "concat_mla_k"
+    for what, t in (("k", k), ("k_nope", k_nope), ("k_rope", k_rope)):
+        L.check_dtype(op, what, t, ("bfloat16",))
+    n_t, h, _ = L.check_shape(op, "k", k, (None, None, NOPE + ROPE))
+    L.check_shape(op, "k_nope", k_nope, (n_t, h, NOPE))
+    L.check_shape(op, "k_rope", k_rope, (n_t, 1, ROPE))
+    for what, t in (("k", k), ("k_nope", k_nope), ("k_rope", k_rope)):
+        L.check_inner_contiguous(op, what, t)
+        _check_extent(op, what, t)
+    L.check_same_device(op, ("k", k), ("k_nope", k_nope), ("k_rope", k_rope))
+    rows = n_t * h
+    L.check_int32_extent(op, "T * H", rows + K_ROWS)
+    ks, ns, rs = L.strides(k), L.strides(k_nope), L.strides(k_rope)
+    args = (k, k_nope, k_rope, rows, max(h, 1), ks[0], ks[1], ns[0], ns[1], rs[0])
+    L.launch(concat_mla_k_kernel, "concat_mla_k", ((rows + K_ROWS - 1) // K_ROWS,), args,
+             {"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE}, K_WARPS)
+    return k
+
+
+def concat_mla_absorb_q(a: Any, b: Any, out: Optional[Any] = None) -> Any:
+    """``out[d0, d1, :] = cat(a[d0, d1, :], b[d0, d1, :])`` for bf16 a [d0, d1, A] and
+    b [d0, d1, B] (strided leading dims); out [d0, d1, A + B] is allocated if None.
+    Checks raise before launch."""
+    op = "concat_mla_absorb_q"
+    L.check_dtype(op, "a", a, ("bfloat16",))
+    L.check_dtype(op, "b", b, ("bfloat16",))
+    d0, d1, na = L.check_shape(op, "a", a, (None, None, None))
+    _, _, nb = L.check_shape(op, "b", b, (d0, d1, None))
+    if not (0 < na <= 4096 and 0 < nb <= 4096):
+        raise ValueError(f"{op}: the last dimensions must be in [1, 4096], got A = {na}, "
+                         f"B = {nb}")
+    if out is None:
+        import torch
+
+        out = torch.empty((d0, d1, na + nb), dtype=torch.bfloat16, device=a.device)
+    else:
+        L.check_dtype(op, "out", out, ("bfloat16",))
+        L.check_shape(op, "out", out, (d0, d1, na + nb))
+    for what, t in (("a", a), ("b", b), ("out", out)):
+        L.check_inner_contiguous(op, what, t)
+        _check_extent(op, what, t)
+    L.check_same_device(op, ("a", a), ("b", b), ("out", out))
+    rows = d0 * d1
+    L.check_int32_extent(op, "d0 * d1", rows + Q_ROWS)
+    sa, sb, so = L.strides(a), L.strides(b), L.strides(out)
+    block_a, block_b = _next_pow2(na), _next_pow2(nb)
+    q_rows = max(1, min(Q_ROWS * 512 // block_a, 64))
+    args = (a, b, out, rows, max(d1, 1), sa[0], sa[1], sb[0], sb[1], so[0], so[1])
+    L.launch(concat_mla_absorb_q_kernel, "concat_mla_absorb_q", ((rows + q_rows - 1) // q_rows,),
+             args, {"ROWS": q_rows, "A": na, "B": nb, "BLOCK_A": block_a, "BLOCK_B": block_b},
+             Q_WARPS)
+    return out

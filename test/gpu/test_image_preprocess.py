@@ -1,0 +1,98 @@
+"""image_preprocess on the GPU against KERNELS.md §8.1: torch interpolate (bilinear,
+align_corners=False, no antialias) on float32 NCHW, /255, (x - mean) / std, patchify
+[N, (H/14)*(W/14), 3*14*14] in (channel, row, col) order; tolerance: the bf16 rounding of the
+fp32 result (one bf16 ulp, plus a small absolute floor for values that cancel to ~0)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = pytest.importorskip("torch.nn.functional")
+
+from kernels_dsl.kimi_k3 import image as mod  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+MEAN = (0.48145466, 0.4578275, 0.40821073)
+STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def reference(images, out_h, out_w, mean=MEAN, std=STD, patch=14):
+    n = images.shape[0]
+    x = images.permute(0, 3, 1, 2).float().contiguous()
+    x = F.interpolate(x, size=(out_h, out_w), mode="bilinear", align_corners=False,
+                      antialias=False)
+    x = x / 255.0
+    m = torch.tensor(mean, device=x.device).view(1, 3, 1, 1)
+    s = torch.tensor(std, device=x.device).view(1, 3, 1, 1)
+    x = (x - m) / s
+    ph, pw = out_h // patch, out_w // patch
+    x = x.reshape(n, 3, ph, patch, pw, patch).permute(0, 2, 4, 1, 3, 5)
+    return x.reshape(n, ph * pw, 3 * patch * patch)
+
+
+def check(out, ref):
+    assert out.dtype == torch.bfloat16 and out.shape == ref.shape
+    assert not torch.isnan(out).any(), "unwritten (NaN-poisoned) elements"
+    torch.testing.assert_close(out.float(), ref, rtol=2.0**-7, atol=2e-5)
+
+
+def random_images(n, h, w):
+    return torch.randint(0, 256, (n, h, w, 3), device="cuda", dtype=torch.uint8)
+
+
+def run(images, out_h, out_w, **kw):
+    ph, pw = out_h // 14, out_w // 14
+    out = torch.full((images.shape[0], ph * pw, 588), float("nan"), device="cuda",
+                     dtype=torch.bfloat16)
+    mod.image_preprocess(images, out_h, out_w, out=out, **kw)
+    torch.cuda.synchronize()
+    return out
+
+
+@pytest.mark.parametrize("n,h,w,out_h,out_w", [
+    (1, 448, 448, 448, 448),    # identity resize
+    (2, 480, 640, 448, 602),    # downscale, non-square
+    (1, 100, 77, 224, 336),     # upscale
+    (3, 1080, 1920, 392, 700),  # large downscale
+    (1, 1, 1, 14, 14),          # single pixel
+    (1, 14, 28, 28, 14),        # mixed up/down
+])
+def test_matches_reference(n, h, w, out_h, out_w):
+    images = random_images(n, h, w)
+    check(run(images, out_h, out_w), reference(images, out_h, out_w))
+
+
+def test_strided_images_and_custom_normalization():
+    full = random_images(2, 300, 500)
+    images = full[:, 10:250, 20:420]  # a crop: strided rows and images
+    mean, std = (0.5, 0.25, 0.125), (0.5, 2.0, 0.3)
+    out = run(images, 224, 224, mean=mean, std=std)
+    check(out, reference(images, 224, 224, mean=mean, std=std))
+
+
+def test_extreme_pixels():
+    images = torch.zeros(1, 64, 64, 3, device="cuda", dtype=torch.uint8)
+    images[:, ::2] = 255
+    check(run(images, 28, 98), reference(images, 28, 98))
+
+
+def test_empty_batch():
+    images = torch.empty(0, 32, 32, 3, device="cuda", dtype=torch.uint8)
+    assert mod.image_preprocess(images, 28, 28).shape == (0, 4, 588)
+
+
+@pytest.mark.parametrize("out_h,out_w", [(15, 14), (14, 20), (0, 14)])
+def test_sizes_not_multiple_of_14_raise(out_h, out_w):
+    with pytest.raises(ValueError, match="multiples of the patch size 14"):
+        mod.image_preprocess(random_images(1, 32, 32), out_h, out_w)
+
+
+def test_bad_images_raise():
+    with pytest.raises(TypeError):
+        mod.image_preprocess(random_images(1, 32, 32).float(), 28, 28)
+    with pytest.raises(ValueError):
+        mod.image_preprocess(torch.zeros(1, 32, 32, 4, device="cuda", dtype=torch.uint8),
+                             28, 28)
+    with pytest.raises(ValueError):
+        mod.image_preprocess(random_images(1, 32, 32), 28, 28, std=(1.0, 0.0, 1.0))
+    torch.cuda.synchronize()

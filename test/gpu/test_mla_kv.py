@@ -1,0 +1,74 @@
+"""MLA BF16 KV cache scatter on the GPU (KERNELS.md §3.8 / §8.5): cache[loc[t]] =
+cat(kv_c[t], k_pe[t]) exactly; loc < 0 (padded slots) skips the token and every row not
+named by loc keeps its old contents."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernels_dsl.kimi_k3 import mla_kv as mod  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+
+def reference(kv_c, k_pe, loc, cache):
+    ref = cache.clone()
+    flat = ref.view(-1, 576)
+    k_pe = k_pe.reshape(k_pe.shape[0], 64)
+    keep = loc >= 0
+    flat[loc[keep]] = torch.cat([kv_c[keep], k_pe[keep]], dim=-1)
+    return ref
+
+
+def inputs(t, slots, strided, pad_frac=0.25):
+    if strided:
+        proj = torch.randn(t, 576 + 64, device="cuda", dtype=torch.bfloat16)
+        kv_c, k_pe = proj[:, :512], proj[:, 512:576].unsqueeze(1)  # [T, 1, 64] view
+    else:
+        kv_c = torch.randn(t, 512, device="cuda", dtype=torch.bfloat16)
+        k_pe = torch.randn(t, 64, device="cuda", dtype=torch.bfloat16)
+    loc = torch.randperm(slots, device="cuda")[:t].to(torch.int64)  # distinct rows
+    if t:
+        pad = torch.rand(t, device="cuda") < pad_frac
+        loc[pad] = -1
+    return kv_c, k_pe, loc
+
+
+@pytest.mark.parametrize("t", [0, 1, 7, 64, 4096])
+@pytest.mark.parametrize("strided", [False, True])
+def test_scatter_bit_exact(t, strided):
+    slots = max(2 * t, 16)
+    kv_c, k_pe, loc = inputs(t, slots, strided)
+    cache = torch.randn(slots, 576, device="cuda", dtype=torch.bfloat16)
+    ref = reference(kv_c, k_pe, loc, cache)
+    assert mod.mla_kv_scatter(kv_c, k_pe, loc, cache) is cache
+    torch.cuda.synchronize()
+    assert torch.equal(cache.view(torch.int16), ref.view(torch.int16))
+
+
+def test_paged_cache_and_all_padded():
+    pages, page_size, t = 40, 64, 1000
+    cache = torch.randn(pages, page_size, 576, device="cuda", dtype=torch.bfloat16)
+    kv_c, k_pe, loc = inputs(t, pages * page_size, True)
+    ref = reference(kv_c, k_pe, loc, cache)
+    mod.mla_kv_scatter(kv_c, k_pe, loc, cache)
+    assert torch.equal(cache.view(torch.int16), ref.view(torch.int16))
+    before = cache.clone()
+    mod.mla_kv_scatter(kv_c, k_pe, torch.full_like(loc, -1), cache)
+    torch.cuda.synchronize()
+    assert torch.equal(cache.view(torch.int16), before.view(torch.int16))
+
+
+def test_bad_arguments_raise_before_launch():
+    kv_c, k_pe, loc = inputs(8, 64, False)
+    cache = torch.zeros(64, 576, device="cuda", dtype=torch.bfloat16)
+    for args in [(kv_c, k_pe, loc.int(), cache), (kv_c.float(), k_pe, loc, cache),
+                 (kv_c[:, :256], k_pe, loc, cache), (kv_c, k_pe, loc[:4], cache),
+                 (kv_c, k_pe, loc, torch.zeros(64, 512, device="cuda", dtype=torch.bfloat16)),
+                 (kv_c, k_pe, loc, torch.zeros(64, 1152, device="cuda",
+                                               dtype=torch.bfloat16)[:, ::2]),
+                 (kv_c, k_pe, loc, torch.zeros(8, 16, 576, device="cuda",
+                                               dtype=torch.bfloat16)[:, :8])]:
+        with pytest.raises((TypeError, ValueError)):
+            mod.mla_kv_scatter(*args)
+    torch.cuda.synchronize()

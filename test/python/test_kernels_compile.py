@@ -1,0 +1,242 @@
+"""The Kimi K3 kernels on the CPU: every AOT specialization compiles to PTX and a cubin for
+sm_90a, sm_100a and sm_103a with 16-byte vector accesses where the kernel promises them, and
+every Python wrapper rejects bad arguments before anything reaches CUDA. No GPU, no torch:
+tensors are stand-ins exposing ``__cuda_array_interface__``."""
+
+import math
+import re
+
+import pytest
+
+import kiln.aot
+
+pytest.importorskip("kiln._C")
+
+ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+K3_MODULES = ("pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image")
+
+#: kernel -> whether its loads, its stores are 16-byte vectors in the PTX.
+VECTOR = {
+    "concat_mla_k": (True, True),
+    "concat_mla_absorb_q": (True, True),
+    "mla_output_gate": (True, True),
+    "mla_kv_scatter_bf16": (True, True),
+    "image_preprocess": (False, True),  # the pixel loads are gathers
+    "pack_topk_ids": (False, False),    # numel is not specialized: masks are per element
+}
+
+
+def k3_specs():
+    specs = [s for s in kiln.aot.collect("kernels_dsl.kimi_k3")
+             if s.kernel.__module__.rsplit(".", 1)[-1] in K3_MODULES]
+    assert {s.kernel_name for s in specs} == set(VECTOR)
+    return specs
+
+
+def test_package_lists_the_modules():
+    from kernels_dsl import kimi_k3
+
+    for m in K3_MODULES:
+        assert m in kimi_k3.MODULES
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("spec", k3_specs(), ids=lambda s: s.kernel_name)
+def test_compiles_to_ptx_and_cubin(spec, arch):
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+    assert f".target {arch}" in ck.ptx
+    assert f".visible .entry {spec.kernel_name}(" in ck.ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+    vec_load, vec_store = VECTOR[spec.kernel_name]
+    assert has_16_byte_access(ck.ptx, "ld") == vec_load, spec.kernel_name
+    assert has_16_byte_access(ck.ptx, "st") == vec_store, spec.kernel_name
+
+
+def has_16_byte_access(ptx, op):
+    """A 16-byte global access (v4.b32 on sm_90a; LLVM may pick v2.b64 on Blackwell)."""
+    return re.search(rf"\b{op}\.global(\.\w+)*\.(v4\.(b|u|s|f)32|v2\.(b|u|s|f)64)\b",
+                     ptx) is not None
+
+
+def test_pack_topk_ids_rounds_to_bf16_and_does_not_specialize_numel():
+    from kernels_dsl.kimi_k3 import pack_topk_ids as mod
+
+    assert mod.pack_topk_ids_kernel.do_not_specialize == {"numel"}
+    spec = mod.AOT_SPECIALIZATIONS[0]
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
+    assert "cvt.rn.bf16.f32" in ck.ptx  # round to nearest even
+    assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 16;", ck.ptx)
+
+
+def test_mla_output_gate_uses_accurate_sigmoid():
+    from kernels_dsl.kimi_k3 import mla_output_gate as mod
+
+    spec = mod.AOT_SPECIALIZATIONS[0]
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
+    # libdevice expf (range reduction around ex2.approx) and a correctly rounded 1/x;
+    # no rcp.approx / div.approx / fast ex2 of the raw input.
+    assert "rcp.rn.f32" in ck.ptx or "div.rn.f32" in ck.ptx
+    assert "rcp.approx" not in ck.ptx and "div.approx" not in ck.ptx
+    assert "fma.rm.f32" in ck.ptx
+    assert "cvt.rn.bf16.f32" in ck.ptx  # the sigmoid is rounded to bf16 before the multiply
+
+
+# ---------------------------------------------------------------------------
+# Wrappers: checks before any CUDA call
+# ---------------------------------------------------------------------------
+
+_TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "float16": "<f2", "int32": "<i4",
+            "int64": "<i8", "uint8": "|u1"}
+
+
+class FakeTensor:
+    """Just enough of a CUDA tensor: __cuda_array_interface__, shape, stride(), dtype."""
+
+    def __init__(self, shape, dtype="bfloat16", strides=None, address=0x7F0000000000):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self._strides = tuple(strides) if strides else tuple(
+            math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
+        self.__cuda_array_interface__ = {"data": (address, False), "typestr": _TYPESTR[dtype],
+                                         "shape": self.shape, "version": 3}
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def data_ptr(self):
+        return self.__cuda_array_interface__["data"][0]
+
+
+T = FakeTensor
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """Fails the test if anything asks the device for its arch (the first CUDA call)."""
+    runtime = pytest.importorskip("kiln.runtime")
+
+    def boom(*a, **k):
+        raise AssertionError("a CUDA call happened before the argument checks finished")
+
+    monkeypatch.setattr(runtime, "device_arch", boom)
+    return runtime
+
+
+def test_pack_topk_ids_checks(no_cuda):
+    from kernels_dsl.kimi_k3.pack_topk_ids import pack_topk_ids as f
+
+    ids, w, out = T((4, 16), "int32"), T((4, 16), "float32"), T((4, 16), "int32")
+    with pytest.raises(TypeError, match="topk_ids must be int32"):
+        f(T((4, 16), "int64"), w, out)
+    with pytest.raises(TypeError, match="topk_weights must be float32"):
+        f(ids, T((4, 16), "bfloat16"), out)
+    with pytest.raises(ValueError, match="shape"):
+        f(ids, T((4, 8), "float32"), out)
+    with pytest.raises(ValueError, match="contiguous"):
+        f(ids, T((4, 16), "float32", strides=(32, 1)), out)
+    with pytest.raises(ValueError, match="contiguous"):
+        f(T((4, 16), "int32", strides=(1, 4)), w, out)
+    with pytest.raises(TypeError, match="out must be int32"):
+        f(ids, w, T((4, 16), "float32"))
+    with pytest.raises(ValueError, match="out must have shape"):
+        f(ids, w, T((4, 15), "int32"))
+    empty = T((0, 16), "int32")
+    assert f(T((0, 16), "int32"), T((0, 16), "float32"), empty) is empty  # no launch
+
+
+def test_concat_mla_checks(no_cuda):
+    from kernels_dsl.kimi_k3.concat_mla import concat_mla_absorb_q, concat_mla_k
+
+    k, nope, rope = T((4, 12, 192)), T((4, 12, 128)), T((4, 1, 64))
+    with pytest.raises(TypeError, match="k_nope must be bfloat16"):
+        concat_mla_k(k, T((4, 12, 128), "float32"), rope)
+    with pytest.raises(ValueError, match="k must have shape"):
+        concat_mla_k(T((4, 12, 128)), nope, rope)
+    with pytest.raises(ValueError, match="k_rope must have shape"):
+        concat_mla_k(k, nope, T((4, 12, 64)))
+    with pytest.raises(ValueError, match="last dimension"):
+        concat_mla_k(k, T((4, 12, 128), strides=(3072, 256, 2)), rope)
+    with pytest.raises(ValueError, match="32-bit"):
+        concat_mla_k(T((2**17, 128, 192)), T((2**17, 128, 128)), T((2**17, 1, 64)))
+    empty = T((0, 12, 192))
+    assert concat_mla_k(empty, T((0, 12, 128)), T((0, 1, 64))) is empty
+
+    a, b, out = T((4, 12, 512)), T((4, 12, 64)), T((4, 12, 576))
+    with pytest.raises(TypeError, match="b must be bfloat16"):
+        concat_mla_absorb_q(a, T((4, 12, 64), "float16"), out)
+    with pytest.raises(ValueError, match="b must have shape"):
+        concat_mla_absorb_q(a, T((4, 11, 64)), out)
+    with pytest.raises(ValueError, match="out must have shape"):
+        concat_mla_absorb_q(a, b, T((4, 12, 512)))
+    with pytest.raises(ValueError, match="last dimension"):
+        concat_mla_absorb_q(T((4, 12, 512), strides=(12288, 1024, 2)), b, out)
+    empty = T((0, 12, 576))
+    assert concat_mla_absorb_q(T((0, 12, 512)), T((0, 12, 64)), empty) is empty
+
+
+def test_mla_output_gate_checks(no_cuda):
+    from kernels_dsl.kimi_k3.mla_output_gate import mla_output_gate as f
+
+    x = T((4, 1536))
+    with pytest.raises(TypeError, match="gate must be bfloat16"):
+        f(x, T((4, 1536), "float32"), T((4, 1536)))
+    with pytest.raises(ValueError, match="gate must have shape"):
+        f(x, T((4, 1535)), T((4, 1536)))
+    with pytest.raises(ValueError, match="multiple of 8"):
+        f(T((3, 4)), T((3, 4)), T((3, 4)))
+    with pytest.raises(ValueError, match="contiguous"):
+        f(T((4, 1536), strides=(2048, 1)), x, T((4, 1536)))
+    with pytest.raises(ValueError, match="out must have shape"):
+        f(x, x, T((4, 768)))
+    empty = T((0, 1536))
+    assert f(T((0, 1536)), T((0, 1536)), empty) is empty
+
+
+def test_mla_kv_scatter_checks(no_cuda):
+    from kernels_dsl.kimi_k3.mla_kv import mla_kv_scatter as f
+
+    kv, pe, loc, cache = T((8, 512)), T((8, 64)), T((8,), "int64"), T((64, 576))
+    with pytest.raises(TypeError, match="loc must be int64"):
+        f(kv, pe, T((8,), "int32"), cache)
+    with pytest.raises(TypeError, match="cache must be bfloat16"):
+        f(kv, pe, loc, T((64, 576), "float32"))
+    with pytest.raises(ValueError, match="kv_c must have shape"):
+        f(T((8, 256)), pe, loc, cache)
+    with pytest.raises(ValueError, match="k_pe must have shape"):
+        f(kv, T((8, 2, 64)), loc, cache)
+    with pytest.raises(ValueError, match="loc must have shape"):
+        f(kv, pe, T((4,), "int64"), cache)
+    with pytest.raises(ValueError, match="cache must be"):
+        f(kv, pe, loc, T((64, 512)))
+    with pytest.raises(ValueError, match="uniformly strided"):
+        f(kv, pe, loc, T((8, 8, 576), strides=(16 * 576, 576, 1)))
+    with pytest.raises(ValueError, match="loc must be contiguous"):
+        f(kv, pe, T((8,), "int64", strides=(2,)), cache)
+    f(T((0, 512)), T((0, 1, 64)), T((0,), "int64"), cache)  # T = 0: no launch
+
+
+def test_image_preprocess_checks(no_cuda):
+    from kernels_dsl.kimi_k3.image import image_preprocess as f
+
+    img, out = T((2, 32, 32, 3), "uint8"), T((2, 4, 588))
+    with pytest.raises(ValueError, match="multiples of the patch size 14"):
+        f(img, 30, 28, out=out)
+    with pytest.raises(ValueError, match="multiples of the patch size 14"):
+        f(img, 28, 0, out=out)
+    with pytest.raises(TypeError, match="images must be uint8"):
+        f(T((2, 32, 32, 3), "float32"), 28, 28, out=out)
+    with pytest.raises(ValueError, match="images must have shape"):
+        f(T((2, 3, 32, 32), "uint8"), 28, 28, out=out)
+    with pytest.raises(ValueError, match="patch must be 14"):
+        f(img, 32, 32, patch=16, out=T((2, 4, 768)))
+    with pytest.raises(ValueError, match="std must be nonzero"):
+        f(img, 28, 28, std=(1.0, 0.0, 1.0), out=out)
+    with pytest.raises(ValueError, match="out must have shape"):
+        f(img, 28, 28, out=T((2, 16, 588)))
+    with pytest.raises(ValueError, match="32-bit"):
+        f(T((4096, 32, 32, 3), "uint8"), 1400, 1400, out=T((4096, 10000, 588)))
+    empty = T((0, 4, 588))
+    assert f(T((0, 32, 32, 3), "uint8"), 28, 28, out=empty) is empty
