@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -508,7 +509,137 @@ public:
     invalid("unknown cast '" + kind + "'");
   }
 
+  // --- reductions --------------------------------------------------------
+  /// tile.reduce of `src` along `axis` whose combine region applies the binary
+  /// op `combine` (a name accepted by `binary`).
+  Value reduce(Value src, int axis, const std::string &combine) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type)
+      invalid("reduce needs a tile, got " + toString(src.getType()));
+    if (axis < 0 || axis >= type.getRank())
+      invalid("reduce axis " + std::to_string(axis) + " out of range for " + toString(type));
+    auto op = tile::ReduceOp::create(builder, loc, src, builder.getI32IntegerAttr(axis));
+    Block *block = builder.createBlock(&op.getCombine());
+    Type element = type.getElementType();
+    Value a = block->addArgument(element, loc), b = block->addArgument(element, loc);
+    {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(block);
+      tile::ReduceReturnOp::create(builder, loc, binaryImpl(combine, a, b));
+    }
+    builder.setInsertionPointAfter(op);
+    return op.getResult();
+  }
+
+  // --- structured control flow ---------------------------------------------
+  /// scf.for from `lower` to `upper` by `step` (same integer type) carrying
+  /// `inits`; the insertion point moves into the body. Returns the op.
+  Operation *forBegin(Value lower, Value upper, Value step, std::vector<Value> inits) {
+    if (lower.getType() != upper.getType() || lower.getType() != step.getType() ||
+        !lower.getType().isSignlessInteger())
+      invalid("loop bounds must be integers of one type, got " + toString(lower.getType()) +
+              ", " + toString(upper.getType()) + ", " + toString(step.getType()));
+    auto op = scf::ForOp::create(builder, loc, lower, upper, step, inits);
+    // The body's scf.yield is added by forEnd (the builder adds an empty one
+    // only when nothing is carried).
+    Block *body = op.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    builder.setInsertionPointToEnd(op.getBody());
+    return op.getOperation();
+  }
+  Value forInductionVar(Operation *op) { return llvm::cast<scf::ForOp>(op).getInductionVar(); }
+  std::vector<Value> forIterArgs(Operation *op) {
+    auto args = llvm::cast<scf::ForOp>(op).getRegionIterArgs();
+    return {args.begin(), args.end()};
+  }
+  /// Ends the body with `scf.yield values` and moves after the loop; returns its results.
+  std::vector<Value> forEnd(Operation *op, std::vector<Value> values) {
+    auto forOp = llvm::cast<scf::ForOp>(op);
+    if (values.size() != forOp.getNumRegionIterArgs())
+      invalid("loop yields " + std::to_string(values.size()) + " values for " +
+              std::to_string(forOp.getNumRegionIterArgs()) + " carried variables");
+    for (auto [v, arg] : llvm::zip(values, forOp.getRegionIterArgs()))
+      if (v.getType() != arg.getType())
+        invalid("a loop-carried value changes type in the loop: " + toString(arg.getType()) +
+                " -> " + toString(v.getType()));
+    builder.setInsertionPointToEnd(forOp.getBody());
+    scf::YieldOp::create(builder, loc, values);
+    builder.setInsertionPointAfter(forOp);
+    return {forOp.getResults().begin(), forOp.getResults().end()};
+  }
+
+  /// scf.if on a scalar i1 with both regions, no results yet (ifEnd adds them);
+  /// the insertion point moves into the then-region.
+  Operation *ifBegin(Value cond) {
+    if (!cond.getType().isInteger(1))
+      invalid("an `if` condition must be a scalar i1, got " + toString(cond.getType()));
+    auto op = scf::IfOp::create(builder, loc, TypeRange(), cond, /*withElseRegion=*/true);
+    op.thenBlock()->getTerminator()->erase();
+    op.elseBlock()->getTerminator()->erase();
+    builder.setInsertionPointToEnd(op.thenBlock());
+    return op.getOperation();
+  }
+  void ifThen(Operation *op) {
+    builder.setInsertionPointToEnd(llvm::cast<scf::IfOp>(op).thenBlock());
+  }
+  void ifElse(Operation *op) {
+    builder.setInsertionPointToEnd(llvm::cast<scf::IfOp>(op).elseBlock());
+  }
+  /// Yields `thenValues`/`elseValues` (same types) and replaces the op by one
+  /// with those results; moves after it and returns the results.
+  std::vector<Value> ifEnd(Operation *op, std::vector<Value> thenValues,
+                           std::vector<Value> elseValues) {
+    auto ifOp = llvm::cast<scf::IfOp>(op);
+    if (thenValues.size() != elseValues.size())
+      invalid("branches yield different numbers of values");
+    SmallVector<Type> types;
+    for (auto [a, b] : llvm::zip(thenValues, elseValues)) {
+      if (a.getType() != b.getType())
+        invalid("a variable has different types after the two branches: " +
+                toString(a.getType()) + " vs " + toString(b.getType()));
+      types.push_back(a.getType());
+    }
+    builder.setInsertionPointToEnd(ifOp.thenBlock());
+    scf::YieldOp::create(builder, loc, thenValues);
+    builder.setInsertionPointToEnd(ifOp.elseBlock());
+    scf::YieldOp::create(builder, loc, elseValues);
+    builder.setInsertionPoint(ifOp);
+    auto result = scf::IfOp::create(builder, loc, types, ifOp.getCondition(),
+                                    /*withElseRegion=*/true);
+    result.getThenRegion().takeBody(ifOp.getThenRegion());
+    result.getElseRegion().takeBody(ifOp.getElseRegion());
+    ifOp.erase();
+    builder.setInsertionPointAfter(result);
+    return {result.getResults().begin(), result.getResults().end()};
+  }
+
+  /// A detached block to emit into speculatively (to learn the types a loop
+  /// body produces); `discardScratch` drops it and restores the insertion point.
+  void beginScratch() {
+    scratchSaved.push_back(builder.saveInsertionPoint());
+    scratchBlocks.push_back(std::make_unique<Block>());
+    builder.setInsertionPointToEnd(scratchBlocks.back().get());
+  }
+  void discardScratch() {
+    if (scratchBlocks.empty())
+      invalid("no scratch block to discard");
+    std::unique_ptr<Block> block = std::move(scratchBlocks.back());
+    scratchBlocks.pop_back();
+    // Drop uses inside the block before destroying it (ops may use each other).
+    for (Operation &op : llvm::reverse(*block))
+      op.dropAllUses();
+    block->dropAllReferences();
+    while (!block->empty())
+      block->back().erase();
+    builder.restoreInsertionPoint(scratchSaved.back());
+    scratchSaved.pop_back();
+  }
+
 private:
+  std::vector<OpBuilder::InsertPoint> scratchSaved;
+  std::vector<std::unique_ptr<Block>> scratchBlocks;
+
   std::shared_ptr<Context> context;
   OpBuilder builder;
   Location loc;
@@ -582,6 +713,12 @@ void populateIRBuilder(py::module_ &m) {
 
   m.def("parse_module", &parseModule, py::arg("context"), py::arg("text"));
 
+  // Handles of structured ops under construction (owned by their module).
+  py::class_<Operation, std::unique_ptr<Operation, py::nodelete>>(m, "Operation")
+      .def("__repr__", [](Operation *op) {
+        return "<kiln._C.Operation " + op->getName().getStringRef().str() + ">";
+      });
+
   py::class_<Builder>(m, "Builder")
       .def(py::init<std::shared_ptr<Context>>(), py::keep_alive<1, 2>())
       .def("set_loc", &Builder::setLoc, py::arg("file"), py::arg("line"), py::arg("col"))
@@ -615,7 +752,18 @@ void populateIRBuilder(py::module_ &m) {
       .def("select", &Builder::select)
       .def("cmpi", &Builder::cmpi)
       .def("cmpf", &Builder::cmpf)
-      .def("cast", &Builder::cast);
+      .def("cast", &Builder::cast)
+      .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
+      .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)
+      .def("for_induction_var", &Builder::forInductionVar)
+      .def("for_iter_args", &Builder::forIterArgs)
+      .def("for_end", &Builder::forEnd)
+      .def("if_begin", &Builder::ifBegin, py::return_value_policy::reference)
+      .def("if_then", &Builder::ifThen)
+      .def("if_else", &Builder::ifElse)
+      .def("if_end", &Builder::ifEnd)
+      .def("begin_scratch", &Builder::beginScratch)
+      .def("discard_scratch", &Builder::discardScratch);
 }
 
 } // namespace kiln::python

@@ -69,7 +69,7 @@ def test_situ_without_linear_beta_and_f32_input():
 
 def test_situ_metadata_shape():
     meta = compile_spec(situ_spec("bf16", True), upto="tile").meta
-    assert set(meta) == {"name", "symbol", "params", "constexprs", "threads_per_block",
+    assert set(meta) >= {"name", "symbol", "params", "constexprs", "threads_per_block",
                          "shared_bytes", "pdl", "cluster", "features", "source_hash",
                          "specialization"}
     assert meta["name"] == meta["symbol"] == "situ_and_mul"
@@ -211,7 +211,7 @@ def _err_type(x_ptr):
 
 @kiln.jit
 def _err_runtime_if(x_ptr, n):
-    if n > 0:  # ERR-if
+    if kl.arange(0, 16) > n:  # ERR-if
         kl.store(x_ptr, 1.0)
 
 
@@ -241,7 +241,7 @@ def _err_in_callee(x_ptr):
     (_err_pow2, "ERR-pow2", {"x_ptr": "*f32"}, "power of two"),
     (_err_broadcast, "ERR-broadcast", {"x_ptr": "*f32"}, "incompatible shapes"),
     (_err_type, "ERR-type", {"x_ptr": "*f32"}, "needs integer operands"),
-    (_err_runtime_if, "ERR-if", {"x_ptr": "*f32", "n": "i32"}, "must be a constexpr"),
+    (_err_runtime_if, "ERR-if", {"x_ptr": "*f32", "n": "i32"}, "must be a scalar"),
     (_err_bad_mask, "ERR-mask", {"x_ptr": "*f32"}, "mask must be a boolean"),
 ])
 def test_errors_point_at_the_source(kernel, marker, signature, message):

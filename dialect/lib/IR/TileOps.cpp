@@ -145,6 +145,55 @@ void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCo
 }
 
 //===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+/// The type of reducing `src` along `axis` (a scalar for 1-D tiles).
+static Type getReducedType(RankedTensorType src, int64_t axis) {
+  if (src.getRank() == 1)
+    return src.getElementType();
+  SmallVector<int64_t> shape(src.getShape());
+  shape.erase(shape.begin() + axis);
+  return src.clone(shape);
+}
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         ValueRange operands, DictionaryAttr attributes,
+                                         OpaqueProperties properties, RegionRange regions,
+                                         SmallVectorImpl<Type> &inferredReturnTypes) {
+  ReduceOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto src = llvm::dyn_cast<RankedTensorType>(adaptor.getSrc().getType());
+  int64_t axis = adaptor.getAxis();
+  if (!src || axis < 0 || axis >= src.getRank())
+    return failure();
+  inferredReturnTypes.push_back(getReducedType(src, axis));
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  auto src = llvm::cast<RankedTensorType>(getSrc().getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= src.getRank())
+    return emitOpError() << "expected axis in [0, " << src.getRank() << "), got " << axis;
+  if (llvm::isa<PtrType>(src.getElementType()))
+    return emitOpError() << "cannot reduce a tile of pointers";
+  return success();
+}
+
+LogicalResult ReduceOp::verifyRegions() {
+  Type element = llvm::cast<RankedTensorType>(getSrc().getType()).getElementType();
+  Block &block = getCombine().front();
+  if (block.getNumArguments() != 2 || block.getArgument(0).getType() != element ||
+      block.getArgument(1).getType() != element)
+    return emitOpError() << "expected the combine region to take two " << element
+                         << " arguments";
+  auto ret = llvm::dyn_cast<ReduceReturnOp>(block.getTerminator());
+  if (!ret || ret.getResult().getType() != element)
+    return emitOpError() << "expected the combine region to return one " << element;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AddPtrOp
 //===----------------------------------------------------------------------===//
 

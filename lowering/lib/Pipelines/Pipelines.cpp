@@ -21,6 +21,8 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
   pm.addPass(createConvertTileToNVVM());
   pm.addPass(createSCFToControlFlowPass());
+  // scf-to-cf compares and increments loop counters with arith ops.
+  pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertNVVMToLLVMPass());
   pm.addPass(createCanonicalizerPass());

@@ -38,6 +38,7 @@ void kiln::registerKilnPasses() {
     mlir::registerSCFToControlFlowPass();
     mlir::registerReconcileUnrealizedCastsPass();
     mlir::registerConvertControlFlowToLLVMPass();
+    mlir::registerArithToLLVMConversionPass();
     mlir::registerConvertNVVMToLLVMPass();
     tile::registerTilePasses();
     registerKilnConversionPasses();

@@ -16,6 +16,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -156,6 +157,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileProgramOpsToNVVMPatterns(converter, patterns);
   populateTileShapeOpsToNVVMPatterns(converter, patterns);
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
+  populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileElementwiseToNVVMPatterns(converter, patterns);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   // Float math becomes libdevice calls (`__nv_*`, linked at PTX emission; the
@@ -220,8 +222,9 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
 
     LLVMConversionTarget target(*context);
     target.addLegalDialect<NVVM::NVVMDialect>();
-    // Masked accesses are scf.if over LLVM ops; convert-scf-to-cf takes them.
-    target.addLegalOp<scf::IfOp, scf::YieldOp>();
+    // scf.for/if/while (the kernel's loops and branches, and the scf.if of masked
+    // accesses) stay scf ops over converted types; convert-scf-to-cf takes them.
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
     target.addIllegalDialect<tile::TileDialect, arith::ArithDialect, math::MathDialect,
                              func::FuncDialect>();
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

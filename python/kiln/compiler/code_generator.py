@@ -111,7 +111,6 @@ _FOLDABLE_BUILTINS = {builtins.min, builtins.max, builtins.abs, builtins.int, bu
 
 _UNSUPPORTED = {
     "While": "`while` loops are not supported",
-    "For": "`for` loops are not supported yet",
     "AsyncFor": "`async for` is not supported",
     "Try": "`try` is not supported in kernels",
     "TryStar": "`try` is not supported in kernels",
@@ -253,11 +252,176 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         cond = self.visit(node.test)
-        if isinstance(cond, tensor):
-            raise self.error(node.test, "`if` on a runtime value is not supported yet: the "
-                                        "condition must be a constexpr (use kl.where for "
+        if not isinstance(cond, tensor):
+            self.run_body(node.body if _truth(cond) else node.orelse)
+            return
+        if cond.type.is_block():
+            raise self.error(node.test, "an `if` condition must be a scalar (use kl.where for "
                                         "elementwise selection)")
-        self.run_body(node.body if _truth(cond) else node.orelse)
+        if not cond.dtype.is_bool():
+            cond = self.semantic.binary("ne", cond, 0)
+        assigned = _assigned_names(node.body) | _assigned_names(node.orelse)
+        saved = dict(self.scope)
+        op = self.builder.if_begin(cond.handle)
+        self.scope = dict(saved)
+        self._run_branch(node.body, "if")
+        then_scope = self.scope
+        self.builder.if_else(op)
+        self.scope = dict(saved)
+        self._run_branch(node.orelse, "else")
+        else_scope = self.scope
+
+        merged, then_vals, else_vals, types = [], [], [], []
+        for name in sorted(assigned):
+            if name not in then_scope or name not in else_scope:
+                continue  # defined on one path only: not visible after the `if`
+            tv, ev = then_scope[name], else_scope[name]
+            if not isinstance(tv, tensor) and not isinstance(ev, tensor):
+                if _unwrap(tv) is _unwrap(ev) or _unwrap(tv) == _unwrap(ev):
+                    saved[name] = tv
+                    continue
+                # Different compile-time values: a runtime value of their natural type.
+                ty = self.semantic.to_tensor(_unwrap(tv)).type
+            else:
+                ty = tv.type if isinstance(tv, tensor) else ev.type
+            merged.append(name)
+            types.append(ty)
+            then_vals.append(tv)
+            else_vals.append(ev)
+        # Compile-time values become constants of the other branch's type, in their branch.
+        self.builder.if_then(op)
+        then_vals = [self._materialize(v, ty, node) for v, ty in zip(then_vals, types)]
+        self.builder.if_else(op)
+        else_vals = [self._materialize(v, ty, node) for v, ty in zip(else_vals, types)]
+        results = self.builder.if_end(op, [v.handle for v in then_vals],
+                                      [v.handle for v in else_vals])
+        self.scope = saved
+        for name, ty, handle in zip(merged, types, results):
+            self.scope[name] = tensor(handle, ty)
+
+    def _run_branch(self, body: List[ast.stmt], what: str) -> None:
+        self.run_body(body)
+        if self.returned:
+            raise self.error(body[-1], f"`return` inside a runtime `{what}` is not supported")
+
+    def _materialize(self, value: Any, ty: Any, node: ast.AST) -> tensor:
+        """`value` as a tensor of type `ty` (a constexpr becomes a constant)."""
+        if isinstance(value, tensor):
+            if value.type != ty:
+                raise self.error(node, f"a variable changes type across control flow: "
+                                       f"{value.type} vs {ty} (cast it explicitly)")
+            return value
+        v = self.semantic.to_tensor(_unwrap(value), ty.scalar)
+        v = self.semantic.cast(v, ty.scalar)
+        if ty.is_block():
+            v = self.semantic.broadcast_to(v, ty.shape)
+        return v
+
+    def visit_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(node, "`for ... else` is not supported")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a plain name")
+        it = node.iter
+        if not isinstance(it, ast.Call) or it.keywords:
+            raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
+        fn = _unwrap(self.visit(it.func))
+        args = [self.visit(a) for a in it.args]
+        if not 1 <= len(args) <= 3:
+            raise self.error(it, "range takes 1 to 3 arguments")
+        from .. import language as kl_language  # noqa: PLC0415
+
+        if fn is kl_language.static_range:
+            if any(isinstance(a, tensor) for a in args):
+                raise self.error(it, "kl.static_range needs constexpr bounds (use range for a "
+                                     "runtime loop)")
+            for v in range(*(_unwrap(a) for a in args)):
+                self.scope[node.target.id] = constexpr(v)
+                self.run_body(node.body)
+                if self.returned:
+                    raise self.error(node, "`return` inside a loop is not supported")
+            return
+        if fn is not builtins.range:
+            raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
+        self._runtime_for(node, args)
+
+    def _runtime_for(self, node: ast.For, args: List[Any]) -> None:
+        sem = self.semantic
+        from ..language import core as lc  # noqa: PLC0415
+
+        if len(args) == 1:
+            args = [constexpr(0), args[0], constexpr(1)]
+        elif len(args) == 2:
+            args = [args[0], args[1], constexpr(1)]
+        step = args[2]
+        if not isinstance(step, tensor) and _unwrap(step) <= 0:
+            raise self.error(node.iter, "a runtime loop needs a positive step")
+        for a in args:
+            if isinstance(a, tensor) and (a.type.is_block() or not a.dtype.is_int()):
+                raise self.error(node.iter, f"loop bounds must be scalar integers, got {a.type}")
+        ity = lc.int64 if any(isinstance(a, tensor) and a.dtype.primitive_bitwidth == 64
+                              for a in args) else lc.int32
+        lb, ub, st = (sem.cast(sem.to_tensor(_unwrap(a) if not isinstance(a, tensor) else a,
+                                             ity), ity) for a in args)
+        var = node.target.id
+        if getattr(self.builder, "eager", False):  # the CPU interpreter runs the loop
+            return self._eager_for(node, var, lb, ub, st, ity)
+        assigned = _assigned_names(node.body) - {var}
+        before = dict(self.scope)
+        carried = sorted(n for n in assigned if n in before)
+
+        # A carried compile-time value takes the type the body gives it: find it
+        # by emitting the body once into a scratch block.
+        if any(not isinstance(before[n], tensor) for n in carried):
+            self.builder.begin_scratch()
+            try:
+                self.scope = dict(before)
+                self.scope[var] = sem.cast(sem.to_tensor(0, ity), ity)
+                self.run_body(node.body)
+                after = self.scope
+            finally:
+                self.builder.discard_scratch()
+                self.scope = before
+                self.returned = False
+            for n in carried:
+                if isinstance(before[n], tensor):
+                    continue
+                if isinstance(after.get(n), tensor):
+                    self.scope[n] = self._materialize(before[n], after[n].type, node)
+                elif _unwrap(after.get(n)) != _unwrap(before[n]):
+                    # A compile-time value that changes: carry it as a runtime value of
+                    # its natural type (Python int -> i32, float -> f32).
+                    self.scope[n] = sem.to_tensor(_unwrap(before[n]))
+            carried = [n for n in carried if isinstance(self.scope[n], tensor)]
+            before = dict(self.scope)
+
+        op = self.builder.for_begin(lb.handle, ub.handle, st.handle,
+                                    [before[n].handle for n in carried])
+        self.scope[var] = tensor(self.builder.for_induction_var(op), ity)
+        for n, arg in zip(carried, self.builder.for_iter_args(op)):
+            self.scope[n] = tensor(arg, before[n].type)
+        self.run_body(node.body)
+        if self.returned:
+            raise self.error(node, "`return` inside a loop is not supported")
+        yields = [self._materialize(self.scope[n], before[n].type, node).handle for n in carried]
+        results = self.builder.for_end(op, yields)
+        self.scope = {k: v for k, v in before.items()}
+        for n, handle in zip(carried, results):
+            self.scope[n] = tensor(handle, before[n].type)
+
+    def _eager_for(self, node: ast.For, var: str, lb: tensor, ub: tensor, st: tensor,
+                   ity: Any) -> None:
+        """A runtime loop under an eager builder (kiln.interpreter): the body runs
+        once per iteration, as the compiled scf.for would."""
+        import numpy as np  # noqa: PLC0415 - eager builders are numpy-based
+
+        lo, hi, step = (int(np.asarray(v.handle)) for v in (lb, ub, st))
+        for i in range(lo, hi, step):
+            self.scope[var] = tensor(self.builder.int_constant(self.semantic.ir_type(ity), i),
+                                     ity)
+            self.run_body(node.body)
+            if self.returned:
+                raise self.error(node, "`return` inside a loop is not supported")
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.visit(node.test)
@@ -493,6 +657,18 @@ class CodeGenerator(ast.NodeVisitor):
         filename, lineno, col, _ = self.source.location(node)
         self.builder.set_loc(filename, lineno, col)
         return gen.return_value
+
+
+def _assigned_names(stmts: List[ast.stmt]) -> set:
+    """Names a statement list assigns (including in nested blocks)."""
+    names = set()
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                names.add(n.target.id)
+    return names
 
 
 def _unwrap(v: Any) -> Any:

@@ -510,6 +510,68 @@ class Semantic:
         return tensor(self.builder.select(c.handle, a.handle, b.handle), a.type)
 
     # ------------------------------------------------------------------
+    # Reductions
+    # ------------------------------------------------------------------
+    def _reduce_axes(self, x: tensor, axis: Any, what: str) -> List[int]:
+        if isinstance(axis, tensor):
+            raise SemanticError(f"{what}: the axis must be a constexpr")
+        if not x.type.is_block():
+            raise SemanticError(f"{what} needs a tile, got a scalar {x.dtype}")
+        rank = len(x.shape)
+        if axis is None:
+            return list(range(rank - 1, -1, -1))
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise SemanticError(f"{what}: the axis must be an int or None, got {axis!r}")
+        a = axis + rank if axis < 0 else axis
+        if not 0 <= a < rank:
+            raise SemanticError(f"{what}: axis {axis} is out of range for a tile of rank {rank}")
+        return [a]
+
+    def reduce(self, x: Any, axis: Any, kind: str) -> tensor:
+        """``sum``/``max``/``min`` along ``axis`` (all axes for None: a scalar). Sums of
+        narrower floats accumulate in f32 and of narrower ints in i32 (the result has that
+        type); max/min keep the type. Float max/min ignore NaN (maxnum/minnum)."""
+        x = self.to_tensor(x)
+        if x.dtype.is_ptr():
+            raise SemanticError(f"{kind} of pointers is not supported")
+        axes = self._reduce_axes(x, axis, kind)
+        if kind == "sum":
+            if x.dtype.is_floating() and x.dtype.primitive_bitwidth < 32:
+                x = self.cast(x, kl.float32)
+            elif x.dtype.is_int() and x.dtype.primitive_bitwidth < 32:
+                x = self.cast(x, kl.uint32 if x.dtype.is_int_unsigned() else kl.int32)
+        if x.dtype.is_floating():
+            combine = {"sum": "addf", "max": "maxnumf", "min": "minnumf"}[kind]
+        else:
+            unsigned = x.dtype.is_int_unsigned() or x.dtype.is_bool()
+            combine = {"sum": "addi", "max": "maxui" if unsigned else "maxsi",
+                       "min": "minui" if unsigned else "minsi"}[kind]
+        for a in axes:
+            shape = list(x.shape)
+            del shape[a]
+            ty = block_type(x.dtype, shape) if shape else x.dtype
+            x = tensor(self.builder.reduce(x.handle, a, combine), ty)
+        return x
+
+    def argreduce(self, x: Any, axis: Any, kind: str) -> tensor:
+        """Index (int32) of the max/min along ``axis``; ties go to the lowest index."""
+        x = self.to_tensor(x)
+        axes = self._reduce_axes(x, axis, f"arg{kind}")
+        if axis is None and len(x.shape) != 1:
+            raise SemanticError(f"arg{kind} needs an axis for tiles of rank > 1")
+        a = axes[0]
+        best = self.reduce(x, a, kind)
+        best = self.expand_dims(best, a) if best.type.is_block() else best
+        index = self.arange(0, x.shape[a])
+        for d in range(len(x.shape)):
+            if d != a:
+                index = self.expand_dims(index, d)
+        hit = self.binary("eq", x, best)
+        big = self.constant(x.shape[a], kl.int32)
+        candidates = self.where(hit, index, big)
+        return self.reduce(candidates, a, "min")
+
+    # ------------------------------------------------------------------
     # Program structure, ranges and memory
     # ------------------------------------------------------------------
     @staticmethod

@@ -115,6 +115,45 @@ ceil = _math_unary("ceil", "Round toward +inf.")
 
 
 @builtin
+def sum(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:  # noqa: A001
+    """Sum along ``axis`` (all axes for None). f16/bf16 accumulate in f32, narrow ints
+    in i32; the result has the accumulation type."""
+    return _semantic.reduce(x, _unwrap(axis), "sum")
+
+
+@builtin
+def max(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:  # noqa: A001
+    """Maximum along ``axis`` (all axes for None); NaN is ignored (maxnum)."""
+    return _semantic.reduce(x, _unwrap(axis), "max")
+
+
+@builtin
+def min(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:  # noqa: A001
+    """Minimum along ``axis`` (all axes for None); NaN is ignored (minnum)."""
+    return _semantic.reduce(x, _unwrap(axis), "min")
+
+
+@builtin
+def argmax(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:
+    """int32 index of the maximum along ``axis``; ties go to the lowest index."""
+    return _semantic.argreduce(x, _unwrap(axis), "max")
+
+
+@builtin
+def argmin(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:
+    """int32 index of the minimum along ``axis``; ties go to the lowest index."""
+    return _semantic.argreduce(x, _unwrap(axis), "min")
+
+
+class static_range:
+    """``for i in kl.static_range(a, b, step):`` unrolled at compile time (constexpr
+    bounds). A plain ``range`` with runtime or constexpr bounds becomes a loop."""
+
+    def __init__(self, *args: Any):
+        self.args = args
+
+
+@builtin
 def abs(x: Any, _semantic: Any = None) -> tensor:  # noqa: A001 - language builtin
     """|x| for ints and floats."""
     return _semantic.abs(x)
@@ -167,5 +206,5 @@ __all__ = [
     "abs", "arange", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
     "num_programs", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
-    "static_assert", "store", "tanh", "tensor", "where", "zeros", "block_type",
+    "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor", "where", "zeros", "block_type",
 ] + [d.name for d in ALL_DTYPES]

@@ -15,7 +15,7 @@ struct TileToLLVMOptions {
 /// The one pipeline from the tile dialect to LLVM + NVVM dialects, ready for
 /// translation to LLVM IR (registered as `kiln-tile-to-llvm`):
 ///   canonicalize, cse, kiln-tile-assign-layout, kiln-tile-vectorize-access,
-///   kiln-convert-tile-to-nvvm, convert-scf-to-cf, convert-cf-to-llvm,
+///   kiln-convert-tile-to-nvvm, convert-scf-to-cf, convert-arith-to-llvm, convert-cf-to-llvm,
 ///   convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts.
 void buildTileToLLVMPipeline(mlir::OpPassManager &pm, const TileToLLVMOptions &options = {});
 

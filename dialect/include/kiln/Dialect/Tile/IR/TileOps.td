@@ -120,6 +120,44 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure, SingleBlock,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "combine the elements of a tile along one axis";
+  let description = [{
+    ```mlir
+    %sum = tile.reduce %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32> {
+    ^bb0(%a: f32, %b: f32):
+      %c = arith.addf %a, %b : f32
+      tile.reduce.return %c : f32
+    }
+    ```
+    The region combines two partial results; it must be associative and
+    commutative (the order of combination is unspecified). Reducing a 1-D tile
+    gives a scalar. In the blocked layout a thread first combines the elements
+    it holds, then lanes combine through `shfl.sync.bfly`, then warps through a
+    shared-memory buffer, from which every thread reads the results it holds in
+    the result's layout.
+  }];
+  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis);
+  let results = (outs Tile_Any:$result);
+  let regions = (region SizedRegion<1>:$combine);
+  let assemblyFormat = [{
+    $src attr-dict `:` type($src) `->` type($result) $combine
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator, HasParent<"ReduceOp">]> {
+  let summary = "the combined value of a tile.reduce region";
+  let arguments = (ins Tile_Scalar:$result);
+  let assemblyFormat = "$result attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // Pointers and memory
 //===----------------------------------------------------------------------===//
 
