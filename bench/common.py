@@ -1,0 +1,62 @@
+"""Timing helpers shared by the GPU benchmarks: CUDA events, warm-up, medians, CUDA graphs,
+and the measured copy bandwidth (the memory ceiling)."""
+
+import statistics
+
+import torch
+
+
+def time_ms(fn, inputs, batch=20, reps=15, warmup=3):
+    """Median time per call in ms, calls issued back to back on the stream: CUDA events around
+    `batch` calls (rotating through `inputs`), median over `reps` batches. Host overhead is
+    hidden where the GPU work per call is longer; where it is not, this is what a caller sees.
+    """
+    for i in range(warmup * batch):
+        fn(inputs[i % len(inputs)])
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(batch):
+            fn(inputs[i % len(inputs)])
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / batch)
+    return statistics.median(times)
+
+
+def graph_time_ms(fn, inputs, batch=20, reps=15):
+    """Median GPU time per call with the launches captured in a CUDA graph (no host cost)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(3):  # warm-up / compile outside the capture
+            fn(inputs[i % len(inputs)])
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(batch):
+            fn(inputs[i % len(inputs)])
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / batch)
+    return statistics.median(times)
+
+
+def copy_bandwidth_gbs():
+    n = 1 << 30  # 2 GiB of bf16 each way
+    src = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda s: dst.copy_(s), [src], batch=5, reps=10)
+    return 2 * src.numel() * 2 / ms / 1e6

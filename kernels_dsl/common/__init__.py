@@ -1,0 +1,3 @@
+"""Kernels that are not specific to one model: normalization and softmax over rows."""
+
+MODULES = ["norm"]
