@@ -40,6 +40,10 @@ cp -r kernels_dsl "$OUT_DIR/kernels_dsl"
 mkdir -p "$OUT_DIR/test"
 cp -r test/gpu "$OUT_DIR/test/gpu"
 cp -r bench "$OUT_DIR/bench" 2>/dev/null || true
+# The C++ launch benchmark (runtime only, libcuda opened at run time).
+g++ -O2 -std=c++17 bench/runtime/launch_bench.cpp -Iruntime/include \
+  -I"${CUDA_HOME:-/usr/local/cuda}/include" "$BUILD/runtime/libkiln_runtime.a" -ldl -lpthread \
+  -o "$OUT_DIR/bench/runtime/launch_bench"
 cp "${CUDA_HOME:-/usr/local/cuda}/nvvm/libdevice/libdevice.10.bc" "$OUT_DIR/"
 if [ -f build/kimi_k3.kbundle ]; then cp build/kimi_k3.kbundle "$OUT_DIR/"; fi
 cp scripts/device-run.sh "$OUT_DIR/run.sh"

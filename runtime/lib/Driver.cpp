@@ -73,6 +73,7 @@ LoadResult load() {
   resolve("cuModuleGetFunction", d->cuModuleGetFunction);
   resolve("cuFuncSetAttribute", d->cuFuncSetAttribute);
   resolve("cuLaunchKernelEx", d->cuLaunchKernelEx);
+  resolve("cuLaunchKernel", d->cuLaunchKernel);
   resolve("cuTensorMapEncodeTiled", d->cuTensorMapEncodeTiled);
   if (!ok)
     return r;

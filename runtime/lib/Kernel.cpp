@@ -320,6 +320,15 @@ void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid, const KernelA
   for (size_t i = 0; i < numArgs; ++i)
     params[i] = const_cast<void *>(args[i].data());
 
+  const bool plain = !entry_.pdl && entry_.cluster == std::array<unsigned, 3>{1, 1, 1};
+  if (plain) { // no launch attributes: the classic entry point is the cheaper one
+    CUresult r = d.cuLaunchKernel(l.function, grid[0], grid[1], grid[2], entry_.threadsPerBlock,
+                                  1, 1, entry_.sharedBytes, stream, numArgs ? params : nullptr,
+                                  nullptr);
+    if (r != CUDA_SUCCESS)
+      d.check(r, "cuLaunchKernel", entry_.name, l.arch);
+    return;
+  }
   CUlaunchAttribute attrs[2];
   unsigned numAttrs = 0;
   if (entry_.pdl) {
