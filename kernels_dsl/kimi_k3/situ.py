@@ -27,8 +27,10 @@ def situ_and_mul_kernel(x_ptr, out_ptr, D, x_stride, out_stride, beta, inv_beta,
     col = kl.program_id(1) * BLOCK + kl.arange(0, BLOCK)
     mask = col < D
     x_row = x_ptr + row * x_stride
+    kl.pdl_wait()  # the input may come from the previous kernel in the stream
     g = kl.load(x_row + col, mask=mask, other=0.0).to(kl.float32)
     u = kl.load(x_row + D + col, mask=mask, other=0.0).to(kl.float32)
+    kl.pdl_launch_dependents()
     gate = beta * kl.tanh(g * inv_beta) * kl.sigmoid(g)
     if HAS_LINEAR_BETA:
         up = linear_beta * kl.tanh(u * inv_linear_beta)

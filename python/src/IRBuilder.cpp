@@ -509,6 +509,10 @@ public:
     invalid("unknown cast '" + kind + "'");
   }
 
+  // --- programmatic dependent launch --------------------------------------
+  void pdlWait() { tile::PdlWaitOp::create(builder, loc); }
+  void pdlLaunchDependents() { tile::PdlLaunchDependentsOp::create(builder, loc); }
+
   // --- reductions --------------------------------------------------------
   /// tile.reduce of `src` along `axis` whose combine region applies the binary
   /// op `combine` (a name accepted by `binary`).
@@ -753,6 +757,8 @@ void populateIRBuilder(py::module_ &m) {
       .def("cmpi", &Builder::cmpi)
       .def("cmpf", &Builder::cmpf)
       .def("cast", &Builder::cast)
+      .def("pdl_wait", &Builder::pdlWait)
+      .def("pdl_launch_dependents", &Builder::pdlLaunchDependents)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)
       .def("for_induction_var", &Builder::forInductionVar)

@@ -172,7 +172,9 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
 
 LogicalResult ReduceOp::verify() {
   auto src = llvm::cast<RankedTensorType>(getSrc().getType());
-  int64_t axis = getAxis();
+  // The attribute is a signless i32: read it signed (getAxis() is unsigned and
+  // would report -1 as 4294967295).
+  int64_t axis = getAxisAttr().getInt();
   if (axis < 0 || axis >= src.getRank())
     return emitOpError() << "expected axis in [0, " << src.getRank() << "), got " << axis;
   if (llvm::isa<PtrType>(src.getElementType()))

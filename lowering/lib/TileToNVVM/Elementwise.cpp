@@ -43,15 +43,23 @@ struct ElementwiseOnTiles : ConversionPattern {
       if (int64_t(elements.back().size()) != regs)
         return rewriter.notifyMatchFailure(op, "operands of different layouts");
     }
+    // The scalar ops keep the original element types; where the LLVM type
+    // differs (f8 is i8 in LLVM), casts bridge until their own patterns run.
+    auto bridge = [&](Value value, Type type) -> Value {
+      if (value.getType() == type)
+        return value;
+      return UnrealizedConversionCastOp::create(rewriter, loc, type, value).getResult(0);
+    };
     Type scalarType = resultType.getElementType();
+    Type llvmScalarType = getTypeConverter()->convertType(scalarType);
     SmallVector<Value> results;
     for (int64_t r = 0; r < regs; ++r) {
       OperationState state(loc, op->getName());
-      for (auto &operand : elements)
-        state.addOperands(operand[r]);
+      for (auto [original, operand] : llvm::zip(op->getOperands(), elements))
+        state.addOperands(bridge(operand[r], getElementTypeOrSelf(original.getType())));
       state.addTypes(scalarType);
       state.addAttributes(op->getAttrs());
-      results.push_back(rewriter.create(state)->getResult(0));
+      results.push_back(bridge(rewriter.create(state)->getResult(0), llvmScalarType));
     }
     rewriter.replaceOp(op, packTile(rewriter, loc,
                                     getTypeConverter()->convertType(resultType), results));
@@ -109,10 +117,71 @@ struct ApproxTanhLowering : ConvertOpToLLVMPattern<math::TanhOp> {
     return success();
   }
 };
+bool isFP8(Type type) { return llvm::isa<Float8E4M3FNType, Float8E5M2Type>(type); }
+
+/// Scalar float -> f8 (e4m3 / e5m2), round to nearest even, saturating to the
+/// finite range (cvt.rn.satfinite.e4m3x2.f32; the value in the low byte).
+struct TruncFToFP8Lowering : ConvertOpToLLVMPattern<arith::TruncFOp> {
+  TruncFToFP8Lowering(TileTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/20) {}
+
+  LogicalResult matchAndRewrite(arith::TruncFOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Type target = op.getType();
+    if (!isFP8(target))
+      return rewriter.notifyMatchFailure(op, "not a conversion to f8");
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    Value x = adaptor.getIn();
+    if (!x.getType().isF32())
+      x = LLVM::FPExtOp::create(rewriter, loc, f32, x);
+    Value zero = LLVM::ConstantOp::create(rewriter, loc, f32, rewriter.getF32FloatAttr(0.0f));
+    Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
+        rewriter, loc, rewriter.getI16Type(), zero, x,
+        NVVM::FPRoundingModeAttr::get(getContext(), NVVM::FPRoundingMode::RN),
+        NVVM::SaturationModeAttr::get(getContext(), NVVM::SaturationMode::SATFINITE),
+        rewriter.getBoolAttr(false), TypeAttr::get(target));
+    rewriter.replaceOpWithNewOp<LLVM::TruncOp>(op, rewriter.getI8Type(), packed);
+    return success();
+  }
+};
+
+/// Scalar f8 -> wider float: exact through cvt.rn.f16x2.e4m3x2 (then f16 ->
+/// the target).
+struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
+  ExtFFromFP8Lowering(TileTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/20) {}
+
+  LogicalResult matchAndRewrite(arith::ExtFOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Type source = op.getIn().getType();
+    if (!isFP8(source))
+      return rewriter.notifyMatchFailure(op, "not a conversion from f8");
+    Location loc = op.getLoc();
+    Type i8 = rewriter.getI8Type();
+    auto pairType = VectorType::get({2}, i8);
+    Value pair = LLVM::ZeroOp::create(rewriter, loc, pairType);
+    pair = LLVM::InsertElementOp::create(rewriter, loc, pair, adaptor.getIn(),
+                                         createI32Constant(rewriter, loc, 0));
+    auto halfPair = VectorType::get({2}, rewriter.getF16Type());
+    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(rewriter, loc, halfPair, pair,
+                                                      rewriter.getBoolAttr(false),
+                                                      TypeAttr::get(source));
+    Value half = LLVM::ExtractElementOp::create(rewriter, loc, halves,
+                                                createI32Constant(rewriter, loc, 0));
+    Type target = getTypeConverter()->convertType(op.getType());
+    if (target.isF16())
+      rewriter.replaceOp(op, half);
+    else
+      rewriter.replaceOpWithNewOp<LLVM::FPExtOp>(op, target, half);
+    return success();
+  }
+};
 } // namespace
 
 void kiln::populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   patterns.add<ElementwiseOnTiles>(converter, patterns.getContext());
-  patterns.add<TileConstantLowering, ApproxTanhLowering>(converter);
+  patterns.add<TileConstantLowering, ApproxTanhLowering, TruncFToFP8Lowering,
+               ExtFFromFP8Lowering>(converter);
 }

@@ -54,10 +54,25 @@ struct MakeRangeLowering : TileOpConversion<tile::MakeRangeOp> {
     return success();
   }
 };
+/// tile.pdl_wait / tile.pdl_launch_dependents -> griddepcontrol.
+template <typename SourceOp, NVVM::GridDepActionKind Kind>
+struct GridDepControlLowering : ConvertOpToLLVMPattern<SourceOp> {
+  using ConvertOpToLLVMPattern<SourceOp>::ConvertOpToLLVMPattern;
+
+  LogicalResult matchAndRewrite(SourceOp op, typename SourceOp::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::GriddepcontrolOp>(
+        op, NVVM::GridDepActionKindAttr::get(op.getContext(), Kind));
+    return success();
+  }
+};
 } // namespace
 
 void kiln::populateTileProgramOpsToNVVMPatterns(TileTypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   patterns.add<ProgramIdLowering, NumProgramsLowering>(converter);
   patterns.add<MakeRangeLowering>(converter);
+  patterns.add<GridDepControlLowering<tile::PdlWaitOp, NVVM::GridDepActionKind::wait>,
+               GridDepControlLowering<tile::PdlLaunchDependentsOp,
+                                      NVVM::GridDepActionKind::launch_dependents>>(converter);
 }

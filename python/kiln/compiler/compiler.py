@@ -312,8 +312,8 @@ def _dump(symbol: str, key: str, stage: str, text: Union[str, bytes]) -> None:
 def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: str,
                    spec: Specialization, threads_per_block: int, arch: Optional[str] = None,
                    ptx: Optional[str] = None, cubin: Optional[bytes] = None,
-                   cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None
-                   ) -> Dict[str, Any]:
+                   cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None,
+                   pdl: bool = False) -> Dict[str, Any]:
     """The kernel's manifest entry (docs/bundle-format.md). With ``arch``, ``targets[arch]``
     records what that image uses and costs (features from the PTX, registers/spills/stack
     from the cubin and the assembler's log, PTX ISA and assembler versions)."""
@@ -339,7 +339,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         "constexprs": {k: _constexpr_repr(v) for k, v in spec.constexprs},
         "threads_per_block": threads_per_block,
         "shared_bytes": 0,
-        "pdl": False,
+        "pdl": pdl,
         "cluster": [1, 1, 1],
         "features": sorted({f for t in targets.values() for f in t["features"]}),
         "source_hash": source_hash,
@@ -396,6 +396,9 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         t0 = time.perf_counter()
         ck.cubin, ck.cubin_tool, ck.cubin_log = make_cubin(asm["ptx"], arch)
         times["cubin"] = time.perf_counter() - t0
+    # A kernel that synchronizes with griddepcontrol is launched with programmatic
+    # stream serialization (PDL).
+    pdl = any(op in asm["tile"] for op in ("tile.pdl_wait", "tile.pdl_launch_dependents"))
     ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads, arch,
-                             asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool)
+                             asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool, pdl=pdl)
     return ck

@@ -510,6 +510,15 @@ class Semantic:
         return tensor(self.builder.select(c.handle, a.handle, b.handle), a.type)
 
     # ------------------------------------------------------------------
+    # Programmatic dependent launch
+    # ------------------------------------------------------------------
+    def pdl_wait(self) -> None:
+        self.builder.pdl_wait()
+
+    def pdl_launch_dependents(self) -> None:
+        self.builder.pdl_launch_dependents()
+
+    # ------------------------------------------------------------------
     # Reductions
     # ------------------------------------------------------------------
     def _reduce_axes(self, x: tensor, axis: Any, what: str) -> List[int]:

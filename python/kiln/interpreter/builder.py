@@ -336,6 +336,13 @@ class NumpyBuilder:
                                "itself when the builder is eager")
 
     # -- reductions ----------------------------------------------------------------------
+    # Programs run one after another: there is no earlier grid to wait for.
+    def pdl_wait(self) -> None:
+        return None
+
+    def pdl_launch_dependents(self) -> None:
+        return None
+
     def reduce(self, x: Any, axis: int, combine: str) -> np.ndarray:
         """``tile.reduce`` of ``x`` along ``axis`` with the binary op ``combine``."""
         x = np.asarray(x)

@@ -145,6 +145,23 @@ def argmin(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:
     return _semantic.argreduce(x, _unwrap(axis), "min")
 
 
+@builtin
+def pdl_wait(_semantic: Any = None) -> None:
+    """Wait until the kernels this launch depends on have finished and their writes are
+    visible (``griddepcontrol.wait``). A kernel that calls it (or ``pdl_launch_dependents``)
+    is launched with programmatic dependent launch: it may start while the previous kernel
+    in the stream still runs, so every read of that kernel's results must come after this."""
+    _semantic.pdl_wait()
+
+
+@builtin
+def pdl_launch_dependents(_semantic: Any = None) -> None:
+    """Let the next PDL kernel in the stream start once every program got here
+    (``griddepcontrol.launch_dependents``); it still waits for this kernel to finish in its
+    own ``pdl_wait``."""
+    _semantic.pdl_launch_dependents()
+
+
 class static_range:
     """``for i in kl.static_range(a, b, step):`` unrolled at compile time (constexpr
     bounds). A plain ``range`` with runtime or constexpr bounds becomes a loop."""
@@ -205,6 +222,6 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 __all__ = [
     "abs", "arange", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
-    "num_programs", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
+    "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
     "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor", "where", "zeros", "block_type",
 ] + [d.name for d in ALL_DTYPES]

@@ -120,6 +120,40 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Programmatic dependent launch
+//===----------------------------------------------------------------------===//
+
+def Tile_PdlWaitOp : Tile_Op<"pdl_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for the grids this launch depends on (PDL)";
+  let description = [{
+    ```mlir
+    tile.pdl_wait
+    ```
+    Becomes `griddepcontrol.wait`: blocks until the prerequisite grids have
+    completed and their memory is visible. A kernel using it (or
+    `tile.pdl_launch_dependents`) is marked `pdl` in its metadata and launched
+    with programmatic stream serialization, so it may start while the previous
+    kernel in the stream still runs: every read of that kernel's results must
+    come after this op. Without a PDL launch it returns at once.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_PdlLaunchDependentsOp : Tile_Op<"pdl_launch_dependents",
+                                         [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "let the next PDL launch in the stream start (PDL)";
+  let description = [{
+    ```mlir
+    tile.pdl_launch_dependents
+    ```
+    Becomes `griddepcontrol.launch_dependents`: once every program has issued
+    it (or exited), the dependent grid may be scheduled; it still waits for this
+    grid's completion in its own `tile.pdl_wait`.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
