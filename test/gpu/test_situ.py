@@ -137,7 +137,6 @@ def test_pdl_chain_reads_the_previous_kernels_output():
     correct."""
     n, d = 512, 4096
     x = random_input(n, 2 * d, torch.bfloat16)  # [n, 4d]
-    ref = x
     outs = []
     cur = x
     for _ in range(4):
@@ -145,7 +144,6 @@ def test_pdl_chain_reads_the_previous_kernels_output():
         out = torch.full((n, half), float("nan"), device="cuda", dtype=torch.bfloat16)
         situ.situ_and_mul(cur, out)
         outs.append(out)
-        ref = reference(ref, 4.0, 25.0)
         cur = out
     torch.cuda.synchronize()
     assert situ.situ_and_mul_kernel.compile(
