@@ -61,9 +61,10 @@ def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0
     kl.store(dst + A + cb, vb, mask=mb)
 
 
-#: rows per program and warps: 128 threads x 8 bf16 cover [8, 128] / [2, 512] in one pass.
-K_ROWS, K_WARPS = 8, 4
-Q_ROWS, Q_WARPS = 2, 4
+#: rows per program and warps, from the H200 sweep in bench/kimi_k3/run.py (T = 4096, 16384):
+#: concat_mla_k [16, 128] + [16, 64] on 128 threads, absorb_q [4, 512] + [4, 64] on 128.
+K_ROWS, K_WARPS = 16, 4
+Q_ROWS, Q_WARPS = 4, 4
 
 
 def _next_pow2(n: int) -> int:

@@ -44,8 +44,8 @@ def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots,
     kl.store(dst + KV_DIM + cp, pe, mask=valid)
 
 
-#: 128 threads x 8 bf16 = [2, 512] per pass.
-ROWS, NUM_WARPS = 2, 4
+#: [16, 512] + [16, 64] per program on 256 threads (the H200 sweep in bench/kimi_k3/run.py).
+ROWS, NUM_WARPS = 16, 8
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_kv_scatter_bf16_kernel, name="mla_kv_scatter_bf16",

@@ -7,7 +7,8 @@ The weight is rounded to bfloat16 (round to nearest even, as ``torch.Tensor.bflo
 ``(ids.int() << 16) | (w.bfloat16().view(torch.int16).int() & 0xFFFF)``.
 
 The kernel is 1-D over the T*K elements (BLOCK per program); ``numel`` is not specialized
-(``do_not_specialize``), so a new T never recompiles; numel == 0 launches nothing.
+(``do_not_specialize``), so a new T never recompiles; numel == 0 launches nothing. Two
+variants: VEC = 4 (numel % 4 == 0, 16-byte accesses) and VEC = 1 (any numel).
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ from . import _launch as L
 
 
 @kiln.jit(num_warps=4, do_not_specialize=["numel"])
-def pack_topk_ids_kernel(ids_ptr, weights_ptr, out_ptr, numel, BLOCK: kl.constexpr):
+def pack_topk_ids_kernel(ids_ptr, weights_ptr, out_ptr, numel, BLOCK: kl.constexpr,
+                         VEC: kl.constexpr):
     offs = kl.program_id(0) * BLOCK + kl.arange(0, BLOCK)
-    mask = offs < numel
+    # VEC = 4 promises numel % 4 == 0 (the wrapper checks): writing the bound as a multiple
+    # of 4 lets the masked accesses be 16-byte vectors without specializing on numel.
+    bound = (numel // VEC) * VEC if VEC > 1 else numel
+    mask = offs < bound
     ids = kl.load(ids_ptr + offs, mask=mask, other=0)
     w = kl.load(weights_ptr + offs, mask=mask, other=0.0)
     low = w.to(kl.bfloat16).to(kl.uint16, bitcast=True).to(kl.int32)
@@ -36,8 +41,9 @@ BLOCK, NUM_WARPS = 1024, 4
 AOT_SPECIALIZATIONS = [
     Spec(pack_topk_ids_kernel, name="pack_topk_ids",
          signature={"ids_ptr": "*i32", "weights_ptr": "*f32", "out_ptr": "*i32", "numel": "i32"},
-         constexprs={"BLOCK": BLOCK}, divisibility=["ids_ptr", "weights_ptr", "out_ptr"],
-         num_warps=NUM_WARPS),
+         constexprs={"BLOCK": BLOCK, "VEC": vec},
+         divisibility=["ids_ptr", "weights_ptr", "out_ptr"], num_warps=NUM_WARPS)
+    for vec in (4, 1)
 ]
 
 
@@ -66,5 +72,5 @@ def pack_topk_ids(topk_ids: Any, topk_weights: Any, out: Optional[Any] = None) -
     L.check_int32_extent(op, "T * K", numel + BLOCK)
     grid = ((numel + BLOCK - 1) // BLOCK,)
     L.launch(pack_topk_ids_kernel, "pack_topk_ids", grid, (topk_ids, topk_weights, out, numel),
-             {"BLOCK": BLOCK}, NUM_WARPS)
+             {"BLOCK": BLOCK, "VEC": 4 if numel % 4 == 0 else 1}, NUM_WARPS)
     return out

@@ -22,7 +22,7 @@ VECTOR = {
     "mla_output_gate": (True, True),
     "mla_kv_scatter_bf16": (True, True),
     "image_preprocess": (False, True),  # the pixel loads are gathers
-    "pack_topk_ids": (False, False),    # numel is not specialized: masks are per element
+    "pack_topk_ids": (True, True),      # VEC = 4; VEC = 1 is scalar (checked below)
 }
 
 
@@ -49,6 +49,8 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert f".visible .entry {spec.kernel_name}(" in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
     vec_load, vec_store = VECTOR[spec.kernel_name]
+    if spec.constexprs.get("VEC") == 1:
+        vec_load = vec_store = False
     assert has_16_byte_access(ck.ptx, "ld") == vec_load, spec.kernel_name
     assert has_16_byte_access(ck.ptx, "st") == vec_store, spec.kernel_name
 
@@ -63,6 +65,7 @@ def test_pack_topk_ids_rounds_to_bf16_and_does_not_specialize_numel():
     from kernels_dsl.kimi_k3 import pack_topk_ids as mod
 
     assert mod.pack_topk_ids_kernel.do_not_specialize == {"numel"}
+    assert [s.constexprs["VEC"] for s in mod.AOT_SPECIALIZATIONS] == [4, 1]
     spec = mod.AOT_SPECIALIZATIONS[0]
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
