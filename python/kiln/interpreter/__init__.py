@@ -102,8 +102,11 @@ def pointer_arg(obj: Any, what: str = "argument", param: str = "?") -> Tuple[str
         span = 0
     else:
         span = 1 + sum((n - 1) * s // item for n, s in zip(arr.shape, arr.strides))
-    flat = np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,),
-                                           writeable=arr.flags.writeable)
+    # as_strided goes through __array_interface__, which cannot tell the ml_dtypes
+    # (fp8, bf16) apart: stride a same-width unsigned view and view it back.
+    raw = arr.view(np.dtype(f"u{item}")) if arr.ndim else arr.reshape(1).view(f"u{item}")
+    flat = np.lib.stride_tricks.as_strided(raw, shape=(span,), strides=(item,),
+                                           writeable=arr.flags.writeable).view(arr.dtype)
     storage = numpy_dtype(elem)
     if flat.dtype != storage:  # unsigned ints are stored as their signed twins
         flat = flat.view(storage)

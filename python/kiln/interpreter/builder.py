@@ -283,6 +283,12 @@ class NumpyBuilder:
 
     def cast(self, kind: str, x: Any, dst: np.dtype) -> np.ndarray:
         x = np.asarray(x)
+        if kind == "truncf" and np.dtype(dst).itemsize == 1:
+            # like the GPU's cvt.rn.satfinite: saturate to the finite range (NaN stays NaN)
+            limit = float(ml_dtypes.finfo(dst).max)
+            with np.errstate(invalid="ignore"):
+                x = np.clip(x.astype(np.float32), -limit, limit)
+            return x.astype(dst)
         if kind in ("extf", "truncf", "sitofp", "fptosi", "extsi", "trunci"):
             with np.errstate(invalid="ignore", over="ignore"):
                 if kind == "fptosi" and dst != np.bool_:
