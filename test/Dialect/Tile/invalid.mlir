@@ -346,6 +346,167 @@ func.func @store_not_a_pointer(%p: tensor<128xi64>, %v: tensor<128xi64>) {
 // -----
 
 //===----------------------------------------------------------------------===//
+// tile.reduce / tile.reduce.return
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_axis_too_large(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected axis in [0, 2), got 2}}
+  %0 = tile.reduce %x {axis = 2 : i32} : tensor<64x128xf32> -> tensor<64xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_axis_negative(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected axis in [0, 1), got -1}}
+  %0 = tile.reduce %x {axis = -1 : i32} : tensor<128xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_pointers(%p: tensor<128x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.reduce' op cannot reduce a tile of pointers}}
+  %0 = tile.reduce %p {axis = 0 : i32} : tensor<128x!tile.ptr<f32>> -> !tile.ptr<f32> {
+  ^bb0(%a: !tile.ptr<f32>, %b: !tile.ptr<f32>):
+    tile.reduce.return %a : !tile.ptr<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_scalar_source(%x: f32) {
+  // expected-error @+1 {{'tile.reduce' op operand #0 must be}}
+  %0 = "tile.reduce"(%x) <{axis = 0 : i32}> ({
+  ^bb0(%a: f32, %b: f32):
+    tile.reduce.return %a : f32
+  }) : (f32) -> f32
+  return
+}
+
+// -----
+
+func.func @reduce_one_argument(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to take two 'f32' arguments}}
+  %0 = tile.reduce %x {axis = 0 : i32} : tensor<128xf32> -> f32 {
+  ^bb0(%a: f32):
+    tile.reduce.return %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_three_arguments(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to take two 'f32' arguments}}
+  %0 = tile.reduce %x {axis = 0 : i32} : tensor<128xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_argument_type(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to take two 'f32' arguments}}
+  %0 = tile.reduce %x {axis = 0 : i32} : tensor<128xf32> -> f32 {
+  ^bb0(%a: f32, %b: f16):
+    tile.reduce.return %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_return_type(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to return one 'f32'}}
+  %0 = tile.reduce %x {axis = 0 : i32} : tensor<128xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32):
+    %t = arith.truncf %a : f32 to f16
+    tile.reduce.return %t : f16
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_empty_region(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op region #0 ('combine') failed to verify constraint: region with 1 blocks}}
+  %0 = "tile.reduce"(%x) <{axis = 0 : i32}> ({
+  }) : (tensor<128xf32>) -> f32
+  return
+}
+
+// -----
+
+func.func @reduce_result_keeps_axis(%x: tensor<64x128xf32>) {
+  // expected-error @+2 {{'tile.reduce' op inferred type(s) 'tensor<64xf32>' are incompatible with return type(s) of operation 'tensor<128xf32>'}}
+  // expected-error @+1 {{'tile.reduce' op failed to infer returned types}}
+  %0 = tile.reduce %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<128xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_1d_to_tile(%x: tensor<128xf32>) {
+  // expected-error @+2 {{'tile.reduce' op inferred type(s) 'f32' are incompatible with return type(s) of operation 'tensor<1xf32>'}}
+  // expected-error @+1 {{'tile.reduce' op failed to infer returned types}}
+  %0 = tile.reduce %x {axis = 0 : i32} : tensor<128xf32> -> tensor<1xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_result_element_type(%x: tensor<64x128xf32>) {
+  // expected-error @+2 {{'tile.reduce' op inferred type(s) 'tensor<64xf32>' are incompatible with return type(s) of operation 'tensor<64xf16>'}}
+  // expected-error @+1 {{'tile.reduce' op failed to infer returned types}}
+  %0 = tile.reduce %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf16> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_return_outside_reduce(%x: f32) {
+  // expected-error @+1 {{'tile.reduce.return' op expects parent op 'tile.reduce'}}
+  tile.reduce.return %x : f32
+}
+
+// -----
+
+func.func @reduce_return_in_scf(%x: f32, %c: i1) {
+  scf.if %c {
+    // expected-error @+1 {{'tile.reduce.return' op expects parent op 'tile.reduce'}}
+    tile.reduce.return %x : f32
+  }
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // Discardable attributes (TileDialect.cpp)
 //===----------------------------------------------------------------------===//
 
