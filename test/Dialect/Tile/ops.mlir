@@ -142,3 +142,56 @@ func.func @kernel_attrs(%p: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                 tile.elems_per_thread = 4 : i32} {
   return
 }
+
+// tile.reduce: 2-D along either axis, 1-D to a scalar, a combine region of
+// more than one op.
+// CHECK-LABEL: func.func @reduce
+// CHECK-SAME: (%[[X:.*]]: tensor<64x128xf32>, %[[H:.*]]: tensor<16x32xbf16>, %[[B:.*]]: tensor<256xi1>, %[[I:.*]]: tensor<8x4x2xi64>, %[[D:.*]]: tensor<32xf64>)
+// CHECK: tile.reduce %[[X]] {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32> {
+// CHECK-NEXT: ^bb0(%[[A0:.*]]: f32, %[[B0:.*]]: f32):
+// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[A0]], %[[B0]] : f32
+// CHECK-NEXT: tile.reduce.return %[[S0]] : f32
+// CHECK-NEXT: }
+// CHECK: tile.reduce %[[H]] {axis = 0 : i32} : tensor<16x32xbf16> -> tensor<32xbf16> {
+// CHECK: arith.maxnumf %{{.*}}, %{{.*}} : bf16
+// CHECK: tile.reduce.return %{{.*}} : bf16
+// CHECK: tile.reduce %[[B]] {axis = 0 : i32} : tensor<256xi1> -> i1 {
+// CHECK: arith.ori %{{.*}}, %{{.*}} : i1
+// CHECK: tile.reduce %[[I]] {axis = 1 : i32} : tensor<8x4x2xi64> -> tensor<8x2xi64> {
+// CHECK-NEXT: ^bb0(%[[A3:.*]]: i64, %[[B3:.*]]: i64):
+// CHECK-NEXT: %[[LT:.*]] = arith.cmpi slt, %[[A3]], %[[B3]] : i64
+// CHECK-NEXT: %[[SEL:.*]] = arith.select %[[LT]], %[[A3]], %[[B3]] : i64
+// CHECK-NEXT: tile.reduce.return %[[SEL]] : i64
+// CHECK: tile.reduce %[[D]] {axis = 0 : i32} : tensor<32xf64> -> f64 {
+// CHECK: arith.minnumf %{{.*}}, %{{.*}} : f64
+func.func @reduce(%x: tensor<64x128xf32>, %h: tensor<16x32xbf16>, %b: tensor<256xi1>,
+                  %i: tensor<8x4x2xi64>, %d: tensor<32xf64>)
+    -> (tensor<64xf32>, tensor<32xbf16>, i1, tensor<8x2xi64>, f64) {
+  %0 = tile.reduce %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32> {
+  ^bb0(%a: f32, %c: f32):
+    %s = arith.addf %a, %c : f32
+    tile.reduce.return %s : f32
+  }
+  %1 = tile.reduce %h {axis = 0 : i32} : tensor<16x32xbf16> -> tensor<32xbf16> {
+  ^bb0(%a: bf16, %c: bf16):
+    %m = arith.maxnumf %a, %c : bf16
+    tile.reduce.return %m : bf16
+  }
+  %2 = tile.reduce %b {axis = 0 : i32} : tensor<256xi1> -> i1 {
+  ^bb0(%a: i1, %c: i1):
+    %o = arith.ori %a, %c : i1
+    tile.reduce.return %o : i1
+  }
+  %3 = tile.reduce %i {axis = 1 : i32} : tensor<8x4x2xi64> -> tensor<8x2xi64> {
+  ^bb0(%a: i64, %c: i64):
+    %lt = arith.cmpi slt, %a, %c : i64
+    %sel = arith.select %lt, %a, %c : i64
+    tile.reduce.return %sel : i64
+  }
+  %4 = tile.reduce %d {axis = 0 : i32} : tensor<32xf64> -> f64 {
+  ^bb0(%a: f64, %c: f64):
+    %m = arith.minnumf %a, %c : f64
+    tile.reduce.return %m : f64
+  }
+  return %0, %1, %2, %3, %4 : tensor<64xf32>, tensor<32xbf16>, i1, tensor<8x2xi64>, f64
+}
