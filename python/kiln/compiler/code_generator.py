@@ -161,6 +161,11 @@ class CodeGenerator(ast.NodeVisitor):
         self.returned = False
         self.return_value: Any = None
         self._last_node: Optional[ast.AST] = None
+        #: The `return` statement that set `returned` (errors about it point there).
+        self._return_node: Optional[ast.AST] = None
+        #: The statement that last assigned each name (errors about a variable
+        #: changing type across control flow point there).
+        self._assigned_at: Dict[str, ast.AST] = {}
 
     # ------------------------------------------------------------------
     # Errors and locations
@@ -213,6 +218,7 @@ class CodeGenerator(ast.NodeVisitor):
                 raise self.error(target, f"cannot assign a runtime value to constexpr "
                                          f"parameter '{target.id}'")
             self.scope[target.id] = value
+            self._assigned_at[target.id] = node
             return
         if isinstance(target, (ast.Tuple, ast.List)):
             vals = value.value if isinstance(value, constexpr) else value
@@ -265,11 +271,11 @@ class CodeGenerator(ast.NodeVisitor):
         op = self.builder.if_begin(cond.handle)
         self.scope = dict(saved)
         self._run_branch(node.body, "if")
-        then_scope = self.scope
+        then_scope, then_sites = self.scope, dict(self._assigned_at)
         self.builder.if_else(op)
         self.scope = dict(saved)
         self._run_branch(node.orelse, "else")
-        else_scope = self.scope
+        else_scope, else_sites = self.scope, dict(self._assigned_at)
 
         merged, then_vals, else_vals, types = [], [], [], []
         for name in sorted(assigned):
@@ -290,9 +296,11 @@ class CodeGenerator(ast.NodeVisitor):
             else_vals.append(ev)
         # Compile-time values become constants of the other branch's type, in their branch.
         self.builder.if_then(op)
-        then_vals = [self._materialize(v, ty, node) for v, ty in zip(then_vals, types)]
+        then_vals = [self._materialize(v, ty, then_sites.get(n, node), n)
+                     for n, v, ty in zip(merged, then_vals, types)]
         self.builder.if_else(op)
-        else_vals = [self._materialize(v, ty, node) for v, ty in zip(else_vals, types)]
+        else_vals = [self._materialize(v, ty, else_sites.get(n, node), n)
+                     for n, v, ty in zip(merged, else_vals, types)]
         results = self.builder.if_end(op, [v.handle for v in then_vals],
                                       [v.handle for v in else_vals])
         self.scope = saved
@@ -302,14 +310,16 @@ class CodeGenerator(ast.NodeVisitor):
     def _run_branch(self, body: List[ast.stmt], what: str) -> None:
         self.run_body(body)
         if self.returned:
-            raise self.error(body[-1], f"`return` inside a runtime `{what}` is not supported")
+            raise self.error(self._return_node or body[-1],
+                             f"`return` inside a runtime `{what}` is not supported")
 
-    def _materialize(self, value: Any, ty: Any, node: ast.AST) -> tensor:
+    def _materialize(self, value: Any, ty: Any, node: ast.AST, name: str = "") -> tensor:
         """`value` as a tensor of type `ty` (a constexpr becomes a constant)."""
         if isinstance(value, tensor):
             if value.type != ty:
-                raise self.error(node, f"a variable changes type across control flow: "
-                                       f"{value.type} vs {ty} (cast it explicitly)")
+                what = f"'{name}'" if name else "a variable"
+                raise self.error(node, f"{what} changes type across control flow: {ty} vs "
+                                       f"{value.type} (cast it explicitly)")
             return value
         v = self.semantic.to_tensor(_unwrap(value), ty.scalar)
         v = self.semantic.cast(v, ty.scalar)
@@ -339,7 +349,8 @@ class CodeGenerator(ast.NodeVisitor):
                 self.scope[node.target.id] = constexpr(v)
                 self.run_body(node.body)
                 if self.returned:
-                    raise self.error(node, "`return` inside a loop is not supported")
+                    raise self.error(self._return_node or node,
+                                     "`return` inside a loop is not supported")
             return
         if fn is not builtins.range:
             raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
@@ -402,8 +413,9 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[n] = tensor(arg, before[n].type)
         self.run_body(node.body)
         if self.returned:
-            raise self.error(node, "`return` inside a loop is not supported")
-        yields = [self._materialize(self.scope[n], before[n].type, node).handle for n in carried]
+            raise self.error(self._return_node or node, "`return` inside a loop is not supported")
+        yields = [self._materialize(self.scope[n], before[n].type,
+                                    self._assigned_at.get(n, node), n).handle for n in carried]
         results = self.builder.for_end(op, yields)
         self.scope = {k: v for k, v in before.items()}
         for n, handle in zip(carried, results):
@@ -421,7 +433,8 @@ class CodeGenerator(ast.NodeVisitor):
                                      ity)
             self.run_body(node.body)
             if self.returned:
-                raise self.error(node, "`return` inside a loop is not supported")
+                raise self.error(self._return_node or node,
+                                 "`return` inside a loop is not supported")
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.visit(node.test)
@@ -435,6 +448,7 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         self.return_value = self.visit(node.value) if node.value is not None else None
         self.returned = True
+        self._return_node = node
 
     # ------------------------------------------------------------------
     # Expressions
