@@ -69,7 +69,7 @@ def _tensor_dtype(obj: Any) -> Optional[str]:
         name = str(dt).replace("torch.", "")
         if name in _TORCH_DTYPES:
             return _TORCH_DTYPES[name]
-    cai = getattr(obj, "__cuda_array_interface__", None)
+    cai = None if hasattr(obj, "data_ptr") else getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         typestr = str(cai.get("typestr", ""))
         if typestr[1:] in _TYPESTR:
@@ -82,10 +82,10 @@ def _tensor_dtype(obj: Any) -> Optional[str]:
 
 
 def _tensor_address(obj: Any) -> int:
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        return int(cai["data"][0])
-    return int(obj.data_ptr())
+    # data_ptr first: torch has no __cuda_array_interface__ typestr for fp8 (KeyError)
+    if hasattr(obj, "data_ptr"):
+        return int(obj.data_ptr())
+    return int(obj.__cuda_array_interface__["data"][0])
 
 
 def _arg_type(value: Any, what: str) -> Tuple[str, Optional[int]]:

@@ -146,8 +146,10 @@ def test_runtime_only_package(tmp_path):
         print("runtime-only ok")
     """)
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    # cwd: `python -c` puts the working directory first on sys.path, where the full
+    # package (with _C) may be.
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                       timeout=120)
+                       timeout=120, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "runtime-only ok" in r.stdout
 
