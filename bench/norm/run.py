@@ -70,6 +70,21 @@ def main():
                 rows.append({"op": op, "shape": [t, d], "impl": impl, "graph ms": gms,
                              "stream ms": sms, "GB/s": gbs, "of copy BW": gbs / copy_gbs,
                              "kiln speedup": gms / kiln_ms})
+    # Warps per program: the wrappers' defaults against the alternatives, large shape.
+    sweep = []
+    t, d = 32768, 7168
+    xs = [torch.randn(t, d, device="cuda").bfloat16()]
+    out = torch.empty_like(xs[0])
+    w = torch.ones(d, device="cuda").bfloat16()
+    for warps in (4, 8, 16):
+        for op, launch in (
+                ("rmsnorm", lambda x, nw=warps: norm.rmsnorm_kernel[(t,)](
+                    x, w, out, d, d, d, EPS, BLOCK=8192, num_warps=nw)),
+                ("softmax", lambda x, nw=warps: norm.softmax_kernel[(t,)](
+                    x, out, d, d, d, BLOCK=8192, num_warps=nw))):
+            gms = graph_time_ms(launch, xs)
+            sweep.append((op, warps, gms, 2 * t * d * 2 / gms / 1e6 / copy_gbs))
+
     lines = [f"# RMSNorm / softmax rows on {name}; measured copy bandwidth {copy_gbs:.0f} GB/s",
              "", "| op | shape | impl | GPU time (us) | GB/s | of copy BW | kiln speedup |"
              " stream time (us) |", "|---|---|---|---|---|---|---|---|"]
@@ -77,6 +92,9 @@ def main():
         lines.append(f"| {r['op']} | {r['shape'][0]}x{r['shape'][1]} | {r['impl']} | "
                      f"{r['graph ms']*1e3:.1f} | {r['GB/s']:.0f} | {r['of copy BW']:.1%} | "
                      f"{r['kiln speedup']:.2f}x | {r['stream ms']*1e3:.1f} |")
+    lines += ["", "num_warps sweep at 32768x7168 (kiln kernels, GPU time):", "",
+              "| op | num_warps | GPU time (us) | of copy BW |", "|---|---|---|---|"]
+    lines += [f"| {op} | {nw} | {ms*1e3:.1f} | {frac:.1%} |" for op, nw, ms, frac in sweep]
     text = "\n".join(lines)
     print(text)
     if args.out:
