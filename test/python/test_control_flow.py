@@ -440,3 +440,22 @@ def test_control_flow_errors_point_at_the_source(kernel, marker, message):
     assert e.lineno == line_of(marker), str(e)
     assert message in e.message, str(e)
     assert f"# {marker}" in str(e)
+
+
+@kiln.jit
+def _if_constants_promote(x_ptr, n):
+    if n > 0:
+        v = 1
+    else:
+        v = 2.5
+    kl.store(x_ptr, v)
+
+
+@pytest.mark.parametrize("n,expect", [(1, 1.0), (-1, 2.5)])
+def test_if_merges_different_constants_in_their_promoted_type(n, expect):
+    """An int in one branch and a float in the other merge as f32, not truncated."""
+    ir = _if_constants_promote.compile({"x_ptr": "*f32", "n": "i32"}, upto="tile").tile_ir
+    assert "scf.if" in ir and "-> (f32)" in ir
+    x = np.zeros(1, np.float32)
+    interpret(_if_constants_promote, (1,), x, n)
+    assert x[0] == expect

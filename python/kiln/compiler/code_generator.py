@@ -286,8 +286,11 @@ class CodeGenerator(ast.NodeVisitor):
                 if _unwrap(tv) is _unwrap(ev) or _unwrap(tv) == _unwrap(ev):
                     saved[name] = tv
                     continue
-                # Different compile-time values: a runtime value of their natural type.
-                ty = self.semantic.to_tensor(_unwrap(tv)).type
+                # Different compile-time values: a runtime value of the type both
+                # promote to (1 and 2.5 give f32).
+                a = self.semantic.to_tensor(_unwrap(tv))
+                b = self.semantic.to_tensor(_unwrap(ev))
+                ty = self.semantic.promote(a.dtype, b.dtype)
             else:
                 ty = tv.type if isinstance(tv, tensor) else ev.type
             merged.append(name)
