@@ -16,7 +16,9 @@ import kiln
 import kiln.language as kl
 
 
-@kiln.jit(num_warps=8)
+# num_warps from the H200 sweep in bench/results/h200-bench_norm.md (4: 98% of copy
+# bandwidth at 32768x7168; softmax is best at 8).
+@kiln.jit(num_warps=4)
 def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: kl.constexpr):
     row = kl.program_id(0)
     cols = kl.arange(0, BLOCK)
