@@ -18,7 +18,7 @@ status=${PIPESTATUS[0]}
 if [ "${KILN_SKIP_BENCH:-0}" != 1 ] && [ -d bench ]; then
   for b in bench/*/run.py; do
     [ -f "$b" ] || continue
-    python3 "$b" --out "$LOGS" 2>&1 | tee -a "$LOGS/bench.log"
+    timeout "${KILN_BENCH_TIMEOUT:-240}" python3 "$b" --out "$LOGS" 2>&1 | tee -a "$LOGS/bench.log"
   done
 fi
 exit $status
