@@ -37,6 +37,11 @@ ElementIndices getElementIndices(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,
                           const tile::BlockedLayout &layout);
 
+/// A fresh module-level shared-memory array (`<prefix>_<n>`) of `count`
+/// elements of `element`, 16-byte aligned; returns its address (`!llvm.ptr<3>`).
+mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user,
+                               llvm::StringRef prefix, mlir::Type element, int64_t count);
+
 /// Base of the patterns that need the layout.
 template <typename SourceOp>
 class TileOpConversion : public mlir::ConvertOpToLLVMPattern<SourceOp> {

@@ -16,7 +16,6 @@
 #include "PatternUtils.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -158,23 +157,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     Type llvmElement = getTypeConverter()->convertType(element);
     bool isBool = llvmElement.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : llvmElement;
-    auto module = op->getParentOfType<ModuleOp>();
-    std::string name;
-    for (unsigned i = 0;; ++i) {
-      name = "__kiln_reduce_smem_" + std::to_string(i);
-      if (!SymbolTable::lookupSymbolIn(module, name))
-        break;
-    }
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      LLVM::GlobalOp::create(rewriter, loc,
-                             LLVM::LLVMArrayType::get(stored, numResults * warpsAlongAxis),
-                             /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
-                             /*alignment=*/16, /*addrSpace=*/3);
-    }
-    Value buffer = LLVM::AddressOfOp::create(
-        rewriter, loc, LLVM::LLVMPointerType::get(getContext(), 3), name);
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored,
+                                      numResults * warpsAlongAxis);
     auto slot = [&](Value index) {
       return LLVM::GEPOp::create(rewriter, loc, buffer.getType(), stored, buffer,
                                  ArrayRef<LLVM::GEPArg>{index});
@@ -184,7 +168,6 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     // The element index of each partial (its axis bits are zero after step 1
     // for register bits; thread axis bits are cleared below).
     ElementIndices indices = getElementIndices(rewriter, loc, layout);
-    int64_t axisMask = ((int64_t(1) << hi) - 1) & ~((int64_t(1) << lo) - 1);
     Value tid = createThreadId(rewriter, loc);
     Value warpAlongAxis = i32(0);
     if (warpAxisCount)
@@ -206,7 +189,6 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
         value = LLVM::ZExtOp::create(rewriter, loc, stored, value);
       LLVM::StoreOp::create(rewriter, loc, value, slot(index));
     }
-    (void)axisMask;
     NVVM::BarrierOp::create(rewriter, loc);
 
     // Read back in the result's layout, combining the warps along the axis.

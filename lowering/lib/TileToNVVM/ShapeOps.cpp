@@ -2,7 +2,6 @@
 
 #include "PatternUtils.h"
 
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -47,24 +46,9 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     bool isBool = element.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : element;
 
-    // A module-level shared-memory buffer for this broadcast.
-    auto module = op->getParentOfType<ModuleOp>();
-    auto bufferType = LLVM::LLVMArrayType::get(stored, srcType.getNumElements());
-    std::string name;
-    for (unsigned i = 0;; ++i) {
-      name = "__kiln_broadcast_smem_" + std::to_string(i);
-      if (!SymbolTable::lookupSymbolIn(module, name))
-        break;
-    }
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      LLVM::GlobalOp::create(rewriter, loc, bufferType, /*isConstant=*/false,
-                             LLVM::Linkage::Internal, name, Attribute(), /*alignment=*/16,
-                             /*addrSpace=*/3);
-    }
-    Value buffer = LLVM::AddressOfOp::create(
-        rewriter, loc, LLVM::LLVMPointerType::get(getContext(), 3), name);
+    // A shared-memory buffer of the source for this broadcast.
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_broadcast_smem", stored,
+                                      srcType.getNumElements());
 
     auto elementPtr = [&](Value index) {
       return LLVM::GEPOp::create(rewriter, loc, buffer.getType(), stored, buffer,

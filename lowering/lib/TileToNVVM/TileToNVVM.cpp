@@ -17,6 +17,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -94,6 +95,26 @@ Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout 
     return LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));
   return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
                               createI32Constant(b, loc, layout.runs()));
+}
+
+Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, Type element,
+                               int64_t count) {
+  Location loc = user->getLoc();
+  auto module = user->getParentOfType<ModuleOp>();
+  std::string name;
+  for (unsigned i = 0;; ++i) {
+    name = (prefix + "_" + Twine(i)).str();
+    if (!SymbolTable::lookupSymbolIn(module, name))
+      break;
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(element, count),
+                           /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
+                           /*alignment=*/16, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
 
 //===----------------------------------------------------------------------===//
