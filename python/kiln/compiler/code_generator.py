@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import linecache
 import operator
 import textwrap
 from types import ModuleType
@@ -34,8 +35,7 @@ class FunctionSource:
         self.fn = fn
         self.name = fn.__name__
         try:
-            self.filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-            lines, first = inspect.getsourcelines(fn)
+            self.filename, lines, first = _read_source(fn)
         except (OSError, TypeError) as e:
             raise TypeError(f"kiln.jit: cannot read the source of {fn.__qualname__}: {e}") \
                 from None
@@ -72,6 +72,21 @@ class FunctionSource:
         idx = lineno - 1
         line = self.lines[idx] if 0 <= idx < len(self.lines) else None
         return self.filename, self.first_line + lineno - 1, col, line
+
+
+def _read_source(fn: Any) -> Tuple[str, List[str], int]:
+    """(file, source lines, first line number) of a function. Straight from its code
+    object's file and first line through linecache: inspect.getsourcelines would first
+    search every module in sys.modules for the file (milliseconds once torch is loaded),
+    which a warm cache hit cannot afford."""
+    code = fn.__code__
+    filename = code.co_filename
+    all_lines = linecache.getlines(filename, fn.__globals__)
+    start = code.co_firstlineno - 1  # the first decorator's line
+    if not all_lines or not 0 <= start < len(all_lines):
+        lines, first = inspect.getsourcelines(fn)
+        return inspect.getsourcefile(fn) or filename, lines, first
+    return filename, inspect.getblock(all_lines[start:]), start + 1
 
 
 def _is_constexpr_annotation(annotation: Any, globals_: Dict[str, Any]) -> bool:
