@@ -509,6 +509,41 @@ public:
     invalid("unknown cast '" + kind + "'");
   }
 
+  // --- atomics -----------------------------------------------------------
+  static tile::MemSemantic semantic(const std::string &sem) {
+    if (auto s = tile::symbolizeMemSemantic(sem))
+      return *s;
+    invalid("unknown memory semantic '" + sem + "' (relaxed, acquire, release, acq_rel)");
+  }
+  static tile::MemScope scope(const std::string &scope) {
+    if (auto s = tile::symbolizeMemScope(scope))
+      return *s;
+    invalid("unknown memory scope '" + scope + "' (cta, gpu, sys)");
+  }
+
+  Value atomicRMW(const std::string &kind, const std::string &sem, const std::string &scopeName,
+                  Value ptr, Value val, std::optional<Value> mask) {
+    auto k = tile::symbolizeAtomicRMWKind(kind);
+    if (!k)
+      invalid("unknown atomic kind '" + kind + "'");
+    if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
+      invalid("atomic on a non-pointer " + toString(ptr.getType()));
+    return tile::AtomicRMWOp::create(builder, loc, tile::getPointeeType(ptr.getType()), *k,
+                                     semantic(sem), scope(scopeName), ptr, val,
+                                     mask.value_or(Value()))
+        .getResult();
+  }
+
+  Value atomicCAS(const std::string &sem, const std::string &scopeName, Value ptr, Value cmp,
+                  Value val) {
+    if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
+      invalid("atomic_cas on a non-pointer " + toString(ptr.getType()));
+    return tile::AtomicCASOp::create(builder, loc, tile::getPointeeType(ptr.getType()),
+                                     semantic(sem),
+                                     scope(scopeName), ptr, cmp, val)
+        .getResult();
+  }
+
   // --- programmatic dependent launch --------------------------------------
   void pdlWait() { tile::PdlWaitOp::create(builder, loc); }
   void pdlLaunchDependents() { tile::PdlLaunchDependentsOp::create(builder, loc); }
@@ -757,6 +792,9 @@ void populateIRBuilder(py::module_ &m) {
       .def("cmpi", &Builder::cmpi)
       .def("cmpf", &Builder::cmpf)
       .def("cast", &Builder::cast)
+      .def("atomic_rmw", &Builder::atomicRMW, py::arg("kind"), py::arg("sem"),
+           py::arg("scope"), py::arg("ptr"), py::arg("val"), py::arg("mask") = py::none())
+      .def("atomic_cas", &Builder::atomicCAS)
       .def("pdl_wait", &Builder::pdlWait)
       .def("pdl_launch_dependents", &Builder::pdlLaunchDependents)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))

@@ -287,3 +287,32 @@ void LoadOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext
 void StoreOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<FoldConstantStoreMask>(context);
 }
+
+//===----------------------------------------------------------------------===//
+// Atomics
+//===----------------------------------------------------------------------===//
+
+LogicalResult AtomicRMWOp::verify() {
+  Type element = getElementTypeOrSelf(getVal().getType());
+  bool isFloat = llvm::isa<FloatType>(element);
+  if (getKind() == AtomicRMWKind::FAdd) {
+    if (!element.isF32() && !element.isF64() && !element.isF16() && !element.isBF16())
+      return emitOpError() << "expected f16, bf16, f32 or f64 for fadd, got " << element;
+    return success();
+  }
+  if (isFloat && getKind() != AtomicRMWKind::Xchg)
+    return emitOpError() << "expected an integer element for '"
+                         << stringifyAtomicRMWKind(getKind()) << "', got " << element
+                         << " (floats support fadd and xchg)";
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (width != 32 && width != 64)
+    return emitOpError() << "expected a 32- or 64-bit element, got " << element;
+  return success();
+}
+
+LogicalResult AtomicCASOp::verify() {
+  Type element = getElementTypeOrSelf(getVal().getType());
+  if (!element.isInteger(32) && !element.isInteger(64))
+    return emitOpError() << "expected i32 or i64 elements, got " << element;
+  return success();
+}

@@ -179,6 +179,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileShapeOpsToNVVMPatterns(converter, patterns);
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
+  populateTileAtomicOpsToNVVMPatterns(converter, patterns);
   populateTileElementwiseToNVVMPatterns(converter, patterns);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   // Float math becomes libdevice calls (`__nv_*`, linked at PTX emission; the

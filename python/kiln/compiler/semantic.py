@@ -510,6 +510,68 @@ class Semantic:
         return tensor(self.builder.select(c.handle, a.handle, b.handle), a.type)
 
     # ------------------------------------------------------------------
+    # Atomics
+    # ------------------------------------------------------------------
+    _SEMS = ("relaxed", "acquire", "release", "acq_rel")
+    _SCOPES = ("cta", "gpu", "sys")
+
+    def _atomic_operands(self, what: str, ptr: Any, values: Sequence[Any], sem: Any,
+                         scope: Any) -> Tuple[tensor, List[tensor], str, str]:
+        for name, v, allowed in (("sem", sem, self._SEMS), ("scope", scope, self._SCOPES)):
+            if not isinstance(v, str) or v not in allowed:
+                raise SemanticError(f"{what}: {name} must be one of {', '.join(allowed)}, "
+                                    f"got {v!r}")
+        ptr = self.to_tensor(ptr)
+        if not ptr.dtype.is_ptr():
+            raise SemanticError(f"{what} needs a pointer (tile), got {ptr.dtype}")
+        elem = ptr.dtype.element_ty
+        shape = ptr.shape if ptr.type.is_block() else ()
+        out = []
+        for v in values:
+            v = self.cast(self.to_tensor(v, elem if self.is_literal(v) else None), elem)
+            if v.type.is_block() and tuple(v.shape) != tuple(shape):
+                raise SemanticError(f"{what}: value of shape {list(v.shape)} does not match "
+                                    f"the pointers' shape {list(shape)}")
+            out.append(self.broadcast_to(v, shape) if shape else v)
+        return ptr, out, sem, scope
+
+    def atomic_rmw(self, op: str, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> tensor:
+        what = f"atomic_{op}"
+        ptr, (val,), sem, scope = self._atomic_operands(what, ptr, [val], sem, scope)
+        elem = ptr.dtype.element_ty
+        if elem.is_floating():
+            if op not in ("add", "xchg"):
+                raise SemanticError(f"{what} is not supported on {elem} (floats: atomic_add, "
+                                    f"atomic_xchg)")
+            kind = "fadd" if op == "add" else "xchg"
+        else:
+            if elem.primitive_bitwidth not in (32, 64):
+                raise SemanticError(f"{what} needs 32- or 64-bit elements, got {elem}")
+            unsigned = elem.is_int_unsigned()
+            kind = {"add": "add", "max": "umax" if unsigned else "max",
+                    "min": "umin" if unsigned else "min", "and": "and", "or": "or",
+                    "xor": "xor", "xchg": "xchg"}[op]
+        m = None
+        if mask is not None:
+            m = self.to_tensor(mask)
+            if not m.dtype.is_bool():
+                raise SemanticError(f"{what}: the mask must be boolean, got {m.dtype}")
+            if ptr.type.is_block():
+                m = self.broadcast_to(m, ptr.shape)
+            m = m.handle
+        ty = self._with_shape(ptr, elem)
+        return tensor(self.builder.atomic_rmw(kind, sem, scope, ptr.handle, val.handle, m), ty)
+
+    def atomic_cas(self, ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> tensor:
+        ptr, (cmp, val), sem, scope = self._atomic_operands("atomic_cas", ptr, [cmp, val], sem,
+                                                            scope)
+        elem = ptr.dtype.element_ty
+        if not elem.is_int() or elem.primitive_bitwidth not in (32, 64):
+            raise SemanticError(f"atomic_cas needs i32/i64 elements, got {elem}")
+        return tensor(self.builder.atomic_cas(sem, scope, ptr.handle, cmp.handle, val.handle),
+                      self._with_shape(ptr, elem))
+
+    # ------------------------------------------------------------------
     # Programmatic dependent launch
     # ------------------------------------------------------------------
     def pdl_wait(self) -> None:

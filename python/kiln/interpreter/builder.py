@@ -342,6 +342,46 @@ class NumpyBuilder:
                                "itself when the builder is eager")
 
     # -- reductions ----------------------------------------------------------------------
+    # -- atomics (programs and elements run one after another: plain updates) ----------
+    def atomic_rmw(self, kind: str, sem: str, scope: str, p: Ptr, val: Any,
+                   mask: Any = None) -> np.ndarray:
+        val = np.broadcast_to(np.asarray(val), p.off.shape)
+        on = np.ones(p.off.shape, bool) if mask is None else np.broadcast_to(
+            np.asarray(mask), p.off.shape)
+        if not self.active():
+            on = np.zeros_like(on)
+        self._check("atomic", p, None if mask is None else on)
+        old = np.zeros(p.off.shape, p.buf.dtype)
+        ops = {"add": np.add, "fadd": np.add, "max": np.maximum, "min": np.minimum,
+               "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+        for idx in zip(*np.nonzero(on)) if p.off.ndim else ([()] if on else []):
+            off = p.off[idx]
+            old[idx] = p.buf[off]
+            v = val[idx]
+            if kind == "xchg":
+                p.buf[off] = v
+            elif kind in ("umax", "umin"):
+                fn = np.maximum if kind == "umax" else np.minimum
+                u = _unsigned(np.array([p.buf[off], v], p.buf.dtype))
+                p.buf[off] = fn(u[0], u[1]).astype(u.dtype).view(p.buf.dtype)
+            else:
+                p.buf[off] = ops[kind](p.buf[off], v)
+        return old
+
+    def atomic_cas(self, sem: str, scope: str, p: Ptr, cmp: Any, val: Any) -> np.ndarray:
+        cmp = np.broadcast_to(np.asarray(cmp), p.off.shape)
+        val = np.broadcast_to(np.asarray(val), p.off.shape)
+        old = np.zeros(p.off.shape, p.buf.dtype)
+        if not self.active():
+            return old
+        self._check("atomic", p, None)
+        for idx in np.ndindex(*p.off.shape):
+            off = p.off[idx]
+            old[idx] = p.buf[off]
+            if p.buf[off] == cmp[idx]:
+                p.buf[off] = val[idx]
+        return old
+
     # Programs run one after another: there is no earlier grid to wait for.
     def pdl_wait(self) -> None:
         return None

@@ -145,6 +145,34 @@ def argmin(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:
     return _semantic.argreduce(x, _unwrap(axis), "min")
 
 
+def _atomic(op: str, doc: str):
+    def fn(pointer: Any, val: Any, mask: Any = None, sem: Any = "acq_rel", scope: Any = "gpu",
+           _semantic: Any = None) -> tensor:
+        return _semantic.atomic_rmw(op, pointer, val, mask, _unwrap(sem), _unwrap(scope))
+
+    fn.__name__ = fn.__qualname__ = f"atomic_{op}"
+    fn.__doc__ = doc + (" Returns the old values. ``sem``: relaxed, acquire, release, "
+                        "acq_rel (default); ``scope``: cta, gpu (default), sys. Masked-off "
+                        "elements are not touched and return 0.")
+    return builtin(fn)
+
+
+atomic_add = _atomic("add", "Atomic ``*p += val`` (integers; f16/bf16/f32/f64).")
+atomic_max = _atomic("max", "Atomic ``*p = max(*p, val)`` (integers, signed or unsigned by type).")
+atomic_min = _atomic("min", "Atomic ``*p = min(*p, val)`` (integers, signed or unsigned by type).")
+atomic_and = _atomic("and", "Atomic ``*p &= val``.")
+atomic_or = _atomic("or", "Atomic ``*p |= val``.")
+atomic_xor = _atomic("xor", "Atomic ``*p ^= val``.")
+atomic_xchg = _atomic("xchg", "Atomic exchange: ``*p = val``.")
+
+
+@builtin
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = "acq_rel", scope: Any = "gpu",
+               _semantic: Any = None) -> tensor:
+    """Atomic compare-and-swap (i32/i64): ``*p = val if *p == cmp``; returns the old value."""
+    return _semantic.atomic_cas(pointer, cmp, val, _unwrap(sem), _unwrap(scope))
+
+
 @builtin
 def pdl_wait(_semantic: Any = None) -> None:
     """Wait until the kernels this launch depends on have finished and their writes are
@@ -220,7 +248,8 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 
 
 __all__ = [
-    "abs", "arange", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
+    "abs", "arange", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min",
+    "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
     "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor", "where", "zeros", "block_type",

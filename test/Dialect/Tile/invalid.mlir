@@ -621,3 +621,35 @@ func.func @divisibility_not_power_of_two(%n: i32 {tile.divisibility = 12 : i32})
 func.func @divisibility_i64(%n: i32 {tile.divisibility = 16 : i64}) attributes {tile.kernel} {
   return
 }
+
+// -----
+
+func.func @atomic_float_max(%p: !tile.ptr<f32>, %v: f32) {
+  // expected-error @+1 {{expected an integer element for 'max', got 'f32' (floats support fadd and xchg)}}
+  %0 = tile.atomic_rmw max, acq_rel, gpu %p, %v : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @atomic_fadd_int(%p: !tile.ptr<i32>, %v: i32) {
+  // expected-error @+1 {{expected f16, bf16, f32 or f64 for fadd, got 'i32'}}
+  %0 = tile.atomic_rmw fadd, relaxed, gpu %p, %v : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @atomic_narrow(%p: !tile.ptr<i16>, %v: i16) {
+  // expected-error @+1 {{expected a 32- or 64-bit element, got 'i16'}}
+  %0 = tile.atomic_rmw add, relaxed, gpu %p, %v : !tile.ptr<i16>
+  return
+}
+
+// -----
+
+func.func @atomic_cas_float(%p: !tile.ptr<f32>, %c: f32, %v: f32) {
+  // expected-error @+1 {{expected i32 or i64 elements, got 'f32'}}
+  %0 = tile.atomic_cas acq_rel, sys %p, %c, %v : !tile.ptr<f32>
+  return
+}

@@ -272,4 +272,86 @@ def Tile_StoreOp : Tile_Op<"store", [
   let hasCanonicalizer = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Atomics
+//===----------------------------------------------------------------------===//
+
+def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "read-modify-write operation", [
+  I32EnumAttrCase<"Add", 0, "add">, I32EnumAttrCase<"FAdd", 1, "fadd">,
+  I32EnumAttrCase<"Max", 2, "max">, I32EnumAttrCase<"Min", 3, "min">,
+  I32EnumAttrCase<"UMax", 4, "umax">, I32EnumAttrCase<"UMin", 5, "umin">,
+  I32EnumAttrCase<"And", 6, "and">, I32EnumAttrCase<"Or", 7, "or">,
+  I32EnumAttrCase<"Xor", 8, "xor">, I32EnumAttrCase<"Xchg", 9, "xchg">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_MemSemantic : I32EnumAttr<"MemSemantic", "memory ordering of an atomic", [
+  I32EnumAttrCase<"Relaxed", 0, "relaxed">, I32EnumAttrCase<"Acquire", 1, "acquire">,
+  I32EnumAttrCase<"Release", 2, "release">, I32EnumAttrCase<"AcqRel", 3, "acq_rel">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_MemScope : I32EnumAttr<"MemScope", "threads an atomic is ordered with", [
+  I32EnumAttrCase<"Cta", 0, "cta">, I32EnumAttrCase<"Gpu", 1, "gpu">,
+  I32EnumAttrCase<"Sys", 2, "sys">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [
+    MemoryEffects<[MemRead, MemWrite]>,
+    TypesMatchWith<"value is the pointee of ptr", "ptr", "val",
+                   "::kiln::tile::getPointeeType($_self)">,
+    TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
+                   "::kiln::tile::getPointeeType($_self)">,
+    TypesMatchWith<"mask is i1 of the shape of ptr", "ptr", "mask",
+                   "::kiln::tile::getI1SameShape($_self)",
+                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+  let summary = "atomic read-modify-write of each element, returning the old values";
+  let description = [{
+    ```mlir
+    %old = tile.atomic_rmw add, acq_rel, gpu %ptrs, %v, %mask : tensor<128x!tile.ptr<i32>>
+    ```
+    Becomes `atom.<sem>.<scope>.<op>` (LLVM `atomicrmw` with the ordering and a
+    `syncscope` of "block", "device" or the system). Each element is applied once:
+    in a tile smaller than the block only the owning thread acts, and a scalar
+    atomic is performed by thread 0 and its result shared with the block. Where
+    `mask` is false nothing happens and the result is 0. `fadd` is the float
+    add; the other kinds take integers (`max`/`min` signed, `umax`/`umin`
+    unsigned).
+  }];
+  let arguments = (ins Tile_AtomicRMWKind:$kind, Tile_MemSemantic:$sem, Tile_MemScope:$scope,
+                       Tile_PtrLike:$ptr, Tile_Any:$val, Optional<Tile_BoolLike>:$mask);
+  let results = (outs Tile_Any:$result);
+  let assemblyFormat = [{
+    $kind `,` $sem `,` $scope $ptr `,` $val (`,` $mask^)? attr-dict `:` type($ptr)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [
+    MemoryEffects<[MemRead, MemWrite]>,
+    TypesMatchWith<"cmp is the pointee of ptr", "ptr", "cmp",
+                   "::kiln::tile::getPointeeType($_self)">,
+    TypesMatchWith<"value is the pointee of ptr", "ptr", "val",
+                   "::kiln::tile::getPointeeType($_self)">,
+    TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
+                   "::kiln::tile::getPointeeType($_self)">]> {
+  let summary = "atomic compare-and-swap of each element, returning the old values";
+  let description = [{
+    ```mlir
+    %old = tile.atomic_cas acq_rel, sys %flag, %expected, %new : !tile.ptr<i32>
+    ```
+    Becomes `atom.<sem>.<scope>.cas` (LLVM `cmpxchg`); integers of 32 or 64 bits.
+    One thread acts per element, as for `tile.atomic_rmw`.
+  }];
+  let arguments = (ins Tile_MemSemantic:$sem, Tile_MemScope:$scope, Tile_PtrLike:$ptr,
+                       Tile_Any:$cmp, Tile_Any:$val);
+  let results = (outs Tile_Any:$result);
+  let assemblyFormat = "$sem `,` $scope $ptr `,` $cmp `,` $val attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_TILE_IR_TILEOPS_TD

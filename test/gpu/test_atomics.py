@@ -1,0 +1,55 @@
+"""Atomics on the GPU: a histogram (many programs hitting the same bins), max/min, a float
+sum of integer values (exact in any order), and a compare-and-swap election with one winner."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kiln  # noqa: E402
+import kiln.language as kl  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+
+@kiln.jit
+def histogram(x_ptr, bins_ptr, stats_ptr, fsum_ptr, n, BLOCK: kl.constexpr):
+    o = kl.program_id(0) * BLOCK + kl.arange(0, BLOCK)
+    m = o < n
+    v = kl.load(x_ptr + o, mask=m, other=0)
+    kl.atomic_add(bins_ptr + v, 1, mask=m, sem="relaxed")
+    kl.atomic_max(stats_ptr, kl.max(kl.where(m, v, -1), axis=0))
+    kl.atomic_min(stats_ptr + 1, kl.min(kl.where(m, v, 1 << 30), axis=0))
+    kl.atomic_add(fsum_ptr + (v & 7), v.to(kl.float32), mask=m, scope="gpu")
+
+
+@kiln.jit
+def elect(flag_ptr, winners_ptr, order_ptr):
+    old = kl.atomic_cas(flag_ptr, 0, 1, sem="acq_rel", scope="sys")
+    if old == 0:
+        kl.atomic_add(winners_ptr, 1, sem="relaxed")
+    # every program takes a unique ticket
+    kl.atomic_add(order_ptr, 1, sem="acq_rel", scope="gpu")
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1 << 20])
+def test_histogram_and_extremes(n):
+    x = torch.randint(0, 256, (n,), device="cuda", dtype=torch.int32)
+    bins = torch.zeros(256, device="cuda", dtype=torch.int32)
+    stats = torch.tensor([-1, 1 << 30], device="cuda", dtype=torch.int32)
+    fsum = torch.zeros(8, device="cuda", dtype=torch.float32)
+    histogram[((n + 1023) // 1024,)](x, bins, stats, fsum, n, BLOCK=1024)
+    torch.cuda.synchronize()
+    assert torch.equal(bins, torch.bincount(x, minlength=256).int())
+    assert stats.tolist() == [int(x.max()), int(x.min())]
+    expect = torch.zeros(8, device="cuda", dtype=torch.float64).index_add_(
+        0, (x & 7).long(), x.double())
+    assert torch.equal(fsum.double(), expect)  # integer sums below 2^24: exact in any order
+
+
+def test_cas_elects_exactly_one_program():
+    flag = torch.zeros(1, device="cuda", dtype=torch.int32)
+    winners = torch.zeros(1, device="cuda", dtype=torch.int32)
+    order = torch.zeros(1, device="cuda", dtype=torch.int32)
+    elect[(4096,)](flag, winners, order)
+    torch.cuda.synchronize()
+    assert flag.item() == 1 and winners.item() == 1 and order.item() == 4096
