@@ -2,4 +2,5 @@
 ``AOT_SPECIALIZATIONS`` the AOT build (``python -m kiln.aot kernels_dsl.kimi_k3``)
 compiles into the bundle."""
 
-MODULES = ["situ", "pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image"]
+MODULES = ["situ", "pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image", "quant",
+           "situ_quant"]

@@ -105,3 +105,12 @@ def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
             raise ValueError(f"{name}: the precompiled bundle needs {p['name']} divisible by "
                              f"{div}, got {a}")
     k[tuple(grid)](*args)
+
+
+def check_aligned(op: str, what: str, t: Any, align: int = 16) -> None:
+    """The tensor's address is a multiple of ``align`` bytes (the kernels' vector accesses and
+    the bundle's pointer specializations assume 16)."""
+    ptr = int(t.data_ptr()) if hasattr(t, "data_ptr") else int(
+        t.__cuda_array_interface__["data"][0])
+    if ptr % align:
+        raise ValueError(f"{op}: {what} must be {align}-byte aligned, got address {ptr:#x}")

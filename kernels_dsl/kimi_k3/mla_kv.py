@@ -11,8 +11,18 @@ cache). ``cache`` is [num_slots, 576] or paged [pages, page_size, 576] (rows uni
 loc indexes the flattened rows). kv_c and k_pe may be row-strided (slices of a projection
 output). Each program moves ROWS tokens as [ROWS, 512] and [ROWS, 64] tiles.
 
-The FP8 layout of §8.5 (512 e4m3 + 4 fp32 scales + 64 bf16 = 656 bytes) needs a per-128 absmax
-(a reduction), which the language does not have yet; it is not implemented here.
+FP8 layout (``mla_kv_scatter_fp8``, §8.5): ``cache`` uint8 [num_slots, 656] (or paged [pages,
+page_size, 656]); per token, at byte offsets of its row:
+
+    [0, 512)     q[k]  = sat_e4m3(f32(kv_c[t, k]) / s[k // 128])    512 e4m3 latent values
+    [512, 528)   s[j]  = max(absmax(kv_c[t, 128j:128(j+1)]), 1e-10) / 448      4 fp32 scales
+    [528, 656)   k_pe[t, :]                                          64 bf16 rope values (copy)
+
+(IEEE divisions; the e4m3 conversion rounds to nearest even and saturates). §8.5 writes the scale
+as ``absmax / 448``; kiln floors absmax at 1e-10 as §8.2 does, so an all-zero group stores zeros
+and a tiny finite scale instead of 0/0 = NaN. The kernel receives the cache three times, as
+uint8, fp32 and bf16 pointers to the same bytes (656 is a multiple of 16), and writes each part
+through the pointer of its type. loc < 0 or >= num_slots skips the token.
 """
 
 from __future__ import annotations
@@ -24,8 +34,11 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
+from .quant import fp8_quant_groups
 
 KV_LORA, ROPE = 512, 64
+#: FP8 row: 512 e4m3 + 4 fp32 scales + 64 bf16.
+FP8_GROUP, FP8_ROW_BYTES = 128, KV_LORA + 4 * (KV_LORA // 128) + 2 * ROPE
 
 
 @kiln.jit(num_warps=4)
@@ -44,8 +57,41 @@ def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots,
     kl.store(dst + KV_DIM + cp, pe, mask=valid)
 
 
+@kiln.jit(num_warps=4)
+def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cache_bf16, T,
+                              num_slots, kv_s0, pe_s0, row16, ROWS: kl.constexpr,
+                              KV_DIM: kl.constexpr, PE_DIM: kl.constexpr, GROUP: kl.constexpr):
+    NG: kl.constexpr = KV_DIM // GROUP
+    # latent: ROWS tokens x NG groups as a [ROWS * NG, GROUP] tile
+    j = kl.arange(0, ROWS * NG)
+    r = kl.program_id(0) * ROWS + j // NG
+    k = j % NG
+    kl.pdl_wait()  # kv_c, k_pe and loc may come from the previous kernels in the stream
+    loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
+    ok = (loc >= 0) & (loc < num_slots)
+    col = kl.arange(0, GROUP)[None, :]
+    kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=ok[:, None], other=0.0)
+    q, s = fp8_quant_groups(kv.to(kl.float32), False)
+    # row16: the cache's row stride in 16-byte units, so that every part's offset is visibly
+    # a multiple of 16 bytes (16-byte vector stores)
+    row = loc * row16  # int64
+    kl.store(cache_u8 + (row * 16 + k * GROUP)[:, None] + col, q.to(kl.uint8, bitcast=True),
+             mask=ok[:, None])
+    kl.store(cache_f32 + (row * 4 + KV_DIM // 4) + k, s, mask=ok)
+    # rope: [ROWS, PE_DIM] bf16 copied behind the scales
+    rr = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
+    lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
+    okr = ((lr >= 0) & (lr < num_slots))[:, None]
+    cp = kl.arange(0, PE_DIM)[None, :]
+    pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp, mask=okr, other=0.0)
+    kl.pdl_launch_dependents()
+    kl.store(cache_bf16 + (lr * row16 * 8 + (KV_DIM + 4 * NG) // 2)[:, None] + cp, pe, mask=okr)
+
+
 #: [16, 512] + [16, 64] per program on 256 threads (the H200 sweep in bench/kimi_k3/run.py).
 ROWS, NUM_WARPS = 16, 8
+#: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on 128 threads.
+FP8_ROWS, FP8_WARPS = 8, 4
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_kv_scatter_bf16_kernel, name="mla_kv_scatter_bf16",
@@ -55,15 +101,23 @@ AOT_SPECIALIZATIONS = [
          constexprs={"ROWS": ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE},
          divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0", "cache_s0"],
          num_warps=NUM_WARPS),
+    Spec(mla_kv_scatter_fp8_kernel, name="mla_kv_scatter_fp8",
+         signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64", "cache_u8": "*u8",
+                    "cache_f32": "*f32", "cache_bf16": "*bf16", "T": "i32", "num_slots": "i32",
+                    "kv_s0": "i32", "pe_s0": "i32", "row16": "i32"},
+         constexprs={"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP},
+         divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_u8", "cache_f32", "cache_bf16",
+                       "kv_s0", "pe_s0"],
+         num_warps=FP8_WARPS),
 ]
 
 
-def _cache_rows(op: str, cache: Any) -> tuple:
-    """(num_slots, row stride) of a [..., 576] cache whose rows are uniformly strided."""
+def _cache_rows(op: str, cache: Any, width: int = KV_LORA + ROPE) -> tuple:
+    """(num_slots, row stride) of a [..., width] cache whose rows are uniformly strided."""
     shp, st = L.shape(cache), L.strides(cache)
-    if len(shp) < 2 or shp[-1] != KV_LORA + ROPE:
-        raise ValueError(f"{op}: cache must be [num_slots, {KV_LORA + ROPE}] or [pages, "
-                         f"page_size, {KV_LORA + ROPE}], got shape {list(shp)}")
+    if len(shp) < 2 or shp[-1] != width:
+        raise ValueError(f"{op}: cache must be [num_slots, {width}] or [pages, "
+                         f"page_size, {width}], got shape {list(shp)}")
     L.check_inner_contiguous(op, "cache", cache)
     rows = 1
     for n in shp[:-1]:
@@ -107,4 +161,53 @@ def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
     L.launch(mla_kv_scatter_bf16_kernel, "mla_kv_scatter_bf16", ((t + ROWS - 1) // ROWS,),
              (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_stride),
              {"ROWS": ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE}, NUM_WARPS)
+    return cache
+
+
+def mla_kv_scatter_fp8(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
+    """Quantizes ``kv_c[t]`` per 128-group to e4m3 and writes it, its 4 fp32 scales and
+    ``k_pe[t]`` into the 656-byte row ``cache[loc[t]]`` (FP8 layout, module docstring); kv_c
+    [T, 512], k_pe [T, 64] or [T, 1, 64] (bf16, last dim contiguous, 16-byte row strides),
+    loc int64 [T], cache uint8 [num_slots, 656] or [pages, page_size, 656] (row stride a
+    multiple of 16 bytes); returns cache. Checks raise before launch."""
+    op = "mla_kv_scatter_fp8"
+    L.check_dtype(op, "cache", cache, ("uint8",))
+    L.check_dtype(op, "kv_c", kv_c, ("bfloat16",))
+    L.check_dtype(op, "k_pe", k_pe, ("bfloat16",))
+    L.check_dtype(op, "loc", loc, ("int64",))
+    t, _ = L.check_shape(op, "kv_c", kv_c, (None, KV_LORA))
+    if len(L.shape(k_pe)) == 3:
+        L.check_shape(op, "k_pe", k_pe, (t, 1, ROPE))
+    else:
+        L.check_shape(op, "k_pe", k_pe, (t, ROPE))
+    L.check_shape(op, "loc", loc, (t,))
+    L.check_inner_contiguous(op, "kv_c", kv_c)
+    L.check_inner_contiguous(op, "k_pe", k_pe)
+    if t > 1 and L.strides(loc)[0] != 1:
+        raise ValueError(f"{op}: loc must be contiguous, got stride {L.strides(loc)[0]}")
+    slots, row_bytes = _cache_rows(op, cache, FP8_ROW_BYTES)
+    if slots > 1 and row_bytes % 16:
+        raise ValueError(f"{op}: the cache's row stride ({row_bytes} bytes) must be a multiple "
+                         f"of 16")
+    kv_s0 = L.strides(kv_c)[0] if t > 1 else 0
+    pe_s0 = L.strides(k_pe)[0] if t > 1 else 0
+    for what, v in (("kv_c", kv_s0), ("k_pe", pe_s0)):
+        if v % 8:
+            raise ValueError(f"{op}: the row stride of {what} ({v}) must be a multiple of 8 "
+                             f"elements (16 bytes)")
+    for what, v in (("kv_c", kv_c), ("k_pe", k_pe), ("cache", cache)):
+        L.check_aligned(op, what, v)
+    L.check_same_device(op, ("kv_c", kv_c), ("k_pe", k_pe), ("loc", loc), ("cache", cache))
+    L.check_int32_extent(op, "T * row stride", t * max(kv_s0, pe_s0, 1) + KV_LORA + FP8_ROWS)
+    L.check_int32_extent(op, "num_slots", slots)
+    if slots == 0 or t == 0:
+        return cache
+    import torch
+
+    row_bytes = row_bytes if slots > 1 else FP8_ROW_BYTES
+    L.launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + FP8_ROWS - 1) // FP8_ROWS,),
+             (kv_c, k_pe, loc, cache, cache.view(torch.float32), cache.view(torch.bfloat16), t,
+              slots, kv_s0, pe_s0, row_bytes // 16),
+             {"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP},
+             FP8_WARPS)
     return cache

@@ -7,6 +7,14 @@ the sigmoid computed in fp32 and rounded to bf16 before the multiply, which repr
 ``1 / (1 + expf(-g))`` with libdevice's expf and an IEEE division (``precise=True``), as
 torch's CUDA sigmoid computes it. x, gate and out are bf16 with N elements (any shape,
 contiguous), N % 8 == 0; BLOCK elements per program in 16-byte vectors.
+
+FP8 variant (``mla_output_gate_fp8``, the PTPC o_proj path): x, gate bf16 [T, H] (rows may be
+strided, last dimension contiguous), H % 8 == 0; one program per token computes the same gated
+row y (bf16-rounded, bit-exact with torch), then a per-token scale over the whole row and the
+quantized row (both IEEE divisions; the e4m3 conversion rounds to nearest even and saturates):
+
+    s[t] = max(absmax(y[t, :]), 1e-10) / 448            out_s fp32 [T]
+    q[t] = sat_e4m3(f32(y[t, :]) / s[t])                out_q fp8 e4m3 [T, H]
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
+from .quant import fp8_group_scale
 
 
 @kiln.jit(num_warps=8)
@@ -30,6 +39,23 @@ def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr):
     kl.store(out_ptr + offs, (x * s).to(kl.bfloat16), mask=mask)
 
 
+@kiln.jit(num_warps=8)
+def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
+                               BLOCK: kl.constexpr):
+    t = kl.program_id(0)
+    offs = kl.arange(0, BLOCK)
+    mask = offs < H
+    kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
+    x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0).to(kl.float32)
+    g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0).to(kl.float32)
+    kl.pdl_launch_dependents()
+    sg = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
+    y = (x * sg).to(kl.bfloat16).to(kl.float32)  # masked lanes are 0: they do not move absmax
+    s = fp8_group_scale(kl.max(kl.abs(y), axis=0), False)
+    kl.store(q_ptr + t * q_s0 + offs, (y / s).to(kl.float8e4m3), mask=mask)
+    kl.store(s_ptr + t, s)
+
+
 #: 256 threads x 8 bf16 (one 16-byte vector each).
 BLOCK, NUM_WARPS = 2048, 8
 
@@ -39,7 +65,19 @@ AOT_SPECIALIZATIONS = [
          constexprs={"BLOCK": BLOCK}, divisibility={"x_ptr": 16, "gate_ptr": 16, "out_ptr": 16,
                                                     "N": 8},
          num_warps=NUM_WARPS),
+    Spec(mla_output_gate_fp8_kernel, name="mla_output_gate_fp8",
+         signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
+                    "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
+         constexprs={"BLOCK": 2048},  # K3: 12 local heads x 128 = 1536, one 2048 tile
+         divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
+         num_warps=8),
 ]
+
+
+def _fp8_config(h: int) -> tuple:
+    """(BLOCK, num_warps): the row in one tile, 8 bf16 per thread, 1 to 8 warps."""
+    block = 1 << max(3, (h - 1).bit_length())
+    return block, min(8, max(1, block // 256))
 
 
 def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
@@ -72,3 +110,56 @@ def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
     L.launch(mla_output_gate_kernel, "mla_output_gate", ((n + BLOCK - 1) // BLOCK,),
              (x, gate, out, n), {"BLOCK": BLOCK}, NUM_WARPS)
     return out
+
+
+def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
+                        out_s: Optional[Any] = None) -> tuple:
+    """Gated row ``y = x * sigmoid(gate)`` (bf16, as torch) quantized per token: returns
+    (out_q fp8 e4m3 [T, H], out_s fp32 [T]) per the module docstring; x, gate bf16 [T, H]
+    (last dimension contiguous, 16-byte row strides), H % 8 == 0, H <= 16384; out_q and out_s
+    allocated when None (given: contiguous). Every check raises before any launch."""
+    op = "mla_output_gate_fp8"
+    L.check_dtype(op, "x", x, ("bfloat16",))
+    L.check_dtype(op, "gate", gate, ("bfloat16",))
+    t, h = L.check_shape(op, "x", x, (None, None))
+    L.check_shape(op, "gate", gate, (t, h))
+    if h % 8:
+        raise ValueError(f"{op}: H = {h} must be a multiple of 8 (16-byte vectors)")
+    if h > 16384:
+        raise ValueError(f"{op}: H = {h} is larger than one tile of 16384")
+    strides = []
+    for what, v in (("x", x), ("gate", gate)):
+        L.check_inner_contiguous(op, what, v)
+        s0 = L.strides(v)[0] if t > 1 else 0
+        if s0 % 8:
+            raise ValueError(f"{op}: the row stride of {what} ({s0}) must be a multiple of 8 "
+                             f"elements (16 bytes)")
+        L.check_aligned(op, what, v)
+        strides.append(s0)
+    if out_q is not None:
+        L.check_dtype(op, "out_q", out_q, ("float8_e4m3fn",))
+        L.check_shape(op, "out_q", out_q, (t, h))
+        L.check_contiguous(op, "out_q", out_q)
+        L.check_aligned(op, "out_q", out_q)
+    if out_s is not None:
+        L.check_dtype(op, "out_s", out_s, ("float32",))
+        L.check_shape(op, "out_s", out_s, (t,))
+        L.check_contiguous(op, "out_s", out_s)
+    named = [("x", x), ("gate", gate)] + [
+        (w, v) for w, v in (("out_q", out_q), ("out_s", out_s)) if v is not None]
+    L.check_same_device(op, *named)
+    L.check_int32_extent(op, "T * row stride", t * max(strides[0], strides[1], h) + h)
+    if out_q is None or out_s is None:
+        import torch
+
+        if out_q is None:
+            out_q = torch.empty((t, h), dtype=torch.float8_e4m3fn, device=x.device)
+        if out_s is None:
+            out_s = torch.empty((t,), dtype=torch.float32, device=x.device)
+    if t == 0 or h == 0:
+        return out_q, out_s
+    block, num_warps = _fp8_config(h)
+    L.launch(mla_output_gate_fp8_kernel, op, (t,),
+             (x, gate, out_q, out_s, h, strides[0], strides[1], h), {"BLOCK": block},
+             num_warps)
+    return out_q, out_s

@@ -13,7 +13,8 @@ import kiln.aot
 pytest.importorskip("kiln._C")
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
-K3_MODULES = ("pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image")
+K3_MODULES = ("pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image", "quant",
+              "situ_quant")
 
 #: kernel -> whether its loads, its stores are 16-byte vectors in the PTX.
 VECTOR = {
@@ -23,6 +24,11 @@ VECTOR = {
     "mla_kv_scatter_bf16": (True, True),
     "image_preprocess": (False, True),  # the pixel loads are gathers
     "pack_topk_ids": (True, True),      # VEC = 4; VEC = 1 is scalar (checked below)
+    "per_token_group_quant_fp8": (True, True),
+    "situ_and_mul_masked_post_quant": (True, True),  # INTERLEAVED: gathers (checked below)
+    "mla_output_gate_fp8": (True, True),
+    "mla_kv_scatter_fp8": (True, True),
+    "quant_mxfp4": (False, True),  # even/odd elements: strided loads
 }
 
 
@@ -51,6 +57,8 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     vec_load, vec_store = VECTOR[spec.kernel_name]
     if spec.constexprs.get("VEC") == 1:
         vec_load = vec_store = False
+    if spec.constexprs.get("INTERLEAVED"):
+        vec_load = False
     assert has_16_byte_access(ck.ptx, "ld") == vec_load, spec.kernel_name
     assert has_16_byte_access(ck.ptx, "st") == vec_store, spec.kernel_name
 
@@ -92,7 +100,7 @@ def test_mla_output_gate_uses_accurate_sigmoid():
 # ---------------------------------------------------------------------------
 
 _TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "float16": "<f2", "int32": "<i4",
-            "int64": "<i8", "uint8": "|u1"}
+            "int64": "<i8", "uint8": "|u1", "float8_e4m3fn": "|V1"}
 
 
 class FakeTensor:
@@ -243,3 +251,132 @@ def test_image_preprocess_checks(no_cuda):
         f(T((4096, 32, 32, 3), "uint8"), 1400, 1400, out=T((4096, 10000, 588)))
     empty = T((0, 4, 588))
     assert f(T((0, 32, 32, 3), "uint8"), 28, 28, out=empty) is empty
+
+
+def test_fp8_quant_kernels_divide_exactly_and_saturate():
+    """IEEE x / s (div.rn.f32, no approximate reciprocal), cvt.rn.satfinite to e4m3; the
+    UE8M0 rounding works on the bits (no lg2/ex2)."""
+    specs = [s for s in kiln.aot.collect("kernels_dsl.kimi_k3")
+             if s.kernel_name in ("per_token_group_quant_fp8", "situ_and_mul_masked_post_quant",
+                                  "mla_output_gate_fp8", "mla_kv_scatter_fp8")]
+    assert len(specs) == 8
+    for spec in specs:
+        ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                                 num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
+        assert "div.rn.f32" in ck.ptx and "div.approx" not in ck.ptx, spec.kernel_name
+        assert "div.full" not in ck.ptx, spec.kernel_name
+        assert "cvt.rn.satfinite.e4m3x2.f32" in ck.ptx, spec.kernel_name
+        if spec.kernel_name == "per_token_group_quant_fp8":  # no transcendental at all
+            assert "lg2" not in ck.ptx and "ex2" not in ck.ptx
+
+
+def test_quant_mxfp4_checks(no_cuda):
+    from kernels_dsl.kimi_k3.quant import quant_mxfp4 as f
+
+    x, p, s = T((4, 256)), T((4, 128), "uint8"), T((4, 8), "uint8")
+    with pytest.raises(TypeError, match="x must be bfloat16"):
+        f(T((4, 256), "float16"), p, s)
+    with pytest.raises(ValueError, match="block size 32"):
+        f(T((4, 240)), T((4, 120), "uint8"), s)
+    with pytest.raises(ValueError, match="packed must have shape"):
+        f(x, T((4, 256), "uint8"), s)
+    with pytest.raises(TypeError, match="scale must be uint8"):
+        f(x, p, T((4, 8), "int32"))
+    with pytest.raises(ValueError, match="row stride of x"):
+        f(T((4, 256), strides=(260, 1)), p, s)
+    p0, s0 = T((0, 128), "uint8"), T((0, 8), "uint8")
+    assert f(T((0, 256)), p0, s0) == (p0, s0)
+
+
+def test_per_token_group_quant_fp8_checks(no_cuda):
+    from kernels_dsl.kimi_k3.quant import per_token_group_quant_fp8 as f
+
+    x, q, s = T((4, 1024)), T((4, 1024), "float8_e4m3fn"), T((4, 8), "float32")
+    with pytest.raises(TypeError, match="x must be bfloat16"):
+        f(T((4, 1024), "float32"), q=q, s=s)
+    with pytest.raises(ValueError, match="group must be one of"):
+        f(x, 96, q=q, s=s)
+    with pytest.raises(ValueError, match="divisible by the group size"):
+        f(T((4, 1000)), q=q, s=s)
+    with pytest.raises(ValueError, match="contiguous along its last dimension"):
+        f(T((4, 1024), strides=(2048, 2)), q=q, s=s)
+    with pytest.raises(ValueError, match="row stride of x"):
+        f(T((4, 1024), strides=(1028, 1)), q=q, s=s)
+    with pytest.raises(ValueError, match="x must be 16-byte aligned"):
+        f(T((4, 1024), address=0x7F0000000002), q=q, s=s)
+    with pytest.raises(TypeError, match="q must be float8_e4m3fn"):
+        f(x, q=T((4, 1024), "uint8"), s=s)
+    with pytest.raises(ValueError, match="s must have shape"):
+        f(x, q=q, s=T((4, 16), "float32"))
+    with pytest.raises(ValueError, match="s must be column-major"):
+        f(x, column_major_scales=True, q=q, s=s)
+    with pytest.raises(TypeError, match="bools"):
+        f(x, ue8m0=1, q=q, s=s)
+    q0, s0 = T((0, 1024), "float8_e4m3fn"), T((0, 8), "float32")
+    assert f(T((0, 1024)), q=q0, s=s0) == (q0, s0)  # T = 0: no launch
+
+
+def test_situ_and_mul_masked_post_quant_checks(no_cuda):
+    from kernels_dsl.kimi_k3.situ_quant import situ_and_mul_masked_post_quant as f
+
+    x, m = T((4, 8, 6144)), T((4,), "int32")
+    q, s = T((4, 8, 3072), "float8_e4m3fn"), T((4, 8, 24), "float32")
+    with pytest.raises(TypeError, match="masked_m must be int32"):
+        f(x, T((4,), "int64"), q, s)
+    with pytest.raises(ValueError, match="masked_m must have shape"):
+        f(x, T((3,), "int32"), q, s)
+    with pytest.raises(ValueError, match="divisible by the group size"):
+        f(T((4, 8, 6000)), m, q, s)
+    with pytest.raises(ValueError, match="N % 512"):
+        f(T((4, 8, 2 * 640)), m, T((4, 8, 640), "float8_e4m3fn"), T((4, 1, 8), "int32"),
+          scale_ue8m0=True)
+    with pytest.raises(ValueError, match="output_scale must have shape"):
+        f(x, m, q, T((4, 24, 8), "float32"))
+    with pytest.raises(TypeError, match="output_scale must be int32"):
+        f(x, m, q, s, scale_ue8m0=True)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        f(T((4, 8, 6144), strides=(8 * 6148, 6148, 1)), m, q, s)
+    with pytest.raises(ValueError, match="at most 256 experts"):
+        f(T((257, 1, 1024)), T((257,), "int32"), T((257, 1, 512), "float8_e4m3fn"),
+          T((257, 1, 4), "float32"))
+    with pytest.raises(ValueError, match="linear_beta must be nonzero"):
+        f(x, m, q, s, linear_beta=0.0)
+    q0 = T((0, 8, 3072), "float8_e4m3fn")
+    assert f(T((0, 8, 6144)), T((0,), "int32"), q0, T((0, 8, 24), "float32"))[0] is q0
+
+
+def test_mla_output_gate_fp8_checks(no_cuda):
+    from kernels_dsl.kimi_k3.mla_output_gate import mla_output_gate_fp8 as f
+
+    x, q, s = T((4, 1536)), T((4, 1536), "float8_e4m3fn"), T((4,), "float32")
+    with pytest.raises(TypeError, match="gate must be bfloat16"):
+        f(x, T((4, 1536), "float32"), q, s)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        f(T((4, 1532)), T((4, 1532)), T((4, 1532), "float8_e4m3fn"), s)
+    with pytest.raises(ValueError, match="row stride of gate"):
+        f(x, T((4, 1536), strides=(1540, 1)), q, s)
+    with pytest.raises(ValueError, match="out_s must have shape"):
+        f(x, x, q, T((5,), "float32"))
+    with pytest.raises(ValueError, match="larger than one tile"):
+        f(T((1, 16392)), T((1, 16392)), T((1, 16392), "float8_e4m3fn"), T((1,), "float32"))
+    q0 = T((0, 1536), "float8_e4m3fn")
+    assert f(T((0, 1536)), T((0, 1536)), q0, T((0,), "float32"))[0] is q0
+
+
+def test_mla_kv_scatter_fp8_checks(no_cuda):
+    from kernels_dsl.kimi_k3.mla_kv import mla_kv_scatter_fp8 as f
+
+    kv, pe, loc, cache = T((8, 512)), T((8, 64)), T((8,), "int64"), T((64, 656), "uint8")
+    with pytest.raises(TypeError, match="cache must be uint8"):
+        f(kv, pe, loc, T((64, 328)))
+    with pytest.raises(ValueError, match="cache must be"):
+        f(kv, pe, loc, T((64, 576), "uint8"))
+    with pytest.raises(ValueError, match="multiple of 16"):
+        f(kv, pe, loc, T((64, 656), "uint8", strides=(660, 1)))
+    with pytest.raises(ValueError, match="row stride of kv_c"):
+        f(T((8, 512), strides=(516, 1)), pe, loc, cache)
+    with pytest.raises(ValueError, match="cache must be 16-byte aligned"):
+        f(kv, pe, loc, T((64, 656), "uint8", address=0x7F0000000001))
+    with pytest.raises(TypeError, match="loc must be int64"):
+        f(kv, pe, T((8,), "int32"), cache)
+    assert f(T((0, 512)), T((0, 64)), T((0,), "int64"), cache) is cache  # T = 0: no launch

@@ -1,0 +1,255 @@
+"""Per-token-group FP8 quantization (KERNELS.md §8.2(a)), MXFP4 quantization (§8.2(b),
+``quant_mxfp4``, contract in its docstring) and the group-quant helpers the other FP8 kernels
+of the family inline (SiTU masked post-quant §4.2, MLA output gate FP8 §4.3, MLA FP8 KV
+scatter §8.5).
+
+``per_token_group_quant_fp8(x, group=128, ue8m0=False, column_major_scales=False)``: x bf16
+[T, D] (last dimension contiguous, rows may be strided), D % group == 0. For every token t
+and group g of ``group`` consecutive values:
+
+    s[t, g] = max(absmax(x[t, g*group:(g+1)*group]), 1e-10) / 448      (fp32, IEEE division)
+    s[t, g] = 2 ** ceil(log2(s[t, g]))                                  if ue8m0 (exact, below)
+    q[t, j] = sat_e4m3(f32(x[t, j]) / s[t, j // group])                 (IEEE division, RNE)
+
+``sat_e4m3`` rounds to nearest even and saturates to +-448 (``cvt.rn.satfinite``), so q equals
+torch's ``(x.float() / s).clamp(-448, 448).to(torch.float8_e4m3fn)``. The UE8M0 rounding is done
+on the fp32 bits: a positive normal ``s`` is already a power of two iff its mantissa bits are
+zero; otherwise the exponent field is incremented and the mantissa cleared. ``s`` is at least
+1e-10 / 448 (a normal number), so this is exactly ``2 ** ceil(log2(s))``.
+
+Scales: fp32 [T, D/group] row-major, or with ``column_major_scales`` a [T, D/group] view whose
+storage is [D/group, T] (strides (1, T): ``s.t()`` is contiguous), the layout DeepGEMM-style
+GEMMs read. Returns (q fp8 e4m3 [T, D] contiguous, s).
+
+Each program quantizes ROWS groups, viewed as a [ROWS, group] tile over the flattened
+(token, group) index: one absmax per tile row (a reduction along axis 1). T = 0 launches nothing.
+Non-finite inputs are outside the contract (an inf makes its group's scale inf).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+
+FP8_MAX = 448.0
+#: The absmax floor: an all-zero group gets a tiny finite scale and quantizes to zeros.
+EPS = 1e-10
+
+
+@kiln.jit
+def fp8_group_scale(absmax, UE8M0: kl.constexpr):
+    """``max(absmax, 1e-10) / 448`` (fp32, IEEE division); with UE8M0 rounded up to a power
+    of two on the fp32 bits (exact ``2 ** ceil(log2(s))`` for the positive normal s)."""
+    s = kl.maximum(absmax, EPS) / FP8_MAX
+    if UE8M0:
+        bits = s.to(kl.int32, bitcast=True)
+        exp = bits >> 23
+        exp = kl.where((bits & 0x7FFFFF) != 0, exp + 1, exp)
+        s = (exp << 23).to(kl.float32, bitcast=True)
+    return s
+
+
+@kiln.jit
+def fp8_quant_groups(v, UE8M0: kl.constexpr):
+    """Quantizes the fp32 tile ``v`` [R, G] row by row: (q e4m3 [R, G], s fp32 [R])."""
+    s = fp8_group_scale(kl.max(kl.abs(v), axis=1), UE8M0)
+    q = (v / s[:, None]).to(kl.float8e4m3)
+    return q, s
+
+
+@kiln.jit(num_warps=4)
+def per_token_group_quant_fp8_kernel(x_ptr, q_ptr, s_ptr, num_groups, groups_per_row, x_s0,
+                                     q_s0, s_st, s_sg, GROUP: kl.constexpr, ROWS: kl.constexpr,
+                                     UE8M0: kl.constexpr):
+    i = kl.program_id(0) * ROWS + kl.arange(0, ROWS)  # flattened (token, group) ids
+    valid = i < num_groups
+    t = i // groups_per_row
+    g = i - t * groups_per_row
+    col = kl.arange(0, GROUP)[None, :]
+    kl.pdl_wait()  # x may come from the previous kernel in the stream
+    x = kl.load(x_ptr + (t * x_s0 + g * GROUP)[:, None] + col, mask=valid[:, None], other=0.0)
+    kl.pdl_launch_dependents()
+    q, s = fp8_quant_groups(x.to(kl.float32), UE8M0)
+    kl.store(q_ptr + (t * q_s0 + g * GROUP)[:, None] + col, q, mask=valid[:, None])
+    kl.store(s_ptr + t * s_st + g * s_sg, s, mask=valid)
+
+
+@kiln.jit(num_warps=4)
+def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_s0, s_s0,
+                       ROWS: kl.constexpr):
+    """ROWS blocks of 32 values per program; each block read as its 16 even and 16 odd
+    elements (the two nibbles of its 16 output bytes)."""
+    i = kl.program_id(0) * ROWS + kl.arange(0, ROWS)  # flattened (row, block) ids
+    valid = i < num_blocks
+    r = i // blocks_per_row
+    b = i - r * blocks_per_row
+    pair = kl.arange(0, 16)[None, :]
+    src = x_ptr + (r * x_s0 + b * 32)[:, None] + 2 * pair
+    kl.pdl_wait()
+    lo = kl.load(src, mask=valid[:, None], other=0.0).to(kl.float32)
+    hi = kl.load(src + 1, mask=valid[:, None], other=0.0).to(kl.float32)
+    kl.pdl_launch_dependents()
+    amax = kl.maximum(kl.max(kl.abs(lo), axis=1), kl.max(kl.abs(hi), axis=1))
+    # floor(log2(amax)) from the exponent field; amax = 0 (or subnormal) gives the lowest
+    # scale, 2^-127 (E8M0 byte 0)
+    e8m0 = kl.minimum(kl.maximum(((amax.to(kl.int32, bitcast=True) >> 23) & 0xFF) - 2, 0), 254)
+    inv = ((254 - e8m0) << 23).to(kl.float32, bitcast=True)  # 2^-(e8m0 - 127), exact
+    code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
+    kl.store(p_ptr + (r * p_s0 + b * 16)[:, None] + pair, code.to(kl.uint8), mask=valid[:, None])
+    kl.store(s_ptr + r * s_s0 + b, e8m0.to(kl.uint8), mask=valid)
+
+
+@kiln.jit
+def e2m1_code(v):
+    """The E2M1 code (sign << 3 | magnitude code) of v rounded to nearest even, saturating
+    at 6: grid 0, .5, 1, 1.5, 2, 3, 4, 6; ties go to the even code."""
+    a = kl.abs(v)
+    m = ((a > 0.25).to(kl.int32) + (a >= 0.75).to(kl.int32) + (a > 1.25).to(kl.int32)
+         + (a >= 1.75).to(kl.int32) + (a > 2.5).to(kl.int32) + (a >= 3.5).to(kl.int32)
+         + (a > 5.0).to(kl.int32))
+    return kl.where(v < 0, m | 8, m)
+
+
+#: groups per program: a [16, 128] bf16 tile on 128 threads (two 16-byte vectors each).
+GROUP_ELEMS, NUM_WARPS = 2048, 4
+GROUPS = (32, 64, 128, 256)
+
+_SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i32",
+        "groups_per_row": "i32", "x_s0": "i32", "q_s0": "i32", "s_st": "i32", "s_sg": "i32"}
+
+#: MXFP4: 64 blocks of 32 per program (2048 values) on 128 threads.
+MX_ROWS, MX_WARPS = 64, 4
+
+AOT_SPECIALIZATIONS = [
+    Spec(quant_mxfp4_kernel, name="quant_mxfp4",
+         signature={"x_ptr": "*bf16", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
+                    "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"},
+         constexprs={"ROWS": MX_ROWS}, divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"],
+         num_warps=MX_WARPS),
+] + [
+    Spec(per_token_group_quant_fp8_kernel, name="per_token_group_quant_fp8", signature=_SIG,
+         constexprs={"GROUP": 128, "ROWS": GROUP_ELEMS // 128, "UE8M0": ue8m0},
+         divisibility=["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"], num_warps=NUM_WARPS)
+    for ue8m0 in (False, True)
+]
+
+
+def check_group(op: str, group: Any, d: int, what: str = "D") -> int:
+    if not isinstance(group, int) or isinstance(group, bool) or group not in GROUPS:
+        raise ValueError(f"{op}: group must be one of {GROUPS}, got {group!r}")
+    if d % group:
+        raise ValueError(f"{op}: {what} = {d} must be divisible by the group size {group}")
+    return group
+
+
+def check_row_stride(op: str, what: str, t: Any, elems: int) -> int:
+    """The row stride (dimension 0) of ``t``, a multiple of ``elems`` (16 bytes); 0 when ``t``
+    has at most one row (the stride is then never used)."""
+    if L.shape(t)[0] <= 1:
+        return 0
+    s0 = L.strides(t)[0]
+    if s0 % elems:
+        raise ValueError(f"{op}: the row stride of {what} ({s0}) must be a multiple of "
+                         f"{elems} elements (16 bytes)")
+    return s0
+
+
+def per_token_group_quant_fp8(x: Any, group: int = 128, ue8m0: bool = False,
+                              column_major_scales: bool = False, q: Optional[Any] = None,
+                              s: Optional[Any] = None) -> Any:
+    """(q fp8 e4m3 [T, D], s fp32 [T, D/group]) per the module docstring. ``q`` and ``s`` are
+    allocated when None; given, q must be [T, D] (last dimension contiguous, 16-byte row
+    stride) and s [T, D/group] with strides (D/group, 1), or (1, T) for column-major scales.
+    Every check raises before any launch."""
+    op = "per_token_group_quant_fp8"
+    L.check_dtype(op, "x", x, ("bfloat16",))
+    t, d = L.check_shape(op, "x", x, (None, None))
+    group = check_group(op, group, d)
+    if not isinstance(ue8m0, bool) or not isinstance(column_major_scales, bool):
+        raise TypeError(f"{op}: ue8m0 and column_major_scales must be bools")
+    L.check_inner_contiguous(op, "x", x)
+    x_s0 = check_row_stride(op, "x", x, 8)
+    L.check_aligned(op, "x", x)
+    ng = d // group
+    s_strides = (1, max(t, 1)) if column_major_scales else (ng, 1)
+    if q is not None:
+        L.check_dtype(op, "q", q, ("float8_e4m3fn",))
+        L.check_shape(op, "q", q, (t, d))
+        L.check_inner_contiguous(op, "q", q)
+        check_row_stride(op, "q", q, 16)
+        L.check_aligned(op, "q", q)
+    if s is not None:
+        L.check_dtype(op, "s", s, ("float32",))
+        L.check_shape(op, "s", s, (t, ng))
+        got = L.strides(s)
+        if t * ng > 1 and any(n > 1 and a != b for n, a, b in zip((t, ng), got, s_strides)):
+            layout = "column-major" if column_major_scales else "row-major"
+            raise ValueError(f"{op}: s must be {layout} with strides {s_strides}, got {got}")
+        L.check_aligned(op, "s", s)
+    named = [("x", x)] + [(w, v) for w, v in (("q", q), ("s", s)) if v is not None]
+    L.check_same_device(op, *named)
+    L.check_int32_extent(op, "T * row stride", t * max(x_s0, d, 1) + d)
+    if q is None or s is None:
+        import torch
+
+        if q is None:
+            q = torch.empty((t, d), dtype=torch.float8_e4m3fn, device=x.device)
+        if s is None:
+            s = (torch.empty((ng, t), dtype=torch.float32, device=x.device).t()
+                 if column_major_scales else
+                 torch.empty((t, ng), dtype=torch.float32, device=x.device))
+    if t == 0 or d == 0:
+        return q, s
+    rows = GROUP_ELEMS // group
+    num_groups = t * ng
+    L.launch(per_token_group_quant_fp8_kernel, "per_token_group_quant_fp8",
+             ((num_groups + rows - 1) // rows,),
+             (x, q, s, num_groups, ng, x_s0, check_row_stride(op, "q", q, 16), s_strides[0],
+              s_strides[1]),
+             {"GROUP": group, "ROWS": rows, "UE8M0": ue8m0}, NUM_WARPS)
+    return q, s
+
+
+def quant_mxfp4(x: Any, packed: Optional[Any] = None, scale: Optional[Any] = None) -> tuple:
+    """OCP MXFP4 of x bf16 [R, D] (D % 32 == 0, last dimension contiguous, 16-byte row
+    stride): per block of 32 values the shared exponent ``floor(log2(amax)) - 2`` stored as
+    E8M0 (biased by 127, clamped to [0, 254]; amax = 0 gives byte 0), the values divided by
+    that power of two and rounded to nearest-even E2M1 (saturating at 6; the sign kept, so a
+    small negative value becomes -0), two per byte with the even element in the low nibble.
+    Returns (packed uint8 [R, D/2], scale uint8 [R, D/32]), allocated when None (given:
+    contiguous). Every check raises before any launch."""
+    op = "quant_mxfp4"
+    L.check_dtype(op, "x", x, ("bfloat16",))
+    r, d = L.check_shape(op, "x", x, (None, None))
+    if d % 32:
+        raise ValueError(f"{op}: D = {d} must be divisible by the block size 32")
+    L.check_inner_contiguous(op, "x", x)
+    x_s0 = check_row_stride(op, "x", x, 8)
+    L.check_aligned(op, "x", x)
+    for what, v, shp in (("packed", packed, (r, d // 2)), ("scale", scale, (r, d // 32))):
+        if v is not None:
+            L.check_dtype(op, what, v, ("uint8",))
+            L.check_shape(op, what, v, shp)
+            L.check_contiguous(op, what, v)
+            L.check_aligned(op, what, v)
+    L.check_same_device(op, ("x", x), *[(w, v) for w, v in (("packed", packed),
+                                                            ("scale", scale)) if v is not None])
+    L.check_int32_extent(op, "R * row stride", r * max(x_s0, d, 1) + d)
+    if packed is None or scale is None:
+        import torch
+
+        if packed is None:
+            packed = torch.empty((r, d // 2), dtype=torch.uint8, device=x.device)
+        if scale is None:
+            scale = torch.empty((r, d // 32), dtype=torch.uint8, device=x.device)
+    if r == 0 or d == 0:
+        return packed, scale
+    nb = d // 32
+    L.launch(quant_mxfp4_kernel, op, ((r * nb + MX_ROWS - 1) // MX_ROWS,),
+             (x, packed, scale, r * nb, nb, x_s0, d // 2, nb), {"ROWS": MX_ROWS}, MX_WARPS)
+    return packed, scale

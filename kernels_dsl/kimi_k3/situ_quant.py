@@ -1,0 +1,189 @@
+"""SiTU-and-multiply with masked per-128-group FP8 post-quantization, the DeepEP low-latency
+MoE layout (KERNELS.md §4.2).
+
+In: ``input`` bf16 [E, T_pad, 2N] (gate = ``[..., :N]``, up = ``[..., N:]``; with
+``interleaved`` the row is gate/up interleaved in 8-element chunks ``[g0..7, u0..7, g8..15,
+...]``), ``masked_m`` int32 [E] (valid tokens per expert). For every expert e and token
+t < min(masked_m[e], T_pad):
+
+    a       = beta * tanh(g / beta) * sigmoid(g) * linear_beta * tanh(u / linear_beta)   (fp32)
+    s[e,t,k] = max(absmax(a[k*128:(k+1)*128]), 1e-10) / 448                 (IEEE division)
+    q[e,t,j] = sat_e4m3(a[j] / s[e, t, j // 128])                           (IEEE division)
+
+The SiTU math is situ.py's (always with the linear softcap, kHasLinearBeta = true; approximate
+tanh and sigmoid: ``tanh.approx.f32`` and the fast exp/reciprocal); the activation is quantized
+in fp32 (the original's kPrecise = true). The quantization is quant.py's helper, inlined.
+
+Out: ``output`` fp8 e4m3 [E, T_pad, N]; ``output_scale`` either
+- fp32 [E, T_pad, N/128] (``scale_ue8m0=False``), or
+- UE8M0 (``scale_ue8m0=True``): s rounded up to a power of two (exact, on the fp32 bits) and its
+  biased exponent byte stored in int32 [E, N/512, T_pad], four consecutive groups per int32:
+  byte ``e*G*T_pad + (k//4)*T_pad*4 + t*4 + k%4`` (G = N/128; N % 512 == 0).
+Rows t >= masked_m[e] (and their scales) are not written.
+
+Work mapping: grid (cdiv(T_pad * G, ROWS), E); each program owns ROWS (token, group) pairs of
+one expert as a [ROWS, 128] tile and exits at once when they lie past masked_m[e].
+E = 0 or T_pad = 0 launches nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+from .quant import fp8_quant_groups
+
+GROUP = 128
+
+
+@kiln.jit(num_warps=4)
+def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_pad, N,
+                                          groups_per_row, x_se, x_st, q_se, q_st, s_se, s_st,
+                                          beta, inv_beta, linear_beta, inv_linear_beta,
+                                          GROUP: kl.constexpr, ROWS: kl.constexpr,
+                                          UE8M0: kl.constexpr, INTERLEAVED: kl.constexpr):
+    e = kl.program_id(1)
+    e64 = e.to(kl.int64)
+    kl.pdl_wait()  # the input and masked_m may come from the previous kernel in the stream
+    m = kl.minimum(kl.load(masked_m_ptr + e), T_pad)
+    first = kl.program_id(0) * ROWS
+    if first < m * groups_per_row:
+        i = first + kl.arange(0, ROWS)  # (token, group) ids within expert e
+        t = i // groups_per_row
+        k = i - t * groups_per_row
+        valid = (t < m)[:, None]
+        col = kl.arange(0, GROUP)[None, :]
+        if INTERLEAVED:
+            # [g0..7, u0..7, g8..15, u8..15, ...]: group k spans 2*GROUP input values
+            xo = (t * x_st + k * (2 * GROUP))[:, None] + ((col // 8) * 16 + col % 8)
+            up_off = 8
+        else:
+            xo = (t * x_st + k * GROUP)[:, None] + col
+            up_off = N
+        xe = x_ptr + e64 * x_se
+        g = kl.load(xe + xo, mask=valid, other=0.0).to(kl.float32)
+        u = kl.load(xe + xo + up_off, mask=valid, other=0.0).to(kl.float32)
+        kl.pdl_launch_dependents()
+        gate = beta * kl.tanh(g * inv_beta) * kl.sigmoid(g)
+        a = gate * (linear_beta * kl.tanh(u * inv_linear_beta))
+        q, s = fp8_quant_groups(a, UE8M0)
+        kl.store(q_ptr + e64 * q_se + (t * q_st + k * GROUP)[:, None] + col, q, mask=valid)
+        if UE8M0:
+            # s_ptr is the int32 [E, G/4, T_pad] tensor seen as bytes
+            byte = (k // 4) * (T_pad * 4) + t * 4 + k % 4
+            ebits = (s.to(kl.int32, bitcast=True) >> 23).to(kl.uint8)
+            kl.store(s_ptr + e64 * s_se + byte, ebits, mask=t < m)
+        else:
+            kl.store(s_ptr + e64 * s_se + t * s_st + k, s, mask=t < m)
+
+
+#: (token, group) pairs per program: [16, 128] on 128 threads.
+ROWS, NUM_WARPS = 16, 4
+
+_DIV = ["x_ptr", "q_ptr", "s_ptr", "N", "x_se", "x_st", "q_se", "q_st"]
+
+
+def _signature(ue8m0: bool) -> dict:
+    return {"x_ptr": "*bf16", "masked_m_ptr": "*i32", "q_ptr": "*f8e4m3",
+            "s_ptr": "*u8" if ue8m0 else "*f32", "T_pad": "i32", "N": "i32",
+            "groups_per_row": "i32", "x_se": "i64", "x_st": "i32", "q_se": "i64", "q_st": "i32",
+            "s_se": "i64", "s_st": "i32", "beta": "f32", "inv_beta": "f32",
+            "linear_beta": "f32", "inv_linear_beta": "f32"}
+
+
+AOT_SPECIALIZATIONS = [
+    Spec(situ_and_mul_masked_post_quant_kernel, name="situ_and_mul_masked_post_quant",
+         signature=_signature(ue8m0),
+         constexprs={"GROUP": GROUP, "ROWS": ROWS, "UE8M0": ue8m0, "INTERLEAVED": inter},
+         divisibility=_DIV, num_warps=NUM_WARPS)
+    for ue8m0 in (False, True)
+    for inter in (False, True)
+]
+
+
+def _scale_shape(e: int, t_pad: int, n: int, ue8m0: bool) -> tuple:
+    g = n // GROUP
+    return (e, g // 4, t_pad) if ue8m0 else (e, t_pad, g)
+
+
+def situ_and_mul_masked_post_quant(input: Any, masked_m: Any, output: Optional[Any] = None,
+                                   output_scale: Optional[Any] = None, scale_ue8m0: bool = False,
+                                   interleaved: bool = False, beta: float = 4.0,
+                                   linear_beta: float = 25.0) -> tuple:
+    """SiTU(gate) * softcap(up) of ``input`` bf16 [E, T_pad, 2N] quantized per 128-group into
+    ``output`` fp8 e4m3 [E, T_pad, N] and ``output_scale`` (fp32 [E, T_pad, N/128], or with
+    ``scale_ue8m0`` int32 [E, N/512, T_pad] packed exponent bytes); both allocated when None
+    and both contiguous. Only rows t < masked_m[e] are written. Returns (output,
+    output_scale). Every check raises before any launch."""
+    op = "situ_and_mul_masked_post_quant"
+    L.check_dtype(op, "input", input, ("bfloat16",))
+    L.check_dtype(op, "masked_m", masked_m, ("int32",))
+    e, t_pad, two_n = L.check_shape(op, "input", input, (None, None, None))
+    L.check_shape(op, "masked_m", masked_m, (e,))
+    if not isinstance(scale_ue8m0, bool) or not isinstance(interleaved, bool):
+        raise TypeError(f"{op}: scale_ue8m0 and interleaved must be bools")
+    if two_n % 2:
+        raise ValueError(f"{op}: the last dimension of input must be even (2N), got {two_n}")
+    n = two_n // 2
+    if n % GROUP:
+        raise ValueError(f"{op}: N = {n} must be divisible by the group size {GROUP}")
+    if scale_ue8m0 and n % (4 * GROUP):
+        raise ValueError(f"{op}: the packed UE8M0 scale layout needs N % 512 == 0 (four "
+                         f"groups per int32), got N = {n}")
+    for name, v in (("beta", beta), ("linear_beta", linear_beta)):
+        if v is None or float(v) == 0.0:
+            raise ValueError(f"{op}: {name} must be nonzero")
+    L.check_inner_contiguous(op, "input", input)
+    x_se, x_st, _ = L.strides(input)
+    if x_st % 8 or x_se % 8:
+        raise ValueError(f"{op}: the strides of input must be multiples of 8 elements (16 "
+                         f"bytes), got {L.strides(input)}")
+    L.check_aligned(op, "input", input)
+    if e > 1 and L.strides(masked_m)[0] != 1:
+        raise ValueError(f"{op}: masked_m must be contiguous, got stride "
+                         f"{L.strides(masked_m)[0]}")
+    if e > 256:
+        raise ValueError(f"{op}: at most 256 experts (local experts per rank), got {e}")
+    s_shape = _scale_shape(e, t_pad, n, scale_ue8m0)
+    s_dtype = "int32" if scale_ue8m0 else "float32"
+    if output is not None:
+        L.check_dtype(op, "output", output, ("float8_e4m3fn",))
+        L.check_shape(op, "output", output, (e, t_pad, n))
+        L.check_contiguous(op, "output", output)
+        L.check_aligned(op, "output", output)
+    if output_scale is not None:
+        L.check_dtype(op, "output_scale", output_scale, (s_dtype,))
+        L.check_shape(op, "output_scale", output_scale, s_shape)
+        L.check_contiguous(op, "output_scale", output_scale)
+        L.check_aligned(op, "output_scale", output_scale)
+    named = [("input", input), ("masked_m", masked_m)] + [
+        (w, v) for w, v in (("output", output), ("output_scale", output_scale)) if v is not None]
+    L.check_same_device(op, *named)
+    L.check_int32_extent(op, "T_pad * row stride", t_pad * max(x_st, two_n, 1) + two_n)
+    if output is None or output_scale is None:
+        import torch
+
+        if output is None:
+            output = torch.empty((e, t_pad, n), dtype=torch.float8_e4m3fn, device=input.device)
+        if output_scale is None:
+            output_scale = torch.empty(s_shape, dtype=getattr(torch, s_dtype),
+                                       device=input.device)
+    if e == 0 or t_pad == 0 or n == 0:
+        return output, output_scale
+    g = n // GROUP
+    if scale_ue8m0:
+        import torch
+
+        s_arg, s_se, s_st = output_scale.view(torch.uint8), g * t_pad, 0
+    else:
+        s_arg, s_se, s_st = output_scale, t_pad * g, g
+    args = (input, masked_m, output, s_arg, t_pad, n, g, x_se, x_st, t_pad * n, n, s_se, s_st,
+            float(beta), 1.0 / float(beta), float(linear_beta), 1.0 / float(linear_beta))
+    L.launch(situ_and_mul_masked_post_quant_kernel, op, ((t_pad * g + ROWS - 1) // ROWS, e),
+             args, {"GROUP": GROUP, "ROWS": ROWS, "UE8M0": scale_ue8m0,
+                    "INTERLEAVED": interleaved}, NUM_WARPS)
+    return output, output_scale

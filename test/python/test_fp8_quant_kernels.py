@@ -1,0 +1,260 @@
+"""The Kimi K3 FP8/FP4 quantization kernels in the CPU interpreter against numpy references
+written from KERNELS.md (§8.2(a) per-token-group quant, §8.2(b) MXFP4, §4.2 SiTU masked
+post-quant, §4.3 MLA output gate FP8, §8.5 MLA FP8 KV scatter), with ml_dtypes'
+float8_e4m3fn after clamping to +-448 (the kernels saturate) and float4_e2m1fn. The
+interpreter computes precisely, so everything here is exact; the GPU tests
+(test/gpu/test_fp8_quant.py) cover the approximate SiTU math. No GPU, no torch."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kiln.testing
+from kernels_dsl.kimi_k3 import mla_kv, mla_output_gate, quant, situ_quant
+
+BF16, F8 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn
+F32 = np.float32
+
+
+# ---------------------------------------------------------------------------
+# References (KERNELS.md)
+# ---------------------------------------------------------------------------
+
+def ref_scale(absmax, ue8m0=False):
+    """max(absmax, 1e-10) / 448 in fp32 (IEEE division); UE8M0: 2 ** ceil(log2(s)) exactly,
+    from s = m * 2^e with m in [0.5, 1) (m = 0.5: s is 2^(e-1) already)."""
+    s = np.maximum(absmax.astype(F32), F32(1e-10)) / F32(448)
+    if ue8m0:
+        m, e = np.frexp(s)
+        s = np.ldexp(F32(1), np.where(m == 0.5, e - 1, e)).astype(F32)
+    return s
+
+
+def ref_fp8(v):
+    return np.clip(v.astype(F32), -448, 448).astype(F8)
+
+
+def ref_group_quant(x, group, ue8m0=False):
+    """x f32 [..., D] -> (q e4m3 [..., D], s f32 [..., D/group])."""
+    xg = x.reshape(*x.shape[:-1], -1, group)
+    s = ref_scale(np.abs(xg).max(-1), ue8m0)
+    return ref_fp8(xg / s[..., None]).reshape(x.shape), s
+
+
+def ref_situ(x, n, interleaved=False, beta=4.0, lin=25.0):
+    if interleaved:
+        c = x.reshape(*x.shape[:-1], -1, 2, 8)
+        g, u = c[..., 0, :].reshape(*x.shape[:-1], n), c[..., 1, :].reshape(*x.shape[:-1], n)
+    else:
+        g, u = x[..., :n], x[..., n:]
+    g, u = g.astype(F32), u.astype(F32)
+    sig = F32(1) / (F32(1) + np.exp(-g))
+    gate = F32(beta) * np.tanh(g * F32(1 / beta)) * sig
+    return gate * (F32(lin) * np.tanh(u * F32(1 / lin)))
+
+
+def bits(a):
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+def k3_like_rows(rng, t, d, scale=3.0):
+    """Random rows plus a zero row, a row of one repeated value and a large-magnitude row."""
+    x = (rng.standard_normal((t, d)) * scale).astype(F32)
+    if t > 1:
+        x[1] = 0
+    if t > 2:
+        x[2] = -5.25
+    if t > 3:
+        x[3] *= 1e30
+    if t > 4:
+        x[4, ::7] = 3e38  # near bf16's max: scales near 7e35
+    return x.astype(BF16)
+
+
+# ---------------------------------------------------------------------------
+# §8.2(a) per_token_group_quant_fp8
+# ---------------------------------------------------------------------------
+
+def run_group_quant(x, group, ue8m0, column_major, x_stride=None):
+    t, d = x.shape
+    ng = d // group
+    q = np.zeros((t, d), dtype=F8)
+    s_store = np.full((ng, t) if column_major else (t, ng), np.nan, dtype=F32)
+    st, sg = (1, t) if column_major else (ng, 1)
+    rows = quant.GROUP_ELEMS // group
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, ((t * ng + rows - 1) // rows,),
+                           x, q, s_store, t * ng, ng, x_stride or d, d, st, sg, GROUP=group,
+                           ROWS=rows, UE8M0=ue8m0)
+    return q, (s_store.T if column_major else s_store)
+
+
+@pytest.mark.parametrize("t", [1, 5, 9])
+@pytest.mark.parametrize("ue8m0", [False, True])
+@pytest.mark.parametrize("column_major", [False, True])
+def test_per_token_group_quant_matches_numpy(t, ue8m0, column_major):
+    rng = np.random.default_rng(t)
+    x = k3_like_rows(rng, t, 384)
+    q, s = run_group_quant(x, 128, ue8m0, column_major)
+    rq, rs = ref_group_quant(x.astype(F32), 128, ue8m0)
+    assert np.array_equal(s, rs)
+    assert np.array_equal(bits(q), bits(rq))
+    if ue8m0:
+        m, _ = np.frexp(s)
+        assert np.all(m == 0.5)  # powers of two
+
+
+@pytest.mark.parametrize("group", [32, 64, 256])
+def test_per_token_group_quant_other_groups_and_strided_rows(group):
+    rng = np.random.default_rng(group)
+    t, d = 7, 512
+    base = k3_like_rows(rng, t, d + 64)
+    x = base[:, :d]  # row stride d + 64
+    q, s = run_group_quant(x, group, False, False, x_stride=d + 64)
+    rq, rs = ref_group_quant(x.astype(F32), group)
+    assert np.array_equal(s, rs) and np.array_equal(bits(q), bits(rq))
+
+
+def test_ue8m0_rounds_up_exactly_at_powers_of_two():
+    # absmax = 448 * 2^k gives s = 2^k exactly (kept); one ulp above rounds up to 2^(k+1)
+    t, d = 4, 128
+    x = np.zeros((t, d), dtype=F32)
+    x[0, 0] = 448.0        # s = 1
+    x[1, 0] = 448.0 * 2.0**-20
+    x[2, 5] = np.nextafter(F32(448.0), F32(1e9))  # not representable in bf16: rounds to 448
+    x[3, 9] = 450.0        # the next bf16 above 448: s just above 1 rounds up to 2
+    x = x.astype(BF16)
+    _, s = run_group_quant(x, 128, True, False)
+    assert s[:, 0].tolist() == [1.0, 2.0**-20, 1.0, 2.0]
+
+
+# ---------------------------------------------------------------------------
+# §4.2 SiTU masked post-quant
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ue8m0", [False, True])
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved):
+    rng = np.random.default_rng(7)
+    e, t_pad, n = 3, 5, 512
+    g = n // 128
+    x = (rng.standard_normal((e, t_pad, 2 * n)) * 4).astype(BF16)
+    x[1, 0] = 0  # a zero row
+    masked_m = np.array([5, 0, 2], dtype=np.int32)
+    poison_q = np.full((e, t_pad, n), 0x5A, dtype=np.uint8).view(F8)
+    q = poison_q.copy()
+    if ue8m0:
+        s = np.full((e, g // 4, t_pad), 0x7E7E7E7E, dtype=np.int32)
+        s_arg, s_se, s_st = s.view(np.uint8), g * t_pad, 0
+    else:
+        s = np.full((e, t_pad, g), -1.0, dtype=F32)
+        s_arg, s_se, s_st = s, t_pad * g, g
+    rows = situ_quant.ROWS
+    kiln.testing.interpret(situ_quant.situ_and_mul_masked_post_quant_kernel,
+                           ((t_pad * g + rows - 1) // rows, e), x, masked_m, q, s_arg, t_pad, n,
+                           g, t_pad * 2 * n, 2 * n, t_pad * n, n, s_se, s_st, 4.0, 0.25, 25.0,
+                           1 / 25.0, GROUP=128, ROWS=rows, UE8M0=ue8m0, INTERLEAVED=interleaved)
+    a = ref_situ(x, n, interleaved)
+    rq, rs = ref_group_quant(a, 128, ue8m0)
+    for ei in range(e):
+        m = masked_m[ei]
+        assert np.array_equal(bits(q[ei, :m]), bits(rq[ei, :m]))
+        assert np.array_equal(bits(q[ei, m:]), bits(poison_q[ei, m:]))  # untouched
+        if ue8m0:
+            exps = s[ei].view(np.uint8).reshape(g // 4, t_pad, 4)  # [k//4, t, k%4]
+            got = exps.transpose(1, 0, 2).reshape(t_pad, g)
+            want = (rs[ei].view(np.int32) >> 23).astype(np.uint8)
+            assert np.array_equal(got[:m], want[:m])
+            assert np.all(got[m:] == 0x7E)
+        else:
+            assert np.array_equal(s[ei, :m], rs[ei, :m])
+            assert np.all(s[ei, m:] == -1.0)
+
+
+# ---------------------------------------------------------------------------
+# §4.3 MLA output gate, FP8 variant
+# ---------------------------------------------------------------------------
+
+def test_mla_output_gate_fp8_matches_numpy():
+    rng = np.random.default_rng(3)
+    t, h = 4, 1536
+    x = k3_like_rows(rng, t, h)
+    gate = (rng.standard_normal((t, h)) * 4).astype(BF16)
+    q = np.zeros((t, h), dtype=F8)
+    s = np.zeros(t, dtype=F32)
+    block, _ = mla_output_gate._fp8_config(h)
+    kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
+                           h, h, BLOCK=block)
+    sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
+    y = (x.astype(F32) * sig).astype(BF16).astype(F32)
+    rs = ref_scale(np.abs(y).max(-1))
+    assert np.array_equal(s, rs)
+    assert np.array_equal(bits(q), bits(ref_fp8(y / rs[:, None])))
+
+
+# ---------------------------------------------------------------------------
+# §8.5 MLA FP8 KV scatter
+# ---------------------------------------------------------------------------
+
+def test_mla_kv_scatter_fp8_matches_numpy():
+    rng = np.random.default_rng(5)
+    t, slots = 11, 24
+    kv_a = k3_like_rows(rng, t, 576)
+    kv_c, k_pe = kv_a[:, :512], kv_a[:, 512:]  # row stride 576 (a projection's slices)
+    loc = rng.permutation(slots)[:t].astype(np.int64)
+    loc[[3, 8]] = -1
+    cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
+    before = cache.copy()
+    rows = mla_kv.FP8_ROWS
+    kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
+                           kv_a, kv_a[:, 512:], loc, cache, cache.view(F32),
+                           cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows, KV_DIM=512,
+                           PE_DIM=64, GROUP=128)
+    rq, rs = ref_group_quant(kv_c.astype(F32), 128)
+    written = set()
+    for i in range(t):
+        if loc[i] < 0:
+            continue
+        row = cache[loc[i]]
+        written.add(int(loc[i]))
+        assert np.array_equal(row[:512], bits(rq[i]))
+        assert np.array_equal(row[512:528].view(F32), rs[i])
+        assert np.array_equal(row[528:], bits(k_pe[i]))
+    for r in set(range(slots)) - written:
+        assert np.array_equal(cache[r], before[r])
+
+
+# ---------------------------------------------------------------------------
+# §8.2(b) MXFP4
+# ---------------------------------------------------------------------------
+
+def ref_mxfp4(x):
+    """OCP MX: E8M0 = floor(log2(amax)) - 2 + 127 (clamped to [0, 254]; amax 0 -> 0),
+    E2M1 of x / 2^(E8M0 - 127), round to nearest even, saturate at 6; even element low."""
+    r, d = x.shape
+    xb = x.astype(np.float64).reshape(r, d // 32, 32)
+    amax = np.abs(xb).max(-1)
+    _, ex = np.frexp(amax)  # amax = m * 2^ex, m in [0.5, 1): floor(log2) = ex - 1
+    byte = np.where(amax > 0, np.clip(ex - 1 - 2 + 127, 0, 254), 0).astype(np.uint8)
+    v = xb / np.exp2(byte.astype(np.float64) - 127)[..., None]
+    codes = np.clip(v, -6, 6).astype(F32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+    codes = codes.reshape(r, d)
+    return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8), byte
+
+
+@pytest.mark.parametrize("r", [1, 6])
+def test_quant_mxfp4_matches_numpy(r):
+    rng = np.random.default_rng(r)
+    d = 256
+    x = k3_like_rows(rng, r, d + 32)[:, :d]  # row-strided
+    x[0, :32] = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0] * 4, dtype=F32) * \
+        np.array([1, -1] * 16, dtype=F32)  # every tie and the saturation, amax 7 -> 2^0
+    x[0, 32:64] = np.float32(2.0**-130)  # a subnormal block: the lowest scale
+    packed = np.zeros((r, d // 2), dtype=np.uint8)
+    scale = np.zeros((r, d // 32), dtype=np.uint8)
+    nb = d // 32
+    rows = quant.MX_ROWS
+    kiln.testing.interpret(quant.quant_mxfp4_kernel, ((r * nb + rows - 1) // rows,), x, packed,
+                           scale, r * nb, nb, d + 32, d // 2, nb, ROWS=rows)
+    rp, rs = ref_mxfp4(x.astype(F32))
+    assert np.array_equal(scale, rs)
+    assert np.array_equal(packed, rp)
