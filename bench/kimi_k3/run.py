@@ -1,14 +1,18 @@
 """Benchmark: the Kimi K3 memory-bound kernels (pack_topk_ids, concat_mla_k,
-concat_mla_absorb_q, mla_output_gate, mla_kv_scatter, image_preprocess) on the GPU against the
-hardware and the peers, at K3 shapes (hidden 7168, 96 heads / TP8 = 12 heads x 128, top-16,
-T in {1, 64, 4096, 16384}).
+concat_mla_absorb_q, mla_output_gate, mla_kv_scatter, image_preprocess, and the FP8 family:
+per_token_group_quant_fp8, quant_mxfp4, situ_and_mul_masked_post_quant, mla_output_gate_fp8,
+mla_kv_scatter_fp8) on the GPU against the hardware and the peers, at K3 shapes (hidden 7168,
+96 heads / TP8 = 12 heads x 128, top-16, moe_intermediate 3072, T in {1, 64, 4096, 16384}).
 
 For each case: the bytes the kernel must move over the median GPU time (CUDA-graph replay of
 back-to-back calls, rotating through enough input sets to leave L2), against the measured
 device-to-device copy bandwidth (the ceiling), torch eager and torch.compile of the reference
 (KERNELS.md), in one run. Each kiln result is checked against the reference first.
 
-    python bench/kimi_k3/run.py [--out DIR] [--budget SECONDS]
+    python bench/kimi_k3/run.py [--out DIR] [--budget SECONDS] [--only per_token,mla_kv_scatter_fp8]
+
+``--only`` keeps the cases whose kernel name starts with one of the given prefixes (and skips
+the configuration sweeps).
 """
 
 import argparse
@@ -26,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
-    concat_mla, image, mla_kv, mla_output_gate, pack_topk_ids)
+    concat_mla, image, mla_kv, mla_output_gate, pack_topk_ids, quant, situ_quant)
 
 H_LOCAL, HEAD_DIM, TOPK, EXPERTS = 12, 128, 16, 896
 TS = (1, 64, 4096, 16384)
@@ -138,9 +142,18 @@ def n_sets(bytes_per_set):
 # Cases: (name, shape, bytes moved, input sets, kiln fn, reference fn, check)
 # ---------------------------------------------------------------------------
 
+def _bits(a):
+    if a.dtype == torch.bfloat16:
+        return a.view(torch.int16)
+    if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return a.view(torch.uint8)
+    return a
+
+
 def bits_equal(a, b):
-    return torch.equal(a.view(torch.int16) if a.dtype == torch.bfloat16 else a,
-                       b.view(torch.int16) if b.dtype == torch.bfloat16 else b)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(bits_equal(x, y) for x, y in zip(a, b))
+    return torch.equal(_bits(a), _bits(b))
 
 
 def case_pack_topk_ids(t):
@@ -216,6 +229,119 @@ def case_mla_kv_scatter(t):
             mla_kv.mla_kv_scatter, ref)
 
 
+# FP8 family (KERNELS.md §8.2, §4.2, §4.3, §8.5): the torch references are the formulas.
+F8 = torch.float8_e4m3fn
+HIDDEN, MOE_INTER, SITU_EXPERTS = 7168, 3072, 8
+
+
+def fp8_scale(absmax):
+    """max(absmax, 1e-10) / 448 as an IEEE division: torch divides by a Python scalar by
+    multiplying with its reciprocal (one ulp off for about half the values)."""
+    a = absmax.clamp(min=1e-10)
+    return a / torch.full_like(a, 448.0)
+
+
+def ref_group_quant(x, group=128):
+    xg = x.float().unflatten(-1, (-1, group))
+    s = fp8_scale(xg.abs().amax(-1))
+    return (xg / s[..., None]).clamp(-448, 448).to(F8).flatten(-2), s
+
+
+def case_group_quant_fp8(t):
+    nbytes = t * HIDDEN * (2 + 1) + t * (HIDDEN // 128) * 4
+    sets = [(torch.randn(t, HIDDEN, device="cuda", dtype=torch.bfloat16),
+             torch.empty(t, HIDDEN, device="cuda", dtype=F8),
+             torch.empty(t, HIDDEN // 128, device="cuda"))
+            for _ in range(n_sets(nbytes))]
+    return ("per_token_group_quant_fp8", f"[{t}, {HIDDEN}] g128", nbytes, sets,
+            lambda x, q, s: quant.per_token_group_quant_fp8(x, q=q, s=s),
+            lambda x, q, s: ref_group_quant(x))
+
+
+E2M1_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def ref_mxfp4(x):
+    """OCP MXFP4 from the formula (float32: x / 2^k is exact)."""
+    r, d = x.shape
+    xb = x.float().reshape(r, d // 32, 32)
+    amax = xb.abs().amax(-1)
+    _, ex = torch.frexp(amax)
+    byte = torch.where(amax > 0, (ex + 124).clamp(0, 254), 0)
+    v = xb * torch.exp2(127 - byte.float())[..., None]
+    a = v.abs()
+    m = ((a > 0.25).int() + (a >= 0.75).int() + (a > 1.25).int() + (a >= 1.75).int()
+         + (a > 2.5).int() + (a >= 3.5).int() + (a > 5.0).int())
+    code = (m | torch.where(v < 0, 8, 0)).reshape(r, d)
+    return (code[:, 0::2] | (code[:, 1::2] << 4)).to(torch.uint8), byte.to(torch.uint8)
+
+
+def case_quant_mxfp4(t):
+    nbytes = t * HIDDEN * 2 + t * HIDDEN // 2 + t * HIDDEN // 32
+    sets = [(torch.randn(t, HIDDEN, device="cuda", dtype=torch.bfloat16),
+             torch.empty(t, HIDDEN // 2, device="cuda", dtype=torch.uint8),
+             torch.empty(t, HIDDEN // 32, device="cuda", dtype=torch.uint8))
+            for _ in range(n_sets(nbytes))]
+    return ("quant_mxfp4", f"[{t}, {HIDDEN}]", nbytes, sets, quant.quant_mxfp4,
+            lambda x, p, s: ref_mxfp4(x))
+
+
+def case_situ_quant_fp8(t):
+    """DeepEP low-latency layout: 8 local experts, T_pad = T / 8 tokens each, all valid."""
+    e, t_pad, n = SITU_EXPERTS, max(1, t // SITU_EXPERTS), MOE_INTER
+    nbytes = e * t_pad * (2 * n * 2 + n + (n // 128) * 4)
+    sets = [(torch.randn(e, t_pad, 2 * n, device="cuda", dtype=torch.bfloat16),
+             torch.full((e,), t_pad, device="cuda", dtype=torch.int32),
+             torch.empty(e, t_pad, n, device="cuda", dtype=F8),
+             torch.empty(e, t_pad, n // 128, device="cuda"))
+            for _ in range(n_sets(nbytes))]
+
+    def ref(x, masked_m, q, s):
+        g, u = x[..., :n].float(), x[..., n:].float()
+        a = 4.0 * torch.tanh(g / 4.0) * torch.sigmoid(g) * (25.0 * torch.tanh(u / 25.0))
+        return ref_group_quant(a)  # every row valid here
+
+    return ("situ_and_mul_masked_post_quant", f"[{e}, {t_pad}, {2 * n}]", nbytes, sets,
+            lambda x, m, q, s: situ_quant.situ_and_mul_masked_post_quant(x, m, q, s), ref)
+
+
+def case_mla_output_gate_fp8(t):
+    h = H_LOCAL * HEAD_DIM
+    nbytes = t * h * (2 + 2 + 1) + t * 4
+    sets = [(torch.randn(t, h, device="cuda", dtype=torch.bfloat16),
+             torch.randn(t, h, device="cuda", dtype=torch.bfloat16),
+             torch.empty(t, h, device="cuda", dtype=F8), torch.empty(t, device="cuda"))
+            for _ in range(n_sets(nbytes))]
+
+    def ref(x, g, q, s):
+        y = (x * torch.sigmoid(g)).float()
+        sc = fp8_scale(y.abs().amax(-1))
+        return (y / sc[:, None]).clamp(-448, 448).to(F8), sc
+
+    return ("mla_output_gate_fp8", f"[{t}, {h}]", nbytes, sets,
+            mla_output_gate.mla_output_gate_fp8, ref)
+
+
+def case_mla_kv_scatter_fp8(t):
+    nbytes = t * (576 * 2 + 656 + 8)
+    slots = 4 * t + 64
+    sets = []
+    for _ in range(n_sets(nbytes)):
+        kv_a = torch.randn(t, 576, device="cuda", dtype=torch.bfloat16)
+        sets.append((kv_a[:, :512], kv_a[:, 512:],
+                     torch.randperm(slots, device="cuda")[:t].to(torch.int64),
+                     torch.zeros(slots, 656, device="cuda", dtype=torch.uint8)))
+
+    def ref(kv_c, k_pe, loc, cache):
+        q, s = ref_group_quant(kv_c)
+        cache[loc] = torch.cat([q.view(torch.uint8), s.view(torch.uint8),
+                                k_pe.contiguous().view(torch.uint8)], dim=-1)
+        return cache
+
+    return ("mla_kv_scatter_fp8", f"T={t} -> [{slots}, 656]", nbytes, sets,
+            mla_kv.mla_kv_scatter_fp8, ref)
+
+
 MEAN = torch.tensor(image.CLIP_MEAN).view(1, 3, 1, 1)
 STD = torch.tensor(image.CLIP_STD).view(1, 3, 1, 1)
 
@@ -238,6 +364,13 @@ def case_image(n, h, w, oh, ow):
 
 
 def check(name, kiln_fn, ref_fn, args):
+    if name.startswith("situ_and_mul_masked"):  # approximate tanh/sigmoid: dequantized values
+        cloned = [a.clone() for a in args]
+        (q, s), (rq, rs) = kiln_fn(*args), ref_fn(*cloned)
+        got = q.float().unflatten(-1, (-1, 128)) * s[..., None]
+        want = rq.float().unflatten(-1, (-1, 128)) * rs[..., None]
+        torch.testing.assert_close(got, want, rtol=0.13, atol=1e-3)  # one fp8 step apart
+        return
     if name.startswith("image"):
         got, want = kiln_fn(*args), ref_fn(*args)
         torch.testing.assert_close(got.float(), want.float(), rtol=2.0**-7, atol=2e-2)
@@ -274,7 +407,10 @@ def main():
     parser.add_argument("--out", default=None)
     parser.add_argument("--budget", type=float, default=240.0,
                         help="seconds after which torch.compile peers are skipped")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated kernel-name prefixes to run (no sweeps)")
     args = parser.parse_args()
+    only = tuple(args.only.split(",")) if args.only else None
     t_start = time.time()
     deadline = t_start + args.budget
     props = torch.cuda.get_device_properties(0)
@@ -285,11 +421,15 @@ def main():
               "empty kiln kernel (us)": empty_us, "cases": []}
 
     factories = [case_pack_topk_ids, case_concat_mla_k, case_concat_mla_absorb_q,
-                 case_mla_output_gate, case_mla_kv_scatter]
+                 case_mla_output_gate, case_mla_kv_scatter, case_group_quant_fp8,
+                 case_quant_mxfp4,
+                 case_situ_quant_fp8, case_mla_output_gate_fp8, case_mla_kv_scatter_fp8]
     for factory in factories:
         compiled = None
         for t in TS:
             case = factory(t)
+            if only and not case[0].startswith(only):
+                break
             if compiled is None and time.time() < deadline:
                 compiled = torch.compile(case[5], dynamic=True)
             res = run_case(case, copy_gbs, compiled, deadline)
@@ -298,12 +438,14 @@ def main():
             del case
             torch.cuda.empty_cache()
     for shp in [(1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224)]:
+        if only and not "image_preprocess".startswith(only):
+            break
         case = case_image(*shp)
         compiled = torch.compile(case[5], dynamic=False) if time.time() < deadline else None
         res = run_case(case, copy_gbs, compiled, deadline)
         report["cases"].append(res)
         print(json.dumps(res), flush=True)
-    report["sweep"] = sweep(copy_gbs)
+    report["sweep"] = [] if only else sweep(copy_gbs)
     report["copy GB/s (end)"] = copy_bandwidth_gbs()
     report["seconds"] = time.time() - t_start
 
