@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
+from bench.common import graph_time_ms as common_graph_time_ms  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     concat_mla, image, mla_kv, mla_output_gate, pack_topk_ids, quant, situ_quant)
 
@@ -44,31 +45,9 @@ def _empty_kernel(x_ptr, n):
 
 
 def graph_time_ms(fn, sets, batch=20, reps=15):
-    """Median GPU time per call, `batch` calls (rotating through `sets`) captured in a CUDA
-    graph, median over `reps` replays."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for i in range(3):  # warm-up / compile outside the capture
-            fn(*sets[i % len(sets)])
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(batch):
-            fn(*sets[i % len(sets)])
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    return statistics.median(times)
+    """Median GPU time per call of ``fn(*args)``, rotating through the argument tuples
+    ``sets``, from CUDA-graph replay (bench.common)."""
+    return common_graph_time_ms(lambda args: fn(*args), sets, batch, reps)
 
 
 def copy_bandwidth_gbs():
