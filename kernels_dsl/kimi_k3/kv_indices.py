@@ -1,0 +1,149 @@
+"""FlashMLA block table from ``req_to_token`` with a virtual-to-physical page map
+(KERNELS.md §3.5, the ``create_flashmla_kv_indices_triton`` variant with ``v2p`` / ``PAGE_MULT``).
+
+One program per request b, looping over its pages in tiles of BLOCK:
+
+    req   = req_pool_indices[b]
+    start = kv_start_idx[b]          (0 when kv_start_idx is None)
+    for p < min(ceil(page_kernel_lens[b] / PAGE), max_blocks):
+        tok   = req_to_token[req, start + p * PAGE]
+        vpage = tok // PAGE
+        ppage = v2p[vpage] if v2p is given else vpage
+        kv_indices[b, p] = ppage * PAGE_MULT
+
+Entries past ceil(len / PAGE) (and every entry of a request with len <= 0) are not written.
+Padded entries pass through as -1: a token id < 0 (a padded ``req_to_token`` slot), a token
+offset past the row (start + p * PAGE >= max_ctx) or a v2p entry < 0 (an unmapped page) gives
+kv_indices[b, p] = -1 (the kernel never reads outside req_to_token or v2p for such a page).
+``PAGE_MULT`` is the number of MLA layers of the page-major unified pool (1 = the static pool).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+
+PAGE = 64
+BLOCK, NUM_WARPS = 128, 4
+
+
+@kiln.jit(num_warps=4)
+def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
+                      out_s0, max_blocks, num_vpages, PAGE: kl.constexpr,
+                      PAGE_MULT: kl.constexpr, HAS_START: kl.constexpr, HAS_V2P: kl.constexpr,
+                      BLOCK: kl.constexpr):
+    b = kl.program_id(0)
+    req = kl.load(req_ptr + b).to(kl.int64)
+    n = kl.load(lens_ptr + b)
+    if HAS_START:
+        start = kl.load(start_ptr + b)
+    else:
+        start = 0
+    pages = kl.minimum(kl.cdiv(kl.maximum(n, 0), PAGE), max_blocks)
+    row = r2t_ptr + req * r2t_s0
+    dst = out_ptr + b.to(kl.int64) * out_s0
+    for p0 in range(0, pages, BLOCK):
+        p = p0 + kl.arange(0, BLOCK)
+        m = p < pages
+        off = start + p * PAGE
+        tok = kl.load(row + off, mask=m & (off >= 0) & (off < max_ctx), other=-1)
+        ok = tok >= 0
+        vpage = tok // PAGE
+        if HAS_V2P:
+            ok = ok & (vpage < num_vpages)
+            ppage = kl.load(v2p_ptr + vpage, mask=m & ok, other=-1)
+            ok = ok & (ppage >= 0)
+        else:
+            ppage = vpage
+        kl.store(dst + p, kl.where(ok, ppage * PAGE_MULT, -1).to(kl.int32), mask=m)
+
+
+def _name(req_i64: bool) -> str:
+    return "kv_indices" if req_i64 else "kv_indices_req32"
+
+
+#: K3: PAGE 64; PAGE_MULT 1 (static pool) and 24 (unified pool, one block per MLA layer);
+#: v2p absent or given; req_pool_indices int64 or int32; no kv_start_idx.
+AOT_SPECIALIZATIONS = [
+    Spec(kv_indices_kernel, name=_name(req_i64),
+         signature={"r2t_ptr": "*i32", "req_ptr": "*i64" if req_i64 else "*i32",
+                    "lens_ptr": "*i32", "start_ptr": "*i32", "v2p_ptr": "*i64",
+                    "out_ptr": "*i32", "r2t_s0": "i32", "max_ctx": "i32", "out_s0": "i32",
+                    "max_blocks": "i32", "num_vpages": "i32"},
+         constexprs={"PAGE": PAGE, "PAGE_MULT": mult, "HAS_START": False, "HAS_V2P": v2p,
+                     "BLOCK": BLOCK},
+         divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"], num_warps=NUM_WARPS)
+    for req_i64 in (True, False) for mult in (1, 24) for v2p in (False, True)
+]
+
+
+def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
+               kv_indices: Any, kv_start_idx: Optional[Any] = None, v2p: Optional[Any] = None,
+               page_size: int = PAGE, page_mult: int = 1) -> Any:
+    """Fills ``kv_indices`` int32 [bs, max_blocks] (row stride free, last dim contiguous) from
+    ``req_to_token`` int32 [max_reqs, max_ctx] (last dim contiguous), ``req_pool_indices``
+    int32/int64 [bs], ``page_kernel_lens`` int32 [bs], optional ``kv_start_idx`` int32 [bs] and
+    optional ``v2p`` int64 [num_pages + 1]; returns kv_indices. Checks raise before launch."""
+    op = "kv_indices"
+    L.check_dtype(op, "req_to_token", req_to_token, ("int32",))
+    req_dt = L.check_dtype(op, "req_pool_indices", req_pool_indices, ("int32", "int64"))
+    L.check_dtype(op, "page_kernel_lens", page_kernel_lens, ("int32",))
+    L.check_dtype(op, "kv_indices", kv_indices, ("int32",))
+    _, max_ctx = L.check_shape(op, "req_to_token", req_to_token, (None, None))
+    (bs,) = L.check_shape(op, "req_pool_indices", req_pool_indices, (None,))
+    L.check_shape(op, "page_kernel_lens", page_kernel_lens, (bs,))
+    _, max_blocks = L.check_shape(op, "kv_indices", kv_indices, (bs, None))
+    L.check_inner_contiguous(op, "req_to_token", req_to_token)
+    L.check_inner_contiguous(op, "kv_indices", kv_indices)
+    L.check_contiguous(op, "req_pool_indices", req_pool_indices)
+    L.check_contiguous(op, "page_kernel_lens", page_kernel_lens)
+    named = [("req_to_token", req_to_token), ("req_pool_indices", req_pool_indices),
+             ("page_kernel_lens", page_kernel_lens), ("kv_indices", kv_indices)]
+    if kv_start_idx is not None:
+        L.check_dtype(op, "kv_start_idx", kv_start_idx, ("int32",))
+        L.check_shape(op, "kv_start_idx", kv_start_idx, (bs,))
+        L.check_contiguous(op, "kv_start_idx", kv_start_idx)
+        named.append(("kv_start_idx", kv_start_idx))
+    num_vpages = 0
+    if v2p is not None:
+        L.check_dtype(op, "v2p", v2p, ("int64",))
+        (num_vpages,) = L.check_shape(op, "v2p", v2p, (None,))
+        L.check_contiguous(op, "v2p", v2p)
+        named.append(("v2p", v2p))
+    for what, v in (("page_size", page_size), ("page_mult", page_mult)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{op}: {what} must be a positive int, got {v!r}")
+    if page_size & (page_size - 1):
+        raise ValueError(f"{op}: page_size must be a power of two, got {page_size}")
+    L.check_same_device(op, *named)
+    r2t_s0 = L.strides(req_to_token)[0]
+    out_s0 = L.strides(kv_indices)[0]
+    L.check_int32_extent(op, "req_to_token row stride", r2t_s0)
+    L.check_int32_extent(op, "max_ctx + page_size * BLOCK", max_ctx + page_size * BLOCK)
+    L.check_int32_extent(op, "kv_indices row stride", out_s0)
+    L.check_int32_extent(op, "max_blocks + BLOCK", max_blocks + BLOCK)
+    L.check_int32_extent(op, "num_pages + 1", num_vpages)
+    if bs == 0 or max_blocks == 0:
+        return kv_indices
+    # absent optional pointers: the kernel never reads them (HAS_START / HAS_V2P = False), but
+    # the ABI wants a pointer of the declared type
+    start_arg = kv_start_idx if kv_start_idx is not None else page_kernel_lens
+    if v2p is not None:
+        v2p_arg = v2p
+    elif req_dt == "int64":
+        v2p_arg = req_pool_indices
+    else:
+        import torch
+
+        v2p_arg = torch.empty(1, dtype=torch.int64, device=kv_indices.device)
+    L.launch(kv_indices_kernel, _name(req_dt == "int64"), (bs,),
+             (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
+              r2t_s0, max_ctx, out_s0, max_blocks, num_vpages),
+             {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": kv_start_idx is not None,
+              "HAS_V2P": v2p is not None, "BLOCK": BLOCK}, NUM_WARPS)
+    return kv_indices
