@@ -1,0 +1,130 @@
+"""gpu_tensor_hash (KERNELS.md §3.7 / §8.6) on the CPU: both kernels compile to PTX and a cubin
+for sm_90a / sm_100a / sm_103a, and the interpreter's result equals a numpy reference written
+from the function documented in kernels_dsl/kimi_k3/tensor_hash.py; it does not depend on the
+tile size or grid, a one-bit change changes it, n % 4 != 0 and the empty input are handled."""
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln.testing import interpret
+from kernels_dsl.kimi_k3 import tensor_hash as th
+
+ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+U64 = np.uint64
+MASK = (1 << 64) - 1
+SEED, M1, M2, GOLDEN = 0x243F6A88, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
+
+
+def np_fmix(x):
+    x = x ^ (x >> U64(30))
+    x = x * U64(M1)
+    x = x ^ (x >> U64(27))
+    x = x * U64(M2)
+    return x ^ (x >> U64(31))
+
+
+def py_fmix(x):
+    x ^= x >> 30
+    x = (x * M1) & MASK
+    x ^= x >> 27
+    x = (x * M2) & MASK
+    return x ^ (x >> 31)
+
+
+def ref_hash(data: bytes) -> int:
+    """The documented function, vectorized with numpy (uint64 wraps mod 2**64)."""
+    n = len(data)
+    if n == 0:
+        return 0
+    buf = np.frombuffer(bytes(data) + b"\0" * (-n % 4), dtype="<u4").astype(U64)
+    idx = np.arange(buf.size, dtype=U64)
+    with np.errstate(over="ignore"):
+        s = int(np_fmix(U64(SEED) ^ (idx << U64(32)) ^ buf).sum(dtype=U64))
+    return py_fmix((s + n * GOLDEN) & MASK)
+
+
+def interp_hash(data: bytes, tile=th.TILE, block=th.BLOCK, chunk=th.CHUNK) -> int:
+    """Runs the two passes as the wrapper launches them (empty -> 0, no launch)."""
+    n = len(data)
+    if n == 0:
+        return 0
+    x = np.frombuffer(bytes(data), dtype=np.uint8).copy()
+    num_partials = kiln.cdiv(kiln.cdiv(n, 4), tile)
+    partials = np.full(num_partials, 0x5A5A5A5A, dtype=np.int64)  # poisoned
+    out = np.full(1, -1, dtype=np.int64)
+    interpret(th.tensor_hash_partials_kernel, (num_partials,), x, partials, n, TILE=tile,
+              BLOCK=block)
+    interpret(th.tensor_hash_finish_kernel, (1,), partials, out, num_partials, n, CHUNK=chunk)
+    return int(out[0]) & MASK
+
+
+def rand_bytes(n, seed):
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+LENGTHS = [0, 1, 3, 4, 5, 1000, 65537]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("spec", th.AOT_SPECIALIZATIONS, ids=lambda s: s.kernel_name)
+def test_compiles_to_ptx_and_cubin(spec, arch):
+    pytest.importorskip("kiln._C")
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+    assert f".target {arch}" in ck.ptx
+    assert f".visible .entry {spec.kernel_name}(" in ck.ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+    # 64-bit unsigned mixing: logical shifts, both splitmix64 multipliers, 64-bit xor
+    assert "shr.u64" in ck.ptx and "xor.b64" in ck.ptx
+    assert str(M1 - (1 << 64)) in ck.ptx and str(M2 - (1 << 64)) in ck.ptx
+
+
+def test_reference_matches_module_docstring_form():
+    for n in LENGTHS[:6]:
+        data = rand_bytes(n, n)
+        assert ref_hash(data) == th.reference_hash(data)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_interpreter_matches_reference(n):
+    data = rand_bytes(n, 17 + n)
+    assert interp_hash(data) == ref_hash(data)
+
+
+def test_empty_is_zero():
+    assert ref_hash(b"") == 0 and th.reference_hash(b"") == 0 and interp_hash(b"") == 0
+
+
+@pytest.mark.parametrize("n", [5, 1000, 65537])
+def test_independent_of_tile_and_grid(n):
+    data = rand_bytes(n, 3 * n)
+    got = {interp_hash(data, tile, block, chunk)
+           for tile, block, chunk in [(th.TILE, th.BLOCK, th.CHUNK), (32, 32, 16), (256, 64, 4),
+                                      (1024, 256, 1024), (64, 64, 2)]}
+    assert got == {ref_hash(data)}
+    assert interp_hash(data) == interp_hash(data)  # and across launches
+
+
+def test_one_bit_change_changes_hash():
+    data = bytearray(rand_bytes(1000, 5))
+    base = interp_hash(bytes(data), 64, 32, 16)
+    seen = {base}
+    for byte, bit in [(0, 0), (3, 7), (4, 0), (511, 3), (999, 7)]:
+        d = bytearray(data)
+        d[byte] ^= 1 << bit
+        h = interp_hash(bytes(d), 64, 32, 16)
+        assert h == ref_hash(bytes(d))
+        seen.add(h)
+    assert len(seen) == 6
+
+
+def test_padding_and_length():
+    # zero padding must not make b"x" and b"x\0" (or b"x\0\0\0") collide: the length enters
+    data = rand_bytes(7, 9)
+    hashes = [interp_hash(data + b"\0" * k) for k in range(6)]
+    assert len(set(hashes)) == 6
+    assert hashes == [ref_hash(data + b"\0" * k) for k in range(6)]
+    # swapping two words changes the hash (the word index enters each mix)
+    a, b = rand_bytes(4, 1), rand_bytes(4, 2)
+    assert interp_hash(a + b) != interp_hash(b + a)
