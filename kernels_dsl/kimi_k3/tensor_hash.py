@@ -52,7 +52,8 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
                                 BLOCK: kl.constexpr):
     pid = kl.program_id(0)
     acc = kl.zeros((BLOCK,), kl.uint64)
-    for t in kl.static_range(0, TILE, BLOCK):
+    for t in range(0, TILE, BLOCK):  # a runtime loop: unrolling 8 blocks of 64-bit mixing
+        # made the compile take seconds
         widx = pid * TILE + t + kl.arange(0, BLOCK)
         boff = widx * 4
         word = kl.zeros((BLOCK,), kl.uint32)
