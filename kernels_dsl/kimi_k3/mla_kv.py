@@ -132,12 +132,9 @@ def _cache_rows(op: str, cache: Any, width: int = KV_LORA + ROPE) -> tuple:
     return rows, row_stride
 
 
-def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
-    """Writes ``cat(kv_c[t], k_pe[t])`` into ``cache[loc[t]]`` (bf16 layout); kv_c [T, 512],
-    k_pe [T, 64] or [T, 1, 64] (bf16, last dim contiguous), loc int64 [T]; returns cache.
-    Checks raise before launch."""
-    op = "mla_kv_scatter"
-    L.check_dtype(op, "cache", cache, ("bfloat16",))
+def _check_rows(op: str, kv_c: Any, k_pe: Any, loc: Any) -> int:
+    """Checks the new rows of both layouts (bf16 kv_c [T, 512], k_pe [T, 64] or [T, 1, 64]
+    with contiguous last dims, int64 loc [T]); returns T."""
     L.check_dtype(op, "kv_c", kv_c, ("bfloat16",))
     L.check_dtype(op, "k_pe", k_pe, ("bfloat16",))
     L.check_dtype(op, "loc", loc, ("int64",))
@@ -151,6 +148,16 @@ def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
     L.check_inner_contiguous(op, "k_pe", k_pe)
     if t > 1 and L.strides(loc)[0] != 1:
         raise ValueError(f"{op}: loc must be contiguous, got stride {L.strides(loc)[0]}")
+    return t
+
+
+def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
+    """Writes ``cat(kv_c[t], k_pe[t])`` into ``cache[loc[t]]`` (bf16 layout); kv_c [T, 512],
+    k_pe [T, 64] or [T, 1, 64] (bf16, last dim contiguous), loc int64 [T]; returns cache.
+    Checks raise before launch."""
+    op = "mla_kv_scatter"
+    L.check_dtype(op, "cache", cache, ("bfloat16",))
+    t = _check_rows(op, kv_c, k_pe, loc)
     slots, row_stride = _cache_rows(op, cache)
     L.check_same_device(op, ("kv_c", kv_c), ("k_pe", k_pe), ("loc", loc), ("cache", cache))
     kv_s0, pe_s0 = L.strides(kv_c)[0], L.strides(k_pe)[0]
@@ -172,19 +179,7 @@ def mla_kv_scatter_fp8(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
     multiple of 16 bytes); returns cache. Checks raise before launch."""
     op = "mla_kv_scatter_fp8"
     L.check_dtype(op, "cache", cache, ("uint8",))
-    L.check_dtype(op, "kv_c", kv_c, ("bfloat16",))
-    L.check_dtype(op, "k_pe", k_pe, ("bfloat16",))
-    L.check_dtype(op, "loc", loc, ("int64",))
-    t, _ = L.check_shape(op, "kv_c", kv_c, (None, KV_LORA))
-    if len(L.shape(k_pe)) == 3:
-        L.check_shape(op, "k_pe", k_pe, (t, 1, ROPE))
-    else:
-        L.check_shape(op, "k_pe", k_pe, (t, ROPE))
-    L.check_shape(op, "loc", loc, (t,))
-    L.check_inner_contiguous(op, "kv_c", kv_c)
-    L.check_inner_contiguous(op, "k_pe", k_pe)
-    if t > 1 and L.strides(loc)[0] != 1:
-        raise ValueError(f"{op}: loc must be contiguous, got stride {L.strides(loc)[0]}")
+    t = _check_rows(op, kv_c, k_pe, loc)
     slots, row_bytes = _cache_rows(op, cache, FP8_ROW_BYTES)
     if slots > 1 and row_bytes % 16:
         raise ValueError(f"{op}: the cache's row stride ({row_bytes} bytes) must be a multiple "
