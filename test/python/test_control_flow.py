@@ -5,6 +5,7 @@ No GPU and no torch needed (test/gpu/test_control_flow.py runs the same
 kernels on the device)."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -34,118 +35,11 @@ def line_of(marker):
 # ---------------------------------------------------------------------------
 
 
-@kiln.jit
-def reduce_1d(x_ptr, f_ptr, i_ptr, n, BLOCK: kl.constexpr):
-    """f = [sum, max, min], i = [argmax, argmin] of x[:n] (BLOCK >= n)."""
-    offs = kl.arange(0, BLOCK)
-    mask = offs < n
-    x0 = kl.load(x_ptr + offs, mask=mask, other=0.0)
-    xlo = kl.load(x_ptr + offs, mask=mask, other=float("-inf"))
-    xhi = kl.load(x_ptr + offs, mask=mask, other=float("inf"))
-    kl.store(f_ptr, kl.sum(x0))
-    kl.store(f_ptr + 1, kl.max(xlo))
-    kl.store(f_ptr + 2, kl.min(xhi, axis=0))
-    kl.store(i_ptr, kl.argmax(xlo))
-    kl.store(i_ptr + 1, kl.argmin(xhi, axis=0))
+# The kernels live beside the GPU tests so that both tiers run the same code.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
+from control_flow_kernels import (  # noqa: E402
+    branch_merge, loop_accumulate, loop_rowmax, reduce_1d, reduce_2d, static_unroll)
 
-
-@kiln.jit
-def reduce_2d(x_ptr, sum_ptr, max_ptr, min_ptr, amax_ptr, amin_ptr, total_ptr, M, N, stride,
-              BM: kl.constexpr, BN: kl.constexpr, AXIS: kl.constexpr):
-    """Reductions of x[:M, :N] along AXIS; total = the sum of everything."""
-    rows = kl.arange(0, BM)
-    cols = kl.arange(0, BN)
-    offs = rows[:, None] * stride + cols[None, :]
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    x0 = kl.load(x_ptr + offs, mask=mask, other=0.0)
-    xlo = kl.load(x_ptr + offs, mask=mask, other=float("-inf"))
-    xhi = kl.load(x_ptr + offs, mask=mask, other=float("inf"))
-    if AXIS == 1:
-        o = rows
-        om = rows < M
-    else:
-        o = cols
-        om = cols < N
-    kl.store(sum_ptr + o, kl.sum(x0, axis=AXIS), mask=om)
-    kl.store(max_ptr + o, kl.max(xlo, axis=AXIS), mask=om)
-    kl.store(min_ptr + o, kl.min(xhi, axis=AXIS), mask=om)
-    kl.store(amax_ptr + o, kl.argmax(xlo, axis=AXIS), mask=om)
-    kl.store(amin_ptr + o, kl.argmin(xhi, axis=AXIS), mask=om)
-    kl.store(total_ptr, kl.sum(x0))
-
-
-@kiln.jit
-def loop_accumulate(x_ptr, acc_ptr, s_ptr, cnt_ptr, lo, hi, step, stride,
-                    BLOCK: kl.constexpr):
-    """For i in range(lo, hi, step): acc += x[i]; total += sum(x[i]); count += 1.
-    `acc` and `total` start as compile-time 0.0, `count` as 0."""
-    offs = kl.arange(0, BLOCK)
-    acc = 0.0
-    total = 0.0
-    count = 0
-    for i in range(lo, hi, step):
-        v = kl.load(x_ptr + i * stride + offs)
-        acc += v
-        total += kl.sum(v)
-        count += 1
-    kl.store(acc_ptr + offs, acc)
-    kl.store(s_ptr, total)
-    kl.store(cnt_ptr, count)
-
-
-@kiln.jit
-def loop_rowmax(x_ptr, out_ptr, n_rows, stride, BLOCK: kl.constexpr):
-    """Running max over rows of a tile carried from an explicit tile, plus a
-    nested runtime `if` inside the loop (every other row counts twice)."""
-    offs = kl.arange(0, BLOCK)
-    best = kl.full((BLOCK,), float("-inf"), kl.float32)
-    weighted = kl.zeros((BLOCK,), kl.float32)
-    for r in range(n_rows):
-        v = kl.load(x_ptr + r * stride + offs)
-        best = kl.maximum(best, v)
-        if r % 2 == 0:
-            w = 2.0
-        else:
-            w = 1.0
-        weighted += v * w
-    kl.store(out_ptr + offs, best)
-    kl.store(out_ptr + BLOCK + offs, weighted)
-
-
-@kiln.jit
-def branch_merge(x_ptr, out_ptr, m_ptr, flag, BLOCK: kl.constexpr):
-    """if flag > 0: y = 2x, scale = 3.0, m = max(x) else: y = x - 1, m = 0.0
-    (scale keeps its compile-time 1.0 on the else path)."""
-    offs = kl.arange(0, BLOCK)
-    v = kl.load(x_ptr + offs)
-    scale = 1.0
-    if flag > 0:
-        y = v * 2.0
-        scale = 3.0
-        m = kl.max(v)
-    else:
-        y = v - 1.0
-        m = 0.0
-    kl.store(out_ptr + offs, y * scale)
-    kl.store(m_ptr, m)
-
-
-@kiln.jit
-def static_unroll(x_ptr, out_ptr, BLOCK: kl.constexpr, N: kl.constexpr):
-    """out = sum_k (k + 1) * x[k] over k in static_range(N), plus 100 * the odd k."""
-    offs = kl.arange(0, BLOCK)
-    acc = kl.zeros((BLOCK,), kl.float32)
-    odd = 0
-    for k in kl.static_range(N):
-        acc += kl.load(x_ptr + k * BLOCK + offs) * (k + 1)
-        if k % 2 == 1:
-            odd += k
-    kl.store(out_ptr + offs, acc + odd * 100)
-
-
-# ---------------------------------------------------------------------------
-# (a) PTX per arch
-# ---------------------------------------------------------------------------
 
 _SPECS = {
     "reduce_1d": (reduce_1d, {"x_ptr": "*f32", "f_ptr": "*f32", "i_ptr": "*i32", "n": "i32"},
