@@ -28,6 +28,7 @@ Non-finite inputs are outside the contract (an inf makes its group's scale inf).
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Optional
 
 import kiln
@@ -37,6 +38,8 @@ from kiln.aot import Spec
 from . import _launch as L
 
 FP8_MAX = 448.0
+#: RN(1 / 448) in fp32 (the float32 nearest to 1/448).
+INV_FP8_MAX = struct.unpack("<f", struct.pack("<f", 1.0 / 448.0))[0]
 #: The absmax floor: an all-zero group gets a tiny finite scale and quantizes to zeros.
 EPS = 1e-10
 
@@ -62,44 +65,105 @@ def fp8_quant_groups(v, UE8M0: kl.constexpr):
     return q, s
 
 
+@kiln.jit
+def div_by_recip(x, d, r):
+    """``x / d`` from ``r = RN(1 / d)`` without a division: ``p = RN(x * r)`` and one
+    Markstein correction ``RN(p + RN(x - p * d) * r)`` (two FMAs; the residual is exact).
+    Used where it is checked exhaustively to give the IEEE quotient's result (the scale
+    ``absmax / 448`` for every bf16 absmax and the floor, and the e4m3 codes of
+    ``x / s`` for bf16 x: test/python/test_quant_variants.py)."""
+    p = x * r
+    return kl.fma(kl.fma(-p, d, x), r, p)
+
+
+@kiln.jit
+def fp8_quant_groups_recip(v, UE8M0: kl.constexpr):
+    """``fp8_quant_groups`` for bf16-valued v with no per-element division: the scale from
+    ``div_by_recip`` with the constant RN(1/448), one reciprocal per group, and the
+    quotients by ``div_by_recip`` (with UE8M0 the reciprocal of the power of two is exact,
+    so ``v * r`` is the quotient itself). Same q and s bits as ``fp8_quant_groups``."""
+    a = kl.maximum(kl.max(kl.abs(v), axis=1), EPS)
+    s = div_by_recip(a, FP8_MAX, INV_FP8_MAX)
+    if UE8M0:
+        bits = s.to(kl.int32, bitcast=True)
+        exp = bits >> 23
+        exp = kl.where((bits & 0x7FFFFF) != 0, exp + 1, exp)
+        s = (exp << 23).to(kl.float32, bitcast=True)
+        q = (v * ((254 - exp) << 23).to(kl.float32, bitcast=True)[:, None]).to(kl.float8e4m3)
+    else:
+        r = 1.0 / s
+        q = div_by_recip(v, s[:, None], r[:, None]).to(kl.float8e4m3)
+    return q, s
+
+
 @kiln.jit(num_warps=4)
 def per_token_group_quant_fp8_kernel(x_ptr, q_ptr, s_ptr, num_groups, groups_per_row, x_s0,
                                      q_s0, s_st, s_sg, GROUP: kl.constexpr, ROWS: kl.constexpr,
-                                     UE8M0: kl.constexpr):
-    i = kl.program_id(0) * ROWS + kl.arange(0, ROWS)  # flattened (token, group) ids
-    valid = i < num_groups
-    t = i // groups_per_row
-    g = i - t * groups_per_row
+                                     UE8M0: kl.constexpr, RECIP: kl.constexpr = False,
+                                     TOKEN_GRID: kl.constexpr = False):
+    """RECIP: ``fp8_quant_groups_recip`` (no per-element division). TOKEN_GRID: a grid of
+    (T, cdiv(groups_per_row, ROWS)) programs, the token a scalar (no integer division)."""
+    if TOKEN_GRID:
+        t = kl.program_id(0)
+        g = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
+        valid = g < groups_per_row
+    else:
+        i = kl.program_id(0) * ROWS + kl.arange(0, ROWS)  # flattened (token, group) ids
+        valid = i < num_groups
+        t = i // groups_per_row
+        g = i - t * groups_per_row
     col = kl.arange(0, GROUP)[None, :]
     kl.pdl_wait()  # x may come from the previous kernel in the stream
     x = kl.load(x_ptr + (t * x_s0 + g * GROUP)[:, None] + col, mask=valid[:, None], other=0.0)
     kl.pdl_launch_dependents()
-    q, s = fp8_quant_groups(x.to(kl.float32), UE8M0)
+    if RECIP:
+        q, s = fp8_quant_groups_recip(x.to(kl.float32), UE8M0)
+    else:
+        q, s = fp8_quant_groups(x.to(kl.float32), UE8M0)
     kl.store(q_ptr + (t * q_s0 + g * GROUP)[:, None] + col, q, mask=valid[:, None])
     kl.store(s_ptr + t * s_st + g * s_sg, s, mask=valid)
 
 
 @kiln.jit(num_warps=4)
 def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_s0, s_s0,
-                       ROWS: kl.constexpr):
+                       ROWS: kl.constexpr, WORDS: kl.constexpr = False,
+                       TOKEN_GRID: kl.constexpr = False, E2M1_BITS: kl.constexpr = False):
     """ROWS blocks of 32 values per program; each block read as its 16 even and 16 odd
-    elements (the two nibbles of its 16 output bytes)."""
-    i = kl.program_id(0) * ROWS + kl.arange(0, ROWS)  # flattened (row, block) ids
-    valid = i < num_blocks
-    r = i // blocks_per_row
-    b = i - r * blocks_per_row
+    elements (the two nibbles of its 16 output bytes).
+
+    Options (same bits): WORDS: x_ptr is the bf16 data viewed as int32 words (x_s0 in words),
+    each word one (even, odd) pair, so the loads are contiguous 16-byte vectors and bf16 ->
+    f32 is a shift; TOKEN_GRID: a grid of (R, cdiv(blocks_per_row, ROWS)) programs, the row a
+    scalar (no integer division); E2M1_BITS: ``e2m1_code_bits``."""
+    if TOKEN_GRID:
+        r = kl.program_id(0)
+        b = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
+        valid = b < blocks_per_row
+    else:
+        i = kl.program_id(0) * ROWS + kl.arange(0, ROWS)  # flattened (row, block) ids
+        valid = i < num_blocks
+        r = i // blocks_per_row
+        b = i - r * blocks_per_row
     pair = kl.arange(0, 16)[None, :]
-    src = x_ptr + (r * x_s0 + b * 32)[:, None] + 2 * pair
     kl.pdl_wait()
-    lo = kl.load(src, mask=valid[:, None], other=0.0).to(kl.float32)
-    hi = kl.load(src + 1, mask=valid[:, None], other=0.0).to(kl.float32)
+    if WORDS:
+        w = kl.load(x_ptr + (r * x_s0 + b * 16)[:, None] + pair, mask=valid[:, None], other=0)
+        lo = (w << 16).to(kl.float32, bitcast=True)
+        hi = (w & -65536).to(kl.float32, bitcast=True)
+    else:
+        src = x_ptr + (r * x_s0 + b * 32)[:, None] + 2 * pair
+        lo = kl.load(src, mask=valid[:, None], other=0.0).to(kl.float32)
+        hi = kl.load(src + 1, mask=valid[:, None], other=0.0).to(kl.float32)
     kl.pdl_launch_dependents()
     amax = kl.maximum(kl.max(kl.abs(lo), axis=1), kl.max(kl.abs(hi), axis=1))
     # floor(log2(amax)) from the exponent field; amax = 0 (or subnormal) gives the lowest
     # scale, 2^-127 (E8M0 byte 0)
     e8m0 = kl.minimum(kl.maximum(((amax.to(kl.int32, bitcast=True) >> 23) & 0xFF) - 2, 0), 254)
     inv = ((254 - e8m0) << 23).to(kl.float32, bitcast=True)  # 2^-(e8m0 - 127), exact
-    code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
+    if E2M1_BITS:
+        code = e2m1_code_bits(lo * inv[:, None]) | (e2m1_code_bits(hi * inv[:, None]) << 4)
+    else:
+        code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
     kl.store(p_ptr + (r * p_s0 + b * 16)[:, None] + pair, code.to(kl.uint8), mask=valid[:, None])
     kl.store(s_ptr + r * s_s0 + b, e8m0.to(kl.uint8), mask=valid)
 
@@ -115,25 +179,58 @@ def e2m1_code(v):
     return kl.where(v < 0, m | 8, m)
 
 
+@kiln.jit
+def e2m1_code_bits(v):
+    """``e2m1_code`` for |v| < 8 on the fp32 bits: from 1 up, E2M1 is a float with a 1-bit
+    mantissa, so rounding the fp32 mantissa to 1 bit (nearest even: add 0x1FFFFF plus the
+    kept bit) and rebiasing the exponent (127 -> 1) gives the code, clamped to 7 (6.0);
+    below 1 the codes are 0, 1 (0.5), 2 (1.0) by two compares."""
+    a = kl.abs(v)
+    bits = a.to(kl.int32, bitcast=True)
+    normal = kl.minimum(((bits + 0x1FFFFF + ((bits >> 22) & 1)) >> 22) - 252, 7)
+    small = (a > 0.25).to(kl.int32) + (a >= 0.75).to(kl.int32)
+    m = kl.where(a < 1.0, small, normal)
+    return kl.where(v < 0, m | 8, m)
+
+
 #: groups per program: a [16, 128] bf16 tile on 128 threads (two 16-byte vectors each).
 GROUP_ELEMS, NUM_WARPS = 2048, 4
 GROUPS = (32, 64, 128, 256)
+#: per_token_group_quant_fp8 formulation (kernel docstring): off = the first H200 numbers;
+#: ``bench/kimi_k3/run.py --sweep`` times every combination with GROUP_ELEMS and NUM_WARPS.
+GQ_RECIP, GQ_TOKEN_GRID = False, False
 
 _SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i32",
         "groups_per_row": "i32", "x_s0": "i32", "q_s0": "i32", "s_st": "i32", "s_sg": "i32"}
 
-#: MXFP4: 64 blocks of 32 per program (2048 values) on 128 threads.
+#: MXFP4: 64 blocks of 32 per program (2048 values) on 128 threads. A block's 16 packed bytes
+#: are one thread's run (u8 stores: 16 per thread), so ROWS = 32 * warps keeps every thread
+#: busy; 64 blocks on 4 warps leave half of them duplicates (the sweep measures both).
 MX_ROWS, MX_WARPS = 64, 4
+#: quant_mxfp4 formulation (kernel docstring), swept like GQ_*.
+MX_WORDS, MX_TOKEN_GRID, MX_E2M1_BITS = False, False, False
+
+
+def _mx_constexprs() -> dict:
+    return {"ROWS": MX_ROWS, "WORDS": MX_WORDS, "TOKEN_GRID": MX_TOKEN_GRID,
+            "E2M1_BITS": MX_E2M1_BITS}
+
+
+def _gq_constexprs(group: int, ue8m0: bool) -> dict:
+    return {"GROUP": group, "ROWS": GROUP_ELEMS // group, "UE8M0": ue8m0, "RECIP": GQ_RECIP,
+            "TOKEN_GRID": GQ_TOKEN_GRID}
+
 
 AOT_SPECIALIZATIONS = [
     Spec(quant_mxfp4_kernel, name="quant_mxfp4",
-         signature={"x_ptr": "*bf16", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
-                    "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"},
-         constexprs={"ROWS": MX_ROWS}, divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"],
+         signature={"x_ptr": "*i32" if MX_WORDS else "*bf16", "p_ptr": "*u8", "s_ptr": "*u8",
+                    "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
+                    "s_s0": "i32"},
+         constexprs=_mx_constexprs(), divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"],
          num_warps=MX_WARPS),
 ] + [
     Spec(per_token_group_quant_fp8_kernel, name="per_token_group_quant_fp8", signature=_SIG,
-         constexprs={"GROUP": 128, "ROWS": GROUP_ELEMS // 128, "UE8M0": ue8m0},
+         constexprs=_gq_constexprs(128, ue8m0),
          divisibility=["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"], num_warps=NUM_WARPS)
     for ue8m0 in (False, True)
 ]
@@ -207,11 +304,10 @@ def per_token_group_quant_fp8(x: Any, group: int = 128, ue8m0: bool = False,
         return q, s
     rows = GROUP_ELEMS // group
     num_groups = t * ng
-    L.launch(per_token_group_quant_fp8_kernel, "per_token_group_quant_fp8",
-             ((num_groups + rows - 1) // rows,),
+    grid = (t, (ng + rows - 1) // rows) if GQ_TOKEN_GRID else ((num_groups + rows - 1) // rows,)
+    L.launch(per_token_group_quant_fp8_kernel, "per_token_group_quant_fp8", grid,
              (x, q, s, num_groups, ng, x_s0, check_row_stride(op, "q", q, 16), s_strides[0],
-              s_strides[1]),
-             {"GROUP": group, "ROWS": rows, "UE8M0": ue8m0}, NUM_WARPS)
+              s_strides[1]), _gq_constexprs(group, ue8m0), NUM_WARPS)
     return q, s
 
 
@@ -250,6 +346,12 @@ def quant_mxfp4(x: Any, packed: Optional[Any] = None, scale: Optional[Any] = Non
     if r == 0 or d == 0:
         return packed, scale
     nb = d // 32
-    L.launch(quant_mxfp4_kernel, op, ((r * nb + MX_ROWS - 1) // MX_ROWS,),
-             (x, packed, scale, r * nb, nb, x_s0, d // 2, nb), {"ROWS": MX_ROWS}, MX_WARPS)
+    grid = (r, (nb + MX_ROWS - 1) // MX_ROWS) if MX_TOKEN_GRID else \
+        ((r * nb + MX_ROWS - 1) // MX_ROWS,)
+    if MX_WORDS:  # the (even, odd) bf16 pairs as int32 words (D even, 16-byte row stride)
+        import torch
+
+        x, x_s0 = x.view(torch.int32), x_s0 // 2
+    L.launch(quant_mxfp4_kernel, op, grid, (x, packed, scale, r * nb, nb, x_s0, d // 2, nb),
+             _mx_constexprs(), MX_WARPS)
     return packed, scale

@@ -1,0 +1,147 @@
+"""The alternative formulations of the quantization kernels that ``bench/kimi_k3/run.py
+--sweep`` times (kernels_dsl/kimi_k3/quant.py: RECIP / TOKEN_GRID of
+per_token_group_quant_fp8, WORDS / TOKEN_GRID / E2M1_BITS of quant_mxfp4) give the same bits
+as the IEEE formulas of KERNELS.md §8.2: the division-free arithmetic checked exhaustively in
+numpy (fused multiply-adds emulated exactly in float64), every variant run in the CPU
+interpreter against the numpy references of test_fp8_quant_kernels.py, and compiled for
+sm_90a. No GPU, no torch."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kiln.testing
+from kernels_dsl.kimi_k3 import quant
+
+from test_fp8_quant_kernels import BF16, F8, F32, bits, k3_like_rows, ref_group_quant, ref_mxfp4
+
+#: every finite non-negative bf16 value
+ALL_BF16 = np.arange(0, 0x7F80, dtype=np.uint16).view(BF16).astype(F32)
+
+
+def fma32(a, b, c):
+    """fp32 fma(a, b, c) for the operands used here: a * b is exact in float64 (24 + 24 bits)
+    and the sum is exact there too when |a * b| and |c| are within 2^29 of each other (the
+    residual x - p * d of a quotient p); one rounding to fp32."""
+    return (a.astype(np.float64) * np.float64(b) + c.astype(np.float64)).astype(F32)
+
+
+def div_by_recip(x, d, r):
+    p = (x * r).astype(F32)
+    e = fma32(-p, d, x)
+    return (p.astype(np.float64) + e.astype(np.float64) * np.float64(r)).astype(F32)
+
+
+def test_scale_without_division_is_ieee_for_every_bf16_absmax():
+    a = np.maximum(ALL_BF16[1:], F32(1e-10))
+    inv = F32(quant.INV_FP8_MAX)
+    assert inv == F32(1) / F32(448)
+    assert np.array_equal(div_by_recip(a, F32(448), inv), a / F32(448))
+
+
+@pytest.mark.parametrize("exp", [-126, -40, -3, 0, 7, 40, 119])
+def test_quotient_without_division_gives_the_ieee_e4m3_codes(exp):
+    """Every bf16 absmax mantissa at the binade 2^exp, every bf16 |x| <= absmax."""
+    def e4m3(v):
+        return np.clip(v, -448, 448).astype(F8).view(np.uint8)
+
+    mant = ALL_BF16[(ALL_BF16 >= 1) & (ALL_BF16 < 2)]
+    for m in mant:
+        a = F32(m * F32(2.0**exp))
+        s = np.maximum(a, F32(1e-10)) / F32(448)
+        x = ALL_BF16[ALL_BF16 <= a]
+        r = F32(1) / s
+        assert np.array_equal(e4m3(div_by_recip(x, s, r)), e4m3(x / s)), a
+
+
+def test_quotient_without_division_below_the_absmax_floor():
+    s = F32(1e-10) / F32(448)
+    x = ALL_BF16[ALL_BF16 < 1e-10]
+    r = F32(1) / s
+    got = np.clip(div_by_recip(x, s, r), -448, 448).astype(F8).view(np.uint8)
+    assert np.array_equal(got, np.clip(x / s, -448, 448).astype(F8).view(np.uint8))
+
+
+GQ_VARIANTS = [(recip, tg, rows) for recip in (False, True) for tg in (False, True)
+               for rows in (16, 8, 4)]
+
+
+@pytest.mark.parametrize("recip,token_grid,rows", GQ_VARIANTS)
+@pytest.mark.parametrize("ue8m0", [False, True])
+def test_group_quant_variants_match_numpy(recip, token_grid, rows, ue8m0):
+    rng = np.random.default_rng(rows)
+    t, d = 9, 640  # 5 groups of 128 per token: partial programs for rows 4 and 8
+    x = k3_like_rows(rng, t, d)
+    ng = d // 128
+    q = np.zeros((t, d), dtype=F8)
+    s = np.full((t, ng), np.nan, dtype=F32)
+    grid = (t, -(-ng // rows)) if token_grid else (-(-t * ng // rows),)
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, grid, x, q, s, t * ng, ng, d,
+                           d, ng, 1, GROUP=128, ROWS=rows, UE8M0=ue8m0, RECIP=recip,
+                           TOKEN_GRID=token_grid)
+    rq, rs = ref_group_quant(x.astype(F32), 128, ue8m0)
+    assert np.array_equal(s, rs)
+    assert np.array_equal(bits(q), bits(rq))
+
+
+def every_e2m1_input():
+    """Blocks holding every bf16 magnitude in [0, 8) (both signs; not -0.0, whose code the
+    kernels give as +0) with a block maximum of 7.97 (scale 2^0: the values are quantized
+    as they are)."""
+    mags = np.arange(0, 0x4100, dtype=np.uint16).view(BF16).astype(F32)
+    vals = np.concatenate([mags, -mags[1:]])
+    nblk = -(-vals.size // 31)
+    vals = np.concatenate([vals, np.zeros(nblk * 31 - vals.size, F32)]).reshape(nblk, 31)
+    blocks = np.concatenate([vals, np.full((nblk, 1), 7.96875, F32)], axis=1)
+    rows = -(-nblk // 8)
+    x = np.zeros((rows * 8, 32), F32)
+    x[:nblk] = blocks
+    return x.reshape(rows, 256).astype(BF16)
+
+
+MX_VARIANTS = [(w, tg, b) for w in (False, True) for tg in (False, True) for b in (False, True)]
+
+
+@pytest.mark.parametrize("words,token_grid,e2m1_bits", MX_VARIANTS)
+@pytest.mark.parametrize("data", ["every_e2m1", "k3_like"])
+def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, data):
+    x = every_e2m1_input() if data == "every_e2m1" else \
+        k3_like_rows(np.random.default_rng(3), 6, 256)
+    r, d = x.shape
+    nb, rows = d // 32, 16
+    packed = np.zeros((r, d // 2), np.uint8)
+    scale = np.zeros((r, nb), np.uint8)
+    xa = x.view(np.int32) if words else x
+    grid = (r, -(-nb // rows)) if token_grid else (-(-r * nb // rows),)
+    kiln.testing.interpret(quant.quant_mxfp4_kernel, grid, xa, packed, scale, r * nb, nb,
+                           d // 2 if words else d, d // 2, nb, ROWS=rows, WORDS=words,
+                           TOKEN_GRID=token_grid, E2M1_BITS=e2m1_bits)
+    rp, rs = ref_mxfp4(x.astype(F32))
+    assert np.array_equal(scale, rs)
+    assert np.array_equal(packed, rp)
+
+
+@pytest.mark.parametrize("recip,token_grid,rows", GQ_VARIANTS)
+def test_group_quant_variants_compile(recip, token_grid, rows):
+    pytest.importorskip("kiln._C")
+    ck = quant.per_token_group_quant_fp8_kernel.compile(
+        quant._SIG, {"GROUP": 128, "ROWS": rows, "UE8M0": False, "RECIP": recip,
+                     "TOKEN_GRID": token_grid},
+        ["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"], num_warps=max(1, rows // 4),
+        arch="sm_90a", upto="ptx")
+    assert "ld.global.v4.b32" in ck.ptx
+    assert ("div.rn.f32" in ck.ptx) != recip  # RECIP: no per-element (or per-group) division
+    assert ("div.s32" in ck.ptx) != token_grid
+
+
+@pytest.mark.parametrize("words,token_grid,e2m1_bits", MX_VARIANTS)
+def test_mxfp4_variants_compile(words, token_grid, e2m1_bits):
+    pytest.importorskip("kiln._C")
+    sig = {"x_ptr": "*i32" if words else "*bf16", "p_ptr": "*u8", "s_ptr": "*u8",
+           "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
+           "s_s0": "i32"}
+    ck = quant.quant_mxfp4_kernel.compile(
+        sig, {"ROWS": 64, "WORDS": words, "TOKEN_GRID": token_grid, "E2M1_BITS": e2m1_bits},
+        ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
+    assert ("ld.global.v4.b32" in ck.ptx) == words  # WORDS: 16-byte loads, else 2-byte ones
+    assert ("div.s32" in ck.ptx) != token_grid
