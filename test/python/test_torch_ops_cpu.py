@@ -1,0 +1,221 @@
+"""``kiln.ops.kimi_k3`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
+the registered schemas (what each op mutates), the fake implementations under
+FakeTensorMode against the shapes the wrappers document, and the GPU test's cases
+(test/gpu/test_torch_ops.py) through eager calls, ``torch.library.opcheck`` and
+``torch.compile(fullgraph=True, backend="aot_eager")``. Skipped without torch (CI has none;
+the GPU tier runs the same cases on the device)."""
+
+import os
+import sys
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kiln  # noqa: E402
+import kiln.compiler  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
+with warnings.catch_warnings():  # its sm90 marker is registered by test/gpu/conftest.py
+    warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
+    import test_torch_ops as cases  # noqa: E402  (the GPU test's device-agnostic cases)
+
+import kiln.ops.kimi_k3 as kops  # noqa: E402
+from kernels_dsl import kimi_k3  # noqa: E402
+
+F8 = torch.float8_e4m3fn
+BF16 = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def interpreted(monkeypatch):
+    """Every Kimi K3 kernel runs in the CPU interpreter for the test."""
+    import importlib
+
+    for name in kimi_k3.MODULES:
+        mod = importlib.import_module(f"kernels_dsl.kimi_k3.{name}")
+        for value in vars(mod).values():
+            if isinstance(value, kiln.JITFunction):
+                monkeypatch.setattr(value, "interpret", True)
+    # the wrappers launch through the JIT path (the interpreter) only when they see a compiler
+    monkeypatch.setattr(kiln.compiler, "compiler_available", lambda: True)
+
+
+def test_schemas_declare_what_the_ops_write():
+    mutated = {}
+    for name in kops.OPS:
+        schema = getattr(torch.ops.kiln, name).default._schema
+        mutated[name] = {a.name for a in schema.arguments
+                         if a.alias_info is not None and a.alias_info.is_write}
+        if mutated[name]:
+            assert not schema.returns, f"{name}: an in-place op returns nothing"
+        else:
+            assert schema.returns, f"{name}: a functional op returns its outputs"
+    assert {n: m for n, m in mutated.items() if m} == {
+        "concat_mla_k": {"k"}, "mla_kv_scatter": {"cache"}, "mla_kv_scatter_fp8": {"cache"},
+        "kv_indices": {"kv_indices"}}
+    assert set(kops.OPS) == set(cases.WRAPPERS)
+
+
+def test_register_reuses_an_existing_op():
+    again = kops.register("pack_topk_ids", lambda *a: None)(lambda *a: None)
+    assert again is kops.OPS["pack_topk_ids"]
+
+
+def _fake(*specs):
+    """Fake tensors from (shape, dtype) pairs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    return mode, [mode.from_tensor(torch.empty(s, dtype=d)) if isinstance(s, tuple) else s
+                  for s, d in specs]
+
+
+def _meta(outs):
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    return [(tuple(o.shape), o.dtype) for o in outs]
+
+
+#: op, inputs (shape, dtype) or (scalar, None), kwargs, the outputs' (shape, dtype) as the
+#: wrappers' docstrings state them (K3 sizes; nothing runs).
+FAKE_CASES = [
+    ("situ_and_mul", [((4096, 6144), BF16)], {}, [((4096, 3072), BF16)]),
+    ("situ_and_mul", [((7, 256), torch.float32)], {"linear_beta": None}, [((7, 128), BF16)]),
+    ("situ_and_mul_masked_post_quant", [((24, 256, 6144), BF16), ((24,), torch.int32)], {},
+     [((24, 256, 3072), F8), ((24, 256, 24), torch.float32)]),
+    ("situ_and_mul_masked_post_quant", [((24, 256, 6144), BF16), ((24,), torch.int32)],
+     {"scale_ue8m0": True}, [((24, 256, 3072), F8), ((24, 6, 256), torch.int32)]),
+    ("mla_output_gate", [((64, 12, 128), BF16), ((64, 12, 128), BF16)], {},
+     [((64, 12, 128), BF16)]),
+    ("mla_output_gate_fp8", [((64, 1536), BF16), ((64, 1536), BF16)], {},
+     [((64, 1536), F8), ((64,), torch.float32)]),
+    ("concat_mla_absorb_q", [((64, 12, 512), BF16), ((64, 12, 64), BF16)], {},
+     [((64, 12, 576), BF16)]),
+    ("pack_topk_ids", [((64, 16), torch.int32), ((64, 16), torch.float32)], {},
+     [((64, 16), torch.int32)]),
+    ("moe_align_single_token", [((1, 16), torch.int32), (64, None)], {},
+     [((1024,), torch.int32), ((16,), torch.int32), ((1,), torch.int32)]),
+    ("per_token_group_quant_fp8", [((64, 7168), BF16)], {},
+     [((64, 7168), F8), ((64, 56), torch.float32)]),
+    ("per_token_group_quant_fp8", [((64, 7168), BF16)], {"group": 64},
+     [((64, 7168), F8), ((64, 112), torch.float32)]),
+    ("quant_mxfp4", [((64, 7168), BF16)], {}, [((64, 3584), torch.uint8),
+                                               ((64, 224), torch.uint8)]),
+    ("gpu_tensor_hash", [((3, 5), torch.float16)], {}, [((1,), torch.int64)]),
+    ("image_preprocess", [((2, 480, 640, 3), torch.uint8), (448, None), (448, None)], {},
+     [((2, 1024, 588), BF16)]),
+]
+
+
+@pytest.mark.parametrize("op,inputs,kwargs,expected", FAKE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(FAKE_CASES)])
+def test_fake_outputs_have_the_documented_shapes(op, inputs, kwargs, expected):
+    mode, args = _fake(*inputs)
+    with mode:
+        outs = getattr(torch.ops.kiln, op)(*args, **kwargs)
+    assert _meta(outs) == expected
+
+
+def test_fake_column_major_scales_have_the_wrappers_strides():
+    mode, (x,) = _fake(((64, 1024), BF16))
+    with mode:
+        _, s = torch.ops.kiln.per_token_group_quant_fp8(x, column_major_scales=True)
+    assert tuple(s.shape) == (64, 8) and tuple(s.stride()) == (1, 64)
+
+
+def test_fake_in_place_ops_return_nothing():
+    mode, (k, nope, rope) = _fake(((4, 2, 192), BF16), ((4, 2, 128), BF16), ((4, 1, 64), BF16))
+    with mode:
+        assert torch.ops.kiln.concat_mla_k(k, nope, rope) is None
+
+
+@pytest.mark.parametrize("name", list(cases.CASES))
+def test_eager_op_equals_wrapper_interpreted(name):
+    case = cases.make(name, "cpu", 1)
+    cases.assert_same(case, cases.run_op(case), cases.run_wrapper(case),
+                      f"{name}: torch.ops.kiln.{case.op} vs the wrapper")
+
+
+def test_in_place_op_writes_its_argument():
+    """concat_mla_k's result (a torch.cat written from KERNELS.md §3.2) lands in k."""
+    case = cases.make("concat_mla_k", "cpu", 2)
+    k, nope, rope = case.args
+    torch.ops.kiln.concat_mla_k(k, nope, rope)
+    want = torch.cat([nope, rope.expand(-1, k.shape[1], -1)], dim=-1)
+    assert torch.equal(k.view(torch.int16), want.view(torch.int16))
+
+
+def test_ops_match_references_written_from_kernels_md():
+    """Not only op == wrapper: a few ops against the KERNELS.md math (so that two equal
+    buffers of uninitialized memory cannot pass)."""
+    g = torch.Generator().manual_seed(11)
+    ids = torch.randint(0, 896, (7, 16), generator=g, dtype=torch.int32)
+    w = torch.rand((7, 16), generator=g)
+    want = (ids << 16) | (w.to(BF16).view(torch.int16).to(torch.int32) & 0xFFFF)  # §3.1
+    assert torch.equal(torch.ops.kiln.pack_topk_ids(ids, w), want)
+
+    x = (torch.randn((6, 512), generator=g) * 5).to(BF16)  # §8.2(a)
+    q, s = torch.ops.kiln.per_token_group_quant_fp8(x)
+    xg = x.float().reshape(6, 4, 128)
+    s_ref = xg.abs().amax(-1).clamp(min=1e-10) / torch.full((6, 4), 448.0)
+    q_ref = (xg / s_ref[..., None]).clamp(-448, 448).to(F8).reshape(6, 512)
+    assert torch.equal(s, s_ref) and torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
+
+    x = (torch.randn((5, 512), generator=g) * 3).to(BF16)  # §4.1, 1 bf16 ulp (rounding)
+    gt, up = x[:, :256].float(), x[:, 256:].float()
+    ref = 4.0 * torch.tanh(gt / 4.0) * torch.sigmoid(gt) * (25.0 * torch.tanh(up / 25.0))
+    torch.testing.assert_close(torch.ops.kiln.situ_and_mul(x).float(), ref, rtol=2**-7,
+                               atol=1e-6)
+
+    kv_c, k_pe, loc = cases._scatter_inputs(g, 20, 64, False)  # §3.8: an exact copy
+    cache = torch.randn((64, 576), generator=g).to(BF16)
+    ref = cache.clone()
+    keep = loc >= 0
+    ref[loc[keep]] = torch.cat([kv_c[keep], k_pe[keep]], dim=-1)
+    torch.ops.kiln.mla_kv_scatter(kv_c, k_pe, loc, cache)
+    assert torch.equal(cache.view(torch.int16), ref.view(torch.int16))
+
+
+@pytest.mark.parametrize("name", [n for n in cases.CASES if cases.make(n, "cpu", 0).defined])
+def test_opcheck_interpreted(name):
+    case = cases.make(name, "cpu", 2)
+    torch.library.opcheck(getattr(torch.ops.kiln, case.op).default, case.args, case.kwargs)
+
+
+@pytest.mark.parametrize("name", list(cases.CASES))
+def test_compiled_op_equals_eager_interpreted(name):
+    torch._dynamo.reset()
+    case = cases.make(name, "cpu", 3)
+    op = getattr(torch.ops.kiln, case.op)
+
+    def fn(*args, **kwargs):
+        return op(*args, **kwargs)
+
+    got = cases.run_op(case, fn=torch.compile(fn, fullgraph=True, backend="aot_eager"))
+    cases.assert_same(case, got, cases.run_op(case), f"{name}: compiled vs eager")
+
+
+def test_compiled_pipeline_equals_eager_interpreted():
+    torch._dynamo.reset()
+    compiled = torch.compile(cases.pipeline, fullgraph=True, backend="aot_eager")
+    for seed in (4, 5):
+        inputs = cases.pipeline_inputs("cpu", seed)
+        got = cases.run_pipeline(compiled, inputs)
+        want = cases.run_pipeline(cases.pipeline, inputs)
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert a.dtype == b.dtype and a.shape == b.shape, f"output {i}"
+            assert torch.equal(cases.bits(a), cases.bits(b)), f"seed {seed}: output {i}"
+
+
+def test_wrapper_errors_pass_through(monkeypatch):
+    with pytest.raises(TypeError, match="situ_and_mul: input must be bfloat16 or float32"):
+        torch.ops.kiln.situ_and_mul(torch.zeros(4, 16, dtype=torch.float16))
+    k = torch.zeros(2, 3, 192, dtype=BF16)
+    with pytest.raises(ValueError, match="k_nope must have shape"):
+        torch.ops.kiln.concat_mla_k(k, k[..., :100], k[:, :1, :64])
+    from kernels_dsl.kimi_k3 import tensor_hash
+
+    monkeypatch.setattr(tensor_hash.tensor_hash_partials_kernel, "interpret", False)
+    with pytest.raises(ValueError, match="gpu_tensor_hash: t must be a CUDA tensor"):
+        torch.ops.kiln.gpu_tensor_hash(torch.zeros(4))
