@@ -372,17 +372,24 @@ def image_preprocess(images: torch.Tensor, out_h: int, out_w: int,
 
 
 # ---------------------------------------------------------------------------
-# Kernels added later register here, e.g. (KERNELS.md §3.3):
+# Kernels added later register here. moe_fused_gate (KERNELS.md §3.3), once
+# kernels_dsl/kimi_k3/moe_fused_gate.py is in (add it to the import at the top):
 #
-#     def _moe_fused_gate_fake(scores, bias, topk, ...):
-#         return (scores.new_empty((scores.shape[0], topk), dtype=torch.float32),
-#                 scores.new_empty((scores.shape[0], topk), dtype=torch.int32))
+#     def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
+#                              renormalize: bool = True, routed_scaling_factor: float = 1.0,
+#                              apply_routed_scaling_factor_on_output: bool = False,
+#                              num_fused_shared_experts: int = 0, fast_sigmoid: bool = False
+#                              ) -> Tuple[torch.Tensor, torch.Tensor]:
+#         k = topk + num_fused_shared_experts
+#         return (scores.new_empty((scores.shape[0], k), dtype=torch.float32),
+#                 scores.new_empty((scores.shape[0], k), dtype=torch.int32))
 #
 #     @register("moe_fused_gate", _moe_fused_gate_fake)
-#     def moe_fused_gate(scores: torch.Tensor, bias: torch.Tensor, topk: int, ...
+#     def moe_fused_gate(scores: torch.Tensor, bias: torch.Tensor, topk: int, <as the fake>
 #                        ) -> Tuple[torch.Tensor, torch.Tensor]:
-#         w, ids = moe_fused_gate_mod.moe_fused_gate(scores, bias, topk, ...)
+#         w, ids = moe_fused_gate_mod.moe_fused_gate(scores, bias, topk, renormalize, ...)
 #         return w, ids
 #
-# (and a case in test/gpu/test_torch_ops.py and test/python/test_torch_ops.py's FAKE_CASES).
+# and a case in test/gpu/test_torch_ops.py (CASES, WRAPPERS) and test/python/
+# test_torch_ops_cpu.py (FAKE_CASES); the CPU and GPU tests then cover it like the others.
 # ---------------------------------------------------------------------------
