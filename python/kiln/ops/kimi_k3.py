@@ -23,6 +23,7 @@ Adding a kernel: write its op and fake with ``@register(name, fake, mutates_args
 (below), as done for the others; ``OPS`` lists what is registered.
 """
 
+import inspect
 import math
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -60,6 +61,18 @@ def _tags() -> Tuple[Any, ...]:
     return ()
 
 
+_CUSTOM_OP_TAKES_TAGS = "tags" in inspect.signature(torch.library.custom_op).parameters
+
+
+def _registered() -> Dict[str, Any]:
+    """The custom ops this process has defined, by qualified name (torch's own table)."""
+    try:
+        from torch._library.custom_ops import OPDEFS  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - a torch that moved it: no reuse, no harm
+        return {}
+    return OPDEFS
+
+
 def register(name: str, fake: Callable[..., Any],
              mutates_args: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Any]:
     """Decorator: registers ``fn`` as ``torch.ops.kiln.<name>`` (schema from its type
@@ -69,16 +82,12 @@ def register(name: str, fake: Callable[..., Any],
 
     def wrap(fn: Callable[..., Any]) -> Any:
         qualname = f"{NAMESPACE}::{name}"
-        from torch._library.custom_ops import OPDEFS  # noqa: PLC0415
-
-        if qualname in OPDEFS:
-            OPS[name] = OPDEFS[qualname]
-            return OPS[name]
-        try:
-            op = torch.library.custom_op(qualname, fn, mutates_args=tuple(mutates_args),
-                                         tags=_tags())
-        except TypeError:  # torch without custom_op(tags=)
-            op = torch.library.custom_op(qualname, fn, mutates_args=tuple(mutates_args))
+        existing = _registered().get(qualname)
+        if existing is not None:
+            OPS[name] = existing
+            return existing
+        extra = {"tags": _tags()} if _CUSTOM_OP_TAKES_TAGS else {}
+        op = torch.library.custom_op(qualname, fn, mutates_args=tuple(mutates_args), **extra)
         op.register_fake(fake)
         OPS[name] = op
         return op
