@@ -1,18 +1,23 @@
-"""Benchmark: the Kimi K3 memory-bound kernels (pack_topk_ids, concat_mla_k,
-concat_mla_absorb_q, mla_output_gate, mla_kv_scatter, image_preprocess, and the FP8 family:
-per_token_group_quant_fp8, quant_mxfp4, situ_and_mul_masked_post_quant, mla_output_gate_fp8,
-mla_kv_scatter_fp8) on the GPU against the hardware and the peers, at K3 shapes (hidden 7168,
-96 heads / TP8 = 12 heads x 128, top-16, moe_intermediate 3072, T in {1, 64, 4096, 16384}).
+"""Benchmark: every Kimi K3 kernel of kernels_dsl/kimi_k3/ (and the row RMSNorm of
+kernels_dsl/common/norm.py at hidden 7168) on the GPU against the hardware and the peers, at
+K3 shapes (hidden 7168, 896 experts top-16, 96 heads / TP8 = 12 heads x 128, kv_lora 512 +
+rope 64, moe_intermediate 3072, T in {1, 64, 4096, 16384}; moe_align_single_token only at
+T = 1, its one use; image_preprocess at three image batches).
 
-For each case: the bytes the kernel must move over the median GPU time (CUDA-graph replay of
-back-to-back calls, rotating through enough input sets to leave L2), against the measured
-device-to-device copy bandwidth (the ceiling), torch eager and torch.compile of the reference
-(KERNELS.md), in one run. Each kiln result is checked against the reference first.
+For each case, in one run: the bytes the kernel must move over the median GPU time (CUDA-graph
+replay of back-to-back calls, rotating through enough input sets to leave L2), against the
+measured device-to-device copy bandwidth (the ceiling), torch eager and torch.compile of the
+reference (KERNELS.md). Each kiln result is checked against the reference first. An empty kiln
+kernel and an empty torch op (a 1-element ``add_``) are timed the same way, and for T <= 64
+the table gives kiln's time minus the empty kiln launch (target at T = 1: within 2 us).
 
-    python bench/kimi_k3/run.py [--out DIR] [--budget SECONDS] [--only per_token,mla_kv_scatter_fp8]
+    python bench/kimi_k3/run.py [--out DIR] [--budget SECONDS] [--only per_token,kv_indices]
+    python bench/kimi_k3/run.py --sweep [--out DIR] [--only quant_mxfp4]
 
-``--only`` keeps the cases whose kernel name starts with one of the given prefixes (and skips
-the configuration sweeps).
+``--only`` keeps the cases (or sweeps) whose kernel name starts with one of the given
+prefixes. ``--sweep`` times, instead of the cases, every configuration and formulation of the
+kernels below target at T = 16384 (``SWEEPS``) and writes ``bench_kimi_k3_sweep.{md,json}``;
+``bench/plot.py`` turns ``bench_kimi_k3.json`` into the PNG.
 """
 
 import argparse
@@ -30,8 +35,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from bench.common import graph_time_ms as common_graph_time_ms  # noqa: E402
+from kernels_dsl.common import norm  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
-    concat_mla, image, mla_kv, mla_output_gate, pack_topk_ids, quant, situ_quant)
+    _launch, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align, pack_topk_ids,
+    quant, situ_quant, tensor_hash)
 
 H_LOCAL, HEAD_DIM, TOPK, EXPERTS = 12, 128, 16, 896
 TS = (1, 64, 4096, 16384)
@@ -76,40 +83,80 @@ def copy_bandwidth_gbs():
     return 2 * (1 << 30) * 2 / statistics.median(times) / 1e6
 
 
-#: (module, case factory, [{module attribute: value}]) swept at T = 4096 and 16384; the
-#: table reports each configuration so the defaults can be chosen from measurements.
+def _grid(**axes):
+    """Every combination of the given {attribute: values} as a list of dicts."""
+    cfgs = [{}]
+    for k, values in axes.items():
+        cfgs = [dict(c, **{k: v}) for c in cfgs for v in values]
+    return cfgs
+
+
+def _pairs(names, values):
+    return [dict(zip(names, v)) for v in values]
+
+
+#: (module, case factory, factory argument, [{module attribute: value}]): the kernels below
+#: target, swept at T = 16384 (the largest image batch for image_preprocess; [32768, 7168] for
+#: RMSNorm, the shape of bench/norm). Each configuration is checked against the reference
+#: before it is timed; the first of each list is the current default.
 SWEEPS = [
-    (concat_mla, "case_concat_mla_k", [{"K_ROWS": r, "K_WARPS": w} for r, w in
-                                       ((8, 4), (16, 4), (32, 8), (64, 8))]),
-    (concat_mla, "case_concat_mla_absorb_q", [{"Q_ROWS": r, "Q_WARPS": w} for r, w in
-                                              ((2, 4), (4, 4), (8, 8), (16, 8))]),
-    (mla_kv, "case_mla_kv_scatter", [{"ROWS": r, "NUM_WARPS": w} for r, w in
-                                     ((2, 4), (4, 4), (8, 8), (16, 8))]),
+    (norm, "case_rmsnorm", 32768, _grid(RMSNORM_WARPS=(4, 2, 8))),
+    (mla_kv, "case_mla_kv_scatter", 16384,
+     _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
+                                    (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),
+    (concat_mla, "case_concat_mla_k", 16384,
+     _pairs(("K_ROWS", "K_WARPS"), ((16, 4), (4, 1), (8, 1), (8, 2), (16, 2), (32, 4), (32, 8),
+                                    (64, 8), (64, 16)))),
+    (pack_topk_ids, "case_pack_topk_ids", 16384,
+     _pairs(("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
+                                     (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))),
+    (image, "case_image", (64, 224, 224, 224, 224),
+     _pairs(("BLOCK", "NUM_WARPS"), ((2048, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
+                                     (1024, 4), (2048, 8), (4096, 8)))),
+    # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per
+    # element; TOKEN_GRID: the token a scalar of a 2-D grid (no integer division per group)
+    (quant, "case_group_quant_fp8", 16384,
+     [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g) for r in (False, True) for g in (False, True)
+      for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
+                                                     (1024, 2), (1024, 1), (512, 1)))]),
+    # quant_mxfp4: MX_ROWS blocks per program (one thread per block at MX_ROWS = 32 * warps);
+    # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits
+    (quant, "case_quant_mxfp4", 16384,
+     [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e) for w in (False, True)
+      for g in (False, True) for e in (False, True)
+      for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (64, 2), (128, 4), (32, 1),
+                                                (256, 8)))]),
 ]
 
 
-def sweep(copy_gbs):
+def sweep(copy_gbs, only=None):
     rows = []
-    for mod, factory, configs in SWEEPS:
-        saved = {k: getattr(mod, k) for k in configs[0]}
-        for t in (4096, 16384):
-            name, shape, nbytes, sets, kiln_fn, ref_fn = globals()[factory](t)
-            for cfg in configs:
-                for k, v in cfg.items():
-                    setattr(mod, k, v)
-                try:
-                    check(name, kiln_fn, ref_fn, sets[0])
-                    us = graph_time_ms(kiln_fn, sets) * 1e3
-                except Exception as e:
-                    print(f"  sweep {name} {cfg}: {type(e).__name__}: {str(e)[:200]}")
-                    us = float("nan")
-                rows.append({"kernel": name, "shape": shape, "config": cfg, "us": us,
-                             "of copy BW": nbytes / us / 1e3 / copy_gbs})
-                print(json.dumps(rows[-1]), flush=True)
-            del sets
-            torch.cuda.empty_cache()
+    for mod, factory, arg, configs in SWEEPS:
+        saved = {k: getattr(mod, k) for cfg in configs for k in cfg}
+        case = globals()[factory](*(arg if isinstance(arg, tuple) else (arg,)))
+        name, shape, nbytes, sets, kiln_fn, ref_fn = case[:6]
+        if only and not name.startswith(only):
+            continue
+        for cfg in configs:
+            for k, v in saved.items():
+                setattr(mod, k, v)
+            for k, v in cfg.items():
+                setattr(mod, k, v)
+            try:
+                check(name, kiln_fn, ref_fn, sets[0])
+                us = graph_time_ms(kiln_fn, sets) * 1e3
+                err = None
+            except Exception as e:  # a configuration that fails is reported, not hidden
+                err = f"{type(e).__name__}: {str(e)[:300]}"
+                print(f"  sweep {name} {cfg}: {err}")
+                us = float("nan")
+            rows.append({"kernel": name, "shape": shape, "config": cfg, "us": us,
+                         "of copy BW": nbytes / us / 1e3 / copy_gbs, "error": err})
+            print(json.dumps(rows[-1]), flush=True)
         for k, v in saved.items():
             setattr(mod, k, v)
+        del case, sets
+        torch.cuda.empty_cache()
     return rows
 
 
@@ -342,6 +389,181 @@ def case_image(n, h, w, oh, ow):
             lambda img: image.image_preprocess(img, oh, ow), ref)
 
 
+_RMS_W = []
+
+
+def _rms_weight():
+    """One RMSNorm weight for every T (the compiled reference closes over it)."""
+    if not _RMS_W:
+        _RMS_W.append((torch.rand(HIDDEN, device="cuda") + 0.5).bfloat16())
+    return _RMS_W[0]
+
+
+def case_rmsnorm(t):
+    """Row RMSNorm at hidden 7168 (common/norm.py; eps 1e-6): read x and w, write y."""
+    d = HIDDEN
+    nbytes = 2 * t * d * 2 + d * 2
+    w = _rms_weight()
+    sets = [(torch.randn(t, d, device="cuda", dtype=torch.bfloat16),
+             torch.empty(t, d, device="cuda", dtype=torch.bfloat16))
+            for _ in range(n_sets(nbytes))]
+
+    def ref(x, out):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(dim=1, keepdim=True) + 1e-6)
+                * w.float()).bfloat16()
+
+    return ("rmsnorm", f"[{t}, {d}]", nbytes, sets,
+            lambda x, out: norm.rmsnorm(x, w, 1e-6, out), ref)
+
+
+KV_PAGE, KV_MULT, KV_CTX = 64, 24, 8192
+
+
+def case_kv_indices(t):
+    """FlashMLA block table for a decode batch of bs = T requests with contexts up to 8192
+    tokens (128 pages of 64), the K3 unified pool (v2p given, PAGE_MULT = 24 MLA layers):
+    bytes = the token ids and v2p entries read, the block-table entries written."""
+    bs, max_blocks = t, KV_CTX // KV_PAGE
+    num_pages = max(bs * max_blocks // 2, 1)
+    lens = torch.randint(1, KV_CTX + 1, (bs,), device="cuda", dtype=torch.int32)
+    pages = int(((lens.long() + KV_PAGE - 1) // KV_PAGE).sum())
+    nbytes = pages * (4 + 8 + 4) + bs * (8 + 4)
+    max_reqs = bs + 8
+    sets = []
+    for _ in range(max(1, min(8, n_sets(max_reqs * KV_CTX * 4)))):
+        pg = torch.randint(0, num_pages, (max_reqs, max_blocks), device="cuda")
+        r2t = (pg[:, :, None] * KV_PAGE
+               + torch.arange(KV_PAGE, device="cuda")).reshape(max_reqs, -1).int()
+        req = torch.randperm(max_reqs, device="cuda")[:bs].long()
+        v2p = torch.randperm(num_pages + 1, device="cuda").long()
+        sets.append((r2t, req, lens, v2p,
+                     torch.full((bs, max_blocks), -7, device="cuda", dtype=torch.int32)))
+
+    def ref(r2t, req, lens, v2p, out):
+        p = torch.arange(max_blocks, device="cuda")
+        tok = r2t[req[:, None], (p * KV_PAGE)[None, :]].long()
+        vpage = torch.div(tok, KV_PAGE, rounding_mode="floor")
+        val = (v2p[vpage] * KV_MULT).int()
+        write = p[None, :] < ((lens.long() + KV_PAGE - 1) // KV_PAGE)[:, None]
+        return torch.where(write, val, out)
+
+    return ("kv_indices", f"bs={bs}, ctx<={KV_CTX}, v2p, PAGE_MULT={KV_MULT}", nbytes, sets,
+            lambda r2t, req, lens, v2p, out: kv_indices.kv_indices(
+                r2t, req, lens, out, v2p=v2p, page_size=KV_PAGE, page_mult=KV_MULT), ref)
+
+
+ALIGN_BLOCK = 16
+
+
+def case_moe_align_single_token(t):
+    """One decode token's 16 expert ids (M == 1, its only use; T > 1 is not a case)."""
+    if t != 1:
+        return None
+    topk, b = TOPK, ALIGN_BLOCK
+    sets = []
+    for _ in range(16):
+        ids = torch.randperm(EXPERTS, device="cuda")[:topk].int()[None, :]
+        sets.append((ids, torch.empty(topk * b, device="cuda", dtype=torch.int32),
+                     torch.empty(topk, device="cuda", dtype=torch.int32),
+                     torch.empty(1, device="cuda", dtype=torch.int32)))
+    nbytes = topk * 4 + topk * b * 4 + topk * 4 + 4
+
+    def ref(ids, sorted_ids, expert_ids, post):
+        row = ids[0].long()
+        valid = row >= 0
+        key = torch.where(valid, row, 2**31 - 1)
+        order = torch.argsort(key, stable=True)
+        n = valid.sum()
+        rank = torch.arange(topk, device="cuda")
+        used = rank < n
+        e = torch.where(used, row[order], -1).int()
+        s = torch.full((topk, b), topk, dtype=torch.int32, device="cuda")
+        s[:, 0] = torch.where(used, order, topk).int()
+        return s.reshape(-1), e, (n * b).int().reshape(1)
+
+    return ("moe_align_single_token", f"[1, {topk}], block {b}", nbytes, sets,
+            lambda ids, s, e, p: moe_align.moe_align_single_token(ids, b, s, e, p), ref)
+
+
+_U64 = (1 << 64) - 1
+
+
+def _s64(v):
+    """The uint64 constant v as the int64 with the same bits (torch has no uint64 math)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _fmix64_torch(x):
+    """tensor_hash's splitmix64 finalizer on int64 tensors holding uint64 bits: logical
+    shifts as arithmetic shifts masked, multiplications wrapping mod 2^64."""
+    x = x ^ ((x >> 30) & ((1 << 34) - 1))
+    x = x * _s64(tensor_hash.M1)
+    x = x ^ ((x >> 27) & ((1 << 37) - 1))
+    x = x * _s64(tensor_hash.M2)
+    return x ^ ((x >> 31) & ((1 << 33) - 1))
+
+
+def case_gpu_tensor_hash(t):
+    """The hash of a [T, 7168] bf16 tensor (kernels_dsl/kimi_k3/tensor_hash.py), both passes,
+    without the wrapper's device-to-host copy of the result (so that it can be graph-timed)."""
+    n = t * HIDDEN * 2
+    nwords = n // 4
+    num_partials = (nwords + tensor_hash.TILE - 1) // tensor_hash.TILE
+    nbytes = n + num_partials * 8 * 2 + 8
+    sets = [(torch.randn(t, HIDDEN, device="cuda", dtype=torch.bfloat16),
+             torch.empty(num_partials, device="cuda", dtype=torch.int64),
+             torch.empty(1, device="cuda", dtype=torch.int64))
+            for _ in range(n_sets(n))]
+
+    def kiln_hash(x, partials, out):
+        xb = x.reshape(-1).view(torch.uint8)
+        _launch.launch(tensor_hash.tensor_hash_partials_kernel, "tensor_hash_partials",
+                       (num_partials,), (xb, partials, n),
+                       {"TILE": tensor_hash.TILE, "BLOCK": tensor_hash.BLOCK},
+                       tensor_hash.NUM_WARPS)
+        _launch.launch(tensor_hash.tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
+                       (partials, out, num_partials, n), {"CHUNK": tensor_hash.CHUNK},
+                       tensor_hash.NUM_WARPS)
+        return out
+
+    def ref(x, partials, out):
+        w = x.reshape(-1).view(torch.int32).long() & 0xFFFFFFFF  # n % 4 == 0: no padding
+        i = torch.arange(w.numel(), device="cuda", dtype=torch.int64)
+        s = _fmix64_torch((i << 32) ^ w ^ tensor_hash.SEED).sum()
+        return _fmix64_torch(s + (w.numel() * 4) * _s64(tensor_hash.GOLDEN)).reshape(1)
+
+    return ("gpu_tensor_hash", f"[{t}, {HIDDEN}] bf16", nbytes, sets, kiln_hash, ref)
+
+
+def case_moe_fused_gate(t):
+    """moe_fused_gate (KERNELS.md §3.3; kernels_dsl/kimi_k3/moe_fused_gate.py, another
+    helper's kernel): scores fp32 [T, 896] + bias [896] -> top-16 weights fp32 and ids int32,
+    sigmoid scoring, renormalized. Skipped (None) while the module has no wrapper; the wrapper
+    call below assumes ``moe_fused_gate(scores, bias, topk) -> (weights, ids)``: adjust it
+    when the kernel lands if its signature differs."""
+    try:
+        from kernels_dsl.kimi_k3 import moe_fused_gate as mfg
+    except ImportError:
+        return None
+    if not hasattr(mfg, "moe_fused_gate"):
+        return None
+    nbytes = t * EXPERTS * 4 + EXPERTS * 4 + t * TOPK * 8
+    bias = torch.randn(EXPERTS, device="cuda") * 0.1
+    sets = [(torch.randn(t, EXPERTS, device="cuda"),) for _ in range(n_sets(nbytes))]
+
+    def ref(scores):
+        a = torch.sigmoid(scores)
+        b = torch.nan_to_num(a + bias, nan=-1e30)
+        ids = torch.argsort(-b, dim=1, stable=True)[:, :TOPK]
+        w = a.gather(1, ids)
+        w = w / w.sum(1, keepdim=True)
+        return w, ids.int()
+
+    return ("moe_fused_gate", f"[{t}, {EXPERTS}] top-{TOPK}", nbytes, sets,
+            lambda scores: mfg.moe_fused_gate(scores, bias, TOPK), ref)
+
+
 def check(name, kiln_fn, ref_fn, args):
     if name.startswith("situ_and_mul_masked"):  # approximate tanh/sigmoid: dequantized values
         cloned = [a.clone() for a in args]
@@ -354,6 +576,16 @@ def check(name, kiln_fn, ref_fn, args):
         got, want = kiln_fn(*args), ref_fn(*args)
         torch.testing.assert_close(got.float(), want.float(), rtol=2.0**-7, atol=2e-2)
         return
+    if name.startswith("rmsnorm"):  # rsqrt and the sum order: bf16 rounding apart
+        got, want = kiln_fn(*args), ref_fn(*args)
+        torch.testing.assert_close(got.float(), want.float(), rtol=2.0**-7, atol=1e-5)
+        return
+    if name.startswith("moe_fused_gate"):  # ids exact; weights from the fast sigmoid
+        (w, ids), (rw, rids) = kiln_fn(*args), ref_fn(*args)
+        if not torch.equal(ids.int(), rids):
+            raise AssertionError(f"{name}: expert ids differ from the reference")
+        torch.testing.assert_close(w, rw, rtol=1e-5, atol=1e-6)
+        return
     cloned = [a.clone() for a in args]
     got = kiln_fn(*args)
     want = ref_fn(*cloned)
@@ -361,11 +593,11 @@ def check(name, kiln_fn, ref_fn, args):
         raise AssertionError(f"{name}: kiln differs from the reference")
 
 
-def run_case(case, copy_gbs, compiled, deadline):
+def run_case(case, t, copy_gbs, compiled, deadline, empty):
     name, shape, nbytes, sets, kiln_fn, ref_fn = case
     check(name, kiln_fn, ref_fn, sets[0])
     rows = [("kiln", kiln_fn), ("torch eager", ref_fn)]
-    if time.time() < deadline:
+    if compiled is not None and time.time() < deadline:
         rows.append(("torch.compile", compiled))
     out = []
     for impl, fn in rows:
@@ -378,7 +610,89 @@ def run_case(case, copy_gbs, compiled, deadline):
                     "of copy BW": nbytes / ms / 1e6 / copy_gbs})
     for r in out:
         r["kiln speedup"] = r["us"] / out[0]["us"]
-    return {"kernel": name, "shape": shape, "bytes": nbytes, "rows": out}
+    res = {"kernel": name, "T": t, "shape": shape, "bytes": nbytes, "rows": out}
+    if t is not None and t <= 64:
+        res["kiln - empty kiln launch (us)"] = out[0]["us"] - empty["kiln"]
+    return res
+
+
+#: (case factory, [argument tuples]): every kernel of kernels_dsl/kimi_k3 (+ RMSNorm).
+def cases():
+    ts = [(t,) for t in TS]
+    return [
+        (case_rmsnorm, ts),
+        (case_pack_topk_ids, ts),
+        (case_moe_fused_gate, ts),  # the router epilogue (another helper's kernel; see above)
+        (case_moe_align_single_token, [(1,)]),
+        (case_kv_indices, ts),
+        (case_concat_mla_k, ts),
+        (case_concat_mla_absorb_q, ts),
+        (case_mla_output_gate, ts),
+        (case_mla_kv_scatter, ts),
+        (case_group_quant_fp8, ts),
+        (case_quant_mxfp4, ts),
+        (case_situ_quant_fp8, ts),
+        (case_mla_output_gate_fp8, ts),
+        (case_mla_kv_scatter_fp8, ts),
+        (case_gpu_tensor_hash, ts),
+        (case_image, [(1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448),
+                      (64, 224, 224, 224, 224)]),
+    ]
+
+
+def empty_launches():
+    """GPU time of an empty kiln kernel and of an empty torch op (``add_(0)`` on one
+    element), timed like the cases (CUDA-graph replay)."""
+    x = torch.zeros(16, device="cuda", dtype=torch.int32)
+    y = torch.zeros(1, device="cuda")
+    return {"kiln": graph_time_ms(lambda: _empty_kernel[(1,)](x, 1), [()]) * 1e3,
+            "torch": graph_time_ms(lambda: y.add_(0), [()]) * 1e3}
+
+
+def _fmt(v, spec):
+    return "" if v is None or v != v else format(v, spec)
+
+
+def case_table(report):
+    lines = ["| kernel | T | shape | bytes | kiln us | GB/s | of copy BW | torch eager us | "
+             "torch.compile us | vs eager | vs compile | kiln - empty launch us |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in report["cases"]:
+        if "error" in c:
+            lines.append(f"| {c['kernel']} | {c.get('T', '')} | {c.get('shape', '')} | | "
+                         f"failed: {c['error'][:120]} | | | | | | | |")
+            continue
+        by = {r["impl"]: r for r in c["rows"]}
+        k, e, tc = by["kiln"], by.get("torch eager"), by.get("torch.compile")
+        lines.append(
+            f"| {c['kernel']} | {'' if c['T'] is None else c['T']} | {c['shape']} | "
+            f"{c['bytes']} | {k['us']:.2f} | {k['GB/s']:.0f} | {k['of copy BW']:.1%} | "
+            f"{_fmt(e and e['us'], '.2f')} | {_fmt(tc and tc['us'], '.2f')} | "
+            f"{_fmt(e and e['kiln speedup'], '.2f')}x | {_fmt(tc and tc['kiln speedup'], '.2f')}x"
+            f" | {_fmt(c.get('kiln - empty kiln launch (us)'), '+.2f')} |")
+    return lines
+
+
+def sweep_table(rows):
+    lines = ["| kernel | shape | config | GPU time (us) | of copy BW | vs default |",
+             "|---|---|---|---|---|---|"]
+    base = {}
+    for r in rows:
+        base.setdefault(r["kernel"], r["us"])
+        cfg = ", ".join(f"{k}={v}" for k, v in r["config"].items())
+        note = f" ({r['error'][:80]})" if r.get("error") else ""
+        lines.append(f"| {r['kernel']} | {r['shape']} | {cfg}{note} | {r['us']:.2f} | "
+                     f"{r['of copy BW']:.1%} | {base[r['kernel']] / r['us']:.2f}x |")
+    best = {}
+    for r in rows:
+        if r["us"] == r["us"] and (r["kernel"] not in best or r["us"] < best[r["kernel"]]["us"]):
+            best[r["kernel"]] = r
+    lines += ["", "Fastest configuration per kernel:", ""]
+    for k, r in best.items():
+        cfg = ", ".join(f"{n}={v}" for n, v in r["config"].items())
+        lines.append(f"- {k}: {cfg}: {r['us']:.2f} us, {r['of copy BW']:.1%} of copy BW, "
+                     f"{base[k] / r['us']:.2f}x the default")
+    return lines
 
 
 def main():
@@ -387,72 +701,76 @@ def main():
     parser.add_argument("--budget", type=float, default=240.0,
                         help="seconds after which torch.compile peers are skipped")
     parser.add_argument("--only", default=None,
-                        help="comma-separated kernel-name prefixes to run (no sweeps)")
+                        help="comma-separated kernel-name prefixes to run")
+    parser.add_argument("--sweep", action="store_true",
+                        help="time the configurations of SWEEPS at T = 16384 instead")
     args = parser.parse_args()
     only = tuple(args.only.split(",")) if args.only else None
     t_start = time.time()
     deadline = t_start + args.budget
     props = torch.cuda.get_device_properties(0)
     copy_gbs = copy_bandwidth_gbs()
-    x = torch.zeros(16, device="cuda", dtype=torch.int32)
-    empty_us = graph_time_ms(lambda: _empty_kernel[(1,)](x, 1), [()]) * 1e3
+    empty = empty_launches()
     report = {"device": props.name, "copy GB/s (read+write)": copy_gbs,
-              "empty kiln kernel (us)": empty_us, "cases": []}
+              "empty kiln kernel (us)": empty["kiln"], "empty torch op (us)": empty["torch"],
+              "command": " ".join(["python", "bench/kimi_k3/run.py"] + sys.argv[1:])}
+    head = [f"measured copy bandwidth {copy_gbs:.0f} GB/s (read + write); empty kiln kernel "
+            f"{empty['kiln']:.2f} us, empty torch op {empty['torch']:.2f} us; GPU time per call "
+            f"from CUDA-graph replay of back-to-back calls over rotating inputs", ""]
 
-    factories = [case_pack_topk_ids, case_concat_mla_k, case_concat_mla_absorb_q,
-                 case_mla_output_gate, case_mla_kv_scatter, case_group_quant_fp8,
-                 case_quant_mxfp4,
-                 case_situ_quant_fp8, case_mla_output_gate_fp8, case_mla_kv_scatter_fp8]
-    for factory in factories:
-        compiled = None
-        for t in TS:
-            case = factory(t)
-            if only and not case[0].startswith(only):
-                break
-            if compiled is None and time.time() < deadline:
-                compiled = torch.compile(case[5], dynamic=True)
-            res = run_case(case, copy_gbs, compiled, deadline)
-            report["cases"].append(res)
-            print(json.dumps(res), flush=True)
-            del case
-            torch.cuda.empty_cache()
-    for shp in [(1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224)]:
-        if only and not "image_preprocess".startswith(only):
-            break
-        case = case_image(*shp)
-        compiled = torch.compile(case[5], dynamic=False) if time.time() < deadline else None
-        res = run_case(case, copy_gbs, compiled, deadline)
-        report["cases"].append(res)
-        print(json.dumps(res), flush=True)
-    report["sweep"] = [] if only else sweep(copy_gbs)
-    report["copy GB/s (end)"] = copy_bandwidth_gbs()
-    report["seconds"] = time.time() - t_start
-
-    lines = [f"# Kimi K3 memory-bound kernels on {props.name}",
-             f"measured copy bandwidth {copy_gbs:.0f} GB/s (read + write); empty kiln kernel "
-             f"{empty_us:.2f} us (CUDA-graph replay); GPU time per call from CUDA-graph replay "
-             f"of back-to-back calls over rotating inputs", "",
-             "| kernel | shape | bytes | impl | GPU time (us) | GB/s | of copy BW | "
-             "kiln speedup |", "|---|---|---|---|---|---|---|---|"]
-    for c in report["cases"]:
-        for r in c["rows"]:
-            lines.append(f"| {c['kernel']} | {c['shape']} | {c['bytes']} | {r['impl']} | "
-                         f"{r['us']:.2f} | {r['GB/s']:.0f} | {r['of copy BW']:.1%} | "
-                         f"{r['kiln speedup']:.2f}x |")
-    lines += ["", f"Configurations (rows per program, warps); copy bandwidth re-measured at the "
-              f"end: {report['copy GB/s (end)']:.0f} GB/s", "",
-              "| kernel | shape | config | GPU time (us) | of copy BW |", "|---|---|---|---|---|"]
-    for r in report["sweep"]:
-        cfg = ", ".join(f"{k}={v}" for k, v in r["config"].items())
-        lines.append(f"| {r['kernel']} | {r['shape']} | {cfg} | {r['us']:.2f} | "
-                     f"{r['of copy BW']:.1%} |")
+    if args.sweep:
+        report["sweep"] = sweep(copy_gbs, only)
+        report["copy GB/s (end)"] = copy_bandwidth_gbs()
+        report["seconds"] = time.time() - t_start
+        lines = [f"# Kimi K3 configuration sweeps on {props.name}"] + head + \
+            sweep_table(report["sweep"])
+        stem = "bench_kimi_k3_sweep"
+    else:
+        report["cases"] = []
+        for factory, arg_list in cases():
+            compiled = None
+            for fargs in arg_list:
+                try:
+                    case = factory(*fargs)
+                except Exception as e:  # a broken case is reported, the run goes on
+                    case = ("error", f"{factory.__name__}{fargs}: {type(e).__name__}: {e}")
+                if case is None:
+                    continue
+                t = fargs[0] if len(fargs) == 1 else None
+                name = case[0] if case[0] != "error" else factory.__name__[5:]
+                if only and not name.startswith(only):
+                    break
+                if case[0] == "error":
+                    res = {"kernel": name, "T": t, "error": case[1][:500]}
+                else:
+                    try:
+                        # one compiled reference per kernel (dynamic shapes; the references
+                        # take their sizes from their arguments), per shape for the images
+                        if factory is case_image:
+                            compiled = None
+                        if compiled is None and time.time() < deadline:
+                            compiled = torch.compile(case[5], dynamic=factory is not case_image)
+                        res = run_case(case, t, copy_gbs, compiled, deadline, empty)
+                    except Exception as e:
+                        res = {"kernel": name, "T": t, "shape": case[1],
+                               "error": f"{type(e).__name__}: {str(e)[:500]}"}
+                report["cases"].append(res)
+                print(json.dumps(res), flush=True)
+                del case
+                torch.cuda.empty_cache()
+        report["copy GB/s (end)"] = copy_bandwidth_gbs()
+        report["seconds"] = time.time() - t_start
+        lines = [f"# Kimi K3 kernels on {props.name}"] + head + case_table(report) + [
+            "", f"copy bandwidth re-measured at the end: {report['copy GB/s (end)']:.0f} GB/s; "
+            f"{report['seconds']:.0f} s in all"]
+        stem = "bench_kimi_k3"
     text = "\n".join(lines)
     print(text)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "bench_kimi_k3.json"), "w") as f:
+        with open(os.path.join(args.out, stem + ".json"), "w") as f:
             json.dump(report, f, indent=1)
-        with open(os.path.join(args.out, "bench_kimi_k3.md"), "w") as f:
+        with open(os.path.join(args.out, stem + ".md"), "w") as f:
             f.write(text + "\n")
 
 

@@ -16,8 +16,12 @@ import kiln
 import kiln.language as kl
 
 
-# num_warps from the H200 sweep in bench/results/h200-bench_norm.md (4: 98% of copy
-# bandwidth at 32768x7168; softmax is best at 8).
+#: num_warps of the row RMSNorm, from the H200 sweep in bench/results/h200-bench_norm.md (4: 98%
+#: of copy bandwidth at 32768x7168; softmax is best at 8); bench/kimi_k3/run.py --sweep re-times
+#: 2, 4 and 8.
+RMSNORM_WARPS = 4
+
+
 @kiln.jit(num_warps=4)
 def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: kl.constexpr):
     row = kl.program_id(0)
@@ -74,7 +78,7 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None) -
     if t == 0 or d == 0:
         return out
     rmsnorm_kernel[(t,)](x, weight, out, d, x.stride(0), out.stride(0), float(eps),
-                         BLOCK=_next_pow2(d))
+                         BLOCK=_next_pow2(d), num_warps=RMSNORM_WARPS)
     return out
 
 

@@ -6,7 +6,6 @@ numpy (fused multiply-adds emulated exactly in float64), every variant run in th
 interpreter against the numpy references of test_fp8_quant_kernels.py, and compiled for
 sm_90a. No GPU, no torch."""
 
-import ml_dtypes
 import numpy as np
 import pytest
 
