@@ -1,0 +1,263 @@
+"""MoE router epilogue ``moe_fused_gate``, sigmoid scoring (Kimi K3; KERNELS.md §3.3, §2.2).
+
+For each row m of ``scores`` fp32 [M, E] with ``bias`` fp32 [E] (e_score_correction_bias):
+
+    a[e] = sigmoid(s[m, e])                      the routing weight candidate (bias-free)
+    b[e] = a[e] + bias[e];  NaN -> -1e30         the ranking score
+    ids  = the K experts with the largest b, ties to the lowest expert id
+    w    = a[ids]
+    routed_sum = sum(w)                          (fp32)
+    shared slots j < n_shared:  ids = E + j,  w = routed_sum / rsf
+    if renormalize and routed_sum > 0:  every weight (shared slots too) /= routed_sum
+    if apply_routed_scaling_factor_on_output:  every weight *= rsf
+
+Output: weights fp32 [M, K + n_shared], ids int32 [M, K + n_shared]. **Order**: the K routed
+experts come first, sorted by b descending, ties by ascending expert id (exactly the order of a
+stable descending sort of b, ``argsort(-b, stable=True)[:K]``), then the n_shared fused shared
+experts E, E + 1, ... (their weight: the SGLang kernel's ``output_sum / routed_scaling_factor``,
+renormalized and scaled with the routed ones, so with both options on it is exactly 1).
+
+**Sigmoid.** ``FAST_SIGMOID=False`` (the wrapper's default): ``1 / (1 + expf(-x))`` with
+libdevice's expf and an IEEE reciprocal, the arithmetic of torch's CUDA sigmoid, so the ids equal
+a torch reference (``torch.sigmoid``) exactly. ``FAST_SIGMOID=True``: the original router's
+``__fdividef(1, 1 + __expf(-x))`` (``mul.rn`` by -log2(e), ``ex2.approx.f32``, ``add``,
+``rcp.approx.f32``; §2.2 ``sigmoid_match``), which agrees with the Triton/CUDA routers bit for
+bit but differs from torch by a few ulp, so near-ties (b within ~1e-7) may rank differently from
+a torch reference.
+
+**Selection: radix select** over the order-preserving key of §2.2 (``biased_to_key``: -0.0 is
+canonicalized to +0.0; key = ~bits for a negative float, bits | 0x80000000 otherwise; larger
+float <=> larger key; padded lanes get key 0, below every float's key). One program per row:
+
+1. the row is a [R, C] tile (C = 32 lanes per tile row, expert e = r * C + c);
+2. the exact K-th largest key T is found bit by bit, most significant first: T |= bit while
+   ``count(key >= T | bit) >= K`` (32 count reductions);
+3. the winners are the A = count(key > T) experts above T plus the first K - A experts equal
+   to T in id order. Per tile row, 32-bit masks of the "above" and "equal" lanes and an
+   inclusive prefix of their popcounts locate, for each output slot j, its expert: slot j < A
+   takes the j-th "above" expert, slot j >= A the (j - A)-th "equal" one (tile row from the
+   prefix counts, column by a 5-step binary search for the n-th set bit of the row's mask);
+4. the K winners' keys are recomputed from their scores (same instructions, same bits) and
+   ranked by (key descending, id ascending) in a [K, K] tile, which sorts them.
+
+The kernel uses PDL (``pdl_wait`` before the first load): it may start while the router GEMM
+that writes ``scores`` is finishing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+
+#: biased_to_key(-1e30): the key of a NaN score (§2.2 ``nan_floor``).
+NAN_KEY = int(~np.array([-1e30], np.float32).view(np.uint32)[0] & np.uint32(0xFFFFFFFF))
+MAX_TOPK = 32
+MAX_EXPERTS = 4096
+
+
+def _p2(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(n)))
+
+
+@kiln.jit
+def popcount32(x):
+    """Number of set bits of each uint32 element (SWAR; int32 result)."""
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F
+    return ((x * 0x01010101) >> 24).to(kl.int32)
+
+
+@kiln.jit
+def nth_set_bit(m, n, C: kl.constexpr):
+    """Position (int32) of the n-th (0-based) set bit of each uint32 mask m < 2**C; n must be
+    below popcount(m). The largest p with popcount(m & (2**p - 1)) <= n, by binary search."""
+    pos = n * 0
+    for k in kl.static_range(int(math.log2(C))):
+        step: kl.constexpr = C // (2 << k)
+        cand = pos + step
+        low = popcount32(m & ((kl.cast(1, kl.uint32) << cand.to(kl.uint32)) - 1))
+        pos = kl.where(low <= n, cand, pos)
+    return pos
+
+
+@kiln.jit
+def sigmoid_and_key(s, bias, FAST_SIGMOID: kl.constexpr):
+    """(a, key): a = sigmoid(s), key = biased_to_key(nan_floor(a + bias)) (uint32)."""
+    a = kl.sigmoid(s, precise=not FAST_SIGMOID)
+    b = a + bias
+    b = kl.where(b == 0.0, 0.0, b)  # -0.0 -> +0.0
+    bits = b.to(kl.uint32, bitcast=True)
+    key = kl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+    key = kl.where((bits & 0x7FFFFFFF) > 0x7F800000, NAN_KEY, key)  # NaN -> key(-1e30)
+    return a, key
+
+
+@kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
+def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
+                          rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
+                          FAST_SIGMOID: kl.constexpr):
+    C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
+    R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
+    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
+    kl.static_assert(K <= E, "topk must not exceed the number of experts")
+    row = kl.program_id(0)
+    rr = kl.arange(0, R)
+    cc = kl.arange(0, C)
+    lane = rr[:, None] * C + cc[None, :]
+    valid = lane < E
+    kl.pdl_wait()  # scores come from the router GEMM
+    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
+    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
+    kl.pdl_launch_dependents()
+    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
+    key = kl.where(valid, key, 0)
+
+    # -- 2. the K-th largest key, bit by bit ------------------------------------------------
+    top = kl.cast(0x80000000, kl.uint32)
+    thr = kl.cast(0, kl.uint32)
+    for i in range(32):
+        cand = thr | (top >> i.to(kl.uint32))
+        cnt = kl.sum((key >= cand).to(kl.int32))
+        thr = kl.where(cnt >= K, cand, thr)
+
+    # -- 3. locate each output slot's expert ------------------------------------------------
+    above = key > thr
+    equal = key == thr
+    n_above = kl.sum(above.to(kl.int32))
+    cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
+    amask = kl.sum(kl.where(above, cbit[None, :], 0), axis=1)  # [R] uint32
+    emask = kl.sum(kl.where(equal, cbit[None, :], 0), axis=1)
+    acnt = popcount32(amask)
+    ecnt = popcount32(emask)
+    upto = rr[None, :] <= rr[:, None]  # [R, R]: column tile row <= row
+    ainc = kl.sum(kl.where(upto, acnt[None, :], 0), axis=1)  # inclusive prefix counts
+    einc = kl.sum(kl.where(upto, ecnt[None, :], 0), axis=1)
+
+    jj = kl.arange(0, KP)
+    slot_ok = jj < K
+    from_above = jj < n_above
+    n = kl.where(from_above, jj, jj - n_above)  # rank within its class, in id order
+    inc = kl.where(from_above[:, None], ainc[None, :], einc[None, :])  # [KP, R]
+    cnt_r = kl.where(from_above[:, None], acnt[None, :], ecnt[None, :])
+    mask_r = kl.where(from_above[:, None], amask[None, :], emask[None, :])
+    trow = kl.sum((inc <= n[:, None]).to(kl.int32), axis=1)  # the tile row holding it
+    hit = rr[None, :] == trow[:, None]
+    before = kl.sum(kl.where(hit, inc - cnt_r, 0), axis=1)
+    m = kl.sum(kl.where(hit, mask_r, 0), axis=1)
+    col = nth_set_bit(m, n - before, C)
+    expert = kl.where(slot_ok, trow * C + col, 0)
+
+    # -- 4. recompute the winners' keys and sort them ---------------------------------------
+    s_k = kl.load(scores_ptr + row * stride_s + expert, mask=slot_ok, other=0.0)
+    b_k = kl.load(bias_ptr + expert, mask=slot_ok, other=0.0)
+    a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
+    ki, kj = key_k[:, None], key_k[None, :]
+    ei, ej = expert[:, None], expert[None, :]
+    first = slot_ok[:, None] & ((ki > kj) | ((ki == kj) & (ei < ej)))
+    rank = kl.sum(first.to(kl.int32), axis=0)  # [KP]: winners ahead of winner j
+    place = (rank[None, :] == jj[:, None]) & slot_ok[None, :]  # [slot, winner]
+    ids = kl.sum(kl.where(place, expert[None, :], 0), axis=1)
+    w = kl.sum(kl.where(place, a_k[None, :], 0.0), axis=1)
+
+    # -- 5. shared slots, renormalize, scale -------------------------------------------------
+    routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
+    denom = kl.where((renorm != 0) & (routed_sum > 0.0), routed_sum, 1.0)
+    scale = kl.where(apply_rsf != 0, rsf, 1.0)
+    w = w / denom * scale
+    out = row * stride_o
+    kl.store(w_ptr + out + jj, w, mask=slot_ok)
+    kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
+    shared_w = routed_sum / rsf / denom * scale
+    for j in range(n_shared):
+        kl.store(w_ptr + out + K + j, shared_w)
+        kl.store(ids_ptr + out + K + j, E + j)
+
+
+NUM_WARPS = 4
+K3_EXPERTS, K3_TOPK = 896, 16
+
+AOT_SPECIALIZATIONS = [
+    Spec(moe_fused_gate_kernel, name="moe_fused_gate",
+         signature={"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
+                    "M": "i32", "stride_s": "i32", "stride_o": "i32", "n_shared": "i32",
+                    "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"},
+         constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast},
+         divisibility=["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"],
+         num_warps=NUM_WARPS)
+    for fast in (False, True)
+]
+
+
+def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
+                   routed_scaling_factor: float = 1.0,
+                   apply_routed_scaling_factor_on_output: bool = False,
+                   num_fused_shared_experts: int = 0, fast_sigmoid: bool = False,
+                   out_weights: Optional[Any] = None, out_ids: Optional[Any] = None) -> tuple:
+    """Router epilogue (sigmoid scoring) of the module docstring: ``scores`` fp32 [M, E] (last
+    dimension contiguous), ``bias`` fp32 [E] (contiguous), ``topk`` routed experts (1..32,
+    <= E). Returns (weights fp32 [M, K'], ids int32 [M, K']), K' = topk +
+    num_fused_shared_experts, contiguous, allocated when None: the routed experts sorted by
+    biased score descending (ties: lowest id first), then the shared slots. Every check raises
+    before any launch; M == 0 launches nothing."""
+    op = "moe_fused_gate"
+    L.check_dtype(op, "scores", scores, ("float32",))
+    L.check_dtype(op, "bias", bias, ("float32",))
+    m, e = L.check_shape(op, "scores", scores, (None, None))
+    L.check_shape(op, "bias", bias, (e,))
+    for what, v in (("renormalize", renormalize), ("fast_sigmoid", fast_sigmoid),
+                    ("apply_routed_scaling_factor_on_output",
+                     apply_routed_scaling_factor_on_output)):
+        if not isinstance(v, bool):
+            raise TypeError(f"{op}: {what} must be a bool, got {v!r}")
+    for what, v in (("topk", topk), ("num_fused_shared_experts", num_fused_shared_experts)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{op}: {what} must be an int, got {v!r}")
+    if not 1 <= e <= MAX_EXPERTS:
+        raise ValueError(f"{op}: the number of experts must be in [1, {MAX_EXPERTS}], got {e}")
+    if not 1 <= topk <= min(MAX_TOPK, e):
+        raise ValueError(f"{op}: topk must be in [1, min({MAX_TOPK}, E = {e})], got {topk}")
+    if num_fused_shared_experts < 0:
+        raise ValueError(f"{op}: num_fused_shared_experts must be >= 0, got "
+                         f"{num_fused_shared_experts}")
+    rsf = float(routed_scaling_factor)
+    if not math.isfinite(rsf) or rsf == 0.0:
+        raise ValueError(f"{op}: routed_scaling_factor must be finite and nonzero, got "
+                         f"{routed_scaling_factor!r}")
+    L.check_inner_contiguous(op, "scores", scores)
+    L.check_contiguous(op, "bias", bias)
+    kout = topk + num_fused_shared_experts
+    L.check_same_device(op, ("scores", scores), ("bias", bias))
+    stride_s = L.strides(scores)[0] if m > 1 else e
+    L.check_int32_extent(op, "the last row's offset in scores", (m - 1) * stride_s + e)
+    L.check_int32_extent(op, "M * K'", m * kout)
+    outs = {"out_weights": (out_weights, "float32"), "out_ids": (out_ids, "int32")}
+    for what, (t, dt) in outs.items():
+        if t is not None:
+            L.check_dtype(op, what, t, (dt,))
+            L.check_shape(op, what, t, (m, kout))
+            L.check_contiguous(op, what, t)
+            L.check_same_device(op, ("scores", scores), (what, t))
+    if out_weights is None or out_ids is None:
+        import torch
+
+        dev = scores.device
+        if out_weights is None:
+            out_weights = torch.empty((m, kout), dtype=torch.float32, device=dev)
+        if out_ids is None:
+            out_ids = torch.empty((m, kout), dtype=torch.int32, device=dev)
+    if m == 0:
+        return out_weights, out_ids
+    L.launch(moe_fused_gate_kernel, "moe_fused_gate", (m,),
+             (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
+              rsf, int(renormalize), int(apply_routed_scaling_factor_on_output)),
+             {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid}, NUM_WARPS)
+    return out_weights, out_ids
