@@ -30,10 +30,12 @@ canonicalized to +0.0; key = ~bits for a negative float, bits | 0x80000000 other
 float <=> larger key; padded lanes get key 0, below every float's key). One program per row:
 
 1. the row is a [R, C] tile (C = 32 lanes per tile row, expert e = r * C + c);
-2. the exact K-th largest key T is found bit by bit, most significant first: T |= bit while
-   ``count(key >= T | bit) >= K`` (32 count reductions);
+2. a threshold T with count(key >= T) >= K is built bit by bit, most significant first:
+   T |= bit if ``count(key >= T | bit) >= K`` (one count reduction per bit). The rounds stop
+   (a uniform branch) as soon as count(key >= T) == K; otherwise, after 32 rounds, T is
+   exactly the K-th largest key (ties at the K-th key);
 3. the winners are the A = count(key > T) experts above T plus the first K - A experts equal
-   to T in id order. Per tile row, 32-bit masks of the "above" and "equal" lanes and an
+   to T in id order (all of them when count(key >= T) == K). Per tile row, 32-bit masks of the "above" and "equal" lanes and an
    inclusive prefix of their popcounts locate, for each output slot j, its expert: slot j < A
    takes the j-th "above" expert, slot j >= A the (j - A)-th "equal" one (tile row from the
    prefix counts, column by a 5-step binary search for the n-th set bit of the row's mask);
@@ -122,12 +124,19 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     key = kl.where(valid, key, 0)
 
     # -- 2. the K-th largest key, bit by bit ------------------------------------------------
+    # Invariant: n_ge = count(key >= thr) >= K. Once n_ge == K the K winners are exactly the
+    # keys >= thr and the remaining rounds are skipped (a uniform branch); with ties at the
+    # K-th key all 32 rounds run and thr ends as that key.
     top = kl.cast(0x80000000, kl.uint32)
     thr = kl.cast(0, kl.uint32)
+    n_ge = R * C
     for i in range(32):
-        cand = thr | (top >> i.to(kl.uint32))
-        cnt = kl.sum((key >= cand).to(kl.int32))
-        thr = kl.where(cnt >= K, cand, thr)
+        if n_ge != K:
+            cand = thr | (top >> i.to(kl.uint32))
+            cnt = kl.sum((key >= cand).to(kl.int32))
+            take = cnt >= K
+            thr = kl.where(take, cand, thr)
+            n_ge = kl.where(take, cnt, n_ge)
 
     # -- 3. locate each output slot's expert ------------------------------------------------
     above = key > thr

@@ -239,6 +239,22 @@ def test_key_order_of_special_values(via_interpreter):
         check(scores, bias, k, renormalize=False)
 
 
+def test_threshold_equal_to_a_winner(via_interpreter):
+    """The bit rounds stop once exactly K keys are >= the threshold; here the K-th b is 1.0
+    (a key with trailing zero bits, equal to the threshold) and the rest are far below."""
+    e, k = 256, 16
+    rng = np.random.default_rng(17)
+    scores = np.full((2, e), -np.inf, F32)
+    bias = (rng.random(e) * 1.75 - 1.0).astype(F32)       # b in [-1, 0.75) for a = 0
+    win = rng.choice(e, k, replace=False)
+    scores[:, win] = np.inf                                # a = 1
+    bias[win[:-1]] = np.arange(1, k, dtype=F32)            # b = 2 .. 16
+    bias[win[-1]] = 0.0                                    # b = 1.0 exactly: the K-th
+    scores[1, rng.choice(np.setdiff1d(np.arange(e), win), 3, replace=False)] = 0.0  # b + .5
+    w, ids = check(scores, bias, k, renormalize=False)
+    assert ids[0, -1] == win[-1] and set(ids[0].tolist()) == set(win.tolist())
+
+
 def test_many_rows_and_strided_scores(via_interpreter):
     rng = np.random.default_rng(21)
     scores = (rng.standard_normal((24, 896)) * 2).astype(F32)
