@@ -16,6 +16,7 @@ experts come first, sorted by b descending, ties by ascending expert id (exactly
 stable descending sort of b, ``argsort(-b, stable=True)[:K]``), then the n_shared fused shared
 experts E, E + 1, ... (their weight: the SGLang kernel's ``output_sum / routed_scaling_factor``,
 renormalized and scaled with the routed ones, so with both options on it is exactly 1).
+``topk`` counts the routed experts only (SGLang's ``topk`` includes the shared slots).
 
 **Sigmoid.** ``FAST_SIGMOID=False`` (the wrapper's default): ``1 / (1 + expf(-x))`` with
 libdevice's expf and an IEEE reciprocal, the arithmetic of torch's CUDA sigmoid, so the ids equal
@@ -35,8 +36,8 @@ float <=> larger key; padded lanes get key 0, below every float's key). One prog
    (a uniform branch) as soon as count(key >= T) == K; otherwise, after 32 rounds, T is
    exactly the K-th largest key (ties at the K-th key);
 3. the winners are the A = count(key > T) experts above T plus the first K - A experts equal
-   to T in id order (all of them when count(key >= T) == K). Per tile row, 32-bit masks of the "above" and "equal" lanes and an
-   inclusive prefix of their popcounts locate, for each output slot j, its expert: slot j < A
+   to T in id order (all of them when count(key >= T) == K). Per tile row, 32-bit masks of
+   the "above" and "equal" lanes and an inclusive prefix of their popcounts locate, for each output slot j, its expert: slot j < A
    takes the j-th "above" expert, slot j >= A the (j - A)-th "equal" one (tile row from the
    prefix counts, column by a 5-step binary search for the n-th set bit of the row's mask);
 4. the K winners' keys are recomputed from their scores (same instructions, same bits) and
