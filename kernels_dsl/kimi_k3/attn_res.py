@@ -1,0 +1,294 @@
+"""Attention residuals, K3's depth attention over block snapshots (KERNELS.md §4.4), bf16.
+
+Per token t, with rows r = 0..nvb (bank[t, 0..nvb-1, :], then prefix_sum[t, :]), all math in
+fp32:
+
+    score_r = sum_h rows_r[h] * cw[h] * rsqrt(mean_h(rows_r^2) + eps)
+    p       = softmax_r(score)
+    mix     = sum_r p_r * rows_r
+    out[t]  = bf16( mix * rsqrt(mean_h(mix^2) + eps) * ow )          (the same eps)
+
+nvb = 0 (K3's layer 0) gives ``out = RMSNorm(prefix_sum) * ow``. With ``write_prefix`` the
+prefix row is also copied bit for bit into ``bank[t, nvb, :]`` (the next block snapshot).
+
+This is the plain-load path (no TMA). A program holds a whole row of H (<= BLOCK) elements in
+registers as one masked power-of-two tile (H = 7168 -> BLOCK = 8192, 16 warps, 16 elements a
+thread) and reads each row once, folding it into the running mix with an online softmax:
+running max m, running sum l = sum_r exp(s_r - m), accumulator acc = sum_r exp(s_r - m) * row_r,
+rescaled by exp(m_old - m_new) when the max grows. The output norm uses mix = acc / l:
+
+    scale = (1 / l) * rsqrt(sum(acc^2) * (1 / l)^2 / H + eps).
+
+Programs are persistent (grid = min(T, PROGRAMS_PER_SM x SMs); one program per token where the
+SM count is unknown): program p handles tokens p, p + grid, ... as ONE sequence of rows
+(token by token, bank rows 0..nvb-1 then the prefix row), so its loads run ahead across token
+boundaries. The loop is unrolled over PREFETCH row slots: slot k holds rows k, k + PREFETCH,
+...; a slot is refilled as soon as its row is folded, so PREFETCH - 1 row loads are in flight
+while a row is reduced (at ~125 registers a 16-warp program fills an SM: the slots are the
+memory parallelism). A token's first row restarts the softmax state; its last (the prefix)
+writes the output. ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math a
+TMA/mbarrier row-ring variant reuses unchanged (only where a row comes from changes).
+
+Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
+the kernel waits for the previous grid before its first load (the spec's CUDA kernel reads the
+bank rows before the wait; that is safe only while no kernel in flight writes the bank, which
+a library cannot check) and lets the next grid launch when its loop is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+
+#: K3: hidden 7168, at most 8 block snapshots (attn_res_block_size 12 over 61 layers x 2).
+HIDDEN = 7168
+MAX_NVB = 8
+
+
+@kiln.jit
+def _row_score(x, cw, H, eps):
+    """The row's depth-attention logit: <x, cw> * rsqrt(mean(x^2) + eps) (x, cw fp32 tiles,
+    zero in the masked lanes)."""
+    ss = kl.sum(x * x, axis=0)
+    dot = kl.sum(x * cw, axis=0)
+    return dot * kl.rsqrt(ss / H + eps)
+
+
+@kiln.jit
+def _softmax_fold(m, l, acc, x, s):
+    """Online-softmax step: folds row x with logit s into (running max m, running sum l,
+    accumulator acc)."""
+    m_new = kl.maximum(m, s)
+    alpha = kl.exp(m - m_new)
+    p = kl.exp(s - m_new)
+    return m_new, l * alpha + p, acc * alpha + x * p
+
+
+@kiln.jit
+def _normalize_out(acc, l, ow, H, eps):
+    """RMSNorm(acc / l) * ow in fp32 (masked lanes of acc are zero)."""
+    inv_l = 1.0 / l
+    ss = kl.sum(acc * acc, axis=0) * (inv_l * inv_l)
+    scale = inv_l * kl.rsqrt(ss / H + eps)
+    return acc * scale * ow
+
+
+@kiln.jit
+def _load_row(prefix_ptr, bank_ptr, j, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols, mask):
+    """Row j of this program's row sequence (token pid + (j // (nvb + 1)) * grid, row
+    j % (nvb + 1): bank rows 0..nvb-1, then the prefix row), all lanes masked off past the
+    last row. Each branch loads from its own argument pointer, so the 16-byte alignment the
+    specialization proves survives (a pointer selected at run time would lose it)."""
+    tok = (pid + (j // (nvb + 1)) * grid).to(kl.int64)
+    r = j % (nvb + 1)
+    live = mask & (j < n_rows)
+    if r < nvb:
+        x = kl.load(bank_ptr + tok * b_s0 + r * b_s1 + cols, mask=live, other=0.0)
+    else:
+        x = kl.load(prefix_ptr + tok * p_s0 + cols, mask=live, other=0.0)
+    return x
+
+
+@kiln.jit
+def _consume_row(x_bf16, j, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr, ow_ptr, out_ptr,
+                 H, b_s0, b_s1, o_s0, eps, cols, mask, WRITE_PREFIX: kl.constexpr):
+    """Folds row j into (m, l, acc); the token's last row (the prefix) also writes its output
+    (and, with WRITE_PREFIX, its bank snapshot). Rows past n_rows (padding of the unrolled
+    loop, all zero) are folded into a dead state and store nothing."""
+    r = j % (nvb + 1)
+    x = x_bf16.to(kl.float32)
+    cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident, 16 regs saved
+    s = _row_score(x, cw, H, eps)
+    first = r == 0  # a token's first row restarts the online softmax (l = exp(s - s) = 1)
+    m, l, acc = _softmax_fold(kl.where(first, s, m), kl.where(first, 0.0, l),
+                              kl.where(first, 0.0, acc), x, s)
+    if (r == nvb) & (j < n_rows):  # the prefix row: the token is complete
+        tok = (pid + (j // (nvb + 1)) * grid).to(kl.int64)
+        if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
+            kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, x_bf16, mask=mask)
+        ow = kl.load(ow_ptr + cols, mask=mask, other=0.0).to(kl.float32)
+        kl.store(out_ptr + tok * o_s0 + cols, _normalize_out(acc, l, ow, H, eps), mask=mask)
+    return m, l, acc
+
+
+@kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"])
+def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0, b_s0, b_s1,
+                    o_s0, eps, BLOCK: kl.constexpr, WRITE_PREFIX: kl.constexpr,
+                    PREFETCH: kl.constexpr):
+    kl.static_assert(PREFETCH >= 1 and PREFETCH <= 4, "PREFETCH: 1 to 4 row slots")
+    pid = kl.program_id(0)
+    grid = kl.num_programs(0)
+    # tokens pid, pid + grid, ... as one sequence of (nvb + 1) rows each
+    n_rows = (T - pid + grid - 1) // grid * (nvb + 1)
+    cols = kl.arange(0, BLOCK)
+    mask = cols < H
+    kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
+    # PREFETCH row slots, unrolled: slot k holds rows k, k + PREFETCH, ...; a slot is refilled
+    # right after its row is folded (no register copies between slots), so while one row is
+    # reduced the other PREFETCH - 1 slots' loads are in flight
+    n1 = _load_row(prefix_ptr, bank_ptr, 0, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols, mask)
+    if PREFETCH >= 2:
+        n2 = _load_row(prefix_ptr, bank_ptr, 1, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols,
+                       mask)
+    if PREFETCH >= 3:
+        n3 = _load_row(prefix_ptr, bank_ptr, 2, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols,
+                       mask)
+    if PREFETCH >= 4:
+        n4 = _load_row(prefix_ptr, bank_ptr, 3, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols,
+                       mask)
+    m = 0.0
+    l = 1.0
+    acc = kl.zeros((BLOCK,), kl.float32)
+    for j in range(0, n_rows, PREFETCH):
+        m, l, acc = _consume_row(n1, j, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr, ow_ptr,
+                                 out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask, WRITE_PREFIX)
+        n1 = _load_row(prefix_ptr, bank_ptr, j + PREFETCH, n_rows, pid, grid, nvb, p_s0, b_s0,
+                       b_s1, cols, mask)
+        if PREFETCH >= 2:
+            m, l, acc = _consume_row(n2, j + 1, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr,
+                                     ow_ptr, out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask,
+                                     WRITE_PREFIX)
+            n2 = _load_row(prefix_ptr, bank_ptr, j + 1 + PREFETCH, n_rows, pid, grid, nvb, p_s0,
+                           b_s0, b_s1, cols, mask)
+        if PREFETCH >= 3:
+            m, l, acc = _consume_row(n3, j + 2, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr,
+                                     ow_ptr, out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask,
+                                     WRITE_PREFIX)
+            n3 = _load_row(prefix_ptr, bank_ptr, j + 2 + PREFETCH, n_rows, pid, grid, nvb, p_s0,
+                           b_s0, b_s1, cols, mask)
+        if PREFETCH >= 4:
+            m, l, acc = _consume_row(n4, j + 3, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr,
+                                     ow_ptr, out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask,
+                                     WRITE_PREFIX)
+            n4 = _load_row(prefix_ptr, bank_ptr, j + 3 + PREFETCH, n_rows, pid, grid, nvb, p_s0,
+                           b_s0, b_s1, cols, mask)
+    kl.pdl_launch_dependents()
+
+
+def _config(h: int) -> tuple:
+    """(BLOCK, num_warps): the row in one tile, 16 elements (two 16-byte vectors) a thread,
+    1 to 16 warps."""
+    block = 1 << max(3, (h - 1).bit_length())
+    return block, min(16, max(1, block // 512))
+
+
+BLOCK, NUM_WARPS = _config(HIDDEN)
+#: row slots of the unrolled loop (PREFETCH - 1 rows of 16 KB in flight while one is reduced);
+#: registers at 16 warps, sm_90a: 1 -> 105, 2 -> 121, 3 -> 125, 4 -> 128, no spills.
+#: bench/kimi_k3/run.py --sweep re-times 1 to 4.
+PREFETCH = 3
+#: persistent programs per SM (one 16-warp program of ~125 registers fits an SM); 0: one
+#: program per token.
+PROGRAMS_PER_SM = 1
+
+_SIGNATURE = {"prefix_ptr": "*bf16", "bank_ptr": "*bf16", "cw_ptr": "*bf16", "ow_ptr": "*bf16",
+              "out_ptr": "*bf16", "T": "i32", "H": "i32", "nvb": "i32", "p_s0": "i32",
+              "b_s0": "i32", "b_s1": "i32", "o_s0": "i32", "eps": "f32"}
+#: 16-byte pointers; H and the strides multiples of 8 elements (16 bytes), as the wrapper checks
+_DIVISIBILITY = {"prefix_ptr": 16, "bank_ptr": 16, "cw_ptr": 16, "ow_ptr": 16, "out_ptr": 16,
+                 "H": 8, "p_s0": 8, "b_s0": 8, "b_s1": 8, "o_s0": 8}
+
+
+def _kernel_name(write_prefix: bool) -> str:
+    return "attn_res_write_prefix" if write_prefix else "attn_res"
+
+
+AOT_SPECIALIZATIONS = [
+    Spec(attn_res_kernel, name=_kernel_name(wp), signature=_SIGNATURE,
+         constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": PREFETCH},
+         divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
+    for wp in (False, True)
+]
+
+_sm_counts: dict = {}
+
+
+def _num_sms(t: Any) -> Optional[int]:
+    """The SM count of a torch CUDA tensor's device (cached), None for anything else."""
+    dev = getattr(t, "device", None)
+    if getattr(dev, "type", None) != "cuda":
+        return None
+    if dev.index not in _sm_counts:
+        import torch
+
+        _sm_counts[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _sm_counts[dev.index]
+
+
+def grid_size(t: int, num_sms: Optional[int]) -> int:
+    """Persistent programs for T tokens: min(T, PROGRAMS_PER_SM x SMs), or T (one program per
+    token) without an SM count or with PROGRAMS_PER_SM = 0."""
+    if not num_sms or PROGRAMS_PER_SM <= 0:
+        return t
+    return min(t, PROGRAMS_PER_SM * num_sms)
+
+
+def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = None,
+             nvb: int = 1, eps: float = 1e-6, write_prefix: bool = False) -> Any:
+    """Depth attention over ``nvb`` bank rows and the prefix row, then RMSNorm with ``ow``
+    (module docstring). prefix_sum bf16 [T, H], bank bf16 [T, NB, H], cw and ow bf16 [H]
+    (contiguous), out bf16 [T, H] (allocated when None); last dimensions contiguous, row
+    strides and H multiples of 8 (16-byte vectors), 16-byte aligned, H <= 16384 (K3: 7168);
+    0 <= nvb <= 8; ``write_prefix`` needs NB > nvb. Returns out. Every check raises before any
+    launch; T = 0 launches nothing."""
+    op = "attn_res"
+    for what, v in (("prefix_sum", prefix_sum), ("bank", bank), ("cw", cw), ("ow", ow)):
+        L.check_dtype(op, what, v, ("bfloat16",))
+    t, h = L.check_shape(op, "prefix_sum", prefix_sum, (None, None))
+    _, nb, _ = L.check_shape(op, "bank", bank, (t, None, h))
+    L.check_shape(op, "cw", cw, (h,))
+    L.check_shape(op, "ow", ow, (h,))
+    if isinstance(nvb, bool) or not isinstance(nvb, int) or not 0 <= nvb <= MAX_NVB:
+        raise ValueError(f"{op}: nvb must be an int in [0, {MAX_NVB}], got {nvb!r}")
+    if nvb > nb:
+        raise ValueError(f"{op}: nvb = {nvb} bank rows are read but bank has NB = {nb}")
+    if write_prefix and nb <= nvb:
+        raise ValueError(f"{op}: write_prefix stores bank[:, nvb = {nvb}, :] and needs "
+                         f"NB > nvb, got NB = {nb}")
+    if h == 0 or h % 8:
+        raise ValueError(f"{op}: H = {h} must be a positive multiple of 8 (16-byte vectors)")
+    if h > 16384:
+        raise ValueError(f"{op}: H = {h} is larger than one program's row (16384)")
+    if out is not None:
+        L.check_dtype(op, "out", out, ("bfloat16",))
+        L.check_shape(op, "out", out, (t, h))
+    L.check_contiguous(op, "cw", cw)
+    L.check_contiguous(op, "ow", ow)
+    tensors = [("prefix_sum", prefix_sum), ("bank", bank), ("cw", cw), ("ow", ow)]
+    if out is not None:
+        tensors.append(("out", out))
+    for what, v in tensors:
+        L.check_inner_contiguous(op, what, v)
+        L.check_aligned(op, what, v)
+    p_s0 = L.strides(prefix_sum)[0] if t > 1 else h
+    b_s0 = L.strides(bank)[0] if t > 1 else nb * h
+    b_s1 = L.strides(bank)[1] if nb > 1 else h
+    o_s0 = (L.strides(out)[0] if t > 1 else h) if out is not None else h
+    for what, s in (("prefix_sum row", p_s0), ("bank token", b_s0), ("bank row", b_s1),
+                    ("out row", o_s0)):
+        if s % 8 or s < 0:
+            raise ValueError(f"{op}: the {what} stride ({s}) must be a non-negative multiple "
+                             f"of 8 elements (16 bytes)")
+    L.check_same_device(op, *tensors)
+    for what, s in (("prefix_sum row", p_s0), ("bank token", b_s0), ("bank row", b_s1),
+                    ("out row", o_s0)):  # token offsets are int64 in the kernel, strides i32
+        L.check_int32_extent(op, f"the {what} stride", s + h)
+    L.check_int32_extent(op, "T * (nvb + 1) rows", t * (nvb + 1) + 2 * PREFETCH)
+    if out is None:
+        import torch
+
+        out = torch.empty((t, h), dtype=torch.bfloat16, device=prefix_sum.device)
+    if t == 0:
+        return out
+    block, num_warps = _config(h)
+    L.launch(attn_res_kernel, _kernel_name(bool(write_prefix)),
+             (grid_size(t, _num_sms(prefix_sum)),),
+             (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps)),
+             {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "PREFETCH": PREFETCH},
+             num_warps)
+    return out

@@ -1,0 +1,424 @@
+"""attn_res (KERNELS.md §4.4, attention residuals) on the CPU: the AOT specializations compile
+for sm_90a, sm_100a and sm_103a (16-byte accesses, no spills, PDL), the kernel runs in the
+interpreter through its wrapper (whose launch is redirected to the interpreter) against a numpy
+reference written from KERNELS.md, and the wrapper rejects bad arguments before any CUDA call.
+Outputs are poisoned first, so every element the kernel must write is checked and everything
+it must not touch is checked unchanged. No GPU, no torch."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kiln.testing import bf16_ulp, interpret
+from kernels_dsl import kimi_k3
+from kernels_dsl.kimi_k3 import attn_res as mod
+
+ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+BF16 = ml_dtypes.bfloat16
+EPS = 1e-6
+POISON = np.uint16(0x7F81)  # a NaN bit pattern a correct kernel never writes here
+
+
+# ---------------------------------------------------------------------------
+# Reference (KERNELS.md §4.4), float64 so that the kernel's fp32 error is the only error
+# ---------------------------------------------------------------------------
+
+def ref_attn_res(prefix, bank, cw, ow, nvb, eps=EPS):
+    """rows_r = [bank[:, 0..nvb-1, :], prefix_sum]; score_r = <rows_r, cw> *
+    rsqrt(mean(rows_r^2) + eps); p = softmax(score); mix = sum_r p_r rows_r;
+    out = mix * rsqrt(mean(mix^2) + eps) * ow (not rounded)."""
+    rows = np.concatenate([bank[:, :nvb, :].astype(np.float64),
+                           prefix.astype(np.float64)[:, None, :]], axis=1)  # [T, nvb+1, H]
+    cw, ow = cw.astype(np.float64), ow.astype(np.float64)
+    score = (rows * cw).sum(-1) / np.sqrt((rows * rows).mean(-1) + eps)   # [T, nvb+1]
+    p = np.exp(score - score.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    mix = (p[:, :, None] * rows).sum(1)
+    return mix / np.sqrt((mix * mix).mean(-1, keepdims=True) + eps) * ow
+
+
+def assert_close_bf16(out, ref):
+    """Within one bf16 ulp of the exact value (the rounding is half of it), plus 2^-16 of the
+    row's scale for elements that cancel to about zero (fp32 error of the weighted sum)."""
+    got = out.astype(np.float64)
+    scale = np.sqrt((ref * ref).mean(-1, keepdims=True))
+    tol = bf16_ulp(ref).astype(np.float64) + scale * 2.0**-16
+    err = np.abs(got - ref)
+    bad = ~(err <= tol)
+    if bad.any():
+        i = np.unravel_index(int(np.argmax(np.where(bad, err / tol, 0))), ref.shape)
+        raise AssertionError(f"{int(bad.sum())} of {ref.size} differ by more than 1 bf16 ulp; "
+                             f"worst at {i}: got {got[i]}, expected {ref[i]}, tol {tol[i]:.3g}")
+
+
+def test_reference_hand_computed():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 16))
+    w = rng.standard_normal(16)
+    rms = x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * w
+    # nvb = 0 (layer 0): RMSNorm(prefix) * ow
+    np.testing.assert_allclose(ref_attn_res(x, np.zeros((3, 0, 16)), w, w, 0), rms, rtol=1e-12)
+    # equal rows: any softmax gives mix = the row
+    bank = np.repeat(x[:, None, :], 4, axis=1)
+    np.testing.assert_allclose(ref_attn_res(x, bank, rng.standard_normal(16), w, 4), rms,
+                               rtol=1e-12)
+    # two rows, hand-made scores: row a = (1, 0), b = (0, 2); cw = (3, 1), eps = 0:
+    # score_a = 3 / sqrt(1/2), score_b = 2 / sqrt(2); mix = p_a a + p_b b
+    a, b = np.array([[1.0, 0.0]]), np.array([[0.0, 2.0]])
+    sa, sb = 3 / math.sqrt(0.5), 2 / math.sqrt(2.0)
+    pa = 1 / (1 + math.exp(sb - sa))
+    mix = np.array([pa, 2 * (1 - pa)])
+    want = mix / math.sqrt((mix * mix).mean())
+    got = ref_attn_res(b, a[:, None, :], np.array([3.0, 1.0]), np.ones(2), 1, eps=0.0)
+    np.testing.assert_allclose(got[0], want, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# The wrapper on numpy arrays, its launch redirected to the interpreter
+# ---------------------------------------------------------------------------
+
+class HostTensor:
+    """A numpy array dressed as a tensor for the wrapper (shape, dtype name, stride() in
+    elements, data_ptr); the interpreter reads it through ``__array_interface__``."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape = a.shape
+        self.dtype = str(a.dtype)
+        self.__array_interface__ = a.__array_interface__
+
+    def stride(self, dim=None):
+        if self.a.size == 0:  # numpy gives empty arrays zero strides; torch keeps them
+            s = tuple(math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
+        else:
+            s = tuple(x // self.a.itemsize for x in self.a.strides)
+        return s if dim is None else s[dim]
+
+    def data_ptr(self):
+        return self.a.__array_interface__["data"][0]
+
+
+def aligned(shape, fill=POISON):
+    """A bf16 array whose address is a multiple of 64 bytes (numpy only promises 16)."""
+    n = math.prod(shape)
+    raw = np.full(n + 32, fill, np.uint16)
+    off = (-raw.__array_interface__["data"][0] % 64) // 2
+    return raw[off:off + n].view(BF16).reshape(shape)
+
+
+@pytest.fixture
+def via_interpreter(monkeypatch):
+    """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
+    launches = []
+
+    def launch(kernel, name, grid, args, constexprs, num_warps):
+        launches.append((name, tuple(grid), dict(constexprs), num_warps))
+        if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
+            return
+        args = [x.a if isinstance(x, HostTensor) else x for x in args]
+        interpret(kernel, tuple(grid), *args, **constexprs)
+
+    monkeypatch.setattr(mod.L, "launch", launch)
+    return launches
+
+
+def make_inputs(rng, t, nb, h, scale=1.0):
+    """bf16 inputs at K3-like magnitudes: the residual stream grows with depth, so each bank
+    row has its own scale; cw spreads the scores over a few units."""
+    prefix = aligned((t, h))
+    prefix[...] = (rng.standard_normal((t, h)) * 3 * scale).astype(BF16)
+    bank = aligned((t, nb, h))
+    row_scale = np.exp(rng.uniform(-1, 2, (t, nb, 1)))
+    bank[...] = (rng.standard_normal((t, nb, h)) * row_scale * scale).astype(BF16)
+    cw = aligned((h,))
+    cw[...] = (rng.standard_normal(h) * 4 / math.sqrt(h)).astype(BF16)
+    ow = aligned((h,))
+    ow[...] = (rng.uniform(0.5, 1.5, h)).astype(BF16)
+    return prefix, bank, cw, ow
+
+
+def run(prefix, bank, cw, ow, nvb, write_prefix=False, out=None, eps=EPS):
+    t, h = prefix.shape
+    if out is None:
+        out = aligned((t, h))
+    res = mod.attn_res(HostTensor(prefix), HostTensor(bank), HostTensor(cw), HostTensor(ow),
+                       HostTensor(out), nvb, eps, write_prefix)
+    assert res.a is out
+    return out
+
+
+def check(prefix, bank, cw, ow, nvb, write_prefix=False, out=None):
+    bank_before = bank.copy()
+    want = ref_attn_res(prefix, bank_before, cw, ow, nvb)
+    out = run(prefix, bank, cw, ow, nvb, write_prefix, out)
+    assert_close_bf16(out, want)
+    expected_bank = bank_before.view(np.uint16).copy()
+    if write_prefix:
+        expected_bank[:, nvb, :] = prefix.view(np.uint16)
+    np.testing.assert_array_equal(bank.view(np.uint16), expected_bank)  # bit for bit
+    return out
+
+
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("nvb", range(0, 9))
+def test_every_nvb(via_interpreter, nvb, write_prefix):
+    rng = np.random.default_rng(nvb + 16 * write_prefix)
+    t, h = 5, 256
+    nb = nvb + 1 if write_prefix else max(nvb, 1)
+    check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
+    name, grid, constexprs, _ = via_interpreter[-1]
+    assert name == ("attn_res_write_prefix" if write_prefix else "attn_res")
+    assert grid == (t,)  # no SM count (not a CUDA tensor): one program per token
+    assert constexprs["WRITE_PREFIX"] is write_prefix and constexprs["BLOCK"] == 256
+
+
+@pytest.mark.parametrize("prefetch", [1, 2, 3, 4])
+@pytest.mark.parametrize("sms", [1, 2, 3, 7])
+def test_persistent_grids_and_prefetch_depths(via_interpreter, monkeypatch, sms, prefetch):
+    """Programs that own several tokens (grid < T) load ahead across token boundaries; the row
+    count per program is not a multiple of the slots (the unrolled loop's padding rows)."""
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    monkeypatch.setattr(mod, "PREFETCH", prefetch)
+    rng = np.random.default_rng(sms * 8 + prefetch)
+    t, nvb, h = 7, 2, 128
+    check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
+    assert via_interpreter[-1][1] == (min(t, sms),)
+    assert via_interpreter[-1][2]["PREFETCH"] == prefetch
+
+
+@pytest.mark.parametrize("sms", [1, 3])
+@pytest.mark.parametrize("nvb", [0, 1, 8])
+def test_persistent_nvb_boundaries(via_interpreter, monkeypatch, nvb, sms):
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    rng = np.random.default_rng(100 + nvb + sms)
+    check(*make_inputs(rng, 5, max(nvb, 1) + 1, 64), nvb, True)
+
+
+@pytest.mark.parametrize("h", [8, 1000, 1024])
+@pytest.mark.parametrize("t", [1, 5])
+def test_hidden_sizes(via_interpreter, t, h):
+    """H a multiple of 8 but not of the tile (masked lanes must not enter the sums)."""
+    rng = np.random.default_rng(t * 10000 + h)
+    check(*make_inputs(rng, t, 4, h), 3, True)
+    assert via_interpreter[-1][2]["BLOCK"] == max(8, 1 << (h - 1).bit_length())
+
+
+def test_k3_hidden_one_token(via_interpreter):
+    """H = 7168 (K3), the AOT tile: BLOCK 8192 and 16 warps."""
+    rng = np.random.default_rng(7168)
+    check(*make_inputs(rng, 1, 9, mod.HIDDEN), 8, True)
+    assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 16
+
+
+def test_strided_views_and_untouched_memory(via_interpreter):
+    """prefix_sum and out as row-strided views; the bank has more rows than are read and a
+    padded token stride: only bank[:, nvb] and out's [T, H] window change."""
+    rng = np.random.default_rng(5)
+    t, h, nb, nvb = 6, 256, 7, 3
+    prefix_buf = aligned((t, h + 64))
+    bank_buf = aligned((t, nb * h + 128))
+    out_buf = aligned((t, h + 32))
+    p, b, cw, ow = make_inputs(rng, t, nb, h)
+    prefix_buf[:, :h] = p
+    bank_buf[:, :nb * h] = b.reshape(t, nb * h)
+    prefix = prefix_buf[:, :h]
+    bank = bank_buf[:, :nb * h].reshape(t, nb, h)
+    assert bank.strides[0] == (nb * h + 128) * 2
+    before = bank_buf.view(np.uint16).copy()
+    check(prefix, bank, cw, ow, nvb, True, out=out_buf[:, :h])
+    after = bank_buf.view(np.uint16)
+    np.testing.assert_array_equal(after[:, nb * h:], before[:, nb * h:])
+    assert np.all(out_buf[:, h:].view(np.uint16) == POISON)
+    assert np.all(prefix_buf[:, h:].view(np.uint16) == POISON)
+
+
+def test_write_prefix_is_a_bit_copy(via_interpreter):
+    """Every bf16 bit pattern survives the snapshot (-0, subnormals, inf, NaN payloads): the
+    row is stored as loaded, never through fp32."""
+    t, h, nb, nvb = 4, 256, 3, 1
+    pats = np.arange(t * h, dtype=np.uint32) * 65 % 65536
+    prefix = aligned((t, h))
+    prefix.view(np.uint16)[...] = pats.reshape(t, h).astype(np.uint16)
+    prefix.view(np.uint16)[0, :4] = [0x8000, 0x0001, 0x7F80, 0xFFC1]
+    rng = np.random.default_rng(9)
+    _, bank, cw, ow = make_inputs(rng, t, nb, h)
+    before = bank.view(np.uint16).copy()
+    run(prefix, bank, cw, ow, nvb, write_prefix=True)
+    expected = before.copy()
+    expected[:, nvb, :] = prefix.view(np.uint16)
+    np.testing.assert_array_equal(bank.view(np.uint16), expected)
+
+
+@pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
+def test_online_softmax_rescaling(via_interpreter, order):
+    """Scores tens of units apart, rising (the running max moves at every row), falling (it
+    never moves) and one row dominating: exp without the running max would overflow."""
+    rng = np.random.default_rng(["rising", "falling", "one_dominates"].index(order))
+    t, h, nvb = 3, 128, 6
+    prefix, bank, cw, ow = make_inputs(rng, t, nvb, h)
+    # rows aligned with cw get score ~ k * sqrt(H) * |cw| / rms: scale by the row index
+    direction = cw.astype(np.float64) / np.sqrt((cw.astype(np.float64) ** 2).mean())
+    ks = {"rising": np.linspace(-40, 40, nvb + 1), "falling": np.linspace(40, -40, nvb + 1),
+          "one_dominates": np.where(np.arange(nvb + 1) == 3, 60.0, 0.0)}[order]
+    for r in range(nvb + 1):
+        row = direction * np.sign(ks[r] + 1e-9) + rng.standard_normal(h) * (
+            1 - min(abs(ks[r]), 40) / 41)
+        row = (row * rng.uniform(0.5, 4)).astype(BF16)
+        if r < nvb:
+            bank[:, r, :] = row
+        else:
+            prefix[...] = row
+    # make the scores large: cw itself scaled up
+    cw[...] = (cw.astype(np.float32) * 8).astype(BF16)
+    want = ref_attn_res(prefix, bank, cw, ow, nvb)
+    assert np.all(np.isfinite(want))
+    assert_close_bf16(run(prefix, bank, cw, ow, nvb), want)
+
+
+def test_eps_is_used_twice(via_interpreter):
+    """A large eps changes both the scores and the output norm; the reference uses one eps."""
+    rng = np.random.default_rng(11)
+    prefix, bank, cw, ow = make_inputs(rng, 3, 4, 128, scale=0.01)
+    want = ref_attn_res(prefix, bank, cw, ow, 4, eps=1e-3)
+    assert_close_bf16(run(prefix, bank, cw, ow, 4, eps=1e-3), want)
+
+
+def test_zero_tokens_launch_nothing(via_interpreter):
+    h = 256
+    out = aligned((0, h))
+    res = mod.attn_res(HostTensor(aligned((0, h))), HostTensor(aligned((0, 3, h))),
+                       HostTensor(aligned((h,))), HostTensor(aligned((h,))), HostTensor(out), 2)
+    assert res.a is out and via_interpreter == []
+
+
+# ---------------------------------------------------------------------------
+# Argument checks: all before any CUDA call
+# ---------------------------------------------------------------------------
+
+_TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "float16": "<f2"}
+
+
+class FakeTensor:
+    """Just enough of a CUDA tensor: __cuda_array_interface__, shape, stride(), dtype."""
+
+    def __init__(self, shape, dtype="bfloat16", strides=None, address=0x7F0000000000):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self._strides = tuple(strides) if strides else tuple(
+            math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
+        self.__cuda_array_interface__ = {"data": (address, False), "typestr": _TYPESTR[dtype],
+                                         "shape": self.shape, "version": 3}
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def data_ptr(self):
+        return self.__cuda_array_interface__["data"][0]
+
+
+F = FakeTensor
+H = 7168
+
+
+def good(t=4, nb=9):
+    return F((t, H)), F((t, nb, H)), F((H,)), F((H,)), F((t, H))
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """Fails the test if the wrapper gets as far as a launch or a device query."""
+    def boom(*a, **k):
+        raise AssertionError("the wrapper launched (or asked the device) before rejecting")
+
+    monkeypatch.setattr(mod.L, "launch", boom)
+    monkeypatch.setattr(mod, "_num_sms", boom)
+
+
+@pytest.mark.parametrize("nvb", [-1, 9, 100, 2.0, True, None])
+def test_nvb_out_of_range(no_launch, nvb):
+    with pytest.raises(ValueError, match="nvb must be an int in"):
+        mod.attn_res(*good(), nvb=nvb)
+
+
+def test_bank_too_small(no_launch):
+    p, b, cw, ow, out = good(nb=3)
+    with pytest.raises(ValueError, match="needs NB > nvb"):
+        mod.attn_res(p, b, cw, ow, out, nvb=3, write_prefix=True)
+    with pytest.raises(ValueError, match="bank has NB = 3"):
+        mod.attn_res(p, b, cw, ow, out, nvb=4)
+
+
+@pytest.mark.parametrize("which", range(5))
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_wrong_dtypes(no_launch, which, dtype):
+    args = list(good())
+    args[which] = F(args[which].shape, dtype)
+    with pytest.raises(TypeError, match="must be bfloat16"):
+        mod.attn_res(*args, nvb=2)
+
+
+@pytest.mark.parametrize("which,shape", [
+    (0, (4, H, 1)), (1, (4, H)), (1, (3, 9, H)), (1, (4, 9, H - 8)), (2, (H - 8,)),
+    (3, (H, 1)), (4, (4, H - 8)), (4, (5, H))])
+def test_wrong_shapes(no_launch, which, shape):
+    args = list(good())
+    args[which] = F(shape)
+    with pytest.raises(ValueError, match="must have shape"):
+        mod.attn_res(*args, nvb=2)
+
+
+def test_layout_checks(no_launch):
+    p, b, cw, ow, out = good()
+    with pytest.raises(ValueError, match="last dimension"):
+        mod.attn_res(F((4, H), strides=(2 * H, 2)), b, cw, ow, out, nvb=2)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        mod.attn_res(p, F((4, 9, H), strides=(9 * H + 4, H, 1)), cw, ow, out, nvb=2)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        mod.attn_res(p, b, F((H,), address=0x7F0000000002), ow, out, nvb=2)
+    with pytest.raises(ValueError, match="contiguous"):
+        mod.attn_res(p, b, cw, F((H,), strides=(2,)), out, nvb=2)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        mod.attn_res(F((4, 100)), F((4, 9, 100)), F((100,)), F((100,)), F((4, 100)), nvb=2)
+    with pytest.raises(ValueError, match="16384"):
+        mod.attn_res(F((4, 16392)), F((4, 9, 16392)), F((16392,)), F((16392,)),
+                     F((4, 16392)), nvb=2)
+
+
+# ---------------------------------------------------------------------------
+# Compilation for every arch
+# ---------------------------------------------------------------------------
+
+def test_module_listed():
+    assert "attn_res" in kimi_k3.MODULES
+
+
+def test_aot_specializations():
+    specs = mod.AOT_SPECIALIZATIONS
+    assert [s.kernel_name for s in specs] == ["attn_res", "attn_res_write_prefix"]
+    for s in specs:
+        assert s.constexprs["BLOCK"] == 8192 and s.num_warps == 16
+        assert s.constexprs["PREFETCH"] == mod.PREFETCH
+    assert mod.attn_res_kernel.do_not_specialize == {"T", "nvb"}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS, ids=lambda s: s.kernel_name)
+def test_compiles_to_ptx_and_cubin(spec, arch):
+    pytest.importorskip("kiln._C")
+    from kiln.runtime.targetinfo import target_info
+
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+    assert f".target {arch}" in ck.ptx
+    assert f".visible .entry {spec.kernel_name}(" in ck.ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+    # every row access is a 16-byte vector (v4.b32, or v2.b64 on Blackwell); no 2-byte ones
+    assert "ld.global.v4.b32" in ck.ptx or "ld.global.v2.b64" in ck.ptx
+    assert "st.global.v4.b32" in ck.ptx or "st.global.v2.b64" in ck.ptx
+    assert "ld.global.b16" not in ck.ptx and "st.global.b16" not in ck.ptx
+    assert "griddepcontrol.wait" in ck.ptx and "griddepcontrol.launch_dependents" in ck.ptx
+    info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
+    assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
+    assert info["registers"] <= 128  # 512 threads: one program per SM
