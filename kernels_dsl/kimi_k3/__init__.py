@@ -3,4 +3,4 @@
 compiles into the bundle."""
 
 MODULES = ["situ", "pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image", "quant",
-           "situ_quant", "kv_indices", "moe_align", "tensor_hash", "moe_fused_gate"]
+           "situ_quant", "kv_indices", "moe_align", "tensor_hash", "moe_fused_gate", "attn_res"]

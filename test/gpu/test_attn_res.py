@@ -1,0 +1,188 @@
+"""attn_res on the GPU (KERNELS.md §4.4): the K3 shape (H = 7168), nvb 1..8 (and 0), T in
+{1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of the
+exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before any
+launch. The same kernel runs in the interpreter against a numpy reference in
+test/python/test_attn_res.py."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernels_dsl.kimi_k3 import attn_res as mod  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+H = 7168
+EPS = 1e-6
+
+
+def reference(prefix, bank, cw, ow, nvb, eps=EPS):
+    """rows_r = [bank[:, 0..nvb-1], prefix]; score_r = <rows_r, cw> * rsqrt(mean(rows_r^2) +
+    eps); p = softmax(score); mix = sum_r p_r rows_r; RMSNorm(mix) * ow; float64, unrounded."""
+    rows = torch.cat([bank[:, :nvb].double(), prefix.double()[:, None]], dim=1)
+    score = (rows * cw.double()).sum(-1) * torch.rsqrt(rows.pow(2).mean(-1) + eps)
+    p = torch.softmax(score, dim=-1)
+    mix = (p[:, :, None] * rows).sum(1)
+    return mix * torch.rsqrt(mix.pow(2).mean(-1, keepdim=True) + eps) * ow.double()
+
+
+def bf16_ulp(x):
+    e = torch.floor(torch.log2(x.abs().clamp(min=2.0**-126)))
+    return torch.exp2(e - 7)
+
+
+def assert_close_bf16(out, ref):
+    """One bf16 ulp of the exact value (rounding is half of it) plus 2^-16 of the row's RMS
+    for elements that cancel to about zero; every element finite."""
+    got = out.double()
+    scale = ref.pow(2).mean(-1, keepdim=True).sqrt()
+    tol = bf16_ulp(ref) + scale * 2.0**-16
+    err = (got - ref).abs()
+    bad = ~(err <= tol)
+    n = int(bad.sum())
+    if n:
+        i = int(torch.argmax(torch.where(bad, err / tol, torch.zeros_like(err))))
+        raise AssertionError(f"{n} of {ref.numel()} differ by more than 1 bf16 ulp; worst: got "
+                             f"{got.flatten()[i].item()}, expected {ref.flatten()[i].item()}")
+
+
+def inputs(t, nb, h=H, seed=0):
+    """K3-like magnitudes: each snapshot its own scale (the residual stream grows with
+    depth); cw spreads the scores over a few units."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    prefix = (torch.randn(t, h, device="cuda", generator=g) * 3).bfloat16()
+    row_scale = torch.exp(torch.rand(t, nb, 1, device="cuda", generator=g) * 3 - 1)
+    bank = (torch.randn(t, nb, h, device="cuda", generator=g) * row_scale).bfloat16()
+    cw = (torch.randn(h, device="cuda", generator=g) * 4 / h ** 0.5).bfloat16()
+    ow = (torch.rand(h, device="cuda", generator=g) + 0.5).bfloat16()
+    return prefix, bank, cw, ow
+
+
+def bits(x):
+    return x.view(torch.int16)
+
+
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("t", [1, 7, 4096])
+@pytest.mark.parametrize("nvb", range(0, 9))
+def test_k3_shapes(nvb, t, write_prefix):
+    nb = 9  # K3's bank: up to 8 snapshots read, the 9th written at the last block boundary
+    prefix, bank, cw, ow = inputs(t, nb, seed=nvb * 100 + t + write_prefix)
+    before = bank.clone()
+    want = reference(prefix, before, cw, ow, nvb)
+    out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+    res = mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
+    torch.cuda.synchronize()
+    assert res is out
+    assert_close_bf16(out, want)
+    expected = before.clone()
+    if write_prefix:
+        expected[:, nvb] = prefix
+    assert torch.equal(bits(bank), bits(expected))  # the bank: the snapshot and nothing else
+
+
+def test_output_allocated_and_tiny_nb():
+    prefix, bank, cw, ow = inputs(5, 2, seed=1)
+    out = mod.attn_res(prefix, bank, cw, ow, nvb=1, write_prefix=True)
+    assert out.shape == (5, H) and out.dtype == torch.bfloat16
+    assert_close_bf16(out, reference(prefix, bank, cw, ow, 1))
+    assert torch.equal(bits(bank[:, 1]), bits(prefix))
+
+
+def test_write_prefix_is_a_bit_copy():
+    """Every bf16 bit pattern (NaN payloads, infinities, -0, subnormals) survives the snapshot."""
+    t, nb, nvb = 64, 4, 2
+    prefix = torch.randint(-(1 << 15), 1 << 15, (t, H), device="cuda", dtype=torch.int32)
+    prefix = prefix.to(torch.int16).view(torch.bfloat16)
+    _, bank, cw, ow = inputs(t, nb, seed=2)
+    before = bank.clone()
+    mod.attn_res(prefix, bank, cw, ow, nvb=nvb, write_prefix=True)
+    torch.cuda.synchronize()
+    expected = before.clone()
+    expected[:, nvb] = prefix
+    assert torch.equal(bits(bank), bits(expected))
+
+
+def test_strided_views():
+    """prefix_sum and out as row-strided views, the bank a slice of a wider buffer."""
+    t, nb, nvb = 300, 6, 4
+    p, b, cw, ow = inputs(t, nb, seed=3)
+    pbuf = torch.zeros(t, H + 64, device="cuda", dtype=torch.bfloat16)
+    pbuf[:, :H] = p
+    bbuf = torch.zeros(t, nb + 2, H, device="cuda", dtype=torch.bfloat16)
+    bbuf[:, 1:nb + 1] = b
+    obuf = torch.full((t, H + 128), 7.0, device="cuda", dtype=torch.bfloat16)
+    bank = bbuf[:, 1:nb + 1]
+    mod.attn_res(pbuf[:, :H], bank, cw, ow, obuf[:, :H], nvb=nvb, write_prefix=True)
+    torch.cuda.synchronize()
+    assert_close_bf16(obuf[:, :H], reference(p, b, cw, ow, nvb))
+    assert torch.all(obuf[:, H:] == 7.0)
+    assert torch.equal(bits(bbuf[:, nvb + 1]), bits(p))
+    assert torch.all(bbuf[:, 0] == 0) and torch.all(bbuf[:, nb + 1] == 0)
+
+
+def test_one_program_per_token_matches_persistent(monkeypatch):
+    """PROGRAMS_PER_SM = 0 (grid = T) and the persistent default give the same bits."""
+    prefix, bank, cw, ow = inputs(2000, 9, seed=4)
+    a = mod.attn_res(prefix, bank, cw, ow, nvb=5)
+    monkeypatch.setattr(mod, "PROGRAMS_PER_SM", 0)
+    b = mod.attn_res(prefix, bank, cw, ow, nvb=5)
+    torch.cuda.synchronize()
+    assert torch.equal(bits(a), bits(b))
+
+
+def test_chained_launches_see_the_previous_kernels_writes():
+    """PDL: each launch waits for the previous grid before its first load. The prefix comes
+    from a torch add right before; a second attn_res reads the snapshot the first one wrote."""
+    t, nb = 4096, 9
+    x, bank, cw, ow = inputs(t, nb, seed=5)
+    y = torch.randn_like(x)
+    for _ in range(3):
+        prefix = x + y                                  # written by the previous kernel
+        out1 = mod.attn_res(prefix, bank, cw, ow, nvb=3, write_prefix=True)
+        out2 = mod.attn_res(out1, bank, cw, ow, nvb=4)  # reads bank[:, 3] just written
+        torch.cuda.synchronize()
+        assert torch.equal(bits(bank[:, 3]), bits(prefix))
+        assert_close_bf16(out2, reference(out1, bank, cw, ow, 4))
+
+
+def test_zero_tokens():
+    e = torch.empty(0, H, device="cuda", dtype=torch.bfloat16)
+    out = mod.attn_res(e, torch.empty(0, 9, H, device="cuda", dtype=torch.bfloat16),
+                       torch.ones(H, device="cuda", dtype=torch.bfloat16),
+                       torch.ones(H, device="cuda", dtype=torch.bfloat16), nvb=3)
+    assert out.shape == (0, H)
+
+
+def _args(t=4, nb=9, h=H, dtype=torch.bfloat16):
+    return [torch.zeros(t, h, device="cuda", dtype=dtype),
+            torch.zeros(t, nb, h, device="cuda", dtype=dtype),
+            torch.zeros(h, device="cuda", dtype=dtype),
+            torch.zeros(h, device="cuda", dtype=dtype)]
+
+
+def _replace(i, value):
+    a = _args()
+    a[i] = value
+    return a
+
+
+@pytest.mark.parametrize("bad,kw", [
+    (lambda: _args(), {"nvb": 9}),
+    (lambda: _args(), {"nvb": -1}),
+    (lambda: _args(nb=4), {"nvb": 4, "write_prefix": True}),
+    (lambda: _args(nb=4), {"nvb": 5}),
+    (lambda: _replace(0, torch.zeros(4, H, device="cuda", dtype=torch.float16)), {"nvb": 2}),
+    (lambda: _replace(1, torch.zeros(4, 9, H, device="cuda")), {"nvb": 2}),
+    (lambda: _replace(2, torch.zeros(H, device="cuda")), {"nvb": 2}),
+    (lambda: _replace(1, torch.zeros(3, 9, H, device="cuda", dtype=torch.bfloat16)), {"nvb": 2}),
+    (lambda: _replace(2, torch.zeros(H - 8, device="cuda", dtype=torch.bfloat16)), {"nvb": 2}),
+    (lambda: _replace(0, torch.zeros(4, 2 * H, device="cuda", dtype=torch.bfloat16)[:, ::2]),
+     {"nvb": 2}),
+    (lambda: _args(h=100), {"nvb": 2}),
+])
+def test_bad_arguments_raise_before_launch(bad, kw):
+    args = bad()
+    with pytest.raises((TypeError, ValueError)):
+        mod.attn_res(*args, **kw)
+    torch.cuda.synchronize()
