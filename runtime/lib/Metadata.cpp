@@ -321,9 +321,9 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
       if (!box->is_array() || box->empty() || box->size() > 5)
         p.fail("box", "expected an array of 1 to 5 dimensions, got " + box->dump());
       for (const json &d : *box) {
-        if (!d.is_number_unsigned() || d.get<uint64_t>() < 1 || d.get<uint64_t>() > 256)
+        if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > 256)
           p.fail("box", "expected dimensions in [1, 256], got " + box->dump());
-        info.box.push_back(static_cast<uint32_t>(d.get<uint64_t>()));
+        info.box.push_back(static_cast<uint32_t>(d.get<int64_t>()));
       }
       info.swizzle = static_cast<unsigned>(p.uint("swizzle", false, 0, 128));
       if (info.swizzle != 0 && info.swizzle != 32 && info.swizzle != 64 && info.swizzle != 128)
