@@ -1,3 +1,4 @@
-"""Kernels that are not specific to one model: normalization and softmax over rows."""
+"""Kernels that are not specific to one model: normalization and softmax over rows, TMA
+tile copies."""
 
-MODULES = ["norm"]
+MODULES = ["norm", "tma"]

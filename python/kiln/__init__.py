@@ -22,6 +22,7 @@ from .compiler.errors import CompilationError  # noqa: E402
 from .jit import JITFunction, jit  # noqa: E402
 from .autotune import Autotuner, Config, autotune  # noqa: E402  (kiln.autotune: the decorator)
 from .language.core import constexpr  # noqa: E402
+from .tensor_descriptor import TensorDescriptor  # noqa: E402
 
 _LAZY_RUNTIME = ("Bundle", "KilnError", "BundleWriter", "device_arch")
 
@@ -44,4 +45,4 @@ def cdiv(x: int, div: int) -> int:
 
 
 __all__ = ["Autotuner", "Bundle", "CompilationError", "Config", "JITFunction", "KilnError",
-           "autotune", "cdiv", "constexpr", "jit", "language", "__version__"]
+           "TensorDescriptor", "autotune", "cdiv", "constexpr", "jit", "language", "__version__"]

@@ -102,6 +102,10 @@ def _arg_type(value: Any, what: str) -> Tuple[str, Optional[int]]:
         raise ValueError(f"{what}: integer {value} does not fit in 64 bits")
     if isinstance(value, float):
         return "f32", None
+    from .tensor_descriptor import TensorDescriptor  # noqa: PLC0415
+
+    if isinstance(value, TensorDescriptor):
+        return value.signature, None
     dt = _tensor_dtype(value)
     if dt is not None:
         return "*" + dt, _tensor_address(value)

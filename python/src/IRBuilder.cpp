@@ -192,6 +192,22 @@ public:
       invalid("a pointer points to a scalar integer or float, got " + toString(pointee));
     return tile::PtrType::get(ctx(), pointee);
   }
+  Type tensorDescType(Type block, unsigned swizzle) {
+    auto tensor = llvm::dyn_cast<RankedTensorType>(block);
+    if (!tensor)
+      invalid("a tensor descriptor's block is a tile, got " + toString(block));
+    std::string message;
+    {
+      ScopedDiagnosticHandler handler(ctx(), [&](Diagnostic &d) {
+        message = d.str();
+        return success();
+      });
+      if (failed(tile::TensorDescType::verify([&] { return mlir::emitError(loc); }, tensor,
+                                              swizzle)))
+        invalid(message);
+    }
+    return tile::TensorDescType::get(ctx(), tensor, swizzle);
+  }
   Type tensorType(const std::vector<int64_t> &shape, Type element) {
     if (shape.empty())
       return element;
@@ -317,6 +333,17 @@ public:
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
       invalid("store to a non-pointer " + toString(ptr.getType()));
     tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()), IntegerAttr());
+  }
+
+  Value descLoad(Value desc, const std::vector<Value> &indices) {
+    if (!llvm::isa<tile::TensorDescType>(desc.getType()))
+      invalid("load through a non-descriptor " + toString(desc.getType()));
+    return tile::DescLoadOp::create(builder, loc, desc, indices);
+  }
+  void descStore(Value desc, const std::vector<Value> &indices, Value value) {
+    if (!llvm::isa<tile::TensorDescType>(desc.getType()))
+      invalid("store through a non-descriptor " + toString(desc.getType()));
+    tile::DescStoreOp::create(builder, loc, desc, indices, value);
   }
 
   // --- arith / math ------------------------------------------------------
@@ -710,6 +737,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("__hash__", [](Type t) { return static_cast<size_t>(hash_value(t)); })
       .def("is_tensor", [](Type t) { return llvm::isa<RankedTensorType>(t); })
       .def("is_ptr", [](Type t) { return llvm::isa<tile::PtrType>(t); })
+      .def("is_tensordesc", [](Type t) { return llvm::isa<tile::TensorDescType>(t); })
       .def("is_int", [](Type t) { return llvm::isa<IntegerType>(t); })
       .def("is_float", [](Type t) { return llvm::isa<FloatType>(t); })
       .def_property_readonly("shape",
@@ -767,6 +795,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("float_type", &Builder::floatType)
       .def("ptr_type", &Builder::ptrType)
       .def("tensor_type", &Builder::tensorType)
+      .def("tensordesc_type", &Builder::tensorDescType)
       .def("create_module", &Builder::createModule)
       .def("create_kernel", &Builder::createKernel, py::arg("module"), py::arg("name"),
            py::arg("arg_types"), py::arg("divisibility"), py::arg("num_warps"))
@@ -782,6 +811,8 @@ void populateIRBuilder(py::module_ &m) {
       .def("addptr", &Builder::addptr)
       .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
            py::arg("other") = py::none())
+      .def("desc_load", &Builder::descLoad)
+      .def("desc_store", &Builder::descStore)
       .def("store", &Builder::store, py::arg("ptr"), py::arg("value"),
            py::arg("mask") = py::none())
       .def("binary", &Builder::binary, py::arg("name"), py::arg("lhs"), py::arg("rhs"),

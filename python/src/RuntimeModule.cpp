@@ -116,9 +116,27 @@ std::string argWhat(const kiln::KernelEntry &entry, size_t index) {
          std::to_string(index) + ")";
 }
 
-std::string paramExpected(const kiln::ParamInfo &p) {
-  return p.kind == kiln::ParamKind::Pointer ? "ptr<" + std::string(kiln::dtypeName(p.dtype)) + ">"
-                                            : std::string(kiln::dtypeName(p.dtype));
+std::string paramExpected(const kiln::ParamInfo &p) { return p.describeType(); }
+
+/// A TensorMap argument from kiln.runtime.marshal_args: (128 bytes, dtype name,
+/// box outermost first, swizzle). The bytes object must outlive the launch
+/// (the caller's argument list holds it).
+kiln::KernelArg toTensorMapArg(const std::string &what, const kiln::ParamInfo &p, py::handle h) {
+  if (!py::isinstance<py::tuple>(h) || py::len(h) != 4 || !py::isinstance<py::bytes>(h[py::int_(0)]))
+    throw kiln::Error(what + " expects " + p.describeType() +
+                      " (a kiln.TensorDescriptor), got " + typeNameOf(h));
+  py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+  char *data = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(t[0].ptr(), &data, &size) != 0 || size != 128) {
+    PyErr_Clear();
+    throw kiln::Error(what + ": a CUtensorMap is 128 bytes, got " + std::to_string(size));
+  }
+  auto dtype = kiln::parseDType(t[1].cast<std::string>());
+  if (!dtype)
+    throw kiln::Error(what + ": unknown dtype '" + t[1].cast<std::string>() + "'");
+  return kiln::KernelArg::tensorMap(data, *dtype, t[2].cast<std::vector<uint32_t>>(),
+                                    t[3].cast<unsigned>());
 }
 
 /// Converts one Python value to the KernelArg that parameter `p` expects. The
@@ -148,6 +166,8 @@ kiln::KernelArg toArg(const kiln::KernelEntry &entry, size_t index, py::handle h
 
   const std::string what = argWhat(entry, index);
   const std::string expected = paramExpected(p);
+  if (p.kind == kiln::ParamKind::TensorMap)
+    return toTensorMapArg(what, p, h);
   const bool isBool = py::isinstance<py::bool_>(h);
   const bool isInt = !isBool && (py::isinstance<py::int_>(h) || (!py::isinstance<py::float_>(h) &&
                                                                  py::hasattr(h, "__index__")));
@@ -708,6 +728,61 @@ PYBIND11_MODULE(_runtime, m) {
         return d;
       },
       py::arg("device_index") = py::none());
+  m.def(
+      "encode_tensor_map",
+      [](uint64_t address, const std::string &dtype, std::vector<uint64_t> shape,
+         std::vector<uint64_t> strides, std::vector<uint32_t> box, unsigned swizzle) {
+        kiln::TensorMapSpec spec;
+        spec.address = address;
+        auto d = kiln::parseDType(dtype);
+        if (!d)
+          throw kiln::Error("encode_tensor_map: unknown dtype '" + dtype + "'");
+        spec.dtype = *d;
+        spec.shape = std::move(shape);
+        spec.strides = std::move(strides);
+        spec.box = std::move(box);
+        switch (swizzle) {
+        case 0: spec.swizzle = kiln::TensorMapSwizzle::None; break;
+        case 32: spec.swizzle = kiln::TensorMapSwizzle::B32; break;
+        case 64: spec.swizzle = kiln::TensorMapSwizzle::B64; break;
+        case 128: spec.swizzle = kiln::TensorMapSwizzle::B128; break;
+        default:
+          throw kiln::Error("encode_tensor_map: swizzle must be 0, 32, 64 or 128 bytes, got " +
+                            std::to_string(swizzle));
+        }
+        CUtensorMap map;
+        {
+          py::gil_scoped_release release;
+          map = kiln::encodeTensorMap(spec);
+        }
+        return py::bytes(reinterpret_cast<const char *>(&map), sizeof(map));
+      },
+      py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"),
+      py::arg("box"), py::arg("swizzle"),
+      "The 128-byte CUtensorMap of a tiled TMA copy; dimensions innermost first, `strides` "
+      "the byte strides of dimensions 1.. (validated first; raises naming the problem).");
+  m.def(
+      "validate_tensor_map",
+      [](uint64_t address, const std::string &dtype, std::vector<uint64_t> shape,
+         std::vector<uint64_t> strides, std::vector<uint32_t> box, unsigned swizzle) {
+        kiln::TensorMapSpec spec;
+        spec.address = address;
+        auto d = kiln::parseDType(dtype);
+        if (!d)
+          return "unknown dtype '" + dtype + "'";
+        spec.dtype = *d;
+        spec.shape = std::move(shape);
+        spec.strides = std::move(strides);
+        spec.box = std::move(box);
+        spec.swizzle = swizzle == 0    ? kiln::TensorMapSwizzle::None
+                       : swizzle == 32 ? kiln::TensorMapSwizzle::B32
+                       : swizzle == 64 ? kiln::TensorMapSwizzle::B64
+                                       : kiln::TensorMapSwizzle::B128;
+        return kiln::validateTensorMap(spec);
+      },
+      py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"),
+      py::arg("box"), py::arg("swizzle"),
+      "What cuTensorMapEncodeTiled would reject in this geometry, or '' (needs no GPU).");
   m.def("driver_available", &kiln::driverAvailable,
         "True if libcuda.so.1 loads and initializes on this machine.");
   m.def(

@@ -145,9 +145,68 @@ KernelArg KernelArg::fromFloat(DType dtype, double v, const std::string &what) {
   }
 }
 
-std::string KernelArg::describe() const {
-  return kind_ == ParamKind::Pointer ? "ptr" : std::string(dtypeName(dtype_));
+uint64_t tensorMapGeometry(const std::vector<uint32_t> &box, unsigned swizzle) {
+  uint64_t g = box.size();
+  for (uint32_t d : box)
+    g = g * 257 + d;
+  return g * 257 + swizzle;
 }
+
+namespace {
+ParamInfo decodeGeometry(DType dtype, uint64_t g) {
+  ParamInfo p;
+  p.kind = ParamKind::TensorMap;
+  p.dtype = dtype;
+  p.swizzle = static_cast<unsigned>(g % 257);
+  g /= 257;
+  while (g >= 257) {
+    p.box.insert(p.box.begin(), static_cast<uint32_t>(g % 257));
+    g /= 257;
+  }
+  return p;
+}
+} // namespace
+
+KernelArg KernelArg::tensorMap(const void *map, DType dtype, const std::vector<uint32_t> &box,
+                               unsigned swizzle) {
+  return KernelArg(ParamKind::TensorMap, dtype, reinterpret_cast<uint64_t>(map),
+                   tensorMapGeometry(box, swizzle));
+}
+
+KernelArg KernelArg::tensorMap(const CUtensorMap &map, const TensorMapSpec &spec) {
+  std::vector<uint32_t> box(spec.box.rbegin(), spec.box.rend());
+  return tensorMap(&map, spec.dtype, box, swizzleSpanBytes(spec.swizzle) == 16
+                                              ? 0u
+                                              : swizzleSpanBytes(spec.swizzle));
+}
+
+std::string KernelArg::describe() const {
+  switch (kind_) {
+  case ParamKind::Pointer:
+    return "ptr";
+  case ParamKind::TensorMap:
+    return decodeGeometry(dtype_, geometry_).describeType();
+  case ParamKind::Scalar:
+    break;
+  }
+  return std::string(dtypeName(dtype_));
+}
+
+namespace {
+/// Whether `a` can be passed for `p` (pointers: kind and alignment).
+bool argFits(const ParamInfo &p, const KernelArg &a) {
+  switch (p.kind) {
+  case ParamKind::Pointer:
+    return a.isPointer() && (p.divisibility <= 1 || a.raw() % p.divisibility == 0);
+  case ParamKind::TensorMap:
+    return a.kind() == ParamKind::TensorMap && a.dtype() == p.dtype &&
+           a.geometry() == tensorMapGeometry(p.box, p.swizzle);
+  case ParamKind::Scalar:
+    break;
+  }
+  return a.kind() == ParamKind::Scalar && a.dtype() == p.dtype;
+}
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Argument checking
@@ -167,37 +226,24 @@ void checkArgs(const KernelEntry &entry, const std::vector<KernelArg> &args) {
     const KernelArg &a = args[i];
     const std::string where =
         "kernel '" + entry.name + "': argument '" + p.name + "' (param " + std::to_string(i) + ")";
-    const std::string expected = p.kind == ParamKind::Pointer
-                                     ? "ptr<" + std::string(dtypeName(p.dtype)) + ">"
-                                     : std::string(dtypeName(p.dtype));
-    if (p.kind == ParamKind::Pointer) {
-      if (!a.isPointer())
-        throw Error(where + " expects " + expected + ", got " + a.describe());
-      if (p.divisibility > 1 && a.raw() % p.divisibility != 0) {
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(a.raw()));
-        throw Error(where + ": pointer " + buf + " is not " + std::to_string(p.divisibility) +
-                    "-byte aligned (divisibility " + std::to_string(p.divisibility) + ")");
-      }
-    } else if (a.isPointer() || a.dtype() != p.dtype) {
-      throw Error(where + " expects " + expected + ", got " + a.describe());
+    const std::string expected = p.describeType();
+    if (p.kind == ParamKind::Pointer && a.isPointer() && !argFits(p, a)) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(a.raw()));
+      throw Error(where + ": pointer " + buf + " is not " + std::to_string(p.divisibility) +
+                  "-byte aligned (divisibility " + std::to_string(p.divisibility) + ")");
     }
+    if (!argFits(p, a))
+      throw Error(where + " expects " + expected + ", got " + a.describe());
   }
 }
 
 bool argsFit(const KernelEntry &entry, const KernelArg *args, size_t numArgs) noexcept {
   if (numArgs != entry.params.size())
     return false;
-  for (size_t i = 0; i < numArgs; ++i) {
-    const ParamInfo &p = entry.params[i];
-    const KernelArg &a = args[i];
-    if (p.kind == ParamKind::Pointer) {
-      if (!a.isPointer() || (p.divisibility > 1 && a.raw() % p.divisibility != 0))
-        return false;
-    } else if (a.isPointer() || a.dtype() != p.dtype) {
+  for (size_t i = 0; i < numArgs; ++i)
+    if (!argFits(entry.params[i], args[i]))
       return false;
-    }
-  }
   return true;
 }
 

@@ -133,17 +133,28 @@ bool isUnsignedIntDType(DType d) {
   return d == DType::U8 || d == DType::U16 || d == DType::U32 || d == DType::U64;
 }
 
-std::string ParamInfo::describe() const {
-  std::string s = name + ": ";
-  if (kind == ParamKind::Pointer) {
-    s += "ptr<" + std::string(dtypeName(dtype)) + ">";
-    if (divisibility > 1)
-      s += " (div " + std::to_string(divisibility) + ")";
-  } else {
-    s += std::string(dtypeName(dtype));
-    if (divisibility > 1)
-      s += " (div " + std::to_string(divisibility) + ")";
+std::string ParamInfo::describeType() const {
+  switch (kind) {
+  case ParamKind::Pointer:
+    return "ptr<" + std::string(dtypeName(dtype)) + ">";
+  case ParamKind::TensorMap: {
+    std::string s = "tensordesc<" + std::string(dtypeName(dtype)) + ", ";
+    for (size_t i = 0; i < box.size(); ++i)
+      s += (i ? "x" : "") + std::to_string(box[i]);
+    if (swizzle)
+      s += ", swizzle " + std::to_string(swizzle);
+    return s + ">";
   }
+  case ParamKind::Scalar:
+    break;
+  }
+  return std::string(dtypeName(dtype));
+}
+
+std::string ParamInfo::describe() const {
+  std::string s = name + ": " + describeType();
+  if (divisibility > 1)
+    s += " (div " + std::to_string(divisibility) + ")";
   return s;
 }
 
@@ -293,8 +304,10 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
       info.kind = ParamKind::Pointer;
     else if (kind == "scalar")
       info.kind = ParamKind::Scalar;
+    else if (kind == "tensormap")
+      info.kind = ParamKind::TensorMap;
     else
-      p.fail("kind", "expected \"ptr\" or \"scalar\", got \"" + kind + "\"");
+      p.fail("kind", "expected \"ptr\", \"scalar\" or \"tensormap\", got \"" + kind + "\"");
     std::string dtype = p.str("dtype", true);
     auto d = parseDType(dtype);
     if (!d)
@@ -303,6 +316,19 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
     info.divisibility = p.uint("divisibility", false, 1, uint64_t(1) << 32);
     if (info.divisibility == 0)
       p.fail("divisibility", "must be at least 1");
+    if (info.kind == ParamKind::TensorMap) {
+      const json *box = p.get("box", true);
+      if (!box->is_array() || box->empty() || box->size() > 5)
+        p.fail("box", "expected an array of 1 to 5 dimensions, got " + box->dump());
+      for (const json &d : *box) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > 256)
+          p.fail("box", "expected dimensions in [1, 256], got " + box->dump());
+        info.box.push_back(static_cast<uint32_t>(d.get<int64_t>()));
+      }
+      info.swizzle = static_cast<unsigned>(p.uint("swizzle", false, 0, 128));
+      if (info.swizzle != 0 && info.swizzle != 32 && info.swizzle != 64 && info.swizzle != 128)
+        p.fail("swizzle", "expected 0, 32, 64 or 128, got " + std::to_string(info.swizzle));
+    }
     e.params.push_back(std::move(info));
   }
 

@@ -103,6 +103,62 @@ TEST(KernelArgTest, CheckCountKindDtypeAlignment) {
             "aligned (divisibility 16)");
 }
 
+TEST(KernelArgTest, TensorMapsMatchDtypeBoxAndSwizzle) {
+  json meta = {{"name", "copy"},
+               {"symbol", "copy"},
+               {"params",
+                {{{"name", "src"}, {"kind", "tensormap"}, {"dtype", "bf16"}, {"box", {64, 128}}},
+                 {{"name", "n"}, {"kind", "scalar"}, {"dtype", "i32"}}}},
+               {"threads_per_block", 128}};
+  KernelEntry e = parseKernelEntry(meta, "test", /*withImages=*/false);
+  ASSERT_EQ(e.params[0].kind, ParamKind::TensorMap);
+  EXPECT_EQ(e.params[0].describe(), "src: tensordesc<bf16, 64x128>");
+  alignas(64) unsigned char map[128] = {};
+  EXPECT_NO_THROW(
+      checkArgs(e, {KernelArg::tensorMap(map, DType::BF16, {64, 128}, 0), KernelArg::i32(1)}));
+  // The TensorMapSpec form: dimensions innermost first there, outermost first in metadata.
+  TensorMapSpec spec;
+  spec.dtype = DType::BF16;
+  spec.shape = {4096, 1024};
+  spec.strides = {8192};
+  spec.box = {128, 64};
+  spec.swizzle = TensorMapSwizzle::None;
+  CUtensorMap cmap{};
+  KernelArg fromSpec = KernelArg::tensorMap(cmap, spec);
+  EXPECT_EQ(fromSpec.data(), static_cast<const void *>(&cmap));
+  EXPECT_NO_THROW(checkArgs(e, {fromSpec, KernelArg::i32(1)}));
+  EXPECT_EQ(errorOf([&] {
+              checkArgs(e, {KernelArg::tensorMap(map, DType::BF16, {32, 128}, 0),
+                            KernelArg::i32(1)});
+            }),
+            "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
+            "tensordesc<bf16, 32x128>");
+  EXPECT_EQ(errorOf([&] {
+              checkArgs(e, {KernelArg::tensorMap(map, DType::F16, {64, 128}, 0),
+                            KernelArg::i32(1)});
+            }),
+            "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
+            "tensordesc<f16, 64x128>");
+  EXPECT_EQ(errorOf([&] {
+              checkArgs(e, {KernelArg::tensorMap(map, DType::BF16, {64, 128}, 128),
+                            KernelArg::i32(1)});
+            }),
+            "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
+            "tensordesc<bf16, 64x128, swizzle 128>");
+  EXPECT_EQ(errorOf([&] {
+              checkArgs(e, {KernelArg::pointer(uint64_t(0x1000)), KernelArg::i32(1)});
+            }),
+            "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
+            "ptr");
+  json bad = meta;
+  bad["params"][0]["box"] = {64, 512};
+  EXPECT_NE(errorOf([&] { parseKernelEntry(bad, "test", false); }).find("[1, 256]"),
+            std::string::npos);
+  bad["params"][0].erase("box");
+  EXPECT_NE(errorOf([&] { parseKernelEntry(bad, "test", false); }).find("field 'box' missing"),
+            std::string::npos);
+}
+
 TEST(KernelArgTest, Conversions) {
   const std::string what = "kernel 'k': argument 'n'";
   EXPECT_EQ(KernelArg::fromInteger(DType::I32, -1, what).raw(), 0xffffffffu);

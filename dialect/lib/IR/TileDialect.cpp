@@ -52,8 +52,9 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return op->emitOpError() << "a tile kernel returns nothing, got "
                                << func.getFunctionType().getNumResults() << " results";
     for (Type type : func.getFunctionType().getInputs())
-      if (!llvm::isa<PtrType, IntegerType, FloatType>(type))
-        return op->emitOpError() << "a tile kernel takes scalars and pointers, got " << type;
+      if (!llvm::isa<PtrType, TensorDescType, IntegerType, FloatType>(type))
+        return op->emitOpError()
+               << "a tile kernel takes scalars, pointers and tensor descriptors, got " << type;
     return success();
   }
   if (name == getNumWarpsAttrName())

@@ -235,6 +235,34 @@ LogicalResult LoadOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// DescLoadOp / DescStoreOp
+//===----------------------------------------------------------------------===//
+
+/// The box coordinates match the descriptor's rank and `tile` its block type.
+static LogicalResult verifyDescAccess(Operation *op, TensorDescType desc, size_t numIndices,
+                                      Type tile, StringRef what) {
+  if (numIndices != static_cast<size_t>(desc.getBlockType().getRank()))
+    return op->emitOpError() << "expected " << desc.getBlockType().getRank()
+                             << " box coordinates (the descriptor's rank), got " << numIndices;
+  if (desc.getSwizzle() != 0)
+    return op->emitOpError() << "expected an unswizzled descriptor: a swizzled box is a "
+                                "tensor-core operand, not read into or written from registers";
+  if (tile != desc.getBlockType())
+    return op->emitOpError() << "expected the " << what << " to be the descriptor's block type "
+                             << desc.getBlockType() << ", got " << tile;
+  return success();
+}
+
+LogicalResult DescLoadOp::verify() {
+  return verifyDescAccess(*this, getDesc().getType(), getIndices().size(), getType(), "result");
+}
+
+LogicalResult DescStoreOp::verify() {
+  return verifyDescAccess(*this, getDesc().getType(), getIndices().size(),
+                          getValue().getType(), "stored value");
+}
+
 /// Whether `mask` is a constant whose every element is `value`.
 static bool isConstantMask(Value mask, bool value) {
   if (!mask)

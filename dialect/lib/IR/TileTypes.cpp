@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace kiln::tile;
@@ -25,6 +26,38 @@ LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError, Type
     return emitError() << "expected the pointee of !tile.ptr to be an integer or float type, got "
                        << pointeeType;
   return success();
+}
+
+LogicalResult TensorDescType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     RankedTensorType blockType, unsigned swizzle) {
+  Type element = blockType.getElementType();
+  if (!llvm::isa<IntegerType, FloatType>(element) || element.isInteger(1))
+    return emitError() << "expected a tensor descriptor of integers or floats (not i1), got "
+                       << element;
+  int64_t rank = blockType.getRank();
+  if (rank < 1 || rank > 5)
+    return emitError() << "expected a tensor descriptor of rank 1 to 5, got rank " << rank;
+  for (int64_t dim : blockType.getShape())
+    if (dim < 1 || dim > 256 || !llvm::isPowerOf2_64(dim))
+      return emitError() << "expected every box dimension to be a power of two in [1, 256] "
+                            "(a TMA box), got "
+                         << blockType;
+  int64_t innerBytes = blockType.getShape().back() * element.getIntOrFloatBitWidth() / 8;
+  if (innerBytes % 16 != 0)
+    return emitError() << "expected the box's inner dimension to span a multiple of 16 bytes, "
+                          "got "
+                       << innerBytes << " bytes (" << blockType << ")";
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitError() << "expected a swizzle of 0, 32, 64 or 128 bytes, got " << swizzle;
+  if (swizzle != 0 && innerBytes > swizzle)
+    return emitError() << "expected the box's inner dimension (" << innerBytes
+                       << " bytes) to fit the " << swizzle << "-byte swizzle span";
+  return success();
+}
+
+int64_t TensorDescType::getBoxBytes() const {
+  return getBlockType().getNumElements() *
+         getBlockType().getElementType().getIntOrFloatBitWidth() / 8;
 }
 
 Type kiln::tile::getPointeeType(Type ptrLike) {

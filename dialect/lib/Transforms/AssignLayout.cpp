@@ -48,6 +48,10 @@ struct TileAssignLayoutPass : kiln::tile::impl::TileAssignLayoutBase<TileAssignL
         accessed = load.getType();
       else if (auto store = llvm::dyn_cast<StoreOp>(op))
         accessed = store.getValue().getType();
+      else if (auto load = llvm::dyn_cast<DescLoadOp>(op))
+        accessed = load.getType();
+      else if (auto store = llvm::dyn_cast<DescStoreOp>(op))
+        accessed = store.getValue().getType();
       if (!accessed || !llvm::isa<RankedTensorType>(accessed))
         return;
       int64_t bytes =

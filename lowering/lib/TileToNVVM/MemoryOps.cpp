@@ -29,54 +29,6 @@ struct AddPtrLowering : TileOpConversion<tile::AddPtrOp> {
   }
 };
 
-/// How `vec` consecutive elements of `element` move in one access: as one
-/// integer or a vector of i32 words (16 bytes = ld/st.global.v4.b32).
-struct VectorAccess {
-  int64_t vec;
-  Type element;    ///< converted element type
-  Type accessType; ///< the type of the llvm.load / llvm.store
-  Type valueType;  ///< vector<vec x element>, or element when vec == 1
-  unsigned alignment;
-
-  VectorAccess(MLIRContext *context, Type element, int64_t requested) : element(element) {
-    int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
-    vec = element.isInteger(1) ? 1 : requested;
-    int64_t total = vec * bytes;
-    alignment = total;
-    valueType = vec == 1 ? element : VectorType::get({vec}, element);
-    if (vec == 1)
-      accessType = element;
-    else if (total % 4 == 0)
-      accessType = total == 4 ? Type(IntegerType::get(context, 32))
-                              : Type(VectorType::get({total / 4}, IntegerType::get(context, 32)));
-    else
-      accessType = IntegerType::get(context, total * 8);
-  }
-
-  /// Loaded bits -> the elements.
-  SmallVector<Value> split(OpBuilder &b, Location loc, Value loaded) const {
-    if (vec == 1)
-      return {loaded};
-    Value vector = LLVM::BitcastOp::create(b, loc, valueType, loaded);
-    SmallVector<Value> elements;
-    for (int64_t i = 0; i < vec; ++i)
-      elements.push_back(
-          LLVM::ExtractElementOp::create(b, loc, vector, createI32Constant(b, loc, i)));
-    return elements;
-  }
-
-  /// The elements -> bits to store (or to yield in place of a masked load).
-  Value join(OpBuilder &b, Location loc, ArrayRef<Value> elements) const {
-    if (vec == 1)
-      return elements.front();
-    Value vector = LLVM::PoisonOp::create(b, loc, valueType);
-    for (int64_t i = 0; i < vec; ++i)
-      vector = LLVM::InsertElementOp::create(b, loc, vector, elements[i],
-                                             createI32Constant(b, loc, i));
-    return LLVM::BitcastOp::create(b, loc, accessType, vector);
-  }
-};
-
 int64_t getRequestedVec(Operation *op) {
   if (auto vec = op->getAttrOfType<IntegerAttr>("vec"))
     return std::max<int64_t>(1, vec.getInt());

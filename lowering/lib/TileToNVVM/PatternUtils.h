@@ -38,9 +38,28 @@ mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,
                           const tile::BlockedLayout &layout);
 
 /// A fresh module-level shared-memory array (`<prefix>_<n>`) of `count`
-/// elements of `element`, 16-byte aligned; returns its address (`!llvm.ptr<3>`).
+/// elements of `element`, `alignment`-byte aligned; returns its address (`!llvm.ptr<3>`).
 mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user,
-                               llvm::StringRef prefix, mlir::Type element, int64_t count);
+                               llvm::StringRef prefix, mlir::Type element, int64_t count,
+                               unsigned alignment = 16);
+
+/// How `vec` consecutive elements of `element` move in one access: as one
+/// integer or a vector of i32 words (16 bytes = ld/st.v4.b32).
+struct VectorAccess {
+  int64_t vec;
+  mlir::Type element;    ///< converted element type
+  mlir::Type accessType; ///< the type of the llvm.load / llvm.store
+  mlir::Type valueType;  ///< vector<vec x element>, or element when vec == 1
+  unsigned alignment;
+
+  VectorAccess(mlir::MLIRContext *context, mlir::Type element, int64_t requested);
+  /// Loaded bits -> the elements.
+  llvm::SmallVector<mlir::Value> split(mlir::OpBuilder &b, mlir::Location loc,
+                                       mlir::Value loaded) const;
+  /// The elements -> bits to store (or to yield in place of a masked load).
+  mlir::Value join(mlir::OpBuilder &b, mlir::Location loc,
+                   llvm::ArrayRef<mlir::Value> elements) const;
+};
 
 /// Base of the patterns that need the layout.
 template <typename SourceOp>

@@ -40,6 +40,10 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
   addConversion([context](tile::PtrType) -> Type {
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/1);
   });
+  // A descriptor parameter is the address of the by-value CUtensorMap.
+  addConversion([context](tile::TensorDescType) -> Type {
+    return LLVM::LLVMPointerType::get(context);
+  });
   addConversion([this, context](RankedTensorType type) -> std::optional<Type> {
     Type element = convertType(type.getElementType());
     if (!element)
@@ -70,6 +74,43 @@ Value kiln::packTile(OpBuilder &b, Location loc, Type type, ValueRange values) {
   return result;
 }
 
+VectorAccess::VectorAccess(MLIRContext *context, Type element, int64_t requested)
+    : element(element) {
+  int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+  vec = element.isInteger(1) ? 1 : requested;
+  int64_t total = vec * bytes;
+  alignment = total;
+  valueType = vec == 1 ? element : VectorType::get({vec}, element);
+  if (vec == 1)
+    accessType = element;
+  else if (total % 4 == 0)
+    accessType = total == 4 ? Type(IntegerType::get(context, 32))
+                            : Type(VectorType::get({total / 4}, IntegerType::get(context, 32)));
+  else
+    accessType = IntegerType::get(context, total * 8);
+}
+
+SmallVector<Value> VectorAccess::split(OpBuilder &b, Location loc, Value loaded) const {
+  if (vec == 1)
+    return {loaded};
+  Value vector = LLVM::BitcastOp::create(b, loc, valueType, loaded);
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < vec; ++i)
+    elements.push_back(
+        LLVM::ExtractElementOp::create(b, loc, vector, createI32Constant(b, loc, i)));
+  return elements;
+}
+
+Value VectorAccess::join(OpBuilder &b, Location loc, ArrayRef<Value> elements) const {
+  if (vec == 1)
+    return elements.front();
+  Value vector = LLVM::PoisonOp::create(b, loc, valueType);
+  for (int64_t i = 0; i < vec; ++i)
+    vector = LLVM::InsertElementOp::create(b, loc, vector, elements[i],
+                                           createI32Constant(b, loc, i));
+  return LLVM::BitcastOp::create(b, loc, accessType, vector);
+}
+
 Value kiln::createI32Constant(OpBuilder &b, Location loc, int64_t value) {
   return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(value));
 }
@@ -98,7 +139,7 @@ Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout 
 }
 
 Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, Type element,
-                               int64_t count) {
+                               int64_t count, unsigned alignment) {
   Location loc = user->getLoc();
   auto module = user->getParentOfType<ModuleOp>();
   std::string name;
@@ -112,7 +153,7 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
     b.setInsertionPointToStart(module.getBody());
     LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(element, count),
                            /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
-                           /*alignment=*/16, /*addrSpace=*/3);
+                           alignment, /*addrSpace=*/3);
   }
   return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
@@ -150,6 +191,16 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
                   rewriter.getDenseI32ArrayAttr(
                       {int32_t(tileConverter.getThreadsPerBlock()), 1, 1}));
+    // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
+    // in place (`__grid_constant__`: the parameter's address, cvta.param).
+    for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
+      if (!llvm::isa<tile::TensorDescType>(argType))
+        continue;
+      func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                      TypeAttr::get(LLVM::LLVMArrayType::get(rewriter.getI8Type(), 128)));
+      func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(), rewriter.getI64IntegerAttr(64));
+      func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(), rewriter.getUnitAttr());
+    }
     rewriter.inlineRegionBefore(op.getBody(), func.getBody(), func.end());
     if (failed(rewriter.convertRegionTypes(&func.getBody(), *getTypeConverter(), &signature)))
       return rewriter.notifyMatchFailure(op, "cannot convert the kernel's block arguments");
@@ -178,6 +229,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileProgramOpsToNVVMPatterns(converter, patterns);
   populateTileShapeOpsToNVVMPatterns(converter, patterns);
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
+  populateTileTensorDescOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);
   populateTileElementwiseToNVVMPatterns(converter, patterns);

@@ -154,7 +154,6 @@ _UNSUPPORTED = {
     "JoinedStr": "f-strings are not supported in kernels",
     "Dict": "dict literals are not supported in kernels",
     "Set": "set literals are not supported in kernels",
-    "List": "list literals are not supported in kernels (use a tuple)",
 }
 
 _MAX_INLINE_DEPTH = 32
@@ -488,6 +487,10 @@ class CodeGenerator(ast.NodeVisitor):
         return self._lookup(node.id, node)
 
     def visit_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.visit(e) for e in node.elts)
+
+    def visit_List(self, node: ast.List) -> Any:
+        """A list literal is an immutable sequence, as a tuple (``desc.load([i, j])``)."""
         return tuple(self.visit(e) for e in node.elts)
 
     def visit_Slice(self, node: ast.Slice) -> Any:

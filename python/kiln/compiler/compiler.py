@@ -323,7 +323,11 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
     params = []
     for pname, t in spec.signature:
         ty = lc.dtype_from_str(t)
-        if ty.is_ptr():
+        if ty.is_tensordesc():
+            params.append({"name": pname, "kind": "tensormap", "dtype": ty.element_ty.short,
+                           "box": list(ty.block.shape), "swizzle": ty.swizzle,
+                           "divisibility": 1})
+        elif ty.is_ptr():
             params.append({"name": pname, "kind": "ptr", "dtype": ty.element_ty.short,
                            "divisibility": div.get(pname, 1)})
         else:

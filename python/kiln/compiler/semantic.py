@@ -36,7 +36,8 @@ import builtins
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import language as kl
-from ..language.core import block_type, constexpr, dtype, pointer_type, tensor
+from ..language.core import (block_type, constexpr, dtype, pointer_type, tensor,
+                             tensor_descriptor_type)
 
 
 class SemanticError(Exception):
@@ -74,6 +75,8 @@ class Semantic:
             return b.tensor_type(list(ty.shape), self.ir_type(ty.element_ty))
         if isinstance(ty, pointer_type):
             return b.ptr_type(self.ir_type(ty.element_ty))
+        if isinstance(ty, tensor_descriptor_type):
+            return b.tensordesc_type(self.ir_type(ty.block), ty.swizzle)
         if ty.is_int():
             return b.int_type(ty.primitive_bitwidth)
         return b.float_type(ty.short)
@@ -734,6 +737,53 @@ class Semantic:
             m = self.broadcast_to(m, shape)
         ptr, v = self.broadcast_to(ptr, shape), self.broadcast_to(v, shape)
         self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None)
+
+    # -- tensor descriptors (TMA) -------------------------------------------
+    def _descriptor(self, what: str, desc: Any) -> tensor_descriptor_type:
+        if not isinstance(desc, tensor) or not desc.type.is_tensordesc():
+            got = desc.type if isinstance(desc, tensor) else type(desc).__name__
+            raise SemanticError(f"{what} is a method of tensor descriptors (kernel parameters "
+                                f"given a kiln.TensorDescriptor), not of {got}")
+        return desc.type
+
+    def _box_offsets(self, what: str, ty: tensor_descriptor_type, offsets: Any) -> List[Any]:
+        offsets = offsets.value if isinstance(offsets, constexpr) else offsets
+        if not isinstance(offsets, (list, tuple)):
+            offsets = [offsets]
+        rank = len(ty.block.shape)
+        if len(offsets) != rank:
+            raise SemanticError(f"{what}: the descriptor has rank {rank}, got {len(offsets)} "
+                                f"offsets")
+        handles = []
+        for i, o in enumerate(offsets):
+            t = self.to_tensor(o)
+            if t.type.is_block() or not t.dtype.is_int():
+                raise SemanticError(f"{what}: offset {i} must be a scalar integer, got {t.type}")
+            handles.append(self.cast(t, kl.int32).handle)
+        return handles
+
+    def desc_load(self, desc: Any, offsets: Any) -> tensor:
+        ty = self._descriptor("load", desc)
+        if ty.swizzle:
+            raise SemanticError("load: a swizzled descriptor feeds tensor cores; registers "
+                                "read unswizzled boxes (swizzle=0)")
+        idx = self._box_offsets("load", ty, offsets)
+        return tensor(self.builder.desc_load(desc.handle, idx), ty.block)
+
+    def desc_store(self, desc: Any, offsets: Any, value: Any) -> None:
+        ty = self._descriptor("store", desc)
+        if ty.swizzle:
+            raise SemanticError("store: a swizzled descriptor feeds tensor cores; registers "
+                                "write unswizzled boxes (swizzle=0)")
+        idx = self._box_offsets("store", ty, offsets)
+        elem = ty.block.element_ty
+        v = self.cast(self.to_tensor(value, elem if self.is_literal(value) else None), elem)
+        if v.shape != ty.block.shape:
+            if v.type.is_block():
+                raise SemanticError(f"store: the value's shape {list(v.shape)} is not the "
+                                    f"descriptor's box {list(ty.block.shape)}")
+            v = self.broadcast_to(v, ty.block.shape)
+        self.builder.desc_store(desc.handle, idx, v.handle)
 
     def static_assert(self, cond: Any, msg: Any) -> None:
         if isinstance(cond, tensor):

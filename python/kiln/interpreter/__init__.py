@@ -38,7 +38,7 @@ from ..compiler.errors import CompilationError
 from ..compiler.semantic import Semantic
 from ..language import core as lc
 from ..language.core import constexpr, tensor
-from .builder import InterpreterError, NumpyBuilder, Ptr, numpy_dtype
+from .builder import Desc, InterpreterError, NumpyBuilder, Ptr, numpy_dtype
 
 __all__ = ["InterpreterError", "enabled", "run", "pointer_arg"]
 
@@ -113,6 +113,12 @@ def pointer_arg(obj: Any, what: str = "argument", param: str = "?") -> Tuple[str
     return "*" + elem.short, Ptr(flat, 0, param)
 
 
+def _is_descriptor(value: Any) -> bool:
+    from ..tensor_descriptor import TensorDescriptor  # noqa: PLC0415
+
+    return isinstance(value, TensorDescriptor)
+
+
 def _scalar_arg(value: Any, what: str) -> Tuple[str, np.ndarray]:
     if isinstance(value, (bool, np.bool_)):
         return "i1", np.array(bool(value))
@@ -161,6 +167,10 @@ def _bind(source: FunctionSource, name: str, args: Sequence[Any], kwargs: Mappin
             scope[p.name] = constexpr(value)
             continue
         ty, handle = _scalar_arg(value, what)
+        if not ty and _is_descriptor(value):
+            _, ptr = pointer_arg(value.base, what, p.name)
+            ty, handle = value.signature, Desc(ptr, value.shape, value.strides,
+                                               value.block_shape)
         if not ty:
             ty, handle = pointer_arg(value, what, p.name)
         scope[p.name] = tensor(handle, lc.dtype_from_str(ty))

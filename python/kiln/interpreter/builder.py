@@ -71,6 +71,29 @@ class PtrType:
         self.elem = elem
 
 
+class Desc:
+    """A tensor descriptor: ``ptr`` at the tensor's first element, its ``shape``
+    and element ``strides`` (outermost first) and the ``box``."""
+
+    __slots__ = ("ptr", "shape", "strides", "box")
+
+    def __init__(self, ptr: "Ptr", shape: Sequence[int], strides: Sequence[int],
+                 box: Sequence[int]):
+        self.ptr, self.shape, self.strides, self.box = ptr, tuple(shape), tuple(strides), \
+            tuple(box)
+
+    def box_offsets(self, indices: Sequence[Any]) -> Tuple[np.ndarray, np.ndarray]:
+        """(element offsets of the box, in-bounds mask), both of the box's shape."""
+        grids = np.meshgrid(*[int(i) + np.arange(b) for i, b in zip(indices, self.box)],
+                            indexing="ij")
+        inside = np.ones(self.box, dtype=bool)
+        off = np.zeros(self.box, dtype=np.int64)
+        for g, n, s in zip(grids, self.shape, self.strides):
+            inside &= (g >= 0) & (g < n)
+            off += g.astype(np.int64) * s
+        return np.where(inside, off, 0), inside
+
+
 class Ptr:
     """A pointer (tile): ``buf`` is a 1-D view of one argument's memory in its
     element type; ``off`` the element offsets (int64, the tile's shape)."""
@@ -213,6 +236,9 @@ class NumpyBuilder:
 
     def tensor_type(self, shape: Sequence[int], elem: Any) -> Any:
         return elem  # values carry their shapes
+
+    def tensordesc_type(self, block: Any, swizzle: int) -> Any:
+        return block
 
     # -- constants and program structure --------------------------------------------------
     def int_constant(self, ty: np.dtype, value: int) -> np.ndarray:
@@ -415,6 +441,18 @@ class NumpyBuilder:
                                    f"{first} outside [0, {p.buf.shape[0]})"
                                    + ("" if mask is None else " on an unmasked lane"))
         return off
+
+    def desc_load(self, d: Desc, indices: Sequence[Any]) -> np.ndarray:
+        """The box at ``indices``; elements outside the tensor read as zero (TMA)."""
+        if not self.active():
+            return np.zeros(d.box, dtype=d.ptr.buf.dtype)
+        off, inside = d.box_offsets(indices)
+        return self.load(d.ptr.with_off(off), inside)
+
+    def desc_store(self, d: Desc, indices: Sequence[Any], value: Any) -> None:
+        """Writes the box at ``indices``; elements outside the tensor are dropped."""
+        off, inside = d.box_offsets(indices)
+        self.store(d.ptr.with_off(off), value, inside)
 
     def load(self, p: Ptr, mask: Any = None, other: Any = None) -> np.ndarray:
         if not self.active():  # a branch not taken: no access, no fault

@@ -30,6 +30,7 @@ from .core import (
     int64,
     pointer_type,
     tensor,
+    tensor_descriptor_type,
     uint8,
     uint16,
     uint32,
@@ -252,5 +253,6 @@ __all__ = [
     "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
-    "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor", "where", "zeros", "block_type",
+    "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",
+    "tensor_descriptor_type", "where", "zeros", "block_type",
 ] + [d.name for d in ALL_DTYPES]

@@ -71,6 +71,9 @@ class dtype:
     def is_ptr(self) -> bool:
         return False
 
+    def is_tensordesc(self) -> bool:
+        return False
+
     def is_block(self) -> bool:
         return False
 
@@ -152,6 +155,9 @@ class block_type:
     def is_block(self) -> bool:
         return True
 
+    def is_tensordesc(self) -> bool:
+        return False
+
     def is_ptr(self) -> bool:
         return self.element_ty.is_ptr()
 
@@ -190,11 +196,63 @@ _BY_SHORT = {d.short: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 
 
+class tensor_descriptor_type(dtype):
+    """A TMA tensor descriptor parameter (``kiln.TensorDescriptor`` on the host):
+    the box ``block`` (a block_type, outermost dimension first) and the
+    shared-memory ``swizzle`` in bytes (0 = none). ``short`` is the signature
+    string, ``tensordesc<bf16,64x128>`` (``,sw128`` with a swizzle)."""
+
+    def __init__(self, block: "block_type", swizzle: int = 0):
+        self.block = block
+        self.element_ty = block.element_ty
+        self.swizzle = int(swizzle)
+        dims = "x".join(str(d) for d in block.shape)
+        sw = f",sw{self.swizzle}" if self.swizzle else ""
+        self.name = f"tensordesc<{block.element_ty.name},{dims}{sw}>"
+        self.short = f"tensordesc<{block.element_ty.short},{dims}{sw}>"
+        self.primitive_bitwidth = 1024
+
+    def is_tensordesc(self) -> bool:
+        return True
+
+    def is_fp8(self) -> bool:
+        return False
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, tensor_descriptor_type) and other.block == self.block
+                and other.swizzle == self.swizzle)
+
+    def __hash__(self) -> int:
+        return hash(("tensordesc", self.short))
+
+    def __repr__(self) -> str:
+        return f"kl.tensor_descriptor_type({self.block!r}, swizzle={self.swizzle})"
+
+
+def _tensordesc_from_str(s: str) -> tensor_descriptor_type:
+    body = s[len("tensordesc<"):-1]
+    parts = [p.strip() for p in body.split(",")]
+    try:
+        swizzle = 0
+        if len(parts) == 3 and parts[2].startswith("sw"):
+            swizzle = int(parts[2][2:])
+            parts = parts[:2]
+        if len(parts) != 2:
+            raise ValueError
+        shape = [int(d) for d in parts[1].split("x")]
+    except ValueError:
+        raise ValueError(f"bad tensor descriptor type {s!r} (expected "
+                         f"'tensordesc<bf16,64x128>' or 'tensordesc<bf16,64x64,sw128>')") from None
+    return tensor_descriptor_type(block_type(dtype_from_str(parts[0]), shape), swizzle)
+
+
 def dtype_from_str(s: str) -> dtype:
     """``"bf16"`` / ``"bfloat16"`` -> ``kl.bfloat16``; ``"*bf16"`` -> pointer to it."""
     s = s.strip()
     if s.startswith("*"):
         return pointer_type(dtype_from_str(s[1:]))
+    if s.startswith("tensordesc<") and s.endswith(">"):
+        return _tensordesc_from_str(s)
     if s in _BY_SHORT:
         return _BY_SHORT[s]
     if s in _BY_NAME:
@@ -273,9 +331,19 @@ class tensor:
     def to(self, dtype: Any, bitcast: bool = False, _semantic: Any = None) -> "tensor":
         return _semantic.cast(self, _unwrap(dtype), bitcast=bool(_unwrap(bitcast)))
 
+    def load(self, offsets: Any, _semantic: Any = None) -> "tensor":
+        """Tensor descriptors: the box at ``offsets`` (elements, one per dimension;
+        out-of-bounds elements read as zero), through TMA."""
+        return _semantic.desc_load(self, offsets)
+
+    def store(self, offsets: Any, value: Any, _semantic: Any = None) -> None:
+        """Tensor descriptors: writes ``value`` (a tile of the box's shape, or a
+        scalar) to the box at ``offsets``; out-of-bounds elements are dropped."""
+        return _semantic.desc_store(self, offsets, value)
+
 
 # Methods of `tensor` that kernels may call (others are internal).
-TENSOR_METHODS = frozenset({"to"})
+TENSOR_METHODS = frozenset({"to", "load", "store"})
 
 
 def builtin(fn):

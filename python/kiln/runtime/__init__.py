@@ -205,6 +205,9 @@ def _pointer_info(obj: Any, what: str) -> _PointerInfo:
 
 
 def _param_desc(p: Mapping[str, Any]) -> str:
+    if p["kind"] == "tensormap":
+        sw = f", swizzle {p['swizzle']}" if p.get("swizzle") else ""
+        return f"{p['name']}: tensordesc<{p['dtype']}, {'x'.join(map(str, p['box']))}{sw}>"
     if p["kind"] == "ptr":
         div = p.get("divisibility", 1)
         return f"{p['name']}: ptr<{p['dtype']}>" + (f" (div {div})" if div > 1 else "")
@@ -236,6 +239,32 @@ def _scalar(value: Any, dtype: str, what: str) -> Union[int, float]:
     return v
 
 
+def _tensor_map_arg(p: Mapping[str, Any], desc: Any, what: str) -> tuple:
+    """(CUtensorMap bytes, dtype, box, swizzle) for a ``tensormap`` param: the
+    descriptor must have the element type, box and swizzle the kernel was
+    compiled for (a different box would make the copy wait for bytes that
+    never come)."""
+    from ..tensor_descriptor import TensorDescriptor  # noqa: PLC0415
+
+    expected = _param_desc(p).split(": ", 1)[1]
+    if not isinstance(desc, TensorDescriptor):
+        raise TypeError(f"{what} expects {expected} (a kiln.TensorDescriptor), got "
+                        f"{type(desc).__name__}")
+    box = [int(b) for b in p["box"]]
+    swizzle = int(p.get("swizzle", 0))
+    if (desc.dtype, list(desc.block_shape), desc.swizzle) != (p["dtype"], box, swizzle):
+        raise TypeError(f"{what} expects {expected}, got a descriptor of {desc.dtype} with box "
+                        f"{list(desc.block_shape)} and swizzle {desc.swizzle}")
+    if _is_torch_tensor(desc.base) and not getattr(desc.base, "is_cuda", True):
+        raise ValueError(f"{what}: the descriptor's tensor is on {desc.base.device}, not a "
+                         f"CUDA device")
+    try:
+        encoded = desc.encode()
+    except _runtime.KilnError as e:
+        raise ValueError(f"{what}: {e}") from None
+    return (encoded, desc.dtype, box, swizzle)
+
+
 def marshal_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Union[int, float]]:
     """Turns user arguments into the ints/floats ``_runtime.Kernel.launch`` takes.
 
@@ -258,6 +287,9 @@ def marshal_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Union[int
     torch_current = None
     for i, (p, a) in enumerate(zip(params, args)):
         what = f"kernel '{name}': argument '{p['name']}' (param {i})"
+        if p["kind"] == "tensormap":
+            out.append(_tensor_map_arg(p, a, what))
+            continue
         if p["kind"] == "ptr":
             info = _pointer_info(a, what)
             if info.dtypes and p["dtype"] not in info.dtypes:

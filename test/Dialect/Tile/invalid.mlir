@@ -533,7 +533,7 @@ func.func @kernel_with_result() -> i32 attributes {tile.kernel} {
 
 // -----
 
-// expected-error @+1 {{'func.func' op a tile kernel takes scalars and pointers, got 'tensor<128xf32>'}}
+// expected-error @+1 {{'func.func' op a tile kernel takes scalars, pointers and tensor descriptors, got 'tensor<128xf32>'}}
 func.func @kernel_tile_argument(%x: tensor<128xf32>) attributes {tile.kernel} {
   return
 }
@@ -651,5 +651,72 @@ func.func @atomic_narrow(%p: !tile.ptr<i16>, %v: i16) {
 func.func @atomic_cas_float(%p: !tile.ptr<f32>, %c: f32, %v: f32) {
   // expected-error @+1 {{expected i32 or i64 elements, got 'f32'}}
   %0 = tile.atomic_cas acq_rel, sys %p, %c, %v : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected every box dimension to be a power of two in [1, 256] (a TMA box)}}
+func.func @desc_box_too_big(%d: !tile.tensordesc<tensor<512x8xf32>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected the box's inner dimension to span a multiple of 16 bytes, got 8 bytes}}
+func.func @desc_inner_bytes(%d: !tile.tensordesc<tensor<64x4xbf16>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a swizzle of 0, 32, 64 or 128 bytes, got 16}}
+func.func @desc_bad_swizzle(%d: !tile.tensordesc<tensor<64x64xbf16>, swizzle = 16>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected the box's inner dimension (256 bytes) to fit the 128-byte swizzle span}}
+func.func @desc_swizzle_span(%d: !tile.tensordesc<tensor<64x128xbf16>, swizzle = 128>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a tensor descriptor of integers or floats (not i1)}}
+func.func @desc_i1(%d: !tile.tensordesc<tensor<64x128xi1>>) {
+  return
+}
+
+// -----
+
+func.func @desc_load_rank(%d: !tile.tensordesc<tensor<64x128xbf16>>, %i: i32) {
+  // expected-error @+1 {{expected 2 box coordinates (the descriptor's rank), got 1}}
+  %t = tile.desc_load %d[%i] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @desc_load_type(%d: !tile.tensordesc<tensor<64x128xbf16>>, %i: i32) {
+  // expected-error @+1 {{expected the result to be the descriptor's block type 'tensor<64x128xbf16>', got 'tensor<64x128xf32>'}}
+  %t = tile.desc_load %d[%i, %i] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @desc_store_type(%d: !tile.tensordesc<tensor<64x128xbf16>>, %i: i32, %v: tensor<32x128xbf16>) {
+  // expected-error @+1 {{expected the stored value to be the descriptor's block type 'tensor<64x128xbf16>', got 'tensor<32x128xbf16>'}}
+  tile.desc_store %d[%i, %i], %v : !tile.tensordesc<tensor<64x128xbf16>>, tensor<32x128xbf16>
+  return
+}
+
+// -----
+
+func.func @desc_load_swizzled(%d: !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>, %i: i32) {
+  // expected-error @+1 {{expected an unswizzled descriptor: a swizzled box is a tensor-core operand}}
+  %t = tile.desc_load %d[%i, %i] : !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128> -> tensor<64x64xbf16>
   return
 }

@@ -195,3 +195,16 @@ func.func @reduce(%x: tensor<64x128xf32>, %h: tensor<16x32xbf16>, %b: tensor<256
   }
   return %0, %1, %2, %3, %4 : tensor<64xf32>, tensor<32xbf16>, i1, tensor<8x2xi64>, f64
 }
+
+// CHECK-LABEL: func.func @tensor_descriptors
+// CHECK-SAME: !tile.tensordesc<tensor<64x128xbf16>>
+// CHECK-SAME: !tile.tensordesc<tensor<64x64xf16>, swizzle = 128>
+// CHECK: tile.desc_load %{{.*}}[%{{.*}}, %{{.*}}] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
+// CHECK: tile.desc_store %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>
+func.func @tensor_descriptors(%d: !tile.tensordesc<tensor<64x128xbf16>>,
+                              %s: !tile.tensordesc<tensor<64x64xf16>, swizzle = 128>,
+                              %i: i32, %j: i32) attributes {tile.kernel} {
+  %t = tile.desc_load %d[%i, %j] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
+  tile.desc_store %d[%i, %j], %t : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>
+  return
+}

@@ -37,6 +37,8 @@ void populateTileShapeOpsToNVVMPatterns(TileTypeConverter &converter,
                                         mlir::RewritePatternSet &patterns);
 void populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
+void populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
+                                             mlir::RewritePatternSet &patterns);
 void populateTileAtomicOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
 void populateTileReduceOpsToNVVMPatterns(TileTypeConverter &converter,

@@ -11,6 +11,7 @@
 
 #include "kiln/Runtime/Error.h"
 #include "kiln/Runtime/Metadata.h"
+#include "kiln/Runtime/TensorMap.h"
 
 #include <cuda.h>
 #include <nlohmann/json.hpp>
@@ -58,22 +59,42 @@ public:
   /// f8 types are rejected: pass their bits).
   static KernelArg fromFloat(DType dtype, double value, const std::string &what);
 
+  /// A 128-byte CUtensorMap by value for a `tensordesc` param. The map must
+  /// stay valid until the launch call returns (the driver copies it then);
+  /// `spec` (what it was encoded from) is checked against the param's dtype,
+  /// box and swizzle.
+  static KernelArg tensorMap(const CUtensorMap &map, const TensorMapSpec &spec);
+  /// The same from raw bytes and the geometry they encode: `box` outermost
+  /// dimension first, as the kernel's metadata records it.
+  static KernelArg tensorMap(const void *map, DType dtype, const std::vector<uint32_t> &box,
+                             unsigned swizzle);
+
   bool isPointer() const { return kind_ == ParamKind::Pointer; }
   ParamKind kind() const { return kind_; }
   /// Scalars only.
   DType dtype() const { return dtype_; }
   uint64_t raw() const { return raw_; }
   /// Address of the value, as cuLaunchKernelEx wants it.
-  const void *data() const { return &raw_; }
-  /// "ptr", "i32", "f32", ...
+  const void *data() const {
+    return kind_ == ParamKind::TensorMap ? reinterpret_cast<const void *>(raw_) : &raw_;
+  }
+  /// TensorMaps: the box and swizzle, packed (see tensorMapGeometry).
+  uint64_t geometry() const { return geometry_; }
+  /// "ptr", "i32", "f32", "tensordesc<bf16, 64x128>", ...
   std::string describe() const;
 
 private:
-  KernelArg(ParamKind kind, DType dtype, uint64_t raw) : kind_(kind), dtype_(dtype), raw_(raw) {}
+  KernelArg(ParamKind kind, DType dtype, uint64_t raw, uint64_t geometry = 0)
+      : kind_(kind), dtype_(dtype), raw_(raw), geometry_(geometry) {}
   ParamKind kind_;
   DType dtype_;
   uint64_t raw_;
+  uint64_t geometry_;
 };
+
+/// The box (outermost dimension first) and swizzle of a tensor map as one
+/// number, for a cheap comparison at launch.
+uint64_t tensorMapGeometry(const std::vector<uint32_t> &box, unsigned swizzle);
 
 /// Checks `args` against `entry.params`: count, pointer vs scalar, scalar
 /// dtype, pointer alignment (divisibility). Throws kiln::Error naming the

@@ -36,7 +36,9 @@ bool isSignedIntDType(DType dtype);
 bool isUnsignedIntDType(DType dtype);
 
 /// Whether a parameter is a device pointer or a by-value scalar.
-enum class ParamKind : uint8_t { Pointer, Scalar };
+/// Pointer and Scalar params are 8 bytes or less; a TensorMap param is a
+/// 128-byte CUtensorMap passed by value (a `tensordesc` kernel parameter).
+enum class ParamKind : uint8_t { Pointer, Scalar, TensorMap };
 
 /// One kernel parameter, in ABI order. Constexprs are not parameters.
 struct ParamInfo {
@@ -47,9 +49,15 @@ struct ParamInfo {
   /// Pointers: required byte alignment of the address. Scalars: the value is
   /// a multiple of it (informational; the launcher checks pointers only).
   uint64_t divisibility = 1;
+  /// TensorMap params: the box the kernel was compiled for (elements,
+  /// outermost dimension first) and the shared-memory swizzle in bytes.
+  std::vector<uint32_t> box;
+  unsigned swizzle = 0;
 
-  /// "x: ptr<bf16> (div 16)" / "n: i32".
+  /// "x: ptr<bf16> (div 16)" / "n: i32" / "d: tensordesc<bf16, 64x128>".
   std::string describe() const;
+  /// "ptr<bf16>" / "i32" / "tensordesc<bf16, 64x128>" (the type alone).
+  std::string describeType() const;
 };
 
 /// One image of a kernel: where it lies in the bundle and its checksum.

@@ -276,6 +276,58 @@ def Tile_StoreOp : Tile_Op<"store", [
 // Atomics
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Tensor descriptors (TMA)
+//===----------------------------------------------------------------------===//
+
+def Tile_DescLoadOp : Tile_Op<"desc_load", [MemoryEffects<[MemRead]>]> {
+  let summary = "load a box of a tensor through its TMA descriptor";
+  let description = [{
+    ```mlir
+    %t = tile.desc_load %desc[%row, %col]
+        : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
+    ```
+    Reads the box whose first element sits at `indices` (elements, outermost
+    dimension first; i32) into a tile of the descriptor's block type. Elements
+    outside the tensor read as zero. On sm_90a and later the lowering issues
+    one `cp.async.bulk.tensor` from an elected thread into shared memory,
+    completes it on an mbarrier (`arrive.expect_tx`, `try_wait.parity` with the
+    phase tracked per barrier), then reads the box into registers.
+  }];
+  let arguments = (ins Tile_TensorDesc:$desc, Variadic<I32>:$indices);
+  let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
+  let assemblyFormat = [{
+    $desc `[` $indices `]` attr-dict `:` qualified(type($desc)) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$desc, "::mlir::ValueRange":$indices), [{
+      auto type = ::llvm::cast<::kiln::tile::TensorDescType>(desc.getType());
+      build($_builder, $_state, type.getBlockType(), desc, indices);
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
+def Tile_DescStoreOp : Tile_Op<"desc_store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "store a tile into a box of a tensor through its TMA descriptor";
+  let description = [{
+    ```mlir
+    tile.desc_store %desc[%row, %col], %t
+        : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>
+    ```
+    Writes `value` (of the descriptor's block type) to the box at `indices`;
+    elements outside the tensor are not written. The lowering stages the tile
+    in shared memory, fences it for the async proxy and issues one
+    `cp.async.bulk.tensor` store from an elected thread.
+  }];
+  let arguments = (ins Tile_TensorDesc:$desc, Variadic<I32>:$indices,
+                       RankedTensorOf<[Tile_Float, Tile_Int]>:$value);
+  let assemblyFormat = [{
+    $desc `[` $indices `]` `,` $value attr-dict `:` qualified(type($desc)) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "read-modify-write operation", [
   I32EnumAttrCase<"Add", 0, "add">, I32EnumAttrCase<"FAdd", 1, "fadd">,
   I32EnumAttrCase<"Max", 2, "max">, I32EnumAttrCase<"Min", 3, "min">,

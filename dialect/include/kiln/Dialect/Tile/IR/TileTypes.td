@@ -30,6 +30,33 @@ def Tile_PtrType : Tile_TypeDef<"Ptr", "ptr"> {
   let genVerifyDecl = 1;
 }
 
+def Tile_TensorDescType : Tile_TypeDef<"TensorDesc", "tensordesc"> {
+  let summary = "a TMA tensor descriptor (CUtensorMap) of a global tensor";
+  let description = [{
+    A kernel parameter: the 128-byte `CUtensorMap` the host encodes from a
+    tensor's address, shape, strides, box and swizzle, passed by value as a
+    `__grid_constant__` parameter. The type fixes what the kernel was compiled
+    for: the box (`blockType`, outermost dimension first, as the tile the copy
+    moves) and the shared-memory swizzle in bytes (0 = none, 32, 64, 128). The
+    tensor's shape and strides live in the descriptor, so one compiled kernel
+    serves every tensor of that element type, box and swizzle.
+
+    ```mlir
+    !tile.tensordesc<tensor<64x128xbf16>>
+    !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+    ```
+    Lowers to a generic `!llvm.ptr` (the parameter's address, `cvta.param`).
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$blockType,
+                        DefaultValuedParameter<"unsigned", "0">:$swizzle);
+  let assemblyFormat = "`<` $blockType (`,` `swizzle` `=` $swizzle^)? `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes one copy of the box moves.
+    int64_t getBoxBytes() const;
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
@@ -38,6 +65,8 @@ def Tile_Float : AnyTypeOf<[F8E4M3FN, F8E5M2, F16, BF16, F32, F64], "floating-po
 def Tile_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "signless integer">;
 def Tile_Ptr : Type<CPred<"::llvm::isa<::kiln::tile::PtrType>($_self)">, "tile pointer",
                     "::kiln::tile::PtrType">;
+def Tile_TensorDesc : Type<CPred<"::llvm::isa<::kiln::tile::TensorDescType>($_self)">,
+                           "tile tensor descriptor", "::kiln::tile::TensorDescType">;
 def Tile_Scalar : AnyTypeOf<[Tile_Float, Tile_Int, Tile_Ptr], "tile scalar">;
 
 def Tile_FloatTensor : RankedTensorOf<[Tile_Float]>;

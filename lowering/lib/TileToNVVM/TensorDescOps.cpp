@@ -1,0 +1,209 @@
+//===- TensorDescOps.cpp - TMA loads and stores through descriptors ---------===//
+//
+// tile.desc_load / tile.desc_store become one cp.async.bulk.tensor each,
+// issued by an elected thread of warp 0, with the box staged in a 128-byte
+// aligned shared-memory buffer of the op's own:
+//
+//   load:  bar.sync (the buffer's earlier readers are done)
+//          issuer: mbarrier.arrive.expect_tx [bar], box bytes
+//                  cp.async.bulk.tensor.Nd.shared::cta.global...complete_tx [buf], [desc, {c}], [bar]
+//          all:    mbarrier.try_wait.parity [bar], phase; phase ^= 1
+//          all:    ld.shared of the elements each thread holds
+//   store: bar.sync; all: st.shared; fence.proxy.async.shared::cta; bar.sync
+//          issuer: cp.async.bulk.tensor.Nd.global.shared::cta [desc, {c}], [buf]
+//                  cp.async.bulk.commit_group; cp.async.bulk.wait_group.read 0
+//
+// Each load's mbarrier is initialized once at kernel entry (thread 0,
+// fence.mbarrier_init, bar.sync); its phase parity lives in a per-thread
+// alloca that LLVM promotes to a register (a loop-carried value in loops).
+// TMA coordinates are innermost first: the op's indices, reversed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PatternUtils.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+/// The mbarrier of one TMA load and the address of its phase parity.
+struct TmaBarrier {
+  Value address; ///< !llvm.ptr<3>
+  Value phase;   ///< !llvm.ptr to an i32 (0 or 1)
+};
+
+/// Creates the barrier of `op` and initializes it at the start of the kernel.
+TmaBarrier createTmaBarrier(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getFunctionBody().front());
+  TmaBarrier barrier;
+  barrier.address = createSharedBuffer(b, op, "__kiln_tma_mbarrier", b.getI64Type(), 1,
+                                       /*alignment=*/8);
+  Value zero = createI32Constant(b, loc, 0), one = createI32Constant(b, loc, 1);
+  barrier.phase = LLVM::AllocaOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                         b.getI32Type(), one, /*alignment=*/4);
+  LLVM::StoreOp::create(b, loc, zero, barrier.phase);
+  Value isThread0 =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc), zero);
+  NVVM::MBarrierInitOp::create(b, loc, barrier.address, one, isThread0);
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+  NVVM::BarrierOp::create(b, loc);
+  return barrier;
+}
+
+/// Waits until the barrier completes the phase of parity `*phase`, then flips it.
+void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
+  Value parity = LLVM::LoadOp::create(b, loc, b.getI32Type(), barrier.phase);
+  Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barrier.address);
+  // The NVVM op takes the parity as an immediate; in a loop it is a register.
+  static constexpr const char *kWait = "{\n"
+                                       ".reg .pred p;\n"
+                                       "kiln_tma_wait:\n"
+                                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                                       "@!p bra kiln_tma_wait;\n"
+                                       "}";
+  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange{address, parity},
+                            b.getStringAttr(kWait), b.getStringAttr("r,r,~{memory}"),
+                            b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+                            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+                            ArrayAttr());
+  Value flipped = LLVM::XOrOp::create(b, loc, parity, createI32Constant(b, loc, 1));
+  LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
+}
+
+/// The i1 "this thread issues the copy": one elected lane of warp 0.
+Value createIssuer(OpBuilder &b, Location loc) {
+  Value elected = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
+  Value warp0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
+                                     createI32Constant(b, loc, 32));
+  return LLVM::AndOp::create(b, loc, elected, warp0);
+}
+
+/// TMA's coordinates: innermost dimension first.
+SmallVector<Value> tmaCoordinates(ValueRange indices) {
+  return SmallVector<Value>(llvm::reverse(indices));
+}
+
+/// Moves the registers of `layout` to or from the row-major box at `buffer`,
+/// up to 16 bytes per ld/st.shared.
+struct BoxAccess {
+  BoxAccess(OpBuilder &b, Location loc, Value buffer, Type element,
+            const tile::BlockedLayout &layout)
+      : buffer(buffer), element(element),
+        indices(getElementIndices(b, loc, layout)),
+        access(b.getContext(), element,
+               std::min<int64_t>(layout.vec,
+                                 16 / std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8))) {}
+
+  Value address(OpBuilder &b, Location loc, size_t reg) const {
+    Value index = LLVM::AddOp::create(b, loc, indices.base,
+                                      createI32Constant(b, loc, indices.offsets[reg]));
+    return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
+                               ArrayRef<LLVM::GEPArg>{index});
+  }
+
+  SmallVector<Value> read(OpBuilder &b, Location loc) const {
+    SmallVector<Value> values;
+    for (size_t r = 0; r < indices.offsets.size(); r += access.vec) {
+      Value loaded =
+          LLVM::LoadOp::create(b, loc, access.accessType, address(b, loc, r), access.alignment);
+      llvm::append_range(values, access.split(b, loc, loaded));
+    }
+    return values;
+  }
+
+  void write(OpBuilder &b, Location loc, ArrayRef<Value> values) const {
+    for (size_t r = 0; r < indices.offsets.size(); r += access.vec)
+      LLVM::StoreOp::create(b, loc, access.join(b, loc, values.slice(r, access.vec)),
+                            address(b, loc, r), access.alignment);
+  }
+
+  Value buffer;
+  Type element;
+  ElementIndices indices;
+  VectorAccess access;
+};
+
+Value createBoxBuffer(OpBuilder &b, Operation *op, tile::TensorDescType desc, Type element) {
+  return createSharedBuffer(b, op, "__kiln_tma_box", element,
+                            desc.getBlockType().getNumElements(), /*alignment=*/128);
+}
+
+struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::DescLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto desc = op.getDesc().getType();
+    Type element = getTypeConverter()->convertType(op.getType().getElementType());
+    TmaBarrier barrier = createTmaBarrier(rewriter, op);
+    Value buffer = createBoxBuffer(rewriter, op, desc, element);
+
+    NVVM::BarrierOp::create(rewriter, loc);
+    Value issuer = createIssuer(rewriter, loc);
+    SmallVector<Value> coordinates = tmaCoordinates(adaptor.getIndices());
+    scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
+      NVVM::MBarrierArriveExpectTxOp::create(
+          b, l, Type(), barrier.address, createI32Constant(b, l, desc.getBoxBytes()),
+          NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, l, buffer, adaptor.getDesc(), coordinates, barrier.address, ValueRange(), Value(),
+          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(),
+          Value());
+      scf::YieldOp::create(b, l);
+    });
+    waitAndFlipPhase(rewriter, loc, barrier);
+
+    BoxAccess box(rewriter, loc, buffer, element, tileConverter.getLayout(op.getType()));
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
+                                    box.read(rewriter, loc)));
+    return success();
+  }
+};
+
+struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::DescStoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto desc = op.getDesc().getType();
+    auto valueType = op.getValue().getType();
+    Type element = getTypeConverter()->convertType(valueType.getElementType());
+    Value buffer = createBoxBuffer(rewriter, op, desc, element);
+
+    // The issuer of the previous store from this buffer waited for its reads.
+    NVVM::BarrierOp::create(rewriter, loc);
+    BoxAccess box(rewriter, loc, buffer, element, tileConverter.getLayout(valueType));
+    box.write(rewriter, loc, unpackTile(rewriter, loc, adaptor.getValue()));
+    // The generic-proxy writes become visible to the async proxy.
+    NVVM::FenceProxyOp::create(rewriter, loc, NVVM::ProxyKind::async_shared,
+                               NVVM::SharedSpaceAttr::get(getContext(),
+                                                          NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(rewriter, loc);
+    Value issuer = createIssuer(rewriter, loc);
+    SmallVector<Value> coordinates = tmaCoordinates(adaptor.getIndices());
+    scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          b, l, adaptor.getDesc(), buffer, coordinates, Value(), NVVM::TMAStoreMode::TILE,
+          Value());
+      NVVM::CpAsyncBulkCommitGroupOp::create(b, l);
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, l, /*group=*/0, b.getUnitAttr());
+      scf::YieldOp::create(b, l);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
+                                                   RewritePatternSet &patterns) {
+  patterns.add<DescLoadLowering, DescStoreLowering>(converter);
+}

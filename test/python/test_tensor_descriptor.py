@@ -1,0 +1,106 @@
+"""Tensor descriptors without a GPU: the interpreter's TMA semantics (zero fill, clipped
+stores) against numpy, the kernel signature and metadata, the PTX per arch, and the host-side
+checks of kiln.TensorDescriptor."""
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as kl
+from kiln.compiler.errors import CompilationError
+from kiln.testing import interpret
+
+
+@kiln.jit
+def affine(src, dst, BM: kl.constexpr, BN: kl.constexpr):
+    i = kl.program_id(0) * BM
+    j = kl.program_id(1) * BN
+    dst.store([i, j], src.load([i, j]) * 2 + 1)
+
+
+@kiln.jit
+def shifted(src, dst, BM: kl.constexpr, BN: kl.constexpr):
+    # Boxes that start before the tensor: the outside reads as zero.
+    i = kl.program_id(0) * BM - 3
+    dst.store((kl.program_id(0) * BM, 0), src.load((i, -5)))
+
+
+@kiln.jit
+def bad_offsets(src, dst, BM: kl.constexpr, BN: kl.constexpr):
+    dst.store([0, 0], src.load([0]))
+
+
+@kiln.jit
+def bad_method(x_ptr, BM: kl.constexpr, BN: kl.constexpr):
+    x_ptr.load([0, 0])
+
+
+def test_interpreter_edges():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((37, 50)).astype(np.float32)
+    y = np.full((37, 50), 7, np.float32)
+    interpret(affine, (3, 4), kiln.TensorDescriptor.from_tensor(x, [16, 16]),
+              kiln.TensorDescriptor.from_tensor(y, [16, 16]), BM=16, BN=16)
+    np.testing.assert_array_equal(y, x * 2 + 1)
+
+
+def test_interpreter_zero_fill():
+    x = np.arange(1, 8 * 32 + 1, dtype=np.float32).reshape(8, 32)
+    y = np.full((8, 32), -1, np.float32)
+    interpret(shifted, (1,), kiln.TensorDescriptor.from_tensor(x, [8, 16]),
+              kiln.TensorDescriptor.from_tensor(y, [8, 16]), BM=8, BN=16)
+    expected = np.full((8, 32), -1, np.float32)
+    box = np.zeros((8, 16), np.float32)
+    box[3:, 5:] = x[:5, :11]
+    expected[:, :16] = box
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_signature_and_metadata():
+    x = np.zeros((64, 128), np.float16)
+    d = kiln.TensorDescriptor.from_tensor(x, [32, 64])
+    assert d.signature == "tensordesc<f16,32x64>"
+    ck = affine.compile({"src": d.signature, "dst": d.signature},
+                        constexprs={"BM": 32, "BN": 64}, arch="sm_90a", upto="ptx")
+    params = ck.meta["params"]
+    assert params[0] == {"name": "src", "kind": "tensormap", "dtype": "f16", "box": [32, 64],
+                         "swizzle": 0, "divisibility": 1}
+    assert {"tma", "mbarrier", "elect"} <= set(ck.meta["features"])
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
+def test_ptx_per_arch(arch):
+    sig = "tensordesc<bf16,64x128>"
+    ck = affine.compile({"src": sig, "dst": sig}, constexprs={"BM": 64, "BN": 128}, arch=arch)
+    ptx = ck.ptx
+    assert f".target {arch}" in ptx
+    assert ".param .align 64 .b8 affine_param_0[128]" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
+    assert "elect.sync" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
+    assert "fence.proxy.async.shared::cta" in ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
+def test_frontend_errors():
+    sig = "tensordesc<f32,16x16>"
+    with pytest.raises(CompilationError, match="rank 2, got 1 offsets"):
+        bad_offsets.compile({"src": sig, "dst": sig}, constexprs={"BM": 16, "BN": 16},
+                            upto="tile")
+    with pytest.raises(CompilationError, match="method of tensor descriptors"):
+        bad_method.compile({"x_ptr": "*f32"}, constexprs={"BM": 16, "BN": 16}, upto="tile")
+
+
+def test_host_checks():
+    x = np.zeros((64, 128), np.float32)
+    with pytest.raises(ValueError, match="powers of two"):
+        kiln.TensorDescriptor.from_tensor(x, [48, 16])
+    with pytest.raises(ValueError, match="multiple of 16"):
+        kiln.TensorDescriptor.from_tensor(x, [16, 2])
+    with pytest.raises(ValueError, match="contiguous"):
+        kiln.TensorDescriptor.from_tensor(x.T, [16, 16])
+    with pytest.raises(ValueError, match="swizzle span"):
+        kiln.TensorDescriptor.from_tensor(x, [16, 64], swizzle=128)
+    with pytest.raises(ValueError, match="same rank"):
+        kiln.TensorDescriptor(x, [16])
