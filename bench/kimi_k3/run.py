@@ -37,8 +37,8 @@ import kiln.language as kl  # noqa: E402
 from bench.common import graph_time_ms as common_graph_time_ms  # noqa: E402
 from kernels_dsl.common import norm  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
-    _launch, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align, pack_topk_ids,
-    quant, situ_quant, tensor_hash)
+    _launch, attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align,
+    pack_topk_ids, quant, situ_quant, tensor_hash)
 
 H_LOCAL, HEAD_DIM, TOPK, EXPERTS = 12, 128, 16, 896
 TS = (1, 64, 4096, 16384)
@@ -101,6 +101,8 @@ def _pairs(names, values):
 #: before it is timed; the first of each list is the current default.
 SWEEPS = [
     (norm, "case_rmsnorm", 32768, _grid(RMSNORM_WARPS=(4, 2, 8))),
+    # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token)
+    (attn_res, "case_attn_res", 16384, _grid(PREFETCH=(3, 1, 2, 4), PROGRAMS_PER_SM=(1, 0))),
     (mla_kv, "case_mla_kv_scatter", 16384,
      _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
                                     (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),
@@ -417,6 +419,65 @@ def case_rmsnorm(t):
             lambda x, out: norm.rmsnorm(x, w, 1e-6, out), ref)
 
 
+ATTN_RES_EPS = 1e-6
+_ATTN_RES_W = []
+
+
+def _attn_res_weights():
+    """cw and ow for every T (the compiled reference closes over them)."""
+    if not _ATTN_RES_W:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        _ATTN_RES_W.append(((torch.randn(HIDDEN, device="cuda", generator=g) * 4
+                             / HIDDEN ** 0.5).bfloat16(),
+                            (torch.rand(HIDDEN, device="cuda", generator=g) + 0.5).bfloat16()))
+    return _ATTN_RES_W[0]
+
+
+def _case_attn_res(t, nvb, write_prefix):
+    """Attention residuals (KERNELS.md §4.4) at H = 7168, bank [T, 9, H]: read nvb bank rows
+    and the prefix row, write the output (and the snapshot bank[:, nvb] with write_prefix);
+    cw and ow once. The reference is the spec's formula in fp32 (torch)."""
+    h, nb = HIDDEN, 9
+    nbytes = t * h * 2 * (nvb + 2 + int(write_prefix)) + 2 * h * 2
+    cw, ow = _attn_res_weights()
+    sets = []
+    for _ in range(n_sets(nbytes)):
+        prefix = torch.randn(t, h, device="cuda", dtype=torch.bfloat16)
+        scale = torch.exp(torch.rand(t, nb, 1, device="cuda") * 3 - 1)
+        bank = (torch.randn(t, nb, h, device="cuda") * scale).bfloat16()
+        sets.append((prefix, bank, torch.empty(t, h, device="cuda", dtype=torch.bfloat16)))
+
+    def kiln_fn(prefix, bank, out):
+        o = attn_res.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=ATTN_RES_EPS,
+                              write_prefix=write_prefix)
+        return (o, bank[:, nvb]) if write_prefix else o
+
+    def ref(prefix, bank, out):
+        rows = torch.cat([bank[:, :nvb], prefix[:, None]], dim=1).float()
+        score = (rows * cw.float()).sum(-1) * torch.rsqrt(rows.pow(2).mean(-1) + ATTN_RES_EPS)
+        p = torch.softmax(score, dim=-1)
+        mix = (p[:, :, None] * rows).sum(1)
+        o = (mix * torch.rsqrt(mix.pow(2).mean(-1, keepdim=True) + ATTN_RES_EPS)
+             * ow.float()).bfloat16()
+        if write_prefix:
+            bank[:, nvb] = prefix
+            return o, bank[:, nvb]
+        return o
+
+    name = "attn_res_write_prefix" if write_prefix else "attn_res"
+    return (name, f"[{t}, {h}] nvb={nvb}, bank [{t}, {nb}, {h}]", nbytes, sets, kiln_fn, ref)
+
+
+def case_attn_res(t):
+    """The most rows K3 reads (nvb = 8), no snapshot."""
+    return _case_attn_res(t, 8, False)
+
+
+def case_attn_res_write_prefix(t):
+    """A block boundary: nvb = 4 rows read and the new snapshot written."""
+    return _case_attn_res(t, 4, True)
+
+
 KV_PAGE, KV_MULT, KV_CTX = 64, 24, 8192
 
 
@@ -580,6 +641,14 @@ def check(name, kiln_fn, ref_fn, args):
         got, want = kiln_fn(*args), ref_fn(*args)
         torch.testing.assert_close(got.float(), want.float(), rtol=2.0**-7, atol=1e-5)
         return
+    if name.startswith("attn_res"):  # fp32 sums in another order: a bf16 ulp apart; the
+        # snapshot bit for bit
+        got, want = kiln_fn(*args), ref_fn(*[a.clone() for a in args])
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        torch.testing.assert_close(got[0].float(), want[0].float(), rtol=2.0**-7, atol=1e-5)
+        if len(got) > 1 and not bits_equal(got[1], want[1]):
+            raise AssertionError(f"{name}: the snapshot bank[:, nvb] is not the prefix row")
+        return
     if name.startswith("moe_fused_gate"):  # ids exact; weights from the fast sigmoid
         (w, ids), (rw, rids) = kiln_fn(*args), ref_fn(*args)
         if not torch.equal(ids.int(), rids):
@@ -621,6 +690,8 @@ def cases():
     ts = [(t,) for t in TS]
     return [
         (case_rmsnorm, ts),
+        (case_attn_res, ts),
+        (case_attn_res_write_prefix, ts),
         (case_pack_topk_ids, ts),
         (case_moe_fused_gate, ts),  # the router epilogue (another helper's kernel; see above)
         (case_moe_align_single_token, [(1,)]),
