@@ -102,9 +102,6 @@ std::string validateTensorMap(const TensorMapSpec &s) {
     if (s.box[i] == 0 || s.box[i] > 256)
       return "box dimension " + std::to_string(i) + " must be in [1, 256], got " +
              std::to_string(s.box[i]);
-    if (s.box[i] > s.shape[i])
-      return "box dimension " + std::to_string(i) + " (" + std::to_string(s.box[i]) +
-             ") is larger than the tensor dimension (" + std::to_string(s.shape[i]) + ")";
   }
   const uint64_t inner = uint64_t(s.box[0]) * elem;
   if (inner % 16 != 0)

@@ -26,6 +26,7 @@ import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import _runtime
+from ..tensor_descriptor import TensorDescriptor
 
 KilnError = _runtime.KilnError
 FORMAT_VERSION = _runtime.FORMAT_VERSION
@@ -244,8 +245,6 @@ def _tensor_map_arg(p: Mapping[str, Any], desc: Any, what: str) -> tuple:
     descriptor must have the element type, box and swizzle the kernel was
     compiled for (a different box would make the copy wait for bytes that
     never come)."""
-    from ..tensor_descriptor import TensorDescriptor  # noqa: PLC0415
-
     expected = _param_desc(p).split(": ", 1)[1]
     if not isinstance(desc, TensorDescriptor):
         raise TypeError(f"{what} expects {expected} (a kiln.TensorDescriptor), got "
@@ -265,7 +264,7 @@ def _tensor_map_arg(p: Mapping[str, Any], desc: Any, what: str) -> tuple:
     return (encoded, desc.dtype, box, swizzle)
 
 
-def marshal_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Union[int, float]]:
+def marshal_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Any]:
     """Turns user arguments into the ints/floats ``_runtime.Kernel.launch`` takes.
 
     ``meta`` is a kernel's metadata (``Kernel.meta``: name and params). Pointer
@@ -273,7 +272,9 @@ def marshal_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Union[int
     DLPack-capable CUDA arrays, or a raw int address; the element dtype must be
     the param's dtype, the memory must be on a CUDA device and the address a
     multiple of the param's divisibility. Scalar params accept ints (range
-    checked) and, for float params, floats. Raises TypeError (wrong count or
+    checked) and, for float params, floats. ``tensormap`` params take a
+    kiln.TensorDescriptor of the compiled element type, box and swizzle (passed
+    as its encoded CUtensorMap). Raises TypeError (wrong count or
     type) or ValueError (wrong device, alignment or range) naming the kernel and
     the parameter.
     """
@@ -353,6 +354,7 @@ def resolve_stream(stream: Any, args: Sequence[Any] = ()) -> int:
     a torch CUDA tensor is among `args`, else 0 (the legacy default stream)."""
     if stream is None:
         for a in args:
+            a = a.base if isinstance(a, TensorDescriptor) else a  # the described tensor
             if _is_torch_tensor(a) and getattr(a, "is_cuda", False):
                 import torch
 

@@ -57,7 +57,7 @@ CUtensorMapDataType tensorMapDataType(DType dtype);
 /// Checks `spec` against the rules of cuTensorMapEncodeTiled (tiled mode, no
 /// interleave): rank 1-5; global address 16-byte aligned; every dimension in
 /// [1, 2^32]; strides multiples of 16 and < 2^40, each at least the extent of
-/// the dimension below; box dims in [1, 256] and not larger than the tensor;
+/// the dimension below; box dims in [1, 256] (a box may overhang the tensor);
 /// the inner box row (box[0] * element size) a multiple of 16 bytes and, with a
 /// swizzle, at most the swizzle span; NaN fill only for floats. Returns "" if
 /// valid, else what is wrong ("expected X, got Y"). Pure: needs no GPU.
