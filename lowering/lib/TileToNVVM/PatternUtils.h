@@ -42,6 +42,13 @@ mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user,
                                llvm::StringRef prefix, mlir::Type element, int64_t count);
 
+/// For per-register operand lists `operands[i][r]`: the result of the first
+/// earlier register whose operands are all the same values as register `r`'s
+/// (`results[r']`), or null. Lets a pattern compute a value once per thread
+/// where it is constant along a run.
+mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                                int64_t r, llvm::ArrayRef<mlir::Value> results);
+
 /// Base of the patterns that need the layout.
 template <typename SourceOp>
 class TileOpConversion : public mlir::ConvertOpToLLVMPattern<SourceOp> {

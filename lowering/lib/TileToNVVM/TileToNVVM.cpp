@@ -90,6 +90,16 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
   return indices;
 }
 
+Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r,
+                                ArrayRef<Value> results) {
+  for (int64_t earlier = 0; earlier < r; ++earlier)
+    if (llvm::all_of(operands, [&](const SmallVector<Value> &values) {
+          return values[earlier] == values[r];
+        }))
+      return results[earlier];
+  return Value();
+}
+
 Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout &layout) {
   if (!layout.isReplicated())
     return LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));
