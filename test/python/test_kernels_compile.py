@@ -380,3 +380,15 @@ def test_mla_kv_scatter_fp8_checks(no_cuda):
     with pytest.raises(TypeError, match="loc must be int64"):
         f(kv, pe, T((8,), "int32"), cache)
     assert f(T((0, 512)), T((0, 64)), T((0,), "int64"), cache) is cache  # T = 0: no launch
+
+
+@pytest.mark.parametrize("name", ["mla_kv_scatter_bf16", "concat_mla_k", "concat_mla_absorb_q"])
+def test_index_broadcasts_need_no_barrier(name):
+    """The [ROWS, 1] x [1, COLS] index arithmetic of the 2-D copies (and mla_kv's per-row
+    ``loc`` gather) is recomputed per thread: no shared memory, no bar.sync, 16-byte accesses."""
+    spec = next(s for s in k3_specs() if s.kernel_name == name)
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
+    assert "bar.sync" not in ck.ptx
+    assert ".shared" not in ck.ptx
+    assert has_16_byte_access(ck.ptx, "ld") and has_16_byte_access(ck.ptx, "st")

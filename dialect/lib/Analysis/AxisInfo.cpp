@@ -4,8 +4,10 @@
 #include "kiln/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <numeric>
@@ -80,6 +82,15 @@ void AxisInfoAnalysis::visit(Operation *op) {
           .Case<MakeRangeOp>([&](MakeRangeOp r) -> std::optional<AxisInfo> {
             return AxisInfo{lastDimSize(type), highestPowerOf2Divisor(r.getStart()), 1};
           })
+          .Case<IotaOp>([&](IotaOp iota) -> std::optional<AxisInfo> {
+            auto tensor = llvm::cast<RankedTensorType>(type);
+            int64_t start = highestPowerOf2Divisor(iota.getStartAttr().getInt());
+            if (int64_t(iota.getDim()) == tensor.getRank() - 1) // consecutive, like make_range
+              return AxisInfo{lastDimSize(type), start, 1};
+            // Constant along the last dimension; rows differ by one.
+            return AxisInfo{1, tensor.getDimSize(iota.getDim()) == 1 ? start : 1,
+                            lastDimSize(type)};
+          })
           .Case<SplatOp>([&](auto) { return uniform(type, operand(0).divisibility); })
           .Case<ExpandDimsOp>([&](ExpandDimsOp e) -> std::optional<AxisInfo> {
             auto srcType = llvm::cast<RankedTensorType>(e.getSrc().getType());
@@ -152,7 +163,29 @@ void AxisInfoAnalysis::visit(Operation *op) {
             AxisInfo a = operand(0), b = operand(1);
             return AxisInfo{1, 1, gcd(a.constancy, b.constancy)};
           })
-          .Default([](Operation *) { return std::nullopt; });
+          .Case<LoadOp>([&](LoadOp load) -> std::optional<AxisInfo> {
+            // Equal addresses (under equal masks) load equal values.
+            if (!llvm::isa<RankedTensorType>(type))
+              return std::nullopt;
+            int64_t constancy = get(load.getPtr()).constancy;
+            if (load.getMask())
+              constancy = gcd(constancy, get(load.getMask()).constancy);
+            if (load.getOther())
+              constancy = gcd(constancy, get(load.getOther()).constancy);
+            return AxisInfo{1, 1, constancy};
+          })
+          .Default([&](Operation *op) -> std::optional<AxisInfo> {
+            // Any other elementwise arith/math op (division, select, shifts,
+            // casts, ...) is constant where all its operands are.
+            if (!llvm::isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
+                !op->hasTrait<OpTrait::Elementwise>() || !isMemoryEffectFree(op) ||
+                !llvm::isa<RankedTensorType>(type))
+              return std::nullopt;
+            int64_t constancy = lastDimSize(type);
+            for (Value v : op->getOperands())
+              constancy = gcd(constancy, get(v).constancy);
+            return AxisInfo{1, 1, constancy};
+          });
   if (info)
     infos[result] = *info;
 }

@@ -10,6 +10,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kiln::tile;
 
@@ -35,6 +37,34 @@ LogicalResult MakeRangeOp::verify() {
   if (!llvm::isPowerOf2_64(end - start))
     return emitOpError() << "expected a power-of-two size, got " << end - start;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// IotaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult IotaOp::verify() {
+  auto type = getResult().getType();
+  if (type.getRank() == 0)
+    return emitOpError() << "expected a result of rank >= 1, got " << type;
+  int64_t dim = getDimAttr().getInt(); // signed: getDim() is unsigned
+  if (dim < 0 || dim >= type.getRank())
+    return emitOpError() << "expected dim in [0, " << type.getRank() << "), got " << dim;
+  for (auto [i, size] : llvm::enumerate(type.getShape()))
+    if (ShapedType::isDynamic(size) || size < 1 || !llvm::isPowerOf2_64(size))
+      return emitOpError() << "expected power-of-two dimensions, got " << type;
+  int64_t last = int64_t(getStartAttr().getInt()) + type.getDimSize(dim) - 1;
+  if (last > std::numeric_limits<int32_t>::max())
+    return emitOpError() << "expected start + size - 1 to fit in i32, got " << last;
+  return success();
+}
+
+OpFoldResult IotaOp::fold(FoldAdaptor) {
+  auto type = getResult().getType();
+  int64_t dim = getDimAttr().getInt();
+  if (dim < 0 || dim >= type.getRank() || type.getDimSize(dim) != 1)
+    return {};
+  return SplatElementsAttr::get(type, getStartAttr());
 }
 
 //===----------------------------------------------------------------------===//

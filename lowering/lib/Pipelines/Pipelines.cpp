@@ -18,6 +18,11 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   tile::TileAssignLayoutOptions layoutOptions;
   layoutOptions.numWarps = options.numWarps;
   pm.addNestedPass<func::FuncOp>(tile::createTileAssignLayout(layoutOptions));
+  // Index arithmetic instead of shared memory for cheap broadcasts; the
+  // copies leave duplicates and dead originals behind.
+  pm.addNestedPass<func::FuncOp>(tile::createTileRematerializeBroadcasts());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
   pm.addPass(createConvertTileToNVVM());
   pm.addPass(createSCFToControlFlowPass());

@@ -54,6 +54,12 @@ struct ElementwiseOnTiles : ConversionPattern {
     Type llvmScalarType = getTypeConverter()->convertType(scalarType);
     SmallVector<Value> results;
     for (int64_t r = 0; r < regs; ++r) {
+      // Registers with the same operands (a value constant along a run) share
+      // one computation.
+      if (Value same = findEarlierRegister(elements, r, results)) {
+        results.push_back(same);
+        continue;
+      }
       OperationState state(loc, op->getName());
       for (auto [original, operand] : llvm::zip(op->getOperands(), elements))
         state.addOperands(bridge(operand[r], getElementTypeOrSelf(original.getType())));

@@ -20,9 +20,15 @@ struct AddPtrLowering : TileOpConversion<tile::AddPtrOp> {
     SmallVector<Value> ptrs = unpackTile(rewriter, loc, adaptor.getPtr());
     SmallVector<Value> offsets = unpackTile(rewriter, loc, adaptor.getOffset());
     SmallVector<Value> results;
-    for (auto [ptr, offset] : llvm::zip(ptrs, offsets))
+    SmallVector<SmallVector<Value>> operands = {ptrs, offsets};
+    for (auto [r, ptr, offset] : llvm::enumerate(ptrs, offsets)) {
+      if (Value same = findEarlierRegister(operands, r, results)) {
+        results.push_back(same);
+        continue;
+      }
       results.push_back(LLVM::GEPOp::create(rewriter, loc, llvmPtr, pointee, ptr,
                                             ArrayRef<LLVM::GEPArg>{offset}));
+    }
     rewriter.replaceOp(
         op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()), results));
     return success();
@@ -54,7 +60,21 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
     if (ptrs.size() % access.vec != 0)
       return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
     SmallVector<Value> results;
+    // Accesses of one vector each: the pointer, the mask, the `other` values.
+    SmallVector<SmallVector<Value>> operands(2 + access.vec);
+    SmallVector<Value> loadedByAccess;
     for (size_t r = 0; r < ptrs.size(); r += access.vec) {
+      operands[0].push_back(ptrs[r]);
+      operands[1].push_back(masks.empty() ? Value() : masks[r]);
+      for (int64_t i = 0; i < access.vec; ++i)
+        operands[2 + i].push_back(others.empty() ? Value() : others[r + i]);
+      // The same address under the same mask (a value constant along a run,
+      // e.g. a per-row index) is read once.
+      if (Value same = findEarlierRegister(operands, loadedByAccess.size(), loadedByAccess)) {
+        loadedByAccess.push_back(same);
+        llvm::append_range(results, access.split(rewriter, loc, same));
+        continue;
+      }
       auto load = [&](OpBuilder &b, Location l) {
         return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment)
             .getResult();
@@ -75,6 +95,7 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
             });
         loaded = ifOp.getResult(0);
       }
+      loadedByAccess.push_back(loaded);
       llvm::append_range(results, access.split(rewriter, loc, loaded));
     }
     rewriter.replaceOp(op, packTile(rewriter, loc, resultType, results));

@@ -61,6 +61,13 @@ struct VectorAccess {
                    llvm::ArrayRef<mlir::Value> elements) const;
 };
 
+/// For per-register operand lists `operands[i][r]`: the result of the first
+/// earlier register whose operands are all the same values as register `r`'s
+/// (`results[r']`), or null. Lets a pattern compute a value once per thread
+/// where it is constant along a run.
+mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                                int64_t r, llvm::ArrayRef<mlir::Value> results);
+
 /// Base of the patterns that need the layout.
 template <typename SourceOp>
 class TileOpConversion : public mlir::ConvertOpToLLVMPattern<SourceOp> {

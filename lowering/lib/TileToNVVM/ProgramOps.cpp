@@ -2,6 +2,9 @@
 
 #include "PatternUtils.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace kiln;
 
@@ -54,6 +57,68 @@ struct MakeRangeLowering : TileOpConversion<tile::MakeRangeOp> {
     return success();
   }
 };
+/// Each thread computes, for each element it holds, the coordinate along
+/// `dim` from the row-major index `base + offset` (base = the thread's run
+/// start, a multiple of the run length `vec`): with `shift` = log2 of the
+/// product of the inner dimensions and `period` = size_dim << shift, the
+/// coordinate is ((index mod period) >> shift). Split offset = hi + lo
+/// (lo < vec): base + hi is a multiple of vec, so adding lo carries into
+/// neither the shift nor the mask, and
+///   coordinate = (((base + hi mod period) >> shift) & (size - 1)) + (lo >> shift)
+/// -- one value per distinct (hi mod period) shared by the run's elements
+/// (consecutive values along the last dimension); a constant where the run
+/// covers whole periods (vec >= period, so base mod period = 0).
+struct IotaLowering : TileOpConversion<tile::IotaOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::IotaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    auto layout = tileConverter.getLayout(type);
+    int64_t dim = op.getDim(), start = op.getStartAttr().getInt();
+    int64_t shift = 0;
+    for (int64_t d = dim + 1; d < type.getRank(); ++d)
+      shift += llvm::Log2_64(type.getDimSize(d));
+    int64_t size = type.getDimSize(dim), period = size << shift, vec = layout.vec;
+
+    ElementIndices indices = getElementIndices(rewriter, loc, layout);
+    llvm::DenseMap<int64_t, Value> runCoordinates; // hi mod period -> masked coordinate
+    llvm::DenseMap<int64_t, Value> values;         // (hi mod period) * vec + lo -> value
+    SmallVector<Value> results;
+    for (int64_t offset : indices.offsets) {
+      int64_t hi = (offset - offset % vec) % period, lo = offset % vec;
+      if (vec >= period) {
+        results.push_back(
+            createI32Constant(rewriter, loc, start + ((offset % period) >> shift)));
+        continue;
+      }
+      Value &value = values[hi * vec + (lo >> shift)];
+      if (!value) {
+        Value &coordinate = runCoordinates[hi];
+        if (!coordinate) {
+          coordinate = indices.base;
+          if (hi)
+            coordinate = LLVM::AddOp::create(rewriter, loc, coordinate,
+                                             createI32Constant(rewriter, loc, hi));
+          if (shift)
+            coordinate = LLVM::LShrOp::create(rewriter, loc, coordinate,
+                                              createI32Constant(rewriter, loc, shift));
+          coordinate = LLVM::AndOp::create(rewriter, loc, coordinate,
+                                           createI32Constant(rewriter, loc, size - 1));
+        }
+        value = coordinate;
+        if (int64_t add = start + (lo >> shift))
+          value = LLVM::AddOp::create(rewriter, loc, value, createI32Constant(rewriter, loc, add));
+      }
+      results.push_back(value);
+    }
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
+    return success();
+  }
+};
+
 /// tile.pdl_wait / tile.pdl_launch_dependents -> griddepcontrol.
 template <typename SourceOp, NVVM::GridDepActionKind Kind>
 struct GridDepControlLowering : ConvertOpToLLVMPattern<SourceOp> {
@@ -71,7 +136,7 @@ struct GridDepControlLowering : ConvertOpToLLVMPattern<SourceOp> {
 void kiln::populateTileProgramOpsToNVVMPatterns(TileTypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   patterns.add<ProgramIdLowering, NumProgramsLowering>(converter);
-  patterns.add<MakeRangeLowering>(converter);
+  patterns.add<MakeRangeLowering, IotaLowering>(converter);
   patterns.add<GridDepControlLowering<tile::PdlWaitOp, NVVM::GridDepActionKind::wait>,
                GridDepControlLowering<tile::PdlLaunchDependentsOp,
                                       NVVM::GridDepActionKind::launch_dependents>>(converter);

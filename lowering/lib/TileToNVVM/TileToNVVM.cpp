@@ -131,6 +131,30 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
   return indices;
 }
 
+/// The member a register holds: through `extractvalue` of a struct built by
+/// packTile (a chain of `insertvalue`), the inserted value.
+static Value resolveRegister(Value value) {
+  auto extract = value.getDefiningOp<LLVM::ExtractValueOp>();
+  if (!extract || extract.getPosition().size() != 1)
+    return value;
+  int64_t position = extract.getPosition()[0];
+  for (auto insert = extract.getContainer().getDefiningOp<LLVM::InsertValueOp>(); insert;
+       insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>())
+    if (insert.getPosition() == ArrayRef<int64_t>{position})
+      return insert.getValue();
+  return value;
+}
+
+Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r,
+                                ArrayRef<Value> results) {
+  for (int64_t earlier = 0; earlier < r; ++earlier)
+    if (llvm::all_of(operands, [&](const SmallVector<Value> &values) {
+          return resolveRegister(values[earlier]) == resolveRegister(values[r]);
+        }))
+      return results[earlier];
+  return Value();
+}
+
 Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout &layout) {
   if (!layout.isReplicated())
     return LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));

@@ -105,3 +105,42 @@ func.func @make_range_replicated(%x: !tile.ptr<i32> {tile.divisibility = 16 : i3
   tile.store %p, %r : tensor<64x!tile.ptr<i32>>
   return
 }
+
+// -----
+
+// tile.iota on 8x32 over 32 threads (runs of 4; thread t holds elements 4t..
+// 4t+3 and 128+4t..): the row is ((4t [+ 128]) >> 5) & 7, one value per run;
+// the column (4t & 31) + start + 0..3, the same in both runs (128 is a
+// multiple of 32), so the pointers of the second run are those of the first.
+// CHECK-LABEL: llvm.func ptx_kernelcc @iota_rows_cols
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: %[[BASE:.*]] = llvm.mul %[[TID]], %{{.*}} : i32
+// CHECK: %[[C5:.*]] = llvm.mlir.constant(5 : i32) : i32
+// CHECK: %[[S0:.*]] = llvm.lshr %[[BASE]], %[[C5]] : i32
+// CHECK: %[[R0:.*]] = llvm.and %[[S0]], %{{.*}} : i32
+// CHECK: %[[C128:.*]] = llvm.mlir.constant(128 : i32) : i32
+// CHECK: %[[B1:.*]] = llvm.add %[[BASE]], %[[C128]] : i32
+// CHECK: %[[S1:.*]] = llvm.lshr %[[B1]], %{{.*}} : i32
+// CHECK: %[[R1:.*]] = llvm.and %[[S1]], %{{.*}} : i32
+// CHECK-COUNT-4: llvm.insertvalue %[[R0]]
+// CHECK-COUNT-4: llvm.insertvalue %[[R1]]
+// CHECK: %[[C31:.*]] = llvm.mlir.constant(31 : i32) : i32
+// CHECK: %[[COL:.*]] = llvm.and %{{.*}}, %[[C31]] : i32
+// CHECK: llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.add %[[COL]]
+// CHECK: llvm.mlir.constant(5 : i32) : i32
+// CHECK: llvm.add %[[COL]]
+// CHECK-COUNT-4: llvm.getelementptr
+// CHECK-NOT: llvm.getelementptr
+// CHECK-COUNT-2: llvm.store
+// CHECK-NOT: nvvm.barrier
+func.func @iota_rows_cols(%x: !tile.ptr<i32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %rows = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<8x32xi32>
+  %cols = tile.iota {dim = 1 : i32, start = 2 : i32} : tensor<8x32xi32>
+  %v = arith.addi %rows, %cols : tensor<8x32xi32>
+  %xs = tile.splat %x : !tile.ptr<i32> -> tensor<8x32x!tile.ptr<i32>>
+  %p = tile.addptr %xs, %cols : tensor<8x32x!tile.ptr<i32>>, tensor<8x32xi32>
+  tile.store %p, %v : tensor<8x32x!tile.ptr<i32>>
+  return
+}

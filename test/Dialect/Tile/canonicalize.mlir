@@ -232,3 +232,16 @@ func.func @store_dynamic_mask(%p: tensor<128x!tile.ptr<f32>>, %v: tensor<128xf32
   tile.store %p, %v, %m : tensor<128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// An iota along a unit dimension is its start everywhere.
+// CHECK-LABEL: func.func @iota_unit_dim
+// CHECK-DAG: %[[C:.*]] = arith.constant dense<5> : tensor<1x64xi32>
+// CHECK-DAG: %[[I:.*]] = tile.iota {dim = 1 : i32, start = 5 : i32} : tensor<1x64xi32>
+// CHECK: return %[[C]], %[[I]]
+func.func @iota_unit_dim() -> (tensor<1x64xi32>, tensor<1x64xi32>) {
+  %0 = tile.iota {dim = 0 : i32, start = 5 : i32} : tensor<1x64xi32>
+  %1 = tile.iota {dim = 1 : i32, start = 5 : i32} : tensor<1x64xi32>
+  return %0, %1 : tensor<1x64xi32>, tensor<1x64xi32>
+}

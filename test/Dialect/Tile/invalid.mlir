@@ -90,6 +90,66 @@ func.func @make_range_i64() {
 // -----
 
 //===----------------------------------------------------------------------===//
+// tile.iota
+//===----------------------------------------------------------------------===//
+
+func.func @iota_0d() {
+  // expected-error @+1 {{'tile.iota' op expected a result of rank >= 1, got 'tensor<i32>'}}
+  %0 = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<i32>
+  return
+}
+
+// -----
+
+func.func @iota_dim_too_large() {
+  // expected-error @+1 {{'tile.iota' op expected dim in [0, 2), got 2}}
+  %0 = tile.iota {dim = 2 : i32, start = 0 : i32} : tensor<16x32xi32>
+  return
+}
+
+// -----
+
+func.func @iota_negative_dim() {
+  // expected-error @+1 {{'tile.iota' op expected dim in [0, 2), got -1}}
+  %0 = tile.iota {dim = -1 : i32, start = 0 : i32} : tensor<16x32xi32>
+  return
+}
+
+// -----
+
+func.func @iota_not_power_of_two() {
+  // expected-error @+1 {{'tile.iota' op expected power-of-two dimensions, got 'tensor<16x24xi32>'}}
+  %0 = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x24xi32>
+  return
+}
+
+// -----
+
+func.func @iota_dynamic() {
+  // expected-error @+1 {{'tile.iota' op expected power-of-two dimensions, got 'tensor<16x?xi32>'}}
+  %0 = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x?xi32>
+  return
+}
+
+// -----
+
+func.func @iota_overflow() {
+  // expected-error @+1 {{'tile.iota' op expected start + size - 1 to fit in i32, got 2147483663}}
+  %0 = tile.iota {dim = 1 : i32, start = 2147483632 : i32} : tensor<2x32xi32>
+  return
+}
+
+// -----
+
+func.func @iota_not_i32() {
+  // expected-error @+1 {{'tile.iota' op result #0 must be ranked tensor of 32-bit signless integer values, but got 'tensor<16x32xi64>'}}
+  %0 = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x32xi64>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // tile.splat
 //===----------------------------------------------------------------------===//
 

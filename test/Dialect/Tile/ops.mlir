@@ -46,6 +46,17 @@ func.func @make_range() -> (tensor<128xi32>, tensor<16xi32>) {
   return %0, %1 : tensor<128xi32>, tensor<16xi32>
 }
 
+// CHECK-LABEL: func.func @iota
+// CHECK: tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x512xi32>
+// CHECK: tile.iota {dim = 1 : i32, start = -64 : i32} : tensor<16x512xi32>
+// CHECK: tile.iota {dim = 2 : i32, start = 3 : i32} : tensor<2x1x8xi32>
+func.func @iota() -> (tensor<16x512xi32>, tensor<16x512xi32>, tensor<2x1x8xi32>) {
+  %0 = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x512xi32>
+  %1 = tile.iota {dim = 1 : i32, start = -64 : i32} : tensor<16x512xi32>
+  %2 = tile.iota {dim = 2 : i32, start = 3 : i32} : tensor<2x1x8xi32>
+  return %0, %1, %2 : tensor<16x512xi32>, tensor<16x512xi32>, tensor<2x1x8xi32>
+}
+
 // CHECK-LABEL: func.func @splat
 // CHECK-SAME: (%[[X:.*]]: f32, %[[I:.*]]: i64, %[[P:.*]]: !tile.ptr<bf16>, %[[B:.*]]: i1)
 // CHECK: tile.splat %[[X]] : f32 -> tensor<64x128xf32>

@@ -337,3 +337,56 @@ func.func @not_a_kernel(%x: !tile.ptr<f32>) -> f32 {
   %v = tile.load %x : !tile.ptr<f32>
   return %v : f32
 }
+
+// -----
+
+// The rematerialized 2-D copy (bf16 [16x512]): tile.iota along the last
+// dimension is contiguous, along the rows constant; a per-row index loaded on
+// the 2-D shape (through a row-constant pointer) and the division and select
+// on it stay constant along the row, so the mask allows 8 elements.
+// CHECK-LABEL: func.func @iota_copy_2d
+// CHECK: tile.load %{{.*}}, %{{.*}} {vec = 1 : i32} : tensor<16x512x!tile.ptr<i32>>
+// CHECK: tile.load %{{.*}}, %{{.*}} {vec = 8 : i32} : tensor<16x512x!tile.ptr<bf16>>
+// CHECK: tile.store %{{.*}}, %{{.*}}, %{{.*}} {vec = 8 : i32} : tensor<16x512x!tile.ptr<bf16>>
+func.func @iota_copy_2d(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                        %y: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                        %idx: !tile.ptr<i32> {tile.divisibility = 16 : i32},
+                        %s: i32 {tile.divisibility = 16 : i32}, %h: i32)
+    attributes {tile.kernel, tile.threads_per_block = 256 : i32, tile.elems_per_thread = 8 : i32} {
+  %rows = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x512xi32>
+  %cols = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<16x512xi32>
+  %is = tile.splat %idx : !tile.ptr<i32> -> tensor<16x512x!tile.ptr<i32>>
+  %ip = tile.addptr %is, %rows : tensor<16x512x!tile.ptr<i32>>, tensor<16x512xi32>
+  %hs = tile.splat %h : i32 -> tensor<16x512xi32>
+  %valid = arith.cmpi slt, %rows, %hs : tensor<16x512xi32>
+  %i = tile.load %ip, %valid : tensor<16x512x!tile.ptr<i32>>
+  %t = arith.divsi %i, %hs : tensor<16x512xi32>
+  %zero = arith.constant dense<0> : tensor<16x512xi32>
+  %pos = arith.cmpi sge, %t, %zero : tensor<16x512xi32>
+  %ok = arith.andi %valid, %pos : tensor<16x512xi1>
+  %ts = arith.select %ok, %t, %zero : tensor<16x512xi1>, tensor<16x512xi32>
+  %ss = tile.splat %s : i32 -> tensor<16x512xi32>
+  %ro = arith.muli %ts, %ss : tensor<16x512xi32>
+  %off = arith.addi %ro, %cols : tensor<16x512xi32>
+  %xs = tile.splat %x : !tile.ptr<bf16> -> tensor<16x512x!tile.ptr<bf16>>
+  %p = tile.addptr %xs, %off : tensor<16x512x!tile.ptr<bf16>>, tensor<16x512xi32>
+  %v = tile.load %p, %ok : tensor<16x512x!tile.ptr<bf16>>
+  %ys = tile.splat %y : !tile.ptr<bf16> -> tensor<16x512x!tile.ptr<bf16>>
+  %q = tile.addptr %ys, %off : tensor<16x512x!tile.ptr<bf16>>, tensor<16x512xi32>
+  tile.store %q, %v, %ok : tensor<16x512x!tile.ptr<bf16>>
+  return
+}
+
+// -----
+
+// An iota starting at an odd column is contiguous but misaligned: 1 element.
+// CHECK-LABEL: func.func @iota_odd_start
+// CHECK: tile.load %{{.*}} {vec = 1 : i32} : tensor<4x64x!tile.ptr<f32>>
+func.func @iota_odd_start(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.threads_per_block = 64 : i32, tile.elems_per_thread = 4 : i32} {
+  %cols = tile.iota {dim = 1 : i32, start = 1 : i32} : tensor<4x64xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<4x64x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %cols : tensor<4x64x!tile.ptr<f32>>, tensor<4x64xi32>
+  %v = tile.load %p : tensor<4x64x!tile.ptr<f32>>
+  return
+}

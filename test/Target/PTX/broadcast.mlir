@@ -11,29 +11,22 @@
 // CHECK-SM103-NEXT: .target sm_103a
 // CHECK-NEXT: .address_size 64
 
-// y[16x64] = x[16x64] + bias[64] with two warps: the broadcasts go through
-// shared memory between bar.sync 0 barriers; global accesses stay 16 bytes.
+// y[16x64] = x[16x64] + bias[64] with two warps: every broadcast is
+// recomputed (kiln-tile-rematerialize-broadcasts): the row offsets from the
+// thread index, the bias row by a load of the columns each thread holds, once
+// per thread since its four runs share the columns. No shared memory, no
+// barrier; global accesses stay 16 bytes.
 // CHECK-LABEL: .visible .entry add_row_bias(
 // CHECK: .reqntid 64, 1, 1
-// CHECK-DAG: .shared .align 16 .b8 __kiln_broadcast_smem_0[64];
-// CHECK-DAG: .shared .align 16 .b8 __kiln_broadcast_smem_1[256];
-// CHECK-DAG: .shared .align 16 .b8 __kiln_broadcast_smem_2[256];
-// CHECK: st.shared
-// CHECK-NEXT: bar.sync 0;
-// CHECK: ld.shared
-// CHECK: bar.sync 0;
+// CHECK-NOT: .shared
+// CHECK-NOT: bar.sync
 // CHECK-COUNT-4: ld.global.v4.b32
-// The bias row goes straight from global to shared memory: as 4 x b32 on
-// sm_90a, as 2 x b64 on Blackwell.
-// CHECK-SM90: ld.global.v4.b32 {%r[[B0:[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd{{[0-9]+}}];
-// CHECK-SM90: st.shared.v4.b32 [%rd{{[0-9]+}}], {%r[[B0]],
-// CHECK-SM100: ld.global.v2.b64 {%rd[[B0:[0-9]+]], %rd{{[0-9]+}}}, [%rd{{[0-9]+}}];
-// CHECK-SM100: st.shared.v2.b64 [%rd{{[0-9]+}}], {%rd[[B0]],
-// CHECK-SM103: ld.global.v2.b64 {%rd[[B0:[0-9]+]], %rd{{[0-9]+}}}, [%rd{{[0-9]+}}];
-// CHECK-SM103: st.shared.v2.b64 [%rd{{[0-9]+}}], {%rd[[B0]],
-// CHECK-NEXT: bar.sync 0;
-// CHECK-NEXT: ld.shared.v4.b32
-// CHECK-NEXT: bar.sync 0;
+// CHECK-NEXT: mul.wide.u32
+// CHECK-NEXT: add.s64 %rd[[BIAS:[0-9]+]],
+// CHECK-NEXT: ld.global.v4.b32 {%r[[B0:[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd[[BIAS]]];
+// CHECK-NOT: ld.global
+// CHECK-COUNT-4: add.rn.f32 %r{{[0-9]+}}, %r{{[0-9]+}}, %r[[B0]];
+// CHECK-NOT: bar.sync
 // CHECK-COUNT-4: st.global.v4.b32
 // CHECK: ret;
 func.func @add_row_bias(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
@@ -61,5 +54,54 @@ func.func @add_row_bias(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x64x!tile.ptr<f32>>
   %q = tile.addptr %ys, %off : tensor<16x64x!tile.ptr<f32>>, tensor<16x64xi32>
   tile.store %q, %sum : tensor<16x64x!tile.ptr<f32>>
+  return
+}
+
+// y[2x512] = x[2x512] + bias[512]: the bias tile is larger than one run per
+// thread, so its broadcast keeps the shared-memory path: the source goes to a
+// buffer between bar.sync 0 barriers (the row offsets are still recomputed).
+// CHECK-LABEL: .visible .entry add_wide_bias(
+// CHECK: .shared .align 16 .b8 __kiln_broadcast_smem_0[2048];
+// CHECK-COUNT-4: ld.global.v4.b32
+// The bias goes straight from global to shared memory: as 4 x b32 on sm_90a,
+// as 2 x b64 on Blackwell.
+// CHECK-SM90: ld.global.v4.b32 {%r[[W0:[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd{{[0-9]+}}];
+// CHECK-SM90: st.shared.v4.b32 [%rd{{[0-9]+}}], {%r[[W0]],
+// CHECK-SM100: ld.global.v2.b64 {%rd[[W0:[0-9]+]], %rd{{[0-9]+}}}, [%rd{{[0-9]+}}];
+// CHECK-SM100: st.shared.v2.b64 [%rd{{[0-9]+}}], {%rd[[W0]],
+// CHECK-SM103: ld.global.v2.b64 {%rd[[W0:[0-9]+]], %rd{{[0-9]+}}}, [%rd{{[0-9]+}}];
+// CHECK-SM103: st.shared.v2.b64 [%rd{{[0-9]+}}], {%rd[[W0]],
+// CHECK: bar.sync 0;
+// CHECK-NEXT: ld.shared.v4.b32
+// CHECK-NEXT: ld.shared.v4.b32
+// CHECK-NEXT: bar.sync 0;
+// CHECK-NOT: bar.sync
+// CHECK-COUNT-4: st.global.v4.b32
+// CHECK: ret;
+func.func @add_wide_bias(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                         %bias: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                         %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 2 : i32} {
+  %rows = tile.make_range {start = 0 : i32, end = 2 : i32} : tensor<2xi32>
+  %cols = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %c512 = arith.constant dense<512> : tensor<2x1xi32>
+  %re = tile.expand_dims %rows {axis = 1 : i32} : tensor<2xi32> -> tensor<2x1xi32>
+  %ro = arith.muli %re, %c512 : tensor<2x1xi32>
+  %rb = tile.broadcast %ro : tensor<2x1xi32> -> tensor<2x512xi32>
+  %ce = tile.expand_dims %cols {axis = 0 : i32} : tensor<512xi32> -> tensor<1x512xi32>
+  %cb = tile.broadcast %ce : tensor<1x512xi32> -> tensor<2x512xi32>
+  %off = arith.addi %rb, %cb : tensor<2x512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<2x512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %off : tensor<2x512x!tile.ptr<f32>>, tensor<2x512xi32>
+  %v = tile.load %p : tensor<2x512x!tile.ptr<f32>>
+  %bs = tile.splat %bias : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %bp = tile.addptr %bs, %cols : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %b = tile.load %bp : tensor<512x!tile.ptr<f32>>
+  %be = tile.expand_dims %b {axis = 0 : i32} : tensor<512xf32> -> tensor<1x512xf32>
+  %bb = tile.broadcast %be : tensor<1x512xf32> -> tensor<2x512xf32>
+  %sum = arith.addf %v, %bb : tensor<2x512xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<2x512x!tile.ptr<f32>>
+  %q = tile.addptr %ys, %off : tensor<2x512x!tile.ptr<f32>>, tensor<2x512xi32>
+  tile.store %q, %sum : tensor<2x512x!tile.ptr<f32>>
   return
 }

@@ -69,6 +69,31 @@ def Tile_MakeRangeOp : Tile_Op<"make_range", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
+  let summary = "coordinate along one dimension of an N-d tile, plus start";
+  let description = [{
+    ```mlir
+    %rows = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<16x512xi32>
+    %cols = tile.iota {dim = 1 : i32, start = 64 : i32} : tensor<16x512xi32>
+    ```
+    The element at coordinate `(i_0, ..., i_{n-1})` is `start + i_dim`: the
+    broadcast of a `tile.make_range` along the other dimensions, without moving
+    data (`kiln-tile-rematerialize-broadcasts` creates it). Every dimension is a
+    power of two, so each thread computes the coordinate of each element it
+    holds from its row-major index with a shift and a mask
+    (`((tid.x * run + offset) >> log2(inner size)) & (size_dim - 1)`, plus
+    `start`); elements of one run share the coordinate unless `dim` is the
+    last dimension, where they are consecutive (the contiguity of the last
+    dimension that 16-byte accesses need). A unit `dim` folds to the splat of
+    `start`. `start + size_dim - 1` must fit in i32.
+  }];
+  let arguments = (ins I32Attr:$dim, I32Attr:$start);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Tile_SplatOp : Tile_Op<"splat", [Pure,
     TypesMatchWith<"result element type matches the scalar", "result", "src",
                    "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
@@ -109,7 +134,11 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
     %t = tile.broadcast %x : tensor<1x128xf32> -> tensor<64x128xf32>
     ```
     Same rank and element type; every source dimension is 1 or equal to the
-    result's. Element movement between threads goes through shared memory.
+    result's. Element movement between threads goes through shared memory
+    (a buffer of the source, two `bar.sync`);
+    `kiln-tile-rematerialize-broadcasts` first rewrites the broadcasts of
+    values that are cheap to recompute (index arithmetic) into ops on the
+    result's shape.
   }];
   let arguments = (ins Tile_Tensor:$src);
   let results = (outs Tile_Tensor:$result);

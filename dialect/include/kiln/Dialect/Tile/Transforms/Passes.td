@@ -26,6 +26,52 @@ def TileAssignLayout : Pass<"kiln-tile-assign-layout", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::tile::TileDialect"];
 }
 
+def TileRematerializeBroadcasts
+    : Pass<"kiln-tile-rematerialize-broadcasts", "::mlir::func::FuncOp"> {
+  let summary = "Recompute cheap broadcast sources on the broadcast's shape";
+  let description = [{
+    A `tile.broadcast` moves its source through shared memory between two
+    `bar.sync`. Most broadcasts of a kernel are of index arithmetic
+    (`rows[:, None] * stride + cols[None, :]`), which every thread can compute
+    for the elements it holds instead. This pass replaces such a broadcast by
+    the same expression built on the result's shape, from the leaves up:
+
+    - `tile.splat` and splat `arith.constant` become splats of the new shape;
+    - `tile.make_range` (through `tile.expand_dims`) becomes `tile.iota` along
+      the dimension it ends up in, or a constant where it has size 1;
+    - `tile.expand_dims` and inner `tile.broadcast` only change which result
+      dimension a source dimension maps to;
+    - elementwise arith/math ops without memory effects, `tile.addptr` and
+      `tile.load` (`rematerialize-loads`, of tiles of at most one run per
+      thread, whose pointers, mask and `other` qualify) are cloned on the new
+      shape.
+
+    Anything else (reductions, loads of larger tiles, values carried by loops,
+    function arguments) keeps the broadcast, as does an expression whose cost
+    (1 per op, 8 per division, remainder, math function or load) exceeds
+    `max-cost`. Each clone is placed right after the op it copies, so a load
+    reads memory at the same point as the original. The lowering computes
+    equal operands once per thread, so a rematerialized value costs one
+    computation per distinct element a thread holds (e.g. one per row of
+    index arithmetic whose rows have a run of elements each).
+
+    Runs after `kiln-tile-assign-layout`, whose attributes bound the loads it
+    may copy (without them loads are not copied); the layout does not depend
+    on the shapes this pass changes.
+  }];
+  let options = [
+    Option<"rematerializeLoads", "rematerialize-loads", "bool", /*default=*/"true",
+           "copy loads of tiles of at most one run per thread (needs the layout)">,
+    Option<"maxCost", "max-cost", "int", /*default=*/"64",
+           "largest cost of an expression to recompute per element">
+  ];
+  let statistics = [
+    Statistic<"numRematerialized", "num-rematerialized", "broadcasts replaced by recomputation">,
+    Statistic<"numKept", "num-kept", "broadcasts left to shared memory">
+  ];
+  let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect"];
+}
+
 def TileVectorizeAccess : Pass<"kiln-tile-vectorize-access", "::mlir::func::FuncOp"> {
   let summary = "Set the vector width of every tile.load and tile.store";
   let description = [{
