@@ -28,6 +28,8 @@ import kiln.ops.kimi_k3 as kops  # noqa: E402
 from kernels_dsl.kimi_k3 import (concat_mla, image, kv_indices, mla_kv,  # noqa: E402
                                  mla_output_gate, moe_align, pack_topk_ids, quant, situ,
                                  situ_quant, tensor_hash)
+from kernels_dsl.kimi_k3 import attn_res as attn_res_mod  # noqa: E402
+from kernels_dsl.kimi_k3 import moe_fused_gate as gate_router  # noqa: E402
 
 pytestmark = pytest.mark.sm90
 
@@ -216,6 +218,24 @@ CASES: Dict[str, Callable[[Any], Case]] = {
     "image_preprocess": lambda g: Case(
         "image_preprocess", (_randint(g, 0, 256, (2, 40, 50, 3), torch.uint8), 28, 42), {},
         lambda im, h, w: (image.image_preprocess(im, h, w),)),
+    "moe_fused_gate": lambda g: Case(
+        "moe_fused_gate", (_randn(g, (9, 896), torch.float32), _randn(g, (896,), torch.float32),
+                           16), {},
+        lambda s, b, k: gate_router.moe_fused_gate(s, b, k)),
+    "moe_fused_gate_shared_rsf": lambda g: Case(
+        "moe_fused_gate", (_randn(g, (3, 256), torch.float32), _randn(g, (256,), torch.float32),
+                           8), {"routed_scaling_factor": 2.5, "num_fused_shared_experts": 1,
+                                "apply_routed_scaling_factor_on_output": True},
+        lambda s, b, k, **kw: gate_router.moe_fused_gate(s, b, k, **kw)),
+    "attn_res": lambda g: Case(
+        "attn_res", (_randn(g, (5, 1024)), _randn(g, (5, 4, 1024)), _randn(g, (1024,)),
+                     _randn(g, (1024,))), {"nvb": 3},
+        lambda p, bk, cw, ow, **kw: (attn_res_mod.attn_res(p, bk, cw, ow, **kw),)),
+    "attn_res_write_prefix": lambda g: Case(
+        "attn_res_write_prefix", (_randn(g, (5, 1024)), _randn(g, (5, 4, 1024)),
+                                  _randn(g, (1024,)), _randn(g, (1024,))), {"nvb": 2},
+        lambda p, bk, cw, ow, **kw: (attn_res_mod.attn_res(p, bk, cw, ow, write_prefix=True,
+                                                           **kw),), mutated=(1,)),
     "image_preprocess_mean_std": lambda g: Case(
         "image_preprocess", (_randint(g, 0, 256, (1, 30, 20, 3), torch.uint8), 14, 28),
         {"mean": [0.5, 0.25, 0.125], "std": [0.5, 2.0, 0.75]},
@@ -316,6 +336,9 @@ WRAPPERS = {
     "kv_indices": kv_indices.kv_indices,
     "gpu_tensor_hash": tensor_hash.gpu_tensor_hash,
     "image_preprocess": image.image_preprocess,
+    "moe_fused_gate": gate_router.moe_fused_gate,
+    "attn_res": attn_res_mod.attn_res,
+    "attn_res_write_prefix": attn_res_mod.attn_res,
 }
 
 

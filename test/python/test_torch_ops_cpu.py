@@ -103,6 +103,12 @@ FAKE_CASES = [
     ("quant_mxfp4", [((64, 7168), BF16)], {}, [((64, 3584), torch.uint8),
                                                ((64, 224), torch.uint8)]),
     ("gpu_tensor_hash", [((3, 5), torch.float16)], {}, [((1,), torch.int64)]),
+    ("moe_fused_gate", [((64, 896), torch.float32), ((896,), torch.float32), (16, None)], {},
+     [((64, 16), torch.float32), ((64, 16), torch.int32)]),
+    ("moe_fused_gate", [((64, 896), torch.float32), ((896,), torch.float32), (16, None)],
+     {"num_fused_shared_experts": 1}, [((64, 17), torch.float32), ((64, 17), torch.int32)]),
+    ("attn_res", [((64, 7168), BF16), ((64, 9, 7168), BF16), ((7168,), BF16), ((7168,), BF16)],
+     {"nvb": 8}, [((64, 7168), BF16)]),
     ("image_preprocess", [((2, 480, 640, 3), torch.uint8), (448, None), (448, None)], {},
      [((2, 1024, 588), BF16)]),
 ]

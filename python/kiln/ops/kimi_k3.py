@@ -34,8 +34,10 @@ except ImportError as e:  # pragma: no cover - exercised by the CPU tests withou
                       "(`pip install torch`); the rest of kiln works without it") from e
 
 try:
-    from kernels_dsl.kimi_k3 import (concat_mla, image, kv_indices as kv_indices_mod,
-                                     mla_kv, mla_output_gate as gate_mod, moe_align,
+    from kernels_dsl.kimi_k3 import (attn_res as attn_res_mod, concat_mla, image,
+                                     kv_indices as kv_indices_mod, mla_kv,
+                                     mla_output_gate as gate_mod, moe_align,
+                                     moe_fused_gate as gate_router,
                                      pack_topk_ids as pack_mod, quant, situ, situ_quant,
                                      tensor_hash)
     from kernels_dsl.kimi_k3 import _launch as L
@@ -381,24 +383,49 @@ def image_preprocess(images: torch.Tensor, out_h: int, out_w: int,
 
 
 # ---------------------------------------------------------------------------
-# Kernels added later register here. moe_fused_gate (KERNELS.md §3.3), once
-# kernels_dsl/kimi_k3/moe_fused_gate.py is in (add it to the import at the top):
-#
-#     def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
-#                              renormalize: bool = True, routed_scaling_factor: float = 1.0,
-#                              apply_routed_scaling_factor_on_output: bool = False,
-#                              num_fused_shared_experts: int = 0, fast_sigmoid: bool = False
-#                              ) -> Tuple[torch.Tensor, torch.Tensor]:
-#         k = topk + num_fused_shared_experts
-#         return (scores.new_empty((scores.shape[0], k), dtype=torch.float32),
-#                 scores.new_empty((scores.shape[0], k), dtype=torch.int32))
-#
-#     @register("moe_fused_gate", _moe_fused_gate_fake)
-#     def moe_fused_gate(scores: torch.Tensor, bias: torch.Tensor, topk: int, <as the fake>
-#                        ) -> Tuple[torch.Tensor, torch.Tensor]:
-#         w, ids = moe_fused_gate_mod.moe_fused_gate(scores, bias, topk, renormalize, ...)
-#         return w, ids
-#
-# and a case in test/gpu/test_torch_ops.py (CASES, WRAPPERS) and test/python/
-# test_torch_ops_cpu.py (FAKE_CASES); the CPU and GPU tests then cover it like the others.
+# MoE router epilogue (§3.3) and attention residuals (§4.4)
 # ---------------------------------------------------------------------------
+
+def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
+                         renormalize: bool = True, routed_scaling_factor: float = 1.0,
+                         apply_routed_scaling_factor_on_output: bool = False,
+                         num_fused_shared_experts: int = 0, fast_sigmoid: bool = False
+                         ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("moe_fused_gate", "scores", scores, 2)
+    k = topk + num_fused_shared_experts
+    return (scores.new_empty((scores.shape[0], k), dtype=torch.float32),
+            scores.new_empty((scores.shape[0], k), dtype=torch.int32))
+
+
+@register("moe_fused_gate", _moe_fused_gate_fake)
+def moe_fused_gate(scores: torch.Tensor, bias: torch.Tensor, topk: int,
+                   renormalize: bool = True, routed_scaling_factor: float = 1.0,
+                   apply_routed_scaling_factor_on_output: bool = False,
+                   num_fused_shared_experts: int = 0, fast_sigmoid: bool = False
+                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(weights fp32 [M, K'], ids int32 [M, K']) of the sigmoid router
+    (moe_fused_gate.moe_fused_gate)."""
+    return gate_router.moe_fused_gate(scores, bias, topk, renormalize, routed_scaling_factor,
+                                      apply_routed_scaling_factor_on_output,
+                                      num_fused_shared_experts, fast_sigmoid)
+
+
+def _attn_res_fake(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torch.Tensor,
+                   ow: torch.Tensor, nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
+    _rank("attn_res", "prefix_sum", prefix_sum, 2)
+    return prefix_sum.new_empty(prefix_sum.shape, dtype=torch.bfloat16)
+
+
+@register("attn_res", _attn_res_fake)
+def attn_res(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torch.Tensor, ow: torch.Tensor,
+             nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
+    """bf16 [T, H]: depth attention over nvb bank rows and the prefix, then RMSNorm
+    (attn_res.attn_res)."""
+    return attn_res_mod.attn_res(prefix_sum, bank, cw, ow, None, nvb, eps)
+
+
+@register("attn_res_write_prefix", _attn_res_fake, mutates_args=("bank",))
+def attn_res_write_prefix(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torch.Tensor,
+                          ow: torch.Tensor, nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
+    """attn_res that also copies the prefix row into bank[:, nvb, :] (bit-exact)."""
+    return attn_res_mod.attn_res(prefix_sum, bank, cw, ow, None, nvb, eps, write_prefix=True)
