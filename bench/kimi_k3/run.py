@@ -592,7 +592,9 @@ def case_gpu_tensor_hash(t):
         w = x.reshape(-1).view(torch.int32).long() & 0xFFFFFFFF  # n % 4 == 0: no padding
         i = torch.arange(w.numel(), device="cuda", dtype=torch.int64)
         s = _fmix64_torch((i << 32) ^ w ^ tensor_hash.SEED).sum()
-        return _fmix64_torch(s + (w.numel() * 4) * _s64(tensor_hash.GOLDEN)).reshape(1)
+        # the length term mod 2^64 as an int64 (n * GOLDEN as a Python int overflows int64,
+        # and torch rejects it: OverflowError: can't convert negative int to unsigned)
+        return _fmix64_torch(s + _s64(w.numel() * 4 * tensor_hash.GOLDEN & _U64)).reshape(1)
 
     return ("gpu_tensor_hash", f"[{t}, {HIDDEN}] bf16", nbytes, sets, kiln_hash, ref)
 
