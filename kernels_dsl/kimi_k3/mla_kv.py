@@ -88,8 +88,10 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
     kl.store(cache_bf16 + (lr * row16 * 8 + (KV_DIM + 4 * NG) // 2)[:, None] + cp, pe, mask=okr)
 
 
-#: [16, 512] + [16, 64] per program on 256 threads (the H200 sweep in bench/kimi_k3/run.py).
-ROWS, NUM_WARPS = 16, 8
+#: [4, 512] + [4, 64] per program on 128 threads: the H200 sweep (bench/kimi_k3/run.py
+#: --sweep, T = 16384) 12.33 us vs 12.67 us for the former [16, 512] on 256 threads (1.03x;
+#: every configuration was within 0.96x-1.03x).
+ROWS, NUM_WARPS = 4, 4
 #: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on 128 threads.
 FP8_ROWS, FP8_WARPS = 8, 4
 

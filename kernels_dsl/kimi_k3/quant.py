@@ -193,22 +193,28 @@ def e2m1_code_bits(v):
     return kl.where(v < 0, m | 8, m)
 
 
-#: groups per program: a [16, 128] bf16 tile on 128 threads (two 16-byte vectors each).
-GROUP_ELEMS, NUM_WARPS = 2048, 4
+#: groups per program: a [16, 128] bf16 tile on one warp (eight 16-byte vectors a thread).
+#: The H200 sweep (bench/results/h200-bench_kimi_k3_sweep.md, [16384, 7168] g128): 2048 / 1
+#: warp / RECIP / TOKEN_GRID 117 us, 71 % of copy bandwidth, 1.9x the first default
+#: (2048 / 4 warps, neither option: 222 us, 37 %).
+GROUP_ELEMS, NUM_WARPS = 2048, 1
 GROUPS = (32, 64, 128, 256)
-#: per_token_group_quant_fp8 formulation (kernel docstring): off = the first H200 numbers;
-#: ``bench/kimi_k3/run.py --sweep`` times every combination with GROUP_ELEMS and NUM_WARPS.
-GQ_RECIP, GQ_TOKEN_GRID = False, False
+#: per_token_group_quant_fp8 formulation (kernel docstring; same bits, checked exhaustively in
+#: test/python/test_quant_variants.py); ``bench/kimi_k3/run.py --sweep`` times every
+#: combination with GROUP_ELEMS and NUM_WARPS.
+GQ_RECIP, GQ_TOKEN_GRID = True, True
 
 _SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i32",
         "groups_per_row": "i32", "x_s0": "i32", "q_s0": "i32", "s_st": "i32", "s_sg": "i32"}
 
-#: MXFP4: 64 blocks of 32 per program (2048 values) on 128 threads. A block's 16 packed bytes
+#: MXFP4: 32 blocks of 32 per program (1024 values) on one warp. A block's 16 packed bytes
 #: are one thread's run (u8 stores: 16 per thread), so ROWS = 32 * warps keeps every thread
-#: busy; 64 blocks on 4 warps leave half of them duplicates (the sweep measures both).
-MX_ROWS, MX_WARPS = 64, 4
-#: quant_mxfp4 formulation (kernel docstring), swept like GQ_*.
-MX_WORDS, MX_TOKEN_GRID, MX_E2M1_BITS = False, False, False
+#: busy. The H200 sweep ([16384, 7168]): 32 / 1 warp / WORDS / TOKEN_GRID / E2M1_BITS 140 us,
+#: 49.7 % of copy bandwidth, 4.0x the first default (64 / 4 warps, no option: 562 us, 12 %).
+MX_ROWS, MX_WARPS = 32, 1
+#: quant_mxfp4 formulation (kernel docstring; same bits, test_quant_variants.py), swept like
+#: GQ_*.
+MX_WORDS, MX_TOKEN_GRID, MX_E2M1_BITS = True, True, True
 
 
 def _mx_constexprs() -> dict:

@@ -28,7 +28,7 @@ VECTOR = {
     "situ_and_mul_masked_post_quant": (True, True),  # INTERLEAVED: gathers (checked below)
     "mla_output_gate_fp8": (True, True),
     "mla_kv_scatter_fp8": (True, True),
-    "quant_mxfp4": (False, True),  # even/odd elements: strided loads
+    "quant_mxfp4": (None, True),  # MX_WORDS: 16-byte word loads, else even/odd strided ones
 }
 
 
@@ -55,6 +55,8 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert f".visible .entry {spec.kernel_name}(" in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
     vec_load, vec_store = VECTOR[spec.kernel_name]
+    if vec_load is None:
+        vec_load = bool(spec.constexprs.get("WORDS"))
     if spec.constexprs.get("VEC") == 1:
         vec_load = vec_store = False
     if spec.constexprs.get("INTERLEAVED"):
@@ -263,7 +265,11 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
     for spec in specs:
         ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                                  num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
-        assert "div.rn.f32" in ck.ptx and "div.approx" not in ck.ptx, spec.kernel_name
+        if spec.constexprs.get("RECIP"):  # quotients from RN(1/448) and rcp.rn (exhaustively
+            # checked in test_quant_variants.py): no division, no approximate reciprocal
+            assert "div." not in ck.ptx and "rcp.approx" not in ck.ptx, spec.kernel_name
+        else:
+            assert "div.rn.f32" in ck.ptx and "div.approx" not in ck.ptx, spec.kernel_name
         assert "div.full" not in ck.ptx, spec.kernel_name
         assert "cvt.rn.satfinite.e4m3x2.f32" in ck.ptx, spec.kernel_name
         if spec.kernel_name == "per_token_group_quant_fp8":  # no transcendental at all
