@@ -102,8 +102,11 @@ def _pairs(names, values):
 #: first, whatever its place in the list, and is the "vs default" baseline.
 SWEEPS = [
     (norm, "case_rmsnorm", 32768, _grid(RMSNORM_WARPS=(4, 2, 8))),
-    # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token)
-    (attn_res, "case_attn_res", 16384, _grid(PREFETCH=(3, 1, 2, 4), PROGRAMS_PER_SM=(1, 0))),
+    # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
+    # row elements per thread (16: 16 warps, 32: 8 warps at H = 7168)
+    (attn_res, "case_attn_res", 16384,
+     _grid(PREFETCH=(3, 1, 2, 4), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16, 32))
+     + _grid(PREFETCH=(3, 4), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))),
     (mla_kv, "case_mla_kv_scatter", 16384,
      _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
                                     (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),

@@ -26,7 +26,24 @@ boundaries. The loop is unrolled over PREFETCH row slots: slot k holds rows k, k
 ...; a slot is refilled as soon as its row is folded, so PREFETCH - 1 row loads are in flight
 while a row is reduced (at ~125 registers a 16-warp program fills an SM: the slots are the
 memory parallelism). A token's first row restarts the softmax state; its last (the prefix)
-writes the output. ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math a
+writes the output. Rows are loaded and folded in sequence order, so each side keeps a
+(token, row) cursor advanced by a compare (no integer division by the runtime nvb per row:
+the H200 SASS showed ~25 instructions per division, two per row, on every thread), and
+mean(x^2) multiplies by 1/H computed once.
+
+Where the time goes (H200, T = 16384, nvb = 8: 36 % of copy bandwidth before the cursors):
+the loads are 16-byte vectors and PREFETCH 1 -> 4 moved it only 29 % -> 36 %, so the kernel
+is not waiting on memory; it is bound by instruction issue. A row is 16 elements a thread on
+512 threads, and per row every thread runs ~300 SASS instructions (was ~400): the bf16
+unpacking of the row and of cw, x * x and x * cw as FMUL + FADD (no contraction in the
+reductions), two block reductions (5 shuffles, a shared-memory round trip with two barriers,
+16 partials summed by every thread), the softmax fold, the cursors and the masked padding
+lanes (BLOCK 8192 for H 7168). At ~4 IPC per SM a row's 14 KB must take <= ~3500 warp
+instructions to run at copy speed: ~220 a thread at 16 warps. THREAD_ELEMS = 32 (8 warps)
+halves the per-row scalar and reduction work per element (~440 instructions a thread, ~26 %
+fewer per row and SM) at half the warps to hide latency; 8 warps x 2 programs per SM would
+need <= 128 registers, which needs a register cap the language does not have (P = 1 at 8
+warps takes 144). ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math a
 TMA/mbarrier row-ring variant reuses unchanged (only where a row comes from changes).
 
 Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
@@ -51,12 +68,12 @@ MAX_NVB = 8
 
 
 @kiln.jit
-def _row_score(x, cw, H, eps):
+def _row_score(x, cw, inv_h, eps):
     """The row's depth-attention logit: <x, cw> * rsqrt(mean(x^2) + eps) (x, cw fp32 tiles,
     zero in the masked lanes)."""
     ss = kl.sum(x * x, axis=0)
     dot = kl.sum(x * cw, axis=0)
-    return dot * kl.rsqrt(ss / H + eps)
+    return dot * kl.rsqrt(ss * inv_h + eps)
 
 
 @kiln.jit
@@ -70,23 +87,29 @@ def _softmax_fold(m, l, acc, x, s):
 
 
 @kiln.jit
-def _normalize_out(acc, l, ow, H, eps):
+def _normalize_out(acc, l, ow, inv_h, eps):
     """RMSNorm(acc / l) * ow in fp32 (masked lanes of acc are zero)."""
     inv_l = 1.0 / l
     ss = kl.sum(acc * acc, axis=0) * (inv_l * inv_l)
-    scale = inv_l * kl.rsqrt(ss / H + eps)
+    scale = inv_l * kl.rsqrt(ss * inv_h + eps)
     return acc * scale * ow
 
 
 @kiln.jit
-def _load_row(prefix_ptr, bank_ptr, j, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols, mask):
-    """Row j of this program's row sequence (token pid + (j // (nvb + 1)) * grid, row
-    j % (nvb + 1): bank rows 0..nvb-1, then the prefix row), all lanes masked off past the
-    last row. Each branch loads from its own argument pointer, so the 16-byte alignment the
-    specialization proves survives (a pointer selected at run time would lose it)."""
-    tok = (pid + (j // (nvb + 1)) * grid).to(kl.int64)
-    r = j % (nvb + 1)
-    live = mask & (j < n_rows)
+def _next_row(tok, r, nvb, grid):
+    """The cursor (token, row) after (tok, r) in a program's row sequence: rows 0..nvb of a
+    token, then the next token (tok + grid). No integer division (nvb is a runtime value)."""
+    wrap = r >= nvb
+    return kl.where(wrap, tok + grid, tok), kl.where(wrap, 0, r + 1)
+
+
+@kiln.jit
+def _load_row(prefix_ptr, bank_ptr, tok, r, live_row, nvb, p_s0, b_s0, b_s1, cols, mask):
+    """Row r of token tok (bank rows 0..nvb-1, then the prefix row), all lanes masked off
+    unless live_row (padding rows of the unrolled loop). Each branch loads from its own
+    argument pointer, so the 16-byte alignment the specialization proves survives (a pointer
+    selected at run time would lose it)."""
+    live = mask & live_row
     if r < nvb:
         x = kl.load(bank_ptr + tok * b_s0 + r * b_s1 + cols, mask=live, other=0.0)
     else:
@@ -95,24 +118,23 @@ def _load_row(prefix_ptr, bank_ptr, j, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1,
 
 
 @kiln.jit
-def _consume_row(x_bf16, j, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr, ow_ptr, out_ptr,
-                 H, b_s0, b_s1, o_s0, eps, cols, mask, WRITE_PREFIX: kl.constexpr):
-    """Folds row j into (m, l, acc); the token's last row (the prefix) also writes its output
-    (and, with WRITE_PREFIX, its bank snapshot). Rows past n_rows (padding of the unrolled
-    loop, all zero) are folded into a dead state and store nothing."""
-    r = j % (nvb + 1)
+def _consume_row(x_bf16, tok, r, live_row, m, l, acc, nvb, cw_ptr, bank_ptr, ow_ptr, out_ptr,
+                 b_s0, b_s1, o_s0, inv_h, eps, cols, mask, WRITE_PREFIX: kl.constexpr):
+    """Folds row r of token tok into (m, l, acc); the token's last row (the prefix) also
+    writes its output (and, with WRITE_PREFIX, its bank snapshot). Rows that are not live
+    (padding of the unrolled loop, all zero) are folded into a dead state and store
+    nothing."""
     x = x_bf16.to(kl.float32)
     cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident, 16 regs saved
-    s = _row_score(x, cw, H, eps)
+    s = _row_score(x, cw, inv_h, eps)
     first = r == 0  # a token's first row restarts the online softmax (l = exp(s - s) = 1)
     m, l, acc = _softmax_fold(kl.where(first, s, m), kl.where(first, 0.0, l),
                               kl.where(first, 0.0, acc), x, s)
-    if (r == nvb) & (j < n_rows):  # the prefix row: the token is complete
-        tok = (pid + (j // (nvb + 1)) * grid).to(kl.int64)
+    if (r == nvb) & live_row:  # the prefix row: the token is complete
         if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
             kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, x_bf16, mask=mask)
         ow = kl.load(ow_ptr + cols, mask=mask, other=0.0).to(kl.float32)
-        kl.store(out_ptr + tok * o_s0 + cols, _normalize_out(acc, l, ow, H, eps), mask=mask)
+        kl.store(out_ptr + tok * o_s0 + cols, _normalize_out(acc, l, ow, inv_h, eps), mask=mask)
     return m, l, acc
 
 
@@ -127,54 +149,80 @@ def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_
     n_rows = (T - pid + grid - 1) // grid * (nvb + 1)
     cols = kl.arange(0, BLOCK)
     mask = cols < H
+    inv_h = 1.0 / H.to(kl.float32)
     kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
     # PREFETCH row slots, unrolled: slot k holds rows k, k + PREFETCH, ...; a slot is refilled
     # right after its row is folded (no register copies between slots), so while one row is
-    # reduced the other PREFETCH - 1 slots' loads are in flight
-    n1 = _load_row(prefix_ptr, bank_ptr, 0, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols, mask)
+    # reduced the other PREFETCH - 1 slots' loads are in flight. Rows are loaded and folded
+    # in sequence order, each through its own (token, row) cursor.
+    ltok = pid.to(kl.int64)  # the load cursor
+    lr = 0
+    n1 = _load_row(prefix_ptr, bank_ptr, ltok, lr, 0 < n_rows, nvb, p_s0, b_s0, b_s1, cols,
+                   mask)
+    ltok, lr = _next_row(ltok, lr, nvb, grid)
     if PREFETCH >= 2:
-        n2 = _load_row(prefix_ptr, bank_ptr, 1, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols,
+        n2 = _load_row(prefix_ptr, bank_ptr, ltok, lr, 1 < n_rows, nvb, p_s0, b_s0, b_s1, cols,
                        mask)
+        ltok, lr = _next_row(ltok, lr, nvb, grid)
     if PREFETCH >= 3:
-        n3 = _load_row(prefix_ptr, bank_ptr, 2, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols,
+        n3 = _load_row(prefix_ptr, bank_ptr, ltok, lr, 2 < n_rows, nvb, p_s0, b_s0, b_s1, cols,
                        mask)
+        ltok, lr = _next_row(ltok, lr, nvb, grid)
     if PREFETCH >= 4:
-        n4 = _load_row(prefix_ptr, bank_ptr, 3, n_rows, pid, grid, nvb, p_s0, b_s0, b_s1, cols,
+        n4 = _load_row(prefix_ptr, bank_ptr, ltok, lr, 3 < n_rows, nvb, p_s0, b_s0, b_s1, cols,
                        mask)
+        ltok, lr = _next_row(ltok, lr, nvb, grid)
+    ctok = pid.to(kl.int64)  # the fold cursor
+    cr = 0
     m = 0.0
     l = 1.0
     acc = kl.zeros((BLOCK,), kl.float32)
     for j in range(0, n_rows, PREFETCH):
-        m, l, acc = _consume_row(n1, j, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr, ow_ptr,
-                                 out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask, WRITE_PREFIX)
-        n1 = _load_row(prefix_ptr, bank_ptr, j + PREFETCH, n_rows, pid, grid, nvb, p_s0, b_s0,
+        m, l, acc = _consume_row(n1, ctok, cr, j < n_rows, m, l, acc, nvb, cw_ptr, bank_ptr,
+                                 ow_ptr, out_ptr, b_s0, b_s1, o_s0, inv_h, eps, cols, mask,
+                                 WRITE_PREFIX)
+        ctok, cr = _next_row(ctok, cr, nvb, grid)
+        n1 = _load_row(prefix_ptr, bank_ptr, ltok, lr, j + PREFETCH < n_rows, nvb, p_s0, b_s0,
                        b_s1, cols, mask)
+        ltok, lr = _next_row(ltok, lr, nvb, grid)
         if PREFETCH >= 2:
-            m, l, acc = _consume_row(n2, j + 1, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr,
-                                     ow_ptr, out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask,
-                                     WRITE_PREFIX)
-            n2 = _load_row(prefix_ptr, bank_ptr, j + 1 + PREFETCH, n_rows, pid, grid, nvb, p_s0,
+            m, l, acc = _consume_row(n2, ctok, cr, j + 1 < n_rows, m, l, acc, nvb, cw_ptr,
+                                     bank_ptr, ow_ptr, out_ptr, b_s0, b_s1, o_s0, inv_h, eps,
+                                     cols, mask, WRITE_PREFIX)
+            ctok, cr = _next_row(ctok, cr, nvb, grid)
+            n2 = _load_row(prefix_ptr, bank_ptr, ltok, lr, j + 1 + PREFETCH < n_rows, nvb, p_s0,
                            b_s0, b_s1, cols, mask)
+            ltok, lr = _next_row(ltok, lr, nvb, grid)
         if PREFETCH >= 3:
-            m, l, acc = _consume_row(n3, j + 2, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr,
-                                     ow_ptr, out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask,
-                                     WRITE_PREFIX)
-            n3 = _load_row(prefix_ptr, bank_ptr, j + 2 + PREFETCH, n_rows, pid, grid, nvb, p_s0,
+            m, l, acc = _consume_row(n3, ctok, cr, j + 2 < n_rows, m, l, acc, nvb, cw_ptr,
+                                     bank_ptr, ow_ptr, out_ptr, b_s0, b_s1, o_s0, inv_h, eps,
+                                     cols, mask, WRITE_PREFIX)
+            ctok, cr = _next_row(ctok, cr, nvb, grid)
+            n3 = _load_row(prefix_ptr, bank_ptr, ltok, lr, j + 2 + PREFETCH < n_rows, nvb, p_s0,
                            b_s0, b_s1, cols, mask)
+            ltok, lr = _next_row(ltok, lr, nvb, grid)
         if PREFETCH >= 4:
-            m, l, acc = _consume_row(n4, j + 3, n_rows, m, l, acc, pid, grid, nvb, cw_ptr, bank_ptr,
-                                     ow_ptr, out_ptr, H, b_s0, b_s1, o_s0, eps, cols, mask,
-                                     WRITE_PREFIX)
-            n4 = _load_row(prefix_ptr, bank_ptr, j + 3 + PREFETCH, n_rows, pid, grid, nvb, p_s0,
+            m, l, acc = _consume_row(n4, ctok, cr, j + 3 < n_rows, m, l, acc, nvb, cw_ptr,
+                                     bank_ptr, ow_ptr, out_ptr, b_s0, b_s1, o_s0, inv_h, eps,
+                                     cols, mask, WRITE_PREFIX)
+            ctok, cr = _next_row(ctok, cr, nvb, grid)
+            n4 = _load_row(prefix_ptr, bank_ptr, ltok, lr, j + 3 + PREFETCH < n_rows, nvb, p_s0,
                            b_s0, b_s1, cols, mask)
+            ltok, lr = _next_row(ltok, lr, nvb, grid)
     kl.pdl_launch_dependents()
 
 
+#: row elements a thread holds (16: two 16-byte vectors, 16 warps at H = 7168; 32: 8 warps,
+#: half the per-row scalar work and reductions per element, ~1.5x the registers a thread).
+#: bench/kimi_k3/run.py --sweep times 16 and 32.
+THREAD_ELEMS = 16
+
+
 def _config(h: int) -> tuple:
-    """(BLOCK, num_warps): the row in one tile, 16 elements (two 16-byte vectors) a thread,
-    1 to 16 warps."""
+    """(BLOCK, num_warps): the row in one tile, THREAD_ELEMS elements a thread, 1 to 16
+    warps."""
     block = 1 << max(3, (h - 1).bit_length())
-    return block, min(16, max(1, block // 512))
+    return block, min(16, max(1, block // (32 * THREAD_ELEMS)))
 
 
 BLOCK, NUM_WARPS = _config(HIDDEN)

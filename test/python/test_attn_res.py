@@ -422,3 +422,36 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
     assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
     assert info["registers"] <= 128  # 512 threads: one program per SM
+
+
+@pytest.mark.parametrize("thread_elems", [16, 32])
+def test_thread_elems_option(via_interpreter, monkeypatch, thread_elems):
+    """THREAD_ELEMS (bench/kimi_k3/run.py --sweep): 16 or 32 row elements a thread, 16 or 8
+    warps at H = 7168; the same results."""
+    monkeypatch.setattr(mod, "THREAD_ELEMS", thread_elems)
+    monkeypatch.setattr(mod, "_num_sms", lambda x: 1)
+    rng = np.random.default_rng(thread_elems)
+    check(*make_inputs(rng, 2, 9, mod.HIDDEN), 8, True)
+    assert via_interpreter[-1][2]["BLOCK"] == 8192
+    assert via_interpreter[-1][3] == 8192 // (32 * thread_elems)
+
+
+@pytest.mark.parametrize("prefetch", [1, 2, 3, 4])
+@pytest.mark.parametrize("warps", [16, 8])
+def test_sweep_options_compile(prefetch, warps):
+    """Every swept configuration compiles for sm_90a without spills, and the row loop has no
+    integer division by the runtime nvb (the (token, row) cursors advance by compares): the
+    one division left is the row count per program, before the loop."""
+    pytest.importorskip("kiln._C")
+    from kiln.runtime.targetinfo import target_info
+
+    spec = mod.AOT_SPECIALIZATIONS[0]
+    ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, PREFETCH=prefetch),
+                             spec.divisibility, num_warps=warps, arch="sm_90a",
+                             name=spec.kernel_name)
+    assert ck.ptx.count("div.s32") + ck.ptx.count("div.u32") <= 1
+    assert "rem.s32" not in ck.ptx and "rem.u32" not in ck.ptx
+    info = target_info("sm_90a", ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
+    assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
+    if warps == 16:
+        assert info["registers"] <= 128  # 512 threads: one program per SM
