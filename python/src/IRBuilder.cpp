@@ -458,6 +458,15 @@ public:
     return math::FmaOp::create(builder, loc, a, b, c);
   }
 
+  /// tile.dot: acc + a @ b (the semantic layer checked the shapes and types;
+  /// the op's verifier checks them again).
+  Value dot(Value a, Value b, Value acc) {
+    for (Value v : {a, b, acc})
+      if (!llvm::isa<RankedTensorType>(v.getType()))
+        invalid("dot takes tiles, got " + toString(v.getType()));
+    return tile::DotOp::create(builder, loc, acc.getType(), a, b, acc);
+  }
+
   Value select(Value cond, Value a, Value b) {
     if (a.getType() != b.getType())
       invalid("select: operand types differ: " + toString(a.getType()) + " vs " +
@@ -819,6 +828,7 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("approx") = false)
       .def("unary", &Builder::unary, py::arg("name"), py::arg("x"), py::arg("approx") = false)
       .def("fma", &Builder::fma)
+      .def("dot", &Builder::dot)
       .def("select", &Builder::select)
       .def("cmpi", &Builder::cmpi)
       .def("cmpf", &Builder::cmpf)

@@ -11,6 +11,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace kiln::tile;
@@ -262,6 +263,34 @@ void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value m
 LogicalResult LoadOp::verify() {
   if (getOther() && !getMask())
     return emitOpError() << "'other' requires a mask";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  auto aType = getA().getType(), bType = getB().getType();
+  auto accType = getAcc().getType();
+  if (aType.getRank() != 2 || bType.getRank() != 2 || accType.getRank() != 2)
+    return emitOpError() << "expected 2-D a, b and acc, got " << aType << ", " << bType
+                         << " and " << accType;
+  if (aType.getElementType() != bType.getElementType())
+    return emitOpError() << "expected a and b of one element type, got "
+                         << aType.getElementType() << " and " << bType.getElementType();
+  int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+  if (bType.getDimSize(0) != k)
+    return emitOpError() << "expected b to have K = " << k << " rows (the columns of a), got "
+                         << bType.getDimSize(0);
+  if (accType.getShape() != ArrayRef<int64_t>{m, n})
+    return emitOpError() << "expected acc of shape " << m << "x" << n << ", got " << accType;
+  for (auto [name, size, least] : {std::tuple<StringRef, int64_t, int64_t>{"M", m, 16},
+                                   {"N", n, 8},
+                                   {"K", k, 16}})
+    if (size < least || !llvm::isPowerOf2_64(size))
+      return emitOpError() << "expected " << name << " to be a power of two >= " << least
+                           << ", got " << size;
   return success();
 }
 

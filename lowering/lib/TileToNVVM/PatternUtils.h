@@ -68,6 +68,10 @@ struct VectorAccess {
 mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
                                 int64_t r, llvm::ArrayRef<mlir::Value> results);
 
+/// Fails (with an error at the op) when the shared-memory buffers of a
+/// tile.dot do not fit in the 48 KiB of static shared memory.
+mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);
+
 /// Base of the patterns that need the layout.
 template <typename SourceOp>
 class TileOpConversion : public mlir::ConvertOpToLLVMPattern<SourceOp> {

@@ -254,6 +254,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileShapeOpsToNVVMPatterns(converter, patterns);
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
   populateTileTensorDescOpsToNVVMPatterns(converter, patterns);
+  populateTileDotOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);
   populateTileElementwiseToNVVMPatterns(converter, patterns);
@@ -315,6 +316,12 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
       return signalPassFailure();
 
     TileTypeConverter converter(context, layout->first, layout->second);
+    WalkResult tooLarge = module.walk([&](tile::DotOp op) {
+      return failed(checkDotSharedMemory(op, converter)) ? WalkResult::interrupt()
+                                                         : WalkResult::advance();
+    });
+    if (tooLarge.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(context);
     populateTileToNVVMConversionPatterns(converter, patterns);
 

@@ -484,6 +484,37 @@ class Semantic:
         a, b, c = (self.broadcast_to(self.cast(t, ty), shape) for t in ts)
         return tensor(self.builder.fma(a.handle, b.handle, c.handle), a.type)
 
+    def dot(self, a: Any, b: Any, acc: Any = None) -> tensor:
+        """``acc + a @ b`` in float32 (``tile.dot``)."""
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        for name, t in (("a", a), ("b", b)):
+            if not t.type.is_block() or len(t.shape) != 2:
+                raise SemanticError(f"dot: {name} must be a 2-D tile, got "
+                                    f"{list(t.shape) if t.type.is_block() else t.dtype}")
+            if t.dtype not in (kl.float16, kl.bfloat16):
+                raise SemanticError(f"dot: {name} must be float16 or bfloat16, got {t.dtype} "
+                                    f"(convert with .to(kl.bfloat16))")
+        if a.dtype != b.dtype:
+            raise SemanticError(f"dot: a and b must have one dtype, got {a.dtype} and {b.dtype}")
+        (m, k), (kb, n) = a.shape, b.shape
+        if k != kb:
+            raise SemanticError(f"dot: a is {m}x{k} and b is {kb}x{n}: the columns of a must "
+                                f"equal the rows of b")
+        for name, size, least in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
+            if size < least:
+                raise SemanticError(f"dot: {name} = {size} is below the tensor-core minimum "
+                                    f"{least} (M >= 16, N >= 8, K >= 16)")
+        ty = block_type(kl.float32, (m, n))
+        if acc is None:
+            c = self.full([m, n], 0.0, kl.float32)
+        else:
+            c = self.to_tensor(acc)
+            if not c.type.is_block() or c.dtype != kl.float32 or tuple(c.shape) != (m, n):
+                got = f"{list(c.shape)} {c.dtype}" if c.type.is_block() else str(c.dtype)
+                raise SemanticError(f"dot: acc must be a float32 tile of shape {[m, n]}, "
+                                    f"got {got}")
+        return tensor(self.builder.dot(a.handle, b.handle, c.handle), ty)
+
     def cdiv(self, x: Any, div: Any) -> Any:
         if self.is_literal(x) and self.is_literal(div):
             xv = x.value if isinstance(x, constexpr) else x

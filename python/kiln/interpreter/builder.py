@@ -287,6 +287,13 @@ class NumpyBuilder:
         return (a.astype(wide) * np.asarray(b).astype(wide) + np.asarray(c).astype(wide)) \
             .astype(a.dtype)
 
+    def dot(self, a: Any, b: Any, acc: Any) -> np.ndarray:
+        """``tile.dot``: the f16/bf16 inputs widened exactly to f32, products and
+        sums in f32 (the tensor cores' order of additions differs)."""
+        f32 = np.float32
+        return (np.asarray(acc, dtype=f32) + np.asarray(a).astype(f32) @ np.asarray(b).astype(f32)) \
+            .astype(f32, copy=False)
+
     def cmpi(self, pred: str, a: Any, b: Any) -> np.ndarray:
         fn, unsigned = _CMPI[pred]
         a, b = np.asarray(a), np.asarray(b)

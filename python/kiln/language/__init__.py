@@ -231,6 +231,15 @@ def fma(x: Any, y: Any, z: Any, _semantic: Any = None) -> tensor:
 
 
 @builtin
+def dot(a: Any, b: Any, acc: Any = None, _semantic: Any = None) -> tensor:
+    """``acc + a @ b`` on tensor cores: ``a`` [M, K] and ``b`` [K, N] of one dtype
+    (float16 or bfloat16), ``acc`` [M, N] float32 (zeros if None); the result is
+    float32 [M, N] with exact products and float32 accumulation. M, N, K are
+    powers of two, M >= 16, N >= 8, K >= 16."""
+    return _semantic.dot(a, b, None if acc is None else _unwrap(acc))
+
+
+@builtin
 def cdiv(x: Any, div: Any, _semantic: Any = None) -> Any:
     """ceil(x / div) for integers (constexprs fold)."""
     return _semantic.cdiv(x, div)
@@ -250,7 +259,7 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 
 __all__ = [
     "abs", "arange", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min",
-    "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dtype", "dtype_from_str",
+    "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
     "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",

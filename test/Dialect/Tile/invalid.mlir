@@ -406,6 +406,82 @@ func.func @store_not_a_pointer(%p: tensor<128xi64>, %v: tensor<128xi64>) {
 // -----
 
 //===----------------------------------------------------------------------===//
+// tile.dot
+//===----------------------------------------------------------------------===//
+
+func.func @dot_rank(%a: tensor<16xbf16>, %b: tensor<16x16xbf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected 2-D a, b and acc, got 'tensor<16xbf16>', 'tensor<16x16xbf16>' and 'tensor<16x16xf32>'}}
+  %0 = tile.dot %a, %b, %c : tensor<16xbf16> * tensor<16x16xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_mixed(%a: tensor<16x16xbf16>, %b: tensor<16x16xf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected a and b of one element type, got 'bf16' and 'f16'}}
+  %0 = tile.dot %a, %b, %c : tensor<16x16xbf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_k(%a: tensor<16x32xbf16>, %b: tensor<16x16xbf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected b to have K = 32 rows (the columns of a), got 16}}
+  %0 = tile.dot %a, %b, %c : tensor<16x32xbf16> * tensor<16x16xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_acc_shape(%a: tensor<16x16xbf16>, %b: tensor<16x32xbf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected acc of shape 16x32, got 'tensor<16x16xf32>'}}
+  %0 = tile.dot %a, %b, %c : tensor<16x16xbf16> * tensor<16x32xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_small_m(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %c: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected M to be a power of two >= 16, got 8}}
+  %0 = tile.dot %a, %b, %c : tensor<8x16xbf16> * tensor<16x16xbf16> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_small_n(%a: tensor<16x16xf16>, %b: tensor<16x4xf16>, %c: tensor<16x4xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected N to be a power of two >= 8, got 4}}
+  %0 = tile.dot %a, %b, %c : tensor<16x16xf16> * tensor<16x4xf16> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @dot_k_not_pow2(%a: tensor<16x48xbf16>, %b: tensor<48x16xbf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected K to be a power of two >= 16, got 48}}
+  %0 = tile.dot %a, %b, %c : tensor<16x48xbf16> * tensor<48x16xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_f32_operands(%a: tensor<16x16xf32>, %b: tensor<16x16xf32>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type values}}
+  %0 = tile.dot %a, %b, %c : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_acc_type(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>, %c: tensor<16x16xf16>) {
+  // expected-error @+1 {{'tile.dot' op operand #2 must be ranked tensor of 32-bit float values}}
+  %0 = "tile.dot"(%a, %b, %c) : (tensor<16x16xbf16>, tensor<16x16xbf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // tile.reduce / tile.reduce.return
 //===----------------------------------------------------------------------===//
 

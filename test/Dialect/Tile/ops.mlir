@@ -219,3 +219,14 @@ func.func @tensor_descriptors(%d: !tile.tensordesc<tensor<64x128xbf16>>,
   tile.desc_store %d[%i, %j], %t : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>
   return
 }
+
+// CHECK-LABEL: func.func @dot
+// CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
+// CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x16xf16> * tensor<16x8xf16> -> tensor<16x8xf32>
+func.func @dot(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>, %acc: tensor<64x128xf32>,
+               %h: tensor<16x16xf16>, %g: tensor<16x8xf16>, %c: tensor<16x8xf32>)
+    -> (tensor<64x128xf32>, tensor<16x8xf32>) {
+  %0 = tile.dot %a, %b, %acc : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
+  %1 = tile.dot %h, %g, %c : tensor<16x16xf16> * tensor<16x8xf16> -> tensor<16x8xf32>
+  return %0, %1 : tensor<64x128xf32>, tensor<16x8xf32>
+}

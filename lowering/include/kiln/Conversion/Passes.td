@@ -18,6 +18,9 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     - `tile.addptr` to `llvm.getelementptr`; `tile.load` / `tile.store` to
       `llvm.load` / `llvm.store` of `vec`-wide vectors (16 bytes at most), under
       `scf.if` where masked (stores from replicated threads are masked off);
+    - `tile.dot` to `ldmatrix` + `mma.sync.aligned.m16n8k16` through shared
+      memory (operands and the accumulator staged there, `nvvm.barrier0`);
+      a dot whose buffers exceed 48 KiB of static shared memory is an error;
     - elementwise `arith` / `math` on tiles to one scalar op per element, then
       `arith` to LLVM and transcendental `math` ops to libdevice calls
       (`__nv_*`, linked at PTX emission);

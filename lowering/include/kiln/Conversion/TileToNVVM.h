@@ -41,6 +41,8 @@ void populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                              mlir::RewritePatternSet &patterns);
 void populateTileAtomicOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
+void populateTileDotOpsToNVVMPatterns(TileTypeConverter &converter,
+                                      mlir::RewritePatternSet &patterns);
 void populateTileReduceOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
 void populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,

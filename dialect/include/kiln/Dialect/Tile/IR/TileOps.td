@@ -221,6 +221,43 @@ def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator, HasParent<
 }
 
 //===----------------------------------------------------------------------===//
+// Matrix multiply
+//===----------------------------------------------------------------------===//
+
+def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "tensor-core matrix multiply-accumulate: acc + a @ b in f32";
+  let description = [{
+    ```mlir
+    %d = tile.dot %a, %b, %acc
+        : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
+    ```
+    `a` is [M, K], `b` is [K, N] of one element type (f16 or bf16), `acc` and
+    the result [M, N] of f32; the products are exact and accumulate in f32
+    (the order of the additions is unspecified). M, N and K are powers of two
+    with M >= 16, N >= 8 and K >= 16 (the m16n8k16 tensor-core tile).
+
+    The lowering is self-contained: `a` and `b` go to shared memory (row
+    major, as the blocked layout holds them), a `bar.sync`, then every warp
+    takes the 16x8 output tiles `warp, warp + warps, ...` and for each one
+    loops over K: `ldmatrix.sync.aligned.m8n8.x4.shared.b16` (A),
+    `ldmatrix...x2.trans` (B) and `mma.sync.aligned.m16n8k16.row.col.f32.
+    <bf16|f16>.<bf16|f16>.f32`. The accumulator moves between the blocked
+    layout and the mma fragments through a shared f32 buffer, in slabs of rows
+    when the whole [M, N] would not fit. A zero `acc` (a splat of 0.0) is not
+    read. All buffers of one dot must fit in 48 KiB of static shared memory
+    (`a` and `b` whole, at least one 16-row slab of the accumulator); the
+    lowering reports when they do not.
+  }];
+  let arguments = (ins RankedTensorOf<[F16, BF16]>:$a, RankedTensorOf<[F16, BF16]>:$b,
+                       RankedTensorOf<[F32]>:$acc);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Pointers and memory
 //===----------------------------------------------------------------------===//
 

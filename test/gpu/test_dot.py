@@ -1,0 +1,84 @@
+"""kl.dot (tile.dot on ldmatrix + mma.sync) on the GPU against torch.
+
+One-tile dots (with and without an accumulator, bf16 and f16, 1/4/8 warps, shapes from
+the 16x8x16 minimum to 128x128x64, which goes through the accumulator in 16-row slabs)
+and a K-loop GEMM ``acc = kl.dot(a, b, acc)`` over masked [BM, BK] x [BK, BN] blocks of
+strided matrices with edges in every dimension. The reference is the float64 product
+of the same (rounded) inputs; the kernel's products are exact and its sums f32, so
+the error bound is a few f32 ulps of the sum of |a_ik * b_kj| per element. Outputs are
+poisoned with NaN before each launch.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kiln  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+from dot_kernels import dot_tile, gemm  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def check(out, a, b, acc=None):
+    a64, b64 = a.double(), b.double()
+    ref = a64 @ b64 + (acc.double() if acc is not None else 0)
+    # f32 accumulation: |error| <= K * 2^-23 * sum_k |a_ik b_kj| (+ |acc|), generously
+    bound = (a64.abs() @ b64.abs() + (acc.double().abs() if acc is not None else 0))
+    tol = 4 * a.shape[1] * 2.0**-24 * bound + 1e-30
+    assert not torch.isnan(out).any()
+    err = (out.double() - ref).abs()
+    assert (err <= tol).all(), f"max error {err.max().item():.3g}, worst ratio " \
+        f"{(err / tol).max().item():.3g}"
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+@pytest.mark.parametrize("m,n,k", [(16, 8, 16), (16, 16, 16), (64, 64, 64), (32, 64, 128),
+                                   (128, 128, 64), (16, 256, 32)])
+@pytest.mark.parametrize("has_acc", [False, True])
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_dot_tile(dt, m, n, k, has_acc, num_warps):
+    if num_warps == 1 and m * n > 64 * 64:
+        pytest.skip("a 1-warp program would hold the whole f32 tile in registers")
+    torch.manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda").to(DTYPES[dt])
+    b = torch.randn(k, n, device="cuda").to(DTYPES[dt])
+    acc = torch.randn(m, n, device="cuda")
+    out = torch.full((m, n), float("nan"), device="cuda")
+    dot_tile[(1,)](a, b, acc, out, M=m, N=n, K=k, HAS_ACC=has_acc, num_warps=num_warps)
+    torch.cuda.synchronize()
+    check(out, a, b, acc if has_acc else None)
+
+
+def test_dot_tile_exact_small_integers():
+    # integer-valued inputs: every partial sum is exact in f32, so the result is too
+    a = torch.randint(-3, 4, (64, 64), device="cuda").to(torch.bfloat16)
+    b = torch.randint(-3, 4, (64, 64), device="cuda").to(torch.bfloat16)
+    acc = torch.randint(-100, 100, (64, 64), device="cuda").float()
+    out = torch.full((64, 64), float("nan"), device="cuda")
+    dot_tile[(1,)](a, b, acc, out, M=64, N=64, K=64, HAS_ACC=True, num_warps=4)
+    torch.cuda.synchronize()
+    assert torch.equal(out, a.float() @ b.float() + acc)
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+@pytest.mark.parametrize("bm,bn,bk,num_warps", [(16, 16, 16, 4), (64, 64, 32, 4),
+                                                (128, 128, 64, 8), (128, 64, 32, 4)])
+@pytest.mark.parametrize("m,n,k", [(300, 200, 1000), (128, 128, 64)])
+def test_gemm(dt, bm, bn, bk, num_warps, m, n, k):
+    torch.manual_seed(0)
+    # strided rows (padding that must not leak) and edges in every dimension
+    a = torch.randn(m, k + 8, device="cuda").to(DTYPES[dt])[:, :k]
+    b = torch.randn(k, n + 8, device="cuda").to(DTYPES[dt])[:, :n]
+    c = torch.full((m, n + 4), float("nan"), device="cuda")
+    grid = (kiln.cdiv(m, bm), kiln.cdiv(n, bn))
+    gemm[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0),
+               BM=bm, BN=bn, BK=bk, num_warps=num_warps)
+    torch.cuda.synchronize()
+    check(c[:, :n], a, b)
+    assert torch.isnan(c[:, n:]).all()  # nothing written past N
+    # against torch.matmul in fp32 (cuBLAS), with a tolerance for bf16/f16 inputs
+    torch.testing.assert_close(c[:, :n], torch.matmul(a.float(), b.float()),
+                               rtol=1e-4, atol=1e-3 * k**0.5)
