@@ -219,3 +219,14 @@ func.func @tensor_descriptors(%d: !tile.tensordesc<tensor<64x128xbf16>>,
   tile.desc_store %d[%i, %j], %t : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>
   return
 }
+
+// CHECK-LABEL: func.func @rings
+// CHECK: %[[R:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: tile.ring_issue %{{.*}}[%{{.*}}, %{{.*}}] -> %[[R]][%{{.*}}] if %{{.*}} : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: tile.ring_wait_load %[[R]][%{{.*}}], %{{.*}} : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+func.func @rings(%d: !tile.tensordesc<tensor<32x64xbf16>>, %i: i32, %p: i1) -> tensor<32x64xbf16> {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+  tile.ring_issue %d[%i, %i] -> %r[%i] if %p : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<32x64xbf16>>
+  %t = tile.ring_wait_load %r[%i], %i : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+  return %t : tensor<32x64xbf16>
+}
