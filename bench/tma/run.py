@@ -44,14 +44,16 @@ def main():
         idx = {id(x): i for i, x in enumerate(xs)}
         nbytes = 2 * m * n * 2
         variants = {}
-        for bm, bn, warps in [(64, 128, 4), (32, 256, 4), (64, 128, 8), (128, 64, 4),
-                              (32, 128, 4)]:
-            for grid in (None, sms * 8):
-                label = f"kiln TMA box {bm}x{bn}, {warps} warps" + (
-                    f", persistent grid {grid}" if grid else "")
-                variants[label] = (lambda bm, bn, warps, grid: lambda x: tma.tma_copy(
-                    x, outs[idx[id(x)]], block=(bm, bn), grid=grid, num_warps=warps))(
-                        bm, bn, warps, grid)
+        for bm, bn, warps, grid, stages in [
+                (64, 128, 4, None, 1), (32, 256, 4, None, 1), (64, 128, 8, None, 1),
+                (64, 128, 4, sms * 8, 1), (32, 128, 4, sms * 4, 2), (32, 128, 4, sms * 4, 3),
+                (32, 128, 4, sms * 2, 4), (64, 128, 4, sms * 2, 2), (32, 256, 4, sms * 4, 2)]:
+            label = f"kiln TMA box {bm}x{bn}, {warps} warps" + (
+                f", persistent grid {grid}" if grid else "") + (
+                f", {stages}-stage ring" if stages > 1 else "")
+            variants[label] = (lambda bm, bn, warps, grid, stages: lambda x: tma.tma_copy(
+                x, outs[idx[id(x)]], block=(bm, bn), grid=grid, num_warps=warps,
+                num_stages=stages))(bm, bn, warps, grid, stages)
         variants["kiln plain ld/st 64x128"] = lambda x: plain_copy_kernel[(m // 64, n // 128)](
             x, outs[idx[id(x)]], n, BM=64, BN=128)
         variants["torch copy_"] = lambda x: outs[idx[id(x)]].copy_(x)

@@ -623,6 +623,10 @@ public:
     builder.setInsertionPointToEnd(op.getBody());
     return op.getOperation();
   }
+  /// Marks a loop for kiln-tile-pipeline-loads.
+  void forSetNumStages(Operation *op, int64_t stages) {
+    op->setAttr("tile.num_stages", builder.getI32IntegerAttr(static_cast<int32_t>(stages)));
+  }
   Value forInductionVar(Operation *op) { return llvm::cast<scf::ForOp>(op).getInductionVar(); }
   std::vector<Value> forIterArgs(Operation *op) {
     auto args = llvm::cast<scf::ForOp>(op).getRegionIterArgs();
@@ -840,6 +844,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("pdl_launch_dependents", &Builder::pdlLaunchDependents)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)
+      .def("for_set_num_stages", &Builder::forSetNumStages)
       .def("for_induction_var", &Builder::forInductionVar)
       .def("for_iter_args", &Builder::forIterArgs)
       .def("for_end", &Builder::forEnd)

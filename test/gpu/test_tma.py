@@ -54,6 +54,17 @@ def row_sums(src, out_ptr, n_rows, BM: kl.constexpr, BN: kl.constexpr):
         kl.store(out_ptr + rows, kl.sum(x, axis=1), mask=rows < n_rows)
 
 
+@kiln.jit
+def row_sums_pipelined(src, out_ptr, n_rows, BM: kl.constexpr, BN: kl.constexpr,
+                       STAGES: kl.constexpr):
+    """row_sums with the loads STAGES - 1 iterations ahead (a TMA ring)."""
+    for r in kl.range(kl.program_id(0) * BM, n_rows, kl.num_programs(0) * BM,
+                      num_stages=STAGES):
+        x = src.load([r, 0]).to(kl.float32)
+        rows = r + kl.arange(0, BM)
+        kl.store(out_ptr + rows, kl.sum(x, axis=1), mask=rows < n_rows)
+
+
 def _rand(shape, dtype):
     if dtype.is_floating_point:
         return torch.randn(shape, device="cuda").to(dtype)
@@ -110,10 +121,23 @@ def test_persistent_loop_flips_the_phase():
     torch.testing.assert_close(out, x.float().sum(dim=1), rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("grid", [None, 132 * 4])
-def test_tma_copy_library_kernel(grid):
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("grid", [1, 7, 132])
+def test_pipelined_ring_matches(stages, grid):
+    # Programs with 0, 1, fewer than `stages` and many iterations; every slot's parity
+    # flips many times on the long ones.
+    rows, n = 16 * 200 + 5, 128
+    x = _rand((rows, n), torch.float16)
+    out = torch.full((rows,), -1.0, device="cuda")
+    row_sums_pipelined[(grid,)](kiln.TensorDescriptor.from_tensor(x, [16, 128]), out, rows,
+                                BM=16, BN=128, STAGES=stages)
+    torch.testing.assert_close(out, x.float().sum(dim=1), rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("grid,stages", [(None, 1), (132 * 4, 1), (132 * 4, 2), (264, 3)])
+def test_tma_copy_library_kernel(grid, stages):
     x = _rand((1000, 7168), torch.bfloat16)
-    out = tma.tma_copy(x, grid=grid)
+    out = tma.tma_copy(x, grid=grid, num_stages=stages, block=(32, 128))
     assert torch.equal(out, x)
 
 

@@ -83,11 +83,41 @@ def test_ptx_per_arch(arch):
     assert ck.cubin[:4] == b"\x7fELF"
 
 
+@kiln.jit
+def pipelined_sums(src, out_ptr, n_rows, BM: kl.constexpr, STAGES: kl.constexpr):
+    for r in kl.range(kl.program_id(0) * BM, n_rows, kl.num_programs(0) * BM,
+                      num_stages=STAGES):
+        rows = r + kl.arange(0, BM)
+        kl.store(out_ptr + rows, kl.sum(src.load([r, 0]), axis=1), mask=rows < n_rows)
+
+
+@kiln.jit
+def bad_stages(src, BM: kl.constexpr):
+    for r in kl.range(0, 4, num_stages=0):
+        src.load([r, 0])
+
+
+def test_pipelined_loop_interpreter_and_ptx():
+    x = np.random.default_rng(1).standard_normal((45, 32)).astype(np.float32)
+    out = np.zeros(45, np.float32)
+    interpret(pipelined_sums, (3,), kiln.TensorDescriptor.from_tensor(x, [8, 32]), out, 45,
+              BM=8, STAGES=3)
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    sig = {"src": "tensordesc<f32,8x32>", "out_ptr": "*f32", "n_rows": "i32"}
+    tile = pipelined_sums.compile(sig, constexprs={"BM": 8, "STAGES": 3}, upto="tile").tile_ir
+    assert "tile.num_stages = 3" in str(tile)
+    ptx = pipelined_sums.compile(sig, constexprs={"BM": 8, "STAGES": 3}, arch="sm_90a").ptx
+    assert ptx.count("mbarrier.init.shared.b64") == 3
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") == 3  # 2 ahead + 1 in loop
+
+
 def test_frontend_errors():
     sig = "tensordesc<f32,16x16>"
     with pytest.raises(CompilationError, match="rank 2, got 1 offsets"):
         bad_offsets.compile({"src": sig, "dst": sig}, constexprs={"BM": 16, "BN": 16},
                             upto="tile")
+    with pytest.raises(CompilationError, match="num_stages must be a positive constexpr int"):
+        bad_stages.compile({"src": sig}, constexprs={"BM": 16}, upto="tile")
     with pytest.raises(CompilationError, match="method of tensor descriptors"):
         bad_method.compile({"x_ptr": "*f32"}, constexprs={"BM": 16, "BN": 16}, upto="tile")
 

@@ -63,6 +63,14 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     return verifyPowerOfTwoI32(op, attr, 1024);
   if (name == getElemsPerThreadAttrName())
     return verifyPowerOfTwoI32(op, attr, 1 << 16);
+  if (name == getNumStagesAttrName()) {
+    auto stages = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "scf.for")
+      return op->emitOpError() << "'tile.num_stages' applies to scf.for only";
+    if (!stages || stages.getInt() < 1 || stages.getInt() > 16)
+      return op->emitOpError() << "expected 'tile.num_stages' to be an integer in [1, 16]";
+    return success();
+  }
   return op->emitOpError() << "unknown tile attribute '" << name << "'";
 }
 

@@ -322,6 +322,21 @@ LogicalResult DescStoreOp::verify() {
                           getValue().getType(), "stored value");
 }
 
+LogicalResult RingIssueOp::verify() {
+  RingType ring = getRing().getType();
+  if (getDesc().getType().getSwizzle() != 0)
+    return emitOpError() << "expected an unswizzled descriptor";
+  return verifyDescAccess(*this, getDesc().getType(), getIndices().size(), ring.getBlockType(),
+                          "ring's block");
+}
+
+LogicalResult RingWaitLoadOp::verify() {
+  if (getType() != getRing().getType().getBlockType())
+    return emitOpError() << "expected the result to be the ring's block type "
+                         << getRing().getType().getBlockType() << ", got " << getType();
+  return success();
+}
+
 /// Whether `mask` is a constant whose every element is `value`.
 static bool isConstantMask(Value mask, bool value) {
   if (!mask)

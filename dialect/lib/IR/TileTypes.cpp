@@ -60,6 +60,30 @@ int64_t TensorDescType::getBoxBytes() const {
          getBlockType().getElementType().getIntOrFloatBitWidth() / 8;
 }
 
+LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned stages,
+                               RankedTensorType blockType) {
+  if (stages < 1 || stages > 16)
+    return emitError() << "expected 1 to 16 ring stages, got " << stages;
+  if (failed(TensorDescType::verify(emitError, blockType, /*swizzle=*/0)))
+    return failure();
+  int64_t total = RingType::get(blockType.getContext(), stages, blockType).getTotalBytes();
+  if (total > 48 * 1024)
+    return emitError() << "expected the ring to fit the 48 KiB of static shared memory, got "
+                       << stages << " stages of " << blockType << " (" << total << " bytes)";
+  return success();
+}
+
+int64_t RingType::getSlotBytes() const {
+  return getBlockType().getNumElements() *
+         getBlockType().getElementType().getIntOrFloatBitWidth() / 8;
+}
+
+int64_t RingType::getSlotsOffset() const { return llvm::alignTo(8 * getStages(), 128); }
+
+int64_t RingType::getTotalBytes() const {
+  return getSlotsOffset() + getStages() * getSlotBytes();
+}
+
 Type kiln::tile::getPointeeType(Type ptrLike) {
   if (auto tensor = llvm::dyn_cast<RankedTensorType>(ptrLike)) {
     auto ptr = llvm::cast<PtrType>(tensor.getElementType());

@@ -13,6 +13,8 @@
 using namespace mlir;
 
 void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &options) {
+  // First: canonicalization may rebuild a loop without its tile.num_stages.
+  pm.addNestedPass<func::FuncOp>(tile::createTilePipelineLoads());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   tile::TileAssignLayoutOptions layoutOptions;

@@ -25,6 +25,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <variant>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -56,10 +58,10 @@ TmaBarrier createTmaBarrier(OpBuilder &b, Operation *op) {
   return barrier;
 }
 
-/// Waits until the barrier completes the phase of parity `*phase`, then flips it.
-void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
-  Value parity = LLVM::LoadOp::create(b, loc, b.getI32Type(), barrier.phase);
-  Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barrier.address);
+/// Waits until the mbarrier at `barrier` (!llvm.ptr<3>) completes the phase of
+/// parity `parity` (i32, 0 or 1).
+void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity) {
+  Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barrier);
   // The NVVM op takes the parity as an immediate; in a loop it is a register.
   static constexpr const char *kWait = "{\n"
                                        ".reg .pred p;\n"
@@ -72,6 +74,12 @@ void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
                             b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
                             LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
                             ArrayAttr());
+}
+
+/// Waits until the barrier completes the phase of parity `*phase`, then flips it.
+void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
+  Value parity = LLVM::LoadOp::create(b, loc, b.getI32Type(), barrier.phase);
+  waitParity(b, loc, barrier.address, parity);
   Value flipped = LLVM::XOrOp::create(b, loc, parity, createI32Constant(b, loc, 1));
   LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
 }
@@ -87,6 +95,27 @@ Value createIssuer(OpBuilder &b, Location loc) {
 /// TMA's coordinates: innermost dimension first.
 SmallVector<Value> tmaCoordinates(ValueRange indices) {
   return SmallVector<Value>(llvm::reverse(indices));
+}
+
+/// After a CTA barrier (the buffer's readers are done), one elected thread
+/// (and only if `predicate`, when given) arms `barrier` with `bytes` and copies
+/// the box at `indices` of `desc` into `buffer`.
+void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64_t bytes,
+               Value buffer, Value barrier, Value predicate) {
+  NVVM::BarrierOp::create(b, loc);
+  Value issuer = createIssuer(b, loc);
+  if (predicate)
+    issuer = LLVM::AndOp::create(b, loc, issuer, predicate);
+  SmallVector<Value> coordinates = tmaCoordinates(indices);
+  scf::IfOp::create(b, loc, issuer, [&](OpBuilder &ib, Location l) {
+    NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier,
+                                           createI32Constant(ib, l, bytes),
+                                           NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        ib, l, buffer, desc, coordinates, barrier, ValueRange(), Value(), Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+    scf::YieldOp::create(ib, l);
+  });
 }
 
 /// Moves the registers of `layout` to or from the row-major box at `buffer`,
@@ -145,19 +174,8 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
     TmaBarrier barrier = createTmaBarrier(rewriter, op);
     Value buffer = createBoxBuffer(rewriter, op, desc, element);
 
-    NVVM::BarrierOp::create(rewriter, loc);
-    Value issuer = createIssuer(rewriter, loc);
-    SmallVector<Value> coordinates = tmaCoordinates(adaptor.getIndices());
-    scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
-      NVVM::MBarrierArriveExpectTxOp::create(
-          b, l, Type(), barrier.address, createI32Constant(b, l, desc.getBoxBytes()),
-          NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, l, buffer, adaptor.getDesc(), coordinates, barrier.address, ValueRange(), Value(),
-          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(),
-          Value());
-      scf::YieldOp::create(b, l);
-    });
+    issueLoad(rewriter, loc, adaptor.getDesc(), adaptor.getIndices(), desc.getBoxBytes(), buffer,
+              barrier.address, Value());
     waitAndFlipPhase(rewriter, loc, barrier);
 
     BoxAccess box(rewriter, loc, buffer, element, tileConverter.getLayout(op.getType()));
@@ -201,9 +219,88 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
     return success();
   }
 };
+/// The mbarrier of slot `slot` (an int or an i32 value) of the ring at `base`.
+Value slotBarrier(OpBuilder &b, Location loc, Value base, std::variant<int64_t, Value> slot) {
+  Value index = std::holds_alternative<Value>(slot)
+                    ? std::get<Value>(slot)
+                    : createI32Constant(b, loc, std::get<int64_t>(slot));
+  Value offset = LLVM::MulOp::create(b, loc, index, createI32Constant(b, loc, 8));
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
+/// The box of slot `slot` of the ring at `base`.
+Value slotBuffer(OpBuilder &b, Location loc, tile::RingType ring, Value base, Value slot) {
+  Value offset = LLVM::AddOp::create(
+      b, loc, createI32Constant(b, loc, ring.getSlotsOffset()),
+      LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes())));
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
+/// A ring's shared memory: `stages` mbarriers (8 bytes each, padded to 128
+/// bytes), then the slots; thread 0 initializes the barriers.
+struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::RingAllocOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    tile::RingType ring = op.getType();
+    Value base = createSharedBuffer(rewriter, op, "__kiln_tma_ring", rewriter.getI8Type(),
+                                    ring.getTotalBytes(), /*alignment=*/128);
+    Value isThread0 = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                                           createThreadId(rewriter, loc),
+                                           createI32Constant(rewriter, loc, 0));
+    Value one = createI32Constant(rewriter, loc, 1);
+    for (unsigned s = 0; s < ring.getStages(); ++s)
+      NVVM::MBarrierInitOp::create(rewriter, loc, slotBarrier(rewriter, loc, base, s), one,
+                                   isThread0);
+    NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    NVVM::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, base);
+    return success();
+  }
+};
+
+struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::RingIssueOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    tile::RingType ring = op.getRing().getType();
+    issueLoad(rewriter, loc, adaptor.getDesc(), adaptor.getIndices(), ring.getSlotBytes(),
+              slotBuffer(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
+              slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
+              adaptor.getPred());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::RingWaitLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    tile::RingType ring = op.getRing().getType();
+    waitParity(rewriter, loc, slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
+               adaptor.getPhase());
+    Type element = getTypeConverter()->convertType(op.getType().getElementType());
+    BoxAccess box(rewriter, loc,
+                  slotBuffer(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()), element,
+                  tileConverter.getLayout(op.getType()));
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
+                                    box.read(rewriter, loc)));
+    return success();
+  }
+};
 } // namespace
 
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
-  patterns.add<DescLoadLowering, DescStoreLowering>(converter);
+  patterns.add<DescLoadLowering, DescStoreLowering, RingAllocLowering, RingIssueLowering,
+               RingWaitLoadLowering>(converter);
 }

@@ -40,6 +40,10 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
   addConversion([context](tile::PtrType) -> Type {
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/1);
   });
+  // A TMA ring is the address of its shared memory.
+  addConversion([context](tile::RingType) -> Type {
+    return LLVM::LLVMPointerType::get(context, /*addressSpace=*/3);
+  });
   // A descriptor parameter is the address of the by-value CUtensorMap.
   addConversion([context](tile::TensorDescType) -> Type {
     return LLVM::LLVMPointerType::get(context);

@@ -350,7 +350,7 @@ class CodeGenerator(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable must be a plain name")
         it = node.iter
-        if not isinstance(it, ast.Call) or it.keywords:
+        if not isinstance(it, ast.Call):
             raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
         fn = _unwrap(self.visit(it.func))
         args = [self.visit(a) for a in it.args]
@@ -358,6 +358,19 @@ class CodeGenerator(ast.NodeVisitor):
             raise self.error(it, "range takes 1 to 3 arguments")
         from .. import language as kl_language  # noqa: PLC0415
 
+        num_stages = None
+        if fn is kl_language.range:
+            for kw in it.keywords:
+                if kw.arg != "num_stages":
+                    raise self.error(kw, f"kl.range takes num_stages=, not {kw.arg}=")
+                num_stages = _unwrap(self.visit(kw.value))
+                if num_stages is not None and (not isinstance(num_stages, int) or
+                                               isinstance(num_stages, bool) or num_stages < 1):
+                    raise self.error(kw, f"num_stages must be a positive constexpr int, got "
+                                         f"{num_stages!r}")
+            fn = builtins.range
+        elif it.keywords:
+            raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
         if fn is kl_language.static_range:
             if any(isinstance(a, tensor) for a in args):
                 raise self.error(it, "kl.static_range needs constexpr bounds (use range for a "
@@ -371,9 +384,10 @@ class CodeGenerator(ast.NodeVisitor):
             return
         if fn is not builtins.range:
             raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
-        self._runtime_for(node, args)
+        self._runtime_for(node, args, num_stages)
 
-    def _runtime_for(self, node: ast.For, args: List[Any]) -> None:
+    def _runtime_for(self, node: ast.For, args: List[Any], num_stages: Optional[int] = None
+                     ) -> None:
         sem = self.semantic
         from ..language import core as lc  # noqa: PLC0415
 
@@ -425,6 +439,8 @@ class CodeGenerator(ast.NodeVisitor):
 
         op = self.builder.for_begin(lb.handle, ub.handle, st.handle,
                                     [before[n].handle for n in carried])
+        if num_stages is not None and num_stages > 1:
+            self.builder.for_set_num_stages(op, num_stages)
         self.scope[var] = tensor(self.builder.for_induction_var(op), ity)
         for n, arg in zip(carried, self.builder.for_iter_args(op)):
             self.scope[n] = tensor(arg, before[n].type)

@@ -191,6 +191,17 @@ def pdl_launch_dependents(_semantic: Any = None) -> None:
     _semantic.pdl_launch_dependents()
 
 
+class range:  # noqa: A001 - kl.range mirrors the builtin
+    """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
+    whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
+    iterations are in flight while one iteration computes (an N-slot TMA ring with one
+    mbarrier per slot). ``num_stages`` is a constexpr; 1 or None is a plain loop."""
+
+    def __init__(self, *args: Any, num_stages: Any = None):
+        self.args = args
+        self.num_stages = num_stages
+
+
 class static_range:
     """``for i in kl.static_range(a, b, step):`` unrolled at compile time (constexpr
     bounds). A plain ``range`` with runtime or constexpr bounds becomes a loop."""
@@ -262,6 +273,7 @@ __all__ = [
     "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
-    "static_assert", "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",
+    "static_assert", "range",
+    "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",
     "tensor_descriptor_type", "where", "zeros", "block_type",
 ] + [d.name for d in ALL_DTYPES]

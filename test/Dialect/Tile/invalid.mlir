@@ -856,3 +856,40 @@ func.func @desc_load_swizzled(%d: !tile.tensordesc<tensor<64x64xbf16>, swizzle =
   %t = tile.desc_load %d[%i, %i] : !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128> -> tensor<64x64xbf16>
   return
 }
+
+// -----
+
+// expected-error @+1 {{expected the ring to fit the 48 KiB of static shared memory, got 4 stages of 'tensor<64x128xbf16>' (65664 bytes)}}
+func.func @ring_too_big(%r: !tile.ring<4, tensor<64x128xbf16>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 1 to 16 ring stages, got 0}}
+func.func @ring_no_stages(%r: !tile.ring<0, tensor<64x128xbf16>>) {
+  return
+}
+
+// -----
+
+func.func @ring_issue_box(%d: !tile.tensordesc<tensor<32x64xbf16>>, %r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected the ring's block to be the descriptor's block type 'tensor<32x64xbf16>', got 'tensor<64x64xbf16>'}}
+  tile.ring_issue %d[%i, %i] -> %r[%i] if %p : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_wait_type(%r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32) {
+  // expected-error @+1 {{expected the result to be the ring's block type 'tensor<64x64xbf16>', got 'tensor<64x64xf16>'}}
+  %t = tile.ring_wait_load %r[%i], %i : !tile.ring<2, tensor<64x64xbf16>> -> tensor<64x64xf16>
+  return
+}
+
+// -----
+
+func.func @num_stages_on_func() attributes {tile.num_stages = 2 : i32} {
+  // expected-error @-1 {{'tile.num_stages' applies to scf.for only}}
+  return
+}

@@ -229,4 +229,14 @@ func.func @dot(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>, %acc: tensor<64x
   %0 = tile.dot %a, %b, %acc : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
   %1 = tile.dot %h, %g, %c : tensor<16x16xf16> * tensor<16x8xf16> -> tensor<16x8xf32>
   return %0, %1 : tensor<64x128xf32>, tensor<16x8xf32>
+
+// CHECK-LABEL: func.func @rings
+// CHECK: %[[R:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: tile.ring_issue %{{.*}}[%{{.*}}, %{{.*}}] -> %[[R]][%{{.*}}] if %{{.*}} : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: tile.ring_wait_load %[[R]][%{{.*}}], %{{.*}} : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+func.func @rings(%d: !tile.tensordesc<tensor<32x64xbf16>>, %i: i32, %p: i1) -> tensor<32x64xbf16> {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+  tile.ring_issue %d[%i, %i] -> %r[%i] if %p : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<32x64xbf16>>
+  %t = tile.ring_wait_load %r[%i], %i : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+  return %t : tensor<32x64xbf16>
 }

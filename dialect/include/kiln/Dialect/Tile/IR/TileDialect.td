@@ -49,6 +49,8 @@ def Tile_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getElemsPerThreadAttrName() {
       return "tile.elems_per_thread";
     }
+    /// On scf.for: software-pipeline the loop's descriptor loads this deep.
+    static constexpr ::llvm::StringLiteral getNumStagesAttrName() { return "tile.num_stages"; }
   }];
 }
 

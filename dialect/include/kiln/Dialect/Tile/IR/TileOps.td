@@ -394,6 +394,59 @@ def Tile_DescStoreOp : Tile_Op<"desc_store", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
+def Tile_RingAllocOp : Tile_Op<"ring_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "the shared memory and mbarriers of a TMA ring";
+  let description = [{
+    ```mlir
+    %ring = tile.ring_alloc : !tile.ring<3, tensor<64x128xbf16>>
+    ```
+    Initializes the ring's barriers (one arrival each: the issuing thread's
+    `arrive.expect_tx`); must run in uniform control flow (it ends with a CTA
+    barrier).
+  }];
+  let results = (outs Tile_Ring:$ring);
+  let assemblyFormat = "attr-dict `:` qualified(type($ring))";
+}
+
+def Tile_RingIssueOp : Tile_Op<"ring_issue", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "start a TMA load of a box into a ring slot";
+  let description = [{
+    ```mlir
+    tile.ring_issue %desc[%i, %j] -> %ring[%slot] if %pred
+        : !tile.tensordesc<tensor<64x128xbf16>>, !tile.ring<3, tensor<64x128xbf16>>
+    ```
+    After a CTA barrier (every thread is done reading what the slot held),
+    one elected thread arms the slot's mbarrier with the box's bytes and
+    issues `cp.async.bulk.tensor` into the slot, if `pred` holds. Runs in
+    uniform control flow.
+  }];
+  let arguments = (ins Tile_TensorDesc:$desc, Variadic<I32>:$indices, Tile_Ring:$ring,
+                       I32:$slot, I1:$pred);
+  let assemblyFormat = [{
+    $desc `[` $indices `]` `->` $ring `[` $slot `]` `if` $pred attr-dict `:`
+    qualified(type($desc)) `,` qualified(type($ring))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_RingWaitLoadOp : Tile_Op<"ring_wait_load", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for a ring slot's TMA load and read it into registers";
+  let description = [{
+    ```mlir
+    %t = tile.ring_wait_load %ring[%slot], %phase
+        : !tile.ring<3, tensor<64x128xbf16>> -> tensor<64x128xbf16>
+    ```
+    Waits until the slot's mbarrier completes the phase of parity `phase`
+    (the slot's fill count modulo 2), then reads the box.
+  }];
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase);
+  let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
+  let assemblyFormat = [{
+    $ring `[` $slot `]` `,` $phase attr-dict `:` qualified(type($ring)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "read-modify-write operation", [
   I32EnumAttrCase<"Add", 0, "add">, I32EnumAttrCase<"FAdd", 1, "fadd">,
   I32EnumAttrCase<"Max", 2, "max">, I32EnumAttrCase<"Min", 3, "min">,

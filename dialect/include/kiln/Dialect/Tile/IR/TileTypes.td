@@ -57,6 +57,34 @@ def Tile_TensorDescType : Tile_TypeDef<"TensorDesc", "tensordesc"> {
   }];
 }
 
+def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
+  let summary = "a ring of shared-memory slots filled by TMA, one mbarrier each";
+  let description = [{
+    `stages` slots of the box `blockType`, each with its own mbarrier, in
+    shared memory: the buffers of a software-pipelined loop
+    (`kiln-tile-pipeline-loads`). A slot is filled by `tile.ring_issue` and
+    read by `tile.ring_wait_load` once its barrier completes the expected
+    phase.
+
+    ```mlir
+    !tile.ring<3, tensor<64x128xbf16>>
+    ```
+    Lowers to the `!llvm.ptr<3>` of the ring's shared memory.
+  }];
+  let parameters = (ins "unsigned":$stages, "::mlir::RankedTensorType":$blockType);
+  let assemblyFormat = "`<` $stages `,` $blockType `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of one slot's box.
+    int64_t getSlotBytes() const;
+    /// Shared memory of the whole ring: the barriers (8 bytes each, padded to
+    /// 128) then the slots.
+    int64_t getTotalBytes() const;
+    /// Offset of slot 0 from the ring's base.
+    int64_t getSlotsOffset() const;
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
@@ -67,6 +95,8 @@ def Tile_Ptr : Type<CPred<"::llvm::isa<::kiln::tile::PtrType>($_self)">, "tile p
                     "::kiln::tile::PtrType">;
 def Tile_TensorDesc : Type<CPred<"::llvm::isa<::kiln::tile::TensorDescType>($_self)">,
                            "tile tensor descriptor", "::kiln::tile::TensorDescType">;
+def Tile_Ring : Type<CPred<"::llvm::isa<::kiln::tile::RingType>($_self)">, "tile ring",
+                      "::kiln::tile::RingType">;
 def Tile_Scalar : AnyTypeOf<[Tile_Float, Tile_Int, Tile_Ptr], "tile scalar">;
 
 def Tile_FloatTensor : RankedTensorOf<[Tile_Float]>;

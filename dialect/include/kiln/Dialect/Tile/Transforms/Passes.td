@@ -72,6 +72,30 @@ def TileRematerializeBroadcasts
   let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect"];
 }
 
+def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp"> {
+  let summary = "Software-pipeline the descriptor loads of loops marked tile.num_stages";
+  let description = [{
+    For an `scf.for` with `tile.num_stages = N` (the DSL's
+    `kl.range(..., num_stages=N)`), every `tile.desc_load` at the top level of
+    its body whose coordinates are pure functions of the induction variable and
+    of values defined outside the loop becomes an N-slot TMA ring
+    (`tile.ring_alloc`): before the loop the loads of the first N - 1
+    iterations are issued (`tile.ring_issue`, each under `iv < ub`); in
+    iteration `it` (a counter the loop now carries) the load waits for slot
+    `it mod N` with phase parity `(it / N) mod 2` (`tile.ring_wait_load`) and
+    right after it the load of iteration `it + N - 1` is issued into slot
+    `(it + N - 1) mod N`, the slot read in the previous iteration (the issue
+    starts with a CTA barrier, so every thread is done with it). Loads whose
+    rings would not fit the 48 KiB of static shared memory get fewer stages
+    (at least 2, else they stay as they are). The attribute is removed.
+  }];
+  let statistics = [
+    Statistic<"numPipelined", "num-pipelined", "descriptor loads turned into rings">
+  ];
+  let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TileVectorizeAccess : Pass<"kiln-tile-vectorize-access", "::mlir::func::FuncOp"> {
   let summary = "Set the vector width of every tile.load and tile.store";
   let description = [{

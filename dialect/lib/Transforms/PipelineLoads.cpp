@@ -1,0 +1,186 @@
+//===- PipelineLoads.cpp - TMA rings for descriptor loads in loops ----------===//
+//
+// scf.for { %t = tile.desc_load %d[f(iv)] ... }   with tile.num_stages = N
+//   ->
+// %ring = tile.ring_alloc
+// tile.ring_issue %d[f(lb + k*step)] -> %ring[k] if lb + k*step < ub   (k < N-1)
+// scf.for ... iter_args(%it = 0) {
+//   %t = tile.ring_wait_load %ring[%it mod N], (%it / N) mod 2
+//   tile.ring_issue %d[f(iv + (N-1)*step)] -> %ring[(%it + N-1) mod N] if ... < ub
+//   ...
+//   scf.yield ..., %it + 1
+// }
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+#include "kiln/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln::tile {
+#define GEN_PASS_DEF_TILEPIPELINELOADS
+#include "kiln/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace kiln::tile
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+
+/// The ops of `loop`'s body that `values` depend on, in program order, if they
+/// are all pure and region-free (then they can be recomputed for another
+/// iteration); std::nullopt otherwise.
+std::optional<SmallVector<Operation *>> indexSlice(scf::ForOp loop, ValueRange values) {
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist(values.begin(), values.end());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !loop.getBody()->findAncestorOpInBlock(*def)) {
+      if (auto arg = llvm::dyn_cast<BlockArgument>(v);
+          arg && arg.getOwner() == loop.getBody() && arg != loop.getInductionVar())
+        return std::nullopt; // a loop-carried value: not a function of the iteration
+      continue;
+    }
+    if (def->getBlock() != loop.getBody() || def->getNumRegions() != 0 ||
+        !isMemoryEffectFree(def))
+      return std::nullopt;
+    if (slice.insert(def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// `indices` recomputed with the induction variable replaced by `iv`.
+SmallVector<Value> indicesAt(OpBuilder &b, scf::ForOp loop, ArrayRef<Operation *> slice,
+                             ValueRange indices, Value iv) {
+  IRMapping map;
+  map.map(loop.getInductionVar(), iv);
+  for (Operation *op : slice)
+    b.clone(*op, map);
+  SmallVector<Value> out;
+  for (Value v : indices)
+    out.push_back(map.lookupOrDefault(v));
+  return out;
+}
+
+Value constantLike(OpBuilder &b, Location loc, Type type, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
+}
+
+struct PipelinedLoad {
+  DescLoadOp load;
+  SmallVector<Operation *> slice;
+};
+
+struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipelineLoadsPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> loops;
+    getOperation().walk([&](scf::ForOp loop) {
+      if (loop->hasAttr(kNumStages))
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops)
+      if (failed(pipeline(loop)))
+        return signalPassFailure();
+  }
+
+  static constexpr llvm::StringLiteral kNumStages = TileDialect::getNumStagesAttrName();
+
+  LogicalResult pipeline(scf::ForOp loop) {
+    auto stagesAttr = loop->getAttrOfType<IntegerAttr>(kNumStages);
+    loop->removeAttr(kNumStages);
+    if (!stagesAttr || stagesAttr.getInt() < 1)
+      return loop.emitError() << "expected tile.num_stages to be a positive integer";
+    int64_t stages = stagesAttr.getInt();
+    if (stages < 2)
+      return success();
+
+    SmallVector<PipelinedLoad> loads;
+    int64_t slotBytes = 0;
+    for (auto load : loop.getBody()->getOps<DescLoadOp>()) {
+      std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIndices());
+      if (!slice)
+        continue;
+      loads.push_back({load, std::move(*slice)});
+      slotBytes += load.getDesc().getType().getBoxBytes();
+    }
+    if (loads.empty())
+      return success();
+    // Fewer stages where the rings would not fit the static shared memory.
+    while (stages >= 2 && stages * slotBytes + 128 * loads.size() > kStaticSharedBytes)
+      --stages;
+    if (stages < 2)
+      return success();
+
+    Location loc = loop.getLoc();
+    IRRewriter b(loop.getContext());
+    b.setInsertionPoint(loop);
+    Type ivType = loop.getInductionVar().getType();
+    Value lb = loop.getLowerBound(), ub = loop.getUpperBound(), step = loop.getStep();
+    SmallVector<Value> rings;
+    for (PipelinedLoad &p : loads) {
+      auto box = p.load.getDesc().getType().getBlockType();
+      rings.push_back(RingAllocOp::create(
+          b, loc, RingType::get(loop.getContext(), static_cast<unsigned>(stages), box)));
+    }
+    // Prologue: the loads of iterations 0 .. stages-2.
+    for (int64_t k = 0; k + 1 < stages; ++k) {
+      Value iv = arith::AddIOp::create(
+          b, loc, lb, arith::MulIOp::create(b, loc, step, constantLike(b, loc, ivType, k)));
+      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, ub);
+      for (auto [p, ring] : llvm::zip(loads, rings)) {
+        SmallVector<Value> idx = indicesAt(b, loop, p.slice, p.load.getIndices(), iv);
+        RingIssueOp::create(b, loc, p.load.getDesc(), idx, ring,
+                            constantLike(b, loc, b.getI32Type(), k), inRange);
+      }
+    }
+
+    // The iteration counter, carried.
+    Value zero = constantLike(b, loc, b.getI32Type(), 0);
+    auto newLoop = llvm::cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
+        b, ValueRange{zero}, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> newArgs) {
+          Value one = constantLike(yb, yloc, yb.getI32Type(), 1);
+          return SmallVector<Value>{arith::AddIOp::create(yb, yloc, newArgs.front(), one)};
+        }));
+    Value it = newLoop.getRegionIterArgs().back();
+    Value iv = newLoop.getInductionVar();
+    b.setInsertionPoint(newLoop); // the old loop (the insertion point) is gone
+    Value n = constantLike(b, loc, b.getI32Type(), stages);
+    for (auto [p, ring] : llvm::zip(loads, rings)) {
+      Location lloc = p.load.getLoc();
+      b.setInsertionPoint(p.load);
+      Value slot = arith::RemUIOp::create(b, lloc, it, n);
+      Value phase = arith::AndIOp::create(b, lloc, arith::DivUIOp::create(b, lloc, it, n),
+                                          constantLike(b, lloc, b.getI32Type(), 1));
+      auto wait = RingWaitLoadOp::create(b, lloc, p.load.getType(), ring, slot, phase);
+      // The load `stages - 1` iterations ahead, into the slot read last iteration.
+      Value ahead = arith::AddIOp::create(
+          b, lloc, iv,
+          arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
+      Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
+                                            newLoop.getUpperBound());
+      SmallVector<Value> idx =
+          indicesAt(b, newLoop, p.slice, p.load.getIndices(), ahead);
+      Value nextSlot = arith::RemUIOp::create(
+          b, lloc,
+          arith::AddIOp::create(b, lloc, it, constantLike(b, lloc, b.getI32Type(), stages - 1)),
+          n);
+      RingIssueOp::create(b, lloc, p.load.getDesc(), idx, ring, nextSlot, inRange);
+      b.replaceOp(p.load, wait.getResult());
+      ++numPipelined;
+    }
+    return success();
+  }
+};
+} // namespace

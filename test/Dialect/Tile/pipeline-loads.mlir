@@ -1,0 +1,98 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-pipeline-loads | FileCheck %s
+
+// A 3-stage ring: the loads of iterations 0 and 1 are issued before the loop
+// (each under iv < ub); iteration `it` waits on slot it mod 3 with parity
+// (it / 3) mod 2 and issues the load of iv + 2*step into slot (it + 2) mod 3.
+// CHECK-LABEL: func.func @rows
+// CHECK: %[[RING:.*]] = tile.ring_alloc : !tile.ring<3, tensor<32x128xf16>>
+// CHECK: %[[IV0:.*]] = arith.addi %[[LB:.*]], %{{.*}} : i32
+// CHECK: %[[OK0:.*]] = arith.cmpi slt, %[[IV0]], %[[UB:.*]] : i32
+// CHECK: tile.ring_issue %{{.*}}[%[[IV0]], %{{.*}}] -> %[[RING]][%{{.*}}] if %[[OK0]]
+// CHECK: %[[IV1:.*]] = arith.addi %[[LB]], %{{.*}} : i32
+// CHECK: %[[OK1:.*]] = arith.cmpi slt, %[[IV1]], %[[UB]] : i32
+// CHECK: tile.ring_issue %{{.*}}[%[[IV1]], %{{.*}}] -> %[[RING]][%{{.*}}] if %[[OK1]]
+// CHECK: %[[N:.*]] = arith.constant 3 : i32
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[IT:.*]] = %{{.*}}) -> (f32, i32)
+// CHECK: %[[SLOT:.*]] = arith.remui %[[IT]], %[[N]] : i32
+// CHECK: %[[DIV:.*]] = arith.divui %[[IT]], %[[N]] : i32
+// CHECK: %[[PHASE:.*]] = arith.andi %[[DIV]], %{{.*}} : i32
+// CHECK: %[[T:.*]] = tile.ring_wait_load %[[RING]][%[[SLOT]]], %[[PHASE]]
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[IV]], %{{.*}} : i32
+// CHECK: %[[OK:.*]] = arith.cmpi slt, %[[AHEAD]], %[[UB]] : i32
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IT]], %{{.*}} : i32
+// CHECK: %[[NSLOT:.*]] = arith.remui %[[NEXT]], %[[N]] : i32
+// CHECK: tile.ring_issue %{{.*}}[%[[AHEAD]], %{{.*}}] -> %[[RING]][%[[NSLOT]]] if %[[OK]]
+// CHECK: arith.extf %[[T]]
+// CHECK: %[[INC:.*]] = arith.addi %[[IT]], %{{.*}} : i32
+// CHECK: scf.yield %{{.*}}, %[[INC]] : f32, i32
+// CHECK-NOT: tile.num_stages
+func.func @rows(%src: !tile.tensordesc<tensor<32x128xf16>>, %lb: i32, %ub: i32) -> f32 {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %row = %lb to %ub step %c32 iter_args(%acc = %zero) -> (f32) : i32 {
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+    %u = arith.extf %t : tensor<32x128xf16> to tensor<32x128xf32>
+    %sum = tile.reduce %u {axis = 0 : i32} : tensor<32x128xf32> -> tensor<128xf32> {
+    ^bb0(%a: f32, %b: f32):
+      %x = arith.addf %a, %b : f32
+      tile.reduce.return %x : f32
+    }
+    %all = tile.reduce %sum {axis = 0 : i32} : tensor<128xf32> -> f32 {
+    ^bb0(%a: f32, %b: f32):
+      %x = arith.addf %a, %b : f32
+      tile.reduce.return %x : f32
+    }
+    %acc2 = arith.addf %acc, %all : f32
+    scf.yield %acc2 : f32
+  } {tile.num_stages = 3 : i32}
+  return %s : f32
+}
+
+// -----
+
+// Coordinates that depend on a loop-carried value are not a function of the
+// iteration: the load stays.
+// CHECK-LABEL: func.func @carried_coordinate
+// CHECK-NOT: tile.ring
+// CHECK: tile.desc_load
+func.func @carried_coordinate(%src: !tile.tensordesc<tensor<32x128xf16>>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %r = scf.for %i = %c0 to %ub step %c1 iter_args(%row = %c0) -> (i32) : i32 {
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+    %next = arith.addi %row, %c1 : i32
+    scf.yield %next : i32
+  } {tile.num_stages = 2 : i32}
+  return
+}
+
+// -----
+
+// A 32 KiB box: not even 2 stages fit the 48 KiB of static shared memory, so
+// the load stays as it is.
+// CHECK-LABEL: func.func @too_big
+// CHECK-NOT: tile.ring_alloc
+// CHECK: tile.desc_load
+func.func @too_big(%src: !tile.tensordesc<tensor<128x128xf16>>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %i = %c0 to %ub step %c1 : i32 {
+    %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<128x128xf16>> -> tensor<128x128xf16>
+  } {tile.num_stages = 3 : i32}
+  return
+}
+
+// -----
+
+// Fewer stages where N would not fit: 16 KiB slots, 2 of the 4 requested.
+// CHECK-LABEL: func.func @clamped
+// CHECK: tile.ring_alloc : !tile.ring<2, tensor<64x128xf16>>
+func.func @clamped(%src: !tile.tensordesc<tensor<64x128xf16>>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %i = %c0 to %ub step %c1 : i32 {
+    %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<64x128xf16>> -> tensor<64x128xf16>
+  } {tile.num_stages = 4 : i32}
+  return
+}
