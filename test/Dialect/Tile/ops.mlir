@@ -229,6 +229,7 @@ func.func @dot(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>, %acc: tensor<64x
   %0 = tile.dot %a, %b, %acc : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
   %1 = tile.dot %h, %g, %c : tensor<16x16xf16> * tensor<16x8xf16> -> tensor<16x8xf32>
   return %0, %1 : tensor<64x128xf32>, tensor<16x8xf32>
+}
 
 // CHECK-LABEL: func.func @rings
 // CHECK: %[[R:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
