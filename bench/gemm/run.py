@@ -79,7 +79,8 @@ def main():
                 continue
             got = out if result is None else result
             err = (got.float() - ref).abs().max().item()
-            ok = err <= 1e-2 * k**0.5  # bf16 output rounding dominates the torch variants
+            # f32 accumulation error, or the bf16 rounding of torch's bf16 output
+            ok = err <= max(1e-2 * k**0.5, 2.0**-8 * ref.abs().max().item())
             ms = graph_time_ms(fn, inputs, batch=5, reps=10)
             tflops = flops / ms / 1e9
             if label.startswith("torch.matmul bf16 -> bf16"):

@@ -228,7 +228,9 @@ def _config(h: int) -> tuple:
 BLOCK, NUM_WARPS = _config(HIDDEN)
 #: row slots of the unrolled loop (PREFETCH - 1 rows of 16 KB in flight while one is reduced);
 #: registers at 16 warps, sm_90a: 1 -> 105, 2 -> 121, 3 -> 125, 4 -> 128, no spills.
-#: bench/kimi_k3/run.py --sweep re-times 1 to 4.
+#: bench/kimi_k3/run.py --sweep re-times 1 to 4 (H200, T = 16384, nvb = 8: 4 -> 46.4 % of copy
+#: bandwidth, 3 -> 44.1 %, 2 -> 37.5 %, 1 -> 34.2 %; bench/results/h200-bench_kimi_k3_sweep.md);
+#: 4 spills in the write_prefix variant, so 3.
 PREFETCH = 3
 #: persistent programs per SM (one 16-warp program of ~125 registers fits an SM); 0: one
 #: program per token.

@@ -153,10 +153,23 @@ def test_errors_before_launch():
     out = torch.empty_like(x)
     good = kiln.TensorDescriptor.from_tensor(x, [64, 128])
     other_box = kiln.TensorDescriptor.from_tensor(out, [32, 128])
-    with pytest.raises(TypeError, match=r"expects tensordesc<bf16, 64x128>.*box \[32, 128\]"):
+    # The JIT specializes on the descriptors: storing a 64x128 tile through a 32x128 box
+    # is a compile error at the store.
+    with pytest.raises(kiln.CompilationError, match=r"not the descriptor's box \[32, 128\]"):
         affine_2d[(2, 1)](good, other_box, BM=64, BN=128)
+    # A precompiled kernel (bundle, AOT) checks each descriptor against its metadata.
+    from kiln.runtime import LaunchableKernel, device_arch
+
+    arch = device_arch()
+    sig = {"src": good.signature, "dst": good.signature}
+    ck = affine_2d.compile(sig, constexprs={"BM": 64, "BN": 128}, arch=arch)
+    k = LaunchableKernel.from_images(ck.meta, {arch: ck.cubin})
+    with pytest.raises(TypeError, match=r"expects tensordesc<bf16, 64x128>.*box \[32, 128\]"):
+        k[(2, 1)](good, other_box)
     with pytest.raises(TypeError, match="kiln.TensorDescriptor"):
-        affine_2d[(2, 1)](good, out, BM=64, BN=128)
+        k[(2, 1)](good, out)
+    k[(2, 1)](good, kiln.TensorDescriptor.from_tensor(out, [64, 128]))
+    torch.testing.assert_close(out, x * 2 + 1, rtol=0, atol=0)
     # A row pitch that is not a multiple of 16 bytes: the driver's rule, named before launch.
     odd = _rand((64, 100), torch.bfloat16)
     with pytest.raises(ValueError, match="16"):
