@@ -125,6 +125,14 @@ SWEEPS = [
      [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g) for r in (False, True) for g in (False, True)
       for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
                                                      (1024, 2), (1024, 1), (512, 1)))]),
+    # gpu_tensor_hash: HASH_WORDS: int32 words in 16-byte vectors (else four byte loads a
+    # word); TILE words per program, BLOCK at a time
+    (tensor_hash, "case_gpu_tensor_hash", 16384,
+     [dict(c, HASH_WORDS=True) for c in _pairs(
+         ("TILE", "BLOCK", "NUM_WARPS"),
+         ((8192, 1024, 4), (8192, 2048, 4), (8192, 2048, 8), (16384, 2048, 4), (16384, 4096, 8),
+          (4096, 1024, 4), (4096, 1024, 2), (2048, 1024, 2), (2048, 512, 1), (1024, 1024, 4)))]
+     + [dict(HASH_WORDS=False, TILE=8192, BLOCK=1024, NUM_WARPS=4)]),
     # quant_mxfp4: MX_ROWS blocks per program (one thread per block at MX_ROWS = 32 * warps);
     # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits
     (quant, "case_quant_mxfp4", 16384,
@@ -571,27 +579,19 @@ def _fmix64_torch(x):
 
 
 def case_gpu_tensor_hash(t):
-    """The hash of a [T, 7168] bf16 tensor (kernels_dsl/kimi_k3/tensor_hash.py), both passes,
-    without the wrapper's device-to-host copy of the result (so that it can be graph-timed)."""
+    """The hash of a [T, 7168] bf16 tensor (kernels_dsl/kimi_k3/tensor_hash.py), both passes
+    (``launch_hash``: the word or byte path per HASH_WORDS), without the wrapper's
+    device-to-host copy of the result (so that it can be graph-timed)."""
     n = t * HIDDEN * 2
-    nwords = n // 4
-    num_partials = (nwords + tensor_hash.TILE - 1) // tensor_hash.TILE
-    nbytes = n + num_partials * 8 * 2 + 8
+    num_partials = (n // 4 + 1023) // 1024  # room for every swept TILE (>= 1024)
+    nbytes = n + tensor_hash.num_partials(n) * 8 * 2 + 8
     sets = [(torch.randn(t, HIDDEN, device="cuda", dtype=torch.bfloat16),
              torch.empty(num_partials, device="cuda", dtype=torch.int64),
              torch.empty(1, device="cuda", dtype=torch.int64))
             for _ in range(n_sets(n))]
 
     def kiln_hash(x, partials, out):
-        xb = x.reshape(-1).view(torch.uint8)
-        _launch.launch(tensor_hash.tensor_hash_partials_kernel, "tensor_hash_partials",
-                       (num_partials,), (xb, partials, n),
-                       {"TILE": tensor_hash.TILE, "BLOCK": tensor_hash.BLOCK},
-                       tensor_hash.NUM_WARPS)
-        _launch.launch(tensor_hash.tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
-                       (partials, out, num_partials, n), {"CHUNK": tensor_hash.CHUNK},
-                       tensor_hash.NUM_WARPS)
-        return out
+        return tensor_hash.launch_hash(x.reshape(-1).view(torch.uint8), n, partials, out)
 
     def ref(x, partials, out):
         w = x.reshape(-1).view(torch.int32).long() & 0xFFFFFFFF  # n % 4 == 0: no padding

@@ -3,6 +3,8 @@ for sm_90a / sm_100a / sm_103a, and the interpreter's result equals a numpy refe
 from the function documented in kernels_dsl/kimi_k3/tensor_hash.py; it does not depend on the
 tile size or grid, a one-bit change changes it, n % 4 != 0 and the empty input are handled."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -44,17 +46,21 @@ def ref_hash(data: bytes) -> int:
     return py_fmix((s + n * GOLDEN) & MASK)
 
 
-def interp_hash(data: bytes, tile=th.TILE, block=th.BLOCK, chunk=th.CHUNK) -> int:
-    """Runs the two passes as the wrapper launches them (empty -> 0, no launch)."""
+def interp_hash(data: bytes, tile=th.TILE, block=th.BLOCK, chunk=th.CHUNK,
+                words=False) -> int:
+    """Runs the two passes as the wrapper launches them (empty -> 0, no launch); ``words``:
+    the WORDS path (int32 words, n % 4 == 0)."""
     n = len(data)
     if n == 0:
         return 0
     x = np.frombuffer(bytes(data), dtype=np.uint8).copy()
+    if words:
+        x = x.view(np.int32)
     num_partials = kiln.cdiv(kiln.cdiv(n, 4), tile)
     partials = np.full(num_partials, 0x5A5A5A5A, dtype=np.int64)  # poisoned
     out = np.full(1, -1, dtype=np.int64)
     interpret(th.tensor_hash_partials_kernel, (num_partials,), x, partials, n, TILE=tile,
-              BLOCK=block)
+              BLOCK=block, WORDS=words)
     interpret(th.tensor_hash_finish_kernel, (1,), partials, out, num_partials, n, CHUNK=chunk)
     return int(out[0]) & MASK
 
@@ -78,6 +84,10 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     # 64-bit unsigned mixing: logical shifts, both splitmix64 multipliers, 64-bit xor
     assert "shr.u64" in ck.ptx and "xor.b64" in ck.ptx
     assert str(M1 - (1 << 64)) in ck.ptx and str(M2 - (1 << 64)) in ck.ptx
+    if spec.constexprs.get("WORDS"):  # 16-byte vectors of words, no byte loads
+        # (v4.b32 on sm_90a; LLVM may pick v2.b64 on Blackwell)
+        assert re.search(r"\bld\.global(\.\w+)*\.(v4\.b32|v2\.b64)\b", ck.ptx)
+        assert "ld.global.b8" not in ck.ptx
 
 
 def test_reference_matches_module_docstring_form():
@@ -128,3 +138,34 @@ def test_padding_and_length():
     # swapping two words changes the hash (the word index enters each mix)
     a, b = rand_bytes(4, 1), rand_bytes(4, 2)
     assert interp_hash(a + b) != interp_hash(b + a)
+
+
+#: word counts around the 16-byte vectors (0-3 tail words), a block, a tile and several tiles
+WORD_LENGTHS = [4, 8, 12, 16, 20, 28, 1020, 4096, 4100, 65540, 3 * 4 * 8192 + 12]
+
+
+@pytest.mark.parametrize("n", WORD_LENGTHS)
+def test_words_path_matches_reference(n):
+    data = rand_bytes(n, 29 + n)
+    assert interp_hash(data, words=True) == ref_hash(data) == interp_hash(data)
+
+
+@pytest.mark.parametrize("n", [28, 4100, 65540])
+def test_words_path_independent_of_tile_and_grid(n):
+    data = rand_bytes(n, 7 * n)
+    got = {interp_hash(data, tile, block, chunk, words=True)
+           for tile, block, chunk in [(th.TILE, th.BLOCK, th.CHUNK), (32, 32, 16), (256, 64, 4),
+                                      (2048, 2048, 1024), (64, 16, 2), (16384, 4096, 64)]}
+    assert got == {ref_hash(data)}
+
+
+def test_words_path_one_bit_change():
+    data = bytearray(rand_bytes(1000, 11))
+    seen = {interp_hash(bytes(data), 64, 32, 16, words=True)}
+    for byte, bit in [(0, 0), (3, 7), (4, 0), (511, 3), (999, 7)]:
+        d = bytearray(data)
+        d[byte] ^= 1 << bit
+        h = interp_hash(bytes(d), 64, 32, 16, words=True)
+        assert h == ref_hash(bytes(d))
+        seen.add(h)
+    assert len(seen) == 6
