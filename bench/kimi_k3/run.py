@@ -125,6 +125,24 @@ SWEEPS = [
      [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g) for r in (False, True) for g in (False, True)
       for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
                                                      (1024, 2), (1024, 1), (512, 1)))]),
+    # mla_kv_scatter_fp8: FP8_ROWS tokens per program ([4 * FP8_ROWS, 128] latent tile);
+    # FP8_RECIP: quant.py's division-free group quantization (same bits)
+    (mla_kv, "case_mla_kv_scatter_fp8", 16384,
+     [dict(c, FP8_RECIP=r) for r in (True, False) for c in _pairs(
+         ("FP8_ROWS", "FP8_WARPS"), ((8, 4), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 4),
+                                     (16, 8), (32, 8)))]),
+    # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
+    # FP8_RECIP as above
+    (mla_output_gate, "case_mla_output_gate_fp8", 16384,
+     _grid(FP8_RECIP=(True, False), FP8_THREAD_ELEMS=(8, 16, 32))),
+    # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
+    # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization
+    # (off by default: fp32 activations, not proven exhaustively)
+    (situ_quant, "case_situ_quant_fp8", 16384,
+     [dict(c, TOKEN_GRID=True, RECIP=r) for r in (False, True) for c in _pairs(
+         ("ROWS", "NUM_WARPS"), ((8, 2), (8, 1), (8, 4), (4, 1), (16, 2), (16, 4), (32, 4)))]
+     + [dict(c, TOKEN_GRID=False, RECIP=r) for r in (False, True) for c in _pairs(
+         ("ROWS", "NUM_WARPS"), ((16, 4), (16, 2), (16, 1), (8, 1), (32, 4)))]),
     # gpu_tensor_hash: HASH_WORDS: int32 words in 16-byte vectors (else four byte loads a
     # word); TILE words per program, BLOCK at a time
     (tensor_hash, "case_gpu_tensor_hash", 16384,

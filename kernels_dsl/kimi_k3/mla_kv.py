@@ -18,7 +18,8 @@ page_size, 656]); per token, at byte offsets of its row:
     [512, 528)   s[j]  = max(absmax(kv_c[t, 128j:128(j+1)]), 1e-10) / 448      4 fp32 scales
     [528, 656)   k_pe[t, :]                                          64 bf16 rope values (copy)
 
-(IEEE divisions; the e4m3 conversion rounds to nearest even and saturates). §8.5 writes the scale
+(IEEE divisions, or with ``FP8_RECIP`` quant.py's division-free form that gives the same
+bits; the e4m3 conversion rounds to nearest even and saturates). §8.5 writes the scale
 as ``absmax / 448``; kiln floors absmax at 1e-10 as §8.2 does, so an all-zero group stores zeros
 and a tiny finite scale instead of 0/0 = NaN. The kernel receives the cache three times, as
 uint8, fp32 and bf16 pointers to the same bytes (656 is a multiple of 16), and writes each part
@@ -34,7 +35,7 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
-from .quant import fp8_quant_groups
+from .quant import fp8_quant_groups, fp8_quant_groups_recip
 
 KV_LORA, ROPE = 512, 64
 #: FP8 row: 512 e4m3 + 4 fp32 scales + 64 bf16.
@@ -60,7 +61,10 @@ def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots,
 @kiln.jit(num_warps=4)
 def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cache_bf16, T,
                               num_slots, kv_s0, pe_s0, row16, ROWS: kl.constexpr,
-                              KV_DIM: kl.constexpr, PE_DIM: kl.constexpr, GROUP: kl.constexpr):
+                              KV_DIM: kl.constexpr, PE_DIM: kl.constexpr, GROUP: kl.constexpr,
+                              RECIP: kl.constexpr = False):
+    """RECIP: quant.py's ``fp8_quant_groups_recip`` (no division per element; kv_c is bf16,
+    the case test/python/test_quant_variants.py checks exhaustively: same bits)."""
     NG: kl.constexpr = KV_DIM // GROUP
     # latent: ROWS tokens x NG groups as a [ROWS * NG, GROUP] tile
     j = kl.arange(0, ROWS * NG)
@@ -71,7 +75,10 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
     ok = (loc >= 0) & (loc < num_slots)
     col = kl.arange(0, GROUP)[None, :]
     kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=ok[:, None], other=0.0)
-    q, s = fp8_quant_groups(kv.to(kl.float32), False)
+    if RECIP:
+        q, s = fp8_quant_groups_recip(kv.to(kl.float32), False)
+    else:
+        q, s = fp8_quant_groups(kv.to(kl.float32), False)
     # row16: the cache's row stride in 16-byte units, so that every part's offset is visibly
     # a multiple of 16 bytes (16-byte vector stores)
     row = loc * row16  # int64
@@ -92,8 +99,17 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
 #: --sweep, T = 16384) 12.33 us vs 12.67 us for the former [16, 512] on 256 threads (1.03x;
 #: every configuration was within 0.96x-1.03x).
 ROWS, NUM_WARPS = 4, 4
-#: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on 128 threads.
+#: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on 128 threads (20.2 us at
+#: T = 16384 on the H200, 34.7 % of copy bandwidth). FP8_RECIP: the kernel's RECIP (same
+#: bits); ``bench/kimi_k3/run.py --sweep`` times it with FP8_ROWS and FP8_WARPS.
 FP8_ROWS, FP8_WARPS = 8, 4
+FP8_RECIP = True
+
+
+def _fp8_constexprs() -> dict:
+    return {"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP,
+            "RECIP": FP8_RECIP}
+
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_kv_scatter_bf16_kernel, name="mla_kv_scatter_bf16",
@@ -107,7 +123,7 @@ AOT_SPECIALIZATIONS = [
          signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64", "cache_u8": "*u8",
                     "cache_f32": "*f32", "cache_bf16": "*bf16", "T": "i32", "num_slots": "i32",
                     "kv_s0": "i32", "pe_s0": "i32", "row16": "i32"},
-         constexprs={"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP},
+         constexprs=_fp8_constexprs(),
          divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_u8", "cache_f32", "cache_bf16",
                        "kv_s0", "pe_s0"],
          num_warps=FP8_WARPS),
@@ -204,7 +220,5 @@ def mla_kv_scatter_fp8(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
     row_bytes = row_bytes if slots > 1 else FP8_ROW_BYTES
     L.launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + FP8_ROWS - 1) // FP8_ROWS,),
              (kv_c, k_pe, loc, cache, cache.view(torch.float32), cache.view(torch.bfloat16), t,
-              slots, kv_s0, pe_s0, row_bytes // 16),
-             {"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP},
-             FP8_WARPS)
+              slots, kv_s0, pe_s0, row_bytes // 16), _fp8_constexprs(), FP8_WARPS)
     return cache

@@ -11,7 +11,8 @@ contiguous), N % 8 == 0; BLOCK elements per program in 16-byte vectors.
 FP8 variant (``mla_output_gate_fp8``, the PTPC o_proj path): x, gate bf16 [T, H] (rows may be
 strided, last dimension contiguous), H % 8 == 0; one program per token computes the same gated
 row y (bf16-rounded, bit-exact with torch), then a per-token scale over the whole row and the
-quantized row (both IEEE divisions; the e4m3 conversion rounds to nearest even and saturates):
+quantized row (both IEEE divisions, or with ``FP8_RECIP`` quant.py's division-free form with
+the same bits; the e4m3 conversion rounds to nearest even and saturates):
 
     s[t] = max(absmax(y[t, :]), 1e-10) / 448            out_s fp32 [T]
     q[t] = sat_e4m3(f32(y[t, :]) / s[t])                out_q fp8 e4m3 [T, H]
@@ -26,7 +27,7 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
-from .quant import fp8_group_scale
+from .quant import fp8_group_scale, fp8_quant_groups_recip
 
 
 @kiln.jit(num_warps=8)
@@ -41,7 +42,10 @@ def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr):
 
 @kiln.jit(num_warps=8)
 def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
-                               BLOCK: kl.constexpr):
+                               BLOCK: kl.constexpr, RECIP: kl.constexpr = False):
+    """RECIP: the row quantized by quant.py's ``fp8_quant_groups_recip`` as a [1, BLOCK] tile
+    (no division per element; y is bf16-valued, the case test/python/test_quant_variants.py
+    checks exhaustively: same bits)."""
     t = kl.program_id(0)
     offs = kl.arange(0, BLOCK)
     mask = offs < H
@@ -51,13 +55,23 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
     kl.pdl_launch_dependents()
     sg = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
     y = (x * sg).to(kl.bfloat16).to(kl.float32)  # masked lanes are 0: they do not move absmax
-    s = fp8_group_scale(kl.max(kl.abs(y), axis=0), False)
-    kl.store(q_ptr + t * q_s0 + offs, (y / s).to(kl.float8e4m3), mask=mask)
-    kl.store(s_ptr + t, s)
+    if RECIP:
+        q2, s1 = fp8_quant_groups_recip(y[None, :], False)
+        kl.store(q_ptr + t * q_s0 + offs[None, :], q2, mask=mask[None, :])
+        kl.store(s_ptr + t + kl.arange(0, 1), s1)
+    else:
+        s = fp8_group_scale(kl.max(kl.abs(y), axis=0), False)
+        kl.store(q_ptr + t * q_s0 + offs, (y / s).to(kl.float8e4m3), mask=mask)
+        kl.store(s_ptr + t, s)
 
 
 #: 256 threads x 8 bf16 (one 16-byte vector each).
 BLOCK, NUM_WARPS = 2048, 8
+#: FP8 variant: bf16 elements per thread (8: one 16-byte vector, up to 8 warps; 16 or 32: half
+#: or a quarter of the warps) and the kernel's RECIP (same bits); the H200 default (8, IEEE
+#: division) was 94.5 us at T = 16384, 31 % of copy bandwidth. ``bench/kimi_k3/run.py
+#: --sweep`` times both.
+FP8_THREAD_ELEMS, FP8_RECIP = 8, True
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_kernel, name="mla_output_gate",
@@ -68,16 +82,18 @@ AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_fp8_kernel, name="mla_output_gate_fp8",
          signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
                     "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
-         constexprs={"BLOCK": 2048},  # K3: 12 local heads x 128 = 1536, one 2048 tile
+         # K3: 12 local heads x 128 = 1536, one 2048 tile
+         constexprs={"BLOCK": 2048, "RECIP": FP8_RECIP},
          divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
-         num_warps=8),
+         num_warps=min(8, max(1, 2048 // (32 * FP8_THREAD_ELEMS)))),
 ]
 
 
 def _fp8_config(h: int) -> tuple:
-    """(BLOCK, num_warps): the row in one tile, 8 bf16 per thread, 1 to 8 warps."""
+    """(BLOCK, num_warps): the row in one tile, FP8_THREAD_ELEMS bf16 per thread, 1 to 8
+    warps."""
     block = 1 << max(3, (h - 1).bit_length())
-    return block, min(8, max(1, block // 256))
+    return block, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
 
 
 def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
@@ -160,6 +176,6 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
         return out_q, out_s
     block, num_warps = _fp8_config(h)
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
-             (x, gate, out_q, out_s, h, strides[0], strides[1], h), {"BLOCK": block},
-             num_warps)
+             (x, gate, out_q, out_s, h, strides[0], strides[1], h),
+             {"BLOCK": block, "RECIP": FP8_RECIP}, num_warps)
     return out_q, out_s

@@ -22,7 +22,9 @@ Out: ``output`` fp8 e4m3 [E, T_pad, N]; ``output_scale`` either
 Rows t >= masked_m[e] (and their scales) are not written.
 
 Work mapping: grid (cdiv(T_pad * G, ROWS), E); each program owns ROWS (token, group) pairs of
-one expert as a [ROWS, 128] tile and exits at once when they lie past masked_m[e].
+one expert as a [ROWS, 128] tile and exits at once when they lie past masked_m[e]. With
+``TOKEN_GRID`` (the default) the grid is (T_pad, cdiv(G, ROWS), E): ROWS groups of one token
+per program, no integer division.
 E = 0 or T_pad = 0 launches nothing.
 """
 
@@ -35,7 +37,7 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
-from .quant import fp8_quant_groups
+from .quant import fp8_quant_groups, fp8_quant_groups_recip
 
 GROUP = 128
 
@@ -45,17 +47,35 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
                                           groups_per_row, x_se, x_st, q_se, q_st, s_se, s_st,
                                           beta, inv_beta, linear_beta, inv_linear_beta,
                                           GROUP: kl.constexpr, ROWS: kl.constexpr,
-                                          UE8M0: kl.constexpr, INTERLEAVED: kl.constexpr):
-    e = kl.program_id(1)
+                                          UE8M0: kl.constexpr, INTERLEAVED: kl.constexpr,
+                                          TOKEN_GRID: kl.constexpr = False,
+                                          RECIP: kl.constexpr = False):
+    """TOKEN_GRID: a grid of (T_pad, cdiv(groups_per_row, ROWS), E) programs, the token a
+    scalar (no integer division per group). RECIP: quant.py's ``fp8_quant_groups_recip``
+    (no division per element). With UE8M0 its quotient is a multiplication by the exact
+    reciprocal of the power-of-two scale (same bits, trivially); without UE8M0 the activation
+    is an fp32 value, not bf16, which test/python/test_quant_variants.py's exhaustive check
+    does not cover (test_situ_recip_*: randomized and at every e4m3 rounding boundary)."""
+    e = kl.program_id(2) if TOKEN_GRID else kl.program_id(1)
     e64 = e.to(kl.int64)
     kl.pdl_wait()  # the input and masked_m may come from the previous kernel in the stream
     m = kl.minimum(kl.load(masked_m_ptr + e), T_pad)
-    first = kl.program_id(0) * ROWS
-    if first < m * groups_per_row:
-        i = first + kl.arange(0, ROWS)  # (token, group) ids within expert e
-        t = i // groups_per_row
-        k = i - t * groups_per_row
-        valid = (t < m)[:, None]
+    if TOKEN_GRID:
+        go = kl.program_id(0) < m
+    else:
+        first = kl.program_id(0) * ROWS
+        go = first < m * groups_per_row
+    if go:
+        if TOKEN_GRID:
+            t = kl.program_id(0)
+            k = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
+            ok = k < groups_per_row
+        else:
+            i = first + kl.arange(0, ROWS)  # (token, group) ids within expert e
+            t = i // groups_per_row
+            k = i - t * groups_per_row
+            ok = t < m
+        valid = ok[:, None]
         col = kl.arange(0, GROUP)[None, :]
         if INTERLEAVED:
             # [g0..7, u0..7, g8..15, u8..15, ...]: group k spans 2*GROUP input values
@@ -70,19 +90,33 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
         kl.pdl_launch_dependents()
         gate = beta * kl.tanh(g * inv_beta) * kl.sigmoid(g)
         a = gate * (linear_beta * kl.tanh(u * inv_linear_beta))
-        q, s = fp8_quant_groups(a, UE8M0)
+        if RECIP:
+            q, s = fp8_quant_groups_recip(a, UE8M0)
+        else:
+            q, s = fp8_quant_groups(a, UE8M0)
         kl.store(q_ptr + e64 * q_se + (t * q_st + k * GROUP)[:, None] + col, q, mask=valid)
         if UE8M0:
             # s_ptr is the int32 [E, G/4, T_pad] tensor seen as bytes
             byte = (k // 4) * (T_pad * 4) + t * 4 + k % 4
             ebits = (s.to(kl.int32, bitcast=True) >> 23).to(kl.uint8)
-            kl.store(s_ptr + e64 * s_se + byte, ebits, mask=t < m)
+            kl.store(s_ptr + e64 * s_se + byte, ebits, mask=ok)
         else:
-            kl.store(s_ptr + e64 * s_se + t * s_st + k, s, mask=t < m)
+            kl.store(s_ptr + e64 * s_se + t * s_st + k, s, mask=ok)
 
 
-#: (token, group) pairs per program: [16, 128] on 128 threads.
-ROWS, NUM_WARPS = 16, 4
+#: (token, group) pairs per program. The first default, [16, 128] on 128 threads over the
+#: flattened (token, group) index, was 151.9 us at T = 16384 on the H200 (39 % of copy
+#: bandwidth); now [8, 128] on 64 threads with TOKEN_GRID (K3's N = 3072: 24 groups a token,
+#: three programs, no idle row; untimed yet). TOKEN_GRID / RECIP: the kernel's options; RECIP
+#: stays off by default (fp32 activations: not proven exhaustively, see the kernel);
+#: ``bench/kimi_k3/run.py --sweep`` times them with ROWS and NUM_WARPS.
+ROWS, NUM_WARPS = 8, 2
+TOKEN_GRID, RECIP = True, False
+
+
+def _constexprs(ue8m0: bool, interleaved: bool) -> dict:
+    return {"GROUP": GROUP, "ROWS": ROWS, "UE8M0": ue8m0, "INTERLEAVED": interleaved,
+            "TOKEN_GRID": TOKEN_GRID, "RECIP": RECIP}
 
 _DIV = ["x_ptr", "q_ptr", "s_ptr", "N", "x_se", "x_st", "q_se", "q_st"]
 
@@ -98,8 +132,7 @@ def _signature(ue8m0: bool) -> dict:
 AOT_SPECIALIZATIONS = [
     Spec(situ_and_mul_masked_post_quant_kernel, name="situ_and_mul_masked_post_quant",
          signature=_signature(ue8m0),
-         constexprs={"GROUP": GROUP, "ROWS": ROWS, "UE8M0": ue8m0, "INTERLEAVED": inter},
-         divisibility=_DIV, num_warps=NUM_WARPS)
+         constexprs=_constexprs(ue8m0, inter), divisibility=_DIV, num_warps=NUM_WARPS)
     for ue8m0 in (False, True)
     for inter in (False, True)
 ]
@@ -183,7 +216,8 @@ def situ_and_mul_masked_post_quant(input: Any, masked_m: Any, output: Optional[A
         s_arg, s_se, s_st = output_scale, t_pad * g, g
     args = (input, masked_m, output, s_arg, t_pad, n, g, x_se, x_st, t_pad * n, n, s_se, s_st,
             float(beta), 1.0 / float(beta), float(linear_beta), 1.0 / float(linear_beta))
-    L.launch(situ_and_mul_masked_post_quant_kernel, op, ((t_pad * g + ROWS - 1) // ROWS, e),
-             args, {"GROUP": GROUP, "ROWS": ROWS, "UE8M0": scale_ue8m0,
-                    "INTERLEAVED": interleaved}, NUM_WARPS)
+    grid = (t_pad, (g + ROWS - 1) // ROWS, e) if TOKEN_GRID else \
+        ((t_pad * g + ROWS - 1) // ROWS, e)
+    L.launch(situ_and_mul_masked_post_quant_kernel, op, grid, args,
+             _constexprs(scale_ue8m0, interleaved), NUM_WARPS)
     return output, output_scale

@@ -131,9 +131,16 @@ def test_ue8m0_rounds_up_exactly_at_powers_of_two():
 # §4.2 SiTU masked post-quant
 # ---------------------------------------------------------------------------
 
+SITU_VARIANTS = [(16, False, False), (8, True, False), (16, True, False), (4, True, True),
+                 (16, False, True)]
+
+
+@pytest.mark.parametrize("rows,token_grid,recip", SITU_VARIANTS)
 @pytest.mark.parametrize("ue8m0", [False, True])
 @pytest.mark.parametrize("interleaved", [False, True])
-def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved):
+def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_grid, recip):
+    """Every (ROWS, TOKEN_GRID, RECIP) of the sweep's kinds; RECIP without UE8M0 on these
+    random activations only (fp32 quotients: see situ_quant's kernel docstring)."""
     rng = np.random.default_rng(7)
     e, t_pad, n = 3, 5, 512
     g = n // 128
@@ -148,11 +155,11 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved):
     else:
         s = np.full((e, t_pad, g), -1.0, dtype=F32)
         s_arg, s_se, s_st = s, t_pad * g, g
-    rows = situ_quant.ROWS
-    kiln.testing.interpret(situ_quant.situ_and_mul_masked_post_quant_kernel,
-                           ((t_pad * g + rows - 1) // rows, e), x, masked_m, q, s_arg, t_pad, n,
-                           g, t_pad * 2 * n, 2 * n, t_pad * n, n, s_se, s_st, 4.0, 0.25, 25.0,
-                           1 / 25.0, GROUP=128, ROWS=rows, UE8M0=ue8m0, INTERLEAVED=interleaved)
+    grid = (t_pad, -(-g // rows), e) if token_grid else ((t_pad * g + rows - 1) // rows, e)
+    kiln.testing.interpret(situ_quant.situ_and_mul_masked_post_quant_kernel, grid, x, masked_m,
+                           q, s_arg, t_pad, n, g, t_pad * 2 * n, 2 * n, t_pad * n, n, s_se, s_st,
+                           4.0, 0.25, 25.0, 1 / 25.0, GROUP=128, ROWS=rows, UE8M0=ue8m0,
+                           INTERLEAVED=interleaved, TOKEN_GRID=token_grid, RECIP=recip)
     a = ref_situ(x, n, interleaved)
     rq, rs = ref_group_quant(a, 128, ue8m0)
     for ei in range(e):
@@ -174,7 +181,8 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved):
 # §4.3 MLA output gate, FP8 variant
 # ---------------------------------------------------------------------------
 
-def test_mla_output_gate_fp8_matches_numpy():
+@pytest.mark.parametrize("recip", [False, True])
+def test_mla_output_gate_fp8_matches_numpy(recip):
     rng = np.random.default_rng(3)
     t, h = 4, 1536
     x = k3_like_rows(rng, t, h)
@@ -183,7 +191,7 @@ def test_mla_output_gate_fp8_matches_numpy():
     s = np.zeros(t, dtype=F32)
     block, _ = mla_output_gate._fp8_config(h)
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block)
+                           h, h, BLOCK=block, RECIP=recip)
     sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
     rs = ref_scale(np.abs(y).max(-1))
@@ -195,7 +203,9 @@ def test_mla_output_gate_fp8_matches_numpy():
 # §8.5 MLA FP8 KV scatter
 # ---------------------------------------------------------------------------
 
-def test_mla_kv_scatter_fp8_matches_numpy():
+@pytest.mark.parametrize("recip,rows", [(False, mla_kv.FP8_ROWS), (True, 8), (True, 4),
+                                        (True, 16)])
+def test_mla_kv_scatter_fp8_matches_numpy(recip, rows):
     rng = np.random.default_rng(5)
     t, slots = 11, 24
     kv_a = k3_like_rows(rng, t, 576)
@@ -204,11 +214,10 @@ def test_mla_kv_scatter_fp8_matches_numpy():
     loc[[3, 8]] = -1
     cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
     before = cache.copy()
-    rows = mla_kv.FP8_ROWS
     kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
                            kv_a, kv_a[:, 512:], loc, cache, cache.view(F32),
                            cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows, KV_DIM=512,
-                           PE_DIM=64, GROUP=128)
+                           PE_DIM=64, GROUP=128, RECIP=recip)
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):
@@ -258,3 +267,41 @@ def test_quant_mxfp4_matches_numpy(r):
     rp, rs = ref_mxfp4(x.astype(F32))
     assert np.array_equal(scale, rs)
     assert np.array_equal(packed, rp)
+
+
+# ---------------------------------------------------------------------------
+# SiTU RECIP (fp32 activations, not bf16): the scale for every fp32 absmax mantissa, the
+# quotients at every e4m3 rounding boundary (a correctly rounded or faithful fp32 quotient can
+# change the e4m3 code only there)
+# ---------------------------------------------------------------------------
+
+def test_situ_recip_scale_is_ieee_for_every_fp32_mantissa():
+    from test_quant_variants import div_by_recip
+
+    mant = (np.arange(1 << 23, dtype=np.uint32) | np.uint32(127 << 23)).view(F32)  # [1, 2)
+    inv = F32(quant.INV_FP8_MAX)
+    for k in (-40, 0, 1, 60, 127):
+        a = np.maximum(mant * F32(2.0**k), F32(1e-10))
+        assert np.array_equal(div_by_recip(a, F32(448), inv), a / F32(448)), k
+
+
+def test_situ_recip_quotients_at_every_e4m3_boundary():
+    """For 4096 random scales and every e4m3 midpoint M (and the saturation 448), the fp32
+    activations within 3 ulps of M * s: e4m3(div_by_recip) == e4m3(IEEE quotient)."""
+    from test_quant_variants import div_by_recip
+
+    rng = np.random.default_rng(11)
+    codes = np.arange(0, 0x7F, dtype=np.uint8).view(F8).astype(F32)  # 0 .. 448
+    mids = np.concatenate([(codes[:-1] + codes[1:]) / F32(2), [F32(448)]]).astype(F32)
+    s = (rng.uniform(1, 2, 4096) * np.exp2(rng.integers(-30, 30, 4096))).astype(F32)
+    s = np.maximum(s, F32(1e-10)) / F32(448)
+    r = F32(1) / s
+    base = (mids[None, :] * s[:, None]).astype(F32)
+    bb = base.view(np.int32)
+    for d in range(-3, 4):
+        x = (bb + d).view(F32)
+        for sign in (1, -1):
+            xs = (x * F32(sign)).astype(F32)
+            want = np.clip(xs / s[:, None], -448, 448).astype(F8).view(np.uint8)
+            got = np.clip(div_by_recip(xs, s[:, None], r[:, None]), -448, 448)
+            assert np.array_equal(got.astype(F8).view(np.uint8), want), d
