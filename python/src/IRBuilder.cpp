@@ -321,18 +321,36 @@ public:
       invalid("addptr takes pointers and integer offsets");
     return tile::AddPtrOp::create(builder, loc, ptr.getType(), ptr, offset);
   }
-  Value load(Value ptr, std::optional<Value> mask, std::optional<Value> other) {
+  /// `sem`/`scope` ("" for a plain access) make the access ordered.
+  Value load(Value ptr, std::optional<Value> mask, std::optional<Value> other,
+             const std::string &sem, const std::string &scopeName) {
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
       invalid("load from a non-pointer " + toString(ptr.getType()));
     if (other && !mask)
       invalid("load: 'other' needs a mask");
-    return tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()),
-                                other.value_or(Value()));
+    auto op = tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()),
+                                   other.value_or(Value()));
+    setOrdering(op, sem, scopeName);
+    return op;
   }
-  void store(Value ptr, Value value, std::optional<Value> mask) {
+  void store(Value ptr, Value value, std::optional<Value> mask, const std::string &sem,
+             const std::string &scopeName) {
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
       invalid("store to a non-pointer " + toString(ptr.getType()));
-    tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()), IntegerAttr());
+    auto op = tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()),
+                                    IntegerAttr(), tile::MemSemanticAttr(),
+                                    tile::MemScopeAttr());
+    setOrdering(op, sem, scopeName);
+  }
+  template <typename OpTy>
+  void setOrdering(OpTy op, const std::string &sem, const std::string &scopeName) {
+    if (sem.empty())
+      return;
+    op.setSemAttr(tile::MemSemanticAttr::get(ctx(), semantic(sem)));
+    op.setScopeAttr(tile::MemScopeAttr::get(ctx(), scope(scopeName)));
+  }
+  void fence(const std::string &sem, const std::string &scopeName) {
+    tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
   }
 
   Value descLoad(Value desc, const std::vector<Value> &indices) {
@@ -823,11 +841,12 @@ void populateIRBuilder(py::module_ &m) {
       .def("broadcast", &Builder::broadcast)
       .def("addptr", &Builder::addptr)
       .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
-           py::arg("other") = py::none())
+           py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "")
+      .def("fence", &Builder::fence)
       .def("desc_load", &Builder::descLoad)
       .def("desc_store", &Builder::descStore)
       .def("store", &Builder::store, py::arg("ptr"), py::arg("value"),
-           py::arg("mask") = py::none())
+           py::arg("mask") = py::none(), py::arg("sem") = "", py::arg("scope") = "")
       .def("binary", &Builder::binary, py::arg("name"), py::arg("lhs"), py::arg("rhs"),
            py::arg("approx") = false)
       .def("unary", &Builder::unary, py::arg("name"), py::arg("x"), py::arg("approx") = false)

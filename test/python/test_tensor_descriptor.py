@@ -134,3 +134,32 @@ def test_host_checks():
         kiln.TensorDescriptor.from_tensor(x, [16, 64], swizzle=128)
     with pytest.raises(ValueError, match="same rank"):
         kiln.TensorDescriptor(x, [16])
+
+
+@kiln.jit
+def acquire_release(x_ptr, y_ptr, BLOCK: kl.constexpr):
+    offs = kl.arange(0, BLOCK)
+    v = kl.load(x_ptr + offs, sem="acquire", scope="gpu")
+    kl.fence("acq_rel", "sys")
+    kl.store(y_ptr + offs, v + 1, sem="release", scope="cta")
+
+
+@kiln.jit
+def bad_ordering(x_ptr, BLOCK: kl.constexpr):
+    kl.store(x_ptr, 1, sem="acquire", scope="gpu")
+
+
+def test_ordered_accesses_interpreter_and_ptx():
+    x = np.arange(64, dtype=np.int32)
+    y = np.zeros(64, np.int32)
+    interpret(acquire_release, (1,), x, y, BLOCK=64)
+    np.testing.assert_array_equal(y, x + 1)
+    for arch in ("sm_90a", "sm_100a", "sm_103a"):
+        ck = acquire_release.compile({"x_ptr": "*i32", "y_ptr": "*i32"},
+                                     constexprs={"BLOCK": 64}, arch=arch)
+        assert "ld.acquire.gpu.global.b32" in ck.ptx
+        assert "fence.acq_rel.sys;" in ck.ptx
+        assert "st.release.cta.global.b32" in ck.ptx
+        assert "ld.global.v" not in ck.ptx and "st.global.v" not in ck.ptx
+    with pytest.raises(CompilationError, match="sem must be one of relaxed, release"):
+        bad_ordering.compile({"x_ptr": "*i32"}, constexprs={"BLOCK": 1}, upto="tile")

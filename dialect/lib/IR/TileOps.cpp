@@ -257,12 +257,45 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 
 void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
                    Value other) {
-  build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, IntegerAttr());
+  build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, IntegerAttr(),
+        MemSemanticAttr(), MemScopeAttr());
+}
+
+/// An ordered access names both its semantics and its scope, has one of the
+/// semantics `allowed`, and moves 16 to 64 bits per element.
+static LogicalResult verifyOrdering(Operation *op, std::optional<MemSemantic> sem,
+                                    std::optional<MemScope> scope, Type element,
+                                    MemSemantic allowed) {
+  if (sem.has_value() != scope.has_value())
+    return op->emitOpError() << "expected both 'sem' and 'scope', or neither";
+  if (!sem)
+    return success();
+  if (*sem != MemSemantic::Relaxed && *sem != allowed)
+    return op->emitOpError() << "expected 'relaxed' or '" << stringifyMemSemantic(allowed)
+                             << "' ordering, got '" << stringifyMemSemantic(*sem) << "'";
+  unsigned bits = element.getIntOrFloatBitWidth();
+  if (bits != 16 && bits != 32 && bits != 64)
+    return op->emitOpError() << "expected 16-, 32- or 64-bit elements for an ordered access, got "
+                             << element;
+  return success();
 }
 
 LogicalResult LoadOp::verify() {
   if (getOther() && !getMask())
     return emitOpError() << "'other' requires a mask";
+  return verifyOrdering(*this, getSem(), getScope(), getElementTypeOrSelf(getType()),
+                        MemSemantic::Acquire);
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyOrdering(*this, getSem(), getScope(), getElementTypeOrSelf(getValue().getType()),
+                        MemSemantic::Release);
+}
+
+LogicalResult FenceOp::verify() {
+  if (getSem() == MemSemantic::Relaxed)
+    return emitOpError() << "expected acquire, release or acq_rel ordering (a relaxed fence "
+                            "orders nothing)";
   return success();
 }
 
@@ -352,7 +385,7 @@ struct FoldConstantLoadMask : OpRewritePattern<LoadOp> {
   LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
     if (isConstantMask(op.getMask(), true)) {
       rewriter.replaceOpWithNewOp<LoadOp>(op, op.getType(), op.getPtr(), Value(), Value(),
-                                          op.getVecAttr());
+                                          op.getVecAttr(), op.getSemAttr(), op.getScopeAttr());
       return success();
     }
     if (isConstantMask(op.getMask(), false) && op.getOther()) {
@@ -370,7 +403,7 @@ struct FoldConstantStoreMask : OpRewritePattern<StoreOp> {
   LogicalResult matchAndRewrite(StoreOp op, PatternRewriter &rewriter) const override {
     if (isConstantMask(op.getMask(), true)) {
       rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value(),
-                                           op.getVecAttr());
+                                           op.getVecAttr(), op.getSemAttr(), op.getScopeAttr());
       return success();
     }
     if (isConstantMask(op.getMask(), false)) {

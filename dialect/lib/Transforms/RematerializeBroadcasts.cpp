@@ -87,7 +87,7 @@ struct TileRematerializeBroadcastsPass
       if (llvm::isa<ExpandDimsOp, BroadcastOp, AddPtrOp>(op) || isPureElementwise(op))
         return tensorOperands(op->getOperands());
       if (auto load = llvm::dyn_cast<LoadOp>(op))
-        return rematerializeLoads && llvm::cast<RankedTensorType>(load.getType()).getNumElements() <= maxLoadElements &&
+        return rematerializeLoads && !load.getSem() && llvm::cast<RankedTensorType>(load.getType()).getNumElements() <= maxLoadElements &&
                tensorOperands(op->getOperands());
       return false;
     }();

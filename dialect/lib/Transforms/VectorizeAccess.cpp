@@ -53,10 +53,11 @@ struct TileVectorizeAccessPass
 
     func.walk([&](Operation *op) {
       int64_t width;
+      // Ordered accesses move one element each (ld.acquire / st.release).
       if (auto load = llvm::dyn_cast<LoadOp>(op))
-        width = widthFor(load.getPtr(), load.getMask());
+        width = load.getSem() ? 1 : widthFor(load.getPtr(), load.getMask());
       else if (auto store = llvm::dyn_cast<StoreOp>(op))
-        width = widthFor(store.getPtr(), store.getMask());
+        width = store.getSem() ? 1 : widthFor(store.getPtr(), store.getMask());
       else
         return;
       ++numAccesses;

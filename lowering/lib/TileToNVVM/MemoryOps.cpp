@@ -35,6 +35,67 @@ struct AddPtrLowering : TileOpConversion<tile::AddPtrOp> {
   }
 };
 
+/// "r" / "h" / "l": the inline-asm register class of a 32/16/64-bit value.
+StringRef registerClass(unsigned bits) { return bits == 16 ? "h" : bits == 64 ? "l" : "r"; }
+
+/// `ld.<sem>.<scope>.global.b<bits>` of one element (LLVM's NVPTX backend has no
+/// scoped acquire load). Float elements move as their bits.
+Value orderedLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemSemantic sem,
+                  tile::MemScope scope) {
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Type intType = b.getIntegerType(bits);
+  std::string asmString = ("ld." + tile::stringifyMemSemantic(sem) + "." +
+                           tile::stringifyMemScope(scope) + ".global.b" + Twine(bits) +
+                           " $0, [$1];")
+                              .str();
+  std::string constraints = ("=" + registerClass(bits) + ",l,~{memory}").str();
+  Value loaded = LLVM::InlineAsmOp::create(
+                     b, loc, intType, ValueRange{ptr}, b.getStringAttr(asmString),
+                     b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(),
+                     LLVM::TailCallKindAttr(),
+                     LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+                     ArrayAttr())
+                     .getResult(0);
+  return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
+}
+
+/// `st.<sem>.<scope>.global.b<bits>` of one element.
+void orderedStore(OpBuilder &b, Location loc, Value value, Value ptr, tile::MemSemantic sem,
+                  tile::MemScope scope) {
+  unsigned bits = value.getType().getIntOrFloatBitWidth();
+  Type intType = b.getIntegerType(bits);
+  if (value.getType() != intType)
+    value = LLVM::BitcastOp::create(b, loc, intType, value);
+  std::string asmString = ("st." + tile::stringifyMemSemantic(sem) + "." +
+                           tile::stringifyMemScope(scope) + ".global.b" + Twine(bits) +
+                           " [$0], $1;")
+                              .str();
+  std::string constraints = ("l," + registerClass(bits) + ",~{memory}").str();
+  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange{ptr, value},
+                            b.getStringAttr(asmString), b.getStringAttr(constraints),
+                            b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+                            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+                            ArrayAttr());
+}
+
+/// `fence.acq_rel.<scope>`.
+struct FenceLowering : ConvertOpToLLVMPattern<tile::FenceOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult matchAndRewrite(tile::FenceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::string asmString =
+        ("fence.acq_rel." + tile::stringifyMemScope(op.getScope()) + ";").str();
+    LLVM::InlineAsmOp::create(
+        rewriter, op.getLoc(), TypeRange(), ValueRange(), rewriter.getStringAttr(asmString),
+        rewriter.getStringAttr("~{memory}"), rewriter.getUnitAttr(), UnitAttr(),
+        LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 int64_t getRequestedVec(Operation *op) {
   if (auto vec = op->getAttrOfType<IntegerAttr>("vec"))
     return std::max<int64_t>(1, vec.getInt());
@@ -69,13 +130,17 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
       for (int64_t i = 0; i < access.vec; ++i)
         operands[2 + i].push_back(others.empty() ? Value() : others[r + i]);
       // The same address under the same mask (a value constant along a run,
-      // e.g. a per-row index) is read once.
-      if (Value same = findEarlierRegister(operands, loadedByAccess.size(), loadedByAccess)) {
+      // e.g. a per-row index) is read once; an ordered load is never merged.
+      if (Value same = op.getSem() ? Value()
+                                   : findEarlierRegister(operands, loadedByAccess.size(),
+                                                         loadedByAccess)) {
         loadedByAccess.push_back(same);
         llvm::append_range(results, access.split(rewriter, loc, same));
         continue;
       }
-      auto load = [&](OpBuilder &b, Location l) {
+      auto load = [&](OpBuilder &b, Location l) -> Value {
+        if (auto sem = op.getSem())
+          return orderedLoad(b, l, access.accessType, ptrs[r], *sem, *op.getScope());
         return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment)
             .getResult();
       };
@@ -140,7 +205,10 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
             predicate ? LLVM::AndOp::create(rewriter, loc, predicate, masks[r]).getResult()
                       : masks[r];
       auto store = [&](OpBuilder &b, Location l) {
-        LLVM::StoreOp::create(b, l, bits, ptrs[r], access.alignment);
+        if (auto sem = op.getSem())
+          orderedStore(b, l, bits, ptrs[r], *sem, *op.getScope());
+        else
+          LLVM::StoreOp::create(b, l, bits, ptrs[r], access.alignment);
       };
       if (!predicate) {
         store(rewriter, loc);
@@ -159,5 +227,5 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
 
 void kiln::populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,
                                                RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering>(converter);
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, FenceLowering>(converter);
 }

@@ -738,7 +738,31 @@ class Semantic:
             raise SemanticError(f"{what} expects a pointer (or a tile of pointers), got {got}")
         return ptr
 
-    def load(self, ptr: Any, mask: Any = None, other: Any = None) -> tensor:
+    def _ordering(self, what: str, sem: Any, scope: Any, allowed: Tuple[str, ...],
+                  elem: dtype) -> Tuple[str, str]:
+        """("", "") for a plain access, else the checked (sem, scope) of an ordered one."""
+        if sem is None and scope is None:
+            return "", ""
+        if sem not in allowed:
+            raise SemanticError(f"{what}: sem must be one of {', '.join(allowed)}, got {sem!r}")
+        if scope not in self._SCOPES:
+            raise SemanticError(f"{what}: an ordered access needs scope= one of "
+                                f"{', '.join(self._SCOPES)}, got {scope!r}")
+        if elem.primitive_bitwidth not in (16, 32, 64):
+            raise SemanticError(f"{what}: ordered accesses move 16-, 32- or 64-bit elements, "
+                                f"got {elem.name}")
+        return sem, scope
+
+    def fence(self, sem: Any, scope: Any) -> None:
+        if sem not in ("acquire", "release", "acq_rel"):
+            raise SemanticError(f"fence: sem must be acquire, release or acq_rel, got {sem!r}")
+        if scope not in self._SCOPES:
+            raise SemanticError(f"fence: scope must be one of {', '.join(self._SCOPES)}, "
+                                f"got {scope!r}")
+        self.builder.fence(sem, scope)
+
+    def load(self, ptr: Any, mask: Any = None, other: Any = None, sem: Any = None,
+             scope: Any = None) -> tensor:
         ptr = self._pointer("load", ptr)
         elem = ptr.dtype.element_ty
         m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
@@ -752,13 +776,16 @@ class Semantic:
         if o is not None:
             o = self.broadcast_to(self.cast(self.to_tensor(o, elem if self.is_literal(o)
                                                            else None), elem), ptr.shape)
+        sem, scope = self._ordering("load", sem, scope, ("relaxed", "acquire"), elem)
         handle = self.builder.load(ptr.handle, m.handle if m is not None else None,
-                                   o.handle if o is not None else None)
+                                   o.handle if o is not None else None, sem, scope)
         return tensor(handle, self._with_shape(ptr, elem))
 
-    def store(self, ptr: Any, value: Any, mask: Any = None) -> None:
+    def store(self, ptr: Any, value: Any, mask: Any = None, sem: Any = None,
+              scope: Any = None) -> None:
         ptr = self._pointer("store", ptr)
         elem = ptr.dtype.element_ty
+        sem, scope = self._ordering("store", sem, scope, ("relaxed", "release"), elem)
         v = self.cast(self.to_tensor(value, elem if self.is_literal(value) else None), elem)
         m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
             else self._mask(mask)
@@ -767,7 +794,8 @@ class Semantic:
             shape = self.broadcast_shapes(shape, m.shape)
             m = self.broadcast_to(m, shape)
         ptr, v = self.broadcast_to(ptr, shape), self.broadcast_to(v, shape)
-        self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None)
+        self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None, sem,
+                           scope)
 
     # -- tensor descriptors (TMA) -------------------------------------------
     def _descriptor(self, what: str, desc: Any) -> tensor_descriptor_type:

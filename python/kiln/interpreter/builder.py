@@ -461,7 +461,11 @@ class NumpyBuilder:
         off, inside = d.box_offsets(indices)
         self.store(d.ptr.with_off(off), value, inside)
 
-    def load(self, p: Ptr, mask: Any = None, other: Any = None) -> np.ndarray:
+    def fence(self, sem: str, scope: str) -> None:
+        """Programs run one at a time: every access is already ordered."""
+
+    def load(self, p: Ptr, mask: Any = None, other: Any = None, sem: str = "",
+             scope: str = "") -> np.ndarray:
         if not self.active():  # a branch not taken: no access, no fault
             return np.zeros(p.off.shape, dtype=p.buf.dtype)
         if mask is None:
@@ -477,7 +481,8 @@ class NumpyBuilder:
         fill = np.zeros((), dtype=p.buf.dtype) if other is None else np.asarray(other)
         return np.where(mask, vals, fill).astype(p.buf.dtype, copy=False)
 
-    def store(self, p: Ptr, value: Any, mask: Any = None) -> None:
+    def store(self, p: Ptr, value: Any, mask: Any = None, sem: str = "",
+              scope: str = "") -> None:
         if not self.active():
             return
         value = np.broadcast_to(np.asarray(value), p.off.shape)

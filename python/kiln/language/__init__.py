@@ -58,15 +58,28 @@ def arange(start: Any, end: Any, _semantic: Any = None) -> tensor:
 
 
 @builtin
-def load(pointer: Any, mask: Any = None, other: Any = None, _semantic: Any = None) -> tensor:
-    """Loads from a pointer (tile); where ``mask`` is false the result is ``other``."""
-    return _semantic.load(pointer, mask, other)
+def load(pointer: Any, mask: Any = None, other: Any = None, sem: Any = None, scope: Any = None,
+         _semantic: Any = None) -> tensor:
+    """Loads from a pointer (tile); where ``mask`` is false the result is ``other``. With
+    ``sem`` ("relaxed" or "acquire") and ``scope`` ("cta", "gpu", "sys") each element is one
+    ordered load (``ld.acquire.gpu``): the thread's later accesses happen after it."""
+    return _semantic.load(pointer, mask, other, _unwrap(sem), _unwrap(scope))
 
 
 @builtin
-def store(pointer: Any, value: Any, mask: Any = None, _semantic: Any = None) -> None:
-    """Stores ``value`` (cast to the pointee type) where ``mask`` is true."""
-    return _semantic.store(pointer, value, mask)
+def store(pointer: Any, value: Any, mask: Any = None, sem: Any = None, scope: Any = None,
+          _semantic: Any = None) -> None:
+    """Stores ``value`` (cast to the pointee type) where ``mask`` is true. With ``sem``
+    ("relaxed" or "release") and ``scope`` each element is one ordered store
+    (``st.release.sys``): the thread's earlier accesses happen before it."""
+    return _semantic.store(pointer, value, mask, _unwrap(sem), _unwrap(scope))
+
+
+@builtin
+def fence(sem: Any = "acq_rel", scope: Any = "gpu", _semantic: Any = None) -> None:
+    """A memory fence (``fence.acq_rel.<scope>``): orders this thread's accesses before it
+    with those after it, for the threads of ``scope`` ("cta", "gpu", "sys")."""
+    return _semantic.fence(_unwrap(sem), _unwrap(scope))
 
 
 @builtin
@@ -271,7 +284,8 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 __all__ = [
     "abs", "arange", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min",
     "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dot", "dtype", "dtype_from_str",
-    "erf", "exp", "exp2", "floor", "fma", "full", "load", "log", "log2", "maximum", "minimum",
+    "erf", "exp", "exp2", "floor", "fma", "fence",
+    "full", "load", "log", "log2", "maximum", "minimum",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
     "static_assert", "range",
     "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",

@@ -893,3 +893,43 @@ func.func @num_stages_on_func() attributes {tile.num_stages = 2 : i32} {
   // expected-error @-1 {{'tile.num_stages' applies to scf.for only}}
   return
 }
+
+// -----
+
+func.func @load_release(%p: !tile.ptr<i32>) {
+  // expected-error @+1 {{expected 'relaxed' or 'acquire' ordering, got 'release'}}
+  %v = tile.load %p ordered release gpu : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @store_acquire(%p: !tile.ptr<i32>, %v: i32) {
+  // expected-error @+1 {{expected 'relaxed' or 'release' ordering, got 'acquire'}}
+  tile.store %p, %v ordered acquire gpu : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @sem_without_scope(%p: !tile.ptr<i32>) {
+  // expected-error @+1 {{expected both 'sem' and 'scope', or neither}}
+  %v = "tile.load"(%p) {operandSegmentSizes = array<i32: 1, 0, 0>, sem = 1 : i32} : (!tile.ptr<i32>) -> i32
+  return
+}
+
+// -----
+
+func.func @ordered_i8(%p: !tile.ptr<i8>) {
+  // expected-error @+1 {{expected 16-, 32- or 64-bit elements for an ordered access, got 'i8'}}
+  %v = tile.load %p ordered acquire sys : !tile.ptr<i8>
+  return
+}
+
+// -----
+
+func.func @relaxed_fence() {
+  // expected-error @+1 {{expected acquire, release or acq_rel ordering (a relaxed fence orders nothing)}}
+  tile.fence relaxed, gpu
+  return
+}

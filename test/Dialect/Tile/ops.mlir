@@ -241,3 +241,14 @@ func.func @rings(%d: !tile.tensordesc<tensor<32x64xbf16>>, %i: i32, %p: i1) -> t
   %t = tile.ring_wait_load %r[%i], %i : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
   return %t : tensor<32x64xbf16>
 }
+
+// CHECK-LABEL: func.func @ordered
+// CHECK: tile.load %{{.*}} ordered acquire gpu : !tile.ptr<i32>
+// CHECK: tile.store %{{.*}}, %{{.*}} ordered release sys : !tile.ptr<i32>
+// CHECK: tile.fence acq_rel, cta
+func.func @ordered(%p: !tile.ptr<i32>) -> i32 {
+  %v = tile.load %p ordered acquire gpu : !tile.ptr<i32>
+  tile.store %p, %v ordered release sys : !tile.ptr<i32>
+  tile.fence acq_rel, cta
+  return %v : i32
+}

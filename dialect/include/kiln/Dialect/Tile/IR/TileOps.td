@@ -278,6 +278,20 @@ def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> 
   let hasFolder = 1;
 }
 
+def Tile_MemSemantic : I32EnumAttr<"MemSemantic", "memory ordering of an access", [
+  I32EnumAttrCase<"Relaxed", 0, "relaxed">, I32EnumAttrCase<"Acquire", 1, "acquire">,
+  I32EnumAttrCase<"Release", 2, "release">, I32EnumAttrCase<"AcqRel", 3, "acq_rel">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_MemScope : I32EnumAttr<"MemScope", "threads an access is ordered with", [
+  I32EnumAttrCase<"Cta", 0, "cta">, I32EnumAttrCase<"Gpu", 1, "gpu">,
+  I32EnumAttrCase<"Sys", 2, "sys">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
 def Tile_LoadOp : Tile_Op<"load", [
     AttrSizedOperandSegments, MemoryEffects<[MemRead]>,
     TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
@@ -297,15 +311,18 @@ def Tile_LoadOp : Tile_Op<"load", [
     %w = tile.load %ptrs, %mask, %other : tensor<128x!tile.ptr<bf16>>
     ```
     Where `mask` is false nothing is read and the result is `other` (undefined
-    if `other` is absent). `vec` (set by `kiln-tile-vectorize-access`) is the
+    if `other` is absent). With `sem` (relaxed or acquire) and `scope` (cta,
+    gpu, sys) every element is one `ld.<sem>.<scope>.global` (no vectors): an
+    acquire load orders this thread's later accesses after it, at that scope. `vec` (set by `kiln-tile-vectorize-access`) is the
     number of consecutive elements per thread read by one vector access: with
     `vec * sizeof(T) == 16` the load becomes `ld.global.v4.b32`.
   }];
   let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
-                       Optional<Tile_Any>:$other, OptionalAttr<I32Attr>:$vec);
+                       Optional<Tile_Any>:$other, OptionalAttr<I32Attr>:$vec,
+                       OptionalAttr<Tile_MemSemantic>:$sem, OptionalAttr<Tile_MemScope>:$scope);
   let results = (outs Tile_Any:$result);
   let assemblyFormat = [{
-    $ptr (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr)
+    $ptr (`,` $mask^)? (`,` $other^)? (`ordered` $sem^ $scope)? attr-dict `:` type($ptr)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$ptr, CArg<"::mlir::Value", "{}">:$mask,
@@ -330,12 +347,19 @@ def Tile_StoreOp : Tile_Op<"store", [
     ```
     Elements whose mask is false are not written. When several threads hold the
     same element (a tile smaller than the block) only one of them writes it.
+    With `sem` (relaxed or release) and `scope` every element is one
+    `st.<sem>.<scope>.global`: a release store orders this thread's earlier
+    accesses before it.
     `vec` as for `tile.load`.
   }];
   let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$value, Optional<Tile_BoolLike>:$mask,
-                       OptionalAttr<I32Attr>:$vec);
-  let assemblyFormat = "$ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)";
+                       OptionalAttr<I32Attr>:$vec, OptionalAttr<Tile_MemSemantic>:$sem,
+                       OptionalAttr<Tile_MemScope>:$scope);
+  let assemblyFormat = [{
+    $ptr `,` $value (`,` $mask^)? (`ordered` $sem^ $scope)? attr-dict `:` type($ptr)
+  }];
   let hasCanonicalizer = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -457,18 +481,19 @@ def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "read-modify-write operati
   let cppNamespace = "::kiln::tile";
 }
 
-def Tile_MemSemantic : I32EnumAttr<"MemSemantic", "memory ordering of an atomic", [
-  I32EnumAttrCase<"Relaxed", 0, "relaxed">, I32EnumAttrCase<"Acquire", 1, "acquire">,
-  I32EnumAttrCase<"Release", 2, "release">, I32EnumAttrCase<"AcqRel", 3, "acq_rel">
-]> {
-  let cppNamespace = "::kiln::tile";
-}
-
-def Tile_MemScope : I32EnumAttr<"MemScope", "threads an atomic is ordered with", [
-  I32EnumAttrCase<"Cta", 0, "cta">, I32EnumAttrCase<"Gpu", 1, "gpu">,
-  I32EnumAttrCase<"Sys", 2, "sys">
-]> {
-  let cppNamespace = "::kiln::tile";
+def Tile_FenceOp : Tile_Op<"fence", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "a memory fence at a scope";
+  let description = [{
+    ```mlir
+    tile.fence acq_rel, gpu
+    ```
+    `fence.acq_rel.<scope>` (for acquire, release and acq_rel): orders the
+    thread's accesses before it with those after it, as seen by the threads of
+    the scope.
+  }];
+  let arguments = (ins Tile_MemSemantic:$sem, Tile_MemScope:$scope);
+  let assemblyFormat = "$sem `,` $scope attr-dict";
+  let hasVerifier = 1;
 }
 
 def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [
