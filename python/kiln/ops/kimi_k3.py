@@ -24,7 +24,6 @@ Adding a kernel: write its op and fake with ``@register(name, fake, mutates_args
 """
 
 import inspect
-import math
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 try:
@@ -343,15 +342,9 @@ def gpu_tensor_hash(t: torch.Tensor) -> torch.Tensor:
         return torch.zeros(1, dtype=torch.int64, device=t.device)  # the documented 0
     L.check_int32_extent(op, "nbytes", nbytes + 4 * tensor_hash.TILE)
     x = t.reshape(-1).view(torch.uint8)
-    num_partials = math.ceil(math.ceil(nbytes / 4) / tensor_hash.TILE)
-    partials = torch.empty(num_partials, dtype=torch.int64, device=t.device)
+    partials = torch.empty(tensor_hash.num_partials(nbytes), dtype=torch.int64, device=t.device)
     out = torch.empty(1, dtype=torch.int64, device=t.device)
-    L.launch(tensor_hash.tensor_hash_partials_kernel, "tensor_hash_partials", (num_partials,),
-             (x, partials, nbytes), {"TILE": tensor_hash.TILE, "BLOCK": tensor_hash.BLOCK},
-             tensor_hash.NUM_WARPS)
-    L.launch(tensor_hash.tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
-             (partials, out, num_partials, nbytes), {"CHUNK": tensor_hash.CHUNK},
-             tensor_hash.NUM_WARPS)
+    tensor_hash.launch_hash(x, nbytes, partials, out)
     return out
 
 
