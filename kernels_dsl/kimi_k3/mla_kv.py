@@ -99,10 +99,11 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
 #: --sweep, T = 16384) 12.33 us vs 12.67 us for the former [16, 512] on 256 threads (1.03x;
 #: every configuration was within 0.96x-1.03x).
 ROWS, NUM_WARPS = 4, 4
-#: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on 128 threads (20.2 us at
-#: T = 16384 on the H200, 34.7 % of copy bandwidth). FP8_RECIP: the kernel's RECIP (same
-#: bits); ``bench/kimi_k3/run.py --sweep`` times it with FP8_ROWS and FP8_WARPS.
-FP8_ROWS, FP8_WARPS = 8, 4
+#: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on one warp. FP8_RECIP: the
+#: kernel's RECIP (same bits). H200 sweep at T = 16384 (``bench/kimi_k3/run.py --sweep``,
+#: bench/results/h200-bench_kimi_k3_sweep.md): 1 warp 14.5 us (48.2 % of copy bandwidth),
+#: 4 warps 18.8 us; IEEE division on 4 warps 20.2 us.
+FP8_ROWS, FP8_WARPS = 8, 1
 FP8_RECIP = True
 
 
