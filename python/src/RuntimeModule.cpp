@@ -211,6 +211,32 @@ kiln::KernelArg toArg(const kiln::KernelEntry &entry, size_t index, py::handle h
   throw kiln::Error(what + " expects " + expected + ", got " + typeNameOf(h));
 }
 
+/// The spec of a tiled TMA copy from the binding's arguments (dimensions innermost
+/// first, swizzle in bytes).
+kiln::TensorMapSpec tensorMapSpec(uint64_t address, const std::string &dtype,
+                                  std::vector<uint64_t> shape, std::vector<uint64_t> strides,
+                                  std::vector<uint32_t> box, unsigned swizzle) {
+  kiln::TensorMapSpec spec;
+  spec.address = address;
+  auto d = kiln::parseDType(dtype);
+  if (!d)
+    throw kiln::Error("tensor map: unknown dtype '" + dtype + "'");
+  spec.dtype = *d;
+  spec.shape = std::move(shape);
+  spec.strides = std::move(strides);
+  spec.box = std::move(box);
+  switch (swizzle) {
+  case 0: spec.swizzle = kiln::TensorMapSwizzle::None; break;
+  case 32: spec.swizzle = kiln::TensorMapSwizzle::B32; break;
+  case 64: spec.swizzle = kiln::TensorMapSwizzle::B64; break;
+  case 128: spec.swizzle = kiln::TensorMapSwizzle::B128; break;
+  default:
+    throw kiln::Error("tensor map: swizzle must be 0, 32, 64 or 128 bytes, got " +
+                      std::to_string(swizzle));
+  }
+  return spec;
+}
+
 [[noreturn]] void badGrid(const std::string &kernel, const std::string &what) {
   throw kiln::Error("kernel '" + kernel + "': " + what);
 }
@@ -732,24 +758,8 @@ PYBIND11_MODULE(_runtime, m) {
       "encode_tensor_map",
       [](uint64_t address, const std::string &dtype, std::vector<uint64_t> shape,
          std::vector<uint64_t> strides, std::vector<uint32_t> box, unsigned swizzle) {
-        kiln::TensorMapSpec spec;
-        spec.address = address;
-        auto d = kiln::parseDType(dtype);
-        if (!d)
-          throw kiln::Error("encode_tensor_map: unknown dtype '" + dtype + "'");
-        spec.dtype = *d;
-        spec.shape = std::move(shape);
-        spec.strides = std::move(strides);
-        spec.box = std::move(box);
-        switch (swizzle) {
-        case 0: spec.swizzle = kiln::TensorMapSwizzle::None; break;
-        case 32: spec.swizzle = kiln::TensorMapSwizzle::B32; break;
-        case 64: spec.swizzle = kiln::TensorMapSwizzle::B64; break;
-        case 128: spec.swizzle = kiln::TensorMapSwizzle::B128; break;
-        default:
-          throw kiln::Error("encode_tensor_map: swizzle must be 0, 32, 64 or 128 bytes, got " +
-                            std::to_string(swizzle));
-        }
+        kiln::TensorMapSpec spec = tensorMapSpec(address, dtype, std::move(shape),
+                                                 std::move(strides), std::move(box), swizzle);
         CUtensorMap map;
         {
           py::gil_scoped_release release;
@@ -765,20 +775,9 @@ PYBIND11_MODULE(_runtime, m) {
       "validate_tensor_map",
       [](uint64_t address, const std::string &dtype, std::vector<uint64_t> shape,
          std::vector<uint64_t> strides, std::vector<uint32_t> box, unsigned swizzle) {
-        kiln::TensorMapSpec spec;
-        spec.address = address;
-        auto d = kiln::parseDType(dtype);
-        if (!d)
-          return "unknown dtype '" + dtype + "'";
-        spec.dtype = *d;
-        spec.shape = std::move(shape);
-        spec.strides = std::move(strides);
-        spec.box = std::move(box);
-        spec.swizzle = swizzle == 0    ? kiln::TensorMapSwizzle::None
-                       : swizzle == 32 ? kiln::TensorMapSwizzle::B32
-                       : swizzle == 64 ? kiln::TensorMapSwizzle::B64
-                                       : kiln::TensorMapSwizzle::B128;
-        return kiln::validateTensorMap(spec);
+        return kiln::validateTensorMap(tensorMapSpec(address, dtype, std::move(shape),
+                                                     std::move(strides), std::move(box),
+                                                     swizzle));
       },
       py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"),
       py::arg("box"), py::arg("swizzle"),

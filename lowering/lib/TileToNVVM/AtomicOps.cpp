@@ -173,14 +173,8 @@ struct AtomicRMWLowering : AtomicLoweringBase<tile::AtomicRMWOp> {
                    Type type = values[r].getType();
                    auto [asmString, constraints] =
                        getAtomicRMWPTX(op.getKind(), op.getSem(), op.getScope(), type);
-                   return LLVM::InlineAsmOp::create(
-                              b, l, type, ValueRange{ptrs[r], values[r]},
-                              b.getStringAttr(asmString), b.getStringAttr(constraints),
-                              b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
-                              LLVM::AsmDialectAttr::get(b.getContext(),
-                                                        LLVM::AsmDialect::AD_ATT),
-                              ArrayAttr())
-                       .getResult(0);
+                   return createInlinePTX(b, l, type, ValueRange{ptrs[r], values[r]},
+                                          asmString, constraints);
                  });
   }
 };

@@ -49,13 +49,7 @@ Value orderedLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemSem
                            " $0, [$1];")
                               .str();
   std::string constraints = ("=" + registerClass(bits) + ",l,~{memory}").str();
-  Value loaded = LLVM::InlineAsmOp::create(
-                     b, loc, intType, ValueRange{ptr}, b.getStringAttr(asmString),
-                     b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(),
-                     LLVM::TailCallKindAttr(),
-                     LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-                     ArrayAttr())
-                     .getResult(0);
+  Value loaded = createInlinePTX(b, loc, intType, ValueRange{ptr}, asmString, constraints);
   return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
 }
 
@@ -71,11 +65,7 @@ void orderedStore(OpBuilder &b, Location loc, Value value, Value ptr, tile::MemS
                            " [$0], $1;")
                               .str();
   std::string constraints = ("l," + registerClass(bits) + ",~{memory}").str();
-  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange{ptr, value},
-                            b.getStringAttr(asmString), b.getStringAttr(constraints),
-                            b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
-                            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-                            ArrayAttr());
+  createInlinePTX(b, loc, Type(), ValueRange{ptr, value}, asmString, constraints);
 }
 
 /// `fence.acq_rel.<scope>`.
@@ -86,11 +76,7 @@ struct FenceLowering : ConvertOpToLLVMPattern<tile::FenceOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     std::string asmString =
         ("fence.acq_rel." + tile::stringifyMemScope(op.getScope()) + ";").str();
-    LLVM::InlineAsmOp::create(
-        rewriter, op.getLoc(), TypeRange(), ValueRange(), rewriter.getStringAttr(asmString),
-        rewriter.getStringAttr("~{memory}"), rewriter.getUnitAttr(), UnitAttr(),
-        LLVM::TailCallKindAttr(),
-        LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
+    createInlinePTX(rewriter, op.getLoc(), Type(), ValueRange(), asmString, "~{memory}");
     rewriter.eraseOp(op);
     return success();
   }

@@ -20,6 +20,11 @@ mlir::Value packTile(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                      mlir::ValueRange values);
 
 mlir::Value createI32Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
+/// A side-effecting inline-PTX statement (`asm volatile`); returns its result,
+/// or a null Value when `result` is null.
+mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
+                            mlir::ValueRange operands, llvm::StringRef ptx,
+                            llvm::StringRef constraints);
 /// `%tid.x`.
 mlir::Value createThreadId(mlir::OpBuilder &b, mlir::Location loc);
 

@@ -69,11 +69,7 @@ void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity) {
                                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
                                        "@!p bra kiln_tma_wait;\n"
                                        "}";
-  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange{address, parity},
-                            b.getStringAttr(kWait), b.getStringAttr("r,r,~{memory}"),
-                            b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
-                            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-                            ArrayAttr());
+  createInlinePTX(b, loc, Type(), ValueRange{address, parity}, kWait, "r,r,~{memory}");
 }
 
 /// Waits until the barrier completes the phase of parity `*phase`, then flips it.

@@ -119,6 +119,15 @@ Value kiln::createI32Constant(OpBuilder &b, Location loc, int64_t value) {
   return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(value));
 }
 
+Value kiln::createInlinePTX(OpBuilder &b, Location loc, Type result, ValueRange operands,
+                            StringRef ptx, StringRef constraints) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, result ? TypeRange(result) : TypeRange(), operands, b.getStringAttr(ptx),
+      b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  return result ? op.getResult(0) : Value();
+}
+
 Value kiln::createThreadId(OpBuilder &b, Location loc) {
   return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
 }
