@@ -624,6 +624,42 @@ public:
     return op.getResult();
   }
 
+  /// tile.scan of `src` along `axis`. `combine` is the name of a binary op
+  /// (as for `reduce`) or a Python callable that, with the insertion point in
+  /// the combine region, takes its two arguments and returns the combined
+  /// value (the frontend inlines a @kiln.jit function there).
+  Value scan(Value src, int axis, const py::object &combine) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type)
+      invalid("scan needs a tile, got " + toString(src.getType()));
+    if (axis < 0 || axis >= type.getRank())
+      invalid("scan axis " + std::to_string(axis) + " out of range for " + toString(type));
+    // Restored on both paths: right after the op, or where it was.
+    OpBuilder::InsertionGuard guard(builder);
+    auto op = tile::ScanOp::create(builder, loc, src, builder.getI32IntegerAttr(axis));
+    Block *block = builder.createBlock(&op.getCombine());
+    Type element = type.getElementType();
+    Value a = block->addArgument(element, loc), b = block->addArgument(element, loc);
+    try {
+      Value result;
+      if (py::isinstance<py::str>(combine)) {
+        result = binaryImpl(combine.cast<std::string>(), a, b);
+      } else {
+        result = combine(a, b).cast<Value>();
+        if (result.getType() != element)
+          invalid("the scan's combine function returns " + toString(result.getType()) +
+                  ", expected " + toString(element));
+      }
+      tile::ScanReturnOp::create(builder, loc, result);
+    } catch (...) {
+      // Leave no half-built op behind (the frontend reports the error).
+      op->dropAllReferences();
+      op->erase();
+      throw;
+    }
+    return op.getResult();
+  }
+
   // --- structured control flow ---------------------------------------------
   /// scf.for from `lower` to `upper` by `step` (same integer type) carrying
   /// `inits`; the insertion point moves into the body. Returns the op.
@@ -862,6 +898,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("pdl_wait", &Builder::pdlWait)
       .def("pdl_launch_dependents", &Builder::pdlLaunchDependents)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
+      .def("scan", &Builder::scan, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)
       .def("for_set_num_stages", &Builder::forSetNumStages)
       .def("for_induction_var", &Builder::forInductionVar)

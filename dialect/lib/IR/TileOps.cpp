@@ -227,6 +227,34 @@ LogicalResult ReduceOp::verifyRegions() {
 }
 
 //===----------------------------------------------------------------------===//
+// ScanOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanOp::verify() {
+  auto src = llvm::cast<RankedTensorType>(getSrc().getType());
+  // Signed read of the signless i32 attribute, as for ReduceOp.
+  int64_t axis = getAxisAttr().getInt();
+  if (axis < 0 || axis >= src.getRank())
+    return emitOpError() << "expected axis in [0, " << src.getRank() << "), got " << axis;
+  if (llvm::isa<PtrType>(src.getElementType()))
+    return emitOpError() << "cannot scan a tile of pointers";
+  return success();
+}
+
+LogicalResult ScanOp::verifyRegions() {
+  Type element = llvm::cast<RankedTensorType>(getSrc().getType()).getElementType();
+  Block &block = getCombine().front();
+  if (block.getNumArguments() != 2 || block.getArgument(0).getType() != element ||
+      block.getArgument(1).getType() != element)
+    return emitOpError() << "expected the combine region to take two " << element
+                         << " arguments";
+  auto ret = llvm::dyn_cast<ScanReturnOp>(block.getTerminator());
+  if (!ret || ret.getResult().getType() != element)
+    return emitOpError() << "expected the combine region to return one " << element;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AddPtrOp
 //===----------------------------------------------------------------------===//
 

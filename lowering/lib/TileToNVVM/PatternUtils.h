@@ -28,6 +28,15 @@ mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type r
 /// `%tid.x`.
 mlir::Value createThreadId(mlir::OpBuilder &b, mlir::Location loc);
 
+/// `shfl.sync.<kind>` over the full warp (member mask -1) of a scalar of up to
+/// 64 bits (two 32-bit shuffles for 64; narrower values travel zero-extended).
+/// `laneArg` is the lane mask (bfly), the offset (up, down) or the source lane
+/// (idx); `clamp` is PTX's `c` operand: 0 for up, 31 for the others.
+mlir::Value createShuffle(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                          mlir::Value laneArg, mlir::NVVM::ShflKind kind, int64_t clamp);
+mlir::Value createShuffle(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                          int64_t laneArg, mlir::NVVM::ShflKind kind, int64_t clamp);
+
 /// For each register of a thread, the row-major index of the element it holds:
 /// `base + offsets[r]` with `base` depending on the thread only.
 struct ElementIndices {

@@ -54,47 +54,6 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     return mapping.lookup(ret.getResult());
   }
 
-  /// shfl.sync.bfly of a scalar of up to 64 bits.
-  Value shuffleXor(ConversionPatternRewriter &rewriter, Location loc, Value value,
-                   int64_t laneMask) const {
-    Type type = value.getType();
-    unsigned bits = type.getIntOrFloatBitWidth();
-    Type i32 = rewriter.getI32Type();
-    Value mask = createI32Constant(rewriter, loc, -1);
-    Value offset = createI32Constant(rewriter, loc, laneMask);
-    Value clamp = createI32Constant(rewriter, loc, 0x1f);
-    auto shfl = [&](Value word) {
-      return NVVM::ShflOp::create(rewriter, loc, i32, mask, word, offset, clamp,
-                                  NVVM::ShflKindAttr::get(getContext(), NVVM::ShflKind::bfly),
-                                  UnitAttr())
-          .getResult();
-    };
-    Type intType = rewriter.getIntegerType(bits);
-    Value asInt = type.isInteger() ? value : LLVM::BitcastOp::create(rewriter, loc, intType, value);
-    Value result;
-    if (bits <= 32) {
-      Value word = bits == 32 ? asInt : LLVM::ZExtOp::create(rewriter, loc, i32, asInt);
-      Value shuffled = shfl(word);
-      result = bits == 32 ? shuffled : LLVM::TruncOp::create(rewriter, loc, intType, shuffled);
-    } else {
-      Type i64 = rewriter.getI64Type();
-      Value lo = LLVM::TruncOp::create(rewriter, loc, i32, asInt);
-      Value hi = LLVM::TruncOp::create(
-          rewriter, loc, i32,
-          LLVM::LShrOp::create(rewriter, loc, asInt,
-                               LLVM::ConstantOp::create(rewriter, loc, i64,
-                                                        rewriter.getI64IntegerAttr(32))));
-      Value loS = LLVM::ZExtOp::create(rewriter, loc, i64, shfl(lo));
-      Value hiS = LLVM::ZExtOp::create(rewriter, loc, i64, shfl(hi));
-      result = LLVM::OrOp::create(
-          rewriter, loc, loS,
-          LLVM::ShlOp::create(rewriter, loc, hiS,
-                              LLVM::ConstantOp::create(rewriter, loc, i64,
-                                                       rewriter.getI64IntegerAttr(32))));
-    }
-    return type.isInteger() ? result : LLVM::BitcastOp::create(rewriter, loc, type, result);
-  }
-
   LogicalResult matchAndRewrite(tile::ReduceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -140,7 +99,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       for (int64_t group : groups)
         partials[group] =
             combine(rewriter, op, partials[group],
-                    shuffleXor(rewriter, loc, partials[group], int64_t(1) << tb));
+                    createShuffle(rewriter, loc, partials[group], int64_t(1) << tb,
+                                  NVVM::ShflKind::bfly, 0x1f));
     }
 
     // 3. Across warps, through shared memory: [result element][warp along the axis].

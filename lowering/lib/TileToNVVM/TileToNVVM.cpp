@@ -132,6 +132,52 @@ Value kiln::createThreadId(OpBuilder &b, Location loc) {
   return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
 }
 
+/// The shuffle with the lane operand made by `makeLaneArg` (after the member
+/// mask, so that a constant lane argument sits between the mask and the clamp).
+static Value createShuffleImpl(OpBuilder &b, Location loc, Value value,
+                               llvm::function_ref<Value()> makeLaneArg, NVVM::ShflKind kind,
+                               int64_t clamp) {
+  Type type = value.getType();
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Type i32 = b.getI32Type();
+  Value mask = createI32Constant(b, loc, -1);
+  Value laneArg = makeLaneArg();
+  Value clampValue = createI32Constant(b, loc, clamp);
+  auto shfl = [&](Value word) {
+    return NVVM::ShflOp::create(b, loc, i32, mask, word, laneArg, clampValue,
+                                NVVM::ShflKindAttr::get(b.getContext(), kind), UnitAttr())
+        .getResult();
+  };
+  Type intType = b.getIntegerType(bits);
+  Value asInt = type.isInteger() ? value : LLVM::BitcastOp::create(b, loc, intType, value);
+  Value result;
+  if (bits <= 32) {
+    Value word = bits == 32 ? asInt : LLVM::ZExtOp::create(b, loc, i32, asInt);
+    Value shuffled = shfl(word);
+    result = bits == 32 ? shuffled : LLVM::TruncOp::create(b, loc, intType, shuffled);
+  } else {
+    Type i64 = b.getI64Type();
+    auto c32 = [&] { return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)); };
+    Value lo = LLVM::TruncOp::create(b, loc, i32, asInt);
+    Value hi = LLVM::TruncOp::create(b, loc, i32, LLVM::LShrOp::create(b, loc, asInt, c32()));
+    Value loS = LLVM::ZExtOp::create(b, loc, i64, shfl(lo));
+    Value hiS = LLVM::ZExtOp::create(b, loc, i64, shfl(hi));
+    result = LLVM::OrOp::create(b, loc, loS, LLVM::ShlOp::create(b, loc, hiS, c32()));
+  }
+  return type.isInteger() ? result : LLVM::BitcastOp::create(b, loc, type, result);
+}
+
+Value kiln::createShuffle(OpBuilder &b, Location loc, Value value, Value laneArg,
+                          NVVM::ShflKind kind, int64_t clamp) {
+  return createShuffleImpl(b, loc, value, [&] { return laneArg; }, kind, clamp);
+}
+
+Value kiln::createShuffle(OpBuilder &b, Location loc, Value value, int64_t laneArg,
+                          NVVM::ShflKind kind, int64_t clamp) {
+  return createShuffleImpl(
+      b, loc, value, [&] { return createI32Constant(b, loc, laneArg); }, kind, clamp);
+}
+
 ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
                                        const tile::BlockedLayout &layout) {
   ElementIndices indices;
@@ -269,6 +315,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileTensorDescOpsToNVVMPatterns(converter, patterns);
   populateTileDotOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
+  populateTileScanOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);
   populateTileElementwiseToNVVMPatterns(converter, patterns);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);

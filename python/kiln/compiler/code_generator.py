@@ -643,12 +643,17 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(fn, _BoundMethod):
             return getattr(fn.obj, fn.name)(*args, _semantic=self.semantic, **kwargs)
         if is_builtin(fn):
+            saved = self.semantic.call_jit  # builtins that take a @kiln.jit function inline it here
+            self.semantic.call_jit = lambda callee, call_args: self._inline(node, callee,
+                                                                            call_args, {})
             try:
                 return fn(*args, _semantic=self.semantic, **kwargs)
             except TypeError as e:
                 if "argument" in str(e):
                     raise self.error(node, f"{fn.__name__}: {e}") from None
                 raise
+            finally:
+                self.semantic.call_jit = saved
         from ..jit import JITFunction  # noqa: PLC0415 - avoid an import cycle
 
         if isinstance(fn, JITFunction):

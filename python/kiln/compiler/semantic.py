@@ -65,6 +65,9 @@ def _int_range(d: dtype) -> Tuple[int, int]:
 class Semantic:
     def __init__(self, builder: Any):
         self.builder = builder
+        #: Inlines a ``@kiln.jit`` function on tensors, ``(fn, args) -> value``; set by the
+        #: code generator around each builtin call (``associative_scan``'s combine_fn).
+        self.call_jit: Any = None
 
     # ------------------------------------------------------------------
     # Types and constants
@@ -675,6 +678,74 @@ class Semantic:
         big = self.constant(x.shape[a], kl.int32)
         candidates = self.where(hit, index, big)
         return self.reduce(candidates, a, "min")
+
+    # ------------------------------------------------------------------
+    # Scans
+    # ------------------------------------------------------------------
+    def _scan_axis(self, x: tensor, axis: Any, what: str) -> int:
+        if isinstance(axis, tensor):
+            raise SemanticError(f"{what}: the axis must be a constexpr")
+        if not x.type.is_block():
+            raise SemanticError(f"{what} needs a tile, got a scalar {x.dtype}")
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise SemanticError(f"{what}: the axis must be an int, got {axis!r}")
+        rank = len(x.shape)
+        a = axis + rank if axis < 0 else axis
+        if not 0 <= a < rank:
+            raise SemanticError(f"{what}: axis {axis} is out of range for a tile of rank {rank}")
+        return a
+
+    def scan(self, x: Any, axis: Any, kind: str) -> tensor:
+        """Inclusive ``cumsum``/``cumprod`` along ``axis``. Sums promote as ``reduce``'s:
+        narrower floats accumulate (and return) f32, narrower ints i32 (u32 if unsigned);
+        products keep the type."""
+        what = f"cum{kind}"
+        x = self.to_tensor(x)
+        if x.dtype.is_ptr():
+            raise SemanticError(f"{what} of pointers is not supported")
+        a = self._scan_axis(x, axis, what)
+        if kind == "sum":
+            if x.dtype.is_floating() and x.dtype.primitive_bitwidth < 32:
+                x = self.cast(x, kl.float32)
+            elif x.dtype.is_int() and x.dtype.primitive_bitwidth < 32:
+                x = self.cast(x, kl.uint32 if x.dtype.is_int_unsigned() else kl.int32)
+        if x.dtype.is_fp8():
+            raise SemanticError(f"{what} of {x.dtype} is not supported (convert it first)")
+        op = {"sum": "add", "prod": "mul"}[kind] + ("f" if x.dtype.is_floating() else "i")
+        return tensor(self.builder.scan(x.handle, a, op), x.type)
+
+    def associative_scan(self, x: Any, axis: Any, combine_fn: Any) -> tensor:
+        """Inclusive scan along ``axis`` with ``combine_fn(earlier, later)``, a
+        ``@kiln.jit`` function of two scalars of the tile's dtype returning one."""
+        from ..jit import JITFunction  # noqa: PLC0415 - avoid an import cycle
+
+        x = self.to_tensor(x)
+        if x.dtype.is_ptr():
+            raise SemanticError("associative_scan of pointers is not supported")
+        a = self._scan_axis(x, axis, "associative_scan")
+        if not isinstance(combine_fn, JITFunction):
+            raise SemanticError(f"associative_scan: combine_fn must be a @kiln.jit function, "
+                                f"got {type(combine_fn).__name__}")
+        if self.call_jit is None:  # pragma: no cover - set by the code generator
+            raise SemanticError("associative_scan can only be called in a kernel")
+        call_jit, elem = self.call_jit, x.dtype
+
+        def region(lhs: Any, rhs: Any) -> Any:
+            out = call_jit(combine_fn, [tensor(lhs, elem), tensor(rhs, elem)])
+            value = out.value if isinstance(out, constexpr) else out
+            if value is None or isinstance(value, tuple) or (
+                    isinstance(value, tensor) and value.type.is_block()):
+                got = "nothing" if value is None else (
+                    "a tuple" if isinstance(value, tuple) else f"a tile {value.type}")
+                raise SemanticError(f"associative_scan: combine_fn must return one {elem} "
+                                    f"scalar, got {got}")
+            out = self.to_tensor(value, elem)  # a number takes the tile's dtype
+            if out.dtype != elem:
+                raise SemanticError(f"associative_scan: combine_fn must return one {elem} "
+                                    f"scalar, got {out.dtype} (cast it with .to({elem}))")
+            return out.handle
+
+        return tensor(self.builder.scan(x.handle, a, region), x.type)
 
     # ------------------------------------------------------------------
     # Program structure, ranges and memory

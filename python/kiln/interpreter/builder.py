@@ -434,6 +434,26 @@ class NumpyBuilder:
             raise NotImplementedError(f"reduce with {combine!r}")
         return np.asarray(fn.reduce(x, axis=axis)).astype(x.dtype, copy=False)
 
+    def scan(self, x: Any, axis: int, combine: Any) -> np.ndarray:
+        """``tile.scan`` of ``x`` along ``axis``: the binary op ``combine`` as a numpy
+        ufunc's ``accumulate`` in the tile's dtype (``np.cumsum``/``np.cumprod`` without
+        their promotion), or a callable ``(earlier, later) -> combined`` applied down the
+        axis, one slice of the other axes at a time."""
+        x = np.asarray(x)
+        if isinstance(combine, str):
+            fn = _BINARY[combine]
+            if not isinstance(fn, np.ufunc):
+                raise NotImplementedError(f"scan with {combine!r}")
+            return np.asarray(fn.accumulate(x, axis=axis, dtype=x.dtype))
+        out = np.empty_like(x)
+        src, dst = np.moveaxis(x, axis, 0), np.moveaxis(out, axis, 0)
+        acc = np.asarray(src[0])
+        dst[0] = acc
+        for i in range(1, src.shape[0]):
+            acc = np.asarray(combine(acc, np.asarray(src[i])))
+            dst[i] = acc
+        return out
+
     # -- memory --------------------------------------------------------------------------
     def addptr(self, p: Ptr, off: Any) -> Ptr:
         return p.with_off(p.off + np.asarray(off).astype(np.int64))

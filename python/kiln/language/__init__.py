@@ -159,6 +159,28 @@ def argmin(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:
     return _semantic.argreduce(x, _unwrap(axis), "min")
 
 
+@builtin
+def cumsum(x: Any, axis: Any = 0, _semantic: Any = None) -> tensor:
+    """Inclusive prefix sum along ``axis``. f16/bf16 accumulate in f32, narrow ints
+    in i32 (as ``sum``); the result has the accumulation type."""
+    return _semantic.scan(x, _unwrap(axis), "sum")
+
+
+@builtin
+def cumprod(x: Any, axis: Any = 0, _semantic: Any = None) -> tensor:
+    """Inclusive prefix product along ``axis``, in the tile's dtype."""
+    return _semantic.scan(x, _unwrap(axis), "prod")
+
+
+@builtin
+def associative_scan(x: Any, axis: Any, combine_fn: Any, _semantic: Any = None) -> tensor:
+    """Inclusive scan along ``axis``: element ``i`` of a line is
+    ``combine_fn(...combine_fn(x[0], x[1])..., x[i])``. ``combine_fn`` is a ``@kiln.jit``
+    function of two scalars of the tile's dtype (the earlier partial first) returning one;
+    it must be associative (the grouping is unspecified), not necessarily commutative."""
+    return _semantic.associative_scan(x, _unwrap(axis), _unwrap(combine_fn))
+
+
 def _atomic(op: str, doc: str):
     def fn(pointer: Any, val: Any, mask: Any = None, sem: Any = "acq_rel", scope: Any = "gpu",
            _semantic: Any = None) -> tensor:
@@ -282,10 +304,11 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 
 
 __all__ = [
-    "abs", "arange", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min",
-    "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv", "ceil", "constexpr", "cos", "dot", "dtype", "dtype_from_str",
-    "erf", "exp", "exp2", "floor", "fma", "fence",
-    "full", "load", "log", "log2", "maximum", "minimum",
+    "abs", "arange", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv",
+    "ceil", "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
+    "erf", "exp", "exp2", "fence", "floor", "fma", "full", "load", "log", "log2", "maximum",
+    "minimum",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
     "static_assert", "range",
     "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",

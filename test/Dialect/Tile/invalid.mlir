@@ -612,6 +612,120 @@ func.func @reduce_1d_to_tile(%x: tensor<128xf32>) {
 
 // -----
 
+//===----------------------------------------------------------------------===//
+// tile.scan / tile.scan.return
+//===----------------------------------------------------------------------===//
+
+func.func @scan_axis_too_large(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{'tile.scan' op expected axis in [0, 2), got 2}}
+  %0 = tile.scan %x {axis = 2 : i32} : tensor<64x128xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.scan.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @scan_axis_negative(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.scan' op expected axis in [0, 1), got -1}}
+  %0 = tile.scan %x {axis = -1 : i32} : tensor<128xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.scan.return %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @scan_pointers(%p: tensor<128x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.scan' op cannot scan a tile of pointers}}
+  %0 = tile.scan %p {axis = 0 : i32} : tensor<128x!tile.ptr<f32>> {
+  ^bb0(%a: !tile.ptr<f32>, %b: !tile.ptr<f32>):
+    tile.scan.return %a : !tile.ptr<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @scan_scalar_source(%x: f32) {
+  // expected-error @+1 {{'tile.scan' op operand #0 must be}}
+  %0 = "tile.scan"(%x) <{axis = 0 : i32}> ({
+  ^bb0(%a: f32, %b: f32):
+    tile.scan.return %a : f32
+  }) : (f32) -> f32
+  return
+}
+
+// -----
+
+func.func @scan_result_type(%x: tensor<128xf16>) {
+  // expected-error @+1 {{'tile.scan' op requires the same type for all operands and results}}
+  %0 = "tile.scan"(%x) <{axis = 0 : i32}> ({
+  ^bb0(%a: f16, %b: f16):
+    %s = arith.addf %a, %b : f16
+    tile.scan.return %s : f16
+  }) : (tensor<128xf16>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @scan_one_argument(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.scan' op expected the combine region to take two 'f32' arguments}}
+  %0 = tile.scan %x {axis = 0 : i32} : tensor<128xf32> {
+  ^bb0(%a: f32):
+    tile.scan.return %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @scan_argument_type(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.scan' op expected the combine region to take two 'f32' arguments}}
+  %0 = tile.scan %x {axis = 0 : i32} : tensor<128xf32> {
+  ^bb0(%a: f32, %b: f16):
+    tile.scan.return %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @scan_return_type(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.scan' op expected the combine region to return one 'f32'}}
+  %0 = tile.scan %x {axis = 0 : i32} : tensor<128xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %t = arith.truncf %a : f32 to f16
+    tile.scan.return %t : f16
+  }
+  return
+}
+
+// -----
+
+func.func @scan_return_outside_scan(%x: f32) {
+  // expected-error @+1 {{'tile.scan.return' op expects parent op 'tile.scan'}}
+  tile.scan.return %x : f32
+}
+
+// -----
+
+func.func @scan_with_reduce_return(%x: tensor<128xf32>) {
+  %0 = tile.scan %x {axis = 0 : i32} : tensor<128xf32> {
+  ^bb0(%a: f32, %b: f32):
+    // expected-error @+1 {{'tile.reduce.return' op expects parent op 'tile.reduce'}}
+    tile.reduce.return %a : f32
+  }
+  return
+}
+
+// -----
+
 func.func @reduce_result_element_type(%x: tensor<64x128xf32>) {
   // expected-error @+2 {{'tile.reduce' op inferred type(s) 'tensor<64xf32>' are incompatible with return type(s) of operation 'tensor<64xf16>'}}
   // expected-error @+1 {{'tile.reduce' op failed to infer returned types}}

@@ -207,6 +207,50 @@ func.func @reduce(%x: tensor<64x128xf32>, %h: tensor<16x32xbf16>, %b: tensor<256
   return %0, %1, %2, %3, %4 : tensor<64xf32>, tensor<32xbf16>, i1, tensor<8x2xi64>, f64
 }
 
+// tile.scan: 1-D, 2-D along either axis, a combine region of more than one op
+// (not commutative: keeps the later value where it is larger).
+// CHECK-LABEL: func.func @scan
+// CHECK-SAME: (%[[X:.*]]: tensor<64x128xf32>, %[[I:.*]]: tensor<1024xi32>, %[[B:.*]]: tensor<16x32xbf16>)
+// CHECK: tile.scan %[[X]] {axis = 1 : i32} : tensor<64x128xf32> {
+// CHECK-NEXT: ^bb0(%[[A0:.*]]: f32, %[[B0:.*]]: f32):
+// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[A0]], %[[B0]] : f32
+// CHECK-NEXT: tile.scan.return %[[S0]] : f32
+// CHECK-NEXT: }
+// CHECK: tile.scan %[[X]] {axis = 0 : i32} : tensor<64x128xf32> {
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: tile.scan %[[I]] {axis = 0 : i32} : tensor<1024xi32> {
+// CHECK-NEXT: ^bb0(%[[A2:.*]]: i32, %[[B2:.*]]: i32):
+// CHECK-NEXT: %[[GT:.*]] = arith.cmpi sgt, %[[B2]], %[[A2]] : i32
+// CHECK-NEXT: %[[SEL:.*]] = arith.select %[[GT]], %[[B2]], %[[A2]] : i32
+// CHECK-NEXT: tile.scan.return %[[SEL]] : i32
+// CHECK: tile.scan %[[B]] {axis = 0 : i32} : tensor<16x32xbf16> {
+// CHECK: arith.maxnumf %{{.*}}, %{{.*}} : bf16
+func.func @scan(%x: tensor<64x128xf32>, %i: tensor<1024xi32>, %b: tensor<16x32xbf16>)
+    -> (tensor<64x128xf32>, tensor<64x128xf32>, tensor<1024xi32>, tensor<16x32xbf16>) {
+  %0 = tile.scan %x {axis = 1 : i32} : tensor<64x128xf32> {
+  ^bb0(%a: f32, %c: f32):
+    %s = arith.addf %a, %c : f32
+    tile.scan.return %s : f32
+  }
+  %1 = tile.scan %x {axis = 0 : i32} : tensor<64x128xf32> {
+  ^bb0(%a: f32, %c: f32):
+    %p = arith.mulf %a, %c : f32
+    tile.scan.return %p : f32
+  }
+  %2 = tile.scan %i {axis = 0 : i32} : tensor<1024xi32> {
+  ^bb0(%a: i32, %c: i32):
+    %gt = arith.cmpi sgt, %c, %a : i32
+    %sel = arith.select %gt, %c, %a : i32
+    tile.scan.return %sel : i32
+  }
+  %3 = tile.scan %b {axis = 0 : i32} : tensor<16x32xbf16> {
+  ^bb0(%a: bf16, %c: bf16):
+    %m = arith.maxnumf %a, %c : bf16
+    tile.scan.return %m : bf16
+  }
+  return %0, %1, %2, %3 : tensor<64x128xf32>, tensor<64x128xf32>, tensor<1024xi32>, tensor<16x32xbf16>
+}
+
 // CHECK-LABEL: func.func @tensor_descriptors
 // CHECK-SAME: !tile.tensordesc<tensor<64x128xbf16>>
 // CHECK-SAME: !tile.tensordesc<tensor<64x64xf16>, swizzle = 128>

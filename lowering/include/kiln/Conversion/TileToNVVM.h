@@ -45,6 +45,8 @@ void populateTileDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                       mlir::RewritePatternSet &patterns);
 void populateTileReduceOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
+void populateTileScanOpsToNVVMPatterns(TileTypeConverter &converter,
+                                       mlir::RewritePatternSet &patterns);
 void populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
                                            mlir::RewritePatternSet &patterns);
 /// All of the above plus arith/math (libdevice) to LLVM.

@@ -220,6 +220,51 @@ def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator, HasParent<
   let assemblyFormat = "$result attr-dict `:` type($result)";
 }
 
+def Tile_ScanOp : Tile_Op<"scan", [Pure, SingleBlock, SameOperandsAndResultType]> {
+  let summary = "inclusive scan (prefix combination) of a tile along one axis";
+  let description = [{
+    ```mlir
+    %c = tile.scan %x {axis = 1 : i32} : tensor<64x128xf32> {
+    ^bb0(%a: f32, %b: f32):
+      %s = arith.addf %a, %b : f32
+      tile.scan.return %s : f32
+    }
+    ```
+    Element `i` of each line along `axis` becomes `x[0] + x[1] + ... + x[i]`
+    for the combine region `+`, which must be associative; it need not be
+    commutative: the earlier partial is always the first argument (the
+    grouping of the combinations is unspecified, so float results may differ
+    from a sequential scan by rounding). The result has the type of the source.
+
+    In the blocked layout the position along the axis is a bit field of the
+    element index split, from low to high, over the run (registers), the
+    lanes, the warps and the run number (registers). The lowering scans each
+    thread's run sequentially, scans the run totals over the lanes of the axis
+    with `shfl.sync.up` (Kogge-Stone, `log2(lanes along the axis)` steps, a lane
+    combines only where its position is at least the offset) and takes its
+    exclusive prefix with one more `shfl.sync.up`; with several warps along
+    the axis the warp totals (broadcast with `shfl.sync.idx`) go to a shared
+    buffer [line][run number][warp] between two `bar.sync`, and each thread
+    combines the totals of the earlier warps, then of the earlier run numbers
+    (registers carry whole earlier segments of the line), and applies this
+    prefix to each of its elements.
+  }];
+  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis);
+  let results = (outs Tile_Tensor:$result);
+  let regions = (region SizedRegion<1>:$combine);
+  let assemblyFormat = [{
+    $src attr-dict `:` type($src) $combine
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Tile_ScanReturnOp : Tile_Op<"scan.return", [Pure, Terminator, HasParent<"ScanOp">]> {
+  let summary = "the combined value of a tile.scan region";
+  let arguments = (ins Tile_Scalar:$result);
+  let assemblyFormat = "$result attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix multiply
 //===----------------------------------------------------------------------===//
