@@ -25,6 +25,10 @@ mlir::Value createI32Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t va
 mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
                             mlir::ValueRange operands, llvm::StringRef ptx,
                             llvm::StringRef constraints);
+/// The body of a single-block `combine` region (reduce, scan) cloned on `lhs`
+/// and `rhs`; returns the value its terminator yields.
+mlir::Value inlineCombine(mlir::OpBuilder &b, mlir::Region &combine, mlir::Value lhs,
+                          mlir::Value rhs);
 /// `%tid.x`.
 mlir::Value createThreadId(mlir::OpBuilder &b, mlir::Location loc);
 

@@ -42,16 +42,8 @@ struct BitMap {
 struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
   using TileOpConversion::TileOpConversion;
 
-  /// Clones the combine region on two scalars.
   Value combine(ConversionPatternRewriter &rewriter, tile::ReduceOp op, Value a, Value b) const {
-    Block &block = op.getCombine().front();
-    IRMapping mapping;
-    mapping.map(block.getArgument(0), a);
-    mapping.map(block.getArgument(1), b);
-    for (Operation &inner : block.without_terminator())
-      rewriter.clone(inner, mapping);
-    auto ret = llvm::cast<tile::ReduceReturnOp>(block.getTerminator());
-    return mapping.lookup(ret.getResult());
+    return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
   LogicalResult matchAndRewrite(tile::ReduceOp op, OpAdaptor adaptor,

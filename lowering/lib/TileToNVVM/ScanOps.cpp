@@ -54,16 +54,9 @@ int64_t extractBits(int64_t value, int64_t mask) {
 struct ScanLowering : TileOpConversion<tile::ScanOp> {
   using TileOpConversion::TileOpConversion;
 
-  /// Clones the combine region on two scalars (`a` the earlier).
+  /// `a` (the earlier) combined with `b`.
   Value combine(ConversionPatternRewriter &rewriter, tile::ScanOp op, Value a, Value b) const {
-    Block &block = op.getCombine().front();
-    IRMapping mapping;
-    mapping.map(block.getArgument(0), a);
-    mapping.map(block.getArgument(1), b);
-    for (Operation &inner : block.without_terminator())
-      rewriter.clone(inner, mapping);
-    auto ret = llvm::cast<tile::ScanReturnOp>(block.getTerminator());
-    return mapping.lookup(ret.getResult());
+    return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
   /// `a` then `b`, either of which may be absent.

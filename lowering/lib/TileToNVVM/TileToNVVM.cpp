@@ -17,6 +17,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/Support/MathExtras.h"
@@ -126,6 +127,16 @@ Value kiln::createInlinePTX(OpBuilder &b, Location loc, Type result, ValueRange 
       b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
       LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
   return result ? op.getResult(0) : Value();
+}
+
+Value kiln::inlineCombine(OpBuilder &b, Region &combine, Value lhs, Value rhs) {
+  Block &block = combine.front();
+  IRMapping mapping;
+  mapping.map(block.getArgument(0), lhs);
+  mapping.map(block.getArgument(1), rhs);
+  for (Operation &inner : block.without_terminator())
+    b.clone(inner, mapping);
+  return mapping.lookup(block.getTerminator()->getOperand(0));
 }
 
 Value kiln::createThreadId(OpBuilder &b, Location loc) {
