@@ -21,26 +21,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
-import kiln.language as kl  # noqa: E402
 from bench.common import graph_time_ms  # noqa: E402
-
-
-@kiln.jit
-def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                BM: kl.constexpr, BN: kl.constexpr, BK: kl.constexpr):
-    rm = kl.program_id(0) * BM + kl.arange(0, BM)
-    rn = kl.program_id(1) * BN + kl.arange(0, BN)
-    rk = kl.arange(0, BK)
-    acc = kl.zeros((BM, BN), kl.float32)
-    for k in range(0, K, BK):
-        ka = k + rk
-        a = kl.load(a_ptr + rm[:, None] * stride_am + ka[None, :],
-                    mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = kl.load(b_ptr + ka[:, None] * stride_bk + rn[None, :],
-                    mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = kl.dot(a, b, acc)
-    kl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc,
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
+from kernels_dsl.common.gemm import gemm_kernel  # noqa: E402
 
 
 CONFIGS = [(128, 128, 32, 8), (128, 128, 64, 8), (128, 64, 32, 4), (64, 128, 32, 4),

@@ -1,4 +1,4 @@
 """Kernels that are not specific to one model: normalization and softmax over rows, TMA
-tile copies."""
+tile copies, a kl.dot GEMM."""
 
-MODULES = ["norm", "tma"]
+MODULES = ["norm", "tma", "gemm"]

@@ -2,8 +2,14 @@
 (test/python/test_dot.py: interpreter, PTX per arch) and the GPU tests (test_dot.py beside
 this file, which travels to the GPU machine)."""
 
+import os
+import sys
+
 import kiln
 import kiln.language as kl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from kernels_dsl.common.gemm import gemm_kernel as gemm  # noqa: E402,F401  (the library GEMM)
 
 
 @kiln.jit
@@ -21,23 +27,3 @@ def dot_tile(a_ptr, b_ptr, acc_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: 
     else:
         c = kl.dot(a, b)
     kl.store(c_ptr + mn, c)
-
-
-@kiln.jit
-def gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-         BM: kl.constexpr, BN: kl.constexpr, BK: kl.constexpr):
-    """c[M, N] = a[M, K] @ b[K, N] (unit inner strides) in f32: one [BM, BN] block per
-    program (grid = cdiv(M, BM) x cdiv(N, BN)), K in steps of BK, edges masked with 0."""
-    rm = kl.program_id(0) * BM + kl.arange(0, BM)
-    rn = kl.program_id(1) * BN + kl.arange(0, BN)
-    rk = kl.arange(0, BK)
-    acc = kl.zeros((BM, BN), kl.float32)
-    for k in range(0, K, BK):
-        ka = k + rk
-        a = kl.load(a_ptr + rm[:, None] * stride_am + ka[None, :],
-                    mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = kl.load(b_ptr + ka[:, None] * stride_bk + rn[None, :],
-                    mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = kl.dot(a, b, acc)
-    kl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc,
-             mask=(rm[:, None] < M) & (rn[None, :] < N))

@@ -89,7 +89,7 @@ def test_zero_accumulator_is_not_read():
 def test_too_much_shared_memory_is_an_error():
     sig = _tile_sig("bf16")
     # The lowering knows the layout, hence the buffers: its error names the dot's line.
-    with pytest.raises(_C.MLIRError, match=r"dot_kernels.py\":22:.*'tile.dot' op needs 78336 "
+    with pytest.raises(_C.MLIRError, match=r"dot_kernels.py\":28:.*'tile.dot' op needs 78336 "
                        r"bytes of shared memory .* more than the 49152 of static shared memory"):
         dot_tile.compile(sig, {"M": 128, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
                          num_warps=4, arch="sm_90a", upto="ptx")
