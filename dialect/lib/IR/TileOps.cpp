@@ -201,57 +201,52 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   return success();
 }
 
-LogicalResult ReduceOp::verify() {
-  auto src = llvm::cast<RankedTensorType>(getSrc().getType());
-  // The attribute is a signless i32: read it signed (getAxis() is unsigned and
-  // would report -1 as 4294967295).
-  int64_t axis = getAxisAttr().getInt();
-  if (axis < 0 || axis >= src.getRank())
-    return emitOpError() << "expected axis in [0, " << src.getRank() << "), got " << axis;
-  if (llvm::isa<PtrType>(src.getElementType()))
-    return emitOpError() << "cannot reduce a tile of pointers";
+/// Reductions and scans: `axis` (read signed: the attribute is a signless i32
+/// and getAxis() would report -1 as 4294967295) names a dimension of a tile
+/// that does not hold pointers.
+static LogicalResult verifyAxisOp(Operation *op, Value src, IntegerAttr axisAttr,
+                                  StringRef verb) {
+  auto tile = llvm::cast<RankedTensorType>(src.getType());
+  int64_t axis = axisAttr.getInt();
+  if (axis < 0 || axis >= tile.getRank())
+    return op->emitOpError() << "expected axis in [0, " << tile.getRank() << "), got " << axis;
+  if (llvm::isa<PtrType>(tile.getElementType()))
+    return op->emitOpError() << "cannot " << verb << " a tile of pointers";
   return success();
 }
 
-LogicalResult ReduceOp::verifyRegions() {
-  Type element = llvm::cast<RankedTensorType>(getSrc().getType()).getElementType();
-  Block &block = getCombine().front();
+/// The combine region takes two elements of `src` and returns one
+/// (`ReturnOpTy`: tile.reduce.return or tile.scan.return).
+template <typename ReturnOpTy>
+static LogicalResult verifyCombineRegion(Operation *op, Value src, Region &combine) {
+  Type element = llvm::cast<RankedTensorType>(src.getType()).getElementType();
+  Block &block = combine.front();
   if (block.getNumArguments() != 2 || block.getArgument(0).getType() != element ||
       block.getArgument(1).getType() != element)
-    return emitOpError() << "expected the combine region to take two " << element
-                         << " arguments";
-  auto ret = llvm::dyn_cast<ReduceReturnOp>(block.getTerminator());
+    return op->emitOpError() << "expected the combine region to take two " << element
+                             << " arguments";
+  auto ret = llvm::dyn_cast<ReturnOpTy>(block.getTerminator());
   if (!ret || ret.getResult().getType() != element)
-    return emitOpError() << "expected the combine region to return one " << element;
+    return op->emitOpError() << "expected the combine region to return one " << element;
   return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  return verifyAxisOp(*this, getSrc(), getAxisAttr(), "reduce");
+}
+
+LogicalResult ReduceOp::verifyRegions() {
+  return verifyCombineRegion<ReduceReturnOp>(*this, getSrc(), getCombine());
 }
 
 //===----------------------------------------------------------------------===//
 // ScanOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ScanOp::verify() {
-  auto src = llvm::cast<RankedTensorType>(getSrc().getType());
-  // Signed read of the signless i32 attribute, as for ReduceOp.
-  int64_t axis = getAxisAttr().getInt();
-  if (axis < 0 || axis >= src.getRank())
-    return emitOpError() << "expected axis in [0, " << src.getRank() << "), got " << axis;
-  if (llvm::isa<PtrType>(src.getElementType()))
-    return emitOpError() << "cannot scan a tile of pointers";
-  return success();
-}
+LogicalResult ScanOp::verify() { return verifyAxisOp(*this, getSrc(), getAxisAttr(), "scan"); }
 
 LogicalResult ScanOp::verifyRegions() {
-  Type element = llvm::cast<RankedTensorType>(getSrc().getType()).getElementType();
-  Block &block = getCombine().front();
-  if (block.getNumArguments() != 2 || block.getArgument(0).getType() != element ||
-      block.getArgument(1).getType() != element)
-    return emitOpError() << "expected the combine region to take two " << element
-                         << " arguments";
-  auto ret = llvm::dyn_cast<ScanReturnOp>(block.getTerminator());
-  if (!ret || ret.getResult().getType() != element)
-    return emitOpError() << "expected the combine region to return one " << element;
-  return success();
+  return verifyCombineRegion<ScanReturnOp>(*this, getSrc(), getCombine());
 }
 
 //===----------------------------------------------------------------------===//

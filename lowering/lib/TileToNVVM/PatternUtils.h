@@ -29,6 +29,9 @@ mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type r
 /// and `rhs`; returns the value its terminator yields.
 mlir::Value inlineCombine(mlir::OpBuilder &b, mlir::Region &combine, mlir::Value lhs,
                           mlir::Value rhs);
+/// The bits of a row-major element index that hold the coordinate along `axis`
+/// of a tile of power-of-two dimensions: [lo, hi).
+std::pair<int64_t, int64_t> axisElementBits(mlir::RankedTensorType type, int64_t axis);
 /// `%tid.x`.
 mlir::Value createThreadId(mlir::OpBuilder &b, mlir::Location loc);
 

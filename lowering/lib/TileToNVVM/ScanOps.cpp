@@ -96,10 +96,8 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
     int64_t laneBits = std::min<int64_t>(5, threadBits);
 
     int64_t axis = op.getAxis();
-    int64_t lo = 0;
-    for (int64_t d = srcType.getRank() - 1; d > axis; --d)
-      lo += llvm::Log2_64(srcType.getDimSize(d));
-    int64_t hi = lo + llvm::Log2_64(srcType.getDimSize(axis));
+    int64_t lo, hi; // captured by the lambdas below (no structured binding in C++17)
+    std::tie(lo, hi) = axisElementBits(srcType, axis);
     auto inAxis = [&](int64_t elementBit) { return elementBit >= lo && elementBit < hi; };
 
     SmallVector<Value> regs = unpackTile(rewriter, loc, adaptor.getSrc());

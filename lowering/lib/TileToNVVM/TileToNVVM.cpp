@@ -139,6 +139,13 @@ Value kiln::inlineCombine(OpBuilder &b, Region &combine, Value lhs, Value rhs) {
   return mapping.lookup(block.getTerminator()->getOperand(0));
 }
 
+std::pair<int64_t, int64_t> kiln::axisElementBits(RankedTensorType type, int64_t axis) {
+  int64_t lo = 0;
+  for (int64_t d = type.getRank() - 1; d > axis; --d)
+    lo += llvm::Log2_64(type.getDimSize(d));
+  return {lo, lo + llvm::Log2_64(type.getDimSize(axis))};
+}
+
 Value kiln::createThreadId(OpBuilder &b, Location loc) {
   return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
 }

@@ -635,6 +635,15 @@ class Semantic:
             raise SemanticError(f"{what}: axis {axis} is out of range for a tile of rank {rank}")
         return [a]
 
+    def _sum_accumulator(self, x: tensor) -> tensor:
+        """``x`` in the type sums accumulate in: narrower floats in f32, narrower ints in i32
+        (u32 if unsigned); wider types as they are."""
+        if x.dtype.is_floating() and x.dtype.primitive_bitwidth < 32:
+            return self.cast(x, kl.float32)
+        if x.dtype.is_int() and x.dtype.primitive_bitwidth < 32:
+            return self.cast(x, kl.uint32 if x.dtype.is_int_unsigned() else kl.int32)
+        return x
+
     def reduce(self, x: Any, axis: Any, kind: str) -> tensor:
         """``sum``/``max``/``min`` along ``axis`` (all axes for None: a scalar). Sums of
         narrower floats accumulate in f32 and of narrower ints in i32 (the result has that
@@ -644,10 +653,7 @@ class Semantic:
             raise SemanticError(f"{kind} of pointers is not supported")
         axes = self._reduce_axes(x, axis, kind)
         if kind == "sum":
-            if x.dtype.is_floating() and x.dtype.primitive_bitwidth < 32:
-                x = self.cast(x, kl.float32)
-            elif x.dtype.is_int() and x.dtype.primitive_bitwidth < 32:
-                x = self.cast(x, kl.uint32 if x.dtype.is_int_unsigned() else kl.int32)
+            x = self._sum_accumulator(x)
         if x.dtype.is_floating():
             combine = {"sum": "addf", "max": "maxnumf", "min": "minnumf"}[kind]
         else:
@@ -705,10 +711,7 @@ class Semantic:
             raise SemanticError(f"{what} of pointers is not supported")
         a = self._scan_axis(x, axis, what)
         if kind == "sum":
-            if x.dtype.is_floating() and x.dtype.primitive_bitwidth < 32:
-                x = self.cast(x, kl.float32)
-            elif x.dtype.is_int() and x.dtype.primitive_bitwidth < 32:
-                x = self.cast(x, kl.uint32 if x.dtype.is_int_unsigned() else kl.int32)
+            x = self._sum_accumulator(x)
         if x.dtype.is_fp8():
             raise SemanticError(f"{what} of {x.dtype} is not supported (convert it first)")
         op = {"sum": "add", "prod": "mul"}[kind] + ("f" if x.dtype.is_floating() else "i")
