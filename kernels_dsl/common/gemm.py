@@ -4,6 +4,11 @@
 import kiln
 import kiln.language as kl
 
+try:
+    import torch
+except ImportError:  # the kernels compile without torch; gemm_tma launches need it
+    torch = None
+
 
 @kiln.jit
 def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
@@ -23,3 +28,54 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         acc = kl.dot(a, b, acc)
     kl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@kiln.jit(num_warps=8)
+def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
+                    BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr):
+    """c[M, N] = a[M, K] @ b[N, K]^T (bf16/f16 in, f32 accumulation, bf16 out) through
+    TMA descriptors: one [BM, BN] block per program, programs ordered in groups of GROUP_M
+    block rows (the A rows of a group stay in L2 while its columns sweep), the K loop
+    pipelined STAGES deep. On sm_90a with 128-byte swizzled [BM, 64] / [BN, 64] boxes the
+    dot runs on wgmma from the ring slots (kiln-tile-accelerate-dot); elsewhere on mma.sync.
+    TMA zero-fills loads past the edges and clips the store."""
+    pid = kl.program_id(0)
+    blocks_m = kl.cdiv(M, BM)
+    blocks_n = kl.cdiv(N, BN)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = kl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    acc = kl.zeros((BM, BN), kl.float32)
+    for k in kl.range(0, K, BK, num_stages=STAGES):
+        a = a_desc.load([pid_m * BM, k])
+        b = b_desc.load([pid_n * BN, k])
+        acc = kl.dot(a, b.T, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
+
+
+def gemm_tma(a, b_t, out=None, block=(128, 256, 64), group_m=8, stages=3, num_warps=8):
+    """``a @ b_t.T`` for 2-D bf16/f16 CUDA tensors a [M, K] and b_t [N, K] (the nn.Linear
+    weight layout) into the bf16 ``out`` [M, N] (allocated if None), on gemm_tma_kernel.
+    K * itemsize must be a multiple of 16 bytes (TMA strides)."""
+    if a.dim() != 2 or b_t.dim() != 2 or a.shape[1] != b_t.shape[1]:
+        raise ValueError(f"gemm_tma: expected a [M, K] and b_t [N, K], got {list(a.shape)} "
+                         f"and {list(b_t.shape)}")
+    if a.dtype != b_t.dtype:
+        raise ValueError(f"gemm_tma: a and b_t must share a dtype, got {a.dtype} and "
+                         f"{b_t.dtype}")
+    m, k = (int(s) for s in a.shape)
+    n = int(b_t.shape[0])
+    if out is None:
+        out = a.new_empty((m, n), dtype=torch.bfloat16)
+    bm, bn, bk = block
+    swizzle = 128 if bk * a.element_size() == 128 else 0
+    a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=swizzle)
+    b_desc = kiln.TensorDescriptor.from_tensor(b_t, [bn, bk], swizzle=swizzle)
+    c_desc = kiln.TensorDescriptor.from_tensor(out, [bm, bn])
+    if m and n:
+        grid = (kiln.cdiv(m, bm) * kiln.cdiv(n, bn),)
+        gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BM=bm, BN=bn, BK=bk,
+                              GROUP_M=group_m, STAGES=stages, num_warps=num_warps)
+    return out

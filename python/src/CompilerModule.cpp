@@ -45,12 +45,13 @@ T unwrap(llvm::Expected<T> value, const DiagnosticCapture &capture, const std::s
   return std::move(*value);
 }
 
-void runTileToLLVM(Module &module, int numWarps) {
+void runTileToLLVM(Module &module, int numWarps, const std::string &arch) {
   py::gil_scoped_release release;
   DiagnosticCapture capture(module.getContext());
   mlir::PassManager pm(&module.getContext());
   kiln::TileToLLVMOptions options;
   options.numWarps = numWarps;
+  options.arch = arch;
   kiln::buildTileToLLVMPipeline(pm, options);
   bool failed = mlir::failed(pm.run(module.get()));
   capture.check("lowering to the LLVM dialect failed", failed);
@@ -109,7 +110,9 @@ PYBIND11_MODULE(_C, m) {
   populateIRBuilder(m);
 
   m.def("run_tile_to_llvm", &runTileToLLVM, py::arg("module"), py::arg("num_warps") = 4,
-        "Lowers a tile module in place to the LLVM and NVVM dialects (kiln-tile-to-llvm).");
+        py::arg("arch") = "",
+        "Lowers a tile module in place to the LLVM and NVVM dialects (kiln-tile-to-llvm); "
+        "`arch` enables its instructions (wgmma on sm_90a).");
   m.def("translate_to_llvm_ir", &translateToLLVMIR, py::arg("module"), py::arg("arch"),
         "LLVM IR text (optimized, libdevice linked) of a module in the LLVM dialect.");
   m.def("translate_to_ptx", &translateToPTX, py::arg("module"), py::arg("arch"),

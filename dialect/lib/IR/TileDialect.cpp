@@ -16,6 +16,7 @@ using namespace kiln::tile;
 
 void TileDialect::initialize() {
   registerTypes();
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "kiln/Dialect/Tile/IR/TileOps.cpp.inc"
@@ -63,6 +64,13 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     return verifyPowerOfTwoI32(op, attr, 1024);
   if (name == getElemsPerThreadAttrName())
     return verifyPowerOfTwoI32(op, attr, 1 << 16);
+  if (name == getSharedBytesAttrName()) {
+    auto bytes = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || bytes.getInt() < 0 || bytes.getInt() > kMaxSharedBytes)
+      return op->emitOpError() << "expected 'tile.shared_bytes' to be an integer in [0, "
+                               << kMaxSharedBytes << "]";
+    return success();
+  }
   if (name == getNumStagesAttrName()) {
     auto stages = llvm::dyn_cast<IntegerAttr>(attr.getValue());
     if (op->getName().getStringRef() != "scf.for")

@@ -360,10 +360,10 @@ static LogicalResult verifyDescAccess(Operation *op, TensorDescType desc, size_t
   if (numIndices != static_cast<size_t>(desc.getBlockType().getRank()))
     return op->emitOpError() << "expected " << desc.getBlockType().getRank()
                              << " box coordinates (the descriptor's rank), got " << numIndices;
-  if (desc.getSwizzle() != 0)
-    return op->emitOpError() << "expected an unswizzled descriptor: a swizzled box is a "
-                                "tensor-core operand, not read into or written from registers";
-  if (tile != desc.getBlockType())
+  // The tile may carry a layout encoding; the box is its shape and element type.
+  auto tensor = llvm::cast<RankedTensorType>(tile);
+  if (tensor.getShape() != desc.getBlockType().getShape() ||
+      tensor.getElementType() != desc.getBlockType().getElementType())
     return op->emitOpError() << "expected the " << what << " to be the descriptor's block type "
                              << desc.getBlockType() << ", got " << tile;
   return success();
@@ -380,8 +380,6 @@ LogicalResult DescStoreOp::verify() {
 
 LogicalResult RingIssueOp::verify() {
   RingType ring = getRing().getType();
-  if (getDesc().getType().getSwizzle() != 0)
-    return emitOpError() << "expected an unswizzled descriptor";
   return verifyDescAccess(*this, getDesc().getType(), getIndices().size(), ring.getBlockType(),
                           "ring's block");
 }
@@ -472,5 +470,48 @@ LogicalResult AtomicCASOp::verify() {
   Type element = getElementTypeOrSelf(getVal().getType());
   if (!element.isInteger(32) && !element.isInteger(64))
     return emitOpError() << "expected i32 or i64 elements, got " << element;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts and warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  if (auto inner = getSrc().getDefiningOp<ConvertLayoutOp>()) {
+    if (inner.getSrc().getType() == getType())
+      return inner.getSrc();
+    getSrcMutable().assign(inner.getSrc());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult WarpGroupDotOp::verify() {
+  auto aBox = getA().getType().getBlockType(), bBox = getB().getType().getBlockType();
+  auto accType = getAcc().getType();
+  if (!llvm::isa_and_present<MmaEncodingAttr>(accType.getEncoding()))
+    return emitOpError() << "expected an accumulator with the #tile.mma encoding, got "
+                         << accType;
+  if (aBox.getRank() != 2 || bBox.getRank() != 2 || accType.getRank() != 2)
+    return emitOpError() << "expected 2-D boxes and accumulator";
+  Type element = aBox.getElementType();
+  if (element != bBox.getElementType() || !(element.isBF16() || element.isF16()))
+    return emitOpError() << "expected bf16 or f16 boxes of one element type, got "
+                         << aBox.getElementType() << " and " << bBox.getElementType();
+  int64_t m = aBox.getDimSize(0), k = aBox.getDimSize(1), n = bBox.getDimSize(0);
+  if (bBox.getDimSize(1) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
+    return emitOpError() << "expected a [M, K] box, a [N, K] box and a [M, N] accumulator, got "
+                         << aBox << ", " << bBox << " and " << accType;
+  if (k * 2 != 128)
+    return emitOpError() << "expected K = 64 (one 128-byte swizzle span per row), got " << k;
+  unsigned warpgroups = getEncoding().getNumWarps() / 4;
+  if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
+    return emitOpError() << "expected M a multiple of " << 64 * warpgroups
+                         << " and N a multiple of 8 up to 256, got " << accType;
   return success();
 }

@@ -14,6 +14,25 @@ using namespace kiln::tile;
 #define GET_TYPEDEF_CLASSES
 #include "kiln/Dialect/Tile/IR/TileTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Tile/IR/TileAttrs.cpp.inc"
+
+void TileDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kiln/Dialect/Tile/IR/TileAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      unsigned version, unsigned numWarps) {
+  if (version != 3)
+    return emitError() << "expected an mma encoding of version 3 (wgmma), got " << version;
+  if (numWarps < 4 || numWarps > 16 || !llvm::isPowerOf2_32(numWarps))
+    return emitError() << "expected 4, 8 or 16 warps (whole warpgroups), got " << numWarps;
+  return success();
+}
+
 void TileDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST
@@ -67,8 +86,8 @@ LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, uns
   if (failed(TensorDescType::verify(emitError, blockType, /*swizzle=*/0)))
     return failure();
   int64_t total = RingType::get(blockType.getContext(), stages, blockType).getTotalBytes();
-  if (total > 48 * 1024)
-    return emitError() << "expected the ring to fit the 48 KiB of static shared memory, got "
+  if (total > kMaxSharedBytes)
+    return emitError() << "expected the ring to fit the 227 KiB of shared memory, got "
                        << stages << " stages of " << blockType << " (" << total << " bytes)";
   return success();
 }
@@ -78,7 +97,11 @@ int64_t RingType::getSlotBytes() const {
          getBlockType().getElementType().getIntOrFloatBitWidth() / 8;
 }
 
-int64_t RingType::getSlotsOffset() const { return llvm::alignTo(8 * getStages(), 128); }
+int64_t RingType::getSlotsOffset() const {
+  // Slots of whole KiB start at a 1024-byte boundary: the period of the
+  // 128-byte TMA swizzle, which the wgmma descriptors assume.
+  return llvm::alignTo(8 * getStages(), getSlotBytes() % 1024 == 0 ? 1024 : 128);
+}
 
 int64_t RingType::getTotalBytes() const {
   return getSlotsOffset() + getStages() * getSlotBytes();

@@ -32,7 +32,6 @@ using namespace mlir;
 using namespace kiln::tile;
 
 namespace {
-constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 /// The ops of `loop`'s body that `values` depend on, in program order, if they
 /// are all pure and region-free (then they can be recomputed for another
@@ -89,12 +88,24 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       if (loop->hasAttr(kNumStages))
         loops.push_back(loop);
     });
+    // Rings share the block's shared memory with the boxes of the kernel's
+    // other descriptor accesses (each has its own buffer).
+    budget = kiln::tile::kMaxSharedBytes;
+    getOperation().walk([&](Operation *op) {
+      auto parent = op->getParentOfType<scf::ForOp>();
+      bool pipelined = parent && parent->hasAttr(kNumStages);
+      if (auto load = llvm::dyn_cast<DescLoadOp>(op); load && !pipelined)
+        budget -= load.getDesc().getType().getBoxBytes();
+      else if (auto store = llvm::dyn_cast<DescStoreOp>(op))
+        budget -= store.getDesc().getType().getBoxBytes();
+    });
     for (scf::ForOp loop : loops)
       if (failed(pipeline(loop)))
         return signalPassFailure();
   }
 
   static constexpr llvm::StringLiteral kNumStages = TileDialect::getNumStagesAttrName();
+  int64_t budget = 0;
 
   LogicalResult pipeline(scf::ForOp loop) {
     auto stagesAttr = loop->getAttrOfType<IntegerAttr>(kNumStages);
@@ -106,18 +117,26 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       return success();
 
     SmallVector<PipelinedLoad> loads;
-    int64_t slotBytes = 0;
     for (auto load : loop.getBody()->getOps<DescLoadOp>()) {
       std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIndices());
       if (!slice)
         continue;
       loads.push_back({load, std::move(*slice)});
-      slotBytes += load.getDesc().getType().getBoxBytes();
     }
     if (loads.empty())
       return success();
     // Fewer stages where the rings would not fit the static shared memory.
-    while (stages >= 2 && stages * slotBytes + 128 * loads.size() > kStaticSharedBytes)
+    // Slots of whole KiB are 1024-byte aligned (RingType::getSlotsOffset).
+    auto ringsBytes = [&](int64_t n) {
+      int64_t total = 0;
+      for (PipelinedLoad &p : loads)
+        total += RingType::get(loop.getContext(), static_cast<unsigned>(n),
+                               p.load.getDesc().getType().getBlockType())
+                     .getTotalBytes() +
+                 1024;
+      return total;
+    };
+    while (stages >= 2 && ringsBytes(stages) > budget)
       --stages;
     if (stages < 2)
       return success();

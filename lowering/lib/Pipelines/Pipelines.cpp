@@ -20,6 +20,9 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   tile::TileAssignLayoutOptions layoutOptions;
   layoutOptions.numWarps = options.numWarps;
   pm.addNestedPass<func::FuncOp>(tile::createTileAssignLayout(layoutOptions));
+  tile::TileAccelerateDotOptions dotOptions;
+  dotOptions.arch = options.arch;
+  pm.addNestedPass<func::FuncOp>(tile::createTileAccelerateDot(dotOptions));
   // Index arithmetic instead of shared memory for cheap broadcasts; the
   // copies leave duplicates and dead originals behind.
   pm.addNestedPass<func::FuncOp>(tile::createTileRematerializeBroadcasts());
@@ -27,6 +30,7 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
   pm.addPass(createConvertTileToNVVM());
+  pm.addPass(createAllocateSharedMemory());
   pm.addPass(createSCFToControlFlowPass());
   // scf-to-cf compares and increments loop counters with arith ops.
   pm.addPass(createArithToLLVMConversionPass());
@@ -42,6 +46,10 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int> numWarps{*this, "num-warps",
                        llvm::cl::desc("warps per program where a kernel carries none"),
                        llvm::cl::init(4)};
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("target arch (sm_90a, sm_100a, sm_103a); empty: "
+                                          "no arch-specific instructions (no wgmma)"),
+                           llvm::cl::init("")};
 };
 } // namespace
 
@@ -51,6 +59,7 @@ void kiln::registerKilnPipelines() {
       [](OpPassManager &pm, const PipelineOptions &options) {
         TileToLLVMOptions o;
         o.numWarps = options.numWarps;
+        o.arch = options.arch;
         buildTileToLLVMPipeline(pm, o);
       });
 }

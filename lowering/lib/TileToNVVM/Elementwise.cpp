@@ -32,7 +32,7 @@ struct ElementwiseOnTiles : ConversionPattern {
     if (!resultType)
       return rewriter.notifyMatchFailure(op, "scalar op");
     Location loc = op->getLoc();
-    int64_t regs = tileConverter.getLayout(resultType).regsPerThread();
+    int64_t regs = tileConverter.getRegsPerThread(resultType);
 
     SmallVector<SmallVector<Value>> elements;
     for (auto [original, converted] : llvm::zip(op->getOperands(), operands)) {
@@ -91,7 +91,7 @@ struct TileConstantLowering : TileOpConversion<arith::ConstantOp> {
     Type element = getTypeConverter()->convertType(type.getElementType());
     Value value = LLVM::ConstantOp::create(rewriter, op.getLoc(), element,
                                            splat.getSplatValue<Attribute>());
-    int64_t regs = tileConverter.getLayout(type).regsPerThread();
+    int64_t regs = tileConverter.getRegsPerThread(type);
     rewriter.replaceOp(op, packTile(rewriter, op.getLoc(), getTypeConverter()->convertType(type),
                                     SmallVector<Value>(regs, value)));
     return success();

@@ -52,6 +52,12 @@ struct ElementIndices {
 };
 ElementIndices getElementIndices(mlir::OpBuilder &b, mlir::Location loc,
                                  const tile::BlockedLayout &layout);
+/// The same for a tile of `type` in any layout (blocked or `#tile.mma`).
+ElementIndices getElementIndices(mlir::OpBuilder &b, mlir::Location loc,
+                                 const TileTypeConverter &converter, mlir::RankedTensorType type);
+/// Registers of `indices` that one access may move together: runs of
+/// consecutive elements of a row, at most 16 bytes of `element`.
+int64_t getAccessWidth(const TileTypeConverter &converter, mlir::RankedTensorType type);
 
 /// The i1 "this thread holds the first copy of its elements" (true where the
 /// layout is not replicated).
@@ -88,6 +94,10 @@ struct VectorAccess {
 /// where it is constant along a run.
 mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
                                 int64_t r, llvm::ArrayRef<mlir::Value> results);
+
+/// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
+mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,
+                            mlir::Value base, mlir::Value slot);
 
 /// Fails (with an error at the op) when the shared-memory buffers of a
 /// tile.dot do not fit in the 48 KiB of static shared memory.

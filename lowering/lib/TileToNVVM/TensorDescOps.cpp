@@ -114,22 +114,31 @@ void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64
   });
 }
 
-/// Moves the registers of `layout` to or from the row-major box at `buffer`,
-/// up to 16 bytes per ld/st.shared.
+/// Moves the registers of a tile (any layout) to or from the row-major box at
+/// `buffer`, up to 16 bytes per ld/st.shared. A box written by TMA with a
+/// swizzle of S bytes has the 16-byte chunk c of byte offset o at chunk
+/// c ^ ((o / 128) mod (S / 16)) (the buffer is 1024-byte aligned).
 struct BoxAccess {
   BoxAccess(OpBuilder &b, Location loc, Value buffer, Type element,
-            const tile::BlockedLayout &layout)
-      : buffer(buffer), element(element),
-        indices(getElementIndices(b, loc, layout)),
-        access(b.getContext(), element,
-               std::min<int64_t>(layout.vec,
-                                 16 / std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8))) {}
+            const TileTypeConverter &converter, RankedTensorType type, unsigned swizzle)
+      : buffer(buffer), element(element), swizzle(swizzle),
+        indices(getElementIndices(b, loc, converter, type)),
+        access(b.getContext(), element, getAccessWidth(converter, type)) {}
 
   Value address(OpBuilder &b, Location loc, size_t reg) const {
     Value index = LLVM::AddOp::create(b, loc, indices.base,
                                       createI32Constant(b, loc, indices.offsets[reg]));
-    return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
-                               ArrayRef<LLVM::GEPArg>{index});
+    if (!swizzle)
+      return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
+                                 ArrayRef<LLVM::GEPArg>{index});
+    auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+    Value offset =
+        LLVM::MulOp::create(b, loc, index, c(element.getIntOrFloatBitWidth() / 8));
+    Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, offset, c(7)),
+                                    c(swizzle / 16 - 1));
+    offset = LLVM::XOrOp::create(b, loc, offset, LLVM::ShlOp::create(b, loc, row, c(4)));
+    return LLVM::GEPOp::create(b, loc, buffer.getType(), b.getI8Type(), buffer,
+                               ArrayRef<LLVM::GEPArg>{offset});
   }
 
   SmallVector<Value> read(OpBuilder &b, Location loc) const {
@@ -150,13 +159,16 @@ struct BoxAccess {
 
   Value buffer;
   Type element;
+  unsigned swizzle;
   ElementIndices indices;
   VectorAccess access;
 };
 
 Value createBoxBuffer(OpBuilder &b, Operation *op, tile::TensorDescType desc, Type element) {
+  // A swizzled box repeats its pattern every 1024 bytes of shared address.
   return createSharedBuffer(b, op, "__kiln_tma_box", element,
-                            desc.getBlockType().getNumElements(), /*alignment=*/128);
+                            desc.getBlockType().getNumElements(),
+                            /*alignment=*/desc.getSwizzle() ? 1024 : 128);
 }
 
 struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
@@ -174,7 +186,8 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
               barrier.address, Value());
     waitAndFlipPhase(rewriter, loc, barrier);
 
-    BoxAccess box(rewriter, loc, buffer, element, tileConverter.getLayout(op.getType()));
+    BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(),
+                  desc.getSwizzle());
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
                                     box.read(rewriter, loc)));
     return success();
@@ -194,7 +207,7 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
 
     // The issuer of the previous store from this buffer waited for its reads.
     NVVM::BarrierOp::create(rewriter, loc);
-    BoxAccess box(rewriter, loc, buffer, element, tileConverter.getLayout(valueType));
+    BoxAccess box(rewriter, loc, buffer, element, tileConverter, valueType, desc.getSwizzle());
     box.write(rewriter, loc, unpackTile(rewriter, loc, adaptor.getValue()));
     // The generic-proxy writes become visible to the async proxy.
     NVVM::FenceProxyOp::create(rewriter, loc, NVVM::ProxyKind::async_shared,
@@ -215,21 +228,33 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
     return success();
   }
 };
+} // namespace
+
+Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,
+                            Value slot) {
+  Value offset = LLVM::AddOp::create(
+      b, loc, createI32Constant(b, loc, ring.getSlotsOffset()),
+      LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes())));
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
+namespace {
+/// The swizzle of the boxes issued into `ring` (one descriptor type feeds a
+/// ring: kiln-tile-pipeline-loads makes one ring per load).
+unsigned ringSwizzle(Value ring) {
+  for (Operation *user : ring.getUsers())
+    if (auto issue = llvm::dyn_cast<tile::RingIssueOp>(user))
+      return issue.getDesc().getType().getSwizzle();
+  return 0;
+}
+
 /// The mbarrier of slot `slot` (an int or an i32 value) of the ring at `base`.
 Value slotBarrier(OpBuilder &b, Location loc, Value base, std::variant<int64_t, Value> slot) {
   Value index = std::holds_alternative<Value>(slot)
                     ? std::get<Value>(slot)
                     : createI32Constant(b, loc, std::get<int64_t>(slot));
   Value offset = LLVM::MulOp::create(b, loc, index, createI32Constant(b, loc, 8));
-  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
-                             ArrayRef<LLVM::GEPArg>{offset});
-}
-
-/// The box of slot `slot` of the ring at `base`.
-Value slotBuffer(OpBuilder &b, Location loc, tile::RingType ring, Value base, Value slot) {
-  Value offset = LLVM::AddOp::create(
-      b, loc, createI32Constant(b, loc, ring.getSlotsOffset()),
-      LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes())));
   return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
                              ArrayRef<LLVM::GEPArg>{offset});
 }
@@ -244,7 +269,7 @@ struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
     Location loc = op.getLoc();
     tile::RingType ring = op.getType();
     Value base = createSharedBuffer(rewriter, op, "__kiln_tma_ring", rewriter.getI8Type(),
-                                    ring.getTotalBytes(), /*alignment=*/128);
+                                    ring.getTotalBytes(), /*alignment=*/1024);
     Value isThread0 = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
                                            createThreadId(rewriter, loc),
                                            createI32Constant(rewriter, loc, 0));
@@ -267,7 +292,7 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
     Location loc = op.getLoc();
     tile::RingType ring = op.getRing().getType();
     issueLoad(rewriter, loc, adaptor.getDesc(), adaptor.getIndices(), ring.getSlotBytes(),
-              slotBuffer(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
+              ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
               slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
               adaptor.getPred());
     rewriter.eraseOp(op);
@@ -286,10 +311,25 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
                adaptor.getPhase());
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     BoxAccess box(rewriter, loc,
-                  slotBuffer(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()), element,
-                  tileConverter.getLayout(op.getType()));
+                  ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()), element,
+                  tileConverter, op.getType(), ringSwizzle(op.getRing()));
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
                                     box.read(rewriter, loc)));
+    return success();
+  }
+};
+} // namespace
+
+namespace {
+struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::RingWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    waitParity(rewriter, op.getLoc(),
+               slotBarrier(rewriter, op.getLoc(), adaptor.getRing(), adaptor.getSlot()),
+               adaptor.getPhase());
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -298,5 +338,5 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
   patterns.add<DescLoadLowering, DescStoreLowering, RingAllocLowering, RingIssueLowering,
-               RingWaitLoadLowering>(converter);
+               RingWaitLoadLowering, RingWaitLowering>(converter);
 }

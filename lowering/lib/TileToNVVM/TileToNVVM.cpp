@@ -53,9 +53,22 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
     Type element = convertType(type.getElementType());
     if (!element)
       return std::nullopt;
-    int64_t regs = getLayout(type).regsPerThread();
+    int64_t regs = getRegsPerThread(type);
     return LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regs, element));
   });
+}
+
+std::optional<tile::MmaLayout> TileTypeConverter::getMmaLayout(RankedTensorType type) const {
+  auto mma = llvm::dyn_cast_if_present<tile::MmaEncodingAttr>(type.getEncoding());
+  if (!mma)
+    return std::nullopt;
+  return tile::MmaLayout{type.getDimSize(0), type.getDimSize(1), mma.getNumWarps()};
+}
+
+int64_t TileTypeConverter::getRegsPerThread(RankedTensorType type) const {
+  if (std::optional<tile::MmaLayout> mma = getMmaLayout(type))
+    return mma->regsPerThread();
+  return getLayout(type).regsPerThread();
 }
 
 SmallVector<Value> kiln::unpackTile(OpBuilder &b, Location loc, Value value) {
@@ -208,6 +221,40 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
   return indices;
 }
 
+ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
+                                       const TileTypeConverter &converter,
+                                       RankedTensorType type) {
+  std::optional<tile::MmaLayout> mma = converter.getMmaLayout(type);
+  if (!mma)
+    return getElementIndices(b, loc, converter.getLayout(type));
+  // MmaLayout::baseOf with the thread id in registers.
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  Value tid = createThreadId(b, loc);
+  Value lane = LLVM::AndOp::create(b, loc, tid, c(31));
+  Value row = LLVM::AddOp::create(
+      b, loc,
+      LLVM::AddOp::create(
+          b, loc, LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(7)), c(64)),
+          LLVM::MulOp::create(
+              b, loc, LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(5)), c(3)),
+              c(16))),
+      LLVM::LShrOp::create(b, loc, lane, c(2)));
+  ElementIndices indices;
+  indices.base = LLVM::AddOp::create(
+      b, loc, LLVM::MulOp::create(b, loc, row, c(mma->n)),
+      LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));
+  for (int64_t reg = 0, e = mma->regsPerThread(); reg < e; ++reg)
+    indices.offsets.push_back(mma->offsetOf(reg));
+  return indices;
+}
+
+int64_t kiln::getAccessWidth(const TileTypeConverter &converter, RankedTensorType type) {
+  int64_t bytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t layoutRun =
+      converter.getMmaLayout(type) ? 2 : converter.getLayout(type).vec;
+  return std::min({layoutRun, type.getShape().back(), 16 / bytes});
+}
+
 /// The member a register holds: through `extractvalue` of a struct built by
 /// packTile (a chain of `insertvalue`), the inserted value.
 static Value resolveRegister(Value value) {
@@ -332,6 +379,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
   populateTileTensorDescOpsToNVVMPatterns(converter, patterns);
   populateTileDotOpsToNVVMPatterns(converter, patterns);
+  populateTileWarpGroupDotOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileScanOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);

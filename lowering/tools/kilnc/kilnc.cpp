@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
   mlir::PassManager pm(&context);
   kiln::TileToLLVMOptions options;
   options.numWarps = numWarps;
+  options.arch = arch;
   kiln::buildTileToLLVMPipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return 1;

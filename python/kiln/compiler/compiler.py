@@ -274,10 +274,11 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
     return module
 
 
-def lower_to_llvm_dialect(module: Any, num_warps: int) -> Any:
-    """Stage 2: tile -> LLVM/NVVM dialects; returns a new module (the input is kept)."""
+def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None) -> Any:
+    """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a; None: no
+    arch-specific instructions); returns a new module (the input is kept)."""
     lowered = module.clone()
-    _C().run_tile_to_llvm(lowered, num_warps)
+    _C().run_tile_to_llvm(lowered, num_warps, arch or "")
     return lowered
 
 
@@ -313,7 +314,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
                    spec: Specialization, threads_per_block: int, arch: Optional[str] = None,
                    ptx: Optional[str] = None, cubin: Optional[bytes] = None,
                    cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None,
-                   pdl: bool = False) -> Dict[str, Any]:
+                   pdl: bool = False, shared_bytes: int = 0) -> Dict[str, Any]:
     """The kernel's manifest entry (docs/bundle-format.md). With ``arch``, ``targets[arch]``
     records what that image uses and costs (features from the PTX, registers/spills/stack
     from the cubin and the assembler's log, PTX ISA and assembler versions)."""
@@ -342,7 +343,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         "params": params,
         "constexprs": {k: _constexpr_repr(v) for k, v in spec.constexprs},
         "threads_per_block": threads_per_block,
-        "shared_bytes": 0,
+        "shared_bytes": shared_bytes,
         "pdl": pdl,
         "cluster": [1, 1, 1],
         "features": sorted({f for t in targets.values() for f in t["features"]}),
@@ -374,16 +375,18 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     times["tile"] = time.perf_counter() - t0
     _dump(symbol, key, "tile", asm["tile"])
     threads = spec.num_warps * 32
+    shared_bytes = 0
     ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
     if stop >= 1:
         t0 = time.perf_counter()
-        lowered = lower_to_llvm_dialect(module, spec.num_warps)
+        lowered = lower_to_llvm_dialect(module, spec.num_warps, arch)
         asm["llvm_dialect"] = lowered.str()
         times["llvm_dialect"] = time.perf_counter() - t0
         _dump(symbol, key, "llvm_dialect", asm["llvm_dialect"])
         tpb = lowered.get_int_attr(symbol, "tile.threads_per_block")
         if tpb:
             threads = int(tpb)
+        shared_bytes = int(lowered.get_int_attr(symbol, "tile.shared_bytes") or 0)
     if stop >= 2:
         t0 = time.perf_counter()
         if stop >= 3:
@@ -404,5 +407,6 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     # stream serialization (PDL).
     pdl = any(op in asm["tile"] for op in ("tile.pdl_wait", "tile.pdl_launch_dependents"))
     ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads, arch,
-                             asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool, pdl=pdl)
+                             asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool, pdl=pdl,
+                             shared_bytes=shared_bytes)
     return ck

@@ -965,16 +965,8 @@ func.func @desc_store_type(%d: !tile.tensordesc<tensor<64x128xbf16>>, %i: i32, %
 
 // -----
 
-func.func @desc_load_swizzled(%d: !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>, %i: i32) {
-  // expected-error @+1 {{expected an unswizzled descriptor: a swizzled box is a tensor-core operand}}
-  %t = tile.desc_load %d[%i, %i] : !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128> -> tensor<64x64xbf16>
-  return
-}
-
-// -----
-
-// expected-error @+1 {{expected the ring to fit the 48 KiB of static shared memory, got 4 stages of 'tensor<64x128xbf16>' (65664 bytes)}}
-func.func @ring_too_big(%r: !tile.ring<4, tensor<64x128xbf16>>) {
+// expected-error @+1 {{expected the ring to fit the 227 KiB of shared memory, got 8 stages of 'tensor<128x128xbf16>' (263168 bytes)}}
+func.func @ring_too_big(%r: !tile.ring<8, tensor<128x128xbf16>>) {
   return
 }
 

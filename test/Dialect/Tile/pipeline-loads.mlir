@@ -69,30 +69,30 @@ func.func @carried_coordinate(%src: !tile.tensordesc<tensor<32x128xf16>>, %ub: i
 
 // -----
 
-// A 32 KiB box: not even 2 stages fit the 48 KiB of static shared memory, so
-// the load stays as it is.
+// A 128 KiB box: not even 2 stages fit the 227 KiB of shared memory, so the
+// load stays as it is.
 // CHECK-LABEL: func.func @too_big
 // CHECK-NOT: tile.ring_alloc
 // CHECK: tile.desc_load
-func.func @too_big(%src: !tile.tensordesc<tensor<128x128xf16>>, %ub: i32) {
+func.func @too_big(%src: !tile.tensordesc<tensor<256x256xf16>>, %ub: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   scf.for %i = %c0 to %ub step %c1 : i32 {
-    %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<128x128xf16>> -> tensor<128x128xf16>
+    %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<256x256xf16>> -> tensor<256x256xf16>
   } {tile.num_stages = 3 : i32}
   return
 }
 
 // -----
 
-// Fewer stages where N would not fit: 16 KiB slots, 2 of the 4 requested.
+// Fewer stages where N would not fit: 64 KiB slots, 3 of the 4 requested.
 // CHECK-LABEL: func.func @clamped
-// CHECK: tile.ring_alloc : !tile.ring<2, tensor<64x128xf16>>
-func.func @clamped(%src: !tile.tensordesc<tensor<64x128xf16>>, %ub: i32) {
+// CHECK: tile.ring_alloc : !tile.ring<3, tensor<256x128xf16>>
+func.func @clamped(%src: !tile.tensordesc<tensor<256x128xf16>>, %ub: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   scf.for %i = %c0 to %ub step %c1 : i32 {
-    %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<64x128xf16>> -> tensor<64x128xf16>
+    %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<256x128xf16>> -> tensor<256x128xf16>
   } {tile.num_stages = 4 : i32}
   return
 }

@@ -33,4 +33,19 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect", "::mlir::cf::ControlFlowDialect"];
 }
 
+def AllocateSharedMemory : Pass<"kiln-allocate-shared-memory", "::mlir::ModuleOp"> {
+  let summary = "Move shared buffers past 48 KiB into dynamic shared memory";
+  let description = [{
+    The lowering gives every shared buffer its own `llvm.mlir.global` in
+    address space 3 (static shared memory, at most 48 KiB per block). Where a
+    module's buffers need more, this pass lays them out (each at its
+    alignment) in one `extern` array of dynamic shared memory
+    (`__kiln_dynamic_smem`, 1024-byte aligned), rewrites every address of a
+    buffer into an offset in it, and records the bytes on each kernel as
+    `tile.shared_bytes` (the launch's dynamic shared memory). More than the
+    227 KiB a block may use is an error naming the largest buffers.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_CONVERSION_PASSES_TD

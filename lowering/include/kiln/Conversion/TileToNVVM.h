@@ -4,6 +4,8 @@
 #define KILN_CONVERSION_TILETONVVM_H
 
 #include "kiln/Dialect/Tile/IR/Layout.h"
+
+#include <optional>
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
 namespace mlir {
@@ -18,10 +20,15 @@ class TileTypeConverter : public mlir::LLVMTypeConverter {
 public:
   TileTypeConverter(mlir::MLIRContext *context, int64_t threadsPerBlock, int64_t elemsPerThread);
 
-  /// The distribution of a tile of this type over the block.
+  /// The distribution of a tile of this type (no encoding) over the block.
   tile::BlockedLayout getLayout(mlir::RankedTensorType type) const {
+    assert(!type.getEncoding() && "a tile with an encoding is not in the blocked layout");
     return tile::BlockedLayout::get(type.getNumElements(), threadsPerBlock, elemsPerThread);
   }
+  /// The wgmma layout of a `#tile.mma` tile, or std::nullopt for other tiles.
+  std::optional<tile::MmaLayout> getMmaLayout(mlir::RankedTensorType type) const;
+  /// Registers (elements) a thread holds of a tile of this type, any layout.
+  int64_t getRegsPerThread(mlir::RankedTensorType type) const;
   int64_t getThreadsPerBlock() const { return threadsPerBlock; }
 
 private:
@@ -41,6 +48,8 @@ void populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                              mlir::RewritePatternSet &patterns);
 void populateTileAtomicOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
+void populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
+                                               mlir::RewritePatternSet &patterns);
 void populateTileDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                       mlir::RewritePatternSet &patterns);
 void populateTileReduceOpsToNVVMPatterns(TileTypeConverter &converter,

@@ -5,17 +5,24 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <string>
+
 namespace kiln {
 
 struct TileToLLVMOptions {
   /// Warps per program for kernels that carry no `tile.num_warps`.
   int numWarps = 4;
+  /// Target arch (sm_90a, sm_100a, sm_103a); empty: no arch-specific
+  /// instructions. wgmma is used on sm_90a only.
+  std::string arch;
 };
 
 /// The one pipeline from the tile dialect to LLVM + NVVM dialects, ready for
 /// translation to LLVM IR (registered as `kiln-tile-to-llvm`):
-///   canonicalize, cse, kiln-tile-assign-layout, kiln-tile-vectorize-access,
-///   kiln-convert-tile-to-nvvm, convert-scf-to-cf, convert-arith-to-llvm, convert-cf-to-llvm,
+///   kiln-tile-pipeline-loads, canonicalize, cse, kiln-tile-assign-layout,
+///   kiln-tile-accelerate-dot, kiln-tile-rematerialize-broadcasts, canonicalize, cse,
+///   kiln-tile-vectorize-access, kiln-convert-tile-to-nvvm, kiln-allocate-shared-memory,
+///   convert-scf-to-cf, convert-arith-to-llvm, convert-cf-to-llvm,
 ///   convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts.
 void buildTileToLLVMPipeline(mlir::OpPassManager &pm, const TileToLLVMOptions &options = {});
 

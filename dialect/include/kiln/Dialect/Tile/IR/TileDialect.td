@@ -29,8 +29,11 @@ def Tile_Dialect : Dialect {
       or a pointer's byte address) is a multiple of this power of two.
     - `tile.threads_per_block`, `tile.elems_per_thread` (i32, on kernels): the
       distributed layout chosen by `kiln-tile-assign-layout`.
+    - `tile.shared_bytes` (i32, on lowered kernels): the dynamic shared memory
+      a launch needs (`kiln-allocate-shared-memory`).
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   // Folders (splat / broadcast of constants) produce attributes; they become
@@ -40,6 +43,7 @@ def Tile_Dialect : Dialect {
                            "::mlir::func::FuncDialect"];
   let extraClassDeclaration = [{
     void registerTypes();
+    void registerAttributes();
     static constexpr ::llvm::StringLiteral getKernelAttrName() { return "tile.kernel"; }
     static constexpr ::llvm::StringLiteral getNumWarpsAttrName() { return "tile.num_warps"; }
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() { return "tile.divisibility"; }
@@ -49,6 +53,8 @@ def Tile_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getElemsPerThreadAttrName() {
       return "tile.elems_per_thread";
     }
+    /// On kernels (llvm.func): dynamic shared memory per block, bytes.
+    static constexpr ::llvm::StringLiteral getSharedBytesAttrName() { return "tile.shared_bytes"; }
     /// On scf.for: software-pipeline the loop's descriptor loads this deep.
     static constexpr ::llvm::StringLiteral getNumStagesAttrName() { return "tile.num_stages"; }
   }];

@@ -512,6 +512,94 @@ def Tile_RingWaitLoadOp : Tile_Op<"ring_wait_load", [MemoryEffects<[MemRead, Mem
   let hasVerifier = 1;
 }
 
+def Tile_RingWaitOp : Tile_Op<"ring_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for a ring slot's TMA load";
+  let description = [{
+    ```mlir
+    tile.ring_wait %ring[%slot], %phase : !tile.ring<3, tensor<128x64xbf16>>
+    ```
+    Waits until the slot's mbarrier completes the phase of parity `phase`; the
+    slot is then read in place (by `tile.warpgroup_dot`).
+  }];
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase);
+  let assemblyFormat = "$ring `[` $slot `]` `,` $phase attr-dict `:` qualified(type($ring))";
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts and warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+def Tile_ConvertLayoutOp : Tile_Op<"convert_layout", [Pure, SameOperandsAndResultShape,
+                                                      SameOperandsAndResultElementType]> {
+  let summary = "move a tile to another distributed layout";
+  let description = [{
+    ```mlir
+    %b = tile.convert_layout %a : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+                                  -> tensor<128x256xf32>
+    ```
+    Same elements, another assignment of elements to threads (the result's
+    encoding; none is the kernel's blocked layout). Lowers to a round trip
+    through shared memory: every thread writes its registers, `bar.sync`,
+    every thread reads its result registers, `bar.sync`. Converting a splat
+    constant folds; a conversion of a conversion converts once.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "result"]>,
+                                                    MemoryEffects<[MemRead]>]> {
+  let summary = "an asynchronous wgmma of two ring slots into an accumulator";
+  let description = [{
+    ```mlir
+    %d = tile.warpgroup_dot %ra[%sa], %rb[%sb], %acc
+        : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>,
+          tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
+    `d = a * transpose(b) + acc` with `a` the [M, K] box of slot `sa` and `b`
+    the [N, K] box of slot `sb`, both K-major with the 128-byte TMA swizzle
+    (K * element size = 128 bytes). Created by `kiln-tile-accelerate-dot`
+    (sm_90a) from a `tile.dot` of ring loads in a pipelined loop. Lowers to
+    `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row slab of the
+    warpgroup and 16 columns of K (shared-memory descriptors: 128-byte swizzle,
+    stride 1024 bytes per 8 rows, K steps of 32 bytes), `wgmma.commit_group`.
+    The result is not ready until a `tile.warpgroup_dot_wait` covers it.
+  }];
+  let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot,
+                       RankedTensorOf<[F32]>:$acc);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc attr-dict `:` qualified(type($a)) `,`
+    qualified(type($b)) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The accumulator's encoding.
+    MmaEncodingAttr getEncoding() {
+      return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
+    }
+  }];
+}
+
+def Tile_WarpGroupDotWaitOp : Tile_Op<"warpgroup_dot_wait",
+                                      [AllTypesMatch<["src", "result"]>,
+                                       MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait until at most `pending` warpgroup dots are in flight";
+  let description = [{
+    ```mlir
+    %r = tile.warpgroup_dot_wait %d {pending = 1 : i32} : tensor<128x256xf32, #tile.mma<...>>
+    ```
+    `wgmma.wait_group.sync.aligned pending`; the result is `src`, ready once
+    the dots before the last `pending` ones are. Passing the accumulator
+    through the wait keeps its readers after it.
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$src, I32Attr:$pending);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src)";
+}
+
 //===----------------------------------------------------------------------===//
 // Atomics
 //===----------------------------------------------------------------------===//

@@ -3,11 +3,14 @@
 #ifndef KILN_DIALECT_TILE_IR_TILETYPES_H
 #define KILN_DIALECT_TILE_IR_TILETYPES_H
 
+#include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Types.h"
 
 #define GET_TYPEDEF_CLASSES
 #include "kiln/Dialect/Tile/IR/TileTypes.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Tile/IR/TileAttrs.h.inc"
 
 namespace kiln::tile {
 
@@ -16,6 +19,11 @@ mlir::Type getPointeeType(mlir::Type ptrLike);
 
 /// `i1`, or a tile of `i1` with the shape of `type` when it is a tile.
 mlir::Type getI1SameShape(mlir::Type type);
+
+/// Shared memory one block may use on every supported arch (sm_90a, sm_100a,
+/// sm_103a: 227 KiB); past the 48 KiB of static shared memory it is dynamic.
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 
 } // namespace kiln::tile
 

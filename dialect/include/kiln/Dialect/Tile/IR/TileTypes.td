@@ -86,6 +86,36 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Tile_AttrDef<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Tile_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma"> {
+  let summary = "the accumulator layout of warpgroup MMA (wgmma)";
+  let description = [{
+    The encoding of a 2-D f32 tile [M, N] held the way `wgmma.mma_async`
+    leaves its accumulator: the `numWarps / 4` warpgroups take the 64-row
+    slabs of M in turn (slab s to warpgroup s mod warpgroups); inside a slab,
+    warp w of the warpgroup holds rows 16w .. 16w+15, and lane l holds rows
+    16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1} for every
+    j < N/8 (PTX ISA, "wgmma register fragments"). M must be a multiple of
+    64 * warpgroups; N a multiple of 8, at most 256.
+
+    ```mlir
+    tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
+    Tiles without an encoding use the kernel's blocked layout.
+  }];
+  let parameters = (ins "unsigned":$version, "unsigned":$numWarps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
 

@@ -86,14 +86,53 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
     right after it the load of iteration `it + N - 1` is issued into slot
     `(it + N - 1) mod N`, the slot read in the previous iteration (the issue
     starts with a CTA barrier, so every thread is done with it). Loads whose
-    rings would not fit the 48 KiB of static shared memory get fewer stages
-    (at least 2, else they stay as they are). The attribute is removed.
+    rings would not fit the 227 KiB of shared memory beside the kernel's
+    other TMA boxes get fewer stages (at least 2, else they stay as they
+    are). The attribute is removed.
   }];
   let statistics = [
     Statistic<"numPipelined", "num-pipelined", "descriptor loads turned into rings">
   ];
   let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp"> {
+  let summary = "Run pipelined dots of TMA ring slots on wgmma (sm_90a)";
+  let description = [{
+    On sm_90a, rewrites the K loop of a pipelined GEMM
+
+      scf.for ... iter_args(%acc = %init) {
+        %a = tile.ring_wait_load %ra[%s], %p     // [M, K] box
+        %b = tile.ring_wait_load %rb[%s], %p     // [N, K] box
+        %bt = tile.trans %b {order = [1, 0]}
+        %d = tile.dot %a, %bt, %acc
+        tile.ring_issue ... -> %ra / %rb          // the next fill of the slots
+        scf.yield %d
+      }
+
+    so that the accumulator lives in the wgmma layout (`#tile.mma`) across the
+    loop and the operands are read in place from the ring slots:
+    `tile.ring_wait` (no register copy), `tile.warpgroup_dot` (asynchronous),
+    `tile.warpgroup_dot_wait {pending = 1}` (the previous iteration's dot is
+    done, so its slots may be refilled: the loop's `tile.ring_issue` ops move
+    after the wait), and `tile.warpgroup_dot_wait {pending = 0}` after the
+    loop. The loop's result is converted back to the blocked layout
+    (`tile.convert_layout`) after elementwise ops that narrow it and not at all
+    for `tile.desc_store`, which stores any layout. Applies when both boxes are
+    bf16/f16 with K = 64 (128-byte rows) loaded through descriptors with the
+    128-byte swizzle, M is a multiple of 64 per warpgroup, N a multiple of 8
+    up to 256, and the ring loads have no other users; other dots keep
+    `mma.sync`.
+  }];
+  let options = [
+    Option<"arch", "arch", "std::string", /*default=*/"\"\"",
+           "target arch (sm_90a, sm_100a, sm_103a); wgmma only on sm_90a">
+  ];
+  let statistics = [
+    Statistic<"numAccelerated", "num-accelerated", "dots moved to wgmma">
+  ];
+  let dependentDialects = ["::kiln::tile::TileDialect"];
 }
 
 def TileVectorizeAccess : Pass<"kiln-tile-vectorize-access", "::mlir::func::FuncOp"> {

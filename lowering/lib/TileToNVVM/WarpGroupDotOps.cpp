@@ -1,0 +1,179 @@
+//===- WarpGroupDotOps.cpp - wgmma and layout conversions -------------------===//
+//
+// tile.warpgroup_dot -> wgmma.fence; per 64-row slab of the warpgroup and per
+// 16 columns of K one wgmma.mma_async.m64nNk16 on two shared-memory matrix
+// descriptors; wgmma.commit_group. The descriptors (PTX ISA, "matrix
+// descriptor") describe K-major boxes written by TMA with the 128-byte
+// swizzle: start address >> 4 in bits 0-13, leading byte offset 1 (unused for
+// swizzled K-major layouts), stride byte offset 1024 >> 4 (8 rows of 128
+// bytes) in bits 32-45, layout type 1 (128-byte swizzle) in bits 62-63; a K
+// step of 16 elements adds 32 bytes to the start address.
+//
+// tile.warpgroup_dot_wait -> wgmma.wait_group.sync.aligned as inline PTX
+// whose operands are the accumulator registers ("+f"), so nothing reads them
+// before the wait.
+//
+// tile.convert_layout -> every thread stores its registers to a shared buffer
+// at their row-major indices (rows padded by 16 bytes), bar.sync, loads its
+// result registers, bar.sync.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PatternUtils.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+/// The 64-bit wgmma descriptor of the K-major, 128-byte-swizzled box at the
+/// shared address `address` (i32).
+Value createSwizzled128Descriptor(OpBuilder &b, Location loc, Value address) {
+  Type i64 = b.getI64Type();
+  Value start = LLVM::AndOp::create(
+      b, loc, LLVM::LShrOp::create(b, loc, address, createI32Constant(b, loc, 4)),
+      createI32Constant(b, loc, 0x3FFF));
+  uint64_t fixed = (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  return LLVM::OrOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, start),
+                            LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(fixed)));
+}
+
+struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::WarpGroupDotOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *context = getContext();
+    auto accType = op.getAcc().getType();
+    tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
+    tile::RingType aRing = op.getA().getType(), bRing = op.getB().getType();
+    int64_t k = aRing.getBlockType().getDimSize(1);
+    auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
+    auto sharedAddress = [&](Value ptr) {
+      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
+    };
+    Value aAddress =
+        sharedAddress(ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot()));
+    Value bAddress =
+        sharedAddress(ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot()));
+    // This warpgroup's first slab of A: 64 rows of 128 bytes per slab.
+    Value warpgroup = LLVM::LShrOp::create(rewriter, loc, createThreadId(rewriter, loc), c(7));
+    aAddress = LLVM::AddOp::create(rewriter, loc, aAddress,
+                                   LLVM::MulOp::create(rewriter, loc, warpgroup, c(64 * 128)));
+    Value bDescriptor = createSwizzled128Descriptor(rewriter, loc, bAddress);
+
+    bool bf16 = aRing.getBlockType().getElementType().isBF16();
+    auto operandType = bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
+    int64_t regsPerSlab = layout.n / 2;
+    Type slabType = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regsPerSlab, f32));
+    auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, 16);
+    auto kStep = [&](Value descriptor, int64_t kk) -> Value {
+      if (kk == 0)
+        return descriptor;
+      // 16 elements of 2 bytes: 32 bytes, 2 in the start address field.
+      return LLVM::AddOp::create(rewriter, loc, descriptor,
+                                 LLVM::ConstantOp::create(rewriter, loc, i64,
+                                                          rewriter.getI64IntegerAttr(kk / 8)));
+    };
+
+    SmallVector<Value> regs = unpackTile(rewriter, loc, adaptor.getAcc());
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    SmallVector<Value> results;
+    for (int64_t rep = 0; rep < layout.reps(); ++rep) {
+      Value slab = packTile(rewriter, loc, slabType,
+                            ArrayRef<Value>(regs).slice(rep * regsPerSlab, regsPerSlab));
+      Value slabAddress = LLVM::AddOp::create(
+          rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
+      Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
+      for (int64_t kk = 0; kk < k; kk += 16)
+        slab = NVVM::WgmmaMmaAsyncOp::create(
+            rewriter, loc, slabType, slab, kStep(aDescriptor, kk), kStep(bDescriptor, kk), shape,
+            operandType, operandType, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+            NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+      llvm::append_range(results, unpackTile(rewriter, loc, slab));
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType),
+                                    results));
+    return success();
+  }
+};
+
+struct WarpGroupDotWaitLowering : TileOpConversion<tile::WarpGroupDotWaitOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::WarpGroupDotWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> regs = unpackTile(rewriter, op.getLoc(), adaptor.getSrc());
+    SmallVector<std::string> constraints(regs.size(), "=f");
+    for (size_t i = 0; i < regs.size(); ++i)
+      constraints.push_back(std::to_string(i));
+    std::string ptx = "wgmma.wait_group.sync.aligned " + std::to_string(op.getPending()) + ";";
+    Type type = getTypeConverter()->convertType(op.getType());
+    rewriter.replaceOp(op, createInlinePTX(rewriter, op.getLoc(), type, regs, ptx,
+                                           llvm::join(constraints, ",")));
+    return success();
+  }
+};
+
+struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::ConvertLayoutOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto srcType = op.getSrc().getType(), dstType = op.getType();
+    Type element = getTypeConverter()->convertType(srcType.getElementType());
+    int64_t bytes = std::max<int64_t>(1, srcType.getElementTypeBitWidth() / 8);
+    int64_t cols = srcType.getShape().back();
+    int64_t pad = std::max<int64_t>(1, 16 / bytes);
+    int64_t rows = srcType.getNumElements() / cols;
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_convert_smem", element,
+                                      rows * (cols + pad));
+    // Element e at e + (e / cols) * pad: rows start in different banks.
+    auto move = [&](RankedTensorType type, auto &&access) {
+      ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);
+      VectorAccess vector(getContext(), element, getAccessWidth(tileConverter, type));
+      for (size_t r = 0; r < indices.offsets.size(); r += vector.vec) {
+        Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
+                                          createI32Constant(rewriter, loc, indices.offsets[r]));
+        Value row = LLVM::LShrOp::create(rewriter, loc, index,
+                                         createI32Constant(rewriter, loc, llvm::Log2_64(cols)));
+        index = LLVM::AddOp::create(
+            rewriter, loc, index,
+            LLVM::MulOp::create(rewriter, loc, row, createI32Constant(rewriter, loc, pad)));
+        Value ptr = LLVM::GEPOp::create(rewriter, loc, buffer.getType(), element, buffer,
+                                        ArrayRef<LLVM::GEPArg>{index});
+        access(vector, r, ptr);
+      }
+    };
+    SmallVector<Value> src = unpackTile(rewriter, loc, adaptor.getSrc());
+    move(srcType, [&](const VectorAccess &vector, size_t r, Value ptr) {
+      LLVM::StoreOp::create(rewriter, loc,
+                            vector.join(rewriter, loc, ArrayRef<Value>(src).slice(r, vector.vec)),
+                            ptr, std::min<unsigned>(vector.alignment, 16));
+    });
+    NVVM::BarrierOp::create(rewriter, loc);
+    SmallVector<Value> dst;
+    move(dstType, [&](const VectorAccess &vector, size_t, Value ptr) {
+      Value loaded = LLVM::LoadOp::create(rewriter, loc, vector.accessType, ptr,
+                                          std::min<unsigned>(vector.alignment, 16));
+      llvm::append_range(dst, vector.split(rewriter, loc, loaded));
+    });
+    // The buffer is written again if the conversion runs in a loop.
+    NVVM::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), dst));
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
+                                                     RewritePatternSet &patterns) {
+  patterns.add<WarpGroupDotLowering, WarpGroupDotWaitLowering, ConvertLayoutLowering>(converter);
+}
