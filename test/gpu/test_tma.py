@@ -90,6 +90,32 @@ def test_affine_edges(dtype, block, shape):
     assert torch.all(out_full[:, n:] == 7)
 
 
+@pytest.mark.parametrize("dtype,block,swizzle", [
+    (torch.bfloat16, (64, 64), 128), (torch.float32, (32, 32), 128), (torch.float16, (16, 32), 64),
+    (torch.int8, (64, 32), 32), (torch.bfloat16, (128, 16), 32)])
+def test_swizzled_boxes_through_registers(dtype, block, swizzle):
+    # TMA writes the box with 16-byte chunks permuted by the row (chunk ^ (offset / 128) mod
+    # swizzle / 16); registers read and write through the same permutation.
+    m, n = 300, 200
+    x = _rand((m, n), dtype)
+    out = torch.zeros_like(x)
+    sd = kiln.TensorDescriptor.from_tensor(x, list(block), swizzle=swizzle)
+    dd = kiln.TensorDescriptor.from_tensor(out, list(block), swizzle=swizzle)
+    affine_2d[(kiln.cdiv(m, block[0]), kiln.cdiv(n, block[1]))](sd, dd, BM=block[0],
+                                                                 BN=block[1])
+    torch.testing.assert_close(out, x * 2 + 1, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+def test_swizzled_ring(stages):
+    rows, n = 16 * 100 + 3, 64
+    x = _rand((rows, n), torch.bfloat16)
+    out = torch.full((rows,), -1.0, device="cuda")
+    row_sums_pipelined[(9,)](kiln.TensorDescriptor.from_tensor(x, [16, 64], swizzle=128), out,
+                             rows, BM=16, BN=64, STAGES=stages)
+    torch.testing.assert_close(out, x.float().sum(dim=1), rtol=1e-5, atol=1e-3)
+
+
 def test_two_descriptors_and_zero_fill():
     m, n = 200, 64
     a, b = _rand((m, n), torch.float32), _rand((m, n), torch.float32)

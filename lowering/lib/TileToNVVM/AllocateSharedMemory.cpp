@@ -34,7 +34,7 @@ struct AllocateSharedMemoryPass
       int64_t align = std::max<int64_t>(1, global.getAlignment().value_or(1));
       total = llvm::alignTo(total, align);
       offsets[global.getSymName()] = total;
-      total += layout.getTypeSize(global.getGlobalType());
+      total += layout.getTypeSize(global.getGlobalType()).getFixedValue();
     }
     if (total <= kiln::tile::kMaxStaticSharedBytes)
       return;
@@ -45,8 +45,8 @@ struct AllocateSharedMemoryPass
                                 << kiln::tile::kMaxSharedBytes << " a block may use";
       for (LLVM::GlobalOp global : buffers)
         diag.attachNote(global.getLoc())
-            << global.getSymName() << ": " << layout.getTypeSize(global.getGlobalType())
-            << " bytes";
+            << global.getSymName() << ": "
+            << int64_t(layout.getTypeSize(global.getGlobalType()).getFixedValue()) << " bytes";
       return signalPassFailure();
     }
 

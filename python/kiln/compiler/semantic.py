@@ -897,17 +897,11 @@ class Semantic:
 
     def desc_load(self, desc: Any, offsets: Any) -> tensor:
         ty = self._descriptor("load", desc)
-        if ty.swizzle:
-            raise SemanticError("load: a swizzled descriptor feeds tensor cores; registers "
-                                "read unswizzled boxes (swizzle=0)")
         idx = self._box_offsets("load", ty, offsets)
         return tensor(self.builder.desc_load(desc.handle, idx), ty.block)
 
     def desc_store(self, desc: Any, offsets: Any, value: Any) -> None:
         ty = self._descriptor("store", desc)
-        if ty.swizzle:
-            raise SemanticError("store: a swizzled descriptor feeds tensor cores; registers "
-                                "write unswizzled boxes (swizzle=0)")
         idx = self._box_offsets("store", ty, offsets)
         elem = ty.block.element_ty
         v = self.cast(self.to_tensor(value, elem if self.is_literal(value) else None), elem)

@@ -245,3 +245,24 @@ func.func @iota_unit_dim() -> (tensor<1x64xi32>, tensor<1x64xi32>) {
   %1 = tile.iota {dim = 1 : i32, start = 5 : i32} : tensor<1x64xi32>
   return %0, %1 : tensor<1x64xi32>, tensor<1x64xi32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @convert_layout_folds
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[ONE:.*]] = tile.convert_layout %arg0 : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x64xf32>
+// CHECK: return %[[ZERO]], %arg0, %arg0, %[[ONE]]
+func.func @convert_layout_folds(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>)
+    -> (tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>,
+        tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32>) {
+  // A splat converts at compile time; a conversion to the same type and a
+  // round trip vanish; a chain converts once.
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %0 = tile.convert_layout %zero : tensor<64x64xf32> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  %1 = tile.convert_layout %x : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  %b = tile.convert_layout %x : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x64xf32>
+  %2 = tile.convert_layout %b : tensor<64x64xf32> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  %c = tile.convert_layout %x : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>>
+  %3 = tile.convert_layout %c : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<64x64xf32>
+  return %0, %1, %2, %3 : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32>
+}

@@ -1039,3 +1039,49 @@ func.func @relaxed_fence() {
   tile.fence relaxed, gpu
   return
 }
+
+// -----
+
+// expected-error @+1 {{expected an mma encoding of version 3 (wgmma), got 2}}
+func.func @mma_version(%x: tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 4, 8 or 16 warps (whole warpgroups), got 2}}
+func.func @mma_warps(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 2>>) {
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_blocked_acc(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<64x64xf32>, %i: i32) {
+  // expected-error @+1 {{expected an accumulator with the #tile.mma encoding}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_k(%ra: !tile.ring<2, tensor<64x32xbf16>>, %rb: !tile.ring<2, tensor<64x32xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected K = 64 (one 128-byte swizzle span per row), got 32}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x32xbf16>>, !tile.ring<2, tensor<64x32xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_shapes(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<128x64xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected a [M, K] box, a [N, K] box and a [M, N] accumulator}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<128x64xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_warpgroups(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>>, %i: i32) {
+  // expected-error @+1 {{expected M a multiple of 128 and N a multiple of 8 up to 256}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>>
+  return
+}

@@ -296,3 +296,17 @@ func.func @ordered(%p: !tile.ptr<i32>) -> i32 {
   tile.fence acq_rel, cta
   return %v : i32
 }
+
+// CHECK-LABEL: func.func @warpgroup_dot
+// CHECK: tile.ring_wait %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<128x64xbf16>>
+// CHECK: tile.warpgroup_dot %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<256x64xbf16>>, tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: tile.warpgroup_dot_wait %{{.*}} {pending = 1 : i32} : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: tile.convert_layout %{{.*}} : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
+func.func @warpgroup_dot(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<256x64xbf16>>,
+                         %acc: tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>, %i: i32) -> tensor<128x256xf32> {
+  tile.ring_wait %ra[%i], %i : !tile.ring<2, tensor<128x64xbf16>>
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<256x64xbf16>>, tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+  %w = tile.warpgroup_dot_wait %d {pending = 1 : i32} : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+  %c = tile.convert_layout %w : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
+  return %c : tensor<128x256xf32>
+}
