@@ -1,12 +1,15 @@
-"""Benchmark: a bf16 GEMM written in the DSL (one [BM, BN] f32 block per program, a K loop of
-``acc = kl.dot(a, b, acc)`` on masked [BM, BK] x [BK, BN] loads) against torch.matmul
-(cuBLAS) in one run, M = N = K in {4096, 8192}. FLOPs counted: 2 M N K. GPU time from
-CUDA-graph replay; two input sets, each larger than L2. Every variant is checked against
-torch.matmul of the f32-widened inputs first.
+"""Benchmark: bf16 GEMMs written in the DSL against torch.matmul (cuBLAS) in one run,
+M = N = K in {4096, 8192}. FLOPs counted: 2 M N K. GPU time from CUDA-graph replay; two input
+sets, each larger than L2. Every variant is checked against torch.matmul of the f32-widened
+inputs first.
 
-The kl.dot of this phase stages a, b and the accumulator through shared memory on every
-K step (tile.dot -> ldmatrix + mma.sync, TileToNVVM/DotOps.cpp): the numbers measure
-that lowering, the baseline for keeping the accumulator in the mma layout and for wgmma.
+- ``kiln TMA+wgmma``: gemm_tma (kernels_dsl/common/gemm.py): c = a @ b_t.T with b_t = b.T
+  stored [N, K] (the nn.Linear weight layout), TMA descriptors with the 128-byte swizzle,
+  ``kl.range(..., num_stages=S)`` and ``kl.dot(a, b.T, acc)``, which kiln-tile-accelerate-dot
+  runs on wgmma from the ring slots with the accumulator in registers; bf16 output. Its
+  cuBLAS peer is torch.matmul(a, b_t.T) (the same math and layouts) and torch.matmul(a, b).
+- ``kiln kl.dot``: the pointer-based K loop on mma.sync (operands and accumulator staged
+  through shared memory each step), f32 output.
 
     python bench/gemm/run.py [--out DIR] [--sizes 4096,8192]
 """
@@ -22,11 +25,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 from bench.common import graph_time_ms  # noqa: E402
-from kernels_dsl.common.gemm import gemm_kernel  # noqa: E402
+from kernels_dsl.common.gemm import gemm_kernel, gemm_tma  # noqa: E402
 
 
-CONFIGS = [(128, 128, 32, 8), (128, 128, 64, 8), (128, 64, 32, 4), (64, 128, 32, 4),
-           (64, 64, 32, 4)]
+CONFIGS = [(128, 128, 32, 8), (128, 128, 64, 8)]
+# (BM, BN, BK), stages, warps, GROUP_M
+TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128, 64), 3, 8, 8),
+               ((128, 128, 64), 4, 4, 8), ((128, 256, 64), 3, 8, 16)]
 
 
 def main():
@@ -39,9 +44,13 @@ def main():
     for size in [int(s) for s in args.sizes.split(",")]:
         m = n = k = size
         flops = 2 * m * n * k
-        inputs = [(torch.randn(m, k, device="cuda").bfloat16(),
-                   torch.randn(k, n, device="cuda").bfloat16()) for _ in range(2)]
+        inputs = []
+        for _ in range(2):
+            a, b = torch.randn(m, k, device="cuda").bfloat16(), torch.randn(k, n, device="cuda")
+            b = b.bfloat16()
+            inputs.append((a, b, b.T.contiguous()))
         out = torch.empty(m, n, device="cuda")
+        out_bf16 = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         ref = torch.matmul(inputs[0][0].float(), inputs[0][1].float())
         variants = {}
         for bm, bn, bk, warps in CONFIGS:
@@ -50,7 +59,15 @@ def main():
                     (kiln.cdiv(m, bm), kiln.cdiv(n, bn))](
                         ab[0], ab[1], out, m, n, k, k, n, n, BM=bm, BN=bn, BK=bk,
                         num_warps=warps))(bm, bn, bk, warps)
+        for block, stages, warps, group in TMA_CONFIGS:
+            label = (f"kiln TMA+wgmma {block[0]}x{block[1]}x{block[2]}, {stages} stages, "
+                     f"{warps} warps, group {group}")
+            variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma(
+                ab[0], ab[2], out_bf16, block=block, stages=stages, num_warps=warps,
+                group_m=group))(block, stages, warps, group)
         variants["torch.matmul bf16 -> bf16 (cuBLAS)"] = lambda ab: torch.matmul(ab[0], ab[1])
+        variants["torch.matmul(a, b_t.T) bf16 (cuBLAS, kiln's layouts)"] = (
+            lambda ab: torch.matmul(ab[0], ab[2].T))
         torch_ms = None
         for label, fn in variants.items():
             try:
