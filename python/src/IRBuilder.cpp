@@ -316,6 +316,21 @@ public:
       invalid("broadcast of a scalar (use splat)");
     return tile::BroadcastOp::create(builder, loc, tensorType(shape, type.getElementType()), src);
   }
+  /// Result dimension k is source dimension order[k].
+  Value trans(Value src, const std::vector<int64_t> &order) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type || type.getRank() < 2)
+      invalid("trans needs a tile of rank >= 2");
+    std::vector<bool> seen(type.getRank(), false);
+    if (order.size() != seen.size())
+      invalid("trans: the order needs one entry per dimension");
+    for (int64_t d : order) {
+      if (d < 0 || d >= type.getRank() || seen[d])
+        invalid("trans: the order is not a permutation of the dimensions");
+      seen[d] = true;
+    }
+    return tile::TransOp::create(builder, loc, src, order);
+  }
   Value addptr(Value ptr, Value offset) {
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())) || !isIntLike(offset.getType()))
       invalid("addptr takes pointers and integer offsets");
@@ -875,6 +890,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("splat", &Builder::splat)
       .def("expand_dims", &Builder::expandDims)
       .def("broadcast", &Builder::broadcast)
+      .def("trans", &Builder::trans)
       .def("addptr", &Builder::addptr)
       .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "")

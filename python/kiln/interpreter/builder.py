@@ -272,6 +272,11 @@ class NumpyBuilder:
             return x.with_off(np.expand_dims(x.off, axis))
         return np.expand_dims(x, axis)
 
+    def trans(self, x: Any, order: Sequence[int]) -> Any:
+        if isinstance(x, Ptr):
+            return x.with_off(np.transpose(x.off, tuple(order)))
+        return np.transpose(x, tuple(order))
+
     # -- arithmetic ----------------------------------------------------------------------
     def binary(self, name: str, a: Any, b: Any, approx: bool = False) -> np.ndarray:
         return np.asarray(_BINARY[name](np.asarray(a), np.asarray(b))).astype(

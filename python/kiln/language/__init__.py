@@ -58,6 +58,21 @@ def arange(start: Any, end: Any, _semantic: Any = None) -> tensor:
 
 
 @builtin
+def trans(input: Any, *dims: Any, _semantic: Any = None) -> tensor:
+    """Permutes the dimensions of a tile: without ``dims`` the transpose of a 2-D tile
+    (``x.T``); ``trans(x, 2, 0, 1)`` or ``trans(x, (2, 0, 1))`` as ``permute``."""
+    return _semantic.trans(input, dims)
+
+
+@builtin
+def permute(input: Any, *dims: Any, _semantic: Any = None) -> tensor:
+    """Dimension ``k`` of the result is dimension ``dims[k]`` of ``input``; ``dims`` (a tuple,
+    or separate ints) is a permutation of the dimensions, negative entries counting from the
+    end. Elements move between threads through shared memory."""
+    return _semantic.permute(input, dims)
+
+
+@builtin
 def load(pointer: Any, mask: Any = None, other: Any = None, sem: Any = None, scope: Any = None,
          _semantic: Any = None) -> tensor:
     """Loads from a pointer (tile); where ``mask`` is false the result is ``other``. With
@@ -309,8 +324,9 @@ __all__ = [
     "ceil", "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "load", "log", "log2", "maximum",
     "minimum",
-    "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
+    "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
+    "rsqrt", "sigmoid", "sin", "sqrt",
     "static_assert", "range",
     "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",
-    "tensor_descriptor_type", "where", "zeros", "block_type",
+    "tensor_descriptor_type", "trans", "where", "zeros", "block_type",
 ] + [d.name for d in ALL_DTYPES]

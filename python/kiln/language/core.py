@@ -341,9 +341,17 @@ class tensor:
         scalar) to the box at ``offsets``; out-of-bounds elements are dropped."""
         return _semantic.desc_store(self, offsets, value)
 
+    def trans(self, *dims: Any, _semantic: Any = None) -> "tensor":
+        """``kl.trans(x, *dims)``: without dims the transpose of a 2-D tile."""
+        return _semantic.trans(self, dims, "trans")
+
+    def permute(self, *dims: Any, _semantic: Any = None) -> "tensor":
+        """``kl.permute(x, dims)``."""
+        return _semantic.permute(self, dims, "permute")
+
 
 # Methods of `tensor` that kernels may call (others are internal).
-TENSOR_METHODS = frozenset({"to", "load", "store"})
+TENSOR_METHODS = frozenset({"to", "load", "store", "trans", "permute"})
 
 
 def builtin(fn):

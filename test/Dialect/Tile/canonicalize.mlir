@@ -70,6 +70,72 @@ func.func @broadcast_of_splat(%x: !tile.ptr<f32>) -> tensor<64x128x!tile.ptr<f32
 
 // -----
 
+// A transpose by the identity order is its source.
+// CHECK-LABEL: func.func @trans_identity
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>)
+// CHECK-NOT: tile.trans
+// CHECK: return %[[X]]
+func.func @trans_identity(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %0 = tile.trans %x {order = array<i64: 0, 1>} : tensor<16x64xf32> -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}
+
+// -----
+
+// Two transposes that cancel fold to the source.
+// CHECK-LABEL: func.func @trans_of_trans_cancels
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK-NOT: tile.trans
+// CHECK: return %[[X]]
+func.func @trans_of_trans_cancels(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %0 = tile.trans %x {order = array<i64: 2, 0, 1>} : tensor<2x4x8xf32> -> tensor<8x2x4xf32>
+  %1 = tile.trans %0 {order = array<i64: 1, 2, 0>} : tensor<8x2x4xf32> -> tensor<2x4x8xf32>
+  return %1 : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Two transposes compose into one: dimension k of the result is dimension
+// inner[outer[k]] of the source.
+// CHECK-LABEL: func.func @trans_of_trans_composes
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK-NEXT: %[[T:.*]] = tile.trans %[[X]] {order = array<i64: 2, 1, 0>} : tensor<2x4x8xf32> -> tensor<8x4x2xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @trans_of_trans_composes(%x: tensor<2x4x8xf32>) -> tensor<8x4x2xf32> {
+  %0 = tile.trans %x {order = array<i64: 1, 0, 2>} : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+  %1 = tile.trans %0 {order = array<i64: 2, 0, 1>} : tensor<4x2x8xf32> -> tensor<8x4x2xf32>
+  return %1 : tensor<8x4x2xf32>
+}
+
+// -----
+
+// The transpose of a splat constant is a constant.
+// CHECK-LABEL: func.func @trans_of_dense_splat
+// CHECK: %[[C:.*]] = arith.constant dense<1.500000e+00> : tensor<64x16xf32>
+// CHECK-NOT: tile.trans
+// CHECK: return %[[C]]
+func.func @trans_of_dense_splat() -> tensor<64x16xf32> {
+  %c = arith.constant dense<1.5> : tensor<16x64xf32>
+  %0 = tile.trans %c {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  return %0 : tensor<64x16xf32>
+}
+
+// -----
+
+// trans(splat(x)) -> splat(x).
+// CHECK-LABEL: func.func @trans_of_splat
+// CHECK-SAME: (%[[X:.*]]: i32)
+// CHECK: %[[S:.*]] = tile.splat %[[X]] : i32 -> tensor<64x16xi32>
+// CHECK-NOT: tile.trans
+// CHECK: return %[[S]]
+func.func @trans_of_splat(%x: i32) -> tensor<64x16xi32> {
+  %0 = tile.splat %x : i32 -> tensor<16x64xi32>
+  %1 = tile.trans %0 {order = array<i64: 1, 0>} : tensor<16x64xi32> -> tensor<64x16xi32>
+  return %1 : tensor<64x16xi32>
+}
+
+// -----
+
 // broadcast(broadcast(x)) -> broadcast(x).
 // CHECK-LABEL: func.func @broadcast_of_broadcast
 // CHECK-SAME: (%[[X:.*]]: tensor<1x1xf32>)

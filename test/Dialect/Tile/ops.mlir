@@ -93,6 +93,19 @@ func.func @broadcast(%r: tensor<1x128xf32>, %c: tensor<64x1x!tile.ptr<f32>>)
   return %0, %1 : tensor<64x128xf32>, tensor<64x32x!tile.ptr<f32>>
 }
 
+// CHECK-LABEL: func.func @trans
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>, %[[Y:.*]]: tensor<2x4x8xbf16>, %[[P:.*]]: tensor<32x8x!tile.ptr<i32>>)
+// CHECK: tile.trans %[[X]] {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+// CHECK: tile.trans %[[Y]] {order = array<i64: 2, 0, 1>} : tensor<2x4x8xbf16> -> tensor<8x2x4xbf16>
+// CHECK: tile.trans %[[P]] {order = array<i64: 1, 0>} : tensor<32x8x!tile.ptr<i32>> -> tensor<8x32x!tile.ptr<i32>>
+func.func @trans(%x: tensor<16x64xf32>, %y: tensor<2x4x8xbf16>, %p: tensor<32x8x!tile.ptr<i32>>)
+    -> (tensor<64x16xf32>, tensor<8x2x4xbf16>, tensor<8x32x!tile.ptr<i32>>) {
+  %0 = tile.trans %x {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  %1 = tile.trans %y {order = array<i64: 2, 0, 1>} : tensor<2x4x8xbf16> -> tensor<8x2x4xbf16>
+  %2 = tile.trans %p {order = array<i64: 1, 0>} : tensor<32x8x!tile.ptr<i32>> -> tensor<8x32x!tile.ptr<i32>>
+  return %0, %1, %2 : tensor<64x16xf32>, tensor<8x2x4xbf16>, tensor<8x32x!tile.ptr<i32>>
+}
+
 // CHECK-LABEL: func.func @addptr
 // CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[O:.*]]: tensor<128xi32>, %[[S:.*]]: !tile.ptr<bf16>, %[[N:.*]]: i64, %[[M:.*]]: i32)
 // CHECK: tile.addptr %[[P]], %[[O]] : tensor<128x!tile.ptr<f32>>, tensor<128xi32>

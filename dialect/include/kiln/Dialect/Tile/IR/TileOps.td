@@ -148,6 +148,47 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+def Tile_TransOp : Tile_Op<"trans", [Pure]> {
+  let summary = "permute the dimensions of a tile";
+  let description = [{
+    ```mlir
+    %t = tile.trans %x {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+    %p = tile.trans %y {order = array<i64: 2, 0, 1>} : tensor<2x4x8xbf16> -> tensor<8x2x4xbf16>
+    ```
+    Dimension `k` of the result is dimension `order[k]` of the source (as
+    Triton's `tl.permute` and numpy's `transpose`): the element at source
+    coordinate `c` lands at result coordinate `(c[order[0]], ...,
+    c[order[rank-1]])`. `order` is a permutation of `0 .. rank-1`, the rank is
+    at least 2 and the element type is kept.
+
+    Elements change threads, so the lowering goes through shared memory: each
+    thread stores the elements it holds (one copy of a replicated tile) at
+    their row-major index in the result, which for power-of-two dimensions is
+    a permutation of the index bits (masks and shifts of the thread's base
+    index; the register offsets are permuted at compile time); a `bar.sync`;
+    each thread loads its result elements at their own row-major index; a
+    second `bar.sync` before the buffer may be written again. Where the last
+    dimension moves, the buffer's rows (of 8 or more elements) are padded by
+    one element against bank conflicts of the strided stores. A permutation
+    that keeps the row-major order (it moves unit dimensions only) moves no
+    data. The buffer holds at most 16 KiB of elements: a larger tile moves in
+    slabs, one barrier pair each, picked by position bits that registers
+    decide where possible, else a warp (a warp-uniform branch around the
+    stores, or a select of the loads). The identity order and two transposes
+    that cancel fold away, two transposes compose, the transpose of a splat
+    is a splat.
+  }];
+  let arguments = (ins Tile_Tensor:$src, DenseI64ArrayAttr:$order);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$src, "::llvm::ArrayRef<int64_t>":$order)>
+  ];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Programmatic dependent launch
 //===----------------------------------------------------------------------===//
