@@ -239,13 +239,13 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
     patch, block = image.PATCH, image.BLOCK
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
-    total = n * per_image
     out = nan_bf16((n, ph * pw, 3 * patch * patch))
     mean, std = image.CLIP_MEAN, image.CLIP_STD
     st = elem_strides(images)
     # the wrapper's arguments (fp32 scalars: in / out ratios and 1 / std)
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(total, block),), images, out, total, h,
-              w, st[0], st[1], st[2], st[3], per_image, pw, float(h) / out_h,
+    row_elems = pw * 3 * patch * patch
+    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, out,
+              h, w, st[0], st[1], st[2], st[3], per_image, row_elems, float(h) / out_h,
               float(w) / out_w, *[float(m) for m in mean], *[1.0 / float(s) for s in std],
               PATCH=patch, BLOCK=block)
     expected = ref_image_preprocess(images, out_h, out_w, mean, std, patch)
