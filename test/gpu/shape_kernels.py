@@ -1,4 +1,5 @@
-"""Kernels exercising kl.trans / kl.permute / x.T (tile.trans), shared by the CPU tests
+"""Kernels exercising kl.trans / kl.permute / x.T (tile.trans), kl.reshape (tile.reshape),
+kl.join and kl.split (tile.join, tile.split), shared by the CPU tests
 (test/python/test_shape_ops.py: interpreter, PTX per arch) and the GPU tests
 (test_shape_ops.py beside this file, which travels to the GPU machine)."""
 
@@ -67,3 +68,51 @@ def dot_trans_b(a_ptr, b_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: kl.con
     b = kl.load(b_ptr + kl.arange(0, N)[:, None] * K + kl.arange(0, K)[None, :])
     c = kl.dot(a, b.T)
     kl.store(c_ptr + kl.arange(0, M)[:, None] * N + kl.arange(0, N)[None, :], c)
+
+
+@kiln.jit
+def reshape_2d(x_ptr, y_ptr, M: kl.constexpr, N: kl.constexpr, P: kl.constexpr,
+               Q: kl.constexpr, METHOD: kl.constexpr):
+    """y[P, Q] = x[M, N] reshaped (the same row-major order: y is a copy of x), as
+    kl.reshape(x, (P, Q)) or x.reshape(P, Q)."""
+    x = kl.load(x_ptr + kl.arange(0, M)[:, None] * N + kl.arange(0, N)[None, :])
+    y = x.reshape(P, Q) if METHOD else kl.reshape(x, (P, Q))
+    kl.store(y_ptr + kl.arange(0, P)[:, None] * Q + kl.arange(0, Q)[None, :], y)
+
+
+@kiln.jit
+def group_sums(x_ptr, y_ptr, M: kl.constexpr, N: kl.constexpr, G: kl.constexpr):
+    """y[M, N // G] = the sums of the groups of G consecutive elements of each row of
+    x[M, N] (a reshape to [M, N // G, G] and a reduction over the last axis)."""
+    x = kl.load(x_ptr + kl.arange(0, M)[:, None] * N + kl.arange(0, N)[None, :])
+    y = kl.sum(kl.reshape(x, M, N // G, G), axis=2)
+    kl.store(y_ptr + kl.arange(0, M)[:, None] * (N // G) + kl.arange(0, N // G)[None, :], y)
+
+
+@kiln.jit
+def interleave(a_ptr, b_ptr, y_ptr, M: kl.constexpr, N: kl.constexpr):
+    """y[M, 2N] interleaves the columns of a[M, N] and b[M, N]: kl.join(a, b) ([M, N, 2])
+    reshaped to [M, 2N]."""
+    offs = kl.arange(0, M)[:, None] * N + kl.arange(0, N)[None, :]
+    y = kl.reshape(kl.join(kl.load(a_ptr + offs), kl.load(b_ptr + offs)), M, 2 * N)
+    kl.store(y_ptr + kl.arange(0, M)[:, None] * (2 * N) + kl.arange(0, 2 * N)[None, :], y)
+
+
+@kiln.jit
+def deinterleave(x_ptr, a_ptr, b_ptr, M: kl.constexpr, N: kl.constexpr):
+    """a[M, N], b[M, N] = the even and odd columns of x[M, 2N]: kl.split of x reshaped to
+    [M, N, 2]."""
+    x = kl.load(x_ptr + kl.arange(0, M)[:, None] * (2 * N) + kl.arange(0, 2 * N)[None, :])
+    a, b = kl.split(kl.reshape(x, M, N, 2))
+    offs = kl.arange(0, M)[:, None] * N + kl.arange(0, N)[None, :]
+    kl.store(a_ptr + offs, a)
+    kl.store(b_ptr + offs, b)
+
+
+@kiln.jit
+def complex_scale(x_ptr, y_ptr, re, im, N: kl.constexpr):
+    """y = x * (re + i im) for N complex numbers stored as (real, imaginary) pairs:
+    x.split() into the parts, kl.join of the products."""
+    offs = kl.arange(0, N)[:, None] * 2 + kl.arange(0, 2)[None, :]
+    xr, xi = kl.load(x_ptr + offs).split()
+    kl.store(y_ptr + offs, kl.join(xr * re - xi * im, xr * im + xi * re))

@@ -1,12 +1,16 @@
-"""kl.trans / kl.permute / x.T (tile.trans) on the GPU against torch.
+"""kl.trans / kl.permute / x.T (tile.trans), kl.reshape, kl.join and kl.split on the GPU
+against torch.
 
 2-D transposes of int32, float32 and bfloat16 tiles (16x64, 64x32, 128x128: 64 KiB of
 f32 moves in four 16 KiB slabs; small replicated tiles; a unit dimension) with 4 and 8
 warps, in each spelling; every 3-D permutation; a masked transpose of strided matrices
 block by block (the mask transposed as a tile of booleans); a transpose in a runtime
 loop (the shared buffer reused); and a transpose feeding kl.dot (a @ b^T). A transpose
-moves bits, so every comparison is exact. Inputs are fresh random values, outputs are
-poisoned (NaN or a sentinel) before each launch.
+moves bits, so every comparison is exact. Reshapes (a copy, and grouped sums through a
+reshape and kl.sum), joins (interleaved columns), splits (even and odd columns) and a
+split-compute-join round trip (complex scaling) of i32/f32/bf16 tiles up to 64 KiB.
+Inputs are fresh random values, outputs are poisoned (NaN or a sentinel) before each
+launch.
 """
 
 import itertools
@@ -19,7 +23,8 @@ import kiln  # noqa: E402
 
 pytestmark = pytest.mark.sm90
 
-from shape_kernels import (dot_trans_b, permute_3d, trans_2d, trans_loop,  # noqa: E402
+from shape_kernels import (complex_scale, deinterleave, dot_trans_b,  # noqa: E402
+                           group_sums, interleave, permute_3d, reshape_2d, trans_2d, trans_loop,
                            transpose_matrix)
 
 DTYPES = {"i32": torch.int32, "f32": torch.float32, "bf16": torch.bfloat16}
@@ -134,3 +139,62 @@ def test_dot_with_transposed_b(m, n, k, num_warps):
     torch.cuda.synchronize()
     # exact products, f32 sums in an unspecified order
     torch.testing.assert_close(out, a.float() @ b.float().t(), rtol=1e-4, atol=1e-3 * k**0.5)
+
+
+@pytest.mark.parametrize("m,n,p,q", [(16, 64, 4, 256), (128, 128, 1024, 16), (8, 8, 64, 1)])
+@pytest.mark.parametrize("dt", ["i32", "f32", "bf16"])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_reshape(m, n, p, q, dt, num_warps):
+    _seed(m, n, p, q, dt, num_warps)
+    x = _inputs(dt, (m, n))
+    out = _poisoned((p, q), x.dtype)
+    reshape_2d[(1,)](x, out, M=m, N=n, P=p, Q=q, METHOD=num_warps == 8, num_warps=num_warps)
+    torch.cuda.synchronize()
+    check(out, x.reshape(p, q))
+
+
+@pytest.mark.parametrize("m,n,g,num_warps", [(16, 128, 32, 4), (64, 256, 16, 8)])
+def test_group_sums_through_reshape(m, n, g, num_warps):
+    _seed(m, n, g, num_warps)
+    x = torch.randn(m, n, device="cuda")
+    out = _poisoned((m, n // g), torch.float32)
+    group_sums[(1,)](x, out, M=m, N=n, G=g, num_warps=num_warps)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x.reshape(m, n // g, g).sum(dim=2), rtol=1e-5,
+                               atol=1e-5 * g**0.5)
+
+
+@pytest.mark.parametrize("m,n", [(16, 64), (4, 8), (128, 64), (1, 2)])
+@pytest.mark.parametrize("dt", ["i32", "f32", "bf16"])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_join_interleaves(m, n, dt, num_warps):
+    _seed(m, n, dt, num_warps)
+    a, b = _inputs(dt, (m, n)), _inputs(dt, (m, n))
+    out = _poisoned((m, 2 * n), a.dtype)
+    interleave[(1,)](a, b, out, M=m, N=n, num_warps=num_warps)
+    torch.cuda.synchronize()
+    check(out, torch.stack([a, b], dim=-1).reshape(m, 2 * n))
+
+
+@pytest.mark.parametrize("m,n", [(16, 64), (4, 8), (128, 64), (1, 2)])
+@pytest.mark.parametrize("dt", ["i32", "f32", "bf16"])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_split_deinterleaves(m, n, dt, num_warps):
+    _seed(m, n, dt, num_warps)
+    x = _inputs(dt, (m, 2 * n))
+    lo, hi = _poisoned((m, n), x.dtype), _poisoned((m, n), x.dtype)
+    deinterleave[(1,)](x, lo, hi, M=m, N=n, num_warps=num_warps)
+    torch.cuda.synchronize()
+    check(lo, x[:, 0::2].contiguous())
+    check(hi, x[:, 1::2].contiguous())
+
+
+@pytest.mark.parametrize("n,num_warps", [(64, 4), (1024, 8), (4096, 4)])
+def test_complex_scale_split_join(n, num_warps):
+    _seed(n, num_warps)
+    x = torch.randn(n, 2, device="cuda")
+    out = _poisoned((n, 2), torch.float32)
+    complex_scale[(1,)](x, out, 0.5, -2.0, N=n, num_warps=num_warps)
+    torch.cuda.synchronize()
+    ref = torch.view_as_real(torch.view_as_complex(x) * complex(0.5, -2.0))
+    torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-6)

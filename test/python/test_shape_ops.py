@@ -1,5 +1,5 @@
-"""kl.trans / kl.permute / x.T (tile.trans): PTX and cubins per arch, the CPU interpreter
-against numpy, and the user errors at their line. No GPU and no torch needed
+"""kl.trans / kl.permute / x.T (tile.trans), kl.reshape, kl.join and kl.split: PTX and
+cubins per arch, the CPU interpreter against numpy, and the user errors at their line. No GPU and no torch needed
 (test/gpu/test_shape_ops.py runs the same kernels on the device)."""
 
 import itertools
@@ -22,7 +22,8 @@ ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 HERE = os.path.abspath(__file__)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
-from shape_kernels import (dot_trans_b, permute_3d, trans_2d, trans_loop,  # noqa: E402
+from shape_kernels import (complex_scale, deinterleave, dot_trans_b,  # noqa: E402
+                           group_sums, interleave, permute_3d, reshape_2d, trans_2d, trans_loop,
                            transpose_matrix)
 
 NP = {"f32": np.float32, "i32": np.int32, "bf16": ml_dtypes.bfloat16, "i8": np.int8,
@@ -238,3 +239,143 @@ def test_errors_in_the_interpreter_too():
     x = np.zeros((8, 16), np.float32)
     with pytest.raises(CompilationError, match="are not a permutation"):
         interpret(bad_trans, (1,), x, x.copy(), 0, CASE="not_perm")
+
+
+# ---------------------------------------------------------------------------
+# kl.reshape, kl.join, kl.split
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reshape_join_split_compile(arch):
+    sig = {"x_ptr": "*f32", "y_ptr": "*f32"}
+    ck = reshape_2d.compile(sig, {"M": 16, "N": 64, "P": 4, "Q": 256, "METHOD": False},
+                            POINTERS, num_warps=4, arch=arch, upto="cubin")
+    # the registers hold the same row-major indices in any shape: a copy
+    assert "bar.sync" not in ck.ptx and ".shared" not in ck.ptx
+    wide = r"\.global\.v(?:4\.b32|2\.b64)"  # 16 bytes (as 2 x b64 on Blackwell)
+    assert len(re.findall("ld" + wide, ck.ptx)) == len(re.findall("st" + wide, ck.ptx)) == 2
+    sig3 = {"a_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16"}
+    ck = interleave.compile(sig3, {"M": 32, "N": 64}, list(sig3), num_warps=4, arch=arch,
+                            upto="cubin")
+    assert "__kiln_join_smem_0" in ck.ptx and ck.ptx.count("bar.sync") == 2
+    sig3 = {"x_ptr": "*f32", "a_ptr": "*f32", "b_ptr": "*f32"}
+    ck = deinterleave.compile(sig3, {"M": 64, "N": 64}, list(sig3), num_warps=8, arch=arch,
+                              upto="cubin")
+    assert "__kiln_split_smem_0" in ck.ptx and ck.ptx.count("bar.sync") == 4  # 32 KiB: 2 slabs
+    ck = complex_scale.compile({"x_ptr": "*f32", "y_ptr": "*f32", "re": "f32", "im": "f32"},
+                               {"N": 256}, POINTERS, num_warps=4, arch=arch, upto="cubin")
+    assert ck.cubin[:4] == b"\x7fELF"
+    ck = group_sums.compile(sig, {"M": 16, "N": 128, "G": 32}, POINTERS, num_warps=4,
+                            arch=arch, upto="cubin")
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
+def test_reshape_join_split_ir():
+    sig = {"x_ptr": "*f32", "y_ptr": "*f32"}
+    ir = reshape_2d.compile(sig, {"M": 16, "N": 64, "P": 4, "Q": 256, "METHOD": True},
+                            POINTERS, num_warps=4, upto="tile").tile_ir
+    assert "tile.reshape %" in ir and ": tensor<16x64xf32> -> tensor<4x256xf32>" in ir
+    ir = reshape_2d.compile(sig, {"M": 16, "N": 64, "P": 16, "Q": 64, "METHOD": True},
+                            POINTERS, num_warps=4, upto="tile").tile_ir
+    assert "tile.reshape" not in ir  # to its own shape: nothing
+    sig3 = {"a_ptr": "*f32", "b_ptr": "*f32", "y_ptr": "*f32"}
+    ir = interleave.compile(sig3, {"M": 4, "N": 8}, num_warps=1, upto="tile").tile_ir
+    assert ": tensor<4x8xf32> -> tensor<4x8x2xf32>" in ir
+    sig3 = {"x_ptr": "*f32", "a_ptr": "*f32", "b_ptr": "*f32"}
+    ir = deinterleave.compile(sig3, {"M": 4, "N": 8}, num_warps=1, upto="tile").tile_ir
+    assert "tile.split %" in ir and ": tensor<4x8x2xf32> -> tensor<4x8xf32>" in ir
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i8"])
+@pytest.mark.parametrize("m,n,p,q", [(16, 64, 4, 256), (8, 8, 64, 1), (2, 128, 16, 16)])
+@pytest.mark.parametrize("method", [False, True])
+def test_reshape_interpreter(dt, m, n, p, q, method):
+    x = _random(np.random.default_rng(m + n), dt, (m, n))
+    y = np.zeros((p, q), NP[dt])
+    interpret(reshape_2d, (1,), x, y, M=m, N=n, P=p, Q=q, METHOD=method)
+    np.testing.assert_array_equal(y, x.reshape(p, q))
+
+
+def test_group_sums_interpreter():
+    x = np.random.default_rng(2).standard_normal((16, 128)).astype(np.float32)
+    y = np.zeros((16, 4), np.float32)
+    interpret(group_sums, (1,), x, y, M=16, N=128, G=32)
+    np.testing.assert_allclose(y, x.reshape(16, 4, 32).sum(axis=2), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i32"])
+@pytest.mark.parametrize("m,n", [(16, 64), (4, 8), (1, 2)])
+def test_join_split_interpreter(dt, m, n):
+    rng = np.random.default_rng(m * n)
+    a, b = _random(rng, dt, (m, n)), _random(rng, dt, (m, n))
+    y = np.zeros((m, 2 * n), NP[dt])
+    interpret(interleave, (1,), a, b, y, M=m, N=n)
+    np.testing.assert_array_equal(y[:, 0::2], a)
+    np.testing.assert_array_equal(y[:, 1::2], b)
+    lo, hi = np.zeros_like(a), np.zeros_like(b)
+    interpret(deinterleave, (1,), y, lo, hi, M=m, N=n)
+    np.testing.assert_array_equal(lo, a)
+    np.testing.assert_array_equal(hi, b)
+
+
+def test_complex_scale_interpreter():
+    x = np.random.default_rng(3).standard_normal((64, 2)).astype(np.float32)
+    y = np.zeros_like(x)
+    interpret(complex_scale, (1,), x, y, 0.5, -2.0, N=64)
+    z = (x[:, 0] + 1j * x[:, 1]) * (0.5 - 2j)
+    np.testing.assert_allclose(y[:, 0], z.real, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(y[:, 1], z.imag, rtol=1e-6, atol=1e-6)
+
+
+@kiln.jit
+def join_scalars(y_ptr, a, b):
+    kl.store(y_ptr + kl.arange(0, 2), kl.join(a, b))
+
+
+def test_join_of_scalars_is_a_pair():
+    y = np.zeros(2, np.float32)
+    interpret(join_scalars, (1,), y, 1.5, -2.5)
+    np.testing.assert_array_equal(y, [1.5, -2.5])
+    ir = join_scalars.compile({"y_ptr": "*f32", "a": "f32", "b": "f32"}, num_warps=1,
+                              upto="tile").tile_ir
+    assert ": tensor<1xf32> -> tensor<1x2xf32>" in ir
+    assert ": tensor<1x2xf32> -> tensor<2xf32>" in ir
+
+
+@kiln.jit
+def bad_shapes(x_ptr, y_ptr, n, CASE: kl.constexpr):
+    x = kl.load(x_ptr + kl.arange(0, 8)[:, None] * 16 + kl.arange(0, 16)[None, :])
+    y = x
+    if CASE == "numel":
+        y = kl.reshape(x, 4, 16)  # err-numel
+    elif CASE == "pow2":
+        y = kl.reshape(x, (3, 32))  # err-pow2
+    elif CASE == "runtime_shape":
+        y = kl.reshape(x, n, 16)  # err-runtime_shape
+    elif CASE == "join_dtype":
+        y = kl.join(x, x.to(kl.bfloat16))  # err-join_dtype
+    elif CASE == "join_shape":
+        y = kl.join(x, kl.arange(0, 8).to(kl.float32))  # err-join_shape
+    elif CASE == "split_last":
+        y, z = kl.split(x)  # err-split_last
+    elif CASE == "split_1d":
+        y, z = kl.split(kl.arange(0, 2))  # err-split_1d
+    kl.store(y_ptr + kl.arange(0, 8)[:, None] * 16 + kl.arange(0, 16)[None, :], y)
+
+
+@pytest.mark.parametrize("case,message", [
+    ("numel", r"reshape: cannot reshape a tile of shape \[8, 16\] \(128 elements\) to "
+              r"\[4, 16\] \(64 elements\)"),
+    ("pow2", r"reshape: tile dimensions must be powers of two, got \[3, 32\]"),
+    ("runtime_shape", "tile shapes must be constexpr ints, got a runtime value"),
+    ("join_dtype", r"join: a and b must have one dtype, got f32 and bf16"),
+    ("join_shape", r"incompatible shapes for broadcasting: \[8, 16\] and \[8\]"),
+    ("split_last", r"split: the last dimension must be 2, got shape \[8, 16\]"),
+    ("split_1d", "split of a 1-D tile would give two scalars"),
+])
+def test_shape_errors_at_their_line(case, message):
+    sig = {"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}
+    with pytest.raises(CompilationError, match=message) as info:
+        bad_shapes.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
+    assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)

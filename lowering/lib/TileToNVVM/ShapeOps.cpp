@@ -1,4 +1,4 @@
-//===- ShapeOps.cpp - splat, expand_dims, broadcast, trans ------------------===//
+//===- ShapeOps.cpp - splat, expand_dims, broadcast, trans, reshape, join --===//
 
 #include "PatternUtils.h"
 
@@ -433,9 +433,81 @@ struct TransLowering : TileOpConversion<tile::TransOp> {
     return success();
   }
 };
+
+/// The layout depends on the number of elements only: a thread holds the same
+/// row-major indices in any shape.
+struct ReshapeLowering : TileOpConversion<tile::ReshapeOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::ReshapeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getSrc());
+    return success();
+  }
+};
+
+/// Operand element i goes to position 2i (lhs) or 2i + 1 (rhs) of the result.
+IndexMap interleaveMap(int64_t bits, int64_t which) {
+  IndexMap map;
+  for (int64_t i = 0; i < bits; ++i)
+    map.targets.push_back(i + 1);
+  map.constant = which;
+  return map;
+}
+
+/// Both operands store at their interleaved index; the result loads its own.
+struct JoinLowering : TileOpConversion<tile::JoinOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::JoinOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto srcType = llvm::cast<RankedTensorType>(op.getLhs().getType());
+    auto dstType = llvm::cast<RankedTensorType>(op.getType());
+    int64_t bits = llvm::Log2_64(srcType.getNumElements());
+    tile::BlockedLayout srcLayout = tileConverter.getLayout(srcType);
+    SmallVector<ExchangeWriter> writers{
+        {srcLayout, interleaveMap(bits, 0), unpackTile(rewriter, loc, adaptor.getLhs())},
+        {srcLayout, interleaveMap(bits, 1), unpackTile(rewriter, loc, adaptor.getRhs())}};
+    ExchangeReader reader{tileConverter.getLayout(dstType), IndexMap::identity(bits + 1)};
+    Type element = getTypeConverter()->convertType(dstType.getElementType());
+    SmallVector<SmallVector<Value>> results = exchangeThroughSharedMemory(
+        rewriter, op, "__kiln_join_smem", element, bits + 1, /*rowLength=*/0, writers, reader);
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), results.front()));
+    return success();
+  }
+};
+
+/// The source stores at its own index; each result loads its interleaved one.
+struct SplitLowering : TileOpConversion<tile::SplitOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::SplitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto srcType = llvm::cast<RankedTensorType>(op.getSrc().getType());
+    auto dstType = llvm::cast<RankedTensorType>(op.getLhs().getType());
+    int64_t bits = llvm::Log2_64(dstType.getNumElements());
+    ExchangeWriter writer{tileConverter.getLayout(srcType), IndexMap::identity(bits + 1),
+                          unpackTile(rewriter, loc, adaptor.getSrc())};
+    tile::BlockedLayout dstLayout = tileConverter.getLayout(dstType);
+    SmallVector<ExchangeReader> readers{{dstLayout, interleaveMap(bits, 0)},
+                                        {dstLayout, interleaveMap(bits, 1)}};
+    Type element = getTypeConverter()->convertType(dstType.getElementType());
+    SmallVector<SmallVector<Value>> results = exchangeThroughSharedMemory(
+        rewriter, op, "__kiln_split_smem", element, bits + 1, /*rowLength=*/0, writer, readers);
+    Type converted = getTypeConverter()->convertType(dstType);
+    SmallVector<Value> halves{packTile(rewriter, loc, converted, results[0]),
+                              packTile(rewriter, loc, converted, results[1])};
+    rewriter.replaceOp(op, halves);
+    return success();
+  }
+};
 } // namespace
 
 void kiln::populateTileShapeOpsToNVVMPatterns(TileTypeConverter &converter,
                                               RewritePatternSet &patterns) {
-  patterns.add<SplatLowering, ExpandDimsLowering, BroadcastLowering, TransLowering>(converter);
+  patterns.add<SplatLowering, ExpandDimsLowering, BroadcastLowering, TransLowering,
+               ReshapeLowering, JoinLowering, SplitLowering>(converter);
 }

@@ -348,6 +348,60 @@ class Semantic:
         return self.permute(x, (1, 0), "x.T")
 
     # ------------------------------------------------------------------
+    # Reshaping, joining and splitting
+    # ------------------------------------------------------------------
+    def reshape(self, x: Any, shape: Sequence[int], what: str = "reshape") -> tensor:
+        """The elements of ``x`` in row-major order, in ``shape`` (``tile.reshape``)."""
+        shape = list(shape)
+        if not builtins.all(_is_pow2(d) for d in shape):
+            raise SemanticError(f"{what}: tile dimensions must be powers of two, got {shape}")
+        x = self.to_tensor(x)
+        numel = 1
+        for d in shape:
+            numel *= d
+        if not x.type.is_block():
+            if numel != 1:
+                raise SemanticError(f"{what}: cannot reshape a scalar to {shape} ({numel} "
+                                    f"elements)")
+            return self.broadcast_to(x, tuple(shape)) if shape else x
+        if not shape:
+            raise SemanticError(f"{what}: cannot reshape a tile of shape {list(x.shape)} to a "
+                                f"scalar")
+        if numel != x.numel:
+            raise SemanticError(f"{what}: cannot reshape a tile of shape {list(x.shape)} "
+                                f"({x.numel} elements) to {shape} ({numel} elements)")
+        if tuple(shape) == x.shape:
+            return x
+        return tensor(self.builder.reshape(x.handle, shape), block_type(x.dtype, shape))
+
+    def join(self, a: Any, b: Any) -> tensor:
+        """``result[..., 0] = a``, ``result[..., 1] = b`` (``tile.join``): ``a`` and ``b``
+        broadcast to one shape and have one dtype; two scalars give a tile of 2."""
+        a, b = self.operand_types(a, b)
+        if a.dtype != b.dtype:
+            raise SemanticError(f"join: a and b must have one dtype, got {a.dtype} and "
+                                f"{b.dtype} (convert one with .to())")
+        shape = self.broadcast_shapes(a.shape, b.shape)
+        if not shape:
+            joined = self.join(self.broadcast_to(a, (1,)), self.broadcast_to(b, (1,)))
+            return self.reshape(joined, [2], "join")
+        a, b = self.broadcast_to(a, shape), self.broadcast_to(b, shape)
+        return tensor(self.builder.join(a.handle, b.handle),
+                      block_type(a.dtype, tuple(shape) + (2,)))
+
+    def split(self, x: Any) -> Tuple[tensor, tensor]:
+        """``(x[..., 0], x[..., 1])`` of a tile whose last dimension is 2 (``tile.split``)."""
+        x = self._tile("split", self.to_tensor(x) if self.is_literal(x) else x)
+        if x.shape[-1] != 2:
+            raise SemanticError(f"split: the last dimension must be 2, got shape {list(x.shape)}")
+        if len(x.shape) == 1:
+            raise SemanticError("split of a 1-D tile would give two scalars, which is not "
+                                "supported (reshape it to [1, 2] first)")
+        lhs, rhs = self.builder.split(x.handle)
+        ty = block_type(x.dtype, x.shape[:-1])
+        return tensor(lhs, ty), tensor(rhs, ty)
+
+    # ------------------------------------------------------------------
     # Casts
     # ------------------------------------------------------------------
     def _with_shape(self, like: tensor, d: Any) -> Any:

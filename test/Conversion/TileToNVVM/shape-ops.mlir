@@ -347,3 +347,101 @@ func.func @trans_slabs(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   tile.store %ys, %t : tensor<128x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// tile.reshape keeps the row-major order, hence the registers: no buffer.
+// CHECK-NOT: llvm.mlir.global
+// CHECK-LABEL: llvm.func ptx_kernelcc @reshape
+// CHECK: %[[V:.*]] = llvm.insertvalue %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.extractvalue %[[V]][0] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @reshape(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                   %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %i = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<4x32xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<4x32x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %i : tensor<4x32x!tile.ptr<f32>>, tensor<4x32xi32>
+  %v = tile.load %p : tensor<4x32x!tile.ptr<f32>>
+  %r = tile.reshape %v : tensor<4x32xf32> -> tensor<2x8x8xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<2x8x8x!tile.ptr<f32>>
+  tile.store %ys, %r : tensor<2x8x8x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// tile.join of two 4x32 f32 tiles over one warp: element i of lhs goes to
+// position 2i, of rhs to 2i + 1 (thread t's run 4t..4t+3: positions 8t + 2r,
+// + 1), then each thread loads its 8 result elements at their own index.
+// CHECK: llvm.mlir.global internal @__kiln_join_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @join
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_join_smem_0 : !llvm.ptr<3>
+// CHECK: %[[C1:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: %[[LBASE:.*]] = llvm.shl %{{.*}}, %[[C1]] : i32
+// CHECK: %[[C1B:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: %[[RBASE:.*]] = llvm.shl %{{.*}}, %[[C1B]] : i32
+// CHECK: llvm.add %[[LBASE]], %{{.*}} : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.mlir.constant(6 : i32) : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: %[[O1:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: llvm.add %[[RBASE]], %[[O1]] : i32
+// CHECK: llvm.mlir.constant(7 : i32) : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-8: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: llvm.mlir.poison : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+func.func @join(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %i = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<4x32xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<4x32x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %i : tensor<4x32x!tile.ptr<f32>>, tensor<4x32xi32>
+  %a = tile.load %p : tensor<4x32x!tile.ptr<f32>>
+  %b = arith.negf %a : tensor<4x32xf32>
+  %j = tile.join %a, %b : tensor<4x32xf32> -> tensor<4x32x2xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<4x32x2x!tile.ptr<f32>>
+  tile.store %ys, %j : tensor<4x32x2x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// tile.split: the 4x32x2 source stores at its own index (thread t: 4t + r and
+// 128 + 4t + r), each half loads its element i at 2i (lhs) or 2i + 1 (rhs).
+// CHECK: llvm.mlir.global internal @__kiln_split_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @split
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_split_smem_0 : !llvm.ptr<3>
+// CHECK: %[[WBASE:.*]] = llvm.mul %{{.*}}, %{{.*}} : i32
+// CHECK: %[[LBASE:.*]] = llvm.shl %{{.*}}, %{{.*}} : i32
+// CHECK: %[[RBASE:.*]] = llvm.shl %{{.*}}, %{{.*}} : i32
+// CHECK: llvm.add %[[WBASE]], %{{.*}} : i32
+// CHECK: llvm.mlir.constant(131 : i32) : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: %[[L0:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT: llvm.add %[[LBASE]], %[[L0]] : i32
+// CHECK: llvm.mlir.constant(6 : i32) : i32
+// CHECK: %[[R0:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: llvm.add %[[RBASE]], %[[R0]] : i32
+// CHECK: llvm.mlir.constant(7 : i32) : i32
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NEXT: nvvm.barrier
+func.func @split(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                 %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %i = tile.iota {dim = 2 : i32, start = 0 : i32} : tensor<4x32x2xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<4x32x2x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %i : tensor<4x32x2x!tile.ptr<f32>>, tensor<4x32x2xi32>
+  %v = tile.load %p : tensor<4x32x2x!tile.ptr<f32>>
+  %lo, %hi = tile.split %v : tensor<4x32x2xf32> -> tensor<4x32xf32>
+  %s = arith.addf %lo, %hi : tensor<4x32xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<4x32x!tile.ptr<f32>>
+  tile.store %ys, %s : tensor<4x32x!tile.ptr<f32>>
+  return
+}

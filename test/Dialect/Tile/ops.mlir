@@ -106,6 +106,22 @@ func.func @trans(%x: tensor<16x64xf32>, %y: tensor<2x4x8xbf16>, %p: tensor<32x8x
   return %0, %1, %2 : tensor<64x16xf32>, tensor<8x2x4xbf16>, tensor<8x32x!tile.ptr<i32>>
 }
 
+// CHECK-LABEL: func.func @reshape_join_split
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>, %[[P:.*]]: tensor<8x!tile.ptr<i8>>)
+// CHECK: %[[R:.*]] = tile.reshape %[[X]] : tensor<16x64xf32> -> tensor<4x8x32xf32>
+// CHECK: %[[J:.*]] = tile.join %[[R]], %[[R]] : tensor<4x8x32xf32> -> tensor<4x8x32x2xf32>
+// CHECK: %[[LO:.*]], %[[HI:.*]] = tile.split %[[J]] : tensor<4x8x32x2xf32> -> tensor<4x8x32xf32>
+// CHECK: %[[Q:.*]] = tile.join %[[P]], %[[P]] : tensor<8x!tile.ptr<i8>> -> tensor<8x2x!tile.ptr<i8>>
+// CHECK: return %[[LO]], %[[HI]], %[[Q]]
+func.func @reshape_join_split(%x: tensor<16x64xf32>, %p: tensor<8x!tile.ptr<i8>>)
+    -> (tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<8x2x!tile.ptr<i8>>) {
+  %r = tile.reshape %x : tensor<16x64xf32> -> tensor<4x8x32xf32>
+  %j = tile.join %r, %r : tensor<4x8x32xf32> -> tensor<4x8x32x2xf32>
+  %lo, %hi = tile.split %j : tensor<4x8x32x2xf32> -> tensor<4x8x32xf32>
+  %q = tile.join %p, %p : tensor<8x!tile.ptr<i8>> -> tensor<8x2x!tile.ptr<i8>>
+  return %lo, %hi, %q : tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<8x2x!tile.ptr<i8>>
+}
+
 // CHECK-LABEL: func.func @addptr
 // CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[O:.*]]: tensor<128xi32>, %[[S:.*]]: !tile.ptr<bf16>, %[[N:.*]]: i64, %[[M:.*]]: i32)
 // CHECK: tile.addptr %[[P]], %[[O]] : tensor<128x!tile.ptr<f32>>, tensor<128xi32>

@@ -189,6 +189,75 @@ def Tile_TransOp : Tile_Op<"trans", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
+  let summary = "view a tile in another shape, keeping the row-major order";
+  let description = [{
+    ```mlir
+    %r = tile.reshape %x : tensor<16x64xf32> -> tensor<4x256xf32>
+    ```
+    The element at row-major index `i` of the source is the element at
+    row-major index `i` of the result (numpy's `reshape` in C order): same
+    number of elements, same element type. In the blocked layout a thread's
+    registers hold the same row-major indices whatever the shape (the layout
+    depends on the number of elements only), so this moves no data. Reshapes
+    to the source type fold away, two reshapes compose, the reshape of a splat
+    is a splat.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_JoinOp : Tile_Op<"join", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "interleave two tiles along a new minor dimension of size 2";
+  let description = [{
+    ```mlir
+    %j = tile.join %a, %b : tensor<16x64xf32> -> tensor<16x64x2xf32>
+    ```
+    `result[..., 0] = lhs`, `result[..., 1] = rhs` (Triton's `tl.join`):
+    element `i` of the operands lands at row-major index `2i` and `2i + 1`.
+    The operands have one type, the result their shape with a trailing 2.
+    Lowered like `tile.trans`: both operands store into a shared-memory
+    buffer at their doubled index (plus 1 for `rhs`), a `bar.sync`, each
+    thread loads its result elements, a `bar.sync`; slabs of 16 KiB.
+    `join(split(x))` folds to `x`.
+  }];
+  let arguments = (ins Tile_Tensor:$lhs, Tile_Tensor:$rhs);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs)>
+  ];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_SplitOp : Tile_Op<"split", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "split a tile along its minor dimension of size 2";
+  let description = [{
+    ```mlir
+    %lo, %hi = tile.split %x : tensor<16x64x2xf32> -> tensor<16x64xf32>
+    ```
+    The inverse of `tile.join` (Triton's `tl.split`): `lhs = src[..., 0]`,
+    `rhs = src[..., 1]`. The source has rank >= 2 and a last dimension of 2;
+    the results have its shape without that dimension. Lowered through
+    shared memory: the source is stored at its own index, each result loads
+    its elements at the doubled index (plus 1 for `rhs`), between two
+    `bar.sync`; slabs of 16 KiB. `split(join(a, b))` folds to `a, b`.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$lhs, Tile_Tensor:$rhs);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($lhs)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$src)>
+  ];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Programmatic dependent launch
 //===----------------------------------------------------------------------===//
