@@ -116,3 +116,11 @@ def complex_scale(x_ptr, y_ptr, re, im, N: kl.constexpr):
     offs = kl.arange(0, N)[:, None] * 2 + kl.arange(0, 2)[None, :]
     xr, xi = kl.load(x_ptr + offs).split()
     kl.store(y_ptr + offs, kl.join(xr * re - xi * im, xr * im + xi * re))
+
+
+@kiln.jit
+def load_through_transposed_pointers(x_ptr, y_ptr, M: kl.constexpr, N: kl.constexpr):
+    """y[N, M] = x[M, N]^T by transposing the tile of pointers, then loading."""
+    ptrs = x_ptr + kl.arange(0, M)[:, None] * N + kl.arange(0, N)[None, :]
+    kl.store(y_ptr + kl.arange(0, N)[:, None] * M + kl.arange(0, M)[None, :],
+             kl.load(kl.trans(ptrs)))

@@ -14,8 +14,11 @@ using namespace kiln;
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Most bytes of elements one exchange buffer holds; larger tiles move in slabs.
+/// Most bytes of elements the exchange buffer holds for one op; larger tiles
+/// move in slabs.
 constexpr int64_t kExchangeBufferBytes = 16 * 1024;
+/// The module's one exchange buffer.
+constexpr llvm::StringLiteral kExchangeBufferName = "__kiln_shape_smem";
 
 /// Where the element at a row-major index goes in an exchange buffer: bit `i`
 /// of the index moves to bit `targets[i]` of the position (nowhere for -1),
@@ -120,10 +123,30 @@ SmallVector<int64_t> classifyPositionBits(const tile::BlockedLayout &layout, con
   return kinds;
 }
 
+/// The address of the module's exchange buffer, grown to at least `bytes`.
+/// Every exchange of a kernel uses it in turn: each one ends with a barrier
+/// after its last load, so the next one may overwrite it.
+Value getExchangeBuffer(ConversionPatternRewriter &rewriter, Operation *op, int64_t bytes) {
+  Location loc = op->getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), bytes);
+  if (auto global = module.lookupSymbol<LLVM::GlobalOp>(kExchangeBufferName)) {
+    if (llvm::cast<LLVM::LLVMArrayType>(global.getGlobalType()).getNumElements() < uint64_t(bytes))
+      rewriter.modifyOpInPlace(global, [&] { global.setGlobalType(type); });
+  } else {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(rewriter, loc, type, /*isConstant=*/false, LLVM::Linkage::Internal,
+                           kExchangeBufferName, Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(rewriter, loc, LLVM::LLVMPointerType::get(op->getContext(), 3),
+                                   kExchangeBufferName);
+}
+
 /// Moves elements between threads through one shared-memory buffer of
 /// positions [0, 2^`positionBits`): each writer stores its registers (one copy
 /// of a replicated tile), a `bar.sync`, each reader loads its registers, a
-/// `bar.sync` (the buffer may be written again, by a later iteration). With
+/// `bar.sync` (the buffer may be written again, by a later op or iteration). With
 /// `rowLength` > 1 the buffer pads each row of that many positions by one
 /// element. A buffer of more than kExchangeBufferBytes moves in slabs, one
 /// barrier pair each: the slab number is made of the position bits that the
@@ -132,10 +155,9 @@ SmallVector<int64_t> classifyPositionBits(const tile::BlockedLayout &layout, con
 /// thread takes part in the slab number a store is predicated (scf.if) and a
 /// load selected. Returns each reader's registers.
 SmallVector<SmallVector<Value>>
-exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, StringRef prefix,
-                            Type element, int64_t positionBits, int64_t rowLength,
-                            ArrayRef<ExchangeWriter> writers,
-                            ArrayRef<ExchangeReader> readers) {
+exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, Type element,
+                            int64_t positionBits, int64_t rowLength,
+                            ArrayRef<ExchangeWriter> writers, ArrayRef<ExchangeReader> readers) {
   Location loc = op->getLoc();
   bool isBool = element.isInteger(1);
   Type stored = isBool ? rewriter.getI8Type() : element;
@@ -183,7 +205,8 @@ exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, 
       rowShift = -1;
   }
   auto padded = [&](int64_t local) { return rowShift < 0 ? local : local + (local >> rowShift); };
-  Value buffer = createSharedBuffer(rewriter, op, prefix, stored, padded(slabElems - 1) + 1);
+  Value buffer =
+      getExchangeBuffer(rewriter, op, (padded(slabElems - 1) + 1) * storedBytes(stored));
 
   // A side's positions: per thread, the padded in-slab index and the slab
   // number of its thread bits; per register, constants.
@@ -233,8 +256,8 @@ exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, 
     return LLVM::GEPOp::create(b, loc, buffer.getType(), stored, buffer,
                                ArrayRef<LLVM::GEPArg>{index});
   };
-  // Whether register r of `side` is in slab `slab` for some thread; for which
-  // threads, where that depends on the thread (else a null Value).
+  // inSlab: whether register r of `side` is in slab `slab` for some thread;
+  // slabMatch: for which threads, where that depends on the thread (else null).
   auto inSlab = [&](const Side &side, int64_t r, int64_t slab) {
     return (side.offsetSlab[r] & ~side.threadSlabMask) == (slab & ~side.threadSlabMask);
   };
@@ -427,7 +450,7 @@ struct TransLowering : TileOpConversion<tile::TransOp> {
                           unpackTile(rewriter, op.getLoc(), adaptor.getSrc())};
     ExchangeReader reader{tileConverter.getLayout(dstType), IndexMap::identity(bits)};
     SmallVector<SmallVector<Value>> results = exchangeThroughSharedMemory(
-        rewriter, op, "__kiln_trans_smem", element, bits, rowLength, writer, reader);
+        rewriter, op, element, bits, rowLength, writer, reader);
     rewriter.replaceOp(op, packTile(rewriter, op.getLoc(),
                                     getTypeConverter()->convertType(dstType), results.front()));
     return success();
@@ -472,7 +495,7 @@ struct JoinLowering : TileOpConversion<tile::JoinOp> {
     ExchangeReader reader{tileConverter.getLayout(dstType), IndexMap::identity(bits + 1)};
     Type element = getTypeConverter()->convertType(dstType.getElementType());
     SmallVector<SmallVector<Value>> results = exchangeThroughSharedMemory(
-        rewriter, op, "__kiln_join_smem", element, bits + 1, /*rowLength=*/0, writers, reader);
+        rewriter, op, element, bits + 1, /*rowLength=*/0, writers, reader);
     rewriter.replaceOp(
         op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), results.front()));
     return success();
@@ -496,7 +519,7 @@ struct SplitLowering : TileOpConversion<tile::SplitOp> {
                                         {dstLayout, interleaveMap(bits, 1)}};
     Type element = getTypeConverter()->convertType(dstType.getElementType());
     SmallVector<SmallVector<Value>> results = exchangeThroughSharedMemory(
-        rewriter, op, "__kiln_split_smem", element, bits + 1, /*rowLength=*/0, writer, readers);
+        rewriter, op, element, bits + 1, /*rowLength=*/0, writer, readers);
     Type converted = getTypeConverter()->convertType(dstType);
     SmallVector<Value> halves{packTile(rewriter, loc, converted, results[0]),
                               packTile(rewriter, loc, converted, results[1])};

@@ -1,7 +1,9 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-vectorize-access -kiln-convert-tile-to-nvvm | FileCheck %s
 
-// tile.splat and tile.expand_dims move no data; tile.broadcast and tile.trans go through a
-// shared-memory buffer between two barriers.
+// tile.splat, tile.expand_dims and tile.reshape move no data; tile.broadcast,
+// tile.trans, tile.join and tile.split go through shared memory between two
+// barriers (the last three share one buffer, __kiln_shape_smem, grown to the
+// largest need).
 
 // A splat is the scalar in every register of the thread (512 x f32 over 128
 // threads: 4 registers).
@@ -143,12 +145,12 @@ func.func @broadcast_column_i1(%y: !tile.ptr<i32> {tile.divisibility = 16 : i32}
 // position is the source index bits moved ((4t & 12) << 3 | (4t & 112) >> 4)
 // plus its row padding; the register offsets are constants (9 * r). After a
 // barrier each thread loads its result elements 4t..4t+3 at 4t + (4t >> 3) + r.
-// CHECK: llvm.mlir.global internal @__kiln_trans_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<143 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<572 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @trans_2d
 // CHECK: %[[V:.*]] = llvm.insertvalue %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-DAG: %[[V0:.*]] = llvm.extractvalue %[[V]][0]
 // CHECK-DAG: %[[V1:.*]] = llvm.extractvalue %[[V]][1]
-// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_trans_smem_0 : !llvm.ptr<3>
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_shape_smem : !llvm.ptr<3>
 // CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
 // CHECK-NEXT: %[[C4:.*]] = llvm.mlir.constant(4 : i32) : i32
 // CHECK-NEXT: %[[BASE:.*]] = llvm.mul %[[TID]], %[[C4]] : i32
@@ -212,9 +214,9 @@ func.func @trans_2d(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // 0-2; in the [8, 2, 4] result dim 2 (bits 0-2) moves to bits 3-5, dims 0
 // and 1 (bits 3-5) to bits 0-2: the thread part is (4t & 4) << 3 | (4t & 56) >> 3,
 // the registers (bits 0-1) go 8 apart. Rows of 4: no padding.
-// CHECK: llvm.mlir.global internal @__kiln_trans_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @trans_3d_replicated
-// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_trans_smem_0 : !llvm.ptr<3>
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_shape_smem : !llvm.ptr<3>
 // CHECK: %[[C15:.*]] = llvm.mlir.constant(15 : i32) : i32
 // CHECK-NEXT: %[[RUNNO:.*]] = llvm.and %{{.*}}, %[[C15]] : i32
 // CHECK: %[[BASE:.*]] = llvm.mul %[[RUNNO]], %{{.*}} : i32
@@ -259,7 +261,7 @@ func.func @trans_3d_replicated(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}
 // -----
 
 // Booleans travel as i8.
-// CHECK: llvm.mlir.global internal @__kiln_trans_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<32 x i8>
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<32 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @trans_i1
 // CHECK: scf.if
 // CHECK: %[[WIDE:.*]] = llvm.zext %{{.*}} : i1 to i8
@@ -308,7 +310,7 @@ func.func @trans_unit_dim(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // slab around all 128 stores, uniform over the warp) and the register for the
 // loads (register r is in slab r mod 4: 32 loads a slab, unpredicated). The
 // in-slab index drops those bits: 4096 positions in rows of 32, padded: 4223.
-// CHECK: llvm.mlir.global internal @__kiln_trans_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4223 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16892 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @trans_slabs
 // CHECK: %[[C384:.*]] = llvm.mlir.constant(384 : i32) : i32
 // CHECK-NEXT: %[[WARP:.*]] = llvm.and %{{.*}}, %[[C384]] : i32
@@ -376,9 +378,9 @@ func.func @reshape(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // tile.join of two 4x32 f32 tiles over one warp: element i of lhs goes to
 // position 2i, of rhs to 2i + 1 (thread t's run 4t..4t+3: positions 8t + 2r,
 // + 1), then each thread loads its 8 result elements at their own index.
-// CHECK: llvm.mlir.global internal @__kiln_join_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1024 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @join
-// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_join_smem_0 : !llvm.ptr<3>
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_shape_smem : !llvm.ptr<3>
 // CHECK: %[[C1:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-NEXT: %[[LBASE:.*]] = llvm.shl %{{.*}}, %[[C1]] : i32
 // CHECK: %[[C1B:.*]] = llvm.mlir.constant(1 : i32) : i32
@@ -414,9 +416,9 @@ func.func @join(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 
 // tile.split: the 4x32x2 source stores at its own index (thread t: 4t + r and
 // 128 + 4t + r), each half loads its element i at 2i (lhs) or 2i + 1 (rhs).
-// CHECK: llvm.mlir.global internal @__kiln_split_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1024 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @split
-// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_split_smem_0 : !llvm.ptr<3>
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_shape_smem : !llvm.ptr<3>
 // CHECK: %[[WBASE:.*]] = llvm.mul %{{.*}}, %{{.*}} : i32
 // CHECK: %[[LBASE:.*]] = llvm.shl %{{.*}}, %{{.*}} : i32
 // CHECK: %[[RBASE:.*]] = llvm.shl %{{.*}}, %{{.*}} : i32
@@ -443,5 +445,32 @@ func.func @split(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   %s = arith.addf %lo, %hi : tensor<4x32xf32>
   %ys = tile.splat %y : !tile.ptr<f32> -> tensor<4x32x!tile.ptr<f32>>
   tile.store %ys, %s : tensor<4x32x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// Every exchange of a kernel uses the one buffer in turn (each ends with a
+// barrier), grown to the largest need: 143 f32 for the 8x16 transpose, then
+// 256 f32 for the join.
+// CHECK: llvm.mlir.global internal @__kiln_shape_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1024 x i8>
+// CHECK-NOT: llvm.mlir.global
+// CHECK-LABEL: llvm.func ptx_kernelcc @shared_exchange_buffer
+// CHECK: llvm.mlir.addressof @__kiln_shape_smem : !llvm.ptr<3>
+// CHECK-COUNT-2: nvvm.barrier
+// CHECK: llvm.mlir.addressof @__kiln_shape_smem : !llvm.ptr<3>
+// CHECK-COUNT-2: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+func.func @shared_exchange_buffer(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                                  %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %i = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<8x16xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<8x16x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %i : tensor<8x16x!tile.ptr<f32>>, tensor<8x16xi32>
+  %v = tile.load %p : tensor<8x16x!tile.ptr<f32>>
+  %t = tile.trans %v {order = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
+  %j = tile.join %t, %t : tensor<16x8xf32> -> tensor<16x8x2xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x8x2x!tile.ptr<f32>>
+  tile.store %ys, %j : tensor<16x8x2x!tile.ptr<f32>>
   return
 }

@@ -19,7 +19,7 @@
 // apart), a barrier, and stores them with 16-byte accesses.
 // CHECK-LABEL: .visible .entry trans_16x64(
 // CHECK: .reqntid 64, 1, 1
-// CHECK: .shared .align 16 .b8 __kiln_trans_smem_0[4348];
+// CHECK: .shared .align 16 .b8 __kiln_shape_smem[4348];
 // CHECK-COUNT-4: ld.global.v4.b32
 // CHECK: st.shared.b32 [%rd[[W:[0-9]+]]], %r{{[0-9]+}};
 // CHECK-NEXT: st.shared.b32 [%rd[[W]]+68], %r{{[0-9]+}};

@@ -171,10 +171,11 @@ def Tile_TransOp : Tile_Op<"trans", [Pure]> {
     dimension moves, the buffer's rows (of 8 or more elements) are padded by
     one element against bank conflicts of the strided stores. A permutation
     that keeps the row-major order (it moves unit dimensions only) moves no
-    data. The buffer holds at most 16 KiB of elements: a larger tile moves in
-    slabs, one barrier pair each, picked by position bits that registers
-    decide where possible, else a warp (a warp-uniform branch around the
-    stores, or a select of the loads). The identity order and two transposes
+    data. The buffer, one for all the transposes, joins and splits of a
+    kernel (they use it in turn), holds at most 16 KiB of elements: a larger
+    tile moves in slabs, one barrier pair each, picked by position bits that
+    registers decide where possible, else a warp (a warp-uniform branch
+    around the stores, or a select of the loads). The identity order and two transposes
     that cancel fold away, two transposes compose, the transpose of a splat
     is a splat.
   }];
