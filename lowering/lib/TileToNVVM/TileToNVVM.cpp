@@ -19,9 +19,7 @@
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace kiln {
@@ -398,45 +396,6 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
 // The pass
 //===----------------------------------------------------------------------===//
 
-/// Static shared memory a block may declare without opting in to more
-/// (which needs dynamic shared memory).
-static constexpr int64_t kStaticSharedBytes = 48 * 1024;
-
-/// Fails (with an error at the kernel naming its buffers) where the shared
-/// memory of the buffers a lowered kernel refers to (those of broadcasts,
-/// reductions, scans, dots, transposes, ...) exceeds kStaticSharedBytes: a
-/// launch could not start it.
-static LogicalResult checkStaticSharedMemory(ModuleOp module) {
-  DataLayout layout(module);
-  bool fits = true;
-  for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
-    if (!func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
-      continue;
-    llvm::SetVector<LLVM::GlobalOp> buffers;
-    func.walk([&](LLVM::AddressOfOp address) {
-      auto global = SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
-          address, address.getGlobalNameAttr());
-      if (global && global.getAddrSpace() == 3)
-        buffers.insert(global);
-    });
-    int64_t total = 0;
-    for (LLVM::GlobalOp global : buffers)
-      total += layout.getTypeSize(global.getType()).getFixedValue();
-    if (total <= kStaticSharedBytes)
-      continue;
-    // At the kernel's location, without printing the whole lowered kernel.
-    InFlightDiagnostic diag = mlir::emitError(func.getLoc())
-                              << "kernel needs " << total << " bytes of static shared memory, "
-                              << "more than the " << kStaticSharedBytes << " a block may declare (";
-    llvm::interleaveComma(buffers, diag, [&](LLVM::GlobalOp global) {
-      diag << global.getSymName() << ": " << layout.getTypeSize(global.getType()).getFixedValue();
-    });
-    diag << "); use smaller tiles";
-    fits = false;
-  }
-  return success(fits);
-}
-
 namespace {
 struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNVVMPass> {
   void runOnOperation() override {
@@ -499,8 +458,7 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
     target.addIllegalDialect<tile::TileDialect, arith::ArithDialect, math::MathDialect,
                              func::FuncDialect>();
-    if (failed(applyPartialConversion(module, target, std::move(patterns))) ||
-        failed(checkStaticSharedMemory(module)))
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
   }
 };

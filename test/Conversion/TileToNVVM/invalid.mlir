@@ -64,25 +64,3 @@ func.func @dot_too_large(%x: !tile.ptr<bf16>)
   %d = tile.dot %a, %a, %zero : tensor<128x128xbf16> * tensor<128x128xbf16> -> tensor<128x128xf32>
   return
 }
-
-// -----
-
-// A broadcast buffer of 32 KiB and the 16892 bytes of the transposes (one
-// exchange buffer for all of them: a padded 16 KiB slab) exceed what a block
-// may declare statically.
-// expected-error @+1 {{kernel needs 49660 bytes of static shared memory, more than the 49152 a block may declare (__kiln_broadcast_smem_0: 32768, __kiln_shape_smem: 16892); use smaller tiles}}
-func.func @too_much_shared_memory(%x: !tile.ptr<f32>)
-    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
-  %rs = tile.splat %x : !tile.ptr<f32> -> tensor<1x8192x!tile.ptr<f32>>
-  %row = tile.load %rs : tensor<1x8192x!tile.ptr<f32>>
-  %rows = tile.broadcast %row : tensor<1x8192xf32> -> tensor<2x8192xf32>
-  %bs = tile.splat %x : !tile.ptr<f32> -> tensor<2x8192x!tile.ptr<f32>>
-  tile.store %bs, %rows : tensor<2x8192x!tile.ptr<f32>>
-  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<128x128x!tile.ptr<f32>>
-  %v = tile.load %xs : tensor<128x128x!tile.ptr<f32>>
-  %a = tile.trans %v {order = array<i64: 1, 0>} : tensor<128x128xf32> -> tensor<128x128xf32>
-  %na = arith.negf %a : tensor<128x128xf32>
-  %b = tile.trans %na {order = array<i64: 1, 0>} : tensor<128x128xf32> -> tensor<128x128xf32>
-  tile.store %xs, %b : tensor<128x128x!tile.ptr<f32>>
-  return
-}
