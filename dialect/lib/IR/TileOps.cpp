@@ -532,6 +532,8 @@ LogicalResult DotOp::verify() {
     return emitOpError() << "expected a and b of one element type, got "
                          << aType.getElementType() << " and " << bType.getElementType();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+  if (aType.getElementTypeBitWidth() == 8 && k < 32)
+    return emitOpError() << "expected K >= 32 for FP8 operands, got " << k;
   if (bType.getDimSize(0) != k)
     return emitOpError() << "expected b to have K = " << k << " rows (the columns of a), got "
                          << bType.getDimSize(0);
@@ -695,16 +697,19 @@ LogicalResult WarpGroupDotOp::verify() {
                          << accType;
   if (aBox.getRank() != 2 || bBox.getRank() != 2 || accType.getRank() != 2)
     return emitOpError() << "expected 2-D boxes and accumulator";
-  Type element = aBox.getElementType();
-  if (element != bBox.getElementType() || !(element.isBF16() || element.isF16()))
-    return emitOpError() << "expected bf16 or f16 boxes of one element type, got "
-                         << aBox.getElementType() << " and " << bBox.getElementType();
+  Type element = aBox.getElementType(), bElement = bBox.getElementType();
+  bool fp8 = llvm::isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
+             llvm::isa<Float8E4M3FNType, Float8E5M2Type>(bElement);
+  if (!fp8 && (element != bElement || !(element.isBF16() || element.isF16())))
+    return emitOpError() << "expected bf16 or f16 boxes of one element type, or FP8 boxes, got "
+                         << element << " and " << bElement;
   int64_t m = aBox.getDimSize(0), k = aBox.getDimSize(1), n = bBox.getDimSize(0);
   if (bBox.getDimSize(1) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
     return emitOpError() << "expected a [M, K] box, a [N, K] box and a [M, N] accumulator, got "
                          << aBox << ", " << bBox << " and " << accType;
-  if (k * 2 != 128)
-    return emitOpError() << "expected K = 64 (one 128-byte swizzle span per row), got " << k;
+  if (k * aBox.getElementTypeBitWidth() / 8 != 128)
+    return emitOpError() << "expected K = " << 1024 / aBox.getElementTypeBitWidth()
+                         << " (one 128-byte swizzle span per row), got " << k;
   unsigned warpgroups = getEncoding().getNumWarps() / 4;
   if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
     return emitOpError() << "expected M a multiple of " << 64 * warpgroups

@@ -121,45 +121,56 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   using TileAccelerateDotBase::TileAccelerateDotBase;
 
   void runOnOperation() override {
-    if (arch != "sm_90a")
-      return;
     func::FuncOp func = getOperation();
     auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
-    if (!threads || threads.getInt() % 128 != 0)
-      return;
-    unsigned warps = threads.getInt() / 32;
+    bool wgmma = arch == "sm_90a" && threads && threads.getInt() % 128 == 0;
     SmallVector<DotOp> dots;
     func.walk([&](DotOp dot) { dots.push_back(dot); });
     for (DotOp dot : dots)
-      accelerate(dot, warps);
+      if (!wgmma || !accelerate(dot, threads.getInt() / 32))
+        widenFP8(dot);
   }
 
-  void accelerate(DotOp dot, unsigned warps) {
+  /// mma.sync has no FP8 form here: FP8 operands become bf16, which holds every
+  /// e4m3 and e5m2 value exactly (the products and the f32 sums are unchanged).
+  void widenFP8(DotOp dot) {
+    OpBuilder b(dot);
+    for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
+      auto type = llvm::cast<RankedTensorType>(operand->get().getType());
+      if (type.getElementTypeBitWidth() != 8)
+        continue;
+      operand->set(arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()),
+                                         operand->get()));
+    }
+  }
+
+  bool accelerate(DotOp dot, unsigned warps) {
     auto loop = llvm::dyn_cast<scf::ForOp>(dot->getParentOp());
     if (!loop)
-      return;
+      return false;
     std::optional<RingOperands> operands = matchRingOperands(dot);
     if (!operands)
-      return;
+      return false;
     auto accType = dot.getAcc().getType();
     auto aType = dot.getA().getType();
     Type element = aType.getElementType();
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
-    if (!(element.isBF16() || element.isF16()) || accType.getEncoding() ||
-        !accType.getElementType().isF32() || k * 2 != 128 || m % (64 * (warps / 4)) != 0 ||
-        n % 8 != 0 || n > 256)
-      return;
+    bool fp8 = llvm::isa<Float8E4M3FNType, Float8E5M2Type>(element);
+    if (!(element.isBF16() || element.isF16() || fp8) || accType.getEncoding() ||
+        !accType.getElementType().isF32() || k * aType.getElementTypeBitWidth() / 8 != 128 ||
+        m % (64 * (warps / 4)) != 0 || n % 8 != 0 || n > 256)
+      return false;
     // The accumulator: an iteration argument that only this dot reads, and
     // the dot's result only yielded in its place.
     auto acc = llvm::dyn_cast<BlockArgument>(dot.getAcc());
     if (!acc || acc.getOwner() != loop.getBody() || !acc.hasOneUse() ||
         !dot->hasOneUse())
-      return;
+      return false;
     auto yield = llvm::cast<scf::YieldOp>(loop.getBody()->getTerminator());
     OpOperand &yielded = *dot->getUses().begin();
     unsigned index = acc.getArgNumber() - loop.getNumInductionVars();
     if (yielded.getOwner() != yield || yielded.getOperandNumber() != index)
-      return;
+      return false;
 
     MLIRContext *context = loop.getContext();
     auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
@@ -209,6 +220,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     result.replaceAllUsesExcept(blocked, done);
     sinkConversion(b, blocked);
     ++numAccelerated;
+    return true;
   }
 };
 } // namespace

@@ -1,13 +1,13 @@
 //===- WarpGroupDotOps.cpp - wgmma and layout conversions -------------------===//
 //
 // tile.warpgroup_dot -> wgmma.fence; per 64-row slab of the warpgroup and per
-// 16 columns of K one wgmma.mma_async.m64nNk16 on two shared-memory matrix
+// 32 bytes of K one wgmma.mma_async.m64nNk16 (k32 for FP8) on two shared-memory matrix
 // descriptors; wgmma.commit_group. The descriptors (PTX ISA, "matrix
 // descriptor") describe K-major boxes written by TMA with the 128-byte
 // swizzle: start address >> 4 in bits 0-13, leading byte offset 1 (unused for
 // swizzled K-major layouts), stride byte offset 1024 >> 4 (8 rows of 128
 // bytes) in bits 32-45, layout type 1 (128-byte swizzle) in bits 62-63; a K
-// step of 16 elements adds 32 bytes to the start address.
+// step adds 32 bytes to the start address.
 //
 // tile.warpgroup_dot_wait -> wgmma.wait_group.sync.aligned as inline PTX
 // whose operands are the accumulator registers ("+f"), so nothing reads them
@@ -65,19 +65,31 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
                                    LLVM::MulOp::create(rewriter, loc, warpgroup, c(64 * 128)));
     Value bDescriptor = createSwizzled128Descriptor(rewriter, loc, bAddress);
 
-    bool bf16 = aRing.getBlockType().getElementType().isBF16();
-    auto operandType = bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto wgmmaType = [](Type element) {
+      if (element.isBF16())
+        return NVVM::WGMMATypes::bf16;
+      if (element.isF16())
+        return NVVM::WGMMATypes::f16;
+      return llvm::isa<Float8E4M3FNType>(element) ? NVVM::WGMMATypes::e4m3
+                                                  : NVVM::WGMMATypes::e5m2;
+    };
+    auto aWgmmaType = wgmmaType(aRing.getBlockType().getElementType());
+    auto bWgmmaType = wgmmaType(bRing.getBlockType().getElementType());
+    int64_t elementBytes = aRing.getBlockType().getElementTypeBitWidth() / 8;
+    // One wgmma reads 32 bytes of K: k16 of 16-bit, k32 of FP8 elements.
+    int64_t kPerStep = 32 / elementBytes;
     Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
     int64_t regsPerSlab = layout.n / 2;
     Type slabType = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regsPerSlab, f32));
-    auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, 16);
+    auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, kPerStep);
     auto kStep = [&](Value descriptor, int64_t kk) -> Value {
       if (kk == 0)
         return descriptor;
-      // 16 elements of 2 bytes: 32 bytes, 2 in the start address field.
-      return LLVM::AddOp::create(rewriter, loc, descriptor,
-                                 LLVM::ConstantOp::create(rewriter, loc, i64,
-                                                          rewriter.getI64IntegerAttr(kk / 8)));
+      // The start address field counts 16 bytes.
+      return LLVM::AddOp::create(
+          rewriter, loc, descriptor,
+          LLVM::ConstantOp::create(rewriter, loc, i64,
+                                   rewriter.getI64IntegerAttr(kk * elementBytes / 16)));
     };
 
     SmallVector<Value> regs = unpackTile(rewriter, loc, adaptor.getAcc());
@@ -89,10 +101,10 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
       Value slabAddress = LLVM::AddOp::create(
           rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
       Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
-      for (int64_t kk = 0; kk < k; kk += 16)
+      for (int64_t kk = 0; kk < k; kk += kPerStep)
         slab = NVVM::WgmmaMmaAsyncOp::create(
             rewriter, loc, slabType, slab, kStep(aDescriptor, kk), kStep(bDescriptor, kk), shape,
-            operandType, operandType, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            aWgmmaType, bWgmmaType, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
             NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
             NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
       llvm::append_range(results, unpackTile(rewriter, loc, slab));

@@ -622,19 +622,21 @@ class Semantic:
             if not t.type.is_block() or len(t.shape) != 2:
                 raise SemanticError(f"dot: {name} must be a 2-D tile, got "
                                     f"{list(t.shape) if t.type.is_block() else t.dtype}")
-            if t.dtype not in (kl.float16, kl.bfloat16):
-                raise SemanticError(f"dot: {name} must be float16 or bfloat16, got {t.dtype} "
-                                    f"(convert with .to(kl.bfloat16))")
+            if t.dtype not in (kl.float16, kl.bfloat16, kl.float8e4m3, kl.float8e5m2):
+                raise SemanticError(f"dot: {name} must be float16, bfloat16 or FP8 (float8e4m3, "
+                                    f"float8e5m2), got {t.dtype} (convert with "
+                                    f".to(kl.bfloat16))")
         if a.dtype != b.dtype:
             raise SemanticError(f"dot: a and b must have one dtype, got {a.dtype} and {b.dtype}")
         (m, k), (kb, n) = a.shape, b.shape
         if k != kb:
             raise SemanticError(f"dot: a is {m}x{k} and b is {kb}x{n}: the columns of a must "
                                 f"equal the rows of b")
-        for name, size, least in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
+        k_least = 32 if a.dtype.is_fp8() else 16
+        for name, size, least in (("M", m, 16), ("N", n, 8), ("K", k, k_least)):
             if size < least:
                 raise SemanticError(f"dot: {name} = {size} is below the tensor-core minimum "
-                                    f"{least} (M >= 16, N >= 8, K >= 16)")
+                                    f"{least} (M >= 16, N >= 8, K >= {k_least})")
         ty = block_type(kl.float32, (m, n))
         if acc is None:
             c = self.full([m, n], 0.0, kl.float32)

@@ -404,7 +404,8 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     (`a` and `b` whole, at least one 16-row slab of the accumulator); the
     lowering reports when they do not.
   }];
-  let arguments = (ins RankedTensorOf<[F16, BF16]>:$a, RankedTensorOf<[F16, BF16]>:$b,
+  let arguments = (ins RankedTensorOf<[F16, BF16, F8E4M3FN, F8E5M2]>:$a,
+                       RankedTensorOf<[F16, BF16, F8E4M3FN, F8E5M2]>:$b,
                        RankedTensorOf<[F32]>:$acc);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
@@ -671,11 +672,13 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     ```
     `d = a * transpose(b) + acc` with `a` the [M, K] box of slot `sa` and `b`
     the [N, K] box of slot `sb`, both K-major with the 128-byte TMA swizzle
-    (K * element size = 128 bytes). Created by `kiln-tile-accelerate-dot`
+    (K * element size = 128 bytes: K = 64 for bf16/f16, 128 for FP8 e4m3/e5m2,
+    which may be mixed). Created by `kiln-tile-accelerate-dot`
     (sm_90a) from a `tile.dot` of ring loads in a pipelined loop. Lowers to
     `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row slab of the
-    warpgroup and 16 columns of K (shared-memory descriptors: 128-byte swizzle,
-    stride 1024 bytes per 8 rows, K steps of 32 bytes), `wgmma.commit_group`.
+    warpgroup and 32 bytes of K (k16 for 16-bit, k32 for FP8; shared-memory
+    descriptors: 128-byte swizzle, stride 1024 bytes per 8 rows),
+    `wgmma.commit_group`.
     The result is not ready until a `tile.warpgroup_dot_wait` covers it.
   }];
   let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot,

@@ -120,10 +120,11 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     loop. The loop's result is converted back to the blocked layout
     (`tile.convert_layout`) after elementwise ops that narrow it and not at all
     for `tile.desc_store`, which stores any layout. Applies when both boxes are
-    bf16/f16 with K = 64 (128-byte rows) loaded through descriptors with the
-    128-byte swizzle, M is a multiple of 64 per warpgroup, N a multiple of 8
-    up to 256, and the ring loads have no other users; other dots keep
-    `mma.sync`.
+    bf16/f16 with K = 64 or FP8 with K = 128 (128-byte rows) loaded through
+    descriptors with the 128-byte swizzle, M is a multiple of 64 per
+    warpgroup, N a multiple of 8 up to 256, and the ring loads have no other
+    users; other dots keep `mma.sync`, and their FP8 operands are widened to
+    bf16 (`arith.extf`, exact) on every arch.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
