@@ -594,7 +594,7 @@ func.func @dot_k_not_pow2(%a: tensor<16x48xbf16>, %b: tensor<48x16xbf16>, %c: te
 // -----
 
 func.func @dot_f32_operands(%a: tensor<16x16xf32>, %b: tensor<16x16xf32>, %c: tensor<16x16xf32>) {
-  // expected-error @+1 {{'tile.dot' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{'tile.dot' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or f8E4M3FN type or f8E5M2 type values}}
   %0 = tile.dot %a, %b, %c : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
   return
 }
