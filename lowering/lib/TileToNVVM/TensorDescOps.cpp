@@ -80,14 +80,6 @@ void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
   LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
 }
 
-/// The i1 "this thread issues the copy": one elected lane of warp 0.
-Value createIssuer(OpBuilder &b, Location loc) {
-  Value elected = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
-  Value warp0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
-                                     createI32Constant(b, loc, 32));
-  return LLVM::AndOp::create(b, loc, elected, warp0);
-}
-
 /// TMA's coordinates: innermost dimension first.
 SmallVector<Value> tmaCoordinates(ValueRange indices) {
   return SmallVector<Value>(llvm::reverse(indices));

@@ -163,6 +163,13 @@ Value kiln::createThreadId(OpBuilder &b, Location loc) {
   return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
 }
 
+Value kiln::createIssuer(OpBuilder &b, Location loc) {
+  Value elected = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
+  Value warp0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
+                                     createI32Constant(b, loc, 32));
+  return LLVM::AndOp::create(b, loc, elected, warp0);
+}
+
 /// The shuffle with the lane operand made by `makeLaneArg` (after the member
 /// mask, so that a constant lane argument sits between the mask and the clamp).
 static Value createShuffleImpl(OpBuilder &b, Location loc, Value value,
