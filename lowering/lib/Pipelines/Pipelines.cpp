@@ -29,7 +29,9 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
-  pm.addPass(createConvertTileToNVVM());
+  ConvertTileToNVVMOptions nvvmOptions;
+  nvvmOptions.arch = options.arch;
+  pm.addPass(createConvertTileToNVVM(nvvmOptions));
   pm.addPass(createAllocateSharedMemory());
   pm.addPass(createSCFToControlFlowPass());
   // scf-to-cf compares and increments loop counters with arith ops.

@@ -103,6 +103,11 @@ mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> o
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,
                             mlir::Value base, mlir::Value slot);
 
+/// The mbarrier `index` (i32) of the array of 8-byte mbarriers at `base`
+/// (`!llvm.ptr<3>`).
+mlir::Value mbarrierAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                            mlir::Value index);
+
 /// Fails (with an error at the op) when the shared-memory buffers of a
 /// tile.dot do not fit in the 48 KiB of static shared memory.
 mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);
