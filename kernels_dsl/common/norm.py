@@ -22,16 +22,27 @@ import kiln.language as kl
 RMSNORM_WARPS = 4
 
 
+#: Load the weight before the row (its latency hidden under the row's and the reduction's)
+#: instead of after the reduction; swept by bench/kimi_k3/run.py --sweep.
+RMSNORM_W_FIRST = False
+
+
 @kiln.jit(num_warps=4)
-def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: kl.constexpr):
+def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: kl.constexpr,
+                   W_FIRST: kl.constexpr = False):
     row = kl.program_id(0)
     cols = kl.arange(0, BLOCK)
     mask = cols < D
-    x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(kl.float32)
-    mean_sq = kl.sum(x * x, axis=0) / D
-    rstd = kl.rsqrt(mean_sq + eps)
-    w = kl.load(w_ptr + cols, mask=mask, other=0.0).to(kl.float32)
-    kl.store(out_ptr + row * out_stride + cols, x * rstd * w, mask=mask)
+    if W_FIRST:
+        w = kl.load(w_ptr + cols, mask=mask, other=0.0)
+        x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(kl.float32)
+        rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
+        kl.store(out_ptr + row * out_stride + cols, x * rstd * w.to(kl.float32), mask=mask)
+    else:
+        x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(kl.float32)
+        rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
+        w = kl.load(w_ptr + cols, mask=mask, other=0.0).to(kl.float32)
+        kl.store(out_ptr + row * out_stride + cols, x * rstd * w, mask=mask)
 
 
 @kiln.jit(num_warps=8)
@@ -78,7 +89,7 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None) -
     if t == 0 or d == 0:
         return out
     rmsnorm_kernel[(t,)](x, weight, out, d, x.stride(0), out.stride(0), float(eps),
-                         BLOCK=_next_pow2(d), num_warps=RMSNORM_WARPS)
+                         BLOCK=_next_pow2(d), W_FIRST=RMSNORM_W_FIRST, num_warps=RMSNORM_WARPS)
     return out
 
 

@@ -11,8 +11,9 @@
 3. patchify: patches row-major over the (out_h/14, out_w/14) grid, each flattened in
    (channel, row, col) order; stored as bf16.
 
-The kernel is 1-D over the output elements (BLOCK per program, stores contiguous); each element
-gathers its four source pixels (uint8 loads through tiles of pointers). The images may be
+The grid is (BLOCK-element blocks of a patch row, patch row, image): a program's stores are
+contiguous and every index division is by a constant; each element gathers its four source
+pixels (uint8 loads through tiles of pointers). The images may be
 strided in any dimension. out_h and out_w must be multiples of the patch size.
 """
 
@@ -32,19 +33,18 @@ INV_255 = 1.0 / 255.0
 
 
 @kiln.jit(num_warps=4)
-def image_preprocess_kernel(img_ptr, out_ptr, total, H, W, s_n, s_h, s_w, s_c, per_image, PW,
+def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_image, row_elems,
                             scale_h, scale_w, mean0, mean1, mean2, rstd0, rstd1, rstd2,
                             PATCH: kl.constexpr, BLOCK: kl.constexpr):
+    # Grid (blocks of a patch row, patch row, image): every division is by a constant.
     e = kl.program_id(0) * BLOCK + kl.arange(0, BLOCK)
-    mask = e < total
-    n = e // per_image
-    rem = e % per_image
-    p = rem // (3 * PATCH * PATCH)
-    o = rem % (3 * PATCH * PATCH)
+    mask = e < row_elems
+    px = e // (3 * PATCH * PATCH)
+    o = e % (3 * PATCH * PATCH)
     c = o // (PATCH * PATCH)
     q = o % (PATCH * PATCH)
-    y = (p // PW) * PATCH + q // PATCH
-    x = (p % PW) * PATCH + q % PATCH
+    y = kl.program_id(1) * PATCH + q // PATCH
+    x = px * PATCH + q % PATCH
     sy = kl.maximum((y.to(kl.float32) + 0.5) * scale_h - 0.5, 0.0)
     sx = kl.maximum((x.to(kl.float32) + 0.5) * scale_w - 0.5, 0.0)
     y0 = sy.to(kl.int32)
@@ -53,7 +53,7 @@ def image_preprocess_kernel(img_ptr, out_ptr, total, H, W, s_n, s_h, s_w, s_c, p
     lx = sx - x0.to(kl.float32)
     y1 = kl.where(y0 < H - 1, y0 + 1, y0)
     x1 = kl.where(x0 < W - 1, x0 + 1, x0)
-    base = img_ptr + n * s_n + c * s_c
+    base = img_ptr + kl.program_id(2) * s_n + c * s_c
     r0 = base + y0 * s_h
     r1 = base + y1 * s_h
     c0 = x0 * s_w
@@ -66,21 +66,25 @@ def image_preprocess_kernel(img_ptr, out_ptr, total, H, W, s_n, s_h, s_w, s_c, p
     v = (1.0 - ly) * (hx * p00 + lx * p01) + ly * (hx * p10 + lx * p11)
     mean = kl.where(c == 0, mean0, kl.where(c == 1, mean1, mean2))
     rstd = kl.where(c == 0, rstd0, kl.where(c == 1, rstd1, rstd2))
-    kl.store(out_ptr + e, ((v * INV_255 - mean) * rstd).to(kl.bfloat16), mask=mask)
+    out = out_ptr + kl.program_id(2) * per_image + kl.program_id(1) * row_elems
+    kl.store(out + e, ((v * INV_255 - mean) * rstd).to(kl.bfloat16), mask=mask)
 
 
 BLOCK, NUM_WARPS, PATCH = 2048, 4, 14
 
-_SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "total": "i32", "H": "i32", "W": "i32",
-        "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image": "i32", "PW": "i32",
+_SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32",
+        "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image": "i32",
+        "row_elems": "i32",
         "scale_h": "f32", "scale_w": "f32", "mean0": "f32", "mean1": "f32", "mean2": "f32",
         "rstd0": "f32", "rstd1": "f32", "rstd2": "f32"}
 
 AOT_SPECIALIZATIONS = [
-    # Contiguous HWC images (s_w = 3, s_c = 1: no divisibility on those), total % 16 == 0.
+    # Contiguous HWC images (s_w = 3, s_c = 1: no divisibility on those); a patch row is a
+    # multiple of 3 * 14 * 14 = 4 * 147 elements (8-byte bf16 vectors).
     Spec(image_preprocess_kernel, name="image_preprocess", signature=_SIG,
          constexprs={"PATCH": PATCH, "BLOCK": BLOCK},
-         divisibility=["img_ptr", "out_ptr", "total"], num_warps=NUM_WARPS),
+         divisibility={"img_ptr": 16, "out_ptr": 16, "per_image": 4, "row_elems": 4},
+         num_warps=NUM_WARPS),
 ]
 
 
@@ -125,10 +129,14 @@ def image_preprocess(images: Any, out_h: int, out_w: int,
     if n > 0:
         L.check_int32_extent(op, "the largest image offset",
                              sum((d - 1) * s for d, s in zip(L.shape(images), st)) + 1)
-    args = (images, out, total, h, w, st[0], st[1], st[2], st[3], per_image, pw,
+    if n > 65535:
+        raise ValueError(f"{op}: at most 65535 images per launch (the grid's z), got {n}")
+    row_elems = pw * 3 * patch * patch
+    args = (images, out, h, w, st[0], st[1], st[2], st[3], per_image, row_elems,
             float(h) / float(out_h), float(w) / float(out_w),
             float(mean[0]), float(mean[1]), float(mean[2]),
             1.0 / float(std[0]), 1.0 / float(std[1]), 1.0 / float(std[2]))
-    L.launch(image_preprocess_kernel, "image_preprocess", ((total + BLOCK - 1) // BLOCK,), args,
-             {"PATCH": patch, "BLOCK": BLOCK}, NUM_WARPS)
+    L.launch(image_preprocess_kernel, "image_preprocess",
+             ((row_elems + BLOCK - 1) // BLOCK, ph, n), args, {"PATCH": patch, "BLOCK": BLOCK},
+             NUM_WARPS)
     return out

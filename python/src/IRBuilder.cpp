@@ -316,6 +316,45 @@ public:
       invalid("broadcast of a scalar (use splat)");
     return tile::BroadcastOp::create(builder, loc, tensorType(shape, type.getElementType()), src);
   }
+  /// Result dimension k is source dimension order[k].
+  Value trans(Value src, const std::vector<int64_t> &order) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type || type.getRank() < 2)
+      invalid("trans needs a tile of rank >= 2");
+    std::vector<bool> seen(type.getRank(), false);
+    if (order.size() != seen.size())
+      invalid("trans: the order needs one entry per dimension");
+    for (int64_t d : order) {
+      if (d < 0 || d >= type.getRank() || seen[d])
+        invalid("trans: the order is not a permutation of the dimensions");
+      seen[d] = true;
+    }
+    return tile::TransOp::create(builder, loc, src, order);
+  }
+  /// The same elements in row-major order, in another shape.
+  Value reshape(Value src, const std::vector<int64_t> &shape) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type)
+      invalid("reshape of a scalar (use splat)");
+    auto result = llvm::dyn_cast<RankedTensorType>(tensorType(shape, type.getElementType()));
+    if (!result || result.getNumElements() != type.getNumElements())
+      invalid("reshape must keep the number of elements, into a tile");
+    return tile::ReshapeOp::create(builder, loc, result, src);
+  }
+  /// result[..., 0] = lhs, result[..., 1] = rhs.
+  Value join(Value lhs, Value rhs) {
+    if (!llvm::isa<RankedTensorType>(lhs.getType()) || lhs.getType() != rhs.getType())
+      invalid("join takes two tiles of one type");
+    return tile::JoinOp::create(builder, loc, lhs, rhs);
+  }
+  /// (src[..., 0], src[..., 1]).
+  std::pair<Value, Value> split(Value src) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type || type.getRank() < 2 || type.getShape().back() != 2)
+      invalid("split needs a tile of rank >= 2 whose last dimension is 2");
+    auto op = tile::SplitOp::create(builder, loc, src);
+    return {op.getLhs(), op.getRhs()};
+  }
   Value addptr(Value ptr, Value offset) {
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())) || !isIntLike(offset.getType()))
       invalid("addptr takes pointers and integer offsets");
@@ -875,6 +914,10 @@ void populateIRBuilder(py::module_ &m) {
       .def("splat", &Builder::splat)
       .def("expand_dims", &Builder::expandDims)
       .def("broadcast", &Builder::broadcast)
+      .def("trans", &Builder::trans)
+      .def("reshape", &Builder::reshape)
+      .def("join", &Builder::join)
+      .def("split", &Builder::split)
       .def("addptr", &Builder::addptr)
       .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "")

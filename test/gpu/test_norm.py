@@ -23,9 +23,11 @@ def close(out, ref):
     torch.testing.assert_close(out.float(), ref.float(), rtol=2.0**-7, atol=1e-5)
 
 
+@pytest.mark.parametrize("w_first", [False, True])
 @pytest.mark.parametrize("t,d", [(1, 7168), (37, 7168), (256, 3584), (5, 100), (3, 8192),
                                  (64, 1)])
-def test_rmsnorm(t, d):
+def test_rmsnorm(t, d, w_first, monkeypatch):
+    monkeypatch.setattr(norm, "RMSNORM_W_FIRST", w_first)
     x = torch.randn(t, d, device="cuda").bfloat16()
     w = (torch.rand(d, device="cuda") + 0.5).bfloat16()
     out = torch.full_like(x, float("nan"))

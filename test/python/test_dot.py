@@ -172,3 +172,44 @@ def test_dot_errors_at_their_line(case, message):
     with pytest.raises(CompilationError, match=message) as info:
         bad_dot.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
     assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402
+
+
+def _gemm_tma(arch, bm, bn, stages, warps):
+    sig = {"a_desc": f"tensordesc<bf16,{bm}x64,sw128>",
+           "b_desc": f"tensordesc<bf16,{bn}x64,sw128>",
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+    return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=64, GROUP_M=8, STAGES=stages),
+                                   num_warps=warps, arch=arch, upto="cubin")
+
+
+@pytest.mark.parametrize("bm,bn,stages,warps", [(128, 256, 3, 8), (256, 128, 3, 8),
+                                                (128, 128, 4, 4), (64, 128, 4, 4)])
+def test_gemm_tma_runs_on_wgmma_on_sm90a(bm, bn, stages, warps):
+    # kiln-tile-accelerate-dot: operands read from the ring slots by wgmma (4 k16 steps
+    # of a 64-wide K box per 64-row slab of a warpgroup), the accumulator in registers
+    # (no spills), one wgmma group in flight in the loop, dynamic shared memory for the
+    # rings and the output box.
+    ck = _gemm_tma("sm_90a", bm, bn, stages, warps)
+    ptx = ck.asm["ptx"]
+    slabs = bm // 64 // (warps // 4)
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.bf16.bf16") == 4 * slabs
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert ".extern .shared .align 1024 .b8 __kiln_dynamic_smem[];" in ptx
+    box_bytes = (bm + bn) * 64 * 2
+    assert ck.meta["shared_bytes"] >= stages * box_bytes + bm * bn * 2
+    target = ck.meta["targets"]["sm_90a"]
+    assert target["spill_store_bytes"] == 0 and "wgmma" in target["features"]
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_gemm_tma_assembles_without_wgmma(arch):
+    # wgmma is sm_90a only: the same kernel keeps tile.dot (mma.sync) on Blackwell and
+    # reads the swizzled boxes into registers.
+    ck = _gemm_tma(arch, 64, 64, 2, 4)
+    assert ck.cubin and "wgmma" not in ck.asm["ptx"] and "mma.sync.aligned.m16n8k16" in ck.asm["ptx"]

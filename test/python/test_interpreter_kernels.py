@@ -239,13 +239,13 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
     patch, block = image.PATCH, image.BLOCK
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
-    total = n * per_image
     out = nan_bf16((n, ph * pw, 3 * patch * patch))
     mean, std = image.CLIP_MEAN, image.CLIP_STD
     st = elem_strides(images)
     # the wrapper's arguments (fp32 scalars: in / out ratios and 1 / std)
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(total, block),), images, out, total, h,
-              w, st[0], st[1], st[2], st[3], per_image, pw, float(h) / out_h,
+    row_elems = pw * 3 * patch * patch
+    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, out,
+              h, w, st[0], st[1], st[2], st[3], per_image, row_elems, float(h) / out_h,
               float(w) / out_w, *[float(m) for m in mean], *[1.0 / float(s) for s in std],
               PATCH=patch, BLOCK=block)
     expected = ref_image_preprocess(images, out_h, out_w, mean, std, patch)
@@ -262,8 +262,9 @@ def _rows(rng, t, d, pad):
     return buf[:, :d]
 
 
+@pytest.mark.parametrize("w_first", [False, True])
 @pytest.mark.parametrize("d", [100, 64])
-def test_rmsnorm(d):
+def test_rmsnorm(d, w_first):
     rng = np.random.default_rng(d)
     t, eps = 5, 1e-6
     x = _rows(rng, t, d, 28)            # row stride d + 28
@@ -273,7 +274,7 @@ def test_rmsnorm(d):
     out_buf = nan_bf16((t, d + 4))      # row stride d + 4
     out = out_buf[:, :d]
     interpret(norm.rmsnorm_kernel, (t,), x, w, out, d, d + 28, d + 4, eps,
-              BLOCK=norm._next_pow2(d))
+              BLOCK=norm._next_pow2(d), W_FIRST=w_first)
     x64 = x.astype(np.float64)
     expected = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + eps) \
         * w.astype(np.float64)

@@ -176,6 +176,202 @@ void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCo
 }
 
 //===----------------------------------------------------------------------===//
+// TransOp
+//===----------------------------------------------------------------------===//
+
+/// The shape of `src` with its dimensions in `order` (result dim k = src dim order[k]).
+static RankedTensorType getTransposedType(RankedTensorType src, ArrayRef<int64_t> order) {
+  SmallVector<int64_t> shape;
+  for (int64_t d : order)
+    shape.push_back(src.getDimSize(d));
+  return src.clone(shape);
+}
+
+void TransOp::build(OpBuilder &builder, OperationState &state, Value src,
+                    ArrayRef<int64_t> order) {
+  auto type = llvm::cast<RankedTensorType>(src.getType());
+  build(builder, state, getTransposedType(type, order), src,
+        builder.getDenseI64ArrayAttr(order));
+}
+
+LogicalResult TransOp::verify() {
+  auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
+  auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
+  int64_t rank = srcType.getRank();
+  ArrayRef<int64_t> order = getOrder();
+  if (rank < 2)
+    return emitOpError() << "expected a tile of rank >= 2, got " << srcType;
+  if (static_cast<int64_t>(order.size()) != rank)
+    return emitOpError() << "expected an order of " << rank << " dimensions (the rank), got "
+                         << order.size();
+  SmallVector<bool> seen(rank, false);
+  for (int64_t d : order) {
+    if (d < 0 || d >= rank)
+      return emitOpError() << "expected order entries in [0, " << rank << "), got " << d;
+    if (seen[d])
+      return emitOpError() << "expected a permutation, got dimension " << d << " twice";
+    seen[d] = true;
+  }
+  RankedTensorType expected = getTransposedType(srcType, order);
+  if (resultType != expected)
+    return emitOpError() << "expected result type " << expected << ", got " << resultType;
+  return success();
+}
+
+static bool isIdentityOrder(ArrayRef<int64_t> order) {
+  for (auto [k, d] : llvm::enumerate(order))
+    if (d != static_cast<int64_t>(k))
+      return false;
+  return true;
+}
+
+OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
+  if (isIdentityOrder(getOrder()))
+    return getSrc();
+  if (auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  // trans(trans(x)): result dim k is the inner result's dim order[k], which is
+  // x's dim innerOrder[order[k]].
+  if (auto inner = getSrc().getDefiningOp<TransOp>()) {
+    ArrayRef<int64_t> innerOrder = inner.getOrder();
+    SmallVector<int64_t> composed;
+    for (int64_t d : getOrder())
+      composed.push_back(innerOrder[d]);
+    if (isIdentityOrder(composed))
+      return inner.getSrc();
+    setOrder(composed);
+    getSrcMutable().assign(inner.getSrc());
+    return getResult();
+  }
+  return {};
+}
+
+namespace {
+/// trans(splat(x)) -> splat(x).
+struct TransSplat : OpRewritePattern<TransOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "source is not a splat");
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void TransOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<TransSplat>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
+  auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
+  if (srcType.getElementType() != resultType.getElementType())
+    return emitOpError() << "expected the element type to be kept, got "
+                         << srcType.getElementType() << " -> " << resultType.getElementType();
+  if (srcType.getNumElements() != resultType.getNumElements())
+    return emitOpError() << "expected " << srcType.getNumElements()
+                         << " elements (as the source), got " << resultType.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  // reshape(reshape(x)) -> reshape(x) (x itself where the types match).
+  if (auto inner = getSrc().getDefiningOp<ReshapeOp>()) {
+    if (inner.getSrc().getType() == getType())
+      return inner.getSrc();
+    getSrcMutable().assign(inner.getSrc());
+    return getResult();
+  }
+  return {};
+}
+
+namespace {
+/// reshape(splat(x)) -> splat(x).
+struct ReshapeSplat : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "source is not a splat");
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<ReshapeSplat>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// JoinOp / SplitOp
+//===----------------------------------------------------------------------===//
+
+/// `type` with a trailing dimension of 2.
+static RankedTensorType getJoinedType(RankedTensorType type) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape.push_back(2);
+  return type.clone(shape);
+}
+
+void JoinOp::build(OpBuilder &builder, OperationState &state, Value lhs, Value rhs) {
+  build(builder, state, getJoinedType(llvm::cast<RankedTensorType>(lhs.getType())), lhs, rhs);
+}
+
+LogicalResult JoinOp::verify() {
+  auto expected = getJoinedType(llvm::cast<RankedTensorType>(getLhs().getType()));
+  if (getType() != expected)
+    return emitOpError() << "expected result type " << expected << ", got " << getType();
+  return success();
+}
+
+OpFoldResult JoinOp::fold(FoldAdaptor) {
+  // join(split(x)) -> x.
+  auto split = getLhs().getDefiningOp<SplitOp>();
+  if (split && getLhs() == split.getLhs() && getRhs() == split.getRhs())
+    return split.getSrc();
+  return {};
+}
+
+void SplitOp::build(OpBuilder &builder, OperationState &state, Value src) {
+  auto type = llvm::cast<RankedTensorType>(src.getType());
+  auto half = type.clone(type.getShape().drop_back());
+  build(builder, state, half, half, src);
+}
+
+LogicalResult SplitOp::verify() {
+  auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
+  if (srcType.getRank() < 2 || srcType.getShape().back() != 2)
+    return emitOpError() << "expected a tile of rank >= 2 whose last dimension is 2, got "
+                         << srcType;
+  auto expected = srcType.clone(srcType.getShape().drop_back());
+  if (getLhs().getType() != expected)
+    return emitOpError() << "expected result type " << expected << ", got "
+                         << getLhs().getType();
+  return success();
+}
+
+LogicalResult SplitOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results) {
+  // split(join(a, b)) -> a, b.
+  auto join = getSrc().getDefiningOp<JoinOp>();
+  if (!join)
+    return failure();
+  results.push_back(join.getLhs());
+  results.push_back(join.getRhs());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ReduceOp
 //===----------------------------------------------------------------------===//
 

@@ -41,19 +41,16 @@ bool isSwizzled128(Value ring) {
 /// a ring slot [N, K], each used only there.
 struct RingOperands {
   RingWaitLoadOp a, b;
-  Operation *bTrans; // TODO(trans): tile.trans lands with the shape-op branch
+  TransOp bTrans;
 };
 
 std::optional<RingOperands> matchRingOperands(DotOp dot) {
   RingOperands ops;
   ops.a = dot.getA().getDefiningOp<RingWaitLoadOp>();
-  ops.bTrans = dot.getB().getDefiningOp();
-  if (!ops.a || !ops.bTrans || ops.bTrans->getName().getStringRef() != "tile.trans")
+  ops.bTrans = dot.getB().getDefiningOp<TransOp>();
+  if (!ops.a || !ops.bTrans || ops.bTrans.getOrder() != ArrayRef<int64_t>{1, 0})
     return std::nullopt;
-  auto order = ops.bTrans->getAttrOfType<DenseI64ArrayAttr>("order");
-  if (!order || order.asArrayRef() != ArrayRef<int64_t>{1, 0})
-    return std::nullopt;
-  ops.b = ops.bTrans->getOperand(0).getDefiningOp<RingWaitLoadOp>();
+  ops.b = ops.bTrans.getSrc().getDefiningOp<RingWaitLoadOp>();
   if (!ops.b || !ops.a->hasOneUse() || !ops.b->hasOneUse() || !ops.bTrans->hasOneUse())
     return std::nullopt;
   if (!isSwizzled128(ops.a.getRing()) || !isSwizzled128(ops.b.getRing()))

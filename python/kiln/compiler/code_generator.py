@@ -2,7 +2,7 @@
 
 Supported Python: assignments (names and tuples), augmented assignments,
 expressions (arithmetic, comparisons, unary operators, calls, attributes,
-``x[:, None]`` indexing, conditional expressions on constexprs), ``if`` on
+``x[:, None]`` indexing, ``x.T``, conditional expressions on constexprs), ``if`` on
 constexpr conditions (resolved here, at compile time), ``assert`` on
 constexprs, ``pass``, ``return`` (in inlined callees: one value), calls to
 ``kiln.language`` builtins, to tensor methods (``x.to(dtype)``) and to other
@@ -522,6 +522,8 @@ class CodeGenerator(ast.NodeVisitor):
                 return _BoundMethod(base, attr)
             if attr in ("dtype", "shape", "numel", "type"):
                 return constexpr(getattr(base, attr))
+            if attr == "T":
+                return self.semantic.transpose_attr(base)
             raise self.error(node, f"tiles have no attribute '{attr}'")
         obj = base.value if isinstance(base, constexpr) else base
         if attr.startswith("_"):

@@ -45,6 +45,10 @@ class SemanticError(Exception):
     generator turns it into a CompilationError at the current node."""
 
 
+def _value(x: Any) -> Any:
+    return x.value if isinstance(x, constexpr) else x
+
+
 def _is_pow2(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
@@ -272,6 +276,130 @@ class Semantic:
                 raise SemanticError("tiles can only be indexed with ':' and None "
                                     "(element indexing is not supported)")
         return x
+
+    # ------------------------------------------------------------------
+    # Permuting dimensions
+    # ------------------------------------------------------------------
+    @staticmethod
+    def _tile(what: str, x: Any) -> tensor:
+        if not isinstance(x, tensor) or not x.type.is_block():
+            got = f"a scalar {x.dtype}" if isinstance(x, tensor) else \
+                f"{type(_value(x)).__name__} {_value(x)!r}"
+            raise SemanticError(f"{what} needs a tile, got {got}")
+        return x
+
+    @staticmethod
+    def _permutation(what: str, x: tensor, dims: Any) -> List[int]:
+        """``dims`` (ints, or one tuple of them) checked as a permutation of the
+        dimensions of ``x``; negative entries count from the end."""
+        dims = _value(dims)
+        if not isinstance(dims, (tuple, list)):
+            dims = (dims,)
+        if len(dims) == 1 and isinstance(_value(dims[0]), (tuple, list)):
+            dims = _value(dims[0])
+        order = []
+        for d in dims:
+            d = _value(d)
+            if isinstance(d, tensor):
+                raise SemanticError(f"{what}: dims must be constexpr ints, got a runtime value")
+            if not isinstance(d, int) or isinstance(d, bool):
+                raise SemanticError(f"{what}: dims must be ints, got {d!r}")
+            order.append(d)
+        rank = len(x.shape)
+        if len(order) != rank:
+            raise SemanticError(f"{what}: a tile of rank {rank} needs {rank} dims, got "
+                                f"{len(order)} {tuple(order)}")
+        normalized = [d + rank if d < 0 else d for d in order]
+        if sorted(normalized) != list(range(rank)):
+            raise SemanticError(f"{what}: dims {tuple(order)} are not a permutation of "
+                                f"{tuple(range(rank))}")
+        return normalized
+
+    def permute(self, x: Any, dims: Any, what: str = "permute") -> tensor:
+        """Dimension ``k`` of the result is dimension ``dims[k]`` of ``x`` (``tile.trans``;
+        the identity permutation is ``x`` itself)."""
+        x = self._tile(what, self.to_tensor(x) if self.is_literal(x) else x)
+        order = self._permutation(what, x, dims)
+        if order == list(range(len(order))):
+            return x
+        shape = [x.shape[d] for d in order]
+        return tensor(self.builder.trans(x.handle, order), block_type(x.dtype, shape))
+
+    def trans(self, x: Any, dims: Any = (), what: str = "trans") -> tensor:
+        """``permute``; without dims, the transpose of a 2-D tile (as Triton's ``tl.trans``)."""
+        x = self._tile(what, self.to_tensor(x) if self.is_literal(x) else x)
+        dims = _value(dims)
+        if isinstance(dims, (tuple, list)) and len(dims) == 0:
+            rank = len(x.shape)
+            if rank != 2:
+                example = ", ".join(str(d) for d in reversed(range(rank)))
+                raise SemanticError(f"{what} without dims transposes a 2-D tile, got rank {rank} "
+                                    f"(pass the new order of the dimensions, e.g. "
+                                    f"kl.trans(x, {example}))")
+            dims = (1, 0)
+        return self.permute(x, dims, what)
+
+    def transpose_attr(self, x: tensor) -> tensor:
+        """``x.T``: the transpose of a 2-D tile."""
+        x = self._tile("x.T", x)
+        if len(x.shape) != 2:
+            raise SemanticError(f"x.T transposes a 2-D tile, got rank {len(x.shape)} (use "
+                                f"kl.permute(x, dims) for other ranks)")
+        return self.permute(x, (1, 0), "x.T")
+
+    # ------------------------------------------------------------------
+    # Reshaping, joining and splitting
+    # ------------------------------------------------------------------
+    def reshape(self, x: Any, shape: Sequence[int], what: str = "reshape") -> tensor:
+        """The elements of ``x`` in row-major order, in ``shape`` (``tile.reshape``)."""
+        shape = list(shape)
+        if not builtins.all(_is_pow2(d) for d in shape):
+            raise SemanticError(f"{what}: tile dimensions must be powers of two, got {shape}")
+        x = self.to_tensor(x)
+        numel = 1
+        for d in shape:
+            numel *= d
+        if not x.type.is_block():
+            if numel != 1:
+                raise SemanticError(f"{what}: cannot reshape a scalar to {shape} ({numel} "
+                                    f"elements)")
+            return self.broadcast_to(x, tuple(shape)) if shape else x
+        if not shape:
+            raise SemanticError(f"{what}: cannot reshape a tile of shape {list(x.shape)} to a "
+                                f"scalar")
+        if numel != x.numel:
+            raise SemanticError(f"{what}: cannot reshape a tile of shape {list(x.shape)} "
+                                f"({x.numel} elements) to {shape} ({numel} elements)")
+        if tuple(shape) == x.shape:
+            return x
+        return tensor(self.builder.reshape(x.handle, shape), block_type(x.dtype, shape))
+
+    def join(self, a: Any, b: Any) -> tensor:
+        """``result[..., 0] = a``, ``result[..., 1] = b`` (``tile.join``): ``a`` and ``b``
+        broadcast to one shape and have one dtype; two scalars give a tile of 2."""
+        a, b = self.operand_types(a, b)
+        if a.dtype != b.dtype:
+            raise SemanticError(f"join: a and b must have one dtype, got {a.dtype} and "
+                                f"{b.dtype} (convert one with .to())")
+        shape = self.broadcast_shapes(a.shape, b.shape)
+        if not shape:
+            joined = self.join(self.broadcast_to(a, (1,)), self.broadcast_to(b, (1,)))
+            return self.reshape(joined, [2], "join")
+        a, b = self.broadcast_to(a, shape), self.broadcast_to(b, shape)
+        return tensor(self.builder.join(a.handle, b.handle),
+                      block_type(a.dtype, tuple(shape) + (2,)))
+
+    def split(self, x: Any) -> Tuple[tensor, tensor]:
+        """``(x[..., 0], x[..., 1])`` of a tile whose last dimension is 2 (``tile.split``)."""
+        x = self._tile("split", self.to_tensor(x) if self.is_literal(x) else x)
+        if x.shape[-1] != 2:
+            raise SemanticError(f"split: the last dimension must be 2, got shape {list(x.shape)}")
+        if len(x.shape) == 1:
+            raise SemanticError("split of a 1-D tile would give two scalars, which is not "
+                                "supported (reshape it to [1, 2] first)")
+        lhs, rhs = self.builder.split(x.handle)
+        ty = block_type(x.dtype, x.shape[:-1])
+        return tensor(lhs, ty), tensor(rhs, ty)
 
     # ------------------------------------------------------------------
     # Casts

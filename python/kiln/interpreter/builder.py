@@ -272,6 +272,29 @@ class NumpyBuilder:
             return x.with_off(np.expand_dims(x.off, axis))
         return np.expand_dims(x, axis)
 
+    def trans(self, x: Any, order: Sequence[int]) -> Any:
+        if isinstance(x, Ptr):
+            return x.with_off(np.transpose(x.off, tuple(order)))
+        return np.transpose(x, tuple(order))
+
+    def reshape(self, x: Any, shape: Sequence[int]) -> Any:
+        if isinstance(x, Ptr):
+            return x.with_off(np.reshape(x.off, tuple(shape)))
+        return np.reshape(x, tuple(shape))
+
+    def join(self, a: Any, b: Any) -> Any:
+        if isinstance(a, Ptr):
+            if a.buf is not b.buf:
+                raise InterpreterError("join: the interpreter joins pointers into one tensor "
+                                       "only")
+            return a.with_off(np.stack([a.off, b.off], axis=-1))
+        return np.stack([np.asarray(a), np.asarray(b)], axis=-1)
+
+    def split(self, x: Any) -> Tuple[Any, Any]:
+        if isinstance(x, Ptr):
+            return x.with_off(x.off[..., 0]), x.with_off(x.off[..., 1])
+        return x[..., 0], x[..., 1]
+
     # -- arithmetic ----------------------------------------------------------------------
     def binary(self, name: str, a: Any, b: Any, approx: bool = False) -> np.ndarray:
         return np.asarray(_BINARY[name](np.asarray(a), np.asarray(b))).astype(

@@ -36,7 +36,7 @@ from .core import (
     uint32,
     uint64,
 )
-from .core import _shape_tuple, _unwrap
+from .core import _shape_args, _shape_tuple, _unwrap
 
 
 @builtin
@@ -55,6 +55,43 @@ def num_programs(axis: Any, _semantic: Any = None) -> tensor:
 def arange(start: Any, end: Any, _semantic: Any = None) -> tensor:
     """int32 tile ``[start, end)``; constexpr bounds, ``end - start`` a power of two."""
     return _semantic.arange(start, end)
+
+
+@builtin
+def trans(input: Any, *dims: Any, _semantic: Any = None) -> tensor:
+    """Permutes the dimensions of a tile: without ``dims`` the transpose of a 2-D tile
+    (``x.T``); ``trans(x, 2, 0, 1)`` or ``trans(x, (2, 0, 1))`` as ``permute``."""
+    return _semantic.trans(input, dims)
+
+
+@builtin
+def permute(input: Any, *dims: Any, _semantic: Any = None) -> tensor:
+    """Dimension ``k`` of the result is dimension ``dims[k]`` of ``input``; ``dims`` (a tuple,
+    or separate ints) is a permutation of the dimensions, negative entries counting from the
+    end. Elements move between threads through shared memory."""
+    return _semantic.permute(input, dims)
+
+
+@builtin
+def reshape(input: Any, *shape: Any, can_reorder: Any = False, _semantic: Any = None) -> tensor:
+    """The elements of ``input`` in row-major order, in ``shape`` (a tuple or separate
+    constexpr ints, powers of two, the same number of elements); moves no data.
+    ``can_reorder`` is accepted for Triton compatibility: the order is always kept."""
+    return _semantic.reshape(input, _shape_args("reshape", shape))
+
+
+@builtin
+def join(a: Any, b: Any, _semantic: Any = None) -> tensor:
+    """A tile with a new minor dimension of 2: ``result[..., 0] = a``, ``result[..., 1] = b``
+    (``a`` and ``b`` broadcast to one shape and have one dtype)."""
+    return _semantic.join(a, b)
+
+
+@builtin
+def split(a: Any, _semantic: Any = None) -> Any:
+    """The two halves ``(a[..., 0], a[..., 1])`` of a tile whose last dimension is 2 (the
+    inverse of ``join``)."""
+    return _semantic.split(a)
 
 
 @builtin
@@ -307,10 +344,11 @@ __all__ = [
     "abs", "arange", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv",
     "ceil", "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
-    "erf", "exp", "exp2", "fence", "floor", "fma", "full", "load", "log", "log2", "maximum",
+    "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
     "minimum",
-    "num_programs", "pdl_launch_dependents", "pdl_wait", "pointer_type", "program_id", "rsqrt", "sigmoid", "sin", "sqrt",
+    "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
+    "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",
     "static_assert", "range",
     "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",
-    "tensor_descriptor_type", "where", "zeros", "block_type",
+    "tensor_descriptor_type", "trans", "where", "zeros", "block_type",
 ] + [d.name for d in ALL_DTYPES]

@@ -341,9 +341,25 @@ class tensor:
         scalar) to the box at ``offsets``; out-of-bounds elements are dropped."""
         return _semantic.desc_store(self, offsets, value)
 
+    def trans(self, *dims: Any, _semantic: Any = None) -> "tensor":
+        """``kl.trans(x, *dims)``: without dims the transpose of a 2-D tile."""
+        return _semantic.trans(self, dims, "trans")
+
+    def permute(self, *dims: Any, _semantic: Any = None) -> "tensor":
+        """``kl.permute(x, dims)``."""
+        return _semantic.permute(self, dims, "permute")
+
+    def reshape(self, *shape: Any, can_reorder: Any = False, _semantic: Any = None) -> "tensor":
+        """``kl.reshape(x, shape)``."""
+        return _semantic.reshape(self, _shape_args("reshape", shape))
+
+    def split(self, _semantic: Any = None) -> Tuple["tensor", "tensor"]:
+        """``kl.split(x)``."""
+        return _semantic.split(self)
+
 
 # Methods of `tensor` that kernels may call (others are internal).
-TENSOR_METHODS = frozenset({"to", "load", "store"})
+TENSOR_METHODS = frozenset({"to", "load", "store", "trans", "permute", "reshape", "split"})
 
 
 def builtin(fn):
@@ -369,6 +385,18 @@ def _shape_tuple(shape: Any) -> List[int]:
             got = "a runtime value" if isinstance(d, tensor) else repr(d)
             raise SemanticError(f"tile shapes must be constexpr ints, got {got}")
     return dims
+
+
+def _shape_args(what: str, shape: Tuple[Any, ...]) -> List[int]:
+    """A shape given as separate ints or as one tuple (``reshape(x, 4, 8)``,
+    ``reshape(x, (4, 8))``)."""
+    if len(shape) == 1:
+        return _shape_tuple(shape[0])
+    if not shape:
+        from ..compiler.semantic import SemanticError  # noqa: PLC0415 - import cycle
+
+        raise SemanticError(f"{what} needs a shape")
+    return _shape_tuple(shape)
 
 
 __all__ = [

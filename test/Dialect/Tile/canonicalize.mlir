@@ -70,6 +70,72 @@ func.func @broadcast_of_splat(%x: !tile.ptr<f32>) -> tensor<64x128x!tile.ptr<f32
 
 // -----
 
+// A transpose by the identity order is its source.
+// CHECK-LABEL: func.func @trans_identity
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>)
+// CHECK-NOT: tile.trans
+// CHECK: return %[[X]]
+func.func @trans_identity(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %0 = tile.trans %x {order = array<i64: 0, 1>} : tensor<16x64xf32> -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}
+
+// -----
+
+// Two transposes that cancel fold to the source.
+// CHECK-LABEL: func.func @trans_of_trans_cancels
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK-NOT: tile.trans
+// CHECK: return %[[X]]
+func.func @trans_of_trans_cancels(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %0 = tile.trans %x {order = array<i64: 2, 0, 1>} : tensor<2x4x8xf32> -> tensor<8x2x4xf32>
+  %1 = tile.trans %0 {order = array<i64: 1, 2, 0>} : tensor<8x2x4xf32> -> tensor<2x4x8xf32>
+  return %1 : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Two transposes compose into one: dimension k of the result is dimension
+// inner[outer[k]] of the source.
+// CHECK-LABEL: func.func @trans_of_trans_composes
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK-NEXT: %[[T:.*]] = tile.trans %[[X]] {order = array<i64: 2, 1, 0>} : tensor<2x4x8xf32> -> tensor<8x4x2xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @trans_of_trans_composes(%x: tensor<2x4x8xf32>) -> tensor<8x4x2xf32> {
+  %0 = tile.trans %x {order = array<i64: 1, 0, 2>} : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+  %1 = tile.trans %0 {order = array<i64: 2, 0, 1>} : tensor<4x2x8xf32> -> tensor<8x4x2xf32>
+  return %1 : tensor<8x4x2xf32>
+}
+
+// -----
+
+// The transpose of a splat constant is a constant.
+// CHECK-LABEL: func.func @trans_of_dense_splat
+// CHECK: %[[C:.*]] = arith.constant dense<1.500000e+00> : tensor<64x16xf32>
+// CHECK-NOT: tile.trans
+// CHECK: return %[[C]]
+func.func @trans_of_dense_splat() -> tensor<64x16xf32> {
+  %c = arith.constant dense<1.5> : tensor<16x64xf32>
+  %0 = tile.trans %c {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  return %0 : tensor<64x16xf32>
+}
+
+// -----
+
+// trans(splat(x)) -> splat(x).
+// CHECK-LABEL: func.func @trans_of_splat
+// CHECK-SAME: (%[[X:.*]]: i32)
+// CHECK: %[[S:.*]] = tile.splat %[[X]] : i32 -> tensor<64x16xi32>
+// CHECK-NOT: tile.trans
+// CHECK: return %[[S]]
+func.func @trans_of_splat(%x: i32) -> tensor<64x16xi32> {
+  %0 = tile.splat %x : i32 -> tensor<16x64xi32>
+  %1 = tile.trans %0 {order = array<i64: 1, 0>} : tensor<16x64xi32> -> tensor<64x16xi32>
+  return %1 : tensor<64x16xi32>
+}
+
+// -----
+
 // broadcast(broadcast(x)) -> broadcast(x).
 // CHECK-LABEL: func.func @broadcast_of_broadcast
 // CHECK-SAME: (%[[X:.*]]: tensor<1x1xf32>)
@@ -265,4 +331,76 @@ func.func @convert_layout_folds(%x: tensor<64x64xf32, #tile.mma<version = 3, num
   %c = tile.convert_layout %x : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>>
   %3 = tile.convert_layout %c : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<64x64xf32>
   return %0, %1, %2, %3 : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32>
+}
+
+// -----
+
+// A reshape to the source type is its source.
+// CHECK-LABEL: func.func @reshape_same_type
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>)
+// CHECK-NOT: tile.reshape
+// CHECK: return %[[X]]
+func.func @reshape_same_type(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %0 = tile.reshape %x : tensor<16x64xf32> -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}
+
+// -----
+
+// Two reshapes compose; back to the source type they fold away.
+// CHECK-LABEL: func.func @reshape_of_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>)
+// CHECK-NEXT: %[[R:.*]] = tile.reshape %[[X]] : tensor<16x64xf32> -> tensor<1024xf32>
+// CHECK-NEXT: return %[[R]], %[[X]]
+func.func @reshape_of_reshape(%x: tensor<16x64xf32>) -> (tensor<1024xf32>, tensor<16x64xf32>) {
+  %0 = tile.reshape %x : tensor<16x64xf32> -> tensor<4x256xf32>
+  %1 = tile.reshape %0 : tensor<4x256xf32> -> tensor<1024xf32>
+  %2 = tile.reshape %0 : tensor<4x256xf32> -> tensor<16x64xf32>
+  return %1, %2 : tensor<1024xf32>, tensor<16x64xf32>
+}
+
+// -----
+
+// The reshape of a splat is a splat (constant or not).
+// CHECK-LABEL: func.func @reshape_of_splats
+// CHECK-SAME: (%[[X:.*]]: i32)
+// CHECK-DAG: %[[C:.*]] = arith.constant dense<7> : tensor<1024xi32>
+// CHECK-DAG: %[[S:.*]] = tile.splat %[[X]] : i32 -> tensor<4x256xi32>
+// CHECK-NOT: tile.reshape
+// CHECK: return %[[C]], %[[S]]
+func.func @reshape_of_splats(%x: i32) -> (tensor<1024xi32>, tensor<4x256xi32>) {
+  %c = arith.constant dense<7> : tensor<16x64xi32>
+  %0 = tile.reshape %c : tensor<16x64xi32> -> tensor<1024xi32>
+  %s = tile.splat %x : i32 -> tensor<16x64xi32>
+  %1 = tile.reshape %s : tensor<16x64xi32> -> tensor<4x256xi32>
+  return %0, %1 : tensor<1024xi32>, tensor<4x256xi32>
+}
+
+// -----
+
+// split(join(a, b)) is (a, b); join(split(x)) is x.
+// CHECK-LABEL: func.func @split_join_cancel
+// CHECK-SAME: (%[[A:.*]]: tensor<16x64xf32>, %[[B:.*]]: tensor<16x64xf32>, %[[X:.*]]: tensor<8x2xi32>)
+// CHECK-NOT: tile.join
+// CHECK-NOT: tile.split
+// CHECK: return %[[A]], %[[B]], %[[X]]
+func.func @split_join_cancel(%a: tensor<16x64xf32>, %b: tensor<16x64xf32>, %x: tensor<8x2xi32>)
+    -> (tensor<16x64xf32>, tensor<16x64xf32>, tensor<8x2xi32>) {
+  %j = tile.join %a, %b : tensor<16x64xf32> -> tensor<16x64x2xf32>
+  %lo, %hi = tile.split %j : tensor<16x64x2xf32> -> tensor<16x64xf32>
+  %l, %h = tile.split %x : tensor<8x2xi32> -> tensor<8xi32>
+  %y = tile.join %l, %h : tensor<8xi32> -> tensor<8x2xi32>
+  return %lo, %hi, %y : tensor<16x64xf32>, tensor<16x64xf32>, tensor<8x2xi32>
+}
+
+// -----
+
+// A join of the halves in the other order stays.
+// CHECK-LABEL: func.func @join_swapped_halves_kept
+// CHECK: tile.split
+// CHECK: tile.join
+func.func @join_swapped_halves_kept(%x: tensor<8x2xi32>) -> tensor<8x2xi32> {
+  %l, %h = tile.split %x : tensor<8x2xi32> -> tensor<8xi32>
+  %y = tile.join %h, %l : tensor<8xi32> -> tensor<8x2xi32>
+  return %y : tensor<8x2xi32>
 }

@@ -242,6 +242,134 @@ func.func @broadcast_non_unit_dim(%x: tensor<2x128xf32>) {
 // -----
 
 //===----------------------------------------------------------------------===//
+// tile.trans
+//===----------------------------------------------------------------------===//
+
+func.func @trans_rank_1(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected a tile of rank >= 2, got 'tensor<128xf32>'}}
+  %0 = tile.trans %x {order = array<i64: 0>} : tensor<128xf32> -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @trans_order_length(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected an order of 2 dimensions (the rank), got 3}}
+  %0 = tile.trans %x {order = array<i64: 1, 0, 2>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+func.func @trans_order_out_of_range(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected order entries in [0, 2), got 2}}
+  %0 = tile.trans %x {order = array<i64: 2, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+func.func @trans_order_negative(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected order entries in [0, 2), got -1}}
+  %0 = tile.trans %x {order = array<i64: -1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+func.func @trans_not_a_permutation(%x: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected a permutation, got dimension 1 twice}}
+  %0 = tile.trans %x {order = array<i64: 1, 1, 0>} : tensor<2x4x8xf32> -> tensor<4x4x2xf32>
+  return
+}
+
+// -----
+
+func.func @trans_wrong_shape(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected result type 'tensor<64x16xf32>', got 'tensor<16x64xf32>'}}
+  %0 = tile.trans %x {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @trans_wrong_element(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.trans' op expected result type 'tensor<64x16xf32>', got 'tensor<64x16xbf16>'}}
+  %0 = tile.trans %x {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @trans_missing_order(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.trans' op requires attribute 'order'}}
+  %0 = tile.trans %x : tensor<16x64xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.reshape, tile.join, tile.split
+//===----------------------------------------------------------------------===//
+
+func.func @reshape_element_type(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.reshape' op expected the element type to be kept, got 'f32' -> 'bf16'}}
+  %0 = tile.reshape %x : tensor<16x64xf32> -> tensor<1024xbf16>
+  return
+}
+
+// -----
+
+func.func @reshape_numel(%x: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tile.reshape' op expected 1024 elements (as the source), got 512}}
+  %0 = tile.reshape %x : tensor<16x64xf32> -> tensor<512xf32>
+  return
+}
+
+// -----
+
+func.func @join_operand_types(%a: tensor<16xf32>, %b: tensor<16xf16>) {
+  // expected-error @+1 {{'tile.join' op failed to verify that all of {lhs, rhs} have same type}}
+  %0 = "tile.join"(%a, %b) : (tensor<16xf32>, tensor<16xf16>) -> tensor<16x2xf32>
+  return
+}
+
+// -----
+
+func.func @join_result_type(%a: tensor<16xf32>) {
+  // expected-error @+1 {{'tile.join' op expected result type 'tensor<16x2xf32>', got 'tensor<2x16xf32>'}}
+  %0 = tile.join %a, %a : tensor<16xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_last_dim(%x: tensor<16x4xf32>) {
+  // expected-error @+1 {{'tile.split' op expected a tile of rank >= 2 whose last dimension is 2, got 'tensor<16x4xf32>'}}
+  %0:2 = tile.split %x : tensor<16x4xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @split_rank_1(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'tile.split' op expected a tile of rank >= 2 whose last dimension is 2, got 'tensor<2xf32>'}}
+  %0:2 = "tile.split"(%x) : (tensor<2xf32>) -> (tensor<1xf32>, tensor<1xf32>)
+  return
+}
+
+// -----
+
+func.func @split_result_type(%x: tensor<16x2xf32>) {
+  // expected-error @+1 {{'tile.split' op expected result type 'tensor<16xf32>', got 'tensor<8xf32>'}}
+  %0:2 = tile.split %x : tensor<16x2xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // tile.addptr
 //===----------------------------------------------------------------------===//
 

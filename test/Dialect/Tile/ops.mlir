@@ -93,6 +93,35 @@ func.func @broadcast(%r: tensor<1x128xf32>, %c: tensor<64x1x!tile.ptr<f32>>)
   return %0, %1 : tensor<64x128xf32>, tensor<64x32x!tile.ptr<f32>>
 }
 
+// CHECK-LABEL: func.func @trans
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>, %[[Y:.*]]: tensor<2x4x8xbf16>, %[[P:.*]]: tensor<32x8x!tile.ptr<i32>>)
+// CHECK: tile.trans %[[X]] {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+// CHECK: tile.trans %[[Y]] {order = array<i64: 2, 0, 1>} : tensor<2x4x8xbf16> -> tensor<8x2x4xbf16>
+// CHECK: tile.trans %[[P]] {order = array<i64: 1, 0>} : tensor<32x8x!tile.ptr<i32>> -> tensor<8x32x!tile.ptr<i32>>
+func.func @trans(%x: tensor<16x64xf32>, %y: tensor<2x4x8xbf16>, %p: tensor<32x8x!tile.ptr<i32>>)
+    -> (tensor<64x16xf32>, tensor<8x2x4xbf16>, tensor<8x32x!tile.ptr<i32>>) {
+  %0 = tile.trans %x {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+  %1 = tile.trans %y {order = array<i64: 2, 0, 1>} : tensor<2x4x8xbf16> -> tensor<8x2x4xbf16>
+  %2 = tile.trans %p {order = array<i64: 1, 0>} : tensor<32x8x!tile.ptr<i32>> -> tensor<8x32x!tile.ptr<i32>>
+  return %0, %1, %2 : tensor<64x16xf32>, tensor<8x2x4xbf16>, tensor<8x32x!tile.ptr<i32>>
+}
+
+// CHECK-LABEL: func.func @reshape_join_split
+// CHECK-SAME: (%[[X:.*]]: tensor<16x64xf32>, %[[P:.*]]: tensor<8x!tile.ptr<i8>>)
+// CHECK: %[[R:.*]] = tile.reshape %[[X]] : tensor<16x64xf32> -> tensor<4x8x32xf32>
+// CHECK: %[[J:.*]] = tile.join %[[R]], %[[R]] : tensor<4x8x32xf32> -> tensor<4x8x32x2xf32>
+// CHECK: %[[LO:.*]], %[[HI:.*]] = tile.split %[[J]] : tensor<4x8x32x2xf32> -> tensor<4x8x32xf32>
+// CHECK: %[[Q:.*]] = tile.join %[[P]], %[[P]] : tensor<8x!tile.ptr<i8>> -> tensor<8x2x!tile.ptr<i8>>
+// CHECK: return %[[LO]], %[[HI]], %[[Q]]
+func.func @reshape_join_split(%x: tensor<16x64xf32>, %p: tensor<8x!tile.ptr<i8>>)
+    -> (tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<8x2x!tile.ptr<i8>>) {
+  %r = tile.reshape %x : tensor<16x64xf32> -> tensor<4x8x32xf32>
+  %j = tile.join %r, %r : tensor<4x8x32xf32> -> tensor<4x8x32x2xf32>
+  %lo, %hi = tile.split %j : tensor<4x8x32x2xf32> -> tensor<4x8x32xf32>
+  %q = tile.join %p, %p : tensor<8x!tile.ptr<i8>> -> tensor<8x2x!tile.ptr<i8>>
+  return %lo, %hi, %q : tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<8x2x!tile.ptr<i8>>
+}
+
 // CHECK-LABEL: func.func @addptr
 // CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[O:.*]]: tensor<128xi32>, %[[S:.*]]: !tile.ptr<bf16>, %[[N:.*]]: i64, %[[M:.*]]: i32)
 // CHECK: tile.addptr %[[P]], %[[O]] : tensor<128x!tile.ptr<f32>>, tensor<128xi32>

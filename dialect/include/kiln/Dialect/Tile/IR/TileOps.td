@@ -148,6 +148,116 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+def Tile_TransOp : Tile_Op<"trans", [Pure]> {
+  let summary = "permute the dimensions of a tile";
+  let description = [{
+    ```mlir
+    %t = tile.trans %x {order = array<i64: 1, 0>} : tensor<16x64xf32> -> tensor<64x16xf32>
+    %p = tile.trans %y {order = array<i64: 2, 0, 1>} : tensor<2x4x8xbf16> -> tensor<8x2x4xbf16>
+    ```
+    Dimension `k` of the result is dimension `order[k]` of the source (as
+    Triton's `tl.permute` and numpy's `transpose`): the element at source
+    coordinate `c` lands at result coordinate `(c[order[0]], ...,
+    c[order[rank-1]])`. `order` is a permutation of `0 .. rank-1`, the rank is
+    at least 2 and the element type is kept.
+
+    Elements change threads, so the lowering goes through shared memory: each
+    thread stores the elements it holds (one copy of a replicated tile) at
+    their row-major index in the result, which for power-of-two dimensions is
+    a permutation of the index bits (masks and shifts of the thread's base
+    index; the register offsets are permuted at compile time); a `bar.sync`;
+    each thread loads its result elements at their own row-major index; a
+    second `bar.sync` before the buffer may be written again. Where the last
+    dimension moves, the buffer's rows (of 8 or more elements) are padded by
+    one element against bank conflicts of the strided stores. A permutation
+    that keeps the row-major order (it moves unit dimensions only) moves no
+    data. The buffer holds at most 16 KiB of elements: a larger tile moves in
+    slabs, one barrier pair each, picked by position bits that registers
+    decide where possible, else a warp (a warp-uniform branch around the
+    stores, or a select of the loads). The identity order and two transposes
+    that cancel fold away, two transposes compose, the transpose of a splat
+    is a splat.
+  }];
+  let arguments = (ins Tile_Tensor:$src, DenseI64ArrayAttr:$order);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$src, "::llvm::ArrayRef<int64_t>":$order)>
+  ];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
+  let summary = "view a tile in another shape, keeping the row-major order";
+  let description = [{
+    ```mlir
+    %r = tile.reshape %x : tensor<16x64xf32> -> tensor<4x256xf32>
+    ```
+    The element at row-major index `i` of the source is the element at
+    row-major index `i` of the result (numpy's `reshape` in C order): same
+    number of elements, same element type. In the blocked layout a thread's
+    registers hold the same row-major indices whatever the shape (the layout
+    depends on the number of elements only), so this moves no data. Reshapes
+    to the source type fold away, two reshapes compose, the reshape of a splat
+    is a splat.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Tile_JoinOp : Tile_Op<"join", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "interleave two tiles along a new minor dimension of size 2";
+  let description = [{
+    ```mlir
+    %j = tile.join %a, %b : tensor<16x64xf32> -> tensor<16x64x2xf32>
+    ```
+    `result[..., 0] = lhs`, `result[..., 1] = rhs` (Triton's `tl.join`):
+    element `i` of the operands lands at row-major index `2i` and `2i + 1`.
+    The operands have one type, the result their shape with a trailing 2.
+    Lowered like `tile.trans`: both operands store into a shared-memory
+    buffer at their doubled index (plus 1 for `rhs`), a `bar.sync`, each
+    thread loads its result elements, a `bar.sync`; slabs of 16 KiB.
+    `join(split(x))` folds to `x`.
+  }];
+  let arguments = (ins Tile_Tensor:$lhs, Tile_Tensor:$rhs);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs)>
+  ];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_SplitOp : Tile_Op<"split", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "split a tile along its minor dimension of size 2";
+  let description = [{
+    ```mlir
+    %lo, %hi = tile.split %x : tensor<16x64x2xf32> -> tensor<16x64xf32>
+    ```
+    The inverse of `tile.join` (Triton's `tl.split`): `lhs = src[..., 0]`,
+    `rhs = src[..., 1]`. The source has rank >= 2 and a last dimension of 2;
+    the results have its shape without that dimension. Lowered through
+    shared memory: the source is stored at its own index, each result loads
+    its elements at the doubled index (plus 1 for `rhs`), between two
+    `bar.sync`; slabs of 16 KiB. `split(join(a, b))` folds to `a, b`.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$lhs, Tile_Tensor:$rhs);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($lhs)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$src)>
+  ];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Programmatic dependent launch
 //===----------------------------------------------------------------------===//
