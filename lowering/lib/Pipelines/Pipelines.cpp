@@ -50,7 +50,7 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                        llvm::cl::init(4)};
   Option<std::string> arch{*this, "arch",
                            llvm::cl::desc("target arch (sm_90a, sm_100a, sm_103a); empty: "
-                                          "no arch-specific instructions (no wgmma)"),
+                                          "no arch-specific instructions (no wgmma, no tcgen05)"),
                            llvm::cl::init("")};
 };
 } // namespace
