@@ -190,6 +190,13 @@ void moveRefillsAfter(scf::ForOp loop, ArrayRef<Value> rings, Operation *wait) {
     }
 }
 
+/// Whether the loop refills a slot of the dot's rings (`tile.ring_issue`).
+bool refills(scf::ForOp loop, RingOperands operands) {
+  return llvm::any_of(loop.getBody()->getOps<RingIssueOp>(), [&](RingIssueOp issue) {
+    return issue.getRing() == operands.a.getRing() || issue.getRing() == operands.b.getRing();
+  });
+}
+
 /// Waits until the first `dots` (i32) tcgen05 dots are complete. Dot j
 /// commits to barrier j mod 2, completing its phase j / 2; so the wait for
 /// dot dots - 1 is barrier (dots + 1) mod 2, parity ((dots + 1) / 2 mod 2)
@@ -234,10 +241,13 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       // Tensor Memory is allocated once per kernel (its dealloc gives up the
       // permit to allocate) and the commit barriers start fresh: one loop at
       // the kernel's top level, whose accumulator starts at zero (the first
-      // MMA does not read TMEM).
+      // MMA does not read TMEM). The CTA barrier of a refill in the loop keeps
+      // every thread within one iteration of the others, so none waits on a
+      // commit barrier that is two phases ahead.
       if (match->m != 128 || match->n % 16 != 0 || match->n < 16 || match->n > 256 ||
           match->loop->getParentOp() != func ||
-          !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()))
+          !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()) ||
+          !refills(match->loop, match->operands))
         continue;
       rewriteToTcgen05Dot(*match, warps);
       break;

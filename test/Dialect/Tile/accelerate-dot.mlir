@@ -323,3 +323,39 @@ func.func @two_dots(%da: !DA, %k: i32, %out: !tile.ptr<f32>) attributes {tile.ke
   tile.store %p, %y : tensor<128x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+!A = !tile.ring<2, tensor<128x64xbf16>>
+!B = !tile.ring<2, tensor<64x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+
+// No refill in the loop, so no CTA barrier keeps the threads within one
+// iteration of each other (and of the commit barriers' phases): Blackwell
+// keeps mma.sync.
+// CHECK-LABEL: func.func @no_refill
+// CHECK: tile.warpgroup_dot
+// SM100-LABEL: func.func @no_refill
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @no_refill(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x64xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %acc = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<128x64xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x64xbf16>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<64x64xbf16>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x64xbf16> -> tensor<128x64xf32>
+    scf.yield %d : tensor<128x64xf32>
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x64x!tile.ptr<f32>>
+  tile.store %p, %acc : tensor<128x64x!tile.ptr<f32>>
+  return
+}

@@ -139,7 +139,10 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     t mod 128), an `arith.select` gives zero when the loop ran no iteration,
     and `tile.tmem_dealloc` frees Tensor Memory. Needs M = 128, N a multiple
     of 16 from 16 to 256, an initial value of zero (the first MMA does not
-    read TMEM), and the loop at the kernel's top level; only the first such
+    read TMEM), the loop at the kernel's top level and refilling the rings
+    (the CTA barrier of `tile.ring_issue` keeps the threads within one
+    iteration of each other: no thread waits on a barrier two phases ahead
+    of it); only the first such
     dot of a kernel is rewritten (the dealloc gives up the block's permit to
     allocate Tensor Memory).
 
