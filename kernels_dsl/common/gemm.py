@@ -36,8 +36,10 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     """c[M, N] = a[M, K] @ b[N, K]^T (bf16/f16 in, f32 accumulation, bf16 out) through
     TMA descriptors: one [BM, BN] block per program, programs ordered in groups of GROUP_M
     block rows (the A rows of a group stay in L2 while its columns sweep), the K loop
-    pipelined STAGES deep. On sm_90a with 128-byte swizzled [BM, 64] / [BN, 64] boxes the
-    dot runs on wgmma from the ring slots (kiln-tile-accelerate-dot); elsewhere on mma.sync.
+    pipelined STAGES deep. With 128-byte swizzled [BM, 64] / [BN, 64] boxes the dot runs from
+    the ring slots (kiln-tile-accelerate-dot) on wgmma on sm_90a, and on tcgen05 with the
+    accumulator in Tensor Memory on sm_100a/sm_103a when BM = 128 and BN is a multiple of
+    16; elsewhere on mma.sync.
     TMA zero-fills loads past the edges and clips the store."""
     pid = kl.program_id(0)
     blocks_m = kl.cdiv(M, BM)

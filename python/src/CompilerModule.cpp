@@ -112,7 +112,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("run_tile_to_llvm", &runTileToLLVM, py::arg("module"), py::arg("num_warps") = 4,
         py::arg("arch") = "",
         "Lowers a tile module in place to the LLVM and NVVM dialects (kiln-tile-to-llvm); "
-        "`arch` enables its instructions (wgmma on sm_90a).");
+        "`arch` enables its instructions (wgmma on sm_90a, tcgen05 on sm_100a/sm_103a).");
   m.def("translate_to_llvm_ir", &translateToLLVMIR, py::arg("module"), py::arg("arch"),
         "LLVM IR text (optimized, libdevice linked) of a module in the LLVM dialect.");
   m.def("translate_to_ptx", &translateToPTX, py::arg("module"), py::arg("arch"),

@@ -209,7 +209,32 @@ def test_gemm_tma_runs_on_wgmma_on_sm90a(bm, bn, stages, warps):
 
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
 def test_gemm_tma_assembles_without_wgmma(arch):
-    # wgmma is sm_90a only: the same kernel keeps tile.dot (mma.sync) on Blackwell and
-    # reads the swizzled boxes into registers.
+    # wgmma is sm_90a only, and tcgen05 takes BM = 128 only: a 64x64 block keeps tile.dot
+    # (mma.sync) on Blackwell and reads the swizzled boxes into registers.
     ck = _gemm_tma(arch, 64, 64, 2, 4)
-    assert ck.cubin and "wgmma" not in ck.asm["ptx"] and "mma.sync.aligned.m16n8k16" in ck.asm["ptx"]
+    ptx = ck.asm["ptx"]
+    assert ck.cubin and "wgmma" not in ptx and "tcgen05" not in ptx
+    assert "mma.sync.aligned.m16n8k16" in ptx
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+@pytest.mark.parametrize("bn,stages,warps", [(256, 3, 8), (128, 4, 4), (64, 4, 4)])
+def test_gemm_tma_runs_on_tcgen05_on_blackwell(arch, bn, stages, warps):
+    # kiln-tile-accelerate-dot on sm_100a/sm_103a: the accumulator in Tensor Memory
+    # (BN columns, at least 32), one elected thread issuing four k16 tcgen05.mma per
+    # K step from the ring slots and committing them to an mbarrier, the result read
+    # with tcgen05.ld (32x32b: a row per thread, the warpgroups splitting the columns)
+    # before TMEM is freed; assembled into a cubin.
+    ck = _gemm_tma(arch, 128, bn, stages, warps)
+    ptx = ck.asm["ptx"]
+    assert ck.cubin and "mma.sync" not in ptx and "ldmatrix" not in ptx and "wgmma" not in ptx
+    assert ptx.count("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32") == 1
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 4
+    assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64") == 1
+    columns = bn // (warps // 4)
+    assert ptx.count("tcgen05.ld.sync.aligned.32x32b.") == max(1, columns // 32)
+    assert "tcgen05.wait::ld.sync.aligned;" in ptx
+    assert "tcgen05.dealloc.cta_group::1.sync.aligned.b32" in ptx
+    assert "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" in ptx
+    target = ck.meta["targets"][arch]
+    assert target["spill_store_bytes"] == 0 and "tcgen05" in target["features"]

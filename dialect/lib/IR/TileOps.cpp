@@ -692,8 +692,10 @@ OpFoldResult ConvertLayoutOp::fold(FoldAdaptor adaptor) {
 LogicalResult WarpGroupDotOp::verify() {
   auto aBox = getA().getType().getBlockType(), bBox = getB().getType().getBlockType();
   auto accType = getAcc().getType();
-  if (!llvm::isa_and_present<MmaEncodingAttr>(accType.getEncoding()))
-    return emitOpError() << "expected an accumulator with the #tile.mma encoding, got "
+  auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(accType.getEncoding());
+  if (!mma || mma.getVersion() != 3)
+    return emitOpError() << "expected an accumulator with the #tile.mma encoding of version 3, "
+                            "got "
                          << accType;
   if (aBox.getRank() != 2 || bBox.getRank() != 2 || accType.getRank() != 2)
     return emitOpError() << "expected 2-D boxes and accumulator";
@@ -714,5 +716,44 @@ LogicalResult WarpGroupDotOp::verify() {
   if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
     return emitOpError() << "expected M a multiple of " << 64 * warpgroups
                          << " and N a multiple of 8 up to 256, got " << accType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor Memory and tcgen05 MMA
+//===----------------------------------------------------------------------===//
+
+LogicalResult TMemLoadOp::verify() {
+  RankedTensorType accType = getTmem().getType().getAccType();
+  auto resultType = getResult().getType();
+  if (resultType.getShape() != accType.getShape())
+    return emitOpError() << "expected the result to have the accumulator's shape "
+                         << accType << ", got " << resultType;
+  auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(resultType.getEncoding());
+  if (!mma || mma.getVersion() != 5)
+    return emitOpError() << "expected the result in the #tile.mma encoding of version 5, got "
+                         << resultType;
+  return success();
+}
+
+LogicalResult Tcgen05DotOp::verify() {
+  auto aBox = getA().getType().getBlockType(), bBox = getB().getType().getBlockType();
+  RankedTensorType accType = getAcc().getType().getAccType();
+  if (aBox.getRank() != 2 || bBox.getRank() != 2)
+    return emitOpError() << "expected 2-D boxes, got " << aBox << " and " << bBox;
+  Type element = aBox.getElementType();
+  if (element != bBox.getElementType() || !(element.isBF16() || element.isF16()))
+    return emitOpError() << "expected bf16 or f16 boxes of one element type, got "
+                         << aBox.getElementType() << " and " << bBox.getElementType();
+  int64_t m = aBox.getDimSize(0), k = aBox.getDimSize(1), n = bBox.getDimSize(0);
+  if (bBox.getDimSize(1) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
+    return emitOpError() << "expected a [M, K] box, a [N, K] box and a [M, N] accumulator, got "
+                         << aBox << ", " << bBox << " and " << accType;
+  if (k * 2 != 128)
+    return emitOpError() << "expected K = 64 (one 128-byte swizzle span per row), got " << k;
+  if (n < 16 || n > 256 || n % 16 != 0)
+    return emitOpError() << "expected N a multiple of 16 from 16 to 256 (tcgen05.mma with "
+                            "M = 128), got "
+                         << n;
   return success();
 }

@@ -26,10 +26,24 @@ void TileDialect::registerAttributes() {
 
 LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                       unsigned version, unsigned numWarps) {
-  if (version != 3)
-    return emitError() << "expected an mma encoding of version 3 (wgmma), got " << version;
+  if (version != 3 && version != 5)
+    return emitError() << "expected an mma encoding of version 3 (wgmma) or 5 (tcgen05), got "
+                       << version;
   if (numWarps < 4 || numWarps > 16 || !llvm::isPowerOf2_32(numWarps))
     return emitError() << "expected 4, 8 or 16 warps (whole warpgroups), got " << numWarps;
+  return success();
+}
+
+LogicalResult MmaEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
+                                              function_ref<InFlightDiagnostic()> emitError) const {
+  // Version 3 shapes are checked by the ops that produce the tiles.
+  if (getVersion() != 5)
+    return success();
+  unsigned warpgroups = getNumWarps() / 4;
+  if (shape.size() != 2 || shape[0] != 128 || shape[1] < 1 || shape[1] % warpgroups != 0)
+    return emitError() << "expected a [128, N] tile with N a multiple of " << warpgroups
+                       << " for the version 5 mma encoding, got "
+                       << RankedTensorType::get(shape, elementType);
   return success();
 }
 
@@ -105,6 +119,30 @@ int64_t RingType::getSlotsOffset() const {
 
 int64_t RingType::getTotalBytes() const {
   return getSlotsOffset() + getStages() * getSlotBytes();
+}
+
+LogicalResult TMemType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               RankedTensorType accType) {
+  if (accType.getRank() != 2 || !accType.getElementType().isF32() || accType.getEncoding())
+    return emitError() << "expected a 2-D f32 tile without encoding in tensor memory, got "
+                       << accType;
+  int64_t m = accType.getDimSize(0), n = accType.getDimSize(1);
+  if (m != 128)
+    return emitError() << "expected M = 128 (one row per TMEM lane), got " << m;
+  if (n < 1 || n > 512)
+    return emitError() << "expected N in [1, 512] (TMEM columns), got " << n;
+  return success();
+}
+
+int64_t TMemType::getNumColumns() const {
+  return std::max<int64_t>(32, llvm::PowerOf2Ceil(getAccType().getDimSize(1)));
+}
+
+LogicalResult MBarriersType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    unsigned count) {
+  if (count < 1 || count > 16)
+    return emitError() << "expected 1 to 16 mbarriers, got " << count;
+  return success();
 }
 
 Type kiln::tile::getPointeeType(Type ptrLike) {

@@ -1,8 +1,9 @@
-//===- AccelerateDot.cpp - pipelined ring dots on wgmma ---------------------===//
+//===- AccelerateDot.cpp - pipelined ring dots on wgmma or tcgen05 ----------===//
 //
 // See Passes.td (kiln-tile-accelerate-dot). The K loop keeps its shape; what
 // changes is where the operands are read (the ring slots, in place) and where
-// the accumulator lives (the wgmma registers, `#tile.mma`, across iterations).
+// the accumulator lives: the wgmma registers (`#tile.mma` version 3) across
+// iterations on sm_90a, Tensor Memory on sm_100a/sm_103a.
 //
 //===----------------------------------------------------------------------===//
 
@@ -117,110 +118,253 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
   }
 }
 
+/// A tile.dot in the K loop of a pipelined GEMM: its operands are ring slots
+/// (`operands`), its accumulator an iteration argument of `loop` that only
+/// the dot reads, and its result only yielded in the accumulator's place.
+struct PipelinedDot {
+  DotOp dot;
+  scf::ForOp loop;
+  RingOperands operands;
+  BlockArgument acc;
+  OpOperand *yielded;
+  unsigned index; ///< of the iteration argument among the loop's results
+  int64_t m = 0, n = 0;
+  bool fp8 = false;
+};
+
+/// The match both archs share: bf16/f16 [M, 64] and [N, 64] boxes, or FP8
+/// [M, 128] and [N, 128] boxes (128-byte rows) of 128-byte swizzled rings, an
+/// f32 accumulator in the blocked layout.
+std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
+  auto loop = llvm::dyn_cast<scf::ForOp>(dot->getParentOp());
+  if (!loop)
+    return std::nullopt;
+  std::optional<RingOperands> operands = matchRingOperands(dot);
+  if (!operands)
+    return std::nullopt;
+  auto accType = dot.getAcc().getType();
+  auto aType = dot.getA().getType();
+  Type element = aType.getElementType();
+  bool fp8 = llvm::isa<Float8E4M3FNType, Float8E5M2Type>(element);
+  if (!(element.isBF16() || element.isF16() || fp8) || accType.getEncoding() ||
+      !accType.getElementType().isF32() ||
+      aType.getDimSize(1) * aType.getElementTypeBitWidth() / 8 != 128)
+    return std::nullopt;
+  auto acc = llvm::dyn_cast<BlockArgument>(dot.getAcc());
+  if (!acc || acc.getOwner() != loop.getBody() || !acc.hasOneUse() || !dot->hasOneUse())
+    return std::nullopt;
+  auto yield = llvm::cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  OpOperand &yielded = *dot->getUses().begin();
+  unsigned index = acc.getArgNumber() - loop.getNumInductionVars();
+  if (yielded.getOwner() != yield || yielded.getOperandNumber() != index)
+    return std::nullopt;
+  PipelinedDot match{dot, loop, *operands, acc, &yielded, index};
+  match.m = aType.getDimSize(0);
+  match.n = accType.getDimSize(1);
+  match.fp8 = fp8;
+  return match;
+}
+
+/// Waits (in place of the ring loads) for the slots the dot reads in place.
+void waitForSlots(OpBuilder &b, const RingOperands &operands) {
+  for (RingWaitLoadOp load : {operands.a, operands.b}) {
+    b.setInsertionPoint(load);
+    RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+  }
+}
+
+/// Erases the dot and its operands' ring loads; returns the rings.
+SmallVector<Value, 2> eraseDot(PipelinedDot &p) {
+  SmallVector<Value, 2> rings{p.operands.a.getRing(), p.operands.b.getRing()};
+  p.dot->erase();
+  p.operands.bTrans->erase();
+  p.operands.b->erase();
+  p.operands.a->erase();
+  return rings;
+}
+
+/// A slot is refilled once the dot that read it is done: the loop's issues
+/// into `rings` move after `wait`, in their order.
+void moveRefillsAfter(scf::ForOp loop, ArrayRef<Value> rings, Operation *wait) {
+  Operation *last = wait;
+  for (Operation &op : llvm::make_early_inc_range(*loop.getBody()))
+    if (auto issue = llvm::dyn_cast<RingIssueOp>(op);
+        issue && llvm::is_contained(rings, issue.getRing()) && issue->isBeforeInBlock(wait)) {
+      issue->moveAfter(last);
+      last = issue;
+    }
+}
+
+/// Whether the loop refills a slot of the dot's rings (`tile.ring_issue`).
+bool refills(scf::ForOp loop, RingOperands operands) {
+  return llvm::any_of(loop.getBody()->getOps<RingIssueOp>(), [&](RingIssueOp issue) {
+    return issue.getRing() == operands.a.getRing() || issue.getRing() == operands.b.getRing();
+  });
+}
+
+/// Waits until the first `dots` (i32) tcgen05 dots are complete. Dot j
+/// commits to barrier j mod 2, completing its phase j / 2; so the wait for
+/// dot dots - 1 is barrier (dots + 1) mod 2, parity ((dots + 1) / 2 mod 2)
+/// xor 1. With dots = 0 that is barrier 1 with parity 1, which a fresh
+/// barrier passes at once. Each barrier is waited for in every phase before
+/// it is committed to again, so it is never two phases ahead of a wait.
+MBarrierWaitOp waitForDots(OpBuilder &b, Location loc, Value barriers, Value dots) {
+  Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+  Value after = arith::AddIOp::create(b, loc, dots, one);
+  Value index = arith::AndIOp::create(b, loc, after, one);
+  Value half = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, after, one), one);
+  Value parity = arith::XOrIOp::create(b, loc, half, one);
+  return MBarrierWaitOp::create(b, loc, barriers, index, parity);
+}
+
 struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccelerateDotPass> {
   using TileAccelerateDotBase::TileAccelerateDotBase;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
-    bool wgmma = arch == "sm_90a" && threads && threads.getInt() % 128 == 0;
-    SmallVector<DotOp> dots;
-    func.walk([&](DotOp dot) { dots.push_back(dot); });
-    for (DotOp dot : dots)
-      if (!wgmma || !accelerate(dot, threads.getInt() / 32))
-        widenFP8(dot);
+    accelerateDots(func);
+    // The dots left on mma.sync, which has no FP8 form here: FP8 operands
+    // become bf16, which holds every e4m3 and e5m2 value exactly (the
+    // products and the f32 sums are unchanged).
+    func.walk([&](DotOp dot) {
+      OpBuilder b(dot);
+      for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
+        auto type = llvm::cast<RankedTensorType>(operand->get().getType());
+        if (type.getElementTypeBitWidth() == 8)
+          operand->set(arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()),
+                                             operand->get()));
+      }
+    });
   }
 
-  /// mma.sync has no FP8 form here: FP8 operands become bf16, which holds every
-  /// e4m3 and e5m2 value exactly (the products and the f32 sums are unchanged).
-  void widenFP8(DotOp dot) {
-    OpBuilder b(dot);
-    for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
-      auto type = llvm::cast<RankedTensorType>(operand->get().getType());
-      if (type.getElementTypeBitWidth() != 8)
+  void accelerateDots(func::FuncOp func) {
+    bool hopper = arch == "sm_90a";
+    bool blackwell = arch == "sm_100a" || arch == "sm_103a";
+    if (!hopper && !blackwell)
+      return;
+    auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
+    // Whole warpgroups, at most the 16 warps of a #tile.mma encoding.
+    if (!threads || threads.getInt() % 128 != 0 || threads.getInt() > 512)
+      return;
+    unsigned warps = threads.getInt() / 32;
+    SmallVector<DotOp> dots;
+    func.walk([&](DotOp dot) { dots.push_back(dot); });
+    for (DotOp dot : dots) {
+      std::optional<PipelinedDot> match = matchPipelinedDot(dot);
+      if (!match)
         continue;
-      operand->set(arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()),
-                                         operand->get()));
+      if (hopper) {
+        if (match->m % (64 * (warps / 4)) != 0 || match->n % 8 != 0 || match->n > 256)
+          continue;
+        rewriteToWarpGroupDot(*match, warps);
+        continue;
+      }
+      // Tensor Memory is allocated once per kernel (its dealloc gives up the
+      // permit to allocate) and the commit barriers start fresh: one loop at
+      // the kernel's top level, whose accumulator starts at zero (the first
+      // MMA does not read TMEM). The CTA barrier of a refill in the loop keeps
+      // every thread within one iteration of the others, so none waits on a
+      // commit barrier that is two phases ahead.
+      // kind::f16 only: FP8 (kind::f8f6f4) stays on mma.sync.
+      if (match->fp8 || match->m != 128 || match->n % 16 != 0 || match->n < 16 ||
+          match->n > 256 ||
+          match->loop->getParentOp() != func ||
+          !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()) ||
+          !refills(match->loop, match->operands))
+        continue;
+      rewriteToTcgen05Dot(*match, warps);
+      break;
     }
   }
 
-  bool accelerate(DotOp dot, unsigned warps) {
-    auto loop = llvm::dyn_cast<scf::ForOp>(dot->getParentOp());
-    if (!loop)
-      return false;
-    std::optional<RingOperands> operands = matchRingOperands(dot);
-    if (!operands)
-      return false;
-    auto accType = dot.getAcc().getType();
-    auto aType = dot.getA().getType();
-    Type element = aType.getElementType();
-    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
-    bool fp8 = llvm::isa<Float8E4M3FNType, Float8E5M2Type>(element);
-    if (!(element.isBF16() || element.isF16() || fp8) || accType.getEncoding() ||
-        !accType.getElementType().isF32() || k * aType.getElementTypeBitWidth() / 8 != 128 ||
-        m % (64 * (warps / 4)) != 0 || n % 8 != 0 || n > 256)
-      return false;
-    // The accumulator: an iteration argument that only this dot reads, and
-    // the dot's result only yielded in its place.
-    auto acc = llvm::dyn_cast<BlockArgument>(dot.getAcc());
-    if (!acc || acc.getOwner() != loop.getBody() || !acc.hasOneUse() ||
-        !dot->hasOneUse())
-      return false;
-    auto yield = llvm::cast<scf::YieldOp>(loop.getBody()->getTerminator());
-    OpOperand &yielded = *dot->getUses().begin();
-    unsigned index = acc.getArgNumber() - loop.getNumInductionVars();
-    if (yielded.getOwner() != yield || yielded.getOperandNumber() != index)
-      return false;
-
-    MLIRContext *context = loop.getContext();
+  /// sm_90a: the accumulator lives in wgmma registers across the loop.
+  void rewriteToWarpGroupDot(PipelinedDot &p, unsigned warps) {
+    auto accType = p.dot.getAcc().getType();
+    MLIRContext *context = p.loop.getContext();
     auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
                                          MmaEncodingAttr::get(context, 3, warps));
     OpBuilder b(context);
-    Location loc = dot.getLoc();
+    Location loc = p.dot.getLoc();
 
     // The accumulator enters, lives in and leaves the loop in the mma layout.
-    b.setInsertionPoint(loop);
-    OpOperand &init = loop.getInitsMutable()[index];
+    b.setInsertionPoint(p.loop);
+    OpOperand &init = p.loop.getInitsMutable()[p.index];
     init.set(ConvertLayoutOp::create(b, loc, mmaType, init.get()));
-    acc.setType(mmaType);
-    Value result = loop.getResult(index);
+    p.acc.setType(mmaType);
+    Value result = p.loop.getResult(p.index);
     result.setType(mmaType);
 
     // Operands read in place; the dot asynchronous, the previous one waited for.
-    b.setInsertionPoint(operands->a);
-    RingWaitOp::create(b, operands->a.getLoc(), operands->a.getRing(), operands->a.getSlot(),
-                       operands->a.getPhase());
-    b.setInsertionPoint(operands->b);
-    RingWaitOp::create(b, operands->b.getLoc(), operands->b.getRing(), operands->b.getSlot(),
-                       operands->b.getPhase());
-    b.setInsertionPoint(dot);
-    Value issued = WarpGroupDotOp::create(b, loc, mmaType, operands->a.getRing(),
-                                          operands->a.getSlot(), operands->b.getRing(),
-                                          operands->b.getSlot(), acc);
+    waitForSlots(b, p.operands);
+    b.setInsertionPoint(p.dot);
+    Value issued = WarpGroupDotOp::create(b, loc, mmaType, p.operands.a.getRing(),
+                                          p.operands.a.getSlot(), p.operands.b.getRing(),
+                                          p.operands.b.getSlot(), p.acc);
     auto wait = WarpGroupDotWaitOp::create(b, loc, issued, /*pending=*/1);
-    yielded.set(wait);
-    dot->erase();
-    operands->bTrans->erase();
-    Value rings[] = {operands->a.getRing(), operands->b.getRing()};
-    operands->b->erase();
-    operands->a->erase();
+    p.yielded->set(wait);
+    moveRefillsAfter(p.loop, eraseDot(p), wait);
 
-    // A slot is refilled once the dot that read it is done: after the wait.
-    Operation *last = wait;
-    for (Operation &op : llvm::make_early_inc_range(*loop.getBody()))
-      if (auto issue = llvm::dyn_cast<RingIssueOp>(op);
-          issue && llvm::is_contained(rings, issue.getRing()) && issue->isBeforeInBlock(wait)) {
-        issue->moveAfter(last);
-        last = issue;
-      }
-
-    b.setInsertionPointAfter(loop);
+    b.setInsertionPointAfter(p.loop);
     auto done = WarpGroupDotWaitOp::create(b, loc, result, /*pending=*/0);
     auto blocked = ConvertLayoutOp::create(b, loc, accType, done);
     result.replaceAllUsesExcept(blocked, done);
     sinkConversion(b, blocked);
     ++numAccelerated;
-    return true;
+  }
+
+  /// sm_100a/sm_103a: the accumulator lives in Tensor Memory; the loop
+  /// carries, in its place, the number of dots issued.
+  void rewriteToTcgen05Dot(PipelinedDot &p, unsigned warps) {
+    auto accType = p.dot.getAcc().getType();
+    MLIRContext *context = p.loop.getContext();
+    auto loadedType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                                            MmaEncodingAttr::get(context, 5, warps));
+    OpBuilder b(context);
+    Location loc = p.dot.getLoc();
+    Value result = p.loop.getResult(p.index);
+    SmallVector<OpOperand *> uses =
+        llvm::map_to_vector(result.getUses(), [](OpOperand &use) { return &use; });
+
+    b.setInsertionPoint(p.loop);
+    Value barriers = MBarrierAllocOp::create(b, loc, MBarriersType::get(context, 2));
+    Value tmem = TMemAllocOp::create(b, loc, TMemType::get(context, accType));
+    Type i32 = b.getI32Type();
+    p.loop.getInitsMutable()[p.index].set(
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+    p.acc.setType(i32);
+    result.setType(i32);
+
+    // Dot n: from zero when n = 0, committed to barrier n mod 2; then dot
+    // n - 1 is waited for, after which its slots are refilled.
+    waitForSlots(b, p.operands);
+    b.setInsertionPoint(p.dot);
+    Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+    Value accumulate = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, p.acc, zero);
+    Value barrier = arith::AndIOp::create(b, loc, p.acc, one);
+    Tcgen05DotOp::create(b, loc, p.operands.a.getRing(), p.operands.a.getSlot(),
+                         p.operands.b.getRing(), p.operands.b.getSlot(), tmem, accumulate,
+                         barriers, barrier);
+    Operation *wait = waitForDots(b, loc, barriers, p.acc);
+    p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
+    moveRefillsAfter(p.loop, eraseDot(p), wait);
+
+    // After the loop: the last dot waited for, the accumulator read (zero
+    // when the loop ran no iteration), Tensor Memory freed.
+    b.setInsertionPointAfter(p.loop);
+    waitForDots(b, loc, barriers, result);
+    Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
+    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, result,
+                                      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+    Value zeros = arith::ConstantOp::create(
+        b, loc, loadedType, DenseElementsAttr::get(loadedType, b.getF32FloatAttr(0.0f)));
+    Value value = arith::SelectOp::create(b, loc, ran, loaded, zeros);
+    TMemDeallocOp::create(b, loc, tmem);
+    auto blocked = ConvertLayoutOp::create(b, loc, accType, value);
+    for (OpOperand *use : uses)
+      use->set(blocked);
+    sinkConversion(b, blocked);
+    ++numAccelerated;
   }
 };
 } // namespace

@@ -29,7 +29,9 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
-  pm.addPass(createConvertTileToNVVM());
+  ConvertTileToNVVMOptions nvvmOptions;
+  nvvmOptions.arch = options.arch;
+  pm.addPass(createConvertTileToNVVM(nvvmOptions));
   pm.addPass(createAllocateSharedMemory());
   pm.addPass(createSCFToControlFlowPass());
   // scf-to-cf compares and increments loop counters with arith ops.
@@ -48,7 +50,7 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                        llvm::cl::init(4)};
   Option<std::string> arch{*this, "arch",
                            llvm::cl::desc("target arch (sm_90a, sm_100a, sm_103a); empty: "
-                                          "no arch-specific instructions (no wgmma)"),
+                                          "no arch-specific instructions (no wgmma, no tcgen05)"),
                            llvm::cl::init("")};
 };
 } // namespace

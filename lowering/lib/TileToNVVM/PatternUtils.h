@@ -35,6 +35,10 @@ std::pair<int64_t, int64_t> axisElementBits(mlir::RankedTensorType type, int64_t
 /// `%tid.x`.
 mlir::Value createThreadId(mlir::OpBuilder &b, mlir::Location loc);
 
+/// The i1 "this thread issues": one lane of warp 0 chosen by `elect.sync`
+/// (TMA copies, tcgen05.mma and its commit).
+mlir::Value createIssuer(mlir::OpBuilder &b, mlir::Location loc);
+
 /// `shfl.sync.<kind>` over the full warp (member mask -1) of a scalar of up to
 /// 64 bits (two 32-bit shuffles for 64; narrower values travel zero-extended).
 /// `laneArg` is the lane mask (bfly), the offset (up, down) or the source lane
@@ -98,6 +102,11 @@ mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> o
 /// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,
                             mlir::Value base, mlir::Value slot);
+
+/// The mbarrier `index` (i32) of the array of 8-byte mbarriers at `base`
+/// (`!llvm.ptr<3>`).
+mlir::Value mbarrierAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                            mlir::Value index);
 
 /// Fails (with an error at the op) when the shared-memory buffers of a
 /// tile.dot do not fit in the 48 KiB of static shared memory.

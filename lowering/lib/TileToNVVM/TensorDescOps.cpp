@@ -80,14 +80,6 @@ void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
   LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
 }
 
-/// The i1 "this thread issues the copy": one elected lane of warp 0.
-Value createIssuer(OpBuilder &b, Location loc) {
-  Value elected = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
-  Value warp0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
-                                     createI32Constant(b, loc, 32));
-  return LLVM::AndOp::create(b, loc, elected, warp0);
-}
-
 /// TMA's coordinates: innermost dimension first.
 SmallVector<Value> tmaCoordinates(ValueRange indices) {
   return SmallVector<Value>(llvm::reverse(indices));
@@ -254,9 +246,19 @@ Value slotBarrier(OpBuilder &b, Location loc, Value base, std::variant<int64_t, 
   Value index = std::holds_alternative<Value>(slot)
                     ? std::get<Value>(slot)
                     : createI32Constant(b, loc, std::get<int64_t>(slot));
-  Value offset = LLVM::MulOp::create(b, loc, index, createI32Constant(b, loc, 8));
-  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
-                             ArrayRef<LLVM::GEPArg>{offset});
+  return mbarrierAddress(b, loc, base, index);
+}
+
+/// Thread 0 initializes `count` mbarriers from `base` with one arrival each;
+/// fence.mbarrier_init; bar.sync.
+void initBarriers(OpBuilder &b, Location loc, Value base, unsigned count) {
+  Value isThread0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc),
+                                         createI32Constant(b, loc, 0));
+  Value one = createI32Constant(b, loc, 1);
+  for (unsigned s = 0; s < count; ++s)
+    NVVM::MBarrierInitOp::create(b, loc, slotBarrier(b, loc, base, s), one, isThread0);
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+  NVVM::BarrierOp::create(b, loc);
 }
 
 /// A ring's shared memory: `stages` mbarriers (8 bytes each, padded to 128
@@ -270,15 +272,7 @@ struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
     tile::RingType ring = op.getType();
     Value base = createSharedBuffer(rewriter, op, "__kiln_tma_ring", rewriter.getI8Type(),
                                     ring.getTotalBytes(), /*alignment=*/1024);
-    Value isThread0 = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
-                                           createThreadId(rewriter, loc),
-                                           createI32Constant(rewriter, loc, 0));
-    Value one = createI32Constant(rewriter, loc, 1);
-    for (unsigned s = 0; s < ring.getStages(); ++s)
-      NVVM::MBarrierInitOp::create(rewriter, loc, slotBarrier(rewriter, loc, base, s), one,
-                                   isThread0);
-    NVVM::FenceMbarrierInitOp::create(rewriter, loc);
-    NVVM::BarrierOp::create(rewriter, loc);
+    initBarriers(rewriter, loc, base, ring.getStages());
     rewriter.replaceOp(op, base);
     return success();
   }
@@ -335,8 +329,45 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
 };
 } // namespace
 
+namespace {
+/// `count` 8-byte mbarriers in an 8-byte aligned shared array, one arrival each.
+struct MBarrierAllocLowering : TileOpConversion<tile::MBarrierAllocOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::MBarrierAllocOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    unsigned count = op.getType().getCount();
+    Value base = createSharedBuffer(rewriter, op, "__kiln_mbarrier", rewriter.getI64Type(),
+                                    count, /*alignment=*/8);
+    initBarriers(rewriter, op.getLoc(), base, count);
+    rewriter.replaceOp(op, base);
+    return success();
+  }
+};
+
+struct MBarrierWaitLowering : TileOpConversion<tile::MBarrierWaitOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::MBarrierWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    waitParity(rewriter, op.getLoc(),
+               mbarrierAddress(rewriter, op.getLoc(), adaptor.getBarriers(), adaptor.getIndex()),
+               adaptor.getParity());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+Value kiln::mbarrierAddress(OpBuilder &b, Location loc, Value base, Value index) {
+  Value offset = LLVM::MulOp::create(b, loc, index, createI32Constant(b, loc, 8));
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
   patterns.add<DescLoadLowering, DescStoreLowering, RingAllocLowering, RingIssueLowering,
-               RingWaitLoadLowering, RingWaitLowering>(converter);
+               RingWaitLoadLowering, RingWaitLowering, MBarrierAllocLowering,
+               MBarrierWaitLowering>(converter);
 }

@@ -45,6 +45,14 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
   addConversion([context](tile::RingType) -> Type {
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/3);
   });
+  // So is an mbarrier array.
+  addConversion([context](tile::MBarriersType) -> Type {
+    return LLVM::LLVMPointerType::get(context, /*addressSpace=*/3);
+  });
+  // A Tensor Memory accumulator is its 32-bit TMEM address.
+  addConversion([context](tile::TMemType) -> Type {
+    return LLVM::LLVMPointerType::get(context, /*addressSpace=*/6);
+  });
   // A descriptor parameter is the address of the by-value CUtensorMap.
   addConversion([context](tile::TensorDescType) -> Type {
     return LLVM::LLVMPointerType::get(context);
@@ -62,7 +70,8 @@ std::optional<tile::MmaLayout> TileTypeConverter::getMmaLayout(RankedTensorType 
   auto mma = llvm::dyn_cast_if_present<tile::MmaEncodingAttr>(type.getEncoding());
   if (!mma)
     return std::nullopt;
-  return tile::MmaLayout{type.getDimSize(0), type.getDimSize(1), mma.getNumWarps()};
+  return tile::MmaLayout{type.getDimSize(0), type.getDimSize(1), mma.getNumWarps(),
+                         mma.getVersion()};
 }
 
 int64_t TileTypeConverter::getRegsPerThread(RankedTensorType type) const {
@@ -163,6 +172,13 @@ Value kiln::createThreadId(OpBuilder &b, Location loc) {
   return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
 }
 
+Value kiln::createIssuer(OpBuilder &b, Location loc) {
+  Value elected = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
+  Value warp0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
+                                     createI32Constant(b, loc, 32));
+  return LLVM::AndOp::create(b, loc, elected, warp0);
+}
+
 /// The shuffle with the lane operand made by `makeLaneArg` (after the member
 /// mask, so that a constant lane argument sits between the mask and the clamp).
 static Value createShuffleImpl(OpBuilder &b, Location loc, Value value,
@@ -230,6 +246,16 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
   // MmaLayout::baseOf with the thread id in registers.
   auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
   Value tid = createThreadId(b, loc);
+  ElementIndices indices;
+  for (int64_t reg = 0, e = mma->regsPerThread(); reg < e; ++reg)
+    indices.offsets.push_back(mma->offsetOf(reg));
+  if (mma->version == 5) {
+    indices.base = LLVM::AddOp::create(
+        b, loc, LLVM::MulOp::create(b, loc, LLVM::AndOp::create(b, loc, tid, c(127)), c(mma->n)),
+        LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(7)),
+                            c(mma->columnsPerThread())));
+    return indices;
+  }
   Value lane = LLVM::AndOp::create(b, loc, tid, c(31));
   Value row = LLVM::AddOp::create(
       b, loc,
@@ -239,19 +265,16 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
               b, loc, LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(5)), c(3)),
               c(16))),
       LLVM::LShrOp::create(b, loc, lane, c(2)));
-  ElementIndices indices;
   indices.base = LLVM::AddOp::create(
       b, loc, LLVM::MulOp::create(b, loc, row, c(mma->n)),
       LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));
-  for (int64_t reg = 0, e = mma->regsPerThread(); reg < e; ++reg)
-    indices.offsets.push_back(mma->offsetOf(reg));
   return indices;
 }
 
 int64_t kiln::getAccessWidth(const TileTypeConverter &converter, RankedTensorType type) {
   int64_t bytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  int64_t layoutRun =
-      converter.getMmaLayout(type) ? 2 : converter.getLayout(type).vec;
+  std::optional<tile::MmaLayout> mma = converter.getMmaLayout(type);
+  int64_t layoutRun = mma ? mma->run() : converter.getLayout(type).vec;
   return std::min({layoutRun, type.getShape().back(), 16 / bytes});
 }
 
@@ -380,6 +403,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileTensorDescOpsToNVVMPatterns(converter, patterns);
   populateTileDotOpsToNVVMPatterns(converter, patterns);
   populateTileWarpGroupDotOpsToNVVMPatterns(converter, patterns);
+  populateTileTcgen05OpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileScanOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);
@@ -397,10 +421,40 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Whether `arch` has the instructions `op` lowers to (wgmma: sm_90a;
+/// tcgen05 and Tensor Memory: sm_100a, sm_103a); `required` names the archs
+/// that do.
+bool archSupports(Operation *op, StringRef arch, StringRef &required) {
+  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp>(op)) {
+    required = "sm_90a";
+    return arch == "sm_90a";
+  }
+  if (llvm::isa<tile::Tcgen05DotOp, tile::TMemAllocOp, tile::TMemDeallocOp, tile::TMemLoadOp>(
+          op)) {
+    required = "sm_100a or sm_103a";
+    return arch == "sm_100a" || arch == "sm_103a";
+  }
+  return true;
+}
+
 struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNVVMPass> {
+  using ConvertTileToNVVMBase::ConvertTileToNVVMBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
+
+    if (!arch.empty()) {
+      WalkResult wrongArch = module.walk([&](Operation *op) {
+        StringRef required;
+        if (archSupports(op, arch, required))
+          return WalkResult::advance();
+        op->emitOpError() << "needs " << required << ", not " << arch;
+        return WalkResult::interrupt();
+      });
+      if (wrongArch.wasInterrupted())
+        return signalPassFailure();
+    }
 
     // The one layout of this module's kernels.
     std::optional<std::pair<int64_t, int64_t>> layout;

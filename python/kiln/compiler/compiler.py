@@ -275,8 +275,9 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
 
 
 def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None) -> Any:
-    """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a; None: no
-    arch-specific instructions); returns a new module (the input is kept)."""
+    """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a, tcgen05 on
+    sm_100a/sm_103a; None: no arch-specific instructions); returns a new module (the input
+    is kept)."""
     lowered = module.clone()
     _C().run_tile_to_llvm(lowered, num_warps, arch or "")
     return lowered

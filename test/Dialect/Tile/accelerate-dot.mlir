@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_100a | FileCheck %s --check-prefix=SM100
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_103a | FileCheck %s --check-prefix=SM100
 
 !A = !tile.ring<3, tensor<128x64xbf16>>
 !B = !tile.ring<3, tensor<256x64xbf16>>
@@ -27,9 +28,50 @@
 // CHECK: %[[H:.*]] = arith.truncf %[[DONE]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NOT: tile.convert_layout
 // CHECK: tile.desc_store %{{.*}}, %[[H]] : {{.*}}, tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
+// On sm_100a/sm_103a the accumulator lives in Tensor Memory: two commit
+// barriers and the TMEM allocation before the loop, which carries the count
+// of dots issued in the accumulator's place. Dot n (from zero when n = 0)
+// commits to barrier n mod 2; then dot n - 1 is waited for (barrier
+// (n + 1) mod 2, parity ((n + 1) / 2 mod 2) xor 1) and the slots refilled.
+// After the loop the last dot is waited for the same way, the accumulator
+// read into the version 5 mma layout, zero when the loop ran no iteration,
+// TMEM freed, and the result narrowed and stored in that layout.
 // SM100-LABEL: func.func @gemm
 // SM100-NOT: tile.warpgroup_dot
-// SM100: tile.dot
+// SM100: %[[BARS:.*]] = tile.mbarrier_alloc : !tile.mbarriers<2>
+// SM100: %[[TMEM:.*]] = tile.tmem_alloc : !tile.tmem<tensor<128x256xf32>>
+// SM100: %[[C0:.*]] = arith.constant 0 : i32
+// SM100: %[[LOOP:.*]]:2 = scf.for {{.*}} iter_args(%[[N:.*]] = %[[C0]], %{{.*}} = %{{.*}}) -> (i32, i32)
+// SM100:   tile.ring_wait %{{.*}}[%[[SLOT:.*]]], %{{.*}} : !tile.ring<3, tensor<128x64xbf16>>
+// SM100:   tile.ring_wait %{{.*}}[%[[SLOT]]], %{{.*}} : !tile.ring<3, tensor<256x64xbf16>>
+// SM100:   %[[ACCUMULATE:.*]] = arith.cmpi ne, %[[N]], %{{.*}} : i32
+// SM100:   %[[BAR:.*]] = arith.andi %[[N]], %{{.*}} : i32
+// SM100:   tile.tcgen05_dot %{{.*}}[%[[SLOT]]], %{{.*}}[%[[SLOT]]], %[[TMEM]], %[[ACCUMULATE]] -> %[[BARS]][%[[BAR]]] : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>, !tile.tmem<tensor<128x256xf32>>, !tile.mbarriers<2>
+// SM100:   %[[NEXT:.*]] = arith.addi %[[N]], %[[ONE:.*]] : i32
+// SM100:   %[[PREV:.*]] = arith.andi %[[NEXT]], %[[ONE]] : i32
+// SM100:   %[[HALF:.*]] = arith.shrui %[[NEXT]], %[[ONE]] : i32
+// SM100:   %[[BIT:.*]] = arith.andi %[[HALF]], %[[ONE]] : i32
+// SM100:   %[[PARITY:.*]] = arith.xori %[[BIT]], %[[ONE]] : i32
+// SM100:   tile.mbarrier_wait %[[BARS]][%[[PREV]]], %[[PARITY]] : !tile.mbarriers<2>
+// SM100:   tile.ring_issue
+// SM100:   tile.ring_issue
+// SM100:   %[[COUNT:.*]] = arith.addi %[[N]], %{{.*}} : i32
+// SM100:   scf.yield %[[COUNT]], %{{.*}} : i32, i32
+// SM100-NOT: tile.dot
+// SM100: %[[AFTER:.*]] = arith.addi %[[LOOP]]#0, %[[ONE2:.*]] : i32
+// SM100: %[[LAST:.*]] = arith.andi %[[AFTER]], %[[ONE2]] : i32
+// SM100: %[[LHALF:.*]] = arith.shrui %[[AFTER]], %[[ONE2]] : i32
+// SM100: %[[LBIT:.*]] = arith.andi %[[LHALF]], %[[ONE2]] : i32
+// SM100: %[[LPARITY:.*]] = arith.xori %[[LBIT]], %[[ONE2]] : i32
+// SM100: tile.mbarrier_wait %[[BARS]][%[[LAST]]], %[[LPARITY]] : !tile.mbarriers<2>
+// SM100: %[[LOADED:.*]] = tile.tmem_load %[[TMEM]] : !tile.tmem<tensor<128x256xf32>> -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: %[[RAN:.*]] = arith.cmpi ne, %[[LOOP]]#0, %{{.*}} : i32
+// SM100: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: %[[ACC:.*]] = arith.select %[[RAN]], %[[LOADED]], %[[ZEROS]] : tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: tile.tmem_dealloc %[[TMEM]] : !tile.tmem<tensor<128x256xf32>>
+// SM100: %[[H:.*]] = arith.truncf %[[ACC]] : tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>> to tensor<128x256xbf16, #tile.mma<version = 5, numWarps = 8>>
+// SM100-NOT: tile.convert_layout
+// SM100: tile.desc_store %{{.*}}, %[[H]] : {{.*}}, tensor<128x256xbf16, #tile.mma<version = 5, numWarps = 8>>
 func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -60,10 +102,14 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.kernel, 
 
 // -----
 
-// Unswizzled boxes are not what the wgmma descriptors describe: mma.sync stays.
+// Unswizzled boxes are not what the wgmma and tcgen05 descriptors describe:
+// mma.sync stays.
 // CHECK-LABEL: func.func @unswizzled
 // CHECK-NOT: tile.warpgroup_dot
 // CHECK: tile.dot
+// SM100-LABEL: func.func @unswizzled
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
 func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.tensordesc<tensor<256x64xbf16>>, %k: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -95,6 +141,9 @@ func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.ten
 // CHECK-LABEL: func.func @acc_read
 // CHECK-NOT: tile.warpgroup_dot
 // CHECK: tile.dot
+// SM100-LABEL: func.func @acc_read
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
 func.func @acc_read(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -116,5 +165,197 @@ func.func @acc_read(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attribute
     }
     scf.yield %d : tensor<128x256xf32>
   }
+  return
+}
+
+// -----
+
+!A = !tile.ring<3, tensor<128x64xbf16>>
+!B = !tile.ring<3, tensor<256x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
+
+// A non-zero initial accumulator: wgmma adds to it; the first tcgen05.mma
+// would not read TMEM, so Blackwell keeps mma.sync.
+// CHECK-LABEL: func.func @nonzero_init
+// CHECK: tile.warpgroup_dot
+// SM100-LABEL: func.func @nonzero_init
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @nonzero_init(%da: !DA, %db: !DB, %k: i32, %x: f32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %init = tile.splat %x : f32 -> tensor<128x256xf32>
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %acc = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %init) -> (tensor<128x256xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x64xbf16>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<256x64xbf16>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<256x64xbf16> -> tensor<64x256xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x256xbf16> -> tensor<128x256xf32>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !DA, !A
+    tile.ring_issue %db[%c0, %kk] -> %rb[%c0] if %true : !DB, !B
+    scf.yield %d : tensor<128x256xf32>
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x256x!tile.ptr<f32>>
+  tile.store %p, %acc : tensor<128x256x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+!A = !tile.ring<3, tensor<128x64xbf16>>
+!B = !tile.ring<3, tensor<256x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
+
+// A K loop inside another loop: Tensor Memory is allocated once per kernel
+// and the commit barriers start fresh, so Blackwell keeps mma.sync.
+// CHECK-LABEL: func.func @nested
+// CHECK: tile.warpgroup_dot
+// SM100-LABEL: func.func @nested
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @nested(%da: !DA, %db: !DB, %k: i32, %tiles: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  scf.for %t = %c0 to %tiles step %c1 : i32 {
+    %acc = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<128x256xf32>) : i32 {
+      %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x64xbf16>
+      %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<256x64xbf16>
+      %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<256x64xbf16> -> tensor<64x256xbf16>
+      %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x256xbf16> -> tensor<128x256xf32>
+      tile.ring_issue %da[%t, %kk] -> %ra[%c0] if %true : !DA, !A
+      tile.ring_issue %db[%t, %kk] -> %rb[%c0] if %true : !DB, !B
+      scf.yield %d : tensor<128x256xf32>
+    }
+    %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x256x!tile.ptr<f32>>
+    tile.store %p, %acc : tensor<128x256x!tile.ptr<f32>>
+  }
+  return
+}
+
+// -----
+
+!A = !tile.ring<2, tensor<64x64xf16>>
+!B = !tile.ring<2, tensor<64x64xf16>>
+!D = !tile.tensordesc<tensor<64x64xf16>, swizzle = 128>
+
+// M = 64: one wgmma slab on 4 warps; tcgen05 here takes M = 128 only.
+// CHECK-LABEL: func.func @m64
+// CHECK: tile.warpgroup_dot
+// SM100-LABEL: func.func @m64
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @m64(%d: !D, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %acc = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<64x64xf16>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<64x64xf16>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<64x64xf16> -> tensor<64x64xf16>
+    %dd = tile.dot %a, %bt, %acc : tensor<64x64xf16> * tensor<64x64xf16> -> tensor<64x64xf32>
+    tile.ring_issue %d[%c0, %kk] -> %ra[%c0] if %true : !D, !A
+    tile.ring_issue %d[%kk, %c0] -> %rb[%c0] if %true : !D, !B
+    scf.yield %dd : tensor<64x64xf32>
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %p, %acc : tensor<64x64x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+!A = !tile.ring<2, tensor<128x64xf16>>
+!B = !tile.ring<2, tensor<128x64xf16>>
+!DA = !tile.tensordesc<tensor<128x64xf16>, swizzle = 128>
+
+// Two K loops in one kernel: both on wgmma; on Blackwell only the first uses
+// Tensor Memory (its tmem_dealloc gives up the permit to allocate), with
+// 128 columns for N = 128 on 4 warps, f16 operands.
+// CHECK-LABEL: func.func @two_dots
+// CHECK-COUNT-2: tile.warpgroup_dot %
+// SM100-LABEL: func.func @two_dots
+// SM100: tile.tmem_alloc : !tile.tmem<tensor<128x128xf32>>
+// SM100: tile.tcgen05_dot {{.*}} : !tile.ring<2, tensor<128x64xf16>>, !tile.ring<2, tensor<128x64xf16>>, !tile.tmem<tensor<128x128xf32>>, !tile.mbarriers<2>
+// SM100: tile.tmem_load {{.*}} -> tensor<128x128xf32, #tile.mma<version = 5, numWarps = 4>>
+// SM100: tile.tmem_dealloc
+// SM100: tile.convert_layout {{.*}} : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 4>> -> tensor<128x128xf32>
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @two_dots(%da: !DA, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %x = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<128x128xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x64xf16>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<128x64xf16>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<128x64xf16> -> tensor<64x128xf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xf16> * tensor<64x128xf16> -> tensor<128x128xf32>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !DA, !A
+    tile.ring_issue %da[%kk, %c0] -> %rb[%c0] if %true : !DA, !B
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %y = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<128x128xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x64xf16>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<128x64xf16>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<128x64xf16> -> tensor<64x128xf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xf16> * tensor<64x128xf16> -> tensor<128x128xf32>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !DA, !A
+    tile.ring_issue %da[%kk, %c0] -> %rb[%c0] if %true : !DA, !B
+    scf.yield %d : tensor<128x128xf32>
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x128x!tile.ptr<f32>>
+  tile.store %p, %x : tensor<128x128x!tile.ptr<f32>>
+  tile.store %p, %y : tensor<128x128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+!A = !tile.ring<2, tensor<128x64xbf16>>
+!B = !tile.ring<2, tensor<64x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+
+// No refill in the loop, so no CTA barrier keeps the threads within one
+// iteration of each other (and of the commit barriers' phases): Blackwell
+// keeps mma.sync.
+// CHECK-LABEL: func.func @no_refill
+// CHECK: tile.warpgroup_dot
+// SM100-LABEL: func.func @no_refill
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @no_refill(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x64xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %acc = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<128x64xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x64xbf16>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<64x64xbf16>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x64xbf16> -> tensor<128x64xf32>
+    scf.yield %d : tensor<128x64xf32>
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x64x!tile.ptr<f32>>
+  tile.store %p, %acc : tensor<128x64x!tile.ptr<f32>>
   return
 }

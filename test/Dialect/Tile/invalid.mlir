@@ -1170,7 +1170,7 @@ func.func @relaxed_fence() {
 
 // -----
 
-// expected-error @+1 {{expected an mma encoding of version 3 (wgmma), got 2}}
+// expected-error @+1 {{expected an mma encoding of version 3 (wgmma) or 5 (tcgen05), got 2}}
 func.func @mma_version(%x: tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>) {
   return
 }
@@ -1211,5 +1211,111 @@ func.func @warpgroup_dot_shapes(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !ti
 func.func @warpgroup_dot_warpgroups(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>>, %i: i32) {
   // expected-error @+1 {{expected M a multiple of 128 and N a multiple of 8 up to 256}}
   %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_version5_acc(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected an accumulator with the #tile.mma encoding of version 3, got 'tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>'}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a [128, N] tile with N a multiple of 2 for the version 5 mma encoding, got 'tensor<64x64xf32>'}}
+func.func @mma_version5_rows(%x: tensor<64x64xf32, #tile.mma<version = 5, numWarps = 8>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a [128, N] tile with N a multiple of 4 for the version 5 mma encoding, got 'tensor<128x2xf32>'}}
+func.func @mma_version5_columns(%x: tensor<128x2xf32, #tile.mma<version = 5, numWarps = 16>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a 2-D f32 tile without encoding in tensor memory, got 'tensor<128x64xbf16>'}}
+func.func @tmem_element(%t: !tile.tmem<tensor<128x64xbf16>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected M = 128 (one row per TMEM lane), got 64}}
+func.func @tmem_rows(%t: !tile.tmem<tensor<64x64xf32>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected N in [1, 512] (TMEM columns), got 1024}}
+func.func @tmem_columns(%t: !tile.tmem<tensor<128x1024xf32>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 1 to 16 mbarriers, got 0}}
+func.func @mbarriers_count(%b: !tile.mbarriers<0>) {
+  return
+}
+
+// -----
+
+func.func @tmem_load_shape(%t: !tile.tmem<tensor<128x64xf32>>) {
+  // expected-error @+1 {{expected the result to have the accumulator's shape 'tensor<128x64xf32>', got 'tensor<128x128xf32, #tile.mma<version = 5, numWarps = 4>>'}}
+  %r = tile.tmem_load %t : !tile.tmem<tensor<128x64xf32>> -> tensor<128x128xf32, #tile.mma<version = 5, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @tmem_load_layout(%t: !tile.tmem<tensor<128x64xf32>>) {
+  // expected-error @+1 {{expected the result in the #tile.mma encoding of version 5, got 'tensor<128x64xf32, #tile.mma<version = 3, numWarps = 4>>'}}
+  %r = tile.tmem_load %t : !tile.tmem<tensor<128x64xf32>> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @tcgen05_dot_rank(%ra: !tile.ring<2, tensor<2x64x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %t: !tile.tmem<tensor<128x64xf32>>, %p: i1, %d: !tile.mbarriers<2>, %i: i32) {
+  // expected-error @+1 {{expected 2-D boxes, got 'tensor<2x64x64xbf16>' and 'tensor<64x64xbf16>'}}
+  tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<2x64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, !tile.tmem<tensor<128x64xf32>>, !tile.mbarriers<2>
+  return
+}
+
+// -----
+
+func.func @tcgen05_dot_element(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xf16>>, %t: !tile.tmem<tensor<128x64xf32>>, %p: i1, %d: !tile.mbarriers<2>, %i: i32) {
+  // expected-error @+1 {{expected bf16 or f16 boxes of one element type, got 'bf16' and 'f16'}}
+  tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<64x64xf16>>, !tile.tmem<tensor<128x64xf32>>, !tile.mbarriers<2>
+  return
+}
+
+// -----
+
+func.func @tcgen05_dot_shapes(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<128x64xbf16>>, %t: !tile.tmem<tensor<128x64xf32>>, %p: i1, %d: !tile.mbarriers<2>, %i: i32) {
+  // expected-error @+1 {{expected a [M, K] box, a [N, K] box and a [M, N] accumulator}}
+  tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<128x64xbf16>>, !tile.tmem<tensor<128x64xf32>>, !tile.mbarriers<2>
+  return
+}
+
+// -----
+
+func.func @tcgen05_dot_k(%ra: !tile.ring<2, tensor<128x32xbf16>>, %rb: !tile.ring<2, tensor<64x32xbf16>>, %t: !tile.tmem<tensor<128x64xf32>>, %p: i1, %d: !tile.mbarriers<2>, %i: i32) {
+  // expected-error @+1 {{expected K = 64 (one 128-byte swizzle span per row), got 32}}
+  tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<128x32xbf16>>, !tile.ring<2, tensor<64x32xbf16>>, !tile.tmem<tensor<128x64xf32>>, !tile.mbarriers<2>
+  return
+}
+
+// -----
+
+func.func @tcgen05_dot_n(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<8x64xbf16>>, %t: !tile.tmem<tensor<128x8xf32>>, %p: i1, %d: !tile.mbarriers<2>, %i: i32) {
+  // expected-error @+1 {{expected N a multiple of 16 from 16 to 256 (tcgen05.mma with M = 128), got 8}}
+  tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<8x64xbf16>>, !tile.tmem<tensor<128x8xf32>>, !tile.mbarriers<2>
   return
 }

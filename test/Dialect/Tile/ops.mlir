@@ -339,3 +339,21 @@ func.func @warpgroup_dot(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.rin
   %c = tile.convert_layout %w : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
   return %c : tensor<128x256xf32>
 }
+
+// CHECK-LABEL: func.func @tcgen05_dot
+// CHECK: %[[DONE:.*]] = tile.mbarrier_alloc : !tile.mbarriers<2>
+// CHECK: %[[ACC:.*]] = tile.tmem_alloc : !tile.tmem<tensor<128x256xf32>>
+// CHECK: tile.tcgen05_dot %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %[[ACC]], %{{.*}} -> %[[DONE]][%{{.*}}] : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>, !tile.tmem<tensor<128x256xf32>>, !tile.mbarriers<2>
+// CHECK: tile.mbarrier_wait %[[DONE]][%{{.*}}], %{{.*}} : !tile.mbarriers<2>
+// CHECK: %{{.*}} = tile.tmem_load %[[ACC]] : !tile.tmem<tensor<128x256xf32>> -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+// CHECK: tile.tmem_dealloc %[[ACC]] : !tile.tmem<tensor<128x256xf32>>
+func.func @tcgen05_dot(%ra: !tile.ring<3, tensor<128x64xbf16>>, %rb: !tile.ring<3, tensor<256x64xbf16>>,
+                       %i: i32, %p: i1) -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>> {
+  %done = tile.mbarrier_alloc : !tile.mbarriers<2>
+  %acc = tile.tmem_alloc : !tile.tmem<tensor<128x256xf32>>
+  tile.tcgen05_dot %ra[%i], %rb[%i], %acc, %p -> %done[%i] : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>, !tile.tmem<tensor<128x256xf32>>, !tile.mbarriers<2>
+  tile.mbarrier_wait %done[%i], %i : !tile.mbarriers<2>
+  %r = tile.tmem_load %acc : !tile.tmem<tensor<128x256xf32>> -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+  tile.tmem_dealloc %acc : !tile.tmem<tensor<128x256xf32>>
+  return %r : tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+}

@@ -25,10 +25,20 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
       `arith` to LLVM and transcendental `math` ops to libdevice calls
       (`__nv_*`, linked at PTX emission);
     - kernels (`func.func` with `tile.kernel`) to `llvm.func` with `nvvm.kernel`
-      and `nvvm.reqntid`.
+      and `nvvm.reqntid`;
+    - TMA descriptors and rings to `cp.async.bulk.tensor` and mbarriers;
+      `tile.warpgroup_dot` (sm_90a) to `wgmma.mma_async`; the Tensor Memory
+      ops and `tile.tcgen05_dot` (sm_100a, sm_103a) to `nvvm.tcgen05.*`.
     `scf.if` ops created for masks are left for `convert-scf-to-cf`.
-    All kernels of one module must share one layout.
+    All kernels of one module must share one layout. With `arch` set, an op
+    whose instructions the arch lacks (wgmma off sm_90a, tcgen05 off
+    sm_100a/sm_103a) is an error here rather than in instruction selection.
   }];
+  let options = [
+    Option<"arch", "arch", "std::string", /*default=*/"\"\"",
+           "target arch (sm_90a, sm_100a, sm_103a) whose instructions the ops may use; "
+           "empty: not checked">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::cf::ControlFlowDialect"];
 }

@@ -25,7 +25,8 @@ public:
     assert(!type.getEncoding() && "a tile with an encoding is not in the blocked layout");
     return tile::BlockedLayout::get(type.getNumElements(), threadsPerBlock, elemsPerThread);
   }
-  /// The wgmma layout of a `#tile.mma` tile, or std::nullopt for other tiles.
+  /// The layout of a `#tile.mma` tile (wgmma or tcgen05.ld), or std::nullopt
+  /// for other tiles.
   std::optional<tile::MmaLayout> getMmaLayout(mlir::RankedTensorType type) const;
   /// Registers (elements) a thread holds of a tile of this type, any layout.
   int64_t getRegsPerThread(mlir::RankedTensorType type) const;
@@ -50,6 +51,8 @@ void populateTileAtomicOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
 void populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                                mlir::RewritePatternSet &patterns);
+void populateTileTcgen05OpsToNVVMPatterns(TileTypeConverter &converter,
+                                          mlir::RewritePatternSet &patterns);
 void populateTileDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                       mlir::RewritePatternSet &patterns);
 void populateTileReduceOpsToNVVMPatterns(TileTypeConverter &converter,

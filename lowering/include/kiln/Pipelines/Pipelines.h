@@ -13,7 +13,8 @@ struct TileToLLVMOptions {
   /// Warps per program for kernels that carry no `tile.num_warps`.
   int numWarps = 4;
   /// Target arch (sm_90a, sm_100a, sm_103a); empty: no arch-specific
-  /// instructions. wgmma is used on sm_90a only.
+  /// instructions. wgmma is used on sm_90a only, tcgen05 and Tensor Memory on
+  /// sm_100a and sm_103a only.
   std::string arch;
 };
 

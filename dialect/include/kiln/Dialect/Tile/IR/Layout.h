@@ -37,26 +37,43 @@ struct BlockedLayout {
   }
 };
 
-/// The wgmma accumulator layout (#tile.mma<version = 3>) of an [m, n] tile:
-/// element (row, col) of register `reg` of thread `thread` is
+/// The accumulator layouts of `#tile.mma` for an [m, n] tile.
+///
+/// Version 3 (wgmma): element (row, col) of register `reg` of thread `thread` is
 ///   slab = rep * warpgroups + thread / 128, rep = reg / (n / 2),
 ///   row  = 64 slab + 16 (thread / 32 mod 4) + lane / 4 + 8 (reg / 2 mod 2),
-///   col  = 8 (reg mod n/2) / 4 + 2 (lane mod 4) + reg mod 2,
-/// so its row-major index is a per-thread base plus a per-register offset.
+///   col  = 8 (reg mod n/2) / 4 + 2 (lane mod 4) + reg mod 2.
+/// Version 5 (tcgen05.ld.32x32b of a TMEM accumulator, m = 128):
+///   row  = thread mod 128,
+///   col  = (thread / 128) * n / warpgroups + reg.
+/// Either way its row-major index is a per-thread base plus a per-register
+/// offset.
 struct MmaLayout {
   int64_t m, n;
   int64_t warps;
+  int64_t version = 3;
 
   int64_t warpgroups() const { return warps / 4; }
+  /// Version 3: the 64-row slabs each warpgroup holds.
   int64_t reps() const { return m / (64 * warpgroups()); }
-  int64_t regsPerThread() const { return reps() * n / 2; }
+  /// Version 5: the columns each thread holds.
+  int64_t columnsPerThread() const { return n / warpgroups(); }
+  int64_t regsPerThread() const {
+    return version == 5 ? columnsPerThread() : reps() * n / 2;
+  }
+  /// Consecutive elements of a row in consecutive registers.
+  int64_t run() const { return version == 5 ? columnsPerThread() : 2; }
   /// The row-major index of the element of `thread`'s register 0.
   int64_t baseOf(int64_t thread) const {
+    if (version == 5)
+      return (thread % 128) * n + (thread / 128) * columnsPerThread();
     int64_t lane = thread % 32;
     return ((thread / 128) * 64 + (thread / 32 % 4) * 16 + lane / 4) * n + 2 * (lane % 4);
   }
   /// The index of register `reg`'s element minus the thread's base.
   int64_t offsetOf(int64_t reg) const {
+    if (version == 5)
+      return reg;
     int64_t rep = reg / (n / 2), q = reg % (n / 2);
     return rep * warpgroups() * 64 * n + (q / 2 % 2) * 8 * n + (q / 4) * 8 + q % 2;
   }

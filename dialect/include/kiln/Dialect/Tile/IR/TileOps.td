@@ -715,6 +715,148 @@ def Tile_WarpGroupDotWaitOp : Tile_Op<"warpgroup_dot_wait",
 }
 
 //===----------------------------------------------------------------------===//
+// mbarriers, Tensor Memory and tcgen05 MMA (sm_100a, sm_103a)
+//===----------------------------------------------------------------------===//
+
+def Tile_MBarrierAllocOp : Tile_Op<"mbarrier_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "an array of mbarriers in shared memory, initialized";
+  let description = [{
+    ```mlir
+    %done = tile.mbarrier_alloc : !tile.mbarriers<2>
+    ```
+    Thread 0 initializes every barrier with an arrival count of 1
+    (`mbarrier.init.shared.b64`), then `fence.mbarrier_init.release.cluster`
+    and `bar.sync`: must run in uniform control flow. Each barrier starts in
+    phase 0, so a wait for parity 1 returns at once (the "previous" phase is
+    complete).
+  }];
+  let results = (outs Tile_MBarriers:$barriers);
+  let assemblyFormat = "attr-dict `:` qualified(type($barriers))";
+}
+
+def Tile_MBarrierWaitOp : Tile_Op<"mbarrier_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for a phase of one mbarrier of an array";
+  let description = [{
+    ```mlir
+    tile.mbarrier_wait %done[%i], %parity : !tile.mbarriers<2>
+    ```
+    Every thread spins on `mbarrier.try_wait.parity.shared::cta.b64` until
+    barrier `index` (i32, below the array's count) has completed the phase of
+    parity `parity` (i32, 0 or 1), i.e. until its current phase has the other
+    parity. The caller must know that the barrier is at most one phase ahead
+    of the one waited for: parities cannot tell phases two apart.
+  }];
+  let arguments = (ins Tile_MBarriers:$barriers, I32:$index, I32:$parity);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $parity attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_TMemAllocOp : Tile_Op<"tmem_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate an f32 accumulator in Tensor Memory";
+  let description = [{
+    ```mlir
+    %acc = tile.tmem_alloc : !tile.tmem<tensor<128x256xf32>>
+    ```
+    Warp 0 allocates the type's columns (a power of two, at least 32) with the
+    warp-collective `tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
+    [addr], ncols`, which writes the TMEM address to a 4-byte shared-memory
+    word; then `tcgen05.fence::before_thread_sync`, `bar.sync`,
+    `tcgen05.fence::after_thread_sync` and every thread reads the address
+    (`ld.shared.b32`). Must run in uniform control flow. The allocation
+    blocks until the SM has the columns free. The contents are undefined until
+    a `tile.tcgen05_dot` writes them. Pair it with one `tile.tmem_dealloc`; a
+    kernel allocates once (the dealloc gives up the permit to allocate).
+  }];
+  let results = (outs Tile_TMem:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def Tile_TMemDeallocOp : Tile_Op<"tmem_dealloc", [MemoryEffects<[MemFree]>]> {
+  let summary = "free a Tensor Memory accumulator and the permit to allocate";
+  let description = [{
+    ```mlir
+    tile.tmem_dealloc %acc : !tile.tmem<tensor<128x256xf32>>
+    ```
+    `tcgen05.fence::before_thread_sync`, `bar.sync` (every thread's reads of
+    the accumulator are complete: `tile.tmem_load` waits for them), then warp 0:
+    `tcgen05.fence::after_thread_sync`,
+    `tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols` and
+    `tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned`: the block
+    allocates no Tensor Memory after it. Must run in uniform control flow,
+    after every `tile.tcgen05_dot` into the accumulator has completed (a
+    block must free its Tensor Memory before it exits).
+  }];
+  let arguments = (ins Tile_TMem:$tmem);
+  let assemblyFormat = "$tmem attr-dict `:` qualified(type($tmem))";
+}
+
+def Tile_TMemLoadOp : Tile_Op<"tmem_load", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "read a Tensor Memory accumulator into registers";
+  let description = [{
+    ```mlir
+    %r = tile.tmem_load %acc : !tile.tmem<tensor<128x256xf32>>
+        -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+    ```
+    The result is in the version 5 `#tile.mma` layout: thread t reads TMEM
+    lane t mod 128 (a warp may only reach the 32 lanes of its quarter) and
+    warpgroup g the columns g * N/G .. (g + 1) * N/G - 1, with
+    `tcgen05.fence::after_thread_sync`, `tcgen05.ld.sync.aligned.32x32b.xC.b32`
+    (C up to 32 columns per instruction) and `tcgen05.wait::ld.sync.aligned`.
+    The dots that wrote the accumulator must be complete (a
+    `tile.mbarrier_wait` on their commit); `numWarps` must be the kernel's.
+  }];
+  let arguments = (ins Tile_TMem:$tmem);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$tmem attr-dict `:` qualified(type($tmem)) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_Tcgen05DotOp : Tile_Op<"tcgen05_dot", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "an asynchronous tcgen05.mma of two ring slots into a TMEM accumulator";
+  let description = [{
+    ```mlir
+    tile.tcgen05_dot %ra[%sa], %rb[%sb], %acc, %accumulate -> %done[%i]
+        : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>,
+          !tile.tmem<tensor<128x256xf32>>, !tile.mbarriers<2>
+    ```
+    `acc = a * transpose(b) + (accumulate ? acc : 0)` with `a` the [128, K]
+    box of slot `sa` and `b` the [N, K] box of slot `sb`, both bf16 or both
+    f16, K-major with the 128-byte TMA swizzle (K * 2 = 128 bytes), N a
+    multiple of 16 from 16 to 256. Created by `kiln-tile-accelerate-dot`
+    (sm_100a, sm_103a) from a `tile.dot` of ring loads in a pipelined loop.
+
+    One elected thread of warp 0 issues, after
+    `tcgen05.fence::after_thread_sync`, one
+    `tcgen05.mma.cta_group::1.kind::f16 [acc], adesc, bdesc, idesc, p` per 16
+    columns of K, then `tcgen05.commit.cta_group::1.mbarrier::arrive::one
+    .shared::cluster.b64 [done[i]]`: the barrier completes a phase once these
+    MMAs (and every earlier one of the thread) are done. `p`
+    (enable-input-d) is `accumulate` for the first K step and true after it.
+    The shared-memory descriptors (PTX ISA, "tcgen05 shared memory
+    descriptor") have the start address >> 4 in bits 0-13, leading byte
+    offset 1 (unused for swizzled K-major boxes), stride byte offset
+    1024 >> 4 (8 rows of 128 bytes) in bits 32-45, the fixed 0b001 in bits
+    46-48, base offset 0 (slots are 1024-byte aligned) and swizzle mode 2
+    (128-byte) in bits 61-63; a K step of 16 elements adds 32 bytes to the
+    start address. The instruction descriptor is dense, D f32 (bits 4-5 = 1),
+    A and B f16 (0) or bf16 (1) in bits 7-9 and 10-12, both K-major (bits 15,
+    16 = 0), N >> 3 in bits 17-22 and M >> 4 in bits 24-28.
+
+    The slots may be refilled, and the accumulator read, only after a
+    `tile.mbarrier_wait` on `done[i]` for the phase this commit completes.
+  }];
+  let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot, Tile_TMem:$acc,
+                       I1:$accumulate, Tile_MBarriers:$barriers, I32:$barrier);
+  let assemblyFormat = [{
+    $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc `,` $accumulate `->` $barriers `[` $barrier `]`
+    attr-dict `:` qualified(type($a)) `,` qualified(type($b)) `,` qualified(type($acc)) `,`
+    qualified(type($barriers))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Atomics
 //===----------------------------------------------------------------------===//
 

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TensorEncoding.h"
 #include "mlir/IR/Types.h"
 
 #define GET_TYPEDEF_CLASSES

@@ -7,6 +7,7 @@ include "kiln/Dialect/Tile/IR/TileDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinTypeInterfaces.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/TensorEncoding.td"
 
 class Tile_TypeDef<string name, string typeMnemonic, list<Trait> traits = []>
     : TypeDef<Tile_Dialect, name, traits> {
@@ -85,6 +86,48 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
   }];
 }
 
+def Tile_TMemType : Tile_TypeDef<"TMem", "tmem"> {
+  let summary = "an f32 accumulator in tensor memory (TMEM; sm_100a, sm_103a)";
+  let description = [{
+    An f32 matrix [M, N] with M = 128 held in the Tensor Memory of the block's
+    SM, where `tcgen05.mma` accumulates: row i in TMEM lane i, column j in
+    column j of the allocation (32-bit cells). `tile.tmem_alloc` allocates
+    `getNumColumns()` columns: N rounded up to a power of two, at least 32
+    (the allocation granule); N is at most 512 (all of TMEM).
+
+    ```mlir
+    !tile.tmem<tensor<128x256xf32>>
+    ```
+    Lowers to `!llvm.ptr<6>`, the 32-bit TMEM address of lane 0, column 0 of
+    the allocation (lane in bits 31-16, column in bits 15-0).
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$accType);
+  let assemblyFormat = "`<` $accType `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Columns of the allocation: max(32, N rounded up to a power of two).
+    int64_t getNumColumns() const;
+  }];
+}
+
+def Tile_MBarriersType : Tile_TypeDef<"MBarriers", "mbarriers"> {
+  let summary = "an array of mbarriers in shared memory, one arrival per phase";
+  let description = [{
+    `count` mbarrier objects (8 bytes each) in shared memory, each initialized
+    with an arrival count of 1: a phase completes with one arrival, e.g. the
+    `tcgen05.commit` of a `tile.tcgen05_dot`. `tile.mbarrier_wait` waits for
+    the phase of a given parity.
+
+    ```mlir
+    !tile.mbarriers<2>
+    ```
+    Lowers to the `!llvm.ptr<3>` of barrier 0.
+  }];
+  let parameters = (ins "unsigned":$count);
+  let assemblyFormat = "`<` $count `>`";
+  let genVerifyDecl = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -94,21 +137,34 @@ class Tile_AttrDef<string name, string attrMnemonic, list<Trait> traits = []>
   let mnemonic = attrMnemonic;
 }
 
-def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma"> {
-  let summary = "the accumulator layout of warpgroup MMA (wgmma)";
+def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let summary = "the accumulator layouts of warpgroup MMA (wgmma, version 3) and of tcgen05 (version 5)";
   let description = [{
-    The encoding of a 2-D f32 tile [M, N] held the way `wgmma.mma_async`
-    leaves its accumulator: the `numWarps / 4` warpgroups take the 64-row
-    slabs of M in turn (slab s to warpgroup s mod warpgroups); inside a slab,
-    warp w of the warpgroup holds rows 16w .. 16w+15, and lane l holds rows
-    16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1} for every
-    j < N/8 (PTX ISA, "wgmma register fragments"). M must be a multiple of
-    64 * warpgroups; N a multiple of 8, at most 256.
+    Version 3: the encoding of a 2-D f32 tile [M, N] held the way
+    `wgmma.mma_async` leaves its accumulator: the `numWarps / 4` warpgroups
+    take the 64-row slabs of M in turn (slab s to warpgroup s mod warpgroups);
+    inside a slab, warp w of the warpgroup holds rows 16w .. 16w+15, and lane l
+    holds rows 16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1}
+    for every j < N/8 (PTX ISA, "wgmma register fragments"). M must be a
+    multiple of 64 * warpgroups; N a multiple of 8, at most 256 (checked by the
+    ops that produce it).
+
+    Version 5: a tile [128, N] as `tcgen05.ld.sync.aligned.32x32b` leaves the
+    accumulator it reads from Tensor Memory (`tile.tmem_load`): warp w may
+    only read TMEM lanes 32 (w mod 4) .. 32 (w mod 4) + 31, so thread t holds
+    row t mod 128; the warpgroups split the columns, warpgroup g = t / 128
+    holding columns g * N/G .. (g + 1) * N/G - 1 (G = numWarps / 4) in its
+    registers 0 .. N/G - 1, one column each. M must be 128 and N a multiple of
+    G (checked with the type).
 
     ```mlir
     tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+    tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
     ```
-    Tiles without an encoding use the kernel's blocked layout.
+    Tiles without an encoding use the kernel's blocked layout. Elementwise
+    ops, `tile.convert_layout` and `tile.desc_store` take tiles of either
+    version.
   }];
   let parameters = (ins "unsigned":$version, "unsigned":$numWarps);
   let assemblyFormat = "`<` struct(params) `>`";
@@ -127,6 +183,10 @@ def Tile_TensorDesc : Type<CPred<"::llvm::isa<::kiln::tile::TensorDescType>($_se
                            "tile tensor descriptor", "::kiln::tile::TensorDescType">;
 def Tile_Ring : Type<CPred<"::llvm::isa<::kiln::tile::RingType>($_self)">, "tile ring",
                       "::kiln::tile::RingType">;
+def Tile_TMem : Type<CPred<"::llvm::isa<::kiln::tile::TMemType>($_self)">,
+                     "tile tensor-memory accumulator", "::kiln::tile::TMemType">;
+def Tile_MBarriers : Type<CPred<"::llvm::isa<::kiln::tile::MBarriersType>($_self)">,
+                          "tile mbarrier array", "::kiln::tile::MBarriersType">;
 def Tile_Scalar : AnyTypeOf<[Tile_Float, Tile_Int, Tile_Ptr], "tile scalar">;
 
 def Tile_FloatTensor : RankedTensorOf<[Tile_Float]>;

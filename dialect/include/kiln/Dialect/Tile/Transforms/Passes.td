@@ -98,9 +98,9 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
 }
 
 def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp"> {
-  let summary = "Run pipelined dots of TMA ring slots on wgmma (sm_90a)";
+  let summary = "Run pipelined dots of TMA ring slots on wgmma (sm_90a) or tcgen05 (sm_100a, sm_103a)";
   let description = [{
-    On sm_90a, rewrites the K loop of a pipelined GEMM
+    Rewrites the K loop of a pipelined GEMM
 
       scf.for ... iter_args(%acc = %init) {
         %a = tile.ring_wait_load %ra[%s], %p     // [M, K] box
@@ -111,29 +111,54 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
         scf.yield %d
       }
 
-    so that the accumulator lives in the wgmma layout (`#tile.mma`) across the
-    loop and the operands are read in place from the ring slots:
-    `tile.ring_wait` (no register copy), `tile.warpgroup_dot` (asynchronous),
+    so that the operands are read in place from the ring slots
+    (`tile.ring_wait`, no register copy) by an asynchronous tensor-core MMA,
+    and the loop's `tile.ring_issue` ops into those rings move after the
+    wait that makes their slots free. Applies when both boxes are bf16/f16
+    with K = 64 or FP8 (e4m3/e5m2) with K = 128 (128-byte rows; FP8 on sm_90a
+    only) loaded through descriptors with the 128-byte swizzle, the accumulator is f32 in the blocked layout, read only by the
+    dot and replaced by its result, the ring loads have no other users, and
+    the kernel has whole warpgroups (4, 8 or 16 warps); other dots keep
+    `mma.sync` (on every arch, or none), their FP8 operands widened to bf16
+    (`arith.extf`: exact).
+
+    sm_90a (wgmma): the accumulator lives in registers in the wgmma layout
+    (`#tile.mma` version 3) across the loop: `tile.warpgroup_dot`,
     `tile.warpgroup_dot_wait {pending = 1}` (the previous iteration's dot is
-    done, so its slots may be refilled: the loop's `tile.ring_issue` ops move
-    after the wait), and `tile.warpgroup_dot_wait {pending = 0}` after the
-    loop. The loop's result is converted back to the blocked layout
+    done) in the loop and `{pending = 0}` after it. Needs M a multiple of 64
+    per warpgroup, N a multiple of 8 up to 256; any initial value.
+
+    sm_100a, sm_103a (tcgen05): the accumulator lives in Tensor Memory
+    (`tile.tmem_alloc` before the loop), and the loop carries, in its place,
+    the number n of dots issued (from 0). Dot n is a `tile.tcgen05_dot`
+    (one elected thread issues tcgen05.mma and commits it to barrier n mod 2
+    of a `tile.mbarrier_alloc` pair) that starts from zero when n = 0; then
+    `tile.mbarrier_wait` waits for dot n - 1 (at n = 0 a fresh barrier's
+    previous phase, which passes at once) and the slots are refilled. After
+    the loop the last dot is waited for the same way, `tile.tmem_load` reads
+    the accumulator into the `#tile.mma` version 5 layout (thread t holds row
+    t mod 128), an `arith.select` gives zero when the loop ran no iteration,
+    and `tile.tmem_dealloc` frees Tensor Memory. Needs M = 128, N a multiple
+    of 16 from 16 to 256, an initial value of zero (the first MMA does not
+    read TMEM), the loop at the kernel's top level and refilling the rings
+    (the CTA barrier of `tile.ring_issue` keeps the threads within one
+    iteration of each other: no thread waits on a barrier two phases ahead
+    of it); only the first such
+    dot of a kernel is rewritten (the dealloc gives up the block's permit to
+    allocate Tensor Memory).
+
+    Either way the loop's result is converted back to the blocked layout
     (`tile.convert_layout`) after elementwise ops that narrow it and not at all
-    for `tile.desc_store`, which stores any layout. Applies when both boxes are
-    bf16/f16 with K = 64 or FP8 with K = 128 (128-byte rows) loaded through
-    descriptors with the 128-byte swizzle, M is a multiple of 64 per
-    warpgroup, N a multiple of 8 up to 256, and the ring loads have no other
-    users; other dots keep `mma.sync`, and their FP8 operands are widened to
-    bf16 (`arith.extf`, exact) on every arch.
+    for `tile.desc_store`, which stores any layout.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
-           "target arch (sm_90a, sm_100a, sm_103a); wgmma only on sm_90a">
+           "target arch (sm_90a: wgmma; sm_100a, sm_103a: tcgen05)">
   ];
   let statistics = [
-    Statistic<"numAccelerated", "num-accelerated", "dots moved to wgmma">
+    Statistic<"numAccelerated", "num-accelerated", "dots moved to wgmma or tcgen05">
   ];
-  let dependentDialects = ["::kiln::tile::TileDialect"];
+  let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect"];
 }
 
 def TileVectorizeAccess : Pass<"kiln-tile-vectorize-access", "::mlir::func::FuncOp"> {

@@ -1,0 +1,68 @@
+"""The TMA GEMM (kernels_dsl/common/gemm.py: gemm_tma) on Blackwell, where kiln-tile-accelerate-dot
+runs its K loop on tcgen05.mma with the accumulator in Tensor Memory (BM = 128), against
+torch.matmul in fp32: one tile, ragged edges in M, N and K, long K loops whose ring slots and
+commit barriers go through many phases, N from 64 to 256, one or two warpgroups (the
+warpgroups split the TMEM columns), bf16 and f16. Skipped, with the reason, on other GPUs."""
+
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from kernels_dsl.common.gemm import gemm_tma, gemm_tma_kernel  # noqa: E402
+
+pytestmark = pytest.mark.blackwell
+
+CONFIGS = [  # (BM, BN, BK), stages, warps
+    ((128, 256, 64), 3, 8), ((128, 128, 64), 4, 4), ((128, 64, 64), 4, 4), ((128, 128, 64), 2, 8)]
+
+
+def _arch():
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}a"
+
+
+def _check(out, a, b_t):
+    ref = torch.matmul(a.float(), b_t.float().T)
+    k = a.shape[1]
+    # bf16 rounding of the output (2^-8 relative) plus f32 accumulation-order differences
+    torch.testing.assert_close(out.float(), ref, rtol=2**-7, atol=1e-3 * k**0.5)
+
+
+@pytest.mark.parametrize("block,stages,warps", CONFIGS)
+def test_gemm_tma_compiles_to_tcgen05(block, stages, warps):
+    bm, bn, bk = block
+    sig = {"a_desc": f"tensordesc<bf16,{bm}x{bk},sw128>",
+           "b_desc": f"tensordesc<bf16,{bn}x{bk},sw128>",
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+    ck = gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages),
+                                 num_warps=warps, arch=_arch(), upto="ptx")
+    assert "tcgen05.mma.cta_group::1.kind::f16" in ck.asm["ptx"]
+
+
+@pytest.mark.parametrize("block,stages,warps", CONFIGS)
+@pytest.mark.parametrize("m,n,k", [(128, 256, 64), (300, 520, 200), (512, 512, 2048)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gemm_tma_tcgen05(dtype, m, n, k, block, stages, warps):
+    a = torch.randn(m, k, device="cuda").to(dtype)
+    b_t = torch.randn(n, k, device="cuda").to(dtype)
+    # the output is a view whose rows are padded: the store must clip at N
+    full = torch.full((m, n + 8), float("nan"), device="cuda", dtype=torch.bfloat16)
+    out = full[:, :n]
+    gemm_tma(a, b_t, out, block=block, stages=stages, num_warps=warps)
+    torch.cuda.synchronize()
+    _check(out, a, b_t)
+    assert torch.isnan(full[:, n:]).all()
+
+
+def test_gemm_tma_tcgen05_large():
+    m, n, k = 4096, 4096, 1024
+    a = torch.randn(m, k + 64, device="cuda").bfloat16()[:, :k]
+    b_t = torch.randn(n, k, device="cuda").bfloat16()
+    out = gemm_tma(a, b_t)
+    torch.cuda.synchronize()
+    _check(out, a, b_t)
