@@ -28,7 +28,7 @@ from bench.common import graph_time_ms  # noqa: E402
 from kernels_dsl.common.gemm import gemm_kernel, gemm_tma  # noqa: E402
 
 
-CONFIGS = [(128, 128, 32, 8), (128, 128, 64, 8)]
+CONFIGS = [(128, 128, 64, 8)]
 # (BM, BN, BK), stages, warps, GROUP_M
 TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128, 64), 3, 8, 8),
                ((128, 128, 64), 4, 4, 8), ((128, 256, 64), 3, 8, 16)]
@@ -65,10 +65,21 @@ def main():
             variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma(
                 ab[0], ab[2], out_bf16, block=block, stages=stages, num_warps=warps,
                 group_m=group))(block, stages, warps, group)
+        fp8 = [(a.to(torch.float8_e4m3fn), b_t.to(torch.float8_e4m3fn)) for a, _, b_t in inputs]
+        fp8_of = {id(ab[0]): f for ab, f in zip(inputs, fp8)}
+        one = torch.ones((), device="cuda")
+        for block, stages, warps in (((128, 256, None), 3, 8), ((128, 256, None), 4, 8)):
+            label = f"kiln TMA+wgmma FP8 e4m3 {block[0]}x{block[1]}x128, {stages} stages"
+            variants[label] = (lambda block, stages, warps: lambda ab: gemm_tma(
+                *fp8_of[id(ab[0])], out_bf16, block=block, stages=stages,
+                num_warps=warps))(block, stages, warps)
+        ref_fp8 = torch.matmul(fp8[0][0].float(), fp8[0][1].float().T)
+        variants["torch._scaled_mm FP8 e4m3 -> bf16 (cuBLAS)"] = lambda ab: torch._scaled_mm(
+            fp8_of[id(ab[0])][0], fp8_of[id(ab[0])][1].T, one, one, out_dtype=torch.bfloat16)
         variants["torch.matmul bf16 -> bf16 (cuBLAS)"] = lambda ab: torch.matmul(ab[0], ab[1])
         variants["torch.matmul(a, b_t.T) bf16 (cuBLAS, kiln's layouts)"] = (
             lambda ab: torch.matmul(ab[0], ab[2].T))
-        torch_ms = None
+        torch_ms = scaled_ms = None
         for label, fn in variants.items():
             try:
                 result = fn(inputs[0])
@@ -77,23 +88,29 @@ def main():
                 print(f"[{size}] {label}: failed: {e}", flush=True)
                 continue
             got = out if result is None else result
-            err = (got.float() - ref).abs().max().item()
+            want = ref_fp8 if "FP8" in label else ref  # FP8: the product of the FP8 inputs
+            err = (got.float() - want).abs().max().item()
             # f32 accumulation error, or the bf16 rounding of torch's bf16 output
-            ok = err <= max(1e-2 * k**0.5, 2.0**-8 * ref.abs().max().item())
+            ok = err <= max(1e-2 * k**0.5, 2.0**-8 * want.abs().max().item())
             ms = graph_time_ms(fn, inputs, batch=5, reps=10)
             tflops = flops / ms / 1e9
             if label.startswith("torch.matmul bf16 -> bf16"):
                 torch_ms = ms
+            if label.startswith("torch._scaled_mm"):
+                scaled_ms = ms
             rows.append({"size": size, "variant": label, "ms": ms, "tflops": tflops,
                          "max_abs_err": err, "correct": ok})
             print(f"[{size}] {label:45s} {ms:8.3f} ms {tflops:7.1f} TFLOP/s "
                   f"err {err:.2e} {'ok' if ok else 'WRONG'}", flush=True)
         for r in rows:
-            if r["size"] == size and torch_ms:
-                r["vs_torch"] = torch_ms / r["ms"]
-    lines = [f"# bf16 GEMM (M = N = K) on {name}", "",
+            # FP8 rows against cuBLAS FP8 (torch._scaled_mm), the others against bf16 cuBLAS
+            peer = scaled_ms if "FP8" in r["variant"] else torch_ms
+            if r["size"] == size and peer:
+                r["vs_torch"] = peer / r["ms"]
+    lines = [f"# bf16 and FP8 GEMM (M = N = K) on {name}", "",
              "Command: `python bench/gemm/run.py --out DIR` (GPU time, CUDA-graph replay; "
-             "`vs torch` = torch.matmul bf16 time / this time).", "",
+             "`vs torch` = torch.matmul bf16 time / this time; FP8 rows: torch._scaled_mm FP8 "
+             "time / this time).", "",
              "| size | variant | ms | TFLOP/s | vs torch | max abs err | correct |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -57,21 +57,25 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
 
 
-def gemm_tma(a, b_t, out=None, block=(128, 256, 64), group_m=8, stages=3, num_warps=8):
-    """``a @ b_t.T`` for 2-D bf16/f16 CUDA tensors a [M, K] and b_t [N, K] (the nn.Linear
-    weight layout) into the bf16 ``out`` [M, N] (allocated if None), on gemm_tma_kernel.
-    K * itemsize must be a multiple of 16 bytes (TMA strides)."""
+def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_warps=8):
+    """``a @ b_t.T`` for 2-D bf16/f16 or FP8 (e4m3/e5m2) CUDA tensors a [M, K] and b_t [N, K]
+    (the nn.Linear weight layout) into the bf16 ``out`` [M, N] (allocated if None), on
+    gemm_tma_kernel. ``block`` = (BM, BN, BK); BK None: 128 bytes of K (64 for 16-bit, 128
+    for FP8 elements). K * itemsize must be a multiple of 16 bytes (TMA strides)."""
     if a.dim() != 2 or b_t.dim() != 2 or a.shape[1] != b_t.shape[1]:
         raise ValueError(f"gemm_tma: expected a [M, K] and b_t [N, K], got {list(a.shape)} "
                          f"and {list(b_t.shape)}")
     if a.dtype != b_t.dtype:
         raise ValueError(f"gemm_tma: a and b_t must share a dtype, got {a.dtype} and "
                          f"{b_t.dtype}")
+    if a.element_size() not in (1, 2):
+        raise ValueError(f"gemm_tma: expected bf16, f16 or FP8 inputs, got {a.dtype}")
     m, k = (int(s) for s in a.shape)
     n = int(b_t.shape[0])
     if out is None:
         out = a.new_empty((m, n), dtype=torch.bfloat16)
     bm, bn, bk = block
+    bk = bk or 128 // a.element_size()
     swizzle = 128 if bk * a.element_size() == 128 else 0
     a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=swizzle)
     b_desc = kiln.TensorDescriptor.from_tensor(b_t, [bn, bk], swizzle=swizzle)

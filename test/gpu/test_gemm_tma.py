@@ -43,6 +43,20 @@ def test_gemm_tma(dtype, m, n, k, block, stages, warps):
     assert torch.isnan(full[:, n:]).all()
 
 
+@pytest.mark.parametrize("m,n,k", [(128, 256, 128), (300, 520, 400), (512, 512, 4096)])
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("block,stages,warps", [((128, 256, None), 3, 8),
+                                                ((128, 128, None), 4, 4)])
+def test_gemm_tma_fp8(dtype, m, n, k, block, stages, warps):
+    # FP8 boxes of 128 columns on wgmma k32 steps; products of FP8 values are exact in f32.
+    dt = getattr(torch, dtype)
+    a = torch.randn(m, k, device="cuda").to(dt)
+    b_t = torch.randn(n, k, device="cuda").to(dt)
+    out = gemm_tma(a, b_t, block=block, stages=stages, num_warps=warps)
+    torch.cuda.synchronize()
+    _check(out, a, b_t)
+
+
 def test_gemm_tma_large_and_strided_inputs():
     # A [M, K] view with a row pitch larger than K; 4096-sized problem, grouped ordering.
     m, n, k = 4096, 4096, 1024

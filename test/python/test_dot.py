@@ -178,12 +178,24 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402
 
 
-def _gemm_tma(arch, bm, bn, stages, warps):
-    sig = {"a_desc": f"tensordesc<bf16,{bm}x64,sw128>",
-           "b_desc": f"tensordesc<bf16,{bn}x64,sw128>",
+def _gemm_tma(arch, bm, bn, stages, warps, dt="bf16"):
+    bk = 128 if dt.startswith("f8") else 64
+    sig = {"a_desc": f"tensordesc<{dt},{bm}x{bk},sw128>",
+           "b_desc": f"tensordesc<{dt},{bn}x{bk},sw128>",
            "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
-    return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=64, GROUP_M=8, STAGES=stages),
+    return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages),
                                    num_warps=warps, arch=arch, upto="cubin")
+
+
+@pytest.mark.parametrize("dt,ptx_type", [("f8e4m3", "e4m3.e4m3"), ("f8e5m2", "e5m2.e5m2")])
+def test_fp8_gemm_tma_on_wgmma_and_widened_elsewhere(dt, ptx_type):
+    # sm_90a: 128-element FP8 boxes, four k32 wgmma steps; sm_100a: the operands widened to
+    # bf16 (exact) for mma.sync.
+    ck = _gemm_tma("sm_90a", 128, 256, 3, 8, dt)
+    assert ck.asm["ptx"].count(f"wgmma.mma_async.sync.aligned.m64n256k32.f32.{ptx_type}") == 4
+    assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
+    ck = _gemm_tma("sm_100a", 64, 64, 2, 4, dt)
+    assert ck.cubin and "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ck.asm["ptx"]
 
 
 @pytest.mark.parametrize("bm,bn,stages,warps", [(128, 256, 3, 8), (256, 128, 3, 8),

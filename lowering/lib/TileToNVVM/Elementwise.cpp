@@ -153,7 +153,7 @@ struct TruncFToFP8Lowering : ConvertOpToLLVMPattern<arith::TruncFOp> {
 };
 
 /// Scalar f8 -> wider float: exact through cvt.rn.f16x2.e4m3x2 (then f16 ->
-/// the target).
+/// the target; bf16 through f32, which holds the value exactly).
 struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
   ExtFFromFP8Lowering(TileTypeConverter &converter)
       : ConvertOpToLLVMPattern(converter, /*benefit=*/20) {}
@@ -178,6 +178,9 @@ struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
     Type target = getTypeConverter()->convertType(op.getType());
     if (target.isF16())
       rewriter.replaceOp(op, half);
+    else if (target.isBF16())
+      rewriter.replaceOpWithNewOp<LLVM::FPTruncOp>(
+          op, target, LLVM::FPExtOp::create(rewriter, loc, rewriter.getF32Type(), half));
     else
       rewriter.replaceOpWithNewOp<LLVM::FPExtOp>(op, target, half);
     return success();
