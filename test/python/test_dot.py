@@ -159,7 +159,7 @@ def bad_dot(a_ptr, b_ptr, c_ptr, CASE: kl.constexpr):
 
 
 @pytest.mark.parametrize("case,message", [
-    ("f32", "dot: a must be float16 or bfloat16, got f32"),
+    ("f32", "dot: a must be float16, bfloat16 or FP8 \\(float8e4m3, float8e5m2\\), got f32"),
     ("mixed", "dot: a and b must have one dtype, got bf16 and f16"),
     ("k", "dot: a is 16x16 and b is 32x16: the columns of a must equal the rows of b"),
     ("small", "dot: M = 8 is below the tensor-core minimum 16"),
