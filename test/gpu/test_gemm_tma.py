@@ -48,13 +48,20 @@ def test_gemm_tma(dtype, m, n, k, block, stages, warps):
 @pytest.mark.parametrize("block,stages,warps", [((128, 256, None), 3, 8),
                                                 ((128, 128, None), 4, 4)])
 def test_gemm_tma_fp8(dtype, m, n, k, block, stages, warps):
-    # FP8 boxes of 128 columns on wgmma k32 steps; products of FP8 values are exact in f32.
+    # FP8 boxes of 128 columns on wgmma k32 steps. Hopper's FP8 wgmma accumulates with
+    # fewer than f32's mantissa bits (cuBLAS's "fast accumulation"), so long K loops drift
+    # from the f32 reference by more than the bf16 rounding of the output: the check is
+    # normwise (and a bound on the largest error) rather than elementwise.
     dt = getattr(torch, dtype)
     a = torch.randn(m, k, device="cuda").to(dt)
     b_t = torch.randn(n, k, device="cuda").to(dt)
     out = gemm_tma(a, b_t, block=block, stages=stages, num_warps=warps)
     torch.cuda.synchronize()
-    _check(out, a, b_t)
+    ref = torch.matmul(a.float(), b_t.float().T)
+    err = out.float() - ref
+    assert not torch.isnan(out).any()
+    assert err.norm() <= 2**-8 * ref.norm(), (err.norm() / ref.norm()).item()
+    assert err.abs().max() <= 2**-6 * ref.abs().max(), err.abs().max().item()
 
 
 def test_gemm_tma_large_and_strided_inputs():
