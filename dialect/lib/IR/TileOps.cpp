@@ -99,12 +99,15 @@ LogicalResult ExpandDimsOp::verify() {
   return success();
 }
 
+
 namespace {
-/// expand_dims(splat(x)) -> splat(x).
-struct ExpandSplat : OpRewritePattern<ExpandDimsOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ExpandDimsOp op, PatternRewriter &rewriter) const override {
-    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+/// A shape op of a splat is a splat of the result's shape: expand_dims,
+/// broadcast, trans and reshape.
+template <typename ShapeOp>
+struct ShapeOfSplat : OpRewritePattern<ShapeOp> {
+  using OpRewritePattern<ShapeOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShapeOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().template getDefiningOp<SplatOp>();
     if (!splat)
       return rewriter.notifyMatchFailure(op, "source is not a splat");
     rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
@@ -114,7 +117,7 @@ struct ExpandSplat : OpRewritePattern<ExpandDimsOp> {
 } // namespace
 
 void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<ExpandSplat>(context);
+  results.add<ShapeOfSplat<ExpandDimsOp>>(context);
 }
 
 //===----------------------------------------------------------------------===//
@@ -146,17 +149,6 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
 }
 
 namespace {
-/// broadcast(splat(x)) -> splat(x).
-struct BroadcastSplat : OpRewritePattern<BroadcastOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &rewriter) const override {
-    auto splat = op.getSrc().getDefiningOp<SplatOp>();
-    if (!splat)
-      return rewriter.notifyMatchFailure(op, "source is not a splat");
-    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
-    return success();
-  }
-};
 
 /// broadcast(broadcast(x)) -> broadcast(x).
 struct BroadcastBroadcast : OpRewritePattern<BroadcastOp> {
@@ -172,7 +164,7 @@ struct BroadcastBroadcast : OpRewritePattern<BroadcastOp> {
 } // namespace
 
 void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<BroadcastSplat, BroadcastBroadcast>(context);
+  results.add<ShapeOfSplat<BroadcastOp>, BroadcastBroadcast>(context);
 }
 
 //===----------------------------------------------------------------------===//
@@ -246,22 +238,9 @@ OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-namespace {
-/// trans(splat(x)) -> splat(x).
-struct TransSplat : OpRewritePattern<TransOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(TransOp op, PatternRewriter &rewriter) const override {
-    auto splat = op.getSrc().getDefiningOp<SplatOp>();
-    if (!splat)
-      return rewriter.notifyMatchFailure(op, "source is not a splat");
-    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
-    return success();
-  }
-};
-} // namespace
 
 void TransOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<TransSplat>(context);
+  results.add<ShapeOfSplat<TransOp>>(context);
 }
 
 //===----------------------------------------------------------------------===//
@@ -295,22 +274,9 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-namespace {
-/// reshape(splat(x)) -> splat(x).
-struct ReshapeSplat : OpRewritePattern<ReshapeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
-    auto splat = op.getSrc().getDefiningOp<SplatOp>();
-    if (!splat)
-      return rewriter.notifyMatchFailure(op, "source is not a splat");
-    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
-    return success();
-  }
-};
-} // namespace
 
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<ReshapeSplat>(context);
+  results.add<ShapeOfSplat<ReshapeOp>>(context);
 }
 
 //===----------------------------------------------------------------------===//
