@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from kernels_dsl.common.gemm import gemm_tma, gemm_tma_kernel  # noqa: E402
-from test_gemm_tma import _check  # noqa: E402  (the same check as on Hopper)
+from test_gemm_tma import _check, run_and_check  # noqa: E402  (the checks of the Hopper test)
 
 pytestmark = pytest.mark.blackwell
 
@@ -43,15 +43,7 @@ def test_gemm_tma_compiles_to_tcgen05(block, stages, warps):
 @pytest.mark.parametrize("m,n,k", [(128, 256, 64), (300, 520, 200), (512, 512, 2048)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gemm_tma_tcgen05(dtype, m, n, k, block, stages, warps):
-    a = torch.randn(m, k, device="cuda").to(dtype)
-    b_t = torch.randn(n, k, device="cuda").to(dtype)
-    # the output is a view whose rows are padded: the store must clip at N
-    full = torch.full((m, n + 8), float("nan"), device="cuda", dtype=torch.bfloat16)
-    out = full[:, :n]
-    gemm_tma(a, b_t, out, block=block, stages=stages, num_warps=warps)
-    torch.cuda.synchronize()
-    _check(out, a, b_t)
-    assert torch.isnan(full[:, n:]).all()
+    run_and_check(dtype, m, n, k, block, stages, warps)
 
 
 def test_gemm_tma_tcgen05_large():
