@@ -208,7 +208,7 @@ def test_trans_of_pointers_interpreter():
 
 
 @kiln.jit
-def transposes(x_ptr, y_ptr, N: kl.constexpr, ROW: kl.constexpr):  # line-transposes
+def transposes(x_ptr, y_ptr, N: kl.constexpr, ROW: kl.constexpr):
     offs = kl.arange(0, N)[:, None] * N + kl.arange(0, N)[None, :]
     x = kl.load(x_ptr + offs)
     kl.store(y_ptr + offs, -kl.trans(-kl.trans(-kl.trans(x))))
