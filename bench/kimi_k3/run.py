@@ -116,9 +116,13 @@ SWEEPS = [
     (pack_topk_ids, "case_pack_topk_ids", 16384,
      _pairs(("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
                                      (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))),
-    (image, "case_image", (64, 224, 224, 224, 224),
-     _pairs(("BLOCK", "NUM_WARPS"), ((2048, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
-                                     (1024, 4), (2048, 8), (4096, 8)))),
+] + [
+    # every image shape of the benchmark (one large image, a small batch, a large batch)
+    (image, "case_image", shape,
+     _pairs(("BLOCK", "NUM_WARPS"), ((512, 1), (256, 1), (1024, 1), (512, 2), (1024, 2),
+                                     (1024, 4), (2048, 4), (2048, 8))))
+    for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224))
+] + [
     # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per
     # element; TOKEN_GRID: the token a scalar of a 2-D grid (no integer division per group)
     (quant, "case_group_quant_fp8", 16384,

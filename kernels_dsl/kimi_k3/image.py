@@ -33,10 +33,13 @@ INV_255 = 1.0 / 255.0
 
 
 @kiln.jit(num_warps=4)
-def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_image, row_elems,
+def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_image4, row4,
                             scale_h, scale_w, mean0, mean1, mean2, rstd0, rstd1, rstd2,
                             PATCH: kl.constexpr, BLOCK: kl.constexpr):
-    # Grid (blocks of a patch row, patch row, image): every division is by a constant.
+    # Grid (blocks of a patch row, patch row, image): every division is by a constant. The
+    # sizes come in units of 4 elements (3 * 14 * 14 = 4 * 147): 8-byte stores whatever the
+    # image width.
+    row_elems = row4 * 4
     e = kl.program_id(0) * BLOCK + kl.arange(0, BLOCK)
     mask = e < row_elems
     px = e // (3 * PATCH * PATCH)
@@ -66,25 +69,23 @@ def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_imag
     v = (1.0 - ly) * (hx * p00 + lx * p01) + ly * (hx * p10 + lx * p11)
     mean = kl.where(c == 0, mean0, kl.where(c == 1, mean1, mean2))
     rstd = kl.where(c == 0, rstd0, kl.where(c == 1, rstd1, rstd2))
-    out = out_ptr + kl.program_id(2) * per_image + kl.program_id(1) * row_elems
+    out = out_ptr + kl.program_id(2) * (per_image4 * 4) + kl.program_id(1) * row_elems
     kl.store(out + e, ((v * INV_255 - mean) * rstd).to(kl.bfloat16), mask=mask)
 
 
 BLOCK, NUM_WARPS, PATCH = 512, 1, 14  # the H200 sweep: bench/results/h200-bench_kimi_k3_sweep_image.md
 
 _SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32",
-        "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image": "i32",
-        "row_elems": "i32",
+        "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image4": "i32",
+        "row4": "i32",
         "scale_h": "f32", "scale_w": "f32", "mean0": "f32", "mean1": "f32", "mean2": "f32",
         "rstd0": "f32", "rstd1": "f32", "rstd2": "f32"}
 
 AOT_SPECIALIZATIONS = [
-    # Contiguous HWC images (s_w = 3, s_c = 1: no divisibility on those); a patch row is a
-    # multiple of 3 * 14 * 14 = 4 * 147 elements (8-byte bf16 vectors).
+    # Contiguous HWC images (s_w = 3, s_c = 1: no divisibility on those).
     Spec(image_preprocess_kernel, name="image_preprocess", signature=_SIG,
          constexprs={"PATCH": PATCH, "BLOCK": BLOCK},
-         divisibility={"img_ptr": 16, "out_ptr": 16, "per_image": 4, "row_elems": 4},
-         num_warps=NUM_WARPS),
+         divisibility=["img_ptr", "out_ptr"], num_warps=NUM_WARPS),
 ]
 
 
@@ -132,7 +133,7 @@ def image_preprocess(images: Any, out_h: int, out_w: int,
     if n > 65535:
         raise ValueError(f"{op}: at most 65535 images per launch (the grid's z), got {n}")
     row_elems = pw * 3 * patch * patch
-    args = (images, out, h, w, st[0], st[1], st[2], st[3], per_image, row_elems,
+    args = (images, out, h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4,
             float(h) / float(out_h), float(w) / float(out_w),
             float(mean[0]), float(mean[1]), float(mean[2]),
             1.0 / float(std[0]), 1.0 / float(std[1]), 1.0 / float(std[2]))

@@ -245,7 +245,7 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
     # the wrapper's arguments (fp32 scalars: in / out ratios and 1 / std)
     row_elems = pw * 3 * patch * patch
     interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, out,
-              h, w, st[0], st[1], st[2], st[3], per_image, row_elems, float(h) / out_h,
+              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, float(h) / out_h,
               float(w) / out_w, *[float(m) for m in mean], *[1.0 / float(s) for s in std],
               PATCH=patch, BLOCK=block)
     expected = ref_image_preprocess(images, out_h, out_w, mean, std, patch)
