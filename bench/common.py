@@ -60,3 +60,4 @@ def copy_bandwidth_gbs():
     dst = torch.empty_like(src)
     ms = time_ms(lambda s: dst.copy_(s), [src], batch=5, reps=10)
     return 2 * src.numel() * 2 / ms / 1e6
+

@@ -25,6 +25,9 @@ import time
 import kiln
 from kiln.aot import Spec  # noqa: F401  (the specializations are kiln.aot.Spec objects)
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from bench.report import write_results  # noqa: E402
+
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 
 
@@ -129,12 +132,8 @@ def main():
     text = "\n".join(lines)
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "bench_compile.json"), "w") as f:
-            json.dump({"first_s": first, "library_s": library_s, "warm": warm, "rows": rows},
-                      f, indent=1)
-        with open(os.path.join(args.out, "bench_compile.md"), "w") as f:
-            f.write(text + "\n")
+        write_results(args.out, "bench_compile", text,
+                      {"first_s": first, "library_s": library_s, "warm": warm, "rows": rows})
 
 
 if __name__ == "__main__":

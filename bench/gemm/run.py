@@ -15,7 +15,6 @@ inputs first.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -26,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 from bench.common import graph_time_ms  # noqa: E402
 from kernels_dsl.common.gemm import gemm_kernel, gemm_tma  # noqa: E402
+from bench.report import write_results  # noqa: E402
 
 
 CONFIGS = [(128, 128, 64, 8)]
@@ -129,11 +129,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "bench_gemm.md"), "w") as f:
-            f.write(text)
-        with open(os.path.join(args.out, "bench_gemm.json"), "w") as f:
-            json.dump({"device": name, "rows": rows}, f, indent=1)
+        write_results(args.out, "bench_gemm", text, {"device": name, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from bench.common import graph_time_ms as common_graph_time_ms  # noqa: E402
+from bench.report import write_results  # noqa: E402
 from kernels_dsl.common import norm  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     _launch, attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align,
@@ -867,11 +868,7 @@ def main():
     text = "\n".join(lines)
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, stem + ".json"), "w") as f:
-            json.dump(report, f, indent=1)
-        with open(os.path.join(args.out, stem + ".md"), "w") as f:
-            f.write(text + "\n")
+        write_results(args.out, stem, text, report)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
 import torch  # noqa: E402
+from bench.report import write_results  # noqa: E402
 
 N = 5000
 
@@ -126,9 +127,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "bench_runtime.md"), "w") as f:
-            f.write(text)
+        write_results(args.out, "bench_runtime", text)
 
 
 if __name__ == "__main__":

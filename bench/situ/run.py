@@ -10,7 +10,6 @@ input sets to leave L2 too.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -21,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from bench.common import copy_bandwidth_gbs, graph_time_ms, time_ms  # noqa: E402
 from kernels_dsl.kimi_k3 import situ  # noqa: E402
+from bench.report import write_results  # noqa: E402
 
 BETA, LINEAR_BETA = 4.0, 25.0
 
@@ -102,11 +102,7 @@ def main():
     text = "\n".join(lines)
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "bench_situ.json"), "w") as f:
-            json.dump(report, f, indent=1)
-        with open(os.path.join(args.out, "bench_situ.md"), "w") as f:
-            f.write(text + "\n")
+        write_results(args.out, "bench_situ", text, report)
 
 
 if __name__ == "__main__":

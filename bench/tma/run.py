@@ -8,7 +8,6 @@ GPU time from CUDA-graph replay; tensors larger than L2.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -20,6 +19,7 @@ import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from bench.common import copy_bandwidth_gbs, graph_time_ms  # noqa: E402
 from kernels_dsl.common import tma  # noqa: E402
+from bench.report import write_results  # noqa: E402
 
 
 @kiln.jit(num_warps=4)
@@ -79,11 +79,8 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "bench_tma.md"), "w") as f:
-            f.write(text)
-        with open(os.path.join(args.out, "bench_tma.json"), "w") as f:
-            json.dump({"device": name, "copy_gbs": copy_gbs, "rows": rows}, f, indent=1)
+        write_results(args.out, "bench_tma", text,
+                      {"device": name, "copy_gbs": copy_gbs, "rows": rows})
 
 
 if __name__ == "__main__":

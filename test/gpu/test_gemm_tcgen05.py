@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from kernels_dsl.common.gemm import gemm_tma, gemm_tma_kernel  # noqa: E402
-from test_gemm_tma import _check, run_and_check  # noqa: E402  (the checks of the Hopper test)
+from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402
+from test_gemm_tma import run_and_check, run_large_and_strided  # noqa: E402  (Hopper's checks)
 
 pytestmark = pytest.mark.blackwell
 
@@ -47,9 +47,4 @@ def test_gemm_tma_tcgen05(dtype, m, n, k, block, stages, warps):
 
 
 def test_gemm_tma_tcgen05_large():
-    m, n, k = 4096, 4096, 1024
-    a = torch.randn(m, k + 64, device="cuda").bfloat16()[:, :k]
-    b_t = torch.randn(n, k, device="cuda").bfloat16()
-    out = gemm_tma(a, b_t)
-    torch.cuda.synchronize()
-    _check(out, a, b_t)
+    run_large_and_strided()

@@ -70,7 +70,11 @@ def test_gemm_tma_fp8(dtype, m, n, k, block, stages, warps):
 
 
 def test_gemm_tma_large_and_strided_inputs():
-    # A [M, K] view with a row pitch larger than K; 4096-sized problem, grouped ordering.
+    run_large_and_strided()
+
+
+def run_large_and_strided():
+    """A [M, K] view with a row pitch larger than K; 4096-sized problem, grouped ordering."""
     m, n, k = 4096, 4096, 1024
     a = torch.randn(m, k + 64, device="cuda").bfloat16()[:, :k]
     b_t = torch.randn(n, k, device="cuda").bfloat16()
