@@ -359,7 +359,7 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   int64_t axis = adaptor.getAxis();
   if (!src || axis < 0 || axis >= src.getRank())
     return failure();
-  inferredReturnTypes.push_back(getReducedType(src, axis));
+  inferredReturnTypes.push_back(adaptor.getBroadcast() ? Type(src) : getReducedType(src, axis));
   return success();
 }
 

@@ -79,6 +79,10 @@ struct TileRematerializeBroadcastsPass
         return llvm::isa<SplatElementsAttr>(constant.getValue());
       if (llvm::isa<SplatOp, MakeRangeOp, IotaOp>(op))
         return true;
+      // A reduction along an axis the broadcast restores becomes an all-reduce
+      // of the same source (`fitsShape` checks the axis).
+      if (auto reduce = llvm::dyn_cast<ReduceOp>(op))
+        return !reduce.getBroadcast() && llvm::isa<RankedTensorType>(reduce.getType());
       auto tensorOperands = [&](ValueRange operands) {
         return llvm::all_of(operands, [&](Value operand) {
           return !llvm::isa<RankedTensorType>(operand.getType()) || canRecompute(operand, ops);
@@ -95,6 +99,31 @@ struct TileRematerializeBroadcastsPass
     if (ok)
       ops.insert(op);
     return ok;
+  }
+
+  /// Whether every reduction under `value` (recomputable) can be rebuilt on
+  /// `shape` with `dims` as in `rebuild`: the broadcast restores exactly the
+  /// reduced axis, so the all-reduce of the reduction's source has that shape.
+  bool fitsShape(Value value, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
+    Operation *op = value.getDefiningOp();
+    if (auto reduce = llvm::dyn_cast<ReduceOp>(op)) {
+      auto srcType = llvm::cast<RankedTensorType>(reduce.getSrc().getType());
+      int64_t axis = reduce.getAxis();
+      SmallVector<int64_t> expected = llvm::to_vector(llvm::seq<int64_t>(0, srcType.getRank()));
+      expected.erase(expected.begin() + axis);
+      return srcType.getShape() == shape && ArrayRef<int64_t>(expected) == dims;
+    }
+    if (auto expand = llvm::dyn_cast<ExpandDimsOp>(op)) {
+      SmallVector<int64_t> srcDims(dims);
+      srcDims.erase(srcDims.begin() + expand.getAxis());
+      return fitsShape(expand.getSrc(), shape, srcDims);
+    }
+    if (auto broadcast = llvm::dyn_cast<BroadcastOp>(op))
+      return fitsShape(broadcast.getSrc(), shape, dims);
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      return !llvm::isa<RankedTensorType>(operand.getType()) ||
+             !operand.getDefiningOp() || fitsShape(operand, shape, dims);
+    });
   }
 
   /// `value` (rank k) on the tile shape `shape`, its dimension i being the
@@ -141,6 +170,12 @@ struct TileRematerializeBroadcastsPass
       result = rebuild(b, expand.getSrc(), shape, srcDims);
     } else if (auto broadcast = llvm::dyn_cast<BroadcastOp>(op)) {
       result = rebuild(b, broadcast.getSrc(), shape, dims);
+    } else if (auto reduce = llvm::dyn_cast<ReduceOp>(op)) {
+      b.setInsertionPointAfter(op);
+      auto all = ReduceOp::create(b, loc, reduce.getSrc(), reduce.getAxisAttr(), b.getUnitAttr());
+      IRMapping mapping;
+      reduce.getCombine().cloneInto(&all.getCombine(), mapping);
+      result = all.getResult();
     } else {
       // Elementwise (arith, math, addptr, load): the same op on the new shape.
       IRMapping mapping;
@@ -169,7 +204,10 @@ struct TileRematerializeBroadcastsPass
     llvm::SetVector<Operation *> copied;
     for (BroadcastOp broadcast : broadcasts) {
       llvm::SetVector<Operation *> ops;
-      bool ok = canRecompute(broadcast.getSrc(), ops);
+      auto type = broadcast.getType();
+      SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      bool ok = canRecompute(broadcast.getSrc(), ops) &&
+                fitsShape(broadcast.getSrc(), type.getShape(), dims);
       int64_t cost = 0;
       for (Operation *op : ops)
         cost += costOf(op);
@@ -177,8 +215,6 @@ struct TileRematerializeBroadcastsPass
         ++numKept;
         continue;
       }
-      auto type = broadcast.getType();
-      SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
       Value value = rebuild(b, broadcast.getSrc(), type.getShape(), dims);
       broadcast.replaceAllUsesWith(value);
       broadcast.erase();

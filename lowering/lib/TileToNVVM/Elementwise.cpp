@@ -152,6 +152,43 @@ struct TruncFToFP8Lowering : ConvertOpToLLVMPattern<arith::TruncFOp> {
   }
 };
 
+/// A tile's f32 -> f8 (e4m3 / e5m2) two registers at a time: one
+/// cvt.rn.satfinite.e4m3x2.f32 gives both bytes (register r in the low byte),
+/// where the scalar pattern would convert each register with a zero partner.
+struct TileTruncFToFP8Pairs : TileOpConversion<arith::TruncFOp> {
+  TileTruncFToFP8Pairs(TileTypeConverter &converter)
+      : TileOpConversion(converter, kTileElementwiseBenefit + 1) {}
+
+  LogicalResult matchAndRewrite(arith::TruncFOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto resultType = llvm::dyn_cast<RankedTensorType>(op.getType());
+    auto srcType = llvm::dyn_cast<RankedTensorType>(op.getIn().getType());
+    if (!resultType || !isFP8(resultType.getElementType()) || !srcType ||
+        !srcType.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "not a tile conversion from f32 to f8");
+    Location loc = op.getLoc();
+    SmallVector<Value> x = unpackTile(rewriter, loc, adaptor.getIn());
+    if (x.size() % 2)
+      return rewriter.notifyMatchFailure(op, "odd number of registers");
+    auto bytePair = VectorType::get({2}, rewriter.getI8Type());
+    SmallVector<Value> results;
+    for (size_t r = 0; r < x.size(); r += 2) {
+      Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
+          rewriter, loc, rewriter.getI16Type(), x[r + 1], x[r],
+          NVVM::FPRoundingModeAttr::get(getContext(), NVVM::FPRoundingMode::RN),
+          NVVM::SaturationModeAttr::get(getContext(), NVVM::SaturationMode::SATFINITE),
+          rewriter.getBoolAttr(false), TypeAttr::get(resultType.getElementType()));
+      Value bytes = LLVM::BitcastOp::create(rewriter, loc, bytePair, packed);
+      for (int64_t i = 0; i < 2; ++i)
+        results.push_back(LLVM::ExtractElementOp::create(rewriter, loc, bytes,
+                                                         createI32Constant(rewriter, loc, i)));
+    }
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(resultType),
+                                    results));
+    return success();
+  }
+};
+
 /// Scalar f8 -> wider float: exact through cvt.rn.f16x2.e4m3x2 (then f16 ->
 /// the target; bf16 through f32, which holds the value exactly).
 struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
@@ -192,5 +229,5 @@ void kiln::populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   patterns.add<ElementwiseOnTiles>(converter, patterns.getContext());
   patterns.add<TileConstantLowering, ApproxTanhLowering, TruncFToFP8Lowering,
-               ExtFFromFP8Lowering>(converter);
+               TileTruncFToFP8Pairs, ExtFFromFP8Lowering>(converter);
 }

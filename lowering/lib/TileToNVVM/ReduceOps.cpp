@@ -10,6 +10,8 @@
 //     buffer [result element][warp along the axis]; after a barrier every
 //     thread reads and combines what its result registers need. This last step
 //     also puts the results into the result's own layout.
+// With `broadcast` the result is in the source's layout: each register takes
+// its line's value, and step 3 is needed only when warps lie along the axis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +106,20 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     int64_t warpsAlongAxis = int64_t(1) << warpAxisCount;
     int64_t numResults = srcType.getNumElements() / srcType.getDimSize(axis);
 
+    // `broadcast`: register r of the result is its group's partial. Lanes along
+    // the axis already hold the same value after the butterfly, so when no warps
+    // lie along the axis nothing goes through shared memory.
+    auto broadcastResult = [&](llvm::SmallDenseMap<int64_t, Value> &lines) {
+      SmallVector<Value> values;
+      for (int64_t r = 0; r < int64_t(regs.size()); ++r)
+        values.push_back(lines[r & ~axisRegMask]);
+      return packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()), values);
+    };
+    if (op.getBroadcast() && warpsAlongAxis == 1) {
+      rewriter.replaceOp(op, broadcastResult(partials));
+      return success();
+    }
+
     Type llvmElement = getTypeConverter()->convertType(element);
     bool isBool = llvmElement.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : llvmElement;
@@ -124,6 +140,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       warpAlongAxis = LLVM::AndOp::create(
           rewriter, loc, LLVM::LShrOp::create(rewriter, loc, tid, i32(warpAxisLo)),
           i32(warpsAlongAxis - 1));
+    llvm::SmallDenseMap<int64_t, Value> resultIndexOfGroup;
     for (int64_t group : groups) {
       Value e = LLVM::AddOp::create(rewriter, loc, indices.base, i32(indices.offsets[group]));
       // result index = e without its axis bits
@@ -131,6 +148,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       Value high = LLVM::ShlOp::create(rewriter, loc,
                                        LLVM::LShrOp::create(rewriter, loc, e, i32(hi)), i32(lo));
       Value result = LLVM::OrOp::create(rewriter, loc, high, low);
+      resultIndexOfGroup[group] = result;
       Value index = LLVM::AddOp::create(
           rewriter, loc, LLVM::MulOp::create(rewriter, loc, result, i32(warpsAlongAxis)),
           warpAlongAxis);
@@ -155,7 +173,12 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       return acc;
     };
     Value replacement;
-    if (auto resultType = llvm::dyn_cast<RankedTensorType>(op.getType())) {
+    if (op.getBroadcast()) {
+      llvm::SmallDenseMap<int64_t, Value> lines;
+      for (int64_t group : groups)
+        lines[group] = readResult(resultIndexOfGroup[group]);
+      replacement = broadcastResult(lines);
+    } else if (auto resultType = llvm::dyn_cast<RankedTensorType>(op.getType())) {
       ElementIndices out =
           getElementIndices(rewriter, loc, tileConverter.getLayout(resultType));
       SmallVector<Value> values;

@@ -128,9 +128,49 @@ SmallVector<Value> VectorAccess::split(OpBuilder &b, Location loc, Value loaded)
   return elements;
 }
 
+/// The 16-bit value whose byte `index` `element` is (an extractelement of a
+/// bitcast i16 -> vector<2xi8>, as f8 conversions produce two at a time).
+static Value byteOf16Bits(Value element, int64_t index) {
+  // Through unpackTile's extractvalue of packTile's insertvalue chain.
+  if (auto unpacked = element.getDefiningOp<LLVM::ExtractValueOp>()) {
+    auto insert = unpacked.getContainer().getDefiningOp<LLVM::InsertValueOp>();
+    while (insert && insert.getPosition() != unpacked.getPosition())
+      insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>();
+    if (insert)
+      element = insert.getValue();
+  }
+  auto extract = element.getDefiningOp<LLVM::ExtractElementOp>();
+  APInt position;
+  if (!extract || !matchPattern(extract.getPosition(), m_ConstantInt(&position)) ||
+      position.getSExtValue() != index)
+    return {};
+  auto bitcast = extract.getVector().getDefiningOp<LLVM::BitcastOp>();
+  if (!bitcast || !bitcast.getArg().getType().isInteger(16))
+    return {};
+  return bitcast.getArg();
+}
+
 Value VectorAccess::join(OpBuilder &b, Location loc, ArrayRef<Value> elements) const {
   if (vec == 1)
     return elements.front();
+  // Bytes that come in pairs from one 16-bit value join as 16-bit lanes (LLVM
+  // would otherwise split and repack them byte by byte).
+  if (element.isInteger(8) && vec % 2 == 0) {
+    SmallVector<Value> halves;
+    for (int64_t i = 0; i < vec; i += 2) {
+      Value lo = byteOf16Bits(elements[i], 0);
+      if (!lo || byteOf16Bits(elements[i + 1], 1) != lo)
+        break;
+      halves.push_back(lo);
+    }
+    if (int64_t(halves.size()) * 2 == vec) {
+      Value vector = LLVM::PoisonOp::create(b, loc, VectorType::get({vec / 2}, b.getI16Type()));
+      for (auto [i, half] : llvm::enumerate(halves))
+        vector = LLVM::InsertElementOp::create(b, loc, vector, half,
+                                               createI32Constant(b, loc, int64_t(i)));
+      return LLVM::BitcastOp::create(b, loc, accessType, vector);
+    }
+  }
   Value vector = LLVM::PoisonOp::create(b, loc, valueType);
   for (int64_t i = 0; i < vec; ++i)
     vector = LLVM::InsertElementOp::create(b, loc, vector, elements[i],

@@ -698,3 +698,92 @@ func.func @sum_middle_axis_i32(%x: i32, %y: !tile.ptr<i32> {tile.divisibility = 
   tile.store %p, %t : tensor<4x!tile.ptr<i32>>
   return
 }
+
+// -----
+
+// `broadcast` (all-reduce) on one warp: 32x32 f32, 4 per run, so a row is 8
+// runs on 8 lanes. The thread combines its runs, butterflies 1, 2 and 4 give
+// every lane of a row the row's value (8 rows a thread: 24 shuffles), and each
+// of the 32 result registers is its row's value: no shared memory, no barrier.
+// CHECK-LABEL: llvm.func ptx_kernelcc @max_rows_1warp_broadcast
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.mlir.constant(-1 : i32) : i32
+// CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: %[[CLAMP:.*]] = llvm.mlir.constant(31 : i32) : i32
+// CHECK-NEXT: llvm.bitcast %{{.*}} : f32 to i32
+// CHECK-NEXT: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %[[OFF]], %[[CLAMP]] : i32 -> i32
+// CHECK-COUNT-7: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : i32 -> i32
+// CHECK: llvm.mlir.constant(-1 : i32) : i32
+// CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT: %[[CLAMP:.*]] = llvm.mlir.constant(31 : i32) : i32
+// CHECK-NEXT: llvm.bitcast %{{.*}} : f32 to i32
+// CHECK-NEXT: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %[[OFF]], %[[CLAMP]] : i32 -> i32
+// CHECK-COUNT-7: nvvm.shfl.sync bfly
+// CHECK: llvm.mlir.constant(-1 : i32) : i32
+// CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: %[[CLAMP:.*]] = llvm.mlir.constant(31 : i32) : i32
+// CHECK-NEXT: llvm.bitcast %{{.*}} : f32 to i32
+// CHECK-NEXT: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %[[OFF]], %[[CLAMP]] : i32 -> i32
+// CHECK-COUNT-7: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK-NOT: llvm.mlir.addressof
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @max_rows_1warp_broadcast(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                                    %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %r = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<32x32xi32>
+  %c = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<32x32xi32>
+  %k = arith.constant dense<32> : tensor<32x32xi32>
+  %rk = arith.muli %r, %k : tensor<32x32xi32>
+  %off = arith.addi %rk, %c : tensor<32x32xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<32x32x!tile.ptr<f32>>
+  %px = tile.addptr %xs, %off : tensor<32x32x!tile.ptr<f32>>, tensor<32x32xi32>
+  %v = tile.load %px : tensor<32x32x!tile.ptr<f32>>
+  %m = tile.reduce %v {axis = 1 : i32, broadcast} : tensor<32x32xf32> -> tensor<32x32xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.maximumf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<32x32x!tile.ptr<f32>>
+  %py = tile.addptr %ys, %off : tensor<32x32x!tile.ptr<f32>>, tensor<32x32xi32>
+  tile.store %py, %m : tensor<32x32x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// `broadcast` with warps along the axis: 4x1024 f32 on 4 warps, a row spans
+// the 4 warps (thread bits 5-6 = e bits 7-8). The partials go through a
+// [4 rows][4 warps] buffer after 5 butterflies for each of the thread's 4 rows;
+// after the barrier each thread reads the 4 warps' partials of each of its
+// rows (16 loads) and every register takes its row's value.
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @sum_rows_4warps_broadcast
+// CHECK-COUNT-20: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-16: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NOT: llvm.load %{{.*}} : !llvm.ptr<3>
+// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @sum_rows_4warps_broadcast(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.splat %x : f32 -> tensor<4x1024xf32>
+  %s = tile.reduce %v {axis = 1 : i32, broadcast} : tensor<4x1024xf32> -> tensor<4x1024xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.addf %a, %b : f32
+    tile.reduce.return %c : f32
+  }
+  %r = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<4x1024xi32>
+  %c = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<4x1024xi32>
+  %k = arith.constant dense<1024> : tensor<4x1024xi32>
+  %rk = arith.muli %r, %k : tensor<4x1024xi32>
+  %off = arith.addi %rk, %c : tensor<4x1024xi32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<4x1024x!tile.ptr<f32>>
+  %py = tile.addptr %ys, %off : tensor<4x1024x!tile.ptr<f32>>, tensor<4x1024xi32>
+  tile.store %py, %s : tensor<4x1024x!tile.ptr<f32>>
+  return
+}

@@ -110,12 +110,11 @@ func.func @per_row_index(%idx: !tile.ptr<i32>, %n: i32, %s: i32) -> tensor<16x64
 // -----
 
 // Kept on shared memory: a load of a tile larger than one run per thread
-// (1024 > 128 x 4), a reduction, a loop-carried value, a load when the
-// layout is unknown (no attributes).
+// (1024 > 128 x 4), a loop-carried value, a load when the layout is unknown
+// (no attributes).
 // CHECK-LABEL: func.func @kept
 // CHECK: tile.broadcast %{{.*}} : tensor<1x1024xf32> -> tensor<4x1024xf32>
-// CHECK: tile.broadcast %{{.*}} : tensor<4x1xf32> -> tensor<4x1024xf32>
-func.func @kept(%x: !tile.ptr<f32>) -> (tensor<4x1024xf32>, tensor<4x1024xf32>)
+func.func @kept(%x: !tile.ptr<f32>) -> tensor<4x1024xf32>
     attributes {tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
   %c = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
   %xs = tile.splat %x : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
@@ -123,14 +122,62 @@ func.func @kept(%x: !tile.ptr<f32>) -> (tensor<4x1024xf32>, tensor<4x1024xf32>)
   %v = tile.load %p : tensor<1024x!tile.ptr<f32>>
   %ve = tile.expand_dims %v {axis = 0 : i32} : tensor<1024xf32> -> tensor<1x1024xf32>
   %vb = tile.broadcast %ve : tensor<1x1024xf32> -> tensor<4x1024xf32>
-  %s = tile.reduce %vb {axis = 1 : i32} : tensor<4x1024xf32> -> tensor<4xf32> {
+  return %vb : tensor<4x1024xf32>
+}
+
+// -----
+
+// A row reduction broadcast back along the reduced axis, through elementwise
+// ops (x / max(|x|) per row), becomes the all-reduce of the same source
+// (`broadcast`), shared by both broadcasts; the original reduction stays for
+// its other use (the returned row values).
+// CHECK-LABEL: func.func @all_reduce
+// CHECK-SAME: (%[[X:.*]]: tensor<16x128xf32>)
+// CHECK: %[[ROW:.*]] = tile.reduce %[[X]] {axis = 1 : i32} : tensor<16x128xf32> -> tensor<16xf32>
+// CHECK: %[[ALL:.*]] = tile.reduce %[[X]] {axis = 1 : i32, broadcast} : tensor<16x128xf32> -> tensor<16x128xf32>
+// CHECK-NEXT: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32):
+// CHECK-NEXT: %[[M:.*]] = arith.maxnumf %[[A]], %[[B]] : f32
+// CHECK-NEXT: tile.reduce.return %[[M]] : f32
+// CHECK: %[[S:.*]] = arith.mulf %[[ALL]], %{{.*}} : tensor<16x128xf32>
+// CHECK: %[[Q:.*]] = arith.divf %[[X]], %[[S]] : tensor<16x128xf32>
+// CHECK: %[[T:.*]] = arith.mulf %[[X]], %[[S]] : tensor<16x128xf32>
+// CHECK-NOT: tile.broadcast
+// CHECK: return %[[ROW]], %[[Q]], %[[T]]
+func.func @all_reduce(%x: tensor<16x128xf32>) -> (tensor<16xf32>, tensor<16x128xf32>, tensor<16x128xf32>)
+    attributes {tile.threads_per_block = 32 : i32, tile.elems_per_thread = 16 : i32} {
+  %m = tile.reduce %x {axis = 1 : i32} : tensor<16x128xf32> -> tensor<16xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.maxnumf %a, %b : f32
+    tile.reduce.return %c : f32
+  }
+  %k = arith.constant dense<0.5> : tensor<16xf32>
+  %s = arith.mulf %m, %k : tensor<16xf32>
+  %se = tile.expand_dims %s {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
+  %sb = tile.broadcast %se : tensor<16x1xf32> -> tensor<16x128xf32>
+  %q = arith.divf %x, %sb : tensor<16x128xf32>
+  %sb2 = tile.broadcast %se : tensor<16x1xf32> -> tensor<16x128xf32>
+  %t = arith.mulf %x, %sb2 : tensor<16x128xf32>
+  return %m, %q, %t : tensor<16xf32>, tensor<16x128xf32>, tensor<16x128xf32>
+}
+
+// -----
+
+// A reduction broadcast to another shape (the row sums of a 4x1024 tile as
+// the columns of an 8x4 tile) stays on shared memory.
+// CHECK-LABEL: func.func @kept_reduce
+// CHECK: tile.reduce %{{.*}} {axis = 1 : i32} : tensor<4x1024xf32> -> tensor<4xf32>
+// CHECK: tile.broadcast %{{.*}} : tensor<1x4xf32> -> tensor<8x4xf32>
+// CHECK-NOT: broadcast}
+func.func @kept_reduce(%x: tensor<4x1024xf32>) -> tensor<8x4xf32>
+    attributes {tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  %s = tile.reduce %x {axis = 1 : i32} : tensor<4x1024xf32> -> tensor<4xf32> {
   ^bb0(%a: f32, %b: f32):
     %sum = arith.addf %a, %b : f32
     tile.reduce.return %sum : f32
   }
-  %se = tile.expand_dims %s {axis = 1 : i32} : tensor<4xf32> -> tensor<4x1xf32>
-  %sb = tile.broadcast %se : tensor<4x1xf32> -> tensor<4x1024xf32>
-  return %vb, %sb : tensor<4x1024xf32>, tensor<4x1024xf32>
+  %se = tile.expand_dims %s {axis = 0 : i32} : tensor<4xf32> -> tensor<1x4xf32>
+  %sb = tile.broadcast %se : tensor<1x4xf32> -> tensor<8x4xf32>
+  return %sb : tensor<8x4xf32>
 }
 
 // -----

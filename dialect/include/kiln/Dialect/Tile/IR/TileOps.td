@@ -314,8 +314,18 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure, SingleBlock,
     it holds, then lanes combine through `shfl.sync.bfly`, then warps through a
     shared-memory buffer, from which every thread reads the results it holds in
     the result's layout.
+
+    With `broadcast` the result has the source's shape and every element holds
+    the combination of its line along `axis` (an all-reduce: the reduction
+    broadcast back along the axis). It is in the source's layout, so no shared
+    memory is needed when the axis lies within the warps' lanes and registers.
+    `kiln-tile-rematerialize-broadcasts` forms it from
+    `tile.broadcast(tile.expand_dims(tile.reduce))` chains.
+    ```mlir
+    %m = tile.reduce %x {axis = 1 : i32, broadcast} : tensor<16x128xf32> -> tensor<16x128xf32> {...}
+    ```
   }];
-  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis);
+  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis, UnitAttr:$broadcast);
   let results = (outs Tile_Any:$result);
   let regions = (region SizedRegion<1>:$combine);
   let assemblyFormat = [{

@@ -44,9 +44,14 @@ def TileRematerializeBroadcasts
     - elementwise arith/math ops without memory effects, `tile.addptr` and
       `tile.load` (`rematerialize-loads`, of tiles of at most one run per
       thread, whose pointers, mask and `other` qualify) are cloned on the new
-      shape.
+      shape;
+    - `tile.reduce` along the axis the broadcast restores (`x.sum(1)[:, None]`
+      broadcast back to the shape of `x`) becomes `tile.reduce {broadcast}` of
+      the same source: an all-reduce in the source's layout, which needs no
+      shared memory when the axis lies within the warps (the original reduce
+      stays for its other uses).
 
-    Anything else (reductions, loads of larger tiles, values carried by loops,
+    Anything else (reductions to other shapes, loads of larger tiles, values carried by loops,
     function arguments) keeps the broadcast, as does an expression whose cost
     (1 per op, 8 per division, remainder, math function or load) exceeds
     `max-cost`. Each clone is placed right after the op it copies, so a load
