@@ -17,6 +17,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from bench.common import copy_bandwidth_gbs, graph_time_ms, time_ms  # noqa: E402
 from kernels_dsl.common import norm  # noqa: E402
 
+try:
+    from bench.norm import triton_peer  # noqa: E402
+except ImportError:  # no triton: the Triton rows are left out
+    triton_peer = None
+
 EPS = 1e-6
 
 
@@ -60,6 +65,19 @@ def main():
                 "torch.compile": torch.compile(softmax_ref),
             },
         }
+        if triton_peer is not None:
+            torch.testing.assert_close(
+                triton_peer.rmsnorm(xs[0], w, EPS, torch.empty_like(xs[0])).float(),
+                rmsnorm_ref(xs[0], w).float(), rtol=2.0**-7, atol=1e-5)
+            # The same one-row-per-program code in Triton: as written, and with the row's
+            # load marked evict_last (what torch.compile's generated kernel does).
+            cases["rmsnorm"]["triton (8 warps)"] = (
+                lambda x: triton_peer.rmsnorm(x, w, EPS, outs[idx[id(x)]], num_warps=8))
+            cases["rmsnorm"]["triton (8 warps, x evict_last)"] = (
+                lambda x: triton_peer.rmsnorm(x, w, EPS, outs[idx[id(x)]], num_warps=8,
+                                              x_policy="evict_last"))
+            cases["softmax"]["triton (8 warps)"] = (
+                lambda x: triton_peer.softmax(x, outs[idx[id(x)]], num_warps=8))
         for op, impls in cases.items():
             kiln_ms = None
             for impl, fn in impls.items():
