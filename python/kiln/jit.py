@@ -9,6 +9,11 @@
     add.compile({"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}, {"BLOCK": 1024},
                 divisibility={"x_ptr", "y_ptr"}, arch="sm_90a")   # no GPU needed
 
+``@kiln.jit(cluster=(2, 1, 1))`` compiles and launches the kernel in thread-block
+clusters of that shape (``.reqnctapercluster``; at most 8 programs); a launch or
+``compile`` may override it with ``cluster=``, like ``num_warps``. The grid must be
+a multiple of the cluster shape along every axis.
+
 A launch specializes on: constexpr values, argument types (a tensor's dtype
 for pointers; a Python int is i32 if it fits, else i64; a float is f32; a bool
 i1), divisibility by 16 of integers and of pointer addresses, and integers
@@ -44,6 +49,7 @@ from .compiler.compiler import (
     Specialization,
     build_metadata,
     compile_kernel,
+    normalize_cluster,
 )
 from . import cache as _cache
 from .language import core as lc
@@ -144,6 +150,14 @@ def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
     return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
 
+def _check_cluster_grid(name: str, dims: Tuple[int, int, int],
+                        cluster: Tuple[int, int, int]) -> None:
+    """The runtime's check, before anything is compiled or launched."""
+    if any(d % c for d, c in zip(dims, cluster)):
+        raise ValueError(f"kernel '{name}': grid {tuple(dims)} is not a multiple of the "
+                         f"cluster shape {tuple(cluster)}")
+
+
 # ---------------------------------------------------------------------------
 # Disk cache (kiln.cache) and the source fingerprint
 # ---------------------------------------------------------------------------
@@ -191,11 +205,13 @@ class JITFunction:
 
     def __init__(self, fn: Callable, num_warps: int = 4,
                  do_not_specialize: Iterable[Union[str, int]] = (),
-                 interpret: Optional[bool] = None):
+                 interpret: Optional[bool] = None, cluster: Any = None):
         if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
             raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
         self.fn = fn
         self.num_warps = num_warps
+        #: Thread-block cluster shape of every launch (a launch may override it).
+        self.cluster = normalize_cluster(cluster, f"kernel '{fn.__name__}': cluster")
         if interpret is None:
             interpret = os.environ.get("KILN_INTERPRET", "0") not in ("", "0")
         #: Launches run on the CPU with numpy (kiln.interpreter).
@@ -274,7 +290,8 @@ class JITFunction:
                 divisibility: Union[Mapping[str, int], Iterable[str], None] = None,
                 num_warps: Optional[int] = None, arch: Optional[str] = None,
                 upto: str = "cubin", name: Optional[str] = None,
-                equal_to_1: Iterable[str] = (), cache: bool = False) -> CompiledKernel:
+                equal_to_1: Iterable[str] = (), cache: bool = False,
+                cluster: Any = None) -> CompiledKernel:
         """Compiles one specialization without a GPU.
 
         ``signature``: runtime parameter -> type (``"*bf16"``, ``"i32"``);
@@ -285,10 +302,12 @@ class JITFunction:
         metadata (and its symbol), default the function's name;
         ``cache``: go through the on-disk cache (``upto="cubin"`` only): the
         result then holds the metadata and the cubin, and ``cubin_tool`` is
-        ``"cache"`` when it was read from the cache.
+        ``"cache"`` when it was read from the cache;
+        ``cluster``: thread-block cluster shape (default: the decorator's).
         """
         spec = Specialization.make(signature, divisibility, constexprs,
-                                   num_warps or self.num_warps, equal_to_1=equal_to_1)
+                                   num_warps or self.num_warps, equal_to_1=equal_to_1,
+                                   cluster=self._cluster(cluster))
         if cache:
             if upto != "cubin" or not arch:
                 raise ValueError("compile(cache=True) needs upto='cubin' and an arch")
@@ -330,9 +349,16 @@ class JITFunction:
         raise TypeError(f"kernel '{self.__name__}' is launched with {self.__name__}[grid](...) "
                         f"(and can be called directly only from another @kiln.jit function)")
 
+    def _cluster(self, cluster: Any) -> Tuple[int, int, int]:
+        """The cluster shape of a launch or compile: ``cluster`` if given, else the
+        decorator's."""
+        if cluster is None:
+            return self.cluster
+        return normalize_cluster(cluster, f"kernel '{self.__name__}': cluster")
+
     def specialize(self, args: Sequence[Any], kwargs: Mapping[str, Any],
-                   num_warps: Optional[int] = None) -> Tuple[Specialization, List[Any],
-                                                             Dict[str, Any]]:
+                   num_warps: Optional[int] = None, cluster: Any = None
+                   ) -> Tuple[Specialization, List[Any], Dict[str, Any]]:
         """(specialization, runtime args in parameter order, all args by name)."""
         src = self.source
         if self._signature is None:
@@ -370,11 +396,12 @@ class JITFunction:
                     ones.append(p.name)
             runtime.append(value)
         spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps,
-                                   equal_to_1=ones)
+                                   equal_to_1=ones, cluster=self._cluster(cluster))
         return spec, runtime, dict(bound.arguments)
 
     def _fast_key(self, args: Sequence[Any], kwargs: Mapping[str, Any],
-                  num_warps: Optional[int]) -> Optional[tuple]:
+                  num_warps: Optional[int], cluster: Optional[Tuple[int, int, int]] = None
+                  ) -> Optional[tuple]:
         """A cheap key that determines the specialization, for launches whose runtime
         arguments are all positional torch CUDA tensors, ints, floats or bools and
         whose constexprs are keywords; None when the full path must run. Everything
@@ -383,7 +410,7 @@ class JITFunction:
         if names is None or len(args) != len(names):
             return None
         torch = _torch_module()
-        key: List[Any] = [num_warps, len(args)]
+        key: List[Any] = [num_warps, cluster or self.cluster, len(args)]
         device = None
         for name, a in zip(names, args):
             t = type(a)
@@ -410,13 +437,15 @@ class JITFunction:
         return (tuple(key), constexprs)
 
     def run(self, grid: Any, *args: Any, stream: Any = None, num_warps: Optional[int] = None,
-            **kwargs: Any) -> None:
+            cluster: Any = None, **kwargs: Any) -> None:
         if self.interpret:
             from . import interpreter  # noqa: PLC0415
 
-            return interpreter.run(self, grid, args, kwargs)
+            return interpreter.run(self, grid, args, kwargs, cluster=cluster)
+        cluster = self._cluster(cluster)
         # Fast path: a launch like an earlier one (same types, alignment, constexprs).
-        fast_key = self._fast_key(args, kwargs, num_warps) if self._runtime_names else None
+        fast_key = (self._fast_key(args, kwargs, num_warps, cluster) if self._runtime_names
+                    else None)
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None and isinstance(grid, tuple) and not callable(grid):
             kernel, tensor_slots, bool_slots = entry
@@ -428,6 +457,8 @@ class JITFunction:
             dims = _normalize_grid(grid, self.__name__)
             if 0 in dims:
                 return
+            if cluster != (1, 1, 1):
+                _check_cluster_grid(self.__name__, dims, cluster)
             if stream is None:
                 stream = (_torch_module()._C._cuda_getCurrentRawStream(
                     args[tensor_slots[0]].device.index) if tensor_slots else 0)
@@ -445,8 +476,8 @@ class JITFunction:
             self._runtime_names = [p.name for p in src.params
                                    if p.name not in src.constexpr_params]
             self._dns_names = self.do_not_specialize
-            fast_key = self._fast_key(args, kwargs, num_warps)
-        spec, runtime_args, named = self.specialize(args, kwargs, num_warps)
+            fast_key = self._fast_key(args, kwargs, num_warps, cluster)
+        spec, runtime_args, named = self.specialize(args, kwargs, num_warps, cluster)
         # Checks first: nothing below touches CUDA until they all passed.
         preview = self._previews.get(spec.key())
         if preview is None:
@@ -459,6 +490,7 @@ class JITFunction:
         dims = _normalize_grid(grid, self.__name__)
         if 0 in dims:
             return
+        _check_cluster_grid(self.__name__, dims, spec.cluster)
         arch = rt.device_arch()
         kernel = self._kernel_for(spec, arch)
         kernel.launch(dims, values, rt.resolve_stream(stream, runtime_args))
@@ -492,13 +524,15 @@ class JITFunction:
 
 def jit(fn: Optional[Callable] = None, *, num_warps: int = 4,
         do_not_specialize: Iterable[Union[str, int]] = (),
-        interpret: Optional[bool] = None) -> Any:
+        interpret: Optional[bool] = None, cluster: Any = None) -> Any:
     """Decorator: ``@kiln.jit`` or ``@kiln.jit(num_warps=8, do_not_specialize=["n"])``;
-    ``interpret=True`` runs launches on the CPU (default: ``KILN_INTERPRET=1``)."""
+    ``interpret=True`` runs launches on the CPU (default: ``KILN_INTERPRET=1``);
+    ``cluster=(x, y, z)`` launches thread-block clusters of that shape (at most 8
+    programs; default no clusters)."""
 
     def wrap(f: Callable) -> JITFunction:
         return JITFunction(f, num_warps=num_warps, do_not_specialize=do_not_specialize,
-                           interpret=interpret)
+                           interpret=interpret, cluster=cluster)
 
     if fn is not None:
         return wrap(fn)

@@ -226,14 +226,20 @@ public:
 
   std::vector<Value> createKernel(Module &module, const std::string &name,
                                   const std::vector<Type> &argTypes,
-                                  const std::vector<int64_t> &divisibility, int numWarps) {
+                                  const std::vector<int64_t> &divisibility, int numWarps,
+                                  const std::vector<int32_t> &cluster) {
     if (divisibility.size() != argTypes.size())
       invalid("one divisibility per argument expected");
+    if (cluster.size() != 3)
+      invalid("the cluster shape has 3 entries");
     builder.setInsertionPointToEnd(module.get().getBody());
     auto type = builder.getFunctionType(argTypes, {});
     auto func = func::FuncOp::create(builder, loc, name, type);
     func->setAttr(tile::TileDialect::getKernelAttrName(), builder.getUnitAttr());
     func->setAttr(tile::TileDialect::getNumWarpsAttrName(), builder.getI32IntegerAttr(numWarps));
+    if (cluster != std::vector<int32_t>{1, 1, 1})
+      func->setAttr(tile::TileDialect::getClusterDimsAttrName(),
+                    builder.getDenseI32ArrayAttr(cluster));
     for (auto [i, d] : llvm::enumerate(divisibility))
       if (d > 1)
         func.setArgAttr(i, tile::TileDialect::getDivisibilityAttrName(),
@@ -641,6 +647,29 @@ public:
   void pdlWait() { tile::PdlWaitOp::create(builder, loc); }
   void pdlLaunchDependents() { tile::PdlLaunchDependentsOp::create(builder, loc); }
 
+  // --- thread-block clusters ----------------------------------------------
+  Value clusterId(int axis) {
+    return tile::ClusterIdOp::create(builder, loc, builder.getI32Type(), axisOf(axis));
+  }
+  Value numClusters(int axis) {
+    return tile::NumClustersOp::create(builder, loc, builder.getI32Type(), axisOf(axis));
+  }
+  Value clusterCtaId(int axis) {
+    return tile::ClusterCtaIdOp::create(builder, loc, builder.getI32Type(), axisOf(axis));
+  }
+  Value clusterCtaRank() {
+    return tile::ClusterCtaRankOp::create(builder, loc, builder.getI32Type());
+  }
+  Value clusterSize() { return tile::ClusterSizeOp::create(builder, loc, builder.getI32Type()); }
+  void clusterBarrier() { tile::ClusterBarrierOp::create(builder, loc); }
+  Value clusterLoad(Value src, Value rank) {
+    if (!llvm::isa<RankedTensorType>(src.getType()))
+      invalid("cluster_load needs a tile, got " + toString(src.getType()));
+    if (!rank.getType().isInteger(32))
+      invalid("cluster_load needs an i32 rank, got " + toString(rank.getType()));
+    return tile::ClusterLoadOp::create(builder, loc, src.getType(), src, rank);
+  }
+
   // --- reductions --------------------------------------------------------
   /// tile.reduce of `src` along `axis` whose combine region applies the binary
   /// op `combine` (a name accepted by `binary`).
@@ -904,7 +933,8 @@ void populateIRBuilder(py::module_ &m) {
       .def("tensordesc_type", &Builder::tensorDescType)
       .def("create_module", &Builder::createModule)
       .def("create_kernel", &Builder::createKernel, py::arg("module"), py::arg("name"),
-           py::arg("arg_types"), py::arg("divisibility"), py::arg("num_warps"))
+           py::arg("arg_types"), py::arg("divisibility"), py::arg("num_warps"),
+           py::arg("cluster") = std::vector<int32_t>{1, 1, 1})
       .def("ret", &Builder::ret)
       .def("int_constant", &Builder::intConstant)
       .def("float_constant", &Builder::floatConstant)
@@ -940,6 +970,13 @@ void populateIRBuilder(py::module_ &m) {
       .def("atomic_cas", &Builder::atomicCAS)
       .def("pdl_wait", &Builder::pdlWait)
       .def("pdl_launch_dependents", &Builder::pdlLaunchDependents)
+      .def("cluster_id", &Builder::clusterId)
+      .def("num_clusters", &Builder::numClusters)
+      .def("cluster_cta_id", &Builder::clusterCtaId)
+      .def("cluster_cta_rank", &Builder::clusterCtaRank)
+      .def("cluster_size", &Builder::clusterSize)
+      .def("cluster_barrier", &Builder::clusterBarrier)
+      .def("cluster_load", &Builder::clusterLoad)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("scan", &Builder::scan, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)

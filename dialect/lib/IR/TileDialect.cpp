@@ -60,6 +60,27 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   }
   if (name == getNumWarpsAttrName())
     return verifyPowerOfTwoI32(op, attr, 32);
+  if (name == getClusterDimsAttrName()) {
+    auto dims = llvm::dyn_cast<DenseI32ArrayAttr>(attr.getValue());
+    if (!dims || dims.size() != 3)
+      return op->emitOpError() << "expected 'tile.cluster_dims' to be an array<i32> of 3 "
+                                  "entries, got "
+                               << attr.getValue();
+    if (!llvm::isa<func::FuncOp>(op))
+      return op->emitOpError() << "'tile.cluster_dims' applies to func.func only";
+    int64_t size = 1;
+    for (int32_t d : dims.asArrayRef()) {
+      if (d < 1)
+        return op->emitOpError() << "expected positive 'tile.cluster_dims', got "
+                                 << attr.getValue();
+      size *= d;
+    }
+    if (size > kMaxClusterSize)
+      return op->emitOpError() << "expected at most " << kMaxClusterSize
+                               << " blocks per cluster (the portable cluster size), got "
+                               << size;
+    return success();
+  }
   if (name == getThreadsPerBlockAttrName())
     return verifyPowerOfTwoI32(op, attr, 1024);
   if (name == getElemsPerThreadAttrName())

@@ -485,6 +485,60 @@ LogicalResult FenceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Cluster ops
+//===----------------------------------------------------------------------===//
+
+std::optional<std::array<int64_t, 3>> kiln::tile::getClusterDims(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent; parent = parent->getParentOp()) {
+    auto dims =
+        parent->getAttrOfType<DenseI32ArrayAttr>(TileDialect::getClusterDimsAttrName());
+    if (!dims)
+      continue;
+    if (dims.size() != 3)
+      return std::nullopt; // the attribute's verifier reports it
+    return std::array<int64_t, 3>{dims[0], dims[1], dims[2]};
+  }
+  return std::nullopt;
+}
+
+static IntegerAttr clusterI32(Operation *op, int64_t value) {
+  return IntegerAttr::get(IntegerType::get(op->getContext(), 32), value);
+}
+
+OpFoldResult ClusterCtaIdOp::fold(FoldAdaptor) {
+  auto dims = getClusterDims(*this);
+  if (dims && (*dims)[static_cast<int>(getAxis())] == 1)
+    return clusterI32(*this, 0);
+  return {};
+}
+
+OpFoldResult ClusterCtaRankOp::fold(FoldAdaptor) {
+  auto dims = getClusterDims(*this);
+  if (dims && (*dims)[0] * (*dims)[1] * (*dims)[2] == 1)
+    return clusterI32(*this, 0);
+  return {};
+}
+
+OpFoldResult ClusterSizeOp::fold(FoldAdaptor) {
+  if (auto dims = getClusterDims(*this))
+    return clusterI32(*this, (*dims)[0] * (*dims)[1] * (*dims)[2]);
+  return {};
+}
+
+LogicalResult ClusterLoadOp::verify() {
+  APInt rank;
+  auto dims = getClusterDims(*this);
+  if (!dims || !matchPattern(getRank(), m_ConstantInt(&rank)))
+    return success();
+  int64_t size = (*dims)[0] * (*dims)[1] * (*dims)[2];
+  if (rank.getSExtValue() < 0 || rank.getSExtValue() >= size)
+    return emitOpError() << "expected a rank in [0, " << size << ") (the kernel's cluster of "
+                         << (*dims)[0] << "x" << (*dims)[1] << "x" << (*dims)[2]
+                         << "), got " << rank.getSExtValue();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // DotOp
 //===----------------------------------------------------------------------===//
 

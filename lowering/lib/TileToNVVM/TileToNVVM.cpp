@@ -374,8 +374,9 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// func.func with tile.kernel -> llvm.func with nvvm.kernel and
-/// nvvm.reqntid = threads per block.
+/// func.func with tile.kernel -> llvm.func with nvvm.kernel,
+/// nvvm.reqntid = threads per block and, for tile.cluster_dims,
+/// nvvm.cluster_dim (.explicitcluster + .reqnctapercluster).
 struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -402,6 +403,9 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
                   rewriter.getDenseI32ArrayAttr(
                       {int32_t(tileConverter.getThreadsPerBlock()), 1, 1}));
+    if (auto cluster = op->getAttrOfType<DenseI32ArrayAttr>(
+            tile::TileDialect::getClusterDimsAttrName()))
+      func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
     // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
     // in place (`__grid_constant__`: the parameter's address, cvta.param).
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
@@ -438,6 +442,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   patterns.add<KernelFuncLowering>(converter);
   patterns.add<ReturnLowering>(converter);
   populateTileProgramOpsToNVVMPatterns(converter, patterns);
+  populateTileClusterOpsToNVVMPatterns(converter, patterns);
   populateTileShapeOpsToNVVMPatterns(converter, patterns);
   populateTileMemoryOpsToNVVMPatterns(converter, patterns);
   populateTileTensorDescOpsToNVVMPatterns(converter, patterns);

@@ -8,6 +8,9 @@ A kernel module declares what to precompile::
                       constexprs={"BLOCK": 2048}, divisibility=["x_ptr", "D"], num_warps=8),
     ]
 
+(``cluster=(x, y, z)`` overrides the kernel's thread-block cluster shape, as
+``num_warps`` does its warps.)
+
 and its package's ``__init__`` lists the modules in ``MODULES``. Then::
 
     python -m kiln.aot kernels_dsl.kimi_k3 --arch sm_90a,sm_100a,sm_103a -o out.kbundle
@@ -39,6 +42,8 @@ class Spec:
     constexprs: Mapping[str, Any] = field(default_factory=dict)
     divisibility: Union[Mapping[str, int], Iterable[str], None] = None
     num_warps: Optional[int] = None
+    #: Thread-block cluster shape (default: the kernel's ``@kiln.jit(cluster=...)``).
+    cluster: Any = None
     #: For an ``@kiln.autotune`` kernel: key values -> the Config chosen for them
     #: (e.g. ``{(4096,): kiln.Config({"BLOCK": 1024}, num_warps=4)}``, or
     #: ``kernel.tuned_configs("sm_90a")``). Each distinct config becomes one
@@ -72,6 +77,7 @@ class Spec:
                             constexprs={**self.constexprs, **config.kwargs},
                             divisibility=self.divisibility,
                             num_warps=config.num_warps or self.num_warps,
+                            cluster=self.cluster,
                             autotune={"key": list(tuner.key), "values": values,
                                       "config": config.to_dict()}))
         return out
@@ -80,7 +86,8 @@ class Spec:
         from ..compiler.compiler import Specialization
 
         spec = Specialization.make(self.signature, self.divisibility, self.constexprs,
-                                   self.num_warps or self.kernel.num_warps)
+                                   self.num_warps or self.kernel.num_warps,
+                                   cluster=self.kernel._cluster(self.cluster))
         return self.kernel_name, spec.key()
 
 
@@ -118,7 +125,8 @@ def collect(package: str) -> List[Spec]:
 def compile_spec(spec: Spec, arch: str) -> Image:
     t0 = time.perf_counter()
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
-                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
+                             cluster=spec.cluster)
     return Image(spec, arch, ck.meta, ck.cubin, ck.cubin_tool or "?", time.perf_counter() - t0)
 
 

@@ -92,6 +92,35 @@ def _constexpr_repr(v: Any) -> Any:
     return v
 
 
+#: Programs per thread-block cluster that every supported arch launches (the portable
+#: cluster size; 16 would need the non-portable opt-in, which kiln does not make).
+MAX_CLUSTER_SIZE = 8
+
+
+def normalize_cluster(cluster: Any, what: str = "cluster") -> Tuple[int, int, int]:
+    """A thread-block cluster shape as 3 positive ints: ``None`` is (1, 1, 1), an int
+    ``n`` is (n, 1, 1), 1 to 3 ints are padded with 1s; at most ``MAX_CLUSTER_SIZE``
+    programs in all."""
+    if cluster is None:
+        return (1, 1, 1)
+    dims = (cluster,) if isinstance(cluster, int) else cluster
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"{what} must be 1 to 3 positive ints, got {cluster!r}") from None
+    if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, int)
+                                      for d in dims):
+        raise TypeError(f"{what} must be 1 to 3 positive ints, got {cluster!r}")
+    if any(d < 1 for d in dims):
+        raise ValueError(f"{what} must be positive, got {cluster!r}")
+    dims = dims + (1,) * (3 - len(dims))
+    size = dims[0] * dims[1] * dims[2]
+    if size > MAX_CLUSTER_SIZE:
+        raise ValueError(f"{what} {dims} has {size} programs; at most {MAX_CLUSTER_SIZE} (the "
+                         f"portable cluster size) are supported")
+    return dims  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class Specialization:
     """What one compiled image is specialized for.
@@ -109,11 +138,14 @@ class Specialization:
     #: Integer parameters whose value is 1 (Triton's value-1 specialization): the
     #: kernel body sees the constant 1; the parameter stays in the ABI.
     equal_to_1: Tuple[str, ...] = ()
+    #: Thread-block cluster shape the kernel is compiled and launched with.
+    cluster: Tuple[int, int, int] = (1, 1, 1)
 
     @classmethod
     def make(cls, signature: Mapping[str, str], divisibility: Union[Mapping[str, int],
              Iterable[str], None] = None, constexprs: Optional[Mapping[str, Any]] = None,
-             num_warps: int = 4, equal_to_1: Iterable[str] = ()) -> "Specialization":
+             num_warps: int = 4, equal_to_1: Iterable[str] = (),
+             cluster: Any = None) -> "Specialization":
         if divisibility is None:
             div: Dict[str, int] = {}
         elif isinstance(divisibility, Mapping):
@@ -140,14 +172,17 @@ class Specialization:
                 raise ValueError(f"equal_to_1 names '{k}', which is not an integer parameter "
                                  f"of the signature")
         return cls(sig, tuple((k, div.get(k, 1)) for k, _ in sig),
-                   tuple(sorted((constexprs or {}).items())), int(num_warps), ones)
+                   tuple(sorted((constexprs or {}).items())), int(num_warps), ones,
+                   normalize_cluster(cluster))
 
     def key(self) -> str:
         sig = ",".join(f"{k}:{t}" + (f":{d}" if d > 1 else "")
                        for (k, t), (_, d) in zip(self.signature, self.divisibility))
         cst = ",".join(f"{k}={_constexpr_repr(v)!r}" for k, v in self.constexprs)
         ones = f"|equal_to_1={','.join(self.equal_to_1)}" if self.equal_to_1 else ""
-        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}"
+        cluster = ("" if self.cluster == (1, 1, 1)
+                   else "|cluster=" + "x".join(str(d) for d in self.cluster))
+        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}{cluster}"
 
 
 def signature_hash(source_hash: str, spec: Specialization, arch: str) -> str:
@@ -208,6 +243,7 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
     context = C.Context()
     builder = C.Builder(context)
     semantic = Semantic(builder)
+    semantic.cluster = spec.cluster
     sig = dict(spec.signature)
     constexprs = dict(spec.constexprs)
 
@@ -254,7 +290,8 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
 
     module = builder.create_module()
     args = builder.create_kernel(module, symbol, [semantic.ir_type(t) for _, t in runtime_params],
-                                 [div.get(n, 1) for n, _ in runtime_params], spec.num_warps)
+                                 [div.get(n, 1) for n, _ in runtime_params], spec.num_warps,
+                                 list(spec.cluster))
     ones = set(spec.equal_to_1)
     for (name, ty), handle in zip(runtime_params, args):
         # A value-1 parameter stays in the ABI; the body sees a typed constant 1.
@@ -346,7 +383,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         "threads_per_block": threads_per_block,
         "shared_bytes": shared_bytes,
         "pdl": pdl,
-        "cluster": [1, 1, 1],
+        "cluster": list(spec.cluster),
         "features": sorted({f for t in targets.values() for f in t["features"]}),
         "source_hash": source_hash,
         "specialization": spec.key(),

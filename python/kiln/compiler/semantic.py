@@ -72,6 +72,8 @@ class Semantic:
         #: Inlines a ``@kiln.jit`` function on tensors, ``(fn, args) -> value``; set by the
         #: code generator around each builtin call (``associative_scan``'s combine_fn).
         self.call_jit: Any = None
+        #: The kernel's thread-block cluster shape (the specialization's ``cluster``).
+        self.cluster: Tuple[int, int, int] = (1, 1, 1)
 
     # ------------------------------------------------------------------
     # Types and constants
@@ -748,6 +750,53 @@ class Semantic:
         self.builder.pdl_launch_dependents()
 
     # ------------------------------------------------------------------
+    # Thread-block clusters
+    # ------------------------------------------------------------------
+    def cluster_id(self, axis: Any) -> tensor:
+        return tensor(self.builder.cluster_id(self._axis(axis, "cluster")), kl.int32)
+
+    def num_clusters(self, axis: Any) -> tensor:
+        return tensor(self.builder.num_clusters(self._axis(axis, "cluster")), kl.int32)
+
+    def cluster_cta_id(self, axis: Any) -> tensor:
+        return tensor(self.builder.cluster_cta_id(self._axis(axis, "cluster")), kl.int32)
+
+    def cluster_cta_rank(self) -> tensor:
+        return tensor(self.builder.cluster_cta_rank(), kl.int32)
+
+    def cluster_size(self) -> tensor:
+        return tensor(self.builder.cluster_size(), kl.int32)
+
+    def cluster_barrier(self) -> None:
+        self.builder.cluster_barrier()
+
+    def cluster_load(self, x: Any, rank: Any) -> tensor:
+        x = self.to_tensor(x)
+        if not x.type.is_block():
+            raise SemanticError(f"cluster_load needs a tile, got a scalar {x.dtype} (load a "
+                                f"1-element tile, e.g. kl.full((1,), value, dtype))")
+        if x.dtype.is_ptr():
+            raise SemanticError(f"cluster_load moves numbers, not pointers (got a tile of "
+                                f"{x.dtype})")
+        if self.is_literal(rank):
+            r = _value(rank)
+            if isinstance(r, bool) or not isinstance(r, int):
+                raise SemanticError(f"cluster_load: the rank must be an integer, got {r!r}")
+            cx, cy, cz = self.cluster
+            if not 0 <= r < cx * cy * cz:
+                raise SemanticError(f"cluster_load: the rank must be in [0, {cx * cy * cz}) "
+                                    f"for a cluster of {cx}x{cy}x{cz}, got {r}")
+        rank = self.to_tensor(rank, kl.int32 if self.is_literal(rank) else None)
+        if rank.type.is_block():
+            raise SemanticError(f"cluster_load: the rank must be a scalar, got a tile "
+                                f"{rank.type}")
+        if not rank.dtype.is_int() or rank.dtype.is_bool():
+            raise SemanticError(f"cluster_load: the rank must be an integer, got {rank.dtype}")
+        if rank.dtype != kl.int32:
+            rank = self.cast(rank, kl.int32)
+        return tensor(self.builder.cluster_load(x.handle, rank.handle), x.type)
+
+    # ------------------------------------------------------------------
     # Reductions
     # ------------------------------------------------------------------
     def _reduce_axes(self, x: tensor, axis: Any, what: str) -> List[int]:
@@ -884,11 +933,11 @@ class Semantic:
     # Program structure, ranges and memory
     # ------------------------------------------------------------------
     @staticmethod
-    def _axis(axis: Any) -> int:
+    def _axis(axis: Any, what: str = "program") -> int:
         if isinstance(axis, tensor):
-            raise SemanticError("the program axis must be a constexpr 0, 1 or 2")
+            raise SemanticError(f"the {what} axis must be a constexpr 0, 1 or 2")
         if not isinstance(axis, int) or isinstance(axis, bool) or axis not in (0, 1, 2):
-            raise SemanticError(f"the program axis must be 0, 1 or 2, got {axis!r}")
+            raise SemanticError(f"the {what} axis must be 0, 1 or 2, got {axis!r}")
         return axis
 
     def program_id(self, axis: Any) -> tensor:

@@ -22,13 +22,18 @@ accepts and rejects exactly what the compiler does (and reports it as the same
 * an out-of-bounds access on an unmasked lane is an error at its line (on the
   GPU it is a fault or silent corruption);
 * programs run one after another (x fastest, then y, then z), so a kernel that
-  relies on programs running concurrently does not work.
+  relies on programs running concurrently does not work -- except the programs of
+  one thread-block cluster (``cluster=(x, y, z)``), which run concurrently as
+  threads so that ``kl.cluster_barrier`` and ``kl.cluster_load`` work as on the GPU
+  (clusters themselves run one after another).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import os
+import threading
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -38,7 +43,7 @@ from ..compiler.errors import CompilationError
 from ..compiler.semantic import Semantic
 from ..language import core as lc
 from ..language.core import constexpr, tensor
-from .builder import Desc, InterpreterError, NumpyBuilder, Ptr, numpy_dtype
+from .builder import ClusterSync, Desc, InterpreterError, NumpyBuilder, Ptr, numpy_dtype
 
 __all__ = ["InterpreterError", "enabled", "run", "pointer_arg"]
 
@@ -142,6 +147,13 @@ def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
     return norm(grid, name)
 
 
+def _check_cluster_grid(name: str, dims: Tuple[int, int, int],
+                        cluster: Tuple[int, int, int]) -> None:
+    from ..jit import _check_cluster_grid as check  # noqa: PLC0415 - the JIT's own check
+
+    check(name, dims, cluster)
+
+
 def _bind(source: FunctionSource, name: str, args: Sequence[Any], kwargs: Mapping[str, Any],
           semantic: Semantic) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(scope for the kernel body, all arguments by name): the same parameter
@@ -177,36 +189,94 @@ def _bind(source: FunctionSource, name: str, args: Sequence[Any], kwargs: Mappin
     return scope, dict(bound.arguments)
 
 
-def run(kernel: Any, grid: Any, args: Sequence[Any] = (), kwargs: Optional[Mapping[str, Any]] = None) -> None:
-    """Runs ``kernel`` (a ``JITFunction``) over ``grid`` on the CPU."""
+def _run_program(source: FunctionSource, name: str, scope: Dict[str, Any],
+                 builder: NumpyBuilder, semantic: Semantic) -> None:
+    """Runs the program at ``builder.pid``."""
+    pid = builder.pid
+    try:
+        gen = CodeGenerator(source, semantic, scope)
+        gen.run_body(source.tree.body)
+    except CompilationError as e:
+        if builder.fault:
+            raise CompilationError(e.filename, e.lineno, e.col, f"{e.message} (program {pid})",
+                                   e.source_line, e.notes) from None
+        raise
+    if gen.return_value is not None:
+        filename, lineno, col, line = source.location(source.tree)
+        raise CompilationError(filename, lineno, col, f"kernel '{name}' must not return a value",
+                               line)
+
+
+def _run_cluster(source: FunctionSource, name: str, scope: Dict[str, Any],
+                 dims: Tuple[int, int, int], cluster: Tuple[int, int, int],
+                 first: Tuple[int, int, int]) -> None:
+    """Runs the programs of the cluster whose first program is ``first``, one thread
+    each, sharing a ClusterSync; re-raises the first program error."""
+    sync = ClusterSync(math.prod(cluster))
+    errors: list = []
+    lock = threading.Lock()
+
+    def program(pid: Tuple[int, int, int]) -> None:
+        builder = NumpyBuilder()
+        builder.grid, builder.cluster, builder.cluster_sync, builder.pid = \
+            dims, cluster, sync, pid
+        semantic = Semantic(builder)
+        semantic.cluster = cluster
+        try:
+            with np.errstate(all="ignore"):
+                _run_program(source, name, scope, builder, semantic)
+        except BaseException as e:  # noqa: BLE001 - handed to the launching thread
+            with lock:
+                if not sync.aborted:  # not the echo of another program's failure
+                    errors.append(e)
+                    sync.abort()
+        finally:
+            sync.exit()
+
+    threads = [threading.Thread(target=program, args=((first[0] + x, first[1] + y,
+                                                       first[2] + z),),
+                                name=f"kiln-interpret-{name}-{first[0] + x},{first[1] + y},"
+                                     f"{first[2] + z}")
+               for z in range(cluster[2]) for y in range(cluster[1]) for x in range(cluster[0])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def run(kernel: Any, grid: Any, args: Sequence[Any] = (),
+        kwargs: Optional[Mapping[str, Any]] = None, cluster: Any = None) -> None:
+    """Runs ``kernel`` (a ``JITFunction``) over ``grid`` on the CPU; ``cluster``
+    overrides the kernel's thread-block cluster shape."""
     kwargs = dict(kwargs or {})
     kwargs.pop("stream", None)
     kwargs.pop("num_warps", None)  # does not change the result
+    if cluster is None:
+        cluster = kwargs.pop("cluster", None)
+    cluster = kernel._cluster(cluster)
     source = kernel.source
     name = kernel.__name__
     builder = NumpyBuilder()
     semantic = Semantic(builder)
+    semantic.cluster = cluster
     scope, named = _bind(source, name, args, kwargs, semantic)
     if callable(grid):
         grid = grid(named)
     dims = _normalize_grid(grid, name)
+    _check_cluster_grid(name, dims, cluster)
     builder.grid = dims
+    builder.cluster = cluster
+    if cluster != (1, 1, 1):
+        for z in range(0, dims[2], cluster[2]):
+            for y in range(0, dims[1], cluster[1]):
+                for x in range(0, dims[0], cluster[0]):
+                    _run_cluster(source, name, scope, dims, cluster, (x, y, z))
+        return
     with np.errstate(all="ignore"):
         for z in range(dims[2]):
             for y in range(dims[1]):
                 for x in range(dims[0]):
                     builder.pid = (x, y, z)
-                    try:
-                        gen = CodeGenerator(source, semantic, scope)
-                        gen.run_body(source.tree.body)
-                    except CompilationError as e:
-                        if builder.fault:
-                            raise CompilationError(e.filename, e.lineno, e.col,
-                                                   f"{e.message} (program {(x, y, z)})",
-                                                   e.source_line, e.notes) from None
-                        raise
-                    if gen.return_value is not None:
-                        filename, lineno, col, line = source.location(source.tree)
-                        raise CompilationError(filename, lineno, col,
-                                               f"kernel '{name}' must not return a value", line)
-
+                    _run_program(source, name, scope, builder, semantic)

@@ -20,6 +20,7 @@ through ``_BINARY``/``_UNARY``).
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -57,6 +58,75 @@ def numpy_dtype(kiln_dtype: Any) -> Any:
     if kiln_dtype.is_floating():
         return np.dtype(_float_dtype(kiln_dtype.short))
     return np.dtype(_INT[kiln_dtype.primitive_bitwidth])
+
+
+class ClusterAborted(Exception):
+    """Raised in the other programs of a cluster when one of them failed."""
+
+
+class ClusterSync:
+    """The programs of one thread-block cluster, run as threads: the cluster
+    barrier (which, as ``barrier.cluster``, waits for the programs that have not
+    exited) and the tiles that ``cluster_load`` publishes (each program's shared
+    memory)."""
+
+    def __init__(self, size: int):
+        self._cond = threading.Condition()
+        self._active = size
+        self._arrived = 0
+        self._generation = 0
+        self._published: Dict[int, Tuple[int, np.ndarray]] = {}
+        self.aborted = False
+
+    def _release(self) -> None:
+        self._arrived = 0
+        self._generation += 1
+        self._cond.notify_all()
+
+    def barrier(self) -> None:
+        with self._cond:
+            if self.aborted:
+                raise ClusterAborted()
+            generation = self._generation
+            self._arrived += 1
+            if self._arrived >= self._active:
+                self._release()
+                return
+            while generation == self._generation and not self.aborted:
+                self._cond.wait()
+            if self.aborted:
+                raise ClusterAborted()
+
+    def exit(self) -> None:
+        """A program finished: later barriers no longer wait for it."""
+        with self._cond:
+            self._active -= 1
+            if self._arrived and self._arrived >= self._active:
+                self._release()
+
+    def abort(self) -> None:
+        with self._cond:
+            self.aborted = True
+            self._cond.notify_all()
+
+    def exchange(self, rank: int, tile: np.ndarray, source: int) -> np.ndarray:
+        """Publishes ``tile`` as program ``rank``'s; returns program ``source``'s."""
+        with self._cond:
+            generation = self._generation
+            self._published[rank] = (generation, np.array(tile, copy=True))
+        self.barrier()
+        with self._cond:
+            got = self._published.get(source)
+        if got is None or got[0] != generation:
+            raise InterpreterError(f"cluster_load: the program of rank {source} in the cluster "
+                                   f"did not publish a tile at this cluster_load (it exited or "
+                                   f"is at another cluster barrier)")
+        if got[1].shape != np.shape(tile) or got[1].dtype != np.asarray(tile).dtype:
+            raise InterpreterError(f"cluster_load: the program of rank {source} published a "
+                                   f"{got[1].dtype} tile of shape {list(got[1].shape)}, not "
+                                   f"{np.asarray(tile).dtype} {list(np.shape(tile))}")
+        self.barrier()
+        return got[1]
 
 
 class _IfOp:
@@ -200,6 +270,10 @@ class NumpyBuilder:
     def __init__(self) -> None:
         self.pid: Tuple[int, int, int] = (0, 0, 0)
         self.grid: Tuple[int, int, int] = (1, 1, 1)
+        #: The thread-block cluster shape and, for clusters of more than one program,
+        #: the cluster's ClusterSync.
+        self.cluster: Tuple[int, int, int] = (1, 1, 1)
+        self.cluster_sync: Optional[ClusterSync] = None
         self.fault = False  # set when an InterpreterError is raised
         #: Runtime `if`s being executed: [(IfOp, branch predicate)]. Both branches of
         #: a runtime `if` run (the code generator emits both); memory effects and
@@ -254,6 +328,47 @@ class NumpyBuilder:
 
     def num_programs(self, axis: int) -> np.ndarray:
         return np.array(self.grid[axis], dtype=np.int32)
+
+    # -- thread-block clusters ---------------------------------------------------------
+    def cluster_id(self, axis: int) -> np.ndarray:
+        return np.array(self.pid[axis] // self.cluster[axis], dtype=np.int32)
+
+    def num_clusters(self, axis: int) -> np.ndarray:
+        return np.array(self.grid[axis] // self.cluster[axis], dtype=np.int32)
+
+    def cluster_cta_id(self, axis: int) -> np.ndarray:
+        return np.array(self.pid[axis] % self.cluster[axis], dtype=np.int32)
+
+    def _cluster_rank(self) -> int:
+        x, y, z = (p % c for p, c in zip(self.pid, self.cluster))
+        cx, cy, _ = self.cluster
+        return x + y * cx + z * cx * cy
+
+    def cluster_cta_rank(self) -> np.ndarray:
+        return np.array(self._cluster_rank(), dtype=np.int32)
+
+    def cluster_size(self) -> np.ndarray:
+        return np.array(math.prod(self.cluster), dtype=np.int32)
+
+    def cluster_barrier(self) -> None:
+        if self.active() and self.cluster_sync is not None:  # a branch not taken: no barrier
+            self.cluster_sync.barrier()
+
+    def cluster_load(self, x: Any, rank: Any) -> np.ndarray:
+        if not self.active():
+            return np.zeros_like(x)
+        source, size = int(np.asarray(rank)), math.prod(self.cluster)
+        if not 0 <= source < size:
+            self.fault = True
+            raise InterpreterError(f"cluster_load: rank {source} is outside the cluster of "
+                                   f"{size} programs {self.cluster}")
+        if self.cluster_sync is None:
+            return np.array(x, copy=True)
+        try:
+            return self.cluster_sync.exchange(self._cluster_rank(), x, source)
+        except InterpreterError:
+            self.fault = True
+            raise
 
     def make_range(self, start: int, end: int) -> np.ndarray:
         return np.arange(start, end, dtype=np.int32)

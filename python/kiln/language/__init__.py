@@ -263,6 +263,64 @@ def pdl_launch_dependents(_semantic: Any = None) -> None:
     _semantic.pdl_launch_dependents()
 
 
+@builtin
+def cluster_id(axis: Any, _semantic: Any = None) -> tensor:
+    """Index of this program's thread-block cluster along grid axis 0, 1 or 2 (int32,
+    ``%clusterid``): ``program_id(axis) // cluster[axis]`` for the kernel's ``cluster``
+    shape (``@kiln.jit(cluster=(x, y, z))``)."""
+    return _semantic.cluster_id(_unwrap(axis))
+
+
+@builtin
+def num_clusters(axis: Any, _semantic: Any = None) -> tensor:
+    """Number of clusters along grid axis 0, 1 or 2 (int32, ``%nclusterid``):
+    ``num_programs(axis) // cluster[axis]``."""
+    return _semantic.num_clusters(_unwrap(axis))
+
+
+@builtin
+def cluster_cta_id(axis: Any, _semantic: Any = None) -> tensor:
+    """Index of this program inside its cluster along grid axis 0, 1 or 2 (int32,
+    ``%cluster_ctaid``): ``program_id(axis) % cluster[axis]``."""
+    return _semantic.cluster_cta_id(_unwrap(axis))
+
+
+@builtin
+def cluster_cta_rank(_semantic: Any = None) -> tensor:
+    """Linear rank of this program inside its cluster (int32, ``%cluster_ctarank``):
+    ``x + y * cx + z * cx * cy`` for ``(x, y, z) = cluster_cta_id`` and the cluster shape
+    ``(cx, cy, cz)``; in ``[0, cluster_size())``."""
+    return _semantic.cluster_cta_rank()
+
+
+@builtin
+def cluster_size(_semantic: Any = None) -> tensor:
+    """Number of programs in a cluster (int32, ``%cluster_nctarank``; a constant once
+    compiled)."""
+    return _semantic.cluster_size()
+
+
+@builtin
+def cluster_barrier(_semantic: Any = None) -> None:
+    """Barrier over every thread of every program of the cluster
+    (``barrier.cluster.arrive`` + ``wait``; release/acquire at cluster scope): the
+    memory writes of the whole cluster before it are visible to the whole cluster after
+    it. Every program of the cluster must reach it (like a block barrier)."""
+    _semantic.cluster_barrier()
+
+
+@builtin
+def cluster_load(x: Any, rank: Any, _semantic: Any = None) -> tensor:
+    """The tile ``x`` of the program of rank ``rank`` in this program's cluster
+    (distributed shared memory): every program of the cluster publishes its ``x`` in
+    shared memory, then reads the copy of program ``rank`` (a scalar int, it may differ
+    between programs; in ``[0, cluster_size())``). Same shape, dtype and layout as ``x``.
+    It contains two cluster barriers: every program of the cluster must call it.
+    Partials reduce over the cluster with ``total = kl.cluster_load(partial, 0)`` and
+    ``for r in range(1, kl.cluster_size()): total += kl.cluster_load(partial, r)``."""
+    return _semantic.cluster_load(x, rank)
+
+
 class range:  # noqa: A001 - kl.range mirrors the builtin
     """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
     whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
@@ -343,9 +401,12 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 __all__ = [
     "abs", "arange", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv",
-    "ceil", "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
+    "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
+    "cluster_load", "cluster_size",
+    "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
     "minimum",
+    "num_clusters",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
     "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",
     "static_assert", "range",

@@ -27,6 +27,16 @@ func.func @eight_warps(%x: !tile.ptr<f32>) attributes {tile.kernel, tile.num_war
 
 // -----
 
+// tile.cluster_dims -> nvvm.cluster_dim (PTX .explicitcluster +
+// .reqnctapercluster 2, 2, 1).
+// CHECK-LABEL: llvm.func ptx_kernelcc @clustered
+// CHECK-SAME: attributes {nvvm.cluster_dim = array<i32: 2, 2, 1>, nvvm.kernel, nvvm.reqntid = array<i32: 128, 1, 1>}
+func.func @clustered(%x: !tile.ptr<f32>) attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 2, 1>} {
+  return
+}
+
+// -----
+
 // One warp.
 // CHECK-LABEL: llvm.func ptx_kernelcc @one_warp
 // CHECK-SAME: attributes {nvvm.kernel, nvvm.reqntid = array<i32: 32, 1, 1>}

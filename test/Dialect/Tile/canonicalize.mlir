@@ -404,3 +404,49 @@ func.func @join_swapped_halves_kept(%x: tensor<8x2xi32>) -> tensor<8x2xi32> {
   %y = tile.join %h, %l : tensor<8xi32> -> tensor<8x2xi32>
   return %y : tensor<8x2xi32>
 }
+
+// -----
+
+// In a function with tile.cluster_dims, the cluster size is a constant and the
+// index inside the cluster along a unit axis is 0; the rest stays.
+// CHECK-LABEL: func.func @cluster_constants
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-DAG: %[[X:.*]] = tile.cluster_cta_id x : i32
+// CHECK-DAG: %[[R:.*]] = tile.cluster_cta_rank : i32
+// CHECK-NOT: tile.cluster_size
+// CHECK: return %[[C4]], %[[X]], %[[C0]], %[[C0]], %[[R]]
+func.func @cluster_constants() -> (i32, i32, i32, i32, i32)
+    attributes {tile.cluster_dims = array<i32: 4, 1, 1>} {
+  %0 = tile.cluster_size : i32
+  %1 = tile.cluster_cta_id x : i32
+  %2 = tile.cluster_cta_id y : i32
+  %3 = tile.cluster_cta_id z : i32
+  %4 = tile.cluster_cta_rank : i32
+  return %0, %1, %2, %3, %4 : i32, i32, i32, i32, i32
+}
+
+// -----
+
+// Without tile.cluster_dims nothing folds; a 1x1x1 cluster has rank 0.
+// CHECK-LABEL: func.func @cluster_unknown
+// CHECK: tile.cluster_size : i32
+// CHECK: tile.cluster_cta_id y : i32
+// CHECK: tile.cluster_cta_rank : i32
+func.func @cluster_unknown() -> (i32, i32, i32) {
+  %0 = tile.cluster_size : i32
+  %1 = tile.cluster_cta_id y : i32
+  %2 = tile.cluster_cta_rank : i32
+  return %0, %1, %2 : i32, i32, i32
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cluster_of_one
+// CHECK: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK: return %[[C0]]
+func.func @cluster_of_one() -> i32
+    attributes {tile.cluster_dims = array<i32: 1, 1, 1>} {
+  %0 = tile.cluster_cta_rank : i32
+  return %0 : i32
+}

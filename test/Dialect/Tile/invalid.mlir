@@ -46,6 +46,100 @@ func.func @num_programs_index() {
 // -----
 
 //===----------------------------------------------------------------------===//
+// Thread-block clusters
+//===----------------------------------------------------------------------===//
+
+func.func @cluster_id_bad_axis() {
+  // expected-error @+1 {{custom op 'tile.cluster_id' expected string or keyword containing one of the following enum values for attribute 'axis' [x, y, z]}}
+  %0 = tile.cluster_id w : i32
+  return
+}
+
+// -----
+
+func.func @cluster_cta_id_bad_axis() {
+  // expected-error @+1 {{custom op 'tile.cluster_cta_id' expected string or keyword containing one of the following enum values for attribute 'axis' [x, y, z]}}
+  %0 = tile.cluster_cta_id 3 : i32
+  return
+}
+
+// -----
+
+func.func @cluster_size_i64() {
+  // expected-error @+1 {{'tile.cluster_size' op result #0 must be 32-bit signless integer, but got 'i64'}}
+  %0 = tile.cluster_size : i64
+  return
+}
+
+// -----
+
+func.func @cluster_load_types_differ(%x: tensor<128xf32>, %r: i32) {
+  // expected-error @+1 {{'tile.cluster_load' op failed to verify that all of {src, result} have same type}}
+  %0 = "tile.cluster_load"(%x, %r) : (tensor<128xf32>, i32) -> tensor<128xf16>
+  return
+}
+
+// -----
+
+func.func @cluster_load_of_pointers(%p: tensor<128x!tile.ptr<f32>>, %r: i32) {
+  // expected-error @+1 {{'tile.cluster_load' op operand #0 must be ranked tensor of floating-point or signless integer values, but got 'tensor<128x!tile.ptr<f32>>'}}
+  %0 = tile.cluster_load %p, %r : tensor<128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @cluster_load_i64_rank(%x: tensor<128xf32>, %r: i64) {
+  // expected-error @+1 {{'tile.cluster_load' op operand #1 must be 32-bit signless integer, but got 'i64'}}
+  %0 = "tile.cluster_load"(%x, %r) : (tensor<128xf32>, i64) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_load_rank_outside(%x: tensor<128xf32>) attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
+  %r = arith.constant 2 : i32
+  // expected-error @+1 {{'tile.cluster_load' op expected a rank in [0, 2) (the kernel's cluster of 2x1x1), got 2}}
+  %0 = tile.cluster_load %x, %r : tensor<128xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.cluster_dims' to be an array<i32> of 3 entries, got array<i32: 2, 1>}}
+func.func @cluster_dims_two_entries() attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.cluster_dims' to be an array<i32> of 3 entries, got [2, 1, 1]}}
+func.func @cluster_dims_not_an_array() attributes {tile.kernel, tile.cluster_dims = [2, 1, 1]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected positive 'tile.cluster_dims', got array<i32: 2, 0, 1>}}
+func.func @cluster_dims_zero() attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 0, 1>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected at most 8 blocks per cluster (the portable cluster size), got 16}}
+func.func @cluster_dims_too_many() attributes {tile.kernel, tile.cluster_dims = array<i32: 4, 4, 1>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.cluster_barrier' op 'tile.cluster_dims' applies to func.func only}}
+tile.cluster_barrier {tile.cluster_dims = array<i32: 2, 1, 1>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // tile.make_range
 //===----------------------------------------------------------------------===//
 

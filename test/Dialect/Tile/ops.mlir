@@ -37,6 +37,30 @@ func.func @program() -> (i32, i32, i32, i32, i32, i32) {
   return %0, %1, %2, %3, %4, %5 : i32, i32, i32, i32, i32, i32
 }
 
+// CHECK-LABEL: func.func @cluster
+// CHECK-SAME: tile.cluster_dims = array<i32: 2, 2, 1>
+// CHECK: %{{.*}} = tile.cluster_id x : i32
+// CHECK: %{{.*}} = tile.num_clusters y : i32
+// CHECK: %{{.*}} = tile.cluster_cta_id z : i32
+// CHECK: %{{.*}} = tile.cluster_cta_rank : i32
+// CHECK: %{{.*}} = tile.cluster_size : i32
+// CHECK: tile.cluster_barrier
+// CHECK: %{{.*}} = tile.cluster_load %{{.*}}, %{{.*}} : tensor<128xf32>
+// CHECK: %{{.*}} = tile.cluster_load %{{.*}}, %{{.*}} : tensor<4x8xi1>
+func.func @cluster(%x: tensor<128xf32>, %m: tensor<4x8xi1>, %r: i32)
+    -> (i32, i32, i32, i32, i32, tensor<128xf32>, tensor<4x8xi1>)
+    attributes {tile.cluster_dims = array<i32: 2, 2, 1>} {
+  %0 = tile.cluster_id x : i32
+  %1 = tile.num_clusters y : i32
+  %2 = tile.cluster_cta_id z : i32
+  %3 = tile.cluster_cta_rank : i32
+  %4 = tile.cluster_size : i32
+  tile.cluster_barrier
+  %5 = tile.cluster_load %x, %r : tensor<128xf32>
+  %6 = tile.cluster_load %m, %3 : tensor<4x8xi1>
+  return %0, %1, %2, %3, %4, %5, %6 : i32, i32, i32, i32, i32, tensor<128xf32>, tensor<4x8xi1>
+}
+
 // CHECK-LABEL: func.func @make_range
 // CHECK: tile.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
 // CHECK: tile.make_range {end = 20 : i32, start = 4 : i32} : tensor<16xi32>

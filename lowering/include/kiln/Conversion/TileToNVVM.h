@@ -41,6 +41,8 @@ private:
 /// kernels. Split by op family, one pattern per op.
 void populateTileProgramOpsToNVVMPatterns(TileTypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
+void populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
+                                          mlir::RewritePatternSet &patterns);
 void populateTileShapeOpsToNVVMPatterns(TileTypeConverter &converter,
                                         mlir::RewritePatternSet &patterns);
 void populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,

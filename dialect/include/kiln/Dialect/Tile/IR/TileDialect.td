@@ -25,6 +25,11 @@ def Tile_Dialect : Dialect {
     - `tile.kernel` (unit, on `func.func`): the function is a GPU entry point.
     - `tile.num_warps` (i32, on kernels): warps per program instance (1..32,
       power of two).
+    - `tile.cluster_dims` (`array<i32: x, y, z>`, on kernels): the kernel runs in
+      thread-block clusters of this shape (`.explicitcluster` +
+      `.reqnctapercluster x, y, z`; the launch passes the same shape). Each entry
+      is positive and their product at most 8 (the portable cluster size).
+      Absent: no clusters (each block its own 1x1x1 cluster).
     - `tile.divisibility` (i32, on kernel arguments): the argument (an integer,
       or a pointer's byte address) is a multiple of this power of two.
     - `tile.threads_per_block`, `tile.elems_per_thread` (i32, on kernels): the
@@ -47,6 +52,7 @@ def Tile_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getKernelAttrName() { return "tile.kernel"; }
     static constexpr ::llvm::StringLiteral getNumWarpsAttrName() { return "tile.num_warps"; }
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() { return "tile.divisibility"; }
+    static constexpr ::llvm::StringLiteral getClusterDimsAttrName() { return "tile.cluster_dims"; }
     static constexpr ::llvm::StringLiteral getThreadsPerBlockAttrName() {
       return "tile.threads_per_block";
     }

@@ -10,9 +10,18 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <array>
+#include <optional>
+
 #include "kiln/Dialect/Tile/IR/TileEnums.h.inc"
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Tile/IR/TileOps.h.inc"
+
+namespace kiln::tile {
+/// The cluster shape (`tile.cluster_dims`) of the kernel holding `op`, or
+/// nullopt when that kernel has none.
+std::optional<std::array<int64_t, 3>> getClusterDims(mlir::Operation *op);
+} // namespace kiln::tile
 
 #endif // KILN_DIALECT_TILE_IR_TILEOPS_H

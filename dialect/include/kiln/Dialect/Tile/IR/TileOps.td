@@ -294,6 +294,135 @@ def Tile_PdlLaunchDependentsOp : Tile_Op<"pdl_launch_dependents",
 }
 
 //===----------------------------------------------------------------------===//
+// Thread-block clusters
+//===----------------------------------------------------------------------===//
+
+def Tile_ClusterIdOp : Tile_Op<"cluster_id", [Pure]> {
+  let summary = "index of this program's cluster along a grid axis";
+  let description = [{
+    ```mlir
+    %c = tile.cluster_id x : i32
+    ```
+    Becomes `mov.u32 %r, %clusterid.x` (`nvvm.read.ptx.sreg.clusterid.x`):
+    `program_id(axis) / cluster_dims[axis]`. Without `tile.cluster_dims` on the
+    kernel each program is its own cluster and this equals `tile.program_id`.
+  }];
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_NumClustersOp : Tile_Op<"num_clusters", [Pure]> {
+  let summary = "number of clusters along a grid axis";
+  let description = [{
+    ```mlir
+    %n = tile.num_clusters y : i32
+    ```
+    Becomes `mov.u32 %r, %nclusterid.y` (`nvvm.read.ptx.sreg.nclusterid.y`):
+    `num_programs(axis) / cluster_dims[axis]`.
+  }];
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_ClusterCtaIdOp : Tile_Op<"cluster_cta_id", [Pure]> {
+  let summary = "index of this program inside its cluster along a grid axis";
+  let description = [{
+    ```mlir
+    %i = tile.cluster_cta_id x : i32
+    ```
+    Becomes `mov.u32 %r, %cluster_ctaid.x`
+    (`nvvm.read.ptx.sreg.cluster.ctaid.x`): `program_id(axis) mod
+    cluster_dims[axis]`. Folds to 0 along an axis where the kernel's
+    `tile.cluster_dims` is 1.
+  }];
+  let arguments = (ins Tile_ProgramAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_ClusterCtaRankOp : Tile_Op<"cluster_cta_rank", [Pure]> {
+  let summary = "linear rank of this program inside its cluster";
+  let description = [{
+    ```mlir
+    %r = tile.cluster_cta_rank : i32
+    ```
+    Becomes `mov.u32 %r, %cluster_ctarank`
+    (`nvvm.read.ptx.sreg.cluster.ctarank`): `x + y * cx + z * cx * cy` for the
+    cluster coordinates (`tile.cluster_cta_id`) and cluster shape
+    `(cx, cy, cz)`; in [0, `tile.cluster_size`). Folds to 0 when the kernel's
+    `tile.cluster_dims` is 1x1x1.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_ClusterSizeOp : Tile_Op<"cluster_size", [Pure]> {
+  let summary = "number of programs in this program's cluster";
+  let description = [{
+    ```mlir
+    %n = tile.cluster_size : i32
+    ```
+    Becomes `mov.u32 %r, %cluster_nctarank`
+    (`nvvm.read.ptx.sreg.cluster.nctarank`). Folds to the product of the
+    kernel's `tile.cluster_dims` when it has them.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_ClusterBarrierOp : Tile_Op<"cluster_barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "barrier over every thread of the cluster";
+  let description = [{
+    ```mlir
+    tile.cluster_barrier
+    ```
+    Becomes `barrier.cluster.arrive.aligned` then `barrier.cluster.wait.aligned`
+    (`nvvm.cluster.arrive {aligned}`, `nvvm.cluster.wait {aligned}`): the arrive
+    releases and the wait acquires at cluster scope (the defaults of the PTX
+    instruction), so every shared- and global-memory write of every block of
+    the cluster before the barrier is visible to every block after it. Every
+    block of the cluster that has not exited must reach it, in the same order as
+    the other cluster barriers (a block that exited no longer counts). It
+    implies a block-wide barrier.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_ClusterLoadOp : Tile_Op<"cluster_load", [MemoryEffects<[MemRead, MemWrite]>,
+                                                  AllTypesMatch<["src", "result"]>]> {
+  let summary = "the tile `src` of another block of the cluster (distributed shared memory)";
+  let description = [{
+    ```mlir
+    %y = tile.cluster_load %x, %rank : tensor<256xf32>
+    ```
+    Every block of the cluster publishes its tile `%x` in a shared-memory buffer
+    of its own; after a cluster barrier each thread reads, from the buffer of
+    block `%rank` (its `tile.cluster_cta_rank`; a uniform i32 that may differ
+    between blocks), the elements it holds, and a second cluster barrier keeps
+    every buffer alive and unchanged until all blocks have read. The result has
+    the type and the layout of `%x`.
+
+    PTX: `st.shared` of the thread's elements, `barrier.cluster.arrive.aligned`
+    + `barrier.cluster.wait.aligned`, `mapa.shared::cluster.u32` of the buffer
+    to `%rank`, `ld.shared::cluster` (up to 16 bytes per access), and the
+    second arrive + wait. i1 elements travel as bytes.
+
+    As a cluster barrier, every block of the cluster must execute it. `%rank`
+    out of [0, cluster size) is undefined behaviour; a constant `%rank` is
+    checked against the kernel's `tile.cluster_dims`.
+  }];
+  let arguments = (ins RankedTensorOf<[Tile_Float, Tile_Int]>:$src, I32:$rank);
+  let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
+  let assemblyFormat = "$src `,` $rank attr-dict `:` type($src)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

@@ -25,6 +25,9 @@ mlir::Type getI1SameShape(mlir::Type type);
 /// sm_103a: 227 KiB); past the 48 KiB of static shared memory it is dynamic.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+/// Blocks per thread-block cluster that every supported arch launches
+/// (the portable cluster size; 16 needs a non-portable opt-in at launch).
+constexpr int64_t kMaxClusterSize = 8;
 
 } // namespace kiln::tile
 

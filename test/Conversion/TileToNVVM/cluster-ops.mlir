@@ -1,0 +1,126 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-vectorize-access -kiln-convert-tile-to-nvvm | FileCheck %s
+
+// Cluster ids read their special registers (nvvm.read.ptx.sreg.*: %clusterid,
+// %nclusterid, %cluster_ctaid, %cluster_ctarank, %cluster_nctarank, in the
+// order of the ops); tile.cluster_barrier is an aligned arrive + wait.
+
+// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_registers
+// CHECK-SAME: attributes {nvvm.kernel, nvvm.reqntid = array<i32: 128, 1, 1>}
+// CHECK-NEXT: nvvm.read.ptx.sreg.clusterid.x : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.clusterid.y : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.clusterid.z : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.nclusterid.x : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.nclusterid.y : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.nclusterid.z : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.cluster.ctaid.x : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.cluster.ctaid.y : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.cluster.ctaid.z : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.cluster.ctarank : i32
+// CHECK-NEXT: nvvm.read.ptx.sreg.cluster.nctarank : i32
+// CHECK-COUNT-10: llvm.add
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: tile.
+func.func @cluster_registers(%x: !tile.ptr<i32> {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %0 = tile.cluster_id x : i32
+  %1 = tile.cluster_id y : i32
+  %2 = tile.cluster_id z : i32
+  %3 = tile.num_clusters x : i32
+  %4 = tile.num_clusters y : i32
+  %5 = tile.num_clusters z : i32
+  %6 = tile.cluster_cta_id x : i32
+  %7 = tile.cluster_cta_id y : i32
+  %8 = tile.cluster_cta_id z : i32
+  %9 = tile.cluster_cta_rank : i32
+  %10 = tile.cluster_size : i32
+  %a = arith.addi %0, %1 : i32
+  %b = arith.addi %a, %2 : i32
+  %c = arith.addi %b, %3 : i32
+  %d = arith.addi %c, %4 : i32
+  %e = arith.addi %d, %5 : i32
+  %f = arith.addi %e, %6 : i32
+  %g = arith.addi %f, %7 : i32
+  %h = arith.addi %g, %8 : i32
+  %i = arith.addi %h, %9 : i32
+  %j = arith.addi %i, %10 : i32
+  tile.cluster_barrier
+  tile.store %x, %j : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+// tile.cluster_load of a 1024xf32 tile over 128 threads (two runs of four per
+// thread): the kernel carries nvvm.cluster_dim; each thread stores its runs
+// (16 bytes each) at their row-major index in a 4 KiB shared buffer, a cluster
+// barrier, one mapa of the buffer to %r, the same two 16-byte loads from
+// there (!llvm.ptr<7>, shared::cluster), and a second cluster barrier.
+// CHECK: llvm.mlir.global internal @__kiln_cluster_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1024 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_load
+// CHECK-SAME: (%{{.*}}: !llvm.ptr<1>, %[[RANK:.*]]: i32)
+// CHECK-SAME: attributes {nvvm.cluster_dim = array<i32: 2, 1, 1>, nvvm.kernel, nvvm.reqntid = array<i32: 128, 1, 1>}
+// CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: %[[BASE:.*]] = llvm.mul %[[TID]], %{{.*}} : i32
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_cluster_smem_0 : !llvm.ptr<3>
+// CHECK: %[[I0:.*]] = llvm.add %[[BASE]], %{{.*}} : i32
+// CHECK: %[[P0:.*]] = llvm.getelementptr %[[BUF]][%[[I0]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
+// CHECK: llvm.store %{{.*}}, %[[P0]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: %[[C512:.*]] = llvm.mlir.constant(512 : i32) : i32
+// CHECK: %[[I1:.*]] = llvm.add %[[BASE]], %[[C512]] : i32
+// CHECK: %[[P1:.*]] = llvm.getelementptr %[[BUF]][%[[I1]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
+// CHECK: llvm.store %{{.*}}, %[[P1]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: %[[REMOTE:.*]] = nvvm.mapa %[[BUF]], %[[RANK]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK: %[[Q0:.*]] = llvm.getelementptr %[[REMOTE]][%{{.*}}] : (!llvm.ptr<7>, i32) -> !llvm.ptr<7>, f32
+// CHECK-NEXT: llvm.load %[[Q0]] {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
+// CHECK: %[[Q1:.*]] = llvm.getelementptr %[[REMOTE]][%{{.*}}] : (!llvm.ptr<7>, i32) -> !llvm.ptr<7>, f32
+// CHECK-NEXT: llvm.load %[[Q1]] {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
+// CHECK-NOT: llvm.load
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: llvm.return
+func.func @cluster_load(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %r: i32)
+    attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1, 1>} {
+  %o = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %o : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  %v = tile.load %p : tensor<1024x!tile.ptr<f32>>
+  %w = tile.cluster_load %v, %r : tensor<1024xf32>
+  tile.store %p, %w : tensor<1024x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A tile of i1 travels as bytes (zext, trunc), 16 per access; without
+// tile.cluster_dims there is no nvvm.cluster_dim (a cluster of one).
+// CHECK: llvm.mlir.global internal @__kiln_cluster_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x i8>
+// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_load_bool
+// CHECK-SAME: attributes {nvvm.kernel, nvvm.reqntid = array<i32: 32, 1, 1>}
+// CHECK-COUNT-16: llvm.zext %{{.*}} : i1 to i8
+// CHECK: llvm.bitcast %{{.*}} : vector<16xi8> to vector<4xi32>
+// CHECK-NEXT: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: nvvm.mapa
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
+// CHECK-NEXT: llvm.bitcast %{{.*}} : vector<4xi32> to vector<16xi8>
+// CHECK-COUNT-16: llvm.trunc %{{.*}} : i8 to i1
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+func.func @cluster_load_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32}, %r: i32)
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %o = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %xs = tile.splat %x : !tile.ptr<i8> -> tensor<64x!tile.ptr<i8>>
+  %p = tile.addptr %xs, %o : tensor<64x!tile.ptr<i8>>, tensor<64xi32>
+  %v = tile.load %p : tensor<64x!tile.ptr<i8>>
+  %z = arith.constant dense<0> : tensor<64xi8>
+  %m = arith.cmpi ne, %v, %z : tensor<64xi8>
+  %w = tile.cluster_load %m, %r : tensor<64xi1>
+  %e = arith.extui %w : tensor<64xi1> to tensor<64xi8>
+  tile.store %p, %e : tensor<64x!tile.ptr<i8>>
+  return
+}

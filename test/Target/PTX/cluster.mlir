@@ -1,0 +1,111 @@
+// RUN: kilnc %s -emit=ptx --arch=sm_90a | FileCheck %s --check-prefixes=CHECK,CHECK-SM90
+// RUN: kilnc %s -emit=ptx --arch=sm_100a | FileCheck %s --check-prefixes=CHECK,CHECK-SM100
+// RUN: kilnc %s -emit=ptx --arch=sm_103a | FileCheck %s --check-prefixes=CHECK,CHECK-SM103
+// RUN: kilnc %s -emit=ptx --arch=sm_90a -o %t.sm_90a.ptx && %ptxas -arch=sm_90a %t.sm_90a.ptx -o %t.sm_90a.cubin
+// RUN: kilnc %s -emit=ptx --arch=sm_100a -o %t.sm_100a.ptx && %ptxas -arch=sm_100a %t.sm_100a.ptx -o %t.sm_100a.cubin
+// RUN: kilnc %s -emit=ptx --arch=sm_103a -o %t.sm_103a.ptx && %ptxas -arch=sm_103a %t.sm_103a.ptx -o %t.sm_103a.cubin
+
+// CHECK: .version 8.8
+// CHECK-SM90-NEXT: .target sm_90a
+// CHECK-SM100-NEXT: .target sm_100a
+// CHECK-SM103-NEXT: .target sm_103a
+// CHECK-NEXT: .address_size 64
+
+// Thread-block clusters: tile.cluster_dims becomes .explicitcluster +
+// .reqnctapercluster; the cluster ids read their special registers, except
+// what the cluster shape fixes (cluster_size = 4, cluster_cta_id z = 0 fold).
+// CHECK-LABEL: .visible .entry cluster_ids(
+// CHECK: .reqntid 128, 1, 1
+// CHECK-NEXT: .explicitcluster
+// CHECK-NEXT: .reqnctapercluster 2, 2, 1
+// CHECK-NEXT: {
+// CHECK-DAG: mov.u32 %r{{[0-9]+}}, %clusterid.x;
+// CHECK-DAG: mov.u32 %r{{[0-9]+}}, %clusterid.y;
+// CHECK-DAG: mov.u32 %r{{[0-9]+}}, %nclusterid.x;
+// CHECK-DAG: mov.u32 %r{{[0-9]+}}, %cluster_ctaid.x;
+// CHECK-DAG: mov.u32 %r{{[0-9]+}}, %cluster_ctaid.y;
+// CHECK-DAG: mov.u32 %r{{[0-9]+}}, %cluster_ctarank;
+// CHECK-NOT: %cluster_ctaid.z
+// CHECK-NOT: %cluster_nctarank
+// CHECK: shl.b32 %r{{[0-9]+}}, %r{{[0-9]+}}, 2;
+// CHECK: ret;
+func.func @cluster_ids(%out: !tile.ptr<i32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 2, 2, 1>} {
+  %cx = tile.cluster_id x : i32
+  %cy = tile.cluster_id y : i32
+  %ncx = tile.num_clusters x : i32
+  %ix = tile.cluster_cta_id x : i32
+  %iy = tile.cluster_cta_id y : i32
+  %iz = tile.cluster_cta_id z : i32
+  %rank = tile.cluster_cta_rank : i32
+  %size = tile.cluster_size : i32
+  %a = arith.addi %cx, %cy : i32
+  %b = arith.addi %a, %ncx : i32
+  %c = arith.addi %b, %ix : i32
+  %d = arith.addi %c, %iy : i32
+  %e = arith.addi %d, %iz : i32
+  %f = arith.muli %e, %size : i32
+  %c512 = arith.constant 512 : i32
+  %base = arith.muli %rank, %c512 : i32
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %bs = tile.splat %base : i32 -> tensor<512xi32>
+  %offs = arith.addi %bs, %r : tensor<512xi32>
+  %fs = tile.splat %f : i32 -> tensor<512xi32>
+  %os = tile.splat %out : !tile.ptr<i32> -> tensor<512x!tile.ptr<i32>>
+  %op = tile.addptr %os, %offs : tensor<512x!tile.ptr<i32>>, tensor<512xi32>
+  tile.store %op, %fs : tensor<512x!tile.ptr<i32>>
+  return
+}
+
+// tile.cluster_load: each thread stores its four elements (16 bytes) in the
+// block's buffer, a cluster barrier, mapa of the buffer to the rank
+// (cluster_cta_rank + 1) & 3, one 16-byte ld.shared::cluster of the same
+// elements there, a second cluster barrier before anything else.
+// CHECK-LABEL: .visible .entry cluster_sum(
+// CHECK: .reqntid 128, 1, 1
+// CHECK-NEXT: .explicitcluster
+// CHECK-NEXT: .reqnctapercluster 4, 1, 1
+// CHECK: .shared .align 16 .b8 __kiln_cluster_smem_0[2048];
+// CHECK: mov.u32 %r[[RANK:[0-9]+]], %cluster_ctarank;
+// CHECK: add.s32 %r[[NEXT1:[0-9]+]], %r[[RANK]], 1;
+// CHECK: and.b32 %r[[NEXT:[0-9]+]], %r[[NEXT1]], 3;
+// CHECK: mov.b64 %rd[[BUF:[0-9]+]], __kiln_cluster_smem_0;
+// CHECK: add.s64 %rd[[MINE:[0-9]+]], %rd[[BUF]], %rd[[OFF:[0-9]+]];
+// CHECK-SM90-NEXT: st.shared.v4.b32 [%rd[[MINE]]], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
+// CHECK-SM100-NEXT: st.shared.v2.b64 [%rd[[MINE]]], {%rd{{[0-9]+}}, %rd{{[0-9]+}}};
+// CHECK-SM103-NEXT: st.shared.v2.b64 [%rd[[MINE]]], {%rd{{[0-9]+}}, %rd{{[0-9]+}}};
+// CHECK-NEXT: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NEXT: mapa.shared::cluster.u64 %rd[[REMOTE:[0-9]+]], %rd[[BUF]], %r[[NEXT]];
+// CHECK-NEXT: add.s64 %rd[[THEIRS:[0-9]+]], %rd[[REMOTE]], %rd[[OFF]];
+// CHECK-NEXT: ld.shared::cluster.v4.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd[[THEIRS]]];
+// CHECK-NEXT: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NOT: barrier.cluster
+// CHECK-COUNT-4: add.rn.f32
+// CHECK: st.global.v4.b32
+// CHECK: ret;
+func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                       %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
+  %pid = tile.program_id x : i32
+  %c512 = arith.constant 512 : i32
+  %base = arith.muli %pid, %c512 : i32
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %bs = tile.splat %base : i32 -> tensor<512xi32>
+  %offs = arith.addi %bs, %r : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %xp = tile.addptr %xs, %offs : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %xp : tensor<512x!tile.ptr<f32>>
+  %rank = tile.cluster_cta_rank : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %next0 = arith.addi %rank, %c1 : i32
+  %next = arith.andi %next0, %c3 : i32
+  %w = tile.cluster_load %v, %next : tensor<512xf32>
+  %sum = arith.addf %v, %w : tensor<512xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %yp = tile.addptr %ys, %offs : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  tile.store %yp, %sum : tensor<512x!tile.ptr<f32>>
+  return
+}

@@ -1,0 +1,254 @@
+"""Thread-block clusters on the GPU: the cluster ids and ranks every program reads against
+the values computed from the grid, a cluster-wide sum through distributed shared memory
+(kl.cluster_load) against torch, a rotation between the ranks (exact), a cluster barrier
+ordering global memory, the same kernels from an AOT bundle, and a grid that is not a
+multiple of the cluster rejected before the launch. Cluster shapes (2,1,1), (4,1,1),
+(2,2,1) and more."""
+
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import kiln  # noqa: E402
+import kiln.language as kl  # noqa: E402
+
+pytestmark = pytest.mark.sm90
+
+SHAPES = [(2, 1, 1), (4, 1, 1), (2, 2, 1), (1, 2, 2), (8, 1, 1)]
+
+
+@kiln.jit(num_warps=1, cluster=(2, 1, 1))
+def cluster_ids(out_ptr):
+    """out[program, :] = cluster id (3), number of clusters (3), index in the cluster (3),
+    rank, size."""
+    pid = (kl.program_id(2) * kl.num_programs(1) + kl.program_id(1)) * kl.num_programs(0) \
+        + kl.program_id(0)
+    base = out_ptr + pid * 11
+    kl.store(base + 0, kl.cluster_id(0))
+    kl.store(base + 1, kl.cluster_id(1))
+    kl.store(base + 2, kl.cluster_id(2))
+    kl.store(base + 3, kl.num_clusters(0))
+    kl.store(base + 4, kl.num_clusters(1))
+    kl.store(base + 5, kl.num_clusters(2))
+    kl.store(base + 6, kl.cluster_cta_id(0))
+    kl.store(base + 7, kl.cluster_cta_id(1))
+    kl.store(base + 8, kl.cluster_cta_id(2))
+    kl.store(base + 9, kl.cluster_cta_rank())
+    kl.store(base + 10, kl.cluster_size())
+
+
+@kiln.jit(num_warps=4, cluster=(4, 1, 1))
+def cluster_sum(x_ptr, y_ptr, BLOCK: kl.constexpr):
+    """y[block of program p] = sum over the programs q of p's cluster of x[block of q]
+    (programs numbered x fastest, then y, then z)."""
+    pid = (kl.program_id(2) * kl.num_programs(1) + kl.program_id(1)) * kl.num_programs(0) \
+        + kl.program_id(0)
+    offs = pid * BLOCK + kl.arange(0, BLOCK)
+    partial = kl.load(x_ptr + offs)
+    total = kl.cluster_load(partial, 0)
+    for r in range(1, kl.cluster_size()):
+        total += kl.cluster_load(partial, r)
+    kl.store(y_ptr + offs, total)
+
+
+@kiln.jit(num_warps=4, cluster=(2, 1, 1))
+def cluster_rotate(x_ptr, m_ptr, y_ptr, n_ptr, ROWS: kl.constexpr, COLS: kl.constexpr):
+    """Each program gets the [ROWS, COLS] tile (and a boolean tile) of the next rank."""
+    pid = (kl.program_id(2) * kl.num_programs(1) + kl.program_id(1)) * kl.num_programs(0) \
+        + kl.program_id(0)
+    r = kl.arange(0, ROWS)[:, None]
+    c = kl.arange(0, COLS)[None, :]
+    offs = pid * ROWS * COLS + r * COLS + c
+    nxt = (kl.cluster_cta_rank() + 1) % kl.cluster_size()
+    kl.store(y_ptr + offs, kl.cluster_load(kl.load(x_ptr + offs), nxt))
+    kl.store(n_ptr + offs, kl.cluster_load(kl.load(m_ptr + offs) != 0, nxt).to(kl.int8))
+
+
+@kiln.jit(num_warps=2, cluster=(2, 1, 1))
+def cluster_flag(x_ptr, y_ptr, BLOCK: kl.constexpr):
+    """Rank 0 writes a block of global memory; after a cluster barrier rank 1 reads it."""
+    c = kl.cluster_id(0)
+    offs = c * BLOCK + kl.arange(0, BLOCK)
+    if kl.cluster_cta_rank() == 0:
+        kl.store(x_ptr + offs, offs * 3 + 1)
+    kl.cluster_barrier()
+    if kl.cluster_cta_rank() == 1:
+        kl.store(y_ptr + offs, kl.load(x_ptr + offs))
+
+
+def expected_ids(grid, cluster):
+    rows = []
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                pid = (x, y, z)
+                cid = [p // c for p, c in zip(pid, cluster)]
+                ncl = [g // c for g, c in zip(grid, cluster)]
+                idx = [p % c for p, c in zip(pid, cluster)]
+                rank = idx[0] + idx[1] * cluster[0] + idx[2] * cluster[0] * cluster[1]
+                rows.append(cid + ncl + idx + [rank, cluster[0] * cluster[1] * cluster[2]])
+    return torch.tensor(rows, dtype=torch.int32)
+
+
+def cluster_members(grid, cluster):
+    """For each program (linear index, x fastest), the linear indices of its cluster's
+    programs in rank order."""
+    members = []
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                first = [p - p % c for p, c in zip((x, y, z), cluster)]
+                ranks = []
+                for cz in range(cluster[2]):
+                    for cy in range(cluster[1]):
+                        for cx in range(cluster[0]):
+                            px, py, pz = first[0] + cx, first[1] + cy, first[2] + cz
+                            ranks.append((pz * grid[1] + py) * grid[0] + px)
+                members.append(ranks)
+    return torch.tensor(members, dtype=torch.long)
+
+
+def grid_for(cluster, clusters=(3, 2, 2)):
+    return tuple(c * n for c, n in zip(cluster, clusters))
+
+
+@pytest.mark.parametrize("cluster", SHAPES)
+def test_cluster_ids_and_ranks(cluster):
+    grid = grid_for(cluster)
+    n = grid[0] * grid[1] * grid[2]
+    out = torch.full((n, 11), -1, device="cuda", dtype=torch.int32)
+    cluster_ids[grid](out, cluster=cluster)
+    torch.cuda.synchronize()
+    assert torch.equal(out.cpu(), expected_ids(grid, cluster))
+
+
+@pytest.mark.parametrize("cluster", SHAPES)
+@pytest.mark.parametrize("dtype,block", [(torch.float32, 1024), (torch.float32, 64),
+                                         (torch.bfloat16, 2048), (torch.int32, 512)])
+def test_cluster_sum_through_distributed_shared_memory(cluster, dtype, block):
+    grid = grid_for(cluster)
+    n = grid[0] * grid[1] * grid[2]
+    if dtype.is_floating_point:
+        x = torch.randn(n, block, device="cuda").to(dtype)
+    else:
+        x = torch.randint(-1000, 1000, (n, block), device="cuda", dtype=dtype)
+    y = torch.zeros_like(x)
+    cluster_sum[grid](x, y, BLOCK=block, cluster=cluster)
+    torch.cuda.synchronize()
+    members = cluster_members(grid, cluster).cuda()
+    # the kernel's order of summation: rank 0, then + rank 1, + rank 2, ...
+    expect = x[members[:, 0]]
+    for r in range(1, members.shape[1]):
+        expect = expect + x[members[:, r]]
+    if dtype == torch.bfloat16:
+        torch.testing.assert_close(y.float(), expect.float(), rtol=1e-2, atol=1e-2)
+    else:
+        assert torch.equal(y, expect), (y - expect).abs().max()
+
+
+def test_cluster_sum_loops_many_times():
+    """Many clusters, many launches: the buffers are reused without races."""
+    cluster, grid, block = (4, 1, 1), (4 * 132,), 256
+    x = torch.randn(grid[0], block, device="cuda")
+    y = torch.zeros_like(x)
+    members = cluster_members((grid[0], 1, 1), cluster).cuda()
+    expect = x[members[:, 0]] + x[members[:, 1]] + x[members[:, 2]] + x[members[:, 3]]
+    for _ in range(20):
+        y.zero_()
+        cluster_sum[grid](x, y, BLOCK=block)
+        torch.cuda.synchronize()
+        assert torch.equal(y, expect)
+
+
+@pytest.mark.parametrize("cluster", [(2, 1, 1), (4, 1, 1), (2, 2, 1), (8, 1, 1)])
+@pytest.mark.parametrize("rows,cols,dtype", [(16, 64, torch.float16), (8, 32, torch.int64),
+                                             (4, 4, torch.float32), (64, 128, torch.int8)])
+def test_cluster_load_from_the_next_rank(cluster, rows, cols, dtype):
+    grid = grid_for(cluster, (2, 2, 1))
+    n = grid[0] * grid[1] * grid[2]
+    x = torch.randint(-100, 100, (n, rows, cols), device="cuda").to(dtype)
+    m = (torch.rand(n, rows, cols, device="cuda") < 0.5).to(torch.int8)
+    y, mm = torch.zeros_like(x), torch.zeros_like(m)
+    cluster_rotate[grid](x, m, y, mm, ROWS=rows, COLS=cols, cluster=cluster)
+    torch.cuda.synchronize()
+    members = cluster_members(grid, cluster)
+    size = members.shape[1]
+    src = []
+    for p in range(n):
+        ranks = members[p].tolist()
+        src.append(ranks[(ranks.index(p) + 1) % size])
+    src = torch.tensor(src, device="cuda")
+    assert torch.equal(y, x[src])
+    assert torch.equal(mm, m[src])
+
+
+def test_cluster_barrier_orders_global_memory():
+    clusters, block = 64, 256
+    x = torch.zeros(clusters * block, device="cuda", dtype=torch.int32)
+    y = torch.zeros_like(x)
+    cluster_flag[(2 * clusters,)](x, y, BLOCK=block)
+    torch.cuda.synchronize()
+    expect = torch.arange(clusters * block, device="cuda", dtype=torch.int32) * 3 + 1
+    assert torch.equal(y, expect)
+
+
+def test_cluster_metadata_and_ptx():
+    ck = cluster_sum.compile({"x_ptr": "*f32", "y_ptr": "*f32"}, {"BLOCK": 1024},
+                             divisibility=["x_ptr", "y_ptr"], arch="sm_90a",
+                             cluster=(2, 2, 1))
+    assert ck.meta["cluster"] == [2, 2, 1]
+    assert ".reqnctapercluster 2, 2, 1" in ck.ptx
+    assert "mapa.shared::cluster" in ck.ptx and "ld.shared::cluster" in ck.ptx
+
+
+@pytest.mark.parametrize("grid,cluster", [((3,), (2, 1, 1)), ((4, 3), (2, 2, 1)),
+                                          ((6,), (4, 1, 1))])
+def test_grid_not_a_multiple_of_the_cluster_raises_before_launch(grid, cluster):
+    x = torch.zeros(16 * 64, device="cuda")
+    y = torch.zeros_like(x)
+    g3 = tuple(grid) + (1,) * (3 - len(grid))
+    with pytest.raises(ValueError) as info:
+        cluster_sum[grid](x, y, BLOCK=64, cluster=cluster)
+    assert f"grid {g3} is not a multiple of the cluster shape {cluster}" in str(info.value)
+    torch.cuda.synchronize()
+    assert torch.count_nonzero(y) == 0
+
+
+def test_grid_check_on_the_launch_fast_path():
+    x = torch.ones(16 * 64, device="cuda")
+    y = torch.zeros_like(x)
+    cluster_sum[(4,)](x, y, BLOCK=64, cluster=(2, 1, 1))  # compiles; later launches are fast
+    torch.cuda.synchronize()
+    assert torch.equal(y[:4 * 64], torch.full_like(y[:4 * 64], 2.0))
+    with pytest.raises(ValueError, match=r"grid \(5, 1, 1\) is not a multiple of the "
+                                         r"cluster shape \(2, 1, 1\)"):
+        cluster_sum[(5,)](x, y, BLOCK=64, cluster=(2, 1, 1))
+
+
+def test_cluster_kernel_from_an_aot_bundle(tmp_path):
+    """The runtime launches a bundle's clustered kernel with the cluster attribute."""
+    from kiln import aot
+    from kiln.runtime import Bundle, KilnError
+
+    path = str(tmp_path / "cluster.kbundle")
+    aot.build([aot.Spec(cluster_sum, name="cluster_sum_2x2",
+                        signature={"x_ptr": "*f32", "y_ptr": "*f32"},
+                        constexprs={"BLOCK": 256}, divisibility=["x_ptr", "y_ptr"],
+                        cluster=(2, 2, 1))],
+              [kiln.device_arch()], path, jobs=1, log=lambda s: None)
+    k = Bundle(path).kernel("cluster_sum_2x2", BLOCK=256)
+    grid = (4, 2, 1)
+    x = torch.randn(8, 256, device="cuda")
+    y = torch.zeros_like(x)
+    k[grid](x, y)
+    torch.cuda.synchronize()
+    members = cluster_members(grid, (2, 2, 1)).cuda()
+    expect = x[members[:, 0]] + x[members[:, 1]] + x[members[:, 2]] + x[members[:, 3]]
+    assert torch.equal(y, expect)
+    with pytest.raises((KilnError, ValueError), match="not a multiple of the cluster shape"):
+        k[(3, 2, 1)](x, y)
