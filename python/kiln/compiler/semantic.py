@@ -831,6 +831,10 @@ class Semantic:
         if x.dtype.is_ptr():
             raise SemanticError(f"{kind} of pointers is not supported")
         axes = self._reduce_axes(x, axis, kind)
+        if axis is None and len(axes) > 1:
+            # One reduction of the row-major elements (a free reshape in the blocked layout),
+            # not one per axis with a tile in between.
+            x, axes = self.reshape(x, [x.numel]), [0]
         if kind == "sum":
             x = self._sum_accumulator(x)
         if x.dtype.is_floating():
