@@ -39,7 +39,7 @@ from bench.report import write_results  # noqa: E402
 from kernels_dsl.common import norm  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     _launch, attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align,
-    pack_topk_ids, quant, situ_quant, tensor_hash)
+    moe_fused_gate, pack_topk_ids, quant, situ_quant, tensor_hash)
 
 H_LOCAL, HEAD_DIM, TOPK, EXPERTS = 12, 128, 16, 896
 TS = (1, 64, 4096, 16384)
@@ -117,6 +117,10 @@ SWEEPS = [
     (pack_topk_ids, "case_pack_topk_ids", 16384,
      _pairs(("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
                                      (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))),
+] + [
+    # moe_fused_gate: warps per row (1: every count of the radix select is warp shuffles, no
+    # shared memory or barrier), at the latency end and the throughput end
+    (moe_fused_gate, "case_moe_fused_gate", t, _grid(NUM_WARPS=(4, 1, 2, 8))) for t in (1, 16384)
 ] + [
     # every image shape of the benchmark (one large image, a small batch, a large batch)
     (image, "case_image", shape,
