@@ -378,7 +378,8 @@ public:
       invalid("store to a non-pointer " + toString(ptr.getType()));
     auto op = tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()),
                                     IntegerAttr(), tile::MemSemanticAttr(),
-                                    tile::MemScopeAttr());
+                                    tile::MemScopeAttr(), tile::CacheModifierAttr(),
+                                    tile::EvictionPolicyAttr());
     setOrdering(op, sem, scopeName);
   }
   template <typename OpTy>
