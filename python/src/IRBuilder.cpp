@@ -366,9 +366,12 @@ public:
       invalid("addptr takes pointers and integer offsets");
     return tile::AddPtrOp::create(builder, loc, ptr.getType(), ptr, offset);
   }
-  /// `sem`/`scope` ("" for a plain access) make the access ordered.
+  /// `sem`/`scope` ("" for a plain access) make the access ordered; `cache`
+  /// ("ca", "cg", ...) and `evict` ("evict_first", ...) are cache hints ("" for
+  /// none). The op's verifier checks which combinations are valid.
   Value load(Value ptr, std::optional<Value> mask, std::optional<Value> other,
-             const std::string &sem, const std::string &scopeName) {
+             const std::string &sem, const std::string &scopeName, const std::string &cache,
+             const std::string &evict) {
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
       invalid("load from a non-pointer " + toString(ptr.getType()));
     if (other && !mask)
@@ -376,16 +379,18 @@ public:
     auto op = tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()),
                                    other.value_or(Value()));
     setOrdering(op, sem, scopeName);
+    setCacheHints(op, cache, evict);
     return op;
   }
   void store(Value ptr, Value value, std::optional<Value> mask, const std::string &sem,
-             const std::string &scopeName) {
+             const std::string &scopeName, const std::string &cache, const std::string &evict) {
     if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
       invalid("store to a non-pointer " + toString(ptr.getType()));
-    auto op = tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()),
-                                    IntegerAttr(), tile::MemSemanticAttr(),
-                                    tile::MemScopeAttr());
+    auto op = tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()), IntegerAttr(),
+                                    tile::MemSemanticAttr(), tile::MemScopeAttr(),
+                                    tile::CacheModifierAttr(), tile::EvictionPolicyAttr());
     setOrdering(op, sem, scopeName);
+    setCacheHints(op, cache, evict);
   }
   template <typename OpTy>
   void setOrdering(OpTy op, const std::string &sem, const std::string &scopeName) {
@@ -393,6 +398,21 @@ public:
       return;
     op.setSemAttr(tile::MemSemanticAttr::get(ctx(), semantic(sem)));
     op.setScopeAttr(tile::MemScopeAttr::get(ctx(), scope(scopeName)));
+  }
+  template <typename OpTy>
+  void setCacheHints(OpTy op, const std::string &cache, const std::string &evict) {
+    if (!cache.empty()) {
+      auto c = tile::symbolizeCacheModifier(cache);
+      if (!c)
+        invalid("unknown cache modifier '" + cache + "' (ca, cg, cs, cv, wb, wt)");
+      op.setCacheAttr(tile::CacheModifierAttr::get(ctx(), *c));
+    }
+    if (!evict.empty()) {
+      auto e = tile::symbolizeEvictionPolicy(evict);
+      if (!e)
+        invalid("unknown eviction policy '" + evict + "' (evict_normal, evict_first, evict_last)");
+      op.setEvictAttr(tile::EvictionPolicyAttr::get(ctx(), *e));
+    }
   }
   void fence(const std::string &sem, const std::string &scopeName) {
     tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
@@ -950,12 +970,13 @@ void populateIRBuilder(py::module_ &m) {
       .def("split", &Builder::split)
       .def("addptr", &Builder::addptr)
       .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
-           py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "")
+           py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
+           py::arg("cache") = "", py::arg("evict") = "")
       .def("fence", &Builder::fence)
       .def("desc_load", &Builder::descLoad)
       .def("desc_store", &Builder::descStore)
-      .def("store", &Builder::store, py::arg("ptr"), py::arg("value"),
-           py::arg("mask") = py::none(), py::arg("sem") = "", py::arg("scope") = "")
+      .def("store", &Builder::store, py::arg("ptr"), py::arg("value"), py::arg("mask") = py::none(),
+           py::arg("sem") = "", py::arg("scope") = "", py::arg("cache") = "", py::arg("evict") = "")
       .def("binary", &Builder::binary, py::arg("name"), py::arg("lhs"), py::arg("rhs"),
            py::arg("approx") = false)
       .def("unary", &Builder::unary, py::arg("name"), py::arg("x"), py::arg("approx") = false)

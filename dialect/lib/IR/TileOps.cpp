@@ -443,7 +443,7 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
                    Value other) {
   build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, IntegerAttr(),
-        MemSemanticAttr(), MemScopeAttr());
+        MemSemanticAttr(), MemScopeAttr(), CacheModifierAttr(), EvictionPolicyAttr());
 }
 
 /// An ordered access names both its semantics and its scope, has one of the
@@ -465,14 +465,44 @@ static LogicalResult verifyOrdering(Operation *op, std::optional<MemSemantic> se
   return success();
 }
 
+/// Cache hints apply to plain (unordered) accesses, and a load or a store takes
+/// only its own cache operators (`allowed`).
+static LogicalResult verifyCacheHints(Operation *op, std::optional<MemSemantic> sem,
+                                      std::optional<CacheModifier> cache,
+                                      std::optional<EvictionPolicy> evict,
+                                      ArrayRef<CacheModifier> allowed, StringRef access) {
+  if (sem && (cache || evict))
+    return op->emitOpError() << "expected no cache modifier or eviction policy on an ordered "
+                                "access, got '"
+                             << stringifyMemSemantic(*sem) << "' with '"
+                             << (cache ? stringifyCacheModifier(*cache)
+                                       : stringifyEvictionPolicy(*evict))
+                             << "'";
+  if (cache && !llvm::is_contained(allowed, *cache)) {
+    InFlightDiagnostic diag = op->emitOpError() << "expected a " << access << " cache modifier (";
+    llvm::interleave(
+        allowed, diag, [&](CacheModifier c) { diag << "'" << stringifyCacheModifier(c) << "'"; },
+        ", ");
+    return diag << "), got '" << stringifyCacheModifier(*cache) << "'";
+  }
+  return success();
+}
+
 LogicalResult LoadOp::verify() {
   if (getOther() && !getMask())
     return emitOpError() << "'other' requires a mask";
+  if (failed(verifyCacheHints(*this, getSem(), getCache(), getEvict(),
+                              {CacheModifier::CA, CacheModifier::CG, CacheModifier::CV}, "load")))
+    return failure();
   return verifyOrdering(*this, getSem(), getScope(), getElementTypeOrSelf(getType()),
                         MemSemantic::Acquire);
 }
 
 LogicalResult StoreOp::verify() {
+  if (failed(verifyCacheHints(
+          *this, getSem(), getCache(), getEvict(),
+          {CacheModifier::WB, CacheModifier::CG, CacheModifier::CS, CacheModifier::WT}, "store")))
+    return failure();
   return verifyOrdering(*this, getSem(), getScope(), getElementTypeOrSelf(getValue().getType()),
                         MemSemantic::Release);
 }
@@ -624,7 +654,8 @@ struct FoldConstantLoadMask : OpRewritePattern<LoadOp> {
   LogicalResult matchAndRewrite(LoadOp op, PatternRewriter &rewriter) const override {
     if (isConstantMask(op.getMask(), true)) {
       rewriter.replaceOpWithNewOp<LoadOp>(op, op.getType(), op.getPtr(), Value(), Value(),
-                                          op.getVecAttr(), op.getSemAttr(), op.getScopeAttr());
+                                          op.getVecAttr(), op.getSemAttr(), op.getScopeAttr(),
+                                          op.getCacheAttr(), op.getEvictAttr());
       return success();
     }
     if (isConstantMask(op.getMask(), false) && op.getOther()) {
@@ -641,8 +672,9 @@ struct FoldConstantStoreMask : OpRewritePattern<StoreOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(StoreOp op, PatternRewriter &rewriter) const override {
     if (isConstantMask(op.getMask(), true)) {
-      rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value(),
-                                           op.getVecAttr(), op.getSemAttr(), op.getScopeAttr());
+      rewriter.replaceOpWithNewOp<StoreOp>(op, op.getPtr(), op.getValue(), Value(), op.getVecAttr(),
+                                           op.getSemAttr(), op.getScopeAttr(), op.getCacheAttr(),
+                                           op.getEvictAttr());
       return success();
     }
     if (isConstantMask(op.getMask(), false)) {

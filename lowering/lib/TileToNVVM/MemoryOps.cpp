@@ -68,6 +68,189 @@ void orderedStore(OpBuilder &b, Location loc, Value value, Value ptr, tile::MemS
   createInlinePTX(b, loc, Type(), ValueRange{ptr, value}, asmString, constraints);
 }
 
+/// The cache hints of a plain access (`cache` / `evict` of tile.load and
+/// tile.store) and their PTX spelling.
+struct CacheHints {
+  std::optional<tile::CacheModifier> cache;
+  std::optional<tile::EvictionPolicy> evict;
+
+  bool empty() const { return !cache && !evict; }
+  /// evict_first / evict_last reach L2 through a `createpolicy` operand
+  /// (`.L2::cache_hint`): the `.L2::evict_*` qualifiers of `ld` need 256-bit
+  /// accesses (sm_100 and later), the policy works from sm_80 on.
+  bool hasL2Policy() const { return evict && *evict != tile::EvictionPolicy::EvictNormal; }
+  /// `.cg`, `.L1::evict_first`, `.L2::cache_hint`: PTX does not combine a cache
+  /// operator with an L1 eviction priority, so with both the operator and the
+  /// L2 policy stay.
+  std::string qualifiers() const {
+    std::string result;
+    if (cache)
+      result += ("." + tile::stringifyCacheModifier(*cache)).str();
+    else if (evict)
+      result += (".L1::" + tile::stringifyEvictionPolicy(*evict)).str();
+    if (hasL2Policy())
+      result += ".L2::cache_hint";
+    return result;
+  }
+};
+
+/// `createpolicy.fractional.L2::<evict>.b64 $0, 1.0;`: the policy operand of
+/// `.L2::cache_hint` accesses, for all their addresses. Pure, so one per op.
+Value createL2Policy(OpBuilder &b, Location loc, tile::EvictionPolicy evict) {
+  std::string asmString =
+      ("createpolicy.fractional.L2::" + tile::stringifyEvictionPolicy(evict) + ".b64 $0, 1.0;")
+          .str();
+  return createInlinePTX(b, loc, b.getI64Type(), ValueRange(), asmString, "=l",
+                         /*sideEffects=*/false);
+}
+
+/// The registers the bits of one access (`VectorAccess::accessType`) travel in
+/// through inline asm: `count` words of PTX type `.b<bits>`; .b8 values sit in
+/// 16-bit registers (booleans are bytes in memory).
+struct AsmWords {
+  int64_t count;
+  unsigned bits;
+  Type type; ///< the register's integer type
+
+  explicit AsmWords(Type accessType) {
+    auto vector = llvm::dyn_cast<VectorType>(accessType);
+    count = vector ? vector.getNumElements() : 1;
+    bits = std::max(8u, getElementTypeOrSelf(accessType).getIntOrFloatBitWidth());
+    type = IntegerType::get(accessType.getContext(), std::max(16u, bits));
+  }
+  StringRef constraint() const { return registerClass(type.getIntOrFloatBitWidth()); }
+  /// `{$first, ..., $first+count-1}` (or `$first` alone).
+  std::string operandList(int64_t first) const {
+    std::string list;
+    for (int64_t i = 0; i < count; ++i)
+      list += (Twine(i ? ", $" : "$") + Twine(first + i)).str();
+    return count > 1 ? "{" + list + "}" : list;
+  }
+  /// The bits of one access -> the words.
+  SmallVector<Value> split(OpBuilder &b, Location loc, Value access) const {
+    if (count > 1) {
+      SmallVector<Value> words;
+      for (int64_t i = 0; i < count; ++i)
+        words.push_back(
+            LLVM::ExtractElementOp::create(b, loc, access, createI32Constant(b, loc, i)));
+      return words;
+    }
+    unsigned width = access.getType().getIntOrFloatBitWidth();
+    if (!access.getType().isInteger())
+      access = LLVM::BitcastOp::create(b, loc, b.getIntegerType(width), access);
+    if (width < type.getIntOrFloatBitWidth())
+      access = LLVM::ZExtOp::create(b, loc, type, access);
+    return {access};
+  }
+  /// The words -> the bits of one access of `accessType`.
+  Value join(OpBuilder &b, Location loc, Type accessType, ArrayRef<Value> words) const {
+    if (count > 1) {
+      Value vector = LLVM::PoisonOp::create(b, loc, accessType);
+      for (int64_t i = 0; i < count; ++i)
+        vector =
+            LLVM::InsertElementOp::create(b, loc, vector, words[i], createI32Constant(b, loc, i));
+      return vector;
+    }
+    Value word = words.front();
+    unsigned width = accessType.getIntOrFloatBitWidth();
+    if (width < type.getIntOrFloatBitWidth())
+      word = LLVM::TruncOp::create(b, loc, b.getIntegerType(width), word);
+    if (word.getType() != accessType)
+      word = LLVM::BitcastOp::create(b, loc, accessType, word);
+    return word;
+  }
+};
+
+/// `ld.global<hints>[.vN].b<bits>` (`op` = "ld") or `st.global...`.
+std::string hintedOpcode(StringRef op, const CacheHints &hints, const AsmWords &words) {
+  std::string vector = words.count > 1 ? (".v" + Twine(words.count)).str() : "";
+  return (op + ".global" + hints.qualifiers() + vector + ".b" + Twine(words.bits)).str();
+}
+
+/// The `{ .reg .pred %p; setp.ne.b32 %p, $mask, 0;` that opens a predicated
+/// hinted access (the mask travels as an i32; PTX has no i1 asm operands).
+std::string openPredicate(int64_t maskOperand) {
+  return ("{\n\t.reg .pred %p;\n\tsetp.ne.b32 %p, $" + Twine(maskOperand) + ", 0;\n\t").str();
+}
+
+/// One hinted `ld.global<hints>[.vN].b<bits>` of `access`'s bits, as inline
+/// PTX. Under `mask` the load is predicated inside the asm, its destinations
+/// first set to `fallback` (zero when null): no branch.
+Value hintedLoad(OpBuilder &b, Location loc, const VectorAccess &access, Value ptr, Value mask,
+                 Value fallback, const CacheHints &hints, Value policy) {
+  AsmWords words(access.accessType);
+  SmallVector<Value> operands = {ptr};
+  std::string constraints;
+  for (int64_t i = 0; i < words.count; ++i)
+    constraints += ("=" + words.constraint() + ",").str();
+  constraints += "l";
+  int64_t next = words.count + 1; // the asm operand number of the next input
+  std::string asmString;
+  if (mask) {
+    operands.push_back(LLVM::ZExtOp::create(b, loc, b.getI32Type(), mask));
+    constraints += ",r";
+    asmString += openPredicate(next++);
+    if (fallback)
+      llvm::append_range(operands, words.split(b, loc, fallback));
+    unsigned movBits = words.type.getIntOrFloatBitWidth();
+    for (int64_t i = 0; i < words.count; ++i) {
+      std::string source = fallback ? ("$" + Twine(next++)).str() : "0";
+      if (fallback)
+        constraints += ("," + words.constraint()).str();
+      asmString += ("mov.b" + Twine(movBits) + " $" + Twine(i) + ", " + source + ";\n\t").str();
+    }
+    asmString += "@%p ";
+  }
+  std::string policyOperand;
+  if (policy) {
+    operands.push_back(policy);
+    constraints += ",l";
+    policyOperand = (", $" + Twine(next++)).str();
+  }
+  asmString += hintedOpcode("ld", hints, words) + " " + words.operandList(0) + ", [$" +
+               std::to_string(words.count) + "]" + policyOperand + ";";
+  if (mask)
+    asmString += "\n\t}";
+  constraints += ",~{memory}";
+  Type result = words.count > 1 ? Type(LLVM::LLVMStructType::getLiteral(
+                                      b.getContext(), SmallVector<Type>(words.count, words.type)))
+                                : words.type;
+  Value loaded = createInlinePTX(b, loc, result, operands, asmString, constraints);
+  SmallVector<Value> loadedWords = unpackTile(b, loc, loaded);
+  return words.join(b, loc, access.accessType, loadedWords);
+}
+
+/// One hinted `st.global<hints>[.vN].b<bits>` of `bits` (an access's bits),
+/// predicated inside the asm by `predicate` when it is not null.
+void hintedStore(OpBuilder &b, Location loc, const VectorAccess &access, Value ptr, Value bits,
+                 Value predicate, const CacheHints &hints, Value policy) {
+  AsmWords words(access.accessType);
+  SmallVector<Value> operands = {ptr};
+  llvm::append_range(operands, words.split(b, loc, bits));
+  std::string constraints = "l";
+  for (int64_t i = 0; i < words.count; ++i)
+    constraints += ("," + words.constraint()).str();
+  int64_t next = words.count + 1;
+  std::string asmString;
+  if (predicate) {
+    operands.push_back(LLVM::ZExtOp::create(b, loc, b.getI32Type(), predicate));
+    constraints += ",r";
+    asmString += openPredicate(next++) + "@%p ";
+  }
+  std::string policyOperand;
+  if (policy) {
+    operands.push_back(policy);
+    constraints += ",l";
+    policyOperand = (", $" + Twine(next++)).str();
+  }
+  asmString +=
+      hintedOpcode("st", hints, words) + " [$0], " + words.operandList(1) + policyOperand + ";";
+  if (predicate)
+    asmString += "\n\t}";
+  constraints += ",~{memory}";
+  createInlinePTX(b, loc, Type(), operands, asmString, constraints);
+}
+
 /// `fence.acq_rel.<scope>`.
 struct FenceLowering : ConvertOpToLLVMPattern<tile::FenceOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -106,6 +289,10 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
     VectorAccess access(getContext(), element, getRequestedVec(op));
     if (ptrs.size() % access.vec != 0)
       return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
+    CacheHints hints{op.getCache(), op.getEvict()};
+    Value policy;
+    if (hints.hasL2Policy())
+      policy = createL2Policy(rewriter, loc, *hints.evict);
     SmallVector<Value> results;
     // Accesses of one vector each: the pointer, the mask, the `other` values.
     SmallVector<SmallVector<Value>> operands(2 + access.vec);
@@ -131,7 +318,13 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
             .getResult();
       };
       Value loaded;
-      if (masks.empty()) {
+      if (!hints.empty()) {
+        Value fallback;
+        if (!masks.empty() && !others.empty())
+          fallback = access.join(rewriter, loc, ArrayRef<Value>(others).slice(r, access.vec));
+        loaded = hintedLoad(rewriter, loc, access, ptrs[r], masks.empty() ? Value() : masks[r],
+                            fallback, hints, policy);
+      } else if (masks.empty()) {
         loaded = load(rewriter, loc);
       } else {
         auto ifOp = scf::IfOp::create(
@@ -183,6 +376,10 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
     VectorAccess access(getContext(), element, getRequestedVec(op));
     if (ptrs.size() % access.vec != 0)
       return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
+    CacheHints hints{op.getCache(), op.getEvict()};
+    Value policy;
+    if (hints.hasL2Policy())
+      policy = createL2Policy(rewriter, loc, *hints.evict);
     for (size_t r = 0; r < ptrs.size(); r += access.vec) {
       Value bits = access.join(rewriter, loc, ArrayRef<Value>(values).slice(r, access.vec));
       Value predicate = owner;
@@ -196,6 +393,10 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
         else
           LLVM::StoreOp::create(b, l, bits, ptrs[r], access.alignment);
       };
+      if (!hints.empty()) {
+        hintedStore(rewriter, loc, access, ptrs[r], bits, predicate, hints, policy);
+        continue;
+      }
       if (!predicate) {
         store(rewriter, loc);
         continue;

@@ -20,11 +20,12 @@ mlir::Value packTile(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                      mlir::ValueRange values);
 
 mlir::Value createI32Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
-/// A side-effecting inline-PTX statement (`asm volatile`); returns its result,
-/// or a null Value when `result` is null.
+/// A side-effecting inline-PTX statement (`asm volatile`; a pure one when
+/// `sideEffects` is false); returns its result, or a null Value when `result`
+/// is null.
 mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
                             mlir::ValueRange operands, llvm::StringRef ptx,
-                            llvm::StringRef constraints);
+                            llvm::StringRef constraints, bool sideEffects = true);
 /// The body of a single-block `combine` region (reduce, scan) cloned on `lhs`
 /// and `rhs`; returns the value its terminator yields.
 mlir::Value inlineCombine(mlir::OpBuilder &b, mlir::Region &combine, mlir::Value lhs,

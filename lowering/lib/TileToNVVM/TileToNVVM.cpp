@@ -183,11 +183,12 @@ Value kiln::createI32Constant(OpBuilder &b, Location loc, int64_t value) {
 }
 
 Value kiln::createInlinePTX(OpBuilder &b, Location loc, Type result, ValueRange operands,
-                            StringRef ptx, StringRef constraints) {
+                            StringRef ptx, StringRef constraints, bool sideEffects) {
   auto op = LLVM::InlineAsmOp::create(
       b, loc, result ? TypeRange(result) : TypeRange(), operands, b.getStringAttr(ptx),
-      b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
+      b.getStringAttr(constraints), sideEffects ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
+      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
   return result ? op.getResult(0) : Value();
 }
 

@@ -1010,6 +1010,30 @@ class Semantic:
                                 f"got {elem.name}")
         return sem, scope
 
+    # Triton's spellings: cache operators with their dot, eviction priorities
+    # without; "" (or None) is no hint.
+    _LOAD_CACHE_MODIFIERS = ("", ".ca", ".cg", ".cv")
+    _STORE_CACHE_MODIFIERS = ("", ".wb", ".cg", ".cs", ".wt")
+    _EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
+
+    def _cache_hints(self, what: str, cache_modifier: Any, eviction_policy: Any,
+                     allowed: Tuple[str, ...], sem: str) -> Tuple[str, str]:
+        """The checked hints as the builder names them ("cg", "evict_first"; "" for none)."""
+        cache = "" if cache_modifier is None else cache_modifier
+        evict = "" if eviction_policy is None else eviction_policy
+        if not isinstance(cache, str) or cache not in allowed:
+            raise SemanticError(f"{what}: cache_modifier must be one of "
+                                f"{', '.join(repr(c) for c in allowed)}, got {cache!r}")
+        if not isinstance(evict, str) or evict not in self._EVICTION_POLICIES:
+            raise SemanticError(f"{what}: eviction_policy must be one of "
+                                f"{', '.join(repr(e) for e in self._EVICTION_POLICIES)}, "
+                                f"got {evict!r}")
+        if sem and (cache or evict):
+            hint = f"cache_modifier={cache!r}" if cache else f"eviction_policy={evict!r}"
+            raise SemanticError(f"{what}: {hint} cannot be combined with sem={sem!r} "
+                                f"(cache hints apply to plain accesses, not ordered ones)")
+        return cache.lstrip("."), evict
+
     def fence(self, sem: Any, scope: Any) -> None:
         if sem not in ("acquire", "release", "acq_rel"):
             raise SemanticError(f"fence: sem must be acquire, release or acq_rel, got {sem!r}")
@@ -1019,7 +1043,7 @@ class Semantic:
         self.builder.fence(sem, scope)
 
     def load(self, ptr: Any, mask: Any = None, other: Any = None, sem: Any = None,
-             scope: Any = None) -> tensor:
+             scope: Any = None, cache_modifier: Any = "", eviction_policy: Any = "") -> tensor:
         ptr = self._pointer("load", ptr)
         elem = ptr.dtype.element_ty
         m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
@@ -1034,15 +1058,19 @@ class Semantic:
             o = self.broadcast_to(self.cast(self.to_tensor(o, elem if self.is_literal(o)
                                                            else None), elem), ptr.shape)
         sem, scope = self._ordering("load", sem, scope, ("relaxed", "acquire"), elem)
+        cache, evict = self._cache_hints("load", cache_modifier, eviction_policy,
+                                         self._LOAD_CACHE_MODIFIERS, sem)
         handle = self.builder.load(ptr.handle, m.handle if m is not None else None,
-                                   o.handle if o is not None else None, sem, scope)
+                                   o.handle if o is not None else None, sem, scope, cache, evict)
         return tensor(handle, self._with_shape(ptr, elem))
 
     def store(self, ptr: Any, value: Any, mask: Any = None, sem: Any = None,
-              scope: Any = None) -> None:
+              scope: Any = None, cache_modifier: Any = "", eviction_policy: Any = "") -> None:
         ptr = self._pointer("store", ptr)
         elem = ptr.dtype.element_ty
         sem, scope = self._ordering("store", sem, scope, ("relaxed", "release"), elem)
+        cache, evict = self._cache_hints("store", cache_modifier, eviction_policy,
+                                         self._STORE_CACHE_MODIFIERS, sem)
         v = self.cast(self.to_tensor(value, elem if self.is_literal(value) else None), elem)
         m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
             else self._mask(mask)
@@ -1052,7 +1080,7 @@ class Semantic:
             m = self.broadcast_to(m, shape)
         ptr, v = self.broadcast_to(ptr, shape), self.broadcast_to(v, shape)
         self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None, sem,
-                           scope)
+                           scope, cache, evict)
 
     # -- tensor descriptors (TMA) -------------------------------------------
     def _descriptor(self, what: str, desc: Any) -> tensor_descriptor_type:

@@ -623,7 +623,8 @@ class NumpyBuilder:
         """Programs run one at a time: every access is already ordered."""
 
     def load(self, p: Ptr, mask: Any = None, other: Any = None, sem: str = "",
-             scope: str = "") -> np.ndarray:
+             scope: str = "", cache: str = "", evict: str = "") -> np.ndarray:
+        """Cache hints (``cache``, ``evict``) change no value: accepted and ignored."""
         if not self.active():  # a branch not taken: no access, no fault
             return np.zeros(p.off.shape, dtype=p.buf.dtype)
         if mask is None:
@@ -640,7 +641,8 @@ class NumpyBuilder:
         return np.where(mask, vals, fill).astype(p.buf.dtype, copy=False)
 
     def store(self, p: Ptr, value: Any, mask: Any = None, sem: str = "",
-              scope: str = "") -> None:
+              scope: str = "", cache: str = "", evict: str = "") -> None:
+        """Cache hints are accepted and ignored, as for ``load``."""
         if not self.active():
             return
         value = np.broadcast_to(np.asarray(value), p.off.shape)

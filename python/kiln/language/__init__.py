@@ -96,20 +96,27 @@ def split(a: Any, _semantic: Any = None) -> Any:
 
 @builtin
 def load(pointer: Any, mask: Any = None, other: Any = None, sem: Any = None, scope: Any = None,
-         _semantic: Any = None) -> tensor:
+         cache_modifier: Any = "", eviction_policy: Any = "", _semantic: Any = None) -> tensor:
     """Loads from a pointer (tile); where ``mask`` is false the result is ``other``. With
     ``sem`` ("relaxed" or "acquire") and ``scope`` ("cta", "gpu", "sys") each element is one
-    ordered load (``ld.acquire.gpu``): the thread's later accesses happen after it."""
-    return _semantic.load(pointer, mask, other, _unwrap(sem), _unwrap(scope))
+    ordered load (``ld.acquire.gpu``): the thread's later accesses happen after it.
+    ``cache_modifier`` (".ca", ".cg", ".cv") and ``eviction_policy`` ("evict_normal",
+    "evict_first", "evict_last") are Triton's cache hints (plain loads only): the load
+    becomes ``ld.global.cg`` / ``.L1::evict_first.L2::cache_hint`` with an L2 policy."""
+    return _semantic.load(pointer, mask, other, _unwrap(sem), _unwrap(scope),
+                          _unwrap(cache_modifier), _unwrap(eviction_policy))
 
 
 @builtin
 def store(pointer: Any, value: Any, mask: Any = None, sem: Any = None, scope: Any = None,
-          _semantic: Any = None) -> None:
+          cache_modifier: Any = "", eviction_policy: Any = "", _semantic: Any = None) -> None:
     """Stores ``value`` (cast to the pointee type) where ``mask`` is true. With ``sem``
     ("relaxed" or "release") and ``scope`` each element is one ordered store
-    (``st.release.sys``): the thread's earlier accesses happen before it."""
-    return _semantic.store(pointer, value, mask, _unwrap(sem), _unwrap(scope))
+    (``st.release.sys``): the thread's earlier accesses happen before it.
+    ``cache_modifier`` (".wb", ".cg", ".cs", ".wt") and ``eviction_policy`` as for
+    ``load`` (plain stores only)."""
+    return _semantic.store(pointer, value, mask, _unwrap(sem), _unwrap(scope),
+                           _unwrap(cache_modifier), _unwrap(eviction_policy))
 
 
 @builtin

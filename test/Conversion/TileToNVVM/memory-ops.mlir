@@ -260,3 +260,67 @@ func.func @i1_load(%x: !tile.ptr<i1> {tile.divisibility = 16 : i32}) attributes 
   %v = tile.load %p : tensor<2048x!tile.ptr<i1>>
   return
 }
+
+// -----
+
+// Cache hints: one inline ld.global / st.global per vector access, the mask a
+// predicate inside the asm (no scf.if): the destinations first take `other`,
+// then `@%p ld`. evict_last gives one L2 policy for the op
+// (createpolicy, pure) passed to `.L2::cache_hint`; with a cache operator
+// (`.cg`) there is no L1 priority qualifier.
+// CHECK-LABEL: llvm.func ptx_kernelcc @hinted_masked_f32
+// CHECK-NOT: scf.if
+// CHECK: %[[POLICY:.*]] = llvm.inline_asm asm_dialect = att "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;", "=l"  : () -> i64
+// CHECK: %[[OTHER:.*]] = llvm.bitcast %{{.*}} : vector<4xf32> to vector<4xi32>
+// CHECK: %[[MASK:.*]] = llvm.zext %{{.*}} : i1 to i32
+// CHECK: %[[O0:.*]] = llvm.extractelement %[[OTHER]]
+// CHECK: %[[O1:.*]] = llvm.extractelement %[[OTHER]]
+// CHECK: %[[O2:.*]] = llvm.extractelement %[[OTHER]]
+// CHECK: %[[O3:.*]] = llvm.extractelement %[[OTHER]]
+// CHECK: %[[LOADED:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{\0A\09.reg .pred %p;\0A\09setp.ne.b32 %p, $5, 0;\0A\09mov.b32 $0, $6;\0A\09mov.b32 $1, $7;\0A\09mov.b32 $2, $8;\0A\09mov.b32 $3, $9;\0A\09@%p ld.global.cg.L2::cache_hint.v4.b32 {$0, $1, $2, $3}, [$4], $10;\0A\09}", "=r,=r,=r,=r,l,r,r,r,r,r,l,~{memory}" %{{.*}}, %[[MASK]], %[[O0]], %[[O1]], %[[O2]], %[[O3]], %[[POLICY]] : (!llvm.ptr<1>, i32, i32, i32, i32, i32, i64) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: llvm.extractvalue %[[LOADED]][0] : !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: llvm.bitcast %{{.*}} : vector<4xi32> to vector<4xf32>
+// A cache operator alone needs no policy.
+// CHECK: %[[SMASK:.*]] = llvm.zext %{{.*}} : i1 to i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "{\0A\09.reg .pred %p;\0A\09setp.ne.b32 %p, $5, 0;\0A\09@%p st.global.wt.v4.b32 [$0], {$1, $2, $3, $4};\0A\09}", "l,r,r,r,r,r,~{memory}" %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SMASK]] : (!llvm.ptr<1>, i32, i32, i32, i32, i32) -> ()
+// CHECK-NOT: llvm.load
+// CHECK-NOT: llvm.store
+// CHECK-NOT: scf.if
+// CHECK: llvm.return
+func.func @hinted_masked_f32(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                             %n: i32 {tile.divisibility = 16 : i32}) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ns = tile.splat %n : i32 -> tensor<512xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %o = arith.constant dense<-1.0> : tensor<512xf32>
+  %v = tile.load %p, %m, %o cache cg evict evict_last : tensor<512x!tile.ptr<f32>>
+  tile.store %p, %v, %m cache wt : tensor<512x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// Hinted scalar bytes: .b8 in a 16-bit register; evict_normal is the L1
+// qualifier alone; a masked load without `other` fills zero; the scalar store
+// is predicated on thread 0 inside the asm.
+// CHECK-LABEL: llvm.func ptx_kernelcc @hinted_scalar_i8
+// CHECK-SAME: (%[[X:.*]]: !llvm.ptr<1>, %[[B:.*]]: i1)
+// CHECK: %[[L:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "ld.global.L1::evict_normal.b8 $0, [$1];", "=h,l,~{memory}" %[[X]] : (!llvm.ptr<1>) -> i16
+// CHECK-NEXT: %[[V:.*]] = llvm.trunc %[[L]] : i16 to i8
+// CHECK: %[[BM:.*]] = llvm.zext %[[B]] : i1 to i32
+// CHECK-NEXT: %[[M:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{\0A\09.reg .pred %p;\0A\09setp.ne.b32 %p, $2, 0;\0A\09mov.b16 $0, 0;\0A\09@%p ld.global.cv.b8 $0, [$1];\0A\09}", "=h,l,r,~{memory}" %[[X]], %[[BM]] : (!llvm.ptr<1>, i32) -> i16
+// CHECK: %[[IS0:.*]] = llvm.icmp "eq" %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[POLICY:.*]] = llvm.inline_asm asm_dialect = att "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;", "=l"  : () -> i64
+// CHECK-NEXT: %[[W:.*]] = llvm.zext %[[V]] : i8 to i16
+// CHECK-NEXT: %[[OWNER:.*]] = llvm.zext %[[IS0]] : i1 to i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "{\0A\09.reg .pred %p;\0A\09setp.ne.b32 %p, $2, 0;\0A\09@%p st.global.L1::evict_first.L2::cache_hint.b8 [$0], $1, $3;\0A\09}", "l,h,r,l,~{memory}" %[[X]], %[[W]], %[[OWNER]], %[[POLICY]] : (!llvm.ptr<1>, i16, i32, i64) -> ()
+// CHECK-NOT: scf.if
+func.func @hinted_scalar_i8(%x: !tile.ptr<i8>, %b: i1) attributes {tile.kernel} {
+  %v = tile.load %x evict evict_normal : !tile.ptr<i8>
+  %w = tile.load %x, %b cache cv : !tile.ptr<i8>
+  tile.store %x, %v evict evict_first : !tile.ptr<i8>
+  tile.store %x, %w cache cs : !tile.ptr<i8>
+  return
+}

@@ -234,6 +234,20 @@ func.func @load_all_true(%p: tensor<128x!tile.ptr<f32>>, %s: !tile.ptr<f32>)
 
 // -----
 
+// The cache hints survive the folds of constant masks.
+// CHECK-LABEL: func.func @hints_all_true
+// CHECK: %[[L:.*]] = tile.load %{{.*}} cache cg evict evict_first {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+// CHECK: tile.store %{{.*}}, %[[L]] cache cs evict evict_last {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+func.func @hints_all_true(%p: tensor<128x!tile.ptr<f32>>) {
+  %t = arith.constant dense<true> : tensor<128xi1>
+  %o = arith.constant dense<0.0> : tensor<128xf32>
+  %0 = tile.load %p, %t, %o cache cg evict evict_first {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+  tile.store %p, %0, %t cache cs evict evict_last {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
 // A load under an all-false mask is `other`; without `other` it stays.
 // CHECK-LABEL: func.func @load_all_false
 // CHECK-SAME: (%[[P:.*]]: tensor<128x!tile.ptr<f32>>, %[[O:.*]]: tensor<128xf32>)

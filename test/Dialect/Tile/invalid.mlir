@@ -1256,6 +1256,46 @@ func.func @ordered_i8(%p: !tile.ptr<i8>) {
 
 // -----
 
+func.func @load_store_cache_modifier(%p: !tile.ptr<f32>) {
+  // expected-error @+1 {{expected a load cache modifier ('ca', 'cg', 'cv'), got 'wb'}}
+  %v = tile.load %p cache wb : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @store_load_cache_modifier(%p: !tile.ptr<f32>, %v: f32) {
+  // expected-error @+1 {{expected a store cache modifier ('wb', 'cg', 'cs', 'wt'), got 'cv'}}
+  tile.store %p, %v cache cv : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @ordered_load_cache_modifier(%p: !tile.ptr<i32>) {
+  // expected-error @+1 {{expected no cache modifier or eviction policy on an ordered access, got 'acquire' with 'cg'}}
+  %v = tile.load %p ordered acquire gpu cache cg : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @ordered_store_eviction_policy(%p: !tile.ptr<i32>, %v: i32) {
+  // expected-error @+1 {{expected no cache modifier or eviction policy on an ordered access, got 'release' with 'evict_first'}}
+  tile.store %p, %v ordered release sys evict evict_first : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @unknown_eviction_policy(%p: !tile.ptr<f32>) {
+  // expected-error @+1 {{attribute 'evict' failed to satisfy constraint: cache eviction priority of an access}}
+  %v = "tile.load"(%p) {operandSegmentSizes = array<i32: 1, 0, 0>, evict = 7 : i32} : (!tile.ptr<f32>) -> f32
+  return
+}
+
+// -----
+
 func.func @relaxed_fence() {
   // expected-error @+1 {{expected acquire, release or acq_rel ordering (a relaxed fence orders nothing)}}
   tile.fence relaxed, gpu

@@ -350,6 +350,30 @@ func.func @ordered(%p: !tile.ptr<i32>) -> i32 {
   return %v : i32
 }
 
+// CHECK-LABEL: func.func @cache_hints
+// CHECK: tile.load %{{.*}}, %{{.*}}, %{{.*}} cache cg evict evict_first {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+// CHECK: tile.load %{{.*}} evict evict_last : !tile.ptr<f32>
+// CHECK: tile.load %{{.*}} cache ca : !tile.ptr<f32>
+// CHECK: tile.load %{{.*}} cache cv evict evict_normal : !tile.ptr<f32>
+// CHECK: tile.store %{{.*}}, %{{.*}}, %{{.*}} cache cs evict evict_first : tensor<128x!tile.ptr<f32>>
+// CHECK: tile.store %{{.*}}, %{{.*}} cache wb : !tile.ptr<f32>
+// CHECK: tile.store %{{.*}}, %{{.*}} cache wt : !tile.ptr<f32>
+// CHECK: tile.store %{{.*}}, %{{.*}} cache cg evict evict_last : !tile.ptr<f32>
+// CHECK: tile.store %{{.*}}, %{{.*}} evict evict_normal : !tile.ptr<f32>
+func.func @cache_hints(%p: tensor<128x!tile.ptr<f32>>, %m: tensor<128xi1>, %o: tensor<128xf32>,
+                       %s: !tile.ptr<f32>) -> tensor<128xf32> {
+  %v = tile.load %p, %m, %o cache cg evict evict_first {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
+  %a = tile.load %s evict evict_last : !tile.ptr<f32>
+  %b = tile.load %s cache ca : !tile.ptr<f32>
+  %c = tile.load %s cache cv evict evict_normal : !tile.ptr<f32>
+  tile.store %p, %v, %m cache cs evict evict_first : tensor<128x!tile.ptr<f32>>
+  tile.store %s, %a cache wb : !tile.ptr<f32>
+  tile.store %s, %b cache wt : !tile.ptr<f32>
+  tile.store %s, %c cache cg evict evict_last : !tile.ptr<f32>
+  tile.store %s, %c evict evict_normal : !tile.ptr<f32>
+  return %v : tensor<128xf32>
+}
+
 // CHECK-LABEL: func.func @warpgroup_dot
 // CHECK: tile.ring_wait %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<128x64xbf16>>
 // CHECK: tile.warpgroup_dot %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<256x64xbf16>>, tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>

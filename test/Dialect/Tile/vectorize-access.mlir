@@ -390,3 +390,27 @@ func.func @iota_odd_start(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32})
   %v = tile.load %p : tensor<4x64x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// Cache hints do not change the width: a masked, hinted bf16 copy moves 8
+// elements per access.
+// CHECK-LABEL: func.func @hinted
+// CHECK: tile.load %{{.*}}, %{{.*}}, %{{.*}} cache cg evict evict_first {vec = 8 : i32} : tensor<1024x!tile.ptr<bf16>>
+// CHECK: tile.store %{{.*}}, %{{.*}}, %{{.*}} cache cs evict evict_last {vec = 8 : i32} : tensor<1024x!tile.ptr<bf16>>
+func.func @hinted(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                  %y: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                  %n: i32 {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 8 : i32} {
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %ns = tile.splat %n : i32 -> tensor<1024xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<1024xi32>
+  %o = arith.constant dense<1.0> : tensor<1024xbf16>
+  %xs = tile.splat %x : !tile.ptr<bf16> -> tensor<1024x!tile.ptr<bf16>>
+  %p = tile.addptr %xs, %r : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
+  %v = tile.load %p, %m, %o cache cg evict evict_first : tensor<1024x!tile.ptr<bf16>>
+  %ys = tile.splat %y : !tile.ptr<bf16> -> tensor<1024x!tile.ptr<bf16>>
+  %q = tile.addptr %ys, %r : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
+  tile.store %q, %v, %m cache cs evict evict_last : tensor<1024x!tile.ptr<bf16>>
+  return
+}

@@ -588,6 +588,24 @@ def Tile_MemScope : I32EnumAttr<"MemScope", "threads an access is ordered with",
   let cppNamespace = "::kiln::tile";
 }
 
+// The PTX cache operators of `ld.global` (ca, cg, cv) and `st.global` (wb, cg,
+// cs, wt); which apply to which op is checked by the verifiers.
+def Tile_CacheModifier : I32EnumAttr<"CacheModifier", "cache operator of a global access", [
+  I32EnumAttrCase<"CA", 0, "ca">, I32EnumAttrCase<"CG", 1, "cg">,
+  I32EnumAttrCase<"CS", 2, "cs">, I32EnumAttrCase<"CV", 3, "cv">,
+  I32EnumAttrCase<"WB", 4, "wb">, I32EnumAttrCase<"WT", 5, "wt">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_EvictionPolicy : I32EnumAttr<"EvictionPolicy", "cache eviction priority of an access", [
+  I32EnumAttrCase<"EvictNormal", 0, "evict_normal">,
+  I32EnumAttrCase<"EvictFirst", 1, "evict_first">,
+  I32EnumAttrCase<"EvictLast", 2, "evict_last">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
 def Tile_LoadOp : Tile_Op<"load", [
     AttrSizedOperandSegments, MemoryEffects<[MemRead]>,
     TypesMatchWith<"result is the pointee of ptr", "ptr", "result",
@@ -612,13 +630,37 @@ def Tile_LoadOp : Tile_Op<"load", [
     acquire load orders this thread's later accesses after it, at that scope. `vec` (set by `kiln-tile-vectorize-access`) is the
     number of consecutive elements per thread read by one vector access: with
     `vec * sizeof(T) == 16` the load becomes `ld.global.v4.b32`.
+
+    Cache hints (Triton's `cache_modifier` and `eviction_policy`; plain
+    accesses only, not with `sem`):
+    ```mlir
+    %v = tile.load %ptrs, %mask, %other cache cg evict evict_first : tensor<128x!tile.ptr<f32>>
+    ```
+    `cache` is a load cache operator (`ca`, `cg`, `cv`); `evict` is
+    `evict_normal`, `evict_first` or `evict_last`. A hinted load is one inline
+    `ld.global` per vector access, its mask a predicate inside the asm (no
+    branch; `other`, or zero, is moved into the destination first):
+    ```
+    createpolicy.fractional.L2::evict_first.b64 %policy, 1.0;
+    setp.ne.b32 %p, %mask, 0;
+    mov.b32 %r0, %other0; ...
+    @%p ld.global.L1::evict_first.L2::cache_hint.v4.b32 {%r0, %r1, %r2, %r3}, [%a], %policy;
+    ```
+    `evict_first`/`evict_last` set the L2 priority through a fractional
+    `createpolicy` policy and `.L2::cache_hint` (sm_80 and later), and the L1
+    priority with `.L1::evict_*` when there is no `cache` operator (PTX does
+    not combine the two; with one the L2 hint alone is kept).
+    `evict_normal` is `.L1::evict_normal` (the default priority, no L2 policy).
   }];
   let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
                        Optional<Tile_Any>:$other, OptionalAttr<I32Attr>:$vec,
-                       OptionalAttr<Tile_MemSemantic>:$sem, OptionalAttr<Tile_MemScope>:$scope);
+                       OptionalAttr<Tile_MemSemantic>:$sem, OptionalAttr<Tile_MemScope>:$scope,
+                       OptionalAttr<Tile_CacheModifier>:$cache,
+                       OptionalAttr<Tile_EvictionPolicy>:$evict);
   let results = (outs Tile_Any:$result);
   let assemblyFormat = [{
-    $ptr (`,` $mask^)? (`,` $other^)? (`ordered` $sem^ $scope)? attr-dict `:` type($ptr)
+    $ptr (`,` $mask^)? (`,` $other^)? (`ordered` $sem^ $scope)? (`cache` $cache^)?
+    (`evict` $evict^)? attr-dict `:` type($ptr)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$ptr, CArg<"::mlir::Value", "{}">:$mask,
@@ -647,12 +689,28 @@ def Tile_StoreOp : Tile_Op<"store", [
     `st.<sem>.<scope>.global`: a release store orders this thread's earlier
     accesses before it.
     `vec` as for `tile.load`.
+
+    Cache hints as for `tile.load`, with the store cache operators (`wb`,
+    `cg`, `cs`, `wt`):
+    ```mlir
+    tile.store %ptrs, %v, %mask cache cs evict evict_first : tensor<128x!tile.ptr<f32>>
+    ```
+    A hinted store is one inline `st.global` per vector access, predicated
+    inside the asm by the mask (and, for a replicated tile or a scalar, by
+    "this thread owns the element"):
+    ```
+    setp.ne.b32 %p, %mask, 0;
+    @%p st.global.cs.L2::cache_hint.v4.b32 [%a], {%r0, %r1, %r2, %r3}, %policy;
+    ```
   }];
   let arguments = (ins Tile_PtrLike:$ptr, Tile_Any:$value, Optional<Tile_BoolLike>:$mask,
                        OptionalAttr<I32Attr>:$vec, OptionalAttr<Tile_MemSemantic>:$sem,
-                       OptionalAttr<Tile_MemScope>:$scope);
+                       OptionalAttr<Tile_MemScope>:$scope,
+                       OptionalAttr<Tile_CacheModifier>:$cache,
+                       OptionalAttr<Tile_EvictionPolicy>:$evict);
   let assemblyFormat = [{
-    $ptr `,` $value (`,` $mask^)? (`ordered` $sem^ $scope)? attr-dict `:` type($ptr)
+    $ptr `,` $value (`,` $mask^)? (`ordered` $sem^ $scope)? (`cache` $cache^)?
+    (`evict` $evict^)? attr-dict `:` type($ptr)
   }];
   let hasCanonicalizer = 1;
   let hasVerifier = 1;
