@@ -102,7 +102,11 @@ def _pairs(names, values):
 #: before it is timed; the one equal to the module's current values (the default) is timed
 #: first, whatever its place in the list, and is the "vs default" baseline.
 SWEEPS = [
-    (norm, "case_rmsnorm", 32768, _grid(RMSNORM_WARPS=(4, 2, 8), RMSNORM_W_FIRST=(False, True))),
+    (norm, "case_rmsnorm", 32768,
+     _grid(RMSNORM_WARPS=(4, 8), RMSNORM_W_FIRST=(False,),
+           RMSNORM_X_EVICT=("evict_last", "", "evict_first"), RMSNORM_Y_CACHE=("", ".cs"))
+     + _grid(RMSNORM_WARPS=(2, 4), RMSNORM_W_FIRST=(True,), RMSNORM_X_EVICT=("evict_last",),
+             RMSNORM_Y_CACHE=("",))),
     # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
     # row elements per thread (16: 16 warps, 32: 8 warps at H = 7168)
     (attn_res, "case_attn_res", 16384,

@@ -26,23 +26,30 @@ RMSNORM_WARPS = 4
 #: instead of after the reduction; swept by bench/kimi_k3/run.py --sweep.
 RMSNORM_W_FIRST = False
 
+#: The L2 eviction policy of the row's load and the cache modifier of the output's store
+#: ("" for none). torch.compile's RMSNorm loads the row evict_last; the same Triton code with
+#: and without it (bench/norm/run.py) ran 221 vs 228 us at 32768x7168 on the H200. Swept by
+#: bench/kimi_k3/run.py --sweep.
+RMSNORM_X_EVICT = "evict_last"
+RMSNORM_Y_CACHE = ""
+
 
 @kiln.jit(num_warps=4)
 def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: kl.constexpr,
-                   W_FIRST: kl.constexpr = False):
+                   W_FIRST: kl.constexpr = False, X_EVICT: kl.constexpr = "",
+                   Y_CACHE: kl.constexpr = ""):
     row = kl.program_id(0)
     cols = kl.arange(0, BLOCK)
     mask = cols < D
     if W_FIRST:
         w = kl.load(w_ptr + cols, mask=mask, other=0.0)
-        x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(kl.float32)
-        rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
-        kl.store(out_ptr + row * out_stride + cols, x * rstd * w.to(kl.float32), mask=mask)
-    else:
-        x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(kl.float32)
-        rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
-        w = kl.load(w_ptr + cols, mask=mask, other=0.0).to(kl.float32)
-        kl.store(out_ptr + row * out_stride + cols, x * rstd * w, mask=mask)
+    x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0,
+                eviction_policy=X_EVICT).to(kl.float32)
+    rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
+    if not W_FIRST:
+        w = kl.load(w_ptr + cols, mask=mask, other=0.0)
+    kl.store(out_ptr + row * out_stride + cols, x * rstd * w.to(kl.float32), mask=mask,
+             cache_modifier=Y_CACHE)
 
 
 @kiln.jit(num_warps=8)
@@ -89,7 +96,8 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None) -
     if t == 0 or d == 0:
         return out
     rmsnorm_kernel[(t,)](x, weight, out, d, x.stride(0), out.stride(0), float(eps),
-                         BLOCK=_next_pow2(d), W_FIRST=RMSNORM_W_FIRST, num_warps=RMSNORM_WARPS)
+                         BLOCK=_next_pow2(d), W_FIRST=RMSNORM_W_FIRST, X_EVICT=RMSNORM_X_EVICT,
+                         Y_CACHE=RMSNORM_Y_CACHE, num_warps=RMSNORM_WARPS)
     return out
 
 
