@@ -123,8 +123,10 @@ SWEEPS = [
                                      (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))),
 ] + [
     # moe_fused_gate: warps per row (1: every count of the radix select is warp shuffles, no
-    # shared memory or barrier), at the latency end and the throughput end
-    (moe_fused_gate, "case_moe_fused_gate", t, _grid(NUM_WARPS=(4, 1, 2, 8))) for t in (1, 16384)
+    # shared memory or barrier), at the latency end (NUM_WARPS) and the throughput end
+    # (BATCH_WARPS, from BATCH_M rows)
+    (moe_fused_gate, "case_moe_fused_gate", t, _grid(**{knob: (4, 1, 2, 8)}))
+    for t, knob in ((1, "NUM_WARPS"), (16384, "BATCH_WARPS"))
 ] + [
     # every image shape of the benchmark (one large image, a small batch, a large batch)
     (image, "case_image", shape,

@@ -192,17 +192,23 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
         kl.store(ids_ptr + out + K + j, E + j)
 
 
-NUM_WARPS = 4
+#: Warps per row: NUM_WARPS below BATCH_M rows (latency: the radix select's counts over 4
+#: warps), BATCH_WARPS from BATCH_M on (throughput: on one warp every count is shuffles, no
+#: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep): T = 1 6.7 us on 4
+#: warps vs 9.6 on 1; T = 16384 121.7 us on 1 warp vs 175.0 on 4 (8 warps: 340). BATCH_M:
+#: 4 one-warp rows per SM of the H200.
+NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
 K3_EXPERTS, K3_TOPK = 896, 16
 
 AOT_SPECIALIZATIONS = [
-    Spec(moe_fused_gate_kernel, name="moe_fused_gate",
+    Spec(moe_fused_gate_kernel, name=name,
          signature={"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
                     "M": "i32", "stride_s": "i32", "stride_o": "i32", "n_shared": "i32",
                     "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"},
          constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast},
          divisibility=["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"],
-         num_warps=NUM_WARPS)
+         num_warps=warps)
+    for name, warps in (("moe_fused_gate", NUM_WARPS), ("moe_fused_gate_batch", BATCH_WARPS))
     for fast in (False, True)
 ]
 
@@ -266,8 +272,10 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
             out_ids = torch.empty((m, kout), dtype=torch.int32, device=dev)
     if m == 0:
         return out_weights, out_ids
-    L.launch(moe_fused_gate_kernel, "moe_fused_gate", (m,),
+    batch = m >= BATCH_M
+    L.launch(moe_fused_gate_kernel, "moe_fused_gate_batch" if batch else "moe_fused_gate", (m,),
              (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
               rsf, int(renormalize), int(apply_routed_scaling_factor_on_output)),
-             {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid}, NUM_WARPS)
+             {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid},
+             BATCH_WARPS if batch else NUM_WARPS)
     return out_weights, out_ids

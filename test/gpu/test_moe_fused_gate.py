@@ -250,8 +250,8 @@ def test_allocates_outputs_and_is_reproducible():
 
 def test_new_m_does_not_recompile():
     kernel = mod.moe_fused_gate_kernel
-    scores, bias = random_inputs(33, seed=1)
-    gate(scores, bias, K)
+    gate(*random_inputs(33, seed=1), K)  # the latency specialization (NUM_WARPS)
+    gate(*random_inputs(mod.BATCH_M, seed=2), K)  # and the batch one (BATCH_WARPS)
     before = len(kernel._kernels)
     for m in (1, 16, 17, 512, 4099):
         scores, bias = random_inputs(m, seed=m)

@@ -313,20 +313,25 @@ def test_radix_helpers():
 def test_module_listed():
     assert "moe_fused_gate" in kimi_k3.MODULES
     assert {(s.kernel_name, s.constexprs["E"], s.constexprs["K"], s.constexprs["FAST_SIGMOID"])
-            for s in mod.AOT_SPECIALIZATIONS} == {("moe_fused_gate", 896, 16, False),
-                                                  ("moe_fused_gate", 896, 16, True)}
+            for s in mod.AOT_SPECIALIZATIONS} == {(name, 896, 16, fast)
+                                                  for name in ("moe_fused_gate",
+                                                               "moe_fused_gate_batch")
+                                                  for fast in (False, True)}
+    assert {(s.kernel_name, s.num_warps) for s in mod.AOT_SPECIALIZATIONS} == {
+        ("moe_fused_gate", mod.NUM_WARPS), ("moe_fused_gate_batch", mod.BATCH_WARPS)}
+
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS,
-                         ids=lambda s: f"fast{int(s.constexprs['FAST_SIGMOID'])}")
+                         ids=lambda s: f"{s.kernel_name}-fast{int(s.constexprs['FAST_SIGMOID'])}")
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
     ptx = ck.ptx
     assert f".target {arch}" in ptx
-    assert ".visible .entry moe_fused_gate(" in ptx
+    assert f".visible .entry {spec.kernel_name}(" in ptx
     assert ck.cubin[:4] == b"\x7fELF"
     assert "griddepcontrol.wait" in ptx
     assert ".local" not in ptx
@@ -373,6 +378,20 @@ class FakeTensor:
     def stride(self, dim=None):
         return self._strides if dim is None else self._strides[dim]
 
+
+def test_batch_launch(monkeypatch):
+    """From BATCH_M rows on the wrapper launches the batch specialization (its warps)."""
+    launches = []
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps:
+                        launches.append((name, tuple(grid), warps)))
+    T = FakeTensor
+    for m in (1, mod.BATCH_M - 1, mod.BATCH_M, 4 * mod.BATCH_M):
+        mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
+                           out_ids=T((m, 16), "int32"))
+    assert launches == [("moe_fused_gate", (1,), mod.NUM_WARPS),
+                        ("moe_fused_gate", (mod.BATCH_M - 1,), mod.NUM_WARPS),
+                        ("moe_fused_gate_batch", (mod.BATCH_M,), mod.BATCH_WARPS),
+                        ("moe_fused_gate_batch", (4 * mod.BATCH_M,), mod.BATCH_WARPS)]
 
 def test_wrapper_checks(via_interpreter):
     T = FakeTensor
