@@ -28,8 +28,10 @@ RMSNORM_W_FIRST = False
 
 #: The L2 eviction policy of the row's load and the cache modifier of the output's store
 #: ("" for none). torch.compile's RMSNorm loads the row evict_last; the same Triton code with
-#: and without it (bench/norm/run.py) ran 221 vs 228 us at 32768x7168 on the H200. Swept by
-#: bench/kimi_k3/run.py --sweep.
+#: and without it (bench/norm/run.py) ran 221 vs 228 us at 32768x7168 on the H200, and this
+#: kernel 219.5 vs 225.7 us (bench/results/h200-bench_kimi_k3_sweep_allreduce.md; evict_first
+#: 234, a .cs store 237 without evict_last). A persistent grid loading the next row ahead was
+#: slower (229-257 us at 2-4 programs per SM).
 RMSNORM_X_EVICT = "evict_last"
 RMSNORM_Y_CACHE = ""
 

@@ -23,11 +23,16 @@ def close(out, ref):
     torch.testing.assert_close(out.float(), ref.float(), rtol=2.0**-7, atol=1e-5)
 
 
-@pytest.mark.parametrize("w_first", [False, True])
+@pytest.mark.parametrize("variant", [{}, {"RMSNORM_W_FIRST": True},
+                                     {"RMSNORM_X_EVICT": "", "RMSNORM_Y_CACHE": ".cs"},
+                                     {"RMSNORM_X_EVICT": "evict_first"}],
+                         ids=lambda v: ",".join(f"{k}={v[k]}" for k in v) or "default")
 @pytest.mark.parametrize("t,d", [(1, 7168), (37, 7168), (256, 3584), (5, 100), (3, 8192),
-                                 (64, 1)])
-def test_rmsnorm(t, d, w_first, monkeypatch):
-    monkeypatch.setattr(norm, "RMSNORM_W_FIRST", w_first)
+                                 (64, 1), (1000, 7168)])
+def test_rmsnorm(t, d, variant, monkeypatch):
+    """Every formulation (cache policies change no result)."""
+    for k, v in variant.items():
+        monkeypatch.setattr(norm, k, v)
     x = torch.randn(t, d, device="cuda").bfloat16()
     w = (torch.rand(d, device="cuda") + 0.5).bfloat16()
     out = torch.full_like(x, float("nan"))
