@@ -11,39 +11,13 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// Reads a per-axis cluster register: %clusterid, %nclusterid, %cluster_ctaid.
-template <typename SourceOp, typename XOp, typename YOp, typename ZOp>
-struct ClusterAxisRegisterLowering : ConvertOpToLLVMPattern<SourceOp> {
-  using ConvertOpToLLVMPattern<SourceOp>::ConvertOpToLLVMPattern;
-
-  LogicalResult matchAndRewrite(SourceOp op, typename SourceOp::Adaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    Type i32 = rewriter.getI32Type();
-    Value value;
-    switch (op.getAxis()) {
-    case tile::ProgramAxis::X:
-      value = XOp::create(rewriter, op.getLoc(), i32);
-      break;
-    case tile::ProgramAxis::Y:
-      value = YOp::create(rewriter, op.getLoc(), i32);
-      break;
-    case tile::ProgramAxis::Z:
-      value = ZOp::create(rewriter, op.getLoc(), i32);
-      break;
-    }
-    rewriter.replaceOp(op, value);
-    return success();
-  }
-};
-
-using ClusterIdLowering = ClusterAxisRegisterLowering<tile::ClusterIdOp, NVVM::ClusterIdXOp,
-                                                      NVVM::ClusterIdYOp, NVVM::ClusterIdZOp>;
-using NumClustersLowering =
-    ClusterAxisRegisterLowering<tile::NumClustersOp, NVVM::ClusterDimXOp, NVVM::ClusterDimYOp,
-                                NVVM::ClusterDimZOp>;
+using ClusterIdLowering = AxisRegisterLowering<tile::ClusterIdOp, NVVM::ClusterIdXOp,
+                                               NVVM::ClusterIdYOp, NVVM::ClusterIdZOp>;
+using NumClustersLowering = AxisRegisterLowering<tile::NumClustersOp, NVVM::ClusterDimXOp,
+                                                 NVVM::ClusterDimYOp, NVVM::ClusterDimZOp>;
 using ClusterCtaIdLowering =
-    ClusterAxisRegisterLowering<tile::ClusterCtaIdOp, NVVM::BlockInClusterIdXOp,
-                                NVVM::BlockInClusterIdYOp, NVVM::BlockInClusterIdZOp>;
+    AxisRegisterLowering<tile::ClusterCtaIdOp, NVVM::BlockInClusterIdXOp,
+                         NVVM::BlockInClusterIdYOp, NVVM::BlockInClusterIdZOp>;
 
 /// Reads a scalar cluster register: %cluster_ctarank, %cluster_nctarank.
 template <typename SourceOp, typename RegisterOp>

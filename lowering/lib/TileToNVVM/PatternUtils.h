@@ -124,6 +124,32 @@ protected:
   const TileTypeConverter &tileConverter;
 };
 
+/// Reads the x, y or z special register of an op with a `tile::ProgramAxis`
+/// (%ctaid, %nctaid, %clusterid, %nclusterid, %cluster_ctaid).
+template <typename SourceOp, typename XOp, typename YOp, typename ZOp>
+struct AxisRegisterLowering : mlir::ConvertOpToLLVMPattern<SourceOp> {
+  using mlir::ConvertOpToLLVMPattern<SourceOp>::ConvertOpToLLVMPattern;
+
+  mlir::LogicalResult matchAndRewrite(SourceOp op, typename SourceOp::Adaptor adaptor,
+                                      mlir::ConversionPatternRewriter &rewriter) const override {
+    mlir::Type i32 = rewriter.getI32Type();
+    mlir::Value value;
+    switch (op.getAxis()) {
+    case tile::ProgramAxis::X:
+      value = XOp::create(rewriter, op.getLoc(), i32);
+      break;
+    case tile::ProgramAxis::Y:
+      value = YOp::create(rewriter, op.getLoc(), i32);
+      break;
+    case tile::ProgramAxis::Z:
+      value = ZOp::create(rewriter, op.getLoc(), i32);
+      break;
+    }
+    rewriter.replaceOp(op, value);
+    return mlir::success();
+  }
+};
+
 } // namespace kiln
 
 #endif // KILN_LIB_TILETONVVM_PATTERNUTILS_H

@@ -9,34 +9,9 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// Reads %ctaid.{x,y,z} or %nctaid.{x,y,z}.
-template <typename SourceOp, typename XOp, typename YOp, typename ZOp>
-struct GridRegisterLowering : ConvertOpToLLVMPattern<SourceOp> {
-  using ConvertOpToLLVMPattern<SourceOp>::ConvertOpToLLVMPattern;
-
-  LogicalResult matchAndRewrite(SourceOp op, typename SourceOp::Adaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    Type i32 = rewriter.getI32Type();
-    Value value;
-    switch (op.getAxis()) {
-    case tile::ProgramAxis::X:
-      value = XOp::create(rewriter, op.getLoc(), i32);
-      break;
-    case tile::ProgramAxis::Y:
-      value = YOp::create(rewriter, op.getLoc(), i32);
-      break;
-    case tile::ProgramAxis::Z:
-      value = ZOp::create(rewriter, op.getLoc(), i32);
-      break;
-    }
-    rewriter.replaceOp(op, value);
-    return success();
-  }
-};
-
 using ProgramIdLowering =
-    GridRegisterLowering<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp, NVVM::BlockIdZOp>;
-using NumProgramsLowering = GridRegisterLowering<tile::NumProgramsOp, NVVM::GridDimXOp,
+    AxisRegisterLowering<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp, NVVM::BlockIdZOp>;
+using NumProgramsLowering = AxisRegisterLowering<tile::NumProgramsOp, NVVM::GridDimXOp,
                                                  NVVM::GridDimYOp, NVVM::GridDimZOp>;
 
 /// Each thread materializes the indices of the elements it holds.
