@@ -11,7 +11,8 @@
 //     thread reads and combines what its result registers need. This last step
 //     also puts the results into the result's own layout.
 // With `broadcast` the result is in the source's layout: each register takes
-// its line's value, and step 3 is needed only when warps lie along the axis.
+// its line's value, and step 3 is needed only when warps lie along the axis;
+// the same holds for a scalar result (every thread holds it after step 2).
 //
 //===----------------------------------------------------------------------===//
 
@@ -117,6 +118,14 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     };
     if (op.getBroadcast() && warpsAlongAxis == 1) {
       rewriter.replaceOp(op, broadcastResult(partials));
+      return success();
+    }
+    // A scalar result (the whole tile along the axis) with no warps along the
+    // axis: after the butterfly every thread holds it (replicated threads
+    // reduce their own copy), so nothing goes through shared memory either.
+    if (!llvm::isa<RankedTensorType>(op.getType()) && warpsAlongAxis == 1 &&
+        groups.size() == 1) {
+      rewriter.replaceOp(op, partials[groups.front()]);
       return success();
     }
 
