@@ -68,6 +68,21 @@ def cluster_gather_sum(x_ptr, y_ptr, g_ptr, S: kl.constexpr, BLOCK: kl.constexpr
 
 
 @kiln.jit(num_warps=4, cluster=(2, 1, 1))
+def cluster_gather_2d(x_ptr, m_ptr, y_ptr, n_ptr, S: kl.constexpr, R: kl.constexpr,
+                      C: kl.constexpr):
+    """y[p] = the [S, R, C] tile of the [R, C] x blocks of p's cluster (and a boolean tile)."""
+    pid = kl.program_id(0)
+    rows = kl.arange(0, R)[:, None]
+    cols = kl.arange(0, C)[None, :]
+    offs = pid * R * C + rows * C + cols
+    g = kl.cluster_gather(kl.load(x_ptr + offs))
+    b = kl.cluster_gather(kl.load(m_ptr + offs) != 0)
+    out = pid * S * R * C + kl.arange(0, S)[:, None, None] * (R * C) + (rows * C + cols)[None, :, :]
+    kl.store(y_ptr + out, g)
+    kl.store(n_ptr + out, b.to(kl.int8))
+
+
+@kiln.jit(num_warps=4, cluster=(2, 1, 1))
 def cluster_rotate(x_ptr, m_ptr, y_ptr, n_ptr, ROWS: kl.constexpr, COLS: kl.constexpr):
     """Each program gets the [ROWS, COLS] tile (and a boolean tile) of the next rank."""
     pid = (kl.program_id(2) * kl.num_programs(1) + kl.program_id(1)) * kl.num_programs(0) \
@@ -226,6 +241,24 @@ def test_cluster_gather_against_torch(size, dtype, block):
         else:
             tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
             torch.testing.assert_close(y.float(), expect.float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+@pytest.mark.parametrize("rows,cols,dtype", [(16, 64, torch.float16), (8, 32, torch.int64),
+                                             (4, 4, torch.float32), (64, 128, torch.int8)])
+def test_cluster_gather_2d_tiles_exact(size, rows, cols, dtype):
+    clusters = 5
+    n = size * clusters
+    x = torch.randint(-100, 100, (n, rows, cols), device="cuda").to(dtype)
+    m = (torch.rand(n, rows, cols, device="cuda") < 0.5).to(torch.int8)
+    y = torch.zeros(n, size, rows, cols, device="cuda", dtype=dtype)
+    mm = torch.zeros(n, size, rows, cols, device="cuda", dtype=torch.int8)
+    cluster_gather_2d[(n,)](x, m, y, mm, S=size, R=rows, C=cols, cluster=(size, 1, 1))
+    torch.cuda.synchronize()
+    want = x.view(clusters, 1, size, rows, cols).expand(clusters, size, size, rows, cols)
+    assert torch.equal(y.view(clusters, size, size, rows, cols), want)
+    want = m.view(clusters, 1, size, rows, cols).expand(clusters, size, size, rows, cols)
+    assert torch.equal(mm.view(clusters, size, size, rows, cols), want)
 
 
 def test_cluster_gather_ptx_has_two_cluster_barriers():
