@@ -46,6 +46,20 @@ need <= 128 registers, which needs a register cap the language does not have (P 
 warps takes 144). ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math a
 TMA/mbarrier row-ring variant reuses unchanged (only where a row comes from changes).
 
+Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
+programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
+(two block reductions each): 10.4 us on the H200 against 0.87 us for an empty launch. In the
+cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c + 1) * H/8) (896 at
+K3, a masked 1024-wide tile) of ALL rows at once, as one [RP, SLICE] tile (RP = the next power
+of two of nvb + 1, a constexpr; rows 0..nvb-1 the bank, row nvb the prefix, the rest masked):
+every load is issued up front, then per-row partial sums of squares and dots with cw (ONE
+reduction along the columns each), one ``kl.cluster_gather`` of the [RP, 2] partials summed
+over the cluster, the same scores and softmax in every program (p normalized first: mix =
+sum_r p_r rows_r), the slice of mix, a second ``cluster_gather`` of its partial sum of squares
+for the output RMSNorm, and the program's H/8 outputs (and, with write_prefix, its slice of
+the snapshot, stored from the prefix row as loaded). Four cluster barriers in all. The wrapper
+picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (and H / 8 is a multiple of 8).
+
 Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
 the kernel waits for the previous grid before its first load (the spec's CUDA kernel reads the
 bank rows before the wait; that is safe only while no kernel in flight writes the bank, which
@@ -212,6 +226,53 @@ def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_
     kl.pdl_launch_dependents()
 
 
+#: programs per token in the small-T kernel (a thread-block cluster; 8 is the portable maximum)
+CLUSTER_SIZE = 8
+
+
+@kiln.jit(num_warps=8, cluster=(CLUSTER_SIZE, 1, 1), do_not_specialize=["T", "nvb"])
+def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
+                            b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
+                            WRITE_PREFIX: kl.constexpr):
+    """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its
+    nvb + 1 rows as one [RP, SLICE] tile (module docstring). T is unused (grid = T * S)."""
+    tok = kl.cluster_id(0).to(kl.int64)
+    # the slice width H / S, written as a multiple of 8 (H % 8S == 0, the wrapper checks) so
+    # that every program's first column keeps the 16-byte alignment of the rows
+    sw = H // (8 * kl.cluster_size()) * 8
+    lane = kl.arange(0, SLICE)
+    cmask = lane < sw
+    cols = kl.cluster_cta_rank() * sw + lane
+    rows = kl.arange(0, RP)
+    r2 = rows[:, None]
+    c2 = cols[None, :] + r2 * 0  # the same columns in every row
+    m2 = cmask[None, :] & (r2 <= nvb)
+    is_bank = r2 < nvb
+    is_prefix = r2 == nvb
+    inv_h = 1.0 / H.to(kl.float32)
+    kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
+    # Every load up front: the bank rows, the prefix row (both [RP, SLICE], each masked to its
+    # rows, from its own pointer so that the 16-byte alignment survives) and cw per row (L1).
+    bank = kl.load(bank_ptr + tok * b_s0 + r2 * b_s1 + c2, mask=m2 & is_bank, other=0.0)
+    prefix = kl.load(prefix_ptr + tok * p_s0 + c2, mask=m2 & is_prefix, other=0.0)
+    cw = kl.load(cw_ptr + c2, mask=m2, other=0.0).to(kl.float32)
+    x = kl.where(is_bank, bank, prefix).to(kl.float32)  # zero in the masked lanes and rows
+    # Per-row partials of the slice, summed over the cluster: [RP, 2] = (sum x^2, <x, cw>).
+    part = kl.join(kl.sum(x * x, axis=1), kl.sum(x * cw, axis=1))
+    ss, dot = kl.split(kl.sum(kl.cluster_gather(part), axis=0))
+    score = kl.where(rows <= nvb, dot * kl.rsqrt(ss * inv_h + eps), -float("inf"))
+    p = kl.exp(score - kl.max(score, axis=0))
+    p = p * (1.0 / kl.sum(p, axis=0))  # one division; the padding rows: exp(-inf) = 0
+    mix = kl.sum(x * p[:, None], axis=0)  # [SLICE], zero in the masked lanes
+    ssm = kl.full((1,), 0.0, kl.float32) + kl.sum(mix * mix, axis=0)
+    ssm = kl.sum(kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,)), axis=0)
+    ow = kl.load(ow_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
+    kl.store(out_ptr + tok * o_s0 + cols, mix * kl.rsqrt(ssm * inv_h + eps) * ow, mask=cmask)
+    if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
+        kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + c2, prefix, mask=m2 & is_prefix)
+    kl.pdl_launch_dependents()
+
+
 #: row elements a thread holds (16: two 16-byte vectors, 16 warps at H = 7168; 32: 8 warps,
 #: half the per-row scalar work and reductions per element, ~1.5x the registers a thread).
 #: bench/kimi_k3/run.py --sweep times 16 and 32.
@@ -255,6 +316,49 @@ AOT_SPECIALIZATIONS = [
     for wp in (False, True)
 ]
 
+#: The small-T cluster kernel runs when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (H200: T <=
+#: 33): its T clusters of 8 programs then fit in about two waves, where the persistent kernel's
+#: T programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T = 1). 0: never.
+#: Without an SM count (not a CUDA tensor) the persistent kernel runs.
+CLUSTER_MAX_WAVES = 2
+#: row elements a thread of the cluster kernel holds at most ([RP, SLICE] over 8 to 16 warps:
+#: sm_90a registers RP 1 -> 40, 2 -> 40, 4 -> 64, 8 -> 117, 16 -> 120 at 16 warps; no spills)
+CLUSTER_THREAD_ELEMS = 32
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _cluster_config(h: int, nvb: int) -> tuple:
+    """(SLICE, RP, num_warps) of the cluster kernel: a program's H / CLUSTER_SIZE columns in a
+    power-of-two tile, the nvb + 1 rows padded to a power of two."""
+    slice_, rp = _pow2(h // CLUSTER_SIZE), _pow2(nvb + 1)
+    return slice_, rp, min(16, max(8, rp * slice_ // (32 * CLUSTER_THREAD_ELEMS)))
+
+
+def use_cluster_kernel(t: int, h: int, num_sms: Optional[int]) -> bool:
+    """Whether T tokens of H go to the cluster kernel: few tokens on a known device, and an H
+    that splits into CLUSTER_SIZE slices of 16-byte vectors."""
+    return (bool(num_sms) and CLUSTER_MAX_WAVES > 0
+            and t * CLUSTER_SIZE <= CLUSTER_MAX_WAVES * num_sms
+            and h % (8 * CLUSTER_SIZE) == 0)
+
+
+def _cluster_kernel_name(write_prefix: bool, rp: int) -> str:
+    return f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
+
+
+#: one specialization per padded row count (nvb 0 -> 1 row, 1 -> 2, 2..3 -> 4, 4..7 -> 8, 8 -> 16)
+_CLUSTER_ROWS = (1, 2, 4, 8, 16)
+
+AOT_SPECIALIZATIONS += [
+    Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp), signature=_SIGNATURE,
+         constexprs={"SLICE": _cluster_config(HIDDEN, rp - 1)[0], "RP": rp, "WRITE_PREFIX": wp},
+         divisibility=_DIVISIBILITY, num_warps=_cluster_config(HIDDEN, rp - 1)[2])
+    for rp in _CLUSTER_ROWS for wp in (False, True)
+]
+
 _sm_counts: dict = {}
 
 
@@ -285,7 +389,9 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     (contiguous), out bf16 [T, H] (allocated when None); last dimensions contiguous, row
     strides and H multiples of 8 (16-byte vectors), 16-byte aligned, H <= 16384 (K3: 7168);
     0 <= nvb <= 8; ``write_prefix`` needs NB > nvb. Returns out. Every check raises before any
-    launch; T = 0 launches nothing."""
+    launch; T = 0 launches nothing. Few tokens on a CUDA device (``use_cluster_kernel``: H200
+    T <= 33 at K3's H) run ``attn_res_cluster_kernel``, one token per cluster of 8 programs;
+    the others the persistent kernel."""
     op = "attn_res"
     for what, v in (("prefix_sum", prefix_sum), ("bank", bank), ("cw", cw), ("ow", ow)):
         L.check_dtype(op, what, v, ("bfloat16",))
@@ -335,10 +441,17 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
         out = torch.empty((t, h), dtype=torch.bfloat16, device=prefix_sum.device)
     if t == 0:
         return out
+    num_sms = _num_sms(prefix_sum)
+    args = (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps))
+    if use_cluster_kernel(t, h, num_sms):
+        slice_, rp, num_warps = _cluster_config(h, nvb)
+        L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp),
+                 (t * CLUSTER_SIZE,), args,
+                 {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
+        return out
     block, num_warps = _config(h)
     L.launch(attn_res_kernel, _kernel_name(bool(write_prefix)),
-             (grid_size(t, _num_sms(prefix_sum)),),
-             (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps)),
+             (grid_size(t, num_sms),), args,
              {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "PREFETCH": PREFETCH},
              num_warps)
     return out

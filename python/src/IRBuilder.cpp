@@ -689,6 +689,16 @@ public:
       invalid("cluster_load needs an i32 rank, got " + toString(rank.getType()));
     return tile::ClusterLoadOp::create(builder, loc, src.getType(), src, rank);
   }
+  /// tile.cluster_gather of `src` over a cluster of `size` blocks: [size, src shape...].
+  Value clusterGather(Value src, int64_t size) {
+    auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+    if (!type)
+      invalid("cluster_gather needs a tile, got " + toString(src.getType()));
+    SmallVector<int64_t> shape{size};
+    llvm::append_range(shape, type.getShape());
+    return tile::ClusterGatherOp::create(
+        builder, loc, RankedTensorType::get(shape, type.getElementType()), src);
+  }
 
   // --- reductions --------------------------------------------------------
   /// tile.reduce of `src` along `axis` whose combine region applies the binary
@@ -998,6 +1008,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("cluster_size", &Builder::clusterSize)
       .def("cluster_barrier", &Builder::clusterBarrier)
       .def("cluster_load", &Builder::clusterLoad)
+      .def("cluster_gather", &Builder::clusterGather)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("scan", &Builder::scan, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)

@@ -1,7 +1,8 @@
 """attn_res on the GPU (KERNELS.md §4.4): the K3 shape (H = 7168), nvb 1..8 (and 0), T in
 {1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of the
 exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before any
-launch. The same kernel runs in the interpreter against a numpy reference in
+launch. T <= 33 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
+tests below). The same kernels run in the interpreter against a numpy reference in
 test/python/test_attn_res.py."""
 
 import pytest
@@ -144,6 +145,118 @@ def test_chained_launches_see_the_previous_kernels_writes():
         torch.cuda.synchronize()
         assert torch.equal(bits(bank[:, 3]), bits(prefix))
         assert_close_bf16(out2, reference(out1, bank, cw, ow, 4))
+
+
+def _num_sms():
+    return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("nvb", [0, 1, 3, 8])
+@pytest.mark.parametrize("t", [1, 2, 7, 32])
+def test_cluster_kernel_small_t(t, nvb, write_prefix):
+    """Small T runs the cluster kernel (a token per cluster of 8 programs, 896 columns each):
+    fresh random inputs against the float64 reference; the snapshot bit for bit."""
+    if not mod.use_cluster_kernel(t, H, _num_sms()):  # T * 8 <= 2 x SMs (H200: T <= 33)
+        pytest.skip(f"T = {t} runs the persistent kernel on {_num_sms()} SMs")
+    nb = 9
+    prefix, bank, cw, ow = inputs(t, nb, seed=1000 + nvb * 100 + t + write_prefix)
+    before = bank.clone()
+    want = reference(prefix, before, cw, ow, nvb)
+    out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+    mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
+    torch.cuda.synchronize()
+    assert_close_bf16(out, want)
+    expected = before.clone()
+    if write_prefix:
+        expected[:, nvb] = prefix
+    assert torch.equal(bits(bank), bits(expected))
+
+
+@pytest.mark.parametrize("nvb", [1, 5, 8])
+def test_cluster_kernel_matches_persistent(monkeypatch, nvb):
+    """The two kernels on the same inputs: both within the reference's tolerance, and close
+    to each other (their fp32 sums are ordered differently)."""
+    prefix, bank, cw, ow = inputs(16, 9, seed=77 + nvb)
+    a = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    b = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
+    torch.cuda.synchronize()
+    want = reference(prefix, bank, cw, ow, nvb)
+    assert_close_bf16(a, want)
+    assert_close_bf16(b, want)
+
+
+def test_cluster_kernel_strided_views_and_bit_copy():
+    """Row-strided views, a bank inside a wider buffer, every bf16 bit pattern in the
+    snapshot (NaN payloads, infinities, -0, subnormals)."""
+    t, nb, nvb = 7, 6, 4
+    p, b, cw, ow = inputs(t, nb, seed=8)
+    pbuf = torch.zeros(t, H + 64, device="cuda", dtype=torch.bfloat16)
+    pbuf[:, :H] = p
+    bbuf = torch.zeros(t, nb + 2, H, device="cuda", dtype=torch.bfloat16)
+    bbuf[:, 1:nb + 1] = b
+    obuf = torch.full((t, H + 128), 7.0, device="cuda", dtype=torch.bfloat16)
+    mod.attn_res(pbuf[:, :H], bbuf[:, 1:nb + 1], cw, ow, obuf[:, :H], nvb=nvb,
+                 write_prefix=True)
+    torch.cuda.synchronize()
+    assert_close_bf16(obuf[:, :H], reference(p, b, cw, ow, nvb))
+    assert torch.all(obuf[:, H:] == 7.0)
+    assert torch.equal(bits(bbuf[:, nvb + 1]), bits(p))
+    assert torch.all(bbuf[:, 0] == 0) and torch.all(bbuf[:, nb + 1] == 0)
+    raw = torch.randint(-(1 << 15), 1 << 15, (t, H), device="cuda", dtype=torch.int32)
+    raw = raw.to(torch.int16).view(torch.bfloat16)
+    bank = b.clone()
+    mod.attn_res(raw, bank, cw, ow, nvb=2, write_prefix=True)
+    torch.cuda.synchronize()
+    assert torch.equal(bits(bank[:, 2]), bits(raw))
+    assert torch.equal(bits(bank[:, :2]), bits(b[:, :2]))
+    assert torch.equal(bits(bank[:, 3:]), bits(b[:, 3:]))
+
+
+def test_cluster_kernel_chained_launches():
+    """PDL with clusters: each launch waits for the previous grid before its first load."""
+    t, nb = 4, 9
+    x, bank, cw, ow = inputs(t, nb, seed=9)
+    y = torch.randn_like(x)
+    for _ in range(20):
+        prefix = x + y
+        out1 = mod.attn_res(prefix, bank, cw, ow, nvb=3, write_prefix=True)
+        out2 = mod.attn_res(out1, bank, cw, ow, nvb=4)
+        torch.cuda.synchronize()
+        assert torch.equal(bits(bank[:, 3]), bits(prefix))
+        assert_close_bf16(out2, reference(out1, bank, cw, ow, 4))
+
+
+def test_cluster_kernel_latency_t1():
+    """Reports the T = 1 time (CUDA graph of 100 launches) next to an empty kernel's; the
+    issue's target is within 2 us of the empty launch. Only a sanity bound is asserted."""
+    prefix, bank, cw, ow = inputs(1, 9, seed=10)
+    out = torch.empty(1, H, device="cuda", dtype=torch.bfloat16)
+
+    def timed(fn, n=100):
+        fn()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(n):
+                fn()
+        g.replay()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) * 1000 / n
+
+    try:
+        us = timed(lambda: mod.attn_res(prefix, bank, cw, ow, out, nvb=8))
+    except Exception as e:  # noqa: BLE001 - capture needs the launch path to be graph-safe
+        pytest.skip(f"CUDA graph capture: {e}")
+    empty = timed(lambda: out.zero_())
+    print(f"attn_res T=1 nvb=8 cluster kernel: {us:.2f} us/launch; a memset: {empty:.2f} us")
+    assert us < 10.4
 
 
 def test_zero_tokens():

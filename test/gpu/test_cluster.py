@@ -1,9 +1,9 @@
 """Thread-block clusters on the GPU: the cluster ids and ranks every program reads against
 the values computed from the grid, a cluster-wide sum through distributed shared memory
-(kl.cluster_load) against torch, a rotation between the ranks (exact), a cluster barrier
-ordering global memory, the same kernels from an AOT bundle, and a grid that is not a
-multiple of the cluster rejected before the launch. Cluster shapes (2,1,1), (4,1,1),
-(2,2,1) and more."""
+(kl.cluster_load, and kl.cluster_gather for clusters of 2, 4 and 8) against torch, a
+rotation between the ranks (exact), a cluster barrier ordering global memory, the same
+kernels from an AOT bundle, and a grid that is not a multiple of the cluster rejected
+before the launch. Cluster shapes (2,1,1), (4,1,1), (2,2,1) and more."""
 
 import os
 import sys
@@ -54,6 +54,32 @@ def cluster_sum(x_ptr, y_ptr, BLOCK: kl.constexpr):
     for r in range(1, kl.cluster_size()):
         total += kl.cluster_load(partial, r)
     kl.store(y_ptr + offs, total)
+
+
+@kiln.jit(num_warps=4, cluster=(4, 1, 1))
+def cluster_gather_sum(x_ptr, y_ptr, g_ptr, S: kl.constexpr, BLOCK: kl.constexpr):
+    """g[program p] = the [S, BLOCK] tile of the x blocks of p's cluster in rank order
+    (kl.cluster_gather: one publish, two cluster barriers); y[p] = its sum over axis 0."""
+    pid = kl.program_id(0)
+    offs = kl.arange(0, BLOCK)
+    g = kl.cluster_gather(kl.load(x_ptr + pid * BLOCK + offs))
+    kl.store(g_ptr + pid * S * BLOCK + kl.arange(0, S)[:, None] * BLOCK + offs[None, :], g)
+    kl.store(y_ptr + pid * BLOCK + offs, kl.sum(g, axis=0))
+
+
+@kiln.jit(num_warps=4, cluster=(2, 1, 1))
+def cluster_gather_2d(x_ptr, m_ptr, y_ptr, n_ptr, S: kl.constexpr, R: kl.constexpr,
+                      C: kl.constexpr):
+    """y[p] = the [S, R, C] tile of the [R, C] x blocks of p's cluster (and a boolean tile)."""
+    pid = kl.program_id(0)
+    rows = kl.arange(0, R)[:, None]
+    cols = kl.arange(0, C)[None, :]
+    offs = pid * R * C + rows * C + cols
+    g = kl.cluster_gather(kl.load(x_ptr + offs))
+    b = kl.cluster_gather(kl.load(m_ptr + offs) != 0)
+    out = pid * S * R * C + kl.arange(0, S)[:, None, None] * (R * C) + (rows * C + cols)[None, :, :]
+    kl.store(y_ptr + out, g)
+    kl.store(n_ptr + out, b.to(kl.int8))
 
 
 @kiln.jit(num_warps=4, cluster=(2, 1, 1))
@@ -185,6 +211,61 @@ def test_cluster_load_from_the_next_rank(cluster, rows, cols, dtype):
     src = torch.tensor(src, device="cuda")
     assert torch.equal(y, x[src])
     assert torch.equal(mm, m[src])
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+@pytest.mark.parametrize("dtype,block", [(torch.float32, 1024), (torch.float32, 32),
+                                         (torch.bfloat16, 256), (torch.int32, 512)])
+def test_cluster_gather_against_torch(size, dtype, block):
+    """Fresh random inputs; every program holds every rank's tile (exact) and their sum."""
+    cluster, clusters = (size, 1, 1), 37
+    n = size * clusters
+    if dtype.is_floating_point:
+        x = torch.randn(n, block, device="cuda").to(dtype)
+    else:
+        x = torch.randint(-1000, 1000, (n, block), device="cuda", dtype=dtype)
+    y = torch.zeros_like(x)
+    g = torch.zeros(n, size, block, device="cuda", dtype=dtype)
+    for _ in range(3):  # repeated launches reuse the buffers
+        y.zero_()
+        g.zero_()
+        cluster_gather_sum[(n,)](x, y, g, S=size, BLOCK=block, cluster=cluster)
+        torch.cuda.synchronize()
+        members = x.view(clusters, size, block)
+        assert torch.equal(g.view(clusters, size, size, block),
+                           members[:, None].expand(clusters, size, size, block))
+        expect = members.float().sum(dim=1) if dtype.is_floating_point else members.sum(dim=1)
+        expect = expect[:, None].expand(clusters, size, block).reshape(n, block)
+        if dtype == torch.int32:
+            assert torch.equal(y, expect)
+        else:
+            tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+            torch.testing.assert_close(y.float(), expect.float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+@pytest.mark.parametrize("rows,cols,dtype", [(16, 64, torch.float16), (8, 32, torch.int64),
+                                             (4, 4, torch.float32), (64, 128, torch.int8)])
+def test_cluster_gather_2d_tiles_exact(size, rows, cols, dtype):
+    clusters = 5
+    n = size * clusters
+    x = torch.randint(-100, 100, (n, rows, cols), device="cuda").to(dtype)
+    m = (torch.rand(n, rows, cols, device="cuda") < 0.5).to(torch.int8)
+    y = torch.zeros(n, size, rows, cols, device="cuda", dtype=dtype)
+    mm = torch.zeros(n, size, rows, cols, device="cuda", dtype=torch.int8)
+    cluster_gather_2d[(n,)](x, m, y, mm, S=size, R=rows, C=cols, cluster=(size, 1, 1))
+    torch.cuda.synchronize()
+    want = x.view(clusters, 1, size, rows, cols).expand(clusters, size, size, rows, cols)
+    assert torch.equal(y.view(clusters, size, size, rows, cols), want)
+    want = m.view(clusters, 1, size, rows, cols).expand(clusters, size, size, rows, cols)
+    assert torch.equal(mm.view(clusters, size, size, rows, cols), want)
+
+
+def test_cluster_gather_ptx_has_two_cluster_barriers():
+    ck = cluster_gather_sum.compile({"x_ptr": "*f32", "y_ptr": "*f32", "g_ptr": "*f32"},
+                                    {"S": 8, "BLOCK": 256}, arch=kiln.device_arch(),
+                                    cluster=(8, 1, 1), upto="ptx")
+    assert ck.ptx.count("barrier.cluster.arrive.aligned") == 2
 
 
 def test_cluster_barrier_orders_global_memory():

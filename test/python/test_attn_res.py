@@ -395,7 +395,7 @@ def test_module_listed():
 
 
 def test_aot_specializations():
-    specs = mod.AOT_SPECIALIZATIONS
+    specs = mod.AOT_SPECIALIZATIONS[:2]
     assert [s.kernel_name for s in specs] == ["attn_res", "attn_res_write_prefix"]
     for s in specs:
         assert s.constexprs["BLOCK"] == 8192 and s.num_warps == 16
@@ -404,7 +404,7 @@ def test_aot_specializations():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS, ids=lambda s: s.kernel_name)
+@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[:2], ids=lambda s: s.kernel_name)
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
     from kiln.runtime.targetinfo import target_info
@@ -455,3 +455,114 @@ def test_sweep_options_compile(prefetch, warps):
     assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
     if warps == 16:
         assert info["registers"] <= 128  # 512 threads: one program per SM
+
+
+# ---------------------------------------------------------------------------
+# The small-T cluster kernel (one token per cluster of 8 programs, a column slice each)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def many_sms(monkeypatch):
+    """An SM count for host arrays, large enough that the wrapper picks the cluster kernel."""
+    monkeypatch.setattr(mod, "_num_sms", lambda x: 1000)
+
+
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("nvb", range(0, 9))
+def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
+    rng = np.random.default_rng(200 + nvb + 16 * write_prefix)
+    t, h = 3, 256
+    nb = nvb + 1 if write_prefix else max(nvb, 1)
+    check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
+    name, grid, constexprs, warps = via_interpreter[-1]
+    rp = 1 << nvb.bit_length() if nvb else 1  # next power of two of nvb + 1
+    assert name == f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
+    assert grid == (t * mod.CLUSTER_SIZE,)
+    assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix}
+    assert 8 <= warps <= 16
+
+
+@pytest.mark.parametrize("t", [1, 2, 7])
+@pytest.mark.parametrize("nvb", [1, 3, 8])
+def test_cluster_k3_hidden(via_interpreter, many_sms, t, nvb):
+    """H = 7168: 896 columns a program in a masked 1024-wide slice."""
+    rng = np.random.default_rng(7168 + 10 * t + nvb)
+    check(*make_inputs(rng, t, 9, mod.HIDDEN), nvb, True)
+    name, grid, constexprs, _ = via_interpreter[-1]
+    assert name.startswith("attn_res_cluster_") and grid == (8 * t,)
+    assert constexprs["SLICE"] == 1024
+
+
+def test_cluster_strided_views_and_untouched_memory(via_interpreter, many_sms):
+    test_strided_views_and_untouched_memory(via_interpreter)
+    assert via_interpreter[-1][0].startswith("attn_res_cluster_")
+
+
+def test_cluster_write_prefix_is_a_bit_copy(via_interpreter, many_sms):
+    test_write_prefix_is_a_bit_copy(via_interpreter)
+    assert via_interpreter[-1][0] == "attn_res_cluster_rp2_write_prefix"
+
+
+@pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
+def test_cluster_softmax_extremes(via_interpreter, many_sms, order):
+    test_online_softmax_rescaling(via_interpreter, order)
+    assert via_interpreter[-1][0].startswith("attn_res_cluster_")
+
+
+def test_cluster_eps_is_used_twice(via_interpreter, many_sms):
+    test_eps_is_used_twice(via_interpreter)
+    assert via_interpreter[-1][0].startswith("attn_res_cluster_")
+
+
+@pytest.mark.parametrize("t,h,sms,cluster", [
+    (1, 256, 4, True), (2, 256, 4, False),         # T * 8 <= 2 x SMs
+    (33, 256, 132, True), (34, 256, 132, False),   # H200: up to 33 tokens
+    (1, 1000, 132, False), (1, 8, 132, False),     # H / 8 not a multiple of 8
+    (1, 256, None, False),                         # no SM count: the persistent kernel
+])
+def test_cluster_kernel_choice(via_interpreter, monkeypatch, t, h, sms, cluster):
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    rng = np.random.default_rng(t + h)
+    check(*make_inputs(rng, t, 4, h), 3, True)
+    assert via_interpreter[-1][0].startswith("attn_res_cluster_") is cluster
+    assert mod.use_cluster_kernel(t, h, sms) is cluster
+
+
+def test_cluster_kernel_off(via_interpreter, many_sms, monkeypatch):
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    rng = np.random.default_rng(3)
+    check(*make_inputs(rng, 1, 4, 256), 3, True)
+    assert via_interpreter[-1][0] == "attn_res_write_prefix"
+
+
+def test_cluster_aot_specializations():
+    specs = mod.AOT_SPECIALIZATIONS[2:]
+    assert sorted(s.kernel_name for s in specs) == sorted(
+        f"attn_res_cluster_rp{rp}" + wp for rp in (1, 2, 4, 8, 16)
+        for wp in ("", "_write_prefix"))
+    for s in specs:
+        assert s.constexprs["SLICE"] == 1024 and s.kernel.cluster == (8, 1, 1)
+        assert (s.constexprs["SLICE"], s.constexprs["RP"], s.num_warps) == mod._cluster_config(
+            mod.HIDDEN, s.constexprs["RP"] - 1)
+    assert mod.attn_res_cluster_kernel.do_not_specialize == {"T", "nvb"}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[2:], ids=lambda s: s.kernel_name)
+def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
+    """16-byte accesses, PDL, four cluster barriers (two cluster_gathers), no spills."""
+    pytest.importorskip("kiln._C")
+    from kiln.runtime.targetinfo import target_info
+
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+    assert ck.meta["cluster"] == [8, 1, 1]
+    assert ".reqnctapercluster 8, 1, 1" in ck.ptx
+    assert "ld.global.v4.b32" in ck.ptx or "ld.global.v2.b64" in ck.ptx
+    assert "st.global.v4.b32" in ck.ptx or "st.global.v2.b64" in ck.ptx
+    assert "ld.global.b16" not in ck.ptx and "st.global.b16" not in ck.ptx
+    assert "griddepcontrol.wait" in ck.ptx and "griddepcontrol.launch_dependents" in ck.ptx
+    assert ck.ptx.count("barrier.cluster.arrive.aligned") == 4
+    info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
+    assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
+    assert info["registers"] * 32 * spec.num_warps <= 65536

@@ -568,6 +568,26 @@ LogicalResult ClusterLoadOp::verify() {
   return success();
 }
 
+LogicalResult ClusterGatherOp::verify() {
+  auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
+  auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
+  auto dims = getClusterDims(*this);
+  int64_t size = dims ? (*dims)[0] * (*dims)[1] * (*dims)[2] : 1;
+  if (!llvm::isPowerOf2_64(size))
+    return emitOpError() << "expected a cluster of a power-of-two size, got "
+                         << (*dims)[0] << "x" << (*dims)[1] << "x" << (*dims)[2] << " (" << size
+                         << " blocks)";
+  SmallVector<int64_t> expected{size};
+  llvm::append_range(expected, srcType.getShape());
+  if (resultType.getShape() != ArrayRef<int64_t>(expected) ||
+      resultType.getElementType() != srcType.getElementType())
+    return emitOpError() << "expected result type "
+                         << RankedTensorType::get(expected, srcType.getElementType())
+                         << " (the cluster size " << size << ", then the source's shape), got "
+                         << resultType;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // DotOp
 //===----------------------------------------------------------------------===//

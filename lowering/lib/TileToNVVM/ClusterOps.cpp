@@ -1,7 +1,8 @@
 //===- ClusterOps.cpp - thread-block clusters -------------------------------===//
 //
 // Cluster ids and ranks (special registers), the cluster barrier and
-// distributed shared memory (tile.cluster_load: mapa + ld.shared::cluster).
+// distributed shared memory (tile.cluster_load, tile.cluster_gather: mapa +
+// ld.shared::cluster).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,58 @@ struct ClusterBarrierLowering : ConvertOpToLLVMPattern<tile::ClusterBarrierOp> {
   }
 };
 
+/// A tile's elements in a shared buffer of their own, and the way back: i1
+/// elements travel as bytes, accesses move runs of up to 16 bytes.
+struct SharedTileBuffer {
+  Type element; ///< converted element type
+  Type stored;  ///< element type in shared memory (i8 for i1)
+  bool isBool;
+  Value local;            ///< this block's buffer (!llvm.ptr<3>)
+  ElementIndices indices; ///< where the source's registers are stored
+
+  Value elementPtr(OpBuilder &b, Location loc, Value base, Value index) const {
+    return LLVM::GEPOp::create(b, loc, base.getType(), stored, base,
+                               ArrayRef<LLVM::GEPArg>{index});
+  }
+};
+
+/// Each thread stores the elements of `src` (a tile of `type`, converted
+/// registers `values`) it holds at their row-major index in a fresh shared
+/// buffer (replicated threads write the same values), then a cluster barrier:
+/// the buffer of every block of the cluster is complete.
+SharedTileBuffer publishTile(ConversionPatternRewriter &rewriter, Operation *op,
+                             const TileTypeConverter &converter, RankedTensorType type,
+                             ArrayRef<Value> values) {
+  Location loc = op->getLoc();
+  SharedTileBuffer buffer;
+  buffer.element = converter.convertType(type.getElementType());
+  buffer.isBool = buffer.element.isInteger(1);
+  buffer.stored = buffer.isBool ? rewriter.getI8Type() : buffer.element;
+  VectorAccess access(rewriter.getContext(), buffer.stored, getAccessWidth(converter, type));
+  ElementIndices &indices = buffer.indices;
+  indices = getElementIndices(rewriter, loc, converter, type);
+  buffer.local = createSharedBuffer(rewriter, op, "__kiln_cluster_smem", buffer.stored,
+                                    type.getNumElements());
+  for (size_t r = 0; r < values.size(); r += access.vec) {
+    SmallVector<Value> run(values.begin() + r, values.begin() + r + access.vec);
+    if (buffer.isBool)
+      for (Value &v : run)
+        v = LLVM::ZExtOp::create(rewriter, loc, buffer.stored, v);
+    Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
+                                      createI32Constant(rewriter, loc, indices.offsets[r]));
+    LLVM::StoreOp::create(rewriter, loc, access.join(rewriter, loc, run),
+                          buffer.elementPtr(rewriter, loc, buffer.local, index),
+                          access.alignment);
+  }
+  createClusterBarrier(rewriter, loc);
+  return buffer;
+}
+
+/// Whether the access width of `type` divides its registers (packed runs).
+bool runsDivide(const TileTypeConverter &converter, RankedTensorType type, size_t registers) {
+  return registers % getAccessWidth(converter, type) == 0;
+}
+
 /// Each thread stores its elements at their row-major index in a shared
 /// buffer of the tile; after a cluster barrier it maps the buffer to block
 /// `rank` (mapa.shared::cluster) and loads the same indices from there
@@ -63,48 +116,82 @@ struct ClusterLoadLowering : TileOpConversion<tile::ClusterLoadOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = llvm::cast<RankedTensorType>(op.getType());
-    Type element = getTypeConverter()->convertType(type.getElementType());
-    bool isBool = element.isInteger(1);
-    Type stored = isBool ? rewriter.getI8Type() : element;
-    // Bytes for i1: the same access width as i8.
-    VectorAccess access(getContext(), stored, getAccessWidth(tileConverter, type));
-    ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);
     SmallVector<Value> values = unpackTile(rewriter, loc, adaptor.getSrc());
-    if (values.size() % access.vec != 0)
+    if (!runsDivide(tileConverter, type, values.size()))
       return rewriter.notifyMatchFailure(op, "access width does not divide the registers");
+    SharedTileBuffer buffer = publishTile(rewriter, op, tileConverter, type, values);
 
-    Value local = createSharedBuffer(rewriter, op, "__kiln_cluster_smem", stored,
-                                     type.getNumElements());
-    auto elementPtr = [&](Value base, int64_t r) {
-      Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
-                                        createI32Constant(rewriter, loc, indices.offsets[r]));
-      return LLVM::GEPOp::create(rewriter, loc, base.getType(), stored, base,
-                                 ArrayRef<LLVM::GEPArg>{index});
-    };
-
-    // Publish this block's tile (replicated threads write the same values).
-    for (size_t r = 0; r < values.size(); r += access.vec) {
-      SmallVector<Value> run(values.begin() + r, values.begin() + r + access.vec);
-      if (isBool)
-        for (Value &v : run)
-          v = LLVM::ZExtOp::create(rewriter, loc, stored, v);
-      LLVM::StoreOp::create(rewriter, loc, access.join(rewriter, loc, run),
-                            elementPtr(local, r), access.alignment);
-    }
-    createClusterBarrier(rewriter, loc);
-
-    // Read block `rank`'s copy.
+    // Read block `rank`'s copy (the same layout: the same indices).
+    VectorAccess access(getContext(), buffer.stored, getAccessWidth(tileConverter, type));
+    const ElementIndices &indices = buffer.indices;
     auto clusterPtr = LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7);
-    Value remote = NVVM::MapaOp::create(rewriter, loc, clusterPtr, local, adaptor.getRank());
+    Value remote =
+        NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, adaptor.getRank());
     SmallVector<Value> results;
     for (size_t r = 0; r < values.size(); r += access.vec) {
+      Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
+                                        createI32Constant(rewriter, loc, indices.offsets[r]));
       Value loaded = LLVM::LoadOp::create(rewriter, loc, access.accessType,
-                                          elementPtr(remote, r), access.alignment);
+                                          buffer.elementPtr(rewriter, loc, remote, index),
+                                          access.alignment);
       for (Value v : access.split(rewriter, loc, loaded))
-        results.push_back(isBool ? LLVM::TruncOp::create(rewriter, loc, element, v) : v);
+        results.push_back(buffer.isBool ? LLVM::TruncOp::create(rewriter, loc, buffer.element, v)
+                                        : v);
     }
     // No block may leave (its shared memory) or overwrite its buffer while
     // another still reads it.
+    createClusterBarrier(rewriter, loc);
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
+    return success();
+  }
+};
+
+/// Publishes the source tile like tile.cluster_load (one cluster barrier),
+/// then each thread reads the elements of the result it holds: the result's
+/// row-major index e = rank * N + i (N the source's elements, a power of two)
+/// is element i of block `rank`'s buffer. A run of the result's registers
+/// (at most the last dimension, so never across two ranks) is one mapa +
+/// ld.shared::cluster. A second cluster barrier, as for cluster_load.
+struct ClusterGatherLowering : TileOpConversion<tile::ClusterGatherOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::ClusterGatherOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto srcType = llvm::cast<RankedTensorType>(op.getSrc().getType());
+    auto type = llvm::cast<RankedTensorType>(op.getType());
+    int64_t n = srcType.getNumElements();
+    if (!llvm::isPowerOf2_64(n))
+      return rewriter.notifyMatchFailure(op, "the source's elements are not a power of two");
+    SmallVector<Value> values = unpackTile(rewriter, loc, adaptor.getSrc());
+    int64_t resultRegisters = tileConverter.getMmaLayout(type)
+                                  ? tileConverter.getMmaLayout(type)->regsPerThread()
+                                  : tileConverter.getLayout(type).regsPerThread();
+    if (!runsDivide(tileConverter, srcType, values.size()) ||
+        !runsDivide(tileConverter, type, resultRegisters))
+      return rewriter.notifyMatchFailure(op, "access width does not divide the registers");
+    SharedTileBuffer buffer = publishTile(rewriter, op, tileConverter, srcType, values);
+
+    VectorAccess access(getContext(), buffer.stored, getAccessWidth(tileConverter, type));
+    ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);
+    auto clusterPtr = LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7);
+    Value log2n = createI32Constant(rewriter, loc, llvm::Log2_64(n));
+    Value innerMask = createI32Constant(rewriter, loc, n - 1);
+    SmallVector<Value> results;
+    for (int64_t r = 0; r < resultRegisters; r += access.vec) {
+      Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
+                                        createI32Constant(rewriter, loc, indices.offsets[r]));
+      Value rank = LLVM::LShrOp::create(rewriter, loc, index, log2n);
+      Value inner = LLVM::AndOp::create(rewriter, loc, index, innerMask);
+      Value remote = NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, rank);
+      Value loaded = LLVM::LoadOp::create(rewriter, loc, access.accessType,
+                                          buffer.elementPtr(rewriter, loc, remote, inner),
+                                          access.alignment);
+      for (Value v : access.split(rewriter, loc, loaded))
+        results.push_back(buffer.isBool ? LLVM::TruncOp::create(rewriter, loc, buffer.element, v)
+                                        : v);
+    }
     createClusterBarrier(rewriter, loc);
     rewriter.replaceOp(
         op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
@@ -119,5 +206,5 @@ void kiln::populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
   patterns.add<ClusterRegisterLowering<tile::ClusterCtaRankOp, NVVM::ClusterId>,
                ClusterRegisterLowering<tile::ClusterSizeOp, NVVM::ClusterDim>>(converter);
   patterns.add<ClusterBarrierLowering>(converter);
-  patterns.add<ClusterLoadLowering>(converter);
+  patterns.add<ClusterLoadLowering, ClusterGatherLowering>(converter);
 }

@@ -796,6 +796,23 @@ class Semantic:
             rank = self.cast(rank, kl.int32)
         return tensor(self.builder.cluster_load(x.handle, rank.handle), x.type)
 
+    def cluster_gather(self, x: Any) -> tensor:
+        x = self.to_tensor(x)
+        if not x.type.is_block():
+            raise SemanticError(f"cluster_gather needs a tile, got a scalar {x.dtype} (gather a "
+                                f"1-element tile, e.g. kl.full((1,), value, dtype))")
+        if x.dtype.is_ptr():
+            raise SemanticError(f"cluster_gather moves numbers, not pointers (got a tile of "
+                                f"{x.dtype})")
+        cx, cy, cz = self.cluster
+        size = cx * cy * cz
+        if size & (size - 1):
+            raise SemanticError(f"cluster_gather stacks the tiles of the cluster's programs "
+                                f"along a new first dimension, which must be a power of two; "
+                                f"the cluster {cx}x{cy}x{cz} has {size} programs")
+        return tensor(self.builder.cluster_gather(x.handle, size),
+                      block_type(x.dtype, [size] + list(x.shape)))
+
     # ------------------------------------------------------------------
     # Reductions
     # ------------------------------------------------------------------

@@ -111,22 +111,32 @@ class ClusterSync:
 
     def exchange(self, rank: int, tile: np.ndarray, source: int) -> np.ndarray:
         """Publishes ``tile`` as program ``rank``'s; returns program ``source``'s."""
+        return self._exchange("cluster_load", rank, tile, (source,))[0]
+
+    def gather(self, rank: int, tile: np.ndarray, size: int) -> np.ndarray:
+        """Publishes ``tile`` as program ``rank``'s; returns every program's, stacked in
+        rank order (one publish, the same two barriers as ``exchange``)."""
+        return np.stack(self._exchange("cluster_gather", rank, tile, tuple(range(size))))
+
+    def _exchange(self, what: str, rank: int, tile: np.ndarray,
+                  sources: Tuple[int, ...]) -> list:
         with self._cond:
             generation = self._generation
             self._published[rank] = (generation, np.array(tile, copy=True))
         self.barrier()
         with self._cond:
-            got = self._published.get(source)
-        if got is None or got[0] != generation:
-            raise InterpreterError(f"cluster_load: the program of rank {source} in the cluster "
-                                   f"did not publish a tile at this cluster_load (it exited or "
-                                   f"is at another cluster barrier)")
-        if got[1].shape != np.shape(tile) or got[1].dtype != np.asarray(tile).dtype:
-            raise InterpreterError(f"cluster_load: the program of rank {source} published a "
-                                   f"{got[1].dtype} tile of shape {list(got[1].shape)}, not "
-                                   f"{np.asarray(tile).dtype} {list(np.shape(tile))}")
+            got = [self._published.get(source) for source in sources]
+        for source, g in zip(sources, got):
+            if g is None or g[0] != generation:
+                raise InterpreterError(f"{what}: the program of rank {source} in the cluster "
+                                       f"did not publish a tile at this {what} (it exited or "
+                                       f"is at another cluster barrier)")
+            if g[1].shape != np.shape(tile) or g[1].dtype != np.asarray(tile).dtype:
+                raise InterpreterError(f"{what}: the program of rank {source} published a "
+                                       f"{g[1].dtype} tile of shape {list(g[1].shape)}, not "
+                                       f"{np.asarray(tile).dtype} {list(np.shape(tile))}")
         self.barrier()
-        return got[1]
+        return [g[1] for g in got]
 
 
 class _IfOp:
@@ -366,6 +376,17 @@ class NumpyBuilder:
             return np.array(x, copy=True)
         try:
             return self.cluster_sync.exchange(self._cluster_rank(), x, source)
+        except InterpreterError:
+            self.fault = True
+            raise
+
+    def cluster_gather(self, x: Any, size: int) -> np.ndarray:
+        if not self.active():
+            return np.zeros((size,) + np.shape(x), dtype=np.asarray(x).dtype)
+        if self.cluster_sync is None:
+            return np.array(x, copy=True)[None]
+        try:
+            return self.cluster_sync.gather(self._cluster_rank(), x, size)
         except InterpreterError:
             self.fault = True
             raise

@@ -328,6 +328,18 @@ def cluster_load(x: Any, rank: Any, _semantic: Any = None) -> tensor:
     return _semantic.cluster_load(x, rank)
 
 
+@builtin
+def cluster_gather(x: Any, _semantic: Any = None) -> tensor:
+    """The tiles ``x`` of every program of this program's cluster, stacked in rank order:
+    shape ``[cluster_size(), *x.shape]``, row ``r`` the ``x`` of the program of rank ``r``
+    (distributed shared memory). Every program publishes its ``x`` once and reads every
+    rank's copy after ONE cluster barrier; a second one keeps the copies alive until all
+    have read (two cluster barriers, where a ``cluster_load`` per rank takes two each). The
+    cluster size must be a power of two; every program of the cluster must call it. A
+    cluster-wide sum: ``kl.sum(kl.cluster_gather(partial), axis=0)``."""
+    return _semantic.cluster_gather(x)
+
+
 class range:  # noqa: A001 - kl.range mirrors the builtin
     """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
     whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
@@ -409,7 +421,7 @@ __all__ = [
     "abs", "arange", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv",
     "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
-    "cluster_load", "cluster_size",
+    "cluster_gather", "cluster_load", "cluster_size",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
     "minimum",

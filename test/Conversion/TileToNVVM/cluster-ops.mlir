@@ -124,3 +124,83 @@ func.func @cluster_load_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32}, %
   tile.store %p, %e : tensor<64x!tile.ptr<i8>>
   return
 }
+
+// -----
+
+// tile.cluster_gather of a 512xf32 tile (128 threads, one run of four each) in
+// a cluster of 2: the thread's run is stored once (16 bytes), ONE cluster
+// barrier, then for each of the two runs of the 2x512 result (elements
+// 4 tid and 512 + 4 tid) the rank is index >> 9 and the element index & 511:
+// one mapa and one 16-byte load each; a second cluster barrier and no more.
+// CHECK: llvm.mlir.global internal @__kiln_cluster_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_gather
+// CHECK-SAME: attributes {nvvm.cluster_dim = array<i32: 2, 1, 1>, nvvm.kernel, nvvm.reqntid = array<i32: 128, 1, 1>}
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_cluster_smem_0 : !llvm.ptr<3>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: %[[I0:.*]] = llvm.add %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[R0:.*]] = llvm.lshr %[[I0]], %{{.*}} : i32
+// CHECK-NEXT: %[[E0:.*]] = llvm.and %[[I0]], %{{.*}} : i32
+// CHECK-NEXT: %[[M0:.*]] = nvvm.mapa %[[BUF]], %[[R0]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT: %[[Q0:.*]] = llvm.getelementptr %[[M0]][%[[E0]]] : (!llvm.ptr<7>, i32) -> !llvm.ptr<7>, f32
+// CHECK-NEXT: llvm.load %[[Q0]] {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
+// CHECK-NOT: nvvm.cluster
+// CHECK: %[[I1:.*]] = llvm.add %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[R1:.*]] = llvm.lshr %[[I1]], %{{.*}} : i32
+// CHECK-NEXT: %[[E1:.*]] = llvm.and %[[I1]], %{{.*}} : i32
+// CHECK-NEXT: %[[M1:.*]] = nvvm.mapa %[[BUF]], %[[R1]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT: %[[Q1:.*]] = llvm.getelementptr %[[M1]][%[[E1]]] : (!llvm.ptr<7>, i32) -> !llvm.ptr<7>, f32
+// CHECK-NEXT: llvm.load %[[Q1]] {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
+// CHECK-NOT: llvm.load
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: llvm.return
+func.func @cluster_gather(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                          %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1, 1>} {
+  %o = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %o : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %p : tensor<512x!tile.ptr<f32>>
+  %g = tile.cluster_gather %v : tensor<512xf32> -> tensor<2x512xf32>
+  %r = tile.reshape %g : tensor<2x512xf32> -> tensor<1024xf32>
+  %o2 = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %q = tile.addptr %ys, %o2 : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  tile.store %q, %r : tensor<1024x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// Booleans travel as bytes; a cluster of one (no tile.cluster_dims) gathers a
+// [1, 64] tile: one publish, rank index >> 6 (always 0), two barriers.
+// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_gather_bool
+// CHECK-SAME: attributes {nvvm.kernel, nvvm.reqntid = array<i32: 32, 1, 1>}
+// CHECK-COUNT-16: llvm.zext %{{.*}} : i1 to i8
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.mapa
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
+// CHECK-NEXT: llvm.bitcast %{{.*}} : vector<4xi32> to vector<16xi8>
+// CHECK-COUNT-16: llvm.trunc %{{.*}} : i8 to i1
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+func.func @cluster_gather_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %o = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %xs = tile.splat %x : !tile.ptr<i8> -> tensor<64x!tile.ptr<i8>>
+  %p = tile.addptr %xs, %o : tensor<64x!tile.ptr<i8>>, tensor<64xi32>
+  %v = tile.load %p : tensor<64x!tile.ptr<i8>>
+  %z = arith.constant dense<0> : tensor<64xi8>
+  %m = arith.cmpi ne, %v, %z : tensor<64xi8>
+  %g = tile.cluster_gather %m : tensor<64xi1> -> tensor<1x64xi1>
+  %r = tile.reshape %g : tensor<1x64xi1> -> tensor<64xi1>
+  %e = arith.extui %r : tensor<64xi1> to tensor<64xi8>
+  tile.store %p, %e : tensor<64x!tile.ptr<i8>>
+  return
+}

@@ -106,6 +106,54 @@ func.func @cluster_load_rank_outside(%x: tensor<128xf32>) attributes {tile.clust
 
 // -----
 
+func.func @cluster_gather_wrong_size(%x: tensor<128xf32>) attributes {tile.cluster_dims = array<i32: 2, 2, 1>} {
+  // expected-error @+1 {{'tile.cluster_gather' op expected result type 'tensor<4x128xf32>' (the cluster size 4, then the source's shape), got 'tensor<2x128xf32>'}}
+  %0 = tile.cluster_gather %x : tensor<128xf32> -> tensor<2x128xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_no_cluster(%x: tensor<128xf32>) {
+  // expected-error @+1 {{'tile.cluster_gather' op expected result type 'tensor<1x128xf32>' (the cluster size 1, then the source's shape), got 'tensor<2x128xf32>'}}
+  %0 = tile.cluster_gather %x : tensor<128xf32> -> tensor<2x128xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_wrong_shape(%x: tensor<4x32xf32>) attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
+  // expected-error @+1 {{'tile.cluster_gather' op expected result type 'tensor<2x4x32xf32>' (the cluster size 2, then the source's shape), got 'tensor<2x128xf32>'}}
+  %0 = tile.cluster_gather %x : tensor<4x32xf32> -> tensor<2x128xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_element_type(%x: tensor<128xf32>) attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
+  // expected-error @+1 {{'tile.cluster_gather' op expected result type 'tensor<2x128xf32>' (the cluster size 2, then the source's shape), got 'tensor<2x128xf16>'}}
+  %0 = tile.cluster_gather %x : tensor<128xf32> -> tensor<2x128xf16>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_not_power_of_two(%x: tensor<128xf32>) attributes {tile.cluster_dims = array<i32: 3, 1, 1>} {
+  // expected-error @+1 {{'tile.cluster_gather' op expected a cluster of a power-of-two size, got 3x1x1 (3 blocks)}}
+  %0 = tile.cluster_gather %x : tensor<128xf32> -> tensor<3x128xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_of_pointers(%p: tensor<128x!tile.ptr<f32>>) attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
+  // expected-error @+1 {{'tile.cluster_gather' op operand #0 must be ranked tensor of floating-point or signless integer values}}
+  %0 = tile.cluster_gather %p : tensor<128x!tile.ptr<f32>> -> tensor<2x128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op expected 'tile.cluster_dims' to be an array<i32> of 3 entries, got array<i32: 2, 1>}}
 func.func @cluster_dims_two_entries() attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1>} {
   return

@@ -61,6 +61,26 @@ func.func @cluster(%x: tensor<128xf32>, %m: tensor<4x8xi1>, %r: i32)
   return %0, %1, %2, %3, %4, %5, %6 : i32, i32, i32, i32, i32, tensor<128xf32>, tensor<4x8xi1>
 }
 
+// tile.cluster_gather stacks the cluster's tiles along a new first dimension
+// of the cluster size (4 here, 1 without tile.cluster_dims).
+// CHECK-LABEL: func.func @cluster_gather
+// CHECK: %{{.*}} = tile.cluster_gather %{{.*}} : tensor<128xf32> -> tensor<4x128xf32>
+// CHECK: %{{.*}} = tile.cluster_gather %{{.*}} : tensor<2x8xi1> -> tensor<4x2x8xi1>
+func.func @cluster_gather(%x: tensor<128xf32>, %m: tensor<2x8xi1>)
+    -> (tensor<4x128xf32>, tensor<4x2x8xi1>)
+    attributes {tile.cluster_dims = array<i32: 2, 2, 1>} {
+  %0 = tile.cluster_gather %x : tensor<128xf32> -> tensor<4x128xf32>
+  %1 = tile.cluster_gather %m : tensor<2x8xi1> -> tensor<4x2x8xi1>
+  return %0, %1 : tensor<4x128xf32>, tensor<4x2x8xi1>
+}
+
+// CHECK-LABEL: func.func @cluster_gather_of_one
+// CHECK: %{{.*}} = tile.cluster_gather %{{.*}} : tensor<16xi32> -> tensor<1x16xi32>
+func.func @cluster_gather_of_one(%x: tensor<16xi32>) -> tensor<1x16xi32> {
+  %0 = tile.cluster_gather %x : tensor<16xi32> -> tensor<1x16xi32>
+  return %0 : tensor<1x16xi32>
+}
+
 // CHECK-LABEL: func.func @make_range
 // CHECK: tile.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
 // CHECK: tile.make_range {end = 20 : i32, start = 4 : i32} : tensor<16xi32>

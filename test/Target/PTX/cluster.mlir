@@ -109,3 +109,64 @@ func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   tile.store %yp, %sum : tensor<512x!tile.ptr<f32>>
   return
 }
+
+// tile.cluster_gather + a sum over axis 0: the thread's 16 bytes stored once,
+// ONE cluster barrier, then one mapa + 16-byte ld.shared::cluster per rank (the
+// ranks fold to constants: the result's run k of thread t is element
+// (k * 128 + t) * 4, rank k), a second cluster barrier, and the sum in
+// registers, rank 0 first.
+// CHECK-LABEL: .visible .entry cluster_gather_sum(
+// CHECK: .reqnctapercluster 4, 1, 1
+// CHECK: .shared .align 16 .b8 __kiln_cluster_smem_[[N:[0-9]+]][2048];
+// CHECK: mov.b64 %rd[[BUF:[0-9]+]], __kiln_cluster_smem_[[N]];
+// CHECK-NEXT: add.s64 %rd[[MINE:[0-9]+]], %rd[[BUF]], %rd[[OFF:[0-9]+]];
+// CHECK-SM90-NEXT: st.shared.v4.b32 [%rd[[MINE]]], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
+// CHECK-SM100-NEXT: st.shared.v2.b64 [%rd[[MINE]]], {%rd{{[0-9]+}}, %rd{{[0-9]+}}};
+// CHECK-SM103-NEXT: st.shared.v2.b64 [%rd[[MINE]]], {%rd{{[0-9]+}}, %rd{{[0-9]+}}};
+// CHECK-NEXT: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NEXT: mapa.shared::cluster.u64 %rd[[R0:[0-9]+]], %rd[[BUF]], 0;
+// CHECK-NEXT: add.s64 %rd[[A0:[0-9]+]], %rd[[R0]], %rd[[OFF]];
+// CHECK-NEXT: ld.shared::cluster.v4.b32 {%r[[X0:[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd[[A0]]];
+// CHECK-NEXT: mapa.shared::cluster.u64 %rd[[R1:[0-9]+]], %rd[[BUF]], 1;
+// CHECK-NEXT: add.s64 %rd[[A1:[0-9]+]], %rd[[R1]], %rd[[OFF]];
+// CHECK-NEXT: ld.shared::cluster.v4.b32 {%r[[X1:[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd[[A1]]];
+// CHECK-NEXT: mapa.shared::cluster.u64 %rd[[R2:[0-9]+]], %rd[[BUF]], 2;
+// CHECK-NEXT: add.s64 %rd{{[0-9]+}}, %rd[[R2]], %rd[[OFF]];
+// CHECK-NEXT: ld.shared::cluster.v4.b32
+// CHECK-NEXT: mapa.shared::cluster.u64 %rd[[R3:[0-9]+]], %rd[[BUF]], 3;
+// CHECK-NEXT: add.s64 %rd{{[0-9]+}}, %rd[[R3]], %rd[[OFF]];
+// CHECK-NEXT: ld.shared::cluster.v4.b32
+// CHECK-NEXT: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NEXT: add.rn.f32 %r{{[0-9]+}}, %r[[X0]], %r[[X1]];
+// CHECK-NOT: barrier.cluster
+// CHECK-COUNT-11: add.rn.f32
+// CHECK-NOT: barrier.cluster
+// CHECK-SM90: st.global.v4.b32
+// CHECK-SM100: st.global.v2.b64
+// CHECK-SM103: st.global.v2.b64
+// CHECK: ret;
+func.func @cluster_gather_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                              %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
+  %pid = tile.program_id x : i32
+  %c512 = arith.constant 512 : i32
+  %base = arith.muli %pid, %c512 : i32
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %bs = tile.splat %base : i32 -> tensor<512xi32>
+  %offs = arith.addi %bs, %r : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %xp = tile.addptr %xs, %offs : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %xp : tensor<512x!tile.ptr<f32>>
+  %g = tile.cluster_gather %v : tensor<512xf32> -> tensor<4x512xf32>
+  %sum = tile.reduce %g {axis = 0 : i32} : tensor<4x512xf32> -> tensor<512xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.addf %a, %b : f32
+    tile.reduce.return %c : f32
+  }
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %yp = tile.addptr %ys, %offs : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  tile.store %yp, %sum : tensor<512x!tile.ptr<f32>>
+  return
+}

@@ -422,6 +422,39 @@ def Tile_ClusterLoadOp : Tile_Op<"cluster_load", [MemoryEffects<[MemRead, MemWri
   let hasVerifier = 1;
 }
 
+def Tile_ClusterGatherOp : Tile_Op<"cluster_gather", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "the tiles `src` of every block of the cluster, stacked in rank order";
+  let description = [{
+    ```mlir
+    %all = tile.cluster_gather %x : tensor<64xf32> -> tensor<8x64xf32>
+    ```
+    Every block of the cluster publishes its tile `%x` in a shared-memory
+    buffer of its own; after ONE cluster barrier each thread reads the elements
+    of the result it holds, element `(r, i...)` from the buffer of block `r`
+    (its `tile.cluster_cta_rank`) at index `(i...)`, and a second cluster
+    barrier keeps every buffer alive and unchanged until all blocks have read.
+    The result's shape is `[S, src shape...]` with `S` the cluster size (the
+    product of the kernel's `tile.cluster_dims`, 1 without them), and it has its
+    own blocked layout. Two cluster barriers in all, whatever `S` (a loop of
+    `tile.cluster_load` needs two per rank). A cluster-wide sum is a
+    `tile.reduce` of the result along axis 0.
+
+    PTX: `st.shared` of the thread's elements of `%x`,
+    `barrier.cluster.arrive.aligned` + `barrier.cluster.wait.aligned`, then per
+    run of the result's elements (up to 16 bytes, never across two ranks)
+    `mapa.shared::cluster` of the buffer to the run's rank and
+    `ld.shared::cluster`, and the second arrive + wait. i1 elements travel as
+    bytes.
+
+    As a cluster barrier, every block of the cluster must execute it. `S` must
+    be a power of two (tiles have power-of-two dimensions).
+  }];
+  let arguments = (ins RankedTensorOf<[Tile_Float, Tile_Int]>:$src);
+  let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
