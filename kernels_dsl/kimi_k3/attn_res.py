@@ -58,7 +58,8 @@ over the cluster, the same scores and softmax in every program (p normalized fir
 sum_r p_r rows_r), the slice of mix, a second ``cluster_gather`` of its partial sum of squares
 for the output RMSNorm, and the program's H/8 outputs (and, with write_prefix, its slice of
 the snapshot, stored from the prefix row as loaded). Four cluster barriers in all. The wrapper
-picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (and H / 8 is a multiple of 8).
+picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb + 1 <= CLUSTER_MAX_ROWS (and
+H / 8 is a multiple of 8).
 
 Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
 the kernel waits for the previous grid before its first load (the spec's CUDA kernel reads the
@@ -321,6 +322,10 @@ AOT_SPECIALIZATIONS = [
 #: T programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T = 1). 0: never.
 #: Without an SM count (not a CUDA tensor) the persistent kernel runs.
 CLUSTER_MAX_WAVES = 2
+#: ... and when the nvb + 1 rows fit CLUSTER_MAX_ROWS: on the H200 at T = 1 the cluster kernel
+#: took nvb = 4 (8 rows) from 7.8 to 5.7 us, but nvb = 8 (16 padded rows, 16 warps) to 12.6 us
+#: against the persistent kernel's 10.4 (bench/results/h200-bench_kimi_k3.md).
+CLUSTER_MAX_ROWS = 8
 #: row elements a thread of the cluster kernel holds at most ([RP, SLICE] over 8 to 16 warps:
 #: sm_90a registers RP 1 -> 40, 2 -> 40, 4 -> 64, 8 -> 117, 16 -> 120 at 16 warps; no spills)
 CLUSTER_THREAD_ELEMS = 32
@@ -337,20 +342,21 @@ def _cluster_config(h: int, nvb: int) -> tuple:
     return slice_, rp, min(16, max(8, rp * slice_ // (32 * CLUSTER_THREAD_ELEMS)))
 
 
-def use_cluster_kernel(t: int, h: int, num_sms: Optional[int]) -> bool:
-    """Whether T tokens of H go to the cluster kernel: few tokens on a known device, and an H
-    that splits into CLUSTER_SIZE slices of 16-byte vectors."""
+def use_cluster_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool:
+    """Whether T tokens of H (nvb bank rows) go to the cluster kernel: few tokens on a known
+    device, at most CLUSTER_MAX_ROWS rows, and an H that splits into CLUSTER_SIZE slices of
+    16-byte vectors."""
     return (bool(num_sms) and CLUSTER_MAX_WAVES > 0
             and t * CLUSTER_SIZE <= CLUSTER_MAX_WAVES * num_sms
-            and h % (8 * CLUSTER_SIZE) == 0)
+            and nvb + 1 <= CLUSTER_MAX_ROWS and h % (8 * CLUSTER_SIZE) == 0)
 
 
 def _cluster_kernel_name(write_prefix: bool, rp: int) -> str:
     return f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
 
 
-#: one specialization per padded row count (nvb 0 -> 1 row, 1 -> 2, 2..3 -> 4, 4..7 -> 8, 8 -> 16)
-_CLUSTER_ROWS = (1, 2, 4, 8, 16)
+#: one specialization per padded row count (nvb 0 -> 1 row, 1 -> 2, 2..3 -> 4, 4..7 -> 8)
+_CLUSTER_ROWS = tuple(1 << i for i in range(CLUSTER_MAX_ROWS.bit_length()))
 
 AOT_SPECIALIZATIONS += [
     Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp), signature=_SIGNATURE,
@@ -443,7 +449,7 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
         return out
     num_sms = _num_sms(prefix_sum)
     args = (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps))
-    if use_cluster_kernel(t, h, num_sms):
+    if use_cluster_kernel(t, h, nvb, num_sms):
         slice_, rp, num_warps = _cluster_config(h, nvb)
         L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp),
                  (t * CLUSTER_SIZE,), args,
