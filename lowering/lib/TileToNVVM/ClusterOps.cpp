@@ -63,6 +63,16 @@ struct SharedTileBuffer {
     return LLVM::GEPOp::create(b, loc, base.getType(), stored, base,
                                ArrayRef<LLVM::GEPArg>{index});
   }
+
+  /// One `access` of the buffer `base` (a block's, mapped into the cluster) at
+  /// element `index`, appended to `results` as register values.
+  void load(OpBuilder &b, Location loc, const VectorAccess &access, Value base, Value index,
+            SmallVectorImpl<Value> &results) const {
+    Value loaded = LLVM::LoadOp::create(b, loc, access.accessType, elementPtr(b, loc, base, index),
+                                        access.alignment);
+    for (Value v : access.split(b, loc, loaded))
+      results.push_back(isBool ? LLVM::TruncOp::create(b, loc, element, v) : v);
+  }
 };
 
 /// Each thread stores the elements of `src` (a tile of `type`, converted
@@ -131,12 +141,7 @@ struct ClusterLoadLowering : TileOpConversion<tile::ClusterLoadOp> {
     for (size_t r = 0; r < values.size(); r += access.vec) {
       Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
                                         createI32Constant(rewriter, loc, indices.offsets[r]));
-      Value loaded = LLVM::LoadOp::create(rewriter, loc, access.accessType,
-                                          buffer.elementPtr(rewriter, loc, remote, index),
-                                          access.alignment);
-      for (Value v : access.split(rewriter, loc, loaded))
-        results.push_back(buffer.isBool ? LLVM::TruncOp::create(rewriter, loc, buffer.element, v)
-                                        : v);
+      buffer.load(rewriter, loc, access, remote, index, results);
     }
     // No block may leave (its shared memory) or overwrite its buffer while
     // another still reads it.
@@ -185,12 +190,7 @@ struct ClusterGatherLowering : TileOpConversion<tile::ClusterGatherOp> {
       Value rank = LLVM::LShrOp::create(rewriter, loc, index, log2n);
       Value inner = LLVM::AndOp::create(rewriter, loc, index, innerMask);
       Value remote = NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, rank);
-      Value loaded = LLVM::LoadOp::create(rewriter, loc, access.accessType,
-                                          buffer.elementPtr(rewriter, loc, remote, inner),
-                                          access.alignment);
-      for (Value v : access.split(rewriter, loc, loaded))
-        results.push_back(buffer.isBool ? LLVM::TruncOp::create(rewriter, loc, buffer.element, v)
-                                        : v);
+      buffer.load(rewriter, loc, access, remote, inner, results);
     }
     createClusterBarrier(rewriter, loc);
     rewriter.replaceOp(
