@@ -20,7 +20,8 @@ program) sums the partials in chunks of CHUNK, adds the length term and applies 
 Pass 1 reads the tensor as int32 words in 16-byte vectors when its byte length is a
 multiple of 4 and its address 16-byte aligned (``WORDS``), else as bytes (``*u8``), so any
 dtype and any byte length work without a padded copy; ``nbytes`` is not specialized
-(``do_not_specialize``). ``launch_hash`` picks the path and launches both passes.
+(``do_not_specialize``). ``launch_hash`` picks the path and launches both passes, or for a
+single tile (up to TILE words) pass 1 alone with ``FINISH`` (one launch: the T = 1 latency).
 """
 
 from __future__ import annotations
@@ -58,11 +59,14 @@ def _word_mix(widx, word):
 
 @kiln.jit(num_warps=4, do_not_specialize=["nbytes"])
 def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
-                                BLOCK: kl.constexpr, WORDS: kl.constexpr = False):
+                                BLOCK: kl.constexpr, WORDS: kl.constexpr = False,
+                                FINISH: kl.constexpr = False):
     """One partial per TILE words, BLOCK words at a time. WORDS: x_ptr is the data as int32
     words (nbytes % 4 == 0), read as [BLOCK / 4, 4] tiles of 16-byte vectors (rows past the
     last full vector masked whole); the last 0-3 words are added by program 0. Without it
-    x_ptr is *u8 and each word is assembled from four byte loads (any nbytes)."""
+    x_ptr is *u8 and each word is assembled from four byte loads (any nbytes). FINISH (a
+    single tile, one program): the partial is the sum, so the program writes the hash itself
+    to partials_ptr (the output) and pass 2 is not launched."""
     pid = kl.program_id(0)
     if WORDS:
         VROWS: kl.constexpr = BLOCK // 4
@@ -93,6 +97,8 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
             h = _word_mix(widx, word)
             acc = acc + kl.where(boff < nbytes, h, kl.zeros((BLOCK,), kl.uint64))
         total = kl.sum(acc)
+    if FINISH:
+        total = _fmix64(total + nbytes.to(kl.uint64) * GOLDEN)
     kl.store(partials_ptr + pid, total.to(kl.int64, bitcast=True))
 
 
@@ -118,18 +124,17 @@ TILE, BLOCK, CHUNK, NUM_WARPS = 8192, 1024, 1024, 4
 HASH_WORDS = True
 
 
-def _partials_spec(words: bool) -> Spec:
+def _partials_spec(words: bool, finish: bool) -> Spec:
     return Spec(tensor_hash_partials_kernel, name="tensor_hash_partials",
                 signature={"x_ptr": "*i32" if words else "*u8", "partials_ptr": "*i64",
                            "nbytes": "i32"},
-                constexprs={"TILE": TILE, "BLOCK": BLOCK, "WORDS": words},
+                constexprs={"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish},
                 divisibility=["x_ptr", "partials_ptr"] if words else ["partials_ptr"],
                 num_warps=NUM_WARPS)
 
 
-AOT_SPECIALIZATIONS = [
-    _partials_spec(False),
-    _partials_spec(True),
+AOT_SPECIALIZATIONS = [_partials_spec(words, finish) for words in (False, True)
+                       for finish in (False, True)] + [
     Spec(tensor_hash_finish_kernel, name="tensor_hash_finish",
          signature={"partials_ptr": "*i64", "out_ptr": "*i64", "num_partials": "i32",
                     "nbytes": "i32"},
@@ -155,10 +160,13 @@ def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
         import torch
 
         x = x.view(torch.int32)
-    L.launch(tensor_hash_partials_kernel, "tensor_hash_partials", (np_,), (x, partials, nbytes),
-             {"TILE": TILE, "BLOCK": BLOCK, "WORDS": words}, NUM_WARPS)
-    L.launch(tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
-             (partials, out, np_, nbytes), {"CHUNK": CHUNK}, NUM_WARPS)
+    finish = np_ == 1  # one tile (up to 32 KiB): one launch writes the hash
+    L.launch(tensor_hash_partials_kernel, "tensor_hash_partials", (np_,),
+             (x, out if finish else partials, nbytes),
+             {"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish}, NUM_WARPS)
+    if not finish:
+        L.launch(tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
+                 (partials, out, np_, nbytes), {"CHUNK": CHUNK}, NUM_WARPS)
     return out
 
 

@@ -47,9 +47,9 @@ def ref_hash(data: bytes) -> int:
 
 
 def interp_hash(data: bytes, tile=th.TILE, block=th.BLOCK, chunk=th.CHUNK,
-                words=False) -> int:
-    """Runs the two passes as the wrapper launches them (empty -> 0, no launch); ``words``:
-    the WORDS path (int32 words, n % 4 == 0)."""
+                words=False, two_pass=False) -> int:
+    """Runs the passes as the wrapper launches them (empty -> 0, no launch; one tile: pass 1
+    alone with FINISH); ``words``: the WORDS path (int32 words, n % 4 == 0)."""
     n = len(data)
     if n == 0:
         return 0
@@ -59,10 +59,22 @@ def interp_hash(data: bytes, tile=th.TILE, block=th.BLOCK, chunk=th.CHUNK,
     num_partials = kiln.cdiv(kiln.cdiv(n, 4), tile)
     partials = np.full(num_partials, 0x5A5A5A5A, dtype=np.int64)  # poisoned
     out = np.full(1, -1, dtype=np.int64)
+    if num_partials == 1 and not two_pass:
+        interpret(th.tensor_hash_partials_kernel, (1,), x, out, n, TILE=tile, BLOCK=block,
+                  WORDS=words, FINISH=True)
+        return int(out[0]) & MASK
     interpret(th.tensor_hash_partials_kernel, (num_partials,), x, partials, n, TILE=tile,
               BLOCK=block, WORDS=words)
     interpret(th.tensor_hash_finish_kernel, (1,), partials, out, num_partials, n, CHUNK=chunk)
     return int(out[0]) & MASK
+
+
+@pytest.mark.parametrize("words,n", [(False, 1), (False, 1000), (True, 28), (True, 4096)])
+def test_single_tile_finish_equals_two_passes(words, n):
+    """One tile: pass 1 with FINISH gives the two passes' hash (and the reference's)."""
+    data = rand_bytes(n, 3 * n + words)
+    one = interp_hash(data, words=words)
+    assert one == interp_hash(data, words=words, two_pass=True) == ref_hash(data)
 
 
 def rand_bytes(n, seed):
