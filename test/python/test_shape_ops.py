@@ -233,7 +233,20 @@ def test_transposes_share_one_buffer_and_it_counts():
     ck = transposes.compile(sig, {"N": 128, "ROW": True}, POINTERS, num_warps=4,
                             arch="sm_90a", upto="ptx")
     assert ".extern .shared .align 1024 .b8 __kiln_dynamic_smem[];" in ck.ptx
-    assert ck.meta["shared_bytes"] >= 32768 + 16892
+    assert ck.meta["shared_bytes"] >= 32768
+
+
+def test_dynamic_shared_memory_reuses_the_bytes_of_finished_buffers():
+    sig = {"x_ptr": "*f32", "y_ptr": "*f32"}
+    # the transposes' exchange buffer (16892 bytes) is done (its last bar.sync) before
+    # the broadcast writes its 32 KiB: side by side 49660 bytes, past 48 KiB, but the
+    # broadcast reuses the transposes' bytes and the kernel needs only its 32 KiB
+    ck = transposes.compile(sig, {"N": 128, "ROW": True}, POINTERS, num_warps=4,
+                            arch="sm_90a", upto="cubin")
+    assert re.findall(r"^.*\.shared .*;$", ck.ptx, re.M) == [
+        ".extern .shared .align 1024 .b8 __kiln_dynamic_smem[];"]
+    assert ck.meta["shared_bytes"] == 32768 < 32768 + 16892
+    assert ck.cubin[:4] == b"\x7fELF"
 
 
 # ---------------------------------------------------------------------------

@@ -1,11 +1,29 @@
 //===- AllocateSharedMemory.cpp - dynamic shared memory past 48 KiB ---------===//
+//
+// Past 48 KiB the shared buffers of a module move into one dynamic array, at
+// offsets chosen so that buffers whose live intervals overlap never overlap in
+// memory (first fit, largest first). A buffer's interval runs over the ops of
+// the module in program order, from the first to the last use of its address
+// (a use inside a loop holds it over the whole loop), and on to the next
+// block-wide `bar.sync` of the kernel's body, so that a buffer placed after it
+// is written only once every thread is done with this one. A buffer whose
+// address reaches anything but plain loads, stores, atomics and address
+// arithmetic (TMA, cp.async, mbarriers, wgmma/tcgen05 descriptors, DSMEM
+// `mapa`, inline asm, calls, control flow), or that is used outside one
+// kernel function, is live over the whole module.
+//
+//===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Tile/IR/TileDialect.h"
 #include "kiln/Dialect/Tile/IR/TileTypes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace kiln {
@@ -19,34 +37,218 @@ namespace {
 constexpr llvm::StringLiteral kDynamicName = "__kiln_dynamic_smem";
 constexpr unsigned kDynamicAlignment = 1024;
 
+/// A closed interval of op positions in program order.
+struct Interval {
+  int64_t start, end;
+  bool overlaps(const Interval &other) const {
+    return start <= other.end && other.start <= end;
+  }
+};
+
+struct Buffer {
+  LLVM::GlobalOp global;
+  int64_t size, align;
+  Interval live;
+  int64_t offset = -1;
+};
+
+/// Region-holding ops that run their region at most once; any other one (a
+/// loop, or an op this pass does not know) may repeat it.
+bool runsRegionsOnce(Operation *op) {
+  return isa<scf::IfOp, scf::IndexSwitchOp, scf::ExecuteRegionOp>(op);
+}
+
+/// Ops through which an address flows without leaving the thread's
+/// synchronous view of shared memory: their results are derived addresses
+/// (or integers of them) to follow.
+bool forwardsAddress(Operation *op) {
+  return isa<LLVM::GEPOp, LLVM::BitcastOp, LLVM::AddrSpaceCastOp, LLVM::PtrToIntOp,
+             LLVM::IntToPtrOp, LLVM::AddOp, LLVM::SubOp, LLVM::MulOp, LLVM::AndOp,
+             LLVM::OrOp, LLVM::XOrOp, LLVM::ShlOp, LLVM::LShrOp, LLVM::TruncOp,
+             LLVM::ZExtOp, LLVM::SExtOp, LLVM::SelectOp>(op);
+}
+
+/// The shared address a plain load, store or atomic accesses; null for any
+/// other op.
+Value accessedAddress(Operation *op) {
+  if (auto load = dyn_cast<LLVM::LoadOp>(op))
+    return load.getAddr();
+  if (auto store = dyn_cast<LLVM::StoreOp>(op))
+    return store.getAddr();
+  if (auto rmw = dyn_cast<LLVM::AtomicRMWOp>(op))
+    return rmw.getPtr();
+  if (auto cmpxchg = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
+    return cmpxchg.getPtr();
+  return {};
+}
+
+/// Numbers the ops of the module in program order and answers the position
+/// questions the intervals need.
+class ProgramOrder {
+public:
+  explicit ProgramOrder(ModuleOp module) {
+    module.walk<WalkOrder::PreOrder>([&](Operation *op) { position[op] = count++; });
+    module.walk([&](LLVM::LLVMFuncOp func) {
+      int64_t last = position[func];
+      func.walk([&](Operation *op) { last = std::max(last, position[op]); });
+      extent[func] = {position[func], last};
+      // Only a bar.sync of every thread, unconditionally at the top of the
+      // body, separates two buffers in time.
+      if (func.getBody().hasOneBlock())
+        for (auto barrier : func.getBody().front().getOps<NVVM::BarrierOp>())
+          if (!barrier.getNumberOfThreads())
+            barriers[func].push_back(position[barrier]);
+    });
+  }
+
+  int64_t size() const { return count; }
+
+  /// The positions over which `op` runs: a loop around it repeats it.
+  Interval span(Operation *op, LLVM::LLVMFuncOp func) const {
+    Interval span{position.lookup(op), position.lookup(op)};
+    for (Operation *parent = op->getParentOp(); parent && parent != func.getOperation();
+         parent = parent->getParentOp()) {
+      if (runsRegionsOnce(parent))
+        continue;
+      int64_t last = position.lookup(parent);
+      parent->walk([&](Operation *nested) { last = std::max(last, position.lookup(nested)); });
+      span = {std::min(span.start, position.lookup(parent)), std::max(span.end, last)};
+    }
+    return span;
+  }
+
+  /// The first block-wide barrier of `func` after `end`, else its last op.
+  int64_t nextBarrier(LLVM::LLVMFuncOp func, int64_t end) const {
+    auto it = barriers.find(func);
+    if (it != barriers.end())
+      for (int64_t barrier : it->second)
+        if (barrier > end)
+          return barrier;
+    return extent.lookup(func).end;
+  }
+
+private:
+  int64_t count = 0;
+  llvm::DenseMap<Operation *, int64_t> position;
+  llvm::DenseMap<Operation *, Interval> extent;
+  llvm::DenseMap<Operation *, SmallVector<int64_t>> barriers;
+};
+
+/// The live interval of `global`, or the whole module where its uses cannot
+/// be bounded.
+Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder &order) {
+  Interval whole{0, order.size() - 1};
+  SmallVector<Value> worklist;
+  llvm::DenseSet<Value> seen;
+  LLVM::LLVMFuncOp func;
+  bool escapes = false;
+  module.walk([&](LLVM::AddressOfOp op) {
+    if (op.getGlobalName() != global.getSymName())
+      return;
+    auto parent = op->getParentOfType<LLVM::LLVMFuncOp>();
+    if (!parent || (func && parent != func))
+      escapes = true;
+    func = parent;
+    worklist.push_back(op.getResult());
+  });
+  // A device function runs inside some kernel's interval, unknown here.
+  if (worklist.empty() || escapes || !func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()) ||
+      !func.getBody().hasOneBlock())
+    return whole;
+
+  std::optional<Interval> live;
+  auto extend = [&](Operation *op) {
+    Interval span = order.span(op, func);
+    live = live ? Interval{std::min(live->start, span.start), std::max(live->end, span.end)}
+                : span;
+  };
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      // Into the cluster's window (other blocks' reads): not this block's.
+      if (isa<LLVM::AddrSpaceCastOp>(user)) {
+        auto to = dyn_cast<LLVM::LLVMPointerType>(user->getResult(0).getType());
+        if (!to || (to.getAddressSpace() != 0 && to.getAddressSpace() != 3))
+          return whole;
+      }
+      if (forwardsAddress(user)) {
+        llvm::append_range(worklist, user->getResults());
+        continue;
+      }
+      if (accessedAddress(user) != use.get())
+        return whole; // asynchronous hardware, an escape, or control flow
+      extend(user);
+    }
+  }
+  if (!live)
+    return whole;
+  return {live->start, order.nextBarrier(func, live->end)};
+}
+
+/// Places each buffer, largest first, at the lowest offset at its alignment
+/// clear of every placed buffer live at the same time; returns the bytes used.
+int64_t assignOffsets(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer *> order = llvm::map_to_vector(buffers, [](Buffer &b) { return &b; });
+  llvm::stable_sort(order, [](Buffer *a, Buffer *b) { return a->size > b->size; });
+  int64_t total = 0;
+  SmallVector<Buffer *> placed;
+  for (Buffer *buffer : order) {
+    SmallVector<Buffer *> clashing;
+    for (Buffer *other : placed)
+      if (other->live.overlaps(buffer->live))
+        clashing.push_back(other);
+    llvm::sort(clashing, [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
+    int64_t offset = 0;
+    for (Buffer *other : clashing) {
+      if (other->offset + other->size <= offset)
+        continue;
+      if (offset + buffer->size <= other->offset)
+        break;
+      offset = llvm::alignTo(other->offset + other->size, buffer->align);
+    }
+    buffer->offset = offset;
+    total = std::max(total, offset + buffer->size);
+    placed.push_back(buffer);
+  }
+  return total;
+}
+
 struct AllocateSharedMemoryPass
     : kiln::impl::AllocateSharedMemoryBase<AllocateSharedMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<LLVM::GlobalOp> buffers;
-    for (auto global : module.getOps<LLVM::GlobalOp>())
-      if (global.getAddrSpace() == 3 && global.getName() != kDynamicName)
-        buffers.push_back(global);
     DataLayout layout(module);
-    llvm::DenseMap<StringRef, int64_t> offsets;
-    int64_t total = 0;
-    for (LLVM::GlobalOp global : buffers) {
+    SmallVector<Buffer> buffers;
+    int64_t separate = 0;
+    for (auto global : module.getOps<LLVM::GlobalOp>()) {
+      if (global.getAddrSpace() != 3 || global.getName() == kDynamicName)
+        continue;
+      int64_t size = layout.getTypeSize(global.getGlobalType()).getFixedValue();
       int64_t align = std::max<int64_t>(1, global.getAlignment().value_or(1));
-      total = llvm::alignTo(total, align);
-      offsets[global.getSymName()] = total;
-      total += layout.getTypeSize(global.getGlobalType()).getFixedValue();
+      separate = llvm::alignTo(separate, align) + size;
+      buffers.push_back({global, size, align, Interval{0, 0}});
     }
-    if (total <= kiln::tile::kMaxStaticSharedBytes)
+    // What fits in static shared memory side by side stays as it is.
+    if (separate <= kiln::tile::kMaxStaticSharedBytes)
       return;
+
+    ProgramOrder order(module);
+    for (Buffer &buffer : buffers)
+      buffer.live = liveInterval(buffer.global, module, order);
+    int64_t total = assignOffsets(buffers);
+    numSharedBytesReused += separate - total > 0 ? separate - total : 0;
     if (total > kiln::tile::kMaxSharedBytes) {
       InFlightDiagnostic diag = module.emitError()
                                 << "the kernel needs " << total
                                 << " bytes of shared memory, more than the "
                                 << kiln::tile::kMaxSharedBytes << " a block may use";
-      for (LLVM::GlobalOp global : buffers)
-        diag.attachNote(global.getLoc())
-            << global.getSymName() << ": "
-            << int64_t(layout.getTypeSize(global.getGlobalType()).getFixedValue()) << " bytes";
+      for (Buffer &buffer : buffers)
+        diag.attachNote(buffer.global.getLoc())
+            << buffer.global.getSymName() << ": " << buffer.size << " bytes at offset "
+            << buffer.offset;
       return signalPassFailure();
     }
 
@@ -56,6 +258,9 @@ struct AllocateSharedMemoryPass
     LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(i8, 0),
                            /*isConstant=*/false, LLVM::Linkage::External, kDynamicName,
                            Attribute(), kDynamicAlignment, /*addrSpace=*/3);
+    llvm::DenseMap<StringRef, int64_t> offsets;
+    for (Buffer &buffer : buffers)
+      offsets[buffer.global.getSymName()] = buffer.offset;
     module.walk([&](LLVM::AddressOfOp op) {
       auto it = offsets.find(op.getGlobalName());
       if (it == offsets.end())
@@ -67,8 +272,8 @@ struct AllocateSharedMemoryPass
       op.replaceAllUsesWith(address);
       op.erase();
     });
-    for (LLVM::GlobalOp global : buffers)
-      global.erase();
+    for (Buffer &buffer : buffers)
+      buffer.global.erase();
     for (auto func : module.getOps<LLVM::LLVMFuncOp>())
       if (func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
         func->setAttr(kiln::tile::TileDialect::getSharedBytesAttrName(),

@@ -28,6 +28,7 @@ llvm.func @k() attributes {nvvm.kernel} {
 // CHECK-LABEL: llvm.mlir.global internal @__kiln_small
 // CHECK-NOT: __kiln_dynamic_smem
 // CHECK-NOT: tile.shared_bytes
+// CHECK: llvm.return
 llvm.mlir.global internal @__kiln_small() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12288 x f32>
 llvm.func @k() attributes {nvvm.kernel} {
   %a = llvm.mlir.addressof @__kiln_small : !llvm.ptr<3>
@@ -43,4 +44,198 @@ module {
   llvm.mlir.global internal @__kiln_big() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<49152 x f32>
   // expected-note @+1 {{__kiln_more: 49152 bytes}}
   llvm.mlir.global internal @__kiln_more() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12288 x f32>
+}
+
+// -----
+
+// Past 48 KiB side by side, but the two 32 KiB buffers are live one after the
+// other (the bar.sync after the last load of @__kiln_first ends it): both at
+// offset 0, the kernel records 32 KiB, not 64.
+// CHECK-LABEL: llvm.func @sequential
+// CHECK-SAME: tile.shared_bytes = 32768 : i32
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[A]][0]
+// CHECK: %[[B:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[B]][0]
+llvm.mlir.global internal @__kiln_first() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.mlir.global internal @__kiln_second() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.func @sequential(%v: f32) attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_first : !llvm.ptr<3>
+  llvm.store %v, %a : f32, !llvm.ptr<3>
+  nvvm.barrier
+  %x = llvm.load %a : !llvm.ptr<3> -> f32
+  nvvm.barrier
+  %b = llvm.mlir.addressof @__kiln_second : !llvm.ptr<3>
+  llvm.store %x, %b : f32, !llvm.ptr<3>
+  nvvm.barrier
+  %y = llvm.load %b : !llvm.ptr<3> -> f32
+  nvvm.barrier
+  llvm.return
+}
+
+// -----
+
+// The same buffers with the second written before the first is last read
+// (through a derived address): live together, side by side.
+// CHECK-LABEL: llvm.func @overlapping
+// CHECK-SAME: tile.shared_bytes = 65536 : i32
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[A]][0]
+// CHECK: %[[B:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[B]][32768]
+llvm.mlir.global internal @__kiln_first() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.mlir.global internal @__kiln_second() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.func @overlapping(%v: f32, %i: i32) attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_first : !llvm.ptr<3>
+  llvm.store %v, %a : f32, !llvm.ptr<3>
+  nvvm.barrier
+  %b = llvm.mlir.addressof @__kiln_second : !llvm.ptr<3>
+  llvm.store %v, %b : f32, !llvm.ptr<3>
+  %a1 = llvm.getelementptr %a[%i] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
+  %x = llvm.load %a1 : !llvm.ptr<3> -> f32
+  nvvm.barrier
+  %y = llvm.load %b : !llvm.ptr<3> -> f32
+  nvvm.barrier
+  llvm.return
+}
+
+// -----
+
+// Inside a loop the first buffer's last read comes before the second's first
+// write, but the next iteration writes the first again: both are live over
+// the whole loop, side by side. The buffer used only before the loop (its
+// bar.sync at the top of the body ends it) shares offset 0.
+// CHECK-LABEL: llvm.func @loop
+// CHECK-SAME: tile.shared_bytes = 65536 : i32
+// CHECK: %[[P:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[P]][0]
+// CHECK: scf.for
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[A]][0]
+// CHECK: %[[B:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[B]][32768]
+llvm.mlir.global internal @__kiln_before() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.mlir.global internal @__kiln_first() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.mlir.global internal @__kiln_second() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.func @loop(%v: f32, %n: i32) attributes {nvvm.kernel} {
+  %p = llvm.mlir.addressof @__kiln_before : !llvm.ptr<3>
+  llvm.store %v, %p : f32, !llvm.ptr<3>
+  nvvm.barrier
+  %c0 = llvm.mlir.constant(0 : i32) : i32
+  %c1 = llvm.mlir.constant(1 : i32) : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %a = llvm.mlir.addressof @__kiln_first : !llvm.ptr<3>
+    llvm.store %v, %a : f32, !llvm.ptr<3>
+    nvvm.barrier
+    %x = llvm.load %a : !llvm.ptr<3> -> f32
+    nvvm.barrier
+    %b = llvm.mlir.addressof @__kiln_second : !llvm.ptr<3>
+    llvm.store %x, %b : f32, !llvm.ptr<3>
+    nvvm.barrier
+    %y = llvm.load %b : !llvm.ptr<3> -> f32
+    nvvm.barrier
+  }
+  llvm.return
+}
+
+// -----
+
+// A TMA box (the destination of cp.async.bulk) and its mbarrier are live over
+// the whole kernel, though their last use comes before the other buffer's
+// first: asynchronous writes are not ordered by bar.sync.
+// CHECK-LABEL: llvm.func @async
+// CHECK-SAME: tile.shared_bytes = 65544 : i32
+// CHECK: %[[BOX:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[BOX]][0]
+// CHECK: %[[BAR:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[BAR]][65536]
+// CHECK: %[[LATER:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[LATER]][32768]
+llvm.mlir.global internal @__kiln_box() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<8192 x f32>
+llvm.mlir.global internal @__kiln_bar() {addr_space = 3 : i32, alignment = 8 : i64} : i64
+llvm.mlir.global internal @__kiln_later() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.func @async(%src: !llvm.ptr<1>, %v: f32) attributes {nvvm.kernel} {
+  %box = llvm.mlir.addressof @__kiln_box : !llvm.ptr<3>
+  %bar = llvm.mlir.addressof @__kiln_bar : !llvm.ptr<3>
+  %size = llvm.mlir.constant(32768 : i32) : i32
+  nvvm.cp.async.bulk.shared.cluster.global %box, %src, %bar, %size : !llvm.ptr<3>, !llvm.ptr<1>
+  %x = llvm.load %box : !llvm.ptr<3> -> f32
+  nvvm.barrier
+  %l = llvm.mlir.addressof @__kiln_later : !llvm.ptr<3>
+  llvm.store %x, %l : f32, !llvm.ptr<3>
+  nvvm.barrier
+  %y = llvm.load %l : !llvm.ptr<3> -> f32
+  nvvm.barrier
+  llvm.return
+}
+
+// -----
+
+// Alignment: @__kiln_whole (40000 bytes) is live throughout, @__kiln_early
+// (12000 bytes) and @__kiln_late (8000 bytes, 512-aligned) one after the
+// other. Largest first: whole at 0, early after it at 40000, late clear of
+// whole only, at 40000 rounded up to 512.
+// CHECK-LABEL: llvm.func @aligned
+// CHECK-SAME: tile.shared_bytes = 52000 : i32
+// CHECK: %[[W:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[W]][0]
+// CHECK: %[[E:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[E]][40000]
+// CHECK: %[[L:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[L]][40448]
+llvm.mlir.global internal @__kiln_whole() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<40000 x i8>
+llvm.mlir.global internal @__kiln_early() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12000 x i8>
+llvm.mlir.global internal @__kiln_late() {addr_space = 3 : i32, alignment = 512 : i64} : !llvm.array<8000 x i8>
+llvm.func @aligned(%v: i8) attributes {nvvm.kernel} {
+  %w = llvm.mlir.addressof @__kiln_whole : !llvm.ptr<3>
+  llvm.store %v, %w : i8, !llvm.ptr<3>
+  %e = llvm.mlir.addressof @__kiln_early : !llvm.ptr<3>
+  llvm.store %v, %e : i8, !llvm.ptr<3>
+  nvvm.barrier
+  %l = llvm.mlir.addressof @__kiln_late : !llvm.ptr<3>
+  llvm.store %v, %l : i8, !llvm.ptr<3>
+  nvvm.barrier
+  %x = llvm.load %w : !llvm.ptr<3> -> i8
+  llvm.return
+}
+
+// -----
+
+// 2 x 120 KiB one after the other fit the 227 KiB once they share bytes.
+// CHECK-LABEL: llvm.func @fits_after_reuse
+// CHECK-SAME: tile.shared_bytes = 122880 : i32
+llvm.mlir.global internal @__kiln_first() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<30720 x f32>
+llvm.mlir.global internal @__kiln_second() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<30720 x f32>
+llvm.func @fits_after_reuse(%v: f32) attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_first : !llvm.ptr<3>
+  llvm.store %v, %a : f32, !llvm.ptr<3>
+  nvvm.barrier
+  %b = llvm.mlir.addressof @__kiln_second : !llvm.ptr<3>
+  llvm.store %v, %b : f32, !llvm.ptr<3>
+  nvvm.barrier
+  llvm.return
+}
+
+// -----
+
+// The error counts the bytes after reuse: 160 KiB and 80 KiB live together
+// (240 KiB), the 100 KiB used after them shares their bytes (not 340 KiB).
+// expected-error @+1 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
+module {
+  // expected-note @+1 {{__kiln_big: 163840 bytes at offset 0}}
+  llvm.mlir.global internal @__kiln_big() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<40960 x f32>
+  // expected-note @+1 {{__kiln_more: 81920 bytes at offset 163840}}
+  llvm.mlir.global internal @__kiln_more() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<20480 x f32>
+  // expected-note @+1 {{__kiln_after: 102400 bytes at offset 0}}
+  llvm.mlir.global internal @__kiln_after() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<25600 x f32>
+  llvm.func @k(%v: f32) attributes {nvvm.kernel} {
+    %a = llvm.mlir.addressof @__kiln_big : !llvm.ptr<3>
+    %b = llvm.mlir.addressof @__kiln_more : !llvm.ptr<3>
+    llvm.store %v, %a : f32, !llvm.ptr<3>
+    llvm.store %v, %b : f32, !llvm.ptr<3>
+    nvvm.barrier
+    %c = llvm.mlir.addressof @__kiln_after : !llvm.ptr<3>
+    llvm.store %v, %c : f32, !llvm.ptr<3>
+    llvm.return
+  }
 }

@@ -44,17 +44,47 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
 }
 
 def AllocateSharedMemory : Pass<"kiln-allocate-shared-memory", "::mlir::ModuleOp"> {
-  let summary = "Move shared buffers past 48 KiB into dynamic shared memory";
+  let summary = "Move shared buffers past 48 KiB into dynamic shared memory, reusing bytes "
+                "between buffers not live at once";
   let description = [{
     The lowering gives every shared buffer its own `llvm.mlir.global` in
     address space 3 (static shared memory, at most 48 KiB per block). Where a
-    module's buffers need more, this pass lays them out (each at its
-    alignment) in one `extern` array of dynamic shared memory
-    (`__kiln_dynamic_smem`, 1024-byte aligned), rewrites every address of a
-    buffer into an offset in it, and records the bytes on each kernel as
-    `tile.shared_bytes` (the launch's dynamic shared memory). More than the
-    227 KiB a block may use is an error naming the largest buffers.
+    module's buffers need more side by side, this pass lays them out in one
+    `extern` array of dynamic shared memory (`__kiln_dynamic_smem`, 1024-byte
+    aligned), rewrites every address of a buffer into an offset in it, and
+    records the bytes on each kernel as `tile.shared_bytes` (the launch's
+    dynamic shared memory). Buffers that fit 48 KiB side by side stay static
+    globals, untouched.
+
+    Buffers not live at the same time share bytes. The ops of the module are
+    numbered in program order (pre-order); a buffer's live interval runs from
+    the first to the last load, store or atomic through its address (the
+    `llvm.mlir.addressof` and the values derived from it by GEPs, casts and
+    integer arithmetic), where an access inside a region op that may repeat
+    (`scf.for`, `scf.while`, any region op but `scf.if`,
+    `scf.index_switch` and `scf.execute_region`) counts as the whole of that
+    op, and on to the next `bar.sync` of all threads at the top of the
+    kernel's body (else to its end), so that a buffer placed on the same bytes
+    after it is written only once every thread is done. A buffer is live over
+    the whole module when that cannot be bounded: its address reaches any
+    other op (TMA and `cp.async.bulk`, `cp.async`, mbarriers, wgmma/tcgen05
+    descriptors, DSMEM `mapa` of cluster buffers, inline asm, calls,
+    `scf.yield`/branches, a store of the address itself), it is used in more
+    than one function, in a device function or in a kernel with unstructured
+    control flow, or never accessed. Offsets are then assigned first fit,
+    largest buffer first (stable): each at the lowest offset of its alignment
+    clear of every placed buffer whose interval overlaps its own. More than the 227 KiB a
+    block may use, after reuse, is an error naming every buffer with its
+    bytes and offset.
+
+    Example: two 32 KiB reduction scratch buffers used one after the other,
+    with the reductions' closing `bar.sync` between, both land at offset 0
+    and the kernel records 32 KiB instead of 64 KiB.
   }];
+  let statistics = [
+    Statistic<"numSharedBytesReused", "num-shared-bytes-reused",
+              "bytes of shared memory saved by sharing bytes between buffers">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
