@@ -770,14 +770,19 @@ class Semantic:
     def cluster_barrier(self) -> None:
         self.builder.cluster_barrier()
 
-    def cluster_load(self, x: Any, rank: Any) -> tensor:
+    def _cluster_tile(self, x: Any, op: str, verb: str) -> tensor:
+        """``x`` as a tile of numbers that ``op`` (cluster_load / cluster_gather) moves."""
         x = self.to_tensor(x)
         if not x.type.is_block():
-            raise SemanticError(f"cluster_load needs a tile, got a scalar {x.dtype} (load a "
+            raise SemanticError(f"{op} needs a tile, got a scalar {x.dtype} ({verb} a "
                                 f"1-element tile, e.g. kl.full((1,), value, dtype))")
         if x.dtype.is_ptr():
-            raise SemanticError(f"cluster_load moves numbers, not pointers (got a tile of "
+            raise SemanticError(f"{op} moves numbers, not pointers (got a tile of "
                                 f"{x.dtype})")
+        return x
+
+    def cluster_load(self, x: Any, rank: Any) -> tensor:
+        x = self._cluster_tile(x, "cluster_load", "load")
         if self.is_literal(rank):
             r = _value(rank)
             if isinstance(r, bool) or not isinstance(r, int):
@@ -797,13 +802,7 @@ class Semantic:
         return tensor(self.builder.cluster_load(x.handle, rank.handle), x.type)
 
     def cluster_gather(self, x: Any) -> tensor:
-        x = self.to_tensor(x)
-        if not x.type.is_block():
-            raise SemanticError(f"cluster_gather needs a tile, got a scalar {x.dtype} (gather a "
-                                f"1-element tile, e.g. kl.full((1,), value, dtype))")
-        if x.dtype.is_ptr():
-            raise SemanticError(f"cluster_gather moves numbers, not pointers (got a tile of "
-                                f"{x.dtype})")
+        x = self._cluster_tile(x, "cluster_gather", "gather")
         cx, cy, cz = self.cluster
         size = cx * cy * cz
         if size & (size - 1):
