@@ -153,7 +153,7 @@ def _consume_row(x_bf16, tok, r, live_row, m, l, acc, nvb, cw_ptr, bank_ptr, ow_
     return m, l, acc
 
 
-@kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"])
+@kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"], fp_fusion=True)
 def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0, b_s0, b_s1,
                     o_s0, eps, BLOCK: kl.constexpr, WRITE_PREFIX: kl.constexpr,
                     PREFETCH: kl.constexpr):

@@ -42,7 +42,7 @@ from .quant import fp8_quant_groups, fp8_quant_groups_recip
 GROUP = 128
 
 
-@kiln.jit(num_warps=4)
+@kiln.jit(num_warps=4, fp_fusion=True)
 def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_pad, N,
                                           groups_per_row, x_se, x_st, q_se, q_st, s_se, s_st,
                                           beta, inv_beta, linear_beta, inv_linear_beta,

@@ -205,13 +205,21 @@ class JITFunction:
 
     def __init__(self, fn: Callable, num_warps: int = 4,
                  do_not_specialize: Iterable[Union[str, int]] = (),
-                 interpret: Optional[bool] = None, cluster: Any = None):
+                 interpret: Optional[bool] = None, cluster: Any = None,
+                 fp_fusion: bool = False):
         if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
             raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
         self.fn = fn
         self.num_warps = num_warps
         #: Thread-block cluster shape of every launch (a launch may override it).
         self.cluster = normalize_cluster(cluster, f"kernel '{fn.__name__}': cluster")
+        if not isinstance(fp_fusion, bool):
+            raise TypeError(f"kernel '{fn.__name__}': fp_fusion must be a bool, got "
+                            f"{fp_fusion!r}")
+        #: Float add/sub/mul may contract into fma (one rounding instead of two), as
+        #: Triton's default; off by default here, so that results are reproducible
+        #: operation by operation (bit-exact references stay bit-exact).
+        self.fp_fusion = fp_fusion
         if interpret is None:
             interpret = os.environ.get("KILN_INTERPRET", "0") not in ("", "0")
         #: Launches run on the CPU with numpy (kiln.interpreter).
@@ -307,7 +315,7 @@ class JITFunction:
         """
         spec = Specialization.make(signature, divisibility, constexprs,
                                    num_warps or self.num_warps, equal_to_1=equal_to_1,
-                                   cluster=self._cluster(cluster))
+                                   cluster=self._cluster(cluster), fp_fusion=self.fp_fusion)
         if cache:
             if upto != "cubin" or not arch:
                 raise ValueError("compile(cache=True) needs upto='cubin' and an arch")
@@ -396,7 +404,8 @@ class JITFunction:
                     ones.append(p.name)
             runtime.append(value)
         spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps,
-                                   equal_to_1=ones, cluster=self._cluster(cluster))
+                                   equal_to_1=ones, cluster=self._cluster(cluster),
+                                   fp_fusion=self.fp_fusion)
         return spec, runtime, dict(bound.arguments)
 
     def _fast_key(self, args: Sequence[Any], kwargs: Mapping[str, Any],
@@ -524,15 +533,18 @@ class JITFunction:
 
 def jit(fn: Optional[Callable] = None, *, num_warps: int = 4,
         do_not_specialize: Iterable[Union[str, int]] = (),
-        interpret: Optional[bool] = None, cluster: Any = None) -> Any:
+        interpret: Optional[bool] = None, cluster: Any = None,
+        fp_fusion: bool = False) -> Any:
     """Decorator: ``@kiln.jit`` or ``@kiln.jit(num_warps=8, do_not_specialize=["n"])``;
     ``interpret=True`` runs launches on the CPU (default: ``KILN_INTERPRET=1``);
     ``cluster=(x, y, z)`` launches thread-block clusters of that shape (at most 8
-    programs; default no clusters)."""
+    programs; default no clusters); ``fp_fusion=True`` lets float multiplies and
+    adds contract into fma (``x * y + z`` and the products summed by ``kl.sum(x * y)``
+    round once; default off: every operation rounds, as written)."""
 
     def wrap(f: Callable) -> JITFunction:
         return JITFunction(f, num_warps=num_warps, do_not_specialize=do_not_specialize,
-                           interpret=interpret, cluster=cluster)
+                           interpret=interpret, cluster=cluster, fp_fusion=fp_fusion)
 
     if fn is not None:
         return wrap(fn)

@@ -433,12 +433,29 @@ public:
   /// Marks a float op "afn" (approximate functions): transcendentals become the GPU's
   /// approximate hardware paths, division a reciprocal approximation.
   static Value approximate(Value v, bool approx) {
-    Operation *op = v.getDefiningOp();
-    if (approx && op && llvm::isa<arith::ArithFastMathInterface>(op))
-      op->setAttr("fastmath",
-                  arith::FastMathFlagsAttr::get(op->getContext(), arith::FastMathFlags::afn));
+    if (approx)
+      addFastMath(v, arith::FastMathFlags::afn);
     return v;
   }
+
+  /// Adds `flags` to the fast-math flags of the float op defining `v`.
+  static void addFastMath(Value v, arith::FastMathFlags flags) {
+    auto op = llvm::dyn_cast_or_null<arith::ArithFastMathInterface>(v.getDefiningOp());
+    if (!op)
+      return;
+    if (arith::FastMathFlagsAttr old = op.getFastMathFlagsAttr())
+      flags = flags | old.getValue();
+    op->setAttr("fastmath", arith::FastMathFlagsAttr::get(op->getContext(), flags));
+  }
+
+  /// With fp contraction on (the kernel's `fp_fusion`), a float add, sub or mul
+  /// may fuse with its neighbours into an fma (one rounding instead of two).
+  Value contractible(Value v) {
+    if (fpContract)
+      addFastMath(v, arith::FastMathFlags::contract);
+    return v;
+  }
+  void setFPContract(bool on) { fpContract = on; }
 
   Value binary(const std::string &name, Value lhs, Value rhs, bool approx) {
     return approximate(binaryImpl(name, lhs, rhs), approx);
@@ -488,9 +505,18 @@ public:
     KILN_INT("maxsi", arith::MaxSIOp)
     KILN_INT("minui", arith::MinUIOp)
     KILN_INT("maxui", arith::MaxUIOp)
-    KILN_FLOAT("addf", arith::AddFOp)
-    KILN_FLOAT("subf", arith::SubFOp)
-    KILN_FLOAT("mulf", arith::MulFOp)
+    if (name == "addf") {
+      needFloat();
+      return contractible(arith::AddFOp::create(builder, loc, lhs, rhs));
+    }
+    if (name == "subf") {
+      needFloat();
+      return contractible(arith::SubFOp::create(builder, loc, lhs, rhs));
+    }
+    if (name == "mulf") {
+      needFloat();
+      return contractible(arith::MulFOp::create(builder, loc, lhs, rhs));
+    }
     KILN_FLOAT("divf", arith::DivFOp)
     KILN_FLOAT("remf", arith::RemFOp)
     KILN_FLOAT("minimumf", arith::MinimumFOp)
@@ -874,6 +900,8 @@ private:
   std::shared_ptr<Context> context;
   OpBuilder builder;
   Location loc;
+  /// Float add/sub/mul are created contractible (see `contractible`).
+  bool fpContract = false;
 };
 
 std::optional<int64_t> getIntAttr(Module &module, const std::string &symbol,
@@ -954,6 +982,7 @@ void populateIRBuilder(py::module_ &m) {
   py::class_<Builder>(m, "Builder")
       .def(py::init<std::shared_ptr<Context>>(), py::keep_alive<1, 2>())
       .def("set_loc", &Builder::setLoc, py::arg("file"), py::arg("line"), py::arg("col"))
+      .def("set_fp_contract", &Builder::setFPContract, py::arg("on"))
       .def("set_unknown_loc", &Builder::setUnknownLoc)
       .def("get_loc", &Builder::getLoc)
       .def("int_type", &Builder::intType)

@@ -87,7 +87,8 @@ class Spec:
 
         spec = Specialization.make(self.signature, self.divisibility, self.constexprs,
                                    self.num_warps or self.kernel.num_warps,
-                                   cluster=self.kernel._cluster(self.cluster))
+                                   cluster=self.kernel._cluster(self.cluster),
+                                   fp_fusion=self.kernel.fp_fusion)
         return self.kernel_name, spec.key()
 
 

@@ -140,12 +140,14 @@ class Specialization:
     equal_to_1: Tuple[str, ...] = ()
     #: Thread-block cluster shape the kernel is compiled and launched with.
     cluster: Tuple[int, int, int] = (1, 1, 1)
+    #: Float add/sub/mul may contract into fma (``@kiln.jit(fp_fusion=True)``).
+    fp_fusion: bool = False
 
     @classmethod
     def make(cls, signature: Mapping[str, str], divisibility: Union[Mapping[str, int],
              Iterable[str], None] = None, constexprs: Optional[Mapping[str, Any]] = None,
              num_warps: int = 4, equal_to_1: Iterable[str] = (),
-             cluster: Any = None) -> "Specialization":
+             cluster: Any = None, fp_fusion: bool = False) -> "Specialization":
         if divisibility is None:
             div: Dict[str, int] = {}
         elif isinstance(divisibility, Mapping):
@@ -173,7 +175,7 @@ class Specialization:
                                  f"of the signature")
         return cls(sig, tuple((k, div.get(k, 1)) for k, _ in sig),
                    tuple(sorted((constexprs or {}).items())), int(num_warps), ones,
-                   normalize_cluster(cluster))
+                   normalize_cluster(cluster), bool(fp_fusion))
 
     def key(self) -> str:
         sig = ",".join(f"{k}:{t}" + (f":{d}" if d > 1 else "")
@@ -182,7 +184,8 @@ class Specialization:
         ones = f"|equal_to_1={','.join(self.equal_to_1)}" if self.equal_to_1 else ""
         cluster = ("" if self.cluster == (1, 1, 1)
                    else "|cluster=" + "x".join(str(d) for d in self.cluster))
-        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}{cluster}"
+        fusion = "|fp_fusion" if self.fp_fusion else ""
+        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}{cluster}{fusion}"
 
 
 def signature_hash(source_hash: str, spec: Specialization, arch: str) -> str:
@@ -244,6 +247,7 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
     builder = C.Builder(context)
     semantic = Semantic(builder)
     semantic.cluster = spec.cluster
+    builder.set_fp_contract(spec.fp_fusion)
     sig = dict(spec.signature)
     constexprs = dict(spec.constexprs)
 
