@@ -92,13 +92,18 @@ def _row_score(x, cw, inv_h, eps):
 
 
 @kiln.jit
-def _softmax_fold(m, l, acc, x, s):
+def _softmax_fold(m, l, acc, x, s, first):
     """Online-softmax step: folds row x with logit s into (running max m, running sum l,
-    accumulator acc)."""
-    m_new = kl.maximum(m, s)
-    alpha = kl.exp(m - m_new)
-    p = kl.exp(s - m_new)
-    return m_new, l * alpha + p, acc * alpha + x * p
+    accumulator acc); ``first`` restarts them (a token's first row). The rescale by
+    exp(m_old - m_new) runs only when the maximum grows: s is the same in every thread, so
+    the branch is uniform, and the other rows cost one fma per element."""
+    if first | (s > m):
+        alpha = kl.exp(m - s)
+        acc = kl.where(first, 0.0, acc * alpha)
+        l = kl.where(first, 0.0, l * alpha)
+        m = s
+    p = kl.exp(s - m)
+    return m, l + p, acc + x * p
 
 
 @kiln.jit
@@ -142,9 +147,7 @@ def _consume_row(x_bf16, tok, r, live_row, m, l, acc, nvb, cw_ptr, bank_ptr, ow_
     x = x_bf16.to(kl.float32)
     cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident, 16 regs saved
     s = _row_score(x, cw, inv_h, eps)
-    first = r == 0  # a token's first row restarts the online softmax (l = exp(s - s) = 1)
-    m, l, acc = _softmax_fold(kl.where(first, s, m), kl.where(first, 0.0, l),
-                              kl.where(first, 0.0, acc), x, s)
+    m, l, acc = _softmax_fold(m, l, acc, x, s, r == 0)
     if (r == nvb) & live_row:  # the prefix row: the token is complete
         if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
             kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, x_bf16, mask=mask)
