@@ -163,6 +163,21 @@ void AxisInfoAnalysis::visit(Operation *op) {
             AxisInfo a = operand(0), b = operand(1);
             return AxisInfo{1, 1, gcd(a.constancy, b.constancy)};
           })
+          .Case<arith::SelectOp>([&](arith::SelectOp) -> std::optional<AxisInfo> {
+            // Either side, chosen per run of equal conditions: what both sides
+            // have on such runs (a pointer chosen between two aligned rows
+            // stays aligned, so its loads stay vectors).
+            AxisInfo c = operand(0), a = operand(1), b = operand(2);
+            int64_t constancy = gcd(c.constancy, gcd(a.constancy, b.constancy));
+            int64_t contiguity = gcd(c.constancy, gcd(a.contiguity, b.contiguity));
+            int64_t scale = 1;
+            if (auto ptr = llvm::dyn_cast<PtrType>(mlir::getElementTypeOrSelf(type)))
+              scale = std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+            return AxisInfo{contiguity,
+                            gcd(divisibilityAt(a, contiguity, scale),
+                                divisibilityAt(b, contiguity, scale)),
+                            constancy};
+          })
           .Case<LoadOp>([&](LoadOp load) -> std::optional<AxisInfo> {
             // Equal addresses (under equal masks) load equal values.
             if (!llvm::isa<RankedTensorType>(type))

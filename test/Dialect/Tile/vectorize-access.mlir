@@ -414,3 +414,45 @@ func.func @hinted(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
   tile.store %q, %v, %m cache cs evict evict_last : tensor<1024x!tile.ptr<bf16>>
   return
 }
+
+// -----
+
+// A pointer chosen per row between two 16-byte aligned rows (arith.select on
+// a condition constant along each row) keeps both sides' alignment: 8 bf16.
+// CHECK-LABEL: func.func @select_between_aligned_rows
+// CHECK: tile.load %{{.*}} {vec = 8 : i32} : tensor<2x1024x!tile.ptr<bf16>>
+func.func @select_between_aligned_rows(%a: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                                       %b: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                                       %n: i32)
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 8 : i32} {
+  %rows = tile.make_range {start = 0 : i32, end = 2 : i32} : tensor<2xi32>
+  %r = tile.expand_dims %rows {axis = 1 : i32} : tensor<2xi32> -> tensor<2x1xi32>
+  %ns = tile.splat %n : i32 -> tensor<2x1xi32>
+  %c = arith.cmpi slt, %r, %ns : tensor<2x1xi32>
+  %as = tile.splat %a : !tile.ptr<bf16> -> tensor<2x1x!tile.ptr<bf16>>
+  %bs = tile.splat %b : !tile.ptr<bf16> -> tensor<2x1x!tile.ptr<bf16>>
+  %sel = arith.select %c, %as, %bs : tensor<2x1xi1>, tensor<2x1x!tile.ptr<bf16>>
+  %base = tile.broadcast %sel : tensor<2x1x!tile.ptr<bf16>> -> tensor<2x1024x!tile.ptr<bf16>>
+  %cols = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %c2 = tile.expand_dims %cols {axis = 0 : i32} : tensor<1024xi32> -> tensor<1x1024xi32>
+  %cb = tile.broadcast %c2 : tensor<1x1024xi32> -> tensor<2x1024xi32>
+  %p = tile.addptr %base, %cb : tensor<2x1024x!tile.ptr<bf16>>, tensor<2x1024xi32>
+  %v = tile.load %p : tensor<2x1024x!tile.ptr<bf16>>
+  return
+}
+
+// -----
+
+// ... but not when one side is unaligned: one element at a time.
+// CHECK-LABEL: func.func @select_with_unaligned_side
+// CHECK: tile.load %{{.*}} {vec = 1 : i32} : tensor<1024x!tile.ptr<bf16>>
+func.func @select_with_unaligned_side(%a: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
+                                      %b: !tile.ptr<bf16>, %c: i1)
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 8 : i32} {
+  %sel = arith.select %c, %a, %b : !tile.ptr<bf16>
+  %s = tile.splat %sel : !tile.ptr<bf16> -> tensor<1024x!tile.ptr<bf16>>
+  %cols = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %p = tile.addptr %s, %cols : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
+  %v = tile.load %p : tensor<1024x!tile.ptr<bf16>>
+  return
+}
