@@ -212,10 +212,11 @@ def transposes(x_ptr, y_ptr, N: kl.constexpr, ROW: kl.constexpr):
     offs = kl.arange(0, N)[:, None] * N + kl.arange(0, N)[None, :]
     x = kl.load(x_ptr + offs)
     kl.store(y_ptr + offs, -kl.trans(-kl.trans(-kl.trans(x))))
-    if ROW:  # a 32 KiB row broadcast to two rows through its own buffer
-        row = kl.load(x_ptr + kl.arange(0, 8192))
-        rows = kl.arange(0, 2)[:, None] * 8192 + kl.arange(0, 8192)[None, :]
-        kl.store(y_ptr + rows, row[None, :] + kl.zeros((2, 8192), kl.float32))
+    if ROW:  # a 32 KiB column broadcast to two columns through its own buffer (a row
+        # broadcast to two rows stays in registers: the row is a register bit)
+        col = kl.load(x_ptr + kl.arange(0, 8192))
+        cols = kl.arange(0, 8192)[:, None] * 2 + kl.arange(0, 2)[None, :]
+        kl.store(y_ptr + cols, col[:, None] + kl.zeros((8192, 2), kl.float32))
 
 
 def test_transposes_share_one_buffer_and_it_counts():

@@ -100,6 +100,19 @@ struct VectorAccess {
 mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
                                 int64_t r, llvm::ArrayRef<mlir::Value> results);
 
+/// For each of `toRegs` registers of a layout: the register among `fromRegs`
+/// of another layout that holds the same element in every one of `threads`
+/// threads, or nullopt when some register has no such source (the values must
+/// then move between threads). `toElement(thread, reg)` is the element a
+/// register of the target holds, given as an index of the source's elements;
+/// `fromElement(thread, reg)` the element a source register holds. Decided at
+/// compile time by visiting every thread.
+std::optional<llvm::SmallVector<int64_t>>
+findRegisterSources(int64_t threads, int64_t toRegs,
+                    llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
+                    llvm::ArrayRef<int64_t> fromRegs,
+                    llvm::function_ref<int64_t(int64_t, int64_t)> fromElement);
+
 /// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,
                             mlir::Value base, mlir::Value slot);

@@ -126,6 +126,28 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       return success();
     }
 
+    // Within one warp, where each thread's partials are the results its own
+    // registers hold (the kept dimensions map to the same threads and
+    // registers in both layouts): no shared memory either.
+    auto resultType = llvm::dyn_cast<RankedTensorType>(op.getType());
+    if (resultType && !op.getBroadcast() && warpsAlongAxis == 1) {
+      tile::BlockedLayout out = tileConverter.getLayout(resultType);
+      auto resultIndex = [&](int64_t e) {
+        return ((e >> hi) << lo) | (e & ((int64_t(1) << lo) - 1));
+      };
+      if (std::optional<SmallVector<int64_t>> sources = findRegisterSources(
+              out.threads, out.regsPerThread(),
+              [&](int64_t t, int64_t r) { return out.elementOf(t, r); }, groups,
+              [&](int64_t t, int64_t r) { return resultIndex(layout.elementOf(t, r)); })) {
+        SmallVector<Value> values;
+        for (int64_t group : *sources)
+          values.push_back(partials[group]);
+        rewriter.replaceOp(
+            op, packTile(rewriter, loc, getTypeConverter()->convertType(resultType), values));
+        return success();
+      }
+    }
+
     Type llvmElement = getTypeConverter()->convertType(element);
     bool isBool = llvmElement.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : llvmElement;
@@ -184,7 +206,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       for (int64_t group : groups)
         lines[group] = readResult(resultIndexOfGroup[group]);
       replacement = broadcastResult(lines);
-    } else if (auto resultType = llvm::dyn_cast<RankedTensorType>(op.getType())) {
+    } else if (resultType) {
       ElementIndices out =
           getElementIndices(rewriter, loc, tileConverter.getLayout(resultType));
       SmallVector<Value> values;

@@ -346,8 +346,11 @@ struct ExpandDimsLowering : TileOpConversion<tile::ExpandDimsOp> {
   }
 };
 
-/// The source goes to a shared-memory buffer; after a barrier each thread
-/// reads, for each element it holds, the source element it repeats.
+/// Where every thread already holds the source elements it repeats (the
+/// broadcast dimensions lie in its registers, or the source is replicated),
+/// registers are copied. Otherwise the source goes to a shared-memory buffer;
+/// after a barrier each thread reads, for each element it holds, the source
+/// element it repeats.
 struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -360,6 +363,34 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     bool isBool = element.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : element;
 
+    tile::BlockedLayout srcLayout = tileConverter.getLayout(srcType);
+    tile::BlockedLayout dstLayout = tileConverter.getLayout(dstType);
+    ArrayRef<int64_t> dstShape = dstType.getShape(), srcShape = srcType.getShape();
+    // The source index of a destination index (row-major, power-of-two dims).
+    auto sourceIndex = [&](int64_t linear) {
+      int64_t index = 0, dstShift = 0, srcStride = 1;
+      for (int64_t d = dstType.getRank() - 1; d >= 0; --d) {
+        if (srcShape[d] != 1)
+          index += ((linear >> dstShift) & (dstShape[d] - 1)) * srcStride;
+        dstShift += llvm::Log2_64(dstShape[d]);
+        srcStride *= srcShape[d];
+      }
+      return index;
+    };
+    auto srcRegs = llvm::to_vector(llvm::seq<int64_t>(0, srcLayout.regsPerThread()));
+    if (std::optional<SmallVector<int64_t>> sources = findRegisterSources(
+            dstLayout.threads, dstLayout.regsPerThread(),
+            [&](int64_t t, int64_t r) { return sourceIndex(dstLayout.elementOf(t, r)); },
+            srcRegs, [&](int64_t t, int64_t r) { return srcLayout.elementOf(t, r); })) {
+      SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
+      SmallVector<Value> results;
+      for (int64_t r : *sources)
+        results.push_back(srcValues[r]);
+      rewriter.replaceOp(
+          op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), results));
+      return success();
+    }
+
     // A shared-memory buffer of the source for this broadcast.
     Value buffer = createSharedBuffer(rewriter, op, "__kiln_broadcast_smem", stored,
                                       srcType.getNumElements());
@@ -370,8 +401,7 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     };
 
     // Write the source.
-    ElementIndices srcIndices =
-        getElementIndices(rewriter, loc, tileConverter.getLayout(srcType));
+    ElementIndices srcIndices = getElementIndices(rewriter, loc, srcLayout);
     SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
     for (auto [value, offset] : llvm::zip(srcValues, srcIndices.offsets)) {
       Value index = LLVM::AddOp::create(rewriter, loc, srcIndices.base,
@@ -382,9 +412,7 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     NVVM::BarrierOp::create(rewriter, loc);
 
     // Read, for each destination element, its source element.
-    ElementIndices dstIndices =
-        getElementIndices(rewriter, loc, tileConverter.getLayout(dstType));
-    ArrayRef<int64_t> dstShape = dstType.getShape(), srcShape = srcType.getShape();
+    ElementIndices dstIndices = getElementIndices(rewriter, loc, dstLayout);
     SmallVector<Value> results;
     for (int64_t offset : dstIndices.offsets) {
       Value linear = LLVM::AddOp::create(rewriter, loc, dstIndices.base,

@@ -333,6 +333,30 @@ static Value resolveRegister(Value value) {
   return value;
 }
 
+std::optional<SmallVector<int64_t>>
+kiln::findRegisterSources(int64_t threads, int64_t toRegs,
+                          llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
+                          ArrayRef<int64_t> fromRegs,
+                          llvm::function_ref<int64_t(int64_t, int64_t)> fromElement) {
+  SmallVector<int64_t> sources(toRegs, -1);
+  llvm::SmallDenseMap<int64_t, int64_t> regOfElement;
+  for (int64_t t = 0; t < threads; ++t) {
+    regOfElement.clear();
+    for (int64_t reg : fromRegs)
+      regOfElement.try_emplace(fromElement(t, reg), reg);
+    for (int64_t r = 0; r < toRegs; ++r) {
+      auto it = regOfElement.find(toElement(t, r));
+      if (it == regOfElement.end())
+        return std::nullopt;
+      if (t == 0)
+        sources[r] = it->second;
+      else if (sources[r] != it->second && fromElement(t, sources[r]) != toElement(t, r))
+        return std::nullopt; // the same register must serve every thread
+    }
+  }
+  return sources;
+}
+
 Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r,
                                 ArrayRef<Value> results) {
   for (int64_t earlier = 0; earlier < r; ++earlier)

@@ -58,23 +58,16 @@ func.func @add_row_bias(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 }
 
 // y[2x512] = x[2x512] + bias[512]: the bias tile is larger than one run per
-// thread, so its broadcast keeps the shared-memory path: the source goes to a
-// buffer between bar.sync 0 barriers (the row offsets are still recomputed).
+// thread, so the broadcast is not recomputed; but the [2, 512] tile keeps the
+// bias's columns in the same threads and registers (the row is a register bit
+// above them), so its lowering copies registers: no shared memory, no barrier,
+// each bias register added to both rows.
 // CHECK-LABEL: .visible .entry add_wide_bias(
-// CHECK: .shared .align 16 .b8 __kiln_broadcast_smem_0[2048];
-// CHECK-COUNT-4: ld.global.v4.b32
-// The bias goes straight from global to shared memory: as 4 x b32 on sm_90a,
-// as 2 x b64 on Blackwell.
-// CHECK-SM90: ld.global.v4.b32 {%r[[W0:[0-9]+]], %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd{{[0-9]+}}];
-// CHECK-SM90: st.shared.v4.b32 [%rd{{[0-9]+}}], {%r[[W0]],
-// CHECK-SM100: ld.global.v2.b64 {%rd[[W0:[0-9]+]], %rd{{[0-9]+}}}, [%rd{{[0-9]+}}];
-// CHECK-SM100: st.shared.v2.b64 [%rd{{[0-9]+}}], {%rd[[W0]],
-// CHECK-SM103: ld.global.v2.b64 {%rd[[W0:[0-9]+]], %rd{{[0-9]+}}}, [%rd{{[0-9]+}}];
-// CHECK-SM103: st.shared.v2.b64 [%rd{{[0-9]+}}], {%rd[[W0]],
-// CHECK: bar.sync 0;
-// CHECK-NEXT: ld.shared.v4.b32
-// CHECK-NEXT: ld.shared.v4.b32
-// CHECK-NEXT: bar.sync 0;
+// CHECK-NOT: .shared
+// CHECK-NOT: bar.sync
+// CHECK-COUNT-6: ld.global.v4.b32
+// CHECK-NOT: ld.global
+// CHECK-COUNT-16: add.rn.f32
 // CHECK-NOT: bar.sync
 // CHECK-COUNT-4: st.global.v4.b32
 // CHECK: ret;

@@ -143,9 +143,8 @@ func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // CHECK-NOT: barrier.cluster
 // CHECK-COUNT-11: add.rn.f32
 // CHECK-NOT: barrier.cluster
-// CHECK-SM90: st.global.v4.b32
-// CHECK-SM100: st.global.v2.b64
-// CHECK-SM103: st.global.v2.b64
+// CHECK-NOT: bar.sync
+// CHECK: st.global.v{{4.b32|2.b64}}
 // CHECK: ret;
 func.func @cluster_gather_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                               %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})

@@ -100,3 +100,37 @@ func.func @loop_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %y: !tile
   tile.store %y, %s : !tile.ptr<f32>
   return
 }
+
+// Sum over the rows of a [4, 512] f32 tile with four warps: the rows are
+// register bits above the columns, and the [512] result keeps the columns in
+// the same threads and registers: three adds per result register, no shuffle,
+// no shared memory, no barrier.
+// CHECK-LABEL: .visible .entry sum_rows_in_registers(
+// CHECK-NOT: .shared
+// CHECK-COUNT-4: ld.global.v4.b32
+// CHECK-NOT: shfl.sync
+// CHECK-NOT: bar.sync
+// CHECK-COUNT-12: add.rn.f32
+// CHECK-NOT: add.rn.f32
+// CHECK: st.global.v4.b32
+// CHECK-NOT: st.global
+// CHECK: ret;
+func.func @sum_rows_in_registers(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                                 %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %r = tile.make_range {start = 0 : i32, end = 2048 : i32} : tensor<2048xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<2048x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %r : tensor<2048x!tile.ptr<f32>>, tensor<2048xi32>
+  %v = tile.load %p : tensor<2048x!tile.ptr<f32>>
+  %v2 = tile.reshape %v : tensor<2048xf32> -> tensor<4x512xf32>
+  %s = tile.reduce %v2 {axis = 0 : i32} : tensor<4x512xf32> -> tensor<512xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.addf %a, %b : f32
+    tile.reduce.return %c : f32
+  }
+  %c = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %q = tile.addptr %ys, %c : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  tile.store %q, %s : tensor<512x!tile.ptr<f32>>
+  return
+}
