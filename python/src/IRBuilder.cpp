@@ -418,6 +418,16 @@ public:
     tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
   }
 
+  /// tile.bulk_load of `count` elements from the scalar pointer `ptr`.
+  Value bulkLoad(Value ptr, int64_t count) {
+    auto ptrType = llvm::dyn_cast<tile::PtrType>(ptr.getType());
+    if (!ptrType)
+      invalid("bulk_load needs a scalar pointer, got " + toString(ptr.getType()));
+    return tile::BulkLoadOp::create(
+               builder, loc, RankedTensorType::get({count}, ptrType.getPointeeType()), ptr)
+        .getResult();
+  }
+
   Value descLoad(Value desc, const std::vector<Value> &indices) {
     if (!llvm::isa<tile::TensorDescType>(desc.getType()))
       invalid("load through a non-descriptor " + toString(desc.getType()));
@@ -1012,6 +1022,7 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
            py::arg("cache") = "", py::arg("evict") = "")
       .def("fence", &Builder::fence)
+      .def("bulk_load", &Builder::bulkLoad)
       .def("desc_load", &Builder::descLoad)
       .def("desc_store", &Builder::descStore)
       .def("store", &Builder::store, py::arg("ptr"), py::arg("value"), py::arg("mask") = py::none(),

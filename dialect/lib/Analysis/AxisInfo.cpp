@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -60,7 +61,15 @@ AxisInfoAnalysis::AxisInfoAnalysis(func::FuncOp func) {
 
 AxisInfo AxisInfoAnalysis::get(Value value) const {
   auto it = infos.find(value);
-  return it == infos.end() ? AxisInfo() : it->second;
+  if (it != infos.end())
+    return it->second;
+  // The induction variable of an scf.for is lb + k * step for some k >= 0.
+  if (auto arg = llvm::dyn_cast<BlockArgument>(value))
+    if (auto loop = llvm::dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp()))
+      if (arg == loop.getInductionVar())
+        return uniform(arg.getType(), gcd(get(loop.getLowerBound()).divisibility,
+                                          get(loop.getStep()).divisibility));
+  return AxisInfo();
 }
 
 void AxisInfoAnalysis::visit(Operation *op) {

@@ -659,6 +659,32 @@ LogicalResult RingWaitLoadOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// BulkLoadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BulkLoadOp::verify() {
+  RankedTensorType type = getType();
+  if (type.getRank() != 1)
+    return emitOpError() << "expected a 1-D result, got " << type;
+  Type pointee = getPointeeType(getPtr().getType());
+  if (type.getElementType() != pointee)
+    return emitOpError() << "expected the result's element type to be the pointee type "
+                         << pointee << ", got " << type.getElementType();
+  if (type.getElementType().isInteger(1))
+    return emitOpError() << "expected a numeric element type, got i1 (bulk-load the bytes "
+                            "as i8)";
+  int64_t bytes = getBytes();
+  if (bytes % 16)
+    return emitOpError() << "expected a multiple of 16 bytes, got " << bytes << " ("
+                         << type.getNumElements() << " x " << type.getElementType() << ")";
+  if (bytes >= kMaxBytes)
+    return emitOpError() << "expected fewer than " << kMaxBytes
+                         << " bytes (one mbarrier phase counts at most 2^20 - 1), got "
+                         << bytes;
+  return success();
+}
+
 /// Whether `mask` is a constant whose every element is `value`.
 static bool isConstantMask(Value mask, bool value) {
   if (!mask)

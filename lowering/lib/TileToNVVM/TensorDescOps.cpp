@@ -18,6 +18,11 @@
 // alloca that LLVM promotes to a register (a loop-carried value in loops).
 // TMA coordinates are innermost first: the op's indices, reversed.
 //
+// tile.bulk_load (no descriptor) follows the load protocol with 1-D copies:
+// the issuer arms the barrier with the tile's bytes and issues
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes per
+// 64 KiB chunk, all completing on the one barrier.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PatternUtils.h"
@@ -180,6 +185,57 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
 
     BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(),
                   desc.getSwizzle());
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
+                                    box.read(rewriter, loc)));
+    return success();
+  }
+};
+
+/// Bytes of one cp.async.bulk of a tile.bulk_load: a larger tile is several
+/// copies, all counted on its one mbarrier.
+constexpr int64_t kBulkCopyChunkBytes = int64_t(1) << 16;
+
+struct BulkLoadLowering : TileOpConversion<tile::BulkLoadOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::BulkLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *context = getContext();
+    Type element = getTypeConverter()->convertType(op.getType().getElementType());
+    TmaBarrier barrier = createTmaBarrier(rewriter, op);
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_bulk_buffer", element,
+                                      op.getType().getNumElements(), /*alignment=*/128);
+    int64_t bytes = op.getBytes();
+
+    // The buffer's readers of the previous execution are done.
+    NVVM::BarrierOp::create(rewriter, loc);
+    Value issuer = createIssuer(rewriter, loc);
+    scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
+      NVVM::MBarrierArriveExpectTxOp::create(b, l, Type(), barrier.address,
+                                             createI32Constant(b, l, bytes),
+                                             NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+      // A CTA's own shared::cta address is a valid shared::cluster address.
+      Value dst = LLVM::AddrSpaceCastOp::create(
+          b, l, LLVM::LLVMPointerType::get(context, /*addressSpace=*/7), buffer);
+      for (int64_t offset = 0; offset < bytes; offset += kBulkCopyChunkBytes) {
+        auto at = [&](Value base) -> Value {
+          if (!offset)
+            return base;
+          return LLVM::GEPOp::create(b, l, base.getType(), b.getI8Type(), base,
+                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
+        };
+        Value to = at(dst), from = at(adaptor.getPtr());
+        Value size = createI32Constant(b, l, std::min(kBulkCopyChunkBytes, bytes - offset));
+        NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(b, l, to, from, barrier.address, size,
+                                                         /*multicastMask=*/Value(),
+                                                         /*l2CacheHint=*/Value());
+      }
+      scf::YieldOp::create(b, l);
+    });
+    waitAndFlipPhase(rewriter, loc, barrier);
+
+    BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(), /*swizzle=*/0);
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
                                     box.read(rewriter, loc)));
     return success();
@@ -367,7 +423,7 @@ Value kiln::mbarrierAddress(OpBuilder &b, Location loc, Value base, Value index)
 
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
-  patterns.add<DescLoadLowering, DescStoreLowering, RingAllocLowering, RingIssueLowering,
-               RingWaitLoadLowering, RingWaitLowering, MBarrierAllocLowering,
-               MBarrierWaitLowering>(converter);
+  patterns.add<DescLoadLowering, DescStoreLowering, BulkLoadLowering, RingAllocLowering,
+               RingIssueLowering, RingWaitLoadLowering, RingWaitLowering,
+               MBarrierAllocLowering, MBarrierWaitLowering>(converter);
 }

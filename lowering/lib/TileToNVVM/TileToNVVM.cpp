@@ -9,6 +9,7 @@
 
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Conversion/TileToNVVM.h"
+#include "kiln/Dialect/Tile/Analysis/AxisInfo.h"
 #include "kiln/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -507,6 +508,31 @@ bool archSupports(Operation *op, StringRef arch, StringRef &required) {
   return true;
 }
 
+/// cp.async.bulk needs a 16-byte aligned source: every tile.bulk_load's
+/// pointer must be proved so by the axis analysis (seeded by the kernel's
+/// `tile.divisibility`).
+LogicalResult checkBulkLoadAlignment(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    std::optional<tile::AxisInfoAnalysis> analysis;
+    WalkResult misaligned = func.walk([&](tile::BulkLoadOp op) {
+      if (!analysis)
+        analysis.emplace(func);
+      int64_t divisibility = analysis->get(op.getPtr()).divisibility;
+      if (divisibility % 16 == 0)
+        return WalkResult::advance();
+      op.emitOpError() << "needs a 16-byte aligned pointer for cp.async.bulk, but it is only "
+                          "known to be "
+                       << divisibility
+                       << "-byte aligned (give its kernel argument tile.divisibility = 16 and "
+                          "offset it by multiples of 16 bytes)";
+      return WalkResult::interrupt();
+    });
+    if (misaligned.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
 struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNVVMPass> {
   using ConvertTileToNVVMBase::ConvertTileToNVVMBase;
 
@@ -563,6 +589,9 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
       return WalkResult::advance();
     });
     if (nonSplat.wasInterrupted())
+      return signalPassFailure();
+
+    if (failed(checkBulkLoadAlignment(module)))
       return signalPassFailure();
 
     TileTypeConverter converter(context, layout->first, layout->second);

@@ -1098,6 +1098,44 @@ class Semantic:
         self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None, sem,
                            scope, cache, evict)
 
+    # -- bulk copies (cp.async.bulk) -----------------------------------------
+    #: Bytes one mbarrier phase counts (the tx-count is below 2^20).
+    _BULK_MAX_BYTES = 1 << 20
+
+    def bulk_load(self, ptr: Any, size: Any) -> tensor:
+        """The ``size`` elements from the scalar pointer ``ptr`` as a 1-D tile, copied by
+        ``cp.async.bulk``: ``size`` a constexpr power of two spanning a multiple of 16
+        bytes; ``ptr`` must be 16-byte aligned, which the compiler proves from the
+        specialization (or reports)."""
+        if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
+            got = ptr.dtype if isinstance(ptr, tensor) else type(_value(ptr)).__name__
+            raise SemanticError(f"bulk_load expects a scalar pointer, got {got}")
+        if ptr.type.is_block():
+            raise SemanticError(f"bulk_load copies a contiguous range from one scalar pointer, "
+                                f"got a tile of pointers {ptr.type} (use kl.load to gather)")
+        if isinstance(size, tensor):
+            raise SemanticError("bulk_load: the size must be a constexpr (a compile-time int), "
+                                "got a runtime value")
+        n = _value(size)
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise SemanticError(f"bulk_load: the size must be an int, got {n!r}")
+        if not _is_pow2(n):
+            raise SemanticError(f"bulk_load: the size is a tile dimension and must be a "
+                                f"positive power of two, got {n}")
+        elem = ptr.dtype.element_ty
+        if elem.is_bool():
+            raise SemanticError("bulk_load of int1 is not supported (load the bytes as uint8 "
+                                "and compare with 0)")
+        nbytes = n * elem.itemsize
+        if nbytes % 16:
+            raise SemanticError(f"bulk_load: {n} x {elem.name} is {nbytes} bytes; "
+                                f"cp.async.bulk copies a multiple of 16 bytes (at least "
+                                f"{16 // elem.itemsize} {elem.name} elements)")
+        if nbytes >= self._BULK_MAX_BYTES:
+            raise SemanticError(f"bulk_load: {n} x {elem.name} is {nbytes} bytes; one bulk "
+                                f"load moves fewer than {self._BULK_MAX_BYTES} (2^20) bytes")
+        return tensor(self.builder.bulk_load(ptr.handle, n), block_type(elem, (n,)))
+
     # -- tensor descriptors (TMA) -------------------------------------------
     def _descriptor(self, what: str, desc: Any) -> tensor_descriptor_type:
         if not isinstance(desc, tensor) or not desc.type.is_tensordesc():

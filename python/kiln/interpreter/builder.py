@@ -628,6 +628,21 @@ class NumpyBuilder:
                                    + ("" if mask is None else " on an unmasked lane"))
         return off
 
+    def bulk_load(self, p: Ptr, count: int) -> np.ndarray:
+        """``count`` consecutive elements from the scalar pointer ``p`` (cp.async.bulk). The
+        compiler must prove the address 16-byte aligned; here the actual address is checked,
+        and every element must be in bounds (there is no mask)."""
+        if not self.active():
+            return np.zeros((count,), dtype=p.buf.dtype)
+        start = int(p.off)
+        address = p.buf.ctypes.data + start * p.buf.dtype.itemsize
+        if address % 16:
+            self.fault = True
+            raise InterpreterError(f"bulk_load through '{p.arg}': the address (element offset "
+                                   f"{start}) is not 16-byte aligned")
+        self._check("bulk_load", p.with_off(start + np.arange(count, dtype=np.int64)), None)
+        return np.array(p.buf[start:start + count], copy=True)
+
     def desc_load(self, d: Desc, indices: Sequence[Any]) -> np.ndarray:
         """The box at ``indices``; elements outside the tensor read as zero (TMA)."""
         if not self.active():

@@ -108,6 +108,18 @@ def load(pointer: Any, mask: Any = None, other: Any = None, sem: Any = None, sco
 
 
 @builtin
+def bulk_load(pointer: Any, size: Any, _semantic: Any = None) -> tensor:
+    """The ``size`` elements ``pointer[0], ..., pointer[size - 1]`` as a 1-D tile, copied
+    global -> shared memory by one ``cp.async.bulk`` (no tensor descriptor), completed on an
+    mbarrier and read into registers. ``pointer`` is a scalar pointer that must be 16-byte
+    aligned (proved from the kernel's divisibility specialization, else a compile error);
+    ``size`` is a constexpr power of two spanning a multiple of 16 bytes (below 1 MiB). No
+    mask: every element must be in bounds. Call it in uniform control flow (every thread of
+    the program reaches it)."""
+    return _semantic.bulk_load(pointer, size)
+
+
+@builtin
 def store(pointer: Any, value: Any, mask: Any = None, sem: Any = None, scope: Any = None,
           cache_modifier: Any = "", eviction_policy: Any = "", _semantic: Any = None) -> None:
     """Stores ``value`` (cast to the pointee type) where ``mask`` is true. With ``sem``
@@ -419,7 +431,8 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 
 __all__ = [
     "abs", "arange", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
-    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "cast", "cdiv",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bulk_load", "cast",
+    "cdiv",
     "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
     "cluster_gather", "cluster_load", "cluster_size",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",

@@ -64,3 +64,40 @@ func.func @dot_too_large(%x: !tile.ptr<bf16>)
   %d = tile.dot %a, %a, %zero : tensor<128x128xbf16> * tensor<128x128xbf16> -> tensor<128x128xf32>
   return
 }
+
+// -----
+
+// cp.async.bulk needs a 16-byte aligned source, proved from tile.divisibility.
+func.func @bulk_load_unaligned_argument(%x: !tile.ptr<f32>)
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  // expected-error @+1 {{'tile.bulk_load' op needs a 16-byte aligned pointer for cp.async.bulk, but it is only known to be 1-byte aligned (give its kernel argument tile.divisibility = 16 and offset it by multiples of 16 bytes)}}
+  %t = tile.bulk_load %x : !tile.ptr<f32> -> tensor<512xf32>
+  return
+}
+
+// -----
+
+// An aligned argument offset by 2 f32 (8 bytes) is only 8-byte aligned.
+func.func @bulk_load_unaligned_offset(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  %c2 = arith.constant 2 : i32
+  %p = tile.addptr %x, %c2 : !tile.ptr<f32>, i32
+  // expected-error @+1 {{'tile.bulk_load' op needs a 16-byte aligned pointer for cp.async.bulk, but it is only known to be 8-byte aligned}}
+  %t = tile.bulk_load %p : !tile.ptr<f32> -> tensor<512xf32>
+  return
+}
+
+// -----
+
+// A loop index with a step of 2 f32 elements: 8-byte aligned at best.
+func.func @bulk_load_unaligned_loop(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  scf.for %i = %c0 to %n step %c2 : i32 {
+    %p = tile.addptr %x, %i : !tile.ptr<f32>, i32
+    // expected-error @+1 {{'tile.bulk_load' op needs a 16-byte aligned pointer for cp.async.bulk, but it is only known to be 8-byte aligned}}
+    %t = tile.bulk_load %p : !tile.ptr<f32> -> tensor<512xf32>
+  }
+  return
+}

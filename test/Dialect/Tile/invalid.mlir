@@ -1235,6 +1235,54 @@ func.func @desc_store_type(%d: !tile.tensordesc<tensor<64x128xbf16>>, %i: i32, %
 
 // -----
 
+func.func @bulk_load_not_1d(%x: !tile.ptr<f32>) {
+  // expected-error @+1 {{'tile.bulk_load' op expected a 1-D result, got 'tensor<16x16xf32>'}}
+  %t = tile.bulk_load %x : !tile.ptr<f32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @bulk_load_element_type(%x: !tile.ptr<f32>) {
+  // expected-error @+1 {{'tile.bulk_load' op expected the result's element type to be the pointee type 'f32', got 'f16'}}
+  %t = tile.bulk_load %x : !tile.ptr<f32> -> tensor<256xf16>
+  return
+}
+
+// -----
+
+func.func @bulk_load_i1(%x: !tile.ptr<i1>) {
+  // expected-error @+1 {{'tile.bulk_load' op expected a numeric element type, got i1 (bulk-load the bytes as i8)}}
+  %t = tile.bulk_load %x : !tile.ptr<i1> -> tensor<256xi1>
+  return
+}
+
+// -----
+
+func.func @bulk_load_size(%x: !tile.ptr<f16>) {
+  // expected-error @+1 {{'tile.bulk_load' op expected a multiple of 16 bytes, got 8 (4 x 'f16')}}
+  %t = tile.bulk_load %x : !tile.ptr<f16> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @bulk_load_too_big(%x: !tile.ptr<f32>) {
+  // expected-error @+1 {{'tile.bulk_load' op expected fewer than 1048576 bytes (one mbarrier phase counts at most 2^20 - 1), got 1048576}}
+  %t = tile.bulk_load %x : !tile.ptr<f32> -> tensor<262144xf32>
+  return
+}
+
+// -----
+
+func.func @bulk_load_tile_of_pointers(%x: tensor<4x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.bulk_load' op operand #0 must be tile pointer}}
+  %t = tile.bulk_load %x : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{expected the ring to fit the 227 KiB of shared memory, got 8 stages of 'tensor<128x128xbf16>' (263168 bytes)}}
 func.func @ring_too_big(%r: !tile.ring<8, tensor<128x128xbf16>>) {
   return

@@ -337,6 +337,20 @@ func.func @tensor_descriptors(%d: !tile.tensordesc<tensor<64x128xbf16>>,
   return
 }
 
+// tile.bulk_load: a 1-D tile of the pointee type, a multiple of 16 bytes
+// (here 16 bytes of f32, 32 of f8, 1 KiB of i64).
+// CHECK-LABEL: func.func @bulk_load
+// CHECK: tile.bulk_load %{{.*}} : !tile.ptr<f32> -> tensor<4xf32>
+// CHECK: tile.bulk_load %{{.*}} : !tile.ptr<f8E4M3FN> -> tensor<32xf8E4M3FN>
+// CHECK: tile.bulk_load %{{.*}} : !tile.ptr<i64> -> tensor<128xi64>
+func.func @bulk_load(%x: !tile.ptr<f32>, %q: !tile.ptr<f8E4M3FN>, %l: !tile.ptr<i64>)
+    -> (tensor<4xf32>, tensor<32xf8E4M3FN>, tensor<128xi64>) {
+  %0 = tile.bulk_load %x : !tile.ptr<f32> -> tensor<4xf32>
+  %1 = tile.bulk_load %q : !tile.ptr<f8E4M3FN> -> tensor<32xf8E4M3FN>
+  %2 = tile.bulk_load %l : !tile.ptr<i64> -> tensor<128xi64>
+  return %0, %1, %2 : tensor<4xf32>, tensor<32xf8E4M3FN>, tensor<128xi64>
+}
+
 // CHECK-LABEL: func.func @dot
 // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
 // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x16xf16> * tensor<16x8xf16> -> tensor<16x8xf32>

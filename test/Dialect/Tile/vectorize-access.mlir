@@ -454,5 +454,34 @@ func.func @select_with_unaligned_side(%a: !tile.ptr<bf16> {tile.divisibility = 1
   %cols = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
   %p = tile.addptr %s, %cols : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
   %v = tile.load %p : tensor<1024x!tile.ptr<bf16>>
+
+// -----
+
+// An scf.for induction variable is a multiple of what divides its lower bound
+// and its step: offsets i = 0, 8, 16, ... keep f32 16-byte aligned (vec 4);
+// a step of 2 leaves 8 bytes (vec 2).
+// CHECK-LABEL: func.func @loop_induction_variable
+// CHECK: tile.load %{{.*}} {vec = 4 : i32} : tensor<512x!tile.ptr<f32>>
+// CHECK: tile.load %{{.*}} {vec = 2 : i32} : tensor<512x!tile.ptr<f32>>
+func.func @loop_induction_variable(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c8 = arith.constant 8 : i32
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  scf.for %i = %c0 to %n step %c8 : i32 {
+    %b = tile.addptr %x, %i : !tile.ptr<f32>, i32
+    %bs = tile.splat %b : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+    %p = tile.addptr %bs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+    %v = tile.load %p : tensor<512x!tile.ptr<f32>>
+    tile.store %p, %v : tensor<512x!tile.ptr<f32>>
+  }
+  scf.for %j = %c0 to %n step %c2 : i32 {
+    %b = tile.addptr %x, %j : !tile.ptr<f32>, i32
+    %bs = tile.splat %b : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+    %p = tile.addptr %bs, %r : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+    %v = tile.load %p : tensor<512x!tile.ptr<f32>>
+    tile.store %p, %v : tensor<512x!tile.ptr<f32>>
+  }
   return
 }

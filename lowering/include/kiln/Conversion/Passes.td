@@ -27,6 +27,9 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     - kernels (`func.func` with `tile.kernel`) to `llvm.func` with `nvvm.kernel`
       and `nvvm.reqntid`;
     - TMA descriptors and rings to `cp.async.bulk.tensor` and mbarriers;
+      `tile.bulk_load` to 1-D `cp.async.bulk` copies completed on an mbarrier
+      (its pointer must be proved 16-byte aligned by `tile.divisibility`, else
+      the pass fails with an error naming the proved alignment);
       `tile.warpgroup_dot` (sm_90a) to `wgmma.mma_async`; the Tensor Memory
       ops and `tile.tcgen05_dot` (sm_100a, sm_103a) to `nvvm.tcgen05.*`.
     `scf.if` ops created for masks are left for `convert-scf-to-cf`.

@@ -34,8 +34,9 @@ struct AxisInfo {
 };
 
 /// Computes AxisInfo for every integer/pointer value of one function, in a
-/// single forward walk (values defined in nested regions or by unknown ops get
-/// the pessimistic {1, 1, 1}).
+/// single forward walk (values defined by unknown ops and block arguments get
+/// the pessimistic {1, 1, 1}, except an scf.for induction variable, divisible
+/// by what divides both its lower bound and its step).
 class AxisInfoAnalysis {
 public:
   explicit AxisInfoAnalysis(mlir::func::FuncOp func);

@@ -801,6 +801,47 @@ def Tile_DescStoreOp : Tile_Op<"desc_store", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
+def Tile_BulkLoadOp : Tile_Op<"bulk_load", [MemoryEffects<[MemRead]>]> {
+  let summary = "load a contiguous global range into a 1-D tile with a bulk async copy";
+  let description = [{
+    ```mlir
+    %t = tile.bulk_load %ptr : !tile.ptr<f32> -> tensor<1024xf32>
+    ```
+    Reads the N elements `ptr[0], ..., ptr[N - 1]` (N the result's size) into
+    a 1-D tile, without a tensor descriptor. The byte count `N * sizeof(T)`
+    must be a positive multiple of 16 below the 2^20 bytes that one mbarrier
+    phase counts (checked here); `ptr` must be 16-byte aligned, which the
+    conversion to NVVM proves from the kernel's `tile.divisibility` (or
+    reports as an error). i1 tiles are not bulk-loaded (they are bytes in
+    memory but not in registers). There is no mask: every element must lie in
+    the allocation.
+
+    Lowering (sm_90a, sm_100a, sm_103a; the whole target list has bulk
+    copies), like `tile.desc_load`: a 128-byte aligned shared buffer and an
+    mbarrier of the op's own (initialized once at kernel entry), `bar.sync`
+    (the buffer's earlier readers are done), then one thread elected in warp 0
+    issues `mbarrier.arrive.expect_tx` with the byte count and
+    `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`, one
+    copy per 64 KiB chunk; every thread waits with
+    `mbarrier.try_wait.parity` (the phase parity flips per execution, so a
+    loop waits for the right phase) and reads its elements from shared memory
+    in the tile's layout (up to 16 bytes per `ld.shared`). Runs in uniform
+    control flow (it contains `bar.sync`).
+  }];
+  let arguments = (ins Tile_Ptr:$ptr);
+  let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
+  let assemblyFormat = "$ptr attr-dict `:` qualified(type($ptr)) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes one mbarrier phase can count (its tx-count is below 2^20).
+    static constexpr int64_t kMaxBytes = int64_t(1) << 20;
+    /// Bytes moved: the result's elements times the element size.
+    int64_t getBytes() {
+      return getType().getNumElements() * getType().getElementTypeBitWidth() / 8;
+    }
+  }];
+}
+
 def Tile_RingAllocOp : Tile_Op<"ring_alloc", [MemoryEffects<[MemAlloc]>]> {
   let summary = "the shared memory and mbarriers of a TMA ring";
   let description = [{
