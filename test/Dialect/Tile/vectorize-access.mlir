@@ -454,6 +454,8 @@ func.func @select_with_unaligned_side(%a: !tile.ptr<bf16> {tile.divisibility = 1
   %cols = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
   %p = tile.addptr %s, %cols : tensor<1024x!tile.ptr<bf16>>, tensor<1024xi32>
   %v = tile.load %p : tensor<1024x!tile.ptr<bf16>>
+  return
+}
 
 // -----
 
