@@ -366,3 +366,17 @@ def test_max_num_imprecise_acc_reaches_the_tile_dot():
                               num_warps=4, upto="tile")
     assert "{maxNumImpreciseAcc = 64 : i32}" in ck.asm["tile"]
 
+
+def test_gemm_tma_kernel_promotes_fp8_when_asked():
+    # The benchmark's promoted variant (bench/gemm/run.py): gemm_tma_kernel with
+    # MAX_IMPRECISE_ACC = 128 on a [128, 128] block of 8 warps, one chunk per K box.
+    sig = {"a_desc": "tensordesc<f8e4m3,128x128,sw128>",
+           "b_desc": "tensordesc<f8e4m3,128x128,sw128>", "c_desc": "tensordesc<bf16,128x128>",
+           "M": "i32", "N": "i32", "K": "i32"}
+    ck = gemm_tma_kernel.compile(sig, dict(BM=128, BN=128, BK=128, GROUP_M=8, STAGES=4,
+                                           MAX_IMPRECISE_ACC=128),
+                                 num_warps=8, arch="sm_90a", upto="cubin")
+    ptx = ck.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
+    assert ptx.count("add.rn.f32") == 64 and "wgmma.wait_group.sync.aligned 1;" not in ptx
+    assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
