@@ -10,6 +10,10 @@ inputs first.
   cuBLAS peer is torch.matmul(a, b_t.T) (the same math and layouts) and torch.matmul(a, b).
 - ``kiln kl.dot``: the pointer-based K loop on mma.sync (operands and accumulator staged
   through shared memory each step), f32 output.
+- FP8 rows with ``max_num_imprecise_acc N``: the same TMA+wgmma GEMM whose dot promotes the
+  wgmma accumulator to f32 every N elements of K (kl.dot's ``max_num_imprecise_acc``; a wait
+  and f32 adds per chunk, a second register set: 128x128 blocks on 8 warps do not spill,
+  128x256 ones do), next to the unpromoted 128x128 block for a like-for-like time.
 
     python bench/gemm/run.py [--out DIR] [--sizes 4096,8192]
 """
@@ -32,6 +36,10 @@ CONFIGS = [(128, 128, 64, 8)]
 # (BM, BN, BK), stages, warps, GROUP_M
 TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128, 64), 3, 8, 8),
                ((128, 128, 64), 4, 4, 8), ((128, 256, 64), 3, 8, 16)]
+# FP8: (BM, BN, BK = 128), stages, warps, max_num_imprecise_acc (None: unpromoted)
+FP8_CONFIGS = [((128, 256, None), 3, 8, None), ((128, 256, None), 4, 8, None),
+               ((128, 128, None), 4, 8, None), ((128, 128, None), 4, 8, 128),
+               ((128, 128, None), 4, 8, 64), ((128, 256, None), 3, 8, 128)]
 
 
 def main():
@@ -68,11 +76,13 @@ def main():
         fp8 = [(a.to(torch.float8_e4m3fn), b_t.to(torch.float8_e4m3fn)) for a, _, b_t in inputs]
         fp8_of = {id(ab[0]): f for ab, f in zip(inputs, fp8)}
         one = torch.ones((), device="cuda")
-        for block, stages, warps in (((128, 256, None), 3, 8), ((128, 256, None), 4, 8)):
+        for block, stages, warps, bound in FP8_CONFIGS:
             label = f"kiln TMA+wgmma FP8 e4m3 {block[0]}x{block[1]}x128, {stages} stages"
-            variants[label] = (lambda block, stages, warps: lambda ab: gemm_tma(
-                *fp8_of[id(ab[0])], out_bf16, block=block, stages=stages,
-                num_warps=warps))(block, stages, warps)
+            if bound is not None:
+                label += f", max_num_imprecise_acc {bound}"
+            variants[label] = (lambda block, stages, warps, bound: lambda ab: gemm_tma(
+                *fp8_of[id(ab[0])], out_bf16, block=block, stages=stages, num_warps=warps,
+                max_num_imprecise_acc=bound))(block, stages, warps, bound)
         ref_fp8 = torch.matmul(fp8[0][0].float(), fp8[0][1].float().T)
         variants["torch._scaled_mm FP8 e4m3 -> bf16 (cuBLAS)"] = lambda ab: torch._scaled_mm(
             fp8_of[id(ab[0])][0], fp8_of[id(ab[0])][1].T, one, one, out_dtype=torch.bfloat16)

@@ -32,14 +32,17 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 
 @kiln.jit(num_warps=8)
 def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
-                    BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr):
+                    BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr,
+                    MAX_IMPRECISE_ACC: kl.constexpr = None):
     """c[M, N] = a[M, K] @ b[N, K]^T (bf16/f16 in, f32 accumulation, bf16 out) through
     TMA descriptors: one [BM, BN] block per program, programs ordered in groups of GROUP_M
     block rows (the A rows of a group stay in L2 while its columns sweep), the K loop
     pipelined STAGES deep. With 128-byte swizzled [BM, 64] / [BN, 64] boxes the dot runs from
     the ring slots (kiln-tile-accelerate-dot) on wgmma on sm_90a, and on tcgen05 with the
     accumulator in Tensor Memory on sm_100a/sm_103a when BM = 128 and BN is a multiple of
-    16; elsewhere on mma.sync.
+    16; elsewhere on mma.sync. FP8 dots take ``max_num_imprecise_acc=MAX_IMPRECISE_ACC``
+    (None: unbounded; on sm_90a each dot then promotes its wgmma partial sums to f32 every
+    MAX_IMPRECISE_ACC elements of K).
     TMA zero-fills loads past the edges and clips the store."""
     pid = kl.program_id(0)
     blocks_m = kl.cdiv(M, BM)
@@ -53,15 +56,18 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     for k in kl.range(0, K, BK, num_stages=STAGES):
         a = a_desc.load([pid_m * BM, k])
         b = b_desc.load([pid_n * BN, k])
-        acc = kl.dot(a, b.T, acc)
+        acc = kl.dot(a, b.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
 
 
-def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_warps=8):
+def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_warps=8,
+             max_num_imprecise_acc=None):
     """``a @ b_t.T`` for 2-D bf16/f16 or FP8 (e4m3/e5m2) CUDA tensors a [M, K] and b_t [N, K]
     (the nn.Linear weight layout) into the bf16 ``out`` [M, N] (allocated if None), on
     gemm_tma_kernel. ``block`` = (BM, BN, BK); BK None: 128 bytes of K (64 for 16-bit, 128
-    for FP8 elements). K * itemsize must be a multiple of 16 bytes (TMA strides)."""
+    for FP8 elements). K * itemsize must be a multiple of 16 bytes (TMA strides).
+    ``max_num_imprecise_acc`` (FP8 only): see kl.dot; on sm_90a it keeps a second set of
+    accumulator registers live, so (128, 128) blocks on 8 warps avoid spills."""
     if a.dim() != 2 or b_t.dim() != 2 or a.shape[1] != b_t.shape[1]:
         raise ValueError(f"gemm_tma: expected a [M, K] and b_t [N, K], got {list(a.shape)} "
                          f"and {list(b_t.shape)}")
@@ -83,5 +89,6 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
     if m and n:
         grid = (kiln.cdiv(m, bm) * kiln.cdiv(n, bn),)
         gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BM=bm, BN=bn, BK=bk,
-                              GROUP_M=group_m, STAGES=stages, num_warps=num_warps)
+                              GROUP_M=group_m, STAGES=stages, num_warps=num_warps,
+                              MAX_IMPRECISE_ACC=max_num_imprecise_acc)
     return out

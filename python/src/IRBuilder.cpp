@@ -578,12 +578,15 @@ public:
   }
 
   /// tile.dot: acc + a @ b (the semantic layer checked the shapes and types;
-  /// the op's verifier checks them again).
-  Value dot(Value a, Value b, Value acc) {
+  /// the op's verifier checks them again), with maxNumImpreciseAcc when given.
+  Value dot(Value a, Value b, Value acc, std::optional<int64_t> maxNumImpreciseAcc) {
     for (Value v : {a, b, acc})
       if (!llvm::isa<RankedTensorType>(v.getType()))
         invalid("dot takes tiles, got " + toString(v.getType()));
-    return tile::DotOp::create(builder, loc, acc.getType(), a, b, acc);
+    IntegerAttr bound;
+    if (maxNumImpreciseAcc)
+      bound = builder.getI32IntegerAttr(*maxNumImpreciseAcc);
+    return tile::DotOp::create(builder, loc, acc.getType(), a, b, acc, bound);
   }
 
   Value select(Value cond, Value a, Value b) {
@@ -1031,7 +1034,8 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("approx") = false)
       .def("unary", &Builder::unary, py::arg("name"), py::arg("x"), py::arg("approx") = false)
       .def("fma", &Builder::fma)
-      .def("dot", &Builder::dot)
+      .def("dot", &Builder::dot, py::arg("a"), py::arg("b"), py::arg("acc"),
+           py::arg("max_num_imprecise_acc") = py::none())
       .def("select", &Builder::select)
       .def("cmpi", &Builder::cmpi)
       .def("cmpf", &Builder::cmpf)

@@ -27,3 +27,37 @@ def dot_tile(a_ptr, b_ptr, acc_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: 
     else:
         c = kl.dot(a, b)
     kl.store(c_ptr + mn, c)
+
+
+@kiln.jit(num_warps=8)
+def fp8_gemm_f32(a_desc, b_desc, c_ptr, M, N, K, stride_cm, BM: kl.constexpr, BN: kl.constexpr,
+                 BK: kl.constexpr, STAGES: kl.constexpr, MAX_IMPRECISE_ACC: kl.constexpr = None):
+    """c[M, N] = a[M, K] @ b[N, K]^T in f32 (FP8 in, f32 out through pointers, so no output
+    rounding hides the accumulation error): one [BM, BN] block per program (grid = cdiv(M, BM)
+    x cdiv(N, BN)), a pipelined K loop of TMA boxes (wgmma on sm_90a), each dot bounded by
+    ``max_num_imprecise_acc=MAX_IMPRECISE_ACC``."""
+    pid_m = kl.program_id(0)
+    pid_n = kl.program_id(1)
+    acc = kl.zeros((BM, BN), kl.float32)
+    for k in kl.range(0, K, BK, num_stages=STAGES):
+        a = a_desc.load([pid_m * BM, k])
+        b = b_desc.load([pid_n * BN, k])
+        acc = kl.dot(a, b.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
+    rm = pid_m * BM + kl.arange(0, BM)
+    rn = pid_n * BN + kl.arange(0, BN)
+    kl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@kiln.jit
+def fp8_dot_tile(a_ptr, b_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: kl.constexpr,
+                 MAX_IMPRECISE_ACC: kl.constexpr = None):
+    """c = a @ b for one FP8 [M, K] x [K, N] tile (row major), the dot bounded by
+    ``max_num_imprecise_acc=MAX_IMPRECISE_ACC``."""
+    rm = kl.arange(0, M)
+    rn = kl.arange(0, N)
+    rk = kl.arange(0, K)
+    a = kl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = kl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = kl.dot(a, b, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
+    kl.store(c_ptr + rm[:, None] * N + rn[None, :], c)

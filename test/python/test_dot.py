@@ -250,3 +250,133 @@ def test_gemm_tma_runs_on_tcgen05_on_blackwell(arch, bn, stages, warps):
     assert "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" in ptx
     target = ck.meta["targets"][arch]
     assert target["spill_store_bytes"] == 0 and "tcgen05" in target["features"]
+
+
+# ---------------------------------------------------------------------------
+# (d) FP8 accumulator promotion: kl.dot(..., max_num_imprecise_acc=N)
+# ---------------------------------------------------------------------------
+
+from dot_kernels import fp8_dot_tile, fp8_gemm_f32  # noqa: E402
+
+
+def _fp8_gemm_f32(arch, bound, bm=128, bn=128, warps=8, dt="f8e4m3"):
+    sig = {"a_desc": f"tensordesc<{dt},{bm}x128,sw128>",
+           "b_desc": f"tensordesc<{dt},{bn}x128,sw128>", "c_ptr": "*f32",
+           "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
+    return fp8_gemm_f32.compile(sig, dict(BM=bm, BN=bn, BK=128, STAGES=3,
+                                          MAX_IMPRECISE_ACC=bound),
+                                num_warps=warps, arch=arch, upto="cubin")
+
+
+@pytest.mark.parametrize("dt,ptx_type", [("f8e4m3", "e4m3.e4m3"), ("f8e5m2", "e5m2.e5m2")])
+@pytest.mark.parametrize("bound", [128, 64, 32])
+def test_fp8_promoted_dot_on_wgmma(bound, dt, ptx_type):
+    # sm_90a, a [128, 128] block on two warpgroups (one 64-row slab each, 64 accumulator
+    # registers per thread): the 128-element K box in 128 / bound chunks, each a fence, its
+    # k32 wgmmas from zero, a commit, wait_group 0 and 64 f32 adds; nothing stays in flight
+    # across iterations (no wait_group 1); the second register set does not spill.
+    ck = _fp8_gemm_f32("sm_90a", bound, dt=dt)
+    ptx = ck.asm["ptx"]
+    chunks = 128 // bound
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{ptx_type}") == 4
+    assert ptx.count("wgmma.fence.sync.aligned;") == chunks
+    assert ptx.count("wgmma.commit_group.sync.aligned;") == chunks
+    # the chunks' waits, the {pending = 0} wait in the loop and the one after it
+    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == chunks + 2
+    assert "wgmma.wait_group.sync.aligned 1;" not in ptx
+    assert ptx.count("add.rn.f32") == 64 * chunks
+    assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
+
+
+def test_fp8_unbounded_dot_keeps_one_wgmma_group_in_flight():
+    # The same kernel without the bound: one chain on the accumulator, no adds, the
+    # previous iteration's group waited for with wait_group 1.
+    ptx = _fp8_gemm_f32("sm_90a", None).asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
+    assert ptx.count("wgmma.fence.sync.aligned;") == 1
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    assert "add.rn.f32" not in ptx
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_fp8_promoted_dot_assembles_on_blackwell(arch):
+    # No FP8 wgmma or tcgen05 here: the operands are widened to bf16 for mma.sync, which
+    # accumulates every k16 step in f32, so the bound changes nothing; it assembles.
+    ck = _fp8_gemm_f32(arch, 32, bm=64, bn=64, warps=4)
+    ptx = ck.asm["ptx"]
+    assert ck.cubin and "wgmma" not in ptx and "tcgen05" not in ptx
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
+
+
+@pytest.mark.parametrize("dt", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("bound", [None, 32, 64])
+def test_fp8_dot_interpreter_ignores_the_bound(bound, dt):
+    # The interpreter accumulates in f32 throughout: every bound gives the f32 result.
+    rng = np.random.default_rng(1)
+    m, n, k = 32, 16, 64
+    fp8 = getattr(ml_dtypes, dt)
+    a = rng.standard_normal((m, k)).astype(fp8)
+    b = rng.standard_normal((k, n)).astype(fp8)
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    interpret(fp8_dot_tile, (1,), a, b, c, M=m, N=n, K=k, MAX_IMPRECISE_ACC=bound)
+    np.testing.assert_allclose(c, _reference(a, b), rtol=1e-6, atol=1e-5)
+
+
+@kiln.jit
+def bad_imprecise_acc(a_ptr, b_ptr, c_ptr, CASE: kl.constexpr):
+    r = kl.arange(0, 64)
+    a = kl.load(a_ptr + r[:, None] * 64 + r[None, :])
+    b = kl.load(b_ptr + r[:, None] * 64 + r[None, :])
+    if CASE == "bf16":
+        c = kl.dot(a.to(kl.bfloat16), b.to(kl.bfloat16), max_num_imprecise_acc=32)  # imprecise-bf16
+    elif CASE == "odd":
+        c = kl.dot(a, b, max_num_imprecise_acc=48)  # imprecise-odd
+    elif CASE == "small":
+        c = kl.dot(a, b, max_num_imprecise_acc=16)  # imprecise-small
+    elif CASE == "above_k":
+        c = kl.dot(a, b, max_num_imprecise_acc=128)  # imprecise-above_k
+    elif CASE == "float":
+        c = kl.dot(a, b, max_num_imprecise_acc=64.0)  # imprecise-float
+    else:
+        c = kl.dot(a, b, max_num_imprecise_acc=True)  # imprecise-bool
+    kl.store(c_ptr + r[:, None] * 64 + r[None, :], c)
+
+
+@pytest.mark.parametrize("case,message", [
+    ("bf16", r"dot: max_num_imprecise_acc applies to FP8 operands \(float8e4m3, float8e5m2\) "
+             r"only, got bf16"),
+    ("odd", r"dot: max_num_imprecise_acc must be a power of two >= 32 \(a multiple of the K of "
+            r"one FP8 MMA\), got 48"),
+    ("small", r"dot: max_num_imprecise_acc must be a power of two >= 32 .*, got 16"),
+    ("above_k", r"dot: max_num_imprecise_acc = 128 exceeds K = 64 \(the bound applies within "
+                r"one dot\)"),
+    ("float", r"dot: max_num_imprecise_acc must be a constexpr int, got 64.0"),
+    ("bool", r"dot: max_num_imprecise_acc must be a constexpr int, got True"),
+])
+def test_max_num_imprecise_acc_errors_at_their_line(case, message):
+    sig = {"a_ptr": "*f8e4m3", "b_ptr": "*f8e4m3", "c_ptr": "*f32"}
+    with pytest.raises(CompilationError, match=message) as info:
+        bad_imprecise_acc.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
+    assert f"{HERE}:{line_of('imprecise-' + case)}:" in str(info.value)
+
+
+def test_max_num_imprecise_acc_reaches_the_tile_dot():
+    sig = {"a_ptr": "*f8e5m2", "b_ptr": "*f8e5m2", "c_ptr": "*f32"}
+    ck = fp8_dot_tile.compile(sig, dict(M=64, N=32, K=128, MAX_IMPRECISE_ACC=64),
+                              num_warps=4, upto="tile")
+    assert "{maxNumImpreciseAcc = 64 : i32}" in ck.asm["tile"]
+
+
+def test_gemm_tma_kernel_promotes_fp8_when_asked():
+    # The benchmark's promoted variant (bench/gemm/run.py): gemm_tma_kernel with
+    # MAX_IMPRECISE_ACC = 128 on a [128, 128] block of 8 warps, one chunk per K box.
+    sig = {"a_desc": "tensordesc<f8e4m3,128x128,sw128>",
+           "b_desc": "tensordesc<f8e4m3,128x128,sw128>", "c_desc": "tensordesc<bf16,128x128>",
+           "M": "i32", "N": "i32", "K": "i32"}
+    ck = gemm_tma_kernel.compile(sig, dict(BM=128, BN=128, BK=128, GROUP_M=8, STAGES=4,
+                                           MAX_IMPRECISE_ACC=128),
+                                 num_warps=8, arch="sm_90a", upto="cubin")
+    ptx = ck.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
+    assert ptx.count("add.rn.f32") == 64 and "wgmma.wait_group.sync.aligned 1;" not in ptx
+    assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0

@@ -592,6 +592,24 @@ LogicalResult ClusterGatherOp::verify() {
 // DotOp
 //===----------------------------------------------------------------------===//
 
+/// `maxNumImpreciseAcc` (when set): FP8 operands, a power of two from 32 (the K
+/// of one FP8 MMA instruction) up to the dot's K.
+static LogicalResult verifyMaxNumImpreciseAcc(Operation *op, IntegerAttr attr, Type element,
+                                              int64_t k) {
+  if (!attr)
+    return success();
+  if (!llvm::isa<Float8E4M3FNType, Float8E5M2Type>(element))
+    return op->emitOpError() << "expected FP8 operands with maxNumImpreciseAcc, got " << element;
+  int64_t n = attr.getInt();
+  if (n < 32 || !llvm::isPowerOf2_64(n))
+    return op->emitOpError() << "expected maxNumImpreciseAcc to be a power of two >= 32 (the K "
+                                "of one FP8 MMA), got "
+                             << n;
+  if (n > k)
+    return op->emitOpError() << "expected maxNumImpreciseAcc <= K = " << k << ", got " << n;
+  return success();
+}
+
 LogicalResult DotOp::verify() {
   auto aType = getA().getType(), bType = getB().getType();
   auto accType = getAcc().getType();
@@ -615,7 +633,7 @@ LogicalResult DotOp::verify() {
     if (size < least || !llvm::isPowerOf2_64(size))
       return emitOpError() << "expected " << name << " to be a power of two >= " << least
                            << ", got " << size;
-  return success();
+  return verifyMaxNumImpreciseAcc(*this, getMaxNumImpreciseAccAttr(), aType.getElementType(), k);
 }
 
 //===----------------------------------------------------------------------===//
@@ -814,7 +832,7 @@ LogicalResult WarpGroupDotOp::verify() {
   if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
     return emitOpError() << "expected M a multiple of " << 64 * warpgroups
                          << " and N a multiple of 8 up to 256, got " << accType;
-  return success();
+  return verifyMaxNumImpreciseAcc(*this, getMaxNumImpreciseAccAttr(), element, k);
 }
 
 //===----------------------------------------------------------------------===//

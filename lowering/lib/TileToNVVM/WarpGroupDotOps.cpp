@@ -9,6 +9,12 @@
 // bytes) in bits 32-45, layout type 1 (128-byte swizzle) in bits 62-63; a K
 // step adds 32 bytes to the start address.
 //
+// With maxNumImpreciseAcc = N (FP8) the accumulator is promoted: per chunk of
+// N elements of K, wgmma.fence, the chunk's wgmmas per slab into fresh
+// registers (the first with scale-d = 0: the chunk starts from zero),
+// wgmma.commit_group, wgmma.wait_group 0 and one llvm.fadd per register into
+// the f32 accumulator, which the tensor cores never read.
+//
 // tile.warpgroup_dot_wait -> wgmma.wait_group.sync.aligned as inline PTX
 // whose operands are the accumulator registers ("+f"), so nothing reads them
 // before the wait.
@@ -38,6 +44,20 @@ Value createSwizzled128Descriptor(OpBuilder &b, Location loc, Value address) {
   uint64_t fixed = (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
   return LLVM::OrOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, start),
                             LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(fixed)));
+}
+
+/// `wgmma.wait_group.sync.aligned pending` as inline PTX that passes `regs`
+/// through ("=f" tied to the inputs): their readers stay after the wait.
+SmallVector<Value> createWaitGroup(OpBuilder &b, Location loc, ArrayRef<Value> regs,
+                                   int64_t pending) {
+  SmallVector<std::string> constraints(regs.size(), "=f");
+  for (size_t i = 0; i < regs.size(); ++i)
+    constraints.push_back(std::to_string(i));
+  std::string ptx = "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";";
+  Type type = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), llvm::map_to_vector(regs, [](Value v) { return v.getType(); }));
+  return unpackTile(b, loc,
+                    createInlinePTX(b, loc, type, regs, ptx, llvm::join(constraints, ",")));
 }
 
 struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
@@ -92,26 +112,58 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
                                    rewriter.getI64IntegerAttr(kk * elementBytes / 16)));
     };
 
+    // The wgmmas of K elements [kBegin, kEnd) for every slab, each slab's
+    // chain starting from its registers in `regs` (from zero when `fromZero`:
+    // scale-d = 0 on the first step); returns the chains' registers.
+    auto issue = [&](ArrayRef<Value> regs, int64_t kBegin, int64_t kEnd, bool fromZero) {
+      SmallVector<Value> results;
+      for (int64_t rep = 0; rep < layout.reps(); ++rep) {
+        Value slab = packTile(rewriter, loc, slabType, regs.slice(rep * regsPerSlab, regsPerSlab));
+        Value slabAddress = LLVM::AddOp::create(
+            rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
+        Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
+        for (int64_t kk = kBegin; kk < kEnd; kk += kPerStep) {
+          auto scaleOut = fromZero && kk == kBegin ? NVVM::WGMMAScaleOut::zero
+                                                   : NVVM::WGMMAScaleOut::one;
+          slab = NVVM::WgmmaMmaAsyncOp::create(
+              rewriter, loc, slabType, slab, kStep(aDescriptor, kk), kStep(bDescriptor, kk),
+              shape, aWgmmaType, bWgmmaType, NVVM::WGMMATypes::f32, scaleOut,
+              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+              NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+        }
+        llvm::append_range(results, unpackTile(rewriter, loc, slab));
+      }
+      return results;
+    };
+
     SmallVector<Value> regs = unpackTile(rewriter, loc, adaptor.getAcc());
-    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
-    SmallVector<Value> results;
-    for (int64_t rep = 0; rep < layout.reps(); ++rep) {
-      Value slab = packTile(rewriter, loc, slabType,
-                            ArrayRef<Value>(regs).slice(rep * regsPerSlab, regsPerSlab));
-      Value slabAddress = LLVM::AddOp::create(
-          rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
-      Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
-      for (int64_t kk = 0; kk < k; kk += kPerStep)
-        slab = NVVM::WgmmaMmaAsyncOp::create(
-            rewriter, loc, slabType, slab, kStep(aDescriptor, kk), kStep(bDescriptor, kk), shape,
-            aWgmmaType, bWgmmaType, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-            NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
-      llvm::append_range(results, unpackTile(rewriter, loc, slab));
+    Type resultType = getTypeConverter()->convertType(accType);
+    std::optional<uint32_t> maxNumImpreciseAcc = op.getMaxNumImpreciseAcc();
+    if (!maxNumImpreciseAcc) {
+      NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+      SmallVector<Value> results = issue(regs, 0, k, /*fromZero=*/false);
+      NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+      rewriter.replaceOp(op, packTile(rewriter, loc, resultType, results));
+      return success();
     }
-    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType),
-                                    results));
+
+    // Promotion: each chunk of K accumulates from zero on the tensor cores
+    // (its input registers are not read; zeros keep them defined), is waited
+    // for and added to the accumulator in f32. The fence before each chunk
+    // orders the previous chunk's register reads (the adds) before the
+    // wgmmas that may reuse those registers.
+    Value zero = LLVM::ConstantOp::create(rewriter, loc, f32, rewriter.getF32FloatAttr(0.0f));
+    SmallVector<Value> zeros(regs.size(), zero);
+    for (int64_t kBegin = 0; kBegin < k; kBegin += *maxNumImpreciseAcc) {
+      NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+      SmallVector<Value> partial =
+          issue(zeros, kBegin, kBegin + *maxNumImpreciseAcc, /*fromZero=*/true);
+      NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+      partial = createWaitGroup(rewriter, loc, partial, /*pending=*/0);
+      for (auto [acc, part] : llvm::zip_equal(regs, partial))
+        acc = LLVM::FAddOp::create(rewriter, loc, acc, part);
+    }
+    rewriter.replaceOp(op, packTile(rewriter, loc, resultType, regs));
     return success();
   }
 };
@@ -121,14 +173,12 @@ struct WarpGroupDotWaitLowering : TileOpConversion<tile::WarpGroupDotWaitOp> {
 
   LogicalResult matchAndRewrite(tile::WarpGroupDotWaitOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> regs = unpackTile(rewriter, op.getLoc(), adaptor.getSrc());
-    SmallVector<std::string> constraints(regs.size(), "=f");
-    for (size_t i = 0; i < regs.size(); ++i)
-      constraints.push_back(std::to_string(i));
-    std::string ptx = "wgmma.wait_group.sync.aligned " + std::to_string(op.getPending()) + ";";
-    Type type = getTypeConverter()->convertType(op.getType());
-    rewriter.replaceOp(op, createInlinePTX(rewriter, op.getLoc(), type, regs, ptx,
-                                           llvm::join(constraints, ",")));
+    Location loc = op.getLoc();
+    SmallVector<Value> regs =
+        createWaitGroup(rewriter, loc, unpackTile(rewriter, loc, adaptor.getSrc()),
+                        op.getPending());
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
+                                    regs));
     return success();
   }
 };

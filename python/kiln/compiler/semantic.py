@@ -617,8 +617,9 @@ class Semantic:
         a, b, c = (self.broadcast_to(self.cast(t, ty), shape) for t in ts)
         return tensor(self.builder.fma(a.handle, b.handle, c.handle), a.type)
 
-    def dot(self, a: Any, b: Any, acc: Any = None) -> tensor:
-        """``acc + a @ b`` in float32 (``tile.dot``)."""
+    def dot(self, a: Any, b: Any, acc: Any = None, max_num_imprecise_acc: Any = None) -> tensor:
+        """``acc + a @ b`` in float32 (``tile.dot``); ``max_num_imprecise_acc`` becomes
+        its ``maxNumImpreciseAcc`` attribute."""
         a, b = self.to_tensor(a), self.to_tensor(b)
         for name, t in (("a", a), ("b", b)):
             if not t.type.is_block() or len(t.shape) != 2:
@@ -648,7 +649,28 @@ class Semantic:
                 got = f"{list(c.shape)} {c.dtype}" if c.type.is_block() else str(c.dtype)
                 raise SemanticError(f"dot: acc must be a float32 tile of shape {[m, n]}, "
                                     f"got {got}")
-        return tensor(self.builder.dot(a.handle, b.handle, c.handle), ty)
+        n_imprecise = self._max_num_imprecise_acc(max_num_imprecise_acc, a.dtype, k)
+        return tensor(self.builder.dot(a.handle, b.handle, c.handle, n_imprecise), ty)
+
+    @staticmethod
+    def _max_num_imprecise_acc(value: Any, dtype: Any, k: int) -> Optional[int]:
+        """``dot``'s bound on imprecise accumulation: None, or a power of two from 32
+        (the K of one FP8 MMA instruction) to K, for FP8 operands only."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SemanticError(f"dot: max_num_imprecise_acc must be a constexpr int, got "
+                                f"{value!r}")
+        if not dtype.is_fp8():
+            raise SemanticError(f"dot: max_num_imprecise_acc applies to FP8 operands "
+                                f"(float8e4m3, float8e5m2) only, got {dtype}")
+        if value < 32 or value & (value - 1):
+            raise SemanticError(f"dot: max_num_imprecise_acc must be a power of two >= 32 "
+                                f"(a multiple of the K of one FP8 MMA), got {value}")
+        if value > k:
+            raise SemanticError(f"dot: max_num_imprecise_acc = {value} exceeds K = {k} (the "
+                                f"bound applies within one dot)")
+        return value
 
     def cdiv(self, x: Any, div: Any) -> Any:
         if self.is_literal(x) and self.is_literal(div):

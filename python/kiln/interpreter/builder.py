@@ -446,9 +446,11 @@ class NumpyBuilder:
         return (a.astype(wide) * np.asarray(b).astype(wide) + np.asarray(c).astype(wide)) \
             .astype(a.dtype)
 
-    def dot(self, a: Any, b: Any, acc: Any) -> np.ndarray:
-        """``tile.dot``: the f16/bf16 inputs widened exactly to f32, products and
-        sums in f32 (the tensor cores' order of additions differs)."""
+    def dot(self, a: Any, b: Any, acc: Any,
+            max_num_imprecise_acc: Any = None) -> np.ndarray:
+        """``tile.dot``: the f16/bf16/FP8 inputs widened exactly to f32, products and
+        sums in f32 (the tensor cores' order of additions differs). Every sum is
+        already f32, so ``max_num_imprecise_acc`` changes nothing here."""
         f32 = np.float32
         return (np.asarray(acc, dtype=f32) + np.asarray(a).astype(f32) @ np.asarray(b).astype(f32)) \
             .astype(f32, copy=False)

@@ -403,12 +403,20 @@ def fma(x: Any, y: Any, z: Any, _semantic: Any = None) -> tensor:
 
 
 @builtin
-def dot(a: Any, b: Any, acc: Any = None, _semantic: Any = None) -> tensor:
+def dot(a: Any, b: Any, acc: Any = None, max_num_imprecise_acc: Any = None,
+        _semantic: Any = None) -> tensor:
     """``acc + a @ b`` on tensor cores: ``a`` [M, K] and ``b`` [K, N] of one dtype
-    (float16 or bfloat16), ``acc`` [M, N] float32 (zeros if None); the result is
-    float32 [M, N] with exact products and float32 accumulation. M, N, K are
-    powers of two, M >= 16, N >= 8, K >= 16."""
-    return _semantic.dot(a, b, None if acc is None else _unwrap(acc))
+    (float16, bfloat16 or FP8 float8e4m3/float8e5m2), ``acc`` [M, N] float32 (zeros
+    if None); the result is float32 [M, N] with exact products and float32
+    accumulation. M, N, K are powers of two, M >= 16, N >= 8, K >= 16 (32 for FP8).
+
+    ``max_num_imprecise_acc`` (FP8 only, a constexpr power of two from 32 to K):
+    the tensor cores accumulate at most that many products of K from zero before
+    the partial sum is added to the result with float32 adds (Hopper's FP8 wgmma
+    accumulates with about 14 mantissa bits). It applies within this dot; in a K
+    loop each iteration's dot starts afresh. None: no bound (fastest)."""
+    return _semantic.dot(a, b, None if acc is None else _unwrap(acc),
+                         _unwrap(max_num_imprecise_acc))
 
 
 @builtin

@@ -359,3 +359,59 @@ func.func @no_refill(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attribut
   tile.store %p, %acc : tensor<128x64x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+!A = !tile.ring<3, tensor<128x128xf8E4M3FN>>
+!B = !tile.ring<3, tensor<128x128xf8E4M3FN>>
+!DA = !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>
+
+// An FP8 dot with maxNumImpreciseAcc: on sm_90a the warpgroup dot keeps the
+// bound and waits for its own chunks (promoted in f32 by its lowering), so
+// the wait after it is {pending = 0} and the refills follow it. On
+// sm_100a/sm_103a FP8 stays on mma.sync, its operands widened to bf16 (exact
+// f32 accumulation per k16 step): the attribute is dropped.
+// CHECK-LABEL: func.func @fp8_promoted
+// CHECK: scf.for
+// CHECK:   %[[D:.*]] = tile.warpgroup_dot %{{.*}}[%[[SLOT:.*]]], %{{.*}}[%[[SLOT]]], %{{.*}} {maxNumImpreciseAcc = 64 : i32} : !tile.ring<3, tensor<128x128xf8E4M3FN>>, !tile.ring<3, tensor<128x128xf8E4M3FN>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK:   %[[W:.*]] = tile.warpgroup_dot_wait %[[D]] {pending = 0 : i32}
+// CHECK:   tile.ring_issue
+// CHECK:   tile.ring_issue
+// CHECK:   scf.yield %[[W]], %{{.*}}
+// CHECK: tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
+// SM100-LABEL: func.func @fp8_promoted
+// SM100-NOT: tile.warpgroup_dot
+// SM100: %[[A:.*]] = arith.extf %{{.*}} : tensor<128x128xf8E4M3FN{{.*}}> to tensor<128x128xbf16
+// SM100: %[[B:.*]] = arith.extf %{{.*}} : tensor<128x128xf8E4M3FN{{.*}}> to tensor<128x128xbf16
+// SM100-NOT: maxNumImpreciseAcc
+// SM100: tile.dot %[[A]], %[[B]], %{{.*}} : tensor<128x128xbf16
+// SM100-NOT: maxNumImpreciseAcc
+// SM100: return
+func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %c128 = arith.constant 128 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %acc, %n = scf.for %kk = %c0 to %k step %c128 iter_args(%acc = %zero, %it = %c0) -> (tensor<128x128xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c3 : i32
+    %phase = arith.andi %it, %c1 : i32
+    %a = tile.ring_wait_load %ra[%slot], %phase : !A -> tensor<128x128xf8E4M3FN>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%slot] if %true : !DA, !A
+    %b = tile.ring_wait_load %rb[%slot], %phase : !B -> tensor<128x128xf8E4M3FN>
+    tile.ring_issue %db[%c0, %kk] -> %rb[%slot] if %true : !DB, !B
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<128x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %d = tile.dot %a, %bt, %acc {maxNumImpreciseAcc = 64 : i32} : tensor<128x128xf8E4M3FN> * tensor<128x128xf8E4M3FN> -> tensor<128x128xf32>
+    %next = arith.addi %it, %c1 : i32
+    scf.yield %d, %next : tensor<128x128xf32>, i32
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x128x!tile.ptr<f32>>
+  tile.store %p, %acc : tensor<128x128x!tile.ptr<f32>>
+  return
+}

@@ -751,6 +751,46 @@ func.func @dot_acc_type(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>, %c: tens
 
 // -----
 
+func.func @dot_imprecise_acc_not_fp8(%a: tensor<16x64xbf16>, %b: tensor<64x16xbf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected FP8 operands with maxNumImpreciseAcc, got 'bf16'}}
+  %0 = tile.dot %a, %b, %c {maxNumImpreciseAcc = 32 : i32} : tensor<16x64xbf16> * tensor<64x16xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_imprecise_acc_not_power_of_two(%a: tensor<16x128xf8E4M3FN>, %b: tensor<128x16xf8E4M3FN>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected maxNumImpreciseAcc to be a power of two >= 32 (the K of one FP8 MMA), got 96}}
+  %0 = tile.dot %a, %b, %c {maxNumImpreciseAcc = 96 : i32} : tensor<16x128xf8E4M3FN> * tensor<128x16xf8E4M3FN> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_imprecise_acc_below_instruction_k(%a: tensor<16x128xf8E5M2>, %b: tensor<128x16xf8E5M2>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected maxNumImpreciseAcc to be a power of two >= 32 (the K of one FP8 MMA), got 16}}
+  %0 = tile.dot %a, %b, %c {maxNumImpreciseAcc = 16 : i32} : tensor<16x128xf8E5M2> * tensor<128x16xf8E5M2> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_imprecise_acc_negative(%a: tensor<16x128xf8E5M2>, %b: tensor<128x16xf8E5M2>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected maxNumImpreciseAcc to be a power of two >= 32 (the K of one FP8 MMA), got -64}}
+  %0 = tile.dot %a, %b, %c {maxNumImpreciseAcc = -64 : i32} : tensor<16x128xf8E5M2> * tensor<128x16xf8E5M2> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_imprecise_acc_above_k(%a: tensor<16x64xf8E4M3FN>, %b: tensor<64x16xf8E4M3FN>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected maxNumImpreciseAcc <= K = 64, got 128}}
+  %0 = tile.dot %a, %b, %c {maxNumImpreciseAcc = 128 : i32} : tensor<16x64xf8E4M3FN> * tensor<64x16xf8E4M3FN> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // tile.reduce / tile.reduce.return
 //===----------------------------------------------------------------------===//
@@ -1449,6 +1489,22 @@ func.func @warpgroup_dot_warpgroups(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb:
 func.func @warpgroup_dot_version5_acc(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>, %i: i32) {
   // expected-error @+1 {{expected an accumulator with the #tile.mma encoding of version 3, got 'tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>'}}
   %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_imprecise_acc_not_fp8(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{'tile.warpgroup_dot' op expected FP8 operands with maxNumImpreciseAcc, got 'bf16'}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {maxNumImpreciseAcc = 64 : i32} : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_imprecise_acc_above_k(%ra: !tile.ring<2, tensor<64x128xf8E4M3FN>>, %rb: !tile.ring<2, tensor<64x128xf8E4M3FN>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{'tile.warpgroup_dot' op expected maxNumImpreciseAcc <= K = 128, got 256}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {maxNumImpreciseAcc = 256 : i32} : !tile.ring<2, tensor<64x128xf8E4M3FN>>, !tile.ring<2, tensor<64x128xf8E4M3FN>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
   return
 }
 

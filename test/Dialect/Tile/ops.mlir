@@ -362,6 +362,17 @@ func.func @dot(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>, %acc: tensor<64x
   return %0, %1 : tensor<64x128xf32>, tensor<16x8xf32>
 }
 
+// CHECK-LABEL: func.func @dot_max_num_imprecise_acc
+// CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} {maxNumImpreciseAcc = 32 : i32} : tensor<64x128xf8E4M3FN> * tensor<128x64xf8E4M3FN> -> tensor<64x64xf32>
+// CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} {maxNumImpreciseAcc = 128 : i32} : tensor<64x128xf8E5M2> * tensor<128x64xf8E5M2> -> tensor<64x64xf32>
+func.func @dot_max_num_imprecise_acc(%a: tensor<64x128xf8E4M3FN>, %b: tensor<128x64xf8E4M3FN>,
+                                     %x: tensor<64x128xf8E5M2>, %y: tensor<128x64xf8E5M2>,
+                                     %acc: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %0 = tile.dot %a, %b, %acc {maxNumImpreciseAcc = 32 : i32} : tensor<64x128xf8E4M3FN> * tensor<128x64xf8E4M3FN> -> tensor<64x64xf32>
+  %1 = tile.dot %x, %y, %acc {maxNumImpreciseAcc = 128 : i32} : tensor<64x128xf8E5M2> * tensor<128x64xf8E5M2> -> tensor<64x64xf32>
+  return %0, %1 : tensor<64x64xf32>, tensor<64x64xf32>
+}
+
 // CHECK-LABEL: func.func @rings
 // CHECK: %[[R:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
 // CHECK: tile.ring_issue %{{.*}}[%{{.*}}, %{{.*}}] -> %[[R]][%{{.*}}] if %{{.*}} : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<32x64xbf16>>
@@ -420,6 +431,14 @@ func.func @warpgroup_dot(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.rin
   %w = tile.warpgroup_dot_wait %d {pending = 1 : i32} : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
   %c = tile.convert_layout %w : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
   return %c : tensor<128x256xf32>
+}
+
+// CHECK-LABEL: func.func @warpgroup_dot_max_num_imprecise_acc
+// CHECK: tile.warpgroup_dot %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}} {maxNumImpreciseAcc = 64 : i32} : !tile.ring<2, tensor<128x128xf8E4M3FN>>, !tile.ring<2, tensor<128x128xf8E5M2>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+func.func @warpgroup_dot_max_num_imprecise_acc(%ra: !tile.ring<2, tensor<128x128xf8E4M3FN>>, %rb: !tile.ring<2, tensor<128x128xf8E5M2>>,
+                                               %acc: tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>, %i: i32) -> tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>> {
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {maxNumImpreciseAcc = 64 : i32} : !tile.ring<2, tensor<128x128xf8E4M3FN>>, !tile.ring<2, tensor<128x128xf8E5M2>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+  return %d : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 }
 
 // CHECK-LABEL: func.func @tcgen05_dot

@@ -559,10 +559,29 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     %d = tile.dot %a, %b, %acc
         : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
     ```
-    `a` is [M, K], `b` is [K, N] of one element type (f16 or bf16), `acc` and
-    the result [M, N] of f32; the products are exact and accumulate in f32
-    (the order of the additions is unspecified). M, N and K are powers of two
-    with M >= 16, N >= 8 and K >= 16 (the m16n8k16 tensor-core tile).
+    `a` is [M, K], `b` is [K, N] of one element type (f16, bf16 or FP8
+    e4m3/e5m2), `acc` and the result [M, N] of f32; the products are exact and
+    accumulate in f32 (the order of the additions is unspecified). M, N and K
+    are powers of two with M >= 16, N >= 8 and K >= 16 (K >= 32 for FP8).
+
+    `maxNumImpreciseAcc` (FP8 operands only; Triton's `max_num_imprecise_acc`)
+    bounds how many products of K a tensor-core accumulator may carry before
+    it is added to `acc` with plain f32 adds: a power of two N with
+    32 <= N <= K (32 is the K of one FP8 MMA instruction). K splits into K / N
+    chunks in order; each chunk accumulates from zero on the tensor cores and
+    its sum is then added to the running f32 result. Hopper's FP8 wgmma keeps
+    fewer than f32's mantissa bits in its accumulator (about 14), so without
+    the attribute a wgmma dot may lose precision over long K; the bound
+    applies per `tile.dot` (in a K loop, each iteration's dot starts its own
+    chunks and the loop carries the f32 sum). Only the wgmma form
+    (`kiln-tile-accelerate-dot`, sm_90a) accumulates imprecisely; `mma.sync`
+    (FP8 widened to bf16, f32 accumulation per k16 step) is exact already and
+    drops the attribute.
+
+    ```mlir
+    %d = tile.dot %a, %b, %acc {maxNumImpreciseAcc = 128 : i32}
+        : tensor<128x128xf8E4M3FN> * tensor<128x256xf8E4M3FN> -> tensor<128x256xf32>
+    ```
 
     The lowering is self-contained: `a` and `b` go to shared memory (row
     major, as the blocked layout holds them), a `bar.sync`, then every warp
@@ -578,7 +597,8 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   }];
   let arguments = (ins RankedTensorOf<[F16, BF16, F8E4M3FN, F8E5M2]>:$a,
                        RankedTensorOf<[F16, BF16, F8E4M3FN, F8E5M2]>:$b,
-                       RankedTensorOf<[F32]>:$acc);
+                       RankedTensorOf<[F32]>:$acc,
+                       OptionalAttr<I32Attr>:$maxNumImpreciseAcc);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)
@@ -951,9 +971,18 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     descriptors: 128-byte swizzle, stride 1024 bytes per 8 rows),
     `wgmma.commit_group`.
     The result is not ready until a `tile.warpgroup_dot_wait` covers it.
+
+    With `maxNumImpreciseAcc = N` (FP8 boxes; a power of two, 32 <= N <= K;
+    see `tile.dot`) the op is synchronous: per chunk of N elements of K,
+    `wgmma.fence`, the chunk's k32 wgmmas per slab into fresh registers (the
+    first with scale-d = 0, so the chunk starts from zero),
+    `wgmma.commit_group`, `wgmma.wait_group.sync.aligned 0`, and one f32
+    `add` per accumulator register into `acc`. The result is then ready (a
+    following `tile.warpgroup_dot_wait` has nothing left to wait for).
   }];
   let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot,
-                       RankedTensorOf<[F32]>:$acc);
+                       RankedTensorOf<[F32]>:$acc,
+                       OptionalAttr<I32Attr>:$maxNumImpreciseAcc);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc attr-dict `:` qualified(type($a)) `,`

@@ -131,7 +131,11 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     (`#tile.mma` version 3) across the loop: `tile.warpgroup_dot`,
     `tile.warpgroup_dot_wait {pending = 1}` (the previous iteration's dot is
     done) in the loop and `{pending = 0}` after it. Needs M a multiple of 64
-    per warpgroup, N a multiple of 8 up to 256; any initial value.
+    per warpgroup, N a multiple of 8 up to 256; any initial value. A dot
+    with `maxNumImpreciseAcc` (FP8) keeps it on its `tile.warpgroup_dot`,
+    which then waits for its own wgmma chunks and adds them to the
+    accumulator in f32; the wait after it is `{pending = 0}`. The dots left
+    on `mma.sync` drop the attribute (f32 accumulation per k16 step).
 
     sm_100a, sm_103a (tcgen05): the accumulator lives in Tensor Memory
     (`tile.tmem_alloc` before the loop), and the loop carries, in its place,

@@ -1,0 +1,90 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-convert-tile-to-nvvm=arch=sm_90a | FileCheck %s
+
+!A = !tile.ring<2, tensor<64x128xf8E4M3FN>>
+!B = !tile.ring<2, tensor<16x128xf8E5M2>>
+!DC = !tile.tensordesc<tensor<64x16xbf16>>
+#mma = #tile.mma<version = 3, numWarps = 4>
+
+// FP8 accumulator promotion, maxNumImpreciseAcc = 64 of K = 128 (two k32
+// wgmmas per chunk, one warpgroup, 8 registers per thread): per chunk a
+// fence, a wgmma chain into fresh registers that starts from zero (scale-d
+// <zero>, its input a struct of 0.0), a commit, wait_group 0 on the chain's
+// registers and one f32 add per register into the accumulator; the second
+// chunk's descriptors advance by 64 bytes (4 units of 16) and its adds take
+// the first chunk's sums. The tensor cores never read the accumulator.
+// CHECK-LABEL: llvm.func ptx_kernelcc @promoted(
+// CHECK: %[[ACC0:.*]] = llvm.extractvalue %[[ACC:.*]][0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.insertvalue %[[ZERO]], %{{.*}}[0]
+// CHECK: %[[FROM:.*]] = llvm.insertvalue %[[ZERO]], %{{.*}}[7]
+// CHECK: %[[C0:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[FROM]], <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK: llvm.mlir.constant(2 : i64) : i64
+// CHECK: %[[C1:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[C0]], <m = 64, n = 16, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: %[[P0:.*]] = llvm.extractvalue %[[C1]][0]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: %[[W0:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;", "=f,=f,=f,=f,=f,=f,=f,=f,0,1,2,3,4,5,6,7" %[[P0]],
+// CHECK: %[[Q0:.*]] = llvm.extractvalue %[[W0]][0]
+// CHECK-NOT: nvvm.wgmma
+// CHECK: %[[S0:.*]] = llvm.fadd %[[ACC0]], %[[Q0]] : f32
+// CHECK-COUNT-7: llvm.fadd
+// CHECK-NOT: llvm.fadd
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: %[[FROM2:.*]] = llvm.insertvalue %[[ZERO]], %{{.*}}[7]
+// CHECK: llvm.mlir.constant(4 : i64) : i64
+// CHECK: %[[C2:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[FROM2]], <m = 64, n = 16, k = 32>, D[<f32>, <zero>]
+// CHECK: llvm.mlir.constant(6 : i64) : i64
+// CHECK: %[[C3:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[C2]], <m = 64, n = 16, k = 32>, D[<f32>, <one>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: %[[W1:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
+// CHECK: %[[Q1:.*]] = llvm.extractvalue %[[W1]][0]
+// CHECK: llvm.fadd %[[S0]], %[[Q1]] : f32
+// CHECK-COUNT-7: llvm.fadd
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK-NOT: llvm.fadd
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
+// CHECK: llvm.return
+func.func @promoted(%dc: !DC, %slot: i32, %x: f32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %acc = tile.splat %x : f32 -> tensor<64x16xf32, #mma>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %d = tile.warpgroup_dot %ra[%slot], %rb[%slot], %acc {maxNumImpreciseAcc = 64 : i32} : !A, !B, tensor<64x16xf32, #mma>
+  %w = tile.warpgroup_dot_wait %d {pending = 0 : i32} : tensor<64x16xf32, #mma>
+  %h = arith.truncf %w : tensor<64x16xf32, #mma> to tensor<64x16xbf16, #mma>
+  tile.desc_store %dc[%slot, %slot], %h : !DC, tensor<64x16xbf16, #mma>
+  return
+}
+
+// -----
+
+!A = !tile.ring<2, tensor<64x128xf8E4M3FN>>
+!B = !tile.ring<2, tensor<16x128xf8E5M2>>
+!DC = !tile.tensordesc<tensor<64x16xbf16>>
+#mma = #tile.mma<version = 3, numWarps = 4>
+
+// Without the bound: one fence, the four k32 wgmmas chained on the
+// accumulator itself (scale-d <one> throughout), one commit, no wait and no
+// add inside the dot (the tile.warpgroup_dot_wait after it waits).
+// CHECK-LABEL: llvm.func ptx_kernelcc @unbounded(
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NOT: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK-NOT: llvm.fadd
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: llvm.fadd
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT: nvvm.wgmma
+// CHECK-NOT: llvm.fadd
+// CHECK: llvm.return
+func.func @unbounded(%dc: !DC, %slot: i32, %x: f32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %acc = tile.splat %x : f32 -> tensor<64x16xf32, #mma>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %d = tile.warpgroup_dot %ra[%slot], %rb[%slot], %acc : !A, !B, tensor<64x16xf32, #mma>
+  %w = tile.warpgroup_dot_wait %d {pending = 0 : i32} : tensor<64x16xf32, #mma>
+  %h = arith.truncf %w : tensor<64x16xf32, #mma> to tensor<64x16xbf16, #mma>
+  tile.desc_store %dc[%slot, %slot], %h : !DC, tensor<64x16xbf16, #mma>
+  return
+}
