@@ -143,7 +143,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       SmallVector<Value> values;
       for (int64_t r = 0; r < numRegs; ++r)
         values.push_back(lines[r & ~axisRegMask].front());
-      return packTile(rewriter, loc, getTypeConverter()->convertType(op->getResult(0).getType()), values);
+      return packTile(rewriter, loc,
+                      getTypeConverter()->convertType(op->getResult(0).getType()), values);
     };
     if (op.getBroadcast() && warpsAlongAxis == 1) {
       rewriter.replaceOp(op, broadcastResult(partials));
@@ -182,9 +183,9 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
           createSharedBuffer(rewriter, op, "__kiln_reduce_smem", rewriter.getI8Type(), bytes);
       for (int64_t offset : byteOffsets)
         arrays.push_back(offset == 0 ? buffer
-                                     : LLVM::GEPOp::create(rewriter, loc, buffer.getType(),
-                                                           rewriter.getI8Type(), buffer,
-                                                           ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
+                                     : LLVM::GEPOp::create(
+                                           rewriter, loc, buffer.getType(), rewriter.getI8Type(),
+                                           buffer, ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
     }
     auto slot = [&](int64_t i, Value index) {
       return LLVM::GEPOp::create(rewriter, loc, arrays[i].getType(), stored[i], arrays[i],
