@@ -103,6 +103,48 @@ def test_mixed_pair_shuffles_both_values():
     assert "tensor<32x32xf32>, tensor<32x32xi32> -> tensor<32xf32>, tensor<32xi32>" in ir
 
 
+@kiln.jit
+def add_pair_fn(a0, b0, a1, b1):
+    return a0 + a1, b0 + b1
+
+
+@kiln.jit
+def scaled_rows(x_ptr, w_ptr, y_ptr, n_rows, M: kl.constexpr, N: kl.constexpr):
+    """y = x * sum(x * w) / sum(x * x) per row, over a pipelined loop of row blocks: the
+    pair broadcast back along its axis (kiln-tile-rematerialize-broadcasts leaves a
+    reduction of two sources as it is) and reduced in a loop."""
+    cols = kl.arange(0, N)
+    for start in kl.range(0, n_rows, M, num_stages=2):
+        rows = start + kl.arange(0, M)
+        offs = rows[:, None] * N + cols[None, :]
+        x = kl.load(x_ptr + offs)
+        w = kl.load(w_ptr + offs)
+        ss, sw = kl.reduce((x * x, x * w), 1, add_pair_fn)
+        kl.store(y_ptr + offs, x * (sw / ss)[:, None])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_pair_broadcast_back_in_a_loop_compiles(arch):
+    sig = {"x_ptr": "*f32", "w_ptr": "*f32", "y_ptr": "*f32", "n_rows": "i32"}
+    ck = scaled_rows.compile(sig, {"M": 16, "N": 128}, list(sig), num_warps=4, arch=arch,
+                             upto="cubin")
+    assert ck.cubin[:4] == b"\x7fELF"
+    assert ck.tile_ir.count(":2 = tile.reduce") == 1
+    # the pair stays one reduction through the passes: one buffer for both sums
+    assert ck.ptx.count(".b8 __kiln_reduce_smem") == 1
+
+
+def test_pair_broadcast_back_interpreter():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    w = rng.standard_normal((64, 128)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    interpret(scaled_rows, (1,), x, w, y, 64, M=16, N=128)
+    x64 = x.astype(np.float64)
+    ref = x64 * (np.sum(x64 * w, axis=1) / np.sum(x64 * x64, axis=1))[:, None]
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------
 # (b) Interpreter against numpy
 # ---------------------------------------------------------------------------
