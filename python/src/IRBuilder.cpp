@@ -758,7 +758,56 @@ public:
       tile::ReduceReturnOp::create(builder, loc, binaryImpl(combine, a, b));
     }
     builder.setInsertionPointAfter(op);
-    return op.getResult();
+    return op.getResult().front();
+  }
+
+  /// tile.reduce of the tiles `srcs` (one shape) together along `axis`. `combine`
+  /// is a Python callable that, with the insertion point in the combine region,
+  /// takes the list of its 2N arguments (the N accumulated values, then the N
+  /// new ones) and returns the N combined values (the frontend inlines a
+  /// @kiln.jit function there). Returns the N results.
+  std::vector<Value> reduceCombine(std::vector<Value> srcs, int axis,
+                                   const py::object &combine) {
+    if (srcs.empty())
+      invalid("reduce needs at least one tile");
+    auto type = llvm::dyn_cast<RankedTensorType>(srcs.front().getType());
+    SmallVector<Type> elements;
+    for (Value src : srcs) {
+      auto srcType = llvm::dyn_cast<RankedTensorType>(src.getType());
+      if (!srcType)
+        invalid("reduce needs tiles, got " + toString(src.getType()));
+      if (srcType.getShape() != type.getShape())
+        invalid("reduce needs tiles of one shape, got " + toString(type) + " and " +
+                toString(srcType));
+      elements.push_back(srcType.getElementType());
+    }
+    if (axis < 0 || axis >= type.getRank())
+      invalid("reduce axis " + std::to_string(axis) + " out of range for " + toString(type));
+    // Restored on both paths: right after the op, or where it was.
+    OpBuilder::InsertionGuard guard(builder);
+    auto op = tile::ReduceOp::create(builder, loc, srcs, builder.getI32IntegerAttr(axis));
+    Block *block = builder.createBlock(&op.getCombine());
+    std::vector<Value> arguments;
+    for (int i = 0; i < 2; ++i)
+      for (Type element : elements)
+        arguments.push_back(block->addArgument(element, loc));
+    try {
+      auto results = combine(arguments).cast<std::vector<Value>>();
+      if (results.size() != elements.size())
+        invalid("the reduce's combine function returns " + std::to_string(results.size()) +
+                " values, expected " + std::to_string(elements.size()));
+      for (auto [result, element] : llvm::zip(results, elements))
+        if (result.getType() != element)
+          invalid("the reduce's combine function returns " + toString(result.getType()) +
+                  ", expected " + toString(element));
+      tile::ReduceReturnOp::create(builder, loc, results);
+    } catch (...) {
+      // Leave no half-built op behind (the frontend reports the error).
+      op->dropAllReferences();
+      op->erase();
+      throw;
+    }
+    return std::vector<Value>(op.getResult().begin(), op.getResult().end());
   }
 
   /// tile.scan of `src` along `axis`. `combine` is the name of a binary op
@@ -1054,6 +1103,8 @@ void populateIRBuilder(py::module_ &m) {
       .def("cluster_load", &Builder::clusterLoad)
       .def("cluster_gather", &Builder::clusterGather)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
+      .def("reduce_combine", &Builder::reduceCombine, py::arg("srcs"), py::arg("axis"),
+           py::arg("combine"))
       .def("scan", &Builder::scan, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)
       .def("for_set_num_stages", &Builder::forSetNumStages)

@@ -355,11 +355,14 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
                                          OpaqueProperties properties, RegionRange regions,
                                          SmallVectorImpl<Type> &inferredReturnTypes) {
   ReduceOp::Adaptor adaptor(operands, attributes, properties, regions);
-  auto src = llvm::dyn_cast<RankedTensorType>(adaptor.getSrc().getType());
   int64_t axis = adaptor.getAxis();
-  if (!src || axis < 0 || axis >= src.getRank())
-    return failure();
-  inferredReturnTypes.push_back(adaptor.getBroadcast() ? Type(src) : getReducedType(src, axis));
+  // One result per source (none without sources: the verifier reports it).
+  for (Value operand : adaptor.getSrcs()) {
+    auto src = llvm::dyn_cast<RankedTensorType>(operand.getType());
+    if (!src || axis < 0 || axis >= src.getRank())
+      return failure();
+    inferredReturnTypes.push_back(adaptor.getBroadcast() ? Type(src) : getReducedType(src, axis));
+  }
   return success();
 }
 
@@ -388,17 +391,59 @@ static LogicalResult verifyCombineRegion(Operation *op, Value src, Region &combi
     return op->emitOpError() << "expected the combine region to take two " << element
                              << " arguments";
   auto ret = llvm::dyn_cast<ReturnOpTy>(block.getTerminator());
-  if (!ret || ret.getResult().getType() != element)
+  if (!ret || ret->getNumOperands() != 1 || ret->getOperand(0).getType() != element)
     return op->emitOpError() << "expected the combine region to return one " << element;
   return success();
 }
 
 LogicalResult ReduceOp::verify() {
-  return verifyAxisOp(*this, getSrc(), getAxisAttr(), "reduce");
+  if (getSrcs().empty())
+    return emitOpError() << "expected at least one source tile";
+  auto first = llvm::cast<RankedTensorType>(getSrc().getType());
+  for (auto [i, src] : llvm::enumerate(getSrcs())) {
+    auto type = llvm::cast<RankedTensorType>(src.getType());
+    if (type.getShape() != first.getShape())
+      return emitOpError() << "expected every source to have the shape of source #0 ("
+                           << first << "), got " << type << " for source #" << i;
+    if (failed(verifyAxisOp(*this, src, getAxisAttr(), "reduce")))
+      return failure();
+  }
+  if (getBroadcast() && getSrcs().size() != 1)
+    return emitOpError() << "expected one source with `broadcast`, got " << getSrcs().size();
+  return success();
 }
 
 LogicalResult ReduceOp::verifyRegions() {
-  return verifyCombineRegion<ReduceReturnOp>(*this, getSrc(), getCombine());
+  if (getSrcs().size() == 1)
+    return verifyCombineRegion<ReduceReturnOp>(*this, getSrc(), getCombine());
+  // N sources: (acc_0, ..., acc_{N-1}, new_0, ..., new_{N-1}) -> N values.
+  SmallVector<Type> elements;
+  for (Value src : getSrcs())
+    elements.push_back(llvm::cast<RankedTensorType>(src.getType()).getElementType());
+  auto describe = [](InFlightDiagnostic &diag, TypeRange types) -> InFlightDiagnostic & {
+    diag << "(";
+    llvm::interleaveComma(types, diag);
+    return diag << ")";
+  };
+  size_t n = elements.size();
+  Block &block = getCombine().front();
+  bool argumentsMatch = block.getNumArguments() == 2 * n;
+  for (size_t i = 0; argumentsMatch && i < 2 * n; ++i)
+    argumentsMatch = block.getArgument(i).getType() == elements[i % n];
+  if (!argumentsMatch) {
+    InFlightDiagnostic diag = emitOpError() << "expected the combine region to take "
+                                            << 2 * n << " arguments, twice ";
+    describe(diag, elements) << ", got ";
+    return describe(diag, block.getArgumentTypes());
+  }
+  auto ret = llvm::dyn_cast<ReduceReturnOp>(block.getTerminator());
+  if (!ret || TypeRange(ret.getResult()) != TypeRange(elements)) {
+    InFlightDiagnostic diag = emitOpError() << "expected the combine region to return " << n
+                                            << " values ";
+    describe(diag, elements) << ", got ";
+    return describe(diag, ret ? TypeRange(ret.getResult()) : TypeRange());
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

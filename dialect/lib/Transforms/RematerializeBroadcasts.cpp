@@ -80,9 +80,11 @@ struct TileRematerializeBroadcastsPass
       if (llvm::isa<SplatOp, MakeRangeOp, IotaOp>(op))
         return true;
       // A reduction along an axis the broadcast restores becomes an all-reduce
-      // of the same source (`fitsShape` checks the axis).
+      // of the same source (`fitsShape` checks the axis); only of one source
+      // (`broadcast` takes one).
       if (auto reduce = llvm::dyn_cast<ReduceOp>(op))
-        return !reduce.getBroadcast() && llvm::isa<RankedTensorType>(reduce.getType());
+        return !reduce.getBroadcast() && reduce.getSrcs().size() == 1 &&
+               llvm::isa<RankedTensorType>(value.getType());
       auto tensorOperands = [&](ValueRange operands) {
         return llvm::all_of(operands, [&](Value operand) {
           return !llvm::isa<RankedTensorType>(operand.getType()) || canRecompute(operand, ops);
@@ -107,6 +109,8 @@ struct TileRematerializeBroadcastsPass
   bool fitsShape(Value value, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
     Operation *op = value.getDefiningOp();
     if (auto reduce = llvm::dyn_cast<ReduceOp>(op)) {
+      if (reduce.getSrcs().size() != 1)
+        return false;
       auto srcType = llvm::cast<RankedTensorType>(reduce.getSrc().getType());
       int64_t axis = reduce.getAxis();
       SmallVector<int64_t> expected = llvm::to_vector(llvm::seq<int64_t>(0, srcType.getRank()));
@@ -175,7 +179,7 @@ struct TileRematerializeBroadcastsPass
       auto all = ReduceOp::create(b, loc, reduce.getSrc(), reduce.getAxisAttr(), b.getUnitAttr());
       IRMapping mapping;
       reduce.getCombine().cloneInto(&all.getCombine(), mapping);
-      result = all.getResult();
+      result = all.getResult().front();
     } else {
       // Elementwise (arith, math, addptr, load): the same op on the new shape.
       IRMapping mapping;

@@ -30,6 +30,10 @@ mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type r
 /// and `rhs`; returns the value its terminator yields.
 mlir::Value inlineCombine(mlir::OpBuilder &b, mlir::Region &combine, mlir::Value lhs,
                           mlir::Value rhs);
+/// The same for a region of 2N arguments (tile.reduce of N sources): `lhs` and
+/// `rhs` are the N accumulated and the N new values; returns the N yielded.
+llvm::SmallVector<mlir::Value> inlineCombine(mlir::OpBuilder &b, mlir::Region &combine,
+                                             mlir::ValueRange lhs, mlir::ValueRange rhs);
 /// The bits of a row-major element index that hold the coordinate along `axis`
 /// of a tile of power-of-two dimensions: [lo, hi).
 std::pair<int64_t, int64_t> axisElementBits(mlir::RankedTensorType type, int64_t axis);

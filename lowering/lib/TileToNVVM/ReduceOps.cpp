@@ -13,6 +13,10 @@
 // With `broadcast` the result is in the source's layout: each register takes
 // its line's value, and step 3 is needed only when warps lie along the axis;
 // so is it for a scalar result (every thread holds the total).
+// With N sources (same shape, hence the same layout) every step runs on the N
+// values of a register in lockstep: the combine region takes and returns N, a
+// butterfly round shuffles N values, and step 3 uses ONE buffer holding the N
+// [result element][warp] arrays between one pair of barriers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,17 +49,29 @@ struct BitMap {
 struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
   using TileOpConversion::TileOpConversion;
 
-  Value combine(ConversionPatternRewriter &rewriter, tile::ReduceOp op, Value a, Value b) const {
+  /// The region on the N accumulated and the N new values.
+  SmallVector<Value> combine(ConversionPatternRewriter &rewriter, tile::ReduceOp op,
+                             ValueRange a, ValueRange b) const {
     return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
   LogicalResult matchAndRewrite(tile::ReduceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    // All sources have the source #0's shape, hence its blocked layout: register
+    // r holds the same element of every source, and they move in lockstep.
     auto srcType = llvm::cast<RankedTensorType>(op.getSrc().getType());
-    Type element = srcType.getElementType();
-    if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() > 64)
-      return rewriter.notifyMatchFailure(op, "unsupported element type");
+    int64_t numSrcs = op.getSrcs().size();
+    SmallVector<Type> elements;
+    for (Value src : op.getSrcs()) {
+      auto type = llvm::cast<RankedTensorType>(src.getType());
+      Type element = type.getElementType();
+      if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() > 64)
+        return rewriter.notifyMatchFailure(op, "unsupported element type");
+      if (type.getEncoding() != srcType.getEncoding())
+        return rewriter.notifyMatchFailure(op, "sources in different layouts");
+      elements.push_back(element);
+    }
     auto layout = tileConverter.getLayout(srcType);
     BitMap bits(layout);
     int64_t axis = op.getAxis();
@@ -64,39 +80,51 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     auto inAxis = [&](int64_t elementBit) { return elementBit >= lo && elementBit < hi; };
 
     // 1. Within the thread: combine registers that differ only in axis bits.
-    SmallVector<Value> regs = unpackTile(rewriter, loc, adaptor.getSrc());
-    int64_t regBits = llvm::Log2_64(regs.size());
+    // regs[i][r]: register r of source i.
+    SmallVector<SmallVector<Value>> regs;
+    for (Value src : adaptor.getSrcs())
+      regs.push_back(unpackTile(rewriter, loc, src));
+    int64_t numRegs = regs.front().size();
+    auto regsAt = [&](int64_t r) {
+      return llvm::map_to_vector(regs, [&](ArrayRef<Value> source) { return source[r]; });
+    };
+    int64_t regBits = llvm::Log2_64(numRegs);
     int64_t axisRegMask = 0;
     for (int64_t b = 0; b < regBits; ++b)
       if (inAxis(bits.elementBitOfRegisterBit(b)))
         axisRegMask |= int64_t(1) << b;
-    // partials[r] for every r with its axis register bits clear.
-    llvm::SmallDenseMap<int64_t, Value> partials;
+    // partials[r] (the N sources' values) for every r with its axis register
+    // bits clear.
+    llvm::SmallDenseMap<int64_t, SmallVector<Value>> partials;
     SmallVector<int64_t> groups;
-    for (int64_t r = 0; r < int64_t(regs.size()); ++r) {
+    for (int64_t r = 0; r < numRegs; ++r) {
       int64_t group = r & ~axisRegMask;
       auto it = partials.find(group);
       if (it == partials.end()) {
-        partials[group] = regs[r];
+        partials[group] = regsAt(r);
         groups.push_back(group);
       } else {
-        it->second = combine(rewriter, op, it->second, regs[r]);
+        it->second = combine(rewriter, op, it->second, regsAt(r));
       }
     }
 
-    // 2. Across lanes: butterfly over the lane bits inside the axis.
+    // 2. Across lanes: butterfly over the lane bits inside the axis, the N
+    // sources shuffled in each round.
     int64_t laneBits = std::min<int64_t>(5, bits.threadBits);
     for (int64_t tb = 0; tb < laneBits; ++tb) {
       if (!inAxis(bits.runBits + tb))
         continue;
-      for (int64_t group : groups)
-        partials[group] =
-            combine(rewriter, op, partials[group],
-                    createShuffle(rewriter, loc, partials[group], int64_t(1) << tb,
-                                  NVVM::ShflKind::bfly, 0x1f));
+      for (int64_t group : groups) {
+        SmallVector<Value> shuffled;
+        for (Value value : partials[group])
+          shuffled.push_back(createShuffle(rewriter, loc, value, int64_t(1) << tb,
+                                           NVVM::ShflKind::bfly, 0x1f));
+        partials[group] = combine(rewriter, op, partials[group], shuffled);
+      }
     }
 
-    // 3. Across warps, through shared memory: [result element][warp along the axis].
+    // 3. Across warps, through shared memory: [source][result element][warp
+    // along the axis].
     int64_t warpAxisLo = -1, warpAxisCount = 0;
     for (int64_t tb = laneBits; tb < bits.threadBits; ++tb)
       if (inAxis(bits.runBits + tb)) {
@@ -107,21 +135,23 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     int64_t warpsAlongAxis = int64_t(1) << warpAxisCount;
     int64_t numResults = srcType.getNumElements() / srcType.getDimSize(axis);
 
-    // `broadcast`: register r of the result is its group's partial. Lanes along
-    // the axis already hold the same value after the butterfly, so when no warps
-    // lie along the axis nothing goes through shared memory.
-    auto broadcastResult = [&](llvm::SmallDenseMap<int64_t, Value> &lines) {
+    // `broadcast` (one source): register r of the result is its group's
+    // partial. Lanes along the axis already hold the same value after the
+    // butterfly, so when no warps lie along the axis nothing goes through
+    // shared memory.
+    auto broadcastResult = [&](llvm::SmallDenseMap<int64_t, SmallVector<Value>> &lines) {
       SmallVector<Value> values;
-      for (int64_t r = 0; r < int64_t(regs.size()); ++r)
-        values.push_back(lines[r & ~axisRegMask]);
-      return packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()), values);
+      for (int64_t r = 0; r < numRegs; ++r)
+        values.push_back(lines[r & ~axisRegMask].front());
+      return packTile(rewriter, loc,
+                      getTypeConverter()->convertType(op->getResult(0).getType()), values);
     };
     if (op.getBroadcast() && warpsAlongAxis == 1) {
       rewriter.replaceOp(op, broadcastResult(partials));
       return success();
     }
-    // A scalar within one warp: every thread holds the total already.
-    if (!llvm::isa<RankedTensorType>(op.getType()) && warpsAlongAxis == 1) {
+    // Scalars within one warp: every thread holds the totals already.
+    if (!llvm::isa<RankedTensorType>(op->getResult(0).getType()) && warpsAlongAxis == 1) {
       rewriter.replaceOp(op, partials[groups.front()]);
       return success();
     }
@@ -129,7 +159,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     // Within one warp, where each thread's partials are the results its own
     // registers hold (the kept dimensions map to the same threads and
     // registers in both layouts): no shared memory either.
-    auto resultType = llvm::dyn_cast<RankedTensorType>(op.getType());
+    auto resultType = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (resultType && !op.getBroadcast() && warpsAlongAxis == 1) {
       tile::BlockedLayout out = tileConverter.getLayout(resultType);
       auto resultIndex = [&](int64_t e) {
@@ -139,22 +169,53 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
               out.threads, out.regsPerThread(),
               [&](int64_t t, int64_t r) { return out.elementOf(t, r); }, groups,
               [&](int64_t t, int64_t r) { return resultIndex(layout.elementOf(t, r)); })) {
-        SmallVector<Value> values;
-        for (int64_t group : *sources)
-          values.push_back(partials[group]);
-        rewriter.replaceOp(
-            op, packTile(rewriter, loc, getTypeConverter()->convertType(resultType), values));
+        SmallVector<Value> replacements;
+        for (int64_t i = 0; i < numSrcs; ++i) {
+          SmallVector<Value> values;
+          for (int64_t group : *sources)
+            values.push_back(partials[group][i]);
+          replacements.push_back(packTile(
+              rewriter, loc, getTypeConverter()->convertType(op->getResult(i).getType()),
+              values));
+        }
+        rewriter.replaceOp(op, replacements);
         return success();
       }
     }
 
-    Type llvmElement = getTypeConverter()->convertType(element);
-    bool isBool = llvmElement.isInteger(1);
-    Type stored = isBool ? rewriter.getI8Type() : llvmElement;
-    Value buffer = createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored,
-                                      numResults * warpsAlongAxis);
-    auto slot = [&](Value index) {
-      return LLVM::GEPOp::create(rewriter, loc, buffer.getType(), stored, buffer,
+    // One buffer for all sources: with N > 1, an i8 array holding source i's
+    // [result element][warp] array at byteOffsets[i] (16-byte aligned), so
+    // that one pair of barriers serves them all.
+    SmallVector<Type> llvmElements, stored;
+    SmallVector<bool> isBool;
+    for (Type element : elements) {
+      Type llvmElement = getTypeConverter()->convertType(element);
+      llvmElements.push_back(llvmElement);
+      isBool.push_back(llvmElement.isInteger(1));
+      stored.push_back(isBool.back() ? rewriter.getI8Type() : llvmElement);
+    }
+    int64_t slotsPerSource = numResults * warpsAlongAxis;
+    SmallVector<Value> arrays;
+    if (numSrcs == 1) {
+      arrays.push_back(createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored.front(),
+                                          slotsPerSource));
+    } else {
+      SmallVector<int64_t> byteOffsets;
+      int64_t bytes = 0;
+      for (Type type : stored) {
+        byteOffsets.push_back(bytes);
+        bytes += llvm::alignTo(slotsPerSource * (type.getIntOrFloatBitWidth() / 8), 16);
+      }
+      Value buffer =
+          createSharedBuffer(rewriter, op, "__kiln_reduce_smem", rewriter.getI8Type(), bytes);
+      for (int64_t offset : byteOffsets)
+        arrays.push_back(offset == 0 ? buffer
+                                     : LLVM::GEPOp::create(
+                                           rewriter, loc, buffer.getType(), rewriter.getI8Type(),
+                                           buffer, ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
+    }
+    auto slot = [&](int64_t i, Value index) {
+      return LLVM::GEPOp::create(rewriter, loc, arrays[i].getType(), stored[i], arrays[i],
                                  ArrayRef<LLVM::GEPArg>{index});
     };
     auto i32 = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
@@ -180,46 +241,57 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       Value index = LLVM::AddOp::create(
           rewriter, loc, LLVM::MulOp::create(rewriter, loc, result, i32(warpsAlongAxis)),
           warpAlongAxis);
-      Value value = partials[group];
-      if (isBool)
-        value = LLVM::ZExtOp::create(rewriter, loc, stored, value);
-      LLVM::StoreOp::create(rewriter, loc, value, slot(index));
+      for (int64_t i = 0; i < numSrcs; ++i) {
+        Value value = partials[group][i];
+        if (isBool[i])
+          value = LLVM::ZExtOp::create(rewriter, loc, stored[i], value);
+        LLVM::StoreOp::create(rewriter, loc, value, slot(i, index));
+      }
     }
     NVVM::BarrierOp::create(rewriter, loc);
 
     // Read back in the result's layout, combining the warps along the axis.
     auto readResult = [&](Value resultIndex) {
       Value base = LLVM::MulOp::create(rewriter, loc, resultIndex, i32(warpsAlongAxis));
-      Value acc;
+      SmallVector<Value> acc;
       for (int64_t w = 0; w < warpsAlongAxis; ++w) {
-        Value v = LLVM::LoadOp::create(
-            rewriter, loc, stored, slot(LLVM::AddOp::create(rewriter, loc, base, i32(w))));
-        if (isBool)
-          v = LLVM::TruncOp::create(rewriter, loc, llvmElement, v);
-        acc = acc ? combine(rewriter, op, acc, v) : v;
+        Value index = LLVM::AddOp::create(rewriter, loc, base, i32(w));
+        SmallVector<Value> values;
+        for (int64_t i = 0; i < numSrcs; ++i) {
+          Value v = LLVM::LoadOp::create(rewriter, loc, stored[i], slot(i, index));
+          if (isBool[i])
+            v = LLVM::TruncOp::create(rewriter, loc, llvmElements[i], v);
+          values.push_back(v);
+        }
+        acc = acc.empty() ? values : combine(rewriter, op, acc, values);
       }
       return acc;
     };
-    Value replacement;
+    SmallVector<Value> replacements;
     if (op.getBroadcast()) {
-      llvm::SmallDenseMap<int64_t, Value> lines;
+      llvm::SmallDenseMap<int64_t, SmallVector<Value>> lines;
       for (int64_t group : groups)
         lines[group] = readResult(resultIndexOfGroup[group]);
-      replacement = broadcastResult(lines);
+      replacements.push_back(broadcastResult(lines));
     } else if (resultType) {
       ElementIndices out =
           getElementIndices(rewriter, loc, tileConverter.getLayout(resultType));
-      SmallVector<Value> values;
-      for (int64_t offset : out.offsets)
-        values.push_back(
-            readResult(LLVM::AddOp::create(rewriter, loc, out.base, i32(offset))));
-      replacement =
-          packTile(rewriter, loc, getTypeConverter()->convertType(resultType), values);
+      // values[i]: the registers of result i.
+      SmallVector<SmallVector<Value>> values(numSrcs);
+      for (int64_t offset : out.offsets) {
+        SmallVector<Value> read =
+            readResult(LLVM::AddOp::create(rewriter, loc, out.base, i32(offset)));
+        for (int64_t i = 0; i < numSrcs; ++i)
+          values[i].push_back(read[i]);
+      }
+      for (int64_t i = 0; i < numSrcs; ++i)
+        replacements.push_back(packTile(
+            rewriter, loc, getTypeConverter()->convertType(op->getResult(i).getType()), values[i]));
     } else {
-      replacement = readResult(i32(0));
+      replacements = readResult(i32(0));
     }
     NVVM::BarrierOp::create(rewriter, loc);
-    rewriter.replaceOp(op, replacement);
+    rewriter.replaceOp(op, replacements);
     return success();
   }
 };

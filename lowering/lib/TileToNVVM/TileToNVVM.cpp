@@ -194,13 +194,19 @@ Value kiln::createInlinePTX(OpBuilder &b, Location loc, Type result, ValueRange 
 }
 
 Value kiln::inlineCombine(OpBuilder &b, Region &combine, Value lhs, Value rhs) {
+  return inlineCombine(b, combine, ValueRange(lhs), ValueRange(rhs)).front();
+}
+
+SmallVector<Value> kiln::inlineCombine(OpBuilder &b, Region &combine, ValueRange lhs,
+                                       ValueRange rhs) {
   Block &block = combine.front();
   IRMapping mapping;
-  mapping.map(block.getArgument(0), lhs);
-  mapping.map(block.getArgument(1), rhs);
+  mapping.map(block.getArguments().take_front(lhs.size()), lhs);
+  mapping.map(block.getArguments().drop_front(lhs.size()), rhs);
   for (Operation &inner : block.without_terminator())
     b.clone(inner, mapping);
-  return mapping.lookup(block.getTerminator()->getOperand(0));
+  return llvm::map_to_vector(block.getTerminator()->getOperands(),
+                             [&](Value v) { return mapping.lookupOrDefault(v); });
 }
 
 std::pair<int64_t, int64_t> kiln::axisElementBits(RankedTensorType type, int64_t axis) {

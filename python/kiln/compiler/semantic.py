@@ -906,6 +906,69 @@ class Semantic:
         candidates = self.where(hit, index, big)
         return self.reduce(candidates, a, "min")
 
+    def reduce_combine(self, input: Any, axis: Any, combine_fn: Any) -> Any:
+        """Reduction of one tile, or of a tuple of N tiles of one shape together, along
+        ``axis`` (all axes for None) with ``combine_fn``: a ``@kiln.jit`` function of 2N
+        scalars (the N accumulated values, then the N new ones) returning N (a tuple; one
+        value for N = 1). Returns a tile (scalar) for one tile, a tuple for a tuple."""
+        from ..jit import JITFunction  # noqa: PLC0415 - avoid an import cycle
+
+        single = not isinstance(input, (tuple, list))
+        items = [input] if single else list(input)
+        if not items:
+            raise SemanticError("reduce needs at least one tile, got an empty tuple")
+        xs = [self.to_tensor(x) for x in items]
+        for i, x in enumerate(xs):
+            what = "reduce" if single else f"reduce: input #{i}"
+            if not x.type.is_block():
+                raise SemanticError(f"{what} needs a tile, got a scalar {x.dtype}")
+            if x.dtype.is_ptr():
+                raise SemanticError(f"{what}: reducing pointers is not supported")
+            if list(x.shape) != list(xs[0].shape):
+                raise SemanticError(f"reduce: the tiles must have one shape, got "
+                                    f"{list(xs[0].shape)} (input #0) and {list(x.shape)} "
+                                    f"(input #{i})")
+        axes = self._reduce_axes(xs[0], axis, "reduce")
+        if not isinstance(combine_fn, JITFunction):
+            raise SemanticError(f"reduce: combine_fn must be a @kiln.jit function, "
+                                f"got {type(combine_fn).__name__}")
+        if self.call_jit is None:  # pragma: no cover - set by the code generator
+            raise SemanticError("reduce can only be called in a kernel")
+        if len(axes) > 1:
+            # One reduction of the row-major elements, as sum(x) over all axes.
+            xs, axes = [self.reshape(x, [x.numel]) for x in xs], [0]
+        call_jit, elems, n = self.call_jit, [x.dtype for x in xs], len(xs)
+        want = (f"one {elems[0]} scalar" if n == 1 else
+                f"{n} scalars (" + ", ".join(str(e) for e in elems) + ")")
+
+        def region(args: Any) -> Any:
+            out = call_jit(combine_fn, [tensor(h, elems[i % n]) for i, h in enumerate(args)])
+            value = out.value if isinstance(out, constexpr) else out
+            values = list(value) if isinstance(value, tuple) else [value]
+            if value is None or len(values) != n:
+                got = "nothing" if value is None else (
+                    f"{len(values)} values" if isinstance(value, tuple) else "one value")
+                raise SemanticError(f"reduce: combine_fn must return {want}, got {got}")
+            handles = []
+            for i, (v, elem) in enumerate(zip(values, elems)):
+                v = v.value if isinstance(v, constexpr) else v
+                if isinstance(v, tensor) and v.type.is_block():
+                    raise SemanticError(f"reduce: combine_fn must return scalars, got a tile "
+                                        f"{v.type} as value #{i}")
+                t = self.to_tensor(v, elem)  # a number takes the input's dtype
+                if t.dtype != elem:
+                    raise SemanticError(f"reduce: value #{i} of combine_fn must be {elem}, "
+                                        f"got {t.dtype} (cast it with .to({elem}))")
+                handles.append(t.handle)
+            return handles
+
+        shape = list(xs[0].shape)
+        del shape[axes[0]]
+        handles = self.builder.reduce_combine([x.handle for x in xs], axes[0], region)
+        outs = tuple(tensor(h, block_type(e, shape) if shape else e)
+                     for h, e in zip(handles, elems))
+        return outs[0] if single else outs
+
     # ------------------------------------------------------------------
     # Scans
     # ------------------------------------------------------------------

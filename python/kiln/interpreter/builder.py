@@ -595,6 +595,18 @@ class NumpyBuilder:
             raise NotImplementedError(f"reduce with {combine!r}")
         return np.asarray(fn.reduce(x, axis=axis)).astype(x.dtype, copy=False)
 
+    def reduce_combine(self, srcs: Sequence[Any], axis: int, combine: Any) -> list:
+        """``tile.reduce`` of the N arrays ``srcs`` together along ``axis``: the callable
+        ``combine([acc..., new...]) -> [combined...]`` applied sequentially down the axis,
+        one slice of the other axes at a time (so the lowest index is the first partial)."""
+        src = [np.moveaxis(np.asarray(x), axis, 0) for x in srcs]
+        acc = [np.asarray(x[0]) for x in src]
+        for i in range(1, src[0].shape[0]):
+            out = combine(acc + [np.asarray(x[i]) for x in src])
+            acc = [np.asarray(v).astype(a.dtype, copy=False) for v, a in zip(out, acc)]
+        # The combined values of a constant (e.g. `return a, 0`) broadcast to the slice.
+        return [np.array(np.broadcast_to(a, x.shape[1:])) for a, x in zip(acc, src)]
+
     def scan(self, x: Any, axis: int, combine: Any) -> np.ndarray:
         """``tile.scan`` of ``x`` along ``axis``: the binary op ``combine`` as a numpy
         ufunc's ``accumulate`` in the tile's dtype (``np.cumsum``/``np.cumprod`` without

@@ -216,6 +216,25 @@ def argmin(x: Any, axis: Any = None, _semantic: Any = None) -> tensor:
 
 
 @builtin
+def reduce(input: Any, axis: Any, combine_fn: Any, _semantic: Any = None) -> Any:
+    """Reduction along ``axis`` (all axes for None) with a user ``combine_fn``.
+
+    ``input`` is a tile or a tuple of N tiles of one shape (their dtypes may differ),
+    reduced together in one pass. ``combine_fn`` is a ``@kiln.jit`` function of 2N
+    scalars, the N accumulated values and then the N new ones, returning a tuple of N
+    (one value for N = 1); it must be associative and commutative (the order of the
+    combinations is unspecified). Returns a tile for a tile and a tuple for a tuple::
+
+        @kiln.jit
+        def add_pair(a0, b0, a1, b1):
+            return a0 + a1, b0 + b1
+
+        ss, sw = kl.reduce((x * x, x * w), 1, add_pair)
+    """
+    return _semantic.reduce_combine(_unwrap(input), _unwrap(axis), _unwrap(combine_fn))
+
+
+@builtin
 def cumsum(x: Any, axis: Any = 0, _semantic: Any = None) -> tensor:
     """Inclusive prefix sum along ``axis``. f16/bf16 accumulate in f32, narrow ints
     in i32 (as ``sum``); the result has the accumulation type."""
@@ -448,7 +467,7 @@ __all__ = [
     "minimum",
     "num_clusters",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
-    "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",
+    "reduce", "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",
     "static_assert", "range",
     "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",
     "tensor_descriptor_type", "trans", "where", "zeros", "block_type",

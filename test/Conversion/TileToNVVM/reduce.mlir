@@ -769,3 +769,135 @@ func.func @sum_rows_4warps_broadcast(%x: f32, %y: !tile.ptr<f32> {tile.divisibil
   tile.store %py, %s : tensor<4x1024x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// Two sources of one shape (f32 sum, i32 sum) along axis 1 of 16x64 over 4 warps
+// (as @sum_rows_4warps): every step runs on both in lockstep. The region takes
+// (acc f32, acc i32, new f32, new i32): registers combine as fadd/add pairs, each
+// butterfly round shuffles the f32 and the i32 partial, then ONE i8 buffer holds
+// the two [16 results][1 warp] arrays (64 bytes each, the second at byte 64)
+// between ONE pair of barriers; each result register loads one of each.
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<128 x i8>
+// CHECK-NOT: __kiln_reduce_smem_1
+// CHECK-LABEL: llvm.func ptx_kernelcc @sum_count_rows_4warps
+// CHECK: %[[F1:.*]] = llvm.fadd %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: %[[I1:.*]] = llvm.add %{{.*}}, %{{.*}} : i32
+// CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32) : i32
+// CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: %[[CLAMP:.*]] = llvm.mlir.constant(31 : i32) : i32
+// CHECK-NEXT: %[[W:.*]] = llvm.bitcast %[[FP:.*]] : f32 to i32
+// CHECK-NEXT: %[[SF:.*]] = nvvm.shfl.sync bfly %[[MASK]], %[[W]], %[[OFF]], %[[CLAMP]] : i32 -> i32
+// CHECK-NEXT: %[[F:.*]] = llvm.bitcast %[[SF]] : i32 to f32
+// CHECK-NEXT: %[[MASK2:.*]] = llvm.mlir.constant(-1 : i32) : i32
+// CHECK-NEXT: %[[OFF2:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: %[[CLAMP2:.*]] = llvm.mlir.constant(31 : i32) : i32
+// CHECK-NEXT: %[[SI:.*]] = nvvm.shfl.sync bfly %[[MASK2]], %[[IP:.*]], %[[OFF2]], %[[CLAMP2]] : i32 -> i32
+// CHECK-NEXT: llvm.fadd %[[FP]], %[[F]] : f32
+// CHECK-NEXT: llvm.add %[[IP]], %[[SI]] : i32
+// CHECK-COUNT-14: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_reduce_smem_0 : !llvm.ptr<3>
+// CHECK-NEXT: %[[BUF1:.*]] = llvm.getelementptr %[[BUF]][64] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NOT: nvvm.barrier
+// CHECK: %[[P0:.*]] = llvm.getelementptr %[[BUF]][%[[SLOT:.*]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
+// CHECK-NEXT: llvm.store %{{.*}}, %[[P0]] : f32, !llvm.ptr<3>
+// CHECK-NEXT: %[[P1:.*]] = llvm.getelementptr %[[BUF1]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+// CHECK-NEXT: llvm.store %{{.*}}, %[[P1]] : i32, !llvm.ptr<3>
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: llvm.getelementptr %[[BUF1]]
+// CHECK-NEXT: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK-NOT: llvm.load
+// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @sum_count_rows_4warps(%x: f32, %k: i32, %y: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                                 %z: !tile.ptr<i32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.splat %x : f32 -> tensor<16x64xf32>
+  %n = tile.splat %k : i32 -> tensor<16x64xi32>
+  %s:2 = tile.reduce %v, %n {axis = 1 : i32} : tensor<16x64xf32>, tensor<16x64xi32> -> tensor<16xf32>, tensor<16xi32> {
+  ^bb0(%a0: f32, %a1: i32, %b0: f32, %b1: i32):
+    %c0 = arith.addf %a0, %b0 : f32
+    %c1 = arith.addi %a1, %b1 : i32
+    tile.reduce.return %c0, %c1 : f32, i32
+  }
+  %r = tile.make_range {start = 0 : i32, end = 16 : i32} : tensor<16xi32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x!tile.ptr<f32>>
+  %p = tile.addptr %ys, %r : tensor<16x!tile.ptr<f32>>, tensor<16xi32>
+  tile.store %p, %s#0 : tensor<16x!tile.ptr<f32>>
+  %zs = tile.splat %z : !tile.ptr<i32> -> tensor<16x!tile.ptr<i32>>
+  %q = tile.addptr %zs, %r : tensor<16x!tile.ptr<i32>>, tensor<16xi32>
+  tile.store %q, %s#1 : tensor<16x!tile.ptr<i32>>
+  return
+}
+
+// -----
+
+// An f32 max and an i1 `any` to two scalars over 4 warps: the i1 shuffles as a
+// zero-extended i32 and is stored as a byte; one 32-byte buffer (4 f32 slots,
+// then 4 i8 slots at byte 16), one pair of barriers.
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<32 x i8>
+// CHECK-LABEL: llvm.func ptx_kernelcc @max_any_1d_4warps
+// CHECK-COUNT-10: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_reduce_smem_0 : !llvm.ptr<3>
+// CHECK-NEXT: %[[BUF1:.*]] = llvm.getelementptr %[[BUF]][16] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: %[[B:.*]] = llvm.zext %{{.*}} : i1 to i8
+// CHECK-NEXT: %[[P:.*]] = llvm.getelementptr %[[BUF1]][%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: llvm.store %[[B]], %[[P]] : i8, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> i8
+// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @max_any_1d_4warps(%x: f32, %n: i32, %y: !tile.ptr<f32>, %z: !tile.ptr<i32>)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.splat %x : f32 -> tensor<1024xf32>
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %ns = tile.splat %n : i32 -> tensor<1024xi32>
+  %lt = arith.cmpi slt, %r, %ns : tensor<1024xi32>
+  %s:2 = tile.reduce %v, %lt {axis = 0 : i32} : tensor<1024xf32>, tensor<1024xi1> -> f32, i1 {
+  ^bb0(%a0: f32, %a1: i1, %b0: f32, %b1: i1):
+    %c0 = arith.maximumf %a0, %b0 : f32
+    %c1 = arith.ori %a1, %b1 : i1
+    tile.reduce.return %c0, %c1 : f32, i1
+  }
+  %e = arith.extui %s#1 : i1 to i32
+  tile.store %y, %s#0 : !tile.ptr<f32>
+  tile.store %z, %e : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+// Two scalars within one warp: no shared memory; the region's two different
+// ops (a sum and a product) each act on their own source, round by round.
+// CHECK-NOT: __kiln_reduce_smem
+// CHECK-LABEL: llvm.func ptx_kernelcc @sum_pair_1d_1warp
+// CHECK: %[[S:.*]] = nvvm.shfl.sync bfly
+// CHECK-NEXT: %[[SF:.*]] = llvm.bitcast %[[S]] : i32 to f32
+// CHECK: %[[P:.*]] = nvvm.shfl.sync bfly
+// CHECK-NEXT: %[[PF:.*]] = llvm.bitcast %[[P]] : i32 to f32
+// CHECK-NEXT: llvm.fadd %{{.*}}, %[[SF]] : f32
+// CHECK-NEXT: llvm.fmul %{{.*}}, %[[PF]] : f32
+// CHECK-COUNT-8: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @sum_pair_1d_1warp(%x: f32, %y: !tile.ptr<f32>)
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %v = tile.splat %x : f32 -> tensor<256xf32>
+  %s:2 = tile.reduce %v, %v {axis = 0 : i32} : tensor<256xf32>, tensor<256xf32> -> f32, f32 {
+  ^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+    %c0 = arith.addf %a0, %b0 : f32
+    %c1 = arith.mulf %a1, %b1 : f32
+    tile.reduce.return %c0, %c1 : f32, f32
+  }
+  %t = arith.addf %s#0, %s#1 : f32
+  tile.store %y, %t : !tile.ptr<f32>
+  return
+}

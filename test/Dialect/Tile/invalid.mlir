@@ -922,6 +922,106 @@ func.func @reduce_1d_to_tile(%x: tensor<128xf32>) {
 
 // -----
 
+func.func @reduce_no_source() {
+  // expected-error @+1 {{'tile.reduce' op expected at least one source tile}}
+  "tile.reduce"() <{axis = 0 : i32}> ({
+  ^bb0:
+    "tile.reduce.return"() : () -> ()
+  }) : () -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_multi_shapes(%x: tensor<64x128xf32>, %y: tensor<128x64xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected every source to have the shape of source #0 ('tensor<64x128xf32>'), got 'tensor<128x64xf32>' for source #1}}
+  %0:2 = tile.reduce %x, %y {axis = 1 : i32} : tensor<64x128xf32>, tensor<128x64xf32> -> tensor<64xf32>, tensor<128xf32> {
+  ^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+    tile.reduce.return %a0, %a1 : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_pointers(%x: tensor<128xf32>, %p: tensor<128x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.reduce' op cannot reduce a tile of pointers}}
+  %0:2 = tile.reduce %x, %p {axis = 0 : i32} : tensor<128xf32>, tensor<128x!tile.ptr<f32>> -> f32, !tile.ptr<f32> {
+  ^bb0(%a0: f32, %a1: !tile.ptr<f32>, %b0: f32, %b1: !tile.ptr<f32>):
+    tile.reduce.return %a0, %a1 : f32, !tile.ptr<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_broadcast(%x: tensor<16x128xf32>, %y: tensor<16x128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op expected one source with `broadcast`, got 2}}
+  %0:2 = tile.reduce %x, %y {axis = 1 : i32, broadcast} : tensor<16x128xf32>, tensor<16x128xf32> -> tensor<16x128xf32>, tensor<16x128xf32> {
+  ^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+    tile.reduce.return %a0, %a1 : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_two_arguments(%x: tensor<128xf32>, %i: tensor<128xi32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to take 4 arguments, twice ('f32', 'i32'), got ('f32', 'i32')}}
+  %0:2 = tile.reduce %x, %i {axis = 0 : i32} : tensor<128xf32>, tensor<128xi32> -> f32, i32 {
+  ^bb0(%a: f32, %b: i32):
+    tile.reduce.return %a, %b : f32, i32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_argument_order(%x: tensor<128xf32>, %i: tensor<128xi32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to take 4 arguments, twice ('f32', 'i32'), got ('f32', 'f32', 'i32', 'i32')}}
+  %0:2 = tile.reduce %x, %i {axis = 0 : i32} : tensor<128xf32>, tensor<128xi32> -> f32, i32 {
+  ^bb0(%a0: f32, %b0: f32, %a1: i32, %b1: i32):
+    tile.reduce.return %a0, %a1 : f32, i32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_return_count(%x: tensor<128xf32>, %i: tensor<128xi32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to return 2 values ('f32', 'i32'), got ('f32')}}
+  %0:2 = tile.reduce %x, %i {axis = 0 : i32} : tensor<128xf32>, tensor<128xi32> -> f32, i32 {
+  ^bb0(%a0: f32, %a1: i32, %b0: f32, %b1: i32):
+    tile.reduce.return %a0 : f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_return_type(%x: tensor<128xf32>, %i: tensor<128xi32>) {
+  // expected-error @+1 {{'tile.reduce' op expected the combine region to return 2 values ('f32', 'i32'), got ('i32', 'f32')}}
+  %0:2 = tile.reduce %x, %i {axis = 0 : i32} : tensor<128xf32>, tensor<128xi32> -> f32, i32 {
+  ^bb0(%a0: f32, %a1: i32, %b0: f32, %b1: i32):
+    tile.reduce.return %a1, %a0 : i32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @reduce_multi_result_count(%x: tensor<64x128xf32>, %y: tensor<64x128xf32>) {
+  // expected-error @+2 {{'tile.reduce' op inferred type(s) 'tensor<64xf32>', 'tensor<64xf32>' are incompatible with return type(s) of operation 'tensor<64xf32>'}}
+  // expected-error @+1 {{'tile.reduce' op failed to infer returned types}}
+  %0 = tile.reduce %x, %y {axis = 1 : i32} : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64xf32> {
+  ^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+    tile.reduce.return %a0, %a1 : f32, f32
+  }
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // tile.scan / tile.scan.return
 //===----------------------------------------------------------------------===//

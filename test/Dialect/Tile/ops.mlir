@@ -280,6 +280,42 @@ func.func @reduce(%x: tensor<64x128xf32>, %h: tensor<16x32xbf16>, %b: tensor<256
   return %0, %1, %2, %3, %4 : tensor<64xf32>, tensor<32xbf16>, i1, tensor<8x2xi64>, f64
 }
 
+// tile.reduce of several sources: a pair of sums of one shape, and a
+// (value, index) argmax pair to a pair of scalars (2N region arguments: the
+// accumulated values, then the new ones).
+// CHECK-LABEL: func.func @reduce_multi
+// CHECK-SAME: (%[[X:.*]]: tensor<64x128xf32>, %[[Y:.*]]: tensor<64x128xf32>, %[[V:.*]]: tensor<128xf16>, %[[I:.*]]: tensor<128xi32>)
+// CHECK: %{{.*}}:2 = tile.reduce %[[X]], %[[Y]] {axis = 1 : i32} : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64xf32>, tensor<64xf32> {
+// CHECK-NEXT: ^bb0(%[[A0:.*]]: f32, %[[A1:.*]]: f32, %[[B0:.*]]: f32, %[[B1:.*]]: f32):
+// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[A0]], %[[B0]] : f32
+// CHECK-NEXT: %[[S1:.*]] = arith.addf %[[A1]], %[[B1]] : f32
+// CHECK-NEXT: tile.reduce.return %[[S0]], %[[S1]] : f32, f32
+// CHECK-NEXT: }
+// CHECK: %{{.*}}:2 = tile.reduce %[[V]], %[[I]] {axis = 0 : i32} : tensor<128xf16>, tensor<128xi32> -> f16, i32 {
+// CHECK-NEXT: ^bb0(%{{.*}}: f16, %{{.*}}: i32, %{{.*}}: f16, %{{.*}}: i32):
+// CHECK: tile.reduce.return %{{.*}}, %{{.*}} : f16, i32
+func.func @reduce_multi(%x: tensor<64x128xf32>, %y: tensor<64x128xf32>, %v: tensor<128xf16>,
+                        %i: tensor<128xi32>) -> (tensor<64xf32>, tensor<64xf32>, f16, i32) {
+  %0:2 = tile.reduce %x, %y {axis = 1 : i32} : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64xf32>, tensor<64xf32> {
+  ^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+    %s0 = arith.addf %a0, %b0 : f32
+    %s1 = arith.addf %a1, %b1 : f32
+    tile.reduce.return %s0, %s1 : f32, f32
+  }
+  %1:2 = tile.reduce %v, %i {axis = 0 : i32} : tensor<128xf16>, tensor<128xi32> -> f16, i32 {
+  ^bb0(%va: f16, %ia: i32, %vb: f16, %ib: i32):
+    %gt = arith.cmpf ogt, %vb, %va : f16
+    %eq = arith.cmpf oeq, %vb, %va : f16
+    %lt = arith.cmpi slt, %ib, %ia : i32
+    %tie = arith.andi %eq, %lt : i1
+    %take = arith.ori %gt, %tie : i1
+    %vm = arith.select %take, %vb, %va : f16
+    %im = arith.select %take, %ib, %ia : i32
+    tile.reduce.return %vm, %im : f16, i32
+  }
+  return %0#0, %0#1, %1#0, %1#1 : tensor<64xf32>, tensor<64xf32>, f16, i32
+}
+
 // tile.scan: 1-D, 2-D along either axis, a combine region of more than one op
 // (not commutative: keeps the later value where it is larger).
 // CHECK-LABEL: func.func @scan

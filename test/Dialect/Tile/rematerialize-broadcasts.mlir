@@ -182,6 +182,29 @@ func.func @kept_reduce(%x: tensor<4x1024xf32>) -> tensor<8x4xf32>
 
 // -----
 
+// A reduction of two sources broadcast back along the reduced axis stays as
+// it is (`broadcast` takes one source): the pair of sums and the broadcasts.
+// CHECK-LABEL: func.func @kept_multi_reduce
+// CHECK: %[[S:.*]]:2 = tile.reduce %{{.*}}, %{{.*}} {axis = 1 : i32} : tensor<16x128xf32>, tensor<16x128xf32> -> tensor<16xf32>, tensor<16xf32>
+// CHECK-NOT: broadcast}
+// CHECK: tile.expand_dims %[[S]]#1
+// CHECK: tile.broadcast %{{.*}} : tensor<16x1xf32> -> tensor<16x128xf32>
+func.func @kept_multi_reduce(%x: tensor<16x128xf32>, %y: tensor<16x128xf32>) -> tensor<16x128xf32>
+    attributes {tile.threads_per_block = 32 : i32, tile.elems_per_thread = 16 : i32} {
+  %s:2 = tile.reduce %x, %y {axis = 1 : i32} : tensor<16x128xf32>, tensor<16x128xf32> -> tensor<16xf32>, tensor<16xf32> {
+  ^bb0(%a0: f32, %a1: f32, %b0: f32, %b1: f32):
+    %s0 = arith.addf %a0, %b0 : f32
+    %s1 = arith.addf %a1, %b1 : f32
+    tile.reduce.return %s0, %s1 : f32, f32
+  }
+  %se = tile.expand_dims %s#1 {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
+  %sb = tile.broadcast %se : tensor<16x1xf32> -> tensor<16x128xf32>
+  %q = arith.divf %x, %sb : tensor<16x128xf32>
+  return %q : tensor<16x128xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @kept_loop_carried
 // CHECK: scf.for
 // CHECK: tile.broadcast %{{.*}} : tensor<16x1xi32> -> tensor<16x64xi32>

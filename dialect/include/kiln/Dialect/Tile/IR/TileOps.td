@@ -461,7 +461,7 @@ def Tile_ClusterGatherOp : Tile_Op<"cluster_gather", [MemoryEffects<[MemRead, Me
 
 def Tile_ReduceOp : Tile_Op<"reduce", [Pure, SingleBlock,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "combine the elements of a tile along one axis";
+  let summary = "combine the elements of one or more tiles along one axis";
   let description = [{
     ```mlir
     %sum = tile.reduce %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32> {
@@ -477,29 +477,50 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure, SingleBlock,
     shared-memory buffer, from which every thread reads the results it holds in
     the result's layout.
 
-    With `broadcast` the result has the source's shape and every element holds
-    the combination of its line along `axis` (an all-reduce: the reduction
-    broadcast back along the axis). It is in the source's layout, so no shared
-    memory is needed when the axis lies within the warps' lanes and registers.
-    `kiln-tile-rematerialize-broadcasts` forms it from
-    `tile.broadcast(tile.expand_dims(tile.reduce))` chains.
+    With N > 1 sources (tiles of one shape; their element types may differ)
+    the op reduces them together and has N results, as Triton's `tt.reduce`:
+    the region takes 2N scalars, the N accumulated values and then the N new
+    ones, and returns N values. The sources go through every step in lockstep
+    (N shuffles per butterfly round) and through ONE shared-memory buffer
+    holding the N partial arrays, between one pair of `bar.sync`: two sums of
+    one row cost one round trip, not two. A (value, index) pair whose region
+    keeps the lower index on ties is an argmax.
+    ```mlir
+    %s:2 = tile.reduce %x, %i {axis = 0 : i32}
+        : tensor<128xf32>, tensor<128xi32> -> f32, i32 {
+    ^bb0(%v0: f32, %i0: i32, %v1: f32, %i1: i32):
+      ...
+      tile.reduce.return %v, %i : f32, i32
+    }
+    ```
+
+    With `broadcast` (one source only) the result has the source's shape and
+    every element holds the combination of its line along `axis` (an
+    all-reduce: the reduction broadcast back along the axis). It is in the
+    source's layout, so no shared memory is needed when the axis lies within
+    the warps' lanes and registers. `kiln-tile-rematerialize-broadcasts` forms
+    it from `tile.broadcast(tile.expand_dims(tile.reduce))` chains.
     ```mlir
     %m = tile.reduce %x {axis = 1 : i32, broadcast} : tensor<16x128xf32> -> tensor<16x128xf32> {...}
     ```
   }];
-  let arguments = (ins Tile_Tensor:$src, I32Attr:$axis, UnitAttr:$broadcast);
-  let results = (outs Tile_Any:$result);
+  let arguments = (ins Variadic<Tile_Tensor>:$srcs, I32Attr:$axis, UnitAttr:$broadcast);
+  let results = (outs Variadic<Tile_Any>:$result);
   let regions = (region SizedRegion<1>:$combine);
   let assemblyFormat = [{
-    $src attr-dict `:` type($src) `->` type($result) $combine
+    $srcs attr-dict `:` type($srcs) `->` type($result) $combine
+  }];
+  let extraClassDeclaration = [{
+    /// The first (for N = 1 the only) source.
+    mlir::Value getSrc() { return getSrcs().front(); }
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }
 
 def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator, HasParent<"ReduceOp">]> {
-  let summary = "the combined value of a tile.reduce region";
-  let arguments = (ins Tile_Scalar:$result);
+  let summary = "the combined values of a tile.reduce region";
+  let arguments = (ins Variadic<Tile_Scalar>:$result);
   let assemblyFormat = "$result attr-dict `:` type($result)";
 }
 
