@@ -83,11 +83,15 @@ MAX_NVB = 8
 
 
 @kiln.jit
+def _add_pairs(ss0, dot0, ss1, dot1):
+    return ss0 + ss1, dot0 + dot1
+
+
+@kiln.jit
 def _row_score(x, cw, inv_h, eps):
     """The row's depth-attention logit: <x, cw> * rsqrt(mean(x^2) + eps) (x, cw fp32 tiles,
-    zero in the masked lanes)."""
-    ss = kl.sum(x * x, axis=0)
-    dot = kl.sum(x * cw, axis=0)
+    zero in the masked lanes); both sums in one reduction (one shared-memory round trip)."""
+    ss, dot = kl.reduce((x * x, x * cw), 0, _add_pairs)
     return dot * kl.rsqrt(ss * inv_h + eps)
 
 
@@ -263,8 +267,7 @@ def _consume_chunk(xb, tok, c, nck, live, m, l, acc, nvb, cw_ptr, ow_ptr, bank_p
     r = c * CH + rows
     x = xb.to(kl.float32)
     cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident
-    ss = kl.sum(x * x, axis=1)
-    dot = kl.sum(x * cw, axis=1)
+    ss, dot = kl.reduce((x * x, x * cw), 1, _add_pairs)
     s = kl.where(kl.reshape(r, (CH,)) <= nvb, dot * kl.rsqrt(ss * inv_h + eps),
                  -float("inf"))
     s_max = kl.max(s, axis=0)
