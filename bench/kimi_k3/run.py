@@ -108,12 +108,10 @@ SWEEPS = [
      + _grid(RMSNORM_WARPS=(2, 4), RMSNORM_W_FIRST=(True,), RMSNORM_X_EVICT=("evict_last",),
              RMSNORM_Y_CACHE=("",))),
     # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
-    # row elements per thread (16: 16 warps at H = 7168); CHUNK_ROWS: [CH, BLOCK] chunks per
-    # step (0: single rows) with CHUNK_PREFETCH chunk slots
+    # row elements per thread (16: 16 warps at H = 7168)
     (attn_res, "case_attn_res", 16384,
-     _grid(CHUNK_ROWS=(0,), PREFETCH=(3, 2, 4), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
-     + _grid(CHUNK_ROWS=(2,), CHUNK_PREFETCH=(2, 1, 3), PROGRAMS_PER_SM=(1,))
-     + _grid(CHUNK_ROWS=(4,), CHUNK_PREFETCH=(1, 2), PROGRAMS_PER_SM=(1,))),
+     _grid(PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
+     + _grid(PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))),
     (mla_kv, "case_mla_kv_scatter", 16384,
      _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
                                     (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),

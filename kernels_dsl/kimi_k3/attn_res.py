@@ -31,20 +31,20 @@ writes the output. Rows are loaded and folded in sequence order, so each side ke
 the H200 SASS showed ~25 instructions per division, two per row, on every thread), and
 mean(x^2) multiplies by 1/H computed once.
 
-Where the time goes (H200, T = 16384, nvb = 8: 36 % of copy bandwidth before the cursors):
-the loads are 16-byte vectors and PREFETCH 1 -> 4 moved it only 29 % -> 36 %, so the kernel
-is not waiting on memory; it is bound by instruction issue. A row is 16 elements a thread on
-512 threads, and per row every thread runs ~300 SASS instructions (was ~400): the bf16
-unpacking of the row and of cw, x * x and x * cw as FMUL + FADD (no contraction in the
-reductions), two block reductions (5 shuffles, a shared-memory round trip with two barriers,
-16 partials summed by every thread), the softmax fold, the cursors and the masked padding
-lanes (BLOCK 8192 for H 7168). At ~4 IPC per SM a row's 14 KB must take <= ~3500 warp
-instructions to run at copy speed: ~220 a thread at 16 warps. THREAD_ELEMS = 32 (8 warps)
-halves the per-row scalar and reduction work per element (~440 instructions a thread, ~26 %
-fewer per row and SM) at half the warps to hide latency; 8 warps x 2 programs per SM would
-need <= 128 registers, which needs a register cap the language does not have (P = 1 at 8
-warps takes 144). ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math a
-TMA/mbarrier row-ring variant reuses unchanged (only where a row comes from changes).
+Where the time goes (H200, T = 16384, nvb = 8; 36 % of copy bandwidth before the cursors):
+the loads are 16-byte vectors. Per row every thread ran ~300 SASS instructions: the bf16
+unpacking of the row and of cw, x * x and x * cw as FMUL + FADD, two block reductions (5
+shuffles, a shared-memory round trip with two barriers, 16 partials summed by every thread
+each), the softmax fold (acc * alpha + x * p, a select for a token's first row), the cursors.
+Since then (43.9 % -> 48.2 %): ``fp_fusion`` (the products fold into the sums as fma: 2088 ->
+1896 SASS instructions for the loop), the rescale only when the row maximum grows (a uniform
+branch: one fma per element on the other rows), both sums in ONE ``kl.reduce`` (one
+shared-memory round trip a row instead of two) and PREFETCH 4 (which now fits). Each of
+these moved the time by a few percent only, as did folding rows in [2, BLOCK] or [4, BLOCK]
+chunks (one reduction per chunk; 47.5-48.7 %, not kept): the kernel is neither bound by the
+barriers nor by issue alone. The next step is the spec's design: 1-D bulk copies of whole
+rows into a shared-memory ring (many rows in flight per SM) and warp-specialized producers.
+``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math such a variant reuses.
 
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
 programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
@@ -234,126 +234,6 @@ def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_
     kl.pdl_launch_dependents()
 
 
-@kiln.jit
-def _next_chunk(tok, c, nck, grid):
-    """The cursor (token, chunk) after (tok, c): chunks 0..nck-1 of a token, then the next
-    token (tok + grid)."""
-    wrap = c + 1 >= nck
-    return kl.where(wrap, tok + grid, tok), kl.where(wrap, 0, c + 1)
-
-
-@kiln.jit
-def _load_chunk(prefix_ptr, bank_ptr, tok, c, live, nvb, p_s0, b_s0, b_s1, rows, cols, mask,
-                CH: kl.constexpr):
-    """Rows c * CH .. c * CH + CH - 1 of token tok as a [CH, BLOCK] tile (bank rows below
-    nvb, the prefix row at nvb, nothing past it or when not live; rows [CH, 1], cols and
-    mask [1, BLOCK]). The row pointers are chosen per row between the bank and the prefix
-    row, both 16-byte aligned, so the loads stay 16-byte vectors."""
-    r = c * CH + rows
-    base = kl.where(r < nvb, bank_ptr + tok * b_s0 + r * b_s1, prefix_ptr + tok * p_s0)
-    return kl.load(base + cols, mask=mask & (r <= nvb) & live, other=0.0)
-
-
-@kiln.jit
-def _consume_chunk(xb, tok, c, nck, live, m, l, acc, nvb, cw_ptr, ow_ptr, bank_ptr, out_ptr,
-                   b_s0, b_s1, o_s0, inv_h, eps, rows, cols, mask, cols1, mask1,
-                   CH: kl.constexpr, WRITE_PREFIX: kl.constexpr):
-    """Folds chunk c of token tok (a [CH, BLOCK] tile; cw fp32 [1, BLOCK]) into (m, l,
-    acc): the CH rows' sums of squares and dots with cw are one reduction along the
-    columns each (one shared-memory round trip for the chunk), the chunk's maximum rescales
-    the accumulator (a uniform branch, taken when it grows), and the weighted rows are
-    summed within each thread. The token's last chunk writes the output (and the prefix
-    row's snapshot)."""
-    r = c * CH + rows
-    x = xb.to(kl.float32)
-    cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident
-    ss, dot = kl.reduce((x * x, x * cw), 1, _add_pairs)
-    s = kl.where(kl.reshape(r, (CH,)) <= nvb, dot * kl.rsqrt(ss * inv_h + eps),
-                 -float("inf"))
-    s_max = kl.max(s, axis=0)
-    first = c == 0
-    if first | (s_max > m):
-        alpha = kl.exp(m - s_max)
-        acc = kl.where(first, 0.0, acc * alpha)
-        l = kl.where(first, 0.0, l * alpha)
-        m = s_max
-    p = kl.exp(s - m)  # zero in the rows past the prefix
-    l = l + kl.sum(p, axis=0)
-    acc = acc + kl.sum(x * p[:, None], axis=0)
-    if (c + 1 == nck) & live:  # the chunk of the prefix row: the token is complete
-        if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
-            kl.store(bank_ptr + tok * b_s0 + r * b_s1 + cols, xb, mask=mask & (r == nvb))
-        ow = kl.load(ow_ptr + cols1, mask=mask1, other=0.0).to(kl.float32)
-        kl.store(out_ptr + tok * o_s0 + cols1, _normalize_out(acc, l, ow, inv_h, eps),
-                 mask=mask1)
-    return m, l, acc
-
-
-@kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"], fp_fusion=True)
-def attn_res_chunk_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0, b_s0,
-                          b_s1, o_s0, eps, BLOCK: kl.constexpr, WRITE_PREFIX: kl.constexpr,
-                          PREFETCH: kl.constexpr, CH: kl.constexpr):
-    """The persistent kernel over chunks of CH rows (a token's nvb + 1 rows in
-    cdiv(nvb + 1, CH) chunks) instead of single rows; PREFETCH chunk slots."""
-    kl.static_assert(PREFETCH >= 1 and PREFETCH <= 3, "PREFETCH: 1 to 3 chunk slots")
-    pid = kl.program_id(0)
-    grid = kl.num_programs(0)
-    nck = (nvb + CH) // CH
-    n_ck = (T - pid + grid - 1) // grid * nck
-    cols1 = kl.arange(0, BLOCK)
-    mask1 = cols1 < H
-    cols = cols1[None, :]
-    mask = mask1[None, :]
-    rows = kl.arange(0, CH)[:, None]
-    inv_h = 1.0 / H.to(kl.float32)
-    kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
-    ltok = pid.to(kl.int64)  # the load cursor
-    lc = 0
-    n1 = _load_chunk(prefix_ptr, bank_ptr, ltok, lc, 0 < n_ck, nvb, p_s0, b_s0, b_s1, rows,
-                     cols, mask, CH)
-    ltok, lc = _next_chunk(ltok, lc, nck, grid)
-    if PREFETCH >= 2:
-        n2 = _load_chunk(prefix_ptr, bank_ptr, ltok, lc, 1 < n_ck, nvb, p_s0, b_s0, b_s1, rows,
-                         cols, mask, CH)
-        ltok, lc = _next_chunk(ltok, lc, nck, grid)
-    if PREFETCH >= 3:
-        n3 = _load_chunk(prefix_ptr, bank_ptr, ltok, lc, 2 < n_ck, nvb, p_s0, b_s0, b_s1, rows,
-                         cols, mask, CH)
-        ltok, lc = _next_chunk(ltok, lc, nck, grid)
-    ctok = pid.to(kl.int64)  # the fold cursor
-    cc = 0
-    m = 0.0
-    l = 1.0
-    acc = kl.zeros((BLOCK,), kl.float32)
-    for j in range(0, n_ck, PREFETCH):
-        m, l, acc = _consume_chunk(n1, ctok, cc, nck, j < n_ck, m, l, acc, nvb, cw_ptr,
-                                   ow_ptr, bank_ptr, out_ptr, b_s0, b_s1, o_s0, inv_h, eps, rows,
-                                   cols, mask, cols1, mask1, CH, WRITE_PREFIX)
-        ctok, cc = _next_chunk(ctok, cc, nck, grid)
-        n1 = _load_chunk(prefix_ptr, bank_ptr, ltok, lc, j + PREFETCH < n_ck, nvb, p_s0, b_s0,
-                         b_s1, rows, cols, mask, CH)
-        ltok, lc = _next_chunk(ltok, lc, nck, grid)
-        if PREFETCH >= 2:
-            m, l, acc = _consume_chunk(n2, ctok, cc, nck, j + 1 < n_ck, m, l, acc, nvb,
-                                       cw_ptr, ow_ptr, bank_ptr, out_ptr, b_s0, b_s1, o_s0,
-                                       inv_h, eps, rows, cols, mask, cols1, mask1, CH,
-                                       WRITE_PREFIX)
-            ctok, cc = _next_chunk(ctok, cc, nck, grid)
-            n2 = _load_chunk(prefix_ptr, bank_ptr, ltok, lc, j + 1 + PREFETCH < n_ck, nvb,
-                             p_s0, b_s0, b_s1, rows, cols, mask, CH)
-            ltok, lc = _next_chunk(ltok, lc, nck, grid)
-        if PREFETCH >= 3:
-            m, l, acc = _consume_chunk(n3, ctok, cc, nck, j + 2 < n_ck, m, l, acc, nvb,
-                                       cw_ptr, ow_ptr, bank_ptr, out_ptr, b_s0, b_s1, o_s0,
-                                       inv_h, eps, rows, cols, mask, cols1, mask1, CH,
-                                       WRITE_PREFIX)
-            ctok, cc = _next_chunk(ctok, cc, nck, grid)
-            n3 = _load_chunk(prefix_ptr, bank_ptr, ltok, lc, j + 2 + PREFETCH < n_ck, nvb,
-                             p_s0, b_s0, b_s1, rows, cols, mask, CH)
-            ltok, lc = _next_chunk(ltok, lc, nck, grid)
-    kl.pdl_launch_dependents()
-
-
 #: programs per token in the small-T kernel (a thread-block cluster; 8 is the portable maximum)
 CLUSTER_SIZE = 8
 
@@ -416,19 +296,14 @@ def _config(h: int) -> tuple:
 
 BLOCK, NUM_WARPS = _config(HIDDEN)
 #: row slots of the unrolled loop (PREFETCH - 1 rows of 16 KB in flight while one is reduced);
-#: registers at 16 warps, sm_90a: 1 -> 105, 2 -> 121, 3 -> 125, 4 -> 128, no spills.
-#: bench/kimi_k3/run.py --sweep re-times 1 to 4 (H200, T = 16384, nvb = 8: 4 -> 46.4 % of copy
-#: bandwidth, 3 -> 44.1 %, 2 -> 37.5 %, 1 -> 34.2 %; bench/results/h200-bench_kimi_k3_sweep.md);
-#: 4 spills in the write_prefix variant, so 3.
-PREFETCH = 3
+#: with fp_fusion and one reduction a row, 4 slots fit both variants at 16 warps without
+#: spills (sm_90a: 116 / 128 registers at 3 / 4 slots). bench/kimi_k3/run.py --sweep re-times
+#: 2 to 4 (H200, T = 16384, nvb = 8: 4 -> 48.2 % of copy bandwidth, 3 -> 45.9 %, 2 -> 43.9 %;
+#: bench/results/h200-bench_kimi_k3_sweep.md).
+PREFETCH = 4
 #: persistent programs per SM (one 16-warp program of ~125 registers fits an SM); 0: one
 #: program per token.
 PROGRAMS_PER_SM = 1
-#: rows per step of the persistent kernel: 0 folds one row at a time (attn_res_kernel); CH > 0
-#: runs attn_res_chunk_kernel on [CH, BLOCK] chunks with CHUNK_PREFETCH chunk slots (two
-#: reductions per chunk instead of per row). bench/kimi_k3/run.py --sweep times both.
-CHUNK_ROWS = 0
-CHUNK_PREFETCH = 2
 
 _SIGNATURE = {"prefix_ptr": "*bf16", "bank_ptr": "*bf16", "cw_ptr": "*bf16", "ow_ptr": "*bf16",
               "out_ptr": "*bf16", "T": "i32", "H": "i32", "nvb": "i32", "p_s0": "i32",
@@ -442,17 +317,9 @@ def _kernel_name(write_prefix: bool) -> str:
     return "attn_res_write_prefix" if write_prefix else "attn_res"
 
 
-def _persistent_kernel() -> tuple:
-    """(kernel, constexprs but WRITE_PREFIX) of the persistent path (CHUNK_ROWS)."""
-    if CHUNK_ROWS > 0:
-        return attn_res_chunk_kernel, {"BLOCK": BLOCK, "PREFETCH": CHUNK_PREFETCH,
-                                       "CH": CHUNK_ROWS}
-    return attn_res_kernel, {"BLOCK": BLOCK, "PREFETCH": PREFETCH}
-
-
 AOT_SPECIALIZATIONS = [
-    Spec(_persistent_kernel()[0], name=_kernel_name(wp), signature=_SIGNATURE,
-         constexprs={**_persistent_kernel()[1], "WRITE_PREFIX": wp},
+    Spec(attn_res_kernel, name=_kernel_name(wp), signature=_SIGNATURE,
+         constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": PREFETCH},
          divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
     for wp in (False, True)
 ]
@@ -596,7 +463,7 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
         return out
     block, num_warps = _config(h)
-    kernel, constexprs = _persistent_kernel()
-    L.launch(kernel, _kernel_name(bool(write_prefix)), (grid_size(t, num_sms),), args,
-             {**constexprs, "BLOCK": block, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
+    L.launch(attn_res_kernel, _kernel_name(bool(write_prefix)), (grid_size(t, num_sms),), args,
+             {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "PREFETCH": PREFETCH},
+             num_warps)
     return out
