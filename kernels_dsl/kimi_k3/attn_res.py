@@ -301,6 +301,11 @@ BLOCK, NUM_WARPS = _config(HIDDEN)
 #: 2 to 4 (H200, T = 16384, nvb = 8: 4 -> 48.2 % of copy bandwidth, 3 -> 45.9 %, 2 -> 43.9 %;
 #: bench/results/h200-bench_kimi_k3_sweep.md).
 PREFETCH = 4
+#: ... and where every program owns one token (T at most the grid: few tokens), the row
+#: count is nvb + 1 and the unrolled loop pads it to a multiple of the slots: nvb = 8 takes
+#: 12 row steps for 9 rows at 4 slots, 9 at 3 (H200 T = 1: 12.1 us at 4, 10.2 at 3). Such
+#: launches use whichever of PREFETCH and ONE_TOKEN_PREFETCH pads less (ties: PREFETCH).
+ONE_TOKEN_PREFETCH = 3
 #: persistent programs per SM (one 16-warp program of ~125 registers fits an SM); 0: one
 #: program per token.
 PROGRAMS_PER_SM = 1
@@ -313,8 +318,17 @@ _DIVISIBILITY = {"prefix_ptr": 16, "bank_ptr": 16, "cw_ptr": 16, "ow_ptr": 16, "
                  "H": 8, "p_s0": 8, "b_s0": 8, "b_s1": 8, "o_s0": 8}
 
 
-def _kernel_name(write_prefix: bool) -> str:
-    return "attn_res_write_prefix" if write_prefix else "attn_res"
+def _kernel_name(write_prefix: bool, prefetch: int = PREFETCH) -> str:
+    name = "attn_res_write_prefix" if write_prefix else "attn_res"
+    return name if prefetch == PREFETCH else f"{name}_prefetch{prefetch}"
+
+
+def prefetch_for(t: int, grid: int, nvb: int) -> int:
+    """The row slots of a launch: PREFETCH, or where every program owns one token
+    (t <= grid) the one of PREFETCH and ONE_TOKEN_PREFETCH that pads nvb + 1 rows less."""
+    if t > grid:
+        return PREFETCH
+    return min((PREFETCH, ONE_TOKEN_PREFETCH), key=lambda p: -(nvb + 1) % p)
 
 
 AOT_SPECIALIZATIONS = [
@@ -370,6 +384,13 @@ AOT_SPECIALIZATIONS += [
          constexprs={"SLICE": _cluster_config(HIDDEN, rp - 1)[0], "RP": rp, "WRITE_PREFIX": wp},
          divisibility=_DIVISIBILITY, num_warps=_cluster_config(HIDDEN, rp - 1)[2])
     for rp in _CLUSTER_ROWS for wp in (False, True)
+]
+
+AOT_SPECIALIZATIONS += [
+    Spec(attn_res_kernel, name=_kernel_name(wp, ONE_TOKEN_PREFETCH), signature=_SIGNATURE,
+         constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": ONE_TOKEN_PREFETCH},
+         divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
+    for wp in (False, True)
 ]
 
 _sm_counts: dict = {}
@@ -463,7 +484,9 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
         return out
     block, num_warps = _config(h)
-    L.launch(attn_res_kernel, _kernel_name(bool(write_prefix)), (grid_size(t, num_sms),), args,
-             {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "PREFETCH": PREFETCH},
+    grid = grid_size(t, num_sms)
+    prefetch = prefetch_for(t, grid, nvb)
+    L.launch(attn_res_kernel, _kernel_name(bool(write_prefix), prefetch), (grid,), args,
+             {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "PREFETCH": prefetch},
              num_warps)
     return out

@@ -169,8 +169,12 @@ def test_every_nvb(via_interpreter, nvb, write_prefix):
     nb = nvb + 1 if write_prefix else max(nvb, 1)
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, _ = via_interpreter[-1]
-    assert name == ("attn_res_write_prefix" if write_prefix else "attn_res")
     assert grid == (t,)  # no SM count (not a CUDA tensor): one program per token
+    # one token a program: the slots that pad nvb + 1 rows least (4 unless 3 pads less)
+    prefetch = 3 if -(nvb + 1) % 3 < -(nvb + 1) % 4 else 4
+    assert constexprs["PREFETCH"] == prefetch
+    assert name == ("attn_res_write_prefix" if write_prefix else "attn_res") + (
+        "" if prefetch == 4 else "_prefetch3")
     assert constexprs["WRITE_PREFIX"] is write_prefix and constexprs["BLOCK"] == 256
 
 
@@ -185,7 +189,9 @@ def test_persistent_grids_and_prefetch_depths(via_interpreter, monkeypatch, sms,
     t, nvb, h = 7, 2, 128
     check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
     assert via_interpreter[-1][1] == (min(t, sms),)
-    assert via_interpreter[-1][2]["PREFETCH"] == prefetch
+    # grid 7 = T: one token a program, where the slots that pad less win
+    assert via_interpreter[-1][2]["PREFETCH"] == (prefetch if sms < t else
+                                                 mod.prefetch_for(t, sms, nvb))
 
 
 @pytest.mark.parametrize("sms", [1, 3])
@@ -536,8 +542,19 @@ def test_cluster_kernel_off(via_interpreter, many_sms, monkeypatch):
     assert via_interpreter[-1][0] == "attn_res_write_prefix"
 
 
+def test_one_token_specializations():
+    specs = mod.AOT_SPECIALIZATIONS[-2:]
+    assert [s.kernel_name for s in specs] == ["attn_res_prefetch3",
+                                              "attn_res_write_prefix_prefetch3"]
+    assert all(s.constexprs["PREFETCH"] == 3 and s.kernel is mod.attn_res_kernel
+               for s in specs)
+    # the slots a launch takes: 4 where programs own several tokens; else the fewer padding
+    assert mod.prefetch_for(1000, 132, 8) == 4
+    assert [mod.prefetch_for(1, 132, nvb) for nvb in range(9)] == [3, 3, 3, 4, 3, 3, 4, 4, 3]
+
+
 def test_cluster_aot_specializations():
-    specs = mod.AOT_SPECIALIZATIONS[2:]
+    specs = mod.AOT_SPECIALIZATIONS[2:-2]
     assert sorted(s.kernel_name for s in specs) == sorted(
         f"attn_res_cluster_rp{rp}" + wp for rp in (1, 2, 4, 8)
         for wp in ("", "_write_prefix"))
@@ -549,7 +566,7 @@ def test_cluster_aot_specializations():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[2:], ids=lambda s: s.kernel_name)
+@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[2:-2], ids=lambda s: s.kernel_name)
 def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
     """16-byte accesses, PDL, four cluster barriers (two cluster_gathers), no spills."""
     pytest.importorskip("kiln._C")
