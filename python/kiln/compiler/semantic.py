@@ -906,6 +906,39 @@ class Semantic:
         candidates = self.where(hit, index, big)
         return self.reduce(candidates, a, "min")
 
+    def _inline_combine(self, what: str, combine_fn: Any, args: Any, elems: Any) -> Any:
+        """Inlines ``combine_fn`` (a ``@kiln.jit`` function) into a reduce or scan combine
+        region: ``args`` are the region's 2N block arguments (the N accumulated values,
+        then the N new ones) of the dtypes ``elems``; returns the handles of its N scalar
+        results, each checked against its dtype."""
+        n = len(elems)
+        out = self.call_jit(combine_fn, [tensor(h, elems[i % n]) for i, h in enumerate(args)])
+        value = out.value if isinstance(out, constexpr) else out
+        values = list(value) if isinstance(value, tuple) else [value]
+        one = f"one {elems[0]} scalar"
+        if value is None or len(values) != n or (n == 1 and isinstance(value, tuple)):
+            got = "nothing" if value is None else (
+                f"{len(values)} values" if isinstance(value, tuple) else "one value")
+            want = one if n == 1 else (f"{n} scalars (" + ", ".join(str(e) for e in elems)
+                                       + ")")
+            raise SemanticError(f"{what}: combine_fn must return {want}, got {got}")
+        handles = []
+        for i, (v, elem) in enumerate(zip(values, elems)):
+            v = v.value if isinstance(v, constexpr) else v
+            if isinstance(v, tensor) and v.type.is_block():
+                if n == 1:
+                    raise SemanticError(f"{what}: combine_fn must return {one}, got a tile "
+                                        f"{v.type}")
+                raise SemanticError(f"{what}: combine_fn must return scalars, got a tile "
+                                    f"{v.type} as value #{i}")
+            t = self.to_tensor(v, elem)  # a number takes the input's dtype
+            if t.dtype != elem:
+                head = (f"combine_fn must return {one}, got" if n == 1 else
+                        f"value #{i} of combine_fn must be {elem}, got")
+                raise SemanticError(f"{what}: {head} {t.dtype} (cast it with .to({elem}))")
+            handles.append(t.handle)
+        return handles
+
     def reduce_combine(self, input: Any, axis: Any, combine_fn: Any) -> Any:
         """Reduction of one tile, or of a tuple of N tiles of one shape together, along
         ``axis`` (all axes for None) with ``combine_fn``: a ``@kiln.jit`` function of 2N
@@ -937,30 +970,10 @@ class Semantic:
         if len(axes) > 1:
             # One reduction of the row-major elements, as sum(x) over all axes.
             xs, axes = [self.reshape(x, [x.numel]) for x in xs], [0]
-        call_jit, elems, n = self.call_jit, [x.dtype for x in xs], len(xs)
-        want = (f"one {elems[0]} scalar" if n == 1 else
-                f"{n} scalars (" + ", ".join(str(e) for e in elems) + ")")
+        elems = [x.dtype for x in xs]
 
         def region(args: Any) -> Any:
-            out = call_jit(combine_fn, [tensor(h, elems[i % n]) for i, h in enumerate(args)])
-            value = out.value if isinstance(out, constexpr) else out
-            values = list(value) if isinstance(value, tuple) else [value]
-            if value is None or len(values) != n:
-                got = "nothing" if value is None else (
-                    f"{len(values)} values" if isinstance(value, tuple) else "one value")
-                raise SemanticError(f"reduce: combine_fn must return {want}, got {got}")
-            handles = []
-            for i, (v, elem) in enumerate(zip(values, elems)):
-                v = v.value if isinstance(v, constexpr) else v
-                if isinstance(v, tensor) and v.type.is_block():
-                    raise SemanticError(f"reduce: combine_fn must return scalars, got a tile "
-                                        f"{v.type} as value #{i}")
-                t = self.to_tensor(v, elem)  # a number takes the input's dtype
-                if t.dtype != elem:
-                    raise SemanticError(f"reduce: value #{i} of combine_fn must be {elem}, "
-                                        f"got {t.dtype} (cast it with .to({elem}))")
-                handles.append(t.handle)
-            return handles
+            return self._inline_combine("reduce", combine_fn, args, elems)
 
         shape = list(xs[0].shape)
         del shape[axes[0]]
@@ -1015,22 +1028,9 @@ class Semantic:
                                 f"got {type(combine_fn).__name__}")
         if self.call_jit is None:  # pragma: no cover - set by the code generator
             raise SemanticError("associative_scan can only be called in a kernel")
-        call_jit, elem = self.call_jit, x.dtype
-
         def region(lhs: Any, rhs: Any) -> Any:
-            out = call_jit(combine_fn, [tensor(lhs, elem), tensor(rhs, elem)])
-            value = out.value if isinstance(out, constexpr) else out
-            if value is None or isinstance(value, tuple) or (
-                    isinstance(value, tensor) and value.type.is_block()):
-                got = "nothing" if value is None else (
-                    "a tuple" if isinstance(value, tuple) else f"a tile {value.type}")
-                raise SemanticError(f"associative_scan: combine_fn must return one {elem} "
-                                    f"scalar, got {got}")
-            out = self.to_tensor(value, elem)  # a number takes the tile's dtype
-            if out.dtype != elem:
-                raise SemanticError(f"associative_scan: combine_fn must return one {elem} "
-                                    f"scalar, got {out.dtype} (cast it with .to({elem}))")
-            return out.handle
+            return self._inline_combine("associative_scan", combine_fn, [lhs, rhs],
+                                        [x.dtype])[0]
 
         return tensor(self.builder.scan(x.handle, a, region), x.type)
 
