@@ -48,18 +48,19 @@ rows into a shared-memory ring (many rows in flight per SM) and warp-specialized
 
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
 programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
-(two block reductions each): 10.4 us on the H200 against 0.87 us for an empty launch. In the
-cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c + 1) * H/8) (896 at
-K3, a masked 1024-wide tile) of ALL rows at once, as one [RP, SLICE] tile (RP = the next power
-of two of nvb + 1, a constexpr; rows 0..nvb-1 the bank, row nvb the prefix, the rest masked):
-every load is issued up front, then per-row partial sums of squares and dots with cw (ONE
-reduction along the columns each), one ``kl.cluster_gather`` of the [RP, 2] partials summed
-over the cluster, the same scores and softmax in every program (p normalized first: mix =
-sum_r p_r rows_r), the slice of mix, a second ``cluster_gather`` of its partial sum of squares
-for the output RMSNorm, and the program's H/8 outputs (and, with write_prefix, its slice of
-the snapshot, stored from the prefix row as loaded). Four cluster barriers in all. The wrapper
-picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb + 1 <= CLUSTER_MAX_ROWS (and
-H / 8 is a multiple of 8).
+(a block reduction each): 10.2 us on the H200 at nvb = 8 against 0.88 us for an empty launch.
+In the cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c + 1) * H/8)
+(896 at K3, a masked 1024-wide tile) of ALL rows at once: the bank rows as one [RP, SLICE]
+tile (RP = the next power of two of nvb, a constexpr; rows past nvb masked) and the prefix
+row as a [SLICE] tile of its own (so nvb = 8 takes 8 rows, not 16): every load is issued up
+front, then the partial sums of squares and dots with cw (one ``kl.reduce`` for the bank
+rows, one for the prefix), one ``kl.cluster_gather`` of the [RP, 2, 2] partials summed over
+the cluster, the same scores and softmax in every program (p normalized first: mix = sum_r
+p_r rows_r), the slice of mix, a second ``cluster_gather`` of its partial sum of squares for
+the output RMSNorm, and the program's H/8 outputs (and, with write_prefix, its slice of the
+snapshot, stored from the prefix row as loaded). Four cluster barriers in all. The wrapper
+picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb <= CLUSTER_MAX_ROWS (and H / 8
+is a multiple of 8).
 
 Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
 the kernel waits for the previous grid before its first load (the spec's CUDA kernel reads the
@@ -242,8 +243,9 @@ CLUSTER_SIZE = 8
 def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
                             b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
                             WRITE_PREFIX: kl.constexpr):
-    """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its
-    nvb + 1 rows as one [RP, SLICE] tile (module docstring). T is unused (grid = T * S)."""
+    """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its nvb
+    bank rows as one [RP, SLICE] tile and of its prefix row (module docstring). T is unused
+    (grid = T * S)."""
     tok = kl.cluster_id(0).to(kl.int64)
     # the slice width H / S, written as a multiple of 8 (H % 8S == 0, the wrapper checks) so
     # that every program's first column keeps the 16-byte alignment of the rows
@@ -254,30 +256,38 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     rows = kl.arange(0, RP)
     r2 = rows[:, None]
     c2 = cols[None, :] + r2 * 0  # the same columns in every row
-    m2 = cmask[None, :] & (r2 <= nvb)
-    is_bank = r2 < nvb
-    is_prefix = r2 == nvb
     inv_h = 1.0 / H.to(kl.float32)
     kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
-    # Every load up front: the bank rows, the prefix row (both [RP, SLICE], each masked to its
-    # rows, from its own pointer so that the 16-byte alignment survives) and cw per row (L1).
-    bank = kl.load(bank_ptr + tok * b_s0 + r2 * b_s1 + c2, mask=m2 & is_bank, other=0.0)
-    prefix = kl.load(prefix_ptr + tok * p_s0 + c2, mask=m2 & is_prefix, other=0.0)
-    cw = kl.load(cw_ptr + c2, mask=m2, other=0.0).to(kl.float32)
-    x = kl.where(is_bank, bank, prefix).to(kl.float32)  # zero in the masked lanes and rows
-    # Per-row partials of the slice, summed over the cluster: [RP, 2] = (sum x^2, <x, cw>).
-    part = kl.join(kl.sum(x * x, axis=1), kl.sum(x * cw, axis=1))
-    ss, dot = kl.split(kl.sum(kl.cluster_gather(part), axis=0))
-    score = kl.where(rows <= nvb, dot * kl.rsqrt(ss * inv_h + eps), -float("inf"))
-    p = kl.exp(score - kl.max(score, axis=0))
-    p = p * (1.0 / kl.sum(p, axis=0))  # one division; the padding rows: exp(-inf) = 0
-    mix = kl.sum(x * p[:, None], axis=0)  # [SLICE], zero in the masked lanes
+    # Every load up front: the bank rows, the prefix row and cw (L1).
+    bank = kl.load(bank_ptr + tok * b_s0 + r2 * b_s1 + c2, mask=cmask[None, :] & (r2 < nvb),
+                   other=0.0)
+    prefix = kl.load(prefix_ptr + tok * p_s0 + cols, mask=cmask, other=0.0)
+    cw = kl.load(cw_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
+    xb = bank.to(kl.float32)  # zero in the masked lanes and rows
+    xp = prefix.to(kl.float32)
+    # The slice's partial (sum x^2, <x, cw>) of every bank row and of the prefix row (each
+    # pair in one reduction), as one [RP, 2, 2] tile (the prefix's on every row) summed over
+    # the cluster.
+    ss_b, dot_b = kl.reduce((xb * xb, xb * cw[None, :]), 1, _add_pairs)
+    ss_p, dot_p = kl.reduce((xp * xp, xp * cw), 0, _add_pairs)
+    zero = kl.zeros((RP,), kl.float32)
+    part = kl.join(kl.join(ss_b, dot_b), kl.join(zero + ss_p, zero + dot_p))
+    bank_sums, prefix_sums = kl.split(kl.sum(kl.cluster_gather(part), axis=0))
+    ss_b, dot_b = kl.split(bank_sums)
+    ss_p, dot_p = kl.split(prefix_sums)
+    s_b = kl.where(rows < nvb, dot_b * kl.rsqrt(ss_b * inv_h + eps), -float("inf"))
+    s_p = kl.max(dot_p * kl.rsqrt(ss_p * inv_h + eps), axis=0)  # the rows hold one value
+    m = kl.maximum(kl.max(s_b, axis=0), s_p)
+    p_b = kl.exp(s_b - m)  # the padding rows: exp(-inf) = 0
+    p_p = kl.exp(s_p - m)
+    inv = 1.0 / (kl.sum(p_b, axis=0) + p_p)  # one division
+    mix = kl.sum(xb * (p_b * inv)[:, None], axis=0) + xp * (p_p * inv)  # zero when masked
     ssm = kl.full((1,), 0.0, kl.float32) + kl.sum(mix * mix, axis=0)
     ssm = kl.sum(kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,)), axis=0)
     ow = kl.load(ow_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
     kl.store(out_ptr + tok * o_s0 + cols, mix * kl.rsqrt(ssm * inv_h + eps) * ow, mask=cmask)
     if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
-        kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + c2, prefix, mask=m2 & is_prefix)
+        kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, prefix, mask=cmask)
     kl.pdl_launch_dependents()
 
 
@@ -343,9 +353,10 @@ AOT_SPECIALIZATIONS = [
 #: T programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T = 1). 0: never.
 #: Without an SM count (not a CUDA tensor) the persistent kernel runs.
 CLUSTER_MAX_WAVES = 2
-#: ... and when the nvb + 1 rows fit CLUSTER_MAX_ROWS: on the H200 at T = 1 the cluster kernel
-#: took nvb = 4 (8 rows) from 7.8 to 5.7 us, but nvb = 8 (16 padded rows, 16 warps) to 12.6 us
-#: against the persistent kernel's 10.4 (bench/results/h200-bench_kimi_k3.md).
+#: ... and when the nvb bank rows fit CLUSTER_MAX_ROWS. The prefix row is a tile of its own, so
+#: nvb = 8 takes 8 bank rows, not 16 padded ones: H200 T = 1, nvb = 8: 6.19 us (the persistent
+#: kernel: 9.83; with the prefix as row nvb of 16: 12.6), nvb = 4: 5.70 -> 5.39 us
+#: (bench/results/h200-bench_kimi_k3_sweep_attn_res_t1.md).
 CLUSTER_MAX_ROWS = 8
 #: row elements a thread of the cluster kernel holds at most ([RP, SLICE] over 8 to 16 warps:
 #: sm_90a registers RP 1 -> 40, 2 -> 40, 4 -> 64, 8 -> 117, 16 -> 120 at 16 warps; no spills)
@@ -358,31 +369,31 @@ def _pow2(n: int) -> int:
 
 def _cluster_config(h: int, nvb: int) -> tuple:
     """(SLICE, RP, num_warps) of the cluster kernel: a program's H / CLUSTER_SIZE columns in a
-    power-of-two tile, the nvb + 1 rows padded to a power of two."""
-    slice_, rp = _pow2(h // CLUSTER_SIZE), _pow2(nvb + 1)
+    power-of-two tile, the nvb bank rows padded to a power of two (at least one)."""
+    slice_, rp = _pow2(h // CLUSTER_SIZE), _pow2(max(nvb, 1))
     return slice_, rp, min(16, max(8, rp * slice_ // (32 * CLUSTER_THREAD_ELEMS)))
 
 
 def use_cluster_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool:
     """Whether T tokens of H (nvb bank rows) go to the cluster kernel: few tokens on a known
-    device, at most CLUSTER_MAX_ROWS rows, and an H that splits into CLUSTER_SIZE slices of
-    16-byte vectors."""
+    device, at most CLUSTER_MAX_ROWS bank rows, and an H that splits into CLUSTER_SIZE slices
+    of 16-byte vectors."""
     return (bool(num_sms) and CLUSTER_MAX_WAVES > 0
             and t * CLUSTER_SIZE <= CLUSTER_MAX_WAVES * num_sms
-            and nvb + 1 <= CLUSTER_MAX_ROWS and h % (8 * CLUSTER_SIZE) == 0)
+            and nvb <= CLUSTER_MAX_ROWS and h % (8 * CLUSTER_SIZE) == 0)
 
 
 def _cluster_kernel_name(write_prefix: bool, rp: int) -> str:
     return f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
 
 
-#: one specialization per padded row count (nvb 0 -> 1 row, 1 -> 2, 2..3 -> 4, 4..7 -> 8)
+#: one specialization per padded bank row count (nvb 0..1 -> 1 row, 2 -> 2, 3..4 -> 4, 5..8 -> 8)
 _CLUSTER_ROWS = tuple(1 << i for i in range(CLUSTER_MAX_ROWS.bit_length()))
 
 AOT_SPECIALIZATIONS += [
     Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp), signature=_SIGNATURE,
-         constexprs={"SLICE": _cluster_config(HIDDEN, rp - 1)[0], "RP": rp, "WRITE_PREFIX": wp},
-         divisibility=_DIVISIBILITY, num_warps=_cluster_config(HIDDEN, rp - 1)[2])
+         constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp},
+         divisibility=_DIVISIBILITY, num_warps=_cluster_config(HIDDEN, rp)[2])
     for rp in _CLUSTER_ROWS for wp in (False, True)
 ]
 

@@ -474,14 +474,14 @@ def many_sms(monkeypatch):
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])
-@pytest.mark.parametrize("nvb", range(0, 8))
+@pytest.mark.parametrize("nvb", range(0, 9))
 def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
     rng = np.random.default_rng(200 + nvb + 16 * write_prefix)
     t, h = 3, 256
     nb = nvb + 1 if write_prefix else max(nvb, 1)
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, warps = via_interpreter[-1]
-    rp = 1 << nvb.bit_length() if nvb else 1  # next power of two of nvb + 1
+    rp = 1 << (max(nvb, 1) - 1).bit_length()  # the bank rows' next power of two (at least 1)
     assert name == f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
     assert grid == (t * mod.CLUSTER_SIZE,)
     assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix}
@@ -506,7 +506,7 @@ def test_cluster_strided_views_and_untouched_memory(via_interpreter, many_sms):
 
 def test_cluster_write_prefix_is_a_bit_copy(via_interpreter, many_sms):
     test_write_prefix_is_a_bit_copy(via_interpreter)
-    assert via_interpreter[-1][0] == "attn_res_cluster_rp2_write_prefix"
+    assert via_interpreter[-1][0] == "attn_res_cluster_rp1_write_prefix"  # nvb = 1
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
@@ -525,7 +525,7 @@ def test_cluster_eps_is_used_twice(via_interpreter, many_sms):
     (33, 256, 3, 132, True), (34, 256, 3, 132, False),   # H200: up to 33 tokens
     (1, 1000, 3, 132, False), (1, 8, 3, 132, False),     # H / 8 not a multiple of 8
     (1, 256, 3, None, False),                            # no SM count: the persistent kernel
-    (1, 256, 7, 132, True), (1, 256, 8, 132, False),     # nvb + 1 <= CLUSTER_MAX_ROWS (8)
+    (1, 256, 8, 132, True), (1, 256, 0, 132, True),      # nvb <= CLUSTER_MAX_ROWS (8)
 ])
 def test_cluster_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, cluster):
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
@@ -561,7 +561,7 @@ def test_cluster_aot_specializations():
     for s in specs:
         assert s.constexprs["SLICE"] == 1024 and s.kernel.cluster == (8, 1, 1)
         assert (s.constexprs["SLICE"], s.constexprs["RP"], s.num_warps) == mod._cluster_config(
-            mod.HIDDEN, s.constexprs["RP"] - 1)
+            mod.HIDDEN, s.constexprs["RP"])
     assert mod.attn_res_cluster_kernel.do_not_specialize == {"T", "nvb"}
 
 
