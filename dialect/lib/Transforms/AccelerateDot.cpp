@@ -268,7 +268,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     func.walk([&](DotOp dot) { dots.push_back(dot); });
     for (DotOp dot : dots) {
       std::optional<PipelinedDot> match = matchPipelinedDot(dot);
-      if (!match)
+      if (!match || (match->operands.bMnMajor() && !mnMajorB))
         continue;
       if (hopper) {
         if (match->m % (64 * (warps / 4)) != 0 || match->n % 8 != 0 || match->n > 256)

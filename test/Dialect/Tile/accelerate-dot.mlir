@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_100a | FileCheck %s --check-prefix=SM100
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_103a | FileCheck %s --check-prefix=SM100
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot="arch=sm_90a mn-major-b=false" | FileCheck %s --check-prefix=NOMN
 
 !A = !tile.ring<3, tensor<128x64xbf16>>
 !B = !tile.ring<3, tensor<256x64xbf16>>
@@ -28,6 +29,9 @@
 // CHECK: %[[H:.*]] = arith.truncf %[[DONE]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NOT: tile.convert_layout
 // CHECK: tile.desc_store %{{.*}}, %[[H]] : {{.*}}, tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
+// mn-major-b=false leaves the K-major form alone.
+// NOMN-LABEL: func.func @gemm
+// NOMN: tile.warpgroup_dot
 // On sm_100a/sm_103a the accumulator lives in Tensor Memory: two commit
 // barriers and the TMEM allocation before the loop, which carries the count
 // of dots issued in the accumulator's place. Dot n (from zero when n = 0)
@@ -438,6 +442,11 @@ func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attri
 // CHECK:   scf.yield %[[W]], %{{.*}}
 // CHECK-NOT: tile.dot
 // CHECK: tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
+// With mn-major-b=false the form keeps tile.dot on sm_90a too.
+// NOMN-LABEL: func.func @mn_major_b
+// NOMN-NOT: tile.warpgroup_dot
+// NOMN: tile.dot
+// NOMN-LABEL: func.func @mn_major_b_narrow
 // SM100-LABEL: func.func @mn_major_b
 // SM100-NOT: tile.tcgen05_dot
 // SM100-NOT: tile.tmem_alloc

@@ -131,6 +131,7 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     [K, N] box itself (no `tile.trans`), bf16/f16 with N = 64 (one 128-byte
     swizzled row per K); the `tile.warpgroup_dot` then carries `bMnMajor`.
     FP8, a wider N, and sm_100a/sm_103a keep `mma.sync` for this form.
+    `mn-major-b=false` turns this match off (the form then keeps `mma.sync`).
 
     sm_90a (wgmma): the accumulator lives in registers in the wgmma layout
     (`#tile.mma` version 3) across the loop: `tile.warpgroup_dot`,
@@ -167,7 +168,9 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
-           "target arch (sm_90a: wgmma; sm_100a, sm_103a: tcgen05)">
+           "target arch (sm_90a: wgmma; sm_100a, sm_103a: tcgen05)">,
+    Option<"mnMajorB", "mn-major-b", "bool", /*default=*/"true",
+           "on sm_90a, also run dots whose B is a [K, 64] ring slot (N-major) on wgmma">
   ];
   let statistics = [
     Statistic<"numAccelerated", "num-accelerated", "dots moved to wgmma or tcgen05">
