@@ -8,6 +8,9 @@ inputs first.
   ``kl.range(..., num_stages=S)`` and ``kl.dot(a, b.T, acc)``, which kiln-tile-accelerate-dot
   runs on wgmma from the ring slots with the accumulator in registers; bf16 output. Its
   cuBLAS peer is torch.matmul(a, b_t.T) (the same math and layouts) and torch.matmul(a, b).
+- ``kiln TMA+wgmma row-major b``: gemm_tma_kn: c = a @ b with b [K, N] as torch.matmul takes
+  it (``kl.dot(a, b, acc)``, no transpose), [64, 64] B boxes read by wgmma as an MN-major
+  operand (BN = 64: one 128-byte swizzled row of N per K). Its peer is torch.matmul(a, b).
 - ``kiln kl.dot``: the pointer-based K loop on mma.sync (operands and accumulator staged
   through shared memory each step), f32 output.
 - FP8 rows with ``max_num_imprecise_acc N``: the same TMA+wgmma GEMM whose dot promotes the
@@ -28,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 from bench.common import graph_time_ms  # noqa: E402
-from kernels_dsl.common.gemm import gemm_kernel, gemm_tma  # noqa: E402
+from kernels_dsl.common.gemm import gemm_kernel, gemm_tma, gemm_tma_kn  # noqa: E402
 from bench.report import write_results  # noqa: E402
 
 
@@ -36,6 +39,8 @@ CONFIGS = [(128, 128, 64, 8)]
 # (BM, BN, BK), stages, warps, GROUP_M
 TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128, 64), 3, 8, 8),
                ((128, 128, 64), 4, 4, 8), ((128, 256, 64), 3, 8, 16)]
+# row-major b (MN-major wgmma B): (BM, BN = 64, BK = 64), stages, warps, GROUP_M
+TMA_KN_CONFIGS = [((128, 64, 64), 4, 8, 8), ((256, 64, 64), 4, 8, 8)]
 # FP8: (BM, BN, BK = 128), stages, warps, max_num_imprecise_acc (None: unpromoted)
 FP8_CONFIGS = [((128, 256, None), 3, 8, None), ((128, 256, None), 4, 8, None),
                ((128, 128, None), 4, 8, None), ((128, 128, None), 4, 8, 128),
@@ -72,6 +77,12 @@ def main():
                      f"{warps} warps, group {group}")
             variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma(
                 ab[0], ab[2], out_bf16, block=block, stages=stages, num_warps=warps,
+                group_m=group))(block, stages, warps, group)
+        for block, stages, warps, group in TMA_KN_CONFIGS:
+            label = (f"kiln TMA+wgmma row-major b {block[0]}x{block[1]}x{block[2]}, "
+                     f"{stages} stages, {warps} warps, group {group}")
+            variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma_kn(
+                ab[0], ab[1], out_bf16, block=block, stages=stages, num_warps=warps,
                 group_m=group))(block, stages, warps, group)
         fp8 = [(a.to(torch.float8_e4m3fn), b_t.to(torch.float8_e4m3fn)) for a, _, b_t in inputs]
         fp8_of = {id(ab[0]): f for ab, f in zip(inputs, fp8)}

@@ -92,3 +92,54 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
                               GROUP_M=group_m, STAGES=stages, num_warps=num_warps,
                               MAX_IMPRECISE_ACC=max_num_imprecise_acc)
     return out
+
+
+@kiln.jit(num_warps=8)
+def gemm_tma_kn_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
+                       BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr):
+    """c[M, N] = a[M, K] @ b[K, N] with b row-major (N contiguous), as gemm_tma_kernel but
+    with B loaded as [BK, BN] boxes and no transpose. With 128-byte swizzled [BM, 64] and
+    [64, 64] boxes (bf16/f16: BN = 64, one 128-byte row of N per K) the dot runs from the
+    ring slots on wgmma with an MN-major B on sm_90a (kiln-tile-accelerate-dot); elsewhere
+    (sm_100a/sm_103a, FP8, other boxes) on mma.sync."""
+    pid = kl.program_id(0)
+    blocks_m = kl.cdiv(M, BM)
+    blocks_n = kl.cdiv(N, BN)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = kl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    acc = kl.zeros((BM, BN), kl.float32)
+    for k in kl.range(0, K, BK, num_stages=STAGES):
+        a = a_desc.load([pid_m * BM, k])
+        b = b_desc.load([k, pid_n * BN])
+        acc = kl.dot(a, b, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
+
+
+def gemm_tma_kn(a, b, out=None, block=(128, 64, 64), group_m=8, stages=4, num_warps=8):
+    """``a @ b`` for 2-D bf16/f16 CUDA tensors a [M, K] and b [K, N] (row-major: the layout
+    ``torch.matmul`` takes) into the bf16 ``out`` [M, N] (allocated if None), on
+    gemm_tma_kn_kernel. ``block`` = (BM, BN, BK); BN = BK = 64 keeps the B box at one
+    128-byte swizzled row per K, the form wgmma reads MN-major on sm_90a. N * 2 and K * 2
+    must be multiples of 16 bytes (TMA strides)."""
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"gemm_tma_kn: expected a [M, K] and b [K, N], got {list(a.shape)} "
+                         f"and {list(b.shape)}")
+    if a.dtype != b.dtype or a.element_size() != 2:
+        raise ValueError(f"gemm_tma_kn: expected bf16 or f16 inputs of one dtype, got {a.dtype} "
+                         f"and {b.dtype}")
+    m, k = (int(s) for s in a.shape)
+    n = int(b.shape[1])
+    if out is None:
+        out = a.new_empty((m, n), dtype=torch.bfloat16)
+    bm, bn, bk = block
+    a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=128 if bk == 64 else 0)
+    b_desc = kiln.TensorDescriptor.from_tensor(b, [bk, bn], swizzle=128 if bn == 64 else 0)
+    c_desc = kiln.TensorDescriptor.from_tensor(out, [bm, bn])
+    if m and n:
+        grid = (kiln.cdiv(m, bm) * kiln.cdiv(n, bn),)
+        gemm_tma_kn_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BM=bm, BN=bn, BK=bk,
+                                 GROUP_M=group_m, STAGES=stages, num_warps=num_warps)
+    return out

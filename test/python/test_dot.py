@@ -252,6 +252,63 @@ def test_gemm_tma_runs_on_tcgen05_on_blackwell(arch, bn, stages, warps):
     assert target["spill_store_bytes"] == 0 and "tcgen05" in target["features"]
 
 
+from kernels_dsl.common.gemm import gemm_tma_kn_kernel  # noqa: E402
+
+
+def _gemm_tma_kn(arch, bm, stages, warps, dt="bf16", bn=64):
+    sig = {"a_desc": f"tensordesc<{dt},{bm}x64,sw128>",
+           "b_desc": f"tensordesc<{dt},64x{bn},sw128>",
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+    return gemm_tma_kn_kernel.compile(sig, dict(BM=bm, BN=bn, BK=64, GROUP_M=8,
+                                                STAGES=stages),
+                                      num_warps=warps, arch=arch, upto="cubin")
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+@pytest.mark.parametrize("bm,stages,warps", [(128, 4, 8), (128, 4, 4), (64, 4, 4),
+                                             (256, 3, 8)])
+def test_gemm_tma_row_major_b_runs_on_wgmma_on_sm90a(bm, stages, warps, dt):
+    # kl.dot(a, b) with b a [64, 64] box of a row-major [K, N] tensor (no transpose):
+    # wgmma with an MN-major B (imm-trans-b = 1, the last immediate), its descriptor
+    # stepping 16 rows (2048 bytes, +128 in the address field) per k16 step.
+    ck = _gemm_tma_kn("sm_90a", bm, stages, warps, dt)
+    ptx = ck.asm["ptx"]
+    slabs = bm // 64 // (warps // 4)
+    wgmmas = [line for line in ptx.splitlines()
+              if f"wgmma.mma_async.sync.aligned.m64n64k16.f32.{dt}.{dt}" in line]
+    assert len(wgmmas) == 4 * slabs
+    assert all(" ".join(line.split()).endswith("p, 1, 1, 0, 1;") for line in wgmmas), wgmmas
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    target = ck.meta["targets"]["sm_90a"]
+    assert target["spill_store_bytes"] == 0 and "wgmma" in target["features"]
+
+
+def test_gemm_tma_k_major_b_keeps_trans_b_clear():
+    # The K-major form (b.T of an [N, K] box) keeps imm-trans-b = 0.
+    ptx = _gemm_tma("sm_90a", 128, 128, 4, 4).asm["ptx"]
+    wgmmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert wgmmas and all(" ".join(line.split()).endswith("p, 1, 1, 0, 0;") for line in wgmmas)
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_gemm_tma_row_major_b_on_blackwell_keeps_mma_sync(arch):
+    # tcgen05 is matched for K-major B only: the row-major-B GEMM keeps mma.sync and
+    # assembles.
+    ck = _gemm_tma_kn(arch, 128, 3, 8)
+    ptx = ck.asm["ptx"]
+    assert ck.cubin and "wgmma" not in ptx and "tcgen05.mma" not in ptx
+    assert "mma.sync.aligned.m16n8k16" in ptx
+
+
+def test_gemm_tma_row_major_b_wide_box_keeps_mma_sync():
+    # A [64, 32] box (64-byte rows) is not the MN-major 128-byte swizzle layout that the
+    # descriptor describes: no wgmma (mma.sync instead), and it still assembles.
+    ck = _gemm_tma_kn("sm_90a", 64, 2, 4, bn=32)
+    ptx = ck.asm["ptx"]
+    assert ck.cubin and "wgmma.mma_async" not in ptx and "mma.sync.aligned.m16n8k16" in ptx
+
+
 # ---------------------------------------------------------------------------
 # (d) FP8 accumulator promotion: kl.dot(..., max_num_imprecise_acc=N)
 # ---------------------------------------------------------------------------

@@ -866,13 +866,25 @@ LogicalResult WarpGroupDotOp::verify() {
   if (!fp8 && (element != bElement || !(element.isBF16() || element.isF16())))
     return emitOpError() << "expected bf16 or f16 boxes of one element type, or FP8 boxes, got "
                          << element << " and " << bElement;
-  int64_t m = aBox.getDimSize(0), k = aBox.getDimSize(1), n = bBox.getDimSize(0);
-  if (bBox.getDimSize(1) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
-    return emitOpError() << "expected a [M, K] box, a [N, K] box and a [M, N] accumulator, got "
-                         << aBox << ", " << bBox << " and " << accType;
+  bool mnMajor = getBMnMajor();
+  int64_t m = aBox.getDimSize(0), k = aBox.getDimSize(1);
+  int64_t n = bBox.getDimSize(mnMajor ? 1 : 0);
+  if (bBox.getDimSize(mnMajor ? 0 : 1) != k || accType.getDimSize(0) != m ||
+      accType.getDimSize(1) != n)
+    return emitOpError() << "expected a [M, K] box, a " << (mnMajor ? "[K, N]" : "[N, K]")
+                         << " box and a [M, N] accumulator, got " << aBox << ", " << bBox
+                         << " and " << accType;
   if (k * aBox.getElementTypeBitWidth() / 8 != 128)
     return emitOpError() << "expected K = " << 1024 / aBox.getElementTypeBitWidth()
                          << " (one 128-byte swizzle span per row), got " << k;
+  if (mnMajor && fp8)
+    return emitOpError() << "expected bf16 or f16 boxes with bMnMajor (wgmma transposes only "
+                            "16-bit operands), got "
+                         << element;
+  if (mnMajor && n != 64)
+    return emitOpError() << "expected N = 64 with bMnMajor (one 128-byte swizzle span per row "
+                            "of the [K, N] box), got "
+                         << n;
   unsigned warpgroups = getEncoding().getNumWarps() / 4;
   if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
     return emitOpError() << "expected M a multiple of " << 64 * warpgroups

@@ -38,21 +38,29 @@ bool isSwizzled128(Value ring) {
   return any;
 }
 
-/// The dot's operands, when they are a ring slot [M, K] and the transpose of
-/// a ring slot [N, K], each used only there.
+/// The dot's operands, when they are a ring slot [M, K] and either the
+/// transpose of a ring slot [N, K] (K-major B) or a ring slot [K, N] itself
+/// (MN-major B: `bTrans` null), each used only there.
 struct RingOperands {
   RingWaitLoadOp a, b;
   TransOp bTrans;
+  bool bMnMajor() const { return !bTrans; }
 };
 
 std::optional<RingOperands> matchRingOperands(DotOp dot) {
   RingOperands ops;
   ops.a = dot.getA().getDefiningOp<RingWaitLoadOp>();
-  ops.bTrans = dot.getB().getDefiningOp<TransOp>();
-  if (!ops.a || !ops.bTrans || ops.bTrans.getOrder() != ArrayRef<int64_t>{1, 0})
+  if (!ops.a || !ops.a->hasOneUse())
     return std::nullopt;
-  ops.b = ops.bTrans.getSrc().getDefiningOp<RingWaitLoadOp>();
-  if (!ops.b || !ops.a->hasOneUse() || !ops.b->hasOneUse() || !ops.bTrans->hasOneUse())
+  ops.b = dot.getB().getDefiningOp<RingWaitLoadOp>();
+  if (!ops.b) {
+    ops.bTrans = dot.getB().getDefiningOp<TransOp>();
+    if (!ops.bTrans || ops.bTrans.getOrder() != ArrayRef<int64_t>{1, 0} ||
+        !ops.bTrans->hasOneUse())
+      return std::nullopt;
+    ops.b = ops.bTrans.getSrc().getDefiningOp<RingWaitLoadOp>();
+  }
+  if (!ops.b || !ops.b->hasOneUse())
     return std::nullopt;
   if (!isSwizzled128(ops.a.getRing()) || !isSwizzled128(ops.b.getRing()))
     return std::nullopt;
@@ -134,7 +142,10 @@ struct PipelinedDot {
 
 /// The match both archs share: bf16/f16 [M, 64] and [N, 64] boxes, or FP8
 /// [M, 128] and [N, 128] boxes (128-byte rows) of 128-byte swizzled rings, an
-/// f32 accumulator in the blocked layout.
+/// f32 accumulator in the blocked layout. An MN-major B ([K, N] box, not
+/// transposed) matches for bf16/f16 only (wgmma's transpose-B bit exists for
+/// 16-bit types only) and with N = 64: a 128-byte swizzled TMA box holds at
+/// most 128 bytes per row, so a wider N would take several boxes per slot.
 std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
   auto loop = llvm::dyn_cast<scf::ForOp>(dot->getParentOp());
   if (!loop)
@@ -149,6 +160,9 @@ std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
   if (!(element.isBF16() || element.isF16() || fp8) || accType.getEncoding() ||
       !accType.getElementType().isF32() ||
       aType.getDimSize(1) * aType.getElementTypeBitWidth() / 8 != 128)
+    return std::nullopt;
+  if (operands->bMnMajor() &&
+      (fp8 || dot.getB().getType().getDimSize(1) * aType.getElementTypeBitWidth() / 8 != 128))
     return std::nullopt;
   auto acc = llvm::dyn_cast<BlockArgument>(dot.getAcc());
   if (!acc || acc.getOwner() != loop.getBody() || !acc.hasOneUse() || !dot->hasOneUse())
@@ -177,7 +191,8 @@ void waitForSlots(OpBuilder &b, const RingOperands &operands) {
 SmallVector<Value, 2> eraseDot(PipelinedDot &p) {
   SmallVector<Value, 2> rings{p.operands.a.getRing(), p.operands.b.getRing()};
   p.dot->erase();
-  p.operands.bTrans->erase();
+  if (p.operands.bTrans)
+    p.operands.bTrans->erase();
   p.operands.b->erase();
   p.operands.a->erase();
   return rings;
@@ -253,7 +268,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     func.walk([&](DotOp dot) { dots.push_back(dot); });
     for (DotOp dot : dots) {
       std::optional<PipelinedDot> match = matchPipelinedDot(dot);
-      if (!match)
+      if (!match || (match->operands.bMnMajor() && !mnMajorB))
         continue;
       if (hopper) {
         if (match->m % (64 * (warps / 4)) != 0 || match->n % 8 != 0 || match->n > 256)
@@ -267,9 +282,10 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       // MMA does not read TMEM). The CTA barrier of a refill in the loop keeps
       // every thread within one iteration of the others, so none waits on a
       // commit barrier that is two phases ahead.
-      // kind::f16 only: FP8 (kind::f8f6f4) stays on mma.sync.
-      if (match->fp8 || match->m != 128 || match->n % 16 != 0 || match->n < 16 ||
-          match->n > 256 ||
+      // kind::f16 only: FP8 (kind::f8f6f4) stays on mma.sync; so does an
+      // MN-major B (Tcgen05DotOp describes K-major boxes only).
+      if (match->fp8 || match->operands.bMnMajor() || match->m != 128 || match->n % 16 != 0 ||
+          match->n < 16 || match->n > 256 ||
           match->loop->getParentOp() != func ||
           !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()) ||
           !refills(match->loop, match->operands))
@@ -304,7 +320,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     IntegerAttr maxNumImpreciseAcc = p.dot.getMaxNumImpreciseAccAttr();
     Value issued = WarpGroupDotOp::create(b, loc, mmaType, p.operands.a.getRing(),
                                           p.operands.a.getSlot(), p.operands.b.getRing(),
-                                          p.operands.b.getSlot(), p.acc, maxNumImpreciseAcc);
+                                          p.operands.b.getSlot(), p.acc, maxNumImpreciseAcc,
+                                          /*bMnMajor=*/p.operands.bMnMajor());
     auto wait = WarpGroupDotWaitOp::create(b, loc, issued,
                                            /*pending=*/maxNumImpreciseAcc ? 0 : 1);
     p.yielded->set(wait);

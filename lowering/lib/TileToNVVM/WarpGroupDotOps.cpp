@@ -9,6 +9,17 @@
 // bytes) in bits 32-45, layout type 1 (128-byte swizzle) in bits 62-63; a K
 // step adds 32 bytes to the start address.
 //
+// An MN-major B (`bMnMajor`: the [K, N] box, N = 64 of bf16/f16, so K rows of
+// 128 bytes) has the canonical MN-major 128-byte-swizzle layout: 64 elements
+// of N contiguous (one swizzle row), 8 K rows per 1024-byte atom. Its
+// descriptor: leading byte offset = the stride between 64-element chunks of
+// N (K * 128 bytes: the next box, were the slot to hold several; unused with
+// N = 64), stride byte offset 1024 >> 4 (from 8 K rows to the next 8), the
+// 128-byte swizzle; a k16 step moves 16 rows: 2048 bytes (128 in the start
+// address field), a multiple of the atom, so the swizzle phase is unchanged.
+// The wgmma carries the transpose-B immediate (`imm-trans-b` = 1: NVVM's
+// layoutB = row).
+//
 // With maxNumImpreciseAcc = N (FP8) the accumulator is promoted: per chunk of
 // N elements of K, wgmma.fence, the chunk's wgmmas per slab into fresh
 // registers (the first with scale-d = 0: the chunk starts from zero),
@@ -34,14 +45,17 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// The 64-bit wgmma descriptor of the K-major, 128-byte-swizzled box at the
-/// shared address `address` (i32).
-Value createSwizzled128Descriptor(OpBuilder &b, Location loc, Value address) {
+/// The 64-bit wgmma descriptor of the 128-byte-swizzled box at the shared
+/// address `address` (i32): K-major (`leadingBytes` unused: 16, the field's
+/// unit) or MN-major (`leadingBytes` between 64-element chunks of MN).
+Value createSwizzled128Descriptor(OpBuilder &b, Location loc, Value address,
+                                  uint64_t leadingBytes = 16) {
   Type i64 = b.getI64Type();
   Value start = LLVM::AndOp::create(
       b, loc, LLVM::LShrOp::create(b, loc, address, createI32Constant(b, loc, 4)),
       createI32Constant(b, loc, 0x3FFF));
-  uint64_t fixed = (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  uint64_t fixed = (((leadingBytes >> 4) & 0x3FFF) << 16) | (uint64_t(1024 >> 4) << 32) |
+                   (uint64_t(1) << 62);
   return LLVM::OrOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, start),
                             LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(fixed)));
 }
@@ -83,7 +97,11 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
     Value warpgroup = LLVM::LShrOp::create(rewriter, loc, createThreadId(rewriter, loc), c(7));
     aAddress = LLVM::AddOp::create(rewriter, loc, aAddress,
                                    LLVM::MulOp::create(rewriter, loc, warpgroup, c(64 * 128)));
-    Value bDescriptor = createSwizzled128Descriptor(rewriter, loc, bAddress);
+    // MN-major B: the [K, N] box, K rows of 128 bytes.
+    bool bMnMajor = op.getBMnMajor();
+    Value bDescriptor =
+        bMnMajor ? createSwizzled128Descriptor(rewriter, loc, bAddress, /*leadingBytes=*/k * 128)
+                 : createSwizzled128Descriptor(rewriter, loc, bAddress);
 
     auto wgmmaType = [](Type element) {
       if (element.isBF16())
@@ -102,15 +120,18 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
     int64_t regsPerSlab = layout.n / 2;
     Type slabType = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regsPerSlab, f32));
     auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, kPerStep);
-    auto kStep = [&](Value descriptor, int64_t kk) -> Value {
+    // A K-major box steps kk elements along its rows, an MN-major one kk
+    // rows of 128 bytes.
+    auto kStep = [&](Value descriptor, int64_t kk, bool mnMajor = false) -> Value {
       if (kk == 0)
         return descriptor;
       // The start address field counts 16 bytes.
+      int64_t bytes = mnMajor ? kk * 128 : kk * elementBytes;
       return LLVM::AddOp::create(
           rewriter, loc, descriptor,
-          LLVM::ConstantOp::create(rewriter, loc, i64,
-                                   rewriter.getI64IntegerAttr(kk * elementBytes / 16)));
+          LLVM::ConstantOp::create(rewriter, loc, i64, rewriter.getI64IntegerAttr(bytes / 16)));
     };
+    auto bLayout = bMnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
 
     // The wgmmas of K elements [kBegin, kEnd) for every slab, each slab's
     // chain starting from its registers in `regs` (from zero when `fromZero`:
@@ -126,10 +147,10 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
           auto scaleOut = fromZero && kk == kBegin ? NVVM::WGMMAScaleOut::zero
                                                    : NVVM::WGMMAScaleOut::one;
           slab = NVVM::WgmmaMmaAsyncOp::create(
-              rewriter, loc, slabType, slab, kStep(aDescriptor, kk), kStep(bDescriptor, kk),
-              shape, aWgmmaType, bWgmmaType, NVVM::WGMMATypes::f32, scaleOut,
-              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-              NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+              rewriter, loc, slabType, slab, kStep(aDescriptor, kk),
+              kStep(bDescriptor, kk, bMnMajor), shape, aWgmmaType, bWgmmaType,
+              NVVM::WGMMATypes::f32, scaleOut, NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+              NVVM::MMALayout::row, bLayout, NVVM::MMAIntOverflowAttr());
         }
         llvm::append_range(results, unpackTile(rewriter, loc, slab));
       }

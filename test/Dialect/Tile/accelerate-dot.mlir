@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_100a | FileCheck %s --check-prefix=SM100
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_103a | FileCheck %s --check-prefix=SM100
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot="arch=sm_90a mn-major-b=false" | FileCheck %s --check-prefix=NOMN
 
 !A = !tile.ring<3, tensor<128x64xbf16>>
 !B = !tile.ring<3, tensor<256x64xbf16>>
@@ -28,6 +29,9 @@
 // CHECK: %[[H:.*]] = arith.truncf %[[DONE]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NOT: tile.convert_layout
 // CHECK: tile.desc_store %{{.*}}, %[[H]] : {{.*}}, tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
+// mn-major-b=false leaves the K-major form alone.
+// NOMN-LABEL: func.func @gemm
+// NOMN: tile.warpgroup_dot
 // On sm_100a/sm_103a the accumulator lives in Tensor Memory: two commit
 // barriers and the TMEM allocation before the loop, which carries the count
 // of dots issued in the accumulator's place. Dot n (from zero when n = 0)
@@ -413,5 +417,121 @@ func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attri
   }
   %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x128x!tile.ptr<f32>>
   tile.store %p, %acc : tensor<128x128x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+!A = !tile.ring<3, tensor<128x64xbf16>>
+!B = !tile.ring<3, tensor<64x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+!DC = !tile.tensordesc<tensor<128x64xbf16>>
+
+// An MN-major B: `kl.dot(a, b)` with b the [K, N] box itself (N = 64: one
+// 128-byte swizzled row per K), no transpose. sm_90a reads it in place with
+// the transpose-B form of wgmma (`bMnMajor`); sm_100a/sm_103a keep tile.dot.
+// CHECK-LABEL: func.func @mn_major_b
+// CHECK: scf.for
+// CHECK:   tile.ring_wait %{{.*}}[%[[SLOT:.*]]], %{{.*}} : !tile.ring<3, tensor<128x64xbf16>>
+// CHECK:   tile.ring_wait %{{.*}}[%[[SLOT]]], %{{.*}} : !tile.ring<3, tensor<64x64xbf16>>
+// CHECK:   %[[D:.*]] = tile.warpgroup_dot %{{.*}}[%[[SLOT]]], %{{.*}}[%[[SLOT]]], %{{.*}} {bMnMajor} : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<64x64xbf16>>, tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK:   %[[W:.*]] = tile.warpgroup_dot_wait %[[D]] {pending = 1 : i32}
+// CHECK:   tile.ring_issue
+// CHECK:   tile.ring_issue
+// CHECK:   scf.yield %[[W]], %{{.*}}
+// CHECK-NOT: tile.dot
+// CHECK: tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
+// With mn-major-b=false the form keeps tile.dot on sm_90a too.
+// NOMN-LABEL: func.func @mn_major_b
+// NOMN-NOT: tile.warpgroup_dot
+// NOMN: tile.dot
+// NOMN-LABEL: func.func @mn_major_b_narrow
+// SM100-LABEL: func.func @mn_major_b
+// SM100-NOT: tile.tcgen05_dot
+// SM100-NOT: tile.tmem_alloc
+// SM100: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x64xbf16{{.*}}> * tensor<64x64xbf16{{.*}}> -> tensor<128x64xf32
+func.func @mn_major_b(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x64xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %acc, %n = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero, %it = %c0) -> (tensor<128x64xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c3 : i32
+    %phase = arith.andi %it, %c1 : i32
+    %a = tile.ring_wait_load %ra[%slot], %phase : !A -> tensor<128x64xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%slot] if %true : !DA, !A
+    %b = tile.ring_wait_load %rb[%slot], %phase : !B -> tensor<64x64xbf16>
+    tile.ring_issue %db[%kk, %c0] -> %rb[%slot] if %true : !DB, !B
+    %d = tile.dot %a, %b, %acc : tensor<128x64xbf16> * tensor<64x64xbf16> -> tensor<128x64xf32>
+    %next = arith.addi %it, %c1 : i32
+    scf.yield %d, %next : tensor<128x64xf32>, i32
+  }
+  %h = arith.truncf %acc : tensor<128x64xf32> to tensor<128x64xbf16>
+  tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x64xbf16>
+  return
+}
+
+// -----
+
+// An MN-major B box of 64-byte rows ([K, 32] bf16) is not the canonical
+// MN-major 128-byte swizzle layout (64 elements of N per 128-byte row), and a
+// wider N does not fit one 128-byte swizzled box: mma.sync stays.
+// CHECK-LABEL: func.func @mn_major_b_narrow
+// CHECK-NOT: tile.warpgroup_dot
+// CHECK: tile.dot
+// SM100-LABEL: func.func @mn_major_b_narrow
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @mn_major_b_narrow(%da: !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>, %db: !tile.tensordesc<tensor<64x32xbf16>, swizzle = 128>, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x32xf32>
+  %ra = tile.ring_alloc : !tile.ring<2, tensor<128x64xbf16>>
+  %rb = tile.ring_alloc : !tile.ring<2, tensor<64x32xbf16>>
+  %acc = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero) -> (tensor<128x32xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !tile.ring<2, tensor<128x64xbf16>> -> tensor<128x64xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>, !tile.ring<2, tensor<128x64xbf16>>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !tile.ring<2, tensor<64x32xbf16>> -> tensor<64x32xbf16>
+    tile.ring_issue %db[%kk, %c0] -> %rb[%c0] if %true : !tile.tensordesc<tensor<64x32xbf16>, swizzle = 128>, !tile.ring<2, tensor<64x32xbf16>>
+    %d = tile.dot %a, %b, %acc : tensor<128x64xbf16> * tensor<64x32xbf16> -> tensor<128x32xf32>
+    scf.yield %d : tensor<128x32xf32>
+  }
+  return
+}
+
+// -----
+
+// FP8 has no transpose-B form of wgmma: an MN-major FP8 B keeps tile.dot (its
+// operands widened to bf16 for mma.sync) on every arch.
+// CHECK-LABEL: func.func @mn_major_b_fp8
+// CHECK-NOT: tile.warpgroup_dot
+// CHECK: arith.extf
+// CHECK: tile.dot
+// SM100-LABEL: func.func @mn_major_b_fp8
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @mn_major_b_fp8(%da: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>, %db: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c128 = arith.constant 128 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %ra = tile.ring_alloc : !tile.ring<2, tensor<128x128xf8E4M3FN>>
+  %rb = tile.ring_alloc : !tile.ring<2, tensor<128x128xf8E4M3FN>>
+  %acc = scf.for %kk = %c0 to %k step %c128 iter_args(%acc = %zero) -> (tensor<128x128xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !tile.ring<2, tensor<128x128xf8E4M3FN>> -> tensor<128x128xf8E4M3FN>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>, !tile.ring<2, tensor<128x128xf8E4M3FN>>
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !tile.ring<2, tensor<128x128xf8E4M3FN>> -> tensor<128x128xf8E4M3FN>
+    tile.ring_issue %db[%kk, %c0] -> %rb[%c0] if %true : !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>, !tile.ring<2, tensor<128x128xf8E4M3FN>>
+    %d = tile.dot %a, %b, %acc : tensor<128x128xf8E4M3FN> * tensor<128x128xf8E4M3FN> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
   return
 }

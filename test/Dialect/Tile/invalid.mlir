@@ -1586,6 +1586,30 @@ func.func @warpgroup_dot_warpgroups(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb:
 
 // -----
 
+func.func @warpgroup_dot_mn_major_shapes(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<32x64xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected a [M, K] box, a [K, N] box and a [M, N] accumulator}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {bMnMajor} : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<32x64xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_mn_major_fp8(%ra: !tile.ring<2, tensor<64x128xf8E4M3FN>>, %rb: !tile.ring<2, tensor<128x64xf8E4M3FN>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected bf16 or f16 boxes with bMnMajor (wgmma transposes only 16-bit operands), got 'f8E4M3FN'}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {bMnMajor} : !tile.ring<2, tensor<64x128xf8E4M3FN>>, !tile.ring<2, tensor<128x64xf8E4M3FN>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_mn_major_n(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x128xbf16>>, %acc: tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected N = 64 with bMnMajor (one 128-byte swizzle span per row of the [K, N] box), got 128}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {bMnMajor} : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x128xbf16>>, tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
 func.func @warpgroup_dot_version5_acc(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>, %i: i32) {
   // expected-error @+1 {{expected an accumulator with the #tile.mma encoding of version 3, got 'tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>'}}
   %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<128x64xf32, #tile.mma<version = 5, numWarps = 4>>

@@ -993,6 +993,21 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     `wgmma.commit_group`.
     The result is not ready until a `tile.warpgroup_dot_wait` covers it.
 
+    With `bMnMajor` (bf16/f16 only: wgmma transposes only 16-bit operands) `b`
+    is the [K, N] box of slot `sb`, N-major: `d = a * b + acc`. The box is
+    written by TMA with the 128-byte swizzle, so N * 2 = 128 bytes (N = 64):
+    K rows of 128 bytes, one swizzle atom per 8 rows. Its descriptor: leading
+    byte offset K * 128 (the stride between 64-column chunks along N; unused
+    with one chunk), stride byte offset 1024 (8 K rows), 128-byte swizzle;
+    the transpose-B immediate (`imm-trans-b` = 1) set; a k16 step advances the
+    start address by 16 rows (2048 bytes).
+
+    ```mlir
+    %d = tile.warpgroup_dot %ra[%sa], %rb[%sb], %acc {bMnMajor}
+        : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<64x64xbf16>>,
+          tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
+
     With `maxNumImpreciseAcc = N` (FP8 boxes; a power of two, 32 <= N <= K;
     see `tile.dot`) the op is synchronous: per chunk of N elements of K,
     `wgmma.fence`, the chunk's k32 wgmmas per slab into fresh registers (the
@@ -1003,7 +1018,7 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
   }];
   let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot,
                        RankedTensorOf<[F32]>:$acc,
-                       OptionalAttr<I32Attr>:$maxNumImpreciseAcc);
+                       OptionalAttr<I32Attr>:$maxNumImpreciseAcc, UnitAttr:$bMnMajor);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc attr-dict `:` qualified(type($a)) `,`

@@ -127,6 +127,12 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     `mma.sync` (on every arch, or none), their FP8 operands widened to bf16
     (`arith.extf`: exact).
 
+    On sm_90a B may also be MN-major: `tile.dot %a, %b, %acc` with `%b` the
+    [K, N] box itself (no `tile.trans`), bf16/f16 with N = 64 (one 128-byte
+    swizzled row per K); the `tile.warpgroup_dot` then carries `bMnMajor`.
+    FP8, a wider N, and sm_100a/sm_103a keep `mma.sync` for this form.
+    `mn-major-b=false` turns this match off (the form then keeps `mma.sync`).
+
     sm_90a (wgmma): the accumulator lives in registers in the wgmma layout
     (`#tile.mma` version 3) across the loop: `tile.warpgroup_dot`,
     `tile.warpgroup_dot_wait {pending = 1}` (the previous iteration's dot is
@@ -162,7 +168,9 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
-           "target arch (sm_90a: wgmma; sm_100a, sm_103a: tcgen05)">
+           "target arch (sm_90a: wgmma; sm_100a, sm_103a: tcgen05)">,
+    Option<"mnMajorB", "mn-major-b", "bool", /*default=*/"true",
+           "on sm_90a, also run dots whose B is a [K, 64] ring slot (N-major) on wgmma">
   ];
   let statistics = [
     Statistic<"numAccelerated", "num-accelerated", "dots moved to wgmma or tcgen05">
