@@ -30,6 +30,21 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@kiln.jit
+def _grouped_block(M, N, BM: kl.constexpr, BN: kl.constexpr, GROUP_M: kl.constexpr):
+    """(block row, block column) of this program, programs ordered in groups of GROUP_M block
+    rows (the A rows of a group stay in L2 while its columns sweep)."""
+    pid = kl.program_id(0)
+    blocks_m = kl.cdiv(M, BM)
+    blocks_n = kl.cdiv(N, BN)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = kl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    return pid_m, pid_n
+
+
 @kiln.jit(num_warps=8)
 def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
                     BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr,
@@ -44,14 +59,7 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     (None: unbounded; on sm_90a each dot then promotes its wgmma partial sums to f32 every
     MAX_IMPRECISE_ACC elements of K).
     TMA zero-fills loads past the edges and clips the store."""
-    pid = kl.program_id(0)
-    blocks_m = kl.cdiv(M, BM)
-    blocks_n = kl.cdiv(N, BN)
-    per_group = GROUP_M * blocks_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = kl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    pid_m, pid_n = _grouped_block(M, N, BM, BN, GROUP_M)
     acc = kl.zeros((BM, BN), kl.float32)
     for k in kl.range(0, K, BK, num_stages=STAGES):
         a = a_desc.load([pid_m * BM, k])
@@ -102,14 +110,7 @@ def gemm_tma_kn_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl
     [64, 64] boxes (bf16/f16: BN = 64, one 128-byte row of N per K) the dot runs from the
     ring slots on wgmma with an MN-major B on sm_90a (kiln-tile-accelerate-dot); elsewhere
     (sm_100a/sm_103a, FP8, other boxes) on mma.sync."""
-    pid = kl.program_id(0)
-    blocks_m = kl.cdiv(M, BM)
-    blocks_n = kl.cdiv(N, BN)
-    per_group = GROUP_M * blocks_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = kl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    pid_m, pid_n = _grouped_block(M, N, BM, BN, GROUP_M)
     acc = kl.zeros((BM, BN), kl.float32)
     for k in kl.range(0, K, BK, num_stages=STAGES):
         a = a_desc.load([pid_m * BM, k])
