@@ -42,8 +42,12 @@ branch: one fma per element on the other rows), both sums in ONE ``kl.reduce`` (
 shared-memory round trip a row instead of two) and PREFETCH 4 (which now fits). Each of
 these moved the time by a few percent only, as did folding rows in [2, BLOCK] or [4, BLOCK]
 chunks (one reduction per chunk; 47.5-48.7 %, not kept): the kernel is neither bound by the
-barriers nor by issue alone. The next step is the spec's design: 1-D bulk copies of whole
-rows into a shared-memory ring (many rows in flight per SM) and warp-specialized producers.
+barriers nor by issue alone. ncu (H200): 25 % occupancy (one 16-warp program of 128 registers a
+SM), 7.2 warp cycles per issued instruction (~2.2 of 4 IPC), DRAM 33 %: latency-bound, every
+warp in the same phase between barriers, and no second program to fill the gaps (that needs
+<= 64 registers a thread). The next step is the spec's design: 1-D bulk copies of whole rows
+into a shared-memory ring (many rows in flight per SM, fewer registers) and warp-specialized
+producers.
 ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math such a variant reuses.
 
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
