@@ -37,6 +37,14 @@ static AxisInfo uniform(Type type, int64_t divisibility) {
 
 static int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
 
+/// Bytes a step of one element moves a value of `type`: the pointee's size for
+/// pointers (tiles of them), 1 for integers.
+static int64_t pointeeBytes(Type type) {
+  if (auto ptr = llvm::dyn_cast<PtrType>(mlir::getElementTypeOrSelf(type)))
+    return std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+  return 1;
+}
+
 /// Divisibility of `info`'s value at the start of every aligned run of
 /// `runLength` elements (a power of two). `info.divisibility` holds only at the
 /// starts of its own contiguous runs: inside such a run the value at offset k
@@ -114,9 +122,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
           })
           .Case<arith::AddIOp, AddPtrOp>([&](Operation *) -> std::optional<AxisInfo> {
             AxisInfo a = operand(0), b = operand(1);
-            int64_t scale = 1;
-            if (auto ptr = llvm::dyn_cast<PtrType>(mlir::getElementTypeOrSelf(type)))
-              scale = std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+            int64_t scale = pointeeBytes(type);
             int64_t contiguity =
                 std::max(gcd(a.contiguity, b.constancy), gcd(b.contiguity, a.constancy));
             int64_t divB =
@@ -179,9 +185,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
             AxisInfo c = operand(0), a = operand(1), b = operand(2);
             int64_t constancy = gcd(c.constancy, gcd(a.constancy, b.constancy));
             int64_t contiguity = gcd(c.constancy, gcd(a.contiguity, b.contiguity));
-            int64_t scale = 1;
-            if (auto ptr = llvm::dyn_cast<PtrType>(mlir::getElementTypeOrSelf(type)))
-              scale = std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+            int64_t scale = pointeeBytes(type);
             return AxisInfo{contiguity,
                             gcd(divisibilityAt(a, contiguity, scale),
                                 divisibilityAt(b, contiguity, scale)),
