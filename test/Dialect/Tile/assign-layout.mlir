@@ -3,7 +3,7 @@
 
 // threads_per_block is 32 * tile.num_warps, else 32 * the num-warps option
 // (default 4); elems_per_thread makes one run of the narrowest element a
-// thread loads or stores 16 bytes.
+// thread loads or stores with consecutive addresses 16 bytes.
 
 // CHECK-LABEL: func.func @bf16_kernel
 // CHECK-SAME: attributes {tile.elems_per_thread = 8 : i32, tile.kernel, tile.threads_per_block = 128 : i32}
@@ -60,6 +60,43 @@ func.func @mixed_kernel(%x: !tile.ptr<f32>, %y: !tile.ptr<bf16>) attributes {til
   %ys = tile.splat %y : !tile.ptr<bf16> -> tensor<128x!tile.ptr<bf16>>
   %q = tile.addptr %ys, %r : tensor<128x!tile.ptr<bf16>>, tensor<128xi32>
   tile.store %q, %t : tensor<128x!tile.ptr<bf16>>
+  return
+}
+
+// -----
+
+// A gather (pointers without contiguity) does not decide: the contiguous bf16
+// store does (8), not the gathered i8 (16), whose run would only hold
+// registers.
+// CHECK-LABEL: func.func @gather_kernel
+// CHECK-SAME: tile.elems_per_thread = 8 : i32
+func.func @gather_kernel(%x: !tile.ptr<i8>, %y: !tile.ptr<bf16>, %s: i32) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+  %ss = tile.splat %s : i32 -> tensor<128xi32>
+  %o = arith.muli %r, %ss : tensor<128xi32>
+  %xs = tile.splat %x : !tile.ptr<i8> -> tensor<128x!tile.ptr<i8>>
+  %p = tile.addptr %xs, %o : tensor<128x!tile.ptr<i8>>, tensor<128xi32>
+  %v = tile.load %p : tensor<128x!tile.ptr<i8>>
+  %f = arith.uitofp %v : tensor<128xi8> to tensor<128xbf16>
+  %ys = tile.splat %y : !tile.ptr<bf16> -> tensor<128x!tile.ptr<bf16>>
+  %q = tile.addptr %ys, %r : tensor<128x!tile.ptr<bf16>>, tensor<128xi32>
+  tile.store %q, %f : tensor<128x!tile.ptr<bf16>>
+  return
+}
+
+// -----
+
+// Only gathers: the narrowest gathered element decides, as for contiguous
+// accesses (i8 -> 16).
+// CHECK-LABEL: func.func @only_gathers
+// CHECK-SAME: tile.elems_per_thread = 16 : i32
+func.func @only_gathers(%x: !tile.ptr<i8>, %s: i32) attributes {tile.kernel} {
+  %r = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+  %ss = tile.splat %s : i32 -> tensor<128xi32>
+  %o = arith.muli %r, %ss : tensor<128xi32>
+  %xs = tile.splat %x : !tile.ptr<i8> -> tensor<128x!tile.ptr<i8>>
+  %p = tile.addptr %xs, %o : tensor<128x!tile.ptr<i8>>, tensor<128xi32>
+  %v = tile.load %p : tensor<128x!tile.ptr<i8>>
   return
 }
 
