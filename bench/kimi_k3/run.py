@@ -130,8 +130,9 @@ SWEEPS = [
 ] + [
     # every image shape of the benchmark (one large image, a small batch, a large batch)
     (image, "case_image", shape,
-     _pairs(("BLOCK", "NUM_WARPS"), ((512, 1), (256, 1), (1024, 1), (512, 2), (1024, 2),
-                                     (1024, 4), (2048, 4), (2048, 8))))
+     _pairs(("BLOCK", "NUM_WARPS", "MAXNREG"),
+            ((512, 1, None), (256, 1, None), (128, 1, None), (512, 2, None), (1024, 4, None),
+             (256, 1, 64), (512, 2, 64), (512, 4, None), (256, 1, 80))))
     for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224))
 ] + [
     # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per

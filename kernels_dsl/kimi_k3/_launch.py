@@ -90,12 +90,13 @@ def _bundle_kernel(name: str, constexprs: Mapping[str, Any]) -> Any:
 
 
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
-           constexprs: Mapping[str, Any], num_warps: int) -> None:
-    """Launches ``kernel`` (JIT) or the bundle's kernel ``name`` with ``constexprs``."""
+           constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None) -> None:
+    """Launches ``kernel`` (JIT, with ``maxnreg`` if given) or the bundle's kernel ``name``
+    with ``constexprs``."""
     if any(int(g) == 0 for g in grid):
         return
     if kiln.compiler.compiler_available():
-        kernel[tuple(grid)](*args, num_warps=num_warps, **constexprs)
+        kernel[tuple(grid)](*args, num_warps=num_warps, maxnreg=maxnreg, **constexprs)
         return
     k = _bundle_kernel(name, constexprs)
     params = [p for p in k.meta.get("params", [])]

@@ -14,6 +14,10 @@ clusters of that shape (``.reqnctapercluster``; at most 8 programs); a launch or
 ``compile`` may override it with ``cluster=``, like ``num_warps``. The grid must be
 a multiple of the cluster shape along every axis.
 
+``@kiln.jit(maxnreg=N)`` caps the registers a thread may use (PTX ``.maxnreg``): more
+programs fit an SM, at the price of spills if the kernel needs more; a launch or
+``compile`` may override it with ``maxnreg=``.
+
 A launch specializes on: constexpr values, argument types (a tensor's dtype
 for pointers; a Python int is i32 if it fits, else i64; a float is f32; a bool
 i1), divisibility by 16 of integers and of pointer addresses, and integers
@@ -50,6 +54,7 @@ from .compiler.compiler import (
     build_metadata,
     compile_kernel,
     normalize_cluster,
+    normalize_maxnreg,
 )
 from . import cache as _cache
 from .language import core as lc
@@ -206,7 +211,7 @@ class JITFunction:
     def __init__(self, fn: Callable, num_warps: int = 4,
                  do_not_specialize: Iterable[Union[str, int]] = (),
                  interpret: Optional[bool] = None, cluster: Any = None,
-                 fp_fusion: bool = False):
+                 fp_fusion: bool = False, maxnreg: Optional[int] = None):
         if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
             raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
         self.fn = fn
@@ -220,6 +225,8 @@ class JITFunction:
         #: Triton's default; off by default here, so that results are reproducible
         #: operation by operation (bit-exact references stay bit-exact).
         self.fp_fusion = fp_fusion
+        #: The register cap of every compile (``.maxnreg``; None: ptxas decides).
+        self.maxnreg = normalize_maxnreg(maxnreg, f"kernel '{fn.__name__}': maxnreg")
         if interpret is None:
             interpret = os.environ.get("KILN_INTERPRET", "0") not in ("", "0")
         #: Launches run on the CPU with numpy (kiln.interpreter).
@@ -299,7 +306,7 @@ class JITFunction:
                 num_warps: Optional[int] = None, arch: Optional[str] = None,
                 upto: str = "cubin", name: Optional[str] = None,
                 equal_to_1: Iterable[str] = (), cache: bool = False,
-                cluster: Any = None) -> CompiledKernel:
+                cluster: Any = None, maxnreg: Optional[int] = None) -> CompiledKernel:
         """Compiles one specialization without a GPU.
 
         ``signature``: runtime parameter -> type (``"*bf16"``, ``"i32"``);
@@ -311,11 +318,13 @@ class JITFunction:
         ``cache``: go through the on-disk cache (``upto="cubin"`` only): the
         result then holds the metadata and the cubin, and ``cubin_tool`` is
         ``"cache"`` when it was read from the cache;
-        ``cluster``: thread-block cluster shape (default: the decorator's).
+        ``cluster``: thread-block cluster shape (default: the decorator's);
+        ``maxnreg``: register cap (default: the decorator's).
         """
         spec = Specialization.make(signature, divisibility, constexprs,
                                    num_warps or self.num_warps, equal_to_1=equal_to_1,
-                                   cluster=self._cluster(cluster), fp_fusion=self.fp_fusion)
+                                   cluster=self._cluster(cluster), fp_fusion=self.fp_fusion,
+                                   maxnreg=self._maxnreg(maxnreg))
         if cache:
             if upto != "cubin" or not arch:
                 raise ValueError("compile(cache=True) needs upto='cubin' and an arch")
@@ -364,8 +373,16 @@ class JITFunction:
             return self.cluster
         return normalize_cluster(cluster, f"kernel '{self.__name__}': cluster")
 
+    def _maxnreg(self, maxnreg: Optional[int]) -> Optional[int]:
+        """The register cap of a launch or compile: ``maxnreg`` if given, else the
+        decorator's."""
+        if maxnreg is None:
+            return self.maxnreg
+        return normalize_maxnreg(maxnreg, f"kernel '{self.__name__}': maxnreg")
+
     def specialize(self, args: Sequence[Any], kwargs: Mapping[str, Any],
-                   num_warps: Optional[int] = None, cluster: Any = None
+                   num_warps: Optional[int] = None, cluster: Any = None,
+                   maxnreg: Optional[int] = None
                    ) -> Tuple[Specialization, List[Any], Dict[str, Any]]:
         """(specialization, runtime args in parameter order, all args by name)."""
         src = self.source
@@ -405,12 +422,12 @@ class JITFunction:
             runtime.append(value)
         spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps,
                                    equal_to_1=ones, cluster=self._cluster(cluster),
-                                   fp_fusion=self.fp_fusion)
+                                   fp_fusion=self.fp_fusion, maxnreg=self._maxnreg(maxnreg))
         return spec, runtime, dict(bound.arguments)
 
     def _fast_key(self, args: Sequence[Any], kwargs: Mapping[str, Any],
-                  num_warps: Optional[int], cluster: Optional[Tuple[int, int, int]] = None
-                  ) -> Optional[tuple]:
+                  num_warps: Optional[int], cluster: Optional[Tuple[int, int, int]] = None,
+                  maxnreg: Optional[int] = None) -> Optional[tuple]:
         """A cheap key that determines the specialization, for launches whose runtime
         arguments are all positional torch CUDA tensors, ints, floats or bools and
         whose constexprs are keywords; None when the full path must run. Everything
@@ -419,7 +436,7 @@ class JITFunction:
         if names is None or len(args) != len(names):
             return None
         torch = _torch_module()
-        key: List[Any] = [num_warps, cluster or self.cluster, len(args)]
+        key: List[Any] = [num_warps, cluster or self.cluster, maxnreg, len(args)]
         device = None
         for name, a in zip(names, args):
             t = type(a)
@@ -446,15 +463,16 @@ class JITFunction:
         return (tuple(key), constexprs)
 
     def run(self, grid: Any, *args: Any, stream: Any = None, num_warps: Optional[int] = None,
-            cluster: Any = None, **kwargs: Any) -> None:
+            cluster: Any = None, maxnreg: Optional[int] = None, **kwargs: Any) -> None:
         if self.interpret:
             from . import interpreter  # noqa: PLC0415
 
             return interpreter.run(self, grid, args, kwargs, cluster=cluster)
         cluster = self._cluster(cluster)
+        maxnreg = self._maxnreg(maxnreg)
         # Fast path: a launch like an earlier one (same types, alignment, constexprs).
-        fast_key = (self._fast_key(args, kwargs, num_warps, cluster) if self._runtime_names
-                    else None)
+        fast_key = (self._fast_key(args, kwargs, num_warps, cluster, maxnreg)
+                    if self._runtime_names else None)
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None and isinstance(grid, tuple) and not callable(grid):
             kernel, tensor_slots, bool_slots = entry
@@ -485,8 +503,8 @@ class JITFunction:
             self._runtime_names = [p.name for p in src.params
                                    if p.name not in src.constexpr_params]
             self._dns_names = self.do_not_specialize
-            fast_key = self._fast_key(args, kwargs, num_warps, cluster)
-        spec, runtime_args, named = self.specialize(args, kwargs, num_warps, cluster)
+            fast_key = self._fast_key(args, kwargs, num_warps, cluster, maxnreg)
+        spec, runtime_args, named = self.specialize(args, kwargs, num_warps, cluster, maxnreg)
         # Checks first: nothing below touches CUDA until they all passed.
         preview = self._previews.get(spec.key())
         if preview is None:
@@ -534,17 +552,19 @@ class JITFunction:
 def jit(fn: Optional[Callable] = None, *, num_warps: int = 4,
         do_not_specialize: Iterable[Union[str, int]] = (),
         interpret: Optional[bool] = None, cluster: Any = None,
-        fp_fusion: bool = False) -> Any:
+        fp_fusion: bool = False, maxnreg: Optional[int] = None) -> Any:
     """Decorator: ``@kiln.jit`` or ``@kiln.jit(num_warps=8, do_not_specialize=["n"])``;
     ``interpret=True`` runs launches on the CPU (default: ``KILN_INTERPRET=1``);
     ``cluster=(x, y, z)`` launches thread-block clusters of that shape (at most 8
     programs; default no clusters); ``fp_fusion=True`` lets float multiplies and
     adds contract into fma (``x * y + z`` and the products summed by ``kl.sum(x * y)``
-    round once; default off: every operation rounds, as written)."""
+    round once; default off: every operation rounds, as written); ``maxnreg=N`` caps the
+    registers a thread may use (``.maxnreg``, 24 to 255; default: ptxas decides)."""
 
     def wrap(f: Callable) -> JITFunction:
         return JITFunction(f, num_warps=num_warps, do_not_specialize=do_not_specialize,
-                           interpret=interpret, cluster=cluster, fp_fusion=fp_fusion)
+                           interpret=interpret, cluster=cluster, fp_fusion=fp_fusion,
+                           maxnreg=maxnreg)
 
     if fn is not None:
         return wrap(fn)

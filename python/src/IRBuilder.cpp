@@ -227,7 +227,7 @@ public:
   std::vector<Value> createKernel(Module &module, const std::string &name,
                                   const std::vector<Type> &argTypes,
                                   const std::vector<int64_t> &divisibility, int numWarps,
-                                  const std::vector<int32_t> &cluster) {
+                                  const std::vector<int32_t> &cluster, int maxnreg) {
     if (divisibility.size() != argTypes.size())
       invalid("one divisibility per argument expected");
     if (cluster.size() != 3)
@@ -240,6 +240,8 @@ public:
     if (cluster != std::vector<int32_t>{1, 1, 1})
       func->setAttr(tile::TileDialect::getClusterDimsAttrName(),
                     builder.getDenseI32ArrayAttr(cluster));
+    if (maxnreg != 0)
+      func->setAttr(tile::TileDialect::getMaxnregAttrName(), builder.getI32IntegerAttr(maxnreg));
     for (auto [i, d] : llvm::enumerate(divisibility))
       if (d > 1)
         func.setArgAttr(i, tile::TileDialect::getDivisibilityAttrName(),
@@ -1055,7 +1057,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("create_module", &Builder::createModule)
       .def("create_kernel", &Builder::createKernel, py::arg("module"), py::arg("name"),
            py::arg("arg_types"), py::arg("divisibility"), py::arg("num_warps"),
-           py::arg("cluster") = std::vector<int32_t>{1, 1, 1})
+           py::arg("cluster") = std::vector<int32_t>{1, 1, 1}, py::arg("maxnreg") = 0)
       .def("ret", &Builder::ret)
       .def("int_constant", &Builder::intConstant)
       .def("float_constant", &Builder::floatConstant)

@@ -60,6 +60,19 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   }
   if (name == getNumWarpsAttrName())
     return verifyPowerOfTwoI32(op, attr, 32);
+  if (name == getMaxnregAttrName()) {
+    auto regs = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!regs || !regs.getType().isInteger(32))
+      return op->emitOpError() << "expected 'tile.maxnreg' to be an i32 attribute, got "
+                               << attr.getValue();
+    if (!llvm::isa<func::FuncOp>(op))
+      return op->emitOpError() << "'tile.maxnreg' applies to func.func only";
+    if (regs.getInt() < kMinMaxnreg || regs.getInt() > kMaxMaxnreg)
+      return op->emitOpError() << "expected 'tile.maxnreg' in [" << kMinMaxnreg << ", "
+                               << kMaxMaxnreg << "] (registers a thread), got "
+                               << regs.getInt();
+    return success();
+  }
   if (name == getClusterDimsAttrName()) {
     auto dims = llvm::dyn_cast<DenseI32ArrayAttr>(attr.getValue());
     if (!dims || dims.size() != 3)

@@ -408,7 +408,8 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
 namespace {
 /// func.func with tile.kernel -> llvm.func with nvvm.kernel,
 /// nvvm.reqntid = threads per block and, for tile.cluster_dims,
-/// nvvm.cluster_dim (.explicitcluster + .reqnctapercluster).
+/// nvvm.cluster_dim (.explicitcluster + .reqnctapercluster), and for
+/// tile.maxnreg, nvvm.maxnreg (.maxnreg).
 struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -438,6 +439,8 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     if (auto cluster = op->getAttrOfType<DenseI32ArrayAttr>(
             tile::TileDialect::getClusterDimsAttrName()))
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
+    if (auto regs = op->getAttrOfType<IntegerAttr>(tile::TileDialect::getMaxnregAttrName()))
+      func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
     // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
     // in place (`__grid_constant__`: the parameter's address, cvta.param).
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {

@@ -44,6 +44,8 @@ class Spec:
     num_warps: Optional[int] = None
     #: Thread-block cluster shape (default: the kernel's ``@kiln.jit(cluster=...)``).
     cluster: Any = None
+    #: Register cap a thread (default: the kernel's ``@kiln.jit(maxnreg=...)``).
+    maxnreg: Optional[int] = None
     #: For an ``@kiln.autotune`` kernel: key values -> the Config chosen for them
     #: (e.g. ``{(4096,): kiln.Config({"BLOCK": 1024}, num_warps=4)}``, or
     #: ``kernel.tuned_configs("sm_90a")``). Each distinct config becomes one
@@ -77,7 +79,7 @@ class Spec:
                             constexprs={**self.constexprs, **config.kwargs},
                             divisibility=self.divisibility,
                             num_warps=config.num_warps or self.num_warps,
-                            cluster=self.cluster,
+                            cluster=self.cluster, maxnreg=self.maxnreg,
                             autotune={"key": list(tuner.key), "values": values,
                                       "config": config.to_dict()}))
         return out
@@ -88,7 +90,8 @@ class Spec:
         spec = Specialization.make(self.signature, self.divisibility, self.constexprs,
                                    self.num_warps or self.kernel.num_warps,
                                    cluster=self.kernel._cluster(self.cluster),
-                                   fp_fusion=self.kernel.fp_fusion)
+                                   fp_fusion=self.kernel.fp_fusion,
+                                   maxnreg=self.kernel._maxnreg(self.maxnreg))
         return self.kernel_name, spec.key()
 
 
@@ -127,7 +130,7 @@ def compile_spec(spec: Spec, arch: str) -> Image:
     t0 = time.perf_counter()
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
-                             cluster=spec.cluster)
+                             cluster=spec.cluster, maxnreg=spec.maxnreg)
     return Image(spec, arch, ck.meta, ck.cubin, ck.cubin_tool or "?", time.perf_counter() - t0)
 
 

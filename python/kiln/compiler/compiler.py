@@ -121,6 +121,23 @@ def normalize_cluster(cluster: Any, what: str = "cluster") -> Tuple[int, int, in
     return dims  # type: ignore[return-value]
 
 
+#: The register caps ``maxnreg`` accepts (ptxas allocates at least 24 registers a thread;
+#: a thread addresses at most 255); the dialect verifies the same range.
+MIN_MAXNREG, MAX_MAXNREG = 24, 255
+
+
+def normalize_maxnreg(maxnreg: Any, what: str = "maxnreg") -> Optional[int]:
+    """None, or the register cap as an int in [MIN_MAXNREG, MAX_MAXNREG]."""
+    if maxnreg is None:
+        return None
+    if isinstance(maxnreg, bool) or not isinstance(maxnreg, int):
+        raise TypeError(f"{what} must be an int or None, got {maxnreg!r}")
+    if not MIN_MAXNREG <= maxnreg <= MAX_MAXNREG:
+        raise ValueError(f"{what} must be in [{MIN_MAXNREG}, {MAX_MAXNREG}] (registers a "
+                         f"thread), got {maxnreg}")
+    return maxnreg
+
+
 @dataclass(frozen=True)
 class Specialization:
     """What one compiled image is specialized for.
@@ -142,12 +159,16 @@ class Specialization:
     cluster: Tuple[int, int, int] = (1, 1, 1)
     #: Float add/sub/mul may contract into fma (``@kiln.jit(fp_fusion=True)``).
     fp_fusion: bool = False
+    #: The most registers a thread may use (PTX ``.maxnreg``; ``@kiln.jit(maxnreg=N)``);
+    #: None: ptxas decides.
+    maxnreg: Optional[int] = None
 
     @classmethod
     def make(cls, signature: Mapping[str, str], divisibility: Union[Mapping[str, int],
              Iterable[str], None] = None, constexprs: Optional[Mapping[str, Any]] = None,
              num_warps: int = 4, equal_to_1: Iterable[str] = (),
-             cluster: Any = None, fp_fusion: bool = False) -> "Specialization":
+             cluster: Any = None, fp_fusion: bool = False,
+             maxnreg: Optional[int] = None) -> "Specialization":
         if divisibility is None:
             div: Dict[str, int] = {}
         elif isinstance(divisibility, Mapping):
@@ -175,7 +196,7 @@ class Specialization:
                                  f"of the signature")
         return cls(sig, tuple((k, div.get(k, 1)) for k, _ in sig),
                    tuple(sorted((constexprs or {}).items())), int(num_warps), ones,
-                   normalize_cluster(cluster), bool(fp_fusion))
+                   normalize_cluster(cluster), bool(fp_fusion), normalize_maxnreg(maxnreg))
 
     def key(self) -> str:
         sig = ",".join(f"{k}:{t}" + (f":{d}" if d > 1 else "")
@@ -185,7 +206,8 @@ class Specialization:
         cluster = ("" if self.cluster == (1, 1, 1)
                    else "|cluster=" + "x".join(str(d) for d in self.cluster))
         fusion = "|fp_fusion" if self.fp_fusion else ""
-        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}{cluster}{fusion}"
+        regs = "" if self.maxnreg is None else f"|maxnreg={self.maxnreg}"
+        return f"{sig}|{cst}|num_warps={self.num_warps}{ones}{cluster}{fusion}{regs}"
 
 
 def signature_hash(source_hash: str, spec: Specialization, arch: str) -> str:
@@ -295,7 +317,7 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
     module = builder.create_module()
     args = builder.create_kernel(module, symbol, [semantic.ir_type(t) for _, t in runtime_params],
                                  [div.get(n, 1) for n, _ in runtime_params], spec.num_warps,
-                                 list(spec.cluster))
+                                 list(spec.cluster), spec.maxnreg or 0)
     ones = set(spec.equal_to_1)
     for (name, ty), handle in zip(runtime_params, args):
         # A value-1 parameter stays in the ABI; the body sees a typed constant 1.

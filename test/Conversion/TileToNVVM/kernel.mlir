@@ -37,6 +37,15 @@ func.func @clustered(%x: !tile.ptr<f32>) attributes {tile.kernel, tile.cluster_d
 
 // -----
 
+// tile.maxnreg -> nvvm.maxnreg (PTX .maxnreg).
+// CHECK-LABEL: llvm.func ptx_kernelcc @capped
+// CHECK-SAME: attributes {nvvm.kernel, nvvm.maxnreg = 64 : i32, nvvm.reqntid = array<i32: 128, 1, 1>}
+func.func @capped(%x: !tile.ptr<f32>) attributes {tile.kernel, tile.maxnreg = 64 : i32} {
+  return
+}
+
+// -----
+
 // One warp.
 // CHECK-LABEL: llvm.func ptx_kernelcc @one_warp
 // CHECK-SAME: attributes {nvvm.kernel, nvvm.reqntid = array<i32: 32, 1, 1>}

@@ -1729,3 +1729,32 @@ func.func @tcgen05_dot_n(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.rin
   tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<128x64xbf16>>, !tile.ring<2, tensor<8x64xbf16>>, !tile.tmem<tensor<128x8xf32>>, !tile.mbarriers<2>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.maxnreg' in [24, 255] (registers a thread), got 16}}
+func.func @maxnreg_too_small() attributes {tile.kernel, tile.maxnreg = 16 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.maxnreg' in [24, 255] (registers a thread), got 256}}
+func.func @maxnreg_too_large() attributes {tile.kernel, tile.maxnreg = 256 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.maxnreg' to be an i32 attribute, got 64 : i64}}
+func.func @maxnreg_i64() attributes {tile.kernel, tile.maxnreg = 64 : i64} {
+  return
+}
+
+// -----
+
+func.func @maxnreg_not_a_func() {
+  // expected-error @+1 {{'arith.constant' op 'tile.maxnreg' applies to func.func only}}
+  %c = arith.constant {tile.maxnreg = 64 : i32} 0 : i32
+  return
+}

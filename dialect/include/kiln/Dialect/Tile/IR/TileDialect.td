@@ -53,6 +53,8 @@ def Tile_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getNumWarpsAttrName() { return "tile.num_warps"; }
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() { return "tile.divisibility"; }
     static constexpr ::llvm::StringLiteral getClusterDimsAttrName() { return "tile.cluster_dims"; }
+    /// The most registers a thread of the kernel may use (PTX `.maxnreg`).
+    static constexpr ::llvm::StringLiteral getMaxnregAttrName() { return "tile.maxnreg"; }
     static constexpr ::llvm::StringLiteral getThreadsPerBlockAttrName() {
       return "tile.threads_per_block";
     }

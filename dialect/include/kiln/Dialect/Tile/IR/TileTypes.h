@@ -28,6 +28,10 @@ constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 /// Blocks per thread-block cluster that every supported arch launches
 /// (the portable cluster size; 16 needs a non-portable opt-in at launch).
 constexpr int64_t kMaxClusterSize = 8;
+/// The register caps a kernel may ask for (`tile.maxnreg`): ptxas allocates
+/// at least 24 registers a thread, and a thread addresses at most 255.
+constexpr int64_t kMinMaxnreg = 24;
+constexpr int64_t kMaxMaxnreg = 255;
 
 } // namespace kiln::tile
 
