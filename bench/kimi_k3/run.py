@@ -128,6 +128,9 @@ SWEEPS = [
     (moe_fused_gate, "case_moe_fused_gate", t, _grid(**{knob: (4, 1, 2, 8)}))
     for t, knob in ((1, "NUM_WARPS"), (16384, "BATCH_WARPS"))
 ] + [
+    # the one-warp batch kernel's register cap (None: 112 registers; 80: no spills)
+    (moe_fused_gate, "case_moe_fused_gate", 16384, _grid(BATCH_MAXNREG=(None, 96, 80, 72)))
+] + [
     # every image shape of the benchmark (one large image, a small batch, a large batch)
     (image, "case_image", shape,
      _pairs(("BLOCK", "NUM_WARPS", "MAXNREG"),

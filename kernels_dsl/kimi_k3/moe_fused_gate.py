@@ -198,6 +198,9 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
 #: warps vs 9.6 on 1; T = 16384 121.7 us on 1 warp vs 175.0 on 4 (8 warps: 340). BATCH_M:
 #: 4 one-warp rows per SM of the H200.
 NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
+#: Register cap of the one-warp (batch) kernel: uncapped it takes 112 registers (sm_90a), so
+#: 18 one-warp programs fit an SM; at 80 (no spills) 25 do. None: ptxas decides. Untimed.
+BATCH_MAXNREG = None
 K3_EXPERTS, K3_TOPK = 896, 16
 
 AOT_SPECIALIZATIONS = [
@@ -207,8 +210,9 @@ AOT_SPECIALIZATIONS = [
                     "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"},
          constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast},
          divisibility=["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"],
-         num_warps=warps)
-    for name, warps in (("moe_fused_gate", NUM_WARPS), ("moe_fused_gate_batch", BATCH_WARPS))
+         num_warps=warps, maxnreg=maxnreg)
+    for name, warps, maxnreg in (("moe_fused_gate", NUM_WARPS, None),
+                                 ("moe_fused_gate_batch", BATCH_WARPS, BATCH_MAXNREG))
     for fast in (False, True)
 ]
 
@@ -277,5 +281,5 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
              (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
               rsf, int(renormalize), int(apply_routed_scaling_factor_on_output)),
              {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid},
-             BATCH_WARPS if batch else NUM_WARPS)
+             BATCH_WARPS if batch else NUM_WARPS, BATCH_MAXNREG if batch else None)
     return out_weights, out_ids
