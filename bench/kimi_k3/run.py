@@ -159,12 +159,16 @@ SWEEPS = [
      + [dict(c, TOKEN_GRID=False, RECIP=r) for r in (False, True) for c in _pairs(
          ("ROWS", "NUM_WARPS"), ((16, 4), (16, 2), (16, 1), (8, 1), (32, 4)))]),
     # gpu_tensor_hash: HASH_WORDS: int32 words in 16-byte vectors (else four byte loads a
-    # word); TILE words per program, BLOCK at a time
+    # word); HASH_PROGRAMS_PER_SM = 0: the former word path, TILE words per program, BLOCK at
+    # a time; > 0: the CYCLIC path, min(tiles, that x SMs) programs taking every grid-th
+    # BLOCK-word block, HASH_PREFETCH: two blocks per iteration (one in flight)
     (tensor_hash, "case_gpu_tensor_hash", 16384,
-     [dict(c, HASH_WORDS=True) for c in _pairs(
-         ("TILE", "BLOCK", "NUM_WARPS"),
-         ((8192, 1024, 4), (8192, 2048, 4), (8192, 2048, 8), (16384, 2048, 4), (16384, 4096, 8),
-          (4096, 1024, 4), (4096, 1024, 2), (2048, 1024, 2), (2048, 512, 1), (1024, 1024, 4)))]
+     [dict(c, HASH_WORDS=True, HASH_PROGRAMS_PER_SM=p, HASH_PREFETCH=f)
+      for p, f in ((4, True), (2, True), (6, True), (8, True), (4, False), (8, False))
+      for c in _pairs(("TILE", "BLOCK", "NUM_WARPS"),
+                      ((8192, 1024, 4), (8192, 1024, 8), (8192, 512, 4), (8192, 2048, 4)))]
+     + [dict(c, HASH_WORDS=True, HASH_PROGRAMS_PER_SM=0) for c in _pairs(
+         ("TILE", "BLOCK", "NUM_WARPS"), ((8192, 1024, 4), (16384, 2048, 4), (4096, 1024, 2)))]
      + [dict(HASH_WORDS=False, TILE=8192, BLOCK=1024, NUM_WARPS=4)]),
     # quant_mxfp4: MX_ROWS blocks per program (one thread per block at MX_ROWS = 32 * warps);
     # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits
