@@ -125,9 +125,12 @@ SWEEPS = [
             ((4, 128, 4), (2, 128, 2), (2, 128, 4), (4, 128, 2), (8, 128, 4), (8, 128, 8),
              (16, 128, 8), (16, 128, 4), (4, 64, 2), (8, 64, 4)))
      + _pairs(("REQS", "BLOCK", "NUM_WARPS"), ((0, 128, 4), (0, 128, 2), (0, 64, 2)))),
+    # pack_topk_ids: BLOCK elements per program on NUM_WARPS warps; PDL: programmatic
+    # dependent launch (the launch overlaps the previous kernel's tail)
     (pack_topk_ids, "case_pack_topk_ids", 16384,
-     _pairs(("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
-                                     (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))),
+     [dict(c, PDL=p) for p in (True, False) for c in _pairs(
+         ("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
+                                  (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))]),
 ] + [
     # moe_fused_gate: warps per row (1: every count of the radix select is warp shuffles, no
     # shared memory or barrier), at the latency end (NUM_WARPS) and the throughput end

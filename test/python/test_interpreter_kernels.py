@@ -51,8 +51,9 @@ def ref_pack(ids, w):
     return ((ids.astype(np.uint32) << 16) | ref_bf16_rne_bits(w)).view(np.int32)
 
 
+@pytest.mark.parametrize("pdl", [True, False])
 @pytest.mark.parametrize("t,k", [(7, 16), (97, 16), (103, 10), (1, 3)])
-def test_pack_topk_ids(t, k):
+def test_pack_topk_ids(t, k, pdl):
     rng = np.random.default_rng(1000 * t + k)
     numel = t * k
     ids = rng.integers(0, 32768, size=(t, k), dtype=np.int32)
@@ -70,7 +71,7 @@ def test_pack_topk_ids(t, k):
     vec = 4 if numel % 4 == 0 else 1
     block = pack_topk_ids.BLOCK
     interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, block),), ids, w, out,
-              numel, BLOCK=block, VEC=vec)
+              numel, BLOCK=block, VEC=vec, PDL=pdl)
     expected = ref_pack(ids, w).reshape(-1)
     np.testing.assert_array_equal(out[:numel], expected)
     assert np.all(out[numel:] == 0x7EADBEEF)
