@@ -112,9 +112,15 @@ SWEEPS = [
     (attn_res, "case_attn_res", 16384,
      _grid(PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
      + _grid(PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))),
+    # mla_kv_scatter: ROWS tokens per program on NUM_WARPS warps; EARLY_LOADS: the rows
+    # loaded in parallel with loc (else after it, masked by it); BF16_PDL: programmatic
+    # dependent launch
     (mla_kv, "case_mla_kv_scatter", 16384,
-     _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
-                                    (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),
+     [dict(c, EARLY_LOADS=e, BF16_PDL=p) for e, p in ((True, True), (False, False),
+                                                      (True, False), (False, True))
+      for c in _pairs(("ROWS", "NUM_WARPS"), ((4, 4), (2, 2), (4, 2), (8, 4), (16, 8)))]
+     + [dict(c, EARLY_LOADS=True, BF16_PDL=True) for c in _pairs(
+         ("ROWS", "NUM_WARPS"), ((1, 1), (1, 2), (2, 1), (8, 8), (16, 4), (32, 8), (32, 16)))]),
     (concat_mla, "case_concat_mla_k", 16384,
      _pairs(("K_ROWS", "K_WARPS"), ((16, 4), (4, 1), (8, 1), (8, 2), (16, 2), (32, 4), (32, 8),
                                     (64, 8), (64, 16)))),
@@ -151,11 +157,13 @@ SWEEPS = [
       for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
                                                      (1024, 2), (1024, 1), (512, 1)))]),
     # mla_kv_scatter_fp8: FP8_ROWS tokens per program ([4 * FP8_ROWS, 128] latent tile);
-    # FP8_RECIP: quant.py's division-free group quantization (same bits)
+    # FP8_RECIP: quant.py's division-free group quantization (same bits); EARLY_LOADS: the
+    # rows loaded in parallel with loc
     (mla_kv, "case_mla_kv_scatter_fp8", 16384,
-     [dict(c, FP8_RECIP=r) for r in (True, False) for c in _pairs(
-         ("FP8_ROWS", "FP8_WARPS"), ((8, 4), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 4),
-                                     (16, 8), (32, 8)))]),
+     [dict(c, FP8_RECIP=True, EARLY_LOADS=e) for e in (True, False) for c in _pairs(
+         ("FP8_ROWS", "FP8_WARPS"), ((8, 1), (2, 1), (4, 1), (4, 2), (8, 2), (16, 4),
+                                     (16, 8), (32, 8)))]
+     + [dict(FP8_ROWS=8, FP8_WARPS=4, FP8_RECIP=False, EARLY_LOADS=True)]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
     # FP8_RECIP as above
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,

@@ -203,9 +203,10 @@ def test_mla_output_gate_fp8_matches_numpy(recip):
 # §8.5 MLA FP8 KV scatter
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("early", [True, False])
 @pytest.mark.parametrize("recip,rows", [(False, mla_kv.FP8_ROWS), (True, 8), (True, 4),
                                         (True, 16)])
-def test_mla_kv_scatter_fp8_matches_numpy(recip, rows):
+def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early):
     rng = np.random.default_rng(5)
     t, slots = 11, 24
     kv_a = k3_like_rows(rng, t, 576)
@@ -217,7 +218,7 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows):
     kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
                            kv_a, kv_a[:, 512:], loc, cache, cache.view(F32),
                            cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows, KV_DIM=512,
-                           PE_DIM=64, GROUP=128, RECIP=recip)
+                           PE_DIM=64, GROUP=128, RECIP=recip, EARLY=early)
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):
