@@ -204,10 +204,12 @@ HASH_WORDS = True
 #: first xorshift on the low half only (``_word_mix_index30``: a funnel shift and an xor),
 #: and with ``HASH_PREFETCH`` two blocks per iteration so that one block's loads are in
 #: flight while the other is mixed: 21.2 instructions per word (339 for 16), 12.1 of them
-#: ALU (~24 cycles per warp and word, ~43 us), 80 registers (6 programs of 4 warps fit an
-#: SM). Same bits (the sum is order-free). Untimed: ``bench/kimi_k3/run.py --sweep --only
-#: gpu_tensor_hash`` compares it with the former path.
-HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 4, True
+#: ALU (~24 cycles per warp and word, ~43 us), 80 registers: 6 programs of 4 warps fit an
+#: SM (a grid past what fits at once would run a second, full-length wave), 24 warps each
+#: with a 1 KiB block in flight while it mixes another (~24 KiB a SM: about the H200's
+#: bandwidth times its DRAM latency per SM). Same bits (the sum is order-free). Untimed:
+#: ``bench/kimi_k3/run.py --sweep --only gpu_tensor_hash`` compares it with the former path.
+HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
 
 _sm_counts: dict = {}
 
