@@ -213,6 +213,7 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early):
     kv_c, k_pe = kv_a[:, :512], kv_a[:, 512:]  # row stride 576 (a projection's slices)
     loc = rng.permutation(slots)[:t].astype(np.int64)
     loc[[3, 8]] = -1
+    loc[5] = slots + 2  # out of range: skipped too
     cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
     before = cache.copy()
     kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
@@ -222,7 +223,7 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early):
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):
-        if loc[i] < 0:
+        if loc[i] < 0 or loc[i] >= slots:
             continue
         row = cache[loc[i]]
         written.add(int(loc[i]))
