@@ -182,7 +182,7 @@ SWEEPS = [
     # BLOCK-word block, HASH_PREFETCH: two blocks per iteration (one in flight)
     (tensor_hash, "case_gpu_tensor_hash", 16384,
      [dict(c, HASH_WORDS=True, HASH_PROGRAMS_PER_SM=p, HASH_PREFETCH=f)
-      for p, f in ((6, True), (2, True), (4, True), (8, True), (4, False), (8, False))
+      for p, f in ((6, True), (2, True), (4, True), (8, True), (4, False), (10, False))
       for c in _pairs(("TILE", "BLOCK", "NUM_WARPS"),
                       ((8192, 1024, 4), (8192, 1024, 8), (8192, 512, 4), (8192, 2048, 4)))]
      + [dict(c, HASH_WORDS=True, HASH_PROGRAMS_PER_SM=0) for c in _pairs(

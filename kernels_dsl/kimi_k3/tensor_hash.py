@@ -193,11 +193,12 @@ def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK
 TILE, BLOCK, CHUNK, NUM_WARPS = 8192, 1024, 1024, 4
 HASH_WORDS = True
 #: The word path as one program per TILE words (``HASH_PROGRAMS_PER_SM = 0``; 83.5 us for
-#: [16384, 7168] bf16 on the H200, 66 % of copy bandwidth) was issue-bound, not memory-bound:
-#: its sm_90a loop spent 27.75 SASS instructions per 4-byte word (``cuobjdump -sass``; 222
+#: [16384, 7168] bf16 on the H200, 66 % of copy bandwidth) is, by its SASS (not profiled),
+#: bound by its integer pipe rather than by memory: its sm_90a loop spent 27.75 SASS instructions per 4-byte word (``cuobjdump -sass``; 222
 #: for 8 words), 17.5 of them on the half-rate integer ALU pipe (LOP3, SHF, SEL, IADD3,
 #: ISETP, VIADD, CS2R): ~35 cycles per warp and word on that pipe alone, ~62 us for the 58.7M
-#: words on 132 SMs at 1.98 GHz, above the 55 us of copy bandwidth (83.5 us is ~47 cycles).
+#: words on 132 SMs at 1.98 GHz, above the 55 us of copy bandwidth (83.5 us is ~47 cycles
+#: per warp and word).
 #: The CYCLIC kernel path (``HASH_PROGRAMS_PER_SM > 0``): grid = min(tiles,
 #: HASH_PROGRAMS_PER_SM x SMs) programs, each taking every grid-th BLOCK-word block (no
 #: partial last wave), full blocks unmasked (no SEL per word, no predicated loads), fmix's
@@ -205,9 +206,10 @@ HASH_WORDS = True
 #: and with ``HASH_PREFETCH`` two blocks per iteration so that one block's loads are in
 #: flight while the other is mixed: 21.2 instructions per word (339 for 16), 12.1 of them
 #: ALU (~24 cycles per warp and word, ~43 us), 80 registers: 6 programs of 4 warps fit an
-#: SM (a grid past what fits at once would run a second, full-length wave), 24 warps each
-#: with a 1 KiB block in flight while it mixes another (~24 KiB a SM: about the H200's
-#: bandwidth times its DRAM latency per SM). Same bits (the sum is order-free). Untimed:
+#: SM (a grid past what fits at once would run a second, full-length wave); each of the 24
+#: warps issues a block's loads (1 KiB) two block-mixes before it needs them, so about 24-48
+#: KiB are in flight per SM (bandwidth x DRAM latency: ~25 KiB per SM at ~750 ns). Without
+#: HASH_PREFETCH: 51 registers, 10 programs fit. Same bits (the sum is order-free). Untimed:
 #: ``bench/kimi_k3/run.py --sweep --only gpu_tensor_hash`` compares it with the former path.
 HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
 
