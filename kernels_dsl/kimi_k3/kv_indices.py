@@ -129,7 +129,8 @@ def _spec(req_i64: bool, mult: int, v2p: bool, rows: bool) -> Spec:
         ce.update(REQS=REQS, BLOCK=ROWS_BLOCK)
     else:
         ce["BLOCK"] = BLOCK
-    return Spec(kv_indices_rows_kernel if rows else kv_indices_kernel, name=_name(req_i64, rows), signature=sig, constexprs=ce,
+    return Spec(kv_indices_rows_kernel if rows else kv_indices_kernel,
+                name=_name(req_i64, rows), signature=sig, constexprs=ce,
                 divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"],
                 num_warps=ROWS_WARPS if rows else NUM_WARPS)
 

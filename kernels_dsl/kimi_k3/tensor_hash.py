@@ -194,12 +194,11 @@ TILE, BLOCK, CHUNK, NUM_WARPS = 8192, 1024, 1024, 4
 HASH_WORDS = True
 #: The word path as one program per TILE words (``HASH_PROGRAMS_PER_SM = 0``; 83.5 us for
 #: [16384, 7168] bf16 on the H200, 66 % of copy bandwidth) is, by its SASS (not profiled),
-#: bound by its integer pipe rather than by memory: its sm_90a loop spent 27.75 SASS instructions per 4-byte word (``cuobjdump -sass``; 222
-#: for 8 words), 17.5 of them on the half-rate integer ALU pipe (LOP3, SHF, SEL, IADD3,
-#: ISETP, VIADD, CS2R): ~35 cycles per warp and word on that pipe alone, ~62 us for the 58.7M
-#: words on 132 SMs at 1.98 GHz, above the 55 us of copy bandwidth (83.5 us is ~47 cycles
-#: per warp and word).
-#: The CYCLIC kernel path (``HASH_PROGRAMS_PER_SM > 0``): grid = min(tiles,
+#: bound by its integer pipe rather than by memory: its sm_90a loop spends 27.75 SASS
+#: instructions per 4-byte word (``cuobjdump -sass``; 222 for 8 words), 17.5 of them on the
+#: half-rate integer ALU pipe (LOP3, SHF, SEL, IADD3, ISETP, VIADD, CS2R): ~35 cycles per
+#: warp and word on that pipe alone, ~62 us for the 58.7M words on 132 SMs at 1.98 GHz, above
+#: the 55 us of copy bandwidth (83.5 us is ~47 cycles per warp and word). The CYCLIC path (``HASH_PROGRAMS_PER_SM > 0``): grid = min(tiles,
 #: HASH_PROGRAMS_PER_SM x SMs) programs, each taking every grid-th BLOCK-word block (no
 #: partial last wave), full blocks unmasked (no SEL per word, no predicated loads), fmix's
 #: first xorshift on the low half only (``_word_mix_index30``: a funnel shift and an xor),
