@@ -94,3 +94,15 @@ def test_word_path_configurations(cfg, monkeypatch):
     t = torch.randint(-2**31, 2**31 - 1, ((24 << 20) // 4 + 103,), device="cuda",
                       dtype=torch.int32, generator=g)
     assert mod.gpu_tensor_hash(t) == reference(t)
+
+
+@pytest.mark.parametrize("words", [1, 4, 259, 3584, 8192, 8195])
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_word_path_single_program(words, prefetch, monkeypatch):
+    """Word-path tensors of up to a TILE (one program with FINISH; 3584 words: a [1, 7168]
+    bf16 row, T = 1) and just past one (two programs), numpy reference."""
+    monkeypatch.setattr(mod, "HASH_PREFETCH", prefetch)
+    g = torch.Generator(device="cuda").manual_seed(words)
+    t = torch.randint(-2**31, 2**31 - 1, (words,), device="cuda", dtype=torch.int32,
+                      generator=g)
+    assert mod.gpu_tensor_hash(t) == reference(t)
