@@ -112,15 +112,31 @@ SWEEPS = [
     (attn_res, "case_attn_res", 16384,
      _grid(PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
      + _grid(PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))),
+    # mla_kv_scatter: ROWS tokens per program on NUM_WARPS warps; EARLY_LOADS: the rows
+    # loaded in parallel with loc (else after it, masked by it); BF16_PDL: programmatic
+    # dependent launch
     (mla_kv, "case_mla_kv_scatter", 16384,
-     _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
-                                    (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),
+     [dict(c, EARLY_LOADS=e, BF16_PDL=p) for e, p in ((True, True), (False, False),
+                                                      (True, False), (False, True))
+      for c in _pairs(("ROWS", "NUM_WARPS"), ((4, 4), (2, 2), (4, 2), (8, 4), (16, 8)))]
+     + [dict(c, EARLY_LOADS=True, BF16_PDL=True) for c in _pairs(
+         ("ROWS", "NUM_WARPS"), ((1, 1), (1, 2), (2, 1), (8, 8), (16, 4), (32, 8), (32, 16)))]),
     (concat_mla, "case_concat_mla_k", 16384,
      _pairs(("K_ROWS", "K_WARPS"), ((16, 4), (4, 1), (8, 1), (8, 2), (16, 2), (32, 4), (32, 8),
                                     (64, 8), (64, 16)))),
+    # kv_indices: REQS requests per program as [REQS, ROWS_BLOCK] tiles on ROWS_WARPS warps
+    # (0: the former kernel, one program per request, BLOCK pages at a time on NUM_WARPS)
+    (kv_indices, "case_kv_indices", 16384,
+     _pairs(("REQS", "ROWS_BLOCK", "ROWS_WARPS"),
+            ((4, 128, 4), (2, 128, 2), (2, 128, 4), (4, 128, 2), (8, 128, 4), (8, 128, 8),
+             (16, 128, 8), (16, 128, 4), (4, 64, 2), (8, 64, 4)))
+     + _pairs(("REQS", "BLOCK", "NUM_WARPS"), ((0, 128, 4), (0, 128, 2), (0, 64, 2)))),
+    # pack_topk_ids: BLOCK elements per program on NUM_WARPS warps; PDL: programmatic
+    # dependent launch (the launch overlaps the previous kernel's tail)
     (pack_topk_ids, "case_pack_topk_ids", 16384,
-     _pairs(("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
-                                     (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))),
+     [dict(c, PDL=p) for p in (True, False) for c in _pairs(
+         ("BLOCK", "NUM_WARPS"), ((1024, 4), (256, 1), (512, 1), (512, 2), (1024, 2),
+                                  (1024, 8), (2048, 4), (2048, 8), (4096, 8), (4096, 16)))]),
 ] + [
     # moe_fused_gate: warps per row (1: every count of the radix select is warp shuffles, no
     # shared memory or barrier), at the latency end (NUM_WARPS) and the throughput end
@@ -145,11 +161,13 @@ SWEEPS = [
       for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
                                                      (1024, 2), (1024, 1), (512, 1)))]),
     # mla_kv_scatter_fp8: FP8_ROWS tokens per program ([4 * FP8_ROWS, 128] latent tile);
-    # FP8_RECIP: quant.py's division-free group quantization (same bits)
+    # FP8_RECIP: quant.py's division-free group quantization (same bits); EARLY_LOADS: the
+    # rows loaded in parallel with loc
     (mla_kv, "case_mla_kv_scatter_fp8", 16384,
-     [dict(c, FP8_RECIP=r) for r in (True, False) for c in _pairs(
-         ("FP8_ROWS", "FP8_WARPS"), ((8, 4), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 4),
-                                     (16, 8), (32, 8)))]),
+     [dict(c, FP8_RECIP=True, EARLY_LOADS=e) for e in (True, False) for c in _pairs(
+         ("FP8_ROWS", "FP8_WARPS"), ((8, 1), (2, 1), (4, 1), (4, 2), (8, 2), (16, 4),
+                                     (16, 8), (32, 8)))]
+     + [dict(FP8_ROWS=8, FP8_WARPS=4, FP8_RECIP=False, EARLY_LOADS=True)]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
     # FP8_RECIP as above
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,
@@ -163,12 +181,16 @@ SWEEPS = [
      + [dict(c, TOKEN_GRID=False, RECIP=r) for r in (False, True) for c in _pairs(
          ("ROWS", "NUM_WARPS"), ((16, 4), (16, 2), (16, 1), (8, 1), (32, 4)))]),
     # gpu_tensor_hash: HASH_WORDS: int32 words in 16-byte vectors (else four byte loads a
-    # word); TILE words per program, BLOCK at a time
+    # word); HASH_PROGRAMS_PER_SM = 0: the former word path, TILE words per program, BLOCK at
+    # a time; > 0: the CYCLIC path, min(tiles, that x SMs) programs taking every grid-th
+    # BLOCK-word block, HASH_PREFETCH: two blocks per iteration (one in flight)
     (tensor_hash, "case_gpu_tensor_hash", 16384,
-     [dict(c, HASH_WORDS=True) for c in _pairs(
-         ("TILE", "BLOCK", "NUM_WARPS"),
-         ((8192, 1024, 4), (8192, 2048, 4), (8192, 2048, 8), (16384, 2048, 4), (16384, 4096, 8),
-          (4096, 1024, 4), (4096, 1024, 2), (2048, 1024, 2), (2048, 512, 1), (1024, 1024, 4)))]
+     [dict(c, HASH_WORDS=True, HASH_PROGRAMS_PER_SM=p, HASH_PREFETCH=f)
+      for p, f in ((6, True), (2, True), (4, True), (8, True), (4, False), (10, False))
+      for c in _pairs(("TILE", "BLOCK", "NUM_WARPS"),
+                      ((8192, 1024, 4), (8192, 1024, 8), (8192, 512, 4), (8192, 2048, 4)))]
+     + [dict(c, HASH_WORDS=True, HASH_PROGRAMS_PER_SM=0) for c in _pairs(
+         ("TILE", "BLOCK", "NUM_WARPS"), ((8192, 1024, 4), (16384, 2048, 4), (4096, 1024, 2)))]
      + [dict(HASH_WORDS=False, TILE=8192, BLOCK=1024, NUM_WARPS=4)]),
     # quant_mxfp4: MX_ROWS blocks per program (one thread per block at MX_ROWS = 32 * warps);
     # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits

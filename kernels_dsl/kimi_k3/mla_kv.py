@@ -45,14 +45,27 @@ FP8_GROUP, FP8_ROW_BYTES = 128, KV_LORA + 4 * (KV_LORA // 128) + 2 * ROPE
 @kiln.jit(num_warps=4)
 def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots, kv_s0, pe_s0,
                                cache_s0, ROWS: kl.constexpr, KV_DIM: kl.constexpr,
-                               PE_DIM: kl.constexpr):
+                               PE_DIM: kl.constexpr, EARLY: kl.constexpr = False,
+                               PDL: kl.constexpr = False):
+    """EARLY: the rows are loaded for every token t < T, in parallel with loc (a skipped
+    token's row is read and not written), instead of after loc, masked by it. PDL: a
+    programmatic dependent launch (``pdl_wait`` before the first load)."""
     r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
-    loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
-    valid = ((loc >= 0) & (loc < num_slots))[:, None]
     ck = kl.arange(0, KV_DIM)[None, :]
     cp = kl.arange(0, PE_DIM)[None, :]
-    kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=valid, other=0.0)
-    pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=valid, other=0.0)
+    if PDL:
+        kl.pdl_wait()  # kv_c, k_pe and loc may come from the previous kernels in the stream
+    if EARLY:
+        rm = (r < T)[:, None]
+        kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=rm, other=0.0)
+        pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=rm, other=0.0)
+    loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
+    valid = ((loc >= 0) & (loc < num_slots))[:, None]
+    if not EARLY:
+        kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=valid, other=0.0)
+        pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=valid, other=0.0)
+    if PDL:
+        kl.pdl_launch_dependents()
     dst = cache_ptr + (loc * cache_s0)[:, None]
     kl.store(dst + ck, kv, mask=valid)
     kl.store(dst + KV_DIM + cp, pe, mask=valid)
@@ -62,26 +75,39 @@ def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots,
 def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cache_bf16, T,
                               num_slots, kv_s0, pe_s0, row16, ROWS: kl.constexpr,
                               KV_DIM: kl.constexpr, PE_DIM: kl.constexpr, GROUP: kl.constexpr,
-                              RECIP: kl.constexpr = False):
+                              RECIP: kl.constexpr = False, EARLY: kl.constexpr = False):
     """RECIP: quant.py's ``fp8_quant_groups_recip`` (no division per element; kv_c is bf16,
-    the case test/python/test_quant_variants.py checks exhaustively: same bits)."""
+    the case test/python/test_quant_variants.py checks exhaustively: same bits). EARLY: the
+    rows are loaded for every token t < T, in parallel with loc (a skipped token's row is
+    read and quantized, not written), instead of after loc, masked by it; the stores then
+    address the cache with 32-bit row offsets (loc is below num_slots where it is used)."""
     NG: kl.constexpr = KV_DIM // GROUP
     # latent: ROWS tokens x NG groups as a [ROWS * NG, GROUP] tile
     j = kl.arange(0, ROWS * NG)
     r = kl.program_id(0) * ROWS + j // NG
     k = j % NG
+    col = kl.arange(0, GROUP)[None, :]
     kl.pdl_wait()  # kv_c, k_pe and loc may come from the previous kernels in the stream
+    if EARLY:
+        kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=(r < T)[:, None],
+                     other=0.0)
     loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
     ok = (loc >= 0) & (loc < num_slots)
-    col = kl.arange(0, GROUP)[None, :]
-    kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=ok[:, None], other=0.0)
+    if not EARLY:
+        kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=ok[:, None],
+                     other=0.0)
     if RECIP:
         q, s = fp8_quant_groups_recip(kv.to(kl.float32), False)
     else:
         q, s = fp8_quant_groups(kv.to(kl.float32), False)
     # row16: the cache's row stride in 16-byte units, so that every part's offset is visibly
     # a multiple of 16 bytes (16-byte vector stores)
-    row = loc * row16  # int64
+    if EARLY:
+        # loc is in [0, num_slots) where it is used: 32-bit row offsets (the wrapper checks
+        # that the cache's last row offset fits in int32); 2091 -> 2025 SASS instructions
+        row = kl.where(ok, loc, 0).to(kl.int32) * row16
+    else:
+        row = loc * row16  # int64
     kl.store(cache_u8 + (row * 16 + k * GROUP)[:, None] + col, q.to(kl.uint8, bitcast=True),
              mask=ok[:, None])
     kl.store(cache_f32 + (row * 4 + KV_DIM // 4) + k, s, mask=ok)
@@ -90,9 +116,14 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
     lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
     okr = ((lr >= 0) & (lr < num_slots))[:, None]
     cp = kl.arange(0, PE_DIM)[None, :]
-    pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp, mask=okr, other=0.0)
+    pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp, mask=(rr < T)[:, None] if EARLY else okr,
+                 other=0.0)
     kl.pdl_launch_dependents()
-    kl.store(cache_bf16 + (lr * row16 * 8 + (KV_DIM + 4 * NG) // 2)[:, None] + cp, pe, mask=okr)
+    if EARLY:
+        lrow = kl.where(okr, lr[:, None], 0).to(kl.int32) * row16
+    else:
+        lrow = lr[:, None] * row16
+    kl.store(cache_bf16 + (lrow * 8 + (KV_DIM + 4 * NG) // 2) + cp, pe, mask=okr)
 
 
 #: [4, 512] + [4, 64] per program on 128 threads: the H200 sweep (bench/kimi_k3/run.py
@@ -105,11 +136,24 @@ ROWS, NUM_WARPS = 4, 4
 #: 4 warps 18.8 us; IEEE division on 4 warps 20.2 us.
 FP8_ROWS, FP8_WARPS = 8, 1
 FP8_RECIP = True
+#: EARLY_LOADS (both layouts; the kernels' EARLY): the rows are loaded for every token in
+#: parallel with loc instead of after it. Without it each program waits for two DRAM round
+#: trips before its first store (loc, then the rows masked by loc); in the sm_90a SASS the
+#: row loads are predicated on loc's comparison. A token with loc < 0 or >= num_slots now
+#: costs its row's read (not its write). BF16_PDL: the bf16 kernel as a programmatic
+#: dependent launch, as the FP8 one already is. Same bytes written; untimed
+#: (``bench/kimi_k3/run.py --sweep --only mla_kv_scatter``).
+EARLY_LOADS, BF16_PDL = True, True
+
+
+def _bf16_constexprs() -> dict:
+    return {"ROWS": ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "EARLY": EARLY_LOADS,
+            "PDL": BF16_PDL}
 
 
 def _fp8_constexprs() -> dict:
     return {"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP,
-            "RECIP": FP8_RECIP}
+            "RECIP": FP8_RECIP, "EARLY": EARLY_LOADS}
 
 
 AOT_SPECIALIZATIONS = [
@@ -117,7 +161,7 @@ AOT_SPECIALIZATIONS = [
          signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64", "cache_ptr": "*bf16",
                     "T": "i32", "num_slots": "i32", "kv_s0": "i32", "pe_s0": "i32",
                     "cache_s0": "i32"},
-         constexprs={"ROWS": ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE},
+         constexprs=_bf16_constexprs(),
          divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0", "cache_s0"],
          num_warps=NUM_WARPS),
     Spec(mla_kv_scatter_fp8_kernel, name="mla_kv_scatter_fp8",
@@ -186,7 +230,7 @@ def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
         return cache
     L.launch(mla_kv_scatter_bf16_kernel, "mla_kv_scatter_bf16", ((t + ROWS - 1) // ROWS,),
              (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_stride),
-             {"ROWS": ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE}, NUM_WARPS)
+             _bf16_constexprs(), NUM_WARPS)
     return cache
 
 

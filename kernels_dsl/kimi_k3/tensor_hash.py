@@ -15,18 +15,20 @@ kiln's own function (the original's per-word mixing is not public), all arithmet
 The per-word mixes are combined by a wrap-around SUM, which is associative and commutative,
 so the fixed tree "words -> per-tile partials -> total" gives the same value for every tile
 size and grid. Pass 1 (``tensor_hash_partials_kernel``, TILE words per program, BLOCK at a
-time) writes one 64-bit partial per tile; pass 2 (``tensor_hash_finish_kernel``, one
+time, or on the word path BLOCK-word blocks dealt out cyclically to a grid of a few programs
+per SM) writes one 64-bit partial per program; pass 2 (``tensor_hash_finish_kernel``, one
 program) sums the partials in chunks of CHUNK, adds the length term and applies fmix.
 Pass 1 reads the tensor as int32 words in 16-byte vectors when its byte length is a
 multiple of 4 and its address 16-byte aligned (``WORDS``), else as bytes (``*u8``), so any
 dtype and any byte length work without a padded copy; ``nbytes`` is not specialized
 (``do_not_specialize``). ``launch_hash`` picks the path and launches both passes, or for a
-single tile (up to TILE words) pass 1 alone with ``FINISH`` (one launch: the T = 1 latency).
+single program (up to TILE words) pass 1 alone with ``FINISH`` (one launch: the T = 1
+latency).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import kiln
 import kiln.language as kl
@@ -57,18 +59,96 @@ def _word_mix(widx, word):
                    ^ SEED)
 
 
+@kiln.jit
+def _word_mix_index30(widx, word):
+    """``_word_mix`` for word indices 0 <= i < 2**30 (every int32 byte length), same bits.
+    x = (i << 32) | (w ^ SEED); its first xorshift ``x ^= x >> 30`` leaves the high half i
+    unchanged (i >> 30 == 0) and, SEED being below 2**30, XORs the low half with
+    (w >> 30) | (i << 2) (a funnel shift of (i, w)). So that step is two 32-bit operations
+    instead of a 64-bit shift and xor, and the rest of fmix is ``_fmix64`` after its first
+    step."""
+    i = widx.to(kl.uint32, bitcast=True)
+    w = word.to(kl.uint32, bitcast=True)
+    lo = w ^ SEED ^ ((w >> 30) | (i << 2))
+    x = (i.to(kl.uint64) << 32) | lo.to(kl.uint64)
+    x = x * M1
+    x = x ^ (x >> 27)
+    x = x * M2
+    return x ^ (x >> 31)
+
+
 @kiln.jit(num_warps=4, do_not_specialize=["nbytes"])
 def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
                                 BLOCK: kl.constexpr, WORDS: kl.constexpr = False,
-                                FINISH: kl.constexpr = False):
-    """One partial per TILE words, BLOCK words at a time. WORDS: x_ptr is the data as int32
-    words (nbytes % 4 == 0), read as [BLOCK / 4, 4] tiles of 16-byte vectors (rows past the
-    last full vector masked whole); the last 0-3 words are added by program 0. Without it
-    x_ptr is *u8 and each word is assembled from four byte loads (any nbytes). FINISH (a
-    single tile, one program): the partial is the sum, so the program writes the hash itself
-    to partials_ptr (the output) and pass 2 is not launched."""
+                                FINISH: kl.constexpr = False, CYCLIC: kl.constexpr = False,
+                                PREFETCH: kl.constexpr = True):
+    """One partial per program: of TILE words, BLOCK words at a time, or with CYCLIC of the
+    blocks b = program, program + grid, ... WORDS: x_ptr is the data as int32 words
+    (nbytes % 4 == 0), read as [BLOCK / 4, 4] tiles of 16-byte vectors (rows past the last
+    full vector masked whole); the last 0-3 words are added by program 0 (with CYCLIC: the
+    last program, which also adds the partial last block; PREFETCH: two blocks per
+    iteration, one in flight while the other is mixed). Without WORDS x_ptr is *u8 and each
+    word is assembled from four byte loads (any nbytes). FINISH (one program): the partial
+    is the sum, so the program writes the hash itself to partials_ptr (the output) and pass
+    2 is not launched."""
     pid = kl.program_id(0)
-    if WORDS:
+    if WORDS and CYCLIC:
+        # BLOCK-word blocks dealt out cyclically (block b to program b % grid), the full ones
+        # unmasked; the last program adds the partial last block and the 0-3 words after the
+        # last full vector. PREFETCH: two blocks per iteration, each block's loads issued
+        # while the other block is mixed (ptxas reloads a block into the registers it was
+        # just mixed from: no copies)
+        VROWS: kl.constexpr = BLOCK // 4
+        nprog = kl.num_programs(0)
+        nvec = nbytes >> 4  # full 16-byte vectors
+        nfull = nvec // VROWS  # full blocks
+        vrow = kl.arange(0, VROWS)
+        lane = kl.arange(0, 4)[None, :]
+        acc = kl.zeros((VROWS, 4), kl.uint64)
+        toff = (vrow * 4)[:, None] + lane  # the thread's word offsets in a block
+        # the rest, for the last program: with FINISH (the only program: T = 1) loaded before
+        # the blocks, so that it waits for one DRAM round trip, not two (elsewhere after them:
+        # holding it through the loop costs 22 registers, 6 -> 5 programs per SM)
+        if FINISH:
+            ridx = ((nfull * VROWS + vrow) * 4)[:, None] + lane
+            rok = ridx < nvec * 4
+            tw = nvec * 4 + kl.arange(0, 4)  # the words after the last full vector
+            tm = tw < (nbytes >> 2)
+            wr = kl.load(x_ptr + ridx, mask=rok, other=0)
+            wt = kl.load(x_ptr + tw, mask=tm, other=0)
+        if PREFETCH:
+            cnt = (nfull - pid + nprog - 1) // nprog  # this program's full blocks (<= 0: none)
+            if cnt > 0:
+                # prefetches past this program's last block re-read that block (unmasked)
+                last = pid + (cnt - 1) * nprog
+                wa = kl.load(x_ptr + pid * BLOCK + toff)
+                wb = kl.load(x_ptr + kl.minimum(pid + nprog, last) * BLOCK + toff)
+                end = pid + (cnt // 2) * 2 * nprog
+                for b in range(pid, end, 2 * nprog):
+                    ha = _word_mix_index30(b * BLOCK + toff, wa)
+                    wa = kl.load(x_ptr + kl.minimum(b + 2 * nprog, last) * BLOCK + toff)
+                    acc = acc + ha
+                    hb = _word_mix_index30((b + nprog) * BLOCK + toff, wb)
+                    wb = kl.load(x_ptr + kl.minimum(b + 3 * nprog, last) * BLOCK + toff)
+                    acc = acc + hb
+                if cnt % 2 == 1:  # the last block, in wa
+                    acc = acc + _word_mix_index30(end * BLOCK + toff, wa)
+        else:
+            for b in range(pid, nfull, nprog):
+                acc = acc + _word_mix_index30(b * BLOCK + toff, kl.load(x_ptr + b * BLOCK + toff))
+        total = kl.sum(acc)
+        if pid == nprog - 1:
+            if not FINISH:
+                ridx = ((nfull * VROWS + vrow) * 4)[:, None] + lane
+                rok = ridx < nvec * 4
+                tw = nvec * 4 + kl.arange(0, 4)
+                tm = tw < (nbytes >> 2)
+                wr = kl.load(x_ptr + ridx, mask=rok, other=0)
+                wt = kl.load(x_ptr + tw, mask=tm, other=0)
+            rest = kl.where(rok, _word_mix_index30(ridx, wr), kl.zeros((VROWS, 4), kl.uint64))
+            total = total + kl.sum(rest) + kl.sum(
+                kl.where(tm, _word_mix_index30(tw, wt), kl.zeros((4,), kl.uint64)))
+    elif WORDS:
         VROWS: kl.constexpr = BLOCK // 4
         nvec = nbytes >> 4  # full 16-byte vectors
         acc = kl.zeros((VROWS, 4), kl.uint64)
@@ -122,13 +202,51 @@ def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK
 #: NUM_WARPS. Same hash (test/python/test_tensor_hash.py).
 TILE, BLOCK, CHUNK, NUM_WARPS = 8192, 1024, 1024, 4
 HASH_WORDS = True
+#: The word path as one program per TILE words (``HASH_PROGRAMS_PER_SM = 0``; 83.5 us for
+#: [16384, 7168] bf16 on the H200, 66 % of copy bandwidth) is, by its SASS (not profiled),
+#: bound by its integer pipe rather than by memory: its sm_90a loop spends 27.75 SASS
+#: instructions per 4-byte word (``cuobjdump -sass``; 222 for 8 words), 17.5 of them on the
+#: half-rate integer ALU pipe (LOP3, SHF, SEL, IADD3, ISETP, VIADD, CS2R): ~35 cycles per
+#: warp and word on that pipe alone, ~62 us for the 58.7M words on 132 SMs at 1.98 GHz, above
+#: the 55 us of copy bandwidth (83.5 us is ~47 cycles per warp and word). The CYCLIC path (``HASH_PROGRAMS_PER_SM > 0``): grid = min(tiles,
+#: HASH_PROGRAMS_PER_SM x SMs) programs, each taking every grid-th BLOCK-word block (no
+#: partial last wave), full blocks unmasked (no SEL per word, no predicated loads), fmix's
+#: first xorshift on the low half only (``_word_mix_index30``: a funnel shift and an xor),
+#: and with ``HASH_PREFETCH`` two blocks per iteration so that one block's loads are in
+#: flight while the other is mixed: 21.2 instructions per word (339 for 16), 12.1 of them
+#: ALU (~24 cycles per warp and word, ~43 us), 80 registers: 6 programs of 4 warps fit an
+#: SM (a grid past what fits at once would run a second, full-length wave); each of the 24
+#: warps issues a block's loads (1 KiB) two block-mixes before it needs them, so about 24-48
+#: KiB are in flight per SM (bandwidth x DRAM latency: ~25 KiB per SM at ~750 ns). Without
+#: HASH_PREFETCH: 51 registers, 10 programs fit. Same bits (the sum is order-free). Untimed:
+#: ``bench/kimi_k3/run.py --sweep --only gpu_tensor_hash`` compares it with the former path.
+HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
+
+_sm_counts: dict = {}
+
+
+def _num_sms(t: Any) -> Optional[int]:
+    """The SM count of a torch CUDA tensor's device (cached), None for anything else."""
+    dev = getattr(t, "device", None)
+    if getattr(dev, "type", None) != "cuda":
+        return None
+    if dev.index not in _sm_counts:
+        import torch
+
+        _sm_counts[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _sm_counts[dev.index]
+
+
+def _partials_constexprs(words: bool, finish: bool) -> dict:
+    return {"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish,
+            "CYCLIC": words and HASH_PROGRAMS_PER_SM > 0, "PREFETCH": HASH_PREFETCH}
 
 
 def _partials_spec(words: bool, finish: bool) -> Spec:
     return Spec(tensor_hash_partials_kernel, name="tensor_hash_partials",
                 signature={"x_ptr": "*i32" if words else "*u8", "partials_ptr": "*i64",
                            "nbytes": "i32"},
-                constexprs={"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish},
+                constexprs=_partials_constexprs(words, finish),
                 divisibility=["x_ptr", "partials_ptr"] if words else ["partials_ptr"],
                 num_warps=NUM_WARPS)
 
@@ -144,7 +262,8 @@ AOT_SPECIALIZATIONS = [_partials_spec(words, finish) for words in (False, True)
 
 
 def num_partials(nbytes: int) -> int:
-    """The number of pass-1 programs (and partials) for ``nbytes`` bytes at the current TILE."""
+    """The number of pass-1 programs (and partials) for ``nbytes`` bytes at the current TILE:
+    one per TILE words (fewer with the CYCLIC word path, see ``launch_hash``)."""
     return ((nbytes + 3) // 4 + TILE - 1) // TILE
 
 
@@ -152,7 +271,9 @@ def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
     """Both passes on ``x``, the tensor's bytes as a flat uint8 tensor (nbytes > 0, checked by
     the caller), into ``out`` int64 [1]; ``partials`` int64 with at least
     ``num_partials(nbytes)`` entries. Picks the word path (HASH_WORDS) when nbytes % 4 == 0 and
-    the address is 16-byte aligned, the byte path otherwise. No host synchronization."""
+    the address is 16-byte aligned, the byte path otherwise; the word path runs
+    min(num_partials, HASH_PROGRAMS_PER_SM x SMs) programs (CYCLIC) when
+    HASH_PROGRAMS_PER_SM > 0 and x is a CUDA tensor. No host synchronization."""
     np_ = num_partials(nbytes)
     words = (HASH_WORDS and nbytes % 4 == 0 and int(x.data_ptr()) % 16 == 0
              and int(x.storage_offset()) % 4 == 0)
@@ -160,10 +281,13 @@ def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
         import torch
 
         x = x.view(torch.int32)
-    finish = np_ == 1  # one tile (up to 32 KiB): one launch writes the hash
+        sms = _num_sms(x)
+        if HASH_PROGRAMS_PER_SM > 0 and sms:
+            np_ = min(np_, HASH_PROGRAMS_PER_SM * sms)
+    finish = np_ == 1  # one program (up to TILE words): one launch writes the hash
     L.launch(tensor_hash_partials_kernel, "tensor_hash_partials", (np_,),
-             (x, out if finish else partials, nbytes),
-             {"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish}, NUM_WARPS)
+             (x, out if finish else partials, nbytes), _partials_constexprs(words, finish),
+             NUM_WARPS)
     if not finish:
         L.launch(tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
                  (partials, out, np_, nbytes), {"CHUNK": CHUNK}, NUM_WARPS)

@@ -329,9 +329,11 @@ def ref_kv_fp8(kv_c, k_pe, loc, cache):
     return ref
 
 
+@pytest.mark.parametrize("early", [True, False])  # rows loaded with loc / after it
 @pytest.mark.parametrize("t", [0, 1, 7, 64, 4097])
 @pytest.mark.parametrize("strided", [False, True])
-def test_kv_scatter_fp8_exact(t, strided):
+def test_kv_scatter_fp8_exact(t, strided, early, monkeypatch):
+    monkeypatch.setattr(mla_kv, "EARLY_LOADS", early)
     slots = max(2 * t, 16)
     if strided:
         proj = rows(t, 576 + 64)

@@ -1,6 +1,7 @@
 """MLA BF16 KV cache scatter on the GPU (KERNELS.md §3.8 / §8.5): cache[loc[t]] =
 cat(kv_c[t], k_pe[t]) exactly; loc < 0 (padded slots) skips the token and every row not
-named by loc keeps its old contents."""
+named by loc keeps its old contents (with the rows loaded after loc or in parallel with it,
+with and without PDL)."""
 
 import pytest
 
@@ -34,9 +35,12 @@ def inputs(t, slots, strided, pad_frac=0.25):
     return kv_c, k_pe, loc
 
 
+@pytest.mark.parametrize("early,pdl", [(True, True), (False, False), (True, False)])
 @pytest.mark.parametrize("t", [0, 1, 7, 64, 4096])
 @pytest.mark.parametrize("strided", [False, True])
-def test_scatter_bit_exact(t, strided):
+def test_scatter_bit_exact(t, strided, early, pdl, monkeypatch):
+    monkeypatch.setattr(mod, "EARLY_LOADS", early)
+    monkeypatch.setattr(mod, "BF16_PDL", pdl)
     slots = max(2 * t, 16)
     kv_c, k_pe, loc = inputs(t, slots, strided)
     cache = torch.randn(slots, 576, device="cuda", dtype=torch.bfloat16)

@@ -1,7 +1,9 @@
 """gpu_tensor_hash on the GPU against the function documented in
 kernels_dsl/kimi_k3/tensor_hash.py (KERNELS.md §3.7 / §8.6), computed on the host with numpy
 from the tensor's bytes: exact equality, empty -> 0, odd byte lengths, several dtypes, a tensor
-spanning several tiles, determinism across launches, one-bit sensitivity, argument checks."""
+spanning several tiles, determinism across launches, one-bit sensitivity, argument checks; the
+word path on a grid smaller than its tile count (CYCLIC) and the former one-program-per-tile
+path (HASH_PROGRAMS_PER_SM = 0) give the reference's hash, with and without PREFETCH."""
 
 import numpy as np
 import pytest
@@ -78,3 +80,29 @@ def test_checks_raise_before_launch():
         mod.gpu_tensor_hash(torch.zeros(4))
     with pytest.raises(TypeError):
         mod.gpu_tensor_hash(np.zeros(4))
+
+
+@pytest.mark.parametrize("cfg", [dict(HASH_PROGRAMS_PER_SM=0), dict(HASH_PREFETCH=False),
+                                 dict(HASH_PREFETCH=True), dict(HASH_PROGRAMS_PER_SM=1)])
+def test_word_path_configurations(cfg, monkeypatch):
+    """24 MiB + 412 bytes: 769 tiles, a partial last block (25 vectors) and 3 words after the
+    last full vector; many blocks per program at HASH_PROGRAMS_PER_SM = 1 (numpy
+    reference)."""
+    for k, v in cfg.items():
+        monkeypatch.setattr(mod, k, v)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    t = torch.randint(-2**31, 2**31 - 1, ((24 << 20) // 4 + 103,), device="cuda",
+                      dtype=torch.int32, generator=g)
+    assert mod.gpu_tensor_hash(t) == reference(t)
+
+
+@pytest.mark.parametrize("words", [1, 4, 259, 3584, 8192, 8195])
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_word_path_single_program(words, prefetch, monkeypatch):
+    """Word-path tensors of up to a TILE (one program with FINISH; 3584 words: a [1, 7168]
+    bf16 row, T = 1) and just past one (two programs), numpy reference."""
+    monkeypatch.setattr(mod, "HASH_PREFETCH", prefetch)
+    g = torch.Generator(device="cuda").manual_seed(words)
+    t = torch.randint(-2**31, 2**31 - 1, (words,), device="cuda", dtype=torch.int32,
+                      generator=g)
+    assert mod.gpu_tensor_hash(t) == reference(t)

@@ -203,25 +203,27 @@ def test_mla_output_gate_fp8_matches_numpy(recip):
 # §8.5 MLA FP8 KV scatter
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("early", [True, False])
 @pytest.mark.parametrize("recip,rows", [(False, mla_kv.FP8_ROWS), (True, 8), (True, 4),
                                         (True, 16)])
-def test_mla_kv_scatter_fp8_matches_numpy(recip, rows):
+def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early):
     rng = np.random.default_rng(5)
     t, slots = 11, 24
     kv_a = k3_like_rows(rng, t, 576)
     kv_c, k_pe = kv_a[:, :512], kv_a[:, 512:]  # row stride 576 (a projection's slices)
     loc = rng.permutation(slots)[:t].astype(np.int64)
     loc[[3, 8]] = -1
+    loc[5] = slots + 2  # out of range: skipped too
     cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
     before = cache.copy()
     kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
                            kv_a, kv_a[:, 512:], loc, cache, cache.view(F32),
                            cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows, KV_DIM=512,
-                           PE_DIM=64, GROUP=128, RECIP=recip)
+                           PE_DIM=64, GROUP=128, RECIP=recip, EARLY=early)
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):
-        if loc[i] < 0:
+        if loc[i] < 0 or loc[i] >= slots:
             continue
         row = cache[loc[i]]
         written.add(int(loc[i]))

@@ -51,8 +51,9 @@ def ref_pack(ids, w):
     return ((ids.astype(np.uint32) << 16) | ref_bf16_rne_bits(w)).view(np.int32)
 
 
+@pytest.mark.parametrize("pdl", [True, False])
 @pytest.mark.parametrize("t,k", [(7, 16), (97, 16), (103, 10), (1, 3)])
-def test_pack_topk_ids(t, k):
+def test_pack_topk_ids(t, k, pdl):
     rng = np.random.default_rng(1000 * t + k)
     numel = t * k
     ids = rng.integers(0, 32768, size=(t, k), dtype=np.int32)
@@ -70,7 +71,7 @@ def test_pack_topk_ids(t, k):
     vec = 4 if numel % 4 == 0 else 1
     block = pack_topk_ids.BLOCK
     interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, block),), ids, w, out,
-              numel, BLOCK=block, VEC=vec)
+              numel, BLOCK=block, VEC=vec, PDL=pdl)
     expected = ref_pack(ids, w).reshape(-1)
     np.testing.assert_array_equal(out[:numel], expected)
     assert np.all(out[numel:] == 0x7EADBEEF)
@@ -165,8 +166,9 @@ def test_mla_output_gate_bf16():
 # §3.8 / §8.5 MLA KV scatter, bf16 layout: cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("early,pdl", [(True, True), (False, False)])
 @pytest.mark.parametrize("t,slots,row_pad", [(21, 40, 0), (6, 9, 64)])
-def test_mla_kv_scatter_bf16(t, slots, row_pad):
+def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl):
     rng = np.random.default_rng(t * slots + row_pad)
     kv_dim, pe_dim = mla_kv.KV_LORA, mla_kv.ROPE
     # kv_c and k_pe: slices of one [T, 576 + 32] projection row (row stride 608)
@@ -181,7 +183,7 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad):
     rows = mla_kv.ROWS
     interpret(mla_kv.mla_kv_scatter_bf16_kernel, (kiln.cdiv(t, rows),), kv_c, k_pe, loc, cache,
               t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], ROWS=rows,
-              KV_DIM=kv_dim, PE_DIM=pe_dim)
+              KV_DIM=kv_dim, PE_DIM=pe_dim, EARLY=early, PDL=pdl)
     expected = bits16(nan_bf16(cache_buf.shape))
     for i in range(t):
         if 0 <= loc[i] < slots:

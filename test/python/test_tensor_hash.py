@@ -1,7 +1,9 @@
 """gpu_tensor_hash (KERNELS.md §3.7 / §8.6) on the CPU: both kernels compile to PTX and a cubin
 for sm_90a / sm_100a / sm_103a, and the interpreter's result equals a numpy reference written
 from the function documented in kernels_dsl/kimi_k3/tensor_hash.py; it does not depend on the
-tile size or grid, a one-bit change changes it, n % 4 != 0 and the empty input are handled."""
+tile size or grid, a one-bit change changes it, n % 4 != 0 and the empty input are handled; the
+CYCLIC word path (blocks dealt out to a grid, with and without PREFETCH) gives the same hash
+for every grid, including programs with no full block and odd and even block counts."""
 
 import re
 
@@ -181,3 +183,46 @@ def test_words_path_one_bit_change():
         assert h == ref_hash(bytes(d))
         seen.add(h)
     assert len(seen) == 6
+
+
+def interp_hash_cyclic(data: bytes, grid: int, block: int = th.BLOCK, prefetch: bool = True,
+                       chunk: int = th.CHUNK) -> int:
+    """The CYCLIC word path as ``launch_hash`` runs it on ``grid`` programs (n % 4 == 0):
+    one program with FINISH, else both passes."""
+    n = len(data)
+    x = np.frombuffer(bytes(data), dtype=np.uint8).copy().view(np.int32)
+    partials = np.full(grid, 0x5A5A5A5A, dtype=np.int64)  # poisoned
+    out = np.full(1, -1, dtype=np.int64)
+    ce = dict(TILE=th.TILE, BLOCK=block, WORDS=True, CYCLIC=True, PREFETCH=prefetch)
+    if grid == 1:
+        interpret(th.tensor_hash_partials_kernel, (1,), x, out, n, FINISH=True, **ce)
+        return int(out[0]) & MASK
+    interpret(th.tensor_hash_partials_kernel, (grid,), x, partials, n, **ce)
+    interpret(th.tensor_hash_finish_kernel, (1,), partials, out, grid, n, CHUNK=chunk)
+    return int(out[0]) & MASK
+
+
+#: byte lengths around the vectors and blocks of BLOCK = 16 / 64 words: no full block, one,
+#: a partial last block, 0-3 words after the last full vector, many blocks per program
+CYCLIC_LENGTHS = [4, 28, 64, 256, 1020, 4100, 65540]
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("n", CYCLIC_LENGTHS)
+def test_cyclic_words_path_matches_reference(n, prefetch):
+    data = rand_bytes(n, 13 * n + prefetch)
+    want = ref_hash(data)
+    got = {interp_hash_cyclic(data, grid, block, prefetch)
+           for grid, block in [(1, 16), (2, 16), (3, 64), (5, 16), (8, 64)]}
+    assert got == {want}
+
+
+def test_cyclic_default_block_and_one_bit_change():
+    data = bytearray(rand_bytes(3 * 4 * th.BLOCK + 4 * 8 + 12, 23))  # 3 blocks + 8 vec + 3 words
+    base = interp_hash_cyclic(bytes(data), 2)
+    assert base == ref_hash(bytes(data)) == interp_hash_cyclic(bytes(data), 1)
+    for byte in (0, 4 * th.BLOCK + 5, len(data) - 1):
+        d = bytearray(data)
+        d[byte] ^= 0x10
+        h = interp_hash_cyclic(bytes(d), 2)
+        assert h == ref_hash(bytes(d)) and h != base
