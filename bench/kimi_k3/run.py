@@ -151,13 +151,16 @@ SWEEPS = [
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,
      _grid(FP8_RECIP=(True, False), FP8_THREAD_ELEMS=(8, 16, 32))),
     # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
-    # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization
-    # (off by default: fp32 activations, not proven exhaustively)
+    # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization;
+    # SCALE_TILE: the scales stored from the group tile (no shared-memory conversion). The
+    # first four rows at 8 / 2 warps: old default (neither), each alone, both (new default)
     (situ_quant, "case_situ_quant_fp8", 16384,
-     [dict(c, TOKEN_GRID=True, RECIP=r) for r in (False, True) for c in _pairs(
-         ("ROWS", "NUM_WARPS"), ((8, 2), (8, 1), (8, 4), (4, 1), (16, 2), (16, 4), (32, 4)))]
-     + [dict(c, TOKEN_GRID=False, RECIP=r) for r in (False, True) for c in _pairs(
-         ("ROWS", "NUM_WARPS"), ((16, 4), (16, 2), (16, 1), (8, 1), (32, 4)))]),
+     [dict(ROWS=8, NUM_WARPS=2, TOKEN_GRID=True, RECIP=r, SCALE_TILE=st)
+      for r, st in ((False, False), (True, False), (False, True), (True, True))]
+     + [dict(c, TOKEN_GRID=True, RECIP=True, SCALE_TILE=True) for c in _pairs(
+         ("ROWS", "NUM_WARPS"), ((8, 1), (8, 4), (4, 1), (16, 2), (16, 4), (32, 4)))]
+     + [dict(c, TOKEN_GRID=False, RECIP=True, SCALE_TILE=st) for st in (False, True)
+        for c in _pairs(("ROWS", "NUM_WARPS"), ((16, 2), (8, 1)))]),
     # gpu_tensor_hash: HASH_WORDS: int32 words in 16-byte vectors (else four byte loads a
     # word); TILE words per program, BLOCK at a time
     (tensor_hash, "case_gpu_tensor_hash", 16384,

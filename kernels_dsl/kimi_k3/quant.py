@@ -68,12 +68,15 @@ def fp8_quant_groups(v, UE8M0: kl.constexpr):
 @kiln.jit
 def div_by_recip(x, d, r):
     """``x / d`` from ``r = RN(1 / d)`` without a division: ``p = RN(x * r)`` and one
-    Markstein correction ``RN(p + RN(x - p * d) * r)`` (two FMAs; the residual is exact).
-    Used where it is checked exhaustively to give the IEEE quotient's result (the scale
-    ``absmax / 448`` for every bf16 absmax and the floor, and the e4m3 codes of
-    ``x / s`` for bf16 x: test/python/test_quant_variants.py)."""
+    Markstein correction ``RN(p + RN(x - p * d) * r)`` (two FMAs). The residual is taken
+    negated, ``RN(p * d - x)``, and added times ``-r``: the same value (RN is symmetric),
+    but a zero x keeps its sign (``-0 / d`` is -0; ``RN(x - p * d)`` would be +0 and turn
+    it into +0). Used where it is checked exhaustively to give the IEEE quotient's result
+    (the scale ``absmax / 448`` for every bf16 absmax and the floor, and the e4m3 codes of
+    ``x / s`` for bf16 x: test/python/test_quant_variants.py; for fp32 x see
+    situ_quant.py)."""
     p = x * r
-    return kl.fma(kl.fma(-p, d, x), r, p)
+    return kl.fma(kl.fma(p, d, -x), -r, p)
 
 
 @kiln.jit

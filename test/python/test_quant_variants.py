@@ -26,9 +26,10 @@ def fma32(a, b, c):
 
 
 def div_by_recip(x, d, r):
+    """quant.div_by_recip: ``fma(fma(p, d, -x), -r, p)`` with p = RN(x * r)."""
     p = (x * r).astype(F32)
-    e = fma32(-p, d, x)
-    return (p.astype(np.float64) + e.astype(np.float64) * np.float64(r)).astype(F32)
+    e = fma32(p, d, -x)
+    return (p.astype(np.float64) + e.astype(np.float64) * -np.float64(r)).astype(F32)
 
 
 def test_scale_without_division_is_ieee_for_every_bf16_absmax():
@@ -51,6 +52,22 @@ def test_quotient_without_division_gives_the_ieee_e4m3_codes(exp):
         x = ALL_BF16[ALL_BF16 <= a]
         r = F32(1) / s
         assert np.array_equal(e4m3(div_by_recip(x, s, r)), e4m3(x / s)), a
+
+
+def test_quotient_without_division_keeps_the_sign_of_zero():
+    """-0 / s is -0 (e4m3 0x80) and +0 / s is +0, as the IEEE quotient; every negative bf16
+    value gives the negated code of its magnitude (the arithmetic is sign-symmetric)."""
+    def e4m3(v):
+        return np.clip(v, -448, 448).astype(F8).view(np.uint8)
+
+    for s in (F32(1e-10) / F32(448), F32(3.0) / F32(448), F32(448) / F32(448)):
+        r = F32(1) / s
+        x = np.array([0.0, -0.0], dtype=F32)
+        got = div_by_recip(x, s, r)
+        assert np.array_equal(np.signbit(got), [False, True])
+        assert np.array_equal(e4m3(got), e4m3(x / s)), s
+        neg = -ALL_BF16[ALL_BF16 <= s * F32(448)]
+        assert np.array_equal(e4m3(div_by_recip(neg, s, r)), e4m3(neg / s)), s
 
 
 def test_quotient_without_division_below_the_absmax_floor():
