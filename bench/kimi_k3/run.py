@@ -170,12 +170,22 @@ SWEEPS = [
           (4096, 1024, 4), (4096, 1024, 2), (2048, 1024, 2), (2048, 512, 1), (1024, 1024, 4)))]
      + [dict(HASH_WORDS=False, TILE=8192, BLOCK=1024, NUM_WARPS=4)]),
     # quant_mxfp4: MX_ROWS blocks per program (one thread per block at MX_ROWS = 32 * warps);
-    # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits
+    # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits;
+    # E2M1_SUB: the same with no case below 1 (subnormal fp32); SCALE_TILE: the scale bytes
+    # stored from the blocks' layout. The first four rows at 32 / 1 warp: the old default
+    # (neither of the last two), each alone, both (new default)
     (quant, "case_quant_mxfp4", 16384,
-     [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e) for w in (False, True)
-      for g in (False, True) for e in (False, True)
-      for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (64, 2), (128, 4), (32, 1),
-                                                (256, 8)))]),
+     [dict(MX_ROWS=32, MX_WARPS=1, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True,
+           MX_E2M1_SUB=sub, MX_SCALE_TILE=st)
+      for sub, st in ((False, False), (True, False), (False, True), (True, True))]
+     + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
+             MX_SCALE_TILE=True)
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 2), (64, 1), (128, 4), (128, 2),
+                                                  (16, 1), (256, 8)))]
+     + [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e, MX_E2M1_SUB=False,
+             MX_SCALE_TILE=False) for w in (False, True) for g in (False, True)
+        for e in (False, True)
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (32, 1)))]),
 ]
 
 

@@ -115,14 +115,27 @@ def every_e2m1_input():
     return x.reshape(rows, 256).astype(BF16)
 
 
-MX_VARIANTS = [(w, tg, b) for w in (False, True) for tg in (False, True) for b in (False, True)]
+MX_VARIANTS = ([(w, tg, b, False, False) for w in (False, True) for tg in (False, True)
+                for b in (False, True)]
+               + [(w, tg, False, sub, st) for w, tg in ((True, True), (False, False))
+                  for sub in (False, True) for st in (False, True) if sub or st])
 
 
-@pytest.mark.parametrize("words,token_grid,e2m1_bits", MX_VARIANTS)
-@pytest.mark.parametrize("data", ["every_e2m1", "k3_like"])
-def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, data):
-    x = every_e2m1_input() if data == "every_e2m1" else \
-        k3_like_rows(np.random.default_rng(3), 6, 256)
+def every_scaled_e2m1_input():
+    """Every bf16 magnitude in [0, 8) as above, in blocks whose maximum sets the scales
+    2^-127 (the lowest: a block maximum below 2^-125), 2^-100, 2^40 and 2^125 (the largest
+    bf16 values), so the codes come from a scaled value (and from subnormal bf16 inputs)."""
+    x = every_e2m1_input().astype(F32).reshape(-1, 32)
+    out = np.concatenate([x * F32(2.0**k) for k in (-127, -100, 40, 125)]).astype(BF16)
+    out[out == 0] = 0  # values that underflowed to -0.0 (see every_e2m1_input)
+    return out.reshape(-1, 256)
+
+
+@pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
+@pytest.mark.parametrize("data", ["every_e2m1", "every_scaled_e2m1", "k3_like"])
+def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, e2m1_sub, scale_tile, data):
+    x = {"every_e2m1": every_e2m1_input, "every_scaled_e2m1": every_scaled_e2m1_input,
+         "k3_like": lambda: k3_like_rows(np.random.default_rng(3), 6, 256)}[data]()
     r, d = x.shape
     nb, rows = d // 32, 16
     packed = np.zeros((r, d // 2), np.uint8)
@@ -131,7 +144,8 @@ def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, data):
     grid = (r, -(-nb // rows)) if token_grid else (-(-r * nb // rows),)
     kiln.testing.interpret(quant.quant_mxfp4_kernel, grid, xa, packed, scale, r * nb, nb,
                            d // 2 if words else d, d // 2, nb, ROWS=rows, WORDS=words,
-                           TOKEN_GRID=token_grid, E2M1_BITS=e2m1_bits)
+                           TOKEN_GRID=token_grid, E2M1_BITS=e2m1_bits, E2M1_SUB=e2m1_sub,
+                           SCALE_TILE=scale_tile)
     rp, rs = ref_mxfp4(x.astype(F32))
     assert np.array_equal(scale, rs)
     assert np.array_equal(packed, rp)
@@ -150,14 +164,18 @@ def test_group_quant_variants_compile(recip, token_grid, rows):
     assert ("div.s32" in ck.ptx) != token_grid
 
 
-@pytest.mark.parametrize("words,token_grid,e2m1_bits", MX_VARIANTS)
-def test_mxfp4_variants_compile(words, token_grid, e2m1_bits):
+@pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
+def test_mxfp4_variants_compile(words, token_grid, e2m1_bits, e2m1_sub, scale_tile):
     pytest.importorskip("kiln._C")
     sig = {"x_ptr": "*i32" if words else "*bf16", "p_ptr": "*u8", "s_ptr": "*u8",
            "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
            "s_s0": "i32"}
     ck = quant.quant_mxfp4_kernel.compile(
-        sig, {"ROWS": 64, "WORDS": words, "TOKEN_GRID": token_grid, "E2M1_BITS": e2m1_bits},
+        sig, {"ROWS": 64, "WORDS": words, "TOKEN_GRID": token_grid, "E2M1_BITS": e2m1_bits,
+              "E2M1_SUB": e2m1_sub, "SCALE_TILE": scale_tile},
         ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
     assert ("ld.global.v4.b32" in ck.ptx) == words  # WORDS: 16-byte loads, else 2-byte ones
     assert ("div.s32" in ck.ptx) != token_grid
+    # SCALE_TILE: one scale byte a thread from the blocks' layout, no shared memory
+    assert ("bar.sync" in ck.ptx) != scale_tile
+    assert (ck.ptx.count("st.global.b8") == 1) == scale_tile
