@@ -147,9 +147,12 @@ SWEEPS = [
          ("FP8_ROWS", "FP8_WARPS"), ((8, 4), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 4),
                                      (16, 8), (32, 8)))]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
-    # FP8_RECIP as above
+    # FP8_RECIP as above; FP8_CHUNKS: the row as three 512 tiles on one warp (with RECIP and
+    # 16 elements a thread; the first two rows: new default, old default)
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,
-     _grid(FP8_RECIP=(True, False), FP8_THREAD_ELEMS=(8, 16, 32))),
+     [dict(FP8_CHUNKS=True, FP8_RECIP=True, FP8_THREAD_ELEMS=16)]
+     + [dict(c, FP8_CHUNKS=False) for c in _grid(FP8_RECIP=(True, False),
+                                                 FP8_THREAD_ELEMS=(16, 8, 32))]),
     # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
     # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization;
     # SCALE_TILE: the scales stored from the group tile (no shared-memory conversion). The

@@ -186,17 +186,21 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 # §4.3 MLA output gate, FP8 variant
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("recip", [False, True])
-def test_mla_output_gate_fp8_matches_numpy(recip):
+@pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
+                                            (True, 3, 1400)])
+def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
+    """One tile (CHUNKS 0) or three (K3's 1536 = 3 x 512; 1400: the third one partial)."""
     rng = np.random.default_rng(3)
-    t, h = 4, 1536
+    t = 4
     x = k3_like_rows(rng, t, h)
     gate = (rng.standard_normal((t, h)) * 4).astype(BF16)
+    gate[0, :5] = [-100.0, -88.5, -87.5, 90.0, -0.0]  # sigmoid 0, subnormal, 1, 0.5
+    x[0, :6] = [-2.0, 3.0, -3.0, 1.0, -1.0, -0.0]  # y = -0 (underflow and -0 * 0.5)
     q = np.zeros((t, h), dtype=F8)
     s = np.zeros(t, dtype=F32)
-    block, _ = mla_output_gate._fp8_config(h)
+    block = 1 << (h - 1).bit_length() if chunks == 0 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block, RECIP=recip)
+                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks)
     sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
     rs = ref_scale(np.abs(y).max(-1))
