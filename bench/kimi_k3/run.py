@@ -135,11 +135,16 @@ SWEEPS = [
     for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224))
 ] + [
     # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per
-    # element; TOKEN_GRID: the token a scalar of a 2-D grid (no integer division per group)
+    # element; TOKEN_GRID: the token a scalar of a 2-D grid (no integer division per group);
+    # SCALE_TILE: the scales stored from the group tile (new default, first row; the old
+    # default is the second)
     (quant, "case_group_quant_fp8", 16384,
-     [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g) for r in (False, True) for g in (False, True)
-      for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
-                                                     (1024, 2), (1024, 1), (512, 1)))]),
+     [dict(c, GQ_RECIP=True, GQ_TOKEN_GRID=True, GQ_SCALE_TILE=True)
+      for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 1), (1024, 1), (2048, 2),
+                                                     (4096, 2), (512, 1)))]
+     + [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g, GQ_SCALE_TILE=False) for r in (True, False)
+        for g in (True, False)
+        for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 1), (2048, 4), (1024, 1)))]),
     # mla_kv_scatter_fp8: FP8_ROWS tokens per program ([4 * FP8_ROWS, 128] latent tile);
     # FP8_RECIP: quant.py's division-free group quantization (same bits)
     (mla_kv, "case_mla_kv_scatter_fp8", 16384,

@@ -78,23 +78,29 @@ def test_quotient_without_division_below_the_absmax_floor():
     assert np.array_equal(got, np.clip(x / s, -448, 448).astype(F8).view(np.uint8))
 
 
-GQ_VARIANTS = [(recip, tg, rows) for recip in (False, True) for tg in (False, True)
-               for rows in (16, 8, 4)]
+GQ_VARIANTS = ([(recip, tg, rows, False) for recip in (False, True) for tg in (False, True)
+                for rows in (16, 8, 4)]
+               + [(recip, tg, rows, True) for recip, tg in ((True, True), (False, False))
+                  for rows in (16, 4)])
 
 
-@pytest.mark.parametrize("recip,token_grid,rows", GQ_VARIANTS)
+@pytest.mark.parametrize("recip,token_grid,rows,scale_tile", GQ_VARIANTS)
 @pytest.mark.parametrize("ue8m0", [False, True])
-def test_group_quant_variants_match_numpy(recip, token_grid, rows, ue8m0):
+@pytest.mark.parametrize("column_major", [False, True])
+def test_group_quant_variants_match_numpy(recip, token_grid, rows, scale_tile, ue8m0,
+                                          column_major):
     rng = np.random.default_rng(rows)
     t, d = 9, 640  # 5 groups of 128 per token: partial programs for rows 4 and 8
     x = k3_like_rows(rng, t, d)
     ng = d // 128
     q = np.zeros((t, d), dtype=F8)
-    s = np.full((t, ng), np.nan, dtype=F32)
+    s_store = np.full((ng, t) if column_major else (t, ng), np.nan, dtype=F32)
+    st, sg = (1, t) if column_major else (ng, 1)
     grid = (t, -(-ng // rows)) if token_grid else (-(-t * ng // rows),)
-    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, grid, x, q, s, t * ng, ng, d,
-                           d, ng, 1, GROUP=128, ROWS=rows, UE8M0=ue8m0, RECIP=recip,
-                           TOKEN_GRID=token_grid)
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, grid, x, q, s_store, t * ng,
+                           ng, d, d, st, sg, GROUP=128, ROWS=rows, UE8M0=ue8m0, RECIP=recip,
+                           TOKEN_GRID=token_grid, SCALE_TILE=scale_tile)
+    s = s_store.T if column_major else s_store
     rq, rs = ref_group_quant(x.astype(F32), 128, ue8m0)
     assert np.array_equal(s, rs)
     assert np.array_equal(bits(q), bits(rq))
@@ -151,17 +157,20 @@ def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, e2m1_sub, scal
     assert np.array_equal(packed, rp)
 
 
-@pytest.mark.parametrize("recip,token_grid,rows", GQ_VARIANTS)
-def test_group_quant_variants_compile(recip, token_grid, rows):
+@pytest.mark.parametrize("recip,token_grid,rows,scale_tile", GQ_VARIANTS)
+def test_group_quant_variants_compile(recip, token_grid, rows, scale_tile):
     pytest.importorskip("kiln._C")
     ck = quant.per_token_group_quant_fp8_kernel.compile(
         quant._SIG, {"GROUP": 128, "ROWS": rows, "UE8M0": False, "RECIP": recip,
-                     "TOKEN_GRID": token_grid},
+                     "TOKEN_GRID": token_grid, "SCALE_TILE": scale_tile},
         ["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"], num_warps=max(1, rows // 4),
         arch="sm_90a", upto="ptx")
     assert "ld.global.v4.b32" in ck.ptx
     assert ("div.rn.f32" in ck.ptx) != recip  # RECIP: no per-element (or per-group) division
     assert ("div.s32" in ck.ptx) != token_grid
+    # SCALE_TILE: one scale store a thread, no shared-memory conversion of the scales
+    assert ("bar.sync" not in ck.ptx) == scale_tile
+    assert (ck.ptx.count("st.global.b32") == 1) == scale_tile
 
 
 @pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
