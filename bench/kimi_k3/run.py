@@ -155,11 +155,16 @@ SWEEPS = [
     for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224))
 ] + [
     # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per
-    # element; TOKEN_GRID: the token a scalar of a 2-D grid (no integer division per group)
+    # element; TOKEN_GRID: the token a scalar of a 2-D grid (no integer division per group);
+    # SCALE_TILE: the scales stored from the group tile (new default, first row; the old
+    # default is the second)
     (quant, "case_group_quant_fp8", 16384,
-     [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g) for r in (False, True) for g in (False, True)
-      for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 4), (2048, 2), (2048, 1),
-                                                     (1024, 2), (1024, 1), (512, 1)))]),
+     [dict(c, GQ_RECIP=True, GQ_TOKEN_GRID=True, GQ_SCALE_TILE=True)
+      for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 1), (1024, 1), (2048, 2),
+                                                     (4096, 2), (512, 1)))]
+     + [dict(c, GQ_RECIP=r, GQ_TOKEN_GRID=g, GQ_SCALE_TILE=False) for r in (True, False)
+        for g in (True, False)
+        for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 1), (2048, 4), (1024, 1)))]),
     # mla_kv_scatter_fp8: FP8_ROWS tokens per program ([4 * FP8_ROWS, 128] latent tile);
     # FP8_RECIP: quant.py's division-free group quantization (same bits); EARLY_LOADS: the
     # rows loaded in parallel with loc
@@ -169,17 +174,23 @@ SWEEPS = [
                                      (16, 8), (32, 8)))]
      + [dict(FP8_ROWS=8, FP8_WARPS=4, FP8_RECIP=False, EARLY_LOADS=True)]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
-    # FP8_RECIP as above
+    # FP8_RECIP as above; FP8_CHUNKS: the row as three 512 tiles on one warp (with RECIP and
+    # 16 elements a thread; the first two rows: new default, old default)
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,
-     _grid(FP8_RECIP=(True, False), FP8_THREAD_ELEMS=(8, 16, 32))),
+     [dict(FP8_CHUNKS=True, FP8_RECIP=True, FP8_THREAD_ELEMS=16)]
+     + [dict(c, FP8_CHUNKS=False) for c in _grid(FP8_RECIP=(True, False),
+                                                 FP8_THREAD_ELEMS=(16, 8, 32))]),
     # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
-    # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization
-    # (off by default: fp32 activations, not proven exhaustively)
+    # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization;
+    # SCALE_TILE: the scales stored from the group tile (no shared-memory conversion). The
+    # first four rows at 8 / 2 warps: old default (neither), each alone, both (new default)
     (situ_quant, "case_situ_quant_fp8", 16384,
-     [dict(c, TOKEN_GRID=True, RECIP=r) for r in (False, True) for c in _pairs(
-         ("ROWS", "NUM_WARPS"), ((8, 2), (8, 1), (8, 4), (4, 1), (16, 2), (16, 4), (32, 4)))]
-     + [dict(c, TOKEN_GRID=False, RECIP=r) for r in (False, True) for c in _pairs(
-         ("ROWS", "NUM_WARPS"), ((16, 4), (16, 2), (16, 1), (8, 1), (32, 4)))]),
+     [dict(ROWS=8, NUM_WARPS=2, TOKEN_GRID=True, RECIP=r, SCALE_TILE=st)
+      for r, st in ((False, False), (True, False), (False, True), (True, True))]
+     + [dict(c, TOKEN_GRID=True, RECIP=True, SCALE_TILE=True) for c in _pairs(
+         ("ROWS", "NUM_WARPS"), ((8, 1), (8, 4), (4, 1), (16, 2), (16, 4), (32, 4)))]
+     + [dict(c, TOKEN_GRID=False, RECIP=True, SCALE_TILE=st) for st in (False, True)
+        for c in _pairs(("ROWS", "NUM_WARPS"), ((16, 2), (8, 1)))]),
     # gpu_tensor_hash: HASH_WORDS: int32 words in 16-byte vectors (else four byte loads a
     # word); HASH_PROGRAMS_PER_SM = 0: the former word path, TILE words per program, BLOCK at
     # a time; > 0: the CYCLIC path, min(tiles, that x SMs) programs taking every grid-th
@@ -193,12 +204,22 @@ SWEEPS = [
          ("TILE", "BLOCK", "NUM_WARPS"), ((8192, 1024, 4), (16384, 2048, 4), (4096, 1024, 2)))]
      + [dict(HASH_WORDS=False, TILE=8192, BLOCK=1024, NUM_WARPS=4)]),
     # quant_mxfp4: MX_ROWS blocks per program (one thread per block at MX_ROWS = 32 * warps);
-    # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits
+    # WORDS: 16-byte loads of (even, odd) pairs; E2M1_BITS: rounding on the fp32 bits;
+    # E2M1_SUB: the same with no case below 1 (subnormal fp32); SCALE_TILE: the scale bytes
+    # stored from the blocks' layout. The first four rows at 32 / 1 warp: the old default
+    # (neither of the last two), each alone, both (new default)
     (quant, "case_quant_mxfp4", 16384,
-     [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e) for w in (False, True)
-      for g in (False, True) for e in (False, True)
-      for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (64, 2), (128, 4), (32, 1),
-                                                (256, 8)))]),
+     [dict(MX_ROWS=32, MX_WARPS=1, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True,
+           MX_E2M1_SUB=sub, MX_SCALE_TILE=st)
+      for sub, st in ((False, False), (True, False), (False, True), (True, True))]
+     + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
+             MX_SCALE_TILE=True)
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 2), (64, 1), (128, 4), (128, 2),
+                                                  (16, 1), (256, 8)))]
+     + [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e, MX_E2M1_SUB=False,
+             MX_SCALE_TILE=False) for w in (False, True) for g in (False, True)
+        for e in (False, True)
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (32, 1)))]),
 ]
 
 

@@ -27,7 +27,8 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
-from .quant import fp8_group_scale, fp8_quant_groups_recip
+from .quant import (EPS, FP8_MAX, INV_FP8_MAX, div_by_recip, fp8_group_scale,
+                    fp8_quant_groups_recip)
 
 
 @kiln.jit(num_warps=8)
@@ -40,16 +41,56 @@ def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr):
     kl.store(out_ptr + offs, (x * s).to(kl.bfloat16), mask=mask)
 
 
+@kiln.jit
+def _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H):
+    """y = bf16(x * bf16(sigmoid(g))) as fp32 at columns ``offs`` of row t (0 past H)."""
+    mask = offs < H
+    x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0).to(kl.float32)
+    g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0).to(kl.float32)
+    sg = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
+    return (x * sg).to(kl.bfloat16).to(kl.float32)  # masked lanes are 0: absmax unmoved
+
+
+@kiln.jit
+def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
+    kl.store(q_ptr + t * q_s0 + offs, div_by_recip(y, s, r).to(kl.float8e4m3), mask=offs < H)
+
+
 @kiln.jit(num_warps=8)
 def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
-                               BLOCK: kl.constexpr, RECIP: kl.constexpr = False):
+                               BLOCK: kl.constexpr, RECIP: kl.constexpr = False,
+                               CHUNKS: kl.constexpr = 0):
     """RECIP: the row quantized by quant.py's ``fp8_quant_groups_recip`` as a [1, BLOCK] tile
     (no division per element; y is bf16-valued, the case test/python/test_quant_variants.py
-    checks exhaustively: same bits)."""
+    checks exhaustively: same bits).
+
+    CHUNKS (1 to 3; 0: off): the row as CHUNKS tiles of BLOCK columns held at once (K3's
+    H = 1536: three of 512, where one power-of-two tile of 2048 leaves a quarter of the
+    threads with masked lanes only, computing nothing useful), their absolute values
+    combined elementwise before the one reduction, quantized as RECIP does (same bits)."""
     t = kl.program_id(0)
     offs = kl.arange(0, BLOCK)
-    mask = offs < H
     kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
+    if CHUNKS > 0:
+        y0 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
+        m = kl.abs(y0)
+        if CHUNKS > 1:
+            y1 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
+            m = kl.maximum(m, kl.abs(y1))
+        if CHUNKS > 2:
+            y2 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
+            m = kl.maximum(m, kl.abs(y2))
+        kl.pdl_launch_dependents()
+        s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
+        r = 1.0 / s
+        _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
+        if CHUNKS > 1:
+            _quant_row_chunk(q_ptr, t, q_s0, offs + BLOCK, H, y1, s, r)
+        if CHUNKS > 2:
+            _quant_row_chunk(q_ptr, t, q_s0, offs + 2 * BLOCK, H, y2, s, r)
+        kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
+        return
+    mask = offs < H
     x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0).to(kl.float32)
     g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0).to(kl.float32)
     kl.pdl_launch_dependents()
@@ -70,8 +111,34 @@ BLOCK, NUM_WARPS = 2048, 8
 #: FP8 variant: bf16 elements per thread (8: one 16-byte vector, up to 8 warps; 16 or 32: half
 #: or a quarter of the warps) and the kernel's RECIP (same bits). H200 sweep at T = 16384
 #: (``bench/kimi_k3/run.py --sweep``): 16 elements + RECIP 45.7 us (64.5 % of copy
-#: bandwidth), 8 + RECIP 89.6 us; 8 with IEEE division was 94.5 us.
+#: bandwidth), 8 + RECIP 89.6 us; 8 with IEEE division was 94.5 us. Why 8 was slow: a
+#: kernel's layout gives each thread runs of 16 / (narrowest element stored) = 16 values
+#: (AssignLayout; the e4m3 output), so with 8 a thread half the warps held copies.
 FP8_THREAD_ELEMS, FP8_RECIP = 16, True
+#: FP8_CHUNKS: where three power-of-two tiles cover H with fewer idle lanes than one (K3's
+#: H = 1536: 3 x 512 on one warp, 48 values a thread; one 2048 tile on four warps left the
+#: fourth warp all masked lanes, computing a third more than needed, and reduced across
+#: warps through shared memory), the kernel's CHUNKS = 3 (needs RECIP). sm_90a SASS: 694
+#: instructions a thread for 12 useful values on average -> 1778 for 48, no barrier; untimed.
+FP8_CHUNKS = True
+
+
+def _fp8_config(h: int) -> tuple:
+    """(BLOCK, CHUNKS, num_warps): the row in one tile (CHUNKS 0), or with FP8_CHUNKS in
+    three tiles of BLOCK where they waste fewer lanes and fill a warp; FP8_THREAD_ELEMS bf16
+    per thread, 1 to 8 warps."""
+    block = 1 << max(3, (h - 1).bit_length())
+    chunks = 0
+    third = 1 << max(3, (-(-h // 3) - 1).bit_length())
+    if FP8_CHUNKS and FP8_RECIP and 3 * third < block and third >= 32 * FP8_THREAD_ELEMS:
+        block, chunks = third, 3
+    return block, chunks, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
+
+
+def _fp8_constexprs(h: int) -> dict:
+    block, chunks, _ = _fp8_config(h)
+    return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks}
+
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_kernel, name="mla_output_gate",
@@ -82,18 +149,11 @@ AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_fp8_kernel, name="mla_output_gate_fp8",
          signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
                     "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
-         # K3: 12 local heads x 128 = 1536, one 2048 tile
-         constexprs={"BLOCK": 2048, "RECIP": FP8_RECIP},
+         # K3: 12 local heads x 128 = 1536
+         constexprs=_fp8_constexprs(1536),
          divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
-         num_warps=min(8, max(1, 2048 // (32 * FP8_THREAD_ELEMS)))),
+         num_warps=_fp8_config(1536)[2]),
 ]
-
-
-def _fp8_config(h: int) -> tuple:
-    """(BLOCK, num_warps): the row in one tile, FP8_THREAD_ELEMS bf16 per thread, 1 to 8
-    warps."""
-    block = 1 << max(3, (h - 1).bit_length())
-    return block, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
 
 
 def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
@@ -174,8 +234,7 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
             out_s = torch.empty((t,), dtype=torch.float32, device=x.device)
     if t == 0 or h == 0:
         return out_q, out_s
-    block, num_warps = _fp8_config(h)
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
-             (x, gate, out_q, out_s, h, strides[0], strides[1], h),
-             {"BLOCK": block, "RECIP": FP8_RECIP}, num_warps)
+             (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h),
+             _fp8_config(h)[2])
     return out_q, out_s

@@ -68,12 +68,15 @@ def fp8_quant_groups(v, UE8M0: kl.constexpr):
 @kiln.jit
 def div_by_recip(x, d, r):
     """``x / d`` from ``r = RN(1 / d)`` without a division: ``p = RN(x * r)`` and one
-    Markstein correction ``RN(p + RN(x - p * d) * r)`` (two FMAs; the residual is exact).
-    Used where it is checked exhaustively to give the IEEE quotient's result (the scale
-    ``absmax / 448`` for every bf16 absmax and the floor, and the e4m3 codes of
-    ``x / s`` for bf16 x: test/python/test_quant_variants.py)."""
+    Markstein correction ``RN(p + RN(x - p * d) * r)`` (two FMAs). The residual is taken
+    negated, ``RN(p * d - x)``, and added times ``-r``: the same value (RN is symmetric),
+    but a zero x keeps its sign (``-0 / d`` is -0; ``RN(x - p * d)`` would be +0 and turn
+    it into +0). Used where it is checked exhaustively to give the IEEE quotient's result
+    (the scale ``absmax / 448`` for every bf16 absmax and the floor, and the e4m3 codes of
+    ``x / s`` for bf16 x: test/python/test_quant_variants.py; for fp32 x see
+    situ_quant.py)."""
     p = x * r
-    return kl.fma(kl.fma(-p, d, x), r, p)
+    return kl.fma(kl.fma(p, d, -x), -r, p)
 
 
 @kiln.jit
@@ -100,9 +103,13 @@ def fp8_quant_groups_recip(v, UE8M0: kl.constexpr):
 def per_token_group_quant_fp8_kernel(x_ptr, q_ptr, s_ptr, num_groups, groups_per_row, x_s0,
                                      q_s0, s_st, s_sg, GROUP: kl.constexpr, ROWS: kl.constexpr,
                                      UE8M0: kl.constexpr, RECIP: kl.constexpr = False,
-                                     TOKEN_GRID: kl.constexpr = False):
+                                     TOKEN_GRID: kl.constexpr = False,
+                                     SCALE_TILE: kl.constexpr = False):
     """RECIP: ``fp8_quant_groups_recip`` (no per-element division). TOKEN_GRID: a grid of
-    (T, cdiv(groups_per_row, ROWS)) programs, the token a scalar (no integer division)."""
+    (T, cdiv(groups_per_row, ROWS)) programs, the token a scalar (no integer division).
+    SCALE_TILE: the scales stored from the [ROWS, GROUP] tile by the thread holding column
+    0 of each group, not as a [ROWS] vector, whose layout conversion went through shared
+    memory and had every thread compute and store every group's scale (same bits)."""
     if TOKEN_GRID:
         t = kl.program_id(0)
         g = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
@@ -121,20 +128,29 @@ def per_token_group_quant_fp8_kernel(x_ptr, q_ptr, s_ptr, num_groups, groups_per
     else:
         q, s = fp8_quant_groups(x.to(kl.float32), UE8M0)
     kl.store(q_ptr + (t * q_s0 + g * GROUP)[:, None] + col, q, mask=valid[:, None])
-    kl.store(s_ptr + t * s_st + g * s_sg, s, mask=valid)
+    if SCALE_TILE:
+        kl.store(s_ptr + (t * s_st + g * s_sg)[:, None] + col * 0,
+                 s[:, None] + kl.zeros([ROWS, GROUP], kl.float32),
+                 mask=valid[:, None] & (col == 0))
+    else:
+        kl.store(s_ptr + t * s_st + g * s_sg, s, mask=valid)
 
 
 @kiln.jit(num_warps=4)
 def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_s0, s_s0,
                        ROWS: kl.constexpr, WORDS: kl.constexpr = False,
-                       TOKEN_GRID: kl.constexpr = False, E2M1_BITS: kl.constexpr = False):
+                       TOKEN_GRID: kl.constexpr = False, E2M1_BITS: kl.constexpr = False,
+                       E2M1_SUB: kl.constexpr = False, SCALE_TILE: kl.constexpr = False):
     """ROWS blocks of 32 values per program; each block read as its 16 even and 16 odd
     elements (the two nibbles of its 16 output bytes).
 
     Options (same bits): WORDS: x_ptr is the bf16 data viewed as int32 words (x_s0 in words),
     each word one (even, odd) pair, so the loads are contiguous 16-byte vectors and bf16 ->
     f32 is a shift; TOKEN_GRID: a grid of (R, cdiv(blocks_per_row, ROWS)) programs, the row a
-    scalar (no integer division); E2M1_BITS: ``e2m1_code_bits``."""
+    scalar (no integer division); E2M1_BITS: ``e2m1_code_bits``; E2M1_SUB (over E2M1_BITS):
+    ``e2m1_code_subnormal``; SCALE_TILE: the E8M0 bytes stored from the [ROWS, 16] tile by
+    the thread holding the block, not as a [ROWS] vector (whose store layout went through
+    shared memory: two conversions, four barriers, and two threads storing 16 bytes each)."""
     if TOKEN_GRID:
         r = kl.program_id(0)
         b = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
@@ -160,12 +176,20 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
     # scale, 2^-127 (E8M0 byte 0)
     e8m0 = kl.minimum(kl.maximum(((amax.to(kl.int32, bitcast=True) >> 23) & 0xFF) - 2, 0), 254)
     inv = ((254 - e8m0) << 23).to(kl.float32, bitcast=True)  # 2^-(e8m0 - 127), exact
-    if E2M1_BITS:
+    if E2M1_SUB:
+        code = (e2m1_code_subnormal(lo * inv[:, None])
+                | (e2m1_code_subnormal(hi * inv[:, None]) << 4))
+    elif E2M1_BITS:
         code = e2m1_code_bits(lo * inv[:, None]) | (e2m1_code_bits(hi * inv[:, None]) << 4)
     else:
         code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
     kl.store(p_ptr + (r * p_s0 + b * 16)[:, None] + pair, code.to(kl.uint8), mask=valid[:, None])
-    kl.store(s_ptr + r * s_s0 + b, e8m0.to(kl.uint8), mask=valid)
+    if SCALE_TILE:
+        kl.store(s_ptr + (r * s_s0 + b)[:, None] + pair * 0,
+                 e8m0.to(kl.uint8)[:, None] + kl.zeros([ROWS, 16], kl.uint8),
+                 mask=valid[:, None] & (pair == 0))
+    else:
+        kl.store(s_ptr + r * s_s0 + b, e8m0.to(kl.uint8), mask=valid)
 
 
 @kiln.jit
@@ -193,6 +217,22 @@ def e2m1_code_bits(v):
     return kl.where(v < 0, m | 8, m)
 
 
+@kiln.jit
+def e2m1_code_subnormal(v):
+    """``e2m1_code`` for |v| < 8 with no special case below 1: ``a = |v| * 2^-126`` is
+    exact for |v| >= 2^-16 (v has bf16's 8 significant bits; smaller |v| give code 0 whatever
+    the rounding) and puts E2M1 on fp32's bits: below 1, a is subnormal with mantissa field
+    ``|v| * 2^23``, so the field's top bit counts halves (codes 0, 1, 2 for 0, 0.5, 1);
+    from 1 up, exponent field e = 1, 2, 3 and the mantissa's top bit are the code's two
+    exponent bits and its mantissa bit. Rounding the bits to nearest even at bit 22 (add
+    0x1FFFFF plus the kept bit) and shifting gives the code, clamped to 7 (6.0). Needs
+    subnormal arithmetic (kiln compiles without FTZ)."""
+    a = kl.abs(v) * 1.1754943508222875e-38  # 2^-126
+    bits = a.to(kl.int32, bitcast=True)
+    m = kl.minimum((bits + 0x1FFFFF + ((bits >> 22) & 1)) >> 22, 7)
+    return kl.where(v < 0, m | 8, m)
+
+
 #: groups per program: a [16, 128] bf16 tile on one warp (eight 16-byte vectors a thread).
 #: The H200 sweep (bench/results/h200-bench_kimi_k3_sweep.md, [16384, 7168] g128): 2048 / 1
 #: warp / RECIP / TOKEN_GRID 117 us, 71 % of copy bandwidth, 1.9x the first default
@@ -201,30 +241,38 @@ GROUP_ELEMS, NUM_WARPS = 2048, 1
 GROUPS = (32, 64, 128, 256)
 #: per_token_group_quant_fp8 formulation (kernel docstring; same bits, checked exhaustively in
 #: test/python/test_quant_variants.py); ``bench/kimi_k3/run.py --sweep`` times every
-#: combination with GROUP_ELEMS and NUM_WARPS.
-GQ_RECIP, GQ_TOKEN_GRID = True, True
+#: combination with GROUP_ELEMS and NUM_WARPS. GQ_SCALE_TILE: the sm_90a kernel body of the
+#: default goes from 775 to 619 SASS instructions and 128 to 99 registers (UE8M0: 709 -> 442,
+#: 103 -> 80), no barrier; untimed.
+GQ_RECIP, GQ_TOKEN_GRID, GQ_SCALE_TILE = True, True, True
 
 _SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i32",
         "groups_per_row": "i32", "x_s0": "i32", "q_s0": "i32", "s_st": "i32", "s_sg": "i32"}
 
 #: MXFP4: 32 blocks of 32 per program (1024 values) on one warp. A block's 16 packed bytes
-#: are one thread's run (u8 stores: 16 per thread), so ROWS = 32 * warps keeps every thread
+#: are one thread's run (one 16-byte store), so ROWS = 32 * warps keeps every thread
 #: busy. The H200 sweep ([16384, 7168]): 32 / 1 warp / WORDS / TOKEN_GRID / E2M1_BITS 140 us,
 #: 49.7 % of copy bandwidth, 4.0x the first default (64 / 4 warps, no option: 562 us, 12 %).
+#: That kernel was instruction-bound (sm_90a SASS: 874 instructions a thread for 32 values,
+#: 109 registers): half of it the scale store's layout conversion (two shared-memory round
+#: trips, four barriers, then two threads storing 16 bytes each behind branches) and the
+#: E2M1 rounding's special case below 1. With E2M1_SUB and SCALE_TILE: 437 instructions, 48
+#: registers; untimed.
 MX_ROWS, MX_WARPS = 32, 1
 #: quant_mxfp4 formulation (kernel docstring; same bits, test_quant_variants.py), swept like
 #: GQ_*.
 MX_WORDS, MX_TOKEN_GRID, MX_E2M1_BITS = True, True, True
+MX_E2M1_SUB, MX_SCALE_TILE = True, True
 
 
 def _mx_constexprs() -> dict:
     return {"ROWS": MX_ROWS, "WORDS": MX_WORDS, "TOKEN_GRID": MX_TOKEN_GRID,
-            "E2M1_BITS": MX_E2M1_BITS}
+            "E2M1_BITS": MX_E2M1_BITS, "E2M1_SUB": MX_E2M1_SUB, "SCALE_TILE": MX_SCALE_TILE}
 
 
 def _gq_constexprs(group: int, ue8m0: bool) -> dict:
     return {"GROUP": group, "ROWS": GROUP_ELEMS // group, "UE8M0": ue8m0, "RECIP": GQ_RECIP,
-            "TOKEN_GRID": GQ_TOKEN_GRID}
+            "TOKEN_GRID": GQ_TOKEN_GRID, "SCALE_TILE": GQ_SCALE_TILE}
 
 
 AOT_SPECIALIZATIONS = [

@@ -49,13 +49,43 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
                                           GROUP: kl.constexpr, ROWS: kl.constexpr,
                                           UE8M0: kl.constexpr, INTERLEAVED: kl.constexpr,
                                           TOKEN_GRID: kl.constexpr = False,
-                                          RECIP: kl.constexpr = False):
+                                          RECIP: kl.constexpr = False,
+                                          SCALE_TILE: kl.constexpr = False):
     """TOKEN_GRID: a grid of (T_pad, cdiv(groups_per_row, ROWS), E) programs, the token a
-    scalar (no integer division per group). RECIP: quant.py's ``fp8_quant_groups_recip``
-    (no division per element). With UE8M0 its quotient is a multiplication by the exact
-    reciprocal of the power-of-two scale (same bits, trivially); without UE8M0 the activation
-    is an fp32 value, not bf16, which test/python/test_quant_variants.py's exhaustive check
-    does not cover (test_situ_recip_*: randomized and at every e4m3 rounding boundary)."""
+    scalar (no integer division per group). SCALE_TILE: the scales stored from the [ROWS,
+    GROUP] tile (by the thread holding column 0 of each row), not as a [ROWS] vector, whose
+    layout conversion went through shared memory (two barriers) and had every thread compute
+    and store every row's scale (same bits).
+
+    RECIP: quant.py's ``fp8_quant_groups_recip``, no division per element. With UE8M0 the
+    quotient is ``a * 2^-k``, the exact reciprocal of the power-of-two scale (s in
+    [2^-42, 2^-2]: normal), the exact quotient rounded once. Without UE8M0 the activation a
+    is fp32, not bf16, and the same bits as the IEEE ``a / s`` follow from:
+
+    - range: |tanh.approx| <= 1 and sigmoid <= 1, so |a| <= |beta * linear_beta| (100 for
+      K3's betas, KERNELS.md §4.1); s = max(absmax, 1e-10) / 448 then lies in [2.2e-13,
+      0.23] and 1/s in [4.4, 4.5e12]: all normal. kiln compiles without FTZ (subnormals are
+      exact), and every step of ``div_by_recip`` scales exactly with powers of two while it
+      stays normal, so checking the fp32 mantissas covers every binade;
+    - the scale ``div_by_recip(max(absmax, 1e-10), 448, RN(1/448))`` is RN(absmax / 448)
+      for every fp32 mantissa (test_situ_recip_scale_is_ieee_for_every_fp32_mantissa);
+    - the quotient: r = RN(1/s) (rcp.rn), p = RN(a * r). Markstein's theorem (Handbook of
+      Floating-Point Arithmetic, FMA-based division) gives RN(p + RN(a - p*s) * r) =
+      RN(a / s) when p is within 1 ulp of a/s; p can be 1.5 ulp away (the relative error of
+      r plus a rounding; about 0.7 % of random mantissa pairs make the residual inexact),
+      so the theorem alone does not cover every case. In every case the corrected q' is
+      within 1 ulp of a/s (the residual's rounding error is 2^-24 of a 1.5-ulp term), so the
+      e4m3 code of q' differs from that of RN(a/s) only if an e4m3 rounding boundary (a
+      midpoint k * 2^j, k odd <= 31; from 448 up both saturate) lies within 1 ulp of a/s.
+      Those cases are checked for every fp32 scale mantissa, every odd k and every fp32 a
+      within 6 steps of RN(k * s): no difference
+      (test_situ_recip_quotients_at_e4m3_boundaries: every 128th mantissa in the suite,
+      all 2^23 with KILN_EXHAUSTIVE=1, about 2 minutes);
+    - small values: |a/s| < 2^-10 gives the code +-0 either way; the residual could round
+      (subnormal) only for |a| < 2^-102, where |a/s| < 2^-60. A zero a keeps its sign
+      (div_by_recip's negated residual): -0 gives 0x80 as -0 / s does;
+    - NaN (a NaN input): the group's absmax ignores it (maxnum), q is the e4m3 NaN both
+      ways; inf inputs give a finite a (tanh and sigmoid saturate)."""
     e = kl.program_id(2) if TOKEN_GRID else kl.program_id(1)
     e64 = e.to(kl.int64)
     kl.pdl_wait()  # the input and masked_m may come from the previous kernel in the stream
@@ -97,26 +127,37 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
         kl.store(q_ptr + e64 * q_se + (t * q_st + k * GROUP)[:, None] + col, q, mask=valid)
         if UE8M0:
             # s_ptr is the int32 [E, G/4, T_pad] tensor seen as bytes
-            byte = (k // 4) * (T_pad * 4) + t * 4 + k % 4
-            ebits = (s.to(kl.int32, bitcast=True) >> 23).to(kl.uint8)
-            kl.store(s_ptr + e64 * s_se + byte, ebits, mask=ok)
+            s_off = (k // 4) * (T_pad * 4) + t * 4 + k % 4
+            s_val = (s.to(kl.int32, bitcast=True) >> 23).to(kl.uint8)
         else:
-            kl.store(s_ptr + e64 * s_se + t * s_st + k, s, mask=ok)
+            s_off = t * s_st + k
+            s_val = s
+        if SCALE_TILE:
+            # from the [ROWS, GROUP] tile's own layout, by the thread holding column 0: no
+            # layout conversion through shared memory, each scale computed once
+            kl.store(s_ptr + e64 * s_se + s_off[:, None] + col * 0,
+                     s_val[:, None] + kl.zeros([ROWS, GROUP], s_val.dtype),
+                     mask=valid & (col == 0))
+        else:
+            kl.store(s_ptr + e64 * s_se + s_off, s_val, mask=ok)
 
 
 #: (token, group) pairs per program. The first default, [16, 128] on 128 threads over the
 #: flattened (token, group) index, was 151.9 us at T = 16384 on the H200 (39 % of copy
 #: bandwidth); now [8, 128] on 64 threads with TOKEN_GRID (K3's N = 3072: 24 groups a token,
-#: three programs, no idle row; untimed yet). TOKEN_GRID / RECIP: the kernel's options; RECIP
-#: stays off by default (fp32 activations: not proven exhaustively, see the kernel);
-#: ``bench/kimi_k3/run.py --sweep`` times them with ROWS and NUM_WARPS.
+#: three programs, no idle row). TOKEN_GRID / RECIP / SCALE_TILE: the kernel's options (same
+#: bits); ``bench/kimi_k3/run.py --sweep`` times them with ROWS and NUM_WARPS. H200 sweep at
+#: T = 16384: 8 / 2 warps / TOKEN_GRID 104.1 us (56.9 % of copy bandwidth), with RECIP 91.7 us
+#: (64.7 %). RECIP on by default now (the kernel docstring gives the argument) and
+#: SCALE_TILE: the sm_90a kernel body goes from 942 to 530 SASS instructions (fp32 scales;
+#: UE8M0 973 -> 487), no div.rn and no barrier left; untimed.
 ROWS, NUM_WARPS = 8, 2
-TOKEN_GRID, RECIP = True, False
+TOKEN_GRID, RECIP, SCALE_TILE = True, True, True
 
 
 def _constexprs(ue8m0: bool, interleaved: bool) -> dict:
     return {"GROUP": GROUP, "ROWS": ROWS, "UE8M0": ue8m0, "INTERLEAVED": interleaved,
-            "TOKEN_GRID": TOKEN_GRID, "RECIP": RECIP}
+            "TOKEN_GRID": TOKEN_GRID, "RECIP": RECIP, "SCALE_TILE": SCALE_TILE}
 
 _DIV = ["x_ptr", "q_ptr", "s_ptr", "N", "x_se", "x_st", "q_se", "q_st"]
 

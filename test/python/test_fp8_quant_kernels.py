@@ -5,6 +5,8 @@ float8_e4m3fn after clamping to +-448 (the kernels saturate) and float4_e2m1fn. 
 interpreter computes precisely, so everything here is exact; the GPU tests
 (test/gpu/test_fp8_quant.py) cover the approximate SiTU math. No GPU, no torch."""
 
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -131,21 +133,23 @@ def test_ue8m0_rounds_up_exactly_at_powers_of_two():
 # §4.2 SiTU masked post-quant
 # ---------------------------------------------------------------------------
 
-SITU_VARIANTS = [(16, False, False), (8, True, False), (16, True, False), (4, True, True),
-                 (16, False, True)]
+SITU_VARIANTS = [(16, False, False, False), (8, True, False, False), (16, True, False, True),
+                 (4, True, True, False), (16, False, True, True), (8, True, True, True)]
 
 
-@pytest.mark.parametrize("rows,token_grid,recip", SITU_VARIANTS)
+@pytest.mark.parametrize("rows,token_grid,recip,scale_tile", SITU_VARIANTS)
 @pytest.mark.parametrize("ue8m0", [False, True])
 @pytest.mark.parametrize("interleaved", [False, True])
-def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_grid, recip):
-    """Every (ROWS, TOKEN_GRID, RECIP) of the sweep's kinds; RECIP without UE8M0 on these
-    random activations only (fp32 quotients: see situ_quant's kernel docstring)."""
+def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_grid, recip,
+                                              scale_tile):
+    """Every (ROWS, TOKEN_GRID, RECIP, SCALE_TILE) kind of the sweep; RECIP's fp32
+    quotients at the e4m3 boundaries: test_situ_recip_quotients_at_e4m3_boundaries."""
     rng = np.random.default_rng(7)
     e, t_pad, n = 3, 5, 512
     g = n // 128
     x = (rng.standard_normal((e, t_pad, 2 * n)) * 4).astype(BF16)
     x[1, 0] = 0  # a zero row
+    x[0, 1, :64] = -0.0  # gates of -0: activations of -0 and +0 (e4m3 0x80 and 0x00)
     masked_m = np.array([5, 0, 2], dtype=np.int32)
     poison_q = np.full((e, t_pad, n), 0x5A, dtype=np.uint8).view(F8)
     q = poison_q.copy()
@@ -159,7 +163,8 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
     kiln.testing.interpret(situ_quant.situ_and_mul_masked_post_quant_kernel, grid, x, masked_m,
                            q, s_arg, t_pad, n, g, t_pad * 2 * n, 2 * n, t_pad * n, n, s_se, s_st,
                            4.0, 0.25, 25.0, 1 / 25.0, GROUP=128, ROWS=rows, UE8M0=ue8m0,
-                           INTERLEAVED=interleaved, TOKEN_GRID=token_grid, RECIP=recip)
+                           INTERLEAVED=interleaved, TOKEN_GRID=token_grid, RECIP=recip,
+                           SCALE_TILE=scale_tile)
     a = ref_situ(x, n, interleaved)
     rq, rs = ref_group_quant(a, 128, ue8m0)
     for ei in range(e):
@@ -181,18 +186,23 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 # §4.3 MLA output gate, FP8 variant
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("recip", [False, True])
-def test_mla_output_gate_fp8_matches_numpy(recip):
+@pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
+                                            (True, 3, 1400)])
+def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
+    """One tile (CHUNKS 0) or three (K3's 1536 = 3 x 512; 1400: the third one partial)."""
     rng = np.random.default_rng(3)
-    t, h = 4, 1536
+    t = 4
     x = k3_like_rows(rng, t, h)
     gate = (rng.standard_normal((t, h)) * 4).astype(BF16)
+    gate[0, :5] = [-100.0, -88.5, -87.5, 90.0, -0.0]  # sigmoid 0, subnormal, 1, 0.5
+    x[0, :6] = [-2.0, 3.0, -3.0, 1.0, -1.0, -0.0]  # y = -0 (underflow and -0 * 0.5)
     q = np.zeros((t, h), dtype=F8)
     s = np.zeros(t, dtype=F32)
-    block, _ = mla_output_gate._fp8_config(h)
+    block = 1 << (h - 1).bit_length() if chunks == 0 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block, RECIP=recip)
-    sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
+                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks)
+    with np.errstate(over="ignore"):  # exp(100) = inf: sigmoid 0, as the kernel's
+        sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
     rs = ref_scale(np.abs(y).max(-1))
     assert np.array_equal(s, rs)
@@ -307,3 +317,60 @@ def test_situ_recip_quotients_at_every_e4m3_boundary():
             want = np.clip(xs / s[:, None], -448, 448).astype(F8).view(np.uint8)
             got = np.clip(div_by_recip(xs, s[:, None], r[:, None]), -448, 448)
             assert np.array_equal(got.astype(F8).view(np.uint8), want), d
+
+
+def fma_rn32(a, b, c):
+    """fp32 fma(a, b, c) rounded once, for f32 arrays whose exact a * b + c fits float64's
+    53 bits (a residual x - p * d: a * b has 48 bits and c cancels its top)."""
+    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(F32)
+
+
+def add_rn32(p, t):
+    """RN_f32(p + t) for f32 p and float64 t (exact), without float64's double rounding:
+    TwoSum's remainder breaks a float64 result that lands on an f32 midpoint."""
+    p = p.astype(np.float64)
+    s = p + t
+    bv = s - p
+    err = (p - (s - bv)) + (t - bv)  # s + err == p + t exactly
+    q = s.astype(F32)
+    lo = np.where(q.astype(np.float64) > s, np.nextafter(q, F32(-np.inf)), q)
+    hi = np.nextafter(lo, F32(np.inf))
+    mid = (lo.astype(np.float64) + hi.astype(np.float64)) / 2
+    up = (s > mid) | ((s == mid) & (err > 0))
+    down = (s < mid) | ((s == mid) & (err < 0))
+    even_hi = (hi.view(np.int32) & 1) == 0
+    return np.where(up, hi, np.where(down, lo, np.where(even_hi, hi, lo)))
+
+
+def recip_boundary_mismatches(mant):
+    """For scales s = the given fp32 mantissas in [1, 2) and every e4m3 rounding boundary
+    class (k * 2^j, k odd in 1..31: the midpoints and, at k = 27, the last one below the
+    saturation), the fp32 x within 6 steps of RN(k * s) (a quotient within 1 ulp of k means
+    x within 2.5 ulps of k * s, up to 5 steps where a binade boundary halves them): how
+    many give quant.div_by_recip(x, s, RN(1/s)) and the
+    IEEE x / s on different sides of k (or different values at k). Scaling x or s by powers
+    of two scales every step exactly (all normal), so this covers every binade; the
+    arithmetic is sign-symmetric."""
+    s = mant.astype(F32)
+    r = F32(1) / s
+    bad = 0
+    for k in range(1, 32, 2):
+        base = (F32(k) * s).astype(F32).view(np.int32)
+        for off in range(-6, 7):
+            x = (base + off).view(F32)
+            p = (x * r).astype(F32)
+            e = fma_rn32(p, s, -x)
+            q = add_rn32(p, e.astype(np.float64) * -r.astype(np.float64))
+            ieee = x / s
+            side_q, side_i = np.sign(q - F32(k)), np.sign(ieee - F32(k))
+            bad += int(((side_q != side_i) | ((side_q == 0) & (q != ieee))).sum())
+    return bad
+
+
+def test_situ_recip_quotients_at_e4m3_boundaries():
+    """Every 128th fp32 scale mantissa (all 2^23 with KILN_EXHAUSTIVE=1, about two minutes):
+    the argument of situ_quant's kernel docstring."""
+    step = 1 if os.environ.get("KILN_EXHAUSTIVE") else 128
+    for start in range(0, 1 << 23, 1 << 18):
+        m = np.arange(start, start + (1 << 18), step, dtype=np.uint32) | np.uint32(127 << 23)
+        assert recip_boundary_mismatches(m.view(F32)) == 0, start

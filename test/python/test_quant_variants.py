@@ -26,9 +26,10 @@ def fma32(a, b, c):
 
 
 def div_by_recip(x, d, r):
+    """quant.div_by_recip: ``fma(fma(p, d, -x), -r, p)`` with p = RN(x * r)."""
     p = (x * r).astype(F32)
-    e = fma32(-p, d, x)
-    return (p.astype(np.float64) + e.astype(np.float64) * np.float64(r)).astype(F32)
+    e = fma32(p, d, -x)
+    return (p.astype(np.float64) + e.astype(np.float64) * -np.float64(r)).astype(F32)
 
 
 def test_scale_without_division_is_ieee_for_every_bf16_absmax():
@@ -53,6 +54,22 @@ def test_quotient_without_division_gives_the_ieee_e4m3_codes(exp):
         assert np.array_equal(e4m3(div_by_recip(x, s, r)), e4m3(x / s)), a
 
 
+def test_quotient_without_division_keeps_the_sign_of_zero():
+    """-0 / s is -0 (e4m3 0x80) and +0 / s is +0, as the IEEE quotient; every negative bf16
+    value gives the negated code of its magnitude (the arithmetic is sign-symmetric)."""
+    def e4m3(v):
+        return np.clip(v, -448, 448).astype(F8).view(np.uint8)
+
+    for s in (F32(1e-10) / F32(448), F32(3.0) / F32(448), F32(448) / F32(448)):
+        r = F32(1) / s
+        x = np.array([0.0, -0.0], dtype=F32)
+        got = div_by_recip(x, s, r)
+        assert np.array_equal(np.signbit(got), [False, True])
+        assert np.array_equal(e4m3(got), e4m3(x / s)), s
+        neg = -ALL_BF16[ALL_BF16 <= s * F32(448)]
+        assert np.array_equal(e4m3(div_by_recip(neg, s, r)), e4m3(neg / s)), s
+
+
 def test_quotient_without_division_below_the_absmax_floor():
     s = F32(1e-10) / F32(448)
     x = ALL_BF16[ALL_BF16 < 1e-10]
@@ -61,23 +78,29 @@ def test_quotient_without_division_below_the_absmax_floor():
     assert np.array_equal(got, np.clip(x / s, -448, 448).astype(F8).view(np.uint8))
 
 
-GQ_VARIANTS = [(recip, tg, rows) for recip in (False, True) for tg in (False, True)
-               for rows in (16, 8, 4)]
+GQ_VARIANTS = ([(recip, tg, rows, False) for recip in (False, True) for tg in (False, True)
+                for rows in (16, 8, 4)]
+               + [(recip, tg, rows, True) for recip, tg in ((True, True), (False, False))
+                  for rows in (16, 4)])
 
 
-@pytest.mark.parametrize("recip,token_grid,rows", GQ_VARIANTS)
+@pytest.mark.parametrize("recip,token_grid,rows,scale_tile", GQ_VARIANTS)
 @pytest.mark.parametrize("ue8m0", [False, True])
-def test_group_quant_variants_match_numpy(recip, token_grid, rows, ue8m0):
+@pytest.mark.parametrize("column_major", [False, True])
+def test_group_quant_variants_match_numpy(recip, token_grid, rows, scale_tile, ue8m0,
+                                          column_major):
     rng = np.random.default_rng(rows)
     t, d = 9, 640  # 5 groups of 128 per token: partial programs for rows 4 and 8
     x = k3_like_rows(rng, t, d)
     ng = d // 128
     q = np.zeros((t, d), dtype=F8)
-    s = np.full((t, ng), np.nan, dtype=F32)
+    s_store = np.full((ng, t) if column_major else (t, ng), np.nan, dtype=F32)
+    st, sg = (1, t) if column_major else (ng, 1)
     grid = (t, -(-ng // rows)) if token_grid else (-(-t * ng // rows),)
-    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, grid, x, q, s, t * ng, ng, d,
-                           d, ng, 1, GROUP=128, ROWS=rows, UE8M0=ue8m0, RECIP=recip,
-                           TOKEN_GRID=token_grid)
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, grid, x, q, s_store, t * ng,
+                           ng, d, d, st, sg, GROUP=128, ROWS=rows, UE8M0=ue8m0, RECIP=recip,
+                           TOKEN_GRID=token_grid, SCALE_TILE=scale_tile)
+    s = s_store.T if column_major else s_store
     rq, rs = ref_group_quant(x.astype(F32), 128, ue8m0)
     assert np.array_equal(s, rs)
     assert np.array_equal(bits(q), bits(rq))
@@ -98,14 +121,27 @@ def every_e2m1_input():
     return x.reshape(rows, 256).astype(BF16)
 
 
-MX_VARIANTS = [(w, tg, b) for w in (False, True) for tg in (False, True) for b in (False, True)]
+MX_VARIANTS = ([(w, tg, b, False, False) for w in (False, True) for tg in (False, True)
+                for b in (False, True)]
+               + [(w, tg, False, sub, st) for w, tg in ((True, True), (False, False))
+                  for sub in (False, True) for st in (False, True) if sub or st])
 
 
-@pytest.mark.parametrize("words,token_grid,e2m1_bits", MX_VARIANTS)
-@pytest.mark.parametrize("data", ["every_e2m1", "k3_like"])
-def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, data):
-    x = every_e2m1_input() if data == "every_e2m1" else \
-        k3_like_rows(np.random.default_rng(3), 6, 256)
+def every_scaled_e2m1_input():
+    """Every bf16 magnitude in [0, 8) as above, in blocks whose maximum sets the scales
+    2^-127 (the lowest: a block maximum below 2^-125), 2^-100, 2^40 and 2^125 (the largest
+    bf16 values), so the codes come from a scaled value (and from subnormal bf16 inputs)."""
+    x = every_e2m1_input().astype(F32).reshape(-1, 32)
+    out = np.concatenate([x * F32(2.0**k) for k in (-127, -100, 40, 125)]).astype(BF16)
+    out[out == 0] = 0  # values that underflowed to -0.0 (see every_e2m1_input)
+    return out.reshape(-1, 256)
+
+
+@pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
+@pytest.mark.parametrize("data", ["every_e2m1", "every_scaled_e2m1", "k3_like"])
+def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, e2m1_sub, scale_tile, data):
+    x = {"every_e2m1": every_e2m1_input, "every_scaled_e2m1": every_scaled_e2m1_input,
+         "k3_like": lambda: k3_like_rows(np.random.default_rng(3), 6, 256)}[data]()
     r, d = x.shape
     nb, rows = d // 32, 16
     packed = np.zeros((r, d // 2), np.uint8)
@@ -114,33 +150,41 @@ def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, data):
     grid = (r, -(-nb // rows)) if token_grid else (-(-r * nb // rows),)
     kiln.testing.interpret(quant.quant_mxfp4_kernel, grid, xa, packed, scale, r * nb, nb,
                            d // 2 if words else d, d // 2, nb, ROWS=rows, WORDS=words,
-                           TOKEN_GRID=token_grid, E2M1_BITS=e2m1_bits)
+                           TOKEN_GRID=token_grid, E2M1_BITS=e2m1_bits, E2M1_SUB=e2m1_sub,
+                           SCALE_TILE=scale_tile)
     rp, rs = ref_mxfp4(x.astype(F32))
     assert np.array_equal(scale, rs)
     assert np.array_equal(packed, rp)
 
 
-@pytest.mark.parametrize("recip,token_grid,rows", GQ_VARIANTS)
-def test_group_quant_variants_compile(recip, token_grid, rows):
+@pytest.mark.parametrize("recip,token_grid,rows,scale_tile", GQ_VARIANTS)
+def test_group_quant_variants_compile(recip, token_grid, rows, scale_tile):
     pytest.importorskip("kiln._C")
     ck = quant.per_token_group_quant_fp8_kernel.compile(
         quant._SIG, {"GROUP": 128, "ROWS": rows, "UE8M0": False, "RECIP": recip,
-                     "TOKEN_GRID": token_grid},
+                     "TOKEN_GRID": token_grid, "SCALE_TILE": scale_tile},
         ["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"], num_warps=max(1, rows // 4),
         arch="sm_90a", upto="ptx")
     assert "ld.global.v4.b32" in ck.ptx
     assert ("div.rn.f32" in ck.ptx) != recip  # RECIP: no per-element (or per-group) division
     assert ("div.s32" in ck.ptx) != token_grid
+    # SCALE_TILE: one scale store a thread, no shared-memory conversion of the scales
+    assert ("bar.sync" not in ck.ptx) == scale_tile
+    assert (ck.ptx.count("st.global.b32") == 1) == scale_tile
 
 
-@pytest.mark.parametrize("words,token_grid,e2m1_bits", MX_VARIANTS)
-def test_mxfp4_variants_compile(words, token_grid, e2m1_bits):
+@pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
+def test_mxfp4_variants_compile(words, token_grid, e2m1_bits, e2m1_sub, scale_tile):
     pytest.importorskip("kiln._C")
     sig = {"x_ptr": "*i32" if words else "*bf16", "p_ptr": "*u8", "s_ptr": "*u8",
            "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
            "s_s0": "i32"}
     ck = quant.quant_mxfp4_kernel.compile(
-        sig, {"ROWS": 64, "WORDS": words, "TOKEN_GRID": token_grid, "E2M1_BITS": e2m1_bits},
+        sig, {"ROWS": 64, "WORDS": words, "TOKEN_GRID": token_grid, "E2M1_BITS": e2m1_bits,
+              "E2M1_SUB": e2m1_sub, "SCALE_TILE": scale_tile},
         ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
     assert ("ld.global.v4.b32" in ck.ptx) == words  # WORDS: 16-byte loads, else 2-byte ones
     assert ("div.s32" in ck.ptx) != token_grid
+    # SCALE_TILE: one scale byte a thread from the blocks' layout, no shared memory
+    assert ("bar.sync" in ck.ptx) != scale_tile
+    assert (ck.ptx.count("st.global.b8") == 1) == scale_tile
