@@ -124,13 +124,9 @@ SWEEPS = [
     (concat_mla, "case_concat_mla_k", 16384,
      _pairs(("K_ROWS", "K_WARPS"), ((16, 4), (4, 1), (8, 1), (8, 2), (16, 2), (32, 4), (32, 8),
                                     (64, 8), (64, 16)))),
-    # kv_indices: REQS requests per program as [REQS, ROWS_BLOCK] tiles on ROWS_WARPS warps
-    # (0: the former kernel, one program per request, BLOCK pages at a time on NUM_WARPS)
+    # kv_indices: BLOCK pages at a time on NUM_WARPS, one program per request
     (kv_indices, "case_kv_indices", 16384,
-     _pairs(("REQS", "ROWS_BLOCK", "ROWS_WARPS"),
-            ((4, 128, 4), (2, 128, 2), (2, 128, 4), (4, 128, 2), (8, 128, 4), (8, 128, 8),
-             (16, 128, 8), (16, 128, 4), (4, 64, 2), (8, 64, 4)))
-     + _pairs(("REQS", "BLOCK", "NUM_WARPS"), ((0, 128, 4), (0, 128, 2), (0, 64, 2)))),
+     _pairs(("BLOCK", "NUM_WARPS"), ((64, 2), (128, 4), (128, 2), (64, 1), (256, 4)))),
     # pack_topk_ids: BLOCK elements per program on NUM_WARPS warps; PDL: programmatic
     # dependent launch (the launch overlaps the previous kernel's tail)
     (pack_topk_ids, "case_pack_topk_ids", 16384,

@@ -29,15 +29,11 @@ from kiln.aot import Spec
 from . import _launch as L
 
 PAGE = 64
-BLOCK, NUM_WARPS = 128, 4
-#: Requests per program. 0: ``kv_indices_kernel``, one program per request (BLOCK pages at a
-#: time on NUM_WARPS): 39.4 us at bs = 16384 with up to 128 pages each on the H200, latency-
-#: bound: each thread waits on req/lens, then on one token load, then on one v2p load, and at
-#: the bench's lengths (uniform up to 128 pages) half of the threads have no page. > 0:
-#: ``kv_indices_rows_kernel`` with [REQS, ROWS_BLOCK] tiles on ROWS_WARPS warps (REQS = 4,
-#: ROWS_BLOCK = 128: four requests per program, four pages per thread in flight). Same
-#: entries; untimed (``bench/kimi_k3/run.py --sweep --only kv_indices``).
-REQS, ROWS_BLOCK, ROWS_WARPS = 4, 128, 4
+#: pages a program handles at a time (one program per request). H200 sweep (bench/kimi_k3/run.py
+#: --sweep, bs = 16384, ctx <= 8192, v2p, PAGE_MULT = 24): 64 / 2 warps 35.4 us, 128 / 4 39.5,
+#: 128 / 2 36.2; a variant with 2 to 16 requests per program (several page loads in flight a
+#: thread) measured 35.5-39.5 us and was not kept.
+BLOCK, NUM_WARPS = 64, 2
 
 
 @kiln.jit(num_warps=4)
@@ -71,70 +67,23 @@ def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r
         kl.store(dst + p, kl.where(ok, ppage * PAGE_MULT, -1).to(kl.int32), mask=m)
 
 
-@kiln.jit(num_warps=4)
-def kv_indices_rows_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0,
-                           max_ctx, out_s0, max_blocks, num_vpages, bs, PAGE: kl.constexpr,
-                           PAGE_MULT: kl.constexpr, HAS_START: kl.constexpr,
-                           HAS_V2P: kl.constexpr, REQS: kl.constexpr, BLOCK: kl.constexpr):
-    """``kv_indices_kernel`` for REQS requests per program (rows b = program * REQS + r,
-    b < bs), as [REQS, BLOCK] tiles of pages up to the longest of them: each thread has
-    several independent token (and v2p) loads in flight instead of one, and the request
-    loads are REQS-element vectors. Same entries, the same ones left unwritten."""
-    b = kl.program_id(0) * REQS + kl.arange(0, REQS)
-    bm = b < bs
-    req = kl.load(req_ptr + b, mask=bm, other=0).to(kl.int64)
-    n = kl.load(lens_ptr + b, mask=bm, other=0)
-    if HAS_START:
-        start = kl.load(start_ptr + b, mask=bm, other=0)[:, None]
-    else:
-        start = 0
-    pages = kl.minimum((kl.maximum(n, 0) + (PAGE - 1)) // PAGE, max_blocks)  # 0 past bs
-    row = r2t_ptr + (req * r2t_s0)[:, None]
-    dst = out_ptr + (b.to(kl.int64) * out_s0)[:, None]
-    top = kl.max(pages)
-    for p0 in range(0, top, BLOCK):
-        p = p0 + kl.arange(0, BLOCK)[None, :]
-        m = p < pages[:, None]
-        off = start + p * PAGE
-        tok = kl.load(row + off, mask=m & (off >= 0) & (off < max_ctx), other=-1)
-        ok = tok >= 0
-        vpage = tok // PAGE
-        if HAS_V2P:
-            ok = ok & (vpage < num_vpages)
-            ppage = kl.load(v2p_ptr + vpage, mask=m & ok, other=-1)
-            ok = ok & (ppage >= 0)
-        else:
-            ppage = vpage
-        kl.store(dst + p, kl.where(ok, ppage * PAGE_MULT, -1).to(kl.int32), mask=m)
-
-
-def _name(req_i64: bool, rows: bool = False) -> str:
-    return ("kv_indices_rows" if rows else "kv_indices") + ("" if req_i64 else "_req32")
+def _name(req_i64: bool) -> str:
+    return "kv_indices" if req_i64 else "kv_indices_req32"
 
 
 #: K3: PAGE 64; PAGE_MULT 1 (static pool) and 24 (unified pool, one block per MLA layer);
-#: v2p absent or given; req_pool_indices int64 or int32; no kv_start_idx. Both kernels.
-_SIG = {"r2t_ptr": "*i32", "lens_ptr": "*i32", "start_ptr": "*i32", "v2p_ptr": "*i64",
-        "out_ptr": "*i32", "r2t_s0": "i32", "max_ctx": "i32", "out_s0": "i32",
-        "max_blocks": "i32", "num_vpages": "i32"}
-
-
-def _spec(req_i64: bool, mult: int, v2p: bool, rows: bool) -> Spec:
-    sig = dict(_SIG, req_ptr="*i64" if req_i64 else "*i32")
-    ce = {"PAGE": PAGE, "PAGE_MULT": mult, "HAS_START": False, "HAS_V2P": v2p}
-    if rows:
-        sig["bs"] = "i32"
-        ce.update(REQS=REQS, BLOCK=ROWS_BLOCK)
-    else:
-        ce["BLOCK"] = BLOCK
-    return Spec(kv_indices_rows_kernel if rows else kv_indices_kernel,
-                name=_name(req_i64, rows), signature=sig, constexprs=ce,
-                divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"],
-                num_warps=ROWS_WARPS if rows else NUM_WARPS)
-
-
-AOT_SPECIALIZATIONS = [_spec(req_i64, mult, v2p, rows) for rows in (False, True)
-                       for req_i64 in (True, False) for mult in (1, 24) for v2p in (False, True)]
+#: v2p absent or given; req_pool_indices int64 or int32; no kv_start_idx.
+AOT_SPECIALIZATIONS = [
+    Spec(kv_indices_kernel, name=_name(req_i64),
+         signature={"r2t_ptr": "*i32", "req_ptr": "*i64" if req_i64 else "*i32",
+                    "lens_ptr": "*i32", "start_ptr": "*i32", "v2p_ptr": "*i64",
+                    "out_ptr": "*i32", "r2t_s0": "i32", "max_ctx": "i32", "out_s0": "i32",
+                    "max_blocks": "i32", "num_vpages": "i32"},
+         constexprs={"PAGE": PAGE, "PAGE_MULT": mult, "HAS_START": False, "HAS_V2P": v2p,
+                     "BLOCK": BLOCK},
+         divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"], num_warps=NUM_WARPS)
+    for req_i64 in (True, False) for mult in (1, 24) for v2p in (False, True)
+]
 
 
 def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
@@ -179,11 +128,9 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
     r2t_s0 = L.strides(req_to_token)[0]
     out_s0 = L.strides(kv_indices)[0]
     L.check_int32_extent(op, "req_to_token row stride", r2t_s0)
-    L.check_int32_extent(op, "max_ctx + page_size * BLOCK",
-                         max_ctx + page_size * max(BLOCK, ROWS_BLOCK))
+    L.check_int32_extent(op, "max_ctx + page_size * BLOCK", max_ctx + page_size * BLOCK)
     L.check_int32_extent(op, "kv_indices row stride", out_s0)
-    L.check_int32_extent(op, "max_blocks + BLOCK", max_blocks + max(BLOCK, ROWS_BLOCK))
-    L.check_int32_extent(op, "bs + REQS", bs + REQS)
+    L.check_int32_extent(op, "max_blocks + BLOCK", max_blocks + BLOCK)
     L.check_int32_extent(op, "num_pages + 1", num_vpages)
     if bs == 0 or max_blocks == 0:
         return kv_indices
@@ -198,15 +145,9 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
         import torch
 
         v2p_arg = torch.empty(1, dtype=torch.int64, device=kv_indices.device)
-    args = (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
-            r2t_s0, max_ctx, out_s0, max_blocks, num_vpages)
-    ce = {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": kv_start_idx is not None,
-          "HAS_V2P": v2p is not None}
-    if REQS > 0:
-        L.launch(kv_indices_rows_kernel, _name(req_dt == "int64", True),
-                 ((bs + REQS - 1) // REQS,), args + (bs,),
-                 dict(ce, REQS=REQS, BLOCK=ROWS_BLOCK), ROWS_WARPS)
-    else:
-        L.launch(kv_indices_kernel, _name(req_dt == "int64"), (bs,), args,
-                 dict(ce, BLOCK=BLOCK), NUM_WARPS)
+    L.launch(kv_indices_kernel, _name(req_dt == "int64"), (bs,),
+             (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
+              r2t_s0, max_ctx, out_s0, max_blocks, num_vpages),
+             {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": kv_start_idx is not None,
+              "HAS_V2P": v2p is not None, "BLOCK": BLOCK}, NUM_WARPS)
     return kv_indices

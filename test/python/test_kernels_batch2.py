@@ -1,8 +1,7 @@
 """kv_indices (KERNELS.md §3.5) and moe_align_single_token (§3.4) on the CPU: every AOT
 specialization compiles to PTX and a cubin for sm_90a, sm_100a and sm_103a, and the kernels run
-in the interpreter (launched as their wrappers launch them; kv_indices with one program per
-request and with several, ``kv_indices_rows_kernel``) against numpy references written from
-KERNELS.md. Outputs are poisoned first so that every element the kernel must write is
+in the interpreter (launched as their wrappers launch them) against numpy references written
+from KERNELS.md. Outputs are poisoned first so that every element the kernel must write is
 checked and everything it must not touch is checked unchanged. No GPU, no torch."""
 
 import numpy as np
@@ -64,34 +63,22 @@ def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
     return out
 
 
-def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, reqs=0, block=None):
-    """As the wrapper launches it (dummy pointers for the absent optional arguments): one
-    program per request (``reqs`` = 0) or ``kv_indices_rows_kernel`` with ``reqs`` requests
-    per program and [reqs, block] tiles."""
-    args = (r2t, req, lens, start if start is not None else lens,
-            v2p if v2p is not None else np.zeros(1, np.int64), out,
-            r2t.strides[0] // 4, r2t.shape[1], out.strides[0] // 4, out.shape[1],
-            0 if v2p is None else len(v2p))
-    ce = dict(PAGE=page, PAGE_MULT=mult, HAS_START=start is not None, HAS_V2P=v2p is not None)
-    if reqs:
-        interpret(kvi.kv_indices_rows_kernel, (-(-len(req) // reqs),), *args, len(req),
-                  REQS=reqs, BLOCK=block or kvi.ROWS_BLOCK, **ce)
-    else:
-        interpret(kvi.kv_indices_kernel, (len(req),), *args, BLOCK=kvi.BLOCK, **ce)
+def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
+    """As the wrapper launches it (dummy pointers for the absent optional arguments)."""
+    interpret(kvi.kv_indices_kernel, (len(req),), r2t, req, lens,
+              start if start is not None else lens,
+              v2p if v2p is not None else np.zeros(1, np.int64), out,
+              r2t.strides[0] // 4, r2t.shape[1], out.strides[0] // 4, out.shape[1],
+              0 if v2p is None else len(v2p),
+              PAGE=page, PAGE_MULT=mult, HAS_START=start is not None, HAS_V2P=v2p is not None,
+              BLOCK=kvi.BLOCK)
 
 
-#: (requests per program, pages per tile): the former kernel, and the rows kernel with a
-#: partial last program (8 requests), several tiles per request (64 < 260 pages) and more
-#: requests per program than requests
-KERNELS = [(0, None), (kvi.REQS or 4, None), (4, 64), (16, 128)]
-
-
-@pytest.mark.parametrize("reqs,block", KERNELS)
 @pytest.mark.parametrize("mult", [1, 24])
 @pytest.mark.parametrize("use_v2p", [False, True])
 @pytest.mark.parametrize("use_start", [False, True])
 @pytest.mark.parametrize("req_dtype", [np.int32, np.int64])
-def test_kv_indices(mult, use_v2p, use_start, req_dtype, reqs, block):
+def test_kv_indices(mult, use_v2p, use_start, req_dtype):
     rng = np.random.default_rng(mult + 2 * use_v2p + 4 * use_start + 8 * (req_dtype == np.int64))
     page, max_reqs, max_ctx, num_pages = 64, 9, 64 * 300, 2000
     # req_to_token: each request's tokens are contiguous runs within random pages
@@ -115,7 +102,7 @@ def test_kv_indices(mult, use_v2p, use_start, req_dtype, reqs, block):
     out_buf = np.full((bs, max_blocks + 5), POISON, np.int32)
     out = out_buf[:, :max_blocks]
     expected = ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult)
-    run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, reqs, block)
+    run_kv_indices(r2t, req, lens, out, start, v2p, page, mult)
     np.testing.assert_array_equal(out, expected)
     assert np.all(out_buf[:, max_blocks:] == POISON)
     # entries past ceil(len / PAGE) untouched
@@ -123,21 +110,20 @@ def test_kv_indices(mult, use_v2p, use_start, req_dtype, reqs, block):
         assert np.all(out[b, -(-int(lens[b]) // page):] == POISON)
 
 
-@pytest.mark.parametrize("reqs,block", KERNELS[:2])
-def test_kv_indices_defaults_reproduce_static_pool(reqs, block):
+def test_kv_indices_defaults_reproduce_static_pool():
     # v2p None, PAGE_MULT 1: kv_indices[b, p] = req_to_token[req, p * 64] // 64
     r2t = (np.arange(3 * 512, dtype=np.int32).reshape(3, 512) + 64 * 7)
     req = np.array([1, 2], np.int64)
     lens = np.array([512, 100], np.int32)
     out = np.full((2, 8), POISON, np.int32)
-    run_kv_indices(r2t, req, lens, out, None, None, 64, 1, reqs, block)
+    run_kv_indices(r2t, req, lens, out, None, None, 64, 1)
     assert out[0].tolist() == [(512 + 64 * 7 + 64 * p) // 64 for p in range(8)]
     assert out[1].tolist() == [(1024 + 448) // 64, (1024 + 448 + 64) // 64] + [POISON] * 6
     # a length past the row: the pages beyond max_ctx pass through as -1, nothing is read
     # outside req_to_token, and max_blocks caps the pages written
     out = np.full((2, 10), POISON, np.int32)
     lens = np.array([64 * 12, 0], np.int32)
-    run_kv_indices(r2t, req, lens, out, np.array([64, 0], np.int32), None, 64, 24, reqs, block)
+    run_kv_indices(r2t, req, lens, out, np.array([64, 0], np.int32), None, 64, 24)
     assert out[0].tolist() == [(512 + 448 + 64 * (p + 1)) // 64 * 24 for p in range(7)] + [-1] * 3
     assert np.all(out[1] == POISON)
 
