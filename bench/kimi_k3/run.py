@@ -210,8 +210,9 @@ SWEEPS = [
       for sub, st in ((False, False), (True, False), (False, True), (True, True))]
      + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
              MX_SCALE_TILE=True)
-        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 2), (64, 1), (128, 4), (128, 2),
-                                                  (16, 1), (256, 8)))]
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((256, 8), (64, 2), (64, 1), (128, 4),
+                                                  (128, 2), (16, 1), (512, 16), (256, 4),
+                                                  (512, 8)))]
      + [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e, MX_E2M1_SUB=False,
              MX_SCALE_TILE=False) for w in (False, True) for g in (False, True)
         for e in (False, True)

@@ -126,23 +126,25 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
     kl.store(cache_bf16 + (lrow * 8 + (KV_DIM + 4 * NG) // 2) + cp, pe, mask=okr)
 
 
-#: [4, 512] + [4, 64] per program on 128 threads: the H200 sweep (bench/kimi_k3/run.py
-#: --sweep, T = 16384) 12.33 us vs 12.67 us for the former [16, 512] on 256 threads (1.03x;
-#: every configuration was within 0.96x-1.03x).
-ROWS, NUM_WARPS = 4, 4
+#: [8, 512] + [8, 64] per program on 128 threads: the H200 sweep (bench/kimi_k3/run.py
+#: --sweep, T = 16384) with EARLY_LOADS and BF16_PDL 11.58 us (77.0 % of copy bandwidth), 4 /
+#: 4 warps 12.48 us, 16 / 8 warps 11.58 us; without both 12.42-12.85 us.
+ROWS, NUM_WARPS = 8, 4
 #: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on one warp. FP8_RECIP: the
 #: kernel's RECIP (same bits). H200 sweep at T = 16384 (``bench/kimi_k3/run.py --sweep``,
 #: bench/results/h200-bench_kimi_k3_sweep.md): 1 warp 14.5 us (48.2 % of copy bandwidth),
-#: 4 warps 18.8 us; IEEE division on 4 warps 20.2 us.
-FP8_ROWS, FP8_WARPS = 8, 1
+#: 4 warps 18.8 us; IEEE division on 4 warps 20.2 us. With EARLY_LOADS: 2 tokens 13.2 us
+#: (53.2 %), 8 14.3 us.
+FP8_ROWS, FP8_WARPS = 2, 1
 FP8_RECIP = True
 #: EARLY_LOADS (both layouts; the kernels' EARLY): the rows are loaded for every token in
 #: parallel with loc instead of after it. Without it each program waits for two DRAM round
 #: trips before its first store (loc, then the rows masked by loc); in the sm_90a SASS the
 #: row loads are predicated on loc's comparison. A token with loc < 0 or >= num_slots now
 #: costs its row's read (not its write). BF16_PDL: the bf16 kernel as a programmatic
-#: dependent launch, as the FP8 one already is. Same bytes written; untimed
-#: (``bench/kimi_k3/run.py --sweep --only mla_kv_scatter``).
+#: dependent launch, as the FP8 one already is. Same bytes written. H200 (``bench/kimi_k3/run.py
+#: --sweep --only mla_kv_scatter``, 4 / 4 warps): 12.42 us without both, 12.24 with EARLY_LOADS,
+#: 11.88 with BF16_PDL, 12.48 with both (8 / 4 warps: 12.81 -> 11.58 us); FP8 14.84 -> 14.29.
 EARLY_LOADS, BF16_PDL = True, True
 
 

@@ -119,8 +119,10 @@ FP8_THREAD_ELEMS, FP8_RECIP = 16, True
 #: H = 1536: 3 x 512 on one warp, 48 values a thread; one 2048 tile on four warps left the
 #: fourth warp all masked lanes, computing a third more than needed, and reduced across
 #: warps through shared memory), the kernel's CHUNKS = 3 (needs RECIP). sm_90a SASS: 694
-#: instructions a thread for 12 useful values on average -> 1778 for 48, no barrier; untimed.
-FP8_CHUNKS = True
+#: instructions a thread for 12 useful values on average -> 1778 for 48, no barrier. Measured
+#: slower on the H200 (T = 16384: 47.1 us vs 43.6 us for the 2048 tile on 4 warps): the one
+#: warp's longer chain of dependent work per row costs more than the idle lanes; off.
+FP8_CHUNKS = False
 
 
 def _fp8_config(h: int) -> tuple:

@@ -46,7 +46,8 @@ def pack_topk_ids_kernel(ids_ptr, weights_ptr, out_ptr, numel, BLOCK: kl.constex
 #: BLOCK elements per program on NUM_WARPS warps (1024 on 4: two 16-byte vectors per array
 #: and thread, 256 programs at T = 16384 x 16, all resident at once): 2.88 us on the H200 vs
 #: 2.30 us for torch.compile (bench/results/h200-bench_kimi_k3.md). PDL: the kernel's launch
-#: overlaps the previous kernel's tail (``pdl_wait`` before its loads); untimed.
+#: overlaps the previous kernel's tail (``pdl_wait`` before its loads): H200 sweep of
+#: back-to-back calls 2.78 -> 2.09 us (every BLOCK x NUM_WARPS within 2.09-2.26 us).
 #: ``bench/kimi_k3/run.py --sweep --only pack_topk_ids`` times BLOCK x NUM_WARPS x PDL.
 BLOCK, NUM_WARPS = 1024, 4
 PDL = True

@@ -236,14 +236,15 @@ def e2m1_code_subnormal(v):
 #: groups per program: a [16, 128] bf16 tile on one warp (eight 16-byte vectors a thread).
 #: The H200 sweep (bench/results/h200-bench_kimi_k3_sweep.md, [16384, 7168] g128): 2048 / 1
 #: warp / RECIP / TOKEN_GRID 117 us, 71 % of copy bandwidth, 1.9x the first default
-#: (2048 / 4 warps, neither option: 222 us, 37 %).
-GROUP_ELEMS, NUM_WARPS = 2048, 1
+#: (2048 / 4 warps, neither option: 222 us, 37 %). With GQ_SCALE_TILE: 2048 / 1 warp 92.5 us
+#: (90.5 %), 4096 / 2 warps 86.9 us (96.4 %), 1024 / 1 140 us.
+GROUP_ELEMS, NUM_WARPS = 4096, 2
 GROUPS = (32, 64, 128, 256)
 #: per_token_group_quant_fp8 formulation (kernel docstring; same bits, checked exhaustively in
 #: test/python/test_quant_variants.py); ``bench/kimi_k3/run.py --sweep`` times every
 #: combination with GROUP_ELEMS and NUM_WARPS. GQ_SCALE_TILE: the sm_90a kernel body of the
 #: default goes from 775 to 619 SASS instructions and 128 to 99 registers (UE8M0: 709 -> 442,
-#: 103 -> 80), no barrier; untimed.
+#: 103 -> 80), no barrier; H200 (2048 / 1 warp): 93.3 -> 92.5 us.
 GQ_RECIP, GQ_TOKEN_GRID, GQ_SCALE_TILE = True, True, True
 
 _SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i32",
@@ -257,8 +258,9 @@ _SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i3
 #: 109 registers): half of it the scale store's layout conversion (two shared-memory round
 #: trips, four barriers, then two threads storing 16 bytes each behind branches) and the
 #: E2M1 rounding's special case below 1. With E2M1_SUB and SCALE_TILE: 437 instructions, 48
-#: registers; untimed.
-MX_ROWS, MX_WARPS = 32, 1
+#: registers, but at 32 / 1 warp still 140 us: the one-warp programs were too few in flight.
+#: H200 sweep with both: 256 / 8 warps 86.3 us (81.1 %), 128 / 4 86.7 us, 64 / 2 96.6 us.
+MX_ROWS, MX_WARPS = 256, 8
 #: quant_mxfp4 formulation (kernel docstring; same bits, test_quant_variants.py), swept like
 #: GQ_*.
 MX_WORDS, MX_TOKEN_GRID, MX_E2M1_BITS = True, True, True

@@ -150,7 +150,8 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
 #: T = 16384: 8 / 2 warps / TOKEN_GRID 104.1 us (56.9 % of copy bandwidth), with RECIP 91.7 us
 #: (64.7 %). RECIP on by default now (the kernel docstring gives the argument) and
 #: SCALE_TILE: the sm_90a kernel body goes from 942 to 530 SASS instructions (fp32 scales;
-#: UE8M0 973 -> 487), no div.rn and no barrier left; untimed.
+#: UE8M0 973 -> 487), no div.rn and no barrier left: H200 68.4 us (87.1 %; RECIP alone 78.2,
+#: SCALE_TILE alone 89.0).
 ROWS, NUM_WARPS = 8, 2
 TOKEN_GRID, RECIP, SCALE_TILE = True, True, True
 

@@ -113,7 +113,7 @@ def via_interpreter(monkeypatch):
     """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
     launches = []
 
-    def launch(kernel, name, grid, args, constexprs, num_warps):
+    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None):
         launches.append((name, tuple(grid), dict(constexprs), num_warps))
         if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
             return

@@ -67,7 +67,7 @@ def via_interpreter(monkeypatch):
     """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
     launches = []
 
-    def launch(kernel, name, grid, args, constexprs, num_warps):
+    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None):
         launches.append((name, tuple(grid), dict(constexprs)))
         if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
             return  # nothing to run, or FakeTensors (argument checks only)
@@ -380,18 +380,20 @@ class FakeTensor:
 
 
 def test_batch_launch(monkeypatch):
-    """From BATCH_M rows on the wrapper launches the batch specialization (its warps)."""
+    """From BATCH_M rows on the wrapper launches the batch specialization (its warps and
+    register cap)."""
     launches = []
-    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps:
-                        launches.append((name, tuple(grid), warps)))
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
+                        launches.append((name, tuple(grid), warps, regs)))
+    monkeypatch.setattr(mod, "BATCH_MAXNREG", 80)
     T = FakeTensor
     for m in (1, mod.BATCH_M - 1, mod.BATCH_M, 4 * mod.BATCH_M):
         mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
                            out_ids=T((m, 16), "int32"))
-    assert launches == [("moe_fused_gate", (1,), mod.NUM_WARPS),
-                        ("moe_fused_gate", (mod.BATCH_M - 1,), mod.NUM_WARPS),
-                        ("moe_fused_gate_batch", (mod.BATCH_M,), mod.BATCH_WARPS),
-                        ("moe_fused_gate_batch", (4 * mod.BATCH_M,), mod.BATCH_WARPS)]
+    assert launches == [("moe_fused_gate", (1,), mod.NUM_WARPS, None),
+                        ("moe_fused_gate", (mod.BATCH_M - 1,), mod.NUM_WARPS, None),
+                        ("moe_fused_gate_batch", (mod.BATCH_M,), mod.BATCH_WARPS, 80),
+                        ("moe_fused_gate_batch", (4 * mod.BATCH_M,), mod.BATCH_WARPS, 80)]
 
 def test_wrapper_checks(via_interpreter):
     T = FakeTensor
