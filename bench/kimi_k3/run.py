@@ -141,13 +141,13 @@ SWEEPS = [
     for t, knob in ((1, "NUM_WARPS"), (16384, "BATCH_WARPS"))
 ] + [
     # the one-warp batch kernel's register cap (None: 112 registers; 80: no spills)
-    (moe_fused_gate, "case_moe_fused_gate", 16384, _grid(BATCH_MAXNREG=(None, 96, 80, 72)))
+    (moe_fused_gate, "case_moe_fused_gate", 16384, _grid(BATCH_MAXNREG=(80, None, 96, 72)))
 ] + [
     # every image shape of the benchmark (one large image, a small batch, a large batch)
     (image, "case_image", shape,
      _pairs(("BLOCK", "NUM_WARPS", "MAXNREG"),
-            ((512, 1, None), (256, 1, None), (128, 1, None), (512, 2, None), (1024, 4, None),
-             (256, 1, 64), (512, 2, 64), (512, 4, None), (256, 1, 80))))
+            ((256, 1, 80), (512, 1, None), (256, 1, None), (512, 2, None), (1024, 4, None),
+             (256, 1, 64), (256, 1, 96), (512, 2, 80), (1024, 4, 80))))
     for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224))
 ] + [
     # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per

@@ -73,9 +73,15 @@ def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_imag
     kl.store(out + e, ((v * INV_255 - mean) * rstd).to(kl.bfloat16), mask=mask)
 
 
-BLOCK, NUM_WARPS, PATCH = 512, 1, 14  # the H200 sweep: bench/results/h200-bench_kimi_k3_sweep_image.md
-#: register cap a thread (None: ptxas decides; 117 registers at 8 elements a thread, sm_90a)
-MAXNREG = None
+#: BLOCK output elements a program on NUM_WARPS warps, at most MAXNREG registers a thread. The
+#: uint8 pixels are gathered (no vectors), so the layout's runs are 8 elements (the bf16
+#: stores); at 8 elements a thread ptxas takes 117 registers (sm_90a) and the cap of 80 lets
+#: more programs in flight (a few spilled bytes). H200 sweep (bench/kimi_k3/run.py --sweep
+#: --only image): 256 / 1 warp / 80 registers 9.65, 21.7 and 40.8 us for the three benchmark
+#: shapes (1x1080x1920, 8x512x512, 64x224x224) against 11.5, 34.8 and 67.7 us for the former
+#: 512 / 1 warp with 16-element runs (228 registers); 1024 / 4 warps uncapped 8.92, 27.9, 55.9.
+BLOCK, NUM_WARPS, PATCH = 256, 1, 14
+MAXNREG = 80
 
 _SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32",
         "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image4": "i32",
