@@ -418,13 +418,17 @@ public:
     tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
   }
 
-  /// tile.bulk_load of `count` elements from the scalar pointer `ptr`.
-  Value bulkLoad(Value ptr, int64_t count) {
+  /// tile.bulk_load of a `size`-element tile from the scalar pointer `ptr`,
+  /// copying only `count` (i32) elements when given.
+  Value bulkLoad(Value ptr, int64_t size, std::optional<Value> count) {
     auto ptrType = llvm::dyn_cast<tile::PtrType>(ptr.getType());
     if (!ptrType)
       invalid("bulk_load needs a scalar pointer, got " + toString(ptr.getType()));
-    return tile::BulkLoadOp::create(
-               builder, loc, RankedTensorType::get({count}, ptrType.getPointeeType()), ptr)
+    if (count && !count->getType().isInteger(32))
+      invalid("bulk_load's count must be an i32, got " + toString(count->getType()));
+    return tile::BulkLoadOp::create(builder, loc,
+                                    RankedTensorType::get({size}, ptrType.getPointeeType()), ptr,
+                                    count ? *count : Value())
         .getResult();
   }
 
@@ -1074,7 +1078,8 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
            py::arg("cache") = "", py::arg("evict") = "")
       .def("fence", &Builder::fence)
-      .def("bulk_load", &Builder::bulkLoad)
+      .def("bulk_load", &Builder::bulkLoad, py::arg("ptr"), py::arg("size"),
+           py::arg("count") = py::none())
       .def("desc_load", &Builder::descLoad)
       .def("desc_store", &Builder::descStore)
       .def("store", &Builder::store, py::arg("ptr"), py::arg("value"), py::arg("mask") = py::none(),

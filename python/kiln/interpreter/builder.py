@@ -642,20 +642,36 @@ class NumpyBuilder:
                                    + ("" if mask is None else " on an unmasked lane"))
         return off
 
-    def bulk_load(self, p: Ptr, count: int) -> np.ndarray:
-        """``count`` consecutive elements from the scalar pointer ``p`` (cp.async.bulk). The
-        compiler must prove the address 16-byte aligned; here the actual address is checked,
-        and every element must be in bounds (there is no mask)."""
+    def bulk_load(self, p: Ptr, size: int, count: Any = None) -> np.ndarray:
+        """``size`` consecutive elements from the scalar pointer ``p`` (cp.async.bulk), or
+        only the first ``count`` with the rest zero. The compiler must prove the address
+        16-byte aligned and the count a whole number of 16-byte units; here the actual
+        values are checked, and every element copied must be in bounds (there is no
+        mask)."""
         if not self.active():
-            return np.zeros((count,), dtype=p.buf.dtype)
+            return np.zeros((size,), dtype=p.buf.dtype)
+        n = size
+        if count is not None:
+            n = int(np.asarray(count))
+            if not 0 <= n <= size:
+                self.fault = True
+                raise InterpreterError(f"bulk_load through '{p.arg}': the count {n} is outside "
+                                       f"[0, {size}]")
+            if (n * p.buf.dtype.itemsize) % 16:
+                self.fault = True
+                raise InterpreterError(f"bulk_load through '{p.arg}': a count of {n} elements "
+                                       f"is {n * p.buf.dtype.itemsize} bytes, not a multiple "
+                                       f"of 16")
         start = int(p.off)
         address = p.buf.ctypes.data + start * p.buf.dtype.itemsize
         if address % 16:
             self.fault = True
             raise InterpreterError(f"bulk_load through '{p.arg}': the address (element offset "
                                    f"{start}) is not 16-byte aligned")
-        self._check("bulk_load", p.with_off(start + np.arange(count, dtype=np.int64)), None)
-        return np.array(p.buf[start:start + count], copy=True)
+        self._check("bulk_load", p.with_off(start + np.arange(n, dtype=np.int64)), None)
+        out = np.zeros((size,), dtype=p.buf.dtype)
+        out[:n] = p.buf[start:start + n]
+        return out
 
     def desc_load(self, d: Desc, indices: Sequence[Any]) -> np.ndarray:
         """The box at ``indices``; elements outside the tensor read as zero (TMA)."""
