@@ -467,11 +467,20 @@ class NumpyBuilder:
 
     def select(self, c: Any, a: Any, b: Any) -> Any:
         if isinstance(a, Ptr) or isinstance(b, Ptr):
+            cond = np.asarray(c)
+            if a.buf is not b.buf and (cond.all() or not cond.any()):
+                # one side everywhere (a scalar select, e.g. a bank row or the prefix row):
+                # the pointer of that tensor, in the result's shape
+                take = a if cond.all() else b
+                shape = np.broadcast_shapes(cond.shape, a.off.shape, b.off.shape)
+                return take.with_off(np.broadcast_to(take.off, shape).copy()
+                                     if shape else take.off)
             if a.buf is not b.buf:
                 self.fault = True
                 raise InterpreterError(f"where() between pointers into different tensors "
                                        f"('{a.arg}' and '{b.arg}') is not supported by the "
-                                       f"interpreter")
+                                       f"interpreter (unless the condition is the same "
+                                       f"everywhere)")
             return a.with_off(np.where(c, a.off, b.off))
         return np.where(c, a, b)
 
