@@ -14,7 +14,9 @@
 // A tile.bulk_load %p(iv) [count %n(iv)] becomes the same ring with a pointer
 // source: tile.ring_issue %p(lb + k*step) [count %n(...)] -> %ring[k] ..., and
 // tile.ring_wait_load ... [count %n] in place of the load (the count of the
-// current iteration, so the lanes past it read as zero).
+// current iteration, so the lanes past it read as zero). Its refill of slot
+// (%it + N-1) mod N, the slot read in the previous iteration, comes before the
+// wait for slot %it mod N (registers: the current row is not live across it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,24 +226,36 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     for (auto [p, ring] : llvm::zip(loads, rings)) {
       Location lloc = p.load->getLoc();
       b.setInsertionPoint(p.load);
+      // The load `stages - 1` iterations ahead, into the slot read last iteration.
+      auto issueAhead = [&] {
+        Value ahead = arith::AddIOp::create(
+            b, lloc, iv,
+            arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
+        Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
+                                              newLoop.getUpperBound());
+        SmallVector<Value> idx =
+            indicesAt(b, newLoop, p.slice, p.getIterationValues(), ahead);
+        Value nextSlot = arith::RemUIOp::create(
+            b, lloc,
+            arith::AddIOp::create(b, lloc, it,
+                                  constantLike(b, lloc, b.getI32Type(), stages - 1)),
+            n);
+        p.issue(b, lloc, idx, ring, nextSlot, inRange);
+      };
+      // A bulk row's refill goes BEFORE the wait for the current slot (another slot):
+      // the row being read is then not live in registers across the issue's address
+      // arithmetic, and the copy starts earlier. Descriptor loads keep the refill after
+      // the wait, where kiln-tile-accelerate-dot expects it.
+      bool issueFirst = llvm::isa<BulkLoadOp>(p.load);
+      if (issueFirst)
+        issueAhead();
       Value slot = arith::RemUIOp::create(b, lloc, it, n);
       Value phase = arith::AndIOp::create(b, lloc, arith::DivUIOp::create(b, lloc, it, n),
                                           constantLike(b, lloc, b.getI32Type(), 1));
       auto wait =
           RingWaitLoadOp::create(b, lloc, p.getBlockType(), ring, slot, phase, p.getCount());
-      // The load `stages - 1` iterations ahead, into the slot read last iteration.
-      Value ahead = arith::AddIOp::create(
-          b, lloc, iv,
-          arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
-      Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
-                                            newLoop.getUpperBound());
-      SmallVector<Value> idx =
-          indicesAt(b, newLoop, p.slice, p.getIterationValues(), ahead);
-      Value nextSlot = arith::RemUIOp::create(
-          b, lloc,
-          arith::AddIOp::create(b, lloc, it, constantLike(b, lloc, b.getI32Type(), stages - 1)),
-          n);
-      p.issue(b, lloc, idx, ring, nextSlot, inRange);
+      if (!issueFirst)
+        issueAhead();
       b.replaceOp(p.load, wait.getResult());
       ++numPipelined;
     }

@@ -101,9 +101,10 @@ func.func @clamped(%src: !tile.tensordesc<tensor<256x128xf16>>, %ub: i32) {
 
 // A bulk load of a row whose pointer and count are functions of the
 // iteration becomes a ring with a pointer source: the prologue issues the
-// rows of iterations 0 and 1 (their pointers and counts recomputed), the loop
-// waits on slot it mod 3 and reads with the current iteration's count, then
-// issues the row of iv + 2 into slot (it + 2) mod 3.
+// rows of iterations 0 and 1 (their pointers and counts recomputed); in the
+// loop the row of iv + 2 is issued into slot (it + 2) mod 3 (the slot read
+// last iteration) BEFORE the wait on slot it mod 3, whose read uses the
+// current iteration's count.
 // CHECK-LABEL: func.func @bulk_rows
 // CHECK: %[[RING:.*]] = tile.ring_alloc : !tile.ring<3, tensor<8192xbf16>>
 // CHECK: %[[IV0:.*]] = arith.addi %[[LB:.*]], %{{.*}} : i32
@@ -116,15 +117,17 @@ func.func @clamped(%src: !tile.tensordesc<tensor<256x128xf16>>, %ub: i32) {
 // CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[IT:.*]] = %{{.*}}) -> (f32, i32)
 // CHECK: %[[OFF:.*]] = arith.muli %[[IV]], %[[STRIDE]] : i32
 // CHECK: %[[N:.*]] = arith.subi %[[H]], %[[IV]] : i32
-// CHECK: %[[SLOT:.*]] = arith.remui %[[IT]], %{{.*}} : i32
-// CHECK: %[[PHASE:.*]] = arith.andi
-// CHECK: %[[T:.*]] = tile.ring_wait_load %[[RING]][%[[SLOT]]], %[[PHASE]] count %[[N]] : !tile.ring<3, tensor<8192xbf16>> -> tensor<8192xbf16>
 // CHECK: %[[AHEAD:.*]] = arith.addi %[[IV]], %{{.*}} : i32
 // CHECK: %[[OK:.*]] = arith.cmpi slt, %[[AHEAD]], %[[UB]] : i32
 // CHECK: %[[OFF2:.*]] = arith.muli %[[AHEAD]], %[[STRIDE]] : i32
 // CHECK: %[[P2:.*]] = tile.addptr %[[X]], %[[OFF2]]
 // CHECK: %[[N2:.*]] = arith.subi %[[H]], %[[AHEAD]] : i32
-// CHECK: tile.ring_issue %[[P2]] count %[[N2]] -> %[[RING]][%{{.*}}] if %[[OK]]
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IT]], %{{.*}} : i32
+// CHECK: %[[NSLOT:.*]] = arith.remui %[[NEXT]], %[[NSTAGES:.*]] : i32
+// CHECK: tile.ring_issue %[[P2]] count %[[N2]] -> %[[RING]][%[[NSLOT]]] if %[[OK]]
+// CHECK: %[[SLOT:.*]] = arith.remui %[[IT]], %[[NSTAGES]] : i32
+// CHECK: %[[PHASE:.*]] = arith.andi
+// CHECK: %[[T:.*]] = tile.ring_wait_load %[[RING]][%[[SLOT]]], %[[PHASE]] count %[[N]] : !tile.ring<3, tensor<8192xbf16>> -> tensor<8192xbf16>
 // CHECK: arith.extf %[[T]]
 // CHECK-NOT: tile.bulk_load
 func.func @bulk_rows(%x: !tile.ptr<bf16>, %lb: i32, %ub: i32, %stride: i32, %h: i32) -> f32 {
@@ -156,9 +159,9 @@ func.func @bulk_rows(%x: !tile.ptr<bf16>, %lb: i32, %ub: i32, %stride: i32, %h: 
 // CHECK: arith.select
 // CHECK: tile.ring_issue %{{.*}} -> %{{.*}}[%{{.*}}] if %{{.*}} : !tile.ptr<f32>, !tile.ring<2, tensor<1024xf32>>
 // CHECK: scf.for
-// CHECK: tile.ring_wait_load %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<1024xf32>> -> tensor<1024xf32>
 // CHECK: arith.select
 // CHECK: tile.ring_issue %{{.*}} -> %{{.*}}[%{{.*}}] if %{{.*}} : !tile.ptr<f32>
+// CHECK: tile.ring_wait_load %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<1024xf32>> -> tensor<1024xf32>
 func.func @bulk_select(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %ub: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32

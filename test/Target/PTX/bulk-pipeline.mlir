@@ -10,11 +10,12 @@
 // 8 KiB slots after 1024 bytes of mbarriers, each barrier initialized by
 // thread 0; the rows of the first three iterations issued before the loop
 // (each under iv < ub: min(count, 4096) * 2 bytes, the copy skipped when
-// that is 0); in the loop a wait on a register parity, the reads (8 bytes
-// each in this layout, a selp to zero at or past the count, the compare
-// hoisted out of the loop; LLVM selects words on sm_90a, 64-bit pairs on
-// sm_100a/sm_103a), then the issue of the row three
-// iterations ahead into the slot read last iteration (after bar.sync).
+// that is 0); each iteration issues the row three iterations ahead into the
+// slot read last iteration (bar.sync, elect.sync, expect_tx, copy), then
+// waits on a register parity for its own slot and reads it (8 bytes each in
+// this layout, a selp to zero at or past the count, the compare hoisted out
+// of the loop; LLVM selects words on sm_90a, 64-bit pairs on sm_100a/sm_103a).
+// The loop is rotated: the wait's block comes first in the text.
 // CHECK-SM90: .target sm_90a
 // CHECK-SM100: .target sm_100a
 // CHECK-SM103: .target sm_103a
