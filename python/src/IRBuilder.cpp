@@ -418,6 +418,19 @@ public:
     tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
   }
 
+  /// Marks the kernel being built (the function around the insertion point)
+  /// with tile.min_programs_per_sm.
+  void setMinProgramsPerSM(int32_t programs) {
+    Operation *parent = builder.getInsertionBlock()->getParentOp();
+    auto func = parent->getParentOfType<func::FuncOp>();
+    if (auto self = llvm::dyn_cast<func::FuncOp>(parent))
+      func = self;
+    if (!func)
+      invalid("min_programs_per_sm outside a kernel");
+    func->setAttr(tile::TileDialect::getMinProgramsPerSMAttrName(),
+                  builder.getI32IntegerAttr(programs));
+  }
+
   /// tile.bulk_load of a `size`-element tile from the scalar pointer `ptr`,
   /// copying only `count` (i32) elements when given.
   Value bulkLoad(Value ptr, int64_t size, std::optional<Value> count) {
@@ -1078,6 +1091,7 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
            py::arg("cache") = "", py::arg("evict") = "")
       .def("fence", &Builder::fence)
+      .def("set_min_programs_per_sm", &Builder::setMinProgramsPerSM)
       .def("bulk_load", &Builder::bulkLoad, py::arg("ptr"), py::arg("size"),
            py::arg("count") = py::none())
       .def("desc_load", &Builder::descLoad)

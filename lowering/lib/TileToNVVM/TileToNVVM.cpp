@@ -407,8 +407,9 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
 
 namespace {
 /// func.func with tile.kernel -> llvm.func with nvvm.kernel,
-/// nvvm.reqntid = threads per block and, for tile.cluster_dims,
-/// nvvm.cluster_dim (.explicitcluster + .reqnctapercluster).
+/// nvvm.reqntid = threads per block, for tile.cluster_dims nvvm.cluster_dim
+/// (.explicitcluster + .reqnctapercluster) and for tile.min_programs_per_sm
+/// nvvm.minctasm (.minnctapersm).
 struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -438,6 +439,10 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     if (auto cluster = op->getAttrOfType<DenseI32ArrayAttr>(
             tile::TileDialect::getClusterDimsAttrName()))
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
+    // .minnctapersm: ptxas fits the registers to that many blocks an SM.
+    if (auto programs = op->getAttrOfType<IntegerAttr>(
+            tile::TileDialect::getMinProgramsPerSMAttrName()))
+      func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), programs);
     // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
     // in place (`__grid_constant__`: the parameter's address, cvta.param).
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {

@@ -1183,6 +1183,18 @@ class Semantic:
         self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None, sem,
                            scope, cache, evict)
 
+    # -- occupancy ------------------------------------------------------------
+    def min_programs_per_sm(self, programs: Any) -> None:
+        """Compile so that ``programs`` programs fit on an SM (``.minnctapersm``)."""
+        if isinstance(programs, tensor):
+            raise SemanticError("min_programs_per_sm: the count must be a constexpr (a "
+                                "compile-time int), got a runtime value")
+        n = _value(programs)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 32:
+            raise SemanticError(f"min_programs_per_sm: the count must be an int in [1, 32], "
+                                f"got {n!r}")
+        self.builder.set_min_programs_per_sm(n)
+
     # -- bulk copies (cp.async.bulk) -----------------------------------------
     #: Bytes one mbarrier phase counts (the tx-count is below 2^20).
     _BULK_MAX_BYTES = 1 << 20

@@ -592,6 +592,10 @@ class NumpyBuilder:
     def pdl_launch_dependents(self) -> None:
         return None
 
+    # An occupancy hint for ptxas: nothing to do on the CPU.
+    def set_min_programs_per_sm(self, programs: int) -> None:
+        return None
+
     def reduce(self, x: Any, axis: int, combine: str) -> np.ndarray:
         """``tile.reduce`` of ``x`` along ``axis`` with the binary op ``combine``."""
         x = np.asarray(x)

@@ -131,6 +131,17 @@ def bulk_load(pointer: Any, size: Any, count: Any = None, _semantic: Any = None)
 
 
 @builtin
+def min_programs_per_sm(programs: Any, _semantic: Any = None) -> None:
+    """Compile the kernel so that ``programs`` (a constexpr int in [1, 32]) of its programs
+    fit on one SM at once: PTX ``.minnctapersm``, under which ptxas keeps the registers a
+    thread within 65536 / (programs x threads per program), spilling if it must (check
+    ``meta["targets"][arch]["spill_store_bytes"]``). A hint for latency-bound persistent
+    kernels whose registers would otherwise leave room for one program an SM; shared memory
+    must fit as well (the launch does not check). Call it anywhere in the kernel body."""
+    return _semantic.min_programs_per_sm(programs)
+
+
+@builtin
 def store(pointer: Any, value: Any, mask: Any = None, sem: Any = None, scope: Any = None,
           cache_modifier: Any = "", eviction_policy: Any = "", _semantic: Any = None) -> None:
     """Stores ``value`` (cast to the pointee type) where ``mask`` is true. With ``sem``
@@ -475,7 +486,7 @@ __all__ = [
     "cluster_gather", "cluster_load", "cluster_size",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
-    "minimum",
+    "min_programs_per_sm", "minimum",
     "num_clusters",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
     "reduce", "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",

@@ -154,6 +154,31 @@ func.func @cluster_gather_of_pointers(%p: tensor<128x!tile.ptr<f32>>) attributes
 
 // -----
 
+// expected-error @+1 {{'func.func' op expected 'tile.min_programs_per_sm' to be an i32 in [1, 32], got 0 : i32}}
+func.func @min_programs_per_sm_zero() attributes {tile.kernel, tile.min_programs_per_sm = 0 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.min_programs_per_sm' to be an i32 in [1, 32], got 2 : i64}}
+func.func @min_programs_per_sm_i64() attributes {tile.kernel, tile.min_programs_per_sm = 2 : i64} {
+  return
+}
+
+// -----
+
+func.func @min_programs_per_sm_on_a_loop(%n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{'scf.for' op 'tile.min_programs_per_sm' applies to func.func only}}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+  } {tile.min_programs_per_sm = 2 : i32}
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op expected 'tile.cluster_dims' to be an array<i32> of 3 entries, got array<i32: 2, 1>}}
 func.func @cluster_dims_two_entries() attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1>} {
   return
