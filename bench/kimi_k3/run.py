@@ -109,13 +109,14 @@ SWEEPS = [
              RMSNORM_Y_CACHE=("",))),
     # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
     # row elements per thread (16: 16 warps at H = 7168); RING: the row-ring kernel (rows
-    # bulk-copied into RING_STAGES shared-memory slots, RING_PROGRAMS_PER_SM programs an SM;
-    # 8 stages fit one program an SM)
+    # bulk-copied into RING_STAGES shared-memory slots, RING_PROGRAMS_PER_SM programs an SM,
+    # registers capped to fit them; 8 stages fit one program an SM)
     (attn_res, "case_attn_res", 16384,
      _grid(RING=(False,), PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
      + _grid(RING=(False,), PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))
-     + _grid(RING=(True,), RING_STAGES=(4, 6), RING_PROGRAMS_PER_SM=(1, 2), THREAD_ELEMS=(16,))
-     + _grid(RING=(True,), RING_STAGES=(3, 8), RING_PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))),
+     + _grid(RING=(True,), RING_STAGES=(4, 3, 6), RING_PROGRAMS_PER_SM=(2, 1),
+             THREAD_ELEMS=(16,))
+     + _grid(RING=(True,), RING_STAGES=(8,), RING_PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))),
     (mla_kv, "case_mla_kv_scatter", 16384,
      _pairs(("ROWS", "NUM_WARPS"), ((16, 8), (1, 1), (1, 2), (2, 1), (2, 2), (4, 2), (4, 4),
                                     (8, 4), (8, 8), (16, 4), (32, 8), (32, 16)))),

@@ -62,12 +62,12 @@ knob (3 to 8 rows) instead of 4 unrolled register slots, and the loop is not unr
 padding rows: every program folds exactly its rows). The (token, row) of j is a division by
 the runtime nvb + 1 (the ring recomputes it for the row it issues ahead, which a carried
 cursor would not allow): two divisions a row, one of them only in the issuing thread.
-Registers (sm_90a, 16 warps): 96-100 at 3 to 8 stages, so still one program an SM; what
-stays live across a row is the fp32 accumulator (16), the row in fp32 (16, kept for the fold
-across the two-value block reduction, whose 32 partials every thread loads), cw (16 packed
-then unpacked), the hoisted per-thread addresses of cw/ow/out and the lane masks. Two
-programs an SM (<= 64) would need the row re-read from its slot after the reduction instead
-of kept in registers, or a cheaper second reduction stage.
+Registers (sm_90a, 16 warps): left alone ptxas takes 96-106 (one program an SM: the fp32
+accumulator, the row in fp32 kept for the fold across the two-value block reduction whose 32
+partials every thread loads at once, cw, the hoisted per-thread addresses and lane masks);
+with ``kl.min_programs_per_sm(2)`` (PTX ``.minnctapersm 2``) it fits 64 without a spill, so
+RING_PROGRAMS_PER_SM = 2 programs share an SM (50 % occupancy, twice the current kernel's)
+with RING_STAGES <= 6 (shared memory: 2 x (6 x 16 KB + 1 KB)).
 
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
 programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
@@ -261,12 +261,14 @@ def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_
 @kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"], fp_fusion=True)
 def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0, b_s0,
                          b_s1, o_s0, eps, BLOCK: kl.constexpr, WRITE_PREFIX: kl.constexpr,
-                         STAGES: kl.constexpr):
+                         STAGES: kl.constexpr, PROGRAMS: kl.constexpr):
     """The persistent kernel with its rows in a shared-memory ring (module docstring, "Row
     ring"): row j of the program's sequence is row r = j % (nvb + 1) of token pid + (j //
     (nvb + 1)) * grid, one ``kl.bulk_load`` of H elements into a BLOCK tile in a
     ``kl.range(..., num_stages=STAGES)`` loop, so STAGES - 1 rows are in flight in shared
-    memory (not in registers) while row j is folded."""
+    memory (not in registers) while row j is folded. PROGRAMS programs fit an SM (registers
+    capped by ``kl.min_programs_per_sm``)."""
+    kl.min_programs_per_sm(PROGRAMS)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
     per_tok = nvb + 1
@@ -391,13 +393,14 @@ PROGRAMS_PER_SM = 1
 #: ``attn_res_kernel``; bench/kimi_k3/run.py --sweep times both. Not the default until the
 #: H200 says so (it has no AOT specializations: with RING the bundle-only path cannot run it).
 RING = False
-#: slots of the ring (RING_STAGES - 1 rows of 16 KB in flight while one is folded); sm_90a
-#: registers at 16 warps, H = 7168: 100 / 96 / 100 / 96 at 3 / 4 / 6 / 8 stages, no spills
-#: (105 at 4 with WRITE_PREFIX): still one program an SM.
+#: slots of the ring (RING_STAGES - 1 rows of 16 KB in flight while one is folded).
 RING_STAGES = 4
-#: persistent programs per SM of the ring variant (2 needs <= 64 registers a thread and 2 x
-#: (RING_STAGES x 16 KB + 1 KB) of shared memory: at most 6 stages).
-RING_PROGRAMS_PER_SM = 1
+#: persistent programs per SM of the ring variant, also compiled in
+#: (``kl.min_programs_per_sm``): 2 caps the registers at 64 (sm_90a, 16 warps, H = 7168: 64
+#: at 3 / 4 / 6 / 8 stages, with or without WRITE_PREFIX, no spills; uncapped ptxas takes
+#: 96-106) and needs 2 x (RING_STAGES x 16 KB + 1 KB) of shared memory: at most 6 stages
+#: (8 stages run one program an SM whatever this says). 0: one program per token.
+RING_PROGRAMS_PER_SM = 2
 
 _SIGNATURE = {"prefix_ptr": "*bf16", "bank_ptr": "*bf16", "cw_ptr": "*bf16", "ow_ptr": "*bf16",
               "out_ptr": "*bf16", "T": "i32", "H": "i32", "nvb": "i32", "p_s0": "i32",
@@ -407,8 +410,9 @@ _DIVISIBILITY = {"prefix_ptr": 16, "bank_ptr": 16, "cw_ptr": 16, "ow_ptr": 16, "
                  "H": 8, "p_s0": 8, "b_s0": 8, "b_s1": 8, "o_s0": 8}
 
 
-def _ring_kernel_name(write_prefix: bool, stages: int) -> str:
-    return "attn_res_ring" + ("_write_prefix" if write_prefix else "") + f"_s{stages}"
+def _ring_kernel_name(write_prefix: bool, stages: int, programs: int) -> str:
+    return ("attn_res_ring" + ("_write_prefix" if write_prefix else "")
+            + f"_s{stages}_p{programs}")
 
 
 def _kernel_name(write_prefix: bool, prefetch: int = PREFETCH) -> str:
@@ -582,10 +586,11 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     block, num_warps = _config(h)
     if RING:
         grid = grid_size(t, num_sms, RING_PROGRAMS_PER_SM)
-        L.launch(attn_res_ring_kernel, _ring_kernel_name(bool(write_prefix), RING_STAGES),
-                 (grid,), args,
-                 {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "STAGES": RING_STAGES},
-                 num_warps)
+        programs = max(1, RING_PROGRAMS_PER_SM)
+        L.launch(attn_res_ring_kernel,
+                 _ring_kernel_name(bool(write_prefix), RING_STAGES, programs), (grid,), args,
+                 {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "STAGES": RING_STAGES,
+                  "PROGRAMS": programs}, num_warps)
         return out
     grid = grid_size(t, num_sms)
     prefetch = prefetch_for(t, grid, nvb)

@@ -210,9 +210,9 @@ def test_ring_every_nvb(via_interpreter, ring, nvb, write_prefix):
     name, grid, constexprs, _ = via_interpreter[-1]
     assert grid == (t,)
     assert name == "attn_res_ring" + ("_write_prefix" if write_prefix else "") + (
-        f"_s{mod.RING_STAGES}")
+        f"_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}")
     assert constexprs == {"BLOCK": 256, "WRITE_PREFIX": write_prefix,
-                          "STAGES": mod.RING_STAGES}
+                          "STAGES": mod.RING_STAGES, "PROGRAMS": mod.RING_PROGRAMS_PER_SM}
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 8])
@@ -495,6 +495,28 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
     assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
     assert info["registers"] <= 128  # 512 threads: one program per SM
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("stages,programs", [(3, 2), (4, 2), (6, 2), (8, 1)])
+def test_ring_kernel_compiles_within_its_registers(stages, programs, arch):
+    """The row ring at K3's shape: one ring of `stages` 16 KB slots (mbarrier each, the row
+    bulk-copied, no per-element global row loads), no spills, and with 2 programs an SM
+    (.minnctapersm 2) at most 64 registers a thread (65536 / (2 x 512))."""
+    pytest.importorskip("kiln._C")
+    block, warps = mod._config(mod.HIDDEN)
+    ck = mod.attn_res_ring_kernel.compile(
+        mod._SIGNATURE, {"BLOCK": block, "WRITE_PREFIX": True, "STAGES": stages,
+                         "PROGRAMS": programs},
+        mod._DIVISIBILITY, num_warps=warps, arch=arch)
+    ptx = ck.ptx
+    assert ptx.count("mbarrier.init.shared.b64") == stages
+    assert "cp.async.bulk.shared::cluster.global" in ptx
+    assert ck.meta["shared_bytes"] >= 1024 + stages * 16384
+    assert f".minnctapersm {programs}" in ptx
+    target = ck.meta["targets"][arch]
+    assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
+    assert target["registers"] <= 65536 // (programs * 32 * warps)
 
 
 @pytest.mark.parametrize("thread_elems", [16, 32])
