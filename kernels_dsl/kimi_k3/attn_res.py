@@ -62,7 +62,7 @@ knob (3 to 8 rows) instead of 4 unrolled register slots, and the loop is not unr
 padding rows: every program folds exactly its rows). The (token, row) of j is a division by
 the runtime nvb + 1 (the ring recomputes it for the row it issues ahead, which a carried
 cursor would not allow): two divisions a row, one of them only in the issuing thread.
-Registers (sm_90a, 16 warps): left alone ptxas takes 96-106 (one program an SM: the fp32
+Registers (sm_90a, 16 warps): left alone ptxas takes 95-108 (one program an SM: the fp32
 accumulator, the row in fp32 kept for the fold across the two-value block reduction whose 32
 partials every thread loads at once, cw, the hoisted per-thread addresses and lane masks);
 with ``kl.min_programs_per_sm(2)`` (PTX ``.minnctapersm 2``) it fits 64 without a spill, so
@@ -276,6 +276,10 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
     cols = kl.arange(0, BLOCK)
     mask = cols < H
     inv_h = 1.0 / H.to(kl.float32)
+    # H itself (a multiple of 8, the wrapper checks), written so that the compiler sees
+    # whole 16-byte units for the bulk copy even where the launch did not specialize H
+    # (JIT launches specialize multiples of 16 only)
+    count = H // 8 * 8
     tok0 = pid.to(kl.int64)
     kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
     m = 0.0
@@ -290,7 +294,7 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
         # one bulk copy from either row; a select of two 16-byte aligned pointers stays
         # 16-byte aligned (AxisInfo), which cp.async.bulk needs
         row = kl.where(r < nvb, bank_ptr + tok * b_s0 + r * b_s1, prefix_ptr + tok * p_s0)
-        x_bf16 = kl.bulk_load(row, BLOCK, count=H)  # lanes >= H read as zero
+        x_bf16 = kl.bulk_load(row, BLOCK, count=count)  # lanes >= H read as zero
         x = x_bf16.to(kl.float32)
         cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident
         s = _row_score(x, cw, inv_h, eps)
@@ -398,7 +402,7 @@ RING_STAGES = 4
 #: persistent programs per SM of the ring variant, also compiled in
 #: (``kl.min_programs_per_sm``): 2 caps the registers at 64 (sm_90a, 16 warps, H = 7168: 64
 #: at 3 / 4 / 6 / 8 stages, with or without WRITE_PREFIX, no spills; uncapped ptxas takes
-#: 96-106) and needs 2 x (RING_STAGES x 16 KB + 1 KB) of shared memory: at most 6 stages
+#: 95-108) and needs 2 x (RING_STAGES x 16 KB + 1 KB) of shared memory: at most 6 stages
 #: (8 stages run one program an SM whatever this says). 0: one program per token.
 RING_PROGRAMS_PER_SM = 2
 

@@ -519,6 +519,17 @@ def test_ring_kernel_compiles_within_its_registers(stages, programs, arch):
     assert target["registers"] <= 65536 // (programs * 32 * warps)
 
 
+def test_ring_kernel_compiles_for_an_unspecialized_hidden_size():
+    """A JIT launch specializes H only when it is a multiple of 16 (H = 1000 is not): the
+    bulk copy's count must still be proved whole 16-byte units (H // 8 * 8)."""
+    pytest.importorskip("kiln._C")
+    div = {k: v for k, v in mod._DIVISIBILITY.items() if k != "H"}
+    ck = mod.attn_res_ring_kernel.compile(
+        mod._SIGNATURE, {"BLOCK": 1024, "WRITE_PREFIX": False, "STAGES": 4, "PROGRAMS": 2},
+        div, num_warps=2, arch="sm_90a")
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
 @pytest.mark.parametrize("thread_elems", [16, 32])
 def test_thread_elems_option(via_interpreter, monkeypatch, thread_elems):
     """THREAD_ELEMS (bench/kimi_k3/run.py --sweep): 16 or 32 row elements a thread, 16 or 8
