@@ -108,10 +108,15 @@ SWEEPS = [
      + _grid(RMSNORM_WARPS=(2, 4), RMSNORM_W_FIRST=(True,), RMSNORM_X_EVICT=("evict_last",),
              RMSNORM_Y_CACHE=("",))),
     # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
-    # row elements per thread (16: 16 warps at H = 7168)
+    # row elements per thread (16: 16 warps at H = 7168); RING: the row-ring kernel (rows
+    # bulk-copied into RING_STAGES shared-memory slots, RING_PROGRAMS_PER_SM programs an SM,
+    # registers capped to fit them; 8 stages fit one program an SM)
     (attn_res, "case_attn_res", 16384,
-     _grid(PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
-     + _grid(PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))),
+     _grid(RING=(False,), PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
+     + _grid(RING=(False,), PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))
+     + _grid(RING=(True,), RING_STAGES=(4, 3, 6), RING_PROGRAMS_PER_SM=(2, 1),
+             THREAD_ELEMS=(16,))
+     + _grid(RING=(True,), RING_STAGES=(8,), RING_PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))),
     # mla_kv_scatter: ROWS tokens per program on NUM_WARPS warps; EARLY_LOADS: the rows
     # loaded in parallel with loc (else after it, masked by it); BF16_PDL: programmatic
     # dependent launch

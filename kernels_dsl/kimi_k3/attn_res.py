@@ -50,6 +50,25 @@ into a shared-memory ring (many rows in flight per SM, fewer registers) and warp
 producers.
 ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math such a variant reuses.
 
+Row ring (``attn_res_ring_kernel``, the module knob RING; not the default yet): the same
+persistent programs and row sequence, but row j (row j % (nvb + 1) of token pid + (j // (nvb +
+1)) * grid; the bank row or the prefix row through one select of two 16-byte aligned
+pointers) is ONE ``kl.bulk_load(row, BLOCK, count=H)`` in ``kl.range(0, n_rows,
+num_stages=RING_STAGES)``: the compiler makes it a ring of RING_STAGES 16 KB slots in shared
+memory with an mbarrier each, the copies of rows j + 1 .. j + RING_STAGES - 1 in flight (one
+elected thread issues each; ``count`` zero-fills the lanes past H) while row j is read from
+its slot and folded. The in-flight rows cost shared memory, not registers, so the depth is a
+knob (3 to 8 rows) instead of 4 unrolled register slots, and the loop is not unrolled (no
+padding rows: every program folds exactly its rows). The (token, row) of j is a division by
+the runtime nvb + 1 (the ring recomputes it for the row it issues ahead, which a carried
+cursor would not allow): two divisions a row, one of them only in the issuing thread.
+Registers (sm_90a, 16 warps): left alone ptxas takes 95-108 (one program an SM: the fp32
+accumulator, the row in fp32 kept for the fold across the two-value block reduction whose 32
+partials every thread loads at once, cw, the hoisted per-thread addresses and lane masks);
+with ``kl.min_programs_per_sm(2)`` (PTX ``.minnctapersm 2``) it fits 64 without a spill, so
+RING_PROGRAMS_PER_SM = 2 programs share an SM (50 % occupancy, twice the current kernel's)
+with RING_STAGES <= 6 (shared memory: 2 x (6 x 16 KB + 1 KB)).
+
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
 programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
 (a block reduction each): 10.2 us on the H200 at nvb = 8 against 0.88 us for an empty launch.
@@ -239,6 +258,56 @@ def attn_res_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_
     kl.pdl_launch_dependents()
 
 
+@kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"], fp_fusion=True)
+def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0, b_s0,
+                         b_s1, o_s0, eps, BLOCK: kl.constexpr, WRITE_PREFIX: kl.constexpr,
+                         STAGES: kl.constexpr, PROGRAMS: kl.constexpr):
+    """The persistent kernel with its rows in a shared-memory ring (module docstring, "Row
+    ring"): row j of the program's sequence is row r = j % (nvb + 1) of token pid + (j //
+    (nvb + 1)) * grid, one ``kl.bulk_load`` of H elements into a BLOCK tile in a
+    ``kl.range(..., num_stages=STAGES)`` loop, so STAGES - 1 rows are in flight in shared
+    memory (not in registers) while row j is folded. PROGRAMS programs fit an SM (registers
+    capped by ``kl.min_programs_per_sm``)."""
+    kl.min_programs_per_sm(PROGRAMS)
+    pid = kl.program_id(0)
+    grid = kl.num_programs(0)
+    per_tok = nvb + 1
+    n_rows = (T - pid + grid - 1) // grid * per_tok
+    cols = kl.arange(0, BLOCK)
+    mask = cols < H
+    inv_h = 1.0 / H.to(kl.float32)
+    # H itself (a multiple of 8, the wrapper checks), written so that the compiler sees
+    # whole 16-byte units for the bulk copy even where the launch did not specialize H
+    # (JIT launches specialize multiples of 16 only)
+    count = H // 8 * 8
+    tok0 = pid.to(kl.int64)
+    kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
+    m = 0.0
+    l = 1.0
+    acc = kl.zeros((BLOCK,), kl.float32)
+    for j in kl.range(0, n_rows, num_stages=STAGES):
+        # (token, row) of j: a pure function of j, which the ring recomputes for the row it
+        # issues STAGES - 1 iterations ahead (a cursor carried by the loop would not be)
+        q = j // per_tok
+        r = j - q * per_tok
+        tok = tok0 + q.to(kl.int64) * grid
+        # one bulk copy from either row; a select of two 16-byte aligned pointers stays
+        # 16-byte aligned (AxisInfo), which cp.async.bulk needs
+        row = kl.where(r < nvb, bank_ptr + tok * b_s0 + r * b_s1, prefix_ptr + tok * p_s0)
+        x_bf16 = kl.bulk_load(row, BLOCK, count=count)  # lanes >= H read as zero
+        x = x_bf16.to(kl.float32)
+        cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident
+        s = _row_score(x, cw, inv_h, eps)
+        m, l, acc = _softmax_fold(m, l, acc, x, s, r == 0)
+        if r == nvb:  # the prefix row: the token is complete
+            if WRITE_PREFIX:  # bit-exact: the bf16 row as copied
+                kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, x_bf16, mask=mask)
+            ow = kl.load(ow_ptr + cols, mask=mask, other=0.0).to(kl.float32)
+            kl.store(out_ptr + tok * o_s0 + cols, _normalize_out(acc, l, ow, inv_h, eps),
+                     mask=mask)
+    kl.pdl_launch_dependents()
+
+
 #: programs per token in the small-T kernel (a thread-block cluster; 8 is the portable maximum)
 CLUSTER_SIZE = 8
 
@@ -323,6 +392,19 @@ ONE_TOKEN_PREFETCH = 3
 #: persistent programs per SM (one 16-warp program of ~125 registers fits an SM); 0: one
 #: program per token.
 PROGRAMS_PER_SM = 1
+#: the row-ring variant (``attn_res_ring_kernel``: rows bulk-copied into a shared-memory ring
+#: of RING_STAGES slots, module docstring "Row ring") instead of the register slots of
+#: ``attn_res_kernel``; bench/kimi_k3/run.py --sweep times both. Not the default until the
+#: H200 says so (it has no AOT specializations: with RING the bundle-only path cannot run it).
+RING = False
+#: slots of the ring (RING_STAGES - 1 rows of 16 KB in flight while one is folded).
+RING_STAGES = 4
+#: persistent programs per SM of the ring variant, also compiled in
+#: (``kl.min_programs_per_sm``): 2 caps the registers at 64 (sm_90a, 16 warps, H = 7168: 64
+#: at 3 / 4 / 6 / 8 stages, with or without WRITE_PREFIX, no spills; uncapped ptxas takes
+#: 95-108) and needs 2 x (RING_STAGES x 16 KB + 1 KB) of shared memory: at most 6 stages
+#: (8 stages run one program an SM whatever this says). 0: one program per token.
+RING_PROGRAMS_PER_SM = 2
 
 _SIGNATURE = {"prefix_ptr": "*bf16", "bank_ptr": "*bf16", "cw_ptr": "*bf16", "ow_ptr": "*bf16",
               "out_ptr": "*bf16", "T": "i32", "H": "i32", "nvb": "i32", "p_s0": "i32",
@@ -330,6 +412,11 @@ _SIGNATURE = {"prefix_ptr": "*bf16", "bank_ptr": "*bf16", "cw_ptr": "*bf16", "ow
 #: 16-byte pointers; H and the strides multiples of 8 elements (16 bytes), as the wrapper checks
 _DIVISIBILITY = {"prefix_ptr": 16, "bank_ptr": 16, "cw_ptr": 16, "ow_ptr": 16, "out_ptr": 16,
                  "H": 8, "p_s0": 8, "b_s0": 8, "b_s1": 8, "o_s0": 8}
+
+
+def _ring_kernel_name(write_prefix: bool, stages: int, programs: int) -> str:
+    return ("attn_res_ring" + ("_write_prefix" if write_prefix else "")
+            + f"_s{stages}_p{programs}")
 
 
 def _kernel_name(write_prefix: bool, prefetch: int = PREFETCH) -> str:
@@ -423,12 +510,13 @@ def _num_sms(t: Any) -> Optional[int]:
     return _sm_counts[dev.index]
 
 
-def grid_size(t: int, num_sms: Optional[int]) -> int:
-    """Persistent programs for T tokens: min(T, PROGRAMS_PER_SM x SMs), or T (one program per
-    token) without an SM count or with PROGRAMS_PER_SM = 0."""
-    if not num_sms or PROGRAMS_PER_SM <= 0:
+def grid_size(t: int, num_sms: Optional[int], per_sm: Optional[int] = None) -> int:
+    """Persistent programs for T tokens: min(T, per_sm x SMs) (per_sm: PROGRAMS_PER_SM by
+    default), or T (one program per token) without an SM count or with per_sm = 0."""
+    per_sm = PROGRAMS_PER_SM if per_sm is None else per_sm
+    if not num_sms or per_sm <= 0:
         return t
-    return min(t, PROGRAMS_PER_SM * num_sms)
+    return min(t, per_sm * num_sms)
 
 
 def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = None,
@@ -440,7 +528,7 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     0 <= nvb <= 8; ``write_prefix`` needs NB > nvb. Returns out. Every check raises before any
     launch; T = 0 launches nothing. Few tokens on a CUDA device (``use_cluster_kernel``: H200
     T <= 33 at K3's H) run ``attn_res_cluster_kernel``, one token per cluster of 8 programs;
-    the others the persistent kernel."""
+    the others the persistent kernel (``attn_res_ring_kernel`` with RING)."""
     op = "attn_res"
     for what, v in (("prefix_sum", prefix_sum), ("bank", bank), ("cw", cw), ("ow", ow)):
         L.check_dtype(op, what, v, ("bfloat16",))
@@ -483,7 +571,8 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     for what, s in (("prefix_sum row", p_s0), ("bank token", b_s0), ("bank row", b_s1),
                     ("out row", o_s0)):  # token offsets are int64 in the kernel, strides i32
         L.check_int32_extent(op, f"the {what} stride", s + h)
-    L.check_int32_extent(op, "T * (nvb + 1) rows", t * (nvb + 1) + 2 * PREFETCH)
+    L.check_int32_extent(op, "T * (nvb + 1) rows",
+                         t * (nvb + 1) + max(2 * PREFETCH, RING_STAGES))
     if out is None:
         import torch
 
@@ -499,6 +588,14 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
         return out
     block, num_warps = _config(h)
+    if RING:
+        grid = grid_size(t, num_sms, RING_PROGRAMS_PER_SM)
+        programs = max(1, RING_PROGRAMS_PER_SM)
+        L.launch(attn_res_ring_kernel,
+                 _ring_kernel_name(bool(write_prefix), RING_STAGES, programs), (grid,), args,
+                 {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "STAGES": RING_STAGES,
+                  "PROGRAMS": programs}, num_warps)
+        return out
     grid = grid_size(t, num_sms)
     prefetch = prefetch_for(t, grid, nvb)
     L.launch(attn_res_kernel, _kernel_name(bool(write_prefix), prefetch), (grid,), args,

@@ -420,13 +420,30 @@ public:
     tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
   }
 
-  /// tile.bulk_load of `count` elements from the scalar pointer `ptr`.
-  Value bulkLoad(Value ptr, int64_t count) {
+  /// Marks the kernel being built (the function around the insertion point)
+  /// with tile.min_programs_per_sm.
+  void setMinProgramsPerSM(int32_t programs) {
+    Operation *parent = builder.getInsertionBlock()->getParentOp();
+    auto func = parent->getParentOfType<func::FuncOp>();
+    if (auto self = llvm::dyn_cast<func::FuncOp>(parent))
+      func = self;
+    if (!func)
+      invalid("min_programs_per_sm outside a kernel");
+    func->setAttr(tile::TileDialect::getMinProgramsPerSMAttrName(),
+                  builder.getI32IntegerAttr(programs));
+  }
+
+  /// tile.bulk_load of a `size`-element tile from the scalar pointer `ptr`,
+  /// copying only `count` (i32) elements when given.
+  Value bulkLoad(Value ptr, int64_t size, std::optional<Value> count) {
     auto ptrType = llvm::dyn_cast<tile::PtrType>(ptr.getType());
     if (!ptrType)
       invalid("bulk_load needs a scalar pointer, got " + toString(ptr.getType()));
-    return tile::BulkLoadOp::create(
-               builder, loc, RankedTensorType::get({count}, ptrType.getPointeeType()), ptr)
+    if (count && !count->getType().isInteger(32))
+      invalid("bulk_load's count must be an i32, got " + toString(count->getType()));
+    return tile::BulkLoadOp::create(builder, loc,
+                                    RankedTensorType::get({size}, ptrType.getPointeeType()), ptr,
+                                    count ? *count : Value())
         .getResult();
   }
 
@@ -1076,7 +1093,9 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
            py::arg("cache") = "", py::arg("evict") = "")
       .def("fence", &Builder::fence)
-      .def("bulk_load", &Builder::bulkLoad)
+      .def("set_min_programs_per_sm", &Builder::setMinProgramsPerSM)
+      .def("bulk_load", &Builder::bulkLoad, py::arg("ptr"), py::arg("size"),
+           py::arg("count") = py::none())
       .def("desc_load", &Builder::descLoad)
       .def("desc_store", &Builder::descStore)
       .def("store", &Builder::store, py::arg("ptr"), py::arg("value"), py::arg("mask") = py::none(),

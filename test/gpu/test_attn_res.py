@@ -2,8 +2,10 @@
 {1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of the
 exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before any
 launch. T <= 33 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
-tests below). The same kernels run in the interpreter against a numpy reference in
-test/python/test_attn_res.py."""
+tests below). The persistent tests run both persistent kernels (the ``ring`` fixture: the
+module knob RING, the register-slot kernel and the row-ring kernel of bulk copies into
+shared memory), and the ring at several depths and programs per SM. The same kernels run in
+the interpreter against a numpy reference in test/python/test_attn_res.py."""
 
 import pytest
 
@@ -63,10 +65,18 @@ def bits(x):
     return x.view(torch.int16)
 
 
+@pytest.fixture(params=[False, True], ids=["slots", "ring"])
+def ring(request, monkeypatch):
+    """RING: the register-slot kernel (attn_res_kernel) or the row ring
+    (attn_res_ring_kernel)."""
+    monkeypatch.setattr(mod, "RING", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("t", [1, 7, 4096])
 @pytest.mark.parametrize("nvb", range(0, 9))
-def test_k3_shapes(nvb, t, write_prefix):
+def test_k3_shapes(ring, nvb, t, write_prefix):
     nb = 9  # K3's bank: up to 8 snapshots read, the 9th written at the last block boundary
     prefix, bank, cw, ow = inputs(t, nb, seed=nvb * 100 + t + write_prefix)
     before = bank.clone()
@@ -90,7 +100,7 @@ def test_output_allocated_and_tiny_nb():
     assert torch.equal(bits(bank[:, 1]), bits(prefix))
 
 
-def test_write_prefix_is_a_bit_copy():
+def test_write_prefix_is_a_bit_copy(ring):
     """Every bf16 bit pattern (NaN payloads, infinities, -0, subnormals) survives the snapshot."""
     t, nb, nvb = 64, 4, 2
     prefix = torch.randint(-(1 << 15), 1 << 15, (t, H), device="cuda", dtype=torch.int32)
@@ -104,7 +114,7 @@ def test_write_prefix_is_a_bit_copy():
     assert torch.equal(bits(bank), bits(expected))
 
 
-def test_strided_views():
+def test_strided_views(ring):
     """prefix_sum and out as row-strided views, the bank a slice of a wider buffer."""
     t, nb, nvb = 300, 6, 4
     p, b, cw, ow = inputs(t, nb, seed=3)
@@ -132,7 +142,7 @@ def test_one_program_per_token_matches_persistent(monkeypatch):
     assert torch.equal(bits(a), bits(b))
 
 
-def test_chained_launches_see_the_previous_kernels_writes():
+def test_chained_launches_see_the_previous_kernels_writes(ring):
     """PDL: each launch waits for the previous grid before its first load. The prefix comes
     from a torch add right before; a second attn_res reads the snapshot the first one wrote."""
     t, nb = 4096, 9
@@ -149,6 +159,26 @@ def test_chained_launches_see_the_previous_kernels_writes():
 
 def _num_sms():
     return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 6, 8])
+@pytest.mark.parametrize("per_sm", [1, 2])
+@pytest.mark.parametrize("nvb", [0, 3, 8])
+def test_ring_depths_and_programs_per_sm(monkeypatch, stages, per_sm, nvb):
+    """The row ring at 2 to 8 slots (8 x 16 KB: one program an SM fits), 1 or 2 programs
+    per SM, many tokens a program (T = 5000: each slot's barrier passes many phases)."""
+    monkeypatch.setattr(mod, "RING", True)
+    monkeypatch.setattr(mod, "RING_STAGES", stages)
+    monkeypatch.setattr(mod, "RING_PROGRAMS_PER_SM", per_sm)
+    t, nb = 5000, 9
+    prefix, bank, cw, ow = inputs(t, nb, seed=stages * 10 + per_sm + nvb * 100)
+    before = bank.clone()
+    out = mod.attn_res(prefix, bank, cw, ow, nvb=nvb, write_prefix=True)
+    torch.cuda.synchronize()
+    assert_close_bf16(out, reference(prefix, before, cw, ow, nvb))
+    expected = before.clone()
+    expected[:, nvb] = prefix
+    assert torch.equal(bits(bank), bits(expected))
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])

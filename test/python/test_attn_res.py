@@ -194,6 +194,65 @@ def test_persistent_grids_and_prefetch_depths(via_interpreter, monkeypatch, sms,
                                                  mod.prefetch_for(t, sms, nvb))
 
 
+@pytest.fixture
+def ring(monkeypatch):
+    """The row-ring variant (attn_res_ring_kernel) instead of the register slots."""
+    monkeypatch.setattr(mod, "RING", True)
+
+
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("nvb", range(0, 9))
+def test_ring_every_nvb(via_interpreter, ring, nvb, write_prefix):
+    rng = np.random.default_rng(200 + nvb + 16 * write_prefix)
+    t, h = 5, 256
+    nb = nvb + 1 if write_prefix else max(nvb, 1)
+    check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
+    name, grid, constexprs, _ = via_interpreter[-1]
+    assert grid == (t,)
+    assert name == "attn_res_ring" + ("_write_prefix" if write_prefix else "") + (
+        f"_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}")
+    assert constexprs == {"BLOCK": 256, "WRITE_PREFIX": write_prefix,
+                          "STAGES": mod.RING_STAGES, "PROGRAMS": mod.RING_PROGRAMS_PER_SM}
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 8])
+@pytest.mark.parametrize("sms", [1, 2, 3, 7])
+def test_ring_persistent_grids_and_stages(via_interpreter, ring, monkeypatch, sms, stages):
+    """Programs that own several tokens: the ring's rows run across token boundaries (the
+    (token, row) of each row recomputed from its index); more stages than rows."""
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    monkeypatch.setattr(mod, "RING_STAGES", stages)
+    monkeypatch.setattr(mod, "RING_PROGRAMS_PER_SM", 2)
+    rng = np.random.default_rng(300 + sms * 8 + stages)
+    t, nvb, h = 7, 2, 128
+    check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
+    assert via_interpreter[-1][1] == (min(t, 2 * sms),)
+    assert via_interpreter[-1][2]["STAGES"] == stages
+
+
+@pytest.mark.parametrize("sms", [1, 3])
+@pytest.mark.parametrize("nvb", [0, 1, 8])
+def test_ring_nvb_boundaries(via_interpreter, ring, monkeypatch, nvb, sms):
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    rng = np.random.default_rng(400 + nvb + sms)
+    check(*make_inputs(rng, 5, max(nvb, 1) + 1, 64), nvb, True)
+
+
+@pytest.mark.parametrize("h", [8, 1000, 1024])
+def test_ring_hidden_sizes(via_interpreter, ring, h):
+    """H not a power of two: the bulk copy's count leaves the lanes past H zero."""
+    rng = np.random.default_rng(500 + h)
+    check(*make_inputs(rng, 3, 4, h), 3, True)
+
+
+def test_ring_k3_hidden(via_interpreter, ring, monkeypatch):
+    """H = 7168 in the 8192 tile (1024 zero lanes), two tokens in one program."""
+    monkeypatch.setattr(mod, "_num_sms", lambda x: 1)
+    rng = np.random.default_rng(7169)
+    check(*make_inputs(rng, 2, 9, mod.HIDDEN), 8, True)
+    assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 16
+
+
 @pytest.mark.parametrize("sms", [1, 3])
 @pytest.mark.parametrize("nvb", [0, 1, 8])
 def test_persistent_nvb_boundaries(via_interpreter, monkeypatch, nvb, sms):
@@ -218,9 +277,11 @@ def test_k3_hidden_one_token(via_interpreter):
     assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 16
 
 
-def test_strided_views_and_untouched_memory(via_interpreter):
+@pytest.mark.parametrize("use_ring", [False, True])
+def test_strided_views_and_untouched_memory(via_interpreter, monkeypatch, use_ring):
     """prefix_sum and out as row-strided views; the bank has more rows than are read and a
     padded token stride: only bank[:, nvb] and out's [T, H] window change."""
+    monkeypatch.setattr(mod, "RING", use_ring)
     rng = np.random.default_rng(5)
     t, h, nb, nvb = 6, 256, 7, 3
     prefix_buf = aligned((t, h + 64))
@@ -240,9 +301,11 @@ def test_strided_views_and_untouched_memory(via_interpreter):
     assert np.all(prefix_buf[:, h:].view(np.uint16) == POISON)
 
 
-def test_write_prefix_is_a_bit_copy(via_interpreter):
+@pytest.mark.parametrize("use_ring", [False, True])
+def test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, use_ring):
     """Every bf16 bit pattern survives the snapshot (-0, subnormals, inf, NaN payloads): the
     row is stored as loaded, never through fp32."""
+    monkeypatch.setattr(mod, "RING", use_ring)
     t, h, nb, nvb = 4, 256, 3, 1
     pats = np.arange(t * h, dtype=np.uint32) * 65 % 65536
     prefix = aligned((t, h))
@@ -258,9 +321,11 @@ def test_write_prefix_is_a_bit_copy(via_interpreter):
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
-def test_online_softmax_rescaling(via_interpreter, order):
+@pytest.mark.parametrize("use_ring", [False, True])
+def test_online_softmax_rescaling(via_interpreter, monkeypatch, use_ring, order):
     """Scores tens of units apart, rising (the running max moves at every row), falling (it
     never moves) and one row dominating: exp without the running max would overflow."""
+    monkeypatch.setattr(mod, "RING", use_ring)
     rng = np.random.default_rng(["rising", "falling", "one_dominates"].index(order))
     t, h, nvb = 3, 128, 6
     prefix, bank, cw, ow = make_inputs(rng, t, nvb, h)
@@ -283,8 +348,10 @@ def test_online_softmax_rescaling(via_interpreter, order):
     assert_close_bf16(run(prefix, bank, cw, ow, nvb), want)
 
 
-def test_eps_is_used_twice(via_interpreter):
+@pytest.mark.parametrize("use_ring", [False, True])
+def test_eps_is_used_twice(via_interpreter, monkeypatch, use_ring):
     """A large eps changes both the scores and the output norm; the reference uses one eps."""
+    monkeypatch.setattr(mod, "RING", use_ring)
     rng = np.random.default_rng(11)
     prefix, bank, cw, ow = make_inputs(rng, 3, 4, 128, scale=0.01)
     want = ref_attn_res(prefix, bank, cw, ow, 4, eps=1e-3)
@@ -430,6 +497,39 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert info["registers"] <= 128  # 512 threads: one program per SM
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("stages,programs", [(3, 2), (4, 2), (6, 2), (8, 1)])
+def test_ring_kernel_compiles_within_its_registers(stages, programs, arch):
+    """The row ring at K3's shape: one ring of `stages` 16 KB slots (mbarrier each, the row
+    bulk-copied, no per-element global row loads), no spills, and with 2 programs an SM
+    (.minnctapersm 2) at most 64 registers a thread (65536 / (2 x 512))."""
+    pytest.importorskip("kiln._C")
+    block, warps = mod._config(mod.HIDDEN)
+    ck = mod.attn_res_ring_kernel.compile(
+        mod._SIGNATURE, {"BLOCK": block, "WRITE_PREFIX": True, "STAGES": stages,
+                         "PROGRAMS": programs},
+        mod._DIVISIBILITY, num_warps=warps, arch=arch)
+    ptx = ck.ptx
+    assert ptx.count("mbarrier.init.shared.b64") == stages
+    assert "cp.async.bulk.shared::cluster.global" in ptx
+    assert ck.meta["shared_bytes"] >= 1024 + stages * 16384
+    assert f".minnctapersm {programs}" in ptx
+    target = ck.meta["targets"][arch]
+    assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
+    assert target["registers"] <= 65536 // (programs * 32 * warps)
+
+
+def test_ring_kernel_compiles_for_an_unspecialized_hidden_size():
+    """A JIT launch specializes H only when it is a multiple of 16 (H = 1000 is not): the
+    bulk copy's count must still be proved whole 16-byte units (H // 8 * 8)."""
+    pytest.importorskip("kiln._C")
+    div = {k: v for k, v in mod._DIVISIBILITY.items() if k != "H"}
+    ck = mod.attn_res_ring_kernel.compile(
+        mod._SIGNATURE, {"BLOCK": 1024, "WRITE_PREFIX": False, "STAGES": 4, "PROGRAMS": 2},
+        div, num_warps=2, arch="sm_90a")
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
 @pytest.mark.parametrize("thread_elems", [16, 32])
 def test_thread_elems_option(via_interpreter, monkeypatch, thread_elems):
     """THREAD_ELEMS (bench/kimi_k3/run.py --sweep): 16 or 32 row elements a thread, 16 or 8
@@ -499,24 +599,24 @@ def test_cluster_k3_hidden(via_interpreter, many_sms, t, nvb):
     assert constexprs["SLICE"] == 1024
 
 
-def test_cluster_strided_views_and_untouched_memory(via_interpreter, many_sms):
-    test_strided_views_and_untouched_memory(via_interpreter)
+def test_cluster_strided_views_and_untouched_memory(via_interpreter, many_sms, monkeypatch):
+    test_strided_views_and_untouched_memory(via_interpreter, monkeypatch, False)
     assert via_interpreter[-1][0].startswith("attn_res_cluster_")
 
 
-def test_cluster_write_prefix_is_a_bit_copy(via_interpreter, many_sms):
-    test_write_prefix_is_a_bit_copy(via_interpreter)
+def test_cluster_write_prefix_is_a_bit_copy(via_interpreter, many_sms, monkeypatch):
+    test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, False)
     assert via_interpreter[-1][0] == "attn_res_cluster_rp1_write_prefix"  # nvb = 1
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
-def test_cluster_softmax_extremes(via_interpreter, many_sms, order):
-    test_online_softmax_rescaling(via_interpreter, order)
+def test_cluster_softmax_extremes(via_interpreter, many_sms, monkeypatch, order):
+    test_online_softmax_rescaling(via_interpreter, monkeypatch, False, order)
     assert via_interpreter[-1][0].startswith("attn_res_cluster_")
 
 
-def test_cluster_eps_is_used_twice(via_interpreter, many_sms):
-    test_eps_is_used_twice(via_interpreter)
+def test_cluster_eps_is_used_twice(via_interpreter, many_sms, monkeypatch):
+    test_eps_is_used_twice(via_interpreter, monkeypatch, False)
     assert via_interpreter[-1][0].startswith("attn_res_cluster_")
 
 

@@ -265,3 +265,199 @@ def test_interpreter_reports_the_same_bulk_load_errors(kernel, marker, message):
         interpret(kernel, (1,), *args)
     assert message in info.value.message, str(info.value)
     assert info.value.lineno == line_of(marker)
+
+
+# ---------------------------------------------------------------------------
+# A runtime element count, and pipelined loops (kl.range(..., num_stages=N))
+# ---------------------------------------------------------------------------
+
+
+@kiln.jit
+def bulk_ragged_rows(x_ptr, y_ptr, n_rows, H, stride, BLOCK: kl.constexpr,
+                     STAGES: kl.constexpr, RAGGED: kl.constexpr):
+    """Program p copies rows p, p + grid, ... of H (RAGGED: H - 8 * (j % 4)) elements of
+    stride `stride` into rows of BLOCK (the lanes past the count are zero), through a
+    STAGES-slot ring."""
+    for j in kl.range(kl.program_id(0), n_rows, kl.num_programs(0), num_stages=STAGES):
+        n = H - 8 * (j % 4) if RAGGED else H
+        row = kl.bulk_load(x_ptr + j * stride, BLOCK, count=n)  # bulk-load-count
+        kl.store(y_ptr + j * BLOCK + kl.arange(0, BLOCK), row)
+
+
+@kiln.jit
+def bulk_rows_sum(x_ptr, y_ptr, n_rows, H, STAGES: kl.constexpr, BLOCK: kl.constexpr):
+    """y = the f32 sum of the rows of H elements (in row order) through a STAGES-slot ring,
+    with the row pointer a select of two tensors (odd rows from the second half)."""
+    acc = kl.zeros((BLOCK,), kl.float32)
+    half = n_rows * H
+    for j in kl.range(0, n_rows, num_stages=STAGES):
+        p = kl.where(j % 2 == 1, x_ptr + half + j * H, x_ptr + j * H)
+        acc += kl.bulk_load(p, BLOCK, count=H).to(kl.float32)
+    kl.store(y_ptr + kl.arange(0, BLOCK), acc)
+
+
+def ragged_reference(x, n_rows, h, stride, block, ragged):
+    y = np.zeros((n_rows, block), x.dtype)
+    for j in range(n_rows):
+        n = h - 8 * (j % 4) if ragged else h
+        y[j, :n] = x[j * stride:j * stride + n]
+    return y
+
+
+@pytest.mark.parametrize("stages", [1, 2, 4])
+@pytest.mark.parametrize("ragged", [False, True])
+@pytest.mark.parametrize("programs", [1, 3])
+def test_interpreter_bulk_load_count(stages, ragged, programs):
+    n_rows, h, stride, block = 11, 56, 64, 64
+    x = random_array(ml_dtypes.bfloat16, n_rows * stride, stages)
+    y = np.full((n_rows, block), 7, ml_dtypes.bfloat16)
+    interpret(bulk_ragged_rows, (programs,), x, y, n_rows, h, stride, BLOCK=block,
+              STAGES=stages, RAGGED=ragged)
+    expect = ragged_reference(x, n_rows, h, stride, block, ragged)
+    np.testing.assert_array_equal(y.view(np.uint16), expect.view(np.uint16))
+
+
+def test_interpreter_bulk_rows_sum_of_a_selected_pointer():
+    n_rows, h, block = 9, 24, 32
+    x = random_array(np.float16, 2 * n_rows * h, 3)
+    y = np.zeros(block, np.float32)
+    interpret(bulk_rows_sum, (1,), x, y, n_rows, h, STAGES=3, BLOCK=block)
+    expect = np.zeros(block, np.float32)
+    for j in range(n_rows):
+        base = n_rows * h if j % 2 else 0
+        expect[:h] += x[base + j * h:base + (j + 1) * h].astype(np.float32)
+    np.testing.assert_array_equal(y, expect)
+
+
+def test_interpreter_rejects_a_count_of_partial_16_byte_units():
+    x = np.zeros(128, ml_dtypes.bfloat16)
+    y = np.zeros((1, 64), ml_dtypes.bfloat16)
+    with pytest.raises(CompilationError) as info:
+        interpret(bulk_ragged_rows, (1,), x, y, 1, 60, 64, BLOCK=64, STAGES=1, RAGGED=False)
+    assert ("bulk_load through 'x_ptr': a count of 60 elements is 120 bytes, not a multiple "
+            "of 16") in info.value.message, str(info.value)
+    assert info.value.lineno == line_of("bulk-load-count")
+
+
+def test_interpreter_rejects_a_count_past_the_size():
+    x = np.zeros(128, ml_dtypes.bfloat16)
+    y = np.zeros((1, 64), ml_dtypes.bfloat16)
+    with pytest.raises(CompilationError) as info:
+        interpret(bulk_ragged_rows, (1,), x, y, 1, 72, 64, BLOCK=64, STAGES=1, RAGGED=False)
+    assert "bulk_load through 'x_ptr': the count 72 is outside [0, 64]" in info.value.message
+
+
+def test_interpreter_checks_only_the_counted_elements_in_bounds():
+    # the last row's 56 elements end exactly at the end of x: the 8 lanes past the count
+    # are not read
+    n_rows, h, stride, block = 3, 56, 64, 64
+    x = random_array(ml_dtypes.bfloat16, (n_rows - 1) * stride + h, 1)
+    y = np.zeros((n_rows, block), ml_dtypes.bfloat16)
+    interpret(bulk_ragged_rows, (1,), x, y, n_rows, h, stride, BLOCK=block, STAGES=2,
+              RAGGED=False)
+    expect = ragged_reference(x, n_rows, h, stride, block, False)
+    np.testing.assert_array_equal(y.view(np.uint16), expect.view(np.uint16))
+
+
+RAGGED_SIG = {"x_ptr": "*bf16", "y_ptr": "*bf16", "n_rows": "i32", "H": "i32", "stride": "i32"}
+
+
+@needs_compiler
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("stages", [3, 4])
+def test_pipelined_bulk_load_ptx(arch, stages):
+    ck = bulk_ragged_rows.compile(RAGGED_SIG, {"BLOCK": 8192, "STAGES": stages, "RAGGED": True},
+                                  divisibility=["x_ptr", "y_ptr", "H", "stride"], arch=arch,
+                                  num_warps=16)
+    ptx = ck.ptx
+    # one ring of `stages` 16 KiB slots after 1024 bytes of barriers (dynamic shared
+    # memory), each barrier initialized once; stages - 1 prologue issues and the one in the
+    # loop
+    assert ck.meta["shared_bytes"] == 1024 + stages * 16384
+    assert ptx.count("mbarrier.init.shared.b64") == stages
+    assert ptx.count("cp.async.bulk.shared::cluster.global") == stages
+    assert ptx.count("mbarrier.try_wait.parity") == 1
+    assert "__kiln_bulk_buffer" not in ptx
+    assert "min.u32" in ptx and "selp" in ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
+@needs_compiler
+def test_a_one_stage_bulk_load_is_not_pipelined():
+    ck = bulk_ragged_rows.compile(RAGGED_SIG, {"BLOCK": 1024, "STAGES": 1, "RAGGED": False},
+                                  divisibility=["x_ptr", "y_ptr", "H", "stride"], arch="sm_90a")
+    assert "__kiln_tma_ring" not in ck.ptx and "__kiln_bulk_buffer" in ck.ptx
+
+
+@needs_compiler
+def test_pipelined_bulk_load_of_a_selected_pointer_compiles():
+    ck = bulk_rows_sum.compile({"x_ptr": "*f16", "y_ptr": "*f32", "n_rows": "i32", "H": "i32"},
+                               {"STAGES": 4, "BLOCK": 8192},
+                               divisibility=["x_ptr", "y_ptr", "H"], arch="sm_90a",
+                               num_warps=16)
+    assert ck.ptx.count("mbarrier.init.shared.b64") == 4
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
+@needs_compiler
+def test_bulk_load_of_an_unproved_count_is_a_compile_error():
+    # H is not specialized divisible: nothing proves whole 16-byte units
+    with pytest.raises(kiln._C.MLIRError,
+                       match=r"test_bulk_load.py\":" + str(line_of("bulk-load-count")) +
+                       r":.*'tile.ring_issue' op needs a count of whole 16-byte units for "
+                       r"cp.async.bulk \(a multiple of 8 'bf16' elements\), but it is only "
+                       r"known to be a multiple of 1"):
+        bulk_ragged_rows.compile(RAGGED_SIG, {"BLOCK": 1024, "STAGES": 2, "RAGGED": False},
+                                 divisibility=["x_ptr", "y_ptr", "stride"], arch="sm_90a")
+
+
+@kiln.jit
+def _e_count_range(x_ptr):
+    t = kl.bulk_load(x_ptr, 64, count=72)  # E-count-range
+    kl.store(x_ptr + kl.arange(0, 64), t)
+
+
+@kiln.jit
+def _e_count_units(x_ptr):
+    t = kl.bulk_load(x_ptr, 64, count=6)  # E-count-units
+    kl.store(x_ptr + kl.arange(0, 64), t)
+
+
+@kiln.jit
+def _e_count_float(x_ptr):
+    t = kl.bulk_load(x_ptr, 64, count=kl.load(x_ptr))  # E-count-float
+    kl.store(x_ptr + kl.arange(0, 64), t)
+
+
+@kiln.jit
+def _e_count_tile(x_ptr):
+    t = kl.bulk_load(x_ptr, 64, count=kl.arange(0, 64))  # E-count-tile
+    kl.store(x_ptr + kl.arange(0, 64), t)
+
+
+COUNT_ERRORS = [
+    (_e_count_range, "E-count-range", "bulk_load: the count must be in [0, 64] (the size), "
+                                      "got 72"),
+    (_e_count_units, "E-count-units", "bulk_load: a count of 6 x float32 is 24 bytes; "
+                                      "cp.async.bulk copies whole 16-byte units (a multiple "
+                                      "of 4 float32 elements)"),
+    (_e_count_float, "E-count-float", "bulk_load: the count must be an integer, got f32"),
+    (_e_count_tile, "E-count-tile", "bulk_load: the count must be a scalar, got a tile"),
+]
+
+
+@needs_compiler
+@pytest.mark.parametrize("kernel,marker,message", COUNT_ERRORS)
+def test_bulk_load_count_errors_at_the_line(kernel, marker, message):
+    with pytest.raises(CompilationError) as info:
+        kernel.compile({"x_ptr": "*f32"}, upto="tile")
+    assert message in info.value.message, str(info.value)
+    assert info.value.lineno == line_of(marker)
+
+
+@pytest.mark.parametrize("kernel,marker,message", COUNT_ERRORS)
+def test_interpreter_reports_the_same_bulk_load_count_errors(kernel, marker, message):
+    with pytest.raises(CompilationError) as info:
+        interpret(kernel, (1,), np.zeros(64, np.float32))
+    assert message in info.value.message, str(info.value)
+    assert info.value.lineno == line_of(marker)

@@ -105,6 +105,17 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                                << kMaxSharedBytes << "]";
     return success();
   }
+  if (name == getMinProgramsPerSMAttrName()) {
+    auto programs = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!llvm::isa<func::FuncOp>(op))
+      return op->emitOpError() << "'tile.min_programs_per_sm' applies to func.func only";
+    if (!programs || !programs.getType().isInteger(32) || programs.getInt() < 1 ||
+        programs.getInt() > 32)
+      return op->emitOpError()
+             << "expected 'tile.min_programs_per_sm' to be an i32 in [1, 32], got "
+             << attr.getValue();
+    return success();
+  }
   if (name == getNumStagesAttrName()) {
     auto stages = llvm::dyn_cast<IntegerAttr>(attr.getValue());
     if (op->getName().getStringRef() != "scf.for")

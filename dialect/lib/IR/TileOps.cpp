@@ -709,16 +709,64 @@ LogicalResult DescStoreOp::verify() {
                           getValue().getType(), "stored value");
 }
 
+/// The checks of a bulk copy of at most `type`'s elements from a pointer to
+/// `pointee`, `count` of them when given (the copy's byte count must be a
+/// multiple of 16, which a constant count shows here).
+static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type pointee,
+                                    Value count, StringRef what) {
+  if (type.getRank() != 1)
+    return op->emitOpError() << "expected a 1-D " << what << ", got " << type;
+  if (type.getElementType() != pointee)
+    return op->emitOpError() << "expected the " << what
+                             << "'s element type to be the pointee type " << pointee << ", got "
+                             << type.getElementType();
+  if (type.getElementType().isInteger(1))
+    return op->emitOpError() << "expected a numeric element type, got i1 (bulk-load the bytes "
+                                "as i8)";
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  int64_t bytes = type.getNumElements() * elementBytes;
+  if (bytes % 16)
+    return op->emitOpError() << "expected a multiple of 16 bytes, got " << bytes << " ("
+                             << type.getNumElements() << " x " << type.getElementType() << ")";
+  if (bytes >= BulkLoadOp::kMaxBytes)
+    return op->emitOpError() << "expected fewer than " << BulkLoadOp::kMaxBytes
+                             << " bytes (one mbarrier phase counts at most 2^20 - 1), got "
+                             << bytes;
+  APInt constant;
+  if (count && matchPattern(count, m_ConstantInt(&constant))) {
+    int64_t n = constant.getSExtValue();
+    if (n < 0 || n > type.getNumElements())
+      return op->emitOpError() << "expected a count in [0, " << type.getNumElements()
+                               << "], got " << n;
+    if ((n * elementBytes) % 16)
+      return op->emitOpError() << "expected the count to span a multiple of 16 bytes, got "
+                               << n << " x " << type.getElementType() << " (" << n * elementBytes
+                               << " bytes)";
+  }
+  return success();
+}
+
 LogicalResult RingIssueOp::verify() {
   RingType ring = getRing().getType();
-  return verifyDescAccess(*this, getDesc().getType(), getIndices().size(), ring.getBlockType(),
-                          "ring's block");
+  if (TensorDescType desc = getDescType()) {
+    if (getCount())
+      return emitOpError() << "expected no count with a descriptor source (the box is whole)";
+    return verifyDescAccess(*this, desc, getIndices().size(), ring.getBlockType(),
+                            "ring's block");
+  }
+  if (!getIndices().empty())
+    return emitOpError() << "expected no coordinates with a pointer source, got "
+                         << getIndices().size();
+  return verifyBulkCopy(*this, ring.getBlockType(), getPointeeType(getSrc().getType()),
+                        getCount(), "ring's block");
 }
 
 LogicalResult RingWaitLoadOp::verify() {
   if (getType() != getRing().getType().getBlockType())
     return emitOpError() << "expected the result to be the ring's block type "
                          << getRing().getType().getBlockType() << ", got " << getType();
+  if (getCount() && getType().getRank() != 1)
+    return emitOpError() << "expected a 1-D ring with a count, got " << getType();
   return success();
 }
 
@@ -727,25 +775,8 @@ LogicalResult RingWaitLoadOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult BulkLoadOp::verify() {
-  RankedTensorType type = getType();
-  if (type.getRank() != 1)
-    return emitOpError() << "expected a 1-D result, got " << type;
-  Type pointee = getPointeeType(getPtr().getType());
-  if (type.getElementType() != pointee)
-    return emitOpError() << "expected the result's element type to be the pointee type "
-                         << pointee << ", got " << type.getElementType();
-  if (type.getElementType().isInteger(1))
-    return emitOpError() << "expected a numeric element type, got i1 (bulk-load the bytes "
-                            "as i8)";
-  int64_t bytes = getBytes();
-  if (bytes % 16)
-    return emitOpError() << "expected a multiple of 16 bytes, got " << bytes << " ("
-                         << type.getNumElements() << " x " << type.getElementType() << ")";
-  if (bytes >= kMaxBytes)
-    return emitOpError() << "expected fewer than " << kMaxBytes
-                         << " bytes (one mbarrier phase counts at most 2^20 - 1), got "
-                         << bytes;
-  return success();
+  return verifyBulkCopy(*this, getType(), getPointeeType(getPtr().getType()), getCount(),
+                        "result");
 }
 
 /// Whether `mask` is a constant whose every element is `value`.

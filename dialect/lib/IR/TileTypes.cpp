@@ -97,7 +97,14 @@ LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, uns
                                RankedTensorType blockType) {
   if (stages < 1 || stages > 16)
     return emitError() << "expected 1 to 16 ring stages, got " << stages;
-  if (failed(TensorDescType::verify(emitError, blockType, /*swizzle=*/0)))
+  // A 1-D block may also be the slot of bulk copies (tile.bulk_load in a
+  // pipelined loop): any numeric row of whole 16-byte units; other blocks are
+  // TMA boxes.
+  Type element = blockType.getElementType();
+  bool bulkRow = blockType.getRank() == 1 && llvm::isa<IntegerType, FloatType>(element) &&
+                 !element.isInteger(1) &&
+                 (blockType.getNumElements() * element.getIntOrFloatBitWidth() / 8) % 16 == 0;
+  if (!bulkRow && failed(TensorDescType::verify(emitError, blockType, /*swizzle=*/0)))
     return failure();
   int64_t total = RingType::get(blockType.getContext(), stages, blockType).getTotalBytes();
   if (total > kMaxSharedBytes)

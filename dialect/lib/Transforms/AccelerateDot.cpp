@@ -31,7 +31,7 @@ bool isSwizzled128(Value ring) {
   bool any = false;
   for (Operation *user : ring.getUsers())
     if (auto issue = llvm::dyn_cast<RingIssueOp>(user)) {
-      if (issue.getDesc().getType().getSwizzle() != 128)
+      if (!issue.getDescType() || issue.getDescType().getSwizzle() != 128)
         return false;
       any = true;
     }

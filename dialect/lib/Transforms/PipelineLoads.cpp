@@ -1,4 +1,4 @@
-//===- PipelineLoads.cpp - TMA rings for descriptor loads in loops ----------===//
+//===- PipelineLoads.cpp - rings for descriptor and bulk loads in loops ----===//
 //
 // scf.for { %t = tile.desc_load %d[f(iv)] ... }   with tile.num_stages = N
 //   ->
@@ -10,6 +10,13 @@
 //   ...
 //   scf.yield ..., %it + 1
 // }
+//
+// A tile.bulk_load %p(iv) [count %n(iv)] becomes the same ring with a pointer
+// source: tile.ring_issue %p(lb + k*step) [count %n(...)] -> %ring[k] ..., and
+// tile.ring_wait_load ... [count %n] in place of the load (the count of the
+// current iteration, so the lanes past it read as zero). Its refill of slot
+// (%it + N-1) mod N, the slot read in the previous iteration, comes before the
+// wait for slot %it mod N (registers: the current row is not live across it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,9 +83,42 @@ Value constantLike(OpBuilder &b, Location loc, Type type, int64_t v) {
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
 }
 
+/// A load of the loop that becomes a ring: a tile.desc_load (the descriptor
+/// and coordinates) or a tile.bulk_load (the pointer and optional count).
 struct PipelinedLoad {
-  DescLoadOp load;
+  Operation *load;
   SmallVector<Operation *> slice;
+
+  RankedTensorType getBlockType() {
+    return llvm::cast<RankedTensorType>(load->getResult(0).getType());
+  }
+  /// The values that depend on the iteration: coordinates, or pointer and count.
+  SmallVector<Value> getIterationValues() {
+    if (auto desc = llvm::dyn_cast<DescLoadOp>(load))
+      return SmallVector<Value>(desc.getIndices());
+    auto bulk = llvm::cast<BulkLoadOp>(load);
+    SmallVector<Value> values{bulk.getPtr()};
+    if (bulk.getCount())
+      values.push_back(bulk.getCount());
+    return values;
+  }
+  /// The count of the loop body's own iteration (null without one).
+  Value getCount() {
+    if (auto bulk = llvm::dyn_cast<BulkLoadOp>(load))
+      return bulk.getCount();
+    return Value();
+  }
+  /// Issues the load of the iteration whose values (getIterationValues()
+  /// recomputed) are `values` into `slot` of `ring`.
+  void issue(OpBuilder &b, Location loc, ArrayRef<Value> values, Value ring, Value slot,
+             Value pred) {
+    if (auto desc = llvm::dyn_cast<DescLoadOp>(load)) {
+      RingIssueOp::create(b, loc, desc.getDesc(), values, Value(), ring, slot, pred);
+      return;
+    }
+    Value count = values.size() > 1 ? values[1] : Value();
+    RingIssueOp::create(b, loc, values[0], ValueRange(), count, ring, slot, pred);
+  }
 };
 
 struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipelineLoadsPass> {
@@ -89,7 +129,7 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
         loops.push_back(loop);
     });
     // Rings share the block's shared memory with the boxes of the kernel's
-    // other descriptor accesses (each has its own buffer).
+    // other descriptor accesses and bulk loads (each has its own buffer).
     budget = kiln::tile::kMaxSharedBytes;
     getOperation().walk([&](Operation *op) {
       auto parent = op->getParentOfType<scf::ForOp>();
@@ -98,6 +138,8 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
         budget -= load.getDesc().getType().getBoxBytes();
       else if (auto store = llvm::dyn_cast<DescStoreOp>(op))
         budget -= store.getDesc().getType().getBoxBytes();
+      else if (auto bulk = llvm::dyn_cast<BulkLoadOp>(op); bulk && !pipelined)
+        budget -= bulk.getBytes() + 128;
     });
     for (scf::ForOp loop : loops)
       if (failed(pipeline(loop)))
@@ -117,11 +159,16 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       return success();
 
     SmallVector<PipelinedLoad> loads;
-    for (auto load : loop.getBody()->getOps<DescLoadOp>()) {
-      std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIndices());
+    for (Operation &op : *loop.getBody()) {
+      if (!llvm::isa<DescLoadOp, BulkLoadOp>(op))
+        continue;
+      PipelinedLoad load{&op, {}};
+      std::optional<SmallVector<Operation *>> slice =
+          indexSlice(loop, load.getIterationValues());
       if (!slice)
         continue;
-      loads.push_back({load, std::move(*slice)});
+      load.slice = std::move(*slice);
+      loads.push_back(std::move(load));
     }
     if (loads.empty())
       return success();
@@ -130,8 +177,7 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     auto ringsBytes = [&](int64_t n) {
       int64_t total = 0;
       for (PipelinedLoad &p : loads)
-        total += RingType::get(loop.getContext(), static_cast<unsigned>(n),
-                               p.load.getDesc().getType().getBlockType())
+        total += RingType::get(loop.getContext(), static_cast<unsigned>(n), p.getBlockType())
                      .getTotalBytes() +
                  1024;
       return total;
@@ -148,7 +194,9 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     Value lb = loop.getLowerBound(), ub = loop.getUpperBound(), step = loop.getStep();
     SmallVector<Value> rings;
     for (PipelinedLoad &p : loads) {
-      auto box = p.load.getDesc().getType().getBlockType();
+      // The ring's block: the box, without the tile's layout encoding.
+      RankedTensorType tile = p.getBlockType();
+      auto box = RankedTensorType::get(tile.getShape(), tile.getElementType());
       rings.push_back(RingAllocOp::create(
           b, loc, RingType::get(loop.getContext(), static_cast<unsigned>(stages), box)));
     }
@@ -158,9 +206,8 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
           b, loc, lb, arith::MulIOp::create(b, loc, step, constantLike(b, loc, ivType, k)));
       Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, ub);
       for (auto [p, ring] : llvm::zip(loads, rings)) {
-        SmallVector<Value> idx = indicesAt(b, loop, p.slice, p.load.getIndices(), iv);
-        RingIssueOp::create(b, loc, p.load.getDesc(), idx, ring,
-                            constantLike(b, loc, b.getI32Type(), k), inRange);
+        SmallVector<Value> idx = indicesAt(b, loop, p.slice, p.getIterationValues(), iv);
+        p.issue(b, p.load->getLoc(), idx, ring, constantLike(b, loc, b.getI32Type(), k), inRange);
       }
     }
 
@@ -177,25 +224,38 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     b.setInsertionPoint(newLoop); // the old loop (the insertion point) is gone
     Value n = constantLike(b, loc, b.getI32Type(), stages);
     for (auto [p, ring] : llvm::zip(loads, rings)) {
-      Location lloc = p.load.getLoc();
+      Location lloc = p.load->getLoc();
       b.setInsertionPoint(p.load);
+      // The load `stages - 1` iterations ahead, into the slot read last iteration.
+      auto issueAhead = [&] {
+        Value ahead = arith::AddIOp::create(
+            b, lloc, iv,
+            arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
+        Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
+                                              newLoop.getUpperBound());
+        SmallVector<Value> idx =
+            indicesAt(b, newLoop, p.slice, p.getIterationValues(), ahead);
+        Value nextSlot = arith::RemUIOp::create(
+            b, lloc,
+            arith::AddIOp::create(b, lloc, it,
+                                  constantLike(b, lloc, b.getI32Type(), stages - 1)),
+            n);
+        p.issue(b, lloc, idx, ring, nextSlot, inRange);
+      };
+      // A bulk row's refill goes BEFORE the wait for the current slot (another slot):
+      // the row being read is then not live in registers across the issue's address
+      // arithmetic, and the copy starts earlier. Descriptor loads keep the refill after
+      // the wait, where kiln-tile-accelerate-dot expects it.
+      bool issueFirst = llvm::isa<BulkLoadOp>(p.load);
+      if (issueFirst)
+        issueAhead();
       Value slot = arith::RemUIOp::create(b, lloc, it, n);
       Value phase = arith::AndIOp::create(b, lloc, arith::DivUIOp::create(b, lloc, it, n),
                                           constantLike(b, lloc, b.getI32Type(), 1));
-      auto wait = RingWaitLoadOp::create(b, lloc, p.load.getType(), ring, slot, phase);
-      // The load `stages - 1` iterations ahead, into the slot read last iteration.
-      Value ahead = arith::AddIOp::create(
-          b, lloc, iv,
-          arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
-      Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
-                                            newLoop.getUpperBound());
-      SmallVector<Value> idx =
-          indicesAt(b, newLoop, p.slice, p.load.getIndices(), ahead);
-      Value nextSlot = arith::RemUIOp::create(
-          b, lloc,
-          arith::AddIOp::create(b, lloc, it, constantLike(b, lloc, b.getI32Type(), stages - 1)),
-          n);
-      RingIssueOp::create(b, lloc, p.load.getDesc(), idx, ring, nextSlot, inRange);
+      auto wait =
+          RingWaitLoadOp::create(b, lloc, p.getBlockType(), ring, slot, phase, p.getCount());
+      if (!issueFirst)
+        issueAhead();
       b.replaceOp(p.load, wait.getResult());
       ++numPipelined;
     }

@@ -21,7 +21,10 @@
 // tile.bulk_load (no descriptor) follows the load protocol with 1-D copies:
 // the issuer arms the barrier with the tile's bytes and issues
 // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes per
-// 64 KiB chunk, all completing on the one barrier.
+// 64 KiB chunk, all completing on the one barrier. With a runtime count the
+// bytes are min(count, N) * sizeof(T), each chunk is issued only below them
+// and the reads select zero for the accesses at or past the count. A
+// tile.ring_issue with a pointer source issues the same copies into a slot.
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,11 +141,24 @@ struct BoxAccess {
                                ArrayRef<LLVM::GEPArg>{offset});
   }
 
-  SmallVector<Value> read(OpBuilder &b, Location loc) const {
+  /// The thread's elements. With `count` (i32, a 1-D box whose count spans
+  /// whole 16-byte units, so an access of up to 16 bytes is either all below
+  /// it or all at or past it), the accesses at or past `count` (unsigned)
+  /// read as zero: one compare and select per access.
+  SmallVector<Value> read(OpBuilder &b, Location loc, Value count = Value()) const {
     SmallVector<Value> values;
+    Value zero;
+    if (count)
+      zero = LLVM::ZeroOp::create(b, loc, access.accessType);
     for (size_t r = 0; r < indices.offsets.size(); r += access.vec) {
       Value loaded =
           LLVM::LoadOp::create(b, loc, access.accessType, address(b, loc, r), access.alignment);
+      if (count) {
+        Value index = LLVM::AddOp::create(b, loc, indices.base,
+                                          createI32Constant(b, loc, indices.offsets[r]));
+        Value inside = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, index, count);
+        loaded = LLVM::SelectOp::create(b, loc, inside, loaded, zero);
+      }
       llvm::append_range(values, access.split(b, loc, loaded));
     }
     return values;
@@ -195,49 +211,82 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
 /// copies, all counted on its one mbarrier.
 constexpr int64_t kBulkCopyChunkBytes = int64_t(1) << 16;
 
+/// After a CTA barrier (the buffer's readers are done), one elected thread
+/// (and only if `predicate`, when given) arms `barrier` with the bytes it
+/// copies and issues the cp.async.bulk copies of the contiguous range at
+/// `src` (`!llvm.ptr<1>`) into `buffer`: the whole `tile` or, with `count`
+/// (i32), its first min(count, N) elements (count taken as unsigned; the
+/// chunks at or past the byte count are skipped, the last one is partial).
+void issueBulkLoad(OpBuilder &b, Location loc, Value src, Value count, RankedTensorType tile,
+                   Value buffer, Value barrier, Value predicate) {
+  int64_t elementBytes = tile.getElementTypeBitWidth() / 8;
+  int64_t tileBytes = tile.getNumElements() * elementBytes;
+  NVVM::BarrierOp::create(b, loc);
+  Value issuer = createIssuer(b, loc);
+  if (predicate)
+    issuer = LLVM::AndOp::create(b, loc, issuer, predicate);
+  scf::IfOp::create(b, loc, issuer, [&](OpBuilder &ib, Location l) {
+    Value bytes = createI32Constant(ib, l, tileBytes);
+    if (count) {
+      Value clamped = LLVM::UMinOp::create(ib, l, count,
+                                           createI32Constant(ib, l, tile.getNumElements()));
+      bytes = LLVM::MulOp::create(ib, l, clamped, createI32Constant(ib, l, elementBytes));
+    }
+    NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier, bytes,
+                                           NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+    // A CTA's own shared::cta address is a valid shared::cluster address.
+    Value dst = LLVM::AddrSpaceCastOp::create(
+        ib, l, LLVM::LLVMPointerType::get(ib.getContext(), /*addressSpace=*/7), buffer);
+    for (int64_t offset = 0; offset < tileBytes; offset += kBulkCopyChunkBytes) {
+      int64_t chunk = std::min(kBulkCopyChunkBytes, tileBytes - offset);
+      Value start = count ? createI32Constant(ib, l, offset) : Value();
+      auto copy = [&](OpBuilder &cb, Location cl) {
+        auto at = [&](Value base) -> Value {
+          if (!offset)
+            return base;
+          return LLVM::GEPOp::create(cb, cl, base.getType(), cb.getI8Type(), base,
+                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
+        };
+        Value to = at(dst), from = at(src);
+        Value size = createI32Constant(cb, cl, chunk);
+        if (count) // the part of the chunk below the byte count
+          size = LLVM::UMinOp::create(cb, cl, LLVM::SubOp::create(cb, cl, bytes, start), size);
+        NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(cb, cl, to, from, barrier, size,
+                                                         /*multicastMask=*/Value(),
+                                                         /*l2CacheHint=*/Value());
+      };
+      if (!count) {
+        copy(ib, l);
+        continue;
+      }
+      // A chunk at or past the byte count is not issued (nor a copy of 0 bytes).
+      Value any = LLVM::ICmpOp::create(ib, l, LLVM::ICmpPredicate::ugt, bytes, start);
+      scf::IfOp::create(ib, l, any, [&](OpBuilder &cb, Location cl) {
+        copy(cb, cl);
+        scf::YieldOp::create(cb, cl);
+      });
+    }
+    scf::YieldOp::create(ib, l);
+  });
+}
+
 struct BulkLoadLowering : TileOpConversion<tile::BulkLoadOp> {
   using TileOpConversion::TileOpConversion;
 
   LogicalResult matchAndRewrite(tile::BulkLoadOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *context = getContext();
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     TmaBarrier barrier = createTmaBarrier(rewriter, op);
     Value buffer = createSharedBuffer(rewriter, op, "__kiln_bulk_buffer", element,
                                       op.getType().getNumElements(), /*alignment=*/128);
-    int64_t bytes = op.getBytes();
-
-    // The buffer's readers of the previous execution are done.
-    NVVM::BarrierOp::create(rewriter, loc);
-    Value issuer = createIssuer(rewriter, loc);
-    scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
-      NVVM::MBarrierArriveExpectTxOp::create(b, l, Type(), barrier.address,
-                                             createI32Constant(b, l, bytes),
-                                             NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-      // A CTA's own shared::cta address is a valid shared::cluster address.
-      Value dst = LLVM::AddrSpaceCastOp::create(
-          b, l, LLVM::LLVMPointerType::get(context, /*addressSpace=*/7), buffer);
-      for (int64_t offset = 0; offset < bytes; offset += kBulkCopyChunkBytes) {
-        auto at = [&](Value base) -> Value {
-          if (!offset)
-            return base;
-          return LLVM::GEPOp::create(b, l, base.getType(), b.getI8Type(), base,
-                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
-        };
-        Value to = at(dst), from = at(adaptor.getPtr());
-        Value size = createI32Constant(b, l, std::min(kBulkCopyChunkBytes, bytes - offset));
-        NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(b, l, to, from, barrier.address, size,
-                                                         /*multicastMask=*/Value(),
-                                                         /*l2CacheHint=*/Value());
-      }
-      scf::YieldOp::create(b, l);
-    });
+    issueBulkLoad(rewriter, loc, adaptor.getPtr(), adaptor.getCount(), op.getType(), buffer,
+                  barrier.address, Value());
     waitAndFlipPhase(rewriter, loc, barrier);
 
     BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(), /*swizzle=*/0);
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
-                                    box.read(rewriter, loc)));
+                                    box.read(rewriter, loc, adaptor.getCount())));
     return success();
   }
 };
@@ -293,7 +342,8 @@ namespace {
 unsigned ringSwizzle(Value ring) {
   for (Operation *user : ring.getUsers())
     if (auto issue = llvm::dyn_cast<tile::RingIssueOp>(user))
-      return issue.getDesc().getType().getSwizzle();
+      if (tile::TensorDescType desc = issue.getDescType())
+        return desc.getSwizzle();
   return 0;
 }
 
@@ -341,10 +391,14 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     tile::RingType ring = op.getRing().getType();
-    issueLoad(rewriter, loc, adaptor.getDesc(), adaptor.getIndices(), ring.getSlotBytes(),
-              ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
-              slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
-              adaptor.getPred());
+    Value slot = ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot());
+    Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
+    if (op.isBulk())
+      issueBulkLoad(rewriter, loc, adaptor.getSrc(), adaptor.getCount(), ring.getBlockType(),
+                    slot, barrier, adaptor.getPred());
+    else
+      issueLoad(rewriter, loc, adaptor.getSrc(), adaptor.getIndices(), ring.getSlotBytes(), slot,
+                barrier, adaptor.getPred());
     rewriter.eraseOp(op);
     return success();
   }
@@ -364,7 +418,7 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
                   ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()), element,
                   tileConverter, op.getType(), ringSwizzle(op.getRing()));
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
-                                    box.read(rewriter, loc)));
+                                    box.read(rewriter, loc, adaptor.getCount())));
     return success();
   }
 };

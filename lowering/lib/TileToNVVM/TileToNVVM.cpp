@@ -407,9 +407,9 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
 
 namespace {
 /// func.func with tile.kernel -> llvm.func with nvvm.kernel,
-/// nvvm.reqntid = threads per block and, for tile.cluster_dims,
-/// nvvm.cluster_dim (.explicitcluster + .reqnctapercluster), and for
-/// tile.maxnreg, nvvm.maxnreg (.maxnreg).
+/// nvvm.reqntid = threads per block, for tile.cluster_dims nvvm.cluster_dim
+/// (.explicitcluster + .reqnctapercluster), for tile.maxnreg nvvm.maxnreg
+/// (.maxnreg) and for tile.min_programs_per_sm nvvm.minctasm (.minnctapersm).
 struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -441,6 +441,10 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
     if (auto regs = op->getAttrOfType<IntegerAttr>(tile::TileDialect::getMaxnregAttrName()))
       func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
+    // .minnctapersm: ptxas fits the registers to that many blocks an SM.
+    if (auto programs = op->getAttrOfType<IntegerAttr>(
+            tile::TileDialect::getMinProgramsPerSMAttrName()))
+      func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), programs);
     // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
     // in place (`__grid_constant__`: the parameter's address, cvta.param).
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
@@ -517,24 +521,48 @@ bool archSupports(Operation *op, StringRef arch, StringRef &required) {
   return true;
 }
 
-/// cp.async.bulk needs a 16-byte aligned source: every tile.bulk_load's
-/// pointer must be proved so by the axis analysis (seeded by the kernel's
-/// `tile.divisibility`).
+/// cp.async.bulk needs a 16-byte aligned source and a multiple of 16 bytes:
+/// every bulk copy's pointer (tile.bulk_load, tile.ring_issue from a pointer)
+/// must be proved 16-byte aligned by the axis analysis (seeded by the kernel's
+/// `tile.divisibility`), and its runtime count, if any, a multiple of
+/// 16 / sizeof(T) elements.
 LogicalResult checkBulkLoadAlignment(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>()) {
     std::optional<tile::AxisInfoAnalysis> analysis;
-    WalkResult misaligned = func.walk([&](tile::BulkLoadOp op) {
+    auto check = [&](Operation *op, Value ptr, Value count, RankedTensorType tile) {
       if (!analysis)
         analysis.emplace(func);
-      int64_t divisibility = analysis->get(op.getPtr()).divisibility;
-      if (divisibility % 16 == 0)
+      int64_t divisibility = analysis->get(ptr).divisibility;
+      if (divisibility % 16 != 0) {
+        op->emitOpError() << "needs a 16-byte aligned pointer for cp.async.bulk, but it is only "
+                             "known to be "
+                          << divisibility
+                          << "-byte aligned (give its kernel argument tile.divisibility = 16 "
+                             "and offset it by multiples of 16 bytes)";
+        return WalkResult::interrupt();
+      }
+      if (!count)
         return WalkResult::advance();
-      op.emitOpError() << "needs a 16-byte aligned pointer for cp.async.bulk, but it is only "
-                          "known to be "
-                       << divisibility
-                       << "-byte aligned (give its kernel argument tile.divisibility = 16 and "
-                          "offset it by multiples of 16 bytes)";
-      return WalkResult::interrupt();
+      int64_t elementBytes = tile.getElementTypeBitWidth() / 8;
+      int64_t countDivisibility = analysis->get(count).divisibility;
+      if ((countDivisibility * elementBytes) % 16 != 0) {
+        op->emitOpError() << "needs a count of whole 16-byte units for cp.async.bulk (a multiple "
+                             "of "
+                          << 16 / elementBytes << " " << tile.getElementType()
+                          << " elements), but it is only known to be a multiple of "
+                          << countDivisibility
+                          << " (give its kernel argument tile.divisibility = 16 or round it)";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    };
+    WalkResult misaligned = func.walk([&](Operation *op) {
+      if (auto load = llvm::dyn_cast<tile::BulkLoadOp>(op))
+        return check(op, load.getPtr(), load.getCount(), load.getType());
+      if (auto issue = llvm::dyn_cast<tile::RingIssueOp>(op); issue && issue.isBulk())
+        return check(op, issue.getSrc(), issue.getCount(),
+                     issue.getRing().getType().getBlockType());
+      return WalkResult::advance();
     });
     if (misaligned.wasInterrupted())
       return failure();

@@ -1183,15 +1183,30 @@ class Semantic:
         self.builder.store(ptr.handle, v.handle, m.handle if m is not None else None, sem,
                            scope, cache, evict)
 
+    # -- occupancy ------------------------------------------------------------
+    def min_programs_per_sm(self, programs: Any) -> None:
+        """Compile so that ``programs`` programs fit on an SM (``.minnctapersm``)."""
+        if isinstance(programs, tensor):
+            raise SemanticError("min_programs_per_sm: the count must be a constexpr (a "
+                                "compile-time int), got a runtime value")
+        n = _value(programs)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 32:
+            raise SemanticError(f"min_programs_per_sm: the count must be an int in [1, 32], "
+                                f"got {n!r}")
+        self.builder.set_min_programs_per_sm(n)
+
     # -- bulk copies (cp.async.bulk) -----------------------------------------
     #: Bytes one mbarrier phase counts (the tx-count is below 2^20).
     _BULK_MAX_BYTES = 1 << 20
 
-    def bulk_load(self, ptr: Any, size: Any) -> tensor:
+    def bulk_load(self, ptr: Any, size: Any, count: Any = None) -> tensor:
         """The ``size`` elements from the scalar pointer ``ptr`` as a 1-D tile, copied by
         ``cp.async.bulk``: ``size`` a constexpr power of two spanning a multiple of 16
         bytes; ``ptr`` must be 16-byte aligned, which the compiler proves from the
-        specialization (or reports)."""
+        specialization (or reports). With ``count`` (an int in [0, size] or a runtime
+        integer scalar) only the first ``count`` elements are copied and the rest read as
+        zero; ``count`` elements must span whole 16-byte units (checked here for an int,
+        proved by the compiler from the specialization for a runtime value)."""
         if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
             got = ptr.dtype if isinstance(ptr, tensor) else type(_value(ptr)).__name__
             raise SemanticError(f"bulk_load expects a scalar pointer, got {got}")
@@ -1219,7 +1234,33 @@ class Semantic:
         if nbytes >= self._BULK_MAX_BYTES:
             raise SemanticError(f"bulk_load: {n} x {elem.name} is {nbytes} bytes; one bulk "
                                 f"load moves fewer than {self._BULK_MAX_BYTES} (2^20) bytes")
-        return tensor(self.builder.bulk_load(ptr.handle, n), block_type(elem, (n,)))
+        if count is None:
+            return tensor(self.builder.bulk_load(ptr.handle, n), block_type(elem, (n,)))
+        if self.is_literal(count):
+            c = _value(count)
+            if isinstance(c, bool) or not isinstance(c, int):
+                raise SemanticError(f"bulk_load: the count must be an integer, got {c!r}")
+            if not 0 <= c <= n:
+                raise SemanticError(f"bulk_load: the count must be in [0, {n}] (the size), "
+                                    f"got {c}")
+            if (c * elem.itemsize) % 16:
+                raise SemanticError(f"bulk_load: a count of {c} x {elem.name} is "
+                                    f"{c * elem.itemsize} bytes; cp.async.bulk copies whole "
+                                    f"16-byte units (a multiple of {16 // elem.itemsize} "
+                                    f"{elem.name} elements)")
+            count = self.to_tensor(c, kl.int32)
+        if not isinstance(count, tensor):
+            raise SemanticError(f"bulk_load: the count must be an integer, got "
+                                f"{type(_value(count)).__name__}")
+        if count.type.is_block():
+            raise SemanticError(f"bulk_load: the count must be a scalar, got a tile "
+                                f"{count.type}")
+        if not count.dtype.is_int() or count.dtype.is_bool():
+            raise SemanticError(f"bulk_load: the count must be an integer, got {count.dtype}")
+        if count.dtype != kl.int32:
+            count = self.cast(count, kl.int32)
+        return tensor(self.builder.bulk_load(ptr.handle, n, count.handle),
+                      block_type(elem, (n,)))
 
     # -- tensor descriptors (TMA) -------------------------------------------
     def _descriptor(self, what: str, desc: Any) -> tensor_descriptor_type:

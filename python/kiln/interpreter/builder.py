@@ -467,11 +467,20 @@ class NumpyBuilder:
 
     def select(self, c: Any, a: Any, b: Any) -> Any:
         if isinstance(a, Ptr) or isinstance(b, Ptr):
+            cond = np.asarray(c)
+            if a.buf is not b.buf and (cond.all() or not cond.any()):
+                # one side everywhere (a scalar select, e.g. a bank row or the prefix row):
+                # the pointer of that tensor, in the result's shape
+                take = a if cond.all() else b
+                shape = np.broadcast_shapes(cond.shape, a.off.shape, b.off.shape)
+                return take.with_off(np.broadcast_to(take.off, shape).copy()
+                                     if shape else take.off)
             if a.buf is not b.buf:
                 self.fault = True
                 raise InterpreterError(f"where() between pointers into different tensors "
                                        f"('{a.arg}' and '{b.arg}') is not supported by the "
-                                       f"interpreter")
+                                       f"interpreter (unless the condition is the same "
+                                       f"everywhere)")
             return a.with_off(np.where(c, a.off, b.off))
         return np.where(c, a, b)
 
@@ -583,6 +592,10 @@ class NumpyBuilder:
     def pdl_launch_dependents(self) -> None:
         return None
 
+    # An occupancy hint for ptxas: nothing to do on the CPU.
+    def set_min_programs_per_sm(self, programs: int) -> None:
+        return None
+
     def reduce(self, x: Any, axis: int, combine: str) -> np.ndarray:
         """``tile.reduce`` of ``x`` along ``axis`` with the binary op ``combine``."""
         x = np.asarray(x)
@@ -642,20 +655,36 @@ class NumpyBuilder:
                                    + ("" if mask is None else " on an unmasked lane"))
         return off
 
-    def bulk_load(self, p: Ptr, count: int) -> np.ndarray:
-        """``count`` consecutive elements from the scalar pointer ``p`` (cp.async.bulk). The
-        compiler must prove the address 16-byte aligned; here the actual address is checked,
-        and every element must be in bounds (there is no mask)."""
+    def bulk_load(self, p: Ptr, size: int, count: Any = None) -> np.ndarray:
+        """``size`` consecutive elements from the scalar pointer ``p`` (cp.async.bulk), or
+        only the first ``count`` with the rest zero. The compiler must prove the address
+        16-byte aligned and the count a whole number of 16-byte units; here the actual
+        values are checked, and every element copied must be in bounds (there is no
+        mask)."""
         if not self.active():
-            return np.zeros((count,), dtype=p.buf.dtype)
+            return np.zeros((size,), dtype=p.buf.dtype)
+        n = size
+        if count is not None:
+            n = int(np.asarray(count))
+            if not 0 <= n <= size:
+                self.fault = True
+                raise InterpreterError(f"bulk_load through '{p.arg}': the count {n} is outside "
+                                       f"[0, {size}]")
+            if (n * p.buf.dtype.itemsize) % 16:
+                self.fault = True
+                raise InterpreterError(f"bulk_load through '{p.arg}': a count of {n} elements "
+                                       f"is {n * p.buf.dtype.itemsize} bytes, not a multiple "
+                                       f"of 16")
         start = int(p.off)
         address = p.buf.ctypes.data + start * p.buf.dtype.itemsize
         if address % 16:
             self.fault = True
             raise InterpreterError(f"bulk_load through '{p.arg}': the address (element offset "
                                    f"{start}) is not 16-byte aligned")
-        self._check("bulk_load", p.with_off(start + np.arange(count, dtype=np.int64)), None)
-        return np.array(p.buf[start:start + count], copy=True)
+        self._check("bulk_load", p.with_off(start + np.arange(n, dtype=np.int64)), None)
+        out = np.zeros((size,), dtype=p.buf.dtype)
+        out[:n] = p.buf[start:start + n]
+        return out
 
     def desc_load(self, d: Desc, indices: Sequence[Any]) -> np.ndarray:
         """The box at ``indices``; elements outside the tensor read as zero (TMA)."""

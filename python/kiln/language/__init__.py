@@ -108,15 +108,37 @@ def load(pointer: Any, mask: Any = None, other: Any = None, sem: Any = None, sco
 
 
 @builtin
-def bulk_load(pointer: Any, size: Any, _semantic: Any = None) -> tensor:
+def bulk_load(pointer: Any, size: Any, count: Any = None, _semantic: Any = None) -> tensor:
     """The ``size`` elements ``pointer[0], ..., pointer[size - 1]`` as a 1-D tile, copied
     global -> shared memory by one ``cp.async.bulk`` (no tensor descriptor), completed on an
     mbarrier and read into registers. ``pointer`` is a scalar pointer that must be 16-byte
     aligned (proved from the kernel's divisibility specialization, else a compile error);
     ``size`` is a constexpr power of two spanning a multiple of 16 bytes (below 1 MiB). No
-    mask: every element must be in bounds. Call it in uniform control flow (every thread of
-    the program reaches it)."""
-    return _semantic.bulk_load(pointer, size)
+    mask: every element read must be in bounds. Call it in uniform control flow (every
+    thread of the program reaches it).
+
+    ``count`` (an int or a runtime integer scalar in [0, size]) copies only the first
+    ``count`` elements; the lanes ``>= count`` read as zero (a row of a length that is not a
+    power of two, e.g. 7168, in a tile of 8192). ``count`` elements must span whole 16-byte
+    units (a multiple of 8 for bf16): an int is checked at once, a runtime value must be
+    proved by the compiler (a constexpr, or an argument specialized as divisible by 16).
+
+    In ``for j in kl.range(lo, hi, num_stages=N)`` a bulk_load whose pointer and count are
+    pure functions of ``j`` (and of values from outside the loop) is pipelined: an N-slot
+    ring in shared memory keeps the loads of iterations j+1 .. j+N-1 in flight while j is
+    consumed, so only the row being consumed lives in registers."""
+    return _semantic.bulk_load(pointer, size, count)
+
+
+@builtin
+def min_programs_per_sm(programs: Any, _semantic: Any = None) -> None:
+    """Compile the kernel so that ``programs`` (a constexpr int in [1, 32]) of its programs
+    fit on one SM at once: PTX ``.minnctapersm``, under which ptxas keeps the registers a
+    thread within 65536 / (programs x threads per program), spilling if it must (check
+    ``meta["targets"][arch]["spill_store_bytes"]``). A hint for latency-bound persistent
+    kernels whose registers would otherwise leave room for one program an SM; shared memory
+    must fit as well (the launch does not check). Call it anywhere in the kernel body."""
+    return _semantic.min_programs_per_sm(programs)
 
 
 @builtin
@@ -464,7 +486,7 @@ __all__ = [
     "cluster_gather", "cluster_load", "cluster_size",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
-    "minimum",
+    "min_programs_per_sm", "minimum",
     "num_clusters",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
     "reduce", "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",

@@ -89,3 +89,64 @@ func.func @bulk_loop(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %n: i32
   }
   return
 }
+
+// -----
+
+// A runtime count: the issuer arms the barrier with min(count, N) * 2 bytes
+// and copies that many (a chunk of 0 bytes is skipped); each 16-byte read
+// selects zero where its first element is at or past the count.
+// CHECK-LABEL: llvm.func ptx_kernelcc @bulk_count(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: !llvm.ptr<1>, %[[N:[a-z0-9]+]]: i32
+// CHECK: nvvm.elect.sync
+// CHECK: scf.if
+// CHECK: %[[MAX:.*]] = llvm.mlir.constant(8192 : i32) : i32
+// CHECK: %[[CLAMPED:.*]] = llvm.intr.umin(%[[N]], %[[MAX]]) : (i32, i32) -> i32
+// CHECK: %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: %[[BYTES:.*]] = llvm.mul %[[CLAMPED]], %[[TWO]] : i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %[[BAR:.*]], %[[BYTES]] : !llvm.ptr<3>, i32
+// CHECK: %[[DST:.*]] = llvm.addrspacecast
+// CHECK: %[[START:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[ANY:.*]] = llvm.icmp "ugt" %[[BYTES]], %[[START]] : i32
+// CHECK: scf.if %[[ANY]] {
+// CHECK: %[[CHUNK:.*]] = llvm.mlir.constant(16384 : i32) : i32
+// CHECK: %[[LEFT:.*]] = llvm.sub %[[BYTES]], %[[START]] : i32
+// CHECK: %[[SIZE:.*]] = llvm.intr.umin(%[[LEFT]], %[[CHUNK]]) : (i32, i32) -> i32
+// CHECK: nvvm.cp.async.bulk.shared.cluster.global %[[DST]], %[[X]], %[[BAR]], %[[SIZE]]
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK: mbarrier.try_wait.parity
+// CHECK: %[[ZERO:.*]] = llvm.mlir.zero : bf16
+// CHECK: %[[V:.*]] = llvm.load {{.*}} : !llvm.ptr<3> -> bf16
+// CHECK: %[[IN:.*]] = llvm.icmp "ult" %{{.*}}, %[[N]] : i32
+// CHECK: llvm.select %[[IN]], %[[V]], %[[ZERO]] : i1, bf16
+func.func @bulk_count(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %n: i32 {tile.divisibility = 8 : i32}) attributes {tile.kernel, tile.num_warps = 16 : i32} {
+  %t = tile.bulk_load %x count %n : !tile.ptr<bf16> -> tensor<8192xbf16>
+  return
+}
+
+// -----
+
+// A pipelined row ring: ring_issue from a pointer is the bulk copy into the
+// slot (after the CTA barrier, under the predicate), ring_wait_load with a
+// count reads the slot with the zero select.
+// CHECK-LABEL: llvm.func ptx_kernelcc @bulk_ring(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: !llvm.ptr<1>, %[[N:[a-z0-9]+]]: i32, %{{.*}}: i32, %[[P:[a-z0-9]+]]: i1
+// CHECK: %[[RING:.*]] = llvm.mlir.addressof @__kiln_tma_ring_0 : !llvm.ptr<3>
+// CHECK-COUNT-2: nvvm.mbarrier.init
+// CHECK: nvvm.barrier
+// CHECK: nvvm.elect.sync
+// CHECK: %[[GO:.*]] = llvm.and %{{.*}}, %[[P]]
+// CHECK: scf.if %[[GO]]
+// CHECK: llvm.intr.umin(%[[N]],
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: scf.if
+// CHECK: nvvm.cp.async.bulk.shared.cluster.global %{{.*}}, %[[X]],
+// CHECK: mbarrier.try_wait.parity
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> bf16
+// CHECK: llvm.icmp "ult" %{{.*}}, %[[N]] : i32
+// CHECK: llvm.select
+func.func @bulk_ring(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %n: i32 {tile.divisibility = 8 : i32}, %s: i32, %p: i1) attributes {tile.kernel, tile.num_warps = 16 : i32} {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<8192xbf16>>
+  tile.ring_issue %x count %n -> %r[%s] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<8192xbf16>>
+  %t = tile.ring_wait_load %r[%s], %s count %n : !tile.ring<2, tensor<8192xbf16>> -> tensor<8192xbf16>
+  return
+}

@@ -101,3 +101,27 @@ func.func @bulk_load_unaligned_loop(%x: !tile.ptr<f32> {tile.divisibility = 16 :
   }
   return
 }
+
+// -----
+
+// A count of bf16 known to be a multiple of 4 only (8 bytes): cp.async.bulk
+// copies whole 16-byte units.
+func.func @bulk_load_count_units(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %n: i32 {tile.divisibility = 4 : i32})
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  // expected-error @+1 {{'tile.bulk_load' op needs a count of whole 16-byte units for cp.async.bulk (a multiple of 8 'bf16' elements), but it is only known to be a multiple of 4 (give its kernel argument tile.divisibility = 16 or round it)}}
+  %t = tile.bulk_load %x count %n : !tile.ptr<bf16> -> tensor<512xbf16>
+  return
+}
+
+// -----
+
+// The ring's bulk issue is checked like the load: here its pointer.
+func.func @ring_issue_bulk_unaligned(%x: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %s: i32, %p: i1)
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<512xbf16>>
+  %c4 = arith.constant 4 : i32
+  %q = tile.addptr %x, %c4 : !tile.ptr<bf16>, i32
+  // expected-error @+1 {{'tile.ring_issue' op needs a 16-byte aligned pointer for cp.async.bulk, but it is only known to be 8-byte aligned}}
+  tile.ring_issue %q -> %r[%s] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<512xbf16>>
+  return
+}

@@ -46,6 +46,16 @@ func.func @capped(%x: !tile.ptr<f32>) attributes {tile.kernel, tile.maxnreg = 64
 
 // -----
 
+// tile.min_programs_per_sm -> nvvm.minctasm (PTX .minnctapersm 2: ptxas keeps
+// the registers to 65536 / (2 x 128) a thread).
+// CHECK-LABEL: llvm.func ptx_kernelcc @two_an_sm
+// CHECK-SAME: attributes {nvvm.kernel, nvvm.minctasm = 2 : i32, nvvm.reqntid = array<i32: 128, 1, 1>}
+func.func @two_an_sm(%x: !tile.ptr<f32>) attributes {tile.kernel, tile.min_programs_per_sm = 2 : i32} {
+  return
+}
+
+// -----
+
 // One warp.
 // CHECK-LABEL: llvm.func ptx_kernelcc @one_warp
 // CHECK-SAME: attributes {nvvm.kernel, nvvm.reqntid = array<i32: 32, 1, 1>}

@@ -154,6 +154,31 @@ func.func @cluster_gather_of_pointers(%p: tensor<128x!tile.ptr<f32>>) attributes
 
 // -----
 
+// expected-error @+1 {{'func.func' op expected 'tile.min_programs_per_sm' to be an i32 in [1, 32], got 0 : i32}}
+func.func @min_programs_per_sm_zero() attributes {tile.kernel, tile.min_programs_per_sm = 0 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.min_programs_per_sm' to be an i32 in [1, 32], got 2 : i64}}
+func.func @min_programs_per_sm_i64() attributes {tile.kernel, tile.min_programs_per_sm = 2 : i64} {
+  return
+}
+
+// -----
+
+func.func @min_programs_per_sm_on_a_loop(%n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{'scf.for' op 'tile.min_programs_per_sm' applies to func.func only}}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+  } {tile.min_programs_per_sm = 2 : i32}
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op expected 'tile.cluster_dims' to be an array<i32> of 3 entries, got array<i32: 2, 1>}}
 func.func @cluster_dims_two_entries() attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1>} {
   return
@@ -1437,9 +1462,93 @@ func.func @ring_no_stages(%r: !tile.ring<0, tensor<64x128xbf16>>) {
 
 // -----
 
+func.func @bulk_load_count_range(%x: !tile.ptr<bf16>) {
+  %c = arith.constant 8200 : i32
+  // expected-error @+1 {{'tile.bulk_load' op expected a count in [0, 8192], got 8200}}
+  %t = tile.bulk_load %x count %c : !tile.ptr<bf16> -> tensor<8192xbf16>
+  return
+}
+
+// -----
+
+func.func @bulk_load_count_units(%x: !tile.ptr<bf16>) {
+  %c = arith.constant 7164 : i32
+  // expected-error @+1 {{'tile.bulk_load' op expected the count to span a multiple of 16 bytes, got 7164 x 'bf16' (14328 bytes)}}
+  %t = tile.bulk_load %x count %c : !tile.ptr<bf16> -> tensor<8192xbf16>
+  return
+}
+
+// -----
+
+func.func @bulk_load_count_type(%x: !tile.ptr<bf16>, %n: i64) {
+  // expected-error @+1 {{'tile.bulk_load' op operand #1 must be 32-bit signless integer}}
+  %t = "tile.bulk_load"(%x, %n) : (!tile.ptr<bf16>, i64) -> tensor<8192xbf16>
+  return
+}
+
+// -----
+
 func.func @ring_issue_box(%d: !tile.tensordesc<tensor<32x64xbf16>>, %r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32, %p: i1) {
   // expected-error @+1 {{expected the ring's block to be the descriptor's block type 'tensor<32x64xbf16>', got 'tensor<64x64xbf16>'}}
   tile.ring_issue %d[%i, %i] -> %r[%i] if %p : !tile.tensordesc<tensor<32x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_bulk_coordinates(%x: !tile.ptr<bf16>, %r: !tile.ring<2, tensor<1024xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected no coordinates with a pointer source, got 1}}
+  tile.ring_issue %x[%i] -> %r[%i] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<1024xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_bulk_element(%x: !tile.ptr<f16>, %r: !tile.ring<2, tensor<1024xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected the ring's block's element type to be the pointee type 'f16', got 'bf16'}}
+  tile.ring_issue %x -> %r[%i] if %p : !tile.ptr<f16>, !tile.ring<2, tensor<1024xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_bulk_2d(%x: !tile.ptr<bf16>, %r: !tile.ring<2, tensor<32x64xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected a 1-D ring's block, got 'tensor<32x64xbf16>'}}
+  tile.ring_issue %x -> %r[%i] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<32x64xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_bulk_count(%x: !tile.ptr<bf16>, %r: !tile.ring<2, tensor<1024xbf16>>, %i: i32, %p: i1) {
+  %c = arith.constant 12 : i32
+  // expected-error @+1 {{expected the count to span a multiple of 16 bytes, got 12 x 'bf16' (24 bytes)}}
+  tile.ring_issue %x count %c -> %r[%i] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<1024xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_desc_count(%d: !tile.tensordesc<tensor<64x64xbf16>>, %r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected no count with a descriptor source (the box is whole)}}
+  tile.ring_issue %d[%i, %i] count %i -> %r[%i] if %p : !tile.tensordesc<tensor<64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>
+  return
+}
+
+// -----
+
+// A ring of rows that are no TMA box (8192 > 256) but whole 16-byte units is
+// fine; a row of 8 bytes is neither.
+// expected-error @+1 {{expected the box's inner dimension to span a multiple of 16 bytes, got 8 bytes ('tensor<4xbf16>')}}
+func.func @ring_bulk_row_units(%r: !tile.ring<2, tensor<8192xbf16>>, %s: !tile.ring<2, tensor<4xbf16>>) {
+  return
+}
+
+// -----
+
+func.func @ring_wait_count_2d(%r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32) {
+  // expected-error @+1 {{expected a 1-D ring with a count, got 'tensor<64x64xbf16>'}}
+  %t = tile.ring_wait_load %r[%i], %i count %i : !tile.ring<2, tensor<64x64xbf16>> -> tensor<64x64xbf16>
   return
 }
 

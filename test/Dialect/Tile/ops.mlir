@@ -387,6 +387,22 @@ func.func @bulk_load(%x: !tile.ptr<f32>, %q: !tile.ptr<f8E4M3FN>, %l: !tile.ptr<
   return %0, %1, %2 : tensor<4xf32>, tensor<32xf8E4M3FN>, tensor<128xi64>
 }
 
+// tile.bulk_load with a runtime count; the ring ops with a pointer source.
+// CHECK-LABEL: func.func @bulk_load_count
+// CHECK: tile.bulk_load %{{.*}} count %{{.*}} : !tile.ptr<bf16> -> tensor<8192xbf16>
+// CHECK: tile.ring_alloc : !tile.ring<4, tensor<8192xbf16>>
+// CHECK: tile.ring_issue %{{.*}} count %{{.*}} -> %{{.*}}[%{{.*}}] if %{{.*}} : !tile.ptr<bf16>, !tile.ring<4, tensor<8192xbf16>>
+// CHECK: tile.ring_issue %{{.*}} -> %{{.*}}[%{{.*}}] if %{{.*}} : !tile.ptr<bf16>, !tile.ring<4, tensor<8192xbf16>>
+// CHECK: tile.ring_wait_load %{{.*}}[%{{.*}}], %{{.*}} count %{{.*}} : !tile.ring<4, tensor<8192xbf16>> -> tensor<8192xbf16>
+func.func @bulk_load_count(%x: !tile.ptr<bf16>, %n: i32, %p: i1) -> (tensor<8192xbf16>, tensor<8192xbf16>) {
+  %0 = tile.bulk_load %x count %n : !tile.ptr<bf16> -> tensor<8192xbf16>
+  %r = tile.ring_alloc : !tile.ring<4, tensor<8192xbf16>>
+  tile.ring_issue %x count %n -> %r[%n] if %p : !tile.ptr<bf16>, !tile.ring<4, tensor<8192xbf16>>
+  tile.ring_issue %x -> %r[%n] if %p : !tile.ptr<bf16>, !tile.ring<4, tensor<8192xbf16>>
+  %1 = tile.ring_wait_load %r[%n], %n count %n : !tile.ring<4, tensor<8192xbf16>> -> tensor<8192xbf16>
+  return %0, %1 : tensor<8192xbf16>, tensor<8192xbf16>
+}
+
 // CHECK-LABEL: func.func @dot
 // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xbf16> * tensor<32x128xbf16> -> tensor<64x128xf32>
 // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x16xf16> * tensor<16x8xf16> -> tensor<16x8xf32>

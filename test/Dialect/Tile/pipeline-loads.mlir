@@ -96,3 +96,102 @@ func.func @clamped(%src: !tile.tensordesc<tensor<256x128xf16>>, %ub: i32) {
   } {tile.num_stages = 4 : i32}
   return
 }
+
+// -----
+
+// A bulk load of a row whose pointer and count are functions of the
+// iteration becomes a ring with a pointer source: the prologue issues the
+// rows of iterations 0 and 1 (their pointers and counts recomputed); in the
+// loop the row of iv + 2 is issued into slot (it + 2) mod 3 (the slot read
+// last iteration) BEFORE the wait on slot it mod 3, whose read uses the
+// current iteration's count.
+// CHECK-LABEL: func.func @bulk_rows
+// CHECK: %[[RING:.*]] = tile.ring_alloc : !tile.ring<3, tensor<8192xbf16>>
+// CHECK: %[[IV0:.*]] = arith.addi %[[LB:.*]], %{{.*}} : i32
+// CHECK: %[[OK0:.*]] = arith.cmpi slt, %[[IV0]], %[[UB:.*]] : i32
+// CHECK: %[[OFF0:.*]] = arith.muli %[[IV0]], %[[STRIDE:.*]] : i32
+// CHECK: %[[P0:.*]] = tile.addptr %[[X:.*]], %[[OFF0]]
+// CHECK: %[[N0:.*]] = arith.subi %[[H:.*]], %[[IV0]] : i32
+// CHECK: tile.ring_issue %[[P0]] count %[[N0]] -> %[[RING]][%{{.*}}] if %[[OK0]] : !tile.ptr<bf16>, !tile.ring<3, tensor<8192xbf16>>
+// CHECK: tile.ring_issue %{{.*}} count %{{.*}} -> %[[RING]][%{{.*}}] if %{{.*}}
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[IT:.*]] = %{{.*}}) -> (f32, i32)
+// CHECK: %[[OFF:.*]] = arith.muli %[[IV]], %[[STRIDE]] : i32
+// CHECK: %[[N:.*]] = arith.subi %[[H]], %[[IV]] : i32
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[IV]], %{{.*}} : i32
+// CHECK: %[[OK:.*]] = arith.cmpi slt, %[[AHEAD]], %[[UB]] : i32
+// CHECK: %[[OFF2:.*]] = arith.muli %[[AHEAD]], %[[STRIDE]] : i32
+// CHECK: %[[P2:.*]] = tile.addptr %[[X]], %[[OFF2]]
+// CHECK: %[[N2:.*]] = arith.subi %[[H]], %[[AHEAD]] : i32
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IT]], %{{.*}} : i32
+// CHECK: %[[NSLOT:.*]] = arith.remui %[[NEXT]], %[[NSTAGES:.*]] : i32
+// CHECK: tile.ring_issue %[[P2]] count %[[N2]] -> %[[RING]][%[[NSLOT]]] if %[[OK]]
+// CHECK: %[[SLOT:.*]] = arith.remui %[[IT]], %[[NSTAGES]] : i32
+// CHECK: %[[PHASE:.*]] = arith.andi
+// CHECK: %[[T:.*]] = tile.ring_wait_load %[[RING]][%[[SLOT]]], %[[PHASE]] count %[[N]] : !tile.ring<3, tensor<8192xbf16>> -> tensor<8192xbf16>
+// CHECK: arith.extf %[[T]]
+// CHECK-NOT: tile.bulk_load
+func.func @bulk_rows(%x: !tile.ptr<bf16>, %lb: i32, %ub: i32, %stride: i32, %h: i32) -> f32 {
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %row = %lb to %ub step %c1 iter_args(%acc = %zero) -> (f32) : i32 {
+    %off = arith.muli %row, %stride : i32
+    %p = tile.addptr %x, %off : !tile.ptr<bf16>, i32
+    %n = arith.subi %h, %row : i32
+    %t = tile.bulk_load %p count %n : !tile.ptr<bf16> -> tensor<8192xbf16>
+    %u = arith.extf %t : tensor<8192xbf16> to tensor<8192xf32>
+    %all = tile.reduce %u {axis = 0 : i32} : tensor<8192xf32> -> f32 {
+    ^bb0(%a: f32, %b: f32):
+      %y = arith.addf %a, %b : f32
+      tile.reduce.return %y : f32
+    }
+    %acc2 = arith.addf %acc, %all : f32
+    scf.yield %acc2 : f32
+  } {tile.num_stages = 3 : i32}
+  return %s : f32
+}
+
+// -----
+
+// A bulk load without a count, its pointer a select of two rows: the ring's
+// issue and wait carry no count.
+// CHECK-LABEL: func.func @bulk_select
+// CHECK: tile.ring_alloc : !tile.ring<2, tensor<1024xf32>>
+// CHECK: arith.select
+// CHECK: tile.ring_issue %{{.*}} -> %{{.*}}[%{{.*}}] if %{{.*}} : !tile.ptr<f32>, !tile.ring<2, tensor<1024xf32>>
+// CHECK: scf.for
+// CHECK: arith.select
+// CHECK: tile.ring_issue %{{.*}} -> %{{.*}}[%{{.*}}] if %{{.*}} : !tile.ptr<f32>
+// CHECK: tile.ring_wait_load %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<1024xf32>> -> tensor<1024xf32>
+func.func @bulk_select(%x: !tile.ptr<f32>, %y: !tile.ptr<f32>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c8 = arith.constant 8 : i32
+  %c1024 = arith.constant 1024 : i32
+  scf.for %i = %c0 to %ub step %c1 : i32 {
+    %off = arith.muli %i, %c1024 : i32
+    %px = tile.addptr %x, %off : !tile.ptr<f32>, i32
+    %last = arith.cmpi eq, %i, %c8 : i32
+    %p = arith.select %last, %y, %px : !tile.ptr<f32>
+    %t = tile.bulk_load %p : !tile.ptr<f32> -> tensor<1024xf32>
+  } {tile.num_stages = 2 : i32}
+  return
+}
+
+// -----
+
+// A count carried through the loop is not a function of the iteration: the
+// bulk load stays.
+// CHECK-LABEL: func.func @bulk_carried_count
+// CHECK-NOT: tile.ring
+// CHECK: tile.bulk_load
+func.func @bulk_carried_count(%x: !tile.ptr<bf16>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c8 = arith.constant 8 : i32
+  %r = scf.for %i = %c0 to %ub step %c1 iter_args(%n = %c8) -> (i32) : i32 {
+    %t = tile.bulk_load %x count %n : !tile.ptr<bf16> -> tensor<1024xbf16>
+    %next = arith.addi %n, %c8 : i32
+    scf.yield %next : i32
+  } {tile.num_stages = 3 : i32}
+  return
+}

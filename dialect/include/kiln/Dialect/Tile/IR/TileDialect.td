@@ -63,6 +63,12 @@ def Tile_Dialect : Dialect {
     }
     /// On kernels (llvm.func): dynamic shared memory per block, bytes.
     static constexpr ::llvm::StringLiteral getSharedBytesAttrName() { return "tile.shared_bytes"; }
+    /// On kernels (func.func): compile so that this many programs (thread
+    /// blocks) fit on an SM at once (PTX `.minnctapersm`: ptxas keeps the
+    /// registers a thread within 65536 / (programs x threads per block)).
+    static constexpr ::llvm::StringLiteral getMinProgramsPerSMAttrName() {
+      return "tile.min_programs_per_sm";
+    }
     /// On scf.for: software-pipeline the loop's descriptor loads this deep.
     static constexpr ::llvm::StringLiteral getNumStagesAttrName() { return "tile.num_stages"; }
   }];

@@ -847,6 +847,7 @@ def Tile_BulkLoadOp : Tile_Op<"bulk_load", [MemoryEffects<[MemRead]>]> {
   let description = [{
     ```mlir
     %t = tile.bulk_load %ptr : !tile.ptr<f32> -> tensor<1024xf32>
+    %r = tile.bulk_load %ptr count %n : !tile.ptr<bf16> -> tensor<8192xbf16>
     ```
     Reads the N elements `ptr[0], ..., ptr[N - 1]` (N the result's size) into
     a 1-D tile, without a tensor descriptor. The byte count `N * sizeof(T)`
@@ -854,8 +855,16 @@ def Tile_BulkLoadOp : Tile_Op<"bulk_load", [MemoryEffects<[MemRead]>]> {
     phase counts (checked here); `ptr` must be 16-byte aligned, which the
     conversion to NVVM proves from the kernel's `tile.divisibility` (or
     reports as an error). i1 tiles are not bulk-loaded (they are bytes in
-    memory but not in registers). There is no mask: every element must lie in
-    the allocation.
+    memory but not in registers). There is no mask: every element read must
+    lie in the allocation.
+
+    With `count` (i32, taken as unsigned and clamped to N) only the elements
+    `ptr[0], ..., ptr[count - 1]` are copied and the lanes `>= count` read as
+    zero: a row whose length is not a power of two (K3's H = 7168) in a
+    power-of-two tile. `count * sizeof(T)` must be a multiple of 16 bytes
+    (cp.async.bulk copies whole 16-byte units): a constant count is checked
+    here, a runtime one must be proved by the axis analysis at the conversion
+    to NVVM (a multiple of `16 / sizeof(T)` elements), like the pointer.
 
     Lowering (sm_90a, sm_100a, sm_103a; the whole target list has bulk
     copies), like `tile.desc_load`: a 128-byte aligned shared buffer and an
@@ -863,20 +872,27 @@ def Tile_BulkLoadOp : Tile_Op<"bulk_load", [MemoryEffects<[MemRead]>]> {
     (the buffer's earlier readers are done), then one thread elected in warp 0
     issues `mbarrier.arrive.expect_tx` with the byte count and
     `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`, one
-    copy per 64 KiB chunk; every thread waits with
+    copy per 64 KiB chunk (with `count`, the chunks below `count * sizeof(T)`
+    bytes, the last one partial); every thread waits with
     `mbarrier.try_wait.parity` (the phase parity flips per execution, so a
     loop waits for the right phase) and reads its elements from shared memory
-    in the tile's layout (up to 16 bytes per `ld.shared`). Runs in uniform
-    control flow (it contains `bar.sync`).
+    in the tile's layout (up to 16 bytes per `ld.shared`; with `count`, a
+    `selp` to zero per access at or past `count`). Runs in uniform control
+    flow (it contains `bar.sync`). In a loop marked `tile.num_stages`,
+    `kiln-tile-pipeline-loads` turns it into a ring (`tile.ring_issue` with a
+    pointer source).
   }];
-  let arguments = (ins Tile_Ptr:$ptr);
+  let arguments = (ins Tile_Ptr:$ptr, Optional<I32>:$count);
   let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
-  let assemblyFormat = "$ptr attr-dict `:` qualified(type($ptr)) `->` type($result)";
+  let assemblyFormat = [{
+    $ptr (`count` $count^)? attr-dict `:` qualified(type($ptr)) `->` type($result)
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Bytes one mbarrier phase can count (its tx-count is below 2^20).
     static constexpr int64_t kMaxBytes = int64_t(1) << 20;
-    /// Bytes moved: the result's elements times the element size.
+    /// Bytes of the tile: the result's elements times the element size (the
+    /// most the op moves).
     int64_t getBytes() {
       return getType().getNumElements() * getType().getElementTypeBitWidth() / 8;
     }
@@ -897,41 +913,62 @@ def Tile_RingAllocOp : Tile_Op<"ring_alloc", [MemoryEffects<[MemAlloc]>]> {
   let assemblyFormat = "attr-dict `:` qualified(type($ring))";
 }
 
-def Tile_RingIssueOp : Tile_Op<"ring_issue", [MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "start a TMA load of a box into a ring slot";
+def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
+                                              MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "start a TMA or bulk load into a ring slot";
   let description = [{
     ```mlir
     tile.ring_issue %desc[%i, %j] -> %ring[%slot] if %pred
         : !tile.tensordesc<tensor<64x128xbf16>>, !tile.ring<3, tensor<64x128xbf16>>
+    tile.ring_issue %ptr count %n -> %ring[%slot] if %pred
+        : !tile.ptr<bf16>, !tile.ring<4, tensor<8192xbf16>>
     ```
     After a CTA barrier (every thread is done reading what the slot held),
-    one elected thread arms the slot's mbarrier with the box's bytes and
-    issues `cp.async.bulk.tensor` into the slot, if `pred` holds. Runs in
-    uniform control flow.
+    one elected thread arms the slot's mbarrier with the bytes it copies and,
+    if `pred` holds, issues the copy into the slot. The source is either a
+    tensor descriptor with the box coordinates (`cp.async.bulk.tensor` of the
+    descriptor's block, the ring's block type) or, for a 1-D ring, a 16-byte
+    aligned scalar pointer without coordinates: the contiguous
+    `cp.async.bulk` of `tile.bulk_load`, of the whole slot or of its first
+    `count` elements (same rules; `tile.ring_wait_load` with the same count
+    reads the rest as zero). Runs in uniform control flow.
   }];
-  let arguments = (ins Tile_TensorDesc:$desc, Variadic<I32>:$indices, Tile_Ring:$ring,
-                       I32:$slot, I1:$pred);
+  let arguments = (ins AnyTypeOf<[Tile_TensorDesc, Tile_Ptr]>:$src, Variadic<I32>:$indices,
+                       Optional<I32>:$count, Tile_Ring:$ring, I32:$slot, I1:$pred);
   let assemblyFormat = [{
-    $desc `[` $indices `]` `->` $ring `[` $slot `]` `if` $pred attr-dict `:`
-    qualified(type($desc)) `,` qualified(type($ring))
+    $src (`[` $indices^ `]`)? (`count` $count^)? `->` $ring `[` $slot `]` `if` $pred attr-dict
+    `:` qualified(type($src)) `,` qualified(type($ring))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The descriptor's type, or null for a pointer (bulk copy) source.
+    ::kiln::tile::TensorDescType getDescType() {
+      return ::llvm::dyn_cast<::kiln::tile::TensorDescType>(getSrc().getType());
+    }
+    /// Whether the source is a scalar pointer (a 1-D cp.async.bulk).
+    bool isBulk() { return !getDescType(); }
+  }];
 }
 
 def Tile_RingWaitLoadOp : Tile_Op<"ring_wait_load", [MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "wait for a ring slot's TMA load and read it into registers";
+  let summary = "wait for a ring slot's TMA or bulk load and read it into registers";
   let description = [{
     ```mlir
     %t = tile.ring_wait_load %ring[%slot], %phase
         : !tile.ring<3, tensor<64x128xbf16>> -> tensor<64x128xbf16>
+    %r = tile.ring_wait_load %ring[%slot], %phase count %n
+        : !tile.ring<4, tensor<8192xbf16>> -> tensor<8192xbf16>
     ```
     Waits until the slot's mbarrier completes the phase of parity `phase`
-    (the slot's fill count modulo 2), then reads the box.
+    (the slot's fill count modulo 2), then reads the box. With `count` (a
+    1-D ring filled by bulk copies of `count` elements) the lanes at or past
+    `count` (unsigned) read as zero.
   }];
-  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase);
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase, Optional<I32>:$count);
   let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
   let assemblyFormat = [{
-    $ring `[` $slot `]` `,` $phase attr-dict `:` qualified(type($ring)) `->` type($result)
+    $ring `[` $slot `]` `,` $phase (`count` $count^)? attr-dict `:` qualified(type($ring))
+    `->` type($result)
   }];
   let hasVerifier = 1;
 }

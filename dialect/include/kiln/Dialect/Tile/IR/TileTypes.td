@@ -65,10 +65,12 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
     shared memory: the buffers of a software-pipelined loop
     (`kiln-tile-pipeline-loads`). A slot is filled by `tile.ring_issue` and
     read by `tile.ring_wait_load` once its barrier completes the expected
-    phase.
+    phase. The block is a TMA box (filled through a descriptor) or a 1-D row
+    of whole 16-byte units (filled by `cp.async.bulk` from a pointer).
 
     ```mlir
     !tile.ring<3, tensor<64x128xbf16>>
+    !tile.ring<4, tensor<8192xbf16>>
     ```
     Lowers to the `!llvm.ptr<3>` of the ring's shared memory.
   }];

@@ -78,12 +78,13 @@ def TileRematerializeBroadcasts
 }
 
 def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp"> {
-  let summary = "Software-pipeline the descriptor loads of loops marked tile.num_stages";
+  let summary = "Software-pipeline the descriptor and bulk loads of loops marked tile.num_stages";
   let description = [{
     For an `scf.for` with `tile.num_stages = N` (the DSL's
     `kl.range(..., num_stages=N)`), every `tile.desc_load` at the top level of
     its body whose coordinates are pure functions of the induction variable and
-    of values defined outside the loop becomes an N-slot TMA ring
+    of values defined outside the loop, and every `tile.bulk_load` whose
+    pointer and count are such functions, becomes an N-slot ring
     (`tile.ring_alloc`): before the loop the loads of the first N - 1
     iterations are issued (`tile.ring_issue`, each under `iv < ub`); in
     iteration `it` (a counter the loop now carries) the load waits for slot
@@ -93,10 +94,13 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
     starts with a CTA barrier, so every thread is done with it). Loads whose
     rings would not fit the 227 KiB of shared memory beside the kernel's
     other TMA boxes get fewer stages (at least 2, else they stay as they
-    are). The attribute is removed.
+    are). A bulk load's ring is filled by `tile.ring_issue` from its pointer
+    (the count recomputed for the iteration issued) and read by
+    `tile.ring_wait_load` with the count of the current iteration (the lanes
+    past it read as zero). The attribute is removed.
   }];
   let statistics = [
-    Statistic<"numPipelined", "num-pipelined", "descriptor loads turned into rings">
+    Statistic<"numPipelined", "num-pipelined", "descriptor and bulk loads turned into rings">
   ];
   let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
