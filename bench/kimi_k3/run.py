@@ -186,11 +186,25 @@ SWEEPS = [
              FP8_ROPE_FIRST=False, FP8_SCALE_TILE=False, FP8_MAXNREG=None)]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
     # FP8_RECIP as above; FP8_CHUNKS: the row as three 512 tiles on one warp (with RECIP and
-    # 16 elements a thread; the first two rows: new default, old default)
+    # 16 elements a thread); FP8_LOADS_FIRST: the three chunks loaded before the first is
+    # gated; FP8_ONE_REDUCTION: the one 2048 tile through the chunk path (one reduction);
+    # FP8_MAXNREG: register cap. First row: the new default; second: the old default
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,
-     [dict(FP8_CHUNKS=True, FP8_RECIP=True, FP8_THREAD_ELEMS=16)]
-     + [dict(c, FP8_CHUNKS=False) for c in _grid(FP8_RECIP=(True, False),
-                                                 FP8_THREAD_ELEMS=(16, 8, 32))]),
+     [dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+           FP8_THREAD_ELEMS=16, FP8_MAXNREG=None),
+      dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False, FP8_RECIP=True,
+           FP8_THREAD_ELEMS=16, FP8_MAXNREG=None),
+      dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+           FP8_THREAD_ELEMS=16, FP8_MAXNREG=None)]
+     + [dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+             FP8_THREAD_ELEMS=16, FP8_MAXNREG=m) for m in (96, 92)]
+     + [dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+             FP8_THREAD_ELEMS=te, FP8_MAXNREG=None) for te in (16, 32)]
+     + [dict(c, FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False,
+             FP8_MAXNREG=None)
+        for c in _grid(FP8_RECIP=(True, False), FP8_THREAD_ELEMS=(8, 32))]
+     + [dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False, FP8_RECIP=False,
+             FP8_THREAD_ELEMS=16, FP8_MAXNREG=None)]),
     # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
     # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization;
     # SCALE_TILE: the scales stored from the group tile (no shared-memory conversion). The

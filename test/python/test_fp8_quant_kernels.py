@@ -187,9 +187,12 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
-                                            (True, 3, 1400)])
-def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
-    """One tile (CHUNKS 0) or three (K3's 1536 = 3 x 512; 1400: the third one partial)."""
+                                            (True, 3, 1400), (True, 1, 1536), (True, 1, 1400)])
+@pytest.mark.parametrize("loads_first", [False, True])
+def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first):
+    """One tile (CHUNKS 0, or 1: through the chunk path) or three (K3's 1536 = 3 x 512;
+    1400: the third one partial); LOADS_FIRST: every chunk loaded before the first is
+    gated."""
     rng = np.random.default_rng(3)
     t = 4
     x = k3_like_rows(rng, t, h)
@@ -198,9 +201,10 @@ def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
     x[0, :6] = [-2.0, 3.0, -3.0, 1.0, -1.0, -0.0]  # y = -0 (underflow and -0 * 0.5)
     q = np.zeros((t, h), dtype=F8)
     s = np.zeros(t, dtype=F32)
-    block = 1 << (h - 1).bit_length() if chunks == 0 else 1 << (-(-h // 3) - 1).bit_length()
+    block = 1 << (h - 1).bit_length() if chunks < 3 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks)
+                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks,
+                           LOADS_FIRST=loads_first)
     with np.errstate(over="ignore"):  # exp(100) = inf: sigmoid 0, as the kernel's
         sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
