@@ -187,7 +187,8 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
-                                            (True, 3, 1400), (True, 1, 1536), (True, 1, 1400)])
+                                            (True, 3, 1400), (True, 1, 1536), (True, 1, 1400),
+                                            (True, 1, 8)])
 @pytest.mark.parametrize("loads_first", [False, True])
 def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first):
     """One tile (CHUNKS 0, or 1: through the chunk path) or three (K3's 1536 = 3 x 512;
