@@ -86,8 +86,8 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache
     address the cache with 32-bit row offsets (loc is below num_slots where it is used).
     Q_F8: ``cache_q`` is the cache viewed as float8e4m3 and the codes are stored as they are;
     else it is the uint8 view and they are bitcast to uint8 first, which the lowering
-    unpacks from each e4m3x2 conversion's two bytes and repacks byte by byte (sm_90a SASS at
-    2 tokens on 1 warp: 680 -> 608 instructions, PRMT + LOP3 + SHF 110 -> 40).
+    unpacks from each e4m3x2 conversion's two bytes and repacks byte by byte (sm_90a SASS of
+    the kernel at 2 tokens on 1 warp: 608 -> 536 instructions, PRMT + LOP3 + SHF 105 -> 35).
     ROPE_FIRST: the rope row and its loc loaded before the quantization, with the latent,
     instead of after the latent's stores. SCALE_TILE: the scales stored from the group tile
     by the thread holding column 0 of each group (same bits)."""
@@ -179,10 +179,11 @@ FP8_Q_F8 = True
 #: FP8_SCALE_TILE: the kernel's SCALE_TILE, the 4 scales a token stored from the [4 x ROWS,
 #: 128] group tile by the thread holding column 0, not as a [4 x ROWS] vector, whose layout
 #: conversion went through shared memory (two barriers) and replicated the scale stores on
-#: every thread, each behind its own branch. sm_90a at 2 tokens on 1 warp (Q_F8 608
-#: instructions, 96 registers): SCALE_TILE 448 / 65, both 448 / 74 (all loads issued before
-#: the first store); ROPE_FIRST alone 608 / 128. FP8_MAXNREG: the FP8 kernel's register cap
-#: (None: ptxas's choice). Untimed.
+#: every thread, each behind its own branch. sm_90a SASS of the kernel at 2 tokens on 1 warp
+#: (Q_F8: 536 instructions, 96 registers): SCALE_TILE 371 / 65, both 369 / 74 (all loads
+#: issued before the first store); ROPE_FIRST alone 533 / 128. 1 token: 207 / 56. The old
+#: default (all three off): 608 / 96. FP8_MAXNREG: the FP8 kernel's register cap (None:
+#: ptxas's choice). Untimed.
 FP8_ROPE_FIRST, FP8_SCALE_TILE = True, True
 FP8_MAXNREG = None
 
