@@ -174,19 +174,48 @@ SWEEPS = [
         for c in _pairs(("GROUP_ELEMS", "NUM_WARPS"), ((2048, 1), (2048, 4), (1024, 1)))]),
     # mla_kv_scatter_fp8: FP8_ROWS tokens per program ([4 * FP8_ROWS, 128] latent tile);
     # FP8_RECIP: quant.py's division-free group quantization (same bits); EARLY_LOADS: the
-    # rows loaded in parallel with loc
+    # rows loaded in parallel with loc; FP8_Q_F8: the codes stored through a float8 view (no
+    # byte repacking); FP8_ROPE_FIRST: the rope loaded with the latent (not after its
+    # stores); FP8_SCALE_TILE: the scales stored from the group tile; FP8_MAXNREG: register
+    # cap. First row: the new default; then the old default (the three new knobs off), each
+    # new knob alone, and the shapes with all three
     (mla_kv, "case_mla_kv_scatter_fp8", 16384,
-     [dict(c, FP8_RECIP=True, EARLY_LOADS=e) for e in (True, False) for c in _pairs(
-         ("FP8_ROWS", "FP8_WARPS"), ((8, 1), (2, 1), (4, 1), (4, 2), (8, 2), (16, 4),
-                                     (16, 8), (32, 8)))]
-     + [dict(FP8_ROWS=8, FP8_WARPS=4, FP8_RECIP=False, EARLY_LOADS=True)]),
+     [dict(FP8_ROWS=2, FP8_WARPS=1, FP8_RECIP=True, EARLY_LOADS=True, FP8_Q_F8=q,
+           FP8_ROPE_FIRST=rf, FP8_SCALE_TILE=st, FP8_MAXNREG=None)
+      for q, rf, st in ((True, True, True), (False, False, False), (True, False, False),
+                        (False, True, False), (False, False, True), (True, False, True))]
+     + [dict(c, FP8_RECIP=True, EARLY_LOADS=e, FP8_Q_F8=True, FP8_ROPE_FIRST=True,
+             FP8_SCALE_TILE=True, FP8_MAXNREG=m)
+        for c, e, m in [(c, True, None) for c in _pairs(
+            ("FP8_ROWS", "FP8_WARPS"), ((1, 1), (4, 1), (4, 2), (8, 2), (8, 4), (16, 4)))]
+        + [(dict(FP8_ROWS=2, FP8_WARPS=1), True, 64), (dict(FP8_ROWS=4, FP8_WARPS=2), True, 72),
+           (dict(FP8_ROWS=2, FP8_WARPS=1), False, None)]]
+     + [dict(c, FP8_RECIP=True, EARLY_LOADS=e, FP8_Q_F8=False, FP8_ROPE_FIRST=False,
+             FP8_SCALE_TILE=False, FP8_MAXNREG=None) for e in (True, False) for c in _pairs(
+         ("FP8_ROWS", "FP8_WARPS"), ((8, 1), (4, 1), (4, 2), (8, 2), (16, 4)))]
+     + [dict(FP8_ROWS=8, FP8_WARPS=4, FP8_RECIP=False, EARLY_LOADS=True, FP8_Q_F8=False,
+             FP8_ROPE_FIRST=False, FP8_SCALE_TILE=False, FP8_MAXNREG=None)]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
     # FP8_RECIP as above; FP8_CHUNKS: the row as three 512 tiles on one warp (with RECIP and
-    # 16 elements a thread; the first two rows: new default, old default)
+    # 16 elements a thread); FP8_LOADS_FIRST: the three chunks loaded before the first is
+    # gated; FP8_ONE_REDUCTION: the one 2048 tile through the chunk path (one reduction);
+    # FP8_MAXNREG: register cap. First row: the new default; second: the old default
     (mla_output_gate, "case_mla_output_gate_fp8", 16384,
-     [dict(FP8_CHUNKS=True, FP8_RECIP=True, FP8_THREAD_ELEMS=16)]
-     + [dict(c, FP8_CHUNKS=False) for c in _grid(FP8_RECIP=(True, False),
-                                                 FP8_THREAD_ELEMS=(16, 8, 32))]),
+     [dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+           FP8_THREAD_ELEMS=16, FP8_MAXNREG=None),
+      dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False, FP8_RECIP=True,
+           FP8_THREAD_ELEMS=16, FP8_MAXNREG=None),
+      dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+           FP8_THREAD_ELEMS=16, FP8_MAXNREG=None)]
+     + [dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+             FP8_THREAD_ELEMS=16, FP8_MAXNREG=m) for m in (96, 92)]
+     + [dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
+             FP8_THREAD_ELEMS=te, FP8_MAXNREG=None) for te in (16, 32)]
+     + [dict(c, FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False,
+             FP8_MAXNREG=None)
+        for c in _grid(FP8_RECIP=(True, False), FP8_THREAD_ELEMS=(8, 32))]
+     + [dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False, FP8_RECIP=False,
+             FP8_THREAD_ELEMS=16, FP8_MAXNREG=None)]),
     # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
     # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization;
     # SCALE_TILE: the scales stored from the group tile (no shared-memory conversion). The

@@ -23,7 +23,8 @@ bits; the e4m3 conversion rounds to nearest even and saturates). §8.5 writes th
 as ``absmax / 448``; kiln floors absmax at 1e-10 as §8.2 does, so an all-zero group stores zeros
 and a tiny finite scale instead of 0/0 = NaN. The kernel receives the cache three times, as
 uint8, fp32 and bf16 pointers to the same bytes (656 is a multiple of 16), and writes each part
-through the pointer of its type. loc < 0 or >= num_slots skips the token.
+through the pointer of its type (with ``FP8_Q_F8`` the codes through a float8e4m3 view).
+loc < 0 or >= num_slots skips the token.
 """
 
 from __future__ import annotations
@@ -72,27 +73,44 @@ def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots,
 
 
 @kiln.jit(num_warps=4)
-def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cache_bf16, T,
+def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache_bf16, T,
                               num_slots, kv_s0, pe_s0, row16, ROWS: kl.constexpr,
                               KV_DIM: kl.constexpr, PE_DIM: kl.constexpr, GROUP: kl.constexpr,
-                              RECIP: kl.constexpr = False, EARLY: kl.constexpr = False):
+                              RECIP: kl.constexpr = False, EARLY: kl.constexpr = False,
+                              Q_F8: kl.constexpr = False, ROPE_FIRST: kl.constexpr = False,
+                              SCALE_TILE: kl.constexpr = False):
     """RECIP: quant.py's ``fp8_quant_groups_recip`` (no division per element; kv_c is bf16,
     the case test/python/test_quant_variants.py checks exhaustively: same bits). EARLY: the
     rows are loaded for every token t < T, in parallel with loc (a skipped token's row is
     read and quantized, not written), instead of after loc, masked by it; the stores then
-    address the cache with 32-bit row offsets (loc is below num_slots where it is used)."""
+    address the cache with 32-bit row offsets (loc is below num_slots where it is used).
+    Q_F8: ``cache_q`` is the cache viewed as float8e4m3 and the codes are stored as they are;
+    else it is the uint8 view and they are bitcast to uint8 first, which the lowering
+    unpacks from each e4m3x2 conversion's two bytes and repacks byte by byte (sm_90a SASS of
+    the kernel at 2 tokens on 1 warp: 608 -> 536 instructions, PRMT + LOP3 + SHF 105 -> 35).
+    ROPE_FIRST: the rope row and its loc loaded before the quantization, with the latent,
+    instead of after the latent's stores. SCALE_TILE: the scales stored from the group tile
+    by the thread holding column 0 of each group (same bits)."""
     NG: kl.constexpr = KV_DIM // GROUP
     # latent: ROWS tokens x NG groups as a [ROWS * NG, GROUP] tile
     j = kl.arange(0, ROWS * NG)
     r = kl.program_id(0) * ROWS + j // NG
     k = j % NG
     col = kl.arange(0, GROUP)[None, :]
+    # rope: [ROWS, PE_DIM] bf16 copied behind the scales
+    rr = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
+    cp = kl.arange(0, PE_DIM)[None, :]
     kl.pdl_wait()  # kv_c, k_pe and loc may come from the previous kernels in the stream
     if EARLY:
         kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=(r < T)[:, None],
                      other=0.0)
     loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
     ok = (loc >= 0) & (loc < num_slots)
+    if ROPE_FIRST:
+        lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
+        okr = ((lr >= 0) & (lr < num_slots))[:, None]
+        pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp,
+                     mask=(rr < T)[:, None] if EARLY else okr, other=0.0)
     if not EARLY:
         kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=ok[:, None],
                      other=0.0)
@@ -108,16 +126,22 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_u8, cache_f32, cach
         row = kl.where(ok, loc, 0).to(kl.int32) * row16
     else:
         row = loc * row16  # int64
-    kl.store(cache_u8 + (row * 16 + k * GROUP)[:, None] + col, q.to(kl.uint8, bitcast=True),
-             mask=ok[:, None])
-    kl.store(cache_f32 + (row * 4 + KV_DIM // 4) + k, s, mask=ok)
-    # rope: [ROWS, PE_DIM] bf16 copied behind the scales
-    rr = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
-    lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
-    okr = ((lr >= 0) & (lr < num_slots))[:, None]
-    cp = kl.arange(0, PE_DIM)[None, :]
-    pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp, mask=(rr < T)[:, None] if EARLY else okr,
-                 other=0.0)
+    if Q_F8:
+        kl.store(cache_q + (row * 16 + k * GROUP)[:, None] + col, q, mask=ok[:, None])
+    else:
+        kl.store(cache_q + (row * 16 + k * GROUP)[:, None] + col,
+                 q.to(kl.uint8, bitcast=True), mask=ok[:, None])
+    if SCALE_TILE:
+        kl.store(cache_f32 + (row * 4 + KV_DIM // 4 + k)[:, None] + col * 0,
+                 s[:, None] + kl.zeros([ROWS * NG, GROUP], kl.float32),
+                 mask=ok[:, None] & (col == 0))
+    else:
+        kl.store(cache_f32 + (row * 4 + KV_DIM // 4) + k, s, mask=ok)
+    if not ROPE_FIRST:
+        lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
+        okr = ((lr >= 0) & (lr < num_slots))[:, None]
+        pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp,
+                     mask=(rr < T)[:, None] if EARLY else okr, other=0.0)
     kl.pdl_launch_dependents()
     if EARLY:
         lrow = kl.where(okr, lr[:, None], 0).to(kl.int32) * row16
@@ -146,6 +170,22 @@ FP8_RECIP = True
 #: --sweep --only mla_kv_scatter``, 4 / 4 warps): 12.42 us without both, 12.24 with EARLY_LOADS,
 #: 11.88 with BF16_PDL, 12.48 with both (8 / 4 warps: 12.81 -> 11.58 us); FP8 14.84 -> 14.29.
 EARLY_LOADS, BF16_PDL = True, True
+#: FP8_Q_F8: the FP8 kernel's Q_F8, the latent codes stored through a float8e4m3 view of
+#: the cache instead of bitcast to uint8 (same bytes). Untimed.
+FP8_Q_F8 = True
+#: FP8_ROPE_FIRST: the FP8 kernel's ROPE_FIRST, the rope row (and its loc) loaded with the
+#: latent instead of after the latent's stores, which the loads could not move above (they
+#: may alias): each program waited for a second DRAM round trip before its last store.
+#: FP8_SCALE_TILE: the kernel's SCALE_TILE, the 4 scales a token stored from the [4 x ROWS,
+#: 128] group tile by the thread holding column 0, not as a [4 x ROWS] vector, whose layout
+#: conversion went through shared memory (two barriers) and replicated the scale stores on
+#: every thread, each behind its own branch. sm_90a SASS of the kernel at 2 tokens on 1 warp
+#: (Q_F8: 536 instructions, 96 registers): SCALE_TILE 371 / 65, both 369 / 74 (all loads
+#: issued before the first store); ROPE_FIRST alone 533 / 128. 1 token: 207 / 56. The old
+#: default (all three off): 608 / 96. FP8_MAXNREG: the FP8 kernel's register cap (None:
+#: ptxas's choice). Untimed.
+FP8_ROPE_FIRST, FP8_SCALE_TILE = True, True
+FP8_MAXNREG = None
 
 
 def _bf16_constexprs() -> dict:
@@ -155,7 +195,8 @@ def _bf16_constexprs() -> dict:
 
 def _fp8_constexprs() -> dict:
     return {"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP,
-            "RECIP": FP8_RECIP, "EARLY": EARLY_LOADS}
+            "RECIP": FP8_RECIP, "EARLY": EARLY_LOADS, "Q_F8": FP8_Q_F8,
+            "ROPE_FIRST": FP8_ROPE_FIRST, "SCALE_TILE": FP8_SCALE_TILE}
 
 
 AOT_SPECIALIZATIONS = [
@@ -167,13 +208,14 @@ AOT_SPECIALIZATIONS = [
          divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0", "cache_s0"],
          num_warps=NUM_WARPS),
     Spec(mla_kv_scatter_fp8_kernel, name="mla_kv_scatter_fp8",
-         signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64", "cache_u8": "*u8",
+         signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
+                    "cache_q": "*f8e4m3" if FP8_Q_F8 else "*u8",
                     "cache_f32": "*f32", "cache_bf16": "*bf16", "T": "i32", "num_slots": "i32",
                     "kv_s0": "i32", "pe_s0": "i32", "row16": "i32"},
          constexprs=_fp8_constexprs(),
-         divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_u8", "cache_f32", "cache_bf16",
+         divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_q", "cache_f32", "cache_bf16",
                        "kv_s0", "pe_s0"],
-         num_warps=FP8_WARPS),
+         num_warps=FP8_WARPS, maxnreg=FP8_MAXNREG),
 ]
 
 
@@ -266,6 +308,7 @@ def mla_kv_scatter_fp8(kv_c: Any, k_pe: Any, loc: Any, cache: Any) -> Any:
 
     row_bytes = row_bytes if slots > 1 else FP8_ROW_BYTES
     L.launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + FP8_ROWS - 1) // FP8_ROWS,),
-             (kv_c, k_pe, loc, cache, cache.view(torch.float32), cache.view(torch.bfloat16), t,
-              slots, kv_s0, pe_s0, row_bytes // 16), _fp8_constexprs(), FP8_WARPS)
+             (kv_c, k_pe, loc, cache.view(torch.float8_e4m3fn) if FP8_Q_F8 else cache,
+              cache.view(torch.float32), cache.view(torch.bfloat16), t,
+              slots, kv_s0, pe_s0, row_bytes // 16), _fp8_constexprs(), FP8_WARPS, FP8_MAXNREG)
     return cache

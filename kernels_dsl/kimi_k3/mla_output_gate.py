@@ -44,11 +44,24 @@ def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr):
 @kiln.jit
 def _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H):
     """y = bf16(x * bf16(sigmoid(g))) as fp32 at columns ``offs`` of row t (0 past H)."""
+    x, g = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
+    return _gate(x, g)
+
+
+@kiln.jit
+def _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H):
+    """(x, gate) bf16 at columns ``offs`` of row t (0 past H)."""
     mask = offs < H
-    x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0).to(kl.float32)
-    g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0).to(kl.float32)
-    sg = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
-    return (x * sg).to(kl.bfloat16).to(kl.float32)  # masked lanes are 0: absmax unmoved
+    x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0)
+    g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0)
+    return x, g
+
+
+@kiln.jit
+def _gate(x, g):
+    """bf16(x * bf16(sigmoid(g))) as fp32 of bf16 x and g."""
+    sg = kl.sigmoid(g.to(kl.float32), precise=True).to(kl.bfloat16).to(kl.float32)
+    return (x.to(kl.float32) * sg).to(kl.bfloat16).to(kl.float32)  # 0 where x, g are 0
 
 
 @kiln.jit
@@ -59,7 +72,7 @@ def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
 @kiln.jit(num_warps=8)
 def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
                                BLOCK: kl.constexpr, RECIP: kl.constexpr = False,
-                               CHUNKS: kl.constexpr = 0):
+                               CHUNKS: kl.constexpr = 0, LOADS_FIRST: kl.constexpr = False):
     """RECIP: the row quantized by quant.py's ``fp8_quant_groups_recip`` as a [1, BLOCK] tile
     (no division per element; y is bf16-valued, the case test/python/test_quant_variants.py
     checks exhaustively: same bits).
@@ -67,11 +80,30 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
     CHUNKS (1 to 3; 0: off): the row as CHUNKS tiles of BLOCK columns held at once (K3's
     H = 1536: three of 512, where one power-of-two tile of 2048 leaves a quarter of the
     threads with masked lanes only, computing nothing useful), their absolute values
-    combined elementwise before the one reduction, quantized as RECIP does (same bits)."""
+    combined elementwise before the one reduction, quantized as RECIP does (same bits).
+
+    LOADS_FIRST (with CHUNKS): every chunk's x and gate loaded before the first is gated.
+    Otherwise chunk c + 1's loads came after chunk c's divisions in the sm_90a SASS (ptxas
+    did not move them above the divisions' slow-path branches and calls): one DRAM round
+    trip per chunk, one after the other."""
     t = kl.program_id(0)
     offs = kl.arange(0, BLOCK)
     kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
-    if CHUNKS > 0:
+    if CHUNKS > 0 and LOADS_FIRST:
+        x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
+        if CHUNKS > 1:
+            x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
+        if CHUNKS > 2:
+            x2, g2 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
+        y0 = _gate(x0, g0)
+        m = kl.abs(y0)
+        if CHUNKS > 1:
+            y1 = _gate(x1, g1)
+            m = kl.maximum(m, kl.abs(y1))
+        if CHUNKS > 2:
+            y2 = _gate(x2, g2)
+            m = kl.maximum(m, kl.abs(y2))
+    elif CHUNKS > 0:
         y0 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
         m = kl.abs(y0)
         if CHUNKS > 1:
@@ -80,6 +112,7 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
         if CHUNKS > 2:
             y2 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
             m = kl.maximum(m, kl.abs(y2))
+    if CHUNKS > 0:
         kl.pdl_launch_dependents()
         s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
         r = 1.0 / s
@@ -120,17 +153,32 @@ FP8_THREAD_ELEMS, FP8_RECIP = 16, True
 #: fourth warp all masked lanes, computing a third more than needed, and reduced across
 #: warps through shared memory), the kernel's CHUNKS = 3 (needs RECIP). sm_90a SASS: 694
 #: instructions a thread for 12 useful values on average -> 1778 for 48, no barrier. Measured
-#: slower on the H200 (T = 16384: 47.1 us vs 43.6 us for the 2048 tile on 4 warps): the one
-#: warp's longer chain of dependent work per row costs more than the idle lanes; off.
-FP8_CHUNKS = False
+#: slower on the H200 (T = 16384: 47.1 us vs 43.6 us for the 2048 tile on 4 warps), without
+#: FP8_LOADS_FIRST: the SASS loaded chunk c + 1 only after chunk c's divisions, three DRAM
+#: round trips one after the other in every warp.
+#: FP8_LOADS_FIRST: the kernel's LOADS_FIRST, all three chunks' x and gate loaded before the
+#: first is gated (12 16-byte loads in flight a thread; 1775 instructions, 100 registers, no
+#: spill). Untimed: on by default with FP8_CHUNKS on the analysis (the 2048 tile runs four
+#: warps' worth of instructions for three warps of data; the old default is FP8_CHUNKS =
+#: FP8_LOADS_FIRST = False).
+FP8_CHUNKS, FP8_LOADS_FIRST = True, True
+#: FP8_ONE_REDUCTION: without chunks (FP8_CHUNKS off or H not 3 x a power of two), the one
+#: tile through the CHUNKS code path (CHUNKS = 1, needs RECIP): the absmax reduced once to a
+#: scalar, where RECIP's [1, BLOCK] form reduced it twice (two shared-memory rounds, four
+#: barriers). sm_90a at H = 1536, 4 warps: 694 -> 669 instructions, 56 -> 48 registers.
+#: Untimed.
+FP8_ONE_REDUCTION = True
+#: FP8_MAXNREG: the FP8 kernel's register cap (None: ptxas's choice; with chunks 92 or 96
+#: keeps 22 or 21 warps an SM with no spill, 88 spills). Untimed.
+FP8_MAXNREG = None
 
 
 def _fp8_config(h: int) -> tuple:
-    """(BLOCK, CHUNKS, num_warps): the row in one tile (CHUNKS 0), or with FP8_CHUNKS in
-    three tiles of BLOCK where they waste fewer lanes and fill a warp; FP8_THREAD_ELEMS bf16
-    per thread, 1 to 8 warps."""
+    """(BLOCK, CHUNKS, num_warps): the row in one tile (CHUNKS 0, or 1 with
+    FP8_ONE_REDUCTION), or with FP8_CHUNKS in three tiles of BLOCK where they waste fewer
+    lanes and fill a warp; FP8_THREAD_ELEMS bf16 per thread, 1 to 8 warps."""
     block = 1 << max(3, (h - 1).bit_length())
-    chunks = 0
+    chunks = 1 if FP8_ONE_REDUCTION and FP8_RECIP else 0
     third = 1 << max(3, (-(-h // 3) - 1).bit_length())
     if FP8_CHUNKS and FP8_RECIP and 3 * third < block and third >= 32 * FP8_THREAD_ELEMS:
         block, chunks = third, 3
@@ -139,7 +187,8 @@ def _fp8_config(h: int) -> tuple:
 
 def _fp8_constexprs(h: int) -> dict:
     block, chunks, _ = _fp8_config(h)
-    return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks}
+    return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks,
+            "LOADS_FIRST": FP8_LOADS_FIRST}
 
 
 AOT_SPECIALIZATIONS = [
@@ -154,7 +203,7 @@ AOT_SPECIALIZATIONS = [
          # K3: 12 local heads x 128 = 1536
          constexprs=_fp8_constexprs(1536),
          divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
-         num_warps=_fp8_config(1536)[2]),
+         num_warps=_fp8_config(1536)[2], maxnreg=FP8_MAXNREG),
 ]
 
 
@@ -238,5 +287,5 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
         return out_q, out_s
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
              (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h),
-             _fp8_config(h)[2])
+             _fp8_config(h)[2], FP8_MAXNREG)
     return out_q, out_s

@@ -283,9 +283,20 @@ def ref_gate_fp8(x, g):
     return true_div(y, s[:, None]).clamp(-448, 448).to(F8), s
 
 
+GATE_KNOBS = {  # FP8_CHUNKS, FP8_LOADS_FIRST, FP8_ONE_REDUCTION
+    "default": {},
+    "old": dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False),
+    "chunks-in-order": dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False),
+    "one-tile": dict(FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
+}
+
+
 @pytest.mark.parametrize("t", [1, 7, 64, 4097])
 @pytest.mark.parametrize("h", [H_LOCAL, 512, 8])
-def test_mla_output_gate_fp8_exact(t, h):
+@pytest.mark.parametrize("knobs", list(GATE_KNOBS))
+def test_mla_output_gate_fp8_exact(t, h, knobs, monkeypatch):
+    for k, v in GATE_KNOBS[knobs].items():
+        monkeypatch.setattr(mla_output_gate, k, v)
     x = rows(t, h)
     g = (torch.randn(t, h, device="cuda") * 4).to(torch.bfloat16)
     q, s = mla_output_gate.mla_output_gate_fp8(x, g)
@@ -332,8 +343,11 @@ def ref_kv_fp8(kv_c, k_pe, loc, cache):
 @pytest.mark.parametrize("early", [True, False])  # rows loaded with loc / after it
 @pytest.mark.parametrize("t", [0, 1, 7, 64, 4097])
 @pytest.mark.parametrize("strided", [False, True])
-def test_kv_scatter_fp8_exact(t, strided, early, monkeypatch):
+@pytest.mark.parametrize("new", [True, False])  # FP8_Q_F8, FP8_ROPE_FIRST, FP8_SCALE_TILE
+def test_kv_scatter_fp8_exact(t, strided, early, new, monkeypatch):
     monkeypatch.setattr(mla_kv, "EARLY_LOADS", early)
+    for knob in ("FP8_Q_F8", "FP8_ROPE_FIRST", "FP8_SCALE_TILE"):
+        monkeypatch.setattr(mla_kv, knob, new)
     slots = max(2 * t, 16)
     if strided:
         proj = rows(t, 576 + 64)

@@ -187,9 +187,13 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
-                                            (True, 3, 1400)])
-def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
-    """One tile (CHUNKS 0) or three (K3's 1536 = 3 x 512; 1400: the third one partial)."""
+                                            (True, 3, 1400), (True, 1, 1536), (True, 1, 1400),
+                                            (True, 1, 8)])
+@pytest.mark.parametrize("loads_first", [False, True])
+def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first):
+    """One tile (CHUNKS 0, or 1: through the chunk path) or three (K3's 1536 = 3 x 512;
+    1400: the third one partial); LOADS_FIRST: every chunk loaded before the first is
+    gated."""
     rng = np.random.default_rng(3)
     t = 4
     x = k3_like_rows(rng, t, h)
@@ -198,9 +202,10 @@ def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
     x[0, :6] = [-2.0, 3.0, -3.0, 1.0, -1.0, -0.0]  # y = -0 (underflow and -0 * 0.5)
     q = np.zeros((t, h), dtype=F8)
     s = np.zeros(t, dtype=F32)
-    block = 1 << (h - 1).bit_length() if chunks == 0 else 1 << (-(-h // 3) - 1).bit_length()
+    block = 1 << (h - 1).bit_length() if chunks < 3 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks)
+                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks,
+                           LOADS_FIRST=loads_first)
     with np.errstate(over="ignore"):  # exp(100) = inf: sigmoid 0, as the kernel's
         sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
@@ -215,8 +220,15 @@ def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h):
 
 @pytest.mark.parametrize("early", [True, False])
 @pytest.mark.parametrize("recip,rows", [(False, mla_kv.FP8_ROWS), (True, 8), (True, 4),
-                                        (True, 16)])
-def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early):
+                                        (True, 16), (True, 1), (True, 2)])
+@pytest.mark.parametrize("q_f8,rope_first,scale_tile", [(False, False, False),
+                                                        (True, True, True),
+                                                        (True, False, True),
+                                                        (False, True, False)])
+def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, scale_tile):
+    """Q_F8: the codes stored through a float8e4m3 view of the cache (else uint8);
+    ROPE_FIRST: the rope loaded with the latent; SCALE_TILE: the scales stored from the
+    group tile."""
     rng = np.random.default_rng(5)
     t, slots = 11, 24
     kv_a = k3_like_rows(rng, t, 576)
@@ -227,9 +239,10 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early):
     cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
     before = cache.copy()
     kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
-                           kv_a, kv_a[:, 512:], loc, cache, cache.view(F32),
-                           cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows, KV_DIM=512,
-                           PE_DIM=64, GROUP=128, RECIP=recip, EARLY=early)
+                           kv_a, kv_a[:, 512:], loc, cache.view(F8) if q_f8 else cache,
+                           cache.view(F32), cache.view(BF16), t, slots, 576, 576, 656 // 16,
+                           ROWS=rows, KV_DIM=512, PE_DIM=64, GROUP=128, RECIP=recip, EARLY=early,
+                           Q_F8=q_f8, ROPE_FIRST=rope_first, SCALE_TILE=scale_tile)
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):
