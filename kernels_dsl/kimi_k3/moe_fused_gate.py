@@ -48,8 +48,8 @@ float <=> larger key; padded lanes get key 0, below every float's key). One prog
    prefix counts, column by a 5-step binary search for the n-th set bit of the row's mask).
    ``MERGED_REDUCTIONS``: the same, with the R "above" tile rows followed by the R "equal"
    ones as one sequence of 2R rows (slot j takes its j-th set bit, A needs no count of its
-   own) and every pair or triple of reductions over one tile in one multi-operand
-   ``kl.reduce``;
+   own), the inclusive prefix counts by ``kl.cumsum`` over the [R] counts, and every pair
+   or triple of reductions over one tile in one multi-operand ``kl.reduce``;
 4. the K winners' keys are recomputed from their scores (same instructions, same bits) and
    ranked by (key descending, id ascending) in a [K, K] tile, which sorts them.
 
@@ -165,8 +165,8 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
                 c1 = thr | (kl.cast(1, kl.uint32) << sh)
                 c2 = thr | (kl.cast(2, kl.uint32) << sh)
                 c3 = thr | (kl.cast(3, kl.uint32) << sh)
-                packed = kl.sum(kl.where(key >= c1, 1, 0) + kl.where(key >= c2, 1 << 10, 0)
-                                + kl.where(key >= c3, 1 << 20, 0))
+                packed = kl.sum(kl.where(key >= c2, kl.where(key >= c3, 0x100401, 0x401),
+                                         kl.where(key >= c1, 1, 0)))
                 n1 = packed & 1023
                 n2 = (packed >> 10) & 1023
                 n3 = packed >> 20
@@ -187,7 +187,6 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
     jj = kl.arange(0, KP)
     slot_ok = jj < K
-    upto = rr[None, :] <= rr[:, None]  # [R, R]: column tile row <= row
     if MERGED:
         # one sequence of 2R tile rows, the R "above" rows then the R "equal" ones: slot j
         # takes its j-th set bit (the first A slots the "above" experts, the rest the first
@@ -196,9 +195,10 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
                                   kl.where(equal, cbit[None, :], 0)), 1, _add2)  # [R] uint32
         acnt = popcount32(amask)
         ecnt = popcount32(emask)
-        # inclusive prefix counts over the sequence: an "equal" row also counts every "above"
-        ainc, einc = kl.reduce((kl.where(upto, acnt[None, :], 0),
-                                acnt[None, :] + kl.where(upto, ecnt[None, :], 0)), 1, _add2)
+        # inclusive prefix counts over the sequence (an "equal" row also counts every "above"
+        # one): scans of the [R] counts, no [R, R] tile
+        ainc = kl.cumsum(acnt, 0)
+        einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
         jb = jj[:, None]
         a_inc, e_inc = ainc[None, :], einc[None, :]  # [KP, R]
         a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
@@ -218,6 +218,7 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
         emask = kl.sum(kl.where(equal, cbit[None, :], 0), axis=1)
         acnt = popcount32(amask)
         ecnt = popcount32(emask)
+        upto = rr[None, :] <= rr[:, None]  # [R, R]: column tile row <= row
         ainc = kl.sum(kl.where(upto, acnt[None, :], 0), axis=1)  # inclusive prefix counts
         einc = kl.sum(kl.where(upto, ecnt[None, :], 0), axis=1)
         from_above = jj < n_above
@@ -274,14 +275,17 @@ NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
 BATCH_MAXNREG = 80
 #: Bits of the threshold decided per count reduction of the radix select (step 2): 1, the
 #: measured kernel (up to 32 rounds); 2, three candidates' counts packed in 10-bit fields of
-#: one int32 sum (up to 16 rounds; E < 1024, else 1). SASS (sm_90a, E = 896): a round is 61
-#: instructions at 4 warps with 1 bit, 115 with 2 (fewer per bit and half the shuffle +
-#: shared-memory + barrier round trips, the latency chain at T = 1); at one warp (28 keys a
-#: lane) 111 vs 265 a round, more per bit, so the batch kernel keeps 1. Both untimed.
-SELECT_BITS, BATCH_SELECT_BITS = 2, 1
-#: Steps 3-4 with multi-operand reductions (one sequence of "above" then "equal" tile rows,
-#: no separate count of the "above" keys; ids and weights in one reduction): 16 barriers in
-#: the 4-warp kernel instead of 28, 12 instead of 22 at one warp, the same results. Untimed.
+#: one int32 sum (up to 16 rounds; E < 1024, else 1). SASS (sm_90a, E = 896), instructions a
+#: round: 61 with 1 bit vs 96 with 2 at 4 warps (8 keys a lane: 48 a bit, and half the
+#: shuffle + shared-memory + barrier round trips, the latency chain at T = 1); 111 vs 196 at
+#: one warp (32 keys a lane: 98 a bit). Untimed.
+SELECT_BITS, BATCH_SELECT_BITS = 2, 2
+#: Steps 3-4 with multi-operand reductions and scans (one sequence of "above" then "equal"
+#: tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum`` instead
+#: of an [R, R] tile, ids and weights in one reduction), the same results. SASS (sm_90a,
+#: E = 896, with SELECT_BITS = 2): 14 barriers in the 4-warp kernel instead of 28 and 1624
+#: instructions instead of 1688; at one warp 10 barriers instead of 22, 3160 instructions
+#: instead of 3584. Untimed.
 MERGED_REDUCTIONS = True
 K3_EXPERTS, K3_TOPK = 896, 16
 
