@@ -27,7 +27,7 @@ bit but differs from torch by a few ulp, so near-ties (b within ~1e-7) may rank 
 a torch reference.
 
 **Selection: radix select** over the order-preserving key of §2.2 (``biased_to_key``: -0.0 is
-canonicalized to +0.0; key = ~bits for a negative float, bits | 0x80000000 otherwise; larger
+canonicalized to +0.0, here implied as b is never -0.0; key = ~bits for a negative float, bits | 0x80000000 otherwise; larger
 float <=> larger key; padded lanes get key 0, below every float's key). One program per row:
 
 1. the row is a [R, C] tile (C = 32 lanes per tile row, expert e = r * C + c);
@@ -106,11 +106,14 @@ def nth_set_bit(m, n, C: kl.constexpr):
 def sigmoid_and_key(s, bias, FAST_SIGMOID: kl.constexpr):
     """(a, key): a = sigmoid(s), key = biased_to_key(nan_floor(a + bias)) (uint32)."""
     a = kl.sigmoid(s, precise=not FAST_SIGMOID)
+    # §2.2 canonicalizes -0.0 to +0.0 first; here it is implied: a is +0.0 or above (or NaN),
+    # never -0.0, and a sum is -0.0 only when both terms are
     b = a + bias
-    b = kl.where(b == 0.0, 0.0, b)  # -0.0 -> +0.0
-    bits = b.to(kl.uint32, bitcast=True)
-    key = kl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
-    key = kl.where((bits & 0x7FFFFFFF) > 0x7F800000, NAN_KEY, key)  # NaN -> key(-1e30)
+    bits = b.to(kl.int32, bitcast=True)
+    # ~bits for a negative b (sign set), bits | 0x80000000 otherwise: one xor with the
+    # sign-extended sign bit, or'ed with the top bit
+    key = (bits ^ ((bits >> 31) | -0x80000000)).to(kl.uint32, bitcast=True)
+    key = kl.where(b != b, NAN_KEY, key)  # NaN -> key(-1e30)
     return a, key
 
 
