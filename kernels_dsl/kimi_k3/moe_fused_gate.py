@@ -27,8 +27,9 @@ bit but differs from torch by a few ulp, so near-ties (b within ~1e-7) may rank 
 a torch reference.
 
 **Selection: radix select** over the order-preserving key of §2.2 (``biased_to_key``: -0.0 is
-canonicalized to +0.0, here implied as b is never -0.0; key = ~bits for a negative float, bits | 0x80000000 otherwise; larger
-float <=> larger key; padded lanes get key 0, below every float's key). One program per row:
+canonicalized to +0.0, here implied as b is never -0.0; key = ~bits for a negative float,
+bits | 0x80000000 otherwise; larger float <=> larger key; padded lanes get key 0, below every
+float's key). One program per row:
 
 1. the row is a [R, C] tile (C = 32 lanes per tile row, expert e = r * C + c);
 2. a threshold T with count(key >= T) >= K is built bit by bit, most significant first:
