@@ -44,9 +44,10 @@ float's key). One program per row:
    >= T, hence the winners, are the same;
 3. the winners are the A = count(key > T) experts above T plus the first K - A experts equal
    to T in id order (all of them when count(key >= T) == K). Per tile row, 32-bit masks of
-   the "above" and "equal" lanes and an inclusive prefix of their popcounts locate, for each output slot j, its expert: slot j < A
-   takes the j-th "above" expert, slot j >= A the (j - A)-th "equal" one (tile row from the
-   prefix counts, column by a 5-step binary search for the n-th set bit of the row's mask).
+   the "above" and "equal" lanes and an inclusive prefix of their popcounts locate, for each
+   output slot j, its expert: slot j < A takes the j-th "above" expert, slot j >= A the
+   (j - A)-th "equal" one (tile row from the prefix counts, column by a 5-step binary search
+   for the n-th set bit of the row's mask).
    ``MERGED_REDUCTIONS``: the same, with the R "above" tile rows followed by the R "equal"
    ones as one sequence of 2R rows (slot j takes its j-th set bit, A needs no count of its
    own), the inclusive prefix counts by ``kl.cumsum`` over the [R] counts, and every pair
