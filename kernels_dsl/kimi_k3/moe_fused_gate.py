@@ -242,9 +242,14 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     s_k = kl.load(scores_ptr + row * stride_s + expert, mask=slot_ok, other=0.0)
     b_k = kl.load(bias_ptr + expert, mask=slot_ok, other=0.0)
     a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
-    ki, kj = key_k[:, None], key_k[None, :]
-    ei, ej = expert[:, None], expert[None, :]
-    first = slot_ok[:, None] & ((ki > kj) | ((ki == kj) & (ei < ej)))
+    if MERGED:
+        # (key descending, id ascending) as one 64-bit key: key above, ~id below
+        sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
+        first = slot_ok[:, None] & (sk[:, None] > sk[None, :])
+    else:
+        ki, kj = key_k[:, None], key_k[None, :]
+        ei, ej = expert[:, None], expert[None, :]
+        first = slot_ok[:, None] & ((ki > kj) | ((ki == kj) & (ei < ej)))
     rank = kl.sum(first.to(kl.int32), axis=0)  # [KP]: winners ahead of winner j
     place = (rank[None, :] == jj[:, None]) & slot_ok[None, :]  # [slot, winner]
     if MERGED:
