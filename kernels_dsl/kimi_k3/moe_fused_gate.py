@@ -275,27 +275,32 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
 
 #: Warps per row: NUM_WARPS below BATCH_M rows (latency: the radix select's counts over 4
 #: warps), BATCH_WARPS from BATCH_M on (throughput: on one warp every count is shuffles, no
-#: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep): T = 1 6.7 us on 4
-#: warps vs 9.6 on 1; T = 16384 121.7 us on 1 warp vs 175.0 on 4 (8 warps: 340). BATCH_M:
-#: 4 one-warp rows per SM of the H200.
+#: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep; SELECT_BITS = 1,
+#: MERGED_REDUCTIONS = False): T = 1 6.7 us on 4 warps vs 9.6 on 1; T = 16384 121.7 us on 1
+#: warp vs 175.0 on 4 (8 warps: 340). BATCH_M: 4 one-warp rows per SM of the H200.
 NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
 #: Register cap of the one-warp (batch) kernel: uncapped it takes 112 registers (sm_90a), so
 #: 18 one-warp programs fit an SM; at 80 (no spills) 25 do. None: ptxas decides. H200 sweep at
-#: T = 16384: 113.2 us uncapped, 104.0 at 96, 99.1 at 80, 97.9 at 72 (48 bytes spilled).
+#: T = 16384 (SELECT_BITS = 1, MERGED_REDUCTIONS = False): 113.2 us uncapped, 104.0 at 96,
+#: 99.1 at 80, 97.9 at 72 (48 bytes spilled). With the two-bit select and the merged steps
+#: 3-4: 108 registers uncapped, none spilled at 80, 56 bytes at 72 (untimed).
 BATCH_MAXNREG = 80
 #: Bits of the threshold decided per count reduction of the radix select (step 2): 1, the
 #: measured kernel (up to 32 rounds); 2, three candidates' counts packed in 10-bit fields of
 #: one int32 sum (up to 16 rounds; E < 1024, else 1). SASS (sm_90a, E = 896), instructions a
-#: round: 61 with 1 bit vs 96 with 2 at 4 warps (8 keys a lane: 48 a bit, and half the
-#: shuffle + shared-memory + barrier round trips, the latency chain at T = 1); 111 vs 196 at
-#: one warp (32 keys a lane: 98 a bit). Untimed.
+#: round: 61 with 1 bit vs 96 with 2 at 4 warps (8 keys a lane), 111 vs 196 at one warp (32
+#: keys a lane). On the benchmark's rows (randn scores, bias randn * 0.1; numpy simulation of
+#: the early exit) a row takes 16.1 one-bit rounds on average, 8.3 two-bit ones: half the
+#: shuffle + shared-memory + barrier round trips of the latency chain at T = 1, and about
+#: 1630 instead of 1790 dynamic loop instructions a row at one warp. Untimed.
 SELECT_BITS, BATCH_SELECT_BITS = 2, 2
-#: Steps 3-4 with multi-operand reductions and scans (one sequence of "above" then "equal"
-#: tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum`` instead
-#: of an [R, R] tile, ids and weights in one reduction), the same results. SASS (sm_90a,
-#: E = 896, with SELECT_BITS = 2): 14 barriers in the 4-warp kernel instead of 28 and 1624
-#: instructions instead of 1688; at one warp 10 barriers instead of 22, 3160 instructions
-#: instead of 3584. Untimed.
+#: Steps 3-4 with fewer reductions and layout conversions (one sequence of "above" then
+#: "equal" tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum``
+#: instead of an [R, R] tile, the (key, id) order as one 64-bit key, ids and weights in one
+#: multi-operand reduction), the same results. SASS (sm_90a, E = 896, SELECT_BITS = 2): 12
+#: barriers in the 4-warp kernel instead of 28 (10 after the radix loop instead of 26), 1568
+#: instructions instead of 1640; at one warp 8 barriers instead of 22, 3016 instructions
+#: instead of 3456. Untimed.
 MERGED_REDUCTIONS = True
 K3_EXPERTS, K3_TOPK = 896, 16
 
