@@ -147,12 +147,18 @@ SWEEPS = [
 ] + [
     # moe_fused_gate: warps per row (1: every count of the radix select is warp shuffles, no
     # shared memory or barrier), at the latency end (NUM_WARPS) and the throughput end
-    # (BATCH_WARPS, from BATCH_M rows)
-    (moe_fused_gate, "case_moe_fused_gate", t, _grid(**{knob: (4, 1, 2, 8)}))
-    for t, knob in ((1, "NUM_WARPS"), (16384, "BATCH_WARPS"))
+    # (BATCH_WARPS, from BATCH_M rows); bits of the radix select per count reduction (1: the
+    # former kernel, 2: three counts packed in one sum) and MERGED_REDUCTIONS (steps 3-4 in
+    # multi-operand reductions; False: the former kernel)
+    (moe_fused_gate, "case_moe_fused_gate", t,
+     _grid(**{knob: (4, 1, 2, 8), bits: (2, 1), "MERGED_REDUCTIONS": (True, False)}))
+    for t, knob, bits in ((1, "NUM_WARPS", "SELECT_BITS"),
+                          (16384, "BATCH_WARPS", "BATCH_SELECT_BITS"))
 ] + [
-    # the one-warp batch kernel's register cap (None: 112 registers; 80: no spills)
-    (moe_fused_gate, "case_moe_fused_gate", 16384, _grid(BATCH_MAXNREG=(80, None, 96, 72)))
+    # the one-warp batch kernel's register cap (None: 112 registers; 80: no spills) with
+    # either bit count
+    (moe_fused_gate, "case_moe_fused_gate", 16384,
+     _grid(BATCH_MAXNREG=(80, None, 96, 72), BATCH_SELECT_BITS=(1, 2)))
 ] + [
     # every image shape of the benchmark (one large image, a small batch, a large batch)
     (image, "case_image", shape,

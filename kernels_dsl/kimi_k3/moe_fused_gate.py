@@ -27,19 +27,31 @@ bit but differs from torch by a few ulp, so near-ties (b within ~1e-7) may rank 
 a torch reference.
 
 **Selection: radix select** over the order-preserving key of §2.2 (``biased_to_key``: -0.0 is
-canonicalized to +0.0; key = ~bits for a negative float, bits | 0x80000000 otherwise; larger
-float <=> larger key; padded lanes get key 0, below every float's key). One program per row:
+canonicalized to +0.0, here implied as b is never -0.0; key = ~bits for a negative float,
+bits | 0x80000000 otherwise; larger float <=> larger key; padded lanes get key 0, below every
+float's key). One program per row:
 
 1. the row is a [R, C] tile (C = 32 lanes per tile row, expert e = r * C + c);
 2. a threshold T with count(key >= T) >= K is built bit by bit, most significant first:
    T |= bit if ``count(key >= T | bit) >= K`` (one count reduction per bit). The rounds stop
    (a uniform branch) as soon as count(key >= T) == K; otherwise, after 32 rounds, T is
-   exactly the K-th largest key (ties at the K-th key);
+   exactly the K-th largest key (ties at the K-th key). ``SELECT_BITS = 2`` (E < 1024):
+   two bits a round, T |= d << (30 - 2i) for the largest d in {1, 2, 3} with
+   ``count(key >= T | d << (30 - 2i)) >= K``, the three counts summed in one reduction as
+   10-bit fields of an int32 (each count <= E <= 1023): the same two decisions as two
+   one-bit rounds, in up to 16 rounds. When the one-bit rounds would stop after the first
+   bit of a pair, the second may still raise T past keys that are not there: the keys
+   >= T, hence the winners, are the same;
 3. the winners are the A = count(key > T) experts above T plus the first K - A experts equal
    to T in id order (all of them when count(key >= T) == K). Per tile row, 32-bit masks of
-   the "above" and "equal" lanes and an inclusive prefix of their popcounts locate, for each output slot j, its expert: slot j < A
-   takes the j-th "above" expert, slot j >= A the (j - A)-th "equal" one (tile row from the
-   prefix counts, column by a 5-step binary search for the n-th set bit of the row's mask);
+   the "above" and "equal" lanes and an inclusive prefix of their popcounts locate, for each
+   output slot j, its expert: slot j < A takes the j-th "above" expert, slot j >= A the
+   (j - A)-th "equal" one (tile row from the prefix counts, column by a 5-step binary search
+   for the n-th set bit of the row's mask).
+   ``MERGED_REDUCTIONS``: the same, with the R "above" tile rows followed by the R "equal"
+   ones as one sequence of 2R rows (slot j takes its j-th set bit, A needs no count of its
+   own), the inclusive prefix counts by ``kl.cumsum`` over the [R] counts, and every pair
+   or triple of reductions over one tile in one multi-operand ``kl.reduce``;
 4. the K winners' keys are recomputed from their scores (same instructions, same bits) and
    ranked by (key descending, id ascending) in a [K, K] tile, which sorts them.
 
@@ -96,18 +108,35 @@ def nth_set_bit(m, n, C: kl.constexpr):
 def sigmoid_and_key(s, bias, FAST_SIGMOID: kl.constexpr):
     """(a, key): a = sigmoid(s), key = biased_to_key(nan_floor(a + bias)) (uint32)."""
     a = kl.sigmoid(s, precise=not FAST_SIGMOID)
+    # §2.2 canonicalizes -0.0 to +0.0 first; here it is implied: a is +0.0 or above (or NaN),
+    # never -0.0, and a sum is -0.0 only when both terms are
     b = a + bias
-    b = kl.where(b == 0.0, 0.0, b)  # -0.0 -> +0.0
-    bits = b.to(kl.uint32, bitcast=True)
-    key = kl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
-    key = kl.where((bits & 0x7FFFFFFF) > 0x7F800000, NAN_KEY, key)  # NaN -> key(-1e30)
+    bits = b.to(kl.int32, bitcast=True)
+    # ~bits for a negative b (sign set), bits | 0x80000000 otherwise: one xor with the
+    # sign-extended sign bit, or'ed with the top bit
+    key = (bits ^ ((bits >> 31) | -0x80000000)).to(kl.uint32, bitcast=True)
+    key = kl.where(b != b, NAN_KEY, key)  # NaN -> key(-1e30)
     return a, key
+
+
+@kiln.jit
+def _add2(a0, b0, a1, b1):
+    return a0 + a1, b0 + b1
+
+
+@kiln.jit
+def _add3(a0, b0, c0, a1, b1, c1):
+    return a0 + a1, b0 + b1, c0 + c1
 
 
 @kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
 def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
                           rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
-                          FAST_SIGMOID: kl.constexpr):
+                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1,
+                          MERGED: kl.constexpr = False):
+    # 2 bits a round packs three counts (each <= E) into one int32: 10-bit fields, E < 1024
+    BITS: kl.constexpr = SELECT_BITS if E < 1024 else 1
+    kl.static_assert(BITS == 1 or BITS == 2, "SELECT_BITS must be 1 or 2")
     C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
     R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
     KP: kl.constexpr = 1 << math.ceil(math.log2(K))
@@ -131,52 +160,104 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     top = kl.cast(0x80000000, kl.uint32)
     thr = kl.cast(0, kl.uint32)
     n_ge = R * C
-    for i in range(32):
-        if n_ge != K:
-            cand = thr | (top >> i.to(kl.uint32))
-            cnt = kl.sum((key >= cand).to(kl.int32))
-            take = cnt >= K
-            thr = kl.where(take, cand, thr)
-            n_ge = kl.where(take, cnt, n_ge)
+    if BITS == 2:
+        # two bits a round: the counts of the candidates thr | d << (30 - 2i), d = 1, 2, 3,
+        # in 10-bit fields of one sum; the largest d whose count is >= K is taken (the same
+        # two decisions the one-bit rounds make, n1 >= n2 >= n3)
+        for i in range(16):
+            if n_ge != K:
+                sh = (30 - 2 * i).to(kl.uint32)
+                c1 = thr | (kl.cast(1, kl.uint32) << sh)
+                c2 = thr | (kl.cast(2, kl.uint32) << sh)
+                c3 = thr | (kl.cast(3, kl.uint32) << sh)
+                packed = kl.sum(kl.where(key >= c2, kl.where(key >= c3, 0x100401, 0x401),
+                                         kl.where(key >= c1, 1, 0)))
+                n1 = packed & 1023
+                n2 = (packed >> 10) & 1023
+                n3 = packed >> 20
+                thr = kl.where(n3 >= K, c3, kl.where(n2 >= K, c2, kl.where(n1 >= K, c1, thr)))
+                n_ge = kl.where(n3 >= K, n3, kl.where(n2 >= K, n2, kl.where(n1 >= K, n1, n_ge)))
+    else:
+        for i in range(32):
+            if n_ge != K:
+                cand = thr | (top >> i.to(kl.uint32))
+                cnt = kl.sum((key >= cand).to(kl.int32))
+                take = cnt >= K
+                thr = kl.where(take, cand, thr)
+                n_ge = kl.where(take, cnt, n_ge)
 
     # -- 3. locate each output slot's expert ------------------------------------------------
     above = key > thr
     equal = key == thr
-    n_above = kl.sum(above.to(kl.int32))
     cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
-    amask = kl.sum(kl.where(above, cbit[None, :], 0), axis=1)  # [R] uint32
-    emask = kl.sum(kl.where(equal, cbit[None, :], 0), axis=1)
-    acnt = popcount32(amask)
-    ecnt = popcount32(emask)
-    upto = rr[None, :] <= rr[:, None]  # [R, R]: column tile row <= row
-    ainc = kl.sum(kl.where(upto, acnt[None, :], 0), axis=1)  # inclusive prefix counts
-    einc = kl.sum(kl.where(upto, ecnt[None, :], 0), axis=1)
-
     jj = kl.arange(0, KP)
     slot_ok = jj < K
-    from_above = jj < n_above
-    n = kl.where(from_above, jj, jj - n_above)  # rank within its class, in id order
-    inc = kl.where(from_above[:, None], ainc[None, :], einc[None, :])  # [KP, R]
-    cnt_r = kl.where(from_above[:, None], acnt[None, :], ecnt[None, :])
-    mask_r = kl.where(from_above[:, None], amask[None, :], emask[None, :])
-    trow = kl.sum((inc <= n[:, None]).to(kl.int32), axis=1)  # the tile row holding it
-    hit = rr[None, :] == trow[:, None]
-    before = kl.sum(kl.where(hit, inc - cnt_r, 0), axis=1)
-    m = kl.sum(kl.where(hit, mask_r, 0), axis=1)
-    col = nth_set_bit(m, n - before, C)
-    expert = kl.where(slot_ok, trow * C + col, 0)
+    if MERGED:
+        # one sequence of 2R tile rows, the R "above" rows then the R "equal" ones: slot j
+        # takes its j-th set bit (the first A slots the "above" experts, the rest the first
+        # "equal" ones), three multi-operand reductions in all
+        amask, emask = kl.reduce((kl.where(above, cbit[None, :], 0),
+                                  kl.where(equal, cbit[None, :], 0)), 1, _add2)  # [R] uint32
+        acnt = popcount32(amask)
+        ecnt = popcount32(emask)
+        # inclusive prefix counts over the sequence (an "equal" row also counts every "above"
+        # one): scans of the [R] counts, no [R, R] tile
+        ainc = kl.cumsum(acnt, 0)
+        einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
+        jb = jj[:, None]
+        a_inc, e_inc = ainc[None, :], einc[None, :]  # [KP, R]
+        a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
+        a_done = a_inc <= jb  # the row's set bits all come before slot j
+        e_done = e_inc <= jb
+        a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)  # slot j's bit is in the row
+        e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
+        seq_row, before, m = kl.reduce(
+            (a_done.to(kl.int32) + e_done.to(kl.int32),
+             kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
+             kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
+        col = nth_set_bit(m, jj - before, C)
+        expert = kl.where(slot_ok, (seq_row & (R - 1)) * C + col, 0)
+    else:
+        n_above = kl.sum(above.to(kl.int32))
+        amask = kl.sum(kl.where(above, cbit[None, :], 0), axis=1)  # [R] uint32
+        emask = kl.sum(kl.where(equal, cbit[None, :], 0), axis=1)
+        acnt = popcount32(amask)
+        ecnt = popcount32(emask)
+        upto = rr[None, :] <= rr[:, None]  # [R, R]: column tile row <= row
+        ainc = kl.sum(kl.where(upto, acnt[None, :], 0), axis=1)  # inclusive prefix counts
+        einc = kl.sum(kl.where(upto, ecnt[None, :], 0), axis=1)
+        from_above = jj < n_above
+        n = kl.where(from_above, jj, jj - n_above)  # rank within its class, in id order
+        inc = kl.where(from_above[:, None], ainc[None, :], einc[None, :])  # [KP, R]
+        cnt_r = kl.where(from_above[:, None], acnt[None, :], ecnt[None, :])
+        mask_r = kl.where(from_above[:, None], amask[None, :], emask[None, :])
+        trow = kl.sum((inc <= n[:, None]).to(kl.int32), axis=1)  # the tile row holding it
+        hit = rr[None, :] == trow[:, None]
+        before = kl.sum(kl.where(hit, inc - cnt_r, 0), axis=1)
+        m = kl.sum(kl.where(hit, mask_r, 0), axis=1)
+        col = nth_set_bit(m, n - before, C)
+        expert = kl.where(slot_ok, trow * C + col, 0)
 
     # -- 4. recompute the winners' keys and sort them ---------------------------------------
     s_k = kl.load(scores_ptr + row * stride_s + expert, mask=slot_ok, other=0.0)
     b_k = kl.load(bias_ptr + expert, mask=slot_ok, other=0.0)
     a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
-    ki, kj = key_k[:, None], key_k[None, :]
-    ei, ej = expert[:, None], expert[None, :]
-    first = slot_ok[:, None] & ((ki > kj) | ((ki == kj) & (ei < ej)))
+    if MERGED:
+        # (key descending, id ascending) as one 64-bit key: key above, ~id below
+        sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
+        first = slot_ok[:, None] & (sk[:, None] > sk[None, :])
+    else:
+        ki, kj = key_k[:, None], key_k[None, :]
+        ei, ej = expert[:, None], expert[None, :]
+        first = slot_ok[:, None] & ((ki > kj) | ((ki == kj) & (ei < ej)))
     rank = kl.sum(first.to(kl.int32), axis=0)  # [KP]: winners ahead of winner j
     place = (rank[None, :] == jj[:, None]) & slot_ok[None, :]  # [slot, winner]
-    ids = kl.sum(kl.where(place, expert[None, :], 0), axis=1)
-    w = kl.sum(kl.where(place, a_k[None, :], 0.0), axis=1)
+    if MERGED:
+        ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
+                            kl.where(place, a_k[None, :], 0.0)), 1, _add2)
+    else:
+        ids = kl.sum(kl.where(place, expert[None, :], 0), axis=1)
+        w = kl.sum(kl.where(place, a_k[None, :], 0.0), axis=1)
 
     # -- 5. shared slots, renormalize, scale -------------------------------------------------
     routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
@@ -194,14 +275,33 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
 
 #: Warps per row: NUM_WARPS below BATCH_M rows (latency: the radix select's counts over 4
 #: warps), BATCH_WARPS from BATCH_M on (throughput: on one warp every count is shuffles, no
-#: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep): T = 1 6.7 us on 4
-#: warps vs 9.6 on 1; T = 16384 121.7 us on 1 warp vs 175.0 on 4 (8 warps: 340). BATCH_M:
-#: 4 one-warp rows per SM of the H200.
+#: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep; SELECT_BITS = 1,
+#: MERGED_REDUCTIONS = False): T = 1 6.7 us on 4 warps vs 9.6 on 1; T = 16384 121.7 us on 1
+#: warp vs 175.0 on 4 (8 warps: 340). BATCH_M: 4 one-warp rows per SM of the H200.
 NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
 #: Register cap of the one-warp (batch) kernel: uncapped it takes 112 registers (sm_90a), so
 #: 18 one-warp programs fit an SM; at 80 (no spills) 25 do. None: ptxas decides. H200 sweep at
-#: T = 16384: 113.2 us uncapped, 104.0 at 96, 99.1 at 80, 97.9 at 72 (48 bytes spilled).
+#: T = 16384 (SELECT_BITS = 1, MERGED_REDUCTIONS = False): 113.2 us uncapped, 104.0 at 96,
+#: 99.1 at 80, 97.9 at 72 (48 bytes spilled). With the two-bit select and the merged steps
+#: 3-4: 108 registers uncapped, none spilled at 80, 56 bytes at 72 (untimed).
 BATCH_MAXNREG = 80
+#: Bits of the threshold decided per count reduction of the radix select (step 2): 1, the
+#: measured kernel (up to 32 rounds); 2, three candidates' counts packed in 10-bit fields of
+#: one int32 sum (up to 16 rounds; E < 1024, else 1). SASS (sm_90a, E = 896), instructions a
+#: round: 61 with 1 bit vs 96 with 2 at 4 warps (8 keys a lane), 111 vs 196 at one warp (32
+#: keys a lane). On the benchmark's rows (randn scores, bias randn * 0.1; numpy simulation of
+#: the early exit) a row takes 16.1 one-bit rounds on average, 8.3 two-bit ones: half the
+#: shuffle + shared-memory + barrier round trips of the latency chain at T = 1, and about
+#: 1630 instead of 1790 dynamic loop instructions a row at one warp. Untimed.
+SELECT_BITS, BATCH_SELECT_BITS = 2, 2
+#: Steps 3-4 with fewer reductions and layout conversions (one sequence of "above" then
+#: "equal" tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum``
+#: instead of an [R, R] tile, the (key, id) order as one 64-bit key, ids and weights in one
+#: multi-operand reduction), the same results. SASS (sm_90a, E = 896, SELECT_BITS = 2): 12
+#: barriers in the 4-warp kernel instead of 28 (10 after the radix loop instead of 26), 1568
+#: instructions instead of 1640; at one warp 8 barriers instead of 22, 3016 instructions
+#: instead of 3456. Untimed.
+MERGED_REDUCTIONS = True
 K3_EXPERTS, K3_TOPK = 896, 16
 
 AOT_SPECIALIZATIONS = [
@@ -209,11 +309,13 @@ AOT_SPECIALIZATIONS = [
          signature={"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
                     "M": "i32", "stride_s": "i32", "stride_o": "i32", "n_shared": "i32",
                     "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"},
-         constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast},
+         constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast, "SELECT_BITS": bits,
+                     "MERGED": MERGED_REDUCTIONS},
          divisibility=["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"],
          num_warps=warps, maxnreg=maxnreg)
-    for name, warps, maxnreg in (("moe_fused_gate", NUM_WARPS, None),
-                                 ("moe_fused_gate_batch", BATCH_WARPS, BATCH_MAXNREG))
+    for name, warps, maxnreg, bits in (
+        ("moe_fused_gate", NUM_WARPS, None, SELECT_BITS),
+        ("moe_fused_gate_batch", BATCH_WARPS, BATCH_MAXNREG, BATCH_SELECT_BITS))
     for fast in (False, True)
 ]
 
@@ -281,6 +383,8 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
     L.launch(moe_fused_gate_kernel, "moe_fused_gate_batch" if batch else "moe_fused_gate", (m,),
              (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
               rsf, int(renormalize), int(apply_routed_scaling_factor_on_output)),
-             {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid},
+             {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid,
+              "SELECT_BITS": BATCH_SELECT_BITS if batch else SELECT_BITS,
+              "MERGED": MERGED_REDUCTIONS},
              BATCH_WARPS if batch else NUM_WARPS, BATCH_MAXNREG if batch else None)
     return out_weights, out_ids

@@ -248,6 +248,32 @@ def test_allocates_outputs_and_is_reproducible():
     assert torch.equal(i1, i2) and torch.equal(w1.view(torch.int32), w2.view(torch.int32))
 
 
+@pytest.mark.parametrize("bits,merged", [(1, False), (2, True), (2, False), (1, True)])
+@pytest.mark.parametrize("m", [17, 4096])
+def test_select_variants_bit_identical(bits, merged, m, monkeypatch):
+    """Every (SELECT_BITS, MERGED_REDUCTIONS) of the latency (m = 17) and the batch (m = 4096)
+    kernel matches the reference exactly (random, tie and special rows) and gives the bits of
+    the original formulation (one radix bit a round, separate reductions)."""
+    rows = [tie_rows(7, seed=m), special_rows(seed=m)]  # 17 rows
+    if m > 17:
+        rows.insert(0, random_inputs(m - 17, seed=m)[0])
+    scores = torch.cat(rows)
+    bias = random_inputs(1, seed=m + 1)[1]
+    kw = {"num_fused_shared_experts": 1, "routed_scaling_factor": 2.5,
+          "apply_routed_scaling_factor_on_output": True}
+    got = {}
+    for b, mg in ((bits, merged), (1, False)):
+        monkeypatch.setattr(mod, "SELECT_BITS", b)
+        monkeypatch.setattr(mod, "BATCH_SELECT_BITS", b)
+        monkeypatch.setattr(mod, "MERGED_REDUCTIONS", mg)
+        for k in (1, 16, 32):
+            got[b, mg, k] = check_exact(scores, bias, k, **kw)
+    for k in (1, 16, 32):
+        w, ids = got[bits, merged, k]
+        w0, ids0 = got[1, False, k]
+        assert torch.equal(ids, ids0) and torch.equal(w.view(torch.int32), w0.view(torch.int32))
+
+
 def test_new_m_does_not_recompile():
     kernel = mod.moe_fused_gate_kernel
     gate(*random_inputs(33, seed=1), K)  # the latency specialization (NUM_WARPS)

@@ -62,9 +62,26 @@ class HostTensor:
         return s if dim is None else s[dim]
 
 
-@pytest.fixture
-def via_interpreter(monkeypatch):
-    """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
+#: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS): the radix select's bits per round
+#: and the steps 3-4 formulation; every interpreter test runs each (the first: the original
+#: kernel)
+VARIANTS = [(1, False), (2, True), (2, False), (1, True)]
+
+
+def expected_constexprs(fast=False):
+    """The K3 constexprs of a latency launch, with the module's current knobs."""
+    return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
+            "MERGED": mod.MERGED_REDUCTIONS}
+
+
+@pytest.fixture(params=VARIANTS, ids=lambda v: f"bits{v[0]}-merged{int(v[1])}")
+def via_interpreter(request, monkeypatch):
+    """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out), with
+    the module's knobs set to one of VARIANTS."""
+    bits, merged = request.param
+    monkeypatch.setattr(mod, "SELECT_BITS", bits)
+    monkeypatch.setattr(mod, "BATCH_SELECT_BITS", bits)
+    monkeypatch.setattr(mod, "MERGED_REDUCTIONS", merged)
     launches = []
 
     def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None):
@@ -138,8 +155,7 @@ def test_k3_shape_random(m, renormalize, apply_rsf, n_shared, via_interpreter):
     bias = (rng.standard_normal(896) * 0.05).astype(F32)
     check(scores, bias, 16, renormalize=renormalize, routed_scaling_factor=2.827,
           apply_routed_scaling_factor_on_output=apply_rsf, num_fused_shared_experts=n_shared)
-    assert via_interpreter == [("moe_fused_gate", (m,),
-                                {"E": 896, "K": 16, "FAST_SIGMOID": False})]
+    assert via_interpreter == [("moe_fused_gate", (m,), expected_constexprs())]
 
 
 @pytest.mark.parametrize("e,k", [(64, 1), (64, 8), (128, 16), (256, 16), (256, 7), (40, 5),
@@ -264,6 +280,48 @@ def test_many_rows_and_strided_scores(via_interpreter):
           routed_scaling_factor=2.827, apply_routed_scaling_factor_on_output=True)
 
 
+@pytest.mark.parametrize("e", [1023, 1024, 995])
+def test_packed_count_limits(e, via_interpreter):
+    """E = 1023: the largest row whose counts (up to E) fit the 10-bit fields of the two-bit
+    rounds, every field full in the first round (all keys >= the third candidate: b >= 2);
+    E = 1024 takes the one-bit rounds whatever SELECT_BITS says. Rows of ties everywhere,
+    of a tie group straddling slot K, of random keys, of NaN."""
+    rng = np.random.default_rng(e)
+    bias = np.ones(e, F32)
+    rows = [np.full(e, np.inf, F32),                       # b = 2.0 for every expert
+            np.full(e, np.nan, F32),
+            rng.standard_normal(e).astype(F32)]
+    t = rng.standard_normal(e).astype(F32)
+    order = np.argsort(-t, kind="stable")
+    t[order[20:40]] = t[order[20]]
+    rows.append(t)
+    for k in (1, 16, 21, 32):
+        w, ids = check(np.stack(rows), bias, k)
+        assert ids[0].tolist() == list(range(k))
+
+
+def test_variants_bit_identical(monkeypatch, via_interpreter):
+    """Every (SELECT_BITS, MERGED_REDUCTIONS) gives the same ids and the same weight bits as
+    the original kernel (one bit a round, separate reductions)."""
+    rng = np.random.default_rng(33)
+    e = 896
+    scores = (rng.standard_normal((8, e)) * 2).astype(F32)
+    scores[1] = scores[1].round(0)                        # coarse: ties at the K-th key
+    scores[2, ::5] = np.nan
+    scores[3] = np.inf
+    scores[4, [1, 50, 600]] = -np.inf
+    bias = (rng.standard_normal(e) * 0.05).astype(F32)
+    for k in (1, 7, 16, 32):
+        kw = {"num_fused_shared_experts": 1, "routed_scaling_factor": 2.5,
+              "apply_routed_scaling_factor_on_output": True}
+        w, ids = gate(scores, bias, k, **kw)
+        monkeypatch.setattr(mod, "SELECT_BITS", 1)
+        monkeypatch.setattr(mod, "MERGED_REDUCTIONS", False)
+        w0, ids0 = gate(scores, bias, k, **kw)
+        np.testing.assert_array_equal(ids, ids0)
+        np.testing.assert_array_equal(w.view(np.int32), w0.view(np.int32))
+
+
 def test_m_zero_launches_nothing(via_interpreter):
     w, ids = gate(np.zeros((0, 896), F32), np.zeros(896, F32), 16)
     assert w.shape == (0, 16) and ids.shape == (0, 16)
@@ -319,6 +377,10 @@ def test_module_listed():
                                                   for fast in (False, True)}
     assert {(s.kernel_name, s.num_warps) for s in mod.AOT_SPECIALIZATIONS} == {
         ("moe_fused_gate", mod.NUM_WARPS), ("moe_fused_gate_batch", mod.BATCH_WARPS)}
+    assert {(s.kernel_name, s.constexprs["SELECT_BITS"], s.constexprs["MERGED"])
+            for s in mod.AOT_SPECIALIZATIONS} == {
+        ("moe_fused_gate", mod.SELECT_BITS, mod.MERGED_REDUCTIONS),
+        ("moe_fused_gate_batch", mod.BATCH_SELECT_BITS, mod.MERGED_REDUCTIONS)}
 
 
 
@@ -347,13 +409,29 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert "div.full" not in ptx and "div.approx" not in ptx  # renormalization is IEEE
 
 
-@pytest.mark.parametrize("e,k", [(64, 4), (256, 8), (2048, 16)])
-def test_other_shapes_compile(e, k):
+@pytest.mark.parametrize("bits,merged", VARIANTS)
+@pytest.mark.parametrize("e,k", [(64, 4), (256, 8), (1023, 32), (2048, 16)])
+def test_other_shapes_compile(e, k, bits, merged):
     pytest.importorskip("kiln._C")
     spec = mod.AOT_SPECIALIZATIONS[0]
-    ck = spec.kernel.compile(spec.signature, {"E": e, "K": k, "FAST_SIGMOID": False},
+    ck = spec.kernel.compile(spec.signature, {"E": e, "K": k, "FAST_SIGMOID": False,
+                                              "SELECT_BITS": bits, "MERGED": merged},
                              spec.divisibility, num_warps=4, arch="sm_90a")
     assert ck.cubin[:4] == b"\x7fELF"
+    assert ".local" not in ck.ptx
+
+
+def test_variants_compile_for_both_kernels():
+    """The one-warp batch kernel with the two-bit rounds and the original formulation (the
+    sweep's other configurations) compile within the register cap without spilling."""
+    pytest.importorskip("kiln._C")
+    for spec in mod.AOT_SPECIALIZATIONS:
+        for bits, merged in VARIANTS:
+            cx = dict(spec.constexprs, SELECT_BITS=bits, MERGED=merged)
+            ck = spec.kernel.compile(spec.signature, cx, spec.divisibility,
+                                     num_warps=spec.num_warps, arch="sm_90a",
+                                     maxnreg=spec.maxnreg)
+            assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
 
 
 # ---------------------------------------------------------------------------
@@ -439,5 +517,4 @@ def test_wrapper_checks(via_interpreter):
     # well-formed arguments reach the launch with the K3 constexprs
     f(T((4, 896), strides=(1024, 1)), b, 16, out_weights=T((4, 17)),
       out_ids=T((4, 17), "int32"), num_fused_shared_experts=1, fast_sigmoid=True)
-    assert via_interpreter == [("moe_fused_gate", (4,),
-                                {"E": 896, "K": 16, "FAST_SIGMOID": True})]
+    assert via_interpreter == [("moe_fused_gate", (4,), expected_constexprs(fast=True))]
