@@ -158,8 +158,9 @@ ROWS, NUM_WARPS = 8, 4
 #: kernel's RECIP (same bits). H200 sweep at T = 16384 (``bench/kimi_k3/run.py --sweep``,
 #: bench/results/h200-bench_kimi_k3_sweep.md): 1 warp 14.5 us (48.2 % of copy bandwidth),
 #: 4 warps 18.8 us; IEEE division on 4 warps 20.2 us. With EARLY_LOADS: 2 tokens 13.2 us
-#: (53.2 %), 8 14.3 us.
-FP8_ROWS, FP8_WARPS = 2, 1
+#: (53.2 %), 8 14.3 us. With FP8_Q_F8, FP8_ROPE_FIRST and FP8_SCALE_TILE: 8 tokens on 4 warps
+#: 10.23 us (68.4 %), 4 on 2 10.26, 2 on 1 12.28, 1 on 1 21.7.
+FP8_ROWS, FP8_WARPS = 8, 4
 FP8_RECIP = True
 #: EARLY_LOADS (both layouts; the kernels' EARLY): the rows are loaded for every token in
 #: parallel with loc instead of after it. Without it each program waits for two DRAM round
@@ -171,7 +172,8 @@ FP8_RECIP = True
 #: 11.88 with BF16_PDL, 12.48 with both (8 / 4 warps: 12.81 -> 11.58 us); FP8 14.84 -> 14.29.
 EARLY_LOADS, BF16_PDL = True, True
 #: FP8_Q_F8: the FP8 kernel's Q_F8, the latent codes stored through a float8e4m3 view of
-#: the cache instead of bitcast to uint8 (same bytes). Untimed.
+#: the cache instead of bitcast to uint8 (same bytes). H200 (2 tokens on 1 warp): 13.07 us with
+#: the three options off, 12.91 with Q_F8 alone, 12.28 with all three.
 FP8_Q_F8 = True
 #: FP8_ROPE_FIRST: the FP8 kernel's ROPE_FIRST, the rope row (and its loc) loaded with the
 #: latent instead of after the latent's stores, which the loads could not move above (they
@@ -183,7 +185,7 @@ FP8_Q_F8 = True
 #: (Q_F8: 536 instructions, 96 registers): SCALE_TILE 371 / 65, both 369 / 74 (all loads
 #: issued before the first store); ROPE_FIRST alone 533 / 128. 1 token: 207 / 56. The old
 #: default (all three off): 608 / 96. FP8_MAXNREG: the FP8 kernel's register cap (None:
-#: ptxas's choice). Untimed.
+#: ptxas's choice; 64 at 2 / 1 12.57 us, 72 at 4 / 2 10.23: no gain).
 FP8_ROPE_FIRST, FP8_SCALE_TILE = True, True
 FP8_MAXNREG = None
 

@@ -283,7 +283,8 @@ NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
 #: 18 one-warp programs fit an SM; at 80 (no spills) 25 do. None: ptxas decides. H200 sweep at
 #: T = 16384 (SELECT_BITS = 1, MERGED_REDUCTIONS = False): 113.2 us uncapped, 104.0 at 96,
 #: 99.1 at 80, 97.9 at 72 (48 bytes spilled). With the two-bit select and the merged steps
-#: 3-4: 108 registers uncapped, none spilled at 80, 56 bytes at 72 (untimed).
+#: 3-4: 108 registers uncapped, none spilled at 80, 56 bytes at 72; H200 with the one-bit
+#: select and the merged steps: 94.6 us uncapped, 86.9 at 96, 82.4-83.2 at 80, 81.6 at 72.
 BATCH_MAXNREG = 80
 #: Bits of the threshold decided per count reduction of the radix select (step 2): 1, the
 #: measured kernel (up to 32 rounds); 2, three candidates' counts packed in 10-bit fields of
@@ -292,15 +293,19 @@ BATCH_MAXNREG = 80
 #: keys a lane). On the benchmark's rows (randn scores, bias randn * 0.1; numpy simulation of
 #: the early exit) a row takes 16.1 one-bit rounds on average, 8.3 two-bit ones: half the
 #: shuffle + shared-memory + barrier round trips of the latency chain at T = 1, and about
-#: 1630 instead of 1790 dynamic loop instructions a row at one warp. Untimed.
-SELECT_BITS, BATCH_SELECT_BITS = 2, 2
+#: 1630 instead of 1790 dynamic loop instructions a row at one warp. H200 sweep (MERGED on):
+#: T = 1 on 4 warps 4.67 us with 2 bits vs 6.18 with 1 (the former kernel: 6.41); T = 16384 on
+#: one warp capped at 80 registers 94.0 us with 2 bits vs 82.4 with 1: per round a lane
+#: compares each of its 32 keys with three candidates, more issue than the halved round
+#: trips save when rows fill the SMs. So 2 bits for the latency kernel, 1 for the batch one.
+SELECT_BITS, BATCH_SELECT_BITS = 2, 1
 #: Steps 3-4 with fewer reductions and layout conversions (one sequence of "above" then
 #: "equal" tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum``
 #: instead of an [R, R] tile, the (key, id) order as one 64-bit key, ids and weights in one
 #: multi-operand reduction), the same results. SASS (sm_90a, E = 896, SELECT_BITS = 2): 12
 #: barriers in the 4-warp kernel instead of 28 (10 after the radix loop instead of 26), 1568
 #: instructions instead of 1640; at one warp 8 barriers instead of 22, 3016 instructions
-#: instead of 3456. Untimed.
+#: instead of 3456. H200: T = 1 5.00 -> 4.67 us (2 bits), T = 16384 94.7 -> 82.4 us (1 bit).
 MERGED_REDUCTIONS = True
 K3_EXPERTS, K3_TOPK = 896, 16
 
