@@ -107,12 +107,6 @@ SWEEPS = [
            RMSNORM_X_EVICT=("evict_last", "", "evict_first"), RMSNORM_Y_CACHE=("", ".cs"))
      + _grid(RMSNORM_WARPS=(2, 4), RMSNORM_W_FIRST=(True,), RMSNORM_X_EVICT=("evict_last",),
              RMSNORM_Y_CACHE=("",))),
-    # the persistent row-ring RMSNorm: programs an SM (0: one program a row), ring stages,
-    # warps
-    (norm, "case_rmsnorm", 32768,
-     _pairs(("RMSNORM_RING_PROGRAMS", "RMSNORM_RING_STAGES", "RMSNORM_RING_WARPS"),
-            ((0, 3, 8), (2, 3, 8), (3, 3, 8), (4, 2, 8), (2, 4, 8), (4, 2, 4), (3, 2, 16),
-             (2, 3, 16)))),
     # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
     # row elements per thread (16: 16 warps at H = 7168); RING: the row-ring kernel (rows
     # bulk-copied into RING_STAGES shared-memory slots, RING_PROGRAMS_PER_SM programs an SM,

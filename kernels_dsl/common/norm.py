@@ -34,13 +34,6 @@ RMSNORM_W_FIRST = False
 #: slower (229-257 us at 2-4 programs per SM).
 RMSNORM_X_EVICT = "evict_last"
 RMSNORM_Y_CACHE = ""
-#: Persistent programs with the rows bulk-copied into a shared-memory ring (``rmsnorm_ring_
-#: kernel``): RMSNORM_RING_PROGRAMS programs an SM (0: the one-program-a-row kernel above),
-#: RMSNORM_RING_STAGES rows in flight a program. Untimed; needs 16-byte aligned rows and D
-#: a multiple of 8 (else the row kernel runs).
-RMSNORM_RING_PROGRAMS = 0
-RMSNORM_RING_STAGES = 3
-RMSNORM_RING_WARPS = 8
 
 
 @kiln.jit(num_warps=4)
@@ -61,25 +54,6 @@ def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: k
              cache_modifier=Y_CACHE)
 
 
-@kiln.jit(num_warps=4)
-def rmsnorm_ring_kernel(x_ptr, w_ptr, out_ptr, T, D, x_stride, out_stride, eps,
-                        BLOCK: kl.constexpr, STAGES: kl.constexpr, PROGRAMS: kl.constexpr):
-    """Rows pid, pid + grid, ... of a persistent grid, each one ``kl.bulk_load`` of D
-    elements (lanes past D read as zero) in a ring of STAGES slots: the DMA engine keeps
-    STAGES - 1 rows in flight a program while one is normalized from registers."""
-    kl.min_programs_per_sm(PROGRAMS)
-    pid = kl.program_id(0)
-    grid = kl.num_programs(0)
-    cols = kl.arange(0, BLOCK)
-    mask = cols < D
-    for i in kl.range(0, (T - pid + grid - 1) // grid, num_stages=STAGES):
-        row = (pid + i * grid).to(kl.int64)
-        x = kl.bulk_load(x_ptr + row * x_stride, BLOCK, count=D).to(kl.float32)
-        rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
-        w = kl.load(w_ptr + cols, mask=mask, other=0.0)  # L1-resident: fewer registers
-        kl.store(out_ptr + row * out_stride + cols, x * rstd * w.to(kl.float32), mask=mask)
-
-
 @kiln.jit(num_warps=8)
 def softmax_kernel(x_ptr, out_ptr, D, x_stride, out_stride, BLOCK: kl.constexpr):
     row = kl.program_id(0)
@@ -88,16 +62,6 @@ def softmax_kernel(x_ptr, out_ptr, D, x_stride, out_stride, BLOCK: kl.constexpr)
     x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(kl.float32)
     e = kl.exp(x - kl.max(x, axis=0))
     kl.store(out_ptr + row * out_stride + cols, e * (1.0 / kl.sum(e, axis=0)), mask=mask)
-
-
-def _num_sms(t: Any) -> Optional[int]:
-    """The SM count of a torch CUDA tensor's device, None for anything else."""
-    dev = getattr(t, "device", None)
-    if getattr(dev, "type", None) != "cuda":
-        return None
-    import torch
-
-    return torch.cuda.get_device_properties(dev).multi_processor_count
 
 
 def _next_pow2(n: int) -> int:
@@ -132,15 +96,6 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None) -
                          f"{weight.dtype} {tuple(weight.shape)}")
     t, d = x.shape
     if t == 0 or d == 0:
-        return out
-    sms = _num_sms(x) if RMSNORM_RING_PROGRAMS else None
-    if sms and d % 8 == 0 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
-        grid = min(t, RMSNORM_RING_PROGRAMS * sms)
-        rmsnorm_ring_kernel[(grid,)](x, weight, out, t, d, x.stride(0), out.stride(0),
-                                     float(eps), BLOCK=_next_pow2(d),
-                                     STAGES=RMSNORM_RING_STAGES,
-                                     PROGRAMS=RMSNORM_RING_PROGRAMS,
-                                     num_warps=RMSNORM_RING_WARPS)
         return out
     rmsnorm_kernel[(t,)](x, weight, out, d, x.stride(0), out.stride(0), float(eps),
                          BLOCK=_next_pow2(d), W_FIRST=RMSNORM_W_FIRST, X_EVICT=RMSNORM_X_EVICT,

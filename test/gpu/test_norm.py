@@ -25,16 +25,12 @@ def close(out, ref):
 
 @pytest.mark.parametrize("variant", [{}, {"RMSNORM_W_FIRST": True},
                                      {"RMSNORM_X_EVICT": "", "RMSNORM_Y_CACHE": ".cs"},
-                                     {"RMSNORM_X_EVICT": "evict_first"},
-                                     {"RMSNORM_RING_PROGRAMS": 2, "RMSNORM_RING_STAGES": 3},
-                                     {"RMSNORM_RING_PROGRAMS": 4, "RMSNORM_RING_STAGES": 2,
-                                      "RMSNORM_RING_WARPS": 4}],
+                                     {"RMSNORM_X_EVICT": "evict_first"}],
                          ids=lambda v: ",".join(f"{k}={v[k]}" for k in v) or "default")
 @pytest.mark.parametrize("t,d", [(1, 7168), (37, 7168), (256, 3584), (5, 100), (3, 8192),
-                                 (64, 1), (1000, 7168), (2000, 4096)])
+                                 (64, 1), (1000, 7168)])
 def test_rmsnorm(t, d, variant, monkeypatch):
-    """Every formulation (cache policies change no result; the ring variant runs where the
-    rows are 16-byte aligned, T past its grid takes several rows a program)."""
+    """Every formulation (cache policies change no result)."""
     for k, v in variant.items():
         monkeypatch.setattr(norm, k, v)
     x = torch.randn(t, d, device="cuda").bfloat16()

@@ -284,25 +284,6 @@ def test_rmsnorm(d, w_first):
     assert np.all(bits16(out_buf[:, d:]) == BF16_NAN)
 
 
-@pytest.mark.parametrize("stages", [1, 3])
-def test_rmsnorm_ring(stages):
-    """The persistent ring variant: 7 rows over a grid of 3 programs (2-3 rows each)."""
-    rng = np.random.default_rng(stages)
-    t, d, eps = 7, 96, 1e-6
-    x = _rows(rng, t, d, 32)            # row stride 128: 16-byte aligned rows
-    x[4] = 0
-    w = rand_bf16(rng, d, 1.0)
-    out_buf = nan_bf16((t, d + 8))
-    out = out_buf[:, :d]
-    interpret(norm.rmsnorm_ring_kernel, (3,), x, w, out, t, d, d + 32, d + 8, eps,
-              BLOCK=norm._next_pow2(d), STAGES=stages, PROGRAMS=2)
-    x64 = x.astype(np.float64)
-    expected = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + eps) \
-        * w.astype(np.float64)
-    assert_bf16_close(out, expected, ulps=1.0)
-    assert np.all(bits16(out_buf[:, d:]) == BF16_NAN)
-
-
 @pytest.mark.parametrize("d", [100, 64])
 def test_softmax(d):
     rng = np.random.default_rng(d + 1)
