@@ -31,7 +31,10 @@ RMSNORM_W_FIRST = False
 #: and without it (bench/norm/run.py) ran 221 vs 228 us at 32768x7168 on the H200, and this
 #: kernel 219.5 vs 225.7 us (bench/results/h200-bench_kimi_k3_sweep_allreduce.md; evict_first
 #: 234, a .cs store 237 without evict_last). A persistent grid loading the next row ahead was
-#: slower (229-257 us at 2-4 programs per SM).
+#: slower (229-257 us at 2-4 programs per SM), and so was one bulk-copying its rows into a
+#: shared-memory ring (``kl.bulk_load`` in a ``kl.range(num_stages=...)`` loop: 247-266 us at
+#: 2-4 programs an SM, 2-4 stages, 4-16 warps, against 219 us for this kernel; H200,
+#: bench/kimi_k3/run.py --sweep --only rmsnorm).
 RMSNORM_X_EVICT = "evict_last"
 RMSNORM_Y_CACHE = ""
 
