@@ -50,7 +50,10 @@ into a shared-memory ring (many rows in flight per SM, fewer registers) and warp
 producers.
 ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math such a variant reuses.
 
-Row ring (``attn_res_ring_kernel``, the module knob RING; not the default yet): the same
+Row ring (``attn_res_ring_kernel``, the module knob RING, the default since the H200 sweep:
+T = 16384, nvb = 8: 956 us, 57.8 % of copy bandwidth, against 1145 us for the register
+slots; 4 stages and 2 programs an SM; 3 or 6 stages 973 / 980 us; one program an SM
+1169-1178 us whatever the stages, so the second program, not the depth, is the gain): the same
 persistent programs and row sequence, but row j (row j % (nvb + 1) of token pid + (j // (nvb +
 1)) * grid; the bank row or the prefix row through one select of two 16-byte aligned
 pointers) is ONE ``kl.bulk_load(row, BLOCK, count=H)`` in ``kl.range(0, n_rows,
@@ -394,9 +397,9 @@ ONE_TOKEN_PREFETCH = 3
 PROGRAMS_PER_SM = 1
 #: the row-ring variant (``attn_res_ring_kernel``: rows bulk-copied into a shared-memory ring
 #: of RING_STAGES slots, module docstring "Row ring") instead of the register slots of
-#: ``attn_res_kernel``; bench/kimi_k3/run.py --sweep times both. Not the default until the
-#: H200 says so (it has no AOT specializations: with RING the bundle-only path cannot run it).
-RING = False
+#: ``attn_res_kernel``; bench/kimi_k3/run.py --sweep times both (H200 T = 16384, nvb = 8: 956
+#: vs 1145 us). The bundle holds the kernel the wrapper launches (AOT_SPECIALIZATIONS below).
+RING = True
 #: slots of the ring (RING_STAGES - 1 rows of 16 KB in flight while one is folded).
 RING_STAGES = 4
 #: persistent programs per SM of the ring variant, also compiled in
@@ -432,12 +435,25 @@ def prefetch_for(t: int, grid: int, nvb: int) -> int:
     return min((PREFETCH, ONE_TOKEN_PREFETCH), key=lambda p: -(nvb + 1) % p)
 
 
-AOT_SPECIALIZATIONS = [
-    Spec(attn_res_kernel, name=_kernel_name(wp), signature=_SIGNATURE,
-         constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": PREFETCH},
-         divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
-    for wp in (False, True)
-]
+def persistent_specs(ring: bool) -> list:
+    """The AOT specializations of the persistent kernel the wrapper launches: the ring (at
+    RING_STAGES and RING_PROGRAMS_PER_SM) or the register slots (at PREFETCH and
+    ONE_TOKEN_PREFETCH)."""
+    if ring:
+        programs = max(1, RING_PROGRAMS_PER_SM)
+        return [Spec(attn_res_ring_kernel, name=_ring_kernel_name(wp, RING_STAGES, programs),
+                     signature=_SIGNATURE,
+                     constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "STAGES": RING_STAGES,
+                                 "PROGRAMS": programs},
+                     divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
+                for wp in (False, True)]
+    return [Spec(attn_res_kernel, name=_kernel_name(wp, prefetch), signature=_SIGNATURE,
+                 constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": prefetch},
+                 divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
+            for prefetch in (PREFETCH, ONE_TOKEN_PREFETCH) for wp in (False, True)]
+
+
+AOT_SPECIALIZATIONS = persistent_specs(RING)
 
 #: The small-T cluster kernel runs when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (H200: T <=
 #: 33): its T clusters of 8 programs then fit in about two waves, where the persistent kernel's
@@ -486,13 +502,6 @@ AOT_SPECIALIZATIONS += [
          constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp},
          divisibility=_DIVISIBILITY, num_warps=_cluster_config(HIDDEN, rp)[2])
     for rp in _CLUSTER_ROWS for wp in (False, True)
-]
-
-AOT_SPECIALIZATIONS += [
-    Spec(attn_res_kernel, name=_kernel_name(wp, ONE_TOKEN_PREFETCH), signature=_SIGNATURE,
-         constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": ONE_TOKEN_PREFETCH},
-         divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
-    for wp in (False, True)
 ]
 
 _sm_counts: dict = {}

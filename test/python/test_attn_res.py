@@ -161,9 +161,15 @@ def check(prefix, bank, cw, ow, nvb, write_prefix=False, out=None):
     return out
 
 
+@pytest.fixture
+def slots(monkeypatch):
+    """The register-slot persistent kernel (attn_res_kernel) instead of the row ring."""
+    monkeypatch.setattr(mod, "RING", False)
+
+
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", range(0, 9))
-def test_every_nvb(via_interpreter, nvb, write_prefix):
+def test_every_nvb(via_interpreter, slots, nvb, write_prefix):
     rng = np.random.default_rng(nvb + 16 * write_prefix)
     t, h = 5, 256
     nb = nvb + 1 if write_prefix else max(nvb, 1)
@@ -180,7 +186,8 @@ def test_every_nvb(via_interpreter, nvb, write_prefix):
 
 @pytest.mark.parametrize("prefetch", [1, 2, 3, 4])
 @pytest.mark.parametrize("sms", [1, 2, 3, 7])
-def test_persistent_grids_and_prefetch_depths(via_interpreter, monkeypatch, sms, prefetch):
+def test_persistent_grids_and_prefetch_depths(via_interpreter, slots, monkeypatch, sms,
+                                              prefetch):
     """Programs that own several tokens (grid < T) load ahead across token boundaries; the row
     count per program is not a multiple of the slots (the unrolled loop's padding rows)."""
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
@@ -255,7 +262,7 @@ def test_ring_k3_hidden(via_interpreter, ring, monkeypatch):
 
 @pytest.mark.parametrize("sms", [1, 3])
 @pytest.mark.parametrize("nvb", [0, 1, 8])
-def test_persistent_nvb_boundaries(via_interpreter, monkeypatch, nvb, sms):
+def test_persistent_nvb_boundaries(via_interpreter, slots, monkeypatch, nvb, sms):
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
     rng = np.random.default_rng(100 + nvb + sms)
     check(*make_inputs(rng, 5, max(nvb, 1) + 1, 64), nvb, True)
@@ -468,7 +475,16 @@ def test_module_listed():
 
 
 def test_aot_specializations():
-    specs = mod.AOT_SPECIALIZATIONS[:2]
+    # the bundle holds the persistent kernel the wrapper launches (RING: the row ring)
+    assert mod.RING and mod.AOT_SPECIALIZATIONS[:2] == mod.persistent_specs(True)
+    specs = mod.persistent_specs(True)
+    assert [s.kernel_name for s in specs] == [
+        f"attn_res_ring{wp}_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}"
+        for wp in ("", "_write_prefix")]
+    for s in specs:
+        assert s.constexprs["BLOCK"] == 8192 and s.num_warps == 16
+        assert s.constexprs["STAGES"] == mod.RING_STAGES and s.kernel is mod.attn_res_ring_kernel
+    specs = mod.persistent_specs(False)[:2]
     assert [s.kernel_name for s in specs] == ["attn_res", "attn_res_write_prefix"]
     for s in specs:
         assert s.constexprs["BLOCK"] == 8192 and s.num_warps == 16
@@ -477,7 +493,8 @@ def test_aot_specializations():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[:2], ids=lambda s: s.kernel_name)
+@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[:2] + mod.persistent_specs(False)[:2],
+                         ids=lambda s: s.kernel_name)
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
     from kiln.runtime.targetinfo import target_info
@@ -551,7 +568,7 @@ def test_sweep_options_compile(prefetch, warps):
     pytest.importorskip("kiln._C")
     from kiln.runtime.targetinfo import target_info
 
-    spec = mod.AOT_SPECIALIZATIONS[0]
+    spec = mod.persistent_specs(False)[0]
     ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, PREFETCH=prefetch),
                              spec.divisibility, num_warps=warps, arch="sm_90a",
                              name=spec.kernel_name)
@@ -635,7 +652,7 @@ def test_cluster_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, clu
     assert mod.use_cluster_kernel(t, h, nvb, sms) is cluster
 
 
-def test_cluster_kernel_off(via_interpreter, many_sms, monkeypatch):
+def test_cluster_kernel_off(via_interpreter, many_sms, slots, monkeypatch):
     monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
     rng = np.random.default_rng(3)
     check(*make_inputs(rng, 1, 4, 256), 3, True)
@@ -643,7 +660,7 @@ def test_cluster_kernel_off(via_interpreter, many_sms, monkeypatch):
 
 
 def test_one_token_specializations():
-    specs = mod.AOT_SPECIALIZATIONS[-2:]
+    specs = mod.persistent_specs(False)[-2:]
     assert [s.kernel_name for s in specs] == ["attn_res_prefetch3",
                                               "attn_res_write_prefix_prefetch3"]
     assert all(s.constexprs["PREFETCH"] == 3 and s.kernel is mod.attn_res_kernel
@@ -654,7 +671,7 @@ def test_one_token_specializations():
 
 
 def test_cluster_aot_specializations():
-    specs = mod.AOT_SPECIALIZATIONS[2:-2]
+    specs = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.attn_res_cluster_kernel]
     assert sorted(s.kernel_name for s in specs) == sorted(
         f"attn_res_cluster_rp{rp}" + wp for rp in (1, 2, 4, 8)
         for wp in ("", "_write_prefix"))
@@ -666,7 +683,9 @@ def test_cluster_aot_specializations():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[2:-2], ids=lambda s: s.kernel_name)
+@pytest.mark.parametrize("spec", [s for s in mod.AOT_SPECIALIZATIONS
+                                  if s.kernel is mod.attn_res_cluster_kernel],
+                         ids=lambda s: s.kernel_name)
 def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
     """16-byte accesses, PDL, four cluster barriers (two cluster_gathers), no spills."""
     pytest.importorskip("kiln._C")
