@@ -172,22 +172,28 @@ FP8_ONE_REDUCTION = True
 #: keeps 22 or 21 warps an SM with no spill, 88 spills). H200 with chunks: 40.6 us uncapped,
 #: 37.1 at 96, 36.6 at 92 (80.9 % of copy bandwidth).
 FP8_MAXNREG = 92
+#: ... from FP8_CHUNKS_MIN_T rows on: below, a row's latency is what counts, and one warp's
+#: chain over 48 values a thread is longer than four warps' over 16 (H200: T = 1 3.51 us with
+#: chunks vs 1.82 us for the one tile, T = 64 3.62 vs 1.99, T = 4096 12.69 vs 12.47).
+FP8_CHUNKS_MIN_T = 4096
 
 
-def _fp8_config(h: int) -> tuple:
+def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
     """(BLOCK, CHUNKS, num_warps): the row in one tile (CHUNKS 0, or 1 with
-    FP8_ONE_REDUCTION), or with FP8_CHUNKS in three tiles of BLOCK where they waste fewer
-    lanes and fill a warp; FP8_THREAD_ELEMS bf16 per thread, 1 to 8 warps."""
+    FP8_ONE_REDUCTION), or with FP8_CHUNKS, from FP8_CHUNKS_MIN_T rows on (t None: the
+    chunked form where it applies), in three tiles of BLOCK where they waste fewer lanes and
+    fill a warp; FP8_THREAD_ELEMS bf16 per thread, 1 to 8 warps."""
     block = 1 << max(3, (h - 1).bit_length())
     chunks = 1 if FP8_ONE_REDUCTION and FP8_RECIP else 0
     third = 1 << max(3, (-(-h // 3) - 1).bit_length())
-    if FP8_CHUNKS and FP8_RECIP and 3 * third < block and third >= 32 * FP8_THREAD_ELEMS:
+    if (FP8_CHUNKS and FP8_RECIP and 3 * third < block and third >= 32 * FP8_THREAD_ELEMS
+            and (t is None or t >= FP8_CHUNKS_MIN_T)):
         block, chunks = third, 3
     return block, chunks, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
 
 
-def _fp8_constexprs(h: int) -> dict:
-    block, chunks, _ = _fp8_config(h)
+def _fp8_constexprs(h: int, t: Optional[int] = None) -> dict:
+    block, chunks, _ = _fp8_config(h, t)
     return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks,
             "LOADS_FIRST": FP8_LOADS_FIRST}
 
@@ -198,13 +204,16 @@ AOT_SPECIALIZATIONS = [
          constexprs={"BLOCK": BLOCK}, divisibility={"x_ptr": 16, "gate_ptr": 16, "out_ptr": 16,
                                                     "N": 8},
          num_warps=NUM_WARPS),
+] + [
+    # K3: 12 local heads x 128 = 1536; few rows (t = 1) and many (t = None)
     Spec(mla_output_gate_fp8_kernel, name="mla_output_gate_fp8",
          signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
                     "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
-         # K3: 12 local heads x 128 = 1536
-         constexprs=_fp8_constexprs(1536),
+         constexprs=_fp8_constexprs(1536, t),
          divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
-         num_warps=_fp8_config(1536)[2], maxnreg=FP8_MAXNREG),
+         num_warps=_fp8_config(1536, t)[2], maxnreg=FP8_MAXNREG)
+    for t in (1, None)
+    if t is None or _fp8_config(1536, t) != _fp8_config(1536)
 ]
 
 
@@ -287,6 +296,6 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
     if t == 0 or h == 0:
         return out_q, out_s
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
-             (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h),
-             _fp8_config(h)[2], FP8_MAXNREG)
+             (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h, t),
+             _fp8_config(h, t)[2], FP8_MAXNREG)
     return out_q, out_s

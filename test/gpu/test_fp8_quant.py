@@ -283,10 +283,11 @@ def ref_gate_fp8(x, g):
     return true_div(y, s[:, None]).clamp(-448, 448).to(F8), s
 
 
-GATE_KNOBS = {  # FP8_CHUNKS, FP8_LOADS_FIRST, FP8_ONE_REDUCTION
+GATE_KNOBS = {  # FP8_CHUNKS (from FP8_CHUNKS_MIN_T rows), FP8_LOADS_FIRST, FP8_ONE_REDUCTION
     "default": {},
     "old": dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False),
-    "chunks-in-order": dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False),
+    "chunks-every-t": dict(FP8_CHUNKS_MIN_T=0),
+    "chunks-in-order": dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False, FP8_CHUNKS_MIN_T=0),
     "one-tile": dict(FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
 }
 
