@@ -89,6 +89,21 @@ def _bundle_kernel(name: str, constexprs: Mapping[str, Any]) -> Any:
     return _bundle.kernel(name, **constexprs)
 
 
+_sm_counts: dict = {}
+
+
+def num_sms(t: Any) -> Optional[int]:
+    """The SM count of a torch CUDA tensor's device (cached), None for anything else."""
+    dev = getattr(t, "device", None)
+    if getattr(dev, "type", None) != "cuda":
+        return None
+    if dev.index not in _sm_counts:
+        import torch
+
+        _sm_counts[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _sm_counts[dev.index]
+
+
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
            constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None) -> None:
     """Launches ``kernel`` (JIT, with ``maxnreg`` if given) or the bundle's kernel ``name``

@@ -504,19 +504,9 @@ AOT_SPECIALIZATIONS += [
     for rp in _CLUSTER_ROWS for wp in (False, True)
 ]
 
-_sm_counts: dict = {}
-
-
-def _num_sms(t: Any) -> Optional[int]:
-    """The SM count of a torch CUDA tensor's device (cached), None for anything else."""
-    dev = getattr(t, "device", None)
-    if getattr(dev, "type", None) != "cuda":
-        return None
-    if dev.index not in _sm_counts:
-        import torch
-
-        _sm_counts[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
-    return _sm_counts[dev.index]
+#: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
+#: stand in for a device
+_num_sms = L.num_sms
 
 
 def grid_size(t: int, num_sms: Optional[int], per_sm: Optional[int] = None) -> int:

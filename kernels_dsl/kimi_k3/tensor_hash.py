@@ -28,7 +28,7 @@ latency).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import kiln
 import kiln.language as kl
@@ -224,19 +224,9 @@ HASH_WORDS = True
 #: 67.6 us; without HASH_PREFETCH 66.1-122.8 us.
 HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
 
-_sm_counts: dict = {}
-
-
-def _num_sms(t: Any) -> Optional[int]:
-    """The SM count of a torch CUDA tensor's device (cached), None for anything else."""
-    dev = getattr(t, "device", None)
-    if getattr(dev, "type", None) != "cuda":
-        return None
-    if dev.index not in _sm_counts:
-        import torch
-
-        _sm_counts[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
-    return _sm_counts[dev.index]
+#: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
+#: stand in for a device
+_num_sms = L.num_sms
 
 
 def _partials_constexprs(words: bool, finish: bool) -> dict:
