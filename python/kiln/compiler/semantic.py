@@ -814,14 +814,16 @@ class Semantic:
                 raise SemanticError(f"cluster_load: the rank must be in [0, {cx * cy * cz}) "
                                     f"for a cluster of {cx}x{cy}x{cz}, got {r}")
         rank = self.to_tensor(rank, kl.int32 if self.is_literal(rank) else None)
-        if rank.type.is_block():
-            raise SemanticError(f"cluster_load: the rank must be a scalar, got a tile "
-                                f"{rank.type}")
-        if not rank.dtype.is_int() or rank.dtype.is_bool():
-            raise SemanticError(f"cluster_load: the rank must be an integer, got {rank.dtype}")
-        if rank.dtype != kl.int32:
-            rank = self.cast(rank, kl.int32)
+        rank = self._int32_scalar(rank, "cluster_load", "rank")
         return tensor(self.builder.cluster_load(x.handle, rank.handle), x.type)
+
+    def _int32_scalar(self, v: tensor, op: str, what: str) -> tensor:
+        """``v`` as an i32 scalar; a tile or a non-integer is an error naming ``op``."""
+        if v.type.is_block():
+            raise SemanticError(f"{op}: the {what} must be a scalar, got a tile {v.type}")
+        if not v.dtype.is_int() or v.dtype.is_bool():
+            raise SemanticError(f"{op}: the {what} must be an integer, got {v.dtype}")
+        return self.cast(v, kl.int32) if v.dtype != kl.int32 else v
 
     def cluster_gather(self, x: Any) -> tensor:
         x = self._cluster_tile(x, "cluster_gather", "gather")
@@ -1252,13 +1254,7 @@ class Semantic:
         if not isinstance(count, tensor):
             raise SemanticError(f"bulk_load: the count must be an integer, got "
                                 f"{type(_value(count)).__name__}")
-        if count.type.is_block():
-            raise SemanticError(f"bulk_load: the count must be a scalar, got a tile "
-                                f"{count.type}")
-        if not count.dtype.is_int() or count.dtype.is_bool():
-            raise SemanticError(f"bulk_load: the count must be an integer, got {count.dtype}")
-        if count.dtype != kl.int32:
-            count = self.cast(count, kl.int32)
+        count = self._int32_scalar(count, "bulk_load", "count")
         return tensor(self.builder.bulk_load(ptr.handle, n, count.handle),
                       block_type(elem, (n,)))
 
