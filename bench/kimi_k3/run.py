@@ -118,8 +118,11 @@ SWEEPS = [
              THREAD_ELEMS=(16,))
      + _grid(RING=(True,), RING_STAGES=(8,), RING_PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
      # 8-warp programs (32 row elements a thread), 2 or 3 an SM (80 registers at 3, 4 stages)
-     + _grid(RING=(True,), RING_STAGES=(4, 3), RING_PROGRAMS_PER_SM=(3, 2),
-             THREAD_ELEMS=(32,))),
+     + _grid(RING=(True,), RING_STAGES=(4, 3, 5, 6), RING_PROGRAMS_PER_SM=(2, 3),
+             THREAD_ELEMS=(32,))
+     # 4-warp programs (64 row elements a thread), 3 or 4 an SM
+     + _grid(RING=(True,), RING_STAGES=(4, 3), RING_PROGRAMS_PER_SM=(3, 4),
+             THREAD_ELEMS=(64,))),
     # mla_kv_scatter: ROWS tokens per program on NUM_WARPS warps; EARLY_LOADS: the rows
     # loaded in parallel with loc (else after it, masked by it); BF16_PDL: programmatic
     # dependent launch
