@@ -107,22 +107,16 @@ SWEEPS = [
            RMSNORM_X_EVICT=("evict_last", "", "evict_first"), RMSNORM_Y_CACHE=("", ".cs"))
      + _grid(RMSNORM_WARPS=(2, 4), RMSNORM_W_FIRST=(True,), RMSNORM_X_EVICT=("evict_last",),
              RMSNORM_Y_CACHE=("",))),
-    # attn_res: row slots of the unrolled loop; persistent programs per SM (0: one per token);
-    # row elements per thread (16: 16 warps at H = 7168); RING: the row-ring kernel (rows
-    # bulk-copied into RING_STAGES shared-memory slots, RING_PROGRAMS_PER_SM programs an SM,
-    # registers capped to fit them; 8 stages fit one program an SM)
+    # attn_res: RING, the row-ring kernel (rows bulk-copied into RING_STAGES shared-memory
+    # slots, RING_PROGRAMS_PER_SM programs an SM of RING_THREAD_ELEMS row elements a thread,
+    # registers capped to fit them), else the register slots (PREFETCH rows, PROGRAMS_PER_SM,
+    # THREAD_ELEMS)
     (attn_res, "case_attn_res", 16384,
-     _grid(RING=(False,), PREFETCH=(4, 2, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
-     + _grid(RING=(False,), PREFETCH=(4,), PROGRAMS_PER_SM=(0,), THREAD_ELEMS=(16,))
-     + _grid(RING=(True,), RING_STAGES=(4, 3, 6), RING_PROGRAMS_PER_SM=(2, 1),
-             THREAD_ELEMS=(16,))
-     + _grid(RING=(True,), RING_STAGES=(8,), RING_PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
-     # 8-warp programs (32 row elements a thread), 2 or 3 an SM (80 registers at 3, 4 stages)
-     + _grid(RING=(True,), RING_STAGES=(4, 3, 5, 6), RING_PROGRAMS_PER_SM=(2, 3),
-             THREAD_ELEMS=(32,))
-     # 4-warp programs (64 row elements a thread), 3 or 4 an SM
-     + _grid(RING=(True,), RING_STAGES=(4, 3), RING_PROGRAMS_PER_SM=(3, 4),
-             THREAD_ELEMS=(64,))),
+     _grid(RING=(True,))
+     + _grid(RING=(False,), PREFETCH=(4, 3), PROGRAMS_PER_SM=(1,), THREAD_ELEMS=(16,))
+     + _pairs(("RING", "RING_THREAD_ELEMS", "RING_STAGES", "RING_PROGRAMS_PER_SM"),
+              ((True, 64, 4, 3), (True, 64, 2, 3), (True, 32, 4, 2), (True, 32, 5, 2),
+               (True, 16, 4, 2), (True, 128, 3, 4)))),
     # mla_kv_scatter: ROWS tokens per program on NUM_WARPS warps; EARLY_LOADS: the rows
     # loaded in parallel with loc (else after it, masked by it); BF16_PDL: programmatic
     # dependent launch

@@ -51,9 +51,9 @@ producers.
 ``_row_score``, ``_softmax_fold`` and ``_normalize_out`` are the math such a variant reuses.
 
 Row ring (``attn_res_ring_kernel``, the module knob RING, the default since the H200 sweep:
-T = 16384, nvb = 8: 956 us, 57.8 % of copy bandwidth, against 1145 us for the register
-slots; 4 stages and 2 programs an SM; 3 or 6 stages 973 / 980 us; one program an SM
-1169-1178 us whatever the stages, so the second program, not the depth, is the gain): the same
+T = 16384, nvb = 8: 636 us, 86.5 % of copy bandwidth, with 4-warp programs, 3 an SM, 3
+stages, against 1145 us for the register slots; the numbers of the other shapes are at
+RING_THREAD_ELEMS): the same
 persistent programs and row sequence, but row j (row j % (nvb + 1) of token pid + (j // (nvb +
 1)) * grid; the bank row or the prefix row through one select of two 16-byte aligned
 pointers) is ONE ``kl.bulk_load(row, BLOCK, count=H)`` in ``kl.range(0, n_rows,
@@ -69,8 +69,11 @@ Registers (sm_90a, 16 warps): left alone ptxas takes 95-108 (one program an SM: 
 accumulator, the row in fp32 kept for the fold across the two-value block reduction whose 32
 partials every thread loads at once, cw, the hoisted per-thread addresses and lane masks);
 with ``kl.min_programs_per_sm(2)`` (PTX ``.minnctapersm 2``) it fits 64 without a spill, so
-RING_PROGRAMS_PER_SM = 2 programs share an SM (50 % occupancy, twice the current kernel's)
-with RING_STAGES <= 6 (shared memory: 2 x (6 x 16 KB + 1 KB)).
+two 16-warp programs share an SM with at most 6 stages (shared memory: 2 x (6 x 16 KB + 1
+KB)). Smaller programs did better still: 4 warps (64 row elements a thread, 168 registers),
+3 an SM, 3 stages; each row's block reduction spans 4 warps instead of 16, and 3 programs
+fold 3 rows at once. With WRITE_PREFIX the prefix row's bit copy is stored as soon as it
+arrives, before the fold: kept to the token's end it spilled at 4 warps.
 
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
 programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
@@ -298,13 +301,15 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
         # 16-byte aligned (AxisInfo), which cp.async.bulk needs
         row = kl.where(r < nvb, bank_ptr + tok * b_s0 + r * b_s1, prefix_ptr + tok * p_s0)
         x_bf16 = kl.bulk_load(row, BLOCK, count=count)  # lanes >= H read as zero
+        if WRITE_PREFIX:  # bit-exact: the bf16 row as copied, stored before the fold so
+            # that it is not live across it (4-warp programs spilled)
+            if r == nvb:
+                kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, x_bf16, mask=mask)
         x = x_bf16.to(kl.float32)
         cw = kl.load(cw_ptr + cols, mask=mask, other=0.0).to(kl.float32)  # L1-resident
         s = _row_score(x, cw, inv_h, eps)
         m, l, acc = _softmax_fold(m, l, acc, x, s, r == 0)
         if r == nvb:  # the prefix row: the token is complete
-            if WRITE_PREFIX:  # bit-exact: the bf16 row as copied
-                kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, x_bf16, mask=mask)
             ow = kl.load(ow_ptr + cols, mask=mask, other=0.0).to(kl.float32)
             kl.store(out_ptr + tok * o_s0 + cols, _normalize_out(acc, l, ow, inv_h, eps),
                      mask=mask)
@@ -373,11 +378,11 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
 THREAD_ELEMS = 16
 
 
-def _config(h: int) -> tuple:
-    """(BLOCK, num_warps): the row in one tile, THREAD_ELEMS elements a thread, 1 to 16
-    warps."""
+def _config(h: int, thread_elems: Optional[int] = None) -> tuple:
+    """(BLOCK, num_warps): the row in one tile, thread_elems (default THREAD_ELEMS) elements
+    a thread, 1 to 16 warps."""
     block = 1 << max(3, (h - 1).bit_length())
-    return block, min(16, max(1, block // (32 * THREAD_ELEMS)))
+    return block, min(16, max(1, block // (32 * (thread_elems or THREAD_ELEMS))))
 
 
 BLOCK, NUM_WARPS = _config(HIDDEN)
@@ -397,17 +402,34 @@ ONE_TOKEN_PREFETCH = 3
 PROGRAMS_PER_SM = 1
 #: the row-ring variant (``attn_res_ring_kernel``: rows bulk-copied into a shared-memory ring
 #: of RING_STAGES slots, module docstring "Row ring") instead of the register slots of
-#: ``attn_res_kernel``; bench/kimi_k3/run.py --sweep times both (H200 T = 16384, nvb = 8: 956
-#: vs 1145 us). The bundle holds the kernel the wrapper launches (AOT_SPECIALIZATIONS below).
+#: ``attn_res_kernel``; bench/kimi_k3/run.py --sweep times both. The bundle holds the kernels
+#: the wrapper launches (AOT_SPECIALIZATIONS below).
 RING = True
-#: slots of the ring (RING_STAGES - 1 rows of 16 KB in flight while one is folded).
-RING_STAGES = 4
-#: persistent programs per SM of the ring variant, also compiled in
-#: (``kl.min_programs_per_sm``): 2 caps the registers at 64 (sm_90a, 16 warps, H = 7168: 64
-#: at 3 / 4 / 6 / 8 stages, with or without WRITE_PREFIX, no spills; uncapped ptxas takes
-#: 95-108) and needs 2 x (RING_STAGES x 16 KB + 1 KB) of shared memory: at most 6 stages
-#: (8 stages run one program an SM whatever this says). 0: one program per token.
-RING_PROGRAMS_PER_SM = 2
+#: The ring's programs where the tokens fill its grid (T >= RING_PROGRAMS_PER_SM x SMs):
+#: RING_THREAD_ELEMS row elements a thread (64: 4 warps at H = 7168), RING_STAGES slots
+#: (RING_STAGES - 1 rows of 16 KB in flight while one is folded), RING_PROGRAMS_PER_SM
+#: programs an SM, also compiled in (``kl.min_programs_per_sm``; it caps the registers: 16
+#: warps x 2 -> 64, 4 warps x 3 -> 166, no spills) and needing that many x (RING_STAGES x 16
+#: KB + 1 KB) of shared memory. H200 sweep (T = 16384, nvb = 8; register slots: 1145 us,
+#: 48.0 % of copy bandwidth): 16 warps x 2 an SM 956-980 us at 3 to 6 stages (one an SM:
+#: 1166-1175, whatever the stages); 8 warps x 2 720-734 us at 3 to 6 stages, x 3 755-796 at 3
+#: to 4 (more do not fit in shared memory); 4 warps x 3 636 us at 3 stages (86.5 %), 641 at 4;
+#: 4 warps x 4 (registers capped to 128: spills) 1471-1666. Smaller programs make each row's
+#: block reduction cheaper and let more rows be folded at once. 0 programs: one per token.
+RING_THREAD_ELEMS, RING_STAGES, RING_PROGRAMS_PER_SM = 64, 3, 3
+#: ... and where they do not (T < RING_PROGRAMS_PER_SM x SMs, above the cluster kernel's few
+#: tokens: a program owns one token, whose nvb + 1 rows are its whole latency): the former
+#: 16-warp programs, 4 stages, 2 an SM (64 registers). Untimed against the 4-warp ones there.
+RING_FEW_THREAD_ELEMS, RING_FEW_STAGES, RING_FEW_PROGRAMS_PER_SM = 16, 4, 2
+
+
+def ring_config(t: int, num_sms: Optional[int]) -> tuple:
+    """(thread elements, stages, programs an SM) of the ring kernel for T tokens: the
+    RING_FEW_* programs where T does not fill RING_PROGRAMS_PER_SM x SMs programs (with an
+    SM count), else the RING_* ones."""
+    if num_sms and t < RING_PROGRAMS_PER_SM * num_sms:
+        return RING_FEW_THREAD_ELEMS, RING_FEW_STAGES, RING_FEW_PROGRAMS_PER_SM
+    return RING_THREAD_ELEMS, RING_STAGES, RING_PROGRAMS_PER_SM
 
 _SIGNATURE = {"prefix_ptr": "*bf16", "bank_ptr": "*bf16", "cw_ptr": "*bf16", "ow_ptr": "*bf16",
               "out_ptr": "*bf16", "T": "i32", "H": "i32", "nvb": "i32", "p_s0": "i32",
@@ -417,9 +439,9 @@ _DIVISIBILITY = {"prefix_ptr": 16, "bank_ptr": 16, "cw_ptr": 16, "ow_ptr": 16, "
                  "H": 8, "p_s0": 8, "b_s0": 8, "b_s1": 8, "o_s0": 8}
 
 
-def _ring_kernel_name(write_prefix: bool, stages: int, programs: int) -> str:
+def _ring_kernel_name(write_prefix: bool, stages: int, programs: int, warps: int) -> str:
     return ("attn_res_ring" + ("_write_prefix" if write_prefix else "")
-            + f"_s{stages}_p{programs}")
+            + f"_s{stages}_p{programs}_w{warps}")
 
 
 def _kernel_name(write_prefix: bool, prefetch: int = PREFETCH) -> str:
@@ -436,17 +458,20 @@ def prefetch_for(t: int, grid: int, nvb: int) -> int:
 
 
 def persistent_specs(ring: bool) -> list:
-    """The AOT specializations of the persistent kernel the wrapper launches: the ring (at
-    RING_STAGES and RING_PROGRAMS_PER_SM) or the register slots (at PREFETCH and
+    """The AOT specializations of the persistent kernel the wrapper launches: the ring (its
+    two configurations, ``ring_config``) or the register slots (at PREFETCH and
     ONE_TOKEN_PREFETCH)."""
     if ring:
-        programs = max(1, RING_PROGRAMS_PER_SM)
-        return [Spec(attn_res_ring_kernel, name=_ring_kernel_name(wp, RING_STAGES, programs),
+        configs = dict.fromkeys([
+            (RING_THREAD_ELEMS, RING_STAGES, max(1, RING_PROGRAMS_PER_SM)),
+            (RING_FEW_THREAD_ELEMS, RING_FEW_STAGES, max(1, RING_FEW_PROGRAMS_PER_SM))])
+        return [Spec(attn_res_ring_kernel,
+                     name=_ring_kernel_name(wp, stages, programs, _config(HIDDEN, elems)[1]),
                      signature=_SIGNATURE,
-                     constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "STAGES": RING_STAGES,
+                     constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "STAGES": stages,
                                  "PROGRAMS": programs},
-                     divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
-                for wp in (False, True)]
+                     divisibility=_DIVISIBILITY, num_warps=_config(HIDDEN, elems)[1])
+                for elems, stages, programs in configs for wp in (False, True)]
     return [Spec(attn_res_kernel, name=_kernel_name(wp, prefetch), signature=_SIGNATURE,
                  constexprs={"BLOCK": BLOCK, "WRITE_PREFIX": wp, "PREFETCH": prefetch},
                  divisibility=_DIVISIBILITY, num_warps=NUM_WARPS)
@@ -586,15 +611,17 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
                  (t * CLUSTER_SIZE,), args,
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
         return out
-    block, num_warps = _config(h)
     if RING:
-        grid = grid_size(t, num_sms, RING_PROGRAMS_PER_SM)
-        programs = max(1, RING_PROGRAMS_PER_SM)
+        elems, stages, per_sm = ring_config(t, num_sms)
+        block, num_warps = _config(h, elems)
+        grid = grid_size(t, num_sms, per_sm)
+        programs = max(1, per_sm)
         L.launch(attn_res_ring_kernel,
-                 _ring_kernel_name(bool(write_prefix), RING_STAGES, programs), (grid,), args,
-                 {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "STAGES": RING_STAGES,
-                  "PROGRAMS": programs}, num_warps)
+                 _ring_kernel_name(bool(write_prefix), stages, programs, num_warps), (grid,),
+                 args, {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "STAGES": stages,
+                        "PROGRAMS": programs}, num_warps)
         return out
+    block, num_warps = _config(h)
     grid = grid_size(t, num_sms)
     prefetch = prefetch_for(t, grid, nvb)
     L.launch(attn_res_kernel, _kernel_name(bool(write_prefix), prefetch), (grid,), args,

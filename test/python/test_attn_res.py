@@ -216,10 +216,23 @@ def test_ring_every_nvb(via_interpreter, ring, nvb, write_prefix):
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, _ = via_interpreter[-1]
     assert grid == (t,)
+    # no SM count: the many-token configuration
+    warps = mod._config(h, mod.RING_THREAD_ELEMS)[1]
     assert name == "attn_res_ring" + ("_write_prefix" if write_prefix else "") + (
-        f"_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}")
+        f"_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}_w{warps}")
     assert constexprs == {"BLOCK": 256, "WRITE_PREFIX": write_prefix,
                           "STAGES": mod.RING_STAGES, "PROGRAMS": mod.RING_PROGRAMS_PER_SM}
+
+
+def test_ring_config_by_token_count():
+    """The many-token ring configuration where T fills RING_PROGRAMS_PER_SM x SMs programs,
+    the few-token one below (with an SM count), the many-token one without."""
+    many = (mod.RING_THREAD_ELEMS, mod.RING_STAGES, mod.RING_PROGRAMS_PER_SM)
+    few = (mod.RING_FEW_THREAD_ELEMS, mod.RING_FEW_STAGES, mod.RING_FEW_PROGRAMS_PER_SM)
+    full = mod.RING_PROGRAMS_PER_SM * 132
+    assert mod.ring_config(full, 132) == many and mod.ring_config(16384, 132) == many
+    assert mod.ring_config(full - 1, 132) == few and mod.ring_config(64, 132) == few
+    assert mod.ring_config(64, None) == many
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 8])
@@ -228,8 +241,9 @@ def test_ring_persistent_grids_and_stages(via_interpreter, ring, monkeypatch, sm
     """Programs that own several tokens: the ring's rows run across token boundaries (the
     (token, row) of each row recomputed from its index); more stages than rows."""
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
-    monkeypatch.setattr(mod, "RING_STAGES", stages)
-    monkeypatch.setattr(mod, "RING_PROGRAMS_PER_SM", 2)
+    for few in ("", "FEW_"):  # whichever configuration the token count picks
+        monkeypatch.setattr(mod, f"RING_{few}STAGES", stages)
+        monkeypatch.setattr(mod, f"RING_{few}PROGRAMS_PER_SM", 2)
     rng = np.random.default_rng(300 + sms * 8 + stages)
     t, nvb, h = 7, 2, 128
     check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
@@ -278,10 +292,11 @@ def test_hidden_sizes(via_interpreter, t, h):
 
 
 def test_k3_hidden_one_token(via_interpreter):
-    """H = 7168 (K3), the AOT tile: BLOCK 8192 and 16 warps."""
+    """H = 7168 (K3), the AOT tile: BLOCK 8192 on the ring's 4 warps (no SM count: the
+    many-token configuration)."""
     rng = np.random.default_rng(7168)
     check(*make_inputs(rng, 1, 9, mod.HIDDEN), 8, True)
-    assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 16
+    assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 4
 
 
 @pytest.mark.parametrize("use_ring", [False, True])
@@ -476,14 +491,17 @@ def test_module_listed():
 
 def test_aot_specializations():
     # the bundle holds the persistent kernel the wrapper launches (RING: the row ring)
-    assert mod.RING and mod.AOT_SPECIALIZATIONS[:2] == mod.persistent_specs(True)
+    assert mod.RING and mod.AOT_SPECIALIZATIONS[:4] == mod.persistent_specs(True)
     specs = mod.persistent_specs(True)
     assert [s.kernel_name for s in specs] == [
-        f"attn_res_ring{wp}_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}"
+        f"attn_res_ring{wp}_s{s}_p{p}_w{mod._config(mod.HIDDEN, e)[1]}"
+        for e, s, p in ((mod.RING_THREAD_ELEMS, mod.RING_STAGES, mod.RING_PROGRAMS_PER_SM),
+                        (mod.RING_FEW_THREAD_ELEMS, mod.RING_FEW_STAGES,
+                         mod.RING_FEW_PROGRAMS_PER_SM))
         for wp in ("", "_write_prefix")]
+    assert [s.num_warps for s in specs] == [4, 4, 16, 16]
     for s in specs:
-        assert s.constexprs["BLOCK"] == 8192 and s.num_warps == 16
-        assert s.constexprs["STAGES"] == mod.RING_STAGES and s.kernel is mod.attn_res_ring_kernel
+        assert s.constexprs["BLOCK"] == 8192 and s.kernel is mod.attn_res_ring_kernel
     specs = mod.persistent_specs(False)[:2]
     assert [s.kernel_name for s in specs] == ["attn_res", "attn_res_write_prefix"]
     for s in specs:
@@ -493,7 +511,7 @@ def test_aot_specializations():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS[:2] + mod.persistent_specs(False)[:2],
+@pytest.mark.parametrize("spec", mod.persistent_specs(True) + mod.persistent_specs(False)[:2],
                          ids=lambda s: s.kernel_name)
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
@@ -511,17 +529,20 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert "griddepcontrol.wait" in ck.ptx and "griddepcontrol.launch_dependents" in ck.ptx
     info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
     assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
-    assert info["registers"] <= 128  # 512 threads: one program per SM
+    # the programs an SM it is built for fit (the slot kernel: one of 512 threads)
+    assert info["registers"] <= 65536 // (32 * spec.num_warps * spec.constexprs.get("PROGRAMS", 1))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("stages,programs", [(3, 2), (4, 2), (6, 2), (8, 1)])
-def test_ring_kernel_compiles_within_its_registers(stages, programs, arch):
+@pytest.mark.parametrize("stages,programs,elems", [(3, 2, 16), (4, 2, 16), (6, 2, 16),
+                                                   (8, 1, 16), (3, 3, 64), (4, 3, 64)])
+def test_ring_kernel_compiles_within_its_registers(stages, programs, elems, arch):
     """The row ring at K3's shape: one ring of `stages` 16 KB slots (mbarrier each, the row
-    bulk-copied, no per-element global row loads), no spills, and with 2 programs an SM
-    (.minnctapersm 2) at most 64 registers a thread (65536 / (2 x 512))."""
+    bulk-copied, no per-element global row loads), no spills, and with n programs an SM
+    (.minnctapersm n) at most 65536 / (n x threads) registers a thread (16 warps x 2: 64;
+    4 warps x 3: 170)."""
     pytest.importorskip("kiln._C")
-    block, warps = mod._config(mod.HIDDEN)
+    block, warps = mod._config(mod.HIDDEN, elems)
     ck = mod.attn_res_ring_kernel.compile(
         mod._SIGNATURE, {"BLOCK": block, "WRITE_PREFIX": True, "STAGES": stages,
                          "PROGRAMS": programs},
@@ -548,7 +569,7 @@ def test_ring_kernel_compiles_for_an_unspecialized_hidden_size():
 
 
 @pytest.mark.parametrize("thread_elems", [16, 32])
-def test_thread_elems_option(via_interpreter, monkeypatch, thread_elems):
+def test_thread_elems_option(via_interpreter, slots, monkeypatch, thread_elems):
     """THREAD_ELEMS (bench/kimi_k3/run.py --sweep): 16 or 32 row elements a thread, 16 or 8
     warps at H = 7168; the same results."""
     monkeypatch.setattr(mod, "THREAD_ELEMS", thread_elems)
