@@ -170,7 +170,7 @@ FP8_CHUNKS, FP8_LOADS_FIRST = True, True
 FP8_ONE_REDUCTION = True
 #: FP8_MAXNREG: the FP8 kernel's register cap (None: ptxas's choice; with chunks 92 or 96
 #: keeps 22 or 21 warps an SM with no spill, 88 spills). H200 with chunks: 40.6 us uncapped,
-#: 37.1 at 96, 36.6 at 92 (80.9 % of copy bandwidth).
+#: 37.1 at 96, 36.6 at 92 (80.9 % of copy bandwidth), 39.0 at 88 and 39.2 at 84 (spills).
 FP8_MAXNREG = 92
 #: ... from FP8_CHUNKS_MIN_T rows on: below, a row's latency is what counts, and one warp's
 #: chain over 48 values a thread is longer than four warps' over 16 (H200: T = 1 3.51 us with

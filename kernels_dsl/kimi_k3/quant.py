@@ -259,7 +259,8 @@ _SIG = {"x_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32", "num_groups": "i3
 #: trips, four barriers, then two threads storing 16 bytes each behind branches) and the
 #: E2M1 rounding's special case below 1. With E2M1_SUB and SCALE_TILE: 437 instructions, 48
 #: registers, but at 32 / 1 warp still 140 us: the one-warp programs were too few in flight.
-#: H200 sweep with both: 256 / 8 warps 86.3 us (81.1 %), 128 / 4 86.7 us, 64 / 2 96.6 us.
+#: H200 sweep with both: 256 / 8 warps 86.3 us (81.1 %), 128 / 4 86.7 us, 64 / 2 96.6 us;
+#: without TOKEN_GRID (no idle lanes past K3's 224 blocks a row, a division a block) 92.6-100.0.
 MX_ROWS, MX_WARPS = 256, 8
 #: quant_mxfp4 formulation (kernel docstring; same bits, test_quant_variants.py), swept like
 #: GQ_*.
