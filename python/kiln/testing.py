@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["assert_bf16_close", "bf16_ulp", "interpret"]
+__all__ = ["assert_bf16_close", "bf16_ulp", "interpret", "source_line"]
 
 
 def interpret(kernel: Any, grid: Any, *args: Any, **constexprs: Any) -> None:
@@ -31,6 +31,17 @@ def interpret(kernel: Any, grid: Any, *args: Any, **constexprs: Any) -> None:
         constexprs = {**config.kwargs, **constexprs}
         kernel = kernel.fn
     interpreter.run(kernel, grid, args, constexprs)
+
+
+def source_line(path: str, marker: str) -> int:
+    """The 1-based number of the line of ``path`` that carries the comment ``# marker``
+    (for tests that expect a diagnostic at a kernel's line); lines naming "marker" are
+    skipped, so that a helper's own call does not match."""
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if f"# {marker}" in line and "marker" not in line:
+                return i
+    raise AssertionError(f"no line marked '# {marker}' in {path}")
 
 
 def bf16_ulp(x: Any) -> np.ndarray:

@@ -14,20 +14,12 @@ import kiln
 import kiln.language as kl
 from kiln import CompilationError
 from kiln.compiler.compiler import compiler_available
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 HERE = os.path.abspath(__file__)
 ARCHS = ["sm_90a", "sm_100a", "sm_103a"]
 
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="kiln._C is not built")
-
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(marker)
 
 
 @kiln.jit
@@ -116,7 +108,7 @@ def test_interpreter_rejects_a_misaligned_address():
         interpret(bulk_copy, (1,), x[1:], y, BLOCK=64)
     assert ("bulk_load through 'x_ptr': the address (element offset 0) is not 16-byte "
             "aligned (program (0, 0, 0))") in info.value.message, str(info.value)
-    assert info.value.lineno == line_of("bulk-load-copy")
+    assert info.value.lineno == source_line(HERE, "bulk-load-copy")
 
 
 def test_interpreter_rejects_out_of_bounds():
@@ -172,7 +164,7 @@ def test_bulk_load_in_a_loop_tracks_the_phase():
 def test_bulk_load_of_an_unaligned_pointer_is_a_compile_error():
     # Without the divisibility specialization nothing proves x_ptr 16-byte aligned.
     with pytest.raises(kiln._C.MLIRError,
-                       match=r"test_bulk_load.py\":" + str(line_of("bulk-load-copy")) +
+                       match=r"test_bulk_load.py\":" + str(source_line(HERE, "bulk-load-copy")) +
                        r":.*'tile.bulk_load' op needs a 16-byte aligned pointer for "
                        r"cp.async.bulk, but it is only known to be 1-byte aligned"):
         bulk_copy.compile({"x_ptr": "*f32", "y_ptr": "*f32"}, {"BLOCK": 64}, arch="sm_90a")
@@ -187,7 +179,7 @@ def _bulk_offset_by_one(x_ptr, y_ptr):
 @needs_compiler
 def test_bulk_load_of_an_offset_pointer_is_a_compile_error():
     with pytest.raises(kiln._C.MLIRError,
-                       match=r"test_bulk_load.py\":" + str(line_of("E-bulk-offset")) +
+                       match=r"test_bulk_load.py\":" + str(source_line(HERE, "E-bulk-offset")) +
                        r":.*only known to be 2-byte aligned"):
         _bulk_offset_by_one.compile({"x_ptr": "*f16", "y_ptr": "*f16"},
                                     divisibility=["x_ptr", "y_ptr"], arch="sm_90a")
@@ -255,7 +247,7 @@ def test_bulk_load_errors_at_the_line(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         kernel.compile(sig, upto="tile")
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
 
 
 @pytest.mark.parametrize("kernel,marker,message", ERRORS)
@@ -264,7 +256,7 @@ def test_interpreter_reports_the_same_bulk_load_errors(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         interpret(kernel, (1,), *args)
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
 
 
 # ---------------------------------------------------------------------------
@@ -336,7 +328,7 @@ def test_interpreter_rejects_a_count_of_partial_16_byte_units():
         interpret(bulk_ragged_rows, (1,), x, y, 1, 60, 64, BLOCK=64, STAGES=1, RAGGED=False)
     assert ("bulk_load through 'x_ptr': a count of 60 elements is 120 bytes, not a multiple "
             "of 16") in info.value.message, str(info.value)
-    assert info.value.lineno == line_of("bulk-load-count")
+    assert info.value.lineno == source_line(HERE, "bulk-load-count")
 
 
 def test_interpreter_rejects_a_count_past_the_size():
@@ -403,7 +395,7 @@ def test_pipelined_bulk_load_of_a_selected_pointer_compiles():
 def test_bulk_load_of_an_unproved_count_is_a_compile_error():
     # H is not specialized divisible: nothing proves whole 16-byte units
     with pytest.raises(kiln._C.MLIRError,
-                       match=r"test_bulk_load.py\":" + str(line_of("bulk-load-count")) +
+                       match=r"test_bulk_load.py\":" + str(source_line(HERE, "bulk-load-count")) +
                        r":.*'tile.ring_issue' op needs a count of whole 16-byte units for "
                        r"cp.async.bulk \(a multiple of 8 'bf16' elements\), but it is only "
                        r"known to be a multiple of 1"):
@@ -452,7 +444,7 @@ def test_bulk_load_count_errors_at_the_line(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         kernel.compile({"x_ptr": "*f32"}, upto="tile")
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
 
 
 @pytest.mark.parametrize("kernel,marker,message", COUNT_ERRORS)
@@ -460,4 +452,4 @@ def test_interpreter_reports_the_same_bulk_load_count_errors(kernel, marker, mes
     with pytest.raises(CompilationError) as info:
         interpret(kernel, (1,), np.zeros(64, np.float32))
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)

@@ -12,21 +12,13 @@ import kiln
 import kiln.language as kl
 from kiln import CompilationError
 from kiln.compiler.compiler import Specialization, compiler_available, normalize_cluster
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 HERE = os.path.abspath(__file__)
 ARCHS = ["sm_90a", "sm_100a", "sm_103a"]
 SHAPES = [(2, 1, 1), (4, 1, 1), (2, 2, 1), (1, 2, 2), (8, 1, 1)]
 
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="kiln._C is not built")
-
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(marker)
 
 
 @kiln.jit(num_warps=1, cluster=(2, 1, 1))
@@ -306,7 +298,7 @@ def test_cluster_errors_at_the_line(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         kernel.compile(sig, upto="tile")
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
 
 
 @pytest.mark.parametrize("kernel,marker,message", ERRORS)
@@ -315,7 +307,7 @@ def test_interpreter_reports_the_same_cluster_errors(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         interpret(kernel, (2,), *args)
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
 
 
 # ---------------------------------------------------------------------------
@@ -396,14 +388,14 @@ def test_interpreter_reads_from_an_exited_program_is_an_error():
     with pytest.raises(CompilationError) as info:
         interpret(_exits_early, (2,), np.zeros(16, np.float32))
     assert "the program of rank 1 in the cluster did not publish a tile" in info.value.message
-    assert info.value.lineno == line_of("E-exited")
+    assert info.value.lineno == source_line(HERE, "E-exited")
     assert "(program (0, 0, 0))" in info.value.message
 
 
 def test_interpreter_fault_in_a_cluster_does_not_hang():
     with pytest.raises(CompilationError) as info:
         interpret(_faults_while_the_other_waits, (2,), np.zeros(16, np.float32), 1000)
-    assert info.value.lineno == line_of("E-fault")
+    assert info.value.lineno == source_line(HERE, "E-fault")
     assert "(program (1, 0, 0))" in info.value.message
 
 
@@ -411,4 +403,4 @@ def test_interpreter_runtime_rank_outside_the_cluster():
     with pytest.raises(CompilationError) as info:
         interpret(_rank_at_runtime, (2,), np.zeros(16, np.float32), 5)
     assert "cluster_load: rank 5 is outside the cluster of 2 programs" in info.value.message
-    assert info.value.lineno == line_of("E-runtime-rank")
+    assert info.value.lineno == source_line(HERE, "E-runtime-rank")

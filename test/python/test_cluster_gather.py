@@ -12,20 +12,12 @@ import kiln
 import kiln.language as kl
 from kiln import CompilationError
 from kiln.compiler.compiler import compiler_available
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 HERE = os.path.abspath(__file__)
 ARCHS = ["sm_90a", "sm_100a", "sm_103a"]
 
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="kiln._C is not built")
-
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(marker)
 
 
 @kiln.jit(cluster=(4, 1, 1))
@@ -174,7 +166,7 @@ def test_cluster_gather_errors_at_the_line(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         kernel.compile({"x_ptr": "*f32"}, upto="tile")
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
 
 
 @pytest.mark.parametrize("kernel,marker,message", ERRORS)
@@ -182,4 +174,4 @@ def test_interpreter_reports_the_same_cluster_gather_errors(kernel, marker, mess
     with pytest.raises(CompilationError) as info:
         interpret(kernel, (kernel.cluster[0],), np.zeros(16, np.float32))
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)

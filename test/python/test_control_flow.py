@@ -13,21 +13,12 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 _C = pytest.importorskip("kiln._C")
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 HERE = os.path.abspath(__file__)
-
-
-def line_of(marker):
-    """Line number of the source line carrying the comment ``# <marker>``."""
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(f"marker {marker} not found")
 
 
 # ---------------------------------------------------------------------------
@@ -332,7 +323,7 @@ def test_control_flow_errors_point_at_the_source(kernel, marker, message):
         kernel.compile(signature, upto="tile")
     e = info.value
     assert e.filename == HERE
-    assert e.lineno == line_of(marker), str(e)
+    assert e.lineno == source_line(HERE, marker), str(e)
     assert message in e.message, str(e)
     assert f"# {marker}" in str(e)
 

@@ -11,7 +11,7 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 _C = pytest.importorskip("kiln._C")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -22,15 +22,6 @@ DTYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
 from dot_kernels import dot_tile, gemm  # noqa: E402
-
-
-def line_of(marker):
-    """Line number of the source line carrying the comment ``# <marker>``."""
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(f"marker {marker} not found")
 
 
 def _tile_sig(dt):
@@ -171,7 +162,7 @@ def test_dot_errors_at_their_line(case, message):
     sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*f32"}
     with pytest.raises(CompilationError, match=message) as info:
         bad_dot.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
-    assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)
+    assert f"{HERE}:{source_line(HERE, 'err-' + case)}:" in str(info.value)
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -414,7 +405,7 @@ def test_max_num_imprecise_acc_errors_at_their_line(case, message):
     sig = {"a_ptr": "*f8e4m3", "b_ptr": "*f8e4m3", "c_ptr": "*f32"}
     with pytest.raises(CompilationError, match=message) as info:
         bad_imprecise_acc.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
-    assert f"{HERE}:{line_of('imprecise-' + case)}:" in str(info.value)
+    assert f"{HERE}:{source_line(HERE, 'imprecise-' + case)}:" in str(info.value)
 
 
 def test_max_num_imprecise_acc_reaches_the_tile_dot():

@@ -12,21 +12,13 @@ import kiln
 import kiln.language as kl
 from kiln import CompilationError
 from kiln.compiler.semantic import Semantic
+from kiln.testing import source_line
 
 _C = pytest.importorskip("kiln._C")
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 HERE = os.path.abspath(__file__)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-
-
-def line_of(marker):
-    """Line number of the source line carrying the comment ``# <marker>``."""
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(f"marker {marker} not found")
 
 
 def situ_spec(dtype="bf16", linear=True):
@@ -249,7 +241,7 @@ def test_errors_point_at_the_source(kernel, marker, signature, message):
         kernel.compile(signature, upto="tile")
     e = info.value
     assert e.filename == HERE
-    assert e.lineno == line_of(marker), str(e)
+    assert e.lineno == source_line(HERE, marker), str(e)
     assert message in e.message, str(e)
     assert f"# {marker}" in str(e)  # the offending line is shown
     assert f"{HERE}:{e.lineno}:" in str(e)
@@ -259,8 +251,8 @@ def test_error_in_inlined_callee_names_the_call_site():
     with pytest.raises(CompilationError) as info:
         _err_in_callee.compile({"x_ptr": "*f32"}, upto="tile")
     e = info.value
-    assert e.lineno == line_of("ERR-callee")
-    assert f"{HERE}:{line_of('ERR-caller')}:" in str(e) and "called from here" in str(e)
+    assert e.lineno == source_line(HERE, "ERR-callee")
+    assert f"{HERE}:{source_line(HERE, 'ERR-caller')}:" in str(e) and "called from here" in str(e)
 
 
 def test_missing_constexpr_and_bad_signature():

@@ -13,19 +13,11 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
-from kiln.testing import assert_bf16_close, interpret
+from kiln.testing import assert_bf16_close, interpret, source_line
 
 BF16 = ml_dtypes.bfloat16
 HERE = os.path.abspath(__file__)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(marker)
 
 
 # ---------------------------------------------------------------------------
@@ -278,7 +270,7 @@ def test_out_of_bounds_is_an_error_at_the_line():
     x = np.zeros(10, dtype=np.float32)
     with pytest.raises(CompilationError) as info:
         interpret(_oob, (1,), x, BLOCK=16)
-    assert info.value.lineno == line_of("OOB-store")
+    assert info.value.lineno == source_line(HERE, "OOB-store")
     assert "out-of-bounds store through 'x_ptr'" in info.value.message
     assert "program (0, 0, 0)" in info.value.message
 
@@ -310,7 +302,7 @@ def test_same_errors_as_the_compiler(kernel, args, marker, message):
     x = np.zeros(64, dtype=np.float32)
     with pytest.raises(CompilationError) as info:
         interpret(kernel, (1,), x, *args)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)
     assert message in info.value.message
 
 

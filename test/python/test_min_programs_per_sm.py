@@ -11,18 +11,10 @@ import kiln
 import kiln.language as kl
 from kiln import CompilationError
 from kiln.compiler.compiler import compiler_available
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 HERE = os.path.abspath(__file__)
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="kiln._C is not built")
-
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(marker)
 
 
 @kiln.jit
@@ -85,4 +77,4 @@ def test_errors_at_the_line(kernel, marker, message):
     with pytest.raises(CompilationError) as info:
         kernel.compile(sig, upto="tile")
     assert message in info.value.message, str(info.value)
-    assert info.value.lineno == line_of(marker)
+    assert info.value.lineno == source_line(HERE, marker)

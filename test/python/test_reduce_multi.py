@@ -12,7 +12,7 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 _C = pytest.importorskip("kiln._C")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -25,15 +25,6 @@ from reduce_multi_kernels import (max_argmax_2d, max_rows_single, sum_count_rows
                                   sum_pair_1d, sum_pair_2d, triple_all, two_sums_1d)
 
 NP = {"f32": np.float32, "i32": np.int32, "bf16": ml_dtypes.bfloat16}
-
-
-def line_of(marker):
-    """Line number of the source line carrying the comment ``# <marker>``."""
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(f"marker {marker} not found")
 
 
 # ---------------------------------------------------------------------------
@@ -304,7 +295,7 @@ def test_reduce_errors_at_their_line(case, message):
     sig = {"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}
     with pytest.raises(CompilationError, match=message) as info:
         bad_reduce.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
-    assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)
+    assert f"{HERE}:{source_line(HERE, 'err-' + case)}:" in str(info.value)
 
 
 def test_reduce_errors_in_the_interpreter_too():

@@ -11,7 +11,7 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 _C = pytest.importorskip("kiln._C")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -24,15 +24,6 @@ from scan_kernels import cumsum_rows, scan_1d, scan_2d  # noqa: E402
 
 NP = {"f32": np.float32, "i32": np.int32, "bf16": ml_dtypes.bfloat16, "f16": np.float16,
       "i8": np.int8}
-
-
-def line_of(marker):
-    """Line number of the source line carrying the comment ``# <marker>``."""
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(f"marker {marker} not found")
 
 
 def out_type(dt, op):
@@ -249,7 +240,7 @@ def test_scan_errors_at_their_line(case, message):
     sig = {"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}
     with pytest.raises(CompilationError, match=message) as info:
         bad_scan.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
-    assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)
+    assert f"{HERE}:{source_line(HERE, 'err-' + case)}:" in str(info.value)
 
 
 def test_error_in_combine_fn_points_into_it():
@@ -257,8 +248,8 @@ def test_error_in_combine_fn_points_into_it():
     with pytest.raises(CompilationError) as info:
         bad_scan.compile(sig, {"CASE": "body"}, num_warps=4, upto="tile")
     text = str(info.value)
-    assert f"{HERE}:{line_of('err-body')}:" in text
-    assert f"{HERE}:{line_of('err-call')}:" in text  # "called from here"
+    assert f"{HERE}:{source_line(HERE, 'err-body')}:" in text
+    assert f"{HERE}:{source_line(HERE, 'err-call')}:" in text  # "called from here"
 
 
 def test_errors_in_the_interpreter_too():

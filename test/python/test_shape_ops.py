@@ -14,7 +14,7 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
-from kiln.testing import interpret
+from kiln.testing import interpret, source_line
 
 _C = pytest.importorskip("kiln._C")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -30,15 +30,6 @@ from shape_kernels import (complex_scale, deinterleave, dot_trans_b,  # noqa: E4
 NP = {"f32": np.float32, "i32": np.int32, "bf16": ml_dtypes.bfloat16, "i8": np.int8,
       "f16": np.float16}
 POINTERS = ["x_ptr", "y_ptr"]
-
-
-def line_of(marker):
-    """Line number of the source line carrying the comment ``# <marker>``."""
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(f"marker {marker} not found")
 
 
 def _random(rng, dt, shape):
@@ -294,7 +285,7 @@ def test_trans_errors_at_their_line(case, message):
     sig = {"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}
     with pytest.raises(CompilationError, match=message) as info:
         bad_trans.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
-    assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)
+    assert f"{HERE}:{source_line(HERE, 'err-' + case)}:" in str(info.value)
 
 
 def test_errors_in_the_interpreter_too():
@@ -440,4 +431,4 @@ def test_shape_errors_at_their_line(case, message):
     sig = {"x_ptr": "*f32", "y_ptr": "*f32", "n": "i32"}
     with pytest.raises(CompilationError, match=message) as info:
         bad_shapes.compile(sig, {"CASE": case}, num_warps=4, upto="tile")
-    assert f"{HERE}:{line_of('err-' + case)}:" in str(info.value)
+    assert f"{HERE}:{source_line(HERE, 'err-' + case)}:" in str(info.value)

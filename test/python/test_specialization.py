@@ -11,16 +11,9 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln import CompilationError
+from kiln.testing import source_line
 
 HERE = os.path.abspath(__file__)
-
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, line in enumerate(f, 1):
-            if f"# {marker}" in line and "marker" not in line:
-                return i
-    raise AssertionError(marker)
 
 
 class FakeCudaArray:
@@ -274,9 +267,9 @@ def test_error_class_at_the_line(kernel, marker, message):
     e = info.value
     assert message in e.message, str(e)
     if marker == "E-return":  # reported at the def (the kernel as a whole)
-        assert e.lineno < line_of(marker)
+        assert e.lineno < source_line(HERE, marker)
     else:
-        assert e.lineno == line_of(marker), str(e)
+        assert e.lineno == source_line(HERE, marker), str(e)
         assert f"# {marker}" in str(e)
     assert e.filename == HERE and "Traceback" not in str(e)
 
@@ -292,4 +285,4 @@ def test_interpreter_reports_the_same_errors(kernel, marker, message):
     args = [np.zeros(64, np.float32)] + [4] * (len(kernel.source.param_names) - 1)
     with pytest.raises(CompilationError) as info:
         interpret(kernel, (1,), *args)
-    assert message in info.value.message and info.value.lineno == line_of(marker)
+    assert message in info.value.message and info.value.lineno == source_line(HERE, marker)
