@@ -81,15 +81,20 @@ programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one
 In the cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c + 1) * H/8)
 (896 at K3, a masked 1024-wide tile) of ALL rows at once: the bank rows as one [RP, SLICE]
 tile (RP = the next power of two of nvb, a constexpr; rows past nvb masked) and the prefix
-row as a [SLICE] tile of its own (so nvb = 8 takes 8 rows, not 16): every load is issued up
-front, then the partial sums of squares and dots with cw (one ``kl.reduce`` for the bank
-rows, one for the prefix), one ``kl.cluster_gather`` of the [RP, 2, 2] partials summed over
-the cluster, the same scores and softmax in every program (p normalized first: mix = sum_r
-p_r rows_r), the slice of mix, a second ``cluster_gather`` of its partial sum of squares for
+row as a [SLICE] tile of its own (so nvb = 8 takes 8 rows, not 16): every load (ow too) is
+issued up front, then the partial sums of squares and dots with cw of the bank rows and of
+the prefix row in ONE four-way ``kl.reduce`` over the columns (the prefix's on row 0), those
+four [RP] tiles as the rows of a [4, RP] tile built by selects (no data moves between
+threads), one ``kl.cluster_gather`` of it, summed over the ranks in a second four-way
+reduction, the same scores and softmax in every program (p normalized first: mix = sum_r
+p_r rows_r, a sum within the thread: with 2 or 4 warps a thread holds every row of its
+columns), the slice of mix, a second ``cluster_gather`` of its partial sum of squares for
 the output RMSNorm, and the program's H/8 outputs (and, with write_prefix, its slice of the
-snapshot, stored from the prefix row as loaded). Four cluster barriers in all. The wrapper
-picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb <= CLUSTER_MAX_ROWS (and H / 8
-is a multiple of 8).
+snapshot, stored from the prefix row as loaded). Four cluster barriers in all; the former
+form (three joins, a gathered [RP, 2, 2] tile, three splits: 18 block barriers against 4)
+measured 4.3-4.4 / 3.9 us at 4 warps (nvb 8 / nvb 4 with write_prefix) against 4.3 / 3.6.
+The wrapper picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb <=
+CLUSTER_MAX_ROWS (and H / 8 is a multiple of 8).
 
 Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
 the kernel waits for the previous grid before its first load (the spec's CUDA kernel reads the
@@ -115,6 +120,11 @@ MAX_NVB = 8
 @kiln.jit
 def _add_pairs(ss0, dot0, ss1, dot1):
     return ss0 + ss1, dot0 + dot1
+
+
+@kiln.jit
+def _add_quads(a0, b0, c0, d0, a1, b1, c1, d1):
+    return a0 + a1, b0 + b1, c0 + c1, d0 + d1
 
 
 @kiln.jit
@@ -320,7 +330,7 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
 CLUSTER_SIZE = 8
 
 
-@kiln.jit(num_warps=8, cluster=(CLUSTER_SIZE, 1, 1), do_not_specialize=["T", "nvb"])
+@kiln.jit(num_warps=4, cluster=(CLUSTER_SIZE, 1, 1), do_not_specialize=["T", "nvb"])
 def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
                             b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
                             WRITE_PREFIX: kl.constexpr):
@@ -344,20 +354,30 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
                    other=0.0)
     prefix = kl.load(prefix_ptr + tok * p_s0 + cols, mask=cmask, other=0.0)
     cw = kl.load(cw_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
+    ow = kl.load(ow_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
     xb = bank.to(kl.float32)  # zero in the masked lanes and rows
     xp = prefix.to(kl.float32)
-    # The slice's partial (sum x^2, <x, cw>) of every bank row and of the prefix row (each
-    # pair in one reduction), as one [RP, 2, 2] tile (the prefix's on every row) summed over
-    # the cluster.
-    ss_b, dot_b = kl.reduce((xb * xb, xb * cw[None, :]), 1, _add_pairs)
-    ss_p, dot_p = kl.reduce((xp * xp, xp * cw), 0, _add_pairs)
-    zero = kl.zeros((RP,), kl.float32)
-    part = kl.join(kl.join(ss_b, dot_b), kl.join(zero + ss_p, zero + dot_p))
-    bank_sums, prefix_sums = kl.split(kl.sum(kl.cluster_gather(part), axis=0))
-    ss_b, dot_b = kl.split(bank_sums)
-    ss_p, dot_p = kl.split(prefix_sums)
+    # The slice's partial sums of squares and dots with cw of every bank row, and of the
+    # prefix row (on row 0 of the [RP] results, zero elsewhere), in ONE four-way reduction.
+    first = r2 == 0
+    ss_b, dot_b, ss_p, dot_p = kl.reduce(
+        (xb * xb, xb * cw[None, :], kl.where(first, (xp * xp)[None, :], 0.0),
+         kl.where(first, (xp * cw)[None, :], 0.0)), 1, _add_quads)
+    # ... as the rows of one [4, RP] tile (selects of broadcasts: no data moves between
+    # threads), gathered over the cluster as [S * 4, RP] and summed over the ranks per row
+    # of the four in one more four-way reduction.
+    q = kl.arange(0, 4)[:, None]
+    part = kl.where(q == 0, ss_b[None, :], kl.where(q == 1, dot_b[None, :], kl.where(
+        q == 2, ss_p[None, :], dot_p[None, :])))
+    g = kl.reshape(kl.cluster_gather(part), (CLUSTER_SIZE * 4, RP))
+    k = kl.arange(0, CLUSTER_SIZE * 4)[:, None] % 4
+    ss_b, dot_b, ss_p, dot_p = kl.reduce(
+        (kl.where(k == 0, g, 0.0), kl.where(k == 1, g, 0.0), kl.where(k == 2, g, 0.0),
+         kl.where(k == 3, g, 0.0)), 0, _add_quads)
+    ss_p = kl.sum(ss_p, axis=0)  # row 0 holds the prefix row's sums
+    dot_p = kl.sum(dot_p, axis=0)
     s_b = kl.where(rows < nvb, dot_b * kl.rsqrt(ss_b * inv_h + eps), -float("inf"))
-    s_p = kl.max(dot_p * kl.rsqrt(ss_p * inv_h + eps), axis=0)  # the rows hold one value
+    s_p = dot_p * kl.rsqrt(ss_p * inv_h + eps)
     m = kl.maximum(kl.max(s_b, axis=0), s_p)
     p_b = kl.exp(s_b - m)  # the padding rows: exp(-inf) = 0
     p_p = kl.exp(s_p - m)
@@ -365,7 +385,6 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     mix = kl.sum(xb * (p_b * inv)[:, None], axis=0) + xp * (p_p * inv)  # zero when masked
     ssm = kl.full((1,), 0.0, kl.float32) + kl.sum(mix * mix, axis=0)
     ssm = kl.sum(kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,)), axis=0)
-    ow = kl.load(ow_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
     kl.store(out_ptr + tok * o_s0 + cols, mix * kl.rsqrt(ssm * inv_h + eps) * ow, mask=cmask)
     if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
         kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, prefix, mask=cmask)
@@ -417,17 +436,20 @@ RING = True
 #: 4 warps x 4 (registers capped to 128: spills) 1471-1666. Smaller programs make each row's
 #: block reduction cheaper and let more rows be folded at once. 0 programs: one per token.
 RING_THREAD_ELEMS, RING_STAGES, RING_PROGRAMS_PER_SM = 64, 3, 3
-#: ... and where they do not (T < RING_PROGRAMS_PER_SM x SMs, above the cluster kernel's few
-#: tokens: a program owns one token, whose nvb + 1 rows are its whole latency): the former
-#: 16-warp programs, 4 stages, 2 an SM (64 registers). Untimed against the 4-warp ones there.
-RING_FEW_THREAD_ELEMS, RING_FEW_STAGES, RING_FEW_PROGRAMS_PER_SM = 16, 4, 2
+#: ... and where T <= SMs (above the cluster kernel's few tokens: every program owns one
+#: token, whose nvb + 1 rows are its whole latency): 8-warp programs (32 elements a thread),
+#: 3 stages, 2 an SM. H200 (nvb 8 / nvb 4 with write_prefix, us): T = 34: 10.3 / 7.1 (16
+#: warps x 4 stages x 2, the former choice: 11.6 / 8.1; 4 warps x 3 x 3: 11.3 / 8.0); T = 64:
+#: 10.6 / 7.2 (11.9 / 8.6); T = 128: 11.3 / 8.2 (12.8 / 9.4; 4 warps: 12.1 / 9.1). From T = 200
+#: the RING_* programs are as fast or faster (T = 200: 14.7 against 15.4; T = 395: 20.3
+#: against 27.5), bench/results/h200-bench_kimi_k3_attn_res_small_t.md.
+RING_FEW_THREAD_ELEMS, RING_FEW_STAGES, RING_FEW_PROGRAMS_PER_SM = 32, 3, 2
 
 
 def ring_config(t: int, num_sms: Optional[int]) -> tuple:
     """(thread elements, stages, programs an SM) of the ring kernel for T tokens: the
-    RING_FEW_* programs where T does not fill RING_PROGRAMS_PER_SM x SMs programs (with an
-    SM count), else the RING_* ones."""
-    if num_sms and t < RING_PROGRAMS_PER_SM * num_sms:
+    RING_FEW_* programs where T <= SMs (with an SM count), else the RING_* ones."""
+    if num_sms and t <= num_sms:
         return RING_FEW_THREAD_ELEMS, RING_FEW_STAGES, RING_FEW_PROGRAMS_PER_SM
     return RING_THREAD_ELEMS, RING_STAGES, RING_PROGRAMS_PER_SM
 
@@ -481,29 +503,38 @@ def persistent_specs(ring: bool) -> list:
 AOT_SPECIALIZATIONS = persistent_specs(RING)
 
 #: The small-T cluster kernel runs when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (H200: T <=
-#: 33): its T clusters of 8 programs then fit in about two waves, where the persistent kernel's
-#: T programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T = 1). 0: never.
+#: 49): its T clusters of 8 small programs then run at once (3 an SM), where the persistent
+#: kernel's T programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T =
+#: 1). H200, nvb 8 / nvb 4 with write_prefix: T = 33: 7.1 / 5.7 us (ring: 9.9 / 7.1); T = 48:
+#: 8.4 / 6.0 (10.2 / 7.3); T = 64: 13.0 / 6.9 (10.4 / 7.2: the ring from here). 0: never.
 #: Without an SM count (not a CUDA tensor) the persistent kernel runs.
-CLUSTER_MAX_WAVES = 2
+CLUSTER_MAX_WAVES = 3
 #: ... and when the nvb bank rows fit CLUSTER_MAX_ROWS. The prefix row is a tile of its own, so
 #: nvb = 8 takes 8 bank rows, not 16 padded ones: H200 T = 1, nvb = 8: 6.19 us (the persistent
 #: kernel: 9.83; with the prefix as row nvb of 16: 12.6), nvb = 4: 5.70 -> 5.39 us
 #: (bench/results/h200-bench_kimi_k3_sweep_attn_res_t1.md).
 CLUSTER_MAX_ROWS = 8
-#: row elements a thread of the cluster kernel holds at most ([RP, SLICE] over 8 to 16 warps:
-#: sm_90a registers RP 1 -> 40, 2 -> 40, 4 -> 64, 8 -> 117, 16 -> 120 at 16 warps; no spills)
-CLUSTER_THREAD_ELEMS = 32
+#: warps of a cluster kernel program: CLUSTER_WARPS where the T x CLUSTER_SIZE programs fit
+#: one an SM, else CLUSTER_MANY_WARPS. Fewer warps are faster: each thread then holds every
+#: bank row of its columns (the row sums of the mix stay in the thread) and the block
+#: reductions span fewer warps. H200 T = 1, nvb 8 / nvb 4 with write_prefix: 2 warps 5.7 /
+#: 3.5 us, 4 warps 4.3 / 3.6, 8 warps 6.2 / 5.0, 16 warps 11.8 / 10.4; T = 33: 2 warps 7.1 /
+#: 5.7, 4 warps 8.1 / 6.1 (bench/results/h200-bench_kimi_k3_attn_res_small_t.md). sm_90a
+#: registers at RP = 8: 161 (4 warps), 233 (2 warps); no spills.
+CLUSTER_WARPS, CLUSTER_MANY_WARPS = 4, 2
 
 
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _cluster_config(h: int, nvb: int) -> tuple:
+def _cluster_config(h: int, nvb: int, t: int = 1, num_sms: Optional[int] = None) -> tuple:
     """(SLICE, RP, num_warps) of the cluster kernel: a program's H / CLUSTER_SIZE columns in a
-    power-of-two tile, the nvb bank rows padded to a power of two (at least one)."""
+    power-of-two tile, the nvb bank rows padded to a power of two (at least one), and
+    CLUSTER_WARPS or, where T clusters do not fit one program an SM, CLUSTER_MANY_WARPS."""
     slice_, rp = _pow2(h // CLUSTER_SIZE), _pow2(max(nvb, 1))
-    return slice_, rp, min(16, max(8, rp * slice_ // (32 * CLUSTER_THREAD_ELEMS)))
+    few = not num_sms or t * CLUSTER_SIZE <= num_sms
+    return slice_, rp, CLUSTER_WARPS if few else CLUSTER_MANY_WARPS
 
 
 def use_cluster_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool:
@@ -515,18 +546,19 @@ def use_cluster_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool
             and nvb <= CLUSTER_MAX_ROWS and h % (8 * CLUSTER_SIZE) == 0)
 
 
-def _cluster_kernel_name(write_prefix: bool, rp: int) -> str:
-    return f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
+def _cluster_kernel_name(write_prefix: bool, rp: int, warps: int) -> str:
+    return f"attn_res_cluster_rp{rp}_w{warps}" + ("_write_prefix" if write_prefix else "")
 
 
 #: one specialization per padded bank row count (nvb 0..1 -> 1 row, 2 -> 2, 3..4 -> 4, 5..8 -> 8)
 _CLUSTER_ROWS = tuple(1 << i for i in range(CLUSTER_MAX_ROWS.bit_length()))
 
 AOT_SPECIALIZATIONS += [
-    Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp), signature=_SIGNATURE,
+    Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp, warps), signature=_SIGNATURE,
          constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp},
-         divisibility=_DIVISIBILITY, num_warps=_cluster_config(HIDDEN, rp)[2])
-    for rp in _CLUSTER_ROWS for wp in (False, True)
+         divisibility=_DIVISIBILITY, num_warps=warps)
+    for rp in _CLUSTER_ROWS for warps in dict.fromkeys((CLUSTER_WARPS, CLUSTER_MANY_WARPS))
+    for wp in (False, True)
 ]
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
@@ -551,7 +583,7 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     strides and H multiples of 8 (16-byte vectors), 16-byte aligned, H <= 16384 (K3: 7168);
     0 <= nvb <= 8; ``write_prefix`` needs NB > nvb. Returns out. Every check raises before any
     launch; T = 0 launches nothing. Few tokens on a CUDA device (``use_cluster_kernel``: H200
-    T <= 33 at K3's H) run ``attn_res_cluster_kernel``, one token per cluster of 8 programs;
+    T <= 49 at K3's H) run ``attn_res_cluster_kernel``, one token per cluster of 8 programs;
     the others the persistent kernel (``attn_res_ring_kernel`` with RING)."""
     op = "attn_res"
     for what, v in (("prefix_sum", prefix_sum), ("bank", bank), ("cw", cw), ("ow", ow)):
@@ -606,8 +638,8 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     num_sms = _num_sms(prefix_sum)
     args = (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps))
     if use_cluster_kernel(t, h, nvb, num_sms):
-        slice_, rp, num_warps = _cluster_config(h, nvb)
-        L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp),
+        slice_, rp, num_warps = _cluster_config(h, nvb, t, num_sms)
+        L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp, num_warps),
                  (t * CLUSTER_SIZE,), args,
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
         return out

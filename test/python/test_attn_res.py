@@ -225,13 +225,13 @@ def test_ring_every_nvb(via_interpreter, ring, nvb, write_prefix):
 
 
 def test_ring_config_by_token_count():
-    """The many-token ring configuration where T fills RING_PROGRAMS_PER_SM x SMs programs,
-    the few-token one below (with an SM count), the many-token one without."""
+    """The few-token ring configuration where T <= SMs (with an SM count), the many-token
+    one above and without an SM count."""
     many = (mod.RING_THREAD_ELEMS, mod.RING_STAGES, mod.RING_PROGRAMS_PER_SM)
     few = (mod.RING_FEW_THREAD_ELEMS, mod.RING_FEW_STAGES, mod.RING_FEW_PROGRAMS_PER_SM)
-    full = mod.RING_PROGRAMS_PER_SM * 132
-    assert mod.ring_config(full, 132) == many and mod.ring_config(16384, 132) == many
-    assert mod.ring_config(full - 1, 132) == few and mod.ring_config(64, 132) == few
+    assert few != many
+    assert mod.ring_config(133, 132) == many and mod.ring_config(16384, 132) == many
+    assert mod.ring_config(132, 132) == few and mod.ring_config(64, 132) == few
     assert mod.ring_config(64, None) == many
 
 
@@ -271,7 +271,8 @@ def test_ring_k3_hidden(via_interpreter, ring, monkeypatch):
     monkeypatch.setattr(mod, "_num_sms", lambda x: 1)
     rng = np.random.default_rng(7169)
     check(*make_inputs(rng, 2, 9, mod.HIDDEN), 8, True)
-    assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 16
+    assert via_interpreter[-1][2]["BLOCK"] == 8192
+    assert via_interpreter[-1][3] == mod._config(mod.HIDDEN, mod.RING_THREAD_ELEMS)[1]
 
 
 @pytest.mark.parametrize("sms", [1, 3])
@@ -499,7 +500,7 @@ def test_aot_specializations():
                         (mod.RING_FEW_THREAD_ELEMS, mod.RING_FEW_STAGES,
                          mod.RING_FEW_PROGRAMS_PER_SM))
         for wp in ("", "_write_prefix")]
-    assert [s.num_warps for s in specs] == [4, 4, 16, 16]
+    assert [s.num_warps for s in specs] == [4, 4, 8, 8]
     for s in specs:
         assert s.constexprs["BLOCK"] == 8192 and s.kernel is mod.attn_res_ring_kernel
     specs = mod.persistent_specs(False)[:2]
@@ -620,10 +621,10 @@ def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, warps = via_interpreter[-1]
     rp = 1 << (max(nvb, 1) - 1).bit_length()  # the bank rows' next power of two (at least 1)
-    assert name == f"attn_res_cluster_rp{rp}" + ("_write_prefix" if write_prefix else "")
+    assert warps == mod.CLUSTER_WARPS  # 3 x 8 programs fit one an SM of 1000
+    assert name == f"attn_res_cluster_rp{rp}_w{warps}" + ("_write_prefix" if write_prefix else "")
     assert grid == (t * mod.CLUSTER_SIZE,)
     assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix}
-    assert 8 <= warps <= 16
 
 
 @pytest.mark.parametrize("t", [1, 2, 7])
@@ -644,7 +645,7 @@ def test_cluster_strided_views_and_untouched_memory(via_interpreter, many_sms, m
 
 def test_cluster_write_prefix_is_a_bit_copy(via_interpreter, many_sms, monkeypatch):
     test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, False)
-    assert via_interpreter[-1][0] == "attn_res_cluster_rp1_write_prefix"  # nvb = 1
+    assert via_interpreter[-1][0] == "attn_res_cluster_rp1_w4_write_prefix"  # nvb = 1
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
@@ -659,8 +660,8 @@ def test_cluster_eps_is_used_twice(via_interpreter, many_sms, monkeypatch):
 
 
 @pytest.mark.parametrize("t,h,nvb,sms,cluster", [
-    (1, 256, 3, 4, True), (2, 256, 3, 4, False),         # T * 8 <= 2 x SMs
-    (33, 256, 3, 132, True), (34, 256, 3, 132, False),   # H200: up to 33 tokens
+    (1, 256, 3, 4, True), (2, 256, 3, 4, False),         # T * 8 <= 3 x SMs
+    (49, 256, 3, 132, True), (50, 256, 3, 132, False),   # H200: up to 49 tokens
     (1, 1000, 3, 132, False), (1, 8, 3, 132, False),     # H / 8 not a multiple of 8
     (1, 256, 3, None, False),                            # no SM count: the persistent kernel
     (1, 256, 8, 132, True), (1, 256, 0, 132, True),      # nvb <= CLUSTER_MAX_ROWS (8)
@@ -694,13 +695,22 @@ def test_one_token_specializations():
 def test_cluster_aot_specializations():
     specs = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.attn_res_cluster_kernel]
     assert sorted(s.kernel_name for s in specs) == sorted(
-        f"attn_res_cluster_rp{rp}" + wp for rp in (1, 2, 4, 8)
+        f"attn_res_cluster_rp{rp}_w{w}" + wp for rp in (1, 2, 4, 8) for w in (2, 4)
         for wp in ("", "_write_prefix"))
     for s in specs:
         assert s.constexprs["SLICE"] == 1024 and s.kernel.cluster == (8, 1, 1)
-        assert (s.constexprs["SLICE"], s.constexprs["RP"], s.num_warps) == mod._cluster_config(
-            mod.HIDDEN, s.constexprs["RP"])
+        assert (s.constexprs["SLICE"], s.constexprs["RP"]) == mod._cluster_config(
+            mod.HIDDEN, s.constexprs["RP"])[:2]
     assert mod.attn_res_cluster_kernel.do_not_specialize == {"T", "nvb"}
+
+
+def test_cluster_warps_by_token_count():
+    """4-warp programs where the T clusters fit one program an SM (and without an SM
+    count), 2-warp ones above."""
+    assert mod._cluster_config(7168, 8) == (1024, 8, mod.CLUSTER_WARPS)
+    assert mod._cluster_config(7168, 5, 16, 132) == (1024, 8, mod.CLUSTER_WARPS)
+    assert mod._cluster_config(7168, 3, 17, 132) == (1024, 4, mod.CLUSTER_MANY_WARPS)
+    assert mod._cluster_config(7168, 0, 49, 132) == (1024, 1, mod.CLUSTER_MANY_WARPS)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -1,0 +1,172 @@
+"""Benchmark: attn_res at few tokens (KERNELS.md §4.4), where its time is latency, not bandwidth.
+
+Three tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k3/run.py):
+
+1. What a cluster kernel's steps cost: an empty 8-warp kernel (grid 8) without and with a
+   cluster of 8, then 0..8 cluster barriers and 1..4 ``kl.cluster_gather`` of 4 floats.
+2. The cluster kernel (one token per cluster of 8 programs) at T in {1, 8, 33, 48} for 2, 4
+   and 8 warps a program, nvb 8 and nvb 4 with write_prefix (checked against the fp32
+   reference first).
+3. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
+   (thread elements x stages x programs an SM) the module knobs give.
+
+    python bench/kimi_k3/attn_res_small_t.py [--out DIR]
+
+writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import kiln  # noqa: E402
+import kiln.language as kl  # noqa: E402
+import run as R  # noqa: E402
+from kernels_dsl.kimi_k3 import attn_res as A  # noqa: E402
+
+
+@kiln.jit(num_warps=8)
+def _empty(x_ptr, n):
+    kl.pdl_wait()
+    offs = kl.program_id(0) + kl.arange(0, 1)
+    kl.store(x_ptr + offs, 0.0, mask=offs < n)
+    kl.pdl_launch_dependents()
+
+
+@kiln.jit(num_warps=8, cluster=(8, 1, 1))
+def _barriers(x_ptr, n, NB: kl.constexpr):
+    kl.pdl_wait()
+    for _ in kl.static_range(NB):
+        kl.cluster_barrier()
+    offs = kl.program_id(0) + kl.arange(0, 1)
+    kl.store(x_ptr + offs, 0.0, mask=offs < n)
+    kl.pdl_launch_dependents()
+
+
+@kiln.jit(num_warps=8, cluster=(8, 1, 1))
+def _gathers(x_ptr, n, NG: kl.constexpr):
+    kl.pdl_wait()
+    v = kl.full((4,), 1.0, kl.float32) + kl.cluster_cta_rank().to(kl.float32)
+    for _ in kl.static_range(NG):
+        v = kl.sum(kl.reshape(kl.cluster_gather(v), (8, 4)), axis=0)
+    offs = kl.program_id(0) * 4 + kl.arange(0, 4)
+    kl.store(x_ptr + offs, v, mask=offs < n)
+    kl.pdl_launch_dependents()
+
+
+def us(fn, sets):
+    return R.graph_time_ms(fn, sets) * 1e3
+
+
+def check(case):
+    name, _, _, sets, fn, ref = case
+    R.check(name, fn, ref, sets[0])
+
+
+def steps():
+    x = [(torch.zeros(64, device="cuda"),) for _ in range(4)]
+    rows = [("empty, grid 8", us(lambda a: _empty[(8,)](a, 0), x)),
+            ("empty, grid 8, cluster 8", us(lambda a: _empty[(8,)](a, 0, cluster=(8, 1, 1)), x))]
+    rows += [(f"{nb} cluster barriers", us(lambda a, nb=nb: _barriers[(8,)](a, 0, NB=nb), x))
+             for nb in (0, 1, 2, 4, 8)]
+    rows += [(f"{ng} cluster_gather", us(lambda a, ng=ng: _gathers[(8,)](a, 0, NG=ng), x))
+             for ng in (1, 2, 4)]
+    return rows
+
+
+def cluster_warps():
+    orig, rows = A._cluster_config, []
+    try:
+        for t in (1, 8, 33, 48):
+            for nvb, wp in ((8, False), (4, True)):
+                case = R._case_attn_res(t, nvb, wp)
+                for w in (2, 4, 8):
+                    A._cluster_config = lambda h, n, t_=1, s=None, w=w: orig(h, n)[:2] + (w,)
+                    check(case)
+                    rows.append((t, nvb, wp, w, us(case[4], case[3])))
+    finally:
+        A._cluster_config = orig
+    return rows
+
+
+def cluster_or_ring():
+    knobs = ("RING_FEW_THREAD_ELEMS", "RING_FEW_STAGES", "RING_FEW_PROGRAMS_PER_SM",
+             "CLUSTER_MAX_WAVES", "_cluster_config")
+    saved = {k: getattr(A, k) for k in knobs}
+    configs = [("cluster, 2 warps", None), ("ring 16x4x2", (16, 4, 2)),
+               ("ring 32x3x2", (32, 3, 2)), ("ring 32x4x1", (32, 4, 1)),
+               ("ring 64x3x3", (64, 3, 3))]
+    rows = []
+    try:
+        for t in (33, 48, 64, 128, 200, 395):
+            for nvb, wp in ((8, False), (4, True)):
+                case = R._case_attn_res(t, nvb, wp)
+                for label, ring in configs:
+                    if ring is None:
+                        A.CLUSTER_MAX_WAVES = 1000
+                        A._cluster_config = (lambda h, n, t_=1, s=None:
+                                             saved["_cluster_config"](h, n)[:2] + (2,))
+                    else:
+                        A.CLUSTER_MAX_WAVES = 0
+                        (A.RING_FEW_THREAD_ELEMS, A.RING_FEW_STAGES,
+                         A.RING_FEW_PROGRAMS_PER_SM) = ring
+                        # the few-token configuration at every T of this table
+                        A.ring_config = (lambda t_, s, r=ring: r)
+                    check(case)
+                    rows.append((t, nvb, wp, label, us(case[4], case[3])))
+                    for k, v in saved.items():
+                        setattr(A, k, v)
+                    A.ring_config = ring_config
+    finally:
+        for k, v in saved.items():
+            setattr(A, k, v)
+        A.ring_config = ring_config
+    return rows
+
+
+ring_config = A.ring_config
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args()
+    empty = us(lambda a: R._empty_kernel[(1,)](a, 0), [(torch.zeros(1, device="cuda"),)] * 4)
+    res = {"device": torch.cuda.get_device_name(), "empty kiln kernel us": empty,
+           "steps": steps(), "cluster warps": cluster_warps(), "cluster or ring": cluster_or_ring()}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "attn_res_small_t.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    md = [f"# attn_res at few tokens on {res['device']}",
+          f"GPU time per call (CUDA-graph replay); empty kiln kernel (1 warp) {empty:.2f} us; "
+          "`python bench/kimi_k3/attn_res_small_t.py`", "", "## Steps of a cluster kernel", "",
+          "| kernel | us |", "|---|---|"]
+    md += [f"| {k} | {v:.2f} |" for k, v in res["steps"]]
+    md += ["", "## Cluster kernel warps (us)", "", "| T | nvb | write_prefix | 2 warps | 4 warps "
+           "| 8 warps |", "|---|---|---|---|---|---|"]
+    cw = res["cluster warps"]
+    for i in range(0, len(cw), 3):
+        t, nvb, wp = cw[i][:3]
+        md.append(f"| {t} | {nvb} | {wp} | " + " | ".join(f"{r[4]:.2f}" for r in cw[i:i + 3]) + " |")
+    co = res["cluster or ring"]
+    labels = list(dict.fromkeys(r[3] for r in co))
+    md += ["", "## Cluster kernel or row ring (us; ring: thread elements x stages x programs "
+           "an SM)", "", "| T | nvb | write_prefix | " + " | ".join(labels) + " |",
+           "|---|---|---|" + "---|" * len(labels)]
+    for i in range(0, len(co), len(labels)):
+        t, nvb, wp = co[i][:3]
+        md.append(f"| {t} | {nvb} | {wp} | " + " | ".join(
+            f"{r[4]:.2f}" for r in co[i:i + len(labels)]) + " |")
+    with open(os.path.join(args.out, "attn_res_small_t.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
