@@ -129,9 +129,18 @@ SWEEPS = [
     (concat_mla, "case_concat_mla_k", 16384,
      _pairs(("K_ROWS", "K_WARPS"), ((16, 4), (4, 1), (8, 1), (8, 2), (16, 2), (32, 4), (32, 8),
                                     (64, 8), (64, 16)))),
-    # kv_indices: BLOCK pages at a time on NUM_WARPS, one program per request
+    # kv_indices: BLOCK pages at a time on NUM_WARPS, one program per request (FEW_BLOCK and
+    # FEW_NUM_WARPS where bs <= SMs); PDL: programmatic dependent launch
     (kv_indices, "case_kv_indices", 16384,
-     _pairs(("BLOCK", "NUM_WARPS"), ((64, 2), (128, 4), (128, 2), (64, 1), (256, 4)))),
+     _pairs(("BLOCK", "NUM_WARPS"), ((64, 2), (128, 4), (128, 2), (64, 1), (256, 4)))
+     + _grid(PDL=(False,))),
+] + [
+    (kv_indices, "case_kv_indices", t,
+     _pairs(("FEW_BLOCK", "FEW_NUM_WARPS", "PDL"),
+            ((128, 4, True), (64, 2, True), (64, 2, False), (128, 4, False), (128, 2, True),
+             (256, 4, True), (256, 8, True))))
+    for t in (1, 64)
+] + [
     # pack_topk_ids: BLOCK elements per program on NUM_WARPS warps; PDL: programmatic
     # dependent launch (the launch overlaps the previous kernel's tail)
     (pack_topk_ids, "case_pack_topk_ids", 16384,

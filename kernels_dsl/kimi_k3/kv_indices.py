@@ -34,14 +34,28 @@ PAGE = 64
 #: 128 / 2 36.2; a variant with 2 to 16 requests per program (several page loads in flight a
 #: thread) measured 35.5-39.5 us and was not kept.
 BLOCK, NUM_WARPS = 64, 2
+#: ... and where the requests fit one program an SM (bs <= SMs: decode batches), FEW_BLOCK
+#: pages at a time on FEW_NUM_WARPS: every program then runs at once and the kernel takes
+#: one program's latency, in which each loop iteration is a chain of two dependent loads (the
+#: token id, then its v2p entry): K3's 8192-token contexts (128 pages) take one iteration.
+#: H200 (``bench/kimi_k3/run.py --sweep --only kv_indices``; bs = 1 / 64, us): 256 pages on 4
+#: warps 1.51 / 1.68, on 8 1.56 / 1.80; 128 on 2 1.67 / 1.91, on 4 1.86 / 1.99; 64 on 2 (the
+#: former kernel) 1.74 / 2.29, without PDL 2.01 / 2.49 (torch.compile: 1.94 / 2.44).
+FEW_BLOCK, FEW_NUM_WARPS = 256, 4
+#: programmatic dependent launch: ``pdl_wait`` before the first load, the next grid launched
+#: when the stores are issued (the launch overlaps the previous kernel's tail; -0.25 us at
+#: bs = 1, no change at bs = 16384).
+PDL = True
 
 
 @kiln.jit(num_warps=4)
 def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
                       out_s0, max_blocks, num_vpages, PAGE: kl.constexpr,
                       PAGE_MULT: kl.constexpr, HAS_START: kl.constexpr, HAS_V2P: kl.constexpr,
-                      BLOCK: kl.constexpr):
+                      BLOCK: kl.constexpr, PDL: kl.constexpr = False):
     b = kl.program_id(0)
+    if PDL:
+        kl.pdl_wait()  # the indices and lengths may come from the previous kernels
     req = kl.load(req_ptr + b).to(kl.int64)
     n = kl.load(lens_ptr + b)
     if HAS_START:
@@ -65,23 +79,35 @@ def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r
         else:
             ppage = vpage
         kl.store(dst + p, kl.where(ok, ppage * PAGE_MULT, -1).to(kl.int32), mask=m)
+    if PDL:
+        kl.pdl_launch_dependents()
 
 
-def _name(req_i64: bool) -> str:
-    return "kv_indices" if req_i64 else "kv_indices_req32"
+def _name(req_i64: bool, block: int = BLOCK) -> str:
+    return ("kv_indices" if req_i64 else "kv_indices_req32") + (
+        "" if block == BLOCK else f"_b{block}")
+
+
+def block_config(bs: int, num_sms: Optional[int]) -> tuple:
+    """(BLOCK, num_warps) of a launch for bs requests: FEW_* where they fit one program an
+    SM (with an SM count), else BLOCK and NUM_WARPS."""
+    if num_sms and bs <= num_sms:
+        return FEW_BLOCK, FEW_NUM_WARPS
+    return BLOCK, NUM_WARPS
 
 
 #: K3: PAGE 64; PAGE_MULT 1 (static pool) and 24 (unified pool, one block per MLA layer);
 #: v2p absent or given; req_pool_indices int64 or int32; no kv_start_idx.
 AOT_SPECIALIZATIONS = [
-    Spec(kv_indices_kernel, name=_name(req_i64),
+    Spec(kv_indices_kernel, name=_name(req_i64, block),
          signature={"r2t_ptr": "*i32", "req_ptr": "*i64" if req_i64 else "*i32",
                     "lens_ptr": "*i32", "start_ptr": "*i32", "v2p_ptr": "*i64",
                     "out_ptr": "*i32", "r2t_s0": "i32", "max_ctx": "i32", "out_s0": "i32",
                     "max_blocks": "i32", "num_vpages": "i32"},
          constexprs={"PAGE": PAGE, "PAGE_MULT": mult, "HAS_START": False, "HAS_V2P": v2p,
-                     "BLOCK": BLOCK},
-         divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"], num_warps=NUM_WARPS)
+                     "BLOCK": block, "PDL": PDL},
+         divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"], num_warps=warps)
+    for block, warps in dict.fromkeys(((BLOCK, NUM_WARPS), (FEW_BLOCK, FEW_NUM_WARPS)))
     for req_i64 in (True, False) for mult in (1, 24) for v2p in (False, True)
 ]
 
@@ -128,9 +154,10 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
     r2t_s0 = L.strides(req_to_token)[0]
     out_s0 = L.strides(kv_indices)[0]
     L.check_int32_extent(op, "req_to_token row stride", r2t_s0)
-    L.check_int32_extent(op, "max_ctx + page_size * BLOCK", max_ctx + page_size * BLOCK)
+    block, num_warps = block_config(bs, L.num_sms(kv_indices))
+    L.check_int32_extent(op, "max_ctx + page_size * BLOCK", max_ctx + page_size * block)
     L.check_int32_extent(op, "kv_indices row stride", out_s0)
-    L.check_int32_extent(op, "max_blocks + BLOCK", max_blocks + BLOCK)
+    L.check_int32_extent(op, "max_blocks + BLOCK", max_blocks + block)
     L.check_int32_extent(op, "num_pages + 1", num_vpages)
     if bs == 0 or max_blocks == 0:
         return kv_indices
@@ -145,9 +172,9 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
         import torch
 
         v2p_arg = torch.empty(1, dtype=torch.int64, device=kv_indices.device)
-    L.launch(kv_indices_kernel, _name(req_dt == "int64"), (bs,),
+    L.launch(kv_indices_kernel, _name(req_dt == "int64", block), (bs,),
              (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
               r2t_s0, max_ctx, out_s0, max_blocks, num_vpages),
              {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": kv_start_idx is not None,
-              "HAS_V2P": v2p is not None, "BLOCK": BLOCK}, NUM_WARPS)
+              "HAS_V2P": v2p is not None, "BLOCK": block, "PDL": PDL}, num_warps)
     return kv_indices

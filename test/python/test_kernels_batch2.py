@@ -63,7 +63,7 @@ def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
     return out
 
 
-def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
+def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block=kvi.BLOCK, pdl=False):
     """As the wrapper launches it (dummy pointers for the absent optional arguments)."""
     interpret(kvi.kv_indices_kernel, (len(req),), r2t, req, lens,
               start if start is not None else lens,
@@ -71,14 +71,15 @@ def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
               r2t.strides[0] // 4, r2t.shape[1], out.strides[0] // 4, out.shape[1],
               0 if v2p is None else len(v2p),
               PAGE=page, PAGE_MULT=mult, HAS_START=start is not None, HAS_V2P=v2p is not None,
-              BLOCK=kvi.BLOCK)
+              BLOCK=block, PDL=pdl)
 
 
+@pytest.mark.parametrize("block", [kvi.BLOCK, kvi.FEW_BLOCK])
 @pytest.mark.parametrize("mult", [1, 24])
 @pytest.mark.parametrize("use_v2p", [False, True])
 @pytest.mark.parametrize("use_start", [False, True])
 @pytest.mark.parametrize("req_dtype", [np.int32, np.int64])
-def test_kv_indices(mult, use_v2p, use_start, req_dtype):
+def test_kv_indices(mult, use_v2p, use_start, req_dtype, block):
     rng = np.random.default_rng(mult + 2 * use_v2p + 4 * use_start + 8 * (req_dtype == np.int64))
     page, max_reqs, max_ctx, num_pages = 64, 9, 64 * 300, 2000
     # req_to_token: each request's tokens are contiguous runs within random pages
@@ -102,12 +103,29 @@ def test_kv_indices(mult, use_v2p, use_start, req_dtype):
     out_buf = np.full((bs, max_blocks + 5), POISON, np.int32)
     out = out_buf[:, :max_blocks]
     expected = ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult)
-    run_kv_indices(r2t, req, lens, out, start, v2p, page, mult)
+    run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block, block == kvi.FEW_BLOCK)
     np.testing.assert_array_equal(out, expected)
     assert np.all(out_buf[:, max_blocks:] == POISON)
     # entries past ceil(len / PAGE) untouched
     for b in range(bs):
         assert np.all(out[b, -(-int(lens[b]) // page):] == POISON)
+
+
+def test_kv_indices_block_by_batch():
+    """FEW_BLOCK pages a loop iteration where the requests fit one program an SM (with an SM
+    count), BLOCK above and without one; one AOT specialization of each."""
+    assert kvi.FEW_BLOCK > kvi.BLOCK
+    assert kvi.block_config(1, 132) == kvi.block_config(132, 132) == (kvi.FEW_BLOCK,
+                                                                       kvi.FEW_NUM_WARPS)
+    assert kvi.block_config(133, 132) == kvi.block_config(1, None) == (kvi.BLOCK, kvi.NUM_WARPS)
+    specs = kvi.AOT_SPECIALIZATIONS
+    assert len(specs) == 16 and {s.kernel_name for s in specs} == {
+        "kv_indices", "kv_indices_req32", f"kv_indices_b{kvi.FEW_BLOCK}",
+        f"kv_indices_req32_b{kvi.FEW_BLOCK}"}
+    for s in specs:
+        few = s.kernel_name.endswith(f"_b{kvi.FEW_BLOCK}")
+        assert s.constexprs["BLOCK"] == (kvi.FEW_BLOCK if few else kvi.BLOCK)
+        assert s.num_warps == (kvi.FEW_NUM_WARPS if few else kvi.NUM_WARPS)
 
 
 def test_kv_indices_defaults_reproduce_static_pool():
