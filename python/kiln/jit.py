@@ -10,7 +10,8 @@
                 divisibility={"x_ptr", "y_ptr"}, arch="sm_90a")   # no GPU needed
 
 ``@kiln.jit(cluster=(2, 1, 1))`` compiles and launches the kernel in thread-block
-clusters of that shape (``.reqnctapercluster``; at most 8 programs); a launch or
+clusters of that shape (``.reqnctapercluster``; at most 16 programs, more than 8 with the
+non-portable opt-in the runtime makes); a launch or
 ``compile`` may override it with ``cluster=``, like ``num_warps``. The grid must be
 a multiple of the cluster shape along every axis.
 

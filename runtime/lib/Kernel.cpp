@@ -336,6 +336,11 @@ const Kernel::Loaded &Kernel::loadedForCurrentContext() const {
     d.check(d.cuFuncSetAttribute(l->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  static_cast<int>(entry_.sharedBytes)),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry_.name, l->arch);
+  // Clusters of more than 8 blocks (the portable size) need the non-portable opt-in.
+  if (entry_.cluster[0] * entry_.cluster[1] * entry_.cluster[2] > 8)
+    d.check(d.cuFuncSetAttribute(l->function,
+                                 CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", entry_.name, l->arch);
   loaded_.push_back(std::move(l));
   last_.store(loaded_.back().get(), std::memory_order_release);
   return *loaded_.back();

@@ -351,6 +351,9 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
         f.fail("cluster", "expected an array of 3 positive integers, got " + c->dump());
       e.cluster[i] = static_cast<unsigned>(v.get<int64_t>());
     }
+    if (e.cluster[0] * e.cluster[1] * e.cluster[2] > 16)
+      f.fail("cluster", "expected at most 16 blocks per cluster (the non-portable cluster "
+                        "size), got " + c->dump());
   }
   if (const json *c = f.get("features", false)) {
     if (!c->is_array())

@@ -343,6 +343,15 @@ TEST(BundleTest, SchemaErrorsNameTheField) {
                 .find("field 'threads_per_block': expected a non-negative integer, got string"),
             std::string::npos);
 
+  json bigCluster = good;
+  bigCluster["cluster"] = {4, 4, 2};
+  EXPECT_NE(errorOf(withKernel(bigCluster))
+                .find("field 'cluster': expected at most 16 blocks per cluster"),
+            std::string::npos);
+  json cluster16 = good;
+  cluster16["cluster"] = {4, 4, 1}; // the non-portable size is valid
+  EXPECT_EQ(errorOf(withKernel(cluster16)), "(no error)");
+
   json badArch = good;
   badArch["images"][0]["arch"] = "gfx90a";
   EXPECT_NE(errorOf(withKernel(badArch)).find("invalid arch \"gfx90a\""), std::string::npos);

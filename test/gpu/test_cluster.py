@@ -20,6 +20,8 @@ import kiln.language as kl  # noqa: E402
 pytestmark = pytest.mark.sm90
 
 SHAPES = [(2, 1, 1), (4, 1, 1), (2, 2, 1), (1, 2, 2), (8, 1, 1)]
+#: more than 8 blocks: the non-portable sizes (the runtime opts in when it loads the kernel)
+NON_PORTABLE = [(16, 1, 1), (4, 4, 1), (2, 2, 4)]
 
 
 @kiln.jit(num_warps=1, cluster=(2, 1, 1))
@@ -143,7 +145,7 @@ def grid_for(cluster, clusters=(3, 2, 2)):
     return tuple(c * n for c, n in zip(cluster, clusters))
 
 
-@pytest.mark.parametrize("cluster", SHAPES)
+@pytest.mark.parametrize("cluster", SHAPES + NON_PORTABLE)
 def test_cluster_ids_and_ranks(cluster):
     grid = grid_for(cluster)
     n = grid[0] * grid[1] * grid[2]
@@ -153,7 +155,7 @@ def test_cluster_ids_and_ranks(cluster):
     assert torch.equal(out.cpu(), expected_ids(grid, cluster))
 
 
-@pytest.mark.parametrize("cluster", SHAPES)
+@pytest.mark.parametrize("cluster", SHAPES + NON_PORTABLE)
 @pytest.mark.parametrize("dtype,block", [(torch.float32, 1024), (torch.float32, 64),
                                          (torch.bfloat16, 2048), (torch.int32, 512)])
 def test_cluster_sum_through_distributed_shared_memory(cluster, dtype, block):
@@ -213,7 +215,7 @@ def test_cluster_load_from_the_next_rank(cluster, rows, cols, dtype):
     assert torch.equal(mm, m[src])
 
 
-@pytest.mark.parametrize("size", [2, 4, 8])
+@pytest.mark.parametrize("size", [2, 4, 8, 16])
 @pytest.mark.parametrize("dtype,block", [(torch.float32, 1024), (torch.float32, 32),
                                          (torch.bfloat16, 256), (torch.int32, 512)])
 def test_cluster_gather_against_torch(size, dtype, block):
@@ -243,7 +245,7 @@ def test_cluster_gather_against_torch(size, dtype, block):
             torch.testing.assert_close(y.float(), expect.float(), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("size", [2, 4, 8])
+@pytest.mark.parametrize("size", [2, 4, 8, 16])
 @pytest.mark.parametrize("rows,cols,dtype", [(16, 64, torch.float16), (8, 32, torch.int64),
                                              (4, 4, torch.float32), (64, 128, torch.int8)])
 def test_cluster_gather_2d_tiles_exact(size, rows, cols, dtype):
@@ -333,3 +335,28 @@ def test_cluster_kernel_from_an_aot_bundle(tmp_path):
     assert torch.equal(y, expect)
     with pytest.raises((KilnError, ValueError), match="not a multiple of the cluster shape"):
         k[(3, 2, 1)](x, y)
+
+
+def test_non_portable_cluster_from_an_aot_bundle(tmp_path):
+    """A bundle's 16-block clustered kernel: the runtime makes the non-portable opt-in when
+    it loads it, and the launch sums over the 16 programs of each cluster."""
+    from kiln import aot
+    from kiln.runtime import Bundle
+
+    path = str(tmp_path / "cluster16.kbundle")
+    aot.build([aot.Spec(cluster_sum, name="cluster_sum_4x4",
+                        signature={"x_ptr": "*f32", "y_ptr": "*f32"},
+                        constexprs={"BLOCK": 256}, divisibility=["x_ptr", "y_ptr"],
+                        cluster=(4, 4, 1))],
+              [kiln.device_arch()], path, jobs=1, log=lambda s: None)
+    k = Bundle(path).kernel("cluster_sum_4x4", BLOCK=256)
+    grid = (8, 12, 1)
+    x = torch.randn(96, 256, device="cuda")
+    y = torch.zeros_like(x)
+    k[grid](x, y)
+    torch.cuda.synchronize()
+    members = cluster_members(grid, (4, 4, 1)).cuda()
+    expect = x[members[:, 0]]
+    for r in range(1, 16):
+        expect = expect + x[members[:, r]]
+    assert torch.equal(y, expect)

@@ -101,6 +101,7 @@ def expected_ids(grid, cluster):
 @pytest.mark.parametrize("value,expected", [
     (None, (1, 1, 1)), (2, (2, 1, 1)), ((4,), (4, 1, 1)), ((2, 2), (2, 2, 1)),
     ([2, 2, 2], (2, 2, 2)), ((8, 1, 1), (8, 1, 1)), ((3, 1, 1), (3, 1, 1)),
+    (16, (16, 1, 1)), ((4, 4), (4, 4, 1)), ((2, 2, 4), (2, 2, 4)),  # non-portable sizes
 ])
 def test_cluster_shapes_are_normalized(value, expected):
     assert normalize_cluster(value) == expected
@@ -109,8 +110,8 @@ def test_cluster_shapes_are_normalized(value, expected):
 @pytest.mark.parametrize("value,exc,message", [
     ((0, 1, 1), ValueError, "must be positive"),
     ((-2,), ValueError, "must be positive"),
-    ((4, 4, 1), ValueError, "(4, 4, 1) has 16 programs; at most 8"),
-    ((16,), ValueError, "has 16 programs; at most 8 (the portable cluster size)"),
+    ((4, 4, 2), ValueError, "(4, 4, 2) has 32 programs; at most 16"),
+    ((17,), ValueError, "has 17 programs; at most 16 (the non-portable cluster size)"),
     ((1, 1, 1, 1), TypeError, "1 to 3 positive ints"),
     ((), TypeError, "1 to 3 positive ints"),
     ("2", TypeError, "1 to 3 positive ints"),
@@ -143,8 +144,8 @@ def test_launch_override_specializes():
     assert spec.cluster == (4, 1, 1)
     spec, _, _ = cluster_sum.specialize(args, {"BLOCK": 4}, cluster=(2, 2))
     assert spec.cluster == (2, 2, 1)
-    with pytest.raises(ValueError, match="kernel 'cluster_sum': cluster .* at most 8"):
-        cluster_sum.specialize(args, {"BLOCK": 4}, cluster=(3, 3, 1))
+    with pytest.raises(ValueError, match="kernel 'cluster_sum': cluster .* at most 16"):
+        cluster_sum.specialize(args, {"BLOCK": 4}, cluster=(3, 3, 2))
 
 
 @pytest.mark.parametrize("grid,cluster,message", [

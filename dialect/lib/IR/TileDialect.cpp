@@ -90,7 +90,7 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     }
     if (size > kMaxClusterSize)
       return op->emitOpError() << "expected at most " << kMaxClusterSize
-                               << " blocks per cluster (the portable cluster size), got "
+                               << " blocks per cluster (the non-portable cluster size), got "
                                << size;
     return success();
   }

@@ -92,9 +92,11 @@ def _constexpr_repr(v: Any) -> Any:
     return v
 
 
-#: Programs per thread-block cluster that every supported arch launches (the portable
-#: cluster size; 16 would need the non-portable opt-in, which kiln does not make).
-MAX_CLUSTER_SIZE = 8
+#: Programs per thread-block cluster that every supported arch launches: 8 is the portable
+#: cluster size; sm_90 and sm_100 launch 16 with the non-portable opt-in, which the runtime
+#: makes for kernels whose cluster is larger than PORTABLE_CLUSTER_SIZE.
+MAX_CLUSTER_SIZE = 16
+PORTABLE_CLUSTER_SIZE = 8
 
 
 def normalize_cluster(cluster: Any, what: str = "cluster") -> Tuple[int, int, int]:
@@ -117,7 +119,7 @@ def normalize_cluster(cluster: Any, what: str = "cluster") -> Tuple[int, int, in
     size = dims[0] * dims[1] * dims[2]
     if size > MAX_CLUSTER_SIZE:
         raise ValueError(f"{what} {dims} has {size} programs; at most {MAX_CLUSTER_SIZE} (the "
-                         f"portable cluster size) are supported")
+                         f"non-portable cluster size) are supported")
     return dims  # type: ignore[return-value]
 
 

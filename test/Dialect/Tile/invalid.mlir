@@ -200,8 +200,8 @@ func.func @cluster_dims_zero() attributes {tile.kernel, tile.cluster_dims = arra
 
 // -----
 
-// expected-error @+1 {{'func.func' op expected at most 8 blocks per cluster (the portable cluster size), got 16}}
-func.func @cluster_dims_too_many() attributes {tile.kernel, tile.cluster_dims = array<i32: 4, 4, 1>} {
+// expected-error @+1 {{'func.func' op expected at most 16 blocks per cluster (the non-portable cluster size), got 32}}
+func.func @cluster_dims_too_many() attributes {tile.kernel, tile.cluster_dims = array<i32: 4, 4, 2>} {
   return
 }
 

@@ -169,3 +169,37 @@ func.func @cluster_gather_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   tile.store %yp, %sum : tensor<512x!tile.ptr<f32>>
   return
 }
+
+// A cluster of 16 blocks (the non-portable size: the runtime opts in at load):
+// the same .reqnctapercluster, a gather over 16 ranks, assembled for every arch.
+// CHECK-LABEL: .visible .entry cluster_gather_16(
+// CHECK: .explicitcluster
+// CHECK-NEXT: .reqnctapercluster 16, 1, 1
+// CHECK: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK: mapa.shared::cluster.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, 15;
+// CHECK: ld.shared::cluster.v4.b32
+// CHECK: ret;
+func.func @cluster_gather_16(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                             %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 16, 1, 1>} {
+  %pid = tile.program_id x : i32
+  %c512 = arith.constant 512 : i32
+  %base = arith.muli %pid, %c512 : i32
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %bs = tile.splat %base : i32 -> tensor<512xi32>
+  %offs = arith.addi %bs, %r : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %xp = tile.addptr %xs, %offs : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  %v = tile.load %xp : tensor<512x!tile.ptr<f32>>
+  %g = tile.cluster_gather %v : tensor<512xf32> -> tensor<16x512xf32>
+  %sum = tile.reduce %g {axis = 0 : i32} : tensor<16x512xf32> -> tensor<512xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.addf %a, %b : f32
+    tile.reduce.return %c : f32
+  }
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<512x!tile.ptr<f32>>
+  %yp = tile.addptr %ys, %offs : tensor<512x!tile.ptr<f32>>, tensor<512xi32>
+  tile.store %yp, %sum : tensor<512x!tile.ptr<f32>>
+  return
+}

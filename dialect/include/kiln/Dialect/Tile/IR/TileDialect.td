@@ -28,7 +28,8 @@ def Tile_Dialect : Dialect {
     - `tile.cluster_dims` (`array<i32: x, y, z>`, on kernels): the kernel runs in
       thread-block clusters of this shape (`.explicitcluster` +
       `.reqnctapercluster x, y, z`; the launch passes the same shape). Each entry
-      is positive and their product at most 8 (the portable cluster size).
+      is positive and their product at most 16 (8 is the portable cluster size;
+      16 is launched with the non-portable opt-in).
       Absent: no clusters (each block its own 1x1x1 cluster).
     - `tile.divisibility` (i32, on kernel arguments): the argument (an integer,
       or a pointer's byte address) is a multiple of this power of two.

@@ -25,9 +25,10 @@ mlir::Type getI1SameShape(mlir::Type type);
 /// sm_103a: 227 KiB); past the 48 KiB of static shared memory it is dynamic.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
-/// Blocks per thread-block cluster that every supported arch launches
-/// (the portable cluster size; 16 needs a non-portable opt-in at launch).
-constexpr int64_t kMaxClusterSize = 8;
+/// Blocks per thread-block cluster that every supported arch launches: 8 is
+/// the portable size; sm_90 and sm_100 also launch 16 with the non-portable
+/// opt-in, which the runtime makes for such kernels.
+constexpr int64_t kMaxClusterSize = 16;
 /// The register caps a kernel may ask for (`tile.maxnreg`): ptxas allocates
 /// at least 24 registers a thread, and a thread addresses at most 255.
 constexpr int64_t kMinMaxnreg = 24;
