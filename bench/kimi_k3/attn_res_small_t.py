@@ -7,7 +7,9 @@ Three tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k
 2. The cluster kernel (one token per cluster of 8 programs) at T in {1, 8, 33, 48} for 2, 4
    and 8 warps a program, nvb 8 and nvb 4 with write_prefix (checked against the fp32
    reference first).
-3. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
+3. The cluster kernel's exchange (CLUSTER_SUM: ``kl.cluster_sum`` of the partial sums, or
+   ``kl.cluster_gather`` + a reduction over the ranks) at T in {1, 8, 33}.
+4. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
    (thread elements x stages x programs an SM) the module knobs give.
 
     python bench/kimi_k3/attn_res_small_t.py [--out DIR]
@@ -95,6 +97,21 @@ def cluster_warps():
     return rows
 
 
+def exchanges():
+    saved, rows = A.CLUSTER_SUM, []
+    try:
+        for t in (1, 8, 33):
+            for nvb, wp in ((8, False), (4, True)):
+                case = R._case_attn_res(t, nvb, wp)
+                for on in (True, False):
+                    A.CLUSTER_SUM = on
+                    check(case)
+                    rows.append((t, nvb, wp, on, us(case[4], case[3])))
+    finally:
+        A.CLUSTER_SUM = saved
+    return rows
+
+
 def cluster_or_ring():
     knobs = ("RING_FEW_THREAD_ELEMS", "RING_FEW_STAGES", "RING_FEW_PROGRAMS_PER_SM",
              "CLUSTER_MAX_WAVES", "_cluster_config")
@@ -139,7 +156,8 @@ def main():
     args = parser.parse_args()
     empty = us(lambda a: R._empty_kernel[(1,)](a, 0), [(torch.zeros(1, device="cuda"),)] * 4)
     res = {"device": torch.cuda.get_device_name(), "empty kiln kernel us": empty,
-           "steps": steps(), "cluster warps": cluster_warps(), "cluster or ring": cluster_or_ring()}
+           "steps": steps(), "cluster warps": cluster_warps(), "exchanges": exchanges(),
+           "cluster or ring": cluster_or_ring()}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "attn_res_small_t.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -154,6 +172,12 @@ def main():
     for i in range(0, len(cw), 3):
         t, nvb, wp = cw[i][:3]
         md.append(f"| {t} | {nvb} | {wp} | " + " | ".join(f"{r[4]:.2f}" for r in cw[i:i + 3]) + " |")
+    ex = res["exchanges"]
+    md += ["", "## Cluster kernel exchange (us)", "", "| T | nvb | write_prefix | cluster_sum "
+           "| cluster_gather |", "|---|---|---|---|---|"]
+    for i in range(0, len(ex), 2):
+        t, nvb, wp = ex[i][:3]
+        md.append(f"| {t} | {nvb} | {wp} | {ex[i][4]:.2f} | {ex[i + 1][4]:.2f} |")
     co = res["cluster or ring"]
     labels = list(dict.fromkeys(r[3] for r in co))
     md += ["", "## Cluster kernel or row ring (us; ring: thread elements x stages x programs "

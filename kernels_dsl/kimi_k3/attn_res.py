@@ -83,16 +83,21 @@ In the cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c
 tile (RP = the next power of two of nvb, a constexpr; rows past nvb masked) and the prefix
 row as a [SLICE] tile of its own (so nvb = 8 takes 8 rows, not 16): every load (ow too) is
 issued up front, then the partial sums of squares and dots with cw of the bank rows and of
-the prefix row in ONE four-way ``kl.reduce`` over the columns (the prefix's on row 0), those
-four [RP] tiles as the rows of a [4, RP] tile built by selects (no data moves between
-threads), one ``kl.cluster_gather`` of it, summed over the ranks in a second four-way
-reduction, the same scores and softmax in every program (p normalized first: mix = sum_r
-p_r rows_r, a sum within the thread: with 2 or 4 warps a thread holds every row of its
-columns), the slice of mix, a second ``cluster_gather`` of its partial sum of squares for
-the output RMSNorm, and the program's H/8 outputs (and, with write_prefix, its slice of the
-snapshot, stored from the prefix row as loaded). Four cluster barriers in all; the former
-form (three joins, a gathered [RP, 2, 2] tile, three splits: 18 block barriers against 4)
-measured 4.3-4.4 / 3.9 us at 4 warps (nvb 8 / nvb 4 with write_prefix) against 4.3 / 3.6.
+the prefix row in ONE four-way ``kl.reduce`` over the columns (the prefix's on row 0), the
+bank rows' two [RP] tiles and the prefix row's [2] summed over the cluster by ONE
+``kl.cluster_sum`` (every thread holds them whole, reads them from every program and adds
+them in registers; CLUSTER_SUM = False: as the rows of a [4, RP] tile gathered by
+``kl.cluster_gather`` and summed over the ranks in a second four-way reduction), the same
+scores and softmax in every program (p normalized first: mix = sum_r p_r rows_r, a sum
+within the thread: with 2 or 4 warps a thread holds every row of its columns), the slice
+of mix, a second ``cluster_sum`` of its partial sum of squares for the output RMSNorm, and
+the program's H/8 outputs (and, with write_prefix, its slice of the snapshot, stored from
+the prefix row as loaded). Four cluster barriers in all; an earlier form (three joins, a
+gathered [RP, 2, 2] tile, three splits: 18 block barriers against 4) measured 4.3-4.4 / 3.9
+us at 4 warps (nvb 8 / nvb 4 with write_prefix) against 4.1 / 3.4 now. What the 4.1 us
+are (bench/results/h200-bench_kimi_k3_attn_res_small_t.md): an empty kernel of 8 programs
+0.66 us, 0.86 as a cluster; each cluster barrier ~0.2, each exchange ~0.65; the loads one
+DRAM latency; the rest the threads' arithmetic on 64 row elements each.
 The wrapper picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb <=
 CLUSTER_MAX_ROWS (and H / 8 is a multiple of 8).
 
@@ -333,7 +338,7 @@ CLUSTER_SIZE = 8
 @kiln.jit(num_warps=4, cluster=(CLUSTER_SIZE, 1, 1), do_not_specialize=["T", "nvb"])
 def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
                             b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
-                            WRITE_PREFIX: kl.constexpr):
+                            WRITE_PREFIX: kl.constexpr, CLUSTER_SUM: kl.constexpr = True):
     """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its nvb
     bank rows as one [RP, SLICE] tile and of its prefix row (module docstring). T is unused
     (grid = T * S)."""
@@ -363,18 +368,28 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     ss_b, dot_b, ss_p, dot_p = kl.reduce(
         (xb * xb, xb * cw[None, :], kl.where(first, (xp * xp)[None, :], 0.0),
          kl.where(first, (xp * cw)[None, :], 0.0)), 1, _add_quads)
-    # ... as the rows of one [4, RP] tile (selects of broadcasts: no data moves between
-    # threads), gathered over the cluster as [S * 4, RP] and summed over the ranks per row
-    # of the four in one more four-way reduction.
-    q = kl.arange(0, 4)[:, None]
-    part = kl.where(q == 0, ss_b[None, :], kl.where(q == 1, dot_b[None, :], kl.where(
-        q == 2, ss_p[None, :], dot_p[None, :])))
-    g = kl.reshape(kl.cluster_gather(part), (CLUSTER_SIZE * 4, RP))
-    k = kl.arange(0, CLUSTER_SIZE * 4)[:, None] % 4
-    ss_b, dot_b, ss_p, dot_p = kl.reduce(
-        (kl.where(k == 0, g, 0.0), kl.where(k == 1, g, 0.0), kl.where(k == 2, g, 0.0),
-         kl.where(k == 3, g, 0.0)), 0, _add_quads)
-    ss_p = kl.sum(ss_p, axis=0)  # row 0 holds the prefix row's sums
+    if CLUSTER_SUM:
+        # ... summed over the cluster where every thread holds them: the [RP] tiles and the
+        # prefix row's two sums (row 0, as a [2] tile) are whole in every thread, and
+        # kl.cluster_sum reads each from every rank and adds them in registers
+        two = kl.arange(0, 2)
+        pre = kl.where(two == 0, kl.sum(ss_p, axis=0), kl.sum(dot_p, axis=0))
+        ss_b, dot_b, pre = kl.cluster_sum((ss_b, dot_b, pre))
+        ss_p = kl.where(two == 0, pre, 0.0)
+        dot_p = kl.where(two == 1, pre, 0.0)
+    else:
+        # ... as the rows of one [4, RP] tile (selects of broadcasts: no data moves between
+        # threads), gathered over the cluster as [S * 4, RP] and summed over the ranks per
+        # row of the four in one more four-way reduction (the ranks then lie on lanes).
+        q = kl.arange(0, 4)[:, None]
+        part = kl.where(q == 0, ss_b[None, :], kl.where(q == 1, dot_b[None, :], kl.where(
+            q == 2, ss_p[None, :], dot_p[None, :])))
+        g = kl.reshape(kl.cluster_gather(part), (CLUSTER_SIZE * 4, RP))
+        k = kl.arange(0, CLUSTER_SIZE * 4)[:, None] % 4
+        ss_b, dot_b, ss_p, dot_p = kl.reduce(
+            (kl.where(k == 0, g, 0.0), kl.where(k == 1, g, 0.0), kl.where(k == 2, g, 0.0),
+             kl.where(k == 3, g, 0.0)), 0, _add_quads)
+    ss_p = kl.sum(ss_p, axis=0)  # the one nonzero element: the prefix row's sums
     dot_p = kl.sum(dot_p, axis=0)
     s_b = kl.where(rows < nvb, dot_b * kl.rsqrt(ss_b * inv_h + eps), -float("inf"))
     s_p = dot_p * kl.rsqrt(ss_p * inv_h + eps)
@@ -384,7 +399,10 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     inv = 1.0 / (kl.sum(p_b, axis=0) + p_p)  # one division
     mix = kl.sum(xb * (p_b * inv)[:, None], axis=0) + xp * (p_p * inv)  # zero when masked
     ssm = kl.full((1,), 0.0, kl.float32) + kl.sum(mix * mix, axis=0)
-    ssm = kl.sum(kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,)), axis=0)
+    if CLUSTER_SUM:
+        ssm = kl.sum(kl.cluster_sum(ssm), axis=0)
+    else:
+        ssm = kl.sum(kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,)), axis=0)
     kl.store(out_ptr + tok * o_s0 + cols, mix * kl.rsqrt(ssm * inv_h + eps) * ow, mask=cmask)
     if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
         kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, prefix, mask=cmask)
@@ -519,9 +537,18 @@ CLUSTER_MAX_ROWS = 8
 #: bank row of its columns (the row sums of the mix stay in the thread) and the block
 #: reductions span fewer warps. H200 T = 1, nvb 8 / nvb 4 with write_prefix: 2 warps 5.7 /
 #: 3.5 us, 4 warps 4.3 / 3.6, 8 warps 6.2 / 5.0, 16 warps 11.8 / 10.4; T = 33: 2 warps 7.1 /
-#: 5.7, 4 warps 8.1 / 6.1 (bench/results/h200-bench_kimi_k3_attn_res_small_t.md). sm_90a
-#: registers at RP = 8: 161 (4 warps), 233 (2 warps); no spills.
+#: 5.7, 4 warps 8.1 / 6.1 (bench/results/h200-bench_kimi_k3_attn_res_small_t.md; with
+#: CLUSTER_SUM: T = 1 2 warps 4.95 / 3.36, 4 warps 4.11 / 3.40; T = 33 7.19 / 5.54 against
+#: 11.28 / 6.05: 234 registers a thread leave room for 2 programs an SM, not 3).
 CLUSTER_WARPS, CLUSTER_MANY_WARPS = 4, 2
+#: the cluster exchanges by ``kl.cluster_sum`` of the partial sums (each thread reads its
+#: own values from every program and adds them in registers) instead of ``kl.cluster_gather``
+#: + a reduction over the ranks (spread over lanes: 160 more shuffles at RP = 8). H200, nvb 8
+#: / nvb 4 with write_prefix: T = 1 4.09 / 3.38 us against 4.29 / 3.55; T = 33 (2 warps)
+#: 7.19 / 5.57 against 7.43 / 5.60 (there ptxas spills a word at RP = 8: 128 row elements a
+#: thread and the 8 ranks' partials in flight). sm_90a registers at RP = 8: 234 (4 warps),
+#: 255 (2 warps).
+CLUSTER_SUM = True
 
 
 def _pow2(n: int) -> int:
@@ -555,7 +582,8 @@ _CLUSTER_ROWS = tuple(1 << i for i in range(CLUSTER_MAX_ROWS.bit_length()))
 
 AOT_SPECIALIZATIONS += [
     Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp, warps), signature=_SIGNATURE,
-         constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp},
+         constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp,
+                     "CLUSTER_SUM": CLUSTER_SUM},
          divisibility=_DIVISIBILITY, num_warps=warps)
     for rp in _CLUSTER_ROWS for warps in dict.fromkeys((CLUSTER_WARPS, CLUSTER_MANY_WARPS))
     for wp in (False, True)
@@ -641,7 +669,8 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
         slice_, rp, num_warps = _cluster_config(h, nvb, t, num_sms)
         L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp, num_warps),
                  (t * CLUSTER_SIZE,), args,
-                 {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix)}, num_warps)
+                 {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix),
+                  "CLUSTER_SUM": CLUSTER_SUM}, num_warps)
         return out
     if RING:
         elems, stages, per_sm = ring_config(t, num_sms)

@@ -758,6 +758,20 @@ public:
         builder, loc, RankedTensorType::get(shape, type.getElementType()), src);
   }
 
+  /// tile.cluster_sum of the tiles `srcs` (one op, one exchange): their sums.
+  std::vector<Value> clusterSum(const std::vector<Value> &srcs) {
+    for (Value src : srcs) {
+      auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
+      Type element = type ? type.getElementType() : Type();
+      if (!type || !(element.isF32() || element.isF64() || element.isInteger(32) ||
+                     element.isInteger(64)))
+        invalid("cluster_sum needs tiles of 32- or 64-bit numbers, got " +
+                toString(src.getType()));
+    }
+    auto op = tile::ClusterSumOp::create(builder, loc, srcs);
+    return std::vector<Value>(op.getResults().begin(), op.getResults().end());
+  }
+
   // --- reductions --------------------------------------------------------
   /// tile.reduce of `src` along `axis` whose combine region applies the binary
   /// op `combine` (a name accepted by `binary`).
@@ -1123,6 +1137,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("cluster_barrier", &Builder::clusterBarrier)
       .def("cluster_load", &Builder::clusterLoad)
       .def("cluster_gather", &Builder::clusterGather)
+      .def("cluster_sum", &Builder::clusterSum)
       .def("reduce", &Builder::reduce, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("reduce_combine", &Builder::reduceCombine, py::arg("srcs"), py::arg("axis"),
            py::arg("combine"))

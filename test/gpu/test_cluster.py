@@ -109,6 +109,18 @@ def cluster_flag(x_ptr, y_ptr, BLOCK: kl.constexpr):
         kl.store(y_ptr + offs, kl.load(x_ptr + offs))
 
 
+@kiln.jit(num_warps=4, cluster=(4, 1, 1))
+def cluster_sum_two(x_ptr, n_ptr, y_ptr, m_ptr, BLOCK: kl.constexpr, R: kl.constexpr,
+                    C: kl.constexpr):
+    """kl.cluster_sum of a [BLOCK] f32 tile and an [R, C] int32 tile in one call."""
+    pid = kl.program_id(0)
+    offs = pid * BLOCK + kl.arange(0, BLOCK)
+    rc = pid * R * C + kl.arange(0, R)[:, None] * C + kl.arange(0, C)[None, :]
+    s, t = kl.cluster_sum((kl.load(x_ptr + offs), kl.load(n_ptr + rc)))
+    kl.store(y_ptr + offs, s)
+    kl.store(m_ptr + rc, t)
+
+
 def expected_ids(grid, cluster):
     rows = []
     for z in range(grid[2]):
@@ -360,3 +372,30 @@ def test_non_portable_cluster_from_an_aot_bundle(tmp_path):
     for r in range(1, 16):
         expect = expect + x[members[:, r]]
     assert torch.equal(y, expect)
+
+
+@pytest.mark.parametrize("size", [2, 4, 8, 16])
+@pytest.mark.parametrize("block,rows,cols", [(8, 4, 32), (1024, 2, 8), (4, 16, 64)])
+def test_cluster_sum_against_torch(size, block, rows, cols):
+    """kl.cluster_sum: fresh random inputs; the f32 sums bit for bit equal to torch adding
+    the cluster's tiles in rank order, the int32 ones exact (wrapping), in every program;
+    tiles held whole by every thread (8 elements) and spread over the threads."""
+    clusters = 37
+    n = size * clusters
+    x = torch.randn(n, block, device="cuda") * 100
+    k = torch.randint(-2**31, 2**31 - 1, (n, rows, cols), device="cuda", dtype=torch.int32)
+    y, m = torch.zeros_like(x), torch.zeros_like(k)
+    for _ in range(2):  # a relaunch reuses the buffers
+        y.zero_()
+        m.zero_()
+        cluster_sum_two[(n,)](x, k, y, m, BLOCK=block, R=rows, C=cols, cluster=(size, 1, 1))
+        torch.cuda.synchronize()
+        xs = x.view(clusters, size, block)
+        want = xs[:, 0].clone()
+        for r in range(1, size):
+            want = want + xs[:, r]
+        assert torch.equal(y.view(clusters, size, block), want[:, None].expand(-1, size, -1))
+        want_k = k.view(clusters, size, rows, cols).long().sum(dim=1)
+        want_k = ((want_k + 2**31) % 2**32 - 2**31).int()  # int32 wrap-around
+        assert torch.equal(m.view(clusters, size, rows, cols),
+                           want_k[:, None].expand(-1, size, -1, -1))

@@ -624,7 +624,19 @@ def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
     assert warps == mod.CLUSTER_WARPS  # 3 x 8 programs fit one an SM of 1000
     assert name == f"attn_res_cluster_rp{rp}_w{warps}" + ("_write_prefix" if write_prefix else "")
     assert grid == (t * mod.CLUSTER_SIZE,)
-    assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix}
+    assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix,
+                          "CLUSTER_SUM": mod.CLUSTER_SUM}
+
+
+@pytest.mark.parametrize("nvb", [0, 1, 5, 8])
+@pytest.mark.parametrize("write_prefix", [False, True])
+def test_cluster_gather_exchange(via_interpreter, many_sms, monkeypatch, nvb, write_prefix):
+    """CLUSTER_SUM = False: the partial sums exchanged by kl.cluster_gather and a reduction
+    over the ranks (the other form the bundle holds)."""
+    monkeypatch.setattr(mod, "CLUSTER_SUM", False)
+    rng = np.random.default_rng(900 + nvb + 16 * write_prefix)
+    check(*make_inputs(rng, 2, nvb + 1, 256), nvb, write_prefix)
+    assert via_interpreter[-1][2]["CLUSTER_SUM"] is False
 
 
 @pytest.mark.parametrize("t", [1, 2, 7])
@@ -732,5 +744,10 @@ def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
     assert "griddepcontrol.wait" in ck.ptx and "griddepcontrol.launch_dependents" in ck.ptx
     assert ck.ptx.count("barrier.cluster.arrive.aligned") == 4
     info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
-    assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
+    # 2-warp programs of 8 bank rows hold 128 row elements a thread: with the partial sums
+    # of 8 ranks read at once ptxas spills a word (measured faster than the gather form,
+    # module docstring); every other program fits its registers
+    spill = 8 if (spec.num_warps, spec.constexprs["RP"]) == (2, 8) else 0
+    assert info.get("spill_store_bytes", 0) <= spill
+    assert info.get("spill_load_bytes", 0) <= spill
     assert info["registers"] * 32 * spec.num_warps <= 65536

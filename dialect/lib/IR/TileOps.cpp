@@ -634,6 +634,24 @@ LogicalResult ClusterGatherOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ClusterSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClusterSumOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                             ValueRange operands, DictionaryAttr attributes,
+                                             OpaqueProperties properties, RegionRange regions,
+                                             SmallVectorImpl<Type> &inferredReturnTypes) {
+  llvm::append_range(inferredReturnTypes, operands.getTypes());
+  return success();
+}
+
+LogicalResult ClusterSumOp::verify() {
+  if (getSrcs().empty())
+    return emitOpError() << "expected at least one tile";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // DotOp
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,8 @@
 //===- ClusterOps.cpp - thread-block clusters -------------------------------===//
 //
 // Cluster ids and ranks (special registers), the cluster barrier and
-// distributed shared memory (tile.cluster_load, tile.cluster_gather: mapa +
-// ld.shared::cluster).
+// distributed shared memory (tile.cluster_load, tile.cluster_gather,
+// tile.cluster_sum: mapa + ld.shared::cluster).
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,11 +77,10 @@ struct SharedTileBuffer {
 
 /// Each thread stores the elements of `src` (a tile of `type`, converted
 /// registers `values`) it holds at their row-major index in a fresh shared
-/// buffer (replicated threads write the same values), then a cluster barrier:
-/// the buffer of every block of the cluster is complete.
-SharedTileBuffer publishTile(ConversionPatternRewriter &rewriter, Operation *op,
-                             const TileTypeConverter &converter, RankedTensorType type,
-                             ArrayRef<Value> values) {
+/// buffer (replicated threads write the same values).
+SharedTileBuffer storeTile(ConversionPatternRewriter &rewriter, Operation *op,
+                           const TileTypeConverter &converter, RankedTensorType type,
+                           ArrayRef<Value> values) {
   Location loc = op->getLoc();
   SharedTileBuffer buffer;
   buffer.element = converter.convertType(type.getElementType());
@@ -103,7 +102,16 @@ SharedTileBuffer publishTile(ConversionPatternRewriter &rewriter, Operation *op,
                           buffer.elementPtr(rewriter, loc, buffer.local, index),
                           access.alignment);
   }
-  createClusterBarrier(rewriter, loc);
+  return buffer;
+}
+
+/// storeTile, then a cluster barrier: the buffer of every block of the cluster
+/// is complete.
+SharedTileBuffer publishTile(ConversionPatternRewriter &rewriter, Operation *op,
+                             const TileTypeConverter &converter, RankedTensorType type,
+                             ArrayRef<Value> values) {
+  SharedTileBuffer buffer = storeTile(rewriter, op, converter, type, values);
+  createClusterBarrier(rewriter, op->getLoc());
   return buffer;
 }
 
@@ -198,6 +206,82 @@ struct ClusterGatherLowering : TileOpConversion<tile::ClusterGatherOp> {
     return success();
   }
 };
+
+/// Blocks per cluster of the kernel around `op`: the tile.cluster_dims of its
+/// func.func or, once that is converted, the nvvm.cluster_dim of its llvm.func.
+int64_t clusterSizeAround(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent; parent = parent->getParentOp())
+    for (StringRef name : {StringRef(tile::TileDialect::getClusterDimsAttrName()),
+                           StringRef(NVVM::NVVMDialect::getClusterDimAttrName())})
+      if (auto dims = parent->getAttrOfType<DenseI32ArrayAttr>(name)) {
+        int64_t size = 1;
+        for (int32_t d : dims.asArrayRef())
+          size *= d;
+        return size;
+      }
+  return 1;
+}
+
+/// Every source stored like tile.cluster_load's (a buffer each), ONE cluster
+/// barrier, then for rank 0, 1, ... each thread maps every buffer to the rank
+/// and loads the indices it holds (every block runs the same layout: the same
+/// elements, now the rank's), adding them to the sum in rank order; a second
+/// cluster barrier, as for cluster_load.
+struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::ClusterSumOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t size = clusterSizeAround(op);
+    SmallVector<RankedTensorType> types;
+    SmallVector<SmallVector<Value>> values;
+    for (auto [src, converted] : llvm::zip(op.getSrcs(), adaptor.getSrcs())) {
+      types.push_back(llvm::cast<RankedTensorType>(src.getType()));
+      values.push_back(unpackTile(rewriter, loc, converted));
+      if (!runsDivide(tileConverter, types.back(), values.back().size()))
+        return rewriter.notifyMatchFailure(op, "access width does not divide the registers");
+    }
+    SmallVector<SharedTileBuffer> buffers;
+    for (auto [type, regs] : llvm::zip(types, values))
+      buffers.push_back(storeTile(rewriter, op, tileConverter, type, regs));
+    createClusterBarrier(rewriter, loc);
+
+    auto clusterPtr = LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7);
+    SmallVector<SmallVector<Value>> sums(types.size());
+    for (int64_t rank = 0; rank < size; ++rank) {
+      Value rankValue = createI32Constant(rewriter, loc, rank);
+      for (auto [i, buffer] : llvm::enumerate(buffers)) {
+        VectorAccess access(getContext(), buffer.stored,
+                            getAccessWidth(tileConverter, types[i]));
+        Value remote = NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, rankValue);
+        SmallVector<Value> loaded;
+        for (size_t r = 0; r < values[i].size(); r += access.vec) {
+          Value index =
+              LLVM::AddOp::create(rewriter, loc, buffer.indices.base,
+                                  createI32Constant(rewriter, loc, buffer.indices.offsets[r]));
+          buffer.load(rewriter, loc, access, remote, index, loaded);
+        }
+        if (rank == 0) {
+          sums[i] = loaded;
+          continue;
+        }
+        for (auto [sum, value] : llvm::zip(sums[i], loaded))
+          sum = llvm::isa<FloatType>(value.getType())
+                    ? LLVM::FAddOp::create(rewriter, loc, sum, value).getResult()
+                    : LLVM::AddOp::create(rewriter, loc, sum, value).getResult();
+      }
+    }
+    // No block may leave (its shared memory) while another still reads it.
+    createClusterBarrier(rewriter, loc);
+    SmallVector<Value> results;
+    for (auto [type, sum] : llvm::zip(types, sums))
+      results.push_back(
+          packTile(rewriter, loc, getTypeConverter()->convertType(type), sum));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
 } // namespace
 
 void kiln::populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
@@ -206,5 +290,5 @@ void kiln::populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
   patterns.add<ClusterRegisterLowering<tile::ClusterCtaRankOp, NVVM::ClusterId>,
                ClusterRegisterLowering<tile::ClusterSizeOp, NVVM::ClusterDim>>(converter);
   patterns.add<ClusterBarrierLowering>(converter);
-  patterns.add<ClusterLoadLowering, ClusterGatherLowering>(converter);
+  patterns.add<ClusterLoadLowering, ClusterGatherLowering, ClusterSumLowering>(converter);
 }

@@ -836,6 +836,23 @@ class Semantic:
         return tensor(self.builder.cluster_gather(x.handle, size),
                       block_type(x.dtype, [size] + list(x.shape)))
 
+    def cluster_sum(self, x: Any) -> Any:
+        """The tile ``x`` (or each tile of a tuple, in one exchange) summed over the
+        cluster's programs."""
+        tiles = list(x) if isinstance(x, (tuple, list)) else [x]
+        if not tiles:
+            raise SemanticError("cluster_sum needs a tile or a tuple of tiles, got ()")
+        tiles = [self._cluster_tile(t, "cluster_sum", "sum") for t in tiles]
+        for t in tiles:
+            if t.dtype not in (kl.float32, kl.float64, kl.int32, kl.int64):
+                raise SemanticError(
+                    f"cluster_sum adds 32- or 64-bit numbers, got a tile of {t.dtype} (a "
+                    f"narrower float would round at every add: convert it first, e.g. "
+                    f"x.to(kl.float32))")
+        handles = self.builder.cluster_sum([t.handle for t in tiles])
+        out = [tensor(h, t.type) for h, t in zip(handles, tiles)]
+        return tuple(out) if isinstance(x, (tuple, list)) else out[0]
+
     # ------------------------------------------------------------------
     # Reductions
     # ------------------------------------------------------------------

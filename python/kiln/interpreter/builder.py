@@ -391,6 +391,20 @@ class NumpyBuilder:
             self.fault = True
             raise
 
+    def cluster_sum(self, xs: Sequence[Any]) -> list:
+        """Each tile of ``xs`` summed over the cluster's programs in rank order (the
+        lowering's order: rank 0, + rank 1, ...; float adds round as on the GPU)."""
+        size = math.prod(self.cluster)
+        out = []
+        for x in xs:
+            g = self.cluster_gather(x, size)
+            acc = np.array(g[0], copy=True)
+            for r in range(1, size):
+                with np.errstate(over="ignore"):
+                    acc = acc + g[r]  # numpy wraps ints as the GPU does
+            out.append(acc.astype(np.asarray(x).dtype, copy=False))
+        return out
+
     def make_range(self, start: int, end: int) -> np.ndarray:
         return np.arange(start, end, dtype=np.int32)
 

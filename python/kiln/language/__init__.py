@@ -393,6 +393,18 @@ def cluster_gather(x: Any, _semantic: Any = None) -> tensor:
     return _semantic.cluster_gather(x)
 
 
+@builtin
+def cluster_sum(x: Any, _semantic: Any = None) -> Any:
+    """The elementwise sum of ``x`` over the programs of this program's cluster (same
+    shape, dtype and layout as ``x``; a tuple of tiles sums each in one exchange), added in
+    rank order so that every program gets the same bits. Every program publishes its
+    tiles once, ONE cluster barrier, then each thread reads its own elements from every
+    program and adds them: no data changes threads (``kl.sum(kl.cluster_gather(x),
+    axis=0)`` spreads the ranks over lanes). 32- and 64-bit ints and floats; two cluster
+    barriers; every program of the cluster must call it."""
+    return _semantic.cluster_sum(x)
+
+
 class range:  # noqa: A001 - kl.range mirrors the builtin
     """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
     whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
@@ -483,7 +495,7 @@ __all__ = [
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bulk_load", "cast",
     "cdiv",
     "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
-    "cluster_gather", "cluster_load", "cluster_size",
+    "cluster_gather", "cluster_load", "cluster_size", "cluster_sum",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
     "min_programs_per_sm", "minimum",

@@ -204,3 +204,44 @@ func.func @cluster_gather_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32})
   tile.store %p, %e : tensor<64x!tile.ptr<i8>>
   return
 }
+
+// -----
+
+// tile.cluster_sum of an f32 tile held whole by every thread (8 elements: one
+// run, 32 threads) and an i32 tile (512 elements, 16 a thread) in a cluster of
+// 4: both stored (a buffer each), ONE cluster barrier, then per rank 0..3 one
+// mapa of each buffer and loads of the thread's own runs, added in rank order
+// (fadd / add), a second cluster barrier; nothing moves between threads.
+// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_sum
+// CHECK: llvm.mlir.addressof @__kiln_cluster_smem_{{[0-9]+}} : !llvm.ptr<3>
+// CHECK: llvm.mlir.addressof @__kiln_cluster_smem_{{[0-9]+}} : !llvm.ptr<3>
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.shfl
+// CHECK-NOT: nvvm.barrier
+// CHECK-COUNT-3: nvvm.mapa
+// CHECK: llvm.fadd
+// CHECK-COUNT-5: nvvm.mapa
+// CHECK-NOT: nvvm.mapa
+// CHECK-NOT: nvvm.shfl
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: llvm.return
+func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                       %n: !tile.ptr<i32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 1 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
+  %o = tile.make_range {start = 0 : i32, end = 8 : i32} : tensor<8xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<8x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %o : tensor<8x!tile.ptr<f32>>, tensor<8xi32>
+  %v = tile.load %p : tensor<8x!tile.ptr<f32>>
+  %o2 = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %ns = tile.splat %n : !tile.ptr<i32> -> tensor<512x!tile.ptr<i32>>
+  %q = tile.addptr %ns, %o2 : tensor<512x!tile.ptr<i32>>, tensor<512xi32>
+  %w = tile.load %q : tensor<512x!tile.ptr<i32>>
+  %s:2 = tile.cluster_sum %v, %w : tensor<8xf32>, tensor<512xi32>
+  tile.store %p, %s#0 : tensor<8x!tile.ptr<f32>>
+  tile.store %q, %s#1 : tensor<512x!tile.ptr<i32>>
+  return
+}

@@ -146,6 +146,22 @@ func.func @cluster_gather_not_power_of_two(%x: tensor<128xf32>) attributes {tile
 
 // -----
 
+func.func @cluster_sum_bf16(%x: tensor<128xbf16>) attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
+  // expected-error @+1 {{'tile.cluster_sum' op operand #0 must be variadic of ranked tensor of 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<128xbf16>'}}
+  %0 = tile.cluster_sum %x : tensor<128xbf16>
+  return
+}
+
+// -----
+
+func.func @cluster_sum_nothing() attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
+  // expected-error @+1 {{'tile.cluster_sum' op expected at least one tile}}
+  "tile.cluster_sum"() : () -> ()
+  return
+}
+
+// -----
+
 func.func @cluster_gather_of_pointers(%p: tensor<128x!tile.ptr<f32>>) attributes {tile.cluster_dims = array<i32: 2, 1, 1>} {
   // expected-error @+1 {{'tile.cluster_gather' op operand #0 must be ranked tensor of floating-point or signless integer values}}
   %0 = tile.cluster_gather %p : tensor<128x!tile.ptr<f32>> -> tensor<2x128x!tile.ptr<f32>>

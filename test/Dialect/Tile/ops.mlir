@@ -74,6 +74,15 @@ func.func @cluster_gather(%x: tensor<128xf32>, %m: tensor<2x8xi1>)
   return %0, %1 : tensor<4x128xf32>, tensor<4x2x8xi1>
 }
 
+// tile.cluster_sum: one result per tile, of its type.
+// CHECK-LABEL: func.func @cluster_sum
+// CHECK: %{{.*}}:2 = tile.cluster_sum %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<4x32xi64>
+func.func @cluster_sum(%x: tensor<8xf32>, %n: tensor<4x32xi64>)
+    -> (tensor<8xf32>, tensor<4x32xi64>) attributes {tile.cluster_dims = array<i32: 4, 1, 1>} {
+  %0:2 = tile.cluster_sum %x, %n : tensor<8xf32>, tensor<4x32xi64>
+  return %0#0, %0#1 : tensor<8xf32>, tensor<4x32xi64>
+}
+
 // CHECK-LABEL: func.func @cluster_gather_of_one
 // CHECK: %{{.*}} = tile.cluster_gather %{{.*}} : tensor<16xi32> -> tensor<1x16xi32>
 func.func @cluster_gather_of_one(%x: tensor<16xi32>) -> tensor<1x16xi32> {

@@ -203,3 +203,37 @@ func.func @cluster_gather_16(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   tile.store %yp, %sum : tensor<512x!tile.ptr<f32>>
   return
 }
+
+// tile.cluster_sum over 4 blocks of a [4, 4] f32 tile and a [256] i64 tile:
+// ld.shared::cluster of the thread's own elements from each rank, add.f32 /
+// add.s64 in rank order; no bar.sync, no shuffle.
+// CHECK-LABEL: .visible .entry cluster_sum_4(
+// CHECK: .reqnctapercluster 4, 1, 1
+// CHECK: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NOT: bar.sync
+// CHECK-NOT: shfl.sync
+// CHECK: mapa.shared::cluster.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, 3;
+// CHECK: ld.shared::cluster
+// CHECK-NOT: bar.sync
+// CHECK: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK: ret;
+func.func @cluster_sum_4(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                         %n: !tile.ptr<i64> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
+  %o = tile.make_range {start = 0 : i32, end = 16 : i32} : tensor<16xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<16x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %o : tensor<16x!tile.ptr<f32>>, tensor<16xi32>
+  %v = tile.load %p : tensor<16x!tile.ptr<f32>>
+  %v2 = tile.reshape %v : tensor<16xf32> -> tensor<4x4xf32>
+  %o2 = tile.make_range {start = 0 : i32, end = 256 : i32} : tensor<256xi32>
+  %ns = tile.splat %n : !tile.ptr<i64> -> tensor<256x!tile.ptr<i64>>
+  %q = tile.addptr %ns, %o2 : tensor<256x!tile.ptr<i64>>, tensor<256xi32>
+  %w = tile.load %q : tensor<256x!tile.ptr<i64>>
+  %s:2 = tile.cluster_sum %v2, %w : tensor<4x4xf32>, tensor<256xi64>
+  %s2 = tile.reshape %s#0 : tensor<4x4xf32> -> tensor<16xf32>
+  tile.store %p, %s2 : tensor<16x!tile.ptr<f32>>
+  tile.store %q, %s#1 : tensor<256x!tile.ptr<i64>>
+  return
+}

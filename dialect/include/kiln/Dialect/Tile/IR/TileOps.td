@@ -455,6 +455,39 @@ def Tile_ClusterGatherOp : Tile_Op<"cluster_gather", [MemoryEffects<[MemRead, Me
   let hasVerifier = 1;
 }
 
+def Tile_ClusterSumOp : Tile_Op<"cluster_sum", [MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "the elementwise sums of tiles over every block of the cluster";
+  let description = [{
+    ```mlir
+    %s, %t = tile.cluster_sum %x, %y : tensor<8xf32>, tensor<4x32xi32>
+    ```
+    Result `i` has the type and layout of `srcs[i]`; its element is the sum of
+    that element of `srcs[i]` over the blocks of the cluster, added in rank
+    order (rank 0, + rank 1, ...), so every block gets the same bits. Every
+    block publishes its tiles in shared memory, ONE cluster barrier, then each
+    thread reads the elements it holds from every block's buffers (nothing
+    changes layout: no shuffle, no block barrier) and adds them; a second
+    cluster barrier keeps the buffers alive until all blocks have read. A tile
+    held whole by every thread (up to one run of elements) thus sums in
+    registers, where `tile.cluster_gather` + `tile.reduce` would spread the
+    ranks over lanes.
+
+    PTX: `st.shared` of the thread's elements of every source,
+    `barrier.cluster.arrive.aligned` + `barrier.cluster.wait.aligned`, per rank
+    `mapa.shared::cluster` of each buffer and `ld.shared::cluster` of the
+    thread's runs (up to 16 bytes), the adds, the second arrive + wait.
+
+    Elements are 32- or 64-bit integers or floats (narrower floats would round
+    at every add: convert first). As a cluster barrier, every block of the
+    cluster must execute it.
+  }];
+  let arguments = (ins Variadic<RankedTensorOf<[F32, F64, I32, I64]>>:$srcs);
+  let results = (outs Variadic<RankedTensorOf<[F32, F64, I32, I64]>>:$results);
+  let assemblyFormat = "$srcs attr-dict `:` type($srcs)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
