@@ -114,6 +114,8 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
         budget -= store.getDesc().getType().getBoxBytes();
       else if (auto bulk = llvm::dyn_cast<BulkLoadOp>(op); bulk && !pipelined)
         budget -= bulk.getBytes() + 128;
+      else if (auto ring = llvm::dyn_cast<RingAllocOp>(op)) // kiln-tile-warp-specialize's
+        budget -= ring.getType().getTotalBytes() + 1024;
     });
     for (scf::ForOp loop : loops)
       if (failed(pipeline(loop)))
