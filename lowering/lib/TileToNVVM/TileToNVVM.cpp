@@ -433,9 +433,14 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
                                          LLVM::Linkage::External, /*dsoLocal=*/false,
                                          LLVM::CConv::PTX_Kernel);
     func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), rewriter.getUnitAttr());
+    // A warp-specialized kernel runs its producer warpgroup after the
+    // layout's threads: the launch's real thread count.
+    int64_t threads = tileConverter.getThreadsPerBlock();
+    if (op->walk([](tile::WarpSpecializeOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      threads += kProducerThreads;
     func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
-                  rewriter.getDenseI32ArrayAttr(
-                      {int32_t(tileConverter.getThreadsPerBlock()), 1, 1}));
+                  rewriter.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
     if (auto cluster = op->getAttrOfType<DenseI32ArrayAttr>(
             tile::TileDialect::getClusterDimsAttrName()))
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
@@ -488,6 +493,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileDotOpsToNVVMPatterns(converter, patterns);
   populateTileWarpGroupDotOpsToNVVMPatterns(converter, patterns);
   populateTileTcgen05OpsToNVVMPatterns(converter, patterns);
+  populateTileWarpSpecializeOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileScanOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);
@@ -509,7 +515,7 @@ namespace {
 /// tcgen05 and Tensor Memory: sm_100a, sm_103a); `required` names the archs
 /// that do.
 bool archSupports(Operation *op, StringRef arch, StringRef &required) {
-  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp>(op)) {
+  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp, tile::WarpSpecializeOp>(op)) {
     required = "sm_90a";
     return arch == "sm_90a";
   }
@@ -631,6 +637,18 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     if (failed(checkBulkLoadAlignment(module)))
       return signalPassFailure();
 
+    // setmaxnreg works on whole warpgroups: the consumers must be some.
+    WalkResult badSplit = module.walk([&](tile::WarpSpecializeOp op) {
+      if (layout->first % 128 == 0 && layout->first + kProducerThreads <= 1024)
+        return WalkResult::advance();
+      op.emitOpError() << "expected whole warpgroups of consumers (num_warps a multiple of 4, "
+                          "at most 28), got "
+                       << layout->first / 32 << " warps";
+      return WalkResult::interrupt();
+    });
+    if (badSplit.wasInterrupted())
+      return signalPassFailure();
+
     TileTypeConverter converter(context, layout->first, layout->second);
     WalkResult tooLarge = module.walk([&](tile::DotOp op) {
       return failed(checkDotSharedMemory(op, converter)) ? WalkResult::interrupt()
@@ -650,6 +668,7 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
                              func::FuncDialect>();
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    replaceConsumerBarriers(module);
   }
 };
 } // namespace

@@ -125,3 +125,14 @@ func.func @ring_issue_bulk_unaligned(%x: !tile.ptr<bf16> {tile.divisibility = 16
   tile.ring_issue %q -> %r[%s] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<512xbf16>>
   return
 }
+
+// -----
+
+// setmaxnreg moves registers between whole warpgroups: 2 consumer warps are not.
+func.func @warp_specialize_two_warps() attributes {tile.kernel, tile.threads_per_block = 64 : i32, tile.elems_per_thread = 1 : i32} {
+  // expected-error @+1 {{'tile.warp_specialize' op expected whole warpgroups of consumers (num_warps a multiple of 4, at most 28), got 2 warps}}
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}
