@@ -638,13 +638,26 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
       return signalPassFailure();
 
     // setmaxnreg works on whole warpgroups: the consumers must be some.
+    // The split's register counts assume one program an SM with the
+    // registers its threads allow: no cap of the kernel's own.
     WalkResult badSplit = module.walk([&](tile::WarpSpecializeOp op) {
-      if (layout->first % 128 == 0 && layout->first + kProducerThreads <= 1024)
-        return WalkResult::advance();
-      op.emitOpError() << "expected whole warpgroups of consumers (num_warps a multiple of 4, "
-                          "at most 28), got "
-                       << layout->first / 32 << " warps";
-      return WalkResult::interrupt();
+      if (layout->first % 128 != 0 || layout->first + kProducerThreads > 1024) {
+        op.emitOpError() << "expected whole warpgroups of consumers (num_warps a multiple of 4, "
+                            "at most 28), got "
+                         << layout->first / 32 << " warps";
+        return WalkResult::interrupt();
+      }
+      auto func = op->getParentOfType<func::FuncOp>();
+      auto programs =
+          func->getAttrOfType<IntegerAttr>(tile::TileDialect::getMinProgramsPerSMAttrName());
+      if (func->hasAttr(tile::TileDialect::getMaxnregAttrName()) ||
+          (programs && programs.getInt() > 1)) {
+        op.emitOpError() << "expected no maxnreg and no min_programs_per_sm above 1 on a "
+                            "warp-specialized kernel: setmaxnreg sets each warpgroup's registers "
+                            "from all that one program's threads may hold";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
     });
     if (badSplit.wasInterrupted())
       return signalPassFailure();

@@ -136,3 +136,23 @@ func.func @warp_specialize_two_warps() attributes {tile.kernel, tile.threads_per
   }
   return
 }
+
+// -----
+
+func.func @warp_specialize_maxnreg() attributes {tile.kernel, tile.maxnreg = 128 : i32, tile.threads_per_block = 256 : i32, tile.elems_per_thread = 1 : i32} {
+  // expected-error @+1 {{'tile.warp_specialize' op expected no maxnreg and no min_programs_per_sm above 1 on a warp-specialized kernel}}
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}
+
+// -----
+
+func.func @warp_specialize_two_programs() attributes {tile.kernel, tile.min_programs_per_sm = 2 : i32, tile.threads_per_block = 256 : i32, tile.elems_per_thread = 1 : i32} {
+  // expected-error @+1 {{'tile.warp_specialize' op expected no maxnreg and no min_programs_per_sm above 1 on a warp-specialized kernel}}
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}
