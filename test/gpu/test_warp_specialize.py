@@ -20,8 +20,9 @@ from kernels_dsl.common.gemm import gemm_tma, gemm_tma_kernel  # noqa: E402
 
 pytestmark = pytest.mark.sm90
 
-CONFIGS = [  # (BM, BN, BK), stages, warps: two consumer warpgroups, one, and 4 stages
-    ((128, 256, 64), 3, 8), ((128, 128, 64), 4, 4), ((128, 128, 64), 4, 8)]
+CONFIGS = [  # (BM, BN, BK), stages, warps: two consumer warpgroups or one, 3 or 4 stages
+    ((128, 256, 64), 3, 8), ((128, 128, 64), 4, 4), ((128, 128, 64), 4, 8),
+    ((64, 128, 64), 4, 4)]
 SIZES = [256, 1000, 4096]
 
 

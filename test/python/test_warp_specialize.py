@@ -51,7 +51,7 @@ def test_gemm_producer_and_consumers_on_sm90a(dt, mma):
     ck = _gemm("sm_90a", dt=dt)
     ptx = ck.asm["ptx"]
     assert ck.meta["threads_per_block"] == 384
-    assert ".reqntid 384, 1, 1" in ptx
+    assert ".reqntid 384, 1, 1" in ptx and ".minnctapersm 1" in ptx
     inc, dec = _setmaxnreg(ptx, "inc"), _setmaxnreg(ptx, "dec")
     assert (inc, dec) == (232, 40)
     assert 256 * inc + 128 * dec <= 65536
@@ -74,15 +74,22 @@ def test_gemm_producer_and_consumers_on_sm90a(dt, mma):
 
 
 @needs_compiler
-def test_four_consumer_warps():
+@pytest.mark.parametrize("bm,bn", [(128, 128), (64, 128)])
+def test_four_consumer_warps(bm, bn):
     # One consumer warpgroup: 256 threads, 240 registers (the most setmaxnreg.inc gives
-    # here) beside the producer's 40.
-    ck = _gemm("sm_90a", bm=128, bn=128, stages=4, warps=4)
+    # here) beside the producer's 40. The 64x128 block needs few registers outside the
+    # split: without .minnctapersm 1 ptxas started it with 90 a thread, a pool too small for
+    # the consumers' request (their setmaxnreg.inc would have waited forever).
+    ck = _gemm("sm_90a", bm=bm, bn=bn, stages=4, warps=4)
     ptx = ck.asm["ptx"]
     assert ck.meta["threads_per_block"] == 256
-    assert (_setmaxnreg(ptx, "inc"), _setmaxnreg(ptx, "dec")) == (240, 40)
+    assert ".minnctapersm 1" in ptx
+    inc, dec = _setmaxnreg(ptx, "inc"), _setmaxnreg(ptx, "dec")
+    assert (inc, dec) == (240, 40)
     assert "bar.sync \t1, 128;" in ptx
-    assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
+    target = ck.meta["targets"]["sm_90a"]
+    assert target["spill_store_bytes"] == 0
+    assert (target["registers"] + 7) // 8 * 8 * 256 >= 128 * inc + 128 * dec, target
 
 
 @needs_compiler

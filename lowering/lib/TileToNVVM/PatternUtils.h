@@ -133,7 +133,8 @@ constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegisters = 40;
 constexpr int64_t kMaxConsumerRegisters = 240;
 /// The registers of a consumer thread (setmaxnreg.inc) beside the producer's:
-/// what fits the SM's 64K registers, a multiple of 8, at most 240.
+/// what fits the pool the program starts with (its threads x the registers
+/// each may hold), a multiple of 8, at most 240.
 int64_t getConsumerRegisters(int64_t consumerThreads);
 /// After the conversion: every CTA barrier (`bar.sync 0`) that the consumers
 /// of a lowered tile.warp_specialize run becomes the named barrier of their

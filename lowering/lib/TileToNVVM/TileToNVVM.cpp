@@ -436,8 +436,10 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     // A warp-specialized kernel runs its producer warpgroup after the
     // layout's threads: the launch's real thread count.
     int64_t threads = tileConverter.getThreadsPerBlock();
-    if (op->walk([](tile::WarpSpecializeOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
+    bool specialized =
+        op->walk([](tile::WarpSpecializeOp) { return WalkResult::interrupt(); })
+            .wasInterrupted();
+    if (specialized)
       threads += kProducerThreads;
     func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
                   rewriter.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
@@ -450,6 +452,12 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     if (auto programs = op->getAttrOfType<IntegerAttr>(
             tile::TileDialect::getMinProgramsPerSMAttrName()))
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), programs);
+    // setmaxnreg moves registers within the pool the program starts with:
+    // with .minnctapersm 1 ptxas starts a warp-specialized kernel with all the
+    // registers its threads may hold (up to what setmaxnreg asks for); with
+    // .reqntid alone it may start with what the code outside needs.
+    else if (specialized)
+      func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), rewriter.getI32IntegerAttr(1));
     // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
     // in place (`__grid_constant__`: the parameter's address, cvta.param).
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {

@@ -4,7 +4,7 @@
 // runs C + 128 threads, the producer warpgroup last):
 //
 //   if (tid < C) {
-//     setmaxnreg.inc.sync.aligned.u32 R     R = min(240, (65536 - 128 * 40) / C),
+//     setmaxnreg.inc.sync.aligned.u32 R     R = min(240, (T * S - 128 * 40) / C),
 //     <consumer region>                     a multiple of 8
 //   } else {
 //     setmaxnreg.dec.sync.aligned.u32 40
@@ -14,7 +14,10 @@
 // The consumers' CTA barriers (bar.sync 0 of layout conversions, reductions,
 // TMA store staging) become the named barrier 1 of C threads once the
 // conversion is done (replaceConsumerBarriers): the producer warps never
-// reach them. setmaxnreg needs whole warpgroups on each side.
+// reach them. setmaxnreg needs whole warpgroups on each side. The kernel
+// (T = C + 128 threads, .minnctapersm 1) starts with S = min(255, 65536 / T)
+// registers a thread rounded down to 8 (what ptxas gives it): the CTA's pool,
+// from which the producers' .dec frees what the consumers' .inc takes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,7 +70,11 @@ struct WarpSpecializeLowering : TileOpConversion<tile::WarpSpecializeOp> {
 } // namespace
 
 int64_t kiln::getConsumerRegisters(int64_t consumerThreads) {
-  int64_t fit = (int64_t(1) << 16) - kProducerThreads * kProducerRegisters;
+  // The pool: every thread starts with the registers the program's threads
+  // may hold (65536 of them; 255 at most a thread, allocated by 8).
+  int64_t threads = consumerThreads + kProducerThreads;
+  int64_t start = std::min<int64_t>(255, (int64_t(1) << 16) / threads) / 8 * 8;
+  int64_t fit = threads * start - kProducerThreads * kProducerRegisters;
   return std::min<int64_t>(kMaxConsumerRegisters, fit / consumerThreads / 8 * 8);
 }
 

@@ -1,7 +1,8 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-convert-tile-to-nvvm=arch=sm_90a | FileCheck %s
 
 // tile.warp_specialize with 4 consumer warps (128 threads): the kernel runs
-// 256 threads (the producer warpgroup last). The barriers are initialized by
+// 256 threads (the producer warpgroup last), one program an SM (.minnctapersm
+// 1: ptxas starts it with the registers its threads may hold, the pool). The barriers are initialized by
 // all of them before the split: the ring's with one arrival, the empty ones
 // with one per consumer thread. The consumers (tid < 128) take 240
 // registers a thread and wait for the slot; their release is an
@@ -10,7 +11,7 @@
 // thread; its first warp (tid < 160) waits for the empty slot and elects the
 // lane that arms and copies, with no CTA barrier.
 // CHECK-LABEL: llvm.func ptx_kernelcc @split(
-// CHECK-SAME: nvvm.reqntid = array<i32: 256, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 1 : i32, nvvm.reqntid = array<i32: 256, 1, 1>
 // CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %{{.*}}, predicate = %{{.*}} : !llvm.ptr<3>, i32, i1
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.barrier{{$}}
@@ -61,7 +62,8 @@ func.func @split(%d: !D, %i: i32, %p: i1) attributes {tile.kernel, tile.num_warp
 
 // -----
 
-// 8 consumer warps take 232 registers a thread: 256 x 232 + 128 x 40 = 64512.
+// 8 consumer warps take 232 registers a thread: the 384 threads start with 168
+// (65536 / 384 rounded down to 8), a pool of 64512 = 256 x 232 + 128 x 40.
 // CHECK-LABEL: llvm.func ptx_kernelcc @eight_warps(
 // CHECK-SAME: nvvm.reqntid = array<i32: 384, 1, 1>
 // CHECK: nvvm.setmaxregister increase 232
@@ -77,8 +79,23 @@ func.func @eight_warps() attributes {tile.kernel, tile.num_warps = 8 : i32} {
 
 // A kernel without warp specialization keeps its own thread count.
 // CHECK-LABEL: llvm.func ptx_kernelcc @plain(
+// CHECK-NOT: minctasm
 // CHECK-SAME: nvvm.reqntid = array<i32: 128, 1, 1>
 // CHECK-NOT: nvvm.setmaxregister
 func.func @plain() attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  return
+}
+
+// -----
+
+// 16 consumer warps: 640 threads start with 96 registers (65536 / 640 = 102),
+// a pool of 61440, so the consumers take 104 (512 x 104 + 128 x 40 = 58368).
+// CHECK-LABEL: llvm.func ptx_kernelcc @sixteen_warps(
+// CHECK-SAME: nvvm.reqntid = array<i32: 640, 1, 1>
+// CHECK: nvvm.setmaxregister increase 104
+func.func @sixteen_warps() attributes {tile.kernel, tile.num_warps = 16 : i32} {
+  tile.warp_specialize consumer {
+  } producer {
+  }
   return
 }

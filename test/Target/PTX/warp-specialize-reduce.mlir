@@ -9,6 +9,7 @@
 // have left). 256 threads, 240 registers a consumer thread.
 // CHECK-LABEL: .entry rows(
 // CHECK: .reqntid 256, 1, 1
+// CHECK-NEXT: .minnctapersm 1
 // CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 128;
 // CHECK: bar.sync 0;
 // CHECK: setmaxnreg.inc.sync.aligned.u32 240;

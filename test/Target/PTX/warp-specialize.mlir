@@ -15,6 +15,7 @@
 // a thread that 384 threads allow, the pool the setmaxnreg moves use.
 // CHECK-LABEL: .entry gemm(
 // CHECK: .reqntid 384, 1, 1
+// CHECK-NEXT: .minnctapersm 1
 // CHECK-COUNT-6: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 1;
 // CHECK-COUNT-3: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 256;
 // CHECK: fence.mbarrier_init.release.cluster;
