@@ -324,11 +324,12 @@ Expected<std::string> kiln::compilePTXToCubin(StringRef ptx, StringRef arch, Cub
   bool usePtxas = forcePtxas && StringRef(forcePtxas) == "1";
   // setmaxnreg moves registers between warpgroups through the CTA's pool,
   // which holds what the kernel starts with: ptxas, compiling a whole
-  // program, starts such a kernel with all the registers its .reqntid allows
-  // (168 a thread for 384 threads); nvJitLink compiles relocatable code and
-  // starts it with its own count (fewer), where a setmaxnreg.inc could wait
-  // forever. nvJitLink only where ptxas is missing (kiln.compiler then checks
-  // the pool against the cubin's count).
+  // program, starts such a kernel (.minnctapersm 1) with all the registers
+  // its threads may hold (168 a thread for 384 threads); nvJitLink compiles
+  // relocatable code and starts it with what its code needs (154 for the
+  // GEMM), where a setmaxnreg.inc could wait forever. nvJitLink only where
+  // ptxas is missing (kiln.compiler then checks the pool against the cubin's
+  // count).
   if (!usePtxas && ptx.contains("setmaxnreg.")) {
     Expected<std::string> cubin = compileWithPtxas(ptx, arch, info);
     if (cubin || !NvJitLink::get().available())
