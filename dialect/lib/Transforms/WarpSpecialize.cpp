@@ -120,8 +120,7 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
         loads.push_back({load, std::move(*slice), Value()});
     }
     if (loads.empty())
-      return loop.emitError() << "expected a descriptor load (desc.load) in the "
-                                 "warp-specialized "
+      return loop.emitError() << "expected a descriptor load (desc.load) in the warp-specialized "
                                  "loop whose coordinates are functions of the loop index";
 
     // The values outside the loop that the producer needs: they are recomputed
@@ -212,7 +211,7 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
     for (Operation *op : producerOps)
       b.clone(*op, map);
     Value n = constantI32(b, loc, stages), one = constantI32(b, loc, 1);
-    auto producerLoop = scf::ForOp::create(
+    scf::ForOp::create(
         b, loc, map.lookupOrDefault(loop.getLowerBound()),
         map.lookupOrDefault(loop.getUpperBound()), map.lookupOrDefault(loop.getStep()),
         ValueRange{constantI32(b, loc, 0)},
@@ -236,7 +235,6 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
           }
           scf::YieldOp::create(lb, l, ValueRange{arith::AddIOp::create(lb, l, it, one)});
         });
-    (void)producerLoop;
 
     // The consumers: each load waits for its slot; after the last wait the
     // slot of the previous iteration is released.
