@@ -8,6 +8,10 @@ inputs first.
   ``kl.range(..., num_stages=S)`` and ``kl.dot(a, b.T, acc)``, which kiln-tile-accelerate-dot
   runs on wgmma from the ring slots with the accumulator in registers; bf16 output. Its
   cuBLAS peer is torch.matmul(a, b_t.T) (the same math and layouts) and torch.matmul(a, b).
+- ``kiln TMA+wgmma warp-specialized``: the same gemm_tma with ``warp_specialize=True``
+  (``kl.range(..., warp_specialize=True)``): the kernel's warps only wait for full ring slots,
+  run the wgmmas and release the slots, while an added producer warpgroup (setmaxnreg 40; the
+  consumers take 232 registers with 8 warps) issues the TMA copies; bf16 and FP8 e4m3.
 - ``kiln TMA+wgmma row-major b``: gemm_tma_kn: c = a @ b with b [K, N] as torch.matmul takes
   it (``kl.dot(a, b, acc)``, no transpose), [64, 64] B boxes read by wgmma as an MN-major
   operand (BN = 64: one 128-byte swizzled row of N per K). Its peer is torch.matmul(a, b).
@@ -39,12 +43,17 @@ CONFIGS = [(128, 128, 64, 8)]
 # (BM, BN, BK), stages, warps, GROUP_M
 TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128, 64), 3, 8, 8),
                ((128, 128, 64), 4, 4, 8), ((128, 256, 64), 3, 8, 16)]
+# the same with a producer warpgroup (warp_specialize=True): (BM, BN, BK), stages, warps, GROUP_M
+TMA_WS_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 3, 8, 16),
+                  ((128, 128, 64), 4, 4, 8), ((128, 128, 64), 5, 8, 8)]
 # row-major b (MN-major wgmma B): (BM, BN = 64, BK = 64), stages, warps, GROUP_M
 TMA_KN_CONFIGS = [((128, 64, 64), 4, 8, 8), ((256, 64, 64), 4, 8, 8)]
 # FP8: (BM, BN, BK = 128), stages, warps, max_num_imprecise_acc (None: unpromoted)
 FP8_CONFIGS = [((128, 256, None), 3, 8, None), ((128, 256, None), 4, 8, None),
                ((128, 128, None), 4, 8, None), ((128, 128, None), 4, 8, 128),
                ((128, 128, None), 4, 8, 64), ((128, 256, None), 3, 8, 128)]
+# FP8 with a producer warpgroup: (BM, BN, BK = 128), stages, warps
+FP8_WS_CONFIGS = [((128, 256, None), 3, 8), ((128, 128, None), 4, 8)]
 
 
 def main():
@@ -78,6 +87,12 @@ def main():
             variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma(
                 ab[0], ab[2], out_bf16, block=block, stages=stages, num_warps=warps,
                 group_m=group))(block, stages, warps, group)
+        for block, stages, warps, group in TMA_WS_CONFIGS:
+            label = (f"kiln TMA+wgmma warp-specialized {block[0]}x{block[1]}x{block[2]}, "
+                     f"{stages} stages, {warps}+4 warps, group {group}")
+            variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma(
+                ab[0], ab[2], out_bf16, block=block, stages=stages, num_warps=warps,
+                group_m=group, warp_specialize=True))(block, stages, warps, group)
         for block, stages, warps, group in TMA_KN_CONFIGS:
             label = (f"kiln TMA+wgmma row-major b {block[0]}x{block[1]}x{block[2]}, "
                      f"{stages} stages, {warps} warps, group {group}")
@@ -94,6 +109,12 @@ def main():
             variants[label] = (lambda block, stages, warps, bound: lambda ab: gemm_tma(
                 *fp8_of[id(ab[0])], out_bf16, block=block, stages=stages, num_warps=warps,
                 max_num_imprecise_acc=bound))(block, stages, warps, bound)
+        for block, stages, warps in FP8_WS_CONFIGS:
+            label = (f"kiln TMA+wgmma warp-specialized FP8 e4m3 {block[0]}x{block[1]}x128, "
+                     f"{stages} stages, {warps}+4 warps")
+            variants[label] = (lambda block, stages, warps: lambda ab: gemm_tma(
+                *fp8_of[id(ab[0])], out_bf16, block=block, stages=stages, num_warps=warps,
+                warp_specialize=True))(block, stages, warps)
         ref_fp8 = torch.matmul(fp8[0][0].float(), fp8[0][1].float().T)
         variants["torch._scaled_mm FP8 e4m3 -> bf16 (cuBLAS)"] = lambda ab: torch._scaled_mm(
             fp8_of[id(ab[0])][0], fp8_of[id(ab[0])][1].T, one, one, out_dtype=torch.bfloat16)

@@ -48,7 +48,8 @@ def _grouped_block(M, N, BM: kl.constexpr, BN: kl.constexpr, GROUP_M: kl.constex
 @kiln.jit(num_warps=8)
 def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
                     BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr,
-                    MAX_IMPRECISE_ACC: kl.constexpr = None):
+                    MAX_IMPRECISE_ACC: kl.constexpr = None,
+                    WARP_SPECIALIZE: kl.constexpr = False):
     """c[M, N] = a[M, K] @ b[N, K]^T (bf16/f16 in, f32 accumulation, bf16 out) through
     TMA descriptors: one [BM, BN] block per program, programs ordered in groups of GROUP_M
     block rows (the A rows of a group stay in L2 while its columns sweep), the K loop
@@ -57,11 +58,12 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     accumulator in Tensor Memory on sm_100a/sm_103a when BM = 128 and BN is a multiple of
     16; elsewhere on mma.sync. FP8 dots take ``max_num_imprecise_acc=MAX_IMPRECISE_ACC``
     (None: unbounded; on sm_90a each dot then promotes its wgmma partial sums to f32 every
-    MAX_IMPRECISE_ACC elements of K).
+    MAX_IMPRECISE_ACC elements of K). WARP_SPECIALIZE (sm_90a only) fills the ring from a
+    producer warpgroup added to the num_warps consumer warps (kl.range's warp_specialize).
     TMA zero-fills loads past the edges and clips the store."""
     pid_m, pid_n = _grouped_block(M, N, BM, BN, GROUP_M)
     acc = kl.zeros((BM, BN), kl.float32)
-    for k in kl.range(0, K, BK, num_stages=STAGES):
+    for k in kl.range(0, K, BK, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([pid_m * BM, k])
         b = b_desc.load([pid_n * BN, k])
         acc = kl.dot(a, b.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
@@ -69,13 +71,15 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
 
 
 def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_warps=8,
-             max_num_imprecise_acc=None):
+             max_num_imprecise_acc=None, warp_specialize=False):
     """``a @ b_t.T`` for 2-D bf16/f16 or FP8 (e4m3/e5m2) CUDA tensors a [M, K] and b_t [N, K]
     (the nn.Linear weight layout) into the bf16 ``out`` [M, N] (allocated if None), on
     gemm_tma_kernel. ``block`` = (BM, BN, BK); BK None: 128 bytes of K (64 for 16-bit, 128
     for FP8 elements). K * itemsize must be a multiple of 16 bytes (TMA strides).
     ``max_num_imprecise_acc`` (FP8 only): see kl.dot; on sm_90a it keeps a second set of
-    accumulator registers live, so (128, 128) blocks on 8 warps avoid spills."""
+    accumulator registers live, so (128, 128) blocks on 8 warps avoid spills.
+    ``warp_specialize`` (sm_90a): a producer warpgroup issues the loads (num_warps + 4 warps
+    a program; see kl.range)."""
     if a.dim() != 2 or b_t.dim() != 2 or a.shape[1] != b_t.shape[1]:
         raise ValueError(f"gemm_tma: expected a [M, K] and b_t [N, K], got {list(a.shape)} "
                          f"and {list(b_t.shape)}")
@@ -98,7 +102,8 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
         grid = (kiln.cdiv(m, bm) * kiln.cdiv(n, bn),)
         gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BM=bm, BN=bn, BK=bk,
                               GROUP_M=group_m, STAGES=stages, num_warps=num_warps,
-                              MAX_IMPRECISE_ACC=max_num_imprecise_acc)
+                              MAX_IMPRECISE_ACC=max_num_imprecise_acc,
+                              WARP_SPECIALIZE=warp_specialize)
     return out
 
 

@@ -900,6 +900,10 @@ public:
   void forSetNumStages(Operation *op, int64_t stages) {
     op->setAttr("tile.num_stages", builder.getI32IntegerAttr(static_cast<int32_t>(stages)));
   }
+  /// Marks a loop for kiln-tile-warp-specialize.
+  void forSetWarpSpecialize(Operation *op) {
+    op->setAttr("tile.warp_specialize", builder.getUnitAttr());
+  }
   Value forInductionVar(Operation *op) { return llvm::cast<scf::ForOp>(op).getInductionVar(); }
   std::vector<Value> forIterArgs(Operation *op) {
     auto args = llvm::cast<scf::ForOp>(op).getRegionIterArgs();
@@ -1006,6 +1010,13 @@ std::optional<int64_t> getIntAttr(Module &module, const std::string &symbol,
     return std::nullopt;
   if (auto value = op->getAttrOfType<IntegerAttr>(attr))
     return value.getInt();
+  // An array (nvvm.reqntid): the product of its elements.
+  if (auto values = op->getAttrOfType<DenseI32ArrayAttr>(attr)) {
+    int64_t product = 1;
+    for (int32_t v : values.asArrayRef())
+      product *= v;
+    return product;
+  }
   return std::nullopt;
 }
 
@@ -1064,7 +1075,8 @@ void populateIRBuilder(py::module_ &m) {
           [](Module &mod, const std::string &symbol, const std::string &attr) {
             return getIntAttr(mod, symbol, attr);
           },
-          "The integer attribute `attr` of the symbol `symbol`, or None");
+          "The integer attribute `attr` of the symbol `symbol` (of an i32 array: the product "
+          "of its elements), or None");
 
   m.def("parse_module", &parseModule, py::arg("context"), py::arg("text"));
 
@@ -1144,6 +1156,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("scan", &Builder::scan, py::arg("src"), py::arg("axis"), py::arg("combine"))
       .def("for_begin", &Builder::forBegin, py::return_value_policy::reference)
       .def("for_set_num_stages", &Builder::forSetNumStages)
+      .def("for_set_warp_specialize", &Builder::forSetWarpSpecialize)
       .def("for_induction_var", &Builder::forInductionVar)
       .def("for_iter_args", &Builder::forIterArgs)
       .def("for_end", &Builder::forEnd)

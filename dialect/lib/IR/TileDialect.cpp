@@ -124,6 +124,13 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return op->emitOpError() << "expected 'tile.num_stages' to be an integer in [1, 16]";
     return success();
   }
+  if (name == getWarpSpecializeAttrName()) {
+    if (op->getName().getStringRef() != "scf.for")
+      return op->emitOpError() << "'tile.warp_specialize' applies to scf.for only";
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expected 'tile.warp_specialize' to be a unit attribute";
+    return success();
+  }
   return op->emitOpError() << "unknown tile attribute '" << name << "'";
 }
 

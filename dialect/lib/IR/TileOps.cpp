@@ -979,3 +979,23 @@ LogicalResult Tcgen05DotOp::verify() {
                          << n;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// WarpSpecializeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WarpSpecializeOp::verifyRegions() {
+  if ((*this)->getParentOfType<WarpSpecializeOp>())
+    return emitOpError() << "expected no enclosing tile.warp_specialize";
+  // The producer warps have no place in the consumers' layouts.
+  WalkResult tiles = getProducer().walk([&](Operation *op) {
+    auto isTile = [](Type type) { return llvm::isa<RankedTensorType>(type); };
+    if (llvm::any_of(op->getResultTypes(), isTile) ||
+        llvm::any_of(op->getOperandTypes(), isTile)) {
+      op->emitOpError() << "expected no tiles in the producer region of a tile.warp_specialize";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(tiles.wasInterrupted());
+}

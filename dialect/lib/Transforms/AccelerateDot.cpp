@@ -210,6 +210,19 @@ void moveRefillsAfter(scf::ForOp loop, ArrayRef<Value> rings, Operation *wait) {
     }
 }
 
+/// A warp-specialized loop releases its slots to the producer
+/// (`tile.mbarrier_arrive` on the empty barriers) once the dot that read them
+/// in place is done: the releases move after `wait`, in their order.
+void moveReleasesAfter(scf::ForOp loop, Operation *wait) {
+  Operation *last = wait;
+  for (Operation &op : llvm::make_early_inc_range(*loop.getBody()))
+    if (auto release = llvm::dyn_cast<MBarrierArriveOp>(op);
+        release && release->isBeforeInBlock(wait)) {
+      release->moveAfter(last);
+      last = release;
+    }
+}
+
 /// Whether the loop refills a slot of the dot's rings (`tile.ring_issue`).
 bool refills(scf::ForOp loop, RingOperands operands) {
   return llvm::any_of(loop.getBody()->getOps<RingIssueOp>(), [&](RingIssueOp issue) {
@@ -326,6 +339,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                                            /*pending=*/maxNumImpreciseAcc ? 0 : 1);
     p.yielded->set(wait);
     moveRefillsAfter(p.loop, eraseDot(p), wait);
+    moveReleasesAfter(p.loop, wait);
 
     b.setInsertionPointAfter(p.loop);
     auto done = WarpGroupDotWaitOp::create(b, loc, result, /*pending=*/0);

@@ -23,12 +23,12 @@
 #include "kiln/Dialect/Tile/IR/TileOps.h"
 #include "kiln/Dialect/Tile/Transforms/Passes.h"
 
+#include "LoopSlice.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace kiln::tile {
 #define GEN_PASS_DEF_TILEPIPELINELOADS
@@ -39,32 +39,6 @@ using namespace mlir;
 using namespace kiln::tile;
 
 namespace {
-
-/// The ops of `loop`'s body that `values` depend on, in program order, if they
-/// are all pure and region-free (then they can be recomputed for another
-/// iteration); std::nullopt otherwise.
-std::optional<SmallVector<Operation *>> indexSlice(scf::ForOp loop, ValueRange values) {
-  llvm::SetVector<Operation *> slice;
-  SmallVector<Value> worklist(values.begin(), values.end());
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (!def || !loop.getBody()->findAncestorOpInBlock(*def)) {
-      if (auto arg = llvm::dyn_cast<BlockArgument>(v);
-          arg && arg.getOwner() == loop.getBody() && arg != loop.getInductionVar())
-        return std::nullopt; // a loop-carried value: not a function of the iteration
-      continue;
-    }
-    if (def->getBlock() != loop.getBody() || def->getNumRegions() != 0 ||
-        !isMemoryEffectFree(def))
-      return std::nullopt;
-    if (slice.insert(def))
-      llvm::append_range(worklist, def->getOperands());
-  }
-  SmallVector<Operation *> ordered(slice.begin(), slice.end());
-  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
-}
 
 /// `indices` recomputed with the induction variable replaced by `iv`.
 SmallVector<Value> indicesAt(OpBuilder &b, scf::ForOp loop, ArrayRef<Operation *> slice,
@@ -140,6 +114,8 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
         budget -= store.getDesc().getType().getBoxBytes();
       else if (auto bulk = llvm::dyn_cast<BulkLoadOp>(op); bulk && !pipelined)
         budget -= bulk.getBytes() + 128;
+      else if (auto ring = llvm::dyn_cast<RingAllocOp>(op)) // kiln-tile-warp-specialize's
+        budget -= ring.getType().getTotalBytes() + 1024;
     });
     for (scf::ForOp loop : loops)
       if (failed(pipeline(loop)))

@@ -14,6 +14,9 @@ using namespace mlir;
 
 void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &options) {
   // First: canonicalization may rebuild a loop without its tile.num_stages.
+  tile::TileWarpSpecializeOptions specializeOptions;
+  specializeOptions.arch = options.arch;
+  pm.addNestedPass<func::FuncOp>(tile::createTileWarpSpecialize(specializeOptions));
   pm.addNestedPass<func::FuncOp>(tile::createTilePipelineLoads());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

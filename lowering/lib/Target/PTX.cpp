@@ -321,7 +321,22 @@ Expected<std::string> kiln::compilePTXToCubin(StringRef ptx, StringRef arch, Cub
   if (!isSupportedArch(arch))
     return makeError("unsupported arch '" + arch + "' (supported: sm_90a, sm_100a, sm_103a)");
   const char *forcePtxas = std::getenv("KILN_USE_PTXAS");
-  if ((!forcePtxas || StringRef(forcePtxas) != "1") && NvJitLink::get().available())
+  bool usePtxas = forcePtxas && StringRef(forcePtxas) == "1";
+  // setmaxnreg moves registers between warpgroups through the CTA's pool,
+  // which holds what the kernel starts with: ptxas, compiling a whole
+  // program, starts such a kernel (.minnctapersm 1) with all the registers
+  // its threads may hold (168 a thread for 384 threads); nvJitLink compiles
+  // relocatable code and starts it with what its code needs (154 for the
+  // GEMM), where a setmaxnreg.inc could wait forever. nvJitLink only where
+  // ptxas is missing (kiln.compiler then checks the pool against the cubin's
+  // count).
+  if (!usePtxas && ptx.contains("setmaxnreg.")) {
+    Expected<std::string> cubin = compileWithPtxas(ptx, arch, info);
+    if (cubin || !NvJitLink::get().available())
+      return cubin;
+    consumeError(cubin.takeError());
+  }
+  if (!usePtxas && NvJitLink::get().available())
     return compileWithNvJitLink(ptx, arch, info);
   return compileWithPtxas(ptx, arch, info);
 }

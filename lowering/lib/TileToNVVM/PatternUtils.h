@@ -126,6 +126,21 @@ mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingTy
 mlir::Value mbarrierAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
                             mlir::Value index);
 
+/// tile.warp_specialize: the producer warpgroup's threads (the last 4 warps)
+/// and the registers each keeps (setmaxnreg.dec), and the most a consumer
+/// thread takes (setmaxnreg.inc).
+constexpr int64_t kProducerThreads = 128;
+constexpr int64_t kProducerRegisters = 40;
+constexpr int64_t kMaxConsumerRegisters = 240;
+/// The registers of a consumer thread (setmaxnreg.inc) beside the producer's:
+/// what fits the pool the program starts with (its threads x the registers
+/// each may hold), a multiple of 8, at most 240.
+int64_t getConsumerRegisters(int64_t consumerThreads);
+/// After the conversion: every CTA barrier (`bar.sync 0`) that the consumers
+/// of a lowered tile.warp_specialize run becomes the named barrier of their
+/// threads (`bar.sync 1, C`).
+void replaceConsumerBarriers(mlir::Operation *root);
+
 /// Fails (with an error at the op) when the shared-memory buffers of a
 /// tile.dot do not fit in the 48 KiB of static shared memory.
 mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);

@@ -25,6 +25,10 @@
 // bytes are min(count, N) * sizeof(T), each chunk is issued only below them
 // and the reads select zero for the accesses at or past the count. A
 // tile.ring_issue with a pointer source issues the same copies into a slot.
+// A `producer` ring_issue (the issuing warp of a tile.warp_specialize, after
+// its wait for the slot's empty barrier) has no bar.sync and elects its lane
+// in its own warp. tile.mbarrier_alloc {per_thread} expects one arrival per
+// thread of the layout, tile.mbarrier_arrive being one mbarrier.arrive each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,11 +99,18 @@ SmallVector<Value> tmaCoordinates(ValueRange indices) {
 
 /// After a CTA barrier (the buffer's readers are done), one elected thread
 /// (and only if `predicate`, when given) arms `barrier` with `bytes` and copies
-/// the box at `indices` of `desc` into `buffer`.
+/// the box at `indices` of `desc` into `buffer`. A `producer` (the one warp
+/// of a tile.warp_specialize that issues; it waited for the slot's empty
+/// barrier) needs no CTA barrier and elects its own lane.
 void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64_t bytes,
-               Value buffer, Value barrier, Value predicate) {
-  NVVM::BarrierOp::create(b, loc);
-  Value issuer = createIssuer(b, loc);
+               Value buffer, Value barrier, Value predicate, bool producer = false) {
+  Value issuer;
+  if (producer) {
+    issuer = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
+  } else {
+    NVVM::BarrierOp::create(b, loc);
+    issuer = createIssuer(b, loc);
+  }
   if (predicate)
     issuer = LLVM::AndOp::create(b, loc, issuer, predicate);
   SmallVector<Value> coordinates = tmaCoordinates(indices);
@@ -355,14 +366,14 @@ Value slotBarrier(OpBuilder &b, Location loc, Value base, std::variant<int64_t, 
   return mbarrierAddress(b, loc, base, index);
 }
 
-/// Thread 0 initializes `count` mbarriers from `base` with one arrival each;
-/// fence.mbarrier_init; bar.sync.
-void initBarriers(OpBuilder &b, Location loc, Value base, unsigned count) {
+/// Thread 0 initializes `count` mbarriers from `base` with `arrivals` arrivals
+/// each; fence.mbarrier_init; bar.sync.
+void initBarriers(OpBuilder &b, Location loc, Value base, unsigned count, int64_t arrivals = 1) {
   Value isThread0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc),
                                          createI32Constant(b, loc, 0));
-  Value one = createI32Constant(b, loc, 1);
+  Value expected = createI32Constant(b, loc, arrivals);
   for (unsigned s = 0; s < count; ++s)
-    NVVM::MBarrierInitOp::create(b, loc, slotBarrier(b, loc, base, s), one, isThread0);
+    NVVM::MBarrierInitOp::create(b, loc, slotBarrier(b, loc, base, s), expected, isThread0);
   NVVM::FenceMbarrierInitOp::create(b, loc);
   NVVM::BarrierOp::create(b, loc);
 }
@@ -398,7 +409,7 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
                     slot, barrier, adaptor.getPred());
     else
       issueLoad(rewriter, loc, adaptor.getSrc(), adaptor.getIndices(), ring.getSlotBytes(), slot,
-                barrier, adaptor.getPred());
+                barrier, adaptor.getPred(), op.getProducer());
     rewriter.eraseOp(op);
     return success();
   }
@@ -440,7 +451,8 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
 } // namespace
 
 namespace {
-/// `count` 8-byte mbarriers in an 8-byte aligned shared array, one arrival each.
+/// `count` 8-byte mbarriers in an 8-byte aligned shared array, one arrival each
+/// (`per_thread`: one per thread of the kernel's layout).
 struct MBarrierAllocLowering : TileOpConversion<tile::MBarrierAllocOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -449,8 +461,26 @@ struct MBarrierAllocLowering : TileOpConversion<tile::MBarrierAllocOp> {
     unsigned count = op.getType().getCount();
     Value base = createSharedBuffer(rewriter, op, "__kiln_mbarrier", rewriter.getI64Type(),
                                     count, /*alignment=*/8);
-    initBarriers(rewriter, op.getLoc(), base, count);
+    initBarriers(rewriter, op.getLoc(), base, count,
+                 op.getPerThread() ? tileConverter.getThreadsPerBlock() : 1);
     rewriter.replaceOp(op, base);
+    return success();
+  }
+};
+
+/// if (pred) mbarrier.arrive.shared::cta.b64 (release, CTA scope), every thread.
+struct MBarrierArriveLowering : TileOpConversion<tile::MBarrierArriveOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::MBarrierArriveOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value barrier = mbarrierAddress(rewriter, loc, adaptor.getBarriers(), adaptor.getIndex());
+    scf::IfOp::create(rewriter, loc, adaptor.getPred(), [&](OpBuilder &b, Location l) {
+      NVVM::MBarrierArriveOp::create(b, l, Type(), barrier, Value());
+      scf::YieldOp::create(b, l);
+    });
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -479,5 +509,5 @@ void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
   patterns.add<DescLoadLowering, DescStoreLowering, BulkLoadLowering, RingAllocLowering,
                RingIssueLowering, RingWaitLoadLowering, RingWaitLowering,
-               MBarrierAllocLowering, MBarrierWaitLowering>(converter);
+               MBarrierAllocLowering, MBarrierArriveLowering, MBarrierWaitLowering>(converter);
 }

@@ -433,9 +433,16 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
                                          LLVM::Linkage::External, /*dsoLocal=*/false,
                                          LLVM::CConv::PTX_Kernel);
     func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), rewriter.getUnitAttr());
+    // A warp-specialized kernel runs its producer warpgroup after the
+    // layout's threads: the launch's real thread count.
+    int64_t threads = tileConverter.getThreadsPerBlock();
+    bool specialized =
+        op->walk([](tile::WarpSpecializeOp) { return WalkResult::interrupt(); })
+            .wasInterrupted();
+    if (specialized)
+      threads += kProducerThreads;
     func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
-                  rewriter.getDenseI32ArrayAttr(
-                      {int32_t(tileConverter.getThreadsPerBlock()), 1, 1}));
+                  rewriter.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
     if (auto cluster = op->getAttrOfType<DenseI32ArrayAttr>(
             tile::TileDialect::getClusterDimsAttrName()))
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
@@ -445,6 +452,12 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     if (auto programs = op->getAttrOfType<IntegerAttr>(
             tile::TileDialect::getMinProgramsPerSMAttrName()))
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), programs);
+    // setmaxnreg moves registers within the pool the program starts with:
+    // with .minnctapersm 1 ptxas starts a warp-specialized kernel with all the
+    // registers its threads may hold (up to what setmaxnreg asks for); with
+    // .reqntid alone it may start with what the code outside needs.
+    else if (specialized)
+      func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), rewriter.getI32IntegerAttr(1));
     // Descriptors are 128-byte CUtensorMaps passed by value; TMA reads them
     // in place (`__grid_constant__`: the parameter's address, cvta.param).
     for (auto [i, argType] : llvm::enumerate(type.getInputs())) {
@@ -488,6 +501,7 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
   populateTileDotOpsToNVVMPatterns(converter, patterns);
   populateTileWarpGroupDotOpsToNVVMPatterns(converter, patterns);
   populateTileTcgen05OpsToNVVMPatterns(converter, patterns);
+  populateTileWarpSpecializeOpsToNVVMPatterns(converter, patterns);
   populateTileReduceOpsToNVVMPatterns(converter, patterns);
   populateTileScanOpsToNVVMPatterns(converter, patterns);
   populateTileAtomicOpsToNVVMPatterns(converter, patterns);
@@ -509,7 +523,7 @@ namespace {
 /// tcgen05 and Tensor Memory: sm_100a, sm_103a); `required` names the archs
 /// that do.
 bool archSupports(Operation *op, StringRef arch, StringRef &required) {
-  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp>(op)) {
+  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp, tile::WarpSpecializeOp>(op)) {
     required = "sm_90a";
     return arch == "sm_90a";
   }
@@ -631,6 +645,31 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     if (failed(checkBulkLoadAlignment(module)))
       return signalPassFailure();
 
+    // setmaxnreg works on whole warpgroups: the consumers must be some.
+    // The split's register counts assume one program an SM with the
+    // registers its threads allow: no cap of the kernel's own.
+    WalkResult badSplit = module.walk([&](tile::WarpSpecializeOp op) {
+      if (layout->first % 128 != 0 || layout->first + kProducerThreads > 1024) {
+        op.emitOpError() << "expected whole warpgroups of consumers (num_warps a multiple of 4, "
+                            "at most 28), got "
+                         << layout->first / 32 << " warps";
+        return WalkResult::interrupt();
+      }
+      auto func = op->getParentOfType<func::FuncOp>();
+      auto programs =
+          func->getAttrOfType<IntegerAttr>(tile::TileDialect::getMinProgramsPerSMAttrName());
+      if (func->hasAttr(tile::TileDialect::getMaxnregAttrName()) ||
+          (programs && programs.getInt() > 1)) {
+        op.emitOpError() << "expected no maxnreg and no min_programs_per_sm above 1 on a "
+                            "warp-specialized kernel: setmaxnreg sets each warpgroup's registers "
+                            "from all that one program's threads may hold";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (badSplit.wasInterrupted())
+      return signalPassFailure();
+
     TileTypeConverter converter(context, layout->first, layout->second);
     WalkResult tooLarge = module.walk([&](tile::DotOp op) {
       return failed(checkDotSharedMemory(op, converter)) ? WalkResult::interrupt()
@@ -650,6 +689,7 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
                              func::FuncDialect>();
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    replaceConsumerBarriers(module);
   }
 };
 } // namespace

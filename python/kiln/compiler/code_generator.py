@@ -359,15 +359,26 @@ class CodeGenerator(ast.NodeVisitor):
         from .. import language as kl_language  # noqa: PLC0415
 
         num_stages = None
+        warp_specialize = False
         if fn is kl_language.range:
             for kw in it.keywords:
+                if kw.arg == "warp_specialize":
+                    warp_specialize = _unwrap(self.visit(kw.value))
+                    if not isinstance(warp_specialize, bool):
+                        raise self.error(kw, f"warp_specialize must be a constexpr bool, got "
+                                             f"{warp_specialize!r}")
+                    continue
                 if kw.arg != "num_stages":
-                    raise self.error(kw, f"kl.range takes num_stages=, not {kw.arg}=")
+                    raise self.error(kw, f"kl.range takes num_stages= and warp_specialize=, "
+                                         f"not {kw.arg}=")
                 num_stages = _unwrap(self.visit(kw.value))
                 if num_stages is not None and (not isinstance(num_stages, int) or
                                                isinstance(num_stages, bool) or num_stages < 1):
                     raise self.error(kw, f"num_stages must be a positive constexpr int, got "
                                          f"{num_stages!r}")
+            if warp_specialize and (num_stages is None or num_stages < 2):
+                raise self.error(it, f"warp_specialize=True needs num_stages >= 2 (a ring for "
+                                     f"the producer to fill), got num_stages={num_stages!r}")
             fn = builtins.range
         elif it.keywords:
             raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
@@ -384,10 +395,10 @@ class CodeGenerator(ast.NodeVisitor):
             return
         if fn is not builtins.range:
             raise self.error(it, "kernel loops iterate over range(...) or kl.static_range(...)")
-        self._runtime_for(node, args, num_stages)
+        self._runtime_for(node, args, num_stages, warp_specialize)
 
-    def _runtime_for(self, node: ast.For, args: List[Any], num_stages: Optional[int] = None
-                     ) -> None:
+    def _runtime_for(self, node: ast.For, args: List[Any], num_stages: Optional[int] = None,
+                     warp_specialize: bool = False) -> None:
         sem = self.semantic
         from ..language import core as lc  # noqa: PLC0415
 
@@ -437,10 +448,16 @@ class CodeGenerator(ast.NodeVisitor):
             carried = [n for n in carried if isinstance(self.scope[n], tensor)]
             before = dict(self.scope)
 
+        # The loop's diagnostics (kiln-tile-pipeline-loads, kiln-tile-warp-specialize)
+        # point at its `for`, not at the last expression of its header.
+        filename, lineno, col, _ = self.source.location(node)
+        self.builder.set_loc(filename, lineno, col)
         op = self.builder.for_begin(lb.handle, ub.handle, st.handle,
                                     [before[n].handle for n in carried])
         if num_stages is not None and num_stages > 1:
             self.builder.for_set_num_stages(op, num_stages)
+        if warp_specialize:
+            self.builder.for_set_warp_specialize(op)
         self.scope[var] = tensor(self.builder.for_induction_var(op), ity)
         for n, arg in zip(carried, self.builder.for_iter_args(op)):
             self.scope[n] = tensor(arg, before[n].type)

@@ -420,6 +420,32 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
     }
 
 
+_SETMAXNREG = re.compile(r"\bsetmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
+
+
+def _check_register_pool(symbol: str, ptx: str, cubin: bytes, log: Optional[str],
+                         tool: Optional[str], arch: str, threads: int, consumers: int) -> None:
+    """Raises if the cubin's registers at entry (threads x the count rounded up to 8, the
+    CTA's pool) cannot hold the consumers' setmaxnreg.inc beside the producers' .dec."""
+    counts = {action: int(n) for action, n in _SETMAXNREG.findall(ptx)}
+    if "inc" not in counts:
+        return
+    from ..runtime.targetinfo import target_info
+
+    registers = target_info(arch, None, cubin, log, tool, symbol).get("registers")
+    if not registers:
+        return
+    pool = threads * ((registers + 7) // 8 * 8)
+    needed = consumers * counts["inc"] + (threads - consumers) * counts.get("dec", registers)
+    if needed > pool:
+        raise RuntimeError(
+            f"kernel '{symbol}' ({arch}): the assembler ({tool}) starts it with {registers} "
+            f"registers a thread, a pool of {pool} for {threads} threads, but its warp "
+            f"specialization needs {needed} ({consumers} consumer threads x {counts['inc']} + "
+            f"{threads - consumers} producer threads x {counts.get('dec')}): the consumers' "
+            f"setmaxnreg.inc would wait forever. Assemble with ptxas (KILN_USE_PTXAS=1).")
+
+
 def compile_kernel(source: FunctionSource, source_hash: str, spec: Specialization,
                    arch: Optional[str], name: Optional[str] = None, symbol: Optional[str] = None,
                    upto: str = "cubin") -> CompiledKernel:
@@ -449,7 +475,9 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         asm["llvm_dialect"] = lowered.str()
         times["llvm_dialect"] = time.perf_counter() - t0
         _dump(symbol, key, "llvm_dialect", asm["llvm_dialect"])
-        tpb = lowered.get_int_attr(symbol, "tile.threads_per_block")
+        # The lowered kernel's own thread count (nvvm.reqntid) is the launch's: a
+        # warp-specialized kernel adds a producer warpgroup to num_warps.
+        tpb = lowered.get_int_attr(symbol, "nvvm.reqntid")
         if tpb:
             threads = int(tpb)
         shared_bytes = int(lowered.get_int_attr(symbol, "tile.shared_bytes") or 0)
@@ -469,6 +497,12 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         t0 = time.perf_counter()
         ck.cubin, ck.cubin_tool, ck.cubin_log = make_cubin(asm["ptx"], arch)
         times["cubin"] = time.perf_counter() - t0
+    # A warp-specialized kernel's consumers take registers from the pool the
+    # producer warpgroup's setmaxnreg.dec fills; a pool smaller than what they ask
+    # for would block their setmaxnreg.inc forever.
+    if ck.cubin and arch and "ptx" in asm:
+        _check_register_pool(symbol, asm["ptx"], ck.cubin, ck.cubin_log, ck.cubin_tool,
+                             arch, threads, spec.num_warps * 32)
     # A kernel that synchronizes with griddepcontrol is launched with programmatic
     # stream serialization (PDL).
     pdl = any(op in asm["tile"] for op in ("tile.pdl_wait", "tile.pdl_launch_dependents"))

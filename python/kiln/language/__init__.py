@@ -409,11 +409,23 @@ class range:  # noqa: A001 - kl.range mirrors the builtin
     """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
     whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
     iterations are in flight while one iteration computes (an N-slot TMA ring with one
-    mbarrier per slot). ``num_stages`` is a constexpr; 1 or None is a plain loop."""
+    mbarrier per slot). ``num_stages`` is a constexpr; 1 or None is a plain loop.
 
-    def __init__(self, *args: Any, num_stages: Any = None):
+    ``warp_specialize=True`` (a constexpr; sm_90a only, with ``num_stages`` >= 2, on a loop
+    at the top level of the kernel whose loads are descriptor loads) fills the ring from a
+    producer warpgroup of its own: the program runs ``num_warps`` consumer warps (the
+    layouts and the math as written) plus 4 producer warps, the last ones (the launch has
+    ``num_warps * 32 + 128`` threads, ``threads_per_block`` in the metadata). The producer
+    keeps 40 registers a thread (``setmaxnreg.dec``), one of its warps waits for each slot
+    to be released and issues the TMA copies; the consumers take the registers freed
+    (``setmaxnreg.inc``: 232 for 8 warps), wait for full slots, compute, and release each
+    slot once its dot is done. Elsewhere (sm_100a/sm_103a, other loops) it is a compile
+    error at the loop."""
+
+    def __init__(self, *args: Any, num_stages: Any = None, warp_specialize: Any = False):
         self.args = args
         self.num_stages = num_stages
+        self.warp_specialize = warp_specialize
 
 
 class static_range:

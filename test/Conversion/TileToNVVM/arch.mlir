@@ -22,3 +22,14 @@ func.func @wgmma(%x: i32) attributes {tile.kernel, tile.threads_per_block = 128 
   %w = tile.warpgroup_dot_wait %zero {pending = 0 : i32} : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
   return
 }
+
+// -----
+
+// SM100: error: 'tile.warp_specialize' op needs sm_90a, not sm_10{{[03]}}a
+// SM90-NOT: warp_specialize' op needs
+func.func @warp_specialize() attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 8 : i32} {
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}

@@ -125,3 +125,34 @@ func.func @ring_issue_bulk_unaligned(%x: !tile.ptr<bf16> {tile.divisibility = 16
   tile.ring_issue %q -> %r[%s] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<512xbf16>>
   return
 }
+
+// -----
+
+// setmaxnreg moves registers between whole warpgroups: 2 consumer warps are not.
+func.func @warp_specialize_two_warps() attributes {tile.kernel, tile.threads_per_block = 64 : i32, tile.elems_per_thread = 1 : i32} {
+  // expected-error @+1 {{'tile.warp_specialize' op expected whole warpgroups of consumers (num_warps a multiple of 4, at most 28), got 2 warps}}
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}
+
+// -----
+
+func.func @warp_specialize_maxnreg() attributes {tile.kernel, tile.maxnreg = 128 : i32, tile.threads_per_block = 256 : i32, tile.elems_per_thread = 1 : i32} {
+  // expected-error @+1 {{'tile.warp_specialize' op expected no maxnreg and no min_programs_per_sm above 1 on a warp-specialized kernel}}
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}
+
+// -----
+
+func.func @warp_specialize_two_programs() attributes {tile.kernel, tile.min_programs_per_sm = 2 : i32, tile.threads_per_block = 256 : i32, tile.elems_per_thread = 1 : i32} {
+  // expected-error @+1 {{'tile.warp_specialize' op expected no maxnreg and no min_programs_per_sm above 1 on a warp-specialized kernel}}
+  tile.warp_specialize consumer {
+  } producer {
+  }
+  return
+}

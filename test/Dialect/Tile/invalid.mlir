@@ -1883,3 +1883,34 @@ func.func @maxnreg_not_a_func() {
   %c = arith.constant {tile.maxnreg = 64 : i32} 0 : i32
   return
 }
+
+// -----
+
+func.func @warp_specialize_producer_tile(%x: f32) {
+  tile.warp_specialize consumer {
+  } producer {
+    // expected-error @+1 {{expected no tiles in the producer region of a tile.warp_specialize}}
+    %t = tile.splat %x : f32 -> tensor<128xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @warp_specialize_nested() {
+  tile.warp_specialize consumer {
+    // expected-error @+1 {{expected no enclosing tile.warp_specialize}}
+    tile.warp_specialize consumer {
+    } producer {
+    }
+  } producer {
+  }
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.warp_specialize' applies to scf.for only}}
+func.func @warp_specialize_attr_on_func() attributes {tile.warp_specialize} {
+  return
+}

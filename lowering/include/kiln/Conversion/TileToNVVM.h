@@ -53,6 +53,8 @@ void populateTileAtomicOpsToNVVMPatterns(TileTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
 void populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                                mlir::RewritePatternSet &patterns);
+void populateTileWarpSpecializeOpsToNVVMPatterns(TileTypeConverter &converter,
+                                                 mlir::RewritePatternSet &patterns);
 void populateTileTcgen05OpsToNVVMPatterns(TileTypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
 void populateTileDotOpsToNVVMPatterns(TileTypeConverter &converter,

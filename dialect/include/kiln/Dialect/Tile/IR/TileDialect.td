@@ -72,6 +72,11 @@ def Tile_Dialect : Dialect {
     }
     /// On scf.for: software-pipeline the loop's descriptor loads this deep.
     static constexpr ::llvm::StringLiteral getNumStagesAttrName() { return "tile.num_stages"; }
+    /// On scf.for (with tile.num_stages): its ring filled by a producer
+    /// warpgroup of its own (kiln-tile-warp-specialize).
+    static constexpr ::llvm::StringLiteral getWarpSpecializeAttrName() {
+      return "tile.warp_specialize";
+    }
   }];
 }
 

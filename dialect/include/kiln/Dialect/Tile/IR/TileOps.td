@@ -965,9 +965,15 @@ def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
     `cp.async.bulk` of `tile.bulk_load`, of the whole slot or of its first
     `count` elements (same rules; `tile.ring_wait_load` with the same count
     reads the rest as zero). Runs in uniform control flow.
+
+    With `producer` (the producer warp of a `tile.warp_specialize`, which
+    waited for the slot's empty barrier before): no CTA barrier, and the
+    lane elected in the executing warp issues; only that one warp may run
+    it.
   }];
   let arguments = (ins AnyTypeOf<[Tile_TensorDesc, Tile_Ptr]>:$src, Variadic<I32>:$indices,
-                       Optional<I32>:$count, Tile_Ring:$ring, I32:$slot, I1:$pred);
+                       Optional<I32>:$count, Tile_Ring:$ring, I32:$slot, I1:$pred,
+                       UnitAttr:$producer);
   let assemblyFormat = [{
     $src (`[` $indices^ `]`)? (`count` $count^)? `->` $ring `[` $slot `]` `if` $pred attr-dict
     `:` qualified(type($src)) `,` qualified(type($ring))
@@ -1135,9 +1141,69 @@ def Tile_MBarrierAllocOp : Tile_Op<"mbarrier_alloc", [MemoryEffects<[MemAlloc]>]
     and `bar.sync`: must run in uniform control flow. Each barrier starts in
     phase 0, so a wait for parity 1 returns at once (the "previous" phase is
     complete).
+
+    With `per_thread` the arrival count is the kernel's threads per block
+    (`tile.threads_per_block`: the consumer threads of a
+    `tile.warp_specialize`), one `tile.mbarrier_arrive` per thread a phase.
   }];
+  let arguments = (ins UnitAttr:$per_thread);
   let results = (outs Tile_MBarriers:$barriers);
   let assemblyFormat = "attr-dict `:` qualified(type($barriers))";
+}
+
+def Tile_MBarrierArriveOp : Tile_Op<"mbarrier_arrive", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "arrive on one mbarrier of an array";
+  let description = [{
+    ```mlir
+    tile.mbarrier_arrive %empty[%i] if %pred : !tile.mbarriers<3>
+    ```
+    If `pred` holds, every executing thread arrives on barrier `index` (i32,
+    below the array's count) with release semantics at CTA scope
+    (`mbarrier.arrive.shared::cta.b64`): its earlier reads of what the
+    barrier guards (a ring slot) are done before the phase completes. One
+    arrival per thread: the array is allocated `per_thread` (the consumer
+    threads of a `tile.warp_specialize` releasing a ring slot).
+  }];
+  let arguments = (ins Tile_MBarriers:$barriers, I32:$index, I1:$pred);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `if` $pred attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [RecursiveMemoryEffects, SingleBlock,
+                                                         NoTerminator]> {
+  let summary = "split the program into consumer warps and one producer warpgroup";
+  let description = [{
+    ```mlir
+    tile.warp_specialize consumer {
+      // the kernel's num_warps warps: the K loop waiting on full ring slots,
+      // the dots, the epilogue; every CTA barrier among these threads only
+    } producer {
+      // one added warpgroup: one warp waits for empty slots and issues TMA
+    }
+    ```
+    Made by `kiln-tile-warp-specialize` (sm_90a). The program runs with the
+    kernel's warps plus one producer warpgroup (4 warps), the last one: the
+    consumer threads keep their ids, so every layout's index math is
+    unchanged, and the kernel is launched with `tile.threads_per_block` + 128
+    threads (`nvvm.reqntid`). Lowers to
+
+      if (tid < consumers) { setmaxnreg.inc.sync.aligned.u32 C; consumer }
+      else { setmaxnreg.dec.sync.aligned.u32 40;
+             if (tid < consumers + 32) producer }
+
+    with C the most registers that fit 64K beside 40 per producer thread (232
+    for 8 consumer warps, at most 240). Every `bar.sync` of the consumer
+    region becomes the named barrier `bar.sync 1, consumers`: the producer
+    warps do not take part (three exit at once, the fourth after its last
+    issue). Barrier initialization (`tile.ring_alloc`, `tile.mbarrier_alloc`)
+    must come before the op, where every thread runs it. The consumer threads
+    must be whole warpgroups; the producer region must not hold tiles
+    (tensors), only scalars, waits and issues.
+  }];
+  let regions = (region SizedRegion<1>:$consumer, SizedRegion<1>:$producer);
+  let assemblyFormat = "`consumer` $consumer `producer` $producer attr-dict";
+  let hasRegionVerifier = 1;
 }
 
 def Tile_MBarrierWaitOp : Tile_Op<"mbarrier_wait", [MemoryEffects<[MemRead, MemWrite]>]> {

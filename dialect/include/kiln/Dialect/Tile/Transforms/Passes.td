@@ -77,6 +77,51 @@ def TileRematerializeBroadcasts
   let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect"];
 }
 
+def TileWarpSpecialize : Pass<"kiln-tile-warp-specialize", "::mlir::func::FuncOp"> {
+  let summary = "Fill the ring of a loop marked tile.warp_specialize from a producer warpgroup";
+  let description = [{
+    For an `scf.for` with `tile.warp_specialize` and `tile.num_stages = N`
+    (the DSL's `kl.range(..., num_stages=N, warp_specialize=True)`) at the
+    top level of a kernel, every `tile.desc_load` at the top level of its
+    body whose coordinates are pure functions of the induction variable and of
+    values defined outside the loop becomes an N-slot ring (`tile.ring_alloc`,
+    the FULL barriers), and one array of N EMPTY barriers is allocated
+    (`tile.mbarrier_alloc {arrivals = threads}`, one arrival per consumer
+    thread). Both come first in the kernel; everything else of the kernel
+    moves into the consumer region of a `tile.warp_specialize`:
+
+      producer: the loop again over the same bounds (and the scalar values
+        they and the coordinates need, recomputed), iteration `it`:
+        tile.mbarrier_wait %empty[it mod N], ((it / N) mod 2) xor 1
+        tile.ring_issue %desc[f(iv)] -> %ring[it mod N] if true {producer}
+      consumer: the loop, each load replaced by
+        tile.ring_wait_load %ring[it mod N], (it / N) mod 2
+        and after the last of them the slot of the previous iteration
+        released: tile.mbarrier_arrive %empty[(it + N - 1) mod N] if it > 0
+
+    The first N fills wait for parity 1 of fresh barriers and pass at once;
+    fill `it` >= N waits until every consumer thread released fill `it - N`.
+    A dot that kiln-tile-accelerate-dot moves onto wgmma reads the slots in
+    place; that pass moves the release after its `wgmma.wait_group`.
+
+    Errors (at the loop): an arch other than sm_90a (setmaxnreg and wgmma;
+    on sm_100a/sm_103a the tcgen05 pipeline is not specialized), fewer than
+    2 stages, a loop not at the kernel's top level or in a kernel with
+    another specialized loop, no descriptor load the ring takes, a producer
+    value that is not a pure scalar computation, rings that do not fit the
+    shared memory with 2 stages. The attributes are removed.
+  }];
+  let options = [
+    Option<"arch", "arch", "std::string", /*default=*/"\"\"",
+           "target arch; warp specialization needs sm_90a">
+  ];
+  let statistics = [
+    Statistic<"numSpecialized", "num-specialized", "loops split into producer and consumers">
+  ];
+  let dependentDialects = ["::kiln::tile::TileDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp"> {
   let summary = "Software-pipeline the descriptor and bulk loads of loops marked tile.num_stages";
   let description = [{
