@@ -141,6 +141,10 @@ SWEEPS = [
              (256, 4, True), (256, 8, True))))
     for t in (1, 64)
 ] + [
+    # mla_output_gate (bf16): PDL, programmatic dependent launch, at every token count
+    (mla_output_gate, "case_mla_output_gate", t, _grid(PDL=(True, False)))
+    for t in (1, 64, 16384)
+] + [
     # pack_topk_ids: BLOCK elements per program on NUM_WARPS warps; PDL: programmatic
     # dependent launch (the launch overlaps the previous kernel's tail)
     (pack_topk_ids, "case_pack_topk_ids", 16384,

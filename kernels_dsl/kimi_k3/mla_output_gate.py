@@ -32,13 +32,18 @@ from .quant import (EPS, FP8_MAX, INV_FP8_MAX, div_by_recip, fp8_group_scale,
 
 
 @kiln.jit(num_warps=8)
-def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr):
+def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr,
+                           PDL: kl.constexpr = False):
     offs = kl.program_id(0) * BLOCK + kl.arange(0, BLOCK)
     mask = offs < N
+    if PDL:
+        kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
     x = kl.load(x_ptr + offs, mask=mask, other=0.0).to(kl.float32)
     g = kl.load(gate_ptr + offs, mask=mask, other=0.0).to(kl.float32)
     s = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
     kl.store(out_ptr + offs, (x * s).to(kl.bfloat16), mask=mask)
+    if PDL:
+        kl.pdl_launch_dependents()
 
 
 @kiln.jit
@@ -141,6 +146,9 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
 
 #: 256 threads x 8 bf16 (one 16-byte vector each).
 BLOCK, NUM_WARPS = 2048, 8
+#: the bf16 gate as a programmatic dependent launch (``pdl_wait`` before the loads); swept by
+#: ``bench/kimi_k3/run.py --sweep --only mla_output_gate`` at T = 1, 64 and 16384.
+PDL = True
 #: FP8 variant: bf16 elements per thread (8: one 16-byte vector, up to 8 warps; 16 or 32: half
 #: or a quarter of the warps) and the kernel's RECIP (same bits). H200 sweep at T = 16384
 #: (``bench/kimi_k3/run.py --sweep``): 16 elements + RECIP 45.7 us (64.5 % of copy
@@ -201,8 +209,8 @@ def _fp8_constexprs(h: int, t: Optional[int] = None) -> dict:
 AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_kernel, name="mla_output_gate",
          signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "out_ptr": "*bf16", "N": "i32"},
-         constexprs={"BLOCK": BLOCK}, divisibility={"x_ptr": 16, "gate_ptr": 16, "out_ptr": 16,
-                                                    "N": 8},
+         constexprs={"BLOCK": BLOCK, "PDL": PDL},
+         divisibility={"x_ptr": 16, "gate_ptr": 16, "out_ptr": 16, "N": 8},
          num_warps=NUM_WARPS),
 ] + [
     # K3: 12 local heads x 128 = 1536; few rows (t = 1) and many (t = None)
@@ -245,7 +253,7 @@ def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
     L.check_same_device(op, ("x", x), ("gate", gate), ("out", out))
     L.check_int32_extent(op, "N", n + BLOCK)
     L.launch(mla_output_gate_kernel, "mla_output_gate", ((n + BLOCK - 1) // BLOCK,),
-             (x, gate, out, n), {"BLOCK": BLOCK}, NUM_WARPS)
+             (x, gate, out, n), {"BLOCK": BLOCK, "PDL": PDL}, NUM_WARPS)
     return out
 
 

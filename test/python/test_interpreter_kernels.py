@@ -145,7 +145,7 @@ def test_mla_output_gate_bf16():
     out_buf = nan_bf16(n + 16)
     block = mla_output_gate.BLOCK
     interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, block),), x, g, out_buf, n,
-              BLOCK=block)
+              BLOCK=block, PDL=mla_output_gate.PDL)
     out = out_buf[:n]
     # sigmoid_f32 = 1 / (1 + expf(-g)) in fp32 (IEEE division), rounded to bf16
     g32 = g.astype(F32)
