@@ -521,10 +521,10 @@ def persistent_specs(ring: bool) -> list:
 AOT_SPECIALIZATIONS = persistent_specs(RING)
 
 #: The small-T cluster kernel runs when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (H200: T <=
-#: 49): its T clusters of 8 small programs then run at once (3 an SM), where the persistent
-#: kernel's T programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T =
-#: 1). H200, nvb 8 / nvb 4 with write_prefix: T = 33: 7.1 / 5.7 us (ring: 9.9 / 7.1); T = 48:
-#: 8.4 / 6.0 (10.2 / 7.3); T = 64: 13.0 / 6.9 (10.4 / 7.2: the ring from here). 0: never.
+#: 49): its T clusters of 8 small programs then run at once, where the persistent kernel's T
+#: programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T = 1). H200,
+#: nvb 8 / nvb 4 with write_prefix: T = 33: 7.16 / 5.52 us (ring: 10.0 / 7.1); T = 48: 8.06 /
+#: 5.98 (10.2 / 7.0); T = 64: 12.2 / 8.7 (10.4 / 7.5: the ring from here). 0: never.
 #: Without an SM count (not a CUDA tensor) the persistent kernel runs.
 CLUSTER_MAX_WAVES = 3
 #: ... and when the nvb bank rows fit CLUSTER_MAX_ROWS. The prefix row is a tile of its own, so
@@ -535,11 +535,11 @@ CLUSTER_MAX_ROWS = 8
 #: warps of a cluster kernel program: CLUSTER_WARPS where the T x CLUSTER_SIZE programs fit
 #: one an SM, else CLUSTER_MANY_WARPS. Fewer warps are faster: each thread then holds every
 #: bank row of its columns (the row sums of the mix stay in the thread) and the block
-#: reductions span fewer warps. H200 T = 1, nvb 8 / nvb 4 with write_prefix: 2 warps 5.7 /
-#: 3.5 us, 4 warps 4.3 / 3.6, 8 warps 6.2 / 5.0, 16 warps 11.8 / 10.4; T = 33: 2 warps 7.1 /
-#: 5.7, 4 warps 8.1 / 6.1 (bench/results/h200-bench_kimi_k3_attn_res_small_t.md; with
-#: CLUSTER_SUM: T = 1 2 warps 4.95 / 3.36, 4 warps 4.11 / 3.40; T = 33 7.19 / 5.54 against
-#: 11.28 / 6.05: 234 registers a thread leave room for 2 programs an SM, not 3).
+#: reductions span fewer warps. H200 T = 1, nvb 8 / nvb 4 with write_prefix (with
+#: CLUSTER_SUM; bench/results/h200-bench_kimi_k3_attn_res_small_t.md): 2 warps 4.95 / 3.36
+#: us, 4 warps 4.11 / 3.40, 8 warps 5.86 / 4.80; T = 33: 2 warps 7.19 / 5.54, 4 warps 11.28 /
+#: 6.05 (234 registers a thread leave room for 2 programs an SM, not 3). With the gather
+#: exchange, 16 warps measured 11.8 / 10.4 at T = 1.
 CLUSTER_WARPS, CLUSTER_MANY_WARPS = 4, 2
 #: the cluster exchanges by ``kl.cluster_sum`` of the partial sums (each thread reads its
 #: own values from every program and adds them in registers) instead of ``kl.cluster_gather``

@@ -325,53 +325,31 @@ def test_grid_check_on_the_launch_fast_path():
         cluster_sum[(5,)](x, y, BLOCK=64, cluster=(2, 1, 1))
 
 
-def test_cluster_kernel_from_an_aot_bundle(tmp_path):
-    """The runtime launches a bundle's clustered kernel with the cluster attribute."""
+@pytest.mark.parametrize("cluster,grid", [((2, 2, 1), (4, 2, 1)), ((4, 4, 1), (8, 12, 1))])
+def test_cluster_kernel_from_an_aot_bundle(tmp_path, cluster, grid):
+    """The runtime launches a bundle's clustered kernel with the cluster attribute (for 16
+    blocks, 4x4, after the non-portable opt-in it makes when it loads the kernel)."""
     from kiln import aot
     from kiln.runtime import Bundle, KilnError
 
+    name = f"cluster_sum_{cluster[0]}x{cluster[1]}"
     path = str(tmp_path / "cluster.kbundle")
-    aot.build([aot.Spec(cluster_sum, name="cluster_sum_2x2",
-                        signature={"x_ptr": "*f32", "y_ptr": "*f32"},
+    aot.build([aot.Spec(cluster_sum, name=name, signature={"x_ptr": "*f32", "y_ptr": "*f32"},
                         constexprs={"BLOCK": 256}, divisibility=["x_ptr", "y_ptr"],
-                        cluster=(2, 2, 1))],
+                        cluster=cluster)],
               [kiln.device_arch()], path, jobs=1, log=lambda s: None)
-    k = Bundle(path).kernel("cluster_sum_2x2", BLOCK=256)
-    grid = (4, 2, 1)
-    x = torch.randn(8, 256, device="cuda")
+    k = Bundle(path).kernel(name, BLOCK=256)
+    x = torch.randn(grid[0] * grid[1], 256, device="cuda")
     y = torch.zeros_like(x)
     k[grid](x, y)
     torch.cuda.synchronize()
-    members = cluster_members(grid, (2, 2, 1)).cuda()
-    expect = x[members[:, 0]] + x[members[:, 1]] + x[members[:, 2]] + x[members[:, 3]]
-    assert torch.equal(y, expect)
-    with pytest.raises((KilnError, ValueError), match="not a multiple of the cluster shape"):
-        k[(3, 2, 1)](x, y)
-
-
-def test_non_portable_cluster_from_an_aot_bundle(tmp_path):
-    """A bundle's 16-block clustered kernel: the runtime makes the non-portable opt-in when
-    it loads it, and the launch sums over the 16 programs of each cluster."""
-    from kiln import aot
-    from kiln.runtime import Bundle
-
-    path = str(tmp_path / "cluster16.kbundle")
-    aot.build([aot.Spec(cluster_sum, name="cluster_sum_4x4",
-                        signature={"x_ptr": "*f32", "y_ptr": "*f32"},
-                        constexprs={"BLOCK": 256}, divisibility=["x_ptr", "y_ptr"],
-                        cluster=(4, 4, 1))],
-              [kiln.device_arch()], path, jobs=1, log=lambda s: None)
-    k = Bundle(path).kernel("cluster_sum_4x4", BLOCK=256)
-    grid = (8, 12, 1)
-    x = torch.randn(96, 256, device="cuda")
-    y = torch.zeros_like(x)
-    k[grid](x, y)
-    torch.cuda.synchronize()
-    members = cluster_members(grid, (4, 4, 1)).cuda()
+    members = cluster_members(grid, cluster).cuda()
     expect = x[members[:, 0]]
-    for r in range(1, 16):
+    for r in range(1, members.shape[1]):  # the kernel's order: rank 0, + rank 1, ...
         expect = expect + x[members[:, r]]
     assert torch.equal(y, expect)
+    with pytest.raises((KilnError, ValueError), match="not a multiple of the cluster shape"):
+        k[(grid[0] - 1, grid[1], 1)](x, y)
 
 
 @pytest.mark.parametrize("size", [2, 4, 8, 16])
