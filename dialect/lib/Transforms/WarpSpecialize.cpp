@@ -10,7 +10,7 @@
 // becomes
 //
 //   %ring = tile.ring_alloc                      (one per load)
-//   %empty = tile.mbarrier_alloc {per_thread}
+//   %empty = tile.mbarrier_alloc {per_warp}
 //   tile.warp_specialize consumer {
 //     <before>
 //     scf.for %iv ... iter_args(..., %it = 0) {
@@ -195,7 +195,7 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
     }
     auto empty =
         MBarrierAllocOp::create(b, loc, MBarriersType::get(context, static_cast<unsigned>(stages)),
-                                /*per_thread=*/true);
+                                /*per_warp=*/true);
 
     // Everything else of the kernel is the consumers'.
     auto split = WarpSpecializeOp::create(b, loc);

@@ -27,8 +27,9 @@
 // tile.ring_issue with a pointer source issues the same copies into a slot.
 // A `producer` ring_issue (the issuing warp of a tile.warp_specialize, after
 // its wait for the slot's empty barrier) has no bar.sync and elects its lane
-// in its own warp. tile.mbarrier_alloc {per_thread} expects one arrival per
-// thread of the layout, tile.mbarrier_arrive being one mbarrier.arrive each.
+// in its own warp. tile.mbarrier_alloc {per_warp} expects one arrival per
+// warp of the layout, tile.mbarrier_arrive being a bar.warp.sync and lane 0's
+// mbarrier.arrive in each warp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -452,7 +453,7 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
 
 namespace {
 /// `count` 8-byte mbarriers in an 8-byte aligned shared array, one arrival each
-/// (`per_thread`: one per thread of the kernel's layout).
+/// (`per_warp`: one per warp of the kernel's layout).
 struct MBarrierAllocLowering : TileOpConversion<tile::MBarrierAllocOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -462,13 +463,15 @@ struct MBarrierAllocLowering : TileOpConversion<tile::MBarrierAllocOp> {
     Value base = createSharedBuffer(rewriter, op, "__kiln_mbarrier", rewriter.getI64Type(),
                                     count, /*alignment=*/8);
     initBarriers(rewriter, op.getLoc(), base, count,
-                 op.getPerThread() ? tileConverter.getThreadsPerBlock() : 1);
+                 op.getPerWarp() ? tileConverter.getThreadsPerBlock() / 32 : 1);
     rewriter.replaceOp(op, base);
     return success();
   }
 };
 
-/// if (pred) mbarrier.arrive.shared::cta.b64 (release, CTA scope), every thread.
+/// if (pred) { bar.warp.sync; if (lane == 0) mbarrier.arrive.shared::cta.b64 }
+/// (release, CTA scope): one arrival per warp, after all its lanes' earlier
+/// accesses (the warp barrier orders them before lane 0's release).
 struct MBarrierArriveLowering : TileOpConversion<tile::MBarrierArriveOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -477,7 +480,14 @@ struct MBarrierArriveLowering : TileOpConversion<tile::MBarrierArriveOp> {
     Location loc = op.getLoc();
     Value barrier = mbarrierAddress(rewriter, loc, adaptor.getBarriers(), adaptor.getIndex());
     scf::IfOp::create(rewriter, loc, adaptor.getPred(), [&](OpBuilder &b, Location l) {
-      NVVM::MBarrierArriveOp::create(b, l, Type(), barrier, Value());
+      NVVM::SyncWarpOp::create(b, l, createI32Constant(b, l, -1));
+      Value lane = NVVM::LaneIdOp::create(b, l, b.getI32Type());
+      Value first = LLVM::ICmpOp::create(b, l, LLVM::ICmpPredicate::eq, lane,
+                                         createI32Constant(b, l, 0));
+      scf::IfOp::create(b, l, first, [&](OpBuilder &ib, Location il) {
+        NVVM::MBarrierArriveOp::create(ib, il, Type(), barrier, Value());
+        scf::YieldOp::create(ib, il);
+      });
       scf::YieldOp::create(b, l);
     });
     rewriter.eraseOp(op);

@@ -4,9 +4,9 @@
 // 256 threads (the producer warpgroup last), one program an SM (.minnctapersm
 // 1: ptxas starts it with the registers its threads may hold, the pool). The barriers are initialized by
 // all of them before the split: the ring's with one arrival, the empty ones
-// with one per consumer thread. The consumers (tid < 128) take 240
-// registers a thread and wait for the slot; their release is an
-// mbarrier.arrive per thread; the CTA barriers of their TMA store become the
+// with one per consumer warp. The consumers (tid < 128) take 240
+// registers a thread and wait for the slot; their release is a warp barrier
+// and lane 0's mbarrier.arrive in each warp; the CTA barriers of their TMA store become the
 // named barrier 1 of 128 threads. The producer warpgroup keeps 40 registers a
 // thread; its first warp (tid < 160) waits for the empty slot and elects the
 // lane that arms and copies, with no CTA barrier.
@@ -15,7 +15,7 @@
 // CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %{{.*}}, predicate = %{{.*}} : !llvm.ptr<3>, i32, i1
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.barrier{{$}}
-// CHECK: %[[ARRIVALS:.*]] = llvm.mlir.constant(128 : i32) : i32
+// CHECK: %[[ARRIVALS:.*]] = llvm.mlir.constant(4 : i32) : i32
 // CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %[[ARRIVALS]], predicate = %{{.*}} : !llvm.ptr<3>, i32, i1
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.barrier{{$}}
@@ -25,6 +25,10 @@
 // CHECK-NEXT: nvvm.setmaxregister increase 240
 // CHECK: llvm.inline_asm has_side_effects {{.*}}mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: scf.if %{{.*}} {
+// CHECK: nvvm.bar.warp.sync %{{.*}} : i32
+// CHECK-NEXT: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
+// CHECK: %[[LANE0:.*]] = llvm.icmp "eq" %[[LANE]], %{{.*}} : i32
+// CHECK-NEXT: scf.if %[[LANE0]] {
 // CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK: nvvm.barrier id = %[[ID:.*]] number_of_threads = %[[N:.*]]{{$}}
 // CHECK: nvvm.fence.proxy
@@ -48,7 +52,7 @@
 !R = !tile.ring<2, tensor<32x128xf16>>
 func.func @split(%d: !D, %i: i32, %p: i1) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %r = tile.ring_alloc : !R
-  %e = tile.mbarrier_alloc {per_thread} : !tile.mbarriers<2>
+  %e = tile.mbarrier_alloc {per_warp} : !tile.mbarriers<2>
   tile.warp_specialize consumer {
     %t = tile.ring_wait_load %r[%i], %i : !R -> tensor<32x128xf16>
     tile.mbarrier_arrive %e[%i] if %p : !tile.mbarriers<2>

@@ -5,7 +5,7 @@
 // producer's empty barrier) moves after the wgmma wait that leaves one group
 // in flight, the current one: the group that read that slot is done.
 // CHECK-LABEL: func.func @gemm
-// CHECK: %[[EMPTY:.*]] = tile.mbarrier_alloc {per_thread} : !tile.mbarriers<3>
+// CHECK: %[[EMPTY:.*]] = tile.mbarrier_alloc {per_warp} : !tile.mbarriers<3>
 // CHECK: tile.warp_specialize consumer {
 // CHECK: scf.for
 // CHECK:   tile.ring_wait

@@ -522,7 +522,7 @@ func.func @tcgen05_dot(%ra: !tile.ring<3, tensor<128x64xbf16>>, %rb: !tile.ring<
 
 // CHECK-LABEL: func.func @warp_specialize
 // CHECK: %[[R:.*]] = tile.ring_alloc : !tile.ring<3, tensor<128x64xbf16>>
-// CHECK: %[[E:.*]] = tile.mbarrier_alloc {per_thread} : !tile.mbarriers<3>
+// CHECK: %[[E:.*]] = tile.mbarrier_alloc {per_warp} : !tile.mbarriers<3>
 // CHECK: tile.warp_specialize consumer {
 // CHECK: tile.ring_wait %[[R]][%{{.*}}], %{{.*}} : !tile.ring<3, tensor<128x64xbf16>>
 // CHECK: tile.mbarrier_arrive %[[E]][%{{.*}}] if %{{.*}} : !tile.mbarriers<3>
@@ -532,7 +532,7 @@ func.func @tcgen05_dot(%ra: !tile.ring<3, tensor<128x64xbf16>>, %rb: !tile.ring<
 // CHECK: }
 func.func @warp_specialize(%d: !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>, %i: i32, %p: i1) {
   %r = tile.ring_alloc : !tile.ring<3, tensor<128x64xbf16>>
-  %e = tile.mbarrier_alloc {per_thread} : !tile.mbarriers<3>
+  %e = tile.mbarrier_alloc {per_warp} : !tile.mbarriers<3>
   tile.warp_specialize consumer {
     tile.ring_wait %r[%i], %i : !tile.ring<3, tensor<128x64xbf16>>
     tile.mbarrier_arrive %e[%i] if %p : !tile.mbarriers<3>

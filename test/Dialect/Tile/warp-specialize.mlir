@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @gemm
 // CHECK-NEXT: %[[RA:.*]] = tile.ring_alloc : !tile.ring<3, tensor<128x64xbf16>>
 // CHECK-NEXT: %[[RB:.*]] = tile.ring_alloc : !tile.ring<3, tensor<256x64xbf16>>
-// CHECK-NEXT: %[[EMPTY:.*]] = tile.mbarrier_alloc {per_thread} : !tile.mbarriers<3>
+// CHECK-NEXT: %[[EMPTY:.*]] = tile.mbarrier_alloc {per_warp} : !tile.mbarriers<3>
 // CHECK-NEXT: tile.warp_specialize consumer {
 // CHECK: %[[PID:.*]] = tile.program_id x : i32
 // CHECK: %[[ROW:.*]] = arith.muli %[[PID]], %{{.*}} : i32
@@ -81,7 +81,7 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %K: i32) attributes {tile.kernel, 
 // shared memory beside the kernel's store box (2 of the 8 stages of 64 KiB).
 // CHECK-LABEL: func.func @slice_and_fewer_stages
 // CHECK: tile.ring_alloc : !tile.ring<2, tensor<256x128xbf16>>
-// CHECK: tile.mbarrier_alloc {per_thread} : !tile.mbarriers<2>
+// CHECK: tile.mbarrier_alloc {per_warp} : !tile.mbarriers<2>
 // CHECK: } producer {
 // CHECK: scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // CHECK: %[[ROW:.*]] = arith.muli %[[IV]], %{{.*}} : i32

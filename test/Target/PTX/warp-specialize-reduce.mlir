@@ -10,7 +10,7 @@
 // CHECK-LABEL: .entry rows(
 // CHECK: .reqntid 256, 1, 1
 // CHECK-NEXT: .minnctapersm 1
-// CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 128;
+// CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 4;
 // CHECK: bar.sync 0;
 // CHECK: setmaxnreg.inc.sync.aligned.u32 240;
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64

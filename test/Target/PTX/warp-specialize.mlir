@@ -6,7 +6,7 @@
 // A TMA GEMM whose K loop is warp-specialized, through kiln-tile-to-llvm on
 // sm_90a: 8 consumer warps and one producer warpgroup (384 threads). Every
 // thread initializes the barriers (the rings' FULL barriers of one arrival,
-// the EMPTY ones of 256) before the split. The consumers take 232 registers,
+// the EMPTY ones of 8, one a consumer warp) before the split. The consumers take 232 registers,
 // wait for full slots, run the wgmmas from the slots and release the previous
 // slot after wgmma.wait_group 1; their epilogue synchronizes on the named
 // barrier 1 of 256 threads. The producer warpgroup drops to 40 registers; one
@@ -17,7 +17,7 @@
 // CHECK: .reqntid 384, 1, 1
 // CHECK-NEXT: .minnctapersm 1
 // CHECK-COUNT-6: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 1;
-// CHECK-COUNT-3: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 256;
+// CHECK-COUNT-3: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 8;
 // CHECK: fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: bar.sync 0;
 // CHECK: setp.gt.u32 %p{{[0-9]+}}, %r{{[0-9]+}}, 255;
@@ -28,6 +28,7 @@
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // CHECK: wgmma.commit_group.sync.aligned;
 // CHECK: wgmma.wait_group.sync.aligned 1;
+// CHECK: bar.warp.sync -1;
 // CHECK: mbarrier.arrive.shared.b64
 // CHECK: setmaxnreg.dec.sync.aligned.u32 40;
 // CHECK: setp.gt.u32 %p{{[0-9]+}}, %r{{[0-9]+}}, 287;

@@ -1142,11 +1142,11 @@ def Tile_MBarrierAllocOp : Tile_Op<"mbarrier_alloc", [MemoryEffects<[MemAlloc]>]
     phase 0, so a wait for parity 1 returns at once (the "previous" phase is
     complete).
 
-    With `per_thread` the arrival count is the kernel's threads per block
-    (`tile.threads_per_block`: the consumer threads of a
-    `tile.warp_specialize`), one `tile.mbarrier_arrive` per thread a phase.
+    With `per_warp` the arrival count is the kernel's warps (its
+    `tile.threads_per_block` / 32: the consumer warps of a
+    `tile.warp_specialize`), one `tile.mbarrier_arrive` per warp a phase.
   }];
-  let arguments = (ins UnitAttr:$per_thread);
+  let arguments = (ins UnitAttr:$per_warp);
   let results = (outs Tile_MBarriers:$barriers);
   let assemblyFormat = "attr-dict `:` qualified(type($barriers))";
 }
@@ -1157,12 +1157,12 @@ def Tile_MBarrierArriveOp : Tile_Op<"mbarrier_arrive", [MemoryEffects<[MemRead, 
     ```mlir
     tile.mbarrier_arrive %empty[%i] if %pred : !tile.mbarriers<3>
     ```
-    If `pred` holds, every executing thread arrives on barrier `index` (i32,
-    below the array's count) with release semantics at CTA scope
-    (`mbarrier.arrive.shared::cta.b64`): its earlier reads of what the
-    barrier guards (a ring slot) are done before the phase completes. One
-    arrival per thread: the array is allocated `per_thread` (the consumer
-    threads of a `tile.warp_specialize` releasing a ring slot).
+    If `pred` holds, every executing warp arrives once on barrier `index`
+    (i32, below the array's count): `bar.warp.sync` (the warp's earlier reads
+    of what the barrier guards, a ring slot, are done), then lane 0's
+    `mbarrier.arrive.shared::cta.b64` with release semantics at CTA scope.
+    One arrival per warp: the array is allocated `per_warp` (the consumer
+    warps of a `tile.warp_specialize` releasing a ring slot).
   }];
   let arguments = (ins Tile_MBarriers:$barriers, I32:$index, I1:$pred);
   let assemblyFormat = [{
