@@ -141,6 +141,10 @@ SWEEPS = [
              (256, 4, True), (256, 8, True))))
     for t in (1, 64)
 ] + [
+    # concat_mla_k / concat_mla_absorb_q: PDL, programmatic dependent launch
+    (concat_mla, case, t, _grid(PDL=(True, False)))
+    for case in ("case_concat_mla_k", "case_concat_mla_absorb_q") for t in (1, 64, 16384)
+] + [
     # mla_output_gate (bf16): PDL, programmatic dependent launch, at every token count
     (mla_output_gate, "case_mla_output_gate", t, _grid(PDL=(True, False)))
     for t in (1, 64, 16384)

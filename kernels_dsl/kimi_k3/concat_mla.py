@@ -9,7 +9,9 @@ absorbed MLA query [T, H, 512 + 64].
 
 bf16 only (any 16-bit dtype would move the same bits; the contract is bf16). Every input may be
 strided in its two leading dimensions; the last dimension must be contiguous. Each program
-copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothing.
+copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothing. With PDL
+(the spec's kernels are programmatic dependent launches) each waits for the previous grid
+(``griddepcontrol.wait``) before its loads and lets the next one launch after its stores.
 """
 
 from __future__ import annotations
@@ -28,24 +30,29 @@ NOPE, ROPE = 128, 64
 @kiln.jit(num_warps=4)
 def concat_mla_k_kernel(k_ptr, nope_ptr, rope_ptr, rows, H, k_s0, k_s1, nope_s0, nope_s1,
                         rope_s0, ROWS: kl.constexpr, NOPE_DIM: kl.constexpr,
-                        ROPE_DIM: kl.constexpr):
+                        ROPE_DIM: kl.constexpr, PDL: kl.constexpr = False):
     r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
     valid = (r < rows)[:, None]
     t = r // H
     h = r % H
     cn = kl.arange(0, NOPE_DIM)[None, :]
     cr = kl.arange(0, ROPE_DIM)[None, :]
+    if PDL:
+        kl.pdl_wait()  # k_nope and k_rope may come from the previous kernels
     nope = kl.load(nope_ptr + (t * nope_s0 + h * nope_s1)[:, None] + cn, mask=valid, other=0.0)
     rope = kl.load(rope_ptr + (t * rope_s0)[:, None] + cr, mask=valid, other=0.0)
     dst = k_ptr + (t * k_s0 + h * k_s1)[:, None]
     kl.store(dst + cn, nope, mask=valid)
     kl.store(dst + NOPE_DIM + cr, rope, mask=valid)
+    if PDL:
+        kl.pdl_launch_dependents()
 
 
 @kiln.jit(num_warps=4)
 def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0, b_s1, o_s0,
                                o_s1, ROWS: kl.constexpr, A: kl.constexpr, B: kl.constexpr,
-                               BLOCK_A: kl.constexpr, BLOCK_B: kl.constexpr):
+                               BLOCK_A: kl.constexpr, BLOCK_B: kl.constexpr,
+                               PDL: kl.constexpr = False):
     r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
     valid = (r < rows)[:, None]
     i = r // D1
@@ -54,11 +61,15 @@ def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0
     cb = kl.arange(0, BLOCK_B)[None, :]
     ma = valid & (ca < A) if A != BLOCK_A else valid
     mb = valid & (cb < B) if B != BLOCK_B else valid
+    if PDL:
+        kl.pdl_wait()  # a and b may come from the previous kernels
     va = kl.load(a_ptr + (i * a_s0 + j * a_s1)[:, None] + ca, mask=ma, other=0.0)
     vb = kl.load(b_ptr + (i * b_s0 + j * b_s1)[:, None] + cb, mask=mb, other=0.0)
     dst = out_ptr + (i * o_s0 + j * o_s1)[:, None]
     kl.store(dst + ca, va, mask=ma)
     kl.store(dst + A + cb, vb, mask=mb)
+    if PDL:
+        kl.pdl_launch_dependents()
 
 
 #: rows per program and warps, from the H200 sweeps in bench/kimi_k3/run.py: concat_mla_k
@@ -66,6 +77,20 @@ def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0
 #: 1.03x), absorb_q [4, 512] + [4, 64] on 128.
 K_ROWS, K_WARPS = 4, 1
 Q_ROWS, Q_WARPS = 4, 4
+#: both as programmatic dependent launches (KERNELS.md §3.2); ``bench/kimi_k3/run.py --sweep
+#: --only concat_mla`` times them with and without at T = 1, 64 and 16384. H200 (us, with /
+#: without): absorb_q 1.24 / 1.56, 1.73 / 2.08, 108.8 / 109.5; concat_mla_k 1.24 / 1.50, 1.43
+#: / 1.61, but 61.1 / 33.1 at T = 16384: its 49152 one-warp programs of the next grid, launched
+#: early, wait in the SMs' slots that this grid's programs need. So concat_mla_k is a PDL
+#: launch only where its grid is at most K_PDL_PROGRAMS_PER_SM x SMs programs.
+PDL = True
+K_PDL_PROGRAMS_PER_SM = 4
+
+
+def k_pdl(programs: int, num_sms: Optional[int]) -> bool:
+    """Whether concat_mla_k's launch of ``programs`` programs is a PDL launch: with PDL, an
+    SM count, and at most K_PDL_PROGRAMS_PER_SM x SMs programs."""
+    return bool(PDL and num_sms and programs <= K_PDL_PROGRAMS_PER_SM * num_sms)
 
 
 def _next_pow2(n: int) -> int:
@@ -79,14 +104,17 @@ _Q_SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "out_ptr": "*bf16", "rows": "i32",
           "o_s1": "i32"}
 
 AOT_SPECIALIZATIONS = [
-    # K3: k_nope is a slice of the kv_b projection [T, H, 128 + 128] (strides multiples of 16).
-    Spec(concat_mla_k_kernel, name="concat_mla_k", signature=_K_SIG,
-         constexprs={"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE},
-         divisibility=["k_ptr", "nope_ptr", "rope_ptr", "k_s0", "k_s1", "nope_s0", "nope_s1",
-                       "rope_s0"], num_warps=K_WARPS),
+    # K3: k_nope is a slice of the kv_b projection [T, H, 128 + 128] (strides multiples of
+    # 16); a PDL launch for small grids, a plain one for large (k_pdl).
+    *[Spec(concat_mla_k_kernel, name="concat_mla_k", signature=_K_SIG,
+           constexprs={"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE, "PDL": pdl},
+           divisibility=["k_ptr", "nope_ptr", "rope_ptr", "k_s0", "k_s1", "nope_s0", "nope_s1",
+                         "rope_s0"], num_warps=K_WARPS)
+      for pdl in dict.fromkeys((PDL, False))],
     # Absorbed query [T, H, 512 + 64].
     Spec(concat_mla_absorb_q_kernel, name="concat_mla_absorb_q", signature=_Q_SIG,
-         constexprs={"ROWS": Q_ROWS, "A": 512, "B": 64, "BLOCK_A": 512, "BLOCK_B": 64},
+         constexprs={"ROWS": Q_ROWS, "A": 512, "B": 64, "BLOCK_A": 512, "BLOCK_B": 64,
+                     "PDL": PDL},
          divisibility=["a_ptr", "b_ptr", "out_ptr", "a_s0", "a_s1", "b_s0", "b_s1", "o_s0",
                        "o_s1"], num_warps=Q_WARPS),
 ]
@@ -115,8 +143,10 @@ def concat_mla_k(k: Any, k_nope: Any, k_rope: Any) -> Any:
     L.check_int32_extent(op, "T * H", rows + K_ROWS)
     ks, ns, rs = L.strides(k), L.strides(k_nope), L.strides(k_rope)
     args = (k, k_nope, k_rope, rows, max(h, 1), ks[0], ks[1], ns[0], ns[1], rs[0])
-    L.launch(concat_mla_k_kernel, "concat_mla_k", ((rows + K_ROWS - 1) // K_ROWS,), args,
-             {"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE}, K_WARPS)
+    programs = (rows + K_ROWS - 1) // K_ROWS
+    L.launch(concat_mla_k_kernel, "concat_mla_k", (programs,), args,
+             {"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE,
+              "PDL": k_pdl(programs, L.num_sms(k))}, K_WARPS)
     return k
 
 
@@ -150,6 +180,6 @@ def concat_mla_absorb_q(a: Any, b: Any, out: Optional[Any] = None) -> Any:
     q_rows = max(1, min(Q_ROWS * 512 // block_a, 64))
     args = (a, b, out, rows, max(d1, 1), sa[0], sa[1], sb[0], sb[1], so[0], so[1])
     L.launch(concat_mla_absorb_q_kernel, "concat_mla_absorb_q", ((rows + q_rows - 1) // q_rows,),
-             args, {"ROWS": q_rows, "A": na, "B": nb, "BLOCK_A": block_a, "BLOCK_B": block_b},
-             Q_WARPS)
+             args, {"ROWS": q_rows, "A": na, "B": nb, "BLOCK_A": block_a, "BLOCK_B": block_b,
+                    "PDL": PDL}, Q_WARPS)
     return out

@@ -102,7 +102,7 @@ def test_concat_mla_k(t, h):
     rows, k_rows = t * h, concat_mla.K_ROWS
     interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, k_rows),), k, k_nope, k_rope,
               rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], ROWS=k_rows, NOPE_DIM=nope_dim,
-              ROPE_DIM=rope_dim)
+              ROPE_DIM=rope_dim, PDL=concat_mla.PDL)
     expected = np.concatenate([k_nope, np.broadcast_to(k_rope, (t, h, rope_dim))], axis=-1)
     np.testing.assert_array_equal(bits16(k), bits16(expected))
     # nothing outside the view was written
@@ -126,7 +126,7 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
     rows = d0 * d1
     interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, q_rows),), a, b, out,
               rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], ROWS=q_rows, A=na, B=nb,
-              BLOCK_A=block_a, BLOCK_B=block_b)
+              BLOCK_A=block_a, BLOCK_B=block_b, PDL=concat_mla.PDL)
     np.testing.assert_array_equal(bits16(out), bits16(np.concatenate([a, b], axis=-1)))
     assert np.all(bits16(out_buf[:, :, na + nb:]) == BF16_NAN)
 
