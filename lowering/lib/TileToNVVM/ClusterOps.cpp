@@ -73,6 +73,23 @@ struct SharedTileBuffer {
     for (Value v : access.split(b, loc, loaded))
       results.push_back(isBool ? LLVM::TruncOp::create(b, loc, element, v) : v);
   }
+
+  /// The `count` registers this thread stored (runs of `access`), read back
+  /// from the copy of block `rank` (mapa.shared::cluster + ld.shared::cluster):
+  /// every block runs the same layout, so they are the same elements, the
+  /// rank's.
+  SmallVector<Value> loadFromRank(OpBuilder &b, Location loc, const VectorAccess &access,
+                                  Value rank, size_t count) const {
+    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), /*shared::cluster=*/7);
+    Value remote = NVVM::MapaOp::create(b, loc, clusterPtr, local, rank);
+    SmallVector<Value> results;
+    for (size_t r = 0; r < count; r += access.vec) {
+      Value index = LLVM::AddOp::create(b, loc, indices.base,
+                                        createI32Constant(b, loc, indices.offsets[r]));
+      load(b, loc, access, remote, index, results);
+    }
+    return results;
+  }
 };
 
 /// Each thread stores the elements of `src` (a tile of `type`, converted
@@ -141,16 +158,8 @@ struct ClusterLoadLowering : TileOpConversion<tile::ClusterLoadOp> {
 
     // Read block `rank`'s copy (the same layout: the same indices).
     VectorAccess access(getContext(), buffer.stored, getAccessWidth(tileConverter, type));
-    const ElementIndices &indices = buffer.indices;
-    auto clusterPtr = LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7);
-    Value remote =
-        NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, adaptor.getRank());
-    SmallVector<Value> results;
-    for (size_t r = 0; r < values.size(); r += access.vec) {
-      Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
-                                        createI32Constant(rewriter, loc, indices.offsets[r]));
-      buffer.load(rewriter, loc, access, remote, index, results);
-    }
+    SmallVector<Value> results =
+        buffer.loadFromRank(rewriter, loc, access, adaptor.getRank(), values.size());
     // No block may leave (its shared memory) or overwrite its buffer while
     // another still reads it.
     createClusterBarrier(rewriter, loc);
@@ -247,21 +256,14 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
       buffers.push_back(storeTile(rewriter, op, tileConverter, type, regs));
     createClusterBarrier(rewriter, loc);
 
-    auto clusterPtr = LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7);
     SmallVector<SmallVector<Value>> sums(types.size());
     for (int64_t rank = 0; rank < size; ++rank) {
       Value rankValue = createI32Constant(rewriter, loc, rank);
       for (auto [i, buffer] : llvm::enumerate(buffers)) {
         VectorAccess access(getContext(), buffer.stored,
                             getAccessWidth(tileConverter, types[i]));
-        Value remote = NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, rankValue);
-        SmallVector<Value> loaded;
-        for (size_t r = 0; r < values[i].size(); r += access.vec) {
-          Value index =
-              LLVM::AddOp::create(rewriter, loc, buffer.indices.base,
-                                  createI32Constant(rewriter, loc, buffer.indices.offsets[r]));
-          buffer.load(rewriter, loc, access, remote, index, loaded);
-        }
+        SmallVector<Value> loaded =
+            buffer.loadFromRank(rewriter, loc, access, rankValue, values[i].size());
         if (rank == 0) {
           sums[i] = loaded;
           continue;
