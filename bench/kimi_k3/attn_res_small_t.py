@@ -18,6 +18,7 @@ writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -82,72 +83,65 @@ def steps():
     return rows
 
 
-def cluster_warps():
-    orig, rows = A._cluster_config, []
+@contextlib.contextmanager
+def knobs(**values):
+    """attn_res's module attributes set to ``values`` for the block, then restored."""
+    saved = {k: getattr(A, k) for k in values}
     try:
-        for t in (1, 8, 33, 48):
-            for nvb, wp in ((8, False), (4, True)):
-                case = R._case_attn_res(t, nvb, wp)
-                for w in (2, 4, 8):
-                    A._cluster_config = lambda h, n, t_=1, s=None, w=w: orig(h, n)[:2] + (w,)
+        for k, v in values.items():
+            setattr(A, k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(A, k, v)
+
+
+def _warps(w):
+    """A _cluster_config that gives the cluster kernel ``w`` warps at any T."""
+    orig = A._cluster_config
+    return lambda h, n, t=1, s=None: orig(h, n)[:2] + (w,)
+
+
+def cluster_warps():
+    rows = []
+    for t in (1, 8, 33, 48):
+        for nvb, wp in ((8, False), (4, True)):
+            case = R._case_attn_res(t, nvb, wp)
+            for w in (2, 4, 8):
+                with knobs(_cluster_config=_warps(w)):
                     check(case)
                     rows.append((t, nvb, wp, w, us(case[4], case[3])))
-    finally:
-        A._cluster_config = orig
     return rows
 
 
 def exchanges():
-    saved, rows = A.CLUSTER_SUM, []
-    try:
-        for t in (1, 8, 33):
-            for nvb, wp in ((8, False), (4, True)):
-                case = R._case_attn_res(t, nvb, wp)
-                for on in (True, False):
-                    A.CLUSTER_SUM = on
+    rows = []
+    for t in (1, 8, 33):
+        for nvb, wp in ((8, False), (4, True)):
+            case = R._case_attn_res(t, nvb, wp)
+            for on in (True, False):
+                with knobs(CLUSTER_SUM=on):
                     check(case)
                     rows.append((t, nvb, wp, on, us(case[4], case[3])))
-    finally:
-        A.CLUSTER_SUM = saved
     return rows
 
 
 def cluster_or_ring():
-    knobs = ("RING_FEW_THREAD_ELEMS", "RING_FEW_STAGES", "RING_FEW_PROGRAMS_PER_SM",
-             "CLUSTER_MAX_WAVES", "_cluster_config")
-    saved = {k: getattr(A, k) for k in knobs}
-    configs = [("cluster, 2 warps", None), ("ring 16x4x2", (16, 4, 2)),
-               ("ring 32x3x2", (32, 3, 2)), ("ring 32x4x1", (32, 4, 1)),
-               ("ring 64x3x3", (64, 3, 3))]
+    """The cluster kernel (2 warps) at every T, or the ring in one configuration at every T
+    (its ring_config replaced)."""
+    configs = [("cluster, 2 warps", dict(CLUSTER_MAX_WAVES=1000, _cluster_config=_warps(2)))]
+    configs += [(f"ring {e}x{st}x{p}", dict(CLUSTER_MAX_WAVES=0,
+                                            ring_config=lambda t, s, r=(e, st, p): r))
+                for e, st, p in ((16, 4, 2), (32, 3, 2), (32, 4, 1), (64, 3, 3))]
     rows = []
-    try:
-        for t in (33, 48, 64, 128, 200, 395):
-            for nvb, wp in ((8, False), (4, True)):
-                case = R._case_attn_res(t, nvb, wp)
-                for label, ring in configs:
-                    if ring is None:
-                        A.CLUSTER_MAX_WAVES = 1000
-                        A._cluster_config = (lambda h, n, t_=1, s=None:
-                                             saved["_cluster_config"](h, n)[:2] + (2,))
-                    else:
-                        A.CLUSTER_MAX_WAVES = 0
-                        (A.RING_FEW_THREAD_ELEMS, A.RING_FEW_STAGES,
-                         A.RING_FEW_PROGRAMS_PER_SM) = ring
-                        # the few-token configuration at every T of this table
-                        A.ring_config = (lambda t_, s, r=ring: r)
+    for t in (33, 48, 64, 128, 200, 395):
+        for nvb, wp in ((8, False), (4, True)):
+            case = R._case_attn_res(t, nvb, wp)
+            for label, values in configs:
+                with knobs(**values):
                     check(case)
                     rows.append((t, nvb, wp, label, us(case[4], case[3])))
-                    for k, v in saved.items():
-                        setattr(A, k, v)
-                    A.ring_config = ring_config
-    finally:
-        for k, v in saved.items():
-            setattr(A, k, v)
-        A.ring_config = ring_config
     return rows
-
-
-ring_config = A.ring_config
 
 
 def main():
