@@ -9,7 +9,9 @@ replay of back-to-back calls, rotating through enough input sets to leave L2), a
 measured device-to-device copy bandwidth (the ceiling), torch eager and torch.compile of the
 reference (KERNELS.md). Each kiln result is checked against the reference first. An empty kiln
 kernel and an empty torch op (a 1-element ``add_``) are timed the same way, and for T <= 64
-the table gives kiln's time minus the empty kiln launch (target at T = 1: within 2 us).
+the table gives kiln's time minus the empty kiln launch (target at T = 1: within 2 us). Each
+case also times the fastest plain copy of its bytes (``same_size_copy_us``): the ceiling at that
+size, launch and tail included, next to the asymptotic one of the 2 GiB copy.
 
     python bench/kimi_k3/run.py [--out DIR] [--budget SECONDS] [--only per_token,kv_indices]
     python bench/kimi_k3/run.py --sweep [--out DIR] [--only quant_mxfp4]
@@ -311,6 +313,38 @@ def sweep(copy_gbs, only=None):
 
 def n_sets(bytes_per_set):
     return max(1, min(64, L2_BYTES // max(bytes_per_set, 1)))
+
+
+try:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _triton_copy(src, dst, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+except ImportError:  # the same-size copy then has torch's kernel alone
+    triton = None
+
+
+def same_size_copy_us(nbytes):
+    """GPU time of the fastest plain copy moving the case's bytes (half read, half written,
+    int32 words), timed like the kernels (CUDA-graph replay over rotating buffers): torch's
+    elementwise kernel (``torch.neg(src, out=dst)``; ``copy_`` in a graph is a copy-engine
+    memcpy) and a Triton copy of 4096 words a program. The ceiling of a kernel of this size,
+    launch, ramp-up and the last wave's tail included, where the measured copy bandwidth is
+    that of a 2 GiB copy."""
+    words = max(nbytes // 8, 1)
+    sets = [(torch.zeros(words, device="cuda", dtype=torch.int32),
+             torch.empty(words, device="cuda", dtype=torch.int32))
+            for _ in range(n_sets(nbytes))]
+    fns = [lambda s, d: torch.neg(s, out=d)]
+    if triton is not None:
+        fns.append(lambda s, d: _triton_copy[(triton.cdiv(words, 4096),)](
+            s, d, words, BLOCK=4096, num_warps=4))
+    best = min(graph_time_ms(fn, sets) for fn in fns) * 1e3
+    del sets
+    return best
 
 
 # ---------------------------------------------------------------------------
@@ -821,6 +855,7 @@ def run_case(case, t, copy_gbs, compiled, deadline, empty):
     for r in out:
         r["kiln speedup"] = r["us"] / out[0]["us"]
     res = {"kernel": name, "T": t, "shape": shape, "bytes": nbytes, "rows": out}
+    res["same-size copy (us)"] = same_size_copy_us(nbytes)
     if t is not None and t <= 64:
         res["kiln - empty kiln launch (us)"] = out[0]["us"] - empty["kiln"]
     return res
@@ -867,12 +902,13 @@ def _fmt(v, spec):
 
 def case_table(report):
     lines = ["| kernel | T | shape | bytes | kiln us | GB/s | of copy BW | torch eager us | "
-             "torch.compile us | vs eager | vs compile | kiln - empty launch us |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "torch.compile us | vs eager | vs compile | kiln - empty launch us | "
+             "same-size copy us | of same-size copy |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in report["cases"]:
         if "error" in c:
             lines.append(f"| {c['kernel']} | {c.get('T', '')} | {c.get('shape', '')} | | "
-                         f"failed: {c['error'][:120]} | | | | | | | |")
+                         f"failed: {c['error'][:120]} | | | | | | | | | |")
             continue
         by = {r["impl"]: r for r in c["rows"]}
         k, e, tc = by["kiln"], by.get("torch eager"), by.get("torch.compile")
@@ -881,7 +917,9 @@ def case_table(report):
             f"{c['bytes']} | {k['us']:.2f} | {k['GB/s']:.0f} | {k['of copy BW']:.1%} | "
             f"{_fmt(e and e['us'], '.2f')} | {_fmt(tc and tc['us'], '.2f')} | "
             f"{_fmt(e and e['kiln speedup'], '.2f')}x | {_fmt(tc and tc['kiln speedup'], '.2f')}x"
-            f" | {_fmt(c.get('kiln - empty kiln launch (us)'), '+.2f')} |")
+            f" | {_fmt(c.get('kiln - empty kiln launch (us)'), '+.2f')} | "
+            f"{_fmt(c.get('same-size copy (us)'), '.2f')} | "
+            f"{_fmt(c.get('same-size copy (us)', float('nan')) / k['us'], '.1%')} |")
     return lines
 
 
