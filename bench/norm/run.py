@@ -1,6 +1,8 @@
 """Benchmark: row RMSNorm and softmax written in the DSL ([32768, 7168] and [4096, 7168] bf16)
 against the measured copy bandwidth, torch eager and torch.compile of the same math, in one run.
-Bytes counted: read x (and w once), write y. GPU time from CUDA-graph replay.
+Bytes counted: read x (and w once), write y. GPU time from CUDA-graph replay. Also timed: the
+rows' DRAM traffic alone (x read, y written, x copied to y) and kiln's and torch.compile's
+RMSNorm alternately several times (their difference against the run-to-run spread).
 
     python bench/norm/run.py [--out DIR]
 """
@@ -8,6 +10,7 @@ Bytes counted: read x (and w once), write y. GPU time from CUDA-graph replay.
 import argparse
 import json
 import os
+import statistics
 import sys
 
 import torch
@@ -23,6 +26,7 @@ except ImportError:  # no triton: the Triton rows are left out
     triton_peer = None
 
 EPS = 1e-6
+REPEATS = 5
 
 
 def rmsnorm_ref(x, w):
@@ -40,7 +44,7 @@ def main():
     args = parser.parse_args()
     copy_gbs = copy_bandwidth_gbs()
     name = torch.cuda.get_device_name()
-    rows = []
+    rows, ceilings, repeats = [], [], []
     for t, d in [(32768, 7168), (4096, 7168)]:
         n_sets = max(1, (256 << 20) // (t * d * 2))
         xs = [torch.randn(t, d, device="cuda").bfloat16() for _ in range(n_sets)]
@@ -78,6 +82,25 @@ def main():
                                               x_policy="evict_last"))
             cases["softmax"]["triton (8 warps)"] = (
                 lambda x: triton_peer.softmax(x, outs[idx[id(x)]], num_warps=8))
+        # The DRAM traffic of the rows by itself, timed the same way: x read alone (a row
+        # sum), y written alone (a fill), and x copied to y (torch's elementwise kernel; in
+        # a graph ``copy_`` is a copy-engine memcpy). read + write alone bounds what a
+        # kernel that reads x once and writes y once can reach if the two share the DRAM.
+        traffic = {
+            "read x (torch.sum of rows)": lambda x: torch.sum(x, dim=1, dtype=torch.float32),
+            "write y (fill_)": lambda x: outs[idx[id(x)]].fill_(1.0),
+            "copy x -> y (torch.neg)": lambda x: torch.neg(x, out=outs[idx[id(x)]]),
+        }
+        for impl, fn in traffic.items():
+            gms = graph_time_ms(fn, xs)
+            ceilings.append({"shape": [t, d], "traffic": impl, "graph ms": gms,
+                             "GB/s": t * d * 2 * (2 if "copy" in impl else 1) / gms / 1e6})
+        # kiln and torch.compile's RMSNorm timed alternately, several times: their difference
+        # against the run-to-run spread
+        for rep in range(REPEATS):
+            for impl in ("kiln", "torch.compile"):
+                repeats.append({"shape": [t, d], "impl": impl, "rep": rep,
+                                "graph ms": graph_time_ms(cases["rmsnorm"][impl], xs)})
         for op, impls in cases.items():
             kiln_ms = None
             for impl, fn in impls.items():
@@ -111,6 +134,26 @@ def main():
         lines.append(f"| {r['op']} | {r['shape'][0]}x{r['shape'][1]} | {r['impl']} | "
                      f"{r['graph ms']*1e3:.1f} | {r['GB/s']:.0f} | {r['of copy BW']:.1%} | "
                      f"{r['kiln speedup']:.2f}x | {r['stream ms']*1e3:.1f} |")
+    lines += ["", "The rows' DRAM traffic alone (GPU time):", "",
+              "| shape | traffic | GPU time (us) | GB/s |", "|---|---|---|---|"]
+    for c in ceilings:
+        lines.append(f"| {c['shape'][0]}x{c['shape'][1]} | {c['traffic']} | "
+                     f"{c['graph ms']*1e3:.1f} | {c['GB/s']:.0f} |")
+    for t, d in sorted({tuple(c["shape"]) for c in ceilings}, reverse=True):
+        rd, wr = (next(c["graph ms"] for c in ceilings
+                       if c["shape"] == [t, d] and c["traffic"].startswith(k))
+                  for k in ("read", "write"))
+        lines.append(f"| {t}x{d} | read alone + write alone | {(rd + wr)*1e3:.1f} | "
+                     f"{2 * t * d * 2 / (rd + wr) / 1e6:.0f} |")
+    lines += ["", f"RMSNorm, kiln and torch.compile timed alternately {REPEATS} times (GPU "
+              "time, us):", "", "| shape | impl | runs | median | min | max |",
+              "|---|---|---|---|---|---|"]
+    for t, d in sorted({tuple(r["shape"]) for r in repeats}, reverse=True):
+        for impl in ("kiln", "torch.compile"):
+            us = [r["graph ms"] * 1e3 for r in repeats
+                  if r["shape"] == [t, d] and r["impl"] == impl]
+            lines.append(f"| {t}x{d} | {impl} | {' '.join(f'{u:.1f}' for u in us)} | "
+                         f"{statistics.median(us):.1f} | {min(us):.1f} | {max(us):.1f} |")
     lines += ["", "num_warps sweep at 32768x7168 (kiln kernels, GPU time):", "",
               "| op | num_warps | GPU time (us) | of copy BW |", "|---|---|---|---|"]
     lines += [f"| {op} | {nw} | {ms*1e3:.1f} | {frac:.1%} |" for op, nw, ms, frac in sweep]
@@ -120,7 +163,8 @@ def main():
         with open(os.path.join(args.out, "bench_norm.md"), "w") as f:
             f.write(text + "\n")
         with open(os.path.join(args.out, "bench_norm.json"), "w") as f:
-            json.dump({"copy GB/s": copy_gbs, "rows": rows}, f, indent=1)
+            json.dump({"copy GB/s": copy_gbs, "rows": rows, "traffic alone": ceilings,
+                       "repeats": repeats}, f, indent=1)
 
 
 if __name__ == "__main__":
