@@ -121,13 +121,23 @@ SWEEPS = [
                (True, 16, 4, 2), (True, 128, 3, 4)))),
     # mla_kv_scatter: ROWS tokens per program on NUM_WARPS warps; EARLY_LOADS: the rows
     # loaded in parallel with loc (else after it, masked by it); BF16_PDL: programmatic
-    # dependent launch
+    # dependent launch; BF16_LOAD_EVICT / BF16_STORE_CACHE: the loads' eviction policy and the
+    # stores' cache modifier; BF16_MIN_PROGRAMS: programs an SM (registers capped), the
+    # one-wave grids at T = 16384 (4 / 2 at 32, 16 / 4 at 8, 32 / 8 at 4; 8 / 4 at 12: 1.29
+    # waves)
     (mla_kv, "case_mla_kv_scatter", 16384,
      [dict(c, EARLY_LOADS=e, BF16_PDL=p) for e, p in ((True, True), (False, False),
                                                       (True, False), (False, True))
       for c in _pairs(("ROWS", "NUM_WARPS"), ((4, 4), (2, 2), (4, 2), (8, 4), (16, 8)))]
      + [dict(c, EARLY_LOADS=True, BF16_PDL=True) for c in _pairs(
-         ("ROWS", "NUM_WARPS"), ((1, 1), (1, 2), (2, 1), (8, 8), (16, 4), (32, 8), (32, 16)))]),
+         ("ROWS", "NUM_WARPS"), ((1, 1), (1, 2), (2, 1), (8, 8), (16, 4), (32, 8), (32, 16)))]
+     + [dict(c, EARLY_LOADS=True, BF16_PDL=True, BF16_LOAD_EVICT=e, BF16_STORE_CACHE=sc,
+             BF16_MIN_PROGRAMS=0) for c in _pairs(("ROWS", "NUM_WARPS"), ((8, 4), (4, 2)))
+        for e, sc in (("evict_first", ""), ("", ".cs"), ("evict_first", ".cs"))]
+     + [dict(ROWS=r, NUM_WARPS=w, EARLY_LOADS=True, BF16_PDL=True, BF16_LOAD_EVICT=e,
+             BF16_STORE_CACHE=sc, BF16_MIN_PROGRAMS=p)
+        for r, w, p in ((4, 2, 32), (16, 4, 8), (32, 8, 4), (8, 4, 12))
+        for e, sc in (("", ""), ("", ".cs"), ("evict_first", ".cs"))]),
     (concat_mla, "case_concat_mla_k", 16384,
      _pairs(("K_ROWS", "K_WARPS"), ((16, 4), (4, 1), (8, 1), (8, 2), (16, 2), (32, 4), (32, 8),
                                     (64, 8), (64, 16)))),
@@ -213,7 +223,13 @@ SWEEPS = [
              FP8_SCALE_TILE=False, FP8_MAXNREG=None) for e in (True, False) for c in _pairs(
          ("FP8_ROWS", "FP8_WARPS"), ((8, 1), (4, 1), (4, 2), (8, 2), (16, 4)))]
      + [dict(FP8_ROWS=8, FP8_WARPS=4, FP8_RECIP=False, EARLY_LOADS=True, FP8_Q_F8=False,
-             FP8_ROPE_FIRST=False, FP8_SCALE_TILE=False, FP8_MAXNREG=None)]),
+             FP8_ROPE_FIRST=False, FP8_SCALE_TILE=False, FP8_MAXNREG=None)]
+     # FP8_LOAD_EVICT / FP8_STORE_CACHE: the loads' eviction policy and the stores' cache
+     # modifier, at the two fastest shapes
+     + [dict(c, FP8_RECIP=True, EARLY_LOADS=True, FP8_Q_F8=True, FP8_ROPE_FIRST=True,
+             FP8_SCALE_TILE=True, FP8_MAXNREG=None, FP8_LOAD_EVICT=e, FP8_STORE_CACHE=sc)
+        for c in _pairs(("FP8_ROWS", "FP8_WARPS"), ((8, 4), (4, 2)))
+        for e, sc in (("evict_first", ""), ("", ".cs"), ("evict_first", ".cs"))]),
     # mla_output_gate_fp8: bf16 elements per thread (8: 8 warps at H = 1536, 16: 4, 32: 2);
     # FP8_RECIP as above; FP8_CHUNKS: the row as three 512 tiles on one warp (with RECIP and
     # 16 elements a thread); FP8_LOADS_FIRST: the three chunks loaded before the first is

@@ -47,10 +47,16 @@ FP8_GROUP, FP8_ROW_BYTES = 128, KV_LORA + 4 * (KV_LORA // 128) + 2 * ROPE
 def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots, kv_s0, pe_s0,
                                cache_s0, ROWS: kl.constexpr, KV_DIM: kl.constexpr,
                                PE_DIM: kl.constexpr, EARLY: kl.constexpr = False,
-                               PDL: kl.constexpr = False):
+                               PDL: kl.constexpr = False, LOAD_EVICT: kl.constexpr = "",
+                               STORE_CACHE: kl.constexpr = "", PROGRAMS: kl.constexpr = 0):
     """EARLY: the rows are loaded for every token t < T, in parallel with loc (a skipped
     token's row is read and not written), instead of after loc, masked by it. PDL: a
-    programmatic dependent launch (``pdl_wait`` before the first load)."""
+    programmatic dependent launch (``pdl_wait`` before the first load). LOAD_EVICT: the
+    loads' eviction policy ("" or "evict_first": kv_c, k_pe and loc are read once).
+    STORE_CACHE: the cache stores' cache modifier ("" or ".cs", streaming). PROGRAMS > 0:
+    compiled for PROGRAMS programs an SM (``.minnctapersm``: registers capped to fit)."""
+    if PROGRAMS > 0:
+        kl.min_programs_per_sm(PROGRAMS)
     r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
     ck = kl.arange(0, KV_DIM)[None, :]
     cp = kl.arange(0, PE_DIM)[None, :]
@@ -58,18 +64,22 @@ def mla_kv_scatter_bf16_kernel(kv_ptr, pe_ptr, loc_ptr, cache_ptr, T, num_slots,
         kl.pdl_wait()  # kv_c, k_pe and loc may come from the previous kernels in the stream
     if EARLY:
         rm = (r < T)[:, None]
-        kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=rm, other=0.0)
-        pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=rm, other=0.0)
-    loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
+        kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=rm, other=0.0,
+                     eviction_policy=LOAD_EVICT)
+        pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=rm, other=0.0,
+                     eviction_policy=LOAD_EVICT)
+    loc = kl.load(loc_ptr + r, mask=r < T, other=-1, eviction_policy=LOAD_EVICT)
     valid = ((loc >= 0) & (loc < num_slots))[:, None]
     if not EARLY:
-        kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=valid, other=0.0)
-        pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=valid, other=0.0)
+        kv = kl.load(kv_ptr + (r * kv_s0)[:, None] + ck, mask=valid, other=0.0,
+                     eviction_policy=LOAD_EVICT)
+        pe = kl.load(pe_ptr + (r * pe_s0)[:, None] + cp, mask=valid, other=0.0,
+                     eviction_policy=LOAD_EVICT)
     if PDL:
         kl.pdl_launch_dependents()
     dst = cache_ptr + (loc * cache_s0)[:, None]
-    kl.store(dst + ck, kv, mask=valid)
-    kl.store(dst + KV_DIM + cp, pe, mask=valid)
+    kl.store(dst + ck, kv, mask=valid, cache_modifier=STORE_CACHE)
+    kl.store(dst + KV_DIM + cp, pe, mask=valid, cache_modifier=STORE_CACHE)
 
 
 @kiln.jit(num_warps=4)
@@ -78,7 +88,8 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache
                               KV_DIM: kl.constexpr, PE_DIM: kl.constexpr, GROUP: kl.constexpr,
                               RECIP: kl.constexpr = False, EARLY: kl.constexpr = False,
                               Q_F8: kl.constexpr = False, ROPE_FIRST: kl.constexpr = False,
-                              SCALE_TILE: kl.constexpr = False):
+                              SCALE_TILE: kl.constexpr = False, LOAD_EVICT: kl.constexpr = "",
+                              STORE_CACHE: kl.constexpr = ""):
     """RECIP: quant.py's ``fp8_quant_groups_recip`` (no division per element; kv_c is bf16,
     the case test/python/test_quant_variants.py checks exhaustively: same bits). EARLY: the
     rows are loaded for every token t < T, in parallel with loc (a skipped token's row is
@@ -90,7 +101,8 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache
     the kernel at 2 tokens on 1 warp: 608 -> 536 instructions, PRMT + LOP3 + SHF 105 -> 35).
     ROPE_FIRST: the rope row and its loc loaded before the quantization, with the latent,
     instead of after the latent's stores. SCALE_TILE: the scales stored from the group tile
-    by the thread holding column 0 of each group (same bits)."""
+    by the thread holding column 0 of each group (same bits). LOAD_EVICT and STORE_CACHE:
+    as the bf16 kernel's (the loads' eviction policy, the stores' cache modifier)."""
     NG: kl.constexpr = KV_DIM // GROUP
     # latent: ROWS tokens x NG groups as a [ROWS * NG, GROUP] tile
     j = kl.arange(0, ROWS * NG)
@@ -103,17 +115,18 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache
     kl.pdl_wait()  # kv_c, k_pe and loc may come from the previous kernels in the stream
     if EARLY:
         kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=(r < T)[:, None],
-                     other=0.0)
-    loc = kl.load(loc_ptr + r, mask=r < T, other=-1)
+                     other=0.0, eviction_policy=LOAD_EVICT)
+    loc = kl.load(loc_ptr + r, mask=r < T, other=-1, eviction_policy=LOAD_EVICT)
     ok = (loc >= 0) & (loc < num_slots)
     if ROPE_FIRST:
-        lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
+        lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1, eviction_policy=LOAD_EVICT)
         okr = ((lr >= 0) & (lr < num_slots))[:, None]
         pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp,
-                     mask=(rr < T)[:, None] if EARLY else okr, other=0.0)
+                     mask=(rr < T)[:, None] if EARLY else okr, other=0.0,
+                     eviction_policy=LOAD_EVICT)
     if not EARLY:
         kv = kl.load(kv_ptr + (r * kv_s0 + k * GROUP)[:, None] + col, mask=ok[:, None],
-                     other=0.0)
+                     other=0.0, eviction_policy=LOAD_EVICT)
     if RECIP:
         q, s = fp8_quant_groups_recip(kv.to(kl.float32), False)
     else:
@@ -127,27 +140,30 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache
     else:
         row = loc * row16  # int64
     if Q_F8:
-        kl.store(cache_q + (row * 16 + k * GROUP)[:, None] + col, q, mask=ok[:, None])
+        kl.store(cache_q + (row * 16 + k * GROUP)[:, None] + col, q, mask=ok[:, None],
+                 cache_modifier=STORE_CACHE)
     else:
         kl.store(cache_q + (row * 16 + k * GROUP)[:, None] + col,
-                 q.to(kl.uint8, bitcast=True), mask=ok[:, None])
+                 q.to(kl.uint8, bitcast=True), mask=ok[:, None], cache_modifier=STORE_CACHE)
     if SCALE_TILE:
         kl.store(cache_f32 + (row * 4 + KV_DIM // 4 + k)[:, None] + col * 0,
                  s[:, None] + kl.zeros([ROWS * NG, GROUP], kl.float32),
-                 mask=ok[:, None] & (col == 0))
+                 mask=ok[:, None] & (col == 0), cache_modifier=STORE_CACHE)
     else:
-        kl.store(cache_f32 + (row * 4 + KV_DIM // 4) + k, s, mask=ok)
+        kl.store(cache_f32 + (row * 4 + KV_DIM // 4) + k, s, mask=ok, cache_modifier=STORE_CACHE)
     if not ROPE_FIRST:
-        lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1)
+        lr = kl.load(loc_ptr + rr, mask=rr < T, other=-1, eviction_policy=LOAD_EVICT)
         okr = ((lr >= 0) & (lr < num_slots))[:, None]
         pe = kl.load(pe_ptr + (rr * pe_s0)[:, None] + cp,
-                     mask=(rr < T)[:, None] if EARLY else okr, other=0.0)
+                     mask=(rr < T)[:, None] if EARLY else okr, other=0.0,
+                     eviction_policy=LOAD_EVICT)
     kl.pdl_launch_dependents()
     if EARLY:
         lrow = kl.where(okr, lr[:, None], 0).to(kl.int32) * row16
     else:
         lrow = lr[:, None] * row16
-    kl.store(cache_bf16 + (lrow * 8 + (KV_DIM + 4 * NG) // 2) + cp, pe, mask=okr)
+    kl.store(cache_bf16 + (lrow * 8 + (KV_DIM + 4 * NG) // 2) + cp, pe, mask=okr,
+             cache_modifier=STORE_CACHE)
 
 
 #: [8, 512] + [8, 64] per program on 128 threads: the H200 sweep (bench/kimi_k3/run.py
@@ -171,6 +187,18 @@ FP8_RECIP = True
 #: --sweep --only mla_kv_scatter``, 4 / 4 warps): 12.42 us without both, 12.24 with EARLY_LOADS,
 #: 11.88 with BF16_PDL, 12.48 with both (8 / 4 warps: 12.81 -> 11.58 us); FP8 14.84 -> 14.29.
 EARLY_LOADS, BF16_PDL = True, True
+#: BF16_LOAD_EVICT: the bf16 kernel's LOAD_EVICT, the loads' eviction policy ("evict_first":
+#: kv_c, k_pe and loc are read once, so L2 drops them before the cache rows just written).
+#: BF16_STORE_CACHE: its STORE_CACHE, the cache stores' modifier (".cs": streaming, evict
+#: first; the predicated ``st.global.cs`` also replaces the branch around each row's store:
+#: sm_90a SASS at 8 / 4 warps 171 -> 156 instructions, 46 registers). BF16_MIN_PROGRAMS: its
+#: PROGRAMS, the programs an SM it is compiled for (0: ptxas's choice). At T = 16384 the
+#: default 8 / 4 warps (46 registers: 10 programs an SM, 1320 on 132 SMs) runs 2048 programs
+#: in 1.55 waves; 4 tokens on 2 warps at 32 programs an SM (32 registers, no spill: 4224 >=
+#: 4096) and 16 on 4 warps at 8 (62 registers, no spill: 1056 >= 1024) are one wave, every
+#: load issued at the start and no second wave's launch behind the first's stores. 16 an SM
+#: at 8 / 4 warps spills (32 registers, 52 bytes); 12 an SM fits in 40 (1.29 waves).
+BF16_LOAD_EVICT, BF16_STORE_CACHE, BF16_MIN_PROGRAMS = "", "", 0
 #: FP8_Q_F8: the FP8 kernel's Q_F8, the latent codes stored through a float8e4m3 view of
 #: the cache instead of bitcast to uint8 (same bytes). H200 (2 tokens on 1 warp): 13.07 us with
 #: the three options off, 12.91 with Q_F8 alone, 12.28 with all three.
@@ -188,17 +216,26 @@ FP8_Q_F8 = True
 #: ptxas's choice; 64 at 2 / 1 12.57 us, 72 at 4 / 2 10.23: no gain).
 FP8_ROPE_FIRST, FP8_SCALE_TILE = True, True
 FP8_MAXNREG = None
+#: FP8_LOAD_EVICT, FP8_STORE_CACHE: the FP8 kernel's LOAD_EVICT and STORE_CACHE, as
+#: BF16_LOAD_EVICT / BF16_STORE_CACHE (sm_90a SASS at 8 / 4 warps: 430 instructions, 73
+#: registers; ".cs" 421 / 80, still 6 programs an SM; "evict_first" 436 / 73). The FP8
+#: kernel cannot be one wave at T = 16384: 124 tokens an SM leave 528 registers a token
+#: (65536 / 124), about one a latent value, which the quantization holds as f32; 8 tokens on
+#: 2 warps at 16 programs an SM and 16 on 4 at 8 (64 registers) spill 234 bytes.
+FP8_LOAD_EVICT, FP8_STORE_CACHE = "", ""
 
 
 def _bf16_constexprs() -> dict:
     return {"ROWS": ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "EARLY": EARLY_LOADS,
-            "PDL": BF16_PDL}
+            "PDL": BF16_PDL, "LOAD_EVICT": BF16_LOAD_EVICT, "STORE_CACHE": BF16_STORE_CACHE,
+            "PROGRAMS": BF16_MIN_PROGRAMS}
 
 
 def _fp8_constexprs() -> dict:
     return {"ROWS": FP8_ROWS, "KV_DIM": KV_LORA, "PE_DIM": ROPE, "GROUP": FP8_GROUP,
             "RECIP": FP8_RECIP, "EARLY": EARLY_LOADS, "Q_F8": FP8_Q_F8,
-            "ROPE_FIRST": FP8_ROPE_FIRST, "SCALE_TILE": FP8_SCALE_TILE}
+            "ROPE_FIRST": FP8_ROPE_FIRST, "SCALE_TILE": FP8_SCALE_TILE,
+            "LOAD_EVICT": FP8_LOAD_EVICT, "STORE_CACHE": FP8_STORE_CACHE}
 
 
 AOT_SPECIALIZATIONS = [

@@ -345,10 +345,14 @@ def ref_kv_fp8(kv_c, k_pe, loc, cache):
 @pytest.mark.parametrize("t", [0, 1, 7, 64, 4097])
 @pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize("new", [True, False])  # FP8_Q_F8, FP8_ROPE_FIRST, FP8_SCALE_TILE
-def test_kv_scatter_fp8_exact(t, strided, early, new, monkeypatch):
+# FP8_LOAD_EVICT, FP8_STORE_CACHE
+@pytest.mark.parametrize("hints", [("", ""), ("evict_first", ".cs")])
+def test_kv_scatter_fp8_exact(t, strided, early, new, hints, monkeypatch):
     monkeypatch.setattr(mla_kv, "EARLY_LOADS", early)
     for knob in ("FP8_Q_F8", "FP8_ROPE_FIRST", "FP8_SCALE_TILE"):
         monkeypatch.setattr(mla_kv, knob, new)
+    monkeypatch.setattr(mla_kv, "FP8_LOAD_EVICT", hints[0])
+    monkeypatch.setattr(mla_kv, "FP8_STORE_CACHE", hints[1])
     slots = max(2 * t, 16)
     if strided:
         proj = rows(t, 576 + 64)

@@ -50,6 +50,25 @@ def test_scatter_bit_exact(t, strided, early, pdl, monkeypatch):
     assert torch.equal(cache.view(torch.int16), ref.view(torch.int16))
 
 
+@pytest.mark.parametrize("rows,warps,programs", [(8, 4, 0), (4, 2, 32), (16, 4, 8)])
+@pytest.mark.parametrize("evict,cache_mod", [("evict_first", ".cs"), ("", ".cs"),
+                                             ("evict_first", "")])
+def test_scatter_hints_and_one_wave_bit_exact(rows, warps, programs, evict, cache_mod,
+                                              monkeypatch):
+    """BF16_LOAD_EVICT, BF16_STORE_CACHE and BF16_MIN_PROGRAMS: the same bits."""
+    for k, v in (("ROWS", rows), ("NUM_WARPS", warps), ("BF16_MIN_PROGRAMS", programs),
+                 ("BF16_LOAD_EVICT", evict), ("BF16_STORE_CACHE", cache_mod)):
+        monkeypatch.setattr(mod, k, v)
+    t = 4099
+    slots = 2 * t
+    kv_c, k_pe, loc = inputs(t, slots, True)
+    cache = torch.randn(slots, 576, device="cuda", dtype=torch.bfloat16)
+    ref = reference(kv_c, k_pe, loc, cache)
+    assert mod.mla_kv_scatter(kv_c, k_pe, loc, cache) is cache
+    torch.cuda.synchronize()
+    assert torch.equal(cache.view(torch.int16), ref.view(torch.int16))
+
+
 def test_paged_cache_and_all_padded():
     pages, page_size, t = 40, 64, 1000
     cache = torch.randn(pages, page_size, 576, device="cuda", dtype=torch.bfloat16)

@@ -221,14 +221,15 @@ def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first):
 @pytest.mark.parametrize("early", [True, False])
 @pytest.mark.parametrize("recip,rows", [(False, mla_kv.FP8_ROWS), (True, 8), (True, 4),
                                         (True, 16), (True, 1), (True, 2)])
-@pytest.mark.parametrize("q_f8,rope_first,scale_tile", [(False, False, False),
-                                                        (True, True, True),
-                                                        (True, False, True),
-                                                        (False, True, False)])
-def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, scale_tile):
+@pytest.mark.parametrize("q_f8,rope_first,scale_tile,evict,cache_mod", [
+    (False, False, False, "", ""), (True, True, True, "", ""), (True, False, True, "", ""),
+    (False, True, False, "", ""), (True, True, True, "evict_first", ".cs"),
+    (False, False, False, "evict_first", ".cs")])
+def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, scale_tile,
+                                          evict, cache_mod):
     """Q_F8: the codes stored through a float8e4m3 view of the cache (else uint8);
     ROPE_FIRST: the rope loaded with the latent; SCALE_TILE: the scales stored from the
-    group tile."""
+    group tile; LOAD_EVICT / STORE_CACHE: cache hints (the same bits)."""
     rng = np.random.default_rng(5)
     t, slots = 11, 24
     kv_a = k3_like_rows(rng, t, 576)
@@ -242,7 +243,8 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, 
                            kv_a, kv_a[:, 512:], loc, cache.view(F8) if q_f8 else cache,
                            cache.view(F32), cache.view(BF16), t, slots, 576, 576, 656 // 16,
                            ROWS=rows, KV_DIM=512, PE_DIM=64, GROUP=128, RECIP=recip, EARLY=early,
-                           Q_F8=q_f8, ROPE_FIRST=rope_first, SCALE_TILE=scale_tile)
+                           Q_F8=q_f8, ROPE_FIRST=rope_first, SCALE_TILE=scale_tile,
+                           LOAD_EVICT=evict, STORE_CACHE=cache_mod)
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):

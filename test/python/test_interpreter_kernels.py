@@ -166,9 +166,12 @@ def test_mla_output_gate_bf16():
 # §3.8 / §8.5 MLA KV scatter, bf16 layout: cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("early,pdl", [(True, True), (False, False)])
+@pytest.mark.parametrize("early,pdl,evict,cache_mod,programs", [
+    (True, True, "", "", 0), (False, False, "", "", 0),
+    (True, True, "evict_first", ".cs", 32), (False, True, "evict_first", ".cs", 0)])
 @pytest.mark.parametrize("t,slots,row_pad", [(21, 40, 0), (6, 9, 64)])
-def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl):
+def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, programs):
+    """LOAD_EVICT, STORE_CACHE and PROGRAMS (cache hints, programs an SM): the same bits."""
     rng = np.random.default_rng(t * slots + row_pad)
     kv_dim, pe_dim = mla_kv.KV_LORA, mla_kv.ROPE
     # kv_c and k_pe: slices of one [T, 576 + 32] projection row (row stride 608)
@@ -183,7 +186,8 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl):
     rows = mla_kv.ROWS
     interpret(mla_kv.mla_kv_scatter_bf16_kernel, (kiln.cdiv(t, rows),), kv_c, k_pe, loc, cache,
               t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], ROWS=rows,
-              KV_DIM=kv_dim, PE_DIM=pe_dim, EARLY=early, PDL=pdl)
+              KV_DIM=kv_dim, PE_DIM=pe_dim, EARLY=early, PDL=pdl, LOAD_EVICT=evict,
+              STORE_CACHE=cache_mod, PROGRAMS=programs)
     expected = bits16(nan_bf16(cache_buf.shape))
     for i in range(t):
         if 0 <= loc[i] < slots:

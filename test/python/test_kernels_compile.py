@@ -418,3 +418,20 @@ def test_index_broadcasts_need_no_barrier(name):
     assert "bar.sync" not in ck.ptx
     assert ".shared" not in ck.ptx
     assert has_16_byte_access(ck.ptx, "ld") and has_16_byte_access(ck.ptx, "st")
+
+
+@pytest.mark.parametrize("rows,warps,programs", [(4, 2, 32), (16, 4, 8), (32, 8, 4)])
+def test_mla_kv_scatter_bf16_one_wave_fits(rows, warps, programs):
+    """The one-wave grids of BF16_MIN_PROGRAMS at T = 16384 (ROWS tokens on warps, programs
+    an SM) fit their register caps without a spill, with the streaming stores (``.cs``, no
+    branch around each row's store) and the loads' evict_first policy."""
+    spec = next(s for s in k3_specs() if s.kernel_name == "mla_kv_scatter_bf16")
+    cx = dict(spec.constexprs, ROWS=rows, PROGRAMS=programs, LOAD_EVICT="evict_first",
+              STORE_CACHE=".cs")
+    ck = spec.kernel.compile(spec.signature, cx, spec.divisibility, num_warps=warps,
+                             arch="sm_90a", name=spec.kernel_name)
+    target = ck.meta["targets"]["sm_90a"]
+    assert target["registers"] <= 65536 // (programs * warps * 32)
+    assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
+    assert ".minnctapersm" in ck.ptx and "st.global.cs" in ck.ptx
+    assert "L2::cache_hint" in ck.ptx
