@@ -271,7 +271,8 @@ def _image_inputs(n, h, w, strided):
                                                      (4, 64, True)])
 @pytest.mark.parametrize("n,h,w,out_h,out_w,strided",
                          [(1, 28, 42, 28, 28, False), (2, 30, 17, 28, 42, True),
-                          (1, 13, 20, 28, 70, False), (1, 50, 90, 42, 28, False)])
+                          (1, 13, 20, 28, 70, False), (1, 50, 90, 42, 28, False),
+                          (1, 1, 1, 14, 14, False)])
 def test_image_preprocess_columns_same_bits(n, h, w, out_h, out_w, strided, rows, xblock,
                                             channel_run):
     """COLUMNS (lanes along the output columns): the same bits as the element-order kernel,
