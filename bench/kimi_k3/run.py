@@ -183,11 +183,22 @@ SWEEPS = [
     (moe_fused_gate, "case_moe_fused_gate", 16384,
      _grid(BATCH_MAXNREG=(80, None, 96, 72), BATCH_SELECT_BITS=(1, 2)))
 ] + [
-    # every image shape of the benchmark (one large image, a small batch, a large batch)
+    # every image shape of the benchmark (one large image, a small batch, a large batch):
+    # the element-order kernel (BLOCK elements on NUM_WARPS, MAXNREG), then COLUMNS, the
+    # lanes along the output columns (COL_XBLOCK columns on COL_WARPS, COL_ROWS rows a
+    # thread, COL_CHANNEL_RUN: the channels in the thread's run, COL_MAXNREG)
     (image, "case_image", shape,
-     _pairs(("BLOCK", "NUM_WARPS", "MAXNREG"),
-            ((256, 1, 80), (512, 1, None), (256, 1, None), (512, 2, None), (1024, 4, None),
-             (256, 1, 64), (256, 1, 96), (512, 2, 80), (1024, 4, 80))))
+     [dict(c, COLUMNS=False) for c in _pairs(
+         ("BLOCK", "NUM_WARPS", "MAXNREG"),
+         ((256, 1, 80), (512, 1, None), (256, 1, None), (512, 2, None), (1024, 4, None),
+          (256, 1, 64), (256, 1, 96), (512, 2, 80), (1024, 4, 80)))]
+     + [dict(c, COLUMNS=True) for c in _pairs(
+         ("COL_ROWS", "COL_CHANNEL_RUN", "COL_XBLOCK", "COL_WARPS", "COL_MAXNREG"),
+         ((16, False, 32, 1, None), (16, False, 64, 2, None), (16, False, 128, 4, None),
+          (16, False, 32, 1, 168), (16, False, 32, 1, 152), (16, False, 32, 1, 128),
+          (8, False, 64, 1, None),
+          (4, False, 128, 1, None), (4, True, 32, 1, None), (4, True, 64, 1, None),
+          (4, True, 64, 2, None), (4, True, 128, 4, None), (4, True, 64, 1, 96)))])
     for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), (64, 224, 224, 224, 224))
 ] + [
     # per_token_group_quant_fp8: GROUP_ELEMS / 128 groups per program; RECIP: no division per

@@ -13,7 +13,9 @@
 
 The grid is (BLOCK-element blocks of a patch row, patch row, image): a program's stores are
 contiguous and every index division is by a constant; each element gathers its four source
-pixels (uint8 loads through tiles of pointers). The images may be
+pixels (uint8 loads through tiles of pointers). With COLUMNS the grid is (COL_XBLOCK-column
+blocks, patch row (or a part of it), image) and the lanes of a warp take consecutive output
+columns, so a warp-wide gather reads neighbouring bytes (same bits). The images may be
 strided in any dimension. out_h and out_w must be multiples of the patch size.
 """
 
@@ -73,6 +75,88 @@ def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_imag
     kl.store(out + e, ((v * INV_255 - mean) * rstd).to(kl.bfloat16), mask=mask)
 
 
+@kiln.jit(num_warps=1)
+def image_preprocess_columns_kernel(img_ptr, out_ptr, H, W, out_w, s_n, s_h, s_w, s_c,
+                                    per_image4, row4, scale_h, scale_w, mean0, mean1, mean2,
+                                    rstd0, rstd1, rstd2, PATCH: kl.constexpr,
+                                    XBLOCK: kl.constexpr, ROWS: kl.constexpr,
+                                    CHANNEL_RUN: kl.constexpr):
+    # COLUMNS: the lanes of a warp take consecutive output columns x (or runs of them), so
+    # each of its byte loads reads neighbouring source pixels of one or two source rows (a
+    # few 128-byte lines a warp-wide load, where the element-order kernel above reads about
+    # one line a lane). A thread holds runs of 16 elements (the layout's run: the uint8 loads
+    # and the 2-byte stores are gathers): CHANNEL_RUN, one column x 4 rows x 4 channels (3
+    # used); else 16 / ROWS columns x ROWS rows, the three channels one after another. A
+    # patch row is 16 rows (14 stored) in 16 / ROWS programs along axis 1. A thread's column
+    # math is done once a column and its row math once a row (every register of the run
+    # with that column or row computes the same values); the stores are 2-byte gathers at
+    # fixed offsets from one address a column. The same float operations in the same order
+    # as above: the same bits.
+    kl.static_assert(ROWS == 4 or not CHANNEL_RUN, "CHANNEL_RUN runs are 4 rows x 4 channels")
+    GROUPS = 16 // ROWS
+    COLS = 1 if CHANNEL_RUN else 16 // ROWS
+    i = kl.arange(0, XBLOCK // COLS * 16)
+    if CHANNEL_RUN:
+        j = (i % 16) // 4
+    else:
+        j = i % ROWS
+    x = kl.program_id(0) * XBLOCK + (i // 16) * COLS + (i % 16) // (16 // COLS)
+    pr = kl.program_id(1) // GROUPS
+    r = (kl.program_id(1) % GROUPS) * ROWS + j
+    mask = (x < out_w) & (r < PATCH)
+    y = pr * PATCH + r
+    sy = kl.maximum((y.to(kl.float32) + 0.5) * scale_h - 0.5, 0.0)
+    sx = kl.maximum((x.to(kl.float32) + 0.5) * scale_w - 0.5, 0.0)
+    y0 = sy.to(kl.int32)
+    x0 = sx.to(kl.int32)
+    ly = sy - y0.to(kl.float32)
+    lx = sx - x0.to(kl.float32)
+    # The loads are not masked: the rows past the patch row's 14 and the columns past
+    # out_w (whose stores are masked) read clamped, in-bounds pixels (a no-op elsewhere: y0
+    # <= H - 1 and x0 <= W - 1 for every output pixel), so the loads need no predicates or
+    # branches.
+    y0 = kl.minimum(y0, H - 1)
+    x0 = kl.minimum(x0, W - 1)
+    y1 = kl.where(y0 < H - 1, y0 + 1, y0)
+    x1 = kl.where(x0 < W - 1, x0 + 1, x0)
+    hx = 1.0 - lx
+    hy = 1.0 - ly
+    base = img_ptr + kl.program_id(2) * s_n
+    r0 = base + y0 * s_h
+    r1 = base + y1 * s_h
+    c0 = x0 * s_w
+    c1 = x1 * s_w
+    out = (out_ptr + kl.program_id(2) * (per_image4 * 4) + pr * (row4 * 4)
+           + (x // PATCH) * (3 * PATCH * PATCH) + r * PATCH + x % PATCH)
+    if CHANNEL_RUN:
+        c = i % 4
+        # c < 3 is known per register: no predicate (the loads of channel 3 are dropped)
+        p00 = kl.load(r0 + c0 + c * s_c, mask=c < 3, other=0).to(kl.float32)
+        p01 = kl.load(r0 + c1 + c * s_c, mask=c < 3, other=0).to(kl.float32)
+        p10 = kl.load(r1 + c0 + c * s_c, mask=c < 3, other=0).to(kl.float32)
+        p11 = kl.load(r1 + c1 + c * s_c, mask=c < 3, other=0).to(kl.float32)
+        v = hy * (hx * p00 + lx * p01) + ly * (hx * p10 + lx * p11)
+        mean = kl.where(c == 0, mean0, kl.where(c == 1, mean1, mean2))
+        rstd = kl.where(c == 0, rstd0, kl.where(c == 1, rstd1, rstd2))
+        kl.store(out + c * (PATCH * PATCH), ((v * INV_255 - mean) * rstd).to(kl.bfloat16),
+                 mask=mask & (c < 3))
+    else:
+        for c in kl.static_range(3):
+            p00 = kl.load(r0 + c0 + c * s_c).to(kl.float32)
+            p01 = kl.load(r0 + c1 + c * s_c).to(kl.float32)
+            p10 = kl.load(r1 + c0 + c * s_c).to(kl.float32)
+            p11 = kl.load(r1 + c1 + c * s_c).to(kl.float32)
+            v = hy * (hx * p00 + lx * p01) + ly * (hx * p10 + lx * p11)
+            if c == 0:
+                mean, rstd = mean0, rstd0
+            elif c == 1:
+                mean, rstd = mean1, rstd1
+            else:
+                mean, rstd = mean2, rstd2
+            kl.store(out + c * (PATCH * PATCH), ((v * INV_255 - mean) * rstd).to(kl.bfloat16),
+                     mask=mask)
+
+
 #: BLOCK output elements a program on NUM_WARPS warps, at most MAXNREG registers a thread. The
 #: uint8 pixels are gathered (no vectors), so the layout's runs are 8 elements (the bf16
 #: stores); at 8 elements a thread ptxas takes 117 registers (sm_90a) and the cap of 80 lets
@@ -82,6 +166,23 @@ def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_imag
 #: 512 / 1 warp with 16-element runs (228 registers); 1024 / 4 warps uncapped 8.92, 27.9, 55.9.
 BLOCK, NUM_WARPS, PATCH = 256, 1, 14
 MAXNREG = 80
+
+#: COLUMNS: image_preprocess_columns_kernel (lanes along the output columns: coalesced byte
+#: gathers, the coordinate math once a column and once a row) instead of the element-order
+#: kernel above; COL_XBLOCK output columns a program on COL_WARPS warps, COL_ROWS rows a
+#: thread (16: the whole patch row; 8 or 4: a part, with 16 / COL_ROWS columns a thread),
+#: the channels one after another, or with COL_CHANNEL_RUN (COL_ROWS = 4) in the thread's
+#: run; at most COL_MAXNREG registers. sm_90a SASS, s_c = 1 (the JIT's specialization):
+#: the element-order kernel takes 936 instructions for 8 elements a thread (117 an element;
+#: 80 registers, 16 bytes of stack), 32 byte loads each reading about one 128-byte line a
+#: lane; COL_ROWS = 16 takes 1384 for 42 (33 an element), 208 registers (168 and 152 fit
+#: without spills; 128 spills 256 bytes); COL_ROWS = 4 with COL_CHANNEL_RUN 504 for 12
+#: (42), 72 registers; COL_ROWS = 8 and 4 without it 1664 and 1784 for 42 and about 248
+#: registers. A warp-wide byte gather then spans 32 x in/out x 3 bytes of one or two source
+#: rows (230 bytes at 1080p -> 448x798, 2-3 lines). Not yet measured on the H200: off.
+COLUMNS = False
+COL_XBLOCK, COL_WARPS, COL_ROWS, COL_CHANNEL_RUN = 32, 1, 16, False
+COL_MAXNREG = None
 
 _SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32",
         "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image4": "i32",
@@ -94,6 +195,11 @@ AOT_SPECIALIZATIONS = [
     Spec(image_preprocess_kernel, name="image_preprocess", signature=_SIG,
          constexprs={"PATCH": PATCH, "BLOCK": BLOCK},
          divisibility=["img_ptr", "out_ptr"], num_warps=NUM_WARPS, maxnreg=MAXNREG),
+    Spec(image_preprocess_columns_kernel, name="image_preprocess_columns",
+         signature=dict(_SIG, out_w="i32"),
+         constexprs={"PATCH": PATCH, "XBLOCK": COL_XBLOCK, "ROWS": COL_ROWS,
+                     "CHANNEL_RUN": COL_CHANNEL_RUN},
+         divisibility=["img_ptr", "out_ptr"], num_warps=COL_WARPS, maxnreg=COL_MAXNREG),
 ]
 
 
@@ -141,10 +247,19 @@ def image_preprocess(images: Any, out_h: int, out_w: int,
     if n > 65535:
         raise ValueError(f"{op}: at most 65535 images per launch (the grid's z), got {n}")
     row_elems = pw * 3 * patch * patch
-    args = (images, out, h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4,
-            float(h) / float(out_h), float(w) / float(out_w),
-            float(mean[0]), float(mean[1]), float(mean[2]),
-            1.0 / float(std[0]), 1.0 / float(std[1]), 1.0 / float(std[2]))
+    coords = (float(h) / float(out_h), float(w) / float(out_w),
+              float(mean[0]), float(mean[1]), float(mean[2]),
+              1.0 / float(std[0]), 1.0 / float(std[1]), 1.0 / float(std[2]))
+    if COLUMNS:
+        L.launch(image_preprocess_columns_kernel, "image_preprocess_columns",
+                 ((out_w + COL_XBLOCK - 1) // COL_XBLOCK, ph * (16 // COL_ROWS), n),
+                 (images, out, h, w, out_w, st[0], st[1], st[2], st[3], per_image // 4,
+                  row_elems // 4) + coords,
+                 {"PATCH": patch, "XBLOCK": COL_XBLOCK, "ROWS": COL_ROWS,
+                  "CHANNEL_RUN": COL_CHANNEL_RUN}, COL_WARPS, COL_MAXNREG)
+        return out
+    args = (images, out, h, w, st[0], st[1], st[2], st[3], per_image // 4,
+            row_elems // 4) + coords
     L.launch(image_preprocess_kernel, "image_preprocess",
              ((row_elems + BLOCK - 1) // BLOCK, ph, n), args, {"PATCH": patch, "BLOCK": BLOCK},
              NUM_WARPS, MAXNREG)

@@ -68,6 +68,27 @@ def test_matches_reference(n, h, w, out_h, out_w):
     check(run(images, out_h, out_w), reference(images, out_h, out_w), max(h, w))
 
 
+@pytest.mark.parametrize("rows,xblock,warps", [(16, 32, 1), (4, 32, 1), (4, 64, 1),
+                                              (16, 64, 2)])
+@pytest.mark.parametrize("n,h,w,out_h,out_w,crop", [(2, 480, 640, 448, 602, False),
+                                                    (1, 100, 77, 224, 336, False),
+                                                    (3, 1080, 1920, 392, 700, False),
+                                                    (2, 240, 400, 224, 224, True)])
+def test_columns_same_bits(monkeypatch, n, h, w, out_h, out_w, crop, rows, xblock, warps):
+    """COLUMNS (lanes along the output columns) gives the element-order kernel's bits."""
+    images = random_images(n, h + 20, w + 30)[:, 10:10 + h, 5:5 + w] if crop else \
+        random_images(n, h, w)
+    monkeypatch.setattr(mod, "COLUMNS", False)
+    expected = run(images, out_h, out_w)
+    monkeypatch.setattr(mod, "COLUMNS", True)
+    monkeypatch.setattr(mod, "COL_ROWS", rows)
+    monkeypatch.setattr(mod, "COL_XBLOCK", xblock)
+    monkeypatch.setattr(mod, "COL_WARPS", warps)
+    out = run(images, out_h, out_w)
+    assert torch.equal(out.view(torch.int16), expected.view(torch.int16))
+    check(out, reference(images, out_h, out_w), max(h, w))
+
+
 def test_strided_images_and_custom_normalization():
     full = random_images(2, 300, 500)
     images = full[:, 10:250, 20:420]  # a crop: strided rows and images

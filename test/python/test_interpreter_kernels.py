@@ -259,6 +259,50 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
     assert_bf16_close(out, expected, ulps=1.0)
 
 
+def _image_inputs(n, h, w, strided):
+    rng = np.random.default_rng(h * w + n)
+    if strided:  # stored NCHW, passed as the [N, H, W, 3] transposed view
+        images = rng.integers(0, 256, size=(n, 3, h, w), dtype=np.uint8).transpose(0, 2, 3, 1)
+    else:
+        images = rng.integers(0, 256, size=(n, h, w, 3), dtype=np.uint8)
+    images[0, 0, :, :] = 255
+    images[0, -1, :, :] = 0
+    return images
+
+
+@pytest.mark.parametrize("rows,xblock,channel_run", [(16, 32, False), (8, 64, False),
+                                                     (4, 128, False), (4, 32, True),
+                                                     (4, 64, True)])
+@pytest.mark.parametrize("n,h,w,out_h,out_w,strided",
+                         [(1, 28, 42, 28, 28, False), (2, 30, 17, 28, 42, True),
+                          (1, 13, 20, 28, 70, False), (1, 50, 90, 42, 28, False),
+                          (1, 1, 1, 14, 14, False)])
+def test_image_preprocess_columns_same_bits(n, h, w, out_h, out_w, strided, rows, xblock,
+                                            channel_run):
+    """COLUMNS (lanes along the output columns): the same bits as the element-order kernel,
+    over ragged last column blocks (out_w not a multiple of XBLOCK), up- and downscales and
+    strided images."""
+    images = _image_inputs(n, h, w, strided)
+    patch, block = image.PATCH, image.BLOCK
+    ph, pw = out_h // patch, out_w // patch
+    per_image = ph * pw * 3 * patch * patch
+    row_elems = pw * 3 * patch * patch
+    st = elem_strides(images)
+    coords = (float(h) / out_h, float(w) / out_w, *[float(m) for m in image.CLIP_MEAN],
+              *[1.0 / float(s) for s in image.CLIP_STD])
+    ref = nan_bf16((n, ph * pw, 3 * patch * patch))
+    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, ref,
+              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
+              PATCH=patch, BLOCK=block)
+    out = nan_bf16(ref.shape)
+    interpret(image.image_preprocess_columns_kernel,
+              (kiln.cdiv(out_w, xblock), ph * (16 // rows), n), images, out, h, w, out_w,
+              st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
+              PATCH=patch, XBLOCK=xblock, ROWS=rows, CHANNEL_RUN=channel_run)
+    assert not np.any(np.isnan(ref.astype(F32)))
+    np.testing.assert_array_equal(bits16(out), bits16(ref))
+
+
 # ---------------------------------------------------------------------------
 # common/norm.py: rmsnorm y = x * rsqrt(mean(x^2) + eps) * w; softmax over the row
 # ---------------------------------------------------------------------------
