@@ -65,7 +65,7 @@ class HostTensor:
 #: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS): the radix select's bits per round
 #: and the steps 3-4 formulation; every interpreter test runs each (the first: the original
 #: kernel)
-VARIANTS = [(1, False), (2, True), (2, False), (1, True)]
+VARIANTS = [(1, False), (2, True), (2, False), (1, True), (4, True), (4, False)]
 
 
 def expected_constexprs(fast=False):
