@@ -178,6 +178,18 @@ SWEEPS = [
     for t, knob, bits in ((1, "NUM_WARPS", "SELECT_BITS"),
                           (16384, "BATCH_WARPS", "BATCH_SELECT_BITS"))
 ] + [
+    # moe_fused_gate at the latency end (T = 1, and T = 64 where it must not lose): four bits
+    # a round (4.35 rounds a row instead of 8.2, 313 instead of 95 instructions a round) vs
+    # two, on 4 warps (the default), 8 and 2
+    (moe_fused_gate, "case_moe_fused_gate", t,
+     _grid(SELECT_BITS=(2, 4), NUM_WARPS=(4, 8, 2)))
+    for t in (1, 64)
+] + [
+    # the one-warp batch kernel with four bits a round (no spills at 80 registers, but 2
+    # bar.sync a round for the per-run layout change) vs one
+    (moe_fused_gate, "case_moe_fused_gate", 16384,
+     _grid(BATCH_SELECT_BITS=(1, 4), BATCH_MAXNREG=(80,)))
+] + [
     # the one-warp batch kernel's register cap (None: 112 registers; 80: no spills) with
     # either bit count
     (moe_fused_gate, "case_moe_fused_gate", 16384,

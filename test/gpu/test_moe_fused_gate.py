@@ -248,7 +248,8 @@ def test_allocates_outputs_and_is_reproducible():
     assert torch.equal(i1, i2) and torch.equal(w1.view(torch.int32), w2.view(torch.int32))
 
 
-@pytest.mark.parametrize("bits,merged", [(1, False), (2, True), (2, False), (1, True)])
+@pytest.mark.parametrize("bits,merged", [(1, False), (2, True), (2, False), (1, True), (4, True),
+                                         (4, False)])
 @pytest.mark.parametrize("m", [17, 4096])
 def test_select_variants_bit_identical(bits, merged, m, monkeypatch):
     """Every (SELECT_BITS, MERGED_REDUCTIONS) of the latency (m = 17) and the batch (m = 4096)

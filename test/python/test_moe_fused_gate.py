@@ -65,7 +65,7 @@ class HostTensor:
 #: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS): the radix select's bits per round
 #: and the steps 3-4 formulation; every interpreter test runs each (the first: the original
 #: kernel)
-VARIANTS = [(1, False), (2, True), (2, False), (1, True)]
+VARIANTS = [(1, False), (2, True), (2, False), (1, True), (4, True), (4, False)]
 
 
 def expected_constexprs(fast=False):
@@ -284,8 +284,8 @@ def test_many_rows_and_strided_scores(via_interpreter):
 def test_packed_count_limits(e, via_interpreter):
     """E = 1023: the largest row whose counts (up to E) fit the 10-bit fields of the two-bit
     rounds, every field full in the first round (all keys >= the third candidate: b >= 2);
-    E = 1024 takes the one-bit rounds whatever SELECT_BITS says. Rows of ties everywhere,
-    of a tie group straddling slot K, of random keys, of NaN."""
+    E = 1024 takes the one-bit rounds with SELECT_BITS = 2 (not with 4: 16-bit fields).
+    Rows of ties everywhere, of a tie group straddling slot K, of random keys, of NaN."""
     rng = np.random.default_rng(e)
     bias = np.ones(e, F32)
     rows = [np.full(e, np.inf, F32),                       # b = 2.0 for every expert
@@ -320,6 +320,34 @@ def test_variants_bit_identical(monkeypatch, via_interpreter):
         w0, ids0 = gate(scores, bias, k, **kw)
         np.testing.assert_array_equal(ids, ids0)
         np.testing.assert_array_equal(w.view(np.int32), w0.view(np.int32))
+
+
+@pytest.mark.parametrize("merged", [True, False])
+def test_four_bit_rounds_largest_rows(merged, monkeypatch):
+    """SELECT_BITS = 4 at E = 4096 (the largest row: counts up to 4096 in its 16-bit fields,
+    every field full in the first round of the all-equal rows) gives the ids and weight bits
+    of the one-bit rounds."""
+    monkeypatch.setattr(mod, "MERGED_REDUCTIONS", merged)
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs=None:
+                        interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor)
+                                                         else x for x in args], **cx))
+    rng = np.random.default_rng(41)
+    e = 4096
+    t = rng.standard_normal(e).astype(F32)
+    order = np.argsort(-t, kind="stable")
+    t[order[5:40]] = t[order[5]]
+    scores = np.stack([np.full(e, np.inf, F32), rng.standard_normal(e).astype(F32), t])
+    for bias in ((rng.standard_normal(e) * 0.1).astype(F32), np.zeros(e, F32)):
+        for k in (1, 16, 32):
+            out = {}
+            for bits in (4, 1):
+                monkeypatch.setattr(mod, "SELECT_BITS", bits)
+                out[bits] = gate(scores, bias, k)
+            np.testing.assert_array_equal(out[4][1], out[1][1])
+            np.testing.assert_array_equal(out[4][0].view(np.int32), out[1][0].view(np.int32))
+        if not bias.any():  # the all-inf row: every key equal, ids 0 .. k - 1
+            assert out[4][1][0].tolist() == list(range(k))
+        check(scores, bias, 16)
 
 
 def test_m_zero_launches_nothing(via_interpreter):
