@@ -290,7 +290,18 @@ SWEEPS = [
      + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
              MX_SCALE_TILE=True, MX_CHUNKS=7, MX_LOOKAHEAD=1, MX_MAXNREG=64,
              MX_BYTE_SIGNS=False)
-        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((256, 8), (128, 4)))]),
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((256, 8), (128, 4)))]
+     # MX_X_EVICT / MX_OUT_CACHE: the loads' L2 eviction policy and the stores' cache
+     # modifier, on the default and on two chunk configurations
+     + [dict(MX_ROWS=256, MX_WARPS=8, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True,
+             MX_E2M1_SUB=True, MX_SCALE_TILE=True, MX_X_EVICT=ev)
+        for ev in ("evict_last", "evict_first")]
+     + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
+             MX_SCALE_TILE=True, MX_CHUNKS=7, MX_BYTE_SIGNS=True, MX_X_EVICT=ev,
+             MX_OUT_CACHE=oc)
+        for c in _pairs(("MX_ROWS", "MX_WARPS", "MX_LOOKAHEAD", "MX_MAXNREG"),
+                        ((256, 8, 1, 64), (128, 4, 2, 80)))
+        for ev, oc in (("evict_last", ""), ("evict_first", ""), ("", ".cs"))]),
 ]
 
 

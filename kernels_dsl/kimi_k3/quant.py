@@ -139,7 +139,7 @@ def per_token_group_quant_fp8_kernel(x_ptr, q_ptr, s_ptr, num_groups, groups_per
 @kiln.jit
 def _mx_quant_store(lo, hi, dst, sdst, valid, ROWS: kl.constexpr, E2M1_BITS: kl.constexpr,
                     E2M1_SUB: kl.constexpr, SCALE_TILE: kl.constexpr,
-                    BYTE_SIGNS: kl.constexpr):
+                    BYTE_SIGNS: kl.constexpr, OUT_CACHE: kl.constexpr):
     """Quantizes the [ROWS, 16] fp32 tiles ``lo`` / ``hi`` (the even / odd values of ROWS
     blocks, ``valid``) and stores their 16 packed bytes at ``dst`` and E8M0 byte at ``sdst``
     ([ROWS] pointers)."""
@@ -162,7 +162,8 @@ def _mx_quant_store(lo, hi, dst, sdst, valid, ROWS: kl.constexpr, E2M1_BITS: kl.
         code = e2m1_code_bits(lo * inv[:, None]) | (e2m1_code_bits(hi * inv[:, None]) << 4)
     else:
         code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
-    kl.store(dst[:, None] + pair, code.to(kl.uint8), mask=valid[:, None])
+    kl.store(dst[:, None] + pair, code.to(kl.uint8), mask=valid[:, None],
+             cache_modifier=OUT_CACHE)
     if SCALE_TILE:
         kl.store(sdst[:, None] + pair * 0,
                  e8m0.to(kl.uint8)[:, None] + kl.zeros([ROWS, 16], kl.uint8),
@@ -172,10 +173,11 @@ def _mx_quant_store(lo, hi, dst, sdst, valid, ROWS: kl.constexpr, E2M1_BITS: kl.
 
 
 @kiln.jit
-def _mx_words(src, valid):
+def _mx_words(src, valid, X_EVICT: kl.constexpr):
     """The [ROWS, 16] int32 words (one (even, odd) bf16 pair each) of the blocks at ``src``
     ([ROWS] pointers)."""
-    return kl.load(src[:, None] + kl.arange(0, 16)[None, :], mask=valid[:, None], other=0)
+    return kl.load(src[:, None] + kl.arange(0, 16)[None, :], mask=valid[:, None], other=0,
+                   eviction_policy=X_EVICT)
 
 
 @kiln.jit(num_warps=4)
@@ -184,7 +186,8 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
                        TOKEN_GRID: kl.constexpr = False, E2M1_BITS: kl.constexpr = False,
                        E2M1_SUB: kl.constexpr = False, SCALE_TILE: kl.constexpr = False,
                        CHUNKS: kl.constexpr = 0, LOOKAHEAD: kl.constexpr = 1,
-                       BYTE_SIGNS: kl.constexpr = False):
+                       BYTE_SIGNS: kl.constexpr = False, X_EVICT: kl.constexpr = "",
+                       OUT_CACHE: kl.constexpr = ""):
     """ROWS blocks of 32 values per program; each block read as its 16 even and 16 odd
     elements (the two nibbles of its 16 output bytes).
 
@@ -197,6 +200,8 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
     shared memory: two conversions, four barriers, and two threads storing 16 bytes each);
     BYTE_SIGNS (with E2M1_SUB): a byte's two magnitude codes (``e2m1_magnitude_subnormal``)
     combined by one multiply-add, then the two signs ORed in (the same ``v < 0`` tests).
+    X_EVICT (with WORDS): the loads' L2 eviction policy; OUT_CACHE: the packed bytes' store
+    cache modifier ("": none).
 
     CHUNKS (> 0, needs WORDS; TOKEN_GRID is then ignored): a program is ROWS / 32 rows times
     CHUNKS chunks of 32 consecutive blocks (grid (cdiv(R, ROWS / 32), cdiv(blocks_per_row,
@@ -223,7 +228,7 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
         for c in kl.static_range(LOOKAHEAD):
             if c < CHUNKS:
                 ring = ring + (_mx_words(src + 512 * c,
-                                         row_ok & (b0 + 32 * c < blocks_per_row)),)
+                                         row_ok & (b0 + 32 * c < blocks_per_row), X_EVICT),)
         kl.pdl_launch_dependents()
         for c in kl.static_range(CHUNKS):
             w = ring[0]
@@ -231,11 +236,11 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
             if c + LOOKAHEAD < CHUNKS:
                 n = c + LOOKAHEAD
                 ring = ring + (_mx_words(src + 512 * n,
-                                         row_ok & (b0 + 32 * n < blocks_per_row)),)
+                                         row_ok & (b0 + 32 * n < blocks_per_row), X_EVICT),)
             _mx_quant_store((w << 16).to(kl.float32, bitcast=True),
                             (w & -65536).to(kl.float32, bitcast=True), dst + 512 * c,
                             sdst + 32 * c, row_ok & (b0 + 32 * c < blocks_per_row), ROWS,
-                            E2M1_BITS, E2M1_SUB, SCALE_TILE, BYTE_SIGNS)
+                            E2M1_BITS, E2M1_SUB, SCALE_TILE, BYTE_SIGNS, OUT_CACHE)
         return
     if TOKEN_GRID:
         r = kl.program_id(0)
@@ -249,7 +254,7 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
     pair = kl.arange(0, 16)[None, :]
     kl.pdl_wait()
     if WORDS:
-        w = kl.load(x_ptr + (r * x_s0 + b * 16)[:, None] + pair, mask=valid[:, None], other=0)
+        w = _mx_words(x_ptr + (r * x_s0 + b * 16), valid, X_EVICT)
         lo = (w << 16).to(kl.float32, bitcast=True)
         hi = (w & -65536).to(kl.float32, bitcast=True)
     else:
@@ -258,7 +263,7 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
         hi = kl.load(src + 1, mask=valid[:, None], other=0.0).to(kl.float32)
     kl.pdl_launch_dependents()
     _mx_quant_store(lo, hi, p_ptr + r * p_s0 + b * 16, s_ptr + r * s_s0 + b, valid, ROWS,
-                    E2M1_BITS, E2M1_SUB, SCALE_TILE, BYTE_SIGNS)
+                    E2M1_BITS, E2M1_SUB, SCALE_TILE, BYTE_SIGNS, OUT_CACHE)
 
 
 @kiln.jit
@@ -358,12 +363,18 @@ MX_CHUNKS, MX_LOOKAHEAD = 0, 1
 MX_BYTE_SIGNS = False
 #: MX_MAXNREG: quant_mxfp4's register cap (None: ptxas's choice), for MX_CHUNKS above.
 MX_MAXNREG = None
+#: MX_X_EVICT (with MX_WORDS): the x loads' L2 eviction policy ("", "evict_last",
+#: "evict_first"); MX_OUT_CACHE: the packed bytes' store cache modifier ("", ".cs"; on the
+#: scale byte it kept the 16 predicated byte stores of SCALE_TILE's tile, 15 instructions).
+#: Not measured here; RMSNorm's row loads ran faster evict_last on the H200 (norm.py).
+MX_X_EVICT, MX_OUT_CACHE = "", ""
 
 
 def _mx_constexprs() -> dict:
     return {"ROWS": MX_ROWS, "WORDS": MX_WORDS, "TOKEN_GRID": MX_TOKEN_GRID,
             "E2M1_BITS": MX_E2M1_BITS, "E2M1_SUB": MX_E2M1_SUB, "SCALE_TILE": MX_SCALE_TILE,
-            "CHUNKS": MX_CHUNKS, "LOOKAHEAD": MX_LOOKAHEAD, "BYTE_SIGNS": MX_BYTE_SIGNS}
+            "CHUNKS": MX_CHUNKS, "LOOKAHEAD": MX_LOOKAHEAD, "BYTE_SIGNS": MX_BYTE_SIGNS,
+            "X_EVICT": MX_X_EVICT, "OUT_CACHE": MX_OUT_CACHE}
 
 
 def _gq_constexprs(group: int, ue8m0: bool) -> dict:

@@ -281,3 +281,18 @@ def test_mxfp4_chunks_compile(chunks, lookahead, rows, byte_signs):
     assert ck.ptx.count("ld.global.v4.b32") == 4 * n
     assert ck.ptx.count("st.global.b8") == n
     assert "div.s32" not in ck.ptx and "bar.sync" not in ck.ptx
+
+
+def test_mxfp4_cache_hints_compile():
+    """MX_X_EVICT / MX_OUT_CACHE reach every load and packed store of the chunk program (one
+    scale byte store a chunk still)."""
+    pytest.importorskip("kiln._C")
+    sig = {"x_ptr": "*i32", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
+           "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"}
+    ck = quant.quant_mxfp4_kernel.compile(
+        sig, {"ROWS": 64, "WORDS": True, "TOKEN_GRID": True, "E2M1_BITS": True,
+              "E2M1_SUB": True, "SCALE_TILE": True, "CHUNKS": 3, "LOOKAHEAD": 1,
+              "BYTE_SIGNS": True, "X_EVICT": "evict_last", "OUT_CACHE": ".cs"},
+        ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
+    assert ck.ptx.count("ld.global.L1::evict_last.L2::cache_hint.v4.b32") == 12
+    assert ck.ptx.count("st.global.cs.v4.b32") == 3 and ck.ptx.count("st.global.b8") == 3
