@@ -351,10 +351,11 @@ MX_E2M1_SUB, MX_SCALE_TILE = True, True
 #: 8-warp TOKEN_GRID program above leaves its eighth warp masked, an eighth of the SM's
 #: warp slots and registers holding nothing), MX_LOOKAHEAD chunks' loads issued ahead of the
 #: one quantized. sm_90a SASS, 8 warps: the default 448 instructions and 47 registers a
-#: thread for one block; MX_CHUNKS = 7: 2976 (425 a block), 80 registers at MX_LOOKAHEAD = 1,
-#: 96 at 2, 102 at 3, 142 at 7 (every load first), no spill. Each lookahead chunk is 16 more
-#: registers; MX_MAXNREG 64 / 80 / 96 holds lookahead 1 / 2 / 3 with no spill (32 / 24 / 20
-#: warps an SM with 8-warp programs), 56 or 72 spill.
+#: thread for one block; MX_CHUNKS = 7: 2976 (425 a block), 80 / 96 / 121 / 144 registers at
+#: MX_LOOKAHEAD = 1 / 2 / 3 / 7 (7: every load first), with MX_BYTE_SIGNS 2864 and 83 / 96 /
+#: 102 / 142, no spill. Each lookahead chunk needs 16 more registers: MX_MAXNREG 64 / 80 / 96
+#: holds lookahead 1 / 2 / 3 with no spill (32 / 24 / 16 warps an SM with 8-warp programs,
+#: 16 at ptxas's 83 registers; 1-warp programs: 32 / 25 / 21), 56 or 72 spill.
 MX_CHUNKS, MX_LOOKAHEAD = 0, 1
 #: MX_BYTE_SIGNS (with MX_E2M1_SUB): the two magnitude codes of a byte combined by one
 #: multiply-add (lo + (hi << 4), both at most 7) and the signs ORed into the byte (8, 128),
