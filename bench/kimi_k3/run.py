@@ -314,7 +314,35 @@ SWEEPS = [
      + [dict(c, MX_WORDS=w, MX_TOKEN_GRID=g, MX_E2M1_BITS=e, MX_E2M1_SUB=False,
              MX_SCALE_TILE=False) for w in (False, True) for g in (False, True)
         for e in (False, True)
-        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (32, 1)))]),
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((64, 4), (32, 1)))]
+     # BYTE_SIGNS: the signs ORed into the byte after one multiply-add of the magnitudes
+     # (16 fewer instructions a block), alone on the default; CHUNKS = 7: programs of
+     # MX_ROWS / 32 rows x 7 chunks of 32 blocks (no masked warp), LOOKAHEAD chunks loaded
+     # ahead, MAXNREG the cap that holds them with no spill (64 / 80 / 96) or none (83 /
+     # 96 / 102 / 142 registers); two rows without BYTE_SIGNS
+     + [dict(MX_ROWS=256, MX_WARPS=8, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True,
+             MX_E2M1_SUB=True, MX_SCALE_TILE=True, MX_BYTE_SIGNS=True)]
+     + [dict(c, MX_ROWS=rows, MX_WARPS=warps, MX_WORDS=True, MX_TOKEN_GRID=True,
+             MX_E2M1_BITS=True, MX_E2M1_SUB=True, MX_SCALE_TILE=True, MX_CHUNKS=7,
+             MX_BYTE_SIGNS=True)
+        for rows, warps in ((256, 8), (128, 4), (64, 2), (32, 1))
+        for c in _pairs(("MX_LOOKAHEAD", "MX_MAXNREG"), ((1, 64), (1, None), (2, 80),
+                                                         (2, None), (3, 96), (7, None)))]
+     + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
+             MX_SCALE_TILE=True, MX_CHUNKS=7, MX_LOOKAHEAD=1, MX_MAXNREG=64,
+             MX_BYTE_SIGNS=False)
+        for c in _pairs(("MX_ROWS", "MX_WARPS"), ((256, 8), (128, 4)))]
+     # MX_X_EVICT / MX_OUT_CACHE: the loads' L2 eviction policy and the stores' cache
+     # modifier, on the default and on two chunk configurations
+     + [dict(MX_ROWS=256, MX_WARPS=8, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True,
+             MX_E2M1_SUB=True, MX_SCALE_TILE=True, MX_X_EVICT=ev)
+        for ev in ("evict_last", "evict_first")]
+     + [dict(c, MX_WORDS=True, MX_TOKEN_GRID=True, MX_E2M1_BITS=True, MX_E2M1_SUB=True,
+             MX_SCALE_TILE=True, MX_CHUNKS=7, MX_BYTE_SIGNS=True, MX_X_EVICT=ev,
+             MX_OUT_CACHE=oc)
+        for c in _pairs(("MX_ROWS", "MX_WARPS", "MX_LOOKAHEAD", "MX_MAXNREG"),
+                        ((256, 8, 1, 64), (128, 4, 2, 80)))
+        for ev, oc in (("evict_last", ""), ("evict_first", ""), ("", ".cs"))]),
 ]
 
 

@@ -136,11 +136,58 @@ def per_token_group_quant_fp8_kernel(x_ptr, q_ptr, s_ptr, num_groups, groups_per
         kl.store(s_ptr + t * s_st + g * s_sg, s, mask=valid)
 
 
+@kiln.jit
+def _mx_quant_store(lo, hi, dst, sdst, valid, ROWS: kl.constexpr, E2M1_BITS: kl.constexpr,
+                    E2M1_SUB: kl.constexpr, SCALE_TILE: kl.constexpr,
+                    BYTE_SIGNS: kl.constexpr, OUT_CACHE: kl.constexpr):
+    """Quantizes the [ROWS, 16] fp32 tiles ``lo`` / ``hi`` (the even / odd values of ROWS
+    blocks, ``valid``) and stores their 16 packed bytes at ``dst`` and E8M0 byte at ``sdst``
+    ([ROWS] pointers)."""
+    pair = kl.arange(0, 16)[None, :]
+    amax = kl.maximum(kl.max(kl.abs(lo), axis=1), kl.max(kl.abs(hi), axis=1))
+    # floor(log2(amax)) from the exponent field; amax = 0 (or subnormal) gives the lowest
+    # scale, 2^-127 (E8M0 byte 0)
+    e8m0 = kl.minimum(kl.maximum(((amax.to(kl.int32, bitcast=True) >> 23) & 0xFF) - 2, 0), 254)
+    inv = ((254 - e8m0) << 23).to(kl.float32, bitcast=True)  # 2^-(e8m0 - 127), exact
+    if E2M1_SUB and BYTE_SIGNS:
+        tl = lo * inv[:, None]
+        th = hi * inv[:, None]
+        code = e2m1_magnitude_subnormal(tl) + (e2m1_magnitude_subnormal(th) << 4)
+        code = kl.where(tl < 0, code | 8, code)
+        code = kl.where(th < 0, code | 128, code)
+    elif E2M1_SUB:
+        code = (e2m1_code_subnormal(lo * inv[:, None])
+                | (e2m1_code_subnormal(hi * inv[:, None]) << 4))
+    elif E2M1_BITS:
+        code = e2m1_code_bits(lo * inv[:, None]) | (e2m1_code_bits(hi * inv[:, None]) << 4)
+    else:
+        code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
+    kl.store(dst[:, None] + pair, code.to(kl.uint8), mask=valid[:, None],
+             cache_modifier=OUT_CACHE)
+    if SCALE_TILE:
+        kl.store(sdst[:, None] + pair * 0,
+                 e8m0.to(kl.uint8)[:, None] + kl.zeros([ROWS, 16], kl.uint8),
+                 mask=valid[:, None] & (pair == 0))
+    else:
+        kl.store(sdst, e8m0.to(kl.uint8), mask=valid)
+
+
+@kiln.jit
+def _mx_words(src, valid, X_EVICT: kl.constexpr):
+    """The [ROWS, 16] int32 words (one (even, odd) bf16 pair each) of the blocks at ``src``
+    ([ROWS] pointers)."""
+    return kl.load(src[:, None] + kl.arange(0, 16)[None, :], mask=valid[:, None], other=0,
+                   eviction_policy=X_EVICT)
+
+
 @kiln.jit(num_warps=4)
 def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_s0, s_s0,
                        ROWS: kl.constexpr, WORDS: kl.constexpr = False,
                        TOKEN_GRID: kl.constexpr = False, E2M1_BITS: kl.constexpr = False,
-                       E2M1_SUB: kl.constexpr = False, SCALE_TILE: kl.constexpr = False):
+                       E2M1_SUB: kl.constexpr = False, SCALE_TILE: kl.constexpr = False,
+                       CHUNKS: kl.constexpr = 0, LOOKAHEAD: kl.constexpr = 1,
+                       BYTE_SIGNS: kl.constexpr = False, X_EVICT: kl.constexpr = "",
+                       OUT_CACHE: kl.constexpr = ""):
     """ROWS blocks of 32 values per program; each block read as its 16 even and 16 odd
     elements (the two nibbles of its 16 output bytes).
 
@@ -150,7 +197,51 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
     scalar (no integer division); E2M1_BITS: ``e2m1_code_bits``; E2M1_SUB (over E2M1_BITS):
     ``e2m1_code_subnormal``; SCALE_TILE: the E8M0 bytes stored from the [ROWS, 16] tile by
     the thread holding the block, not as a [ROWS] vector (whose store layout went through
-    shared memory: two conversions, four barriers, and two threads storing 16 bytes each)."""
+    shared memory: two conversions, four barriers, and two threads storing 16 bytes each);
+    BYTE_SIGNS (with E2M1_SUB): a byte's two magnitude codes (``e2m1_magnitude_subnormal``)
+    combined by one multiply-add, then the two signs ORed in (the same ``v < 0`` tests).
+    X_EVICT (with WORDS): the loads' L2 eviction policy; OUT_CACHE: the packed bytes' store
+    cache modifier ("": none).
+
+    CHUNKS (> 0, needs WORDS; TOKEN_GRID is then ignored): a program is ROWS / 32 rows times
+    CHUNKS chunks of 32 consecutive blocks (grid (cdiv(R, ROWS / 32), cdiv(blocks_per_row,
+    32 * CHUNKS))), one warp a row and one block a thread in every chunk, the chunks one after
+    the other (unrolled). K3's 224 blocks a row are 7 chunks of 32: no idle lane, where the
+    one-row tile of 256 left the eighth warp masked, and no division. LOOKAHEAD (1 to
+    CHUNKS): the loads of the next LOOKAHEAD chunks are issued before a chunk is quantized
+    (LOOKAHEAD = CHUNKS: every load first), so a warp keeps reads in flight while it
+    computes."""
+    if CHUNKS > 0:
+        kl.static_assert(WORDS, "quant_mxfp4_kernel: CHUNKS needs WORDS")
+        kl.static_assert(ROWS % 32 == 0, "quant_mxfp4_kernel: CHUNKS needs 32 | ROWS")
+        kl.static_assert(LOOKAHEAD >= 1, "quant_mxfp4_kernel: LOOKAHEAD must be positive")
+        j = kl.arange(0, ROWS)
+        r = kl.program_id(0) * (ROWS // 32) + j // 32
+        b0 = kl.program_id(1) * (32 * CHUNKS) + j % 32
+        row_ok = r * blocks_per_row < num_blocks
+        # chunk c's pointers are these plus constants (immediate offsets in the SASS)
+        src = x_ptr + (r * x_s0 + b0 * 16)
+        dst = p_ptr + (r * p_s0 + b0 * 16)
+        sdst = s_ptr + (r * s_s0 + b0)
+        kl.pdl_wait()
+        ring = ()
+        for c in kl.static_range(LOOKAHEAD):
+            if c < CHUNKS:
+                ring = ring + (_mx_words(src + 512 * c,
+                                         row_ok & (b0 + 32 * c < blocks_per_row), X_EVICT),)
+        kl.pdl_launch_dependents()
+        for c in kl.static_range(CHUNKS):
+            w = ring[0]
+            ring = ring[1:]
+            if c + LOOKAHEAD < CHUNKS:
+                n = c + LOOKAHEAD
+                ring = ring + (_mx_words(src + 512 * n,
+                                         row_ok & (b0 + 32 * n < blocks_per_row), X_EVICT),)
+            _mx_quant_store((w << 16).to(kl.float32, bitcast=True),
+                            (w & -65536).to(kl.float32, bitcast=True), dst + 512 * c,
+                            sdst + 32 * c, row_ok & (b0 + 32 * c < blocks_per_row), ROWS,
+                            E2M1_BITS, E2M1_SUB, SCALE_TILE, BYTE_SIGNS, OUT_CACHE)
+        return
     if TOKEN_GRID:
         r = kl.program_id(0)
         b = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
@@ -163,7 +254,7 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
     pair = kl.arange(0, 16)[None, :]
     kl.pdl_wait()
     if WORDS:
-        w = kl.load(x_ptr + (r * x_s0 + b * 16)[:, None] + pair, mask=valid[:, None], other=0)
+        w = _mx_words(x_ptr + (r * x_s0 + b * 16), valid, X_EVICT)
         lo = (w << 16).to(kl.float32, bitcast=True)
         hi = (w & -65536).to(kl.float32, bitcast=True)
     else:
@@ -171,25 +262,8 @@ def quant_mxfp4_kernel(x_ptr, p_ptr, s_ptr, num_blocks, blocks_per_row, x_s0, p_
         lo = kl.load(src, mask=valid[:, None], other=0.0).to(kl.float32)
         hi = kl.load(src + 1, mask=valid[:, None], other=0.0).to(kl.float32)
     kl.pdl_launch_dependents()
-    amax = kl.maximum(kl.max(kl.abs(lo), axis=1), kl.max(kl.abs(hi), axis=1))
-    # floor(log2(amax)) from the exponent field; amax = 0 (or subnormal) gives the lowest
-    # scale, 2^-127 (E8M0 byte 0)
-    e8m0 = kl.minimum(kl.maximum(((amax.to(kl.int32, bitcast=True) >> 23) & 0xFF) - 2, 0), 254)
-    inv = ((254 - e8m0) << 23).to(kl.float32, bitcast=True)  # 2^-(e8m0 - 127), exact
-    if E2M1_SUB:
-        code = (e2m1_code_subnormal(lo * inv[:, None])
-                | (e2m1_code_subnormal(hi * inv[:, None]) << 4))
-    elif E2M1_BITS:
-        code = e2m1_code_bits(lo * inv[:, None]) | (e2m1_code_bits(hi * inv[:, None]) << 4)
-    else:
-        code = e2m1_code(lo * inv[:, None]) | (e2m1_code(hi * inv[:, None]) << 4)
-    kl.store(p_ptr + (r * p_s0 + b * 16)[:, None] + pair, code.to(kl.uint8), mask=valid[:, None])
-    if SCALE_TILE:
-        kl.store(s_ptr + (r * s_s0 + b)[:, None] + pair * 0,
-                 e8m0.to(kl.uint8)[:, None] + kl.zeros([ROWS, 16], kl.uint8),
-                 mask=valid[:, None] & (pair == 0))
-    else:
-        kl.store(s_ptr + r * s_s0 + b, e8m0.to(kl.uint8), mask=valid)
+    _mx_quant_store(lo, hi, p_ptr + r * p_s0 + b * 16, s_ptr + r * s_s0 + b, valid, ROWS,
+                    E2M1_BITS, E2M1_SUB, SCALE_TILE, BYTE_SIGNS, OUT_CACHE)
 
 
 @kiln.jit
@@ -218,6 +292,14 @@ def e2m1_code_bits(v):
 
 
 @kiln.jit
+def e2m1_magnitude_subnormal(v):
+    """``e2m1_code_subnormal`` without the sign: the magnitude code 0 to 7 of |v| < 8."""
+    a = kl.abs(v) * 1.1754943508222875e-38  # 2^-126
+    bits = a.to(kl.int32, bitcast=True)
+    return kl.minimum((bits + 0x1FFFFF + ((bits >> 22) & 1)) >> 22, 7)
+
+
+@kiln.jit
 def e2m1_code_subnormal(v):
     """``e2m1_code`` for |v| < 8 with no special case below 1: ``a = |v| * 2^-126`` is
     exact for |v| >= 2^-16 (v has bf16's 8 significant bits; smaller |v| give code 0 whatever
@@ -227,9 +309,7 @@ def e2m1_code_subnormal(v):
     exponent bits and its mantissa bit. Rounding the bits to nearest even at bit 22 (add
     0x1FFFFF plus the kept bit) and shifting gives the code, clamped to 7 (6.0). Needs
     subnormal arithmetic (kiln compiles without FTZ)."""
-    a = kl.abs(v) * 1.1754943508222875e-38  # 2^-126
-    bits = a.to(kl.int32, bitcast=True)
-    m = kl.minimum((bits + 0x1FFFFF + ((bits >> 22) & 1)) >> 22, 7)
+    m = e2m1_magnitude_subnormal(v)
     return kl.where(v < 0, m | 8, m)
 
 
@@ -266,11 +346,36 @@ MX_ROWS, MX_WARPS = 256, 8
 #: GQ_*.
 MX_WORDS, MX_TOKEN_GRID, MX_E2M1_BITS = True, True, True
 MX_E2M1_SUB, MX_SCALE_TILE = True, True
+#: MX_CHUNKS (0: off; needs MX_WORDS): the kernel's CHUNKS, programs of MX_ROWS / 32 rows
+#: times MX_CHUNKS chunks of 32 blocks (K3: 7 x 32 = 224 blocks, every lane busy; the 256 /
+#: 8-warp TOKEN_GRID program above leaves its eighth warp masked, an eighth of the SM's
+#: warp slots and registers holding nothing), MX_LOOKAHEAD chunks' loads issued ahead of the
+#: one quantized. sm_90a SASS, 8 warps: the default 448 instructions and 47 registers a
+#: thread for one block; MX_CHUNKS = 7: 2976 (425 a block), 80 / 96 / 121 / 144 registers at
+#: MX_LOOKAHEAD = 1 / 2 / 3 / 7 (7: every load first), with MX_BYTE_SIGNS 2864 and 83 / 96 /
+#: 102 / 142, no spill. Each lookahead chunk needs 16 more registers: MX_MAXNREG 64 / 80 / 96
+#: holds lookahead 1 / 2 / 3 with no spill (32 / 24 / 16 warps an SM with 8-warp programs,
+#: 16 at ptxas's 83 registers; 1-warp programs: 32 / 25 / 21), 56 or 72 spill.
+MX_CHUNKS, MX_LOOKAHEAD = 0, 1
+#: MX_BYTE_SIGNS (with MX_E2M1_SUB): the two magnitude codes of a byte combined by one
+#: multiply-add (lo + (hi << 4), both at most 7) and the signs ORed into the byte (8, 128),
+#: where ``e2m1_code_subnormal``'s sign OR on the odd code came before its shift (a shift
+#: and an OR a byte). sm_90a: 448 -> 432 instructions a block (7 chunks: 2976 -> 2864).
+MX_BYTE_SIGNS = False
+#: MX_MAXNREG: quant_mxfp4's register cap (None: ptxas's choice), for MX_CHUNKS above.
+MX_MAXNREG = None
+#: MX_X_EVICT (with MX_WORDS): the x loads' L2 eviction policy ("", "evict_last",
+#: "evict_first"); MX_OUT_CACHE: the packed bytes' store cache modifier ("", ".cs"; on the
+#: scale byte it kept the 16 predicated byte stores of SCALE_TILE's tile, 15 instructions).
+#: Not measured here; RMSNorm's row loads ran faster evict_last on the H200 (norm.py).
+MX_X_EVICT, MX_OUT_CACHE = "", ""
 
 
 def _mx_constexprs() -> dict:
     return {"ROWS": MX_ROWS, "WORDS": MX_WORDS, "TOKEN_GRID": MX_TOKEN_GRID,
-            "E2M1_BITS": MX_E2M1_BITS, "E2M1_SUB": MX_E2M1_SUB, "SCALE_TILE": MX_SCALE_TILE}
+            "E2M1_BITS": MX_E2M1_BITS, "E2M1_SUB": MX_E2M1_SUB, "SCALE_TILE": MX_SCALE_TILE,
+            "CHUNKS": MX_CHUNKS, "LOOKAHEAD": MX_LOOKAHEAD, "BYTE_SIGNS": MX_BYTE_SIGNS,
+            "X_EVICT": MX_X_EVICT, "OUT_CACHE": MX_OUT_CACHE}
 
 
 def _gq_constexprs(group: int, ue8m0: bool) -> dict:
@@ -284,7 +389,7 @@ AOT_SPECIALIZATIONS = [
                     "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
                     "s_s0": "i32"},
          constexprs=_mx_constexprs(), divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"],
-         num_warps=MX_WARPS),
+         num_warps=MX_WARPS, maxnreg=MX_MAXNREG),
 ] + [
     Spec(per_token_group_quant_fp8_kernel, name="per_token_group_quant_fp8", signature=_SIG,
          constexprs=_gq_constexprs(128, ue8m0),
@@ -403,12 +508,17 @@ def quant_mxfp4(x: Any, packed: Optional[Any] = None, scale: Optional[Any] = Non
     if r == 0 or d == 0:
         return packed, scale
     nb = d // 32
-    grid = (r, (nb + MX_ROWS - 1) // MX_ROWS) if MX_TOKEN_GRID else \
-        ((r * nb + MX_ROWS - 1) // MX_ROWS,)
+    if MX_CHUNKS:
+        rows = MX_ROWS // 32
+        grid = ((r + rows - 1) // rows, (nb + 32 * MX_CHUNKS - 1) // (32 * MX_CHUNKS))
+    elif MX_TOKEN_GRID:
+        grid = (r, (nb + MX_ROWS - 1) // MX_ROWS)
+    else:
+        grid = ((r * nb + MX_ROWS - 1) // MX_ROWS,)
     if MX_WORDS:  # the (even, odd) bf16 pairs as int32 words (D even, 16-byte row stride)
         import torch
 
         x, x_s0 = x.view(torch.int32), x_s0 // 2
     L.launch(quant_mxfp4_kernel, op, grid, (x, packed, scale, r * nb, nb, x_s0, d // 2, nb),
-             _mx_constexprs(), MX_WARPS)
+             _mx_constexprs(), MX_WARPS, MX_MAXNREG)
     return packed, scale

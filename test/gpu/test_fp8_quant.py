@@ -450,6 +450,36 @@ def test_quant_mxfp4_exact(r):
     assert bool(((val * sc - x.float()).abs() <= step * sc).all())
 
 
+MX_KNOBS = {  # quant.py's MX_CHUNKS / LOOKAHEAD / MAXNREG / BYTE_SIGNS / X_EVICT / OUT_CACHE
+    "byte-signs": dict(MX_BYTE_SIGNS=True),
+    "chunks": dict(MX_CHUNKS=7, MX_LOOKAHEAD=1, MX_MAXNREG=64, MX_BYTE_SIGNS=True),
+    "chunks-1-warp": dict(MX_CHUNKS=7, MX_LOOKAHEAD=2, MX_ROWS=32, MX_WARPS=1),
+    "chunks-loads-first": dict(MX_CHUNKS=7, MX_LOOKAHEAD=7, MX_ROWS=128, MX_WARPS=4),
+    "chunks-3": dict(MX_CHUNKS=3, MX_LOOKAHEAD=2, MX_MAXNREG=80, MX_BYTE_SIGNS=True),
+    "hints": dict(MX_X_EVICT="evict_last", MX_OUT_CACHE=".cs"),
+    "chunks-hints": dict(MX_CHUNKS=7, MX_MAXNREG=64, MX_X_EVICT="evict_first",
+                         MX_OUT_CACHE=".cs"),
+}
+
+
+@pytest.mark.parametrize("r", [1, 7, 4097])
+@pytest.mark.parametrize("d", [HIDDEN, 32 * 67])
+@pytest.mark.parametrize("knobs", list(MX_KNOBS))
+def test_quant_mxfp4_knobs_exact(r, d, knobs, monkeypatch):
+    """Every formulation gives the default's bits (D = 32 x 67: partial chunks, R = 4097: a
+    partial program of rows)."""
+    x = rows(r, d + 64)[:, :d]
+    want = quant.quant_mxfp4(x)
+    for k, v in MX_KNOBS[knobs].items():
+        monkeypatch.setattr(quant, k, v)
+    got = quant.quant_mxfp4(x)
+    torch.cuda.synchronize()
+    assert torch.equal(got[1], want[1])
+    assert torch.equal(got[0], want[0])
+    rp, rs = ref_mxfp4(x)
+    assert torch.equal(got[1], rs) and torch.equal(got[0], rp)
+
+
 def test_quant_mxfp4_bad_arguments_and_empty():
     x = rows(4, 256)
     for bad in [lambda: quant.quant_mxfp4(x.float()), lambda: quant.quant_mxfp4(x[:, :240]),

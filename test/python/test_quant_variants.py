@@ -1,6 +1,7 @@
 """The alternative formulations of the quantization kernels that ``bench/kimi_k3/run.py
 --sweep`` times (kernels_dsl/kimi_k3/quant.py: RECIP / TOKEN_GRID of
-per_token_group_quant_fp8, WORDS / TOKEN_GRID / E2M1_BITS of quant_mxfp4) give the same bits
+per_token_group_quant_fp8, WORDS / TOKEN_GRID / E2M1_BITS / E2M1_SUB / SCALE_TILE / CHUNKS /
+LOOKAHEAD / BYTE_SIGNS of quant_mxfp4) give the same bits
 as the IEEE formulas of KERNELS.md §8.2: the division-free arithmetic checked exhaustively in
 numpy (fused multiply-adds emulated exactly in float64), every variant run in the CPU
 interpreter against the numpy references of test_fp8_quant_kernels.py, and compiled for
@@ -188,3 +189,110 @@ def test_mxfp4_variants_compile(words, token_grid, e2m1_bits, e2m1_sub, scale_ti
     # SCALE_TILE: one scale byte a thread from the blocks' layout, no shared memory
     assert ("bar.sync" in ck.ptx) != scale_tile
     assert (ck.ptx.count("st.global.b8") == 1) == scale_tile
+
+
+#: (CHUNKS, LOOKAHEAD, ROWS, BYTE_SIGNS); CHUNKS = 0: the TOKEN_GRID program
+MX_CHUNK_VARIANTS = [(0, 1, 16, True), (1, 1, 32, False), (2, 1, 64, True), (3, 2, 64, False),
+                     (3, 3, 32, True), (7, 1, 64, True)]
+
+
+def mxfp4_edge_rows():
+    """Rows of 69 blocks (two chunks of 32 and a partial one) of K3-like values, with blocks
+    of every E2M1 tie and the saturation, -0.0 (code 0, as +0), a subnormal block, and
+    blocks whose scale is so large (2^25 to 2^126) that small negative values underflow to
+    -0 when scaled (code 0) or stay tiny negatives (code 8): the sign cases."""
+    x = k3_like_rows(np.random.default_rng(7), 5, 32 * 69)
+    ties = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0] * 4, dtype=F32)
+    x[0, :32] = ties * np.array([1, -1] * 16, dtype=F32)
+    x[0, 32:64] = np.float32(2.0**-130)
+    x[0, 64:96] = x[0, 64:96] * np.where(np.arange(32) % 3 == 0, F32(0), F32(1))
+    x[0, 64:96:6] = -0.0
+    tiny = -np.exp2(np.arange(-133, -101, dtype=np.float64)).astype(F32)  # bf16-exact
+    for i, e in enumerate((25, 40, 127, 126)):
+        blk = slice(96 + 32 * i, 128 + 32 * i)
+        x[1, blk] = tiny
+        x[1, 96 + 32 * i] = np.float32(1.5 * 2.0**e)
+        x[2, blk] = np.float32(-2.0**-133) * np.arange(32, dtype=F32)
+        x[2, 97 + 32 * i] = np.float32(-1.75 * 2.0**e)
+    return x.astype(BF16)
+
+
+def run_mxfp4(x, **constexprs):
+    """quant_mxfp4_kernel in the interpreter on the bf16 rows x (as int32 words), grid as the
+    wrapper's."""
+    r, d = x.shape
+    nb = d // 32
+    rows, chunks = constexprs["ROWS"], constexprs.get("CHUNKS", 0)
+    packed = np.zeros((r, d // 2), np.uint8)
+    scale = np.zeros((r, nb), np.uint8)
+    grid = ((-(-r // (rows // 32)), -(-nb // (32 * chunks))) if chunks else
+            (r, -(-nb // rows)))
+    kiln.testing.interpret(quant.quant_mxfp4_kernel, grid, x.view(np.int32), packed, scale,
+                           r * nb, nb, d // 2, d // 2, nb, WORDS=True, TOKEN_GRID=True,
+                           E2M1_BITS=True, E2M1_SUB=True, SCALE_TILE=True, **constexprs)
+    return packed, scale
+
+
+@pytest.mark.parametrize("chunks,lookahead,rows,byte_signs", MX_CHUNK_VARIANTS)
+@pytest.mark.parametrize("data", ["every_e2m1", "every_scaled_e2m1", "edge"])
+def test_mxfp4_chunks_and_byte_signs_match(chunks, lookahead, rows, byte_signs, data):
+    """The CHUNKS programs and BYTE_SIGNS give the default kernel's bits (every E2M1 input,
+    scaled ones, the sign edge cases) and the numpy reference's where it is defined (it
+    turns -0.0 and underflowing negative values into -0, the kernels into +0)."""
+    x = {"every_e2m1": every_e2m1_input, "every_scaled_e2m1": every_scaled_e2m1_input,
+         "edge": mxfp4_edge_rows}[data]()
+    got = run_mxfp4(x, ROWS=rows, CHUNKS=chunks, LOOKAHEAD=lookahead, BYTE_SIGNS=byte_signs)
+    want = run_mxfp4(x, ROWS=16)
+    assert np.array_equal(got[1], want[1])
+    assert np.array_equal(got[0], want[0])
+    if data != "edge":
+        rp, rs = ref_mxfp4(x.astype(F32))
+        assert np.array_equal(got[1], rs)
+        assert np.array_equal(got[0], rp)
+
+
+def test_mxfp4_edge_rows_have_the_sign_cases():
+    """mxfp4_edge_rows holds negative values of magnitude code 0 on both sides of the
+    underflow (codes 8 and 0), and -0.0 (code 0)."""
+    x = mxfp4_edge_rows()
+    packed, _ = run_mxfp4(x, ROWS=16)
+    codes = np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(x.shape)
+    xf = x.astype(F32)
+    neg = (xf < 0) & ((codes & 7) == 0)
+    assert (codes[neg] == 8).sum() > 10 and (codes[neg] == 0).sum() > 10
+    negzero = (xf == 0) & np.signbit(xf)
+    assert negzero.any() and (codes[negzero] == 0).all()
+
+
+@pytest.mark.parametrize("chunks,lookahead,rows,byte_signs", MX_CHUNK_VARIANTS)
+def test_mxfp4_chunks_compile(chunks, lookahead, rows, byte_signs):
+    pytest.importorskip("kiln._C")
+    sig = {"x_ptr": "*i32", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
+           "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"}
+    ck = quant.quant_mxfp4_kernel.compile(
+        sig, {"ROWS": rows, "WORDS": True, "TOKEN_GRID": True, "E2M1_BITS": True,
+              "E2M1_SUB": True, "SCALE_TILE": True, "CHUNKS": chunks, "LOOKAHEAD": lookahead,
+              "BYTE_SIGNS": byte_signs},
+        ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=rows // 32 or 1,
+        arch="sm_90a", upto="ptx")
+    n = max(chunks, 1)
+    # four 16-byte loads, one 16-byte store and one scale byte a chunk; no division, no
+    # shared memory
+    assert ck.ptx.count("ld.global.v4.b32") == 4 * n
+    assert ck.ptx.count("st.global.b8") == n
+    assert "div.s32" not in ck.ptx and "bar.sync" not in ck.ptx
+
+
+def test_mxfp4_cache_hints_compile():
+    """MX_X_EVICT / MX_OUT_CACHE reach every load and packed store of the chunk program (one
+    scale byte store a chunk still)."""
+    pytest.importorskip("kiln._C")
+    sig = {"x_ptr": "*i32", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
+           "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"}
+    ck = quant.quant_mxfp4_kernel.compile(
+        sig, {"ROWS": 64, "WORDS": True, "TOKEN_GRID": True, "E2M1_BITS": True,
+              "E2M1_SUB": True, "SCALE_TILE": True, "CHUNKS": 3, "LOOKAHEAD": 1,
+              "BYTE_SIGNS": True, "X_EVICT": "evict_last", "OUT_CACHE": ".cs"},
+        ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
+    assert ck.ptx.count("ld.global.L1::evict_last.L2::cache_hint.v4.b32") == 12
+    assert ck.ptx.count("st.global.cs.v4.b32") == 3 and ck.ptx.count("st.global.b8") == 3
