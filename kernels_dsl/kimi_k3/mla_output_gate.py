@@ -10,7 +10,8 @@ contiguous), N % 8 == 0; BLOCK elements per program in 16-byte vectors.
 
 FP8 variant (``mla_output_gate_fp8``, the PTPC o_proj path): x, gate bf16 [T, H] (rows may be
 strided, last dimension contiguous), H % 8 == 0; one program per token computes the same gated
-row y (bf16-rounded, bit-exact with torch), then a per-token scale over the whole row and the
+row y (bf16-rounded, bit-exact with torch; with ``FP8_NEWTON`` the sigmoid's reciprocal
+without a division, same bits), then a per-token scale over the whole row and the
 quantized row (both IEEE divisions, or with ``FP8_RECIP`` quant.py's division-free form with
 the same bits; the e4m3 conversion rounds to nearest even and saturates):
 
@@ -70,6 +71,47 @@ def _gate(x, g):
 
 
 @kiln.jit
+def recip_bf16_newton(d):
+    """``bf16(RN(1 / d))`` for 1 <= d < 2^126 without a division or a branch:
+    r0 = RN(rsqrt.approx(d)^2), then one Markstein step ``r0 + r0 * RN(1 - d * r0)`` (two
+    FMAs, the residual exact). The step gives RN(1 / d) or, where 1 / d lies within about
+    2^-43 of an fp32 midpoint, a neighbour of it that rounds to the same bf16 value: checked
+    exhaustively for every fp32 mantissa of d and every r0 within +-12 ulps of 1 / d
+    (rsqrt.approx is within 2 ulps, r0 within 9) in test/python/test_quant_variants.py.
+    The IEEE ``1.0 / d`` is ptxas's rcp.rn: rcp.approx and one such step behind a test of
+    the exponent and a branch to the slow path, for every value."""
+    r = kl.rsqrt(d)
+    r = r * r
+    return kl.fma(r, kl.fma(-d, r, 1.0), r).to(kl.bfloat16)
+
+
+@kiln.jit
+def _sigmoid_denominator(g):
+    """``1 + expf(-g)`` (libdevice expf, as ``kl.sigmoid(precise=True)``) of bf16 g."""
+    return 1.0 + kl.exp(-g.to(kl.float32), precise=True)
+
+
+@kiln.jit
+def _gate_bf16_sigmoid(x, sg):
+    """bf16(x * sg) as fp32 of bf16 x and sg."""
+    return (x.to(kl.float32) * sg.to(kl.float32)).to(kl.bfloat16).to(kl.float32)
+
+
+#: ``recip_bf16_newton`` applies when every gate value of the row is at least this:
+#: 1 + expf(87) = 6.1e37 < 2^126 = 8.5e37 (the next bf16 value down, -87.5, gives 1.0e38)
+NEWTON_MIN_GATE = -87.0
+
+
+@kiln.jit
+def _gate_bits(x, g):
+    """``_gate`` with the final bf16 -> fp32 widening on the bits (the same value; NEWTON's
+    two arms then end differently, see there)."""
+    sg = kl.sigmoid(g.to(kl.float32), precise=True).to(kl.bfloat16).to(kl.float32)
+    y = (x.to(kl.float32) * sg).to(kl.bfloat16).to(kl.int16, bitcast=True)
+    return (y.to(kl.int32) << 16).to(kl.float32, bitcast=True)
+
+
+@kiln.jit
 def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
     kl.store(q_ptr + t * q_s0 + offs, div_by_recip(y, s, r).to(kl.float8e4m3), mask=offs < H)
 
@@ -77,7 +119,8 @@ def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
 @kiln.jit(num_warps=8)
 def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
                                BLOCK: kl.constexpr, RECIP: kl.constexpr = False,
-                               CHUNKS: kl.constexpr = 0, LOADS_FIRST: kl.constexpr = False):
+                               CHUNKS: kl.constexpr = 0, LOADS_FIRST: kl.constexpr = False,
+                               NEWTON: kl.constexpr = False):
     """RECIP: the row quantized by quant.py's ``fp8_quant_groups_recip`` as a [1, BLOCK] tile
     (no division per element; y is bf16-valued, the case test/python/test_quant_variants.py
     checks exhaustively: same bits).
@@ -90,11 +133,49 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
     LOADS_FIRST (with CHUNKS): every chunk's x and gate loaded before the first is gated.
     Otherwise chunk c + 1's loads came after chunk c's divisions in the sm_90a SASS (ptxas
     did not move them above the divisions' slow-path branches and calls): one DRAM round
-    trip per chunk, one after the other."""
+    trip per chunk, one after the other.
+
+    NEWTON (with CHUNKS; loads as LOADS_FIRST): the bf16 sigmoid from ``recip_bf16_newton``
+    (no division, no branch per value; same bits) where every gate value of the row is >=
+    NEWTON_MIN_GATE (one min reduction, a branch uniform over the program), else through
+    ``_gate`` as before."""
     t = kl.program_id(0)
     offs = kl.arange(0, BLOCK)
     kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
-    if CHUNKS > 0 and LOADS_FIRST:
+    if CHUNKS > 0 and NEWTON:
+        x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
+        gm = g0.to(kl.float32)
+        if CHUNKS > 1:
+            x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
+            gm = kl.minimum(gm, g1.to(kl.float32))
+        if CHUNKS > 2:
+            x2, g2 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
+            gm = kl.minimum(gm, g2.to(kl.float32))
+        # the rows with a gate below the bound (none in practice) as before. The arms start
+        # and end differently (pdl_launch_dependents first, the widening of y): with a
+        # common start LLVM hoisted the expf above the branch (and ptxas issued x's loads
+        # after it), with a common end it sank the bf16 multiplies below it (one HMUL2 a
+        # value instead of a pair)
+        if kl.min(gm, axis=0) < NEWTON_MIN_GATE:  # NaN is ignored: NaN both ways
+            y0 = _gate_bits(x0, g0)
+            if CHUNKS > 1:
+                y1 = _gate_bits(x1, g1)
+            if CHUNKS > 2:
+                y2 = _gate_bits(x2, g2)
+            kl.pdl_launch_dependents()
+        else:
+            kl.pdl_launch_dependents()
+            y0 = _gate_bf16_sigmoid(x0, recip_bf16_newton(_sigmoid_denominator(g0)))
+            if CHUNKS > 1:
+                y1 = _gate_bf16_sigmoid(x1, recip_bf16_newton(_sigmoid_denominator(g1)))
+            if CHUNKS > 2:
+                y2 = _gate_bf16_sigmoid(x2, recip_bf16_newton(_sigmoid_denominator(g2)))
+        m = kl.abs(y0)
+        if CHUNKS > 1:
+            m = kl.maximum(m, kl.abs(y1))
+        if CHUNKS > 2:
+            m = kl.maximum(m, kl.abs(y2))
+    elif CHUNKS > 0 and LOADS_FIRST:
         x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
         if CHUNKS > 1:
             x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
@@ -118,7 +199,8 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
             y2 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
             m = kl.maximum(m, kl.abs(y2))
     if CHUNKS > 0:
-        kl.pdl_launch_dependents()
+        if not NEWTON:  # NEWTON: in its arms
+            kl.pdl_launch_dependents()
         s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
         r = 1.0 / s
         _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
@@ -184,6 +266,17 @@ FP8_MAXNREG = 92
 #: chain over 48 values a thread is longer than four warps' over 16 (H200: T = 1 3.51 us with
 #: chunks vs 1.82 us for the one tile, T = 64 3.62 vs 1.99, T = 4096 12.69 vs 12.47).
 FP8_CHUNKS_MIN_T = 4096
+#: FP8_NEWTON (with FP8_CHUNKS or FP8_ONE_REDUCTION): the kernel's NEWTON, the sigmoid's
+#: reciprocal as rsqrt.approx squared and one Markstein step (same bf16 bits) where the row's
+#: gates are >= -87. sm_90a, K3's 16384-row config (3 x 512 on one warp, cap 92): the 48
+#: rcp.rn sites (an exponent test and BSSY/BRA/BSYNC around rcp.approx and its step, 10
+#: instructions run each, nothing interleaved across them) become straight-line code, but
+#: rsqrt.approx in a kernel without FTZ brings 4 instructions of subnormal fix-up (FSETP,
+#: FMUL, FSEL, FMUL) and the row's gate minimum one FMNMX a value, so about as many run:
+#: 1459 a row before, 1458 now (202 up to the branch with all 12 loads, 959 in the fast
+#: arm, ~300 after; static 1856 -> 2880 with the IEEE arm). What it may gain is the latency
+#: of the unrolled chains. 92 registers (8 bytes of stack: two predicates), 96 none.
+FP8_NEWTON = False
 
 
 def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
@@ -203,7 +296,7 @@ def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
 def _fp8_constexprs(h: int, t: Optional[int] = None) -> dict:
     block, chunks, _ = _fp8_config(h, t)
     return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks,
-            "LOADS_FIRST": FP8_LOADS_FIRST}
+            "LOADS_FIRST": FP8_LOADS_FIRST, "NEWTON": FP8_NEWTON and chunks > 0}
 
 
 AOT_SPECIALIZATIONS = [
