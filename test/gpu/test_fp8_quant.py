@@ -291,6 +291,10 @@ GATE_KNOBS = {  # FP8_CHUNKS (from FP8_CHUNKS_MIN_T rows), FP8_LOADS_FIRST, FP8_
     "one-tile": dict(FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
     "newton": dict(FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
     "newton-one-tile": dict(FP8_NEWTON=True, FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
+    "ring": dict(FP8_RING=True, FP8_CHUNKS_MIN_T=0),
+    "ring-newton": dict(FP8_RING=True, FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
+    "ring-3-stages": dict(FP8_RING=True, FP8_NEWTON=True, FP8_RING_STAGES=3,
+                          FP8_RING_PROGRAMS_PER_SM=8, FP8_CHUNKS_MIN_T=0),
 }
 
 
@@ -309,7 +313,7 @@ def test_mla_output_gate_fp8_exact(t, h, knobs, monkeypatch):
     assert_bytes_equal(q, rq, "q")
 
 
-@pytest.mark.parametrize("knobs", ["default", "newton", "newton-one-tile"])
+@pytest.mark.parametrize("knobs", ["default", "newton", "newton-one-tile", "ring-newton"])
 def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
     """Every bf16 gate pattern (NaN aside: outside the contract), each against 96 random x
     (x * 4^k, k in -20..20), so that FP8_NEWTON's division-free sigmoid is checked for every
@@ -335,7 +339,10 @@ def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
     assert_bytes_equal(q, rq, "q")
 
 
-def test_mla_output_gate_fp8_strided_and_empty():
+@pytest.mark.parametrize("knobs", ["default", "ring", "ring-newton"])
+def test_mla_output_gate_fp8_strided_and_empty(knobs, monkeypatch):
+    for k, v in GATE_KNOBS[knobs].items():
+        monkeypatch.setattr(mla_output_gate, k, v)
     xb = rows(65, 2 * H_LOCAL)
     gb = (torch.randn(65, 2 * H_LOCAL, device="cuda") * 4).to(torch.bfloat16)
     x, g = xb[:, H_LOCAL:], gb[:, :H_LOCAL]
