@@ -10,7 +10,8 @@ contiguous), N % 8 == 0; BLOCK elements per program in 16-byte vectors.
 
 FP8 variant (``mla_output_gate_fp8``, the PTPC o_proj path): x, gate bf16 [T, H] (rows may be
 strided, last dimension contiguous), H % 8 == 0; one program per token computes the same gated
-row y (bf16-rounded, bit-exact with torch), then a per-token scale over the whole row and the
+row y (bf16-rounded, bit-exact with torch; with ``FP8_NEWTON`` the sigmoid's reciprocal
+without a division, same bits), then a per-token scale over the whole row and the
 quantized row (both IEEE divisions, or with ``FP8_RECIP`` quant.py's division-free form with
 the same bits; the e4m3 conversion rounds to nearest even and saturates):
 
@@ -70,6 +71,47 @@ def _gate(x, g):
 
 
 @kiln.jit
+def recip_bf16_newton(d):
+    """``bf16(RN(1 / d))`` for 1 <= d < 2^126 without a division or a branch:
+    r0 = RN(rsqrt.approx(d)^2), then one Markstein step ``r0 + r0 * RN(1 - d * r0)`` (two
+    FMAs, the residual exact). The step gives RN(1 / d) or, where 1 / d lies within about
+    2^-43 of an fp32 midpoint, a neighbour of it that rounds to the same bf16 value: checked
+    exhaustively for every fp32 mantissa of d and every r0 within +-12 ulps of 1 / d
+    (rsqrt.approx is within 2 ulps, r0 within 9) in test/python/test_quant_variants.py.
+    The IEEE ``1.0 / d`` is ptxas's rcp.rn: rcp.approx and one such step behind a test of
+    the exponent and a branch to the slow path, for every value."""
+    r = kl.rsqrt(d)
+    r = r * r
+    return kl.fma(r, kl.fma(-d, r, 1.0), r).to(kl.bfloat16)
+
+
+@kiln.jit
+def _sigmoid_denominator(g):
+    """``1 + expf(-g)`` (libdevice expf, as ``kl.sigmoid(precise=True)``) of bf16 g."""
+    return 1.0 + kl.exp(-g.to(kl.float32), precise=True)
+
+
+@kiln.jit
+def _gate_bf16_sigmoid(x, sg):
+    """bf16(x * sg) as fp32 of bf16 x and sg."""
+    return (x.to(kl.float32) * sg.to(kl.float32)).to(kl.bfloat16).to(kl.float32)
+
+
+#: ``recip_bf16_newton`` applies when every gate value of the row is at least this:
+#: 1 + expf(87) = 6.1e37 < 2^126 = 8.5e37 (the next bf16 value down, -87.5, gives 1.0e38)
+NEWTON_MIN_GATE = -87.0
+
+
+@kiln.jit
+def _gate_bits(x, g):
+    """``_gate`` with the final bf16 -> fp32 widening on the bits (the same value; NEWTON's
+    two arms then end differently, see there)."""
+    sg = kl.sigmoid(g.to(kl.float32), precise=True).to(kl.bfloat16).to(kl.float32)
+    y = (x.to(kl.float32) * sg).to(kl.bfloat16).to(kl.int16, bitcast=True)
+    return (y.to(kl.int32) << 16).to(kl.float32, bitcast=True)
+
+
+@kiln.jit
 def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
     kl.store(q_ptr + t * q_s0 + offs, div_by_recip(y, s, r).to(kl.float8e4m3), mask=offs < H)
 
@@ -77,7 +119,8 @@ def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
 @kiln.jit(num_warps=8)
 def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
                                BLOCK: kl.constexpr, RECIP: kl.constexpr = False,
-                               CHUNKS: kl.constexpr = 0, LOADS_FIRST: kl.constexpr = False):
+                               CHUNKS: kl.constexpr = 0, LOADS_FIRST: kl.constexpr = False,
+                               NEWTON: kl.constexpr = False):
     """RECIP: the row quantized by quant.py's ``fp8_quant_groups_recip`` as a [1, BLOCK] tile
     (no division per element; y is bf16-valued, the case test/python/test_quant_variants.py
     checks exhaustively: same bits).
@@ -90,11 +133,49 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
     LOADS_FIRST (with CHUNKS): every chunk's x and gate loaded before the first is gated.
     Otherwise chunk c + 1's loads came after chunk c's divisions in the sm_90a SASS (ptxas
     did not move them above the divisions' slow-path branches and calls): one DRAM round
-    trip per chunk, one after the other."""
+    trip per chunk, one after the other.
+
+    NEWTON (with CHUNKS; loads as LOADS_FIRST): the bf16 sigmoid from ``recip_bf16_newton``
+    (no division, no branch per value; same bits) where every gate value of the row is >=
+    NEWTON_MIN_GATE (one min reduction, a branch uniform over the program), else through
+    ``_gate`` as before."""
     t = kl.program_id(0)
     offs = kl.arange(0, BLOCK)
     kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
-    if CHUNKS > 0 and LOADS_FIRST:
+    if CHUNKS > 0 and NEWTON:
+        x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
+        gm = g0.to(kl.float32)
+        if CHUNKS > 1:
+            x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
+            gm = kl.minimum(gm, g1.to(kl.float32))
+        if CHUNKS > 2:
+            x2, g2 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
+            gm = kl.minimum(gm, g2.to(kl.float32))
+        # the rows with a gate below the bound (none in practice) as before. The arms start
+        # and end differently (pdl_launch_dependents first, the widening of y): with a
+        # common start LLVM hoisted the expf above the branch (and ptxas issued x's loads
+        # after it), with a common end it sank the bf16 multiplies below it (one HMUL2 a
+        # value instead of a pair)
+        if kl.min(gm, axis=0) < NEWTON_MIN_GATE:  # NaN is ignored: NaN both ways
+            y0 = _gate_bits(x0, g0)
+            if CHUNKS > 1:
+                y1 = _gate_bits(x1, g1)
+            if CHUNKS > 2:
+                y2 = _gate_bits(x2, g2)
+            kl.pdl_launch_dependents()
+        else:
+            kl.pdl_launch_dependents()
+            y0 = _gate_bf16_sigmoid(x0, recip_bf16_newton(_sigmoid_denominator(g0)))
+            if CHUNKS > 1:
+                y1 = _gate_bf16_sigmoid(x1, recip_bf16_newton(_sigmoid_denominator(g1)))
+            if CHUNKS > 2:
+                y2 = _gate_bf16_sigmoid(x2, recip_bf16_newton(_sigmoid_denominator(g2)))
+        m = kl.abs(y0)
+        if CHUNKS > 1:
+            m = kl.maximum(m, kl.abs(y1))
+        if CHUNKS > 2:
+            m = kl.maximum(m, kl.abs(y2))
+    elif CHUNKS > 0 and LOADS_FIRST:
         x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
         if CHUNKS > 1:
             x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
@@ -118,7 +199,8 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
             y2 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
             m = kl.maximum(m, kl.abs(y2))
     if CHUNKS > 0:
-        kl.pdl_launch_dependents()
+        if not NEWTON:  # NEWTON: in its arms
+            kl.pdl_launch_dependents()
         s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
         r = 1.0 / s
         _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
@@ -142,6 +224,90 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
         s = fp8_group_scale(kl.max(kl.abs(y), axis=0), False)
         kl.store(q_ptr + t * q_s0 + offs, (y / s).to(kl.float8e4m3), mask=mask)
         kl.store(s_ptr + t, s)
+
+
+@kiln.jit
+def _fp8_row_newton(x0, g0, x1, g1, x2, g2, q_ptr, s_ptr, t, q_s0, offs, H,
+                    BLOCK: kl.constexpr, CHUNKS: kl.constexpr, NEWTON: kl.constexpr):
+    """Gates, quantizes and stores row t of the ring kernel from its CHUNKS (x, gate) tiles
+    of BLOCK (chunks past CHUNKS are ignored): as the main kernel's CHUNKS path, with
+    ``recip_bf16_newton`` where NEWTON and the row's gates are >= NEWTON_MIN_GATE."""
+    if NEWTON:
+        gm = g0.to(kl.float32)
+        if CHUNKS > 1:
+            gm = kl.minimum(gm, g1.to(kl.float32))
+        if CHUNKS > 2:
+            gm = kl.minimum(gm, g2.to(kl.float32))
+        if kl.min(gm, axis=0) < NEWTON_MIN_GATE:  # as in the main kernel
+            y0 = _gate_bits(x0, g0)
+            if CHUNKS > 1:
+                y1 = _gate_bits(x1, g1)
+            if CHUNKS > 2:
+                y2 = _gate_bits(x2, g2)
+        else:
+            y0 = _gate_bf16_sigmoid(x0, recip_bf16_newton(_sigmoid_denominator(g0)))
+            if CHUNKS > 1:
+                y1 = _gate_bf16_sigmoid(x1, recip_bf16_newton(_sigmoid_denominator(g1)))
+            if CHUNKS > 2:
+                y2 = _gate_bf16_sigmoid(x2, recip_bf16_newton(_sigmoid_denominator(g2)))
+    else:
+        y0 = _gate(x0, g0)
+        if CHUNKS > 1:
+            y1 = _gate(x1, g1)
+        if CHUNKS > 2:
+            y2 = _gate(x2, g2)
+    m = kl.abs(y0)
+    if CHUNKS > 1:
+        m = kl.maximum(m, kl.abs(y1))
+    if CHUNKS > 2:
+        m = kl.maximum(m, kl.abs(y2))
+    s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
+    r = 1.0 / s
+    _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
+    if CHUNKS > 1:
+        _quant_row_chunk(q_ptr, t, q_s0, offs + BLOCK, H, y1, s, r)
+    if CHUNKS > 2:
+        _quant_row_chunk(q_ptr, t, q_s0, offs + 2 * BLOCK, H, y2, s, r)
+    kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
+
+
+@kiln.jit(num_warps=1, do_not_specialize=["T"])
+def mla_output_gate_fp8_ring_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, T, H, x_s0, g_s0, q_s0,
+                                    BLOCK: kl.constexpr, CHUNKS: kl.constexpr,
+                                    STAGES: kl.constexpr, PROGRAMS: kl.constexpr,
+                                    NEWTON: kl.constexpr = False):
+    """The FP8 variant as persistent programs (grid <= T) for H = CHUNKS * BLOCK: program p
+    takes the rows p, p + grid, ...; each row's x and gate are CHUNKS ``kl.bulk_load``
+    copies of BLOCK columns in a ``kl.range(..., num_stages=STAGES)`` loop, so the next
+    STAGES - 1 rows are in flight in a shared-memory ring (not in registers) while one is
+    gated and quantized: a warp always has loads in flight, where the one-row programs had
+    none from their loads' arrival to their exit. PROGRAMS programs fit an SM (registers
+    capped by ``kl.min_programs_per_sm``); the row math is the main kernel's CHUNKS path
+    (RECIP), with NEWTON as there. (No ``count`` for a partial chunk: with a runtime count
+    every loaded word went through a select.)"""
+    kl.min_programs_per_sm(PROGRAMS)
+    pid = kl.program_id(0)
+    grid = kl.num_programs(0)
+    n_rows = (T - pid + grid - 1) // grid
+    offs = kl.arange(0, BLOCK)
+    kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
+    for j in kl.range(0, n_rows, num_stages=STAGES):
+        t = pid + j * grid
+        x0 = kl.bulk_load(x_ptr + t * x_s0, BLOCK)
+        g0 = kl.bulk_load(gate_ptr + t * g_s0, BLOCK)
+        x1 = x0
+        g1 = g0
+        x2 = x0
+        g2 = g0
+        if CHUNKS > 1:
+            x1 = kl.bulk_load(x_ptr + t * x_s0 + BLOCK, BLOCK)
+            g1 = kl.bulk_load(gate_ptr + t * g_s0 + BLOCK, BLOCK)
+        if CHUNKS > 2:
+            x2 = kl.bulk_load(x_ptr + t * x_s0 + 2 * BLOCK, BLOCK)
+            g2 = kl.bulk_load(gate_ptr + t * g_s0 + 2 * BLOCK, BLOCK)
+        _fp8_row_newton(x0, g0, x1, g1, x2, g2, q_ptr, s_ptr, t, q_s0, offs, H, BLOCK, CHUNKS,
+                        NEWTON)
+    kl.pdl_launch_dependents()
 
 
 #: 256 threads x 8 bf16 (one 16-byte vector each).
@@ -184,6 +350,33 @@ FP8_MAXNREG = 92
 #: chain over 48 values a thread is longer than four warps' over 16 (H200: T = 1 3.51 us with
 #: chunks vs 1.82 us for the one tile, T = 64 3.62 vs 1.99, T = 4096 12.69 vs 12.47).
 FP8_CHUNKS_MIN_T = 4096
+#: FP8_NEWTON (with FP8_CHUNKS or FP8_ONE_REDUCTION): the kernel's NEWTON, the sigmoid's
+#: reciprocal as rsqrt.approx squared and one Markstein step (same bf16 bits) where the row's
+#: gates are >= -87. sm_90a, K3's 16384-row config (3 x 512 on one warp, cap 92): the 48
+#: rcp.rn sites (an exponent test and BSSY/BRA/BSYNC around rcp.approx and its step, 10
+#: instructions run each, nothing interleaved across them) become straight-line code, but
+#: rsqrt.approx in a kernel without FTZ brings 4 instructions of subnormal fix-up (FSETP,
+#: FMUL, FSEL, FMUL) and the row's gate minimum one FMNMX a value, so about as many run:
+#: 1459 a row before, 1458 now (202 up to the branch with all 12 loads, 959 in the fast
+#: arm, ~300 after; static 1856 -> 2880 with the IEEE arm). What it may gain is the latency
+#: of the unrolled chains. 92 registers (8 bytes of stack: two predicates), 96 none.
+FP8_NEWTON = False
+#: FP8_RING (where the row is 3 x BLOCK exactly, from FP8_CHUNKS_MIN_T rows on, with
+#: FP8_CHUNKS): ``mla_output_gate_fp8_ring_kernel``, one-warp programs persistent over the
+#: rows with the next FP8_RING_STAGES - 1 rows bulk-copied into a shared-memory ring while
+#: one is computed, FP8_RING_PROGRAMS_PER_SM programs an SM (grid min(T, that x SMs)).
+#: Why: the one-row programs are ~1460 instructions of math after 12 loads, so a warp has
+#: loads in flight only between its start and their arrival; at 22 warps an SM (92
+#: registers) about a fifth of them are in that phase, ~4 x 6 KB in flight an SM where
+#: ~1 us x 32 GB/s an SM needs ~32 KB. In the ring every warp has a row (6 KB) in flight.
+#: sm_90a, 3 x 512, 2 stages: 19 KB of shared memory a program (six 1 KB rings of two
+#: slots, each 1024-aligned with its mbarriers: 3 KB), so 11 programs an SM; the loop body
+#: runs ~1580 instructions a row with FP8_NEWTON (~125 of ring bookkeeping: mbarrier
+#: waits, arrivals, bulk copies, 12 LDS.128, one bar.sync per copy), 168 registers at 11.
+#: Issue bound estimate: 124 rows an SM x 1580 / 4 schedulers = 49k cycles, 25 us at
+#: 1.98 GHz, under the 29.4 us of the copy rate: the ring should reach it if 2.75 warps a
+#: scheduler keep issuing (FP8_NEWTON: the 48 chains of a row interleave).
+FP8_RING, FP8_RING_STAGES, FP8_RING_PROGRAMS_PER_SM = False, 2, 11
 
 
 def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
@@ -200,10 +393,21 @@ def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
     return block, chunks, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
 
 
+def _fp8_ring(h: int, t: Optional[int] = None) -> bool:
+    """Whether T rows of H go to the ring kernel (FP8_RING; the chunked form, H = 3 x BLOCK)."""
+    block, chunks, _ = _fp8_config(h, t)
+    return FP8_RING and chunks == 3 and h == 3 * block
+
+
+def _fp8_ring_constexprs(h: int) -> dict:
+    return {"BLOCK": _fp8_config(h)[0], "CHUNKS": 3, "STAGES": FP8_RING_STAGES,
+            "PROGRAMS": FP8_RING_PROGRAMS_PER_SM, "NEWTON": FP8_NEWTON}
+
+
 def _fp8_constexprs(h: int, t: Optional[int] = None) -> dict:
     block, chunks, _ = _fp8_config(h, t)
     return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks,
-            "LOADS_FIRST": FP8_LOADS_FIRST}
+            "LOADS_FIRST": FP8_LOADS_FIRST, "NEWTON": FP8_NEWTON and chunks > 0}
 
 
 AOT_SPECIALIZATIONS = [
@@ -222,6 +426,14 @@ AOT_SPECIALIZATIONS = [
          num_warps=_fp8_config(1536, t)[2], maxnreg=FP8_MAXNREG)
     for t in (1, None)
     if t is None or _fp8_config(1536, t) != _fp8_config(1536)
+] + [
+    Spec(mla_output_gate_fp8_ring_kernel, name="mla_output_gate_fp8_ring",
+         signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
+                    "T": "i32", "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
+         constexprs=_fp8_ring_constexprs(1536),
+         divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
+         num_warps=1)
+    for _ in range(1) if _fp8_ring(1536)
 ]
 
 
@@ -302,6 +514,13 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
         if out_s is None:
             out_s = torch.empty((t,), dtype=torch.float32, device=x.device)
     if t == 0 or h == 0:
+        return out_q, out_s
+    if _fp8_ring(h, t):
+        sms = L.num_sms(x) or 132
+        L.launch(mla_output_gate_fp8_ring_kernel, op + "_ring",
+                 (min(t, FP8_RING_PROGRAMS_PER_SM * sms),),
+                 (x, gate, out_q, out_s, t, h, strides[0], strides[1], h),
+                 _fp8_ring_constexprs(h), 1)
         return out_q, out_s
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
              (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h, t),

@@ -289,6 +289,12 @@ GATE_KNOBS = {  # FP8_CHUNKS (from FP8_CHUNKS_MIN_T rows), FP8_LOADS_FIRST, FP8_
     "chunks-every-t": dict(FP8_CHUNKS_MIN_T=0),
     "chunks-in-order": dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False, FP8_CHUNKS_MIN_T=0),
     "one-tile": dict(FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
+    "newton": dict(FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
+    "newton-one-tile": dict(FP8_NEWTON=True, FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
+    "ring": dict(FP8_RING=True, FP8_CHUNKS_MIN_T=0),
+    "ring-newton": dict(FP8_RING=True, FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
+    "ring-3-stages": dict(FP8_RING=True, FP8_NEWTON=True, FP8_RING_STAGES=3,
+                          FP8_RING_PROGRAMS_PER_SM=8, FP8_CHUNKS_MIN_T=0),
 }
 
 
@@ -307,7 +313,36 @@ def test_mla_output_gate_fp8_exact(t, h, knobs, monkeypatch):
     assert_bytes_equal(q, rq, "q")
 
 
-def test_mla_output_gate_fp8_strided_and_empty():
+@pytest.mark.parametrize("knobs", ["default", "newton", "newton-one-tile", "ring-newton"])
+def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
+    """Every bf16 gate pattern (NaN aside: outside the contract), each against 96 random x
+    (x * 4^k, k in -20..20), so that FP8_NEWTON's division-free sigmoid is checked for every
+    input it can get: the gates >= -87 fill rows of their own (its path), the others the
+    rows before them (the IEEE path)."""
+    for k, v in GATE_KNOBS[knobs].items():
+        monkeypatch.setattr(mla_output_gate, k, v)
+    g = torch.arange(-(1 << 15), 1 << 15, device="cuda", dtype=torch.int32).to(torch.int16)
+    g = g.view(torch.bfloat16).float()
+    g = g[~torch.isnan(g)]
+    rows = []
+    for part in (g[g < -87], g[g >= -87]):
+        pad = -part.numel() % H_LOCAL
+        rows.append(torch.cat([part, part.new_zeros(pad)]).view(-1, H_LOCAL))
+    gate = torch.cat(rows).to(torch.bfloat16).repeat(96, 1)
+    t = gate.shape[0]
+    x = (torch.randn(t, H_LOCAL, device="cuda") * torch.pow(
+        4.0, torch.randint(-20, 21, (t, 1), device="cuda").float())).to(torch.bfloat16)
+    q, s = mla_output_gate.mla_output_gate_fp8(x, gate)
+    torch.cuda.synchronize()
+    rq, rs = ref_gate_fp8(x, gate)
+    assert_scales_equal(s, rs)
+    assert_bytes_equal(q, rq, "q")
+
+
+@pytest.mark.parametrize("knobs", ["default", "ring", "ring-newton"])
+def test_mla_output_gate_fp8_strided_and_empty(knobs, monkeypatch):
+    for k, v in GATE_KNOBS[knobs].items():
+        monkeypatch.setattr(mla_output_gate, k, v)
     xb = rows(65, 2 * H_LOCAL)
     gb = (torch.randn(65, 2 * H_LOCAL, device="cuda") * 4).to(torch.bfloat16)
     x, g = xb[:, H_LOCAL:], gb[:, :H_LOCAL]

@@ -189,29 +189,85 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 @pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
                                             (True, 3, 1400), (True, 1, 1536), (True, 1, 1400),
                                             (True, 1, 8)])
-@pytest.mark.parametrize("loads_first", [False, True])
-def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first):
+@pytest.mark.parametrize("loads_first,newton", [(False, False), (True, False), (True, True)])
+def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first, newton):
     """One tile (CHUNKS 0, or 1: through the chunk path) or three (K3's 1536 = 3 x 512;
     1400: the third one partial); LOADS_FIRST: every chunk loaded before the first is
-    gated."""
+    gated; NEWTON (with chunks): the sigmoid's reciprocal without a division where the
+    row's gates are >= -87 (rows 1 to 3 here; row 0 has gates down to -100 and goes the
+    IEEE way; row 1 holds 2^-23, whose 1 + expf(-g) = 2 - 2^-23 is the mantissa one
+    Markstein step can misround)."""
     rng = np.random.default_rng(3)
     t = 4
     x = k3_like_rows(rng, t, h)
     gate = (rng.standard_normal((t, h)) * 4).astype(BF16)
     gate[0, :5] = [-100.0, -88.5, -87.5, 90.0, -0.0]  # sigmoid 0, subnormal, 1, 0.5
     x[0, :6] = [-2.0, 3.0, -3.0, 1.0, -1.0, -0.0]  # y = -0 (underflow and -0 * 0.5)
+    gate[1, :4] = [-87.0, 2.0**-23, np.inf, 60.0]
     q = np.zeros((t, h), dtype=F8)
     s = np.zeros(t, dtype=F32)
     block = 1 << (h - 1).bit_length() if chunks < 3 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
                            h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks,
-                           LOADS_FIRST=loads_first)
+                           LOADS_FIRST=loads_first, NEWTON=newton and chunks > 0)
+    rq, rs = ref_gate_fp8(x, gate)
+    assert np.array_equal(s, rs)
+    assert np.array_equal(bits(q), bits(rq))
+
+
+def ref_gate_fp8(x, gate):
+    """(q, s) of §4.3's FP8 variant: y = bf16(x * bf16(sigmoid_f32(gate)))."""
     with np.errstate(over="ignore"):  # exp(100) = inf: sigmoid 0, as the kernel's
         sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
     rs = ref_scale(np.abs(y).max(-1))
+    return ref_fp8(y / rs[:, None]), rs
+
+
+@pytest.mark.parametrize("newton", [False, True])
+@pytest.mark.parametrize("stages,grid", [(2, 3), (3, 2), (2, 9)])
+def test_mla_output_gate_fp8_ring_matches_numpy(newton, stages, grid):
+    """The persistent ring kernel (FP8_RING): 9 rows of K3's 1536 = 3 x 512 over ``grid``
+    programs (each takes rows p, p + grid, ...), row strides larger than H; row 0 has
+    gates below -87 (NEWTON's IEEE arm)."""
+    rng = np.random.default_rng(7)
+    t, h, st = 9, 1536, 1536 + 64
+    xb = k3_like_rows(rng, t, st)
+    gb = (rng.standard_normal((t, st)) * 4).astype(BF16)
+    gb[0, :3] = [-100.0, -88.5, 2.0**-23]
+    q = np.zeros((t, h), dtype=F8)
+    s = np.zeros(t, dtype=F32)
+    kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_ring_kernel, (grid,), xb, gb, q,
+                           s, t, h, st, st, h, BLOCK=512, CHUNKS=3, STAGES=stages,
+                           PROGRAMS=11, NEWTON=newton)
+    rq, rs = ref_gate_fp8(xb[:, :h], gb[:, :h])
     assert np.array_equal(s, rs)
-    assert np.array_equal(bits(q), bits(ref_fp8(y / rs[:, None])))
+    assert np.array_equal(bits(q), bits(rq))
+
+
+@pytest.mark.parametrize("chunks", [3, 1])
+def test_mla_output_gate_fp8_newton_every_bf16_gate(chunks):
+    """NEWTON against the IEEE reference for every bf16 gate value but NaN, the values
+    >= -87 in rows of their own (the division-free path), the others (-inf included) in
+    the rows before them (the IEEE path), each against random x."""
+    h = 1536
+    g = np.arange(0, 0x10000, dtype=np.uint32).astype(np.uint16).view(BF16).astype(F32)
+    g = g[~np.isnan(g)]
+    rows = [np.concatenate([v, np.zeros(-v.size % h, F32)]).reshape(-1, h)
+            for v in (g[g < -87], g[g >= -87])]
+    gate = np.concatenate(rows).astype(BF16)
+    t = gate.shape[0]
+    rng = np.random.default_rng(11)
+    x = k3_like_rows(rng, t, h)
+    q = np.zeros((t, h), dtype=F8)
+    s = np.zeros(t, dtype=F32)
+    block = 512 if chunks == 3 else 2048
+    kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
+                           h, h, BLOCK=block, RECIP=True, CHUNKS=chunks, LOADS_FIRST=True,
+                           NEWTON=True)
+    rq, rs = ref_gate_fp8(x, gate)
+    assert np.array_equal(s, rs)
+    assert np.array_equal(bits(q), bits(rq))
 
 
 # ---------------------------------------------------------------------------

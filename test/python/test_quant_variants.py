@@ -296,3 +296,74 @@ def test_mxfp4_cache_hints_compile():
         ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
     assert ck.ptx.count("ld.global.L1::evict_last.L2::cache_hint.v4.b32") == 12
     assert ck.ptx.count("st.global.cs.v4.b32") == 3 and ck.ptx.count("st.global.b8") == 3
+
+
+# ---------------------------------------------------------------------------
+# mla_output_gate.recip_bf16_newton: the sigmoid's reciprocal without a division
+# ---------------------------------------------------------------------------
+
+def _markstein_step(d, r):
+    """RN(r + r * RN(1 - d * r)) for d = D 2^-23 in (1, 2) and r = R 2^-24 in (1/2, 1),
+    D, R int64 arrays, in exact integer arithmetic: 1 - d r = N 2^-47 (exact, |N| < 2^28)
+    is rounded to 24 significant bits, then R + R * N' 2^-47 to an integer (ties to even).
+    Returns R' (r' = R' 2^-24)."""
+    n = (np.int64(1) << 47) - d * r
+    a = np.abs(n)
+    bits = np.frexp(a.astype(np.float64))[1].astype(np.int64)  # exact below 2^53
+    s = np.maximum(bits - 24, 0)
+    q, rem = a >> s, a & ((np.int64(1) << s) - 1)
+    half = (np.int64(1) << s) >> 1
+    q = q + ((s > 0) & ((rem > half) | ((rem == half) & (q & 1 == 1))))
+    p = r * (np.sign(n) * (q << s))
+    base = r + (p >> 47)
+    rem = p & ((np.int64(1) << 47) - 1)
+    h = np.int64(1) << 46
+    return base + ((rem > h) | ((rem == h) & (base & 1 == 1)))
+
+
+def _bf16_of(r):
+    """bf16 rounding (nearest even) of r = R 2^-24 in [1/2, 1), as R >> 16 rounded."""
+    q, rem = r >> 16, r & 0xFFFF
+    return q + ((rem > 0x8000) | ((rem == 0x8000) & (q & 1 == 1)))
+
+
+def test_recip_bf16_newton_for_every_mantissa():
+    """One Markstein step from any r0 within +-12 ulps of 1 / d (rsqrt.approx squared is
+    within 9) gives a value whose bf16 rounding is that of RN(1 / d), for every fp32
+    mantissa of d (the scale of d only shifts the exponent: 1 <= d < 2^126 keeps 1 / d
+    normal). The 32 mantissas at either end of [1, 2), where r0 may cross 1 or 1/2 (a
+    change of ulp), are checked with exact rationals."""
+    from fractions import Fraction
+
+    def binade(v):  # e with 2^e <= v < 2^(e + 1), v > 0
+        e = v.numerator.bit_length() - v.denominator.bit_length()
+        return e + (Fraction(2) ** (e + 1) <= v) - (Fraction(2) ** e > v)
+
+    def rn(v, bits=24):
+        ulp = Fraction(2) ** (binade(v) - bits + 1)
+        q, rem = divmod(v, ulp)
+        return (int(q) + (rem * 2 > ulp or (rem * 2 == ulp and int(q) % 2 == 1))) * ulp
+
+    def neighbours(v, k):  # v and the k fp32 values on either side of it
+        out, lo, hi = [v], v, v
+        for _ in range(k):
+            hi += Fraction(2) ** (binade(hi) - 23)
+            lo -= Fraction(2) ** (binade(lo) - 23 - (lo == Fraction(2) ** binade(lo)))
+            out += [lo, hi]
+        return out
+
+    k, edge = 12, 32
+    for dm in list(range(2**23, 2**23 + edge)) + list(range(2**24 - edge, 2**24)):
+        d = Fraction(dm, 2**23)
+        want = rn(1 / d, 8)
+        for r0 in neighbours(rn(1 / d), k):
+            assert rn(rn(r0 + r0 * rn(1 - d * r0)), 8) == want, (dm, r0)
+    for start in range(2**23 + edge, 2**24 - edge, 1 << 20):
+        d = np.arange(start, min(start + (1 << 20), 2**24 - edge), dtype=np.int64)
+        q = (np.int64(1) << 47) // d
+        rem = (np.int64(1) << 47) - q * d
+        want = q + ((2 * rem > d) | ((2 * rem == d) & (q & 1 == 1)))  # RN(1 / d) 2^24
+        for off in range(-k, k + 1):
+            r1 = _markstein_step(d, want + off)
+            assert ((r1 >= 2**23) & (r1 < 2**24)).all()
+            assert np.array_equal(_bf16_of(r1), _bf16_of(want)), off
