@@ -179,8 +179,12 @@ MAXNREG = 80
 #: without spills; 128 spills 256 bytes); COL_ROWS = 4 with COL_CHANNEL_RUN 504 for 12
 #: (42), 72 registers; COL_ROWS = 8 and 4 without it 1664 and 1784 for 42 and about 248
 #: registers. A warp-wide byte gather then spans 32 x in/out x 3 bytes of one or two source
-#: rows (230 bytes at 1080p -> 448x798, 2-3 lines). Not yet measured on the H200: off.
-COLUMNS = False
+#: rows (230 bytes at 1080p -> 448x798, 2-3 lines). H200 sweep (``bench/kimi_k3/run.py
+#: --sweep --only image``; 1x1080x1920, 8x512x512, 64x224x224): the element-order kernel
+#: 9.65, 21.7, 41.0 us; COLUMNS with 16 rows a thread, 32 columns on one warp, uncapped
+#: 5.37, 11.48, 19.85 us (1.8-2.1x); 4 rows with CHANNEL_RUN 5.24, 12.34, ~21.5; wider
+#: programs (64 / 2 warps, 128 / 4) and register caps (168, 152) no better.
+COLUMNS = True
 COL_XBLOCK, COL_WARPS, COL_ROWS, COL_CHANNEL_RUN = 32, 1, 16, False
 COL_MAXNREG = None
 

@@ -168,8 +168,9 @@ def mla_kv_scatter_fp8_kernel(kv_ptr, pe_ptr, loc_ptr, cache_q, cache_f32, cache
 
 #: [8, 512] + [8, 64] per program on 128 threads: the H200 sweep (bench/kimi_k3/run.py
 #: --sweep, T = 16384) with EARLY_LOADS and BF16_PDL 11.58 us (77.0 % of copy bandwidth), 4 /
-#: 4 warps 12.48 us, 16 / 8 warps 11.58 us; without both 12.42-12.85 us.
-ROWS, NUM_WARPS = 8, 4
+#: 4 warps 12.48 us, 16 / 8 warps 11.58 us; without both 12.42-12.85 us. 16 tokens on 4
+#: warps with BF16_MIN_PROGRAMS (below): one wave at T = 16384.
+ROWS, NUM_WARPS = 16, 4
 #: FP8: 8 tokens per program, [32, 128] latent + [8, 64] rope on one warp. FP8_RECIP: the
 #: kernel's RECIP (same bits). H200 sweep at T = 16384 (``bench/kimi_k3/run.py --sweep``,
 #: bench/results/h200-bench_kimi_k3_sweep.md): 1 warp 14.5 us (48.2 % of copy bandwidth),
@@ -197,8 +198,12 @@ EARLY_LOADS, BF16_PDL = True, True
 #: in 1.55 waves; 4 tokens on 2 warps at 32 programs an SM (32 registers, no spill: 4224 >=
 #: 4096) and 16 on 4 warps at 8 (62 registers, no spill: 1056 >= 1024) are one wave, every
 #: load issued at the start and no second wave's launch behind the first's stores. 16 an SM
-#: at 8 / 4 warps spills (32 registers, 52 bytes); 12 an SM fits in 40 (1.29 waves).
-BF16_LOAD_EVICT, BF16_STORE_CACHE, BF16_MIN_PROGRAMS = "", "", 0
+#: at 8 / 4 warps spills (32 registers, 52 bytes); 12 an SM fits in 40 (1.29 waves). H200
+#: sweep (``bench/kimi_k3/run.py --sweep --only mla_kv_scatter``, one run; 8 / 4 warps
+#: without the three: 11.56-12.63 us): 16 / 4 warps at 8 an SM with evict_first and .cs
+#: 10.97 us (81.2 % of copy bandwidth), .cs alone 11.11, neither 11.12; 32 / 8 at 4 11.09;
+#: 4 / 2 at 32 11.16. Hence ROWS, NUM_WARPS = 16, 4 above.
+BF16_LOAD_EVICT, BF16_STORE_CACHE, BF16_MIN_PROGRAMS = "evict_first", ".cs", 8
 #: FP8_Q_F8: the FP8 kernel's Q_F8, the latent codes stored through a float8e4m3 view of
 #: the cache instead of bitcast to uint8 (same bytes). H200 (2 tokens on 1 warp): 13.07 us with
 #: the three options off, 12.91 with Q_F8 alone, 12.28 with all three.
@@ -221,8 +226,9 @@ FP8_MAXNREG = None
 #: registers; ".cs" 421 / 80, still 6 programs an SM; "evict_first" 436 / 73). The FP8
 #: kernel cannot be one wave at T = 16384: 124 tokens an SM leave 528 registers a token
 #: (65536 / 124), about one a latent value, which the quantization holds as f32; 8 tokens on
-#: 2 warps at 16 programs an SM and 16 on 4 at 8 (64 registers) spill 234 bytes.
-FP8_LOAD_EVICT, FP8_STORE_CACHE = "", ""
+#: 2 warps at 16 programs an SM and 16 on 4 at 8 (64 registers) spill 234 bytes. H200
+#: sweep at T = 16384 (8 / 4 warps): .cs 10.23 us, none 10.39, evict_first no better.
+FP8_LOAD_EVICT, FP8_STORE_CACHE = "", ".cs"
 
 
 def _bf16_constexprs() -> dict:

@@ -373,9 +373,12 @@ BATCH_MAXNREG = 80
 #: 10 barriers instead of 8 (the per-run layout change), no spills. Variants of the same
 #: idea that SASS ruled out: five int32 of 10-bit fields (361 a round: the widening and a
 #: serial compare chain), the thermometer straight into 10-bit fields a key (370), 16-bit
-#: fields in uint64 (337: 64-bit adds in the shuffle tree). Not measured yet (the T = 1 /
-#: 64 sweep rows).
-SELECT_BITS, BATCH_SELECT_BITS = 2, 1
+#: fields in uint64 (337: 64-bit adds in the shuffle tree). H200 sweep (``bench/kimi_k3/run.py
+#: --sweep --only moe_fused_gate``, one run): T = 1 on 4 warps 4.30 us with 4 bits vs 4.60
+#: with 2 (8 warps 4.99 / 4.91, 2 warps 5.02 / 5.41); T = 64 4.94 vs 5.25; the batch kernel
+#: at T = 16384 (one warp, 80 registers) 102.3 us with 4 bits vs 82.3 with 1. So 4 bits for
+#: the latency kernel, 1 for the batch one.
+SELECT_BITS, BATCH_SELECT_BITS = 4, 1
 #: Steps 3-4 with fewer reductions and layout conversions (one sequence of "above" then
 #: "equal" tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum``
 #: instead of an [R, R] tile, the (key, id) order as one 64-bit key, ids and weights in one

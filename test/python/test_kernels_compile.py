@@ -73,7 +73,7 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
 
 def has_16_byte_access(ptx, op):
     """A 16-byte global access (v4.b32 on sm_90a; LLVM may pick v2.b64 on Blackwell)."""
-    return re.search(rf"\b{op}\.global(\.\w+)*\.(v4\.(b|u|s|f)32|v2\.(b|u|s|f)64)\b",
+    return re.search(rf"\b{op}\.global(\.[\w:]+)*\.(v4\.(b|u|s|f)32|v2\.(b|u|s|f)64)\b",
                      ptx) is not None
 
 
