@@ -23,8 +23,10 @@ RMSNORM_WARPS = 4
 
 
 #: Load the weight before the row (its latency hidden under the row's and the reduction's)
-#: instead of after the reduction; swept by bench/kimi_k3/run.py --sweep.
-RMSNORM_W_FIRST = False
+#: instead of after the reduction; swept by bench/kimi_k3/run.py --sweep. H200 at
+#: 32768x7168, 4 warps, two sweeps: 219.70 vs 219.92 us and 218.74 vs 219.78 us (torch.compile
+#: 218.9 us, bench/results/h200-bench_norm.md).
+RMSNORM_W_FIRST = True
 
 #: The L2 eviction policy of the row's load and the cache modifier of the output's store
 #: ("" for none). torch.compile's RMSNorm loads the row evict_last; the same Triton code with

@@ -345,7 +345,8 @@ FP8_ONE_REDUCTION = True
 #: FP8_MAXNREG: the FP8 kernel's register cap (None: ptxas's choice; with chunks 92 or 96
 #: keeps 22 or 21 warps an SM with no spill, 88 spills). H200 with chunks: 40.6 us uncapped,
 #: 37.1 at 96, 36.6 at 92 (80.9 % of copy bandwidth), 39.0 at 88 and 39.2 at 84 (spills).
-FP8_MAXNREG = 92
+#: With FP8_NEWTON (below) 96 (no stack).
+FP8_MAXNREG = 96
 #: ... from FP8_CHUNKS_MIN_T rows on: below, a row's latency is what counts, and one warp's
 #: chain over 48 values a thread is longer than four warps' over 16 (H200: T = 1 3.51 us with
 #: chunks vs 1.82 us for the one tile, T = 64 3.62 vs 1.99, T = 4096 12.69 vs 12.47).
@@ -359,8 +360,12 @@ FP8_CHUNKS_MIN_T = 4096
 #: FMUL, FSEL, FMUL) and the row's gate minimum one FMNMX a value, so about as many run:
 #: 1459 a row before, 1458 now (202 up to the branch with all 12 loads, 959 in the fast
 #: arm, ~300 after; static 1856 -> 2880 with the IEEE arm). What it may gain is the latency
-#: of the unrolled chains. 92 registers (8 bytes of stack: two predicates), 96 none.
-FP8_NEWTON = False
+#: of the unrolled chains. 92 registers (8 bytes of stack: two predicates), 96 none. H200
+#: sweep (T = 16384, ``bench/kimi_k3/run.py --sweep --only mla_output_gate_fp8``, one run):
+#: with NEWTON 32.73 us at 96 registers (90.1 % of copy bandwidth), 32.74 at 104, 33.56 at
+#: 92, 34.21 at 88; without it 37.43 at 96, 37.66 at 92 (the former default). The chains
+#: interleave: the same instruction count runs 13 % faster.
+FP8_NEWTON = True
 #: FP8_RING (where the row is 3 x BLOCK exactly, from FP8_CHUNKS_MIN_T rows on, with
 #: FP8_CHUNKS): ``mla_output_gate_fp8_ring_kernel``, one-warp programs persistent over the
 #: rows with the next FP8_RING_STAGES - 1 rows bulk-copied into a shared-memory ring while
@@ -375,7 +380,9 @@ FP8_NEWTON = False
 #: waits, arrivals, bulk copies, 12 LDS.128, one bar.sync per copy), 168 registers at 11.
 #: Issue bound estimate: 124 rows an SM x 1580 / 4 schedulers = 49k cycles, 25 us at
 #: 1.98 GHz, under the 29.4 us of the copy rate: the ring should reach it if 2.75 warps a
-#: scheduler keep issuing (FP8_NEWTON: the 48 chains of a row interleave).
+#: scheduler keep issuing (FP8_NEWTON: the 48 chains of a row interleave). H200 (same
+#: sweep): 41.6-42.1 us at 8-11 programs an SM with NEWTON, 52-53 at 6; 51-76 without
+#: NEWTON: slower than the one-row programs (32.7 us), so off.
 FP8_RING, FP8_RING_STAGES, FP8_RING_PROGRAMS_PER_SM = False, 2, 11
 
 

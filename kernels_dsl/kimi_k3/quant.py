@@ -355,20 +355,25 @@ MX_E2M1_SUB, MX_SCALE_TILE = True, True
 #: MX_LOOKAHEAD = 1 / 2 / 3 / 7 (7: every load first), with MX_BYTE_SIGNS 2864 and 83 / 96 /
 #: 102 / 142, no spill. Each lookahead chunk needs 16 more registers: MX_MAXNREG 64 / 80 / 96
 #: holds lookahead 1 / 2 / 3 with no spill (32 / 24 / 16 warps an SM with 8-warp programs,
-#: 16 at ptxas's 83 registers; 1-warp programs: 32 / 25 / 21), 56 or 72 spill.
-MX_CHUNKS, MX_LOOKAHEAD = 0, 1
+#: 16 at ptxas's 83 registers; 1-warp programs: 32 / 25 / 21), 56 or 72 spill. H200 sweep
+#: ([16384, 7168], ``bench/kimi_k3/run.py --sweep --only quant_mxfp4``, one run; the former
+#: default 89.45 us, 77.8 % of copy bandwidth): 7 chunks at 256 / 8 warps, lookahead 1, 64
+#: registers, MX_BYTE_SIGNS, MX_OUT_CACHE ".cs" 77.66 us (89.7 %); without .cs 80.76; 128
+#: / 4 warps, lookahead 2, 80 registers, .cs 80.67; evict_last loads 80.98; lookahead 3 at
+#: 96 registers 81.3; uncapped rows slower.
+MX_CHUNKS, MX_LOOKAHEAD = 7, 1
 #: MX_BYTE_SIGNS (with MX_E2M1_SUB): the two magnitude codes of a byte combined by one
 #: multiply-add (lo + (hi << 4), both at most 7) and the signs ORed into the byte (8, 128),
 #: where ``e2m1_code_subnormal``'s sign OR on the odd code came before its shift (a shift
 #: and an OR a byte). sm_90a: 448 -> 432 instructions a block (7 chunks: 2976 -> 2864).
-MX_BYTE_SIGNS = False
+MX_BYTE_SIGNS = True
 #: MX_MAXNREG: quant_mxfp4's register cap (None: ptxas's choice), for MX_CHUNKS above.
-MX_MAXNREG = None
+MX_MAXNREG = 64
 #: MX_X_EVICT (with MX_WORDS): the x loads' L2 eviction policy ("", "evict_last",
 #: "evict_first"); MX_OUT_CACHE: the packed bytes' store cache modifier ("", ".cs"; on the
 #: scale byte it kept the 16 predicated byte stores of SCALE_TILE's tile, 15 instructions).
-#: Not measured here; RMSNorm's row loads ran faster evict_last on the H200 (norm.py).
-MX_X_EVICT, MX_OUT_CACHE = "", ""
+#: H200: .cs 77.66 us against 80.76 without (7 chunks, above); evict_last loads 80.98.
+MX_X_EVICT, MX_OUT_CACHE = "", ".cs"
 
 
 def _mx_constexprs() -> dict:
