@@ -8,9 +8,6 @@
 
 #include "PatternUtils.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
-
 using namespace mlir;
 using namespace kiln;
 
@@ -234,111 +231,11 @@ int64_t clusterSizeAround(Operation *op) {
   return 1;
 }
 
-/// Bytes of the slots a pushed tile.cluster_sum may use (its buffers hold every
-/// rank's copy of every source, for the whole kernel).
-constexpr int64_t kMaxPushedSumBytes = 16 * 1024;
-
-/// Whether `op` runs at most once per kernel: no loop (or unknown region op)
-/// around it, so a barrier of its own is used for one phase only.
-bool runsOnce(Operation *op) {
-  for (Operation *parent = op->getParentOp(); parent; parent = parent->getParentOp()) {
-    if (isa<FunctionOpInterface>(parent))
-      return true;
-    if (!isa<scf::IfOp>(parent))
-      return false;
-  }
-  return false;
-}
-
-/// The mbarrier of a pushed tile.cluster_sum, made ready at the start of the
-/// kernel: thread 0 initializes it (one arrival), fence.mbarrier_init, and a
-/// relaxed cluster barrier, so that no block pushes into another before its
-/// barrier exists (the barriers of every pushed sum of the kernel share the
-/// fence and the cluster barrier). At the start of the kernel this barrier
-/// overlaps whatever precedes the first load (a programmatic dependent
-/// launch's wait).
-Value createPushBarrier(OpBuilder &b, Operation *op) {
-  Location loc = op->getLoc();
-  auto func = op->getParentOfType<FunctionOpInterface>();
-  Block &entry = func.getFunctionBody().front();
-  OpBuilder::InsertionGuard guard(b);
-  // The prologue of another pushed sum: fence.mbarrier_init, then a relaxed
-  // cluster arrive (a TMA barrier's fence is followed by bar.sync).
-  NVVM::FenceMbarrierInitOp prologue;
-  for (auto fence : entry.getOps<NVVM::FenceMbarrierInitOp>())
-    if (isa_and_nonnull<NVVM::ClusterArriveRelaxedOp>(fence->getNextNode()))
-      prologue = fence;
-  if (prologue)
-    b.setInsertionPoint(prologue);
-  else
-    b.setInsertionPointToStart(&entry);
-  Value barrier = createSharedBuffer(b, op, "__kiln_cluster_sum_mbarrier", b.getI64Type(), 1,
-                                     /*alignment=*/8);
-  Value zero = createI32Constant(b, loc, 0);
-  Value isThread0 =
-      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc), zero);
-  NVVM::MBarrierInitOp::create(b, loc, barrier, createI32Constant(b, loc, 1), isThread0);
-  if (!prologue) {
-    NVVM::FenceMbarrierInitOp::create(b, loc);
-    NVVM::ClusterArriveRelaxedOp::create(b, loc, b.getUnitAttr());
-    NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
-  }
-  return barrier;
-}
-
-/// st.async of one run (`words`: i32 or i64 registers) to the shared::cluster
-/// address `address` (i64), completing its bytes on the mbarrier at
-/// `barrier` (i64, shared::cluster), if `predicate`.
-void pushRun(OpBuilder &b, Location loc, Value address, ArrayRef<Value> words, Value barrier,
-             Value predicate) {
-  bool wide = words.front().getType().isInteger(64);
-  std::string ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n"
-                    "@p st.async.shared::cluster.mbarrier::complete_tx::bytes";
-  if (words.size() > 1)
-    ptx += ".v" + std::to_string(words.size());
-  ptx += wide ? ".b64" : ".b32";
-  ptx += " [$1], ";
-  std::string constraints = "r,l";
-  std::string list;
-  for (size_t i = 0; i < words.size(); ++i) {
-    list += (i ? ", $" : "$") + std::to_string(i + 2);
-    constraints += wide ? ",l" : ",r";
-  }
-  ptx += words.size() > 1 ? "{" + list + "}" : list;
-  ptx += ", [$" + std::to_string(words.size() + 2) + "];\n}";
-  constraints += ",l,~{memory}";
-  SmallVector<Value> operands{LLVM::ZExtOp::create(b, loc, b.getI32Type(), predicate), address};
-  llvm::append_range(operands, words);
-  operands.push_back(barrier);
-  createInlinePTX(b, loc, Type(), operands, ptx, constraints);
-}
-
-/// The (i64) shared::cluster address of `local` (!llvm.ptr<3>) in block `rank`.
-Value mapToRank(OpBuilder &b, Location loc, Value local, Value rank) {
-  auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), /*shared::cluster=*/7);
-  Value remote = NVVM::MapaOp::create(b, loc, clusterPtr, local, rank);
-  return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), remote);
-}
-
 /// Every source stored like tile.cluster_load's (a buffer each), ONE cluster
 /// barrier, then for rank 0, 1, ... each thread maps every buffer to the rank
 /// and loads the indices it holds (every block runs the same layout: the same
 /// elements, now the rank's), adding them to the sum in rank order; a second
 /// cluster barrier, as for cluster_load.
-///
-/// Where the op runs once per kernel on blocked layouts, the blocks PUSH
-/// instead (no cluster barrier at the op, no remote load): each source has a
-/// buffer of one slot per rank, and the threads holding the first copies of
-/// its runs (split over the replicas, if any, by destination) write them with
-/// st.async into slot `own rank` of every block's buffer, each write
-/// completing its bytes on that block's mbarrier (armed by its thread 0 with
-/// every slot's bytes). A thread then waits for its own block's mbarrier
-/// (acquire, cluster scope: the writes are visible) and adds the slots of its
-/// elements in rank order from its own shared memory. Every block receives
-/// all its bytes before it can leave, and each buffer is written once, so no
-/// block waits for the others to finish reading. The barriers of the other
-/// form are release/acquire at cluster scope: ptxas makes each release a
-/// MEMBAR.GPU.
 struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -354,8 +251,6 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
       if (!runsDivide(tileConverter, types.back(), values.back().size()))
         return rewriter.notifyMatchFailure(op, "access width does not divide the registers");
     }
-    if (canPush(op, types))
-      return push(op, types, values, size, rewriter);
     SmallVector<SharedTileBuffer> buffers;
     for (auto [type, regs] : llvm::zip(types, values))
       buffers.push_back(storeTile(rewriter, op, tileConverter, type, regs));
@@ -385,132 +280,6 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
     for (auto [type, sum] : llvm::zip(types, sums))
       results.push_back(
           packTile(rewriter, loc, getTypeConverter()->convertType(type), sum));
-    rewriter.replaceOp(op, results);
-    return success();
-  }
-
-private:
-  /// Runs once, blocked layouts, slots within kMaxPushedSumBytes.
-  bool canPush(tile::ClusterSumOp op, ArrayRef<RankedTensorType> types) const {
-    if (!runsOnce(op))
-      return false;
-    int64_t bytes = 0;
-    for (RankedTensorType type : types) {
-      if (tileConverter.getMmaLayout(type))
-        return false;
-      bytes += type.getNumElements() * (type.getElementTypeBitWidth() / 8);
-    }
-    return bytes * clusterSizeAround(op) <= kMaxPushedSumBytes;
-  }
-
-  LogicalResult push(tile::ClusterSumOp op, ArrayRef<RankedTensorType> types,
-                     ArrayRef<SmallVector<Value>> values, int64_t size,
-                     ConversionPatternRewriter &rewriter) const {
-    Location loc = op.getLoc();
-    Value barrier = createPushBarrier(rewriter, op);
-    Value tid = createThreadId(rewriter, loc);
-    Value rank = NVVM::ClusterId::create(rewriter, loc, rewriter.getI32Type());
-    Value zero = createI32Constant(rewriter, loc, 0);
-
-    // Thread 0 arms this block's barrier with the bytes of every slot.
-    int64_t bytes = 0;
-    for (RankedTensorType type : types)
-      bytes += size * type.getNumElements() * (type.getElementTypeBitWidth() / 8);
-    Value isThread0 = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid, zero);
-    scf::IfOp::create(rewriter, loc, isThread0, [&](OpBuilder &ib, Location l) {
-      NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier,
-                                             createI32Constant(ib, l, bytes),
-                                             NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-      scf::YieldOp::create(ib, l);
-    });
-
-    SmallVector<Value> buffers;
-    SmallVector<ElementIndices> indices;
-    for (auto [type, regs] : llvm::zip(types, values)) {
-      Type element = getTypeConverter()->convertType(type.getElementType());
-      int64_t n = type.getNumElements();
-      Value buffer = createSharedBuffer(rewriter, op, "__kiln_cluster_sum", element, size * n);
-      buffers.push_back(buffer);
-      indices.push_back(getElementIndices(rewriter, loc, tileConverter, type));
-      tile::BlockedLayout layout = tileConverter.getLayout(type);
-      int64_t copies = layout.isReplicated() ? layout.threads / layout.runs() : 1;
-      Value copy = layout.isReplicated()
-                       ? LLVM::UDivOp::create(rewriter, loc, tid,
-                                              createI32Constant(rewriter, loc, layout.runs()))
-                             .getResult()
-                       : zero;
-      VectorAccess access(getContext(), element, getAccessWidth(tileConverter, type));
-      Type word = element.getIntOrFloatBitWidth() == 64 ? rewriter.getI64Type()
-                                                        : rewriter.getI32Type();
-      // This block's slot in every block's buffer.
-      Value slot = LLVM::MulOp::create(rewriter, loc, rank, createI32Constant(rewriter, loc, n));
-      int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
-      for (int64_t dest = 0; dest < size; ++dest) {
-        Value destRank = createI32Constant(rewriter, loc, dest);
-        Value pushes = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, copy,
-                                            createI32Constant(rewriter, loc, dest % copies));
-        Value remote = mapToRank(rewriter, loc, buffer, destRank);
-        Value remoteBarrier = mapToRank(rewriter, loc, barrier, destRank);
-        for (size_t r = 0; r < regs.size(); r += access.vec) {
-          Value index = LLVM::AddOp::create(
-              rewriter, loc, slot,
-              LLVM::AddOp::create(rewriter, loc, indices.back().base,
-                                  createI32Constant(rewriter, loc, indices.back().offsets[r])));
-          Value offset = LLVM::MulOp::create(rewriter, loc, index,
-                                             createI32Constant(rewriter, loc, elementBytes));
-          Value address = LLVM::AddOp::create(
-              rewriter, loc, remote,
-              LLVM::ZExtOp::create(rewriter, loc, rewriter.getI64Type(), offset));
-          SmallVector<Value> words;
-          for (int64_t i = 0; i < access.vec; ++i)
-            words.push_back(regs[r + i].getType() == word
-                                ? regs[r + i]
-                                : LLVM::BitcastOp::create(rewriter, loc, word, regs[r + i]));
-          pushRun(rewriter, loc, address, words, remoteBarrier, pushes);
-        }
-      }
-    }
-
-    // This block's slots are complete (every block's writes, acquired at
-    // cluster scope); the thread adds its elements' slots in rank order.
-    static constexpr const char *kWait =
-        "{\n"
-        ".reg .pred p;\n"
-        "kiln_cluster_sum_wait:\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [$0], 0;\n"
-        "@!p bra kiln_cluster_sum_wait;\n"
-        "}";
-    createInlinePTX(rewriter, loc, Type(),
-                    ValueRange{LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(),
-                                                        barrier)},
-                    kWait, "r,~{memory}");
-    SmallVector<Value> results;
-    for (auto [i, type] : llvm::enumerate(types)) {
-      Type element = getTypeConverter()->convertType(type.getElementType());
-      VectorAccess access(getContext(), element, getAccessWidth(tileConverter, type));
-      SharedTileBuffer buffer{element, element, /*isBool=*/false, buffers[i], indices[i]};
-      SmallVector<Value> sum;
-      for (int64_t src = 0; src < size; ++src) {
-        Value slot = createI32Constant(rewriter, loc, src * type.getNumElements());
-        SmallVector<Value> loaded;
-        for (size_t r = 0; r < values[i].size(); r += access.vec) {
-          Value index = LLVM::AddOp::create(
-              rewriter, loc, slot,
-              LLVM::AddOp::create(rewriter, loc, indices[i].base,
-                                  createI32Constant(rewriter, loc, indices[i].offsets[r])));
-          buffer.load(rewriter, loc, access, buffers[i], index, loaded);
-        }
-        if (src == 0) {
-          sum = loaded;
-          continue;
-        }
-        for (auto [acc, value] : llvm::zip(sum, loaded))
-          acc = llvm::isa<FloatType>(value.getType())
-                    ? LLVM::FAddOp::create(rewriter, loc, acc, value).getResult()
-                    : LLVM::AddOp::create(rewriter, loc, acc, value).getResult();
-      }
-      results.push_back(packTile(rewriter, loc, getTypeConverter()->convertType(type), sum));
-    }
     rewriter.replaceOp(op, results);
     return success();
   }

@@ -397,14 +397,11 @@ def cluster_gather(x: Any, _semantic: Any = None) -> tensor:
 def cluster_sum(x: Any, _semantic: Any = None) -> Any:
     """The elementwise sum of ``x`` over the programs of this program's cluster (same
     shape, dtype and layout as ``x``; a tuple of tiles sums each in one exchange), added in
-    rank order so that every program gets the same bits. Run once per kernel, every
-    program pushes its tiles into its slot of every program's shared memory (``st.async``
-    on that program's mbarrier), waits for its own slots and each thread adds the elements
-    it holds; in a loop, every program publishes its tiles, ONE cluster barrier, each
-    thread reads its own elements from every program and adds them, a second cluster
-    barrier. No data changes threads (``kl.sum(kl.cluster_gather(x), axis=0)`` spreads the
-    ranks over lanes). 32- and 64-bit ints and floats; every program of the cluster must
-    call it."""
+    rank order so that every program gets the same bits. Every program publishes its
+    tiles once, ONE cluster barrier, then each thread reads its own elements from every
+    program and adds them: no data changes threads (``kl.sum(kl.cluster_gather(x),
+    axis=0)`` spreads the ranks over lanes). 32- and 64-bit ints and floats; two cluster
+    barriers; every program of the cluster must call it."""
     return _semantic.cluster_sum(x)
 
 

@@ -209,36 +209,24 @@ func.func @cluster_gather_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32})
 
 // tile.cluster_sum of an f32 tile held whole by every thread (8 elements: one
 // run, 32 threads) and an i32 tile (512 elements, 16 a thread) in a cluster of
-// 4, once per kernel: the blocks push. At the kernel's start thread 0
-// initializes the op's mbarrier (one arrival), fence.mbarrier_init, a relaxed
-// cluster barrier. At the op thread 0 arms it with the bytes of every slot (4
-// ranks x (8 + 512) x 4 = 8320), the threads holding the first copy of a run
-// write it with st.async into slot `own rank` of each block's buffer (a buffer
-// per source, one mapa of it and of the mbarrier per destination; 4 + 16 runs
-// x 4 destinations), then every thread waits for its own mbarrier (acquire,
-// cluster scope) and adds the slots of its elements in rank order from its own
-// shared memory: no cluster barrier, no remote load, nothing moves between the
-// threads of a block.
+// 4: both stored (a buffer each), ONE cluster barrier, then per rank 0..3 one
+// mapa of each buffer and loads of the thread's own runs, added in rank order
+// (fadd / add), a second cluster barrier; nothing moves between threads.
 // CHECK-LABEL: llvm.func ptx_kernelcc @cluster_sum
-// CHECK: llvm.mlir.addressof @__kiln_cluster_sum_mbarrier_0 : !llvm.ptr<3>
-// CHECK: nvvm.mbarrier.init
-// CHECK-NEXT: nvvm.fence.mbarrier.init
-// CHECK-NEXT: nvvm.cluster.arrive.relaxed {aligned}
+// CHECK: llvm.mlir.addressof @__kiln_cluster_smem_{{[0-9]+}} : !llvm.ptr<3>
+// CHECK: llvm.mlir.addressof @__kiln_cluster_smem_{{[0-9]+}} : !llvm.ptr<3>
+// CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
-// CHECK-NOT: nvvm.cluster.arrive
-// CHECK: nvvm.read.ptx.sreg.cluster.ctarank
-// CHECK: scf.if
-// CHECK-NEXT: llvm.mlir.constant(8320 : i32)
-// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx
-// CHECK: llvm.mlir.addressof @__kiln_cluster_sum_{{[0-9]+}} : !llvm.ptr<3>
-// CHECK-COUNT-20: st.async.shared::cluster.mbarrier::complete_tx::bytes
-// CHECK-NOT: st.async
-// CHECK: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64
+// CHECK-NOT: nvvm.shfl
+// CHECK-NOT: nvvm.barrier
+// CHECK-COUNT-3: nvvm.mapa
+// CHECK: llvm.fadd
+// CHECK-COUNT-5: nvvm.mapa
 // CHECK-NOT: nvvm.mapa
 // CHECK-NOT: nvvm.shfl
 // CHECK-NOT: nvvm.barrier
-// CHECK-NOT: nvvm.cluster
-// CHECK: llvm.fadd
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK-NOT: nvvm.cluster
 // CHECK: llvm.return
 func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
@@ -255,66 +243,5 @@ func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   %s:2 = tile.cluster_sum %v, %w : tensor<8xf32>, tensor<512xi32>
   tile.store %p, %s#0 : tensor<8x!tile.ptr<f32>>
   tile.store %q, %s#1 : tensor<512x!tile.ptr<i32>>
-  return
-}
-
-// -----
-
-// tile.cluster_sum in a loop (each run would need its own phase and buffer
-// reuse): stored, ONE cluster barrier, loads of the thread's own elements from
-// every rank (mapa + load), a second cluster barrier; no mbarrier, no st.async.
-// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_sum_loop
-// CHECK-NOT: mbarrier
-// CHECK: scf.for
-// CHECK: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
-// CHECK-COUNT-2: nvvm.mapa
-// CHECK: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
-// CHECK-NOT: st.async
-// CHECK-NOT: mbarrier
-// CHECK: llvm.return
-func.func @cluster_sum_loop(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
-    attributes {tile.kernel, tile.num_warps = 1 : i32, tile.cluster_dims = array<i32: 2, 1, 1>} {
-  %o = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32>
-  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
-  %p = tile.addptr %xs, %o : tensor<32x!tile.ptr<f32>>, tensor<32xi32>
-  %v = tile.load %p : tensor<32x!tile.ptr<f32>>
-  %c0 = arith.constant 0 : i32
-  %c1 = arith.constant 1 : i32
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %v) -> (tensor<32xf32>) : i32 {
-    %s = tile.cluster_sum %acc : tensor<32xf32>
-    scf.yield %s : tensor<32xf32>
-  }
-  tile.store %p, %r : tensor<32x!tile.ptr<f32>>
-  return
-}
-
-// -----
-
-// Two pushed tile.cluster_sum in one kernel: a barrier each, both initialized
-// before ONE fence.mbarrier_init and ONE relaxed cluster barrier at the start.
-// CHECK-LABEL: llvm.func ptx_kernelcc @cluster_sum_twice
-// CHECK: nvvm.mbarrier.init
-// CHECK-NOT: nvvm.fence
-// CHECK: nvvm.mbarrier.init
-// CHECK-NEXT: nvvm.fence.mbarrier.init
-// CHECK-NEXT: nvvm.cluster.arrive.relaxed {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
-// CHECK-NOT: nvvm.cluster.arrive
-// CHECK-NOT: nvvm.fence
-// CHECK: mbarrier.try_wait.parity.acquire.cluster
-// CHECK: mbarrier.try_wait.parity.acquire.cluster
-// CHECK-NOT: nvvm.cluster
-// CHECK: llvm.return
-func.func @cluster_sum_twice(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32})
-    attributes {tile.kernel, tile.num_warps = 1 : i32, tile.cluster_dims = array<i32: 2, 1, 1>} {
-  %o = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32>
-  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
-  %p = tile.addptr %xs, %o : tensor<32x!tile.ptr<f32>>, tensor<32xi32>
-  %v = tile.load %p : tensor<32x!tile.ptr<f32>>
-  %s = tile.cluster_sum %v : tensor<32xf32>
-  %t = tile.cluster_sum %s : tensor<32xf32>
-  tile.store %p, %t : tensor<32x!tile.ptr<f32>>
   return
 }

@@ -204,35 +204,20 @@ func.func @cluster_gather_16(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   return
 }
 
-// tile.cluster_sum over 4 blocks of a [4, 4] f32 tile (replicated: 4 runs,
-// 32 copies) and a [256] i64 tile, pushed: the mbarrier made ready at the
-// kernel's start (relaxed cluster barrier: no MEMBAR.GPU), armed with 4 ranks x
-// (16 x 4 + 256 x 8) = 8448 bytes, 16-byte st.async of the runs into every
-// rank's slot (the copies of the f32 runs split over the destinations), the
-// wait on the own mbarrier, then ld.shared of the 4 slots and add.f32 /
-// add.s64 in rank order; no other cluster barrier, no remote load, no
-// bar.sync, no shuffle.
+// tile.cluster_sum over 4 blocks of a [4, 4] f32 tile and a [256] i64 tile:
+// ld.shared::cluster of the thread's own elements from each rank, add.f32 /
+// add.s64 in rank order; no bar.sync, no shuffle.
 // CHECK-LABEL: .visible .entry cluster_sum_4(
 // CHECK: .reqnctapercluster 4, 1, 1
-// CHECK: mbarrier.init.shared.b64
-// CHECK: fence.mbarrier_init.release.cluster;
-// CHECK-NEXT: barrier.cluster.arrive.relaxed.aligned;
+// CHECK: barrier.cluster.arrive.aligned;
 // CHECK-NEXT: barrier.cluster.wait.aligned;
-// CHECK-NOT: barrier.cluster
-// CHECK: mov.b32 %r[[BYTES:[0-9]+]], 8448;
-// CHECK-NEXT: mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [__kiln_cluster_sum_mbarrier_0], %r[[BYTES]];
-// CHECK-COUNT-4: st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32
-// CHECK-COUNT-8: st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b64
-// CHECK-NOT: st.async
-// CHECK: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64
-// CHECK-NOT: ld.shared::cluster
 // CHECK-NOT: bar.sync
 // CHECK-NOT: shfl.sync
-// CHECK-NOT: barrier.cluster
-// CHECK: ld.shared.v4.b32
-// CHECK: add.rn.f32
-// CHECK: add.s64
-// CHECK-NOT: barrier.cluster
+// CHECK: mapa.shared::cluster.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, 3;
+// CHECK: ld.shared::cluster
+// CHECK-NOT: bar.sync
+// CHECK: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
 // CHECK: ret;
 func.func @cluster_sum_4(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                          %n: !tile.ptr<i64> {tile.divisibility = 16 : i32})
