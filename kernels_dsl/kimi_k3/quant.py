@@ -376,11 +376,28 @@ MX_MAXNREG = 64
 MX_X_EVICT, MX_OUT_CACHE = "", ".cs"
 
 
-def _mx_constexprs() -> dict:
+#: ... from MX_CHUNKS_MIN_T rows on: a chunk program is MX_ROWS / 32 rows, one warp a row
+#: whose chunks follow one another, so few rows leave the SMs with a few warps each, every
+#: one a chain of 7 DRAM round trips (H200: T = 1 5.20 us and T = 64 5.40 with chunks against
+#: 1.65 and 1.78 for one block a thread; T = 4096 21.40 against 23.35). Below, the one-block
+#: programs (MX_ROWS blocks of a row, uncapped registers).
+MX_CHUNKS_MIN_T = 4096
+
+
+def _mx_chunked(rows: Optional[int]) -> bool:
+    """Whether R rows (None: the bundle's large-T specialization) run the chunk programs."""
+    return bool(MX_CHUNKS) and (rows is None or rows >= MX_CHUNKS_MIN_T)
+
+
+def _mx_name(chunked: bool) -> str:
+    return "quant_mxfp4" if chunked or not MX_CHUNKS else "quant_mxfp4_few_rows"
+
+
+def _mx_constexprs(chunked: bool = True) -> dict:
     return {"ROWS": MX_ROWS, "WORDS": MX_WORDS, "TOKEN_GRID": MX_TOKEN_GRID,
             "E2M1_BITS": MX_E2M1_BITS, "E2M1_SUB": MX_E2M1_SUB, "SCALE_TILE": MX_SCALE_TILE,
-            "CHUNKS": MX_CHUNKS, "LOOKAHEAD": MX_LOOKAHEAD, "BYTE_SIGNS": MX_BYTE_SIGNS,
-            "X_EVICT": MX_X_EVICT, "OUT_CACHE": MX_OUT_CACHE}
+            "CHUNKS": MX_CHUNKS if chunked else 0, "LOOKAHEAD": MX_LOOKAHEAD,
+            "BYTE_SIGNS": MX_BYTE_SIGNS, "X_EVICT": MX_X_EVICT, "OUT_CACHE": MX_OUT_CACHE}
 
 
 def _gq_constexprs(group: int, ue8m0: bool) -> dict:
@@ -389,12 +406,14 @@ def _gq_constexprs(group: int, ue8m0: bool) -> dict:
 
 
 AOT_SPECIALIZATIONS = [
-    Spec(quant_mxfp4_kernel, name="quant_mxfp4",
+    Spec(quant_mxfp4_kernel, name=_mx_name(chunked),
          signature={"x_ptr": "*i32" if MX_WORDS else "*bf16", "p_ptr": "*u8", "s_ptr": "*u8",
                     "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
                     "s_s0": "i32"},
-         constexprs=_mx_constexprs(), divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"],
-         num_warps=MX_WARPS, maxnreg=MX_MAXNREG),
+         constexprs=_mx_constexprs(chunked),
+         divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"],
+         num_warps=MX_WARPS, maxnreg=MX_MAXNREG if chunked else None)
+    for chunked in dict.fromkeys((True, not MX_CHUNKS))
 ] + [
     Spec(per_token_group_quant_fp8_kernel, name="per_token_group_quant_fp8", signature=_SIG,
          constexprs=_gq_constexprs(128, ue8m0),
@@ -513,7 +532,8 @@ def quant_mxfp4(x: Any, packed: Optional[Any] = None, scale: Optional[Any] = Non
     if r == 0 or d == 0:
         return packed, scale
     nb = d // 32
-    if MX_CHUNKS:
+    chunked = _mx_chunked(r)
+    if chunked:
         rows = MX_ROWS // 32
         grid = ((r + rows - 1) // rows, (nb + 32 * MX_CHUNKS - 1) // (32 * MX_CHUNKS))
     elif MX_TOKEN_GRID:
@@ -524,6 +544,7 @@ def quant_mxfp4(x: Any, packed: Optional[Any] = None, scale: Optional[Any] = Non
         import torch
 
         x, x_s0 = x.view(torch.int32), x_s0 // 2
-    L.launch(quant_mxfp4_kernel, op, grid, (x, packed, scale, r * nb, nb, x_s0, d // 2, nb),
-             _mx_constexprs(), MX_WARPS, MX_MAXNREG)
+    L.launch(quant_mxfp4_kernel, _mx_name(chunked), grid,
+             (x, packed, scale, r * nb, nb, x_s0, d // 2, nb), _mx_constexprs(chunked),
+             MX_WARPS, MX_MAXNREG if chunked else None)
     return packed, scale

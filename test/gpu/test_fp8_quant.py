@@ -485,15 +485,20 @@ def test_quant_mxfp4_exact(r):
     assert bool(((val * sc - x.float()).abs() <= step * sc).all())
 
 
-MX_KNOBS = {  # quant.py's MX_CHUNKS / LOOKAHEAD / MAXNREG / BYTE_SIGNS / X_EVICT / OUT_CACHE
+MX_KNOBS = {  # quant.py's MX_CHUNKS (_MIN_T) / LOOKAHEAD / MAXNREG / BYTE_SIGNS / X_EVICT / OUT_CACHE
     "byte-signs": dict(MX_BYTE_SIGNS=True),
-    "chunks": dict(MX_CHUNKS=7, MX_LOOKAHEAD=1, MX_MAXNREG=64, MX_BYTE_SIGNS=True),
-    "chunks-1-warp": dict(MX_CHUNKS=7, MX_LOOKAHEAD=2, MX_ROWS=32, MX_WARPS=1),
-    "chunks-loads-first": dict(MX_CHUNKS=7, MX_LOOKAHEAD=7, MX_ROWS=128, MX_WARPS=4),
-    "chunks-3": dict(MX_CHUNKS=3, MX_LOOKAHEAD=2, MX_MAXNREG=80, MX_BYTE_SIGNS=True),
+    "one-block-programs": dict(MX_CHUNKS=0),
+    "chunks": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=1, MX_MAXNREG=64,
+                   MX_BYTE_SIGNS=True),
+    "chunks-1-warp": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=2, MX_ROWS=32,
+                          MX_WARPS=1),
+    "chunks-loads-first": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=7, MX_ROWS=128,
+                               MX_WARPS=4),
+    "chunks-3": dict(MX_CHUNKS=3, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=2, MX_MAXNREG=80,
+                     MX_BYTE_SIGNS=True),
     "hints": dict(MX_X_EVICT="evict_last", MX_OUT_CACHE=".cs"),
-    "chunks-hints": dict(MX_CHUNKS=7, MX_MAXNREG=64, MX_X_EVICT="evict_first",
-                         MX_OUT_CACHE=".cs"),
+    "chunks-hints": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_MAXNREG=64,
+                         MX_X_EVICT="evict_first", MX_OUT_CACHE=".cs"),
 }
 
 

@@ -445,3 +445,19 @@ def test_situ_recip_quotients_at_e4m3_boundaries():
     for start in range(0, 1 << 23, 1 << 18):
         m = np.arange(start, start + (1 << 18), step, dtype=np.uint32) | np.uint32(127 << 23)
         assert recip_boundary_mismatches(m.view(F32)) == 0, start
+
+
+def test_quant_mxfp4_chunks_from_min_t_only():
+    """The chunk programs from MX_CHUNKS_MIN_T rows on, the one-block programs below (each a
+    specialization of its own in the bundle: chunks with the register cap, uncapped below)."""
+    if not quant.MX_CHUNKS:
+        pytest.skip("MX_CHUNKS is off")
+    assert not quant._mx_chunked(1) and not quant._mx_chunked(quant.MX_CHUNKS_MIN_T - 1)
+    assert quant._mx_chunked(quant.MX_CHUNKS_MIN_T) and quant._mx_chunked(None)
+    specs = {s.kernel_name: s for s in quant.AOT_SPECIALIZATIONS
+             if s.kernel is quant.quant_mxfp4_kernel}
+    assert set(specs) == {"quant_mxfp4", "quant_mxfp4_few_rows"}
+    assert specs["quant_mxfp4"].constexprs["CHUNKS"] == quant.MX_CHUNKS
+    assert specs["quant_mxfp4"].maxnreg == quant.MX_MAXNREG
+    assert specs["quant_mxfp4_few_rows"].constexprs["CHUNKS"] == 0
+    assert specs["quant_mxfp4_few_rows"].maxnreg is None

@@ -30,6 +30,7 @@ VECTOR = {
     "mla_output_gate_fp8": (True, True),
     "mla_kv_scatter_fp8": (True, True),
     "quant_mxfp4": (None, True),  # MX_WORDS: 16-byte word loads, else even/odd strided ones
+    "quant_mxfp4_few_rows": (None, True),  # the same, one block a thread (below MX_CHUNKS_MIN_T)
 }
 
 
