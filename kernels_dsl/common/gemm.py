@@ -58,8 +58,8 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     accumulator in Tensor Memory on sm_100a/sm_103a when BM = 128 and BN is a multiple of
     16; elsewhere on mma.sync. FP8 dots take ``max_num_imprecise_acc=MAX_IMPRECISE_ACC``
     (None: unbounded; on sm_90a each dot then promotes its wgmma partial sums to f32 every
-    MAX_IMPRECISE_ACC elements of K). WARP_SPECIALIZE (sm_90a only) fills the ring from a
-    producer warpgroup added to the num_warps consumer warps (kl.range's warp_specialize).
+    MAX_IMPRECISE_ACC elements of K). WARP_SPECIALIZE (sm_90a, sm_100a/sm_103a) fills the
+    ring from a producer warpgroup added to the num_warps consumers (kl.range's option).
     TMA zero-fills loads past the edges and clips the store."""
     pid_m, pid_n = _grouped_block(M, N, BM, BN, GROUP_M)
     acc = kl.zeros((BM, BN), kl.float32)
@@ -78,8 +78,8 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
     for FP8 elements). K * itemsize must be a multiple of 16 bytes (TMA strides).
     ``max_num_imprecise_acc`` (FP8 only): see kl.dot; on sm_90a it keeps a second set of
     accumulator registers live, so (128, 128) blocks on 8 warps avoid spills.
-    ``warp_specialize`` (sm_90a): a producer warpgroup issues the loads (num_warps + 4 warps
-    a program; see kl.range)."""
+    ``warp_specialize`` (sm_90a, sm_100a/sm_103a): a producer warpgroup issues the loads
+    (num_warps + 4 warps a program; see kl.range)."""
     if a.dim() != 2 or b_t.dim() != 2 or a.shape[1] != b_t.shape[1]:
         raise ValueError(f"gemm_tma: expected a [M, K] and b_t [N, K], got {list(a.shape)} "
                          f"and {list(b_t.shape)}")

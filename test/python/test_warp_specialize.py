@@ -1,10 +1,13 @@
 """kl.range(..., warp_specialize=True): the TMA GEMM's K loop filled by a producer warpgroup on
 sm_90a (setmaxnreg, named consumer barriers, num_warps * 32 + 128 threads in the metadata and
-the launch), the compile errors at the user's loop elsewhere, the register pool check, and the
-interpreter, which runs the loop as written."""
+the launch) and on sm_100a/sm_103a (the tcgen05 dot releasing each slot with its commit;
+assembled by ptxas for both), the compile errors at the user's loop, the register pool
+check, and the interpreter, which runs the loop as written."""
 
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -100,16 +103,73 @@ def test_without_warp_specialize_the_kernel_is_as_before():
     assert "setmaxnreg" not in ck.asm["ptx"] and "bar.sync \t1," not in ck.asm["ptx"]
 
 
+def _ptxas(ptx, arch, tmp_path):
+    """Assembles ``ptx`` for ``arch`` with the CUDA toolkit's ptxas; returns its -v log."""
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not os.path.exists(ptxas):
+        pytest.skip("ptxas is not installed")
+    src = tmp_path / f"k.{arch}.ptx"
+    src.write_text(ptx)
+    done = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o",
+                           str(tmp_path / f"k.{arch}.cubin")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
 @needs_compiler
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
-def test_blackwell_is_a_compile_error_at_the_loop(arch):
+@pytest.mark.parametrize("bn,stages,warps", [(256, 3, 8), (128, 4, 4)])
+def test_gemm_producer_and_consumers_on_blackwell(arch, bn, stages, warps, tmp_path):
+    # The same split on tcgen05: the consumers' warp 0 waits for the FULL slots and its
+    # elected lane issues the tcgen05.mma of each K step from the slots into Tensor Memory,
+    # then tcgen05.commit to the slot's EMPTY barrier (one arrival: mbarrier.init ..., 1 for
+    # all 9 barriers; no per-warp arrivals). After the loop the consumers' named barrier,
+    # the wait for the last commit, the tcgen05.ld of the accumulator. The producer issues
+    # the TMA copies as on sm_90a. ptxas assembles it for the arch.
+    ck = _gemm(arch, bn=bn, stages=stages, warps=warps, upto="ptx")
+    ptx = ck.asm["ptx"]
+    consumers = warps * 32
+    assert ck.meta["threads_per_block"] == consumers + 128
+    assert f".reqntid {consumers + 128}, 1, 1" in ptx and ".minnctapersm 1" in ptx
+    assert _setmaxnreg(ptx, "dec") == 40
+    inc = _setmaxnreg(ptx, "inc")
+    assert inc == (232 if warps == 8 else 240) and consumers * inc + 128 * 40 <= 65536
+    assert "wgmma" not in ptx and "mma.sync" not in ptx
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 4  # K = 64: 4 k16 steps
+    assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one") == 1
+    assert ptx.count("mbarrier.init.shared.b64") == 3 * stages
+    assert len(re.findall(r"mbarrier\.init\.shared\.b64 \[%r\d+\], 1;", ptx)) == 3 * stages
+    assert "mbarrier.arrive.shared.b64" not in ptx and "bar.warp.sync" not in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") == 2
+    assert ptx.count(f"bar.sync \t1, {consumers};") == 5  # alloc, after the loop, the
+    # dealloc, the TMA store's two
+    assert "tcgen05.ld.sync.aligned.32x32b" in ptx and "tcgen05.dealloc" in ptx
+    log = _ptxas(ptx, arch, tmp_path)
+    assert "0 bytes spill stores" in log, log
+
+
+@needs_compiler
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_blackwell_dot_left_on_mma_sync_keeps_the_warp_releases(arch, tmp_path):
+    # A 64-row block has no tcgen05 form (M = 128 only): the dot stays on mma.sync and the
+    # consumer warps release the slots as on sm_90a's unaccelerated path, one arrival per
+    # warp after reading the slot into registers.
+    ck = _gemm(arch, bm=64, bn=128, stages=4, warps=4, upto="ptx")
+    ptx = ck.asm["ptx"]
+    assert "tcgen05" not in ptx and "mma.sync" in ptx
+    assert len(re.findall(r"mbarrier\.init\.shared\.b64 \[%r\d+\], 4;", ptx)) == 4
+    assert "mbarrier.arrive.shared.b64" in ptx and "bar.warp.sync" in ptx
+    _ptxas(ptx, arch, tmp_path)
+
+
+@needs_compiler
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_blackwell_errors_stay_at_the_loop(arch):
     with pytest.raises(RuntimeError) as info:
-        _gemm(arch, upto="llvm_dialect")
+        _pointer_loop.compile({"x_ptr": "*f32", "n": "i32"}, arch=arch, upto="llvm_dialect")
     message = str(info.value)
-    assert f"warp specialization is not supported on {arch}" in message
-    with open(sys.modules[gemm_tma_kernel.__module__].__file__) as f:
-        line = next(i for i, text in enumerate(f, 1) if "warp_specialize=WARP_" in text)
-    assert f'gemm.py":{line}:5' in message, message  # the `for` of the K loop
+    assert "expected a descriptor load (desc.load) in the warp-specialized loop" in message
+    assert f'test_warp_specialize.py":{source_line(HERE, "E-pointer")}:' in message
 
 
 @kiln.jit
@@ -183,3 +243,26 @@ def test_the_interpreter_runs_the_loop_as_written():
     y = np.zeros_like(x)
     interpret(_rows, (1,), x, y, 4, BLOCK=32)
     np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_the_interpreter_gives_the_gemm_the_same_bits():
+    # warp_specialize changes who issues the loads and when a slot is reused, never the
+    # math: the interpreter's warp-specialized TMA GEMM (ragged M, N, K: zero-filled boxes,
+    # clipped stores) is bit for bit the plain one, and close to the f32 product.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(0)
+    m, n, k = 200, 136, 320
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b_t = rng.standard_normal((n, k)).astype(np.float16)
+    outs = []
+    for ws in (False, True):
+        c = np.zeros((m, n), ml_dtypes.bfloat16)
+        desc = kiln.TensorDescriptor.from_tensor
+        interpret(gemm_tma_kernel, (4,), desc(a, [128, 64], swizzle=128),
+                  desc(b_t, [128, 64], swizzle=128), desc(c, [128, 128]), m, n, k, BM=128,
+                  BN=128, BK=64, GROUP_M=8, STAGES=3, WARP_SPECIALIZE=ws)
+        outs.append(c.view(np.uint16))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    ref = a.astype(np.float32) @ b_t.astype(np.float32).T
+    np.testing.assert_allclose(outs[1].view(ml_dtypes.bfloat16).astype(np.float32), ref,
+                               rtol=2**-7, atol=1e-3 * k**0.5)

@@ -179,11 +179,15 @@ std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
   return match;
 }
 
-/// Waits (in place of the ring loads) for the slots the dot reads in place.
-void waitForSlots(OpBuilder &b, const RingOperands &operands) {
+/// Waits (in place of the ring loads) for the slots the dot reads in place;
+/// with `issuer` only warp 0 waits (a warp-specialized tcgen05 loop).
+void waitForSlots(OpBuilder &b, const RingOperands &operands, bool issuer = false) {
   for (RingWaitLoadOp load : {operands.a, operands.b}) {
     b.setInsertionPoint(load);
-    RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+    auto wait =
+        RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+    if (issuer)
+      wait.setIssuer(true);
   }
 }
 
@@ -245,6 +249,52 @@ MBarrierWaitOp waitForDots(OpBuilder &b, Location loc, Value barriers, Value dot
   return MBarrierWaitOp::create(b, loc, barriers, index, parity);
 }
 
+/// The release of the consumer loop of kiln-tile-warp-specialize, when `loop`
+/// is one (at the top level of the consumer region of a tile.warp_specialize
+/// at the top level of `func`): its one `tile.mbarrier_arrive`, on EMPTY
+/// barriers allocated `per_warp`, one a slot of both of the dot's rings. Null
+/// otherwise, and when the loop reads another ring (its slots share the EMPTY
+/// barriers, whose per-warp releases keep every reader of that ring in step
+/// with the producer; a commit would not).
+MBarrierArriveOp matchRelease(func::FuncOp func, scf::ForOp loop, RingOperands operands) {
+  auto split = llvm::dyn_cast<WarpSpecializeOp>(loop->getParentOp());
+  if (!split || split->getParentOp() != func || loop->getParentRegion() != &split.getConsumer())
+    return nullptr;
+  bool otherReads = false;
+  loop.getBody()->walk([&](Operation *op) {
+    if (llvm::isa<RingWaitLoadOp, RingWaitOp>(op) && op != operands.a && op != operands.b)
+      otherReads = true;
+  });
+  if (otherReads)
+    return nullptr;
+  auto releases = loop.getBody()->getOps<MBarrierArriveOp>();
+  if (!llvm::hasSingleElement(releases))
+    return nullptr;
+  MBarrierArriveOp release = *releases.begin();
+  auto empty = release.getBarriers().getDefiningOp<MBarrierAllocOp>();
+  unsigned stages = empty ? empty.getType().getCount() : 0;
+  if (!empty || !empty.getPerWarp() || operands.a.getRing().getType().getStages() != stages ||
+      operands.b.getRing().getType().getStages() != stages)
+    return nullptr;
+  return release;
+}
+
+/// After a warp-specialized tcgen05 loop of `dots` (i32) dots, dot j having
+/// committed to EMPTY[j mod N] (`barriers`, N of them): waits for the last
+/// one, EMPTY[(dots + N - 1) mod N] with parity (((dots + N - 1) / N) mod 2)
+/// xor 1. For dots >= 1 that is the phase (dots - 1) / N, the one the last
+/// commit completes; for dots = 0, barrier N - 1 with parity 1, which a
+/// fresh barrier passes at once (the producer's first waits, the same way).
+MBarrierWaitOp waitForLastSlot(OpBuilder &b, Location loc, Value barriers, Value dots) {
+  unsigned count = llvm::cast<MBarriersType>(barriers.getType()).getCount();
+  auto c = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); };
+  Value last = arith::AddIOp::create(b, loc, dots, c(count - 1));
+  Value index = arith::RemUIOp::create(b, loc, last, c(count));
+  Value phase = arith::AndIOp::create(b, loc, arith::DivUIOp::create(b, loc, last, c(count)), c(1));
+  Value parity = arith::XOrIOp::create(b, loc, phase, c(1));
+  return MBarrierWaitOp::create(b, loc, barriers, index, parity);
+}
+
 struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccelerateDotPass> {
   using TileAccelerateDotBase::TileAccelerateDotBase;
 
@@ -297,13 +347,17 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       // commit barrier that is two phases ahead.
       // kind::f16 only: FP8 (kind::f8f6f4) stays on mma.sync; so does an
       // MN-major B (Tcgen05DotOp describes K-major boxes only).
+      // A warp-specialized loop (the consumers'; the producer refills) is at
+      // the top level of the consumer region, which is the kernel's.
+      MBarrierArriveOp release = matchRelease(func, match->loop, match->operands);
       if (match->fp8 || match->operands.bMnMajor() || match->m != 128 || match->n % 16 != 0 ||
           match->n < 16 || match->n > 256 ||
-          match->loop->getParentOp() != func ||
-          !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()) ||
-          !refills(match->loop, match->operands))
+          !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()))
         continue;
-      rewriteToTcgen05Dot(*match, warps);
+      if (release ? refills(match->loop, match->operands)
+                  : match->loop->getParentOp() != func || !refills(match->loop, match->operands))
+        continue;
+      rewriteToTcgen05Dot(*match, warps, release);
       break;
     }
   }
@@ -350,8 +404,14 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   }
 
   /// sm_100a/sm_103a: the accumulator lives in Tensor Memory; the loop
-  /// carries, in its place, the number of dots issued.
-  void rewriteToTcgen05Dot(PipelinedDot &p, unsigned warps) {
+  /// carries, in its place, the number of dots issued. With `release` (a
+  /// warp-specialized loop, see WarpSpecialize.cpp) each dot commits to the
+  /// EMPTY barrier of its slot in place of the consumers' release.
+  void rewriteToTcgen05Dot(PipelinedDot &p, unsigned warps, MBarrierArriveOp release) {
+    if (release) {
+      rewriteToSpecializedTcgen05Dot(p, warps, release);
+      return;
+    }
     auto accType = p.dot.getAcc().getType();
     MLIRContext *context = p.loop.getContext();
     auto loadedType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
@@ -390,6 +450,104 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     // when the loop ran no iteration), Tensor Memory freed.
     b.setInsertionPointAfter(p.loop);
     waitForDots(b, loc, barriers, result);
+    Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
+    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, result,
+                                      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+    Value zeros = arith::ConstantOp::create(
+        b, loc, loadedType, DenseElementsAttr::get(loadedType, b.getF32FloatAttr(0.0f)));
+    Value value = arith::SelectOp::create(b, loc, ran, loaded, zeros);
+    TMemDeallocOp::create(b, loc, tmem);
+    auto blocked = ConvertLayoutOp::create(b, loc, accType, value);
+    for (OpOperand *use : uses)
+      use->set(blocked);
+    sinkConversion(b, blocked);
+    ++numAccelerated;
+  }
+
+  /// The consumers of a warp-specialized loop on tcgen05. The producer
+  /// (kiln-tile-warp-specialize) fills slot s = it mod N of the rings for
+  /// iteration it after waiting for EMPTY[s] with parity ((it / N) mod 2) xor
+  /// 1 (fill q = it / N of the slot waits for the completion of EMPTY[s]'s
+  /// phase q - 1; the first N fills pass on fresh barriers). Here:
+  ///
+  ///   scf.for ... iter_args(%n = 0, ..., %it = 0) {
+  ///     tile.ring_wait %ra[s], (it / N) mod 2 {issuer}     warp 0 only
+  ///     tile.ring_wait %rb[s], (it / N) mod 2 {issuer}
+  ///     tile.tcgen05_dot %ra[s], %rb[s], %tmem, n != 0 -> %empty[s]
+  ///   }
+  ///   tile.barrier
+  ///   tile.mbarrier_wait %empty[(n + N - 1) mod N], (((n + N - 1) / N) mod 2) xor 1
+  ///   tile.tmem_load ... (as the unspecialized form)
+  ///
+  /// with EMPTY of one arrival a phase: the tcgen05.commit of dot it (its
+  /// issuer's MMAs, those of every earlier dot included), so phase q of
+  /// EMPTY[s] completes when the MMAs of iteration q N + s, the last readers
+  /// of fill q of slot s, are done; only then may the producer overwrite it.
+  /// Why every parity wait sees its barrier at most one phase away (c: the
+  /// phases a barrier has completed; a wait for phase q, parity q mod 2,
+  /// is right when q <= c <= q + 1):
+  ///  - producer, EMPTY[s] at fill q (waits for phase q - 1): c >= q - 1, it
+  ///    waited for q - 2 before; c <= q, as phase q needs the commit of
+  ///    iteration q N + s, after warp 0 waited for this very fill.
+  ///  - warp 0, FULL[s] at iteration q N + s (phase q): c >= q, it waited for
+  ///    q - 1 before; c <= q + 1, as fill q + 1 waits for EMPTY[s]'s phase q,
+  ///    the commit of this iteration, issued after the dot's elect.sync,
+  ///    which every lane of warp 0 reaches only past this wait (elect.sync
+  ///    is warp-synchronous: the 32 lanes stay within one iteration).
+  ///  - every consumer thread after the loop, EMPTY[L] (L = (n - 1) mod N,
+  ///    phase P = (n - 1) / N, n >= 1): c <= P + 1, n commits in all; c >= P
+  ///    once warp 0 is past its last FULL wait (fill P of slot L landed, so
+  ///    the producer had seen phase P - 1 complete), which the tile.barrier
+  ///    (the consumers' named barrier) makes true for every thread. Without
+  ///    it a thread of warps 1..7, which skip the loop's waits, could see
+  ///    c = P - 1 and pass on the parity alone.
+  /// The other consumer warps never wait in the loop: they cannot fall
+  /// behind a barrier's phases. The EMPTY wait (acquire) after the MMAs'
+  /// completion, then tile.tmem_load's tcgen05.fence::after_thread_sync,
+  /// orders the TMEM reads after the MMAs as in the unspecialized form.
+  void rewriteToSpecializedTcgen05Dot(PipelinedDot &p, unsigned warps, MBarrierArriveOp release) {
+    auto accType = p.dot.getAcc().getType();
+    MLIRContext *context = p.loop.getContext();
+    auto loadedType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                                            MmaEncodingAttr::get(context, 5, warps));
+    OpBuilder b(context);
+    Location loc = p.dot.getLoc();
+    Value result = p.loop.getResult(p.index);
+    SmallVector<OpOperand *> uses =
+        llvm::map_to_vector(result.getUses(), [](OpOperand &use) { return &use; });
+    Value empty = release.getBarriers();
+    // One arrival a phase: the commit.
+    empty.getDefiningOp<MBarrierAllocOp>().setPerWarp(false);
+    release->erase();
+
+    b.setInsertionPoint(p.loop);
+    Value tmem = TMemAllocOp::create(b, loc, TMemType::get(context, accType));
+    Type i32 = b.getI32Type();
+    p.loop.getInitsMutable()[p.index].set(
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+    p.acc.setType(i32);
+    result.setType(i32);
+
+    // Dot n: from zero when n = 0, committed to the EMPTY barrier of its slot
+    // (both rings' slot: kiln-tile-warp-specialize gives every ring of the
+    // loop the slot it mod N).
+    waitForSlots(b, p.operands, /*issuer=*/true);
+    b.setInsertionPoint(p.dot);
+    Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+    Value accumulate = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, p.acc, zero);
+    Tcgen05DotOp::create(b, loc, p.operands.a.getRing(), p.operands.a.getSlot(),
+                         p.operands.b.getRing(), p.operands.b.getSlot(), tmem, accumulate,
+                         empty, p.operands.a.getSlot());
+    p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
+    eraseDot(p);
+
+    // After the loop: every consumer thread past warp 0's last wait, the
+    // last dot waited for, the accumulator read (zero when the loop ran no
+    // iteration), Tensor Memory freed.
+    b.setInsertionPointAfter(p.loop);
+    BarrierOp::create(b, loc);
+    waitForLastSlot(b, loc, empty, result);
     Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
     Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, result,
                                       arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));

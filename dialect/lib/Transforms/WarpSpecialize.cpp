@@ -27,6 +27,28 @@
 //     }
 //   }
 //
+// The EMPTY barriers expect one arrival per consumer warp (tile.mbarrier_arrive:
+// a warp barrier, then lane 0), so the producer refills slot s only once every
+// consumer warp is past its wait for the slot's previous fill; a consumer
+// thread thus never waits on a FULL barrier two phases ahead. On sm_90a
+// kiln-tile-accelerate-dot moves the release after the wgmma.wait_group that
+// leaves only the current wgmma in flight (the previous one read the slot).
+//
+// sm_100a/sm_103a: the same split. When kiln-tile-accelerate-dot moves the
+// dot onto tcgen05 it replaces the per-warp releases with the tcgen05.commit
+// of each iteration's MMAs to EMPTY[it mod N] (mbarrier::arrive::one, one
+// arrival: the EMPTY barriers lose per_warp), issued by the elected lane of
+// warp 0 that issued the MMAs; the commit arrives once those MMAs (the last
+// readers of the slot) are done, so the producer's TMA cannot overwrite a
+// slot a tensor-core MMA still reads. Only warp 0 then waits for FULL slots
+// (tile.ring_wait {issuer}): the other consumer warps no longer gate the
+// producer, so a wait of theirs could find a FULL barrier two phases on. After the
+// loop a consumer barrier and a wait on the last commit's EMPTY barrier
+// precede the Tensor Memory reads. The argument that every parity wait sees
+// its barrier at most one phase away is in AccelerateDot.cpp
+// (rewriteToSpecializedTcgen05Dot). A dot left on mma.sync keeps this
+// pass's per-warp releases, which are right on any arch.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Tile/IR/TileOps.h"
@@ -94,13 +116,12 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
     loop->removeAttr(kWarpSpecialize);
     auto stagesAttr = loop->getAttrOfType<IntegerAttr>(kNumStages);
     loop->removeAttr(kNumStages);
-    if (arch == "sm_100a" || arch == "sm_103a")
-      return loop.emitError() << "warp specialization is not supported on " << arch
-                              << " (the tcgen05 pipeline is not specialized); drop "
-                                 "warp_specialize or compile for sm_90a";
-    if (arch != "sm_90a")
-      return loop.emitError() << "warp specialization needs sm_90a (setmaxnreg, wgmma), got "
-                              << (arch.empty() ? std::string("no arch") : "'" + arch + "'");
+    // The same split on both: Hopper's dot is wgmma, Blackwell's tcgen05
+    // (kiln-tile-accelerate-dot then turns the releases into tcgen05.commit).
+    if (arch != "sm_90a" && arch != "sm_100a" && arch != "sm_103a")
+      return loop.emitError()
+             << "warp specialization needs sm_90a, sm_100a or sm_103a (setmaxnreg), got "
+             << (arch.empty() ? std::string("no arch") : "'" + arch + "'");
     if (!stagesAttr || stagesAttr.getInt() < 2)
       return loop.emitError() << "expected tile.num_stages >= 2 on a warp-specialized loop";
     if (loop->getParentOp() != func.getOperation())

@@ -29,7 +29,9 @@
 // its wait for the slot's empty barrier) has no bar.sync and elects its lane
 // in its own warp. tile.mbarrier_alloc {per_warp} expects one arrival per
 // warp of the layout, tile.mbarrier_arrive being a bar.warp.sync and lane 0's
-// mbarrier.arrive in each warp.
+// mbarrier.arrive in each warp. A tile.ring_wait {issuer} (the consumers of a
+// warp-specialized tcgen05 loop) waits in warp 0 only (tid < 32); tile.barrier
+// is bar.sync 0 (the consumers' named barrier inside tile.warp_specialize).
 //
 //===----------------------------------------------------------------------===//
 
@@ -442,9 +444,33 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
 
   LogicalResult matchAndRewrite(tile::RingWaitOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    waitParity(rewriter, op.getLoc(),
-               slotBarrier(rewriter, op.getLoc(), adaptor.getRing(), adaptor.getSlot()),
-               adaptor.getPhase());
+    Location loc = op.getLoc();
+    Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
+    if (!op.getIssuer()) {
+      waitParity(rewriter, loc, barrier, adaptor.getPhase());
+      rewriter.eraseOp(op);
+      return success();
+    }
+    // `issuer`: warp 0 alone, the warp of the tcgen05 MMAs' elected lane.
+    Value warp0 = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
+                                       createThreadId(rewriter, loc),
+                                       createI32Constant(rewriter, loc, 32));
+    scf::IfOp::create(rewriter, loc, warp0, [&](OpBuilder &b, Location l) {
+      waitParity(b, l, barrier, adaptor.getPhase());
+      scf::YieldOp::create(b, l);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// bar.sync 0 (the consumers' named barrier once replaceConsumerBarriers runs).
+struct BarrierLowering : TileOpConversion<tile::BarrierOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::BarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    NVVM::BarrierOp::create(rewriter, op.getLoc());
     rewriter.eraseOp(op);
     return success();
   }
@@ -518,6 +544,6 @@ Value kiln::mbarrierAddress(OpBuilder &b, Location loc, Value base, Value index)
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
   patterns.add<DescLoadLowering, DescStoreLowering, BulkLoadLowering, RingAllocLowering,
-               RingIssueLowering, RingWaitLoadLowering, RingWaitLowering,
+               RingIssueLowering, RingWaitLoadLowering, RingWaitLowering, BarrierLowering,
                MBarrierAllocLowering, MBarrierArriveLowering, MBarrierWaitLowering>(converter);
 }

@@ -520,12 +520,16 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
 
 namespace {
 /// Whether `arch` has the instructions `op` lowers to (wgmma: sm_90a;
-/// tcgen05 and Tensor Memory: sm_100a, sm_103a); `required` names the archs
-/// that do.
+/// tcgen05 and Tensor Memory: sm_100a, sm_103a; setmaxnreg: all three);
+/// `required` names the archs that do.
 bool archSupports(Operation *op, StringRef arch, StringRef &required) {
-  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp, tile::WarpSpecializeOp>(op)) {
+  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp>(op)) {
     required = "sm_90a";
     return arch == "sm_90a";
+  }
+  if (llvm::isa<tile::WarpSpecializeOp>(op)) {
+    required = "sm_90a, sm_100a or sm_103a";
+    return arch == "sm_90a" || arch == "sm_100a" || arch == "sm_103a";
   }
   if (llvm::isa<tile::Tcgen05DotOp, tile::TMemAllocOp, tile::TMemDeallocOp, tile::TMemLoadOp>(
           op)) {

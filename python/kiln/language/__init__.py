@@ -411,16 +411,20 @@ class range:  # noqa: A001 - kl.range mirrors the builtin
     iterations are in flight while one iteration computes (an N-slot TMA ring with one
     mbarrier per slot). ``num_stages`` is a constexpr; 1 or None is a plain loop.
 
-    ``warp_specialize=True`` (a constexpr; sm_90a only, with ``num_stages`` >= 2, on a loop
-    at the top level of the kernel whose loads are descriptor loads) fills the ring from a
+    ``warp_specialize=True`` (a constexpr; sm_90a, sm_100a or sm_103a, with ``num_stages``
+    >= 2, on a loop at the top level of the kernel whose loads are descriptor loads) fills
+    the ring from a
     producer warpgroup of its own: the program runs ``num_warps`` consumer warps (the
     layouts and the math as written) plus 4 producer warps, the last ones (the launch has
     ``num_warps * 32 + 128`` threads, ``threads_per_block`` in the metadata). The producer
     keeps 40 registers a thread (``setmaxnreg.dec``), one of its warps waits for each slot
     to be released and issues the TMA copies; the consumers take the registers freed
     (``setmaxnreg.inc``: 232 for 8 warps), wait for full slots, compute, and release each
-    slot once its dot is done. Elsewhere (sm_100a/sm_103a, other loops) it is a compile
-    error at the loop."""
+    slot once its dot is done: on sm_90a each consumer warp after ``wgmma.wait_group``; on
+    sm_100a/sm_103a a GEMM dot on tcgen05 is issued by one elected thread of warp 0 (the
+    only warp that waits for full slots) and its ``tcgen05.commit`` releases the slot when
+    the MMAs that read it complete, the accumulator staying in Tensor Memory until the
+    epilogue. Elsewhere (no arch, other loops) it is a compile error at the loop."""
 
     def __init__(self, *args: Any, num_stages: Any = None, warp_specialize: Any = False):
         self.args = args

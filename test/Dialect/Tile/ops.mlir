@@ -542,3 +542,21 @@ func.func @warp_specialize(%d: !tile.tensordesc<tensor<128x64xbf16>, swizzle = 1
   }
   return
 }
+
+// The Blackwell consumers' forms: warp 0 alone waits for a slot; a barrier of
+// the consumers.
+// CHECK-LABEL: func.func @warp_specialize_tcgen05
+// CHECK: tile.ring_wait %{{.*}}[%{{.*}}], %{{.*}} {issuer} : !tile.ring<3, tensor<128x64xbf16>>
+// CHECK-NEXT: tile.barrier
+// CHECK-NEXT: tile.mbarrier_wait
+func.func @warp_specialize_tcgen05(%i: i32) {
+  %r = tile.ring_alloc : !tile.ring<3, tensor<128x64xbf16>>
+  %e = tile.mbarrier_alloc : !tile.mbarriers<3>
+  tile.warp_specialize consumer {
+    tile.ring_wait %r[%i], %i {issuer} : !tile.ring<3, tensor<128x64xbf16>>
+    tile.barrier
+    tile.mbarrier_wait %e[%i], %i : !tile.mbarriers<3>
+  } producer {
+  }
+  return
+}

@@ -1,12 +1,14 @@
-// RUN: not kiln-opt %s -kiln-tile-warp-specialize=arch=sm_100a 2>&1 | FileCheck %s --check-prefix=SM100
-// RUN: not kiln-opt %s -kiln-tile-warp-specialize=arch=sm_103a 2>&1 | FileCheck %s --check-prefix=SM103
 // RUN: not kiln-opt %s -kiln-tile-warp-specialize 2>&1 | FileCheck %s --check-prefix=NOARCH
+// RUN: not kiln-opt %s -kiln-tile-warp-specialize=arch=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: kiln-opt %s -kiln-tile-warp-specialize=arch=sm_100a | FileCheck %s --check-prefix=BW
+// RUN: kiln-opt %s -kiln-tile-warp-specialize=arch=sm_103a | FileCheck %s --check-prefix=BW
 
-// Warp specialization is sm_90a's (setmaxnreg with wgmma): Blackwell's tcgen05
-// pipeline is not specialized, and without an arch there is nothing to target.
-// SM100: error: warp specialization is not supported on sm_100a (the tcgen05 pipeline is not specialized); drop warp_specialize or compile for sm_90a
-// SM103: error: warp specialization is not supported on sm_103a
-// NOARCH: error: warp specialization needs sm_90a (setmaxnreg, wgmma), got no arch
+// Warp specialization needs setmaxnreg: sm_90a (wgmma) or sm_100a/sm_103a
+// (tcgen05); without an arch, or on another, there is nothing to target.
+// NOARCH: error: warp specialization needs sm_90a, sm_100a or sm_103a (setmaxnreg), got no arch
+// SM80: error: warp specialization needs sm_90a, sm_100a or sm_103a (setmaxnreg), got 'sm_80'
+// BW: tile.warp_specialize consumer {
+// BW: } producer {
 !D = !tile.tensordesc<tensor<64x64xbf16>>
 func.func @k(%d: !D, %n: i32) attributes {tile.kernel} {
   %c0 = arith.constant 0 : i32

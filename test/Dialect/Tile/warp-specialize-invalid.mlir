@@ -1,4 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-tile-warp-specialize=arch=sm_90a
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-tile-warp-specialize=arch=sm_100a
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-tile-warp-specialize=arch=sm_103a
 
 !D = !tile.tensordesc<tensor<64x64xbf16>>
 func.func @nested(%d: !D, %n: i32, %p: i1) attributes {tile.kernel} {

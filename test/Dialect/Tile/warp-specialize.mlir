@@ -1,4 +1,8 @@
 // RUN: kiln-opt %s -split-input-file -kiln-tile-warp-specialize=arch=sm_90a | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-warp-specialize=arch=sm_100a | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-warp-specialize=arch=sm_103a | FileCheck %s
+// The split is the same on every arch (kiln-tile-accelerate-dot makes the
+// Blackwell releases tcgen05 commits).
 
 // The K loop of a TMA GEMM: two rings (the FULL barriers) and one array of 3
 // EMPTY barriers of one arrival per consumer thread come first; the rest of the

@@ -1020,8 +1020,18 @@ def Tile_RingWaitOp : Tile_Op<"ring_wait", [MemoryEffects<[MemRead, MemWrite]>]>
     ```
     Waits until the slot's mbarrier completes the phase of parity `phase`; the
     slot is then read in place (by `tile.warpgroup_dot`).
+
+    With `issuer` only warp 0 waits, the warp whose elected lane issues the
+    `tile.tcgen05_dot` that reads the slot (the consumers of a warp-specialized
+    loop on sm_100a/sm_103a, see kiln-tile-accelerate-dot); the other threads
+    go on at once. Their lanes meet at the dot's `elect.sync` every iteration,
+    which keeps them within one phase of the slot's barrier.
+
+    ```mlir
+    tile.ring_wait %ring[%slot], %phase {issuer} : !tile.ring<3, tensor<128x64xbf16>>
+    ```
   }];
-  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase);
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase, UnitAttr:$issuer);
   let assemblyFormat = "$ring `[` $slot `]` `,` $phase attr-dict `:` qualified(type($ring))";
 }
 
@@ -1182,11 +1192,11 @@ def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [RecursiveMemoryEffects, 
       // one added warpgroup: one warp waits for empty slots and issues TMA
     }
     ```
-    Made by `kiln-tile-warp-specialize` (sm_90a). The program runs with the
-    kernel's warps plus one producer warpgroup (4 warps), the last one: the
-    consumer threads keep their ids, so every layout's index math is
-    unchanged, and the kernel is launched with `tile.threads_per_block` + 128
-    threads (`nvvm.reqntid`). Lowers to
+    Made by `kiln-tile-warp-specialize` (sm_90a, sm_100a, sm_103a). The
+    program runs with the kernel's warps plus one producer warpgroup (4
+    warps), the last one: the consumer threads keep their ids, so every
+    layout's index math is unchanged, and the kernel is launched with
+    `tile.threads_per_block` + 128 threads (`nvvm.reqntid`). Lowers to
 
       if (tid < consumers) { setmaxnreg.inc.sync.aligned.u32 C; consumer }
       else { setmaxnreg.dec.sync.aligned.u32 40;
@@ -1204,6 +1214,20 @@ def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [RecursiveMemoryEffects, 
   let regions = (region SizedRegion<1>:$consumer, SizedRegion<1>:$producer);
   let assemblyFormat = "`consumer` $consumer `producer` $producer attr-dict";
   let hasRegionVerifier = 1;
+}
+
+def Tile_BarrierOp : Tile_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "a barrier of the program's threads";
+  let description = [{
+    ```mlir
+    tile.barrier
+    ```
+    `bar.sync 0`: every thread of the program waits for the others (and its
+    earlier shared-memory accesses are ordered before their later ones). In
+    the consumer region of a `tile.warp_specialize` it is the consumers'
+    named barrier `bar.sync 1, consumers`. Must run in uniform control flow.
+  }];
+  let assemblyFormat = "attr-dict";
 }
 
 def Tile_MBarrierWaitOp : Tile_Op<"mbarrier_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
@@ -1317,6 +1341,9 @@ def Tile_Tcgen05DotOp : Tile_Op<"tcgen05_dot", [MemoryEffects<[MemRead, MemWrite
 
     The slots may be refilled, and the accumulator read, only after a
     `tile.mbarrier_wait` on `done[i]` for the phase this commit completes.
+    In the consumers of a warp-specialized loop `done` is the EMPTY barrier
+    array and `i` the slot the dot reads: the producer warp's wait for it
+    is what orders the refill after the MMAs.
   }];
   let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot, Tile_TMem:$acc,
                        I1:$accumulate, Tile_MBarriers:$barriers, I32:$barrier);

@@ -86,9 +86,9 @@ def TileWarpSpecialize : Pass<"kiln-tile-warp-specialize", "::mlir::func::FuncOp
     body whose coordinates are pure functions of the induction variable and of
     values defined outside the loop becomes an N-slot ring (`tile.ring_alloc`,
     the FULL barriers), and one array of N EMPTY barriers is allocated
-    (`tile.mbarrier_alloc {arrivals = threads}`, one arrival per consumer
-    thread). Both come first in the kernel; everything else of the kernel
-    moves into the consumer region of a `tile.warp_specialize`:
+    (`tile.mbarrier_alloc {per_warp}`, one arrival per consumer warp).
+    Both come first in the kernel; everything else of the kernel moves into
+    the consumer region of a `tile.warp_specialize`:
 
       producer: the loop again over the same bounds (and the scalar values
         they and the coordinates need, recomputed), iteration `it`:
@@ -102,18 +102,22 @@ def TileWarpSpecialize : Pass<"kiln-tile-warp-specialize", "::mlir::func::FuncOp
     The first N fills wait for parity 1 of fresh barriers and pass at once;
     fill `it` >= N waits until every consumer thread released fill `it - N`.
     A dot that kiln-tile-accelerate-dot moves onto wgmma reads the slots in
-    place; that pass moves the release after its `wgmma.wait_group`.
+    place; that pass moves the release after its `wgmma.wait_group`. On
+    sm_100a/sm_103a a dot it moves onto tcgen05 releases each slot with the
+    `tcgen05.commit` of the MMAs that read it instead (the EMPTY barriers
+    then expect that one arrival); a dot left on `mma.sync` keeps the
+    per-warp releases on either arch.
 
-    Errors (at the loop): an arch other than sm_90a (setmaxnreg and wgmma;
-    on sm_100a/sm_103a the tcgen05 pipeline is not specialized), fewer than
-    2 stages, a loop not at the kernel's top level or in a kernel with
-    another specialized loop, no descriptor load the ring takes, a producer
-    value that is not a pure scalar computation, rings that do not fit the
-    shared memory with 2 stages. The attributes are removed.
+    Errors (at the loop): an arch other than sm_90a, sm_100a or sm_103a
+    (setmaxnreg), fewer than 2 stages, a loop not at the kernel's top level
+    or in a kernel with another specialized loop, no descriptor load the
+    ring takes, a producer value that is not a pure scalar computation,
+    rings that do not fit the shared memory with 2 stages. The attributes
+    are removed.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
-           "target arch; warp specialization needs sm_90a">
+           "target arch; warp specialization needs sm_90a, sm_100a or sm_103a">
   ];
   let statistics = [
     Statistic<"numSpecialized", "num-specialized", "loops split into producer and consumers">
@@ -210,6 +214,22 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     of it); only the first such
     dot of a kernel is rewritten (the dealloc gives up the block's permit to
     allocate Tensor Memory).
+
+    sm_100a, sm_103a, warp-specialized (the consumer loop of
+    kiln-tile-warp-specialize, at the top level of the consumer region, with
+    its one `tile.mbarrier_arrive` release on N per-warp EMPTY barriers, N
+    the rings' stages): the same Tensor Memory accumulator and dot count, but
+    dot n commits to EMPTY[n mod N], the slot it reads: the producer refills
+    the slot once these MMAs are done. The release is erased and the EMPTY
+    barriers expect that one arrival (no `per_warp`). Only warp 0, whose
+    elected lane issues, waits for the full slots (`tile.ring_wait
+    {issuer}`); the consumer loop waits for no dot. After the loop a
+    `tile.barrier` (warp 0 is past its last wait) and every consumer thread
+    waits for EMPTY[(n + N - 1) mod N] with parity (((n + N - 1) / N) mod 2)
+    xor 1 (the last dot's commit; at n = 0 a fresh barrier's previous
+    phase), then the accumulator is read as above. WarpSpecialize.cpp's
+    header and AccelerateDot.cpp argue why no wait sees a barrier two phases
+    away.
 
     Either way the loop's result is converted back to the blocked layout
     (`tile.convert_layout`) after elementwise ops that narrow it and not at all
