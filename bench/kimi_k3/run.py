@@ -279,14 +279,7 @@ SWEEPS = [
      + [dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
              FP8_THREAD_ELEMS=16, FP8_MAXNREG=m, FP8_NEWTON=True) for m in (92, 96, 88, 104)]
      + [dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
-             FP8_THREAD_ELEMS=16, FP8_MAXNREG=None, FP8_NEWTON=True)]
-     # FP8_RING: persistent one-warp programs, rows bulk-copied into a shared-memory ring
-     # (FP8_RING_STAGES slots, FP8_RING_PROGRAMS_PER_SM programs an SM: 19 KB of shared
-     # memory a program at 2 stages, 25 KB at 3), with and without FP8_NEWTON
-     + [dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=True, FP8_ONE_REDUCTION=True, FP8_RECIP=True,
-             FP8_THREAD_ELEMS=16, FP8_MAXNREG=None, FP8_NEWTON=n, FP8_RING=True,
-             FP8_RING_STAGES=st, FP8_RING_PROGRAMS_PER_SM=p)
-        for n in (True, False) for st, p in ((2, 11), (2, 8), (3, 8), (2, 6), (3, 6), (4, 6))]),
+             FP8_THREAD_ELEMS=16, FP8_MAXNREG=None, FP8_NEWTON=True)]),
     # situ_and_mul_masked_post_quant: ROWS (token, group) pairs per program; TOKEN_GRID: the
     # token a scalar of a 3-D grid (K3: 24 groups a token); RECIP: division-free quantization;
     # SCALE_TILE: the scales stored from the group tile (no shared-memory conversion). The

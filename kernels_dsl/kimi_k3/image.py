@@ -34,6 +34,15 @@ CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 INV_255 = 1.0 / 255.0
 
 
+@kiln.jit
+def _source(d, scale):
+    """The first source index and the weight of the second of output index d (int32 tile):
+    half-pixel centres, ``src = max((d + 0.5) * scale - 0.5, 0)``, floor and fraction."""
+    src = kl.maximum((d.to(kl.float32) + 0.5) * scale - 0.5, 0.0)
+    i0 = src.to(kl.int32)
+    return i0, src - i0.to(kl.float32)
+
+
 @kiln.jit(num_warps=4)
 def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_image4, row4,
                             scale_h, scale_w, mean0, mean1, mean2, rstd0, rstd1, rstd2,
@@ -50,12 +59,8 @@ def image_preprocess_kernel(img_ptr, out_ptr, H, W, s_n, s_h, s_w, s_c, per_imag
     q = o % (PATCH * PATCH)
     y = kl.program_id(1) * PATCH + q // PATCH
     x = px * PATCH + q % PATCH
-    sy = kl.maximum((y.to(kl.float32) + 0.5) * scale_h - 0.5, 0.0)
-    sx = kl.maximum((x.to(kl.float32) + 0.5) * scale_w - 0.5, 0.0)
-    y0 = sy.to(kl.int32)
-    x0 = sx.to(kl.int32)
-    ly = sy - y0.to(kl.float32)
-    lx = sx - x0.to(kl.float32)
+    y0, ly = _source(y, scale_h)
+    x0, lx = _source(x, scale_w)
     y1 = kl.where(y0 < H - 1, y0 + 1, y0)
     x1 = kl.where(x0 < W - 1, x0 + 1, x0)
     base = img_ptr + kl.program_id(2) * s_n + c * s_c
@@ -105,12 +110,8 @@ def image_preprocess_columns_kernel(img_ptr, out_ptr, H, W, out_w, s_n, s_h, s_w
     r = (kl.program_id(1) % GROUPS) * ROWS + j
     mask = (x < out_w) & (r < PATCH)
     y = pr * PATCH + r
-    sy = kl.maximum((y.to(kl.float32) + 0.5) * scale_h - 0.5, 0.0)
-    sx = kl.maximum((x.to(kl.float32) + 0.5) * scale_w - 0.5, 0.0)
-    y0 = sy.to(kl.int32)
-    x0 = sx.to(kl.int32)
-    ly = sy - y0.to(kl.float32)
-    lx = sx - x0.to(kl.float32)
+    y0, ly = _source(y, scale_h)
+    x0, lx = _source(x, scale_w)
     # The loads are not masked: the rows past the patch row's 14 and the columns past
     # out_w (whose stores are masked) read clamped, in-bounds pixels (a no-op elsewhere: y0
     # <= H - 1 and x0 <= W - 1 for every output pixel), so the loads need no predicates or

@@ -226,90 +226,6 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
         kl.store(s_ptr + t, s)
 
 
-@kiln.jit
-def _fp8_row_newton(x0, g0, x1, g1, x2, g2, q_ptr, s_ptr, t, q_s0, offs, H,
-                    BLOCK: kl.constexpr, CHUNKS: kl.constexpr, NEWTON: kl.constexpr):
-    """Gates, quantizes and stores row t of the ring kernel from its CHUNKS (x, gate) tiles
-    of BLOCK (chunks past CHUNKS are ignored): as the main kernel's CHUNKS path, with
-    ``recip_bf16_newton`` where NEWTON and the row's gates are >= NEWTON_MIN_GATE."""
-    if NEWTON:
-        gm = g0.to(kl.float32)
-        if CHUNKS > 1:
-            gm = kl.minimum(gm, g1.to(kl.float32))
-        if CHUNKS > 2:
-            gm = kl.minimum(gm, g2.to(kl.float32))
-        if kl.min(gm, axis=0) < NEWTON_MIN_GATE:  # as in the main kernel
-            y0 = _gate_bits(x0, g0)
-            if CHUNKS > 1:
-                y1 = _gate_bits(x1, g1)
-            if CHUNKS > 2:
-                y2 = _gate_bits(x2, g2)
-        else:
-            y0 = _gate_bf16_sigmoid(x0, recip_bf16_newton(_sigmoid_denominator(g0)))
-            if CHUNKS > 1:
-                y1 = _gate_bf16_sigmoid(x1, recip_bf16_newton(_sigmoid_denominator(g1)))
-            if CHUNKS > 2:
-                y2 = _gate_bf16_sigmoid(x2, recip_bf16_newton(_sigmoid_denominator(g2)))
-    else:
-        y0 = _gate(x0, g0)
-        if CHUNKS > 1:
-            y1 = _gate(x1, g1)
-        if CHUNKS > 2:
-            y2 = _gate(x2, g2)
-    m = kl.abs(y0)
-    if CHUNKS > 1:
-        m = kl.maximum(m, kl.abs(y1))
-    if CHUNKS > 2:
-        m = kl.maximum(m, kl.abs(y2))
-    s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
-    r = 1.0 / s
-    _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
-    if CHUNKS > 1:
-        _quant_row_chunk(q_ptr, t, q_s0, offs + BLOCK, H, y1, s, r)
-    if CHUNKS > 2:
-        _quant_row_chunk(q_ptr, t, q_s0, offs + 2 * BLOCK, H, y2, s, r)
-    kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
-
-
-@kiln.jit(num_warps=1, do_not_specialize=["T"])
-def mla_output_gate_fp8_ring_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, T, H, x_s0, g_s0, q_s0,
-                                    BLOCK: kl.constexpr, CHUNKS: kl.constexpr,
-                                    STAGES: kl.constexpr, PROGRAMS: kl.constexpr,
-                                    NEWTON: kl.constexpr = False):
-    """The FP8 variant as persistent programs (grid <= T) for H = CHUNKS * BLOCK: program p
-    takes the rows p, p + grid, ...; each row's x and gate are CHUNKS ``kl.bulk_load``
-    copies of BLOCK columns in a ``kl.range(..., num_stages=STAGES)`` loop, so the next
-    STAGES - 1 rows are in flight in a shared-memory ring (not in registers) while one is
-    gated and quantized: a warp always has loads in flight, where the one-row programs had
-    none from their loads' arrival to their exit. PROGRAMS programs fit an SM (registers
-    capped by ``kl.min_programs_per_sm``); the row math is the main kernel's CHUNKS path
-    (RECIP), with NEWTON as there. (No ``count`` for a partial chunk: with a runtime count
-    every loaded word went through a select.)"""
-    kl.min_programs_per_sm(PROGRAMS)
-    pid = kl.program_id(0)
-    grid = kl.num_programs(0)
-    n_rows = (T - pid + grid - 1) // grid
-    offs = kl.arange(0, BLOCK)
-    kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
-    for j in kl.range(0, n_rows, num_stages=STAGES):
-        t = pid + j * grid
-        x0 = kl.bulk_load(x_ptr + t * x_s0, BLOCK)
-        g0 = kl.bulk_load(gate_ptr + t * g_s0, BLOCK)
-        x1 = x0
-        g1 = g0
-        x2 = x0
-        g2 = g0
-        if CHUNKS > 1:
-            x1 = kl.bulk_load(x_ptr + t * x_s0 + BLOCK, BLOCK)
-            g1 = kl.bulk_load(gate_ptr + t * g_s0 + BLOCK, BLOCK)
-        if CHUNKS > 2:
-            x2 = kl.bulk_load(x_ptr + t * x_s0 + 2 * BLOCK, BLOCK)
-            g2 = kl.bulk_load(gate_ptr + t * g_s0 + 2 * BLOCK, BLOCK)
-        _fp8_row_newton(x0, g0, x1, g1, x2, g2, q_ptr, s_ptr, t, q_s0, offs, H, BLOCK, CHUNKS,
-                        NEWTON)
-    kl.pdl_launch_dependents()
-
-
 #: 256 threads x 8 bf16 (one 16-byte vector each).
 BLOCK, NUM_WARPS = 2048, 8
 #: the bf16 gate as a programmatic dependent launch (``pdl_wait`` before the loads); swept by
@@ -366,24 +282,12 @@ FP8_CHUNKS_MIN_T = 4096
 #: 92, 34.21 at 88; without it 37.43 at 96, 37.66 at 92 (the former default). The chains
 #: interleave: the same instruction count runs 13 % faster.
 FP8_NEWTON = True
-#: FP8_RING (where the row is 3 x BLOCK exactly, from FP8_CHUNKS_MIN_T rows on, with
-#: FP8_CHUNKS): ``mla_output_gate_fp8_ring_kernel``, one-warp programs persistent over the
-#: rows with the next FP8_RING_STAGES - 1 rows bulk-copied into a shared-memory ring while
-#: one is computed, FP8_RING_PROGRAMS_PER_SM programs an SM (grid min(T, that x SMs)).
-#: Why: the one-row programs are ~1460 instructions of math after 12 loads, so a warp has
-#: loads in flight only between its start and their arrival; at 22 warps an SM (92
-#: registers) about a fifth of them are in that phase, ~4 x 6 KB in flight an SM where
-#: ~1 us x 32 GB/s an SM needs ~32 KB. In the ring every warp has a row (6 KB) in flight.
-#: sm_90a, 3 x 512, 2 stages: 19 KB of shared memory a program (six 1 KB rings of two
-#: slots, each 1024-aligned with its mbarriers: 3 KB), so 11 programs an SM; the loop body
-#: runs ~1580 instructions a row with FP8_NEWTON (~125 of ring bookkeeping: mbarrier
-#: waits, arrivals, bulk copies, 12 LDS.128, one bar.sync per copy), 168 registers at 11.
-#: Issue bound estimate: 124 rows an SM x 1580 / 4 schedulers = 49k cycles, 25 us at
-#: 1.98 GHz, under the 29.4 us of the copy rate: the ring should reach it if 2.75 warps a
-#: scheduler keep issuing (FP8_NEWTON: the 48 chains of a row interleave). H200 (same
-#: sweep): 41.6-42.1 us at 8-11 programs an SM with NEWTON, 52-53 at 6; 51-76 without
-#: NEWTON: slower than the one-row programs (32.7 us), so off.
-FP8_RING, FP8_RING_STAGES, FP8_RING_PROGRAMS_PER_SM = False, 2, 11
+#: Tried and removed: a persistent ring form, one-warp programs over the rows with the next
+#: rows bulk-copied into a shared-memory ring (``kl.bulk_load`` in ``kl.range(num_stages=)``)
+#: so that every warp always has a row in flight (19 KB of shared memory a program, 11 an
+#: SM at 2 stages; ~1580 instructions a row). H200 at T = 16384: 41.6-42.1 us at 8-11
+#: programs an SM with NEWTON, 52-53 at 6, 51-76 without NEWTON, against 32.7 us for the
+#: one-row programs (bench/results/h200-bench_kimi_k3_sweep_mxfp4_gate8.md).
 
 
 def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
@@ -398,17 +302,6 @@ def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
             and (t is None or t >= FP8_CHUNKS_MIN_T)):
         block, chunks = third, 3
     return block, chunks, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
-
-
-def _fp8_ring(h: int, t: Optional[int] = None) -> bool:
-    """Whether T rows of H go to the ring kernel (FP8_RING; the chunked form, H = 3 x BLOCK)."""
-    block, chunks, _ = _fp8_config(h, t)
-    return FP8_RING and chunks == 3 and h == 3 * block
-
-
-def _fp8_ring_constexprs(h: int) -> dict:
-    return {"BLOCK": _fp8_config(h)[0], "CHUNKS": 3, "STAGES": FP8_RING_STAGES,
-            "PROGRAMS": FP8_RING_PROGRAMS_PER_SM, "NEWTON": FP8_NEWTON}
 
 
 def _fp8_constexprs(h: int, t: Optional[int] = None) -> dict:
@@ -433,14 +326,6 @@ AOT_SPECIALIZATIONS = [
          num_warps=_fp8_config(1536, t)[2], maxnreg=FP8_MAXNREG)
     for t in (1, None)
     if t is None or _fp8_config(1536, t) != _fp8_config(1536)
-] + [
-    Spec(mla_output_gate_fp8_ring_kernel, name="mla_output_gate_fp8_ring",
-         signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
-                    "T": "i32", "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
-         constexprs=_fp8_ring_constexprs(1536),
-         divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
-         num_warps=1)
-    for _ in range(1) if _fp8_ring(1536)
 ]
 
 
@@ -521,13 +406,6 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
         if out_s is None:
             out_s = torch.empty((t,), dtype=torch.float32, device=x.device)
     if t == 0 or h == 0:
-        return out_q, out_s
-    if _fp8_ring(h, t):
-        sms = L.num_sms(x) or 132
-        L.launch(mla_output_gate_fp8_ring_kernel, op + "_ring",
-                 (min(t, FP8_RING_PROGRAMS_PER_SM * sms),),
-                 (x, gate, out_q, out_s, t, h, strides[0], strides[1], h),
-                 _fp8_ring_constexprs(h), 1)
         return out_q, out_s
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
              (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h, t),

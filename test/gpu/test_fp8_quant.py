@@ -291,10 +291,7 @@ GATE_KNOBS = {  # FP8_CHUNKS (from FP8_CHUNKS_MIN_T rows), FP8_LOADS_FIRST, FP8_
     "one-tile": dict(FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
     "newton": dict(FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
     "newton-one-tile": dict(FP8_NEWTON=True, FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
-    "ring": dict(FP8_RING=True, FP8_CHUNKS_MIN_T=0),
-    "ring-newton": dict(FP8_RING=True, FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
-    "ring-3-stages": dict(FP8_RING=True, FP8_NEWTON=True, FP8_RING_STAGES=3,
-                          FP8_RING_PROGRAMS_PER_SM=8, FP8_CHUNKS_MIN_T=0),
+    "ieee-chunks": dict(FP8_NEWTON=False, FP8_MAXNREG=92, FP8_CHUNKS_MIN_T=0),
 }
 
 
@@ -313,7 +310,7 @@ def test_mla_output_gate_fp8_exact(t, h, knobs, monkeypatch):
     assert_bytes_equal(q, rq, "q")
 
 
-@pytest.mark.parametrize("knobs", ["default", "newton", "newton-one-tile", "ring-newton"])
+@pytest.mark.parametrize("knobs", ["default", "newton", "newton-one-tile", "ieee-chunks"])
 def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
     """Every bf16 gate pattern (NaN aside: outside the contract), each against 96 random x
     (x * 4^k, k in -20..20), so that FP8_NEWTON's division-free sigmoid is checked for every
@@ -339,7 +336,7 @@ def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
     assert_bytes_equal(q, rq, "q")
 
 
-@pytest.mark.parametrize("knobs", ["default", "ring", "ring-newton"])
+@pytest.mark.parametrize("knobs", ["default", "chunks-every-t", "ieee-chunks"])
 def test_mla_output_gate_fp8_strided_and_empty(knobs, monkeypatch):
     for k, v in GATE_KNOBS[knobs].items():
         monkeypatch.setattr(mla_output_gate, k, v)

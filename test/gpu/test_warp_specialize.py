@@ -38,6 +38,12 @@ def _check(out, a, b_t):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_warp_specialized_gemm(dtype, size, block, stages, warps):
+    _check_specialized_gemm(dtype, size, block, stages, warps)
+
+
+def _check_specialized_gemm(dtype, size, block, stages, warps):
+    """Correct against torch, clipped at N, and the same bits as the unspecialized kernel
+    (the same wgmmas / tcgen05 MMAs in the same order)."""
     m = n = k = size
     a = torch.randn(m, k, device="cuda").to(dtype)
     b_t = torch.randn(n, k, device="cuda").to(dtype)
@@ -48,7 +54,6 @@ def test_warp_specialized_gemm(dtype, size, block, stages, warps):
     torch.cuda.synchronize()
     _check(out, a, b_t)
     assert torch.isnan(full[:, n:]).all()
-    # the same as the unspecialized kernel, to the bit (the same wgmmas in the same order)
     plain = gemm_tma(a, b_t, block=block, stages=stages, num_warps=warps)
     torch.cuda.synchronize()
     assert torch.equal(out, plain)
@@ -110,19 +115,7 @@ def _blackwell_arch():
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_warp_specialized_gemm_blackwell(dtype, size, block, stages, warps):
-    m = n = k = size
-    a = torch.randn(m, k, device="cuda").to(dtype)
-    b_t = torch.randn(n, k, device="cuda").to(dtype)
-    full = torch.full((m, n + 8), float("nan"), device="cuda", dtype=torch.bfloat16)
-    out = full[:, :n]
-    gemm_tma(a, b_t, out, block=block, stages=stages, num_warps=warps, warp_specialize=True)
-    torch.cuda.synchronize()
-    _check(out, a, b_t)
-    assert torch.isnan(full[:, n:]).all()
-    # the same MMAs in the same order as the unspecialized tcgen05 kernel: the same bits
-    plain = gemm_tma(a, b_t, block=block, stages=stages, num_warps=warps)
-    torch.cuda.synchronize()
-    assert torch.equal(out, plain)
+    _check_specialized_gemm(dtype, size, block, stages, warps)
 
 
 @pytest.mark.blackwell

@@ -295,6 +295,26 @@ MBarrierWaitOp waitForLastSlot(OpBuilder &b, Location loc, Value barriers, Value
   return MBarrierWaitOp::create(b, loc, barriers, index, parity);
 }
 
+/// After a tcgen05 loop of `dots` (i32) dots, all complete: the accumulator
+/// read from Tensor Memory (`loadedType`; zero when the loop ran no
+/// iteration), Tensor Memory freed, and the loop result's `uses` given the
+/// value in the accumulator's layout (`accType`).
+void readAccumulator(OpBuilder &b, Location loc, RankedTensorType loadedType,
+                     RankedTensorType accType, Value tmem, Value dots,
+                     ArrayRef<OpOperand *> uses) {
+  Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
+  Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, dots,
+                                    arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+  Value zeros = arith::ConstantOp::create(
+      b, loc, loadedType, DenseElementsAttr::get(loadedType, b.getF32FloatAttr(0.0f)));
+  Value value = arith::SelectOp::create(b, loc, ran, loaded, zeros);
+  TMemDeallocOp::create(b, loc, tmem);
+  auto blocked = ConvertLayoutOp::create(b, loc, accType, value);
+  for (OpOperand *use : uses)
+    use->set(blocked);
+  sinkConversion(b, blocked);
+}
+
 struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccelerateDotPass> {
   using TileAccelerateDotBase::TileAccelerateDotBase;
 
@@ -450,17 +470,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     // when the loop ran no iteration), Tensor Memory freed.
     b.setInsertionPointAfter(p.loop);
     waitForDots(b, loc, barriers, result);
-    Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
-    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, result,
-                                      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
-    Value zeros = arith::ConstantOp::create(
-        b, loc, loadedType, DenseElementsAttr::get(loadedType, b.getF32FloatAttr(0.0f)));
-    Value value = arith::SelectOp::create(b, loc, ran, loaded, zeros);
-    TMemDeallocOp::create(b, loc, tmem);
-    auto blocked = ConvertLayoutOp::create(b, loc, accType, value);
-    for (OpOperand *use : uses)
-      use->set(blocked);
-    sinkConversion(b, blocked);
+    readAccumulator(b, loc, loadedType, accType, tmem, result, uses);
     ++numAccelerated;
   }
 
@@ -548,17 +558,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     b.setInsertionPointAfter(p.loop);
     BarrierOp::create(b, loc);
     waitForLastSlot(b, loc, empty, result);
-    Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
-    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, result,
-                                      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
-    Value zeros = arith::ConstantOp::create(
-        b, loc, loadedType, DenseElementsAttr::get(loadedType, b.getF32FloatAttr(0.0f)));
-    Value value = arith::SelectOp::create(b, loc, ran, loaded, zeros);
-    TMemDeallocOp::create(b, loc, tmem);
-    auto blocked = ConvertLayoutOp::create(b, loc, accType, value);
-    for (OpOperand *use : uses)
-      use->set(blocked);
-    sinkConversion(b, blocked);
+    readAccumulator(b, loc, loadedType, accType, tmem, result, uses);
     ++numAccelerated;
   }
 };
