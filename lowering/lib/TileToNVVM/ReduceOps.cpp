@@ -5,7 +5,9 @@
 // high bits (the run number); a dimension of the (power-of-two) shape is a
 // contiguous range of e's bits. Reducing an axis therefore means combining
 //  1. the registers whose axis bits differ (within the thread),
-//  2. the lanes whose axis bits differ (shfl.sync.bfly on those lane bits),
+//  2. the lanes whose axis bits differ (shfl.sync.bfly on those lane bits;
+//     redux.sync where all 32 lanes and a 32-bit integer add/min/max/and/or/
+//     xor),
 //  3. the warps whose axis bits differ: each warp's partial goes to a shared
 //     buffer [result element][warp along the axis]; after a barrier every
 //     thread reads and combines what its result registers need. This last step
@@ -22,7 +24,9 @@
 
 #include "PatternUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -45,6 +49,44 @@ struct BitMap {
     return b < runBits ? b : b + threadBits;
   }
 };
+
+/// The redux.sync kind of each source where `op` combines every one of its N
+/// sources by itself with one 32-bit integer add, min, max, and, or or xor of
+/// its two arguments (the combine region's result i = op(arg i, arg N + i));
+/// none otherwise.
+std::optional<SmallVector<NVVM::ReduxKind>> reduxKinds(tile::ReduceOp op,
+                                                       ArrayRef<Type> elements) {
+  Block &body = op.getCombine().front();
+  int64_t n = elements.size();
+  auto ret = llvm::cast<tile::ReduceReturnOp>(body.getTerminator());
+  SmallVector<NVVM::ReduxKind> kinds;
+  for (auto [i, result] : llvm::enumerate(ret->getOperands())) {
+    if (!elements[i].isInteger(32))
+      return std::nullopt;
+    Operation *def = result.getDefiningOp();
+    if (!def || def->getBlock() != &body || def->getNumOperands() != 2)
+      return std::nullopt;
+    Value a = body.getArgument(i), b = body.getArgument(n + i);
+    if (!((def->getOperand(0) == a && def->getOperand(1) == b) ||
+          (def->getOperand(0) == b && def->getOperand(1) == a)))
+      return std::nullopt;
+    std::optional<NVVM::ReduxKind> kind =
+        llvm::TypeSwitch<Operation *, std::optional<NVVM::ReduxKind>>(def)
+            .Case([](arith::AddIOp) { return NVVM::ReduxKind::ADD; })
+            .Case([](arith::AndIOp) { return NVVM::ReduxKind::AND; })
+            .Case([](arith::OrIOp) { return NVVM::ReduxKind::OR; })
+            .Case([](arith::XOrIOp) { return NVVM::ReduxKind::XOR; })
+            .Case([](arith::MaxSIOp) { return NVVM::ReduxKind::MAX; })
+            .Case([](arith::MinSIOp) { return NVVM::ReduxKind::MIN; })
+            .Case([](arith::MaxUIOp) { return NVVM::ReduxKind::UMAX; })
+            .Case([](arith::MinUIOp) { return NVVM::ReduxKind::UMIN; })
+            .Default([](Operation *) { return std::nullopt; });
+    if (!kind)
+      return std::nullopt;
+    kinds.push_back(*kind);
+  }
+  return kinds;
+}
 
 struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
   using TileOpConversion::TileOpConversion;
@@ -109,9 +151,22 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     }
 
     // 2. Across lanes: butterfly over the lane bits inside the axis, the N
-    // sources shuffled in each round.
+    // sources shuffled in each round; over all 32 lanes, 32-bit integer
+    // add / min / max / and / or / xor is one redux.sync a value instead (every
+    // lane gets the result, as after the butterfly).
     int64_t laneBits = std::min<int64_t>(5, bits.threadBits);
-    for (int64_t tb = 0; tb < laneBits; ++tb) {
+    bool wholeWarp = laneBits == 5;
+    for (int64_t tb = 0; tb < laneBits; ++tb)
+      wholeWarp = wholeWarp && inAxis(bits.runBits + tb);
+    std::optional<SmallVector<NVVM::ReduxKind>> redux =
+        wholeWarp ? reduxKinds(op, elements) : std::nullopt;
+    if (redux) {
+      Value all = createI32Constant(rewriter, loc, -1);
+      for (int64_t group : groups)
+        for (auto [value, kind] : llvm::zip(partials[group], *redux))
+          value = NVVM::ReduxOp::create(rewriter, loc, value.getType(), value, kind, all);
+    }
+    for (int64_t tb = 0; tb < laneBits && !redux; ++tb) {
       if (!inAxis(bits.runBits + tb))
         continue;
       for (int64_t group : groups) {

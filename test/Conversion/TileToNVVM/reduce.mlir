@@ -901,3 +901,34 @@ func.func @sum_pair_1d_1warp(%x: f32, %y: !tile.ptr<f32>)
   tile.store %y, %t : !tile.ptr<f32>
   return
 }
+
+// -----
+
+// An i32 sum over all 32 lanes of one warp (32 elements, one a thread): one
+// nvvm.redux.sync add (every lane gets the sum), no butterfly; the same sum of
+// f32 keeps the 5 shuffles (redux.sync's f32 forms are min / max on sm_100a).
+// CHECK-LABEL: llvm.func ptx_kernelcc @sum_whole_warp_redux
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: nvvm.redux.sync add %{{.*}}, %{{.*}} : i32 -> i32
+// CHECK-NOT: nvvm.redux.sync
+// CHECK-COUNT-5: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.return
+func.func @sum_whole_warp_redux(%x: i32, %f: f32, %y: !tile.ptr<i32>, %z: !tile.ptr<f32>)
+    attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %v = tile.splat %x : i32 -> tensor<32xi32>
+  %s = tile.reduce %v {axis = 0 : i32} : tensor<32xi32> -> i32 {
+  ^bb0(%a: i32, %b: i32):
+    %c = arith.addi %a, %b : i32
+    tile.reduce.return %c : i32
+  }
+  tile.store %y, %s : !tile.ptr<i32>
+  %w = tile.splat %f : f32 -> tensor<32xf32>
+  %t = tile.reduce %w {axis = 0 : i32} : tensor<32xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.addf %a, %b : f32
+    tile.reduce.return %c : f32
+  }
+  tile.store %z, %t : !tile.ptr<f32>
+  return
+}

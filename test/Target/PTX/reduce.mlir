@@ -134,3 +134,43 @@ func.func @sum_rows_in_registers(%x: !tile.ptr<f32> {tile.divisibility = 16 : i3
   tile.store %q, %s : tensor<512x!tile.ptr<f32>>
   return
 }
+
+// A 32-bit integer sum and an unsigned max over all 32 lanes of each of 4 warps
+// (1024 i32, 8 a thread: combined in registers), one multi-source tile.reduce:
+// one redux.sync a source instead of 5 butterfly rounds, then the warps' partials
+// through shared memory as for any reduction. A sum whose combine region is
+// not one integer op of its two arguments (a + b + 1) keeps the butterfly.
+// CHECK-LABEL: .visible .entry redux_sum_umax(
+// CHECK-NOT: shfl.sync
+// CHECK-DAG: redux.sync.add.s32 %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}};
+// CHECK-DAG: redux.sync.max.u32 %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}};
+// CHECK-NOT: shfl.sync
+// CHECK: bar.sync 0;
+// CHECK-COUNT-5: shfl.sync.bfly.b32
+// CHECK-NOT: shfl.sync
+// CHECK-NOT: redux.sync
+// CHECK: ret;
+func.func @redux_sum_umax(%x: !tile.ptr<i32> {tile.divisibility = 16 : i32}, %y: !tile.ptr<i32>)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %r = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
+  %xs = tile.splat %x : !tile.ptr<i32> -> tensor<1024x!tile.ptr<i32>>
+  %p = tile.addptr %xs, %r : tensor<1024x!tile.ptr<i32>>, tensor<1024xi32>
+  %v = tile.load %p : tensor<1024x!tile.ptr<i32>>
+  %s:2 = tile.reduce %v, %v {axis = 0 : i32} : tensor<1024xi32>, tensor<1024xi32> -> i32, i32 {
+  ^bb0(%a0: i32, %b0: i32, %a1: i32, %b1: i32):
+    %c0 = arith.addi %a0, %a1 : i32
+    %c1 = arith.maxui %b1, %b0 : i32
+    tile.reduce.return %c0, %c1 : i32, i32
+  }
+  %t = tile.reduce %v {axis = 0 : i32} : tensor<1024xi32> -> i32 {
+  ^bb0(%a: i32, %b: i32):
+    %c = arith.addi %a, %b : i32
+    %one = arith.constant 1 : i32
+    %d = arith.addi %c, %one : i32
+    tile.reduce.return %d : i32
+  }
+  %u = arith.addi %s#0, %s#1 : i32
+  %w = arith.addi %u, %t : i32
+  tile.store %y, %w : !tile.ptr<i32>
+  return
+}
