@@ -377,7 +377,9 @@ BATCH_MAXNREG = 80
 #: --sweep --only moe_fused_gate``, one run): T = 1 on 4 warps 4.30 us with 4 bits vs 4.60
 #: with 2 (8 warps 4.99 / 4.91, 2 warps 5.02 / 5.41); T = 64 4.94 vs 5.25; the batch kernel
 #: at T = 16384 (one warp, 80 registers) 102.3 us with 4 bits vs 82.3 with 1. So 4 bits for
-#: the latency kernel, 1 for the batch one.
+#: the latency kernel, 1 for the batch one. With the 32-lane integer sums as redux.sync
+#: (ReduceOps.cpp; the latency kernel 1792 -> 1728 sm_90a instructions): T = 1 4.37 -> 4.03
+#: us, T = 64 5.03 -> 4.70, T = 16384 83.07 -> 77.99 (bench/results/h200-bench_kimi_k3.md).
 SELECT_BITS, BATCH_SELECT_BITS = 4, 1
 #: Steps 3-4 with fewer reductions and layout conversions (one sequence of "above" then
 #: "equal" tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum``
