@@ -424,57 +424,11 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   }
 
   /// sm_100a/sm_103a: the accumulator lives in Tensor Memory; the loop
-  /// carries, in its place, the number of dots issued. With `release` (a
-  /// warp-specialized loop, see WarpSpecialize.cpp) each dot commits to the
-  /// EMPTY barrier of its slot in place of the consumers' release.
-  void rewriteToTcgen05Dot(PipelinedDot &p, unsigned warps, MBarrierArriveOp release) {
-    if (release) {
-      rewriteToSpecializedTcgen05Dot(p, warps, release);
-      return;
-    }
-    auto accType = p.dot.getAcc().getType();
-    MLIRContext *context = p.loop.getContext();
-    auto loadedType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
-                                            MmaEncodingAttr::get(context, 5, warps));
-    OpBuilder b(context);
-    Location loc = p.dot.getLoc();
-    Value result = p.loop.getResult(p.index);
-    SmallVector<OpOperand *> uses =
-        llvm::map_to_vector(result.getUses(), [](OpOperand &use) { return &use; });
-
-    b.setInsertionPoint(p.loop);
-    Value barriers = MBarrierAllocOp::create(b, loc, MBarriersType::get(context, 2));
-    Value tmem = TMemAllocOp::create(b, loc, TMemType::get(context, accType));
-    Type i32 = b.getI32Type();
-    p.loop.getInitsMutable()[p.index].set(
-        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
-    p.acc.setType(i32);
-    result.setType(i32);
-
-    // Dot n: from zero when n = 0, committed to barrier n mod 2; then dot
-    // n - 1 is waited for, after which its slots are refilled.
-    waitForSlots(b, p.operands);
-    b.setInsertionPoint(p.dot);
-    Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-    Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
-    Value accumulate = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, p.acc, zero);
-    Value barrier = arith::AndIOp::create(b, loc, p.acc, one);
-    Tcgen05DotOp::create(b, loc, p.operands.a.getRing(), p.operands.a.getSlot(),
-                         p.operands.b.getRing(), p.operands.b.getSlot(), tmem, accumulate,
-                         barriers, barrier);
-    Operation *wait = waitForDots(b, loc, barriers, p.acc);
-    p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
-    moveRefillsAfter(p.loop, eraseDot(p), wait);
-
-    // After the loop: the last dot waited for, the accumulator read (zero
-    // when the loop ran no iteration), Tensor Memory freed.
-    b.setInsertionPointAfter(p.loop);
-    waitForDots(b, loc, barriers, result);
-    readAccumulator(b, loc, loadedType, accType, tmem, result, uses);
-    ++numAccelerated;
-  }
-
-  /// The consumers of a warp-specialized loop on tcgen05. The producer
+  /// carries, in its place, the number of dots issued. Unspecialized: dot n
+  /// commits to barrier n mod 2, dot n - 1 is waited for before its slots are
+  /// refilled.
+  ///
+  /// With `release`, the consumers of a warp-specialized loop. The The producer
   /// (kiln-tile-warp-specialize) fills slot s = it mod N of the rings for
   /// iteration it after waiting for EMPTY[s] with parity ((it / N) mod 2) xor
   /// 1 (fill q = it / N of the slot waits for the completion of EMPTY[s]'s
@@ -515,7 +469,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// behind a barrier's phases. The EMPTY wait (acquire) after the MMAs'
   /// completion, then tile.tmem_load's tcgen05.fence::after_thread_sync,
   /// orders the TMEM reads after the MMAs as in the unspecialized form.
-  void rewriteToSpecializedTcgen05Dot(PipelinedDot &p, unsigned warps, MBarrierArriveOp release) {
+  void rewriteToTcgen05Dot(PipelinedDot &p, unsigned warps, MBarrierArriveOp release) {
     auto accType = p.dot.getAcc().getType();
     MLIRContext *context = p.loop.getContext();
     auto loadedType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
@@ -525,12 +479,17 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     Value result = p.loop.getResult(p.index);
     SmallVector<OpOperand *> uses =
         llvm::map_to_vector(result.getUses(), [](OpOperand &use) { return &use; });
-    Value empty = release.getBarriers();
-    // One arrival a phase: the commit.
-    empty.getDefiningOp<MBarrierAllocOp>().setPerWarp(false);
-    release->erase();
+    Value barriers;
+    if (release) {
+      barriers = release.getBarriers();
+      // One arrival a phase: the commit.
+      barriers.getDefiningOp<MBarrierAllocOp>().setPerWarp(false);
+      release->erase();
+    }
 
     b.setInsertionPoint(p.loop);
+    if (!release)
+      barriers = MBarrierAllocOp::create(b, loc, MBarriersType::get(context, 2));
     Value tmem = TMemAllocOp::create(b, loc, TMemType::get(context, accType));
     Type i32 = b.getI32Type();
     p.loop.getInitsMutable()[p.index].set(
@@ -538,26 +497,38 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     p.acc.setType(i32);
     result.setType(i32);
 
-    // Dot n: from zero when n = 0, committed to the EMPTY barrier of its slot
-    // (both rings' slot: kiln-tile-warp-specialize gives every ring of the
-    // loop the slot it mod N).
-    waitForSlots(b, p.operands, /*issuer=*/true);
+    // Dot n: from zero when n = 0, committed to barrier n mod 2 or, with
+    // `release`, to the EMPTY barrier of its slot (both rings' slot:
+    // kiln-tile-warp-specialize gives every ring of the loop the slot it mod N).
+    waitForSlots(b, p.operands, /*issuer=*/bool(release));
     b.setInsertionPoint(p.dot);
     Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
     Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
     Value accumulate = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, p.acc, zero);
+    Value barrier = release ? p.operands.a.getSlot()
+                            : arith::AndIOp::create(b, loc, p.acc, one).getResult();
     Tcgen05DotOp::create(b, loc, p.operands.a.getRing(), p.operands.a.getSlot(),
                          p.operands.b.getRing(), p.operands.b.getSlot(), tmem, accumulate,
-                         empty, p.operands.a.getSlot());
-    p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
-    eraseDot(p);
+                         barriers, barrier);
+    if (release) {
+      p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
+      eraseDot(p);
+    } else {
+      Operation *wait = waitForDots(b, loc, barriers, p.acc);
+      p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
+      moveRefillsAfter(p.loop, eraseDot(p), wait);
+    }
 
-    // After the loop: every consumer thread past warp 0's last wait, the
-    // last dot waited for, the accumulator read (zero when the loop ran no
-    // iteration), Tensor Memory freed.
+    // After the loop: the last dot waited for (with `release`, every consumer
+    // thread past warp 0's last wait first), the accumulator read (zero when
+    // the loop ran no iteration), Tensor Memory freed.
     b.setInsertionPointAfter(p.loop);
-    BarrierOp::create(b, loc);
-    waitForLastSlot(b, loc, empty, result);
+    if (release) {
+      BarrierOp::create(b, loc);
+      waitForLastSlot(b, loc, barriers, result);
+    } else {
+      waitForDots(b, loc, barriers, result);
+    }
     readAccumulator(b, loc, loadedType, accType, tmem, result, uses);
     ++numAccelerated;
   }
