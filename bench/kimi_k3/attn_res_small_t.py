@@ -11,8 +11,10 @@ Three tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k
    ``kl.cluster_gather`` + a reduction over the ranks) at T in {1, 8, 33}.
 4. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
    (thread elements x stages x programs an SM) the module knobs give.
+5. At T in {1 .. 4096} the kernel the wrapper picks by default against the token kernel
+   (one program per token, its rows whole: 16 or 32 warps, with and without REMAT).
 
-    python bench/kimi_k3/attn_res_small_t.py [--out DIR]
+    python bench/kimi_k3/attn_res_small_t.py [--out DIR] [--tables steps,warps,exchange,ring,token]
 
 writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory).
 """
@@ -144,43 +146,75 @@ def cluster_or_ring():
     return rows
 
 
+def token_kernel():
+    """The wrapper's default at every T, or the token kernel (the cluster kernel off) in one
+    configuration at every T."""
+    configs = [("default", {}), ("default, SPLIT_PREFIX off", dict(SPLIT_PREFIX=False))]
+    configs += [(f"token {w} warps" + ("" if remat else ", no remat"),
+                 dict(CLUSTER_MAX_WAVES=0, TOKEN_MAX_WAVES=1000, TOKEN_WARPS=w,
+                      TOKEN_REMAT=remat))
+                for w, remat in ((16, True), (16, False))]
+    rows = []
+    for t in (1, 8, 33, 64, 128, 200, 395, 1024, 4096):
+        for nvb, wp in ((8, False), (4, True)):
+            case = R._case_attn_res(t, nvb, wp)
+            for label, values in configs:
+                with knobs(**values):
+                    check(case)
+                    rows.append((t, nvb, wp, label, us(case[4], case[3])))
+    return rows
+
+
+def _by_t(title, rows):
+    """A table of rows (T, nvb, write_prefix, label, us): one column per label."""
+    labels = list(dict.fromkeys(r[3] for r in rows))
+    md = ["", f"## {title}", "", "| T | nvb | write_prefix | " + " | ".join(labels) + " |",
+          "|---|---|---|" + "---|" * len(labels)]
+    for i in range(0, len(rows), len(labels)):
+        t, nvb, wp = rows[i][:3]
+        md.append(f"| {t} | {nvb} | {wp} | " + " | ".join(
+            f"{r[4]:.2f}" for r in rows[i:i + len(labels)]) + " |")
+    return md
+
+
+TABLES = {"steps": steps, "warps": cluster_warps, "exchange": exchanges,
+          "ring": cluster_or_ring, "token": token_kernel}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=".")
+    parser.add_argument("--tables", default=",".join(TABLES),
+                        help="comma-separated subset of " + ",".join(TABLES))
     args = parser.parse_args()
+    tables = args.tables.split(",")
+    unknown = set(tables) - set(TABLES)
+    if unknown:
+        parser.error(f"unknown tables {sorted(unknown)}; choose from {list(TABLES)}")
     empty = us(lambda a: R._empty_kernel[(1,)](a, 0), [(torch.zeros(1, device="cuda"),)] * 4)
-    res = {"device": torch.cuda.get_device_name(), "empty kiln kernel us": empty,
-           "steps": steps(), "cluster warps": cluster_warps(), "exchanges": exchanges(),
-           "cluster or ring": cluster_or_ring()}
+    res = {"device": torch.cuda.get_device_name(), "empty kiln kernel us": empty}
+    res.update({name: TABLES[name]() for name in tables})
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "attn_res_small_t.json"), "w") as f:
         json.dump(res, f, indent=1)
     md = [f"# attn_res at few tokens on {res['device']}",
           f"GPU time per call (CUDA-graph replay); empty kiln kernel (1 warp) {empty:.2f} us; "
-          "`python bench/kimi_k3/attn_res_small_t.py`", "", "## Steps of a cluster kernel", "",
-          "| kernel | us |", "|---|---|"]
-    md += [f"| {k} | {v:.2f} |" for k, v in res["steps"]]
-    md += ["", "## Cluster kernel warps (us)", "", "| T | nvb | write_prefix | 2 warps | 4 warps "
-           "| 8 warps |", "|---|---|---|---|---|---|"]
-    cw = res["cluster warps"]
-    for i in range(0, len(cw), 3):
-        t, nvb, wp = cw[i][:3]
-        md.append(f"| {t} | {nvb} | {wp} | " + " | ".join(f"{r[4]:.2f}" for r in cw[i:i + 3]) + " |")
-    ex = res["exchanges"]
-    md += ["", "## Cluster kernel exchange (us)", "", "| T | nvb | write_prefix | cluster_sum "
-           "| cluster_gather |", "|---|---|---|---|---|"]
-    for i in range(0, len(ex), 2):
-        t, nvb, wp = ex[i][:3]
-        md.append(f"| {t} | {nvb} | {wp} | {ex[i][4]:.2f} | {ex[i + 1][4]:.2f} |")
-    co = res["cluster or ring"]
-    labels = list(dict.fromkeys(r[3] for r in co))
-    md += ["", "## Cluster kernel or row ring (us; ring: thread elements x stages x programs "
-           "an SM)", "", "| T | nvb | write_prefix | " + " | ".join(labels) + " |",
-           "|---|---|---|" + "---|" * len(labels)]
-    for i in range(0, len(co), len(labels)):
-        t, nvb, wp = co[i][:3]
-        md.append(f"| {t} | {nvb} | {wp} | " + " | ".join(
-            f"{r[4]:.2f}" for r in co[i:i + len(labels)]) + " |")
+          f"`python bench/kimi_k3/attn_res_small_t.py --tables {args.tables}`"]
+    if "steps" in res:
+        md += ["", "## Steps of a cluster kernel", "", "| kernel | us |", "|---|---|"]
+        md += [f"| {k} | {v:.2f} |" for k, v in res["steps"]]
+    if "warps" in res:
+        md += _by_t("Cluster kernel warps (us)",
+                    [r[:3] + (f"{r[3]} warps", r[4]) for r in res["warps"]])
+    if "exchange" in res:
+        md += _by_t("Cluster kernel exchange (us)",
+                    [r[:3] + ("cluster_sum" if r[3] else "cluster_gather", r[4])
+                     for r in res["exchange"]])
+    if "ring" in res:
+        md += _by_t("Cluster kernel or row ring (us; ring: thread elements x stages x "
+                    "programs an SM)", res["ring"])
+    if "token" in res:
+        md += _by_t("Default kernel or token kernel (us)", res["token"])
     with open(os.path.join(args.out, "attn_res_small_t.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))

@@ -335,20 +335,24 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
 CLUSTER_SIZE = 8
 
 
-@kiln.jit(num_warps=4, cluster=(CLUSTER_SIZE, 1, 1), do_not_specialize=["T", "nvb"])
-def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
-                            b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
-                            WRITE_PREFIX: kl.constexpr, CLUSTER_SUM: kl.constexpr = True):
-    """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its nvb
-    bank rows as one [RP, SLICE] tile and of its prefix row (module docstring). T is unused
-    (grid = T * S)."""
-    tok = kl.cluster_id(0).to(kl.int64)
-    # the slice width H / S, written as a multiple of 8 (H % 8S == 0, the wrapper checks) so
-    # that every program's first column keeps the 16-byte alignment of the rows
-    sw = H // (8 * kl.cluster_size()) * 8
-    lane = kl.arange(0, SLICE)
-    cmask = lane < sw
-    cols = kl.cluster_cta_rank() * sw + lane
+@kiln.jit
+def _bf16_bits_to_f32(x):
+    """x (bf16) as f32 by its bits (x << 16): the value of ``x.to(kl.float32)`` by other
+    instructions, so that a second conversion of the same tile is not merged with the first
+    (the f32 tile is not kept live between them: the packed bf16 registers are)."""
+    return (x.to(kl.int16, bitcast=True).to(kl.int32) << 16).to(kl.float32, bitcast=True)
+
+
+@kiln.jit
+def _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok, cols, cmask, H, nvb,
+                    p_s0, b_s0, b_s1, o_s0, eps, RP: kl.constexpr, WRITE_PREFIX: kl.constexpr,
+                    EXCHANGE: kl.constexpr, REMAT: kl.constexpr, SPLIT_PREFIX: kl.constexpr):
+    """Token ``tok`` at the columns ``cols`` (lanes ``cmask``) of its nvb bank rows, as one
+    [RP, len(cols)] tile, and of its prefix row (module docstring, "Small T"). EXCHANGE: 0 =
+    the columns are the whole row (``attn_res_token_kernel``); 1 = a cluster's slice, its
+    sums added over the cluster by ``kl.cluster_sum``; 2 = by ``kl.cluster_gather``. REMAT:
+    the mix converts the bank rows from bf16 again (``_bf16_bits_to_f32``) instead of keeping
+    their f32 values live across the reductions."""
     rows = kl.arange(0, RP)
     r2 = rows[:, None]
     c2 = cols[None, :] + r2 * 0  # the same columns in every row
@@ -362,13 +366,22 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     ow = kl.load(ow_ptr + cols, mask=cmask, other=0.0).to(kl.float32)
     xb = bank.to(kl.float32)  # zero in the masked lanes and rows
     xp = prefix.to(kl.float32)
-    # The slice's partial sums of squares and dots with cw of every bank row, and of the
-    # prefix row (on row 0 of the [RP] results, zero elsewhere), in ONE four-way reduction.
-    first = r2 == 0
-    ss_b, dot_b, ss_p, dot_p = kl.reduce(
-        (xb * xb, xb * cw[None, :], kl.where(first, (xp * xp)[None, :], 0.0),
-         kl.where(first, (xp * cw)[None, :], 0.0)), 1, _add_quads)
-    if CLUSTER_SUM:
+    if SPLIT_PREFIX:
+        # The partial sums of squares and dots with cw of every bank row in one two-way
+        # reduction and of the prefix row in another (the products fold into the sums as
+        # fma with fp_fusion); the prefix's as row 0 of [RP] tiles (zero elsewhere).
+        ss_b, dot_b = kl.reduce((xb * xb, xb * cw[None, :]), 1, _add_pairs)
+        ss_p1, dot_p1 = kl.reduce((xp * xp, xp * cw), 0, _add_pairs)
+        ss_p = kl.where(rows == 0, ss_p1, 0.0)
+        dot_p = kl.where(rows == 0, dot_p1, 0.0)
+    else:
+        # ... and of the prefix row (on row 0 of the [RP] results, zero elsewhere), in ONE
+        # four-way reduction (its rows past 0 add zeros).
+        first = r2 == 0
+        ss_b, dot_b, ss_p, dot_p = kl.reduce(
+            (xb * xb, xb * cw[None, :], kl.where(first, (xp * xp)[None, :], 0.0),
+             kl.where(first, (xp * cw)[None, :], 0.0)), 1, _add_quads)
+    if EXCHANGE == 1:
         # ... summed over the cluster where every thread holds them: the [RP] tiles and the
         # prefix row's two sums (row 0, as a [2] tile) are whole in every thread, and
         # kl.cluster_sum reads each from every rank and adds them in registers
@@ -377,7 +390,7 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
         ss_b, dot_b, pre = kl.cluster_sum((ss_b, dot_b, pre))
         ss_p = kl.where(two == 0, pre, 0.0)
         dot_p = kl.where(two == 1, pre, 0.0)
-    else:
+    if EXCHANGE == 2:
         # ... as the rows of one [4, RP] tile (selects of broadcasts: no data moves between
         # threads), gathered over the cluster as [S * 4, RP] and summed over the ranks per
         # row of the four in one more four-way reduction (the ranks then lie on lanes).
@@ -397,16 +410,51 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     p_b = kl.exp(s_b - m)  # the padding rows: exp(-inf) = 0
     p_p = kl.exp(s_p - m)
     inv = 1.0 / (kl.sum(p_b, axis=0) + p_p)  # one division
+    if REMAT:
+        xb = _bf16_bits_to_f32(bank)
     mix = kl.sum(xb * (p_b * inv)[:, None], axis=0) + xp * (p_p * inv)  # zero when masked
     ssm = kl.full((1,), 0.0, kl.float32) + kl.sum(mix * mix, axis=0)
-    if CLUSTER_SUM:
-        ssm = kl.sum(kl.cluster_sum(ssm), axis=0)
-    else:
-        ssm = kl.sum(kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,)), axis=0)
+    if EXCHANGE == 1:
+        ssm = kl.cluster_sum(ssm)
+    if EXCHANGE == 2:
+        ssm = kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,))
+    ssm = kl.sum(ssm, axis=0)
     kl.store(out_ptr + tok * o_s0 + cols, mix * kl.rsqrt(ssm * inv_h + eps) * ow, mask=cmask)
     if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
         kl.store(bank_ptr + tok * b_s0 + nvb * b_s1 + cols, prefix, mask=cmask)
     kl.pdl_launch_dependents()
+
+
+@kiln.jit(num_warps=4, cluster=(CLUSTER_SIZE, 1, 1), do_not_specialize=["T", "nvb"],
+          fp_fusion=True)
+def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
+                            b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
+                            WRITE_PREFIX: kl.constexpr, CLUSTER_SUM: kl.constexpr = True,
+                            SPLIT_PREFIX: kl.constexpr = True):
+    """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its nvb
+    bank rows as one [RP, SLICE] tile and of its prefix row (module docstring). T is unused
+    (grid = T * S)."""
+    tok = kl.cluster_id(0).to(kl.int64)
+    # the slice width H / S, written as a multiple of 8 (H % 8S == 0, the wrapper checks) so
+    # that every program's first column keeps the 16-byte alignment of the rows
+    sw = H // (8 * kl.cluster_size()) * 8
+    lane = kl.arange(0, SLICE)
+    _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok,
+                    kl.cluster_cta_rank() * sw + lane, lane < sw, H, nvb, p_s0, b_s0, b_s1,
+                    o_s0, eps, RP, WRITE_PREFIX, 1 if CLUSTER_SUM else 2, False, SPLIT_PREFIX)
+
+
+@kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"], fp_fusion=True)
+def attn_res_token_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0, b_s0,
+                          b_s1, o_s0, eps, BLOCK: kl.constexpr, RP: kl.constexpr,
+                          WRITE_PREFIX: kl.constexpr, REMAT: kl.constexpr = True,
+                          SPLIT_PREFIX: kl.constexpr = True):
+    """Token program_id(0) whole in one program: its nvb bank rows as one [RP, BLOCK] tile
+    and its prefix row (module docstring, "Few tokens"). T is unused (grid = T)."""
+    cols = kl.arange(0, BLOCK)
+    _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr,
+                    kl.program_id(0).to(kl.int64), cols, cols < H, H, nvb, p_s0, b_s0, b_s1,
+                    o_s0, eps, RP, WRITE_PREFIX, 0, REMAT, SPLIT_PREFIX)
 
 
 #: row elements a thread holds (16: two 16-byte vectors, 16 warps at H = 7168; 32: 8 warps,
@@ -549,6 +597,11 @@ CLUSTER_WARPS, CLUSTER_MANY_WARPS = 4, 2
 #: thread and the 8 ranks' partials in flight). sm_90a registers at RP = 8: 234 (4 warps),
 #: 255 (2 warps).
 CLUSTER_SUM = True
+#: the few-token kernels (cluster, token) reduce the prefix row's sums by a reduction of
+#: their own instead of as row 0 of four [RP, SLICE] operands whose other rows add zeros
+#: (sm_90a, RP = 8, the instructions up to the exit: cluster kernel 4 warps 1444 against
+#: ~2000; token kernel 16 warps 2053 against 2867)
+SPLIT_PREFIX = True
 
 
 def _pow2(n: int) -> int:
@@ -583,10 +636,42 @@ _CLUSTER_ROWS = tuple(1 << i for i in range(CLUSTER_MAX_ROWS.bit_length()))
 AOT_SPECIALIZATIONS += [
     Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp, warps), signature=_SIGNATURE,
          constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp,
-                     "CLUSTER_SUM": CLUSTER_SUM},
+                     "CLUSTER_SUM": CLUSTER_SUM, "SPLIT_PREFIX": SPLIT_PREFIX},
          divisibility=_DIVISIBILITY, num_warps=warps)
     for rp in _CLUSTER_ROWS for warps in dict.fromkeys((CLUSTER_WARPS, CLUSTER_MANY_WARPS))
     for wp in (False, True)
+]
+
+#: The token kernel (``attn_res_token_kernel``, module docstring "Few tokens") runs where the
+#: cluster kernel does not and T <= TOKEN_MAX_WAVES x SMs (one program an SM: TOKEN_MAX_WAVES
+#: waves), nvb <= CLUSTER_MAX_ROWS and H <= TOKEN_MAX_H; 0: never.
+TOKEN_MAX_WAVES = 0
+TOKEN_MAX_H = 8192
+#: its warps (16: 16 elements of each row a thread at H = 7168, the bank rows' 128 as 64
+#: packed bf16 registers) and whether the mix converts the bank rows from bf16 again (REMAT)
+TOKEN_WARPS, TOKEN_REMAT = 16, True
+
+
+def use_token_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool:
+    """Whether T tokens of H (nvb bank rows) go to the token kernel (when not to the cluster
+    kernel): at most TOKEN_MAX_WAVES waves of one program an SM on a known device, at most
+    CLUSTER_MAX_ROWS bank rows, H at most TOKEN_MAX_H."""
+    return (bool(num_sms) and t <= TOKEN_MAX_WAVES * num_sms and nvb <= CLUSTER_MAX_ROWS
+            and h <= TOKEN_MAX_H)
+
+
+def _token_kernel_name(write_prefix: bool, rp: int, warps: int, remat: bool) -> str:
+    return (f"attn_res_token_rp{rp}_w{warps}" + ("_remat" if remat else "")
+            + ("_write_prefix" if write_prefix else ""))
+
+
+AOT_SPECIALIZATIONS += [
+    Spec(attn_res_token_kernel, name=_token_kernel_name(wp, rp, TOKEN_WARPS, TOKEN_REMAT),
+         signature=_SIGNATURE,
+         constexprs={"BLOCK": BLOCK, "RP": rp, "WRITE_PREFIX": wp, "REMAT": TOKEN_REMAT,
+                     "SPLIT_PREFIX": SPLIT_PREFIX},
+         divisibility=_DIVISIBILITY, num_warps=TOKEN_WARPS)
+    for rp in _CLUSTER_ROWS for wp in (False, True)
 ]
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
@@ -670,7 +755,14 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
         L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp, num_warps),
                  (t * CLUSTER_SIZE,), args,
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix),
-                  "CLUSTER_SUM": CLUSTER_SUM}, num_warps)
+                  "CLUSTER_SUM": CLUSTER_SUM, "SPLIT_PREFIX": SPLIT_PREFIX}, num_warps)
+        return out
+    if use_token_kernel(t, h, nvb, num_sms):
+        rp = _pow2(max(nvb, 1))
+        L.launch(attn_res_token_kernel,
+                 _token_kernel_name(bool(write_prefix), rp, TOKEN_WARPS, TOKEN_REMAT), (t,), args,
+                 {"BLOCK": _pow2(h), "RP": rp, "WRITE_PREFIX": bool(write_prefix),
+                  "REMAT": TOKEN_REMAT, "SPLIT_PREFIX": SPLIT_PREFIX}, TOKEN_WARPS)
         return out
     if RING:
         elems, stages, per_sm = ring_config(t, num_sms)

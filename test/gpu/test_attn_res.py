@@ -203,6 +203,40 @@ def test_cluster_kernel_small_t(t, nvb, write_prefix):
     assert torch.equal(bits(bank), bits(expected))
 
 
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("nvb", [0, 1, 3, 4, 8])
+@pytest.mark.parametrize("t", [1, 7, 64, 133, 300])
+def test_token_kernel(monkeypatch, t, nvb, write_prefix):
+    """The token kernel (one program per token, its rows whole; the cluster kernel off and
+    every T in its range): fresh random inputs against the float64 reference; the snapshot
+    bit for bit; T = 133 and 300 take two and three waves of one program an SM."""
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 4)
+    assert mod.use_token_kernel(t, H, nvb, _num_sms())
+    nb = 9
+    prefix, bank, cw, ow = inputs(t, nb, seed=3000 + nvb * 100 + t + write_prefix)
+    before = bank.clone()
+    want = reference(prefix, before, cw, ow, nvb)
+    out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+    mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
+    torch.cuda.synchronize()
+    assert_close_bf16(out, want)
+    expected = before.clone()
+    if write_prefix:
+        expected[:, nvb] = prefix
+    assert torch.equal(bits(bank), bits(expected))
+
+
+@pytest.fixture(params=["cluster", "token"])
+def few_tokens(request, monkeypatch):
+    """The few-token kernels: the cluster kernel, or (the cluster kernel off) the token
+    kernel."""
+    if request.param == "token":
+        monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+        monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+    return request.param
+
+
 @pytest.mark.parametrize("nvb", [1, 5, 8])
 def test_cluster_kernel_matches_persistent(monkeypatch, nvb):
     """The two kernels on the same inputs: both within the reference's tolerance, and close
@@ -217,7 +251,7 @@ def test_cluster_kernel_matches_persistent(monkeypatch, nvb):
     assert_close_bf16(b, want)
 
 
-def test_cluster_kernel_strided_views_and_bit_copy():
+def test_few_tokens_strided_views_and_bit_copy(few_tokens):
     """Row-strided views, a bank inside a wider buffer, every bf16 bit pattern in the
     snapshot (NaN payloads, infinities, -0, subnormals)."""
     t, nb, nvb = 7, 6, 4
@@ -244,8 +278,8 @@ def test_cluster_kernel_strided_views_and_bit_copy():
     assert torch.equal(bits(bank[:, 3:]), bits(b[:, 3:]))
 
 
-def test_cluster_kernel_chained_launches():
-    """PDL with clusters: each launch waits for the previous grid before its first load."""
+def test_few_tokens_chained_launches(few_tokens):
+    """PDL (with clusters): each launch waits for the previous grid before its first load."""
     t, nb = 4, 9
     x, bank, cw, ow = inputs(t, nb, seed=9)
     y = torch.randn_like(x)

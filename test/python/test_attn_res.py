@@ -612,6 +612,16 @@ def many_sms(monkeypatch):
     monkeypatch.setattr(mod, "_num_sms", lambda x: 1000)
 
 
+@pytest.fixture(params=["cluster", "token"])
+def few_tokens(request, many_sms, monkeypatch):
+    """The few-token kernels: the cluster kernel, or (the cluster kernel off) the token
+    kernel; the value is the kernel name's middle word."""
+    if request.param == "token":
+        monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+        monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+    return request.param
+
+
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", range(0, 9))
 def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
@@ -625,7 +635,7 @@ def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
     assert name == f"attn_res_cluster_rp{rp}_w{warps}" + ("_write_prefix" if write_prefix else "")
     assert grid == (t * mod.CLUSTER_SIZE,)
     assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix,
-                          "CLUSTER_SUM": mod.CLUSTER_SUM}
+                          "CLUSTER_SUM": mod.CLUSTER_SUM, "SPLIT_PREFIX": mod.SPLIT_PREFIX}
 
 
 @pytest.mark.parametrize("nvb", [0, 1, 5, 8])
@@ -639,36 +649,98 @@ def test_cluster_gather_exchange(via_interpreter, many_sms, monkeypatch, nvb, wr
     assert via_interpreter[-1][2]["CLUSTER_SUM"] is False
 
 
+@pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("nvb", range(0, 9))
+def test_token_every_nvb(via_interpreter, many_sms, monkeypatch, nvb, write_prefix):
+    """The token kernel: one program per token, its rows whole in a [RP, BLOCK] tile."""
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+    rng = np.random.default_rng(300 + nvb + 16 * write_prefix)
+    t, h = 3, 200  # a row that fills no power of two: lanes 200..255 masked
+    nb = nvb + 1 if write_prefix else max(nvb, 1)
+    check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
+    name, grid, constexprs, warps = via_interpreter[-1]
+    rp = 1 << (max(nvb, 1) - 1).bit_length()
+    assert warps == mod.TOKEN_WARPS and grid == (t,)
+    assert name == (f"attn_res_token_rp{rp}_w{warps}_remat"
+                    + ("_write_prefix" if write_prefix else ""))
+    assert constexprs == {"BLOCK": 256, "RP": rp, "WRITE_PREFIX": write_prefix,
+                          "REMAT": True, "SPLIT_PREFIX": mod.SPLIT_PREFIX}
+
+
+@pytest.mark.parametrize("nvb", [0, 3, 8])
+def test_token_remat_same_bits(via_interpreter, many_sms, monkeypatch, nvb):
+    """REMAT (the mix converts the bank rows from bf16 again, by their bits) gives the
+    bits of the single conversion, bf16 specials included."""
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+    rng = np.random.default_rng(40 + nvb)
+    prefix, bank, cw, ow = make_inputs(rng, 4, 9, 128)
+    bank.view(np.uint16)[0, 0, :8] = [0x0001, 0x8001, 0x8000, 0x007F, 0x3F80, 0xBF80, 0x4000,
+                                      0x0000]  # subnormals, -0, +-1, 2
+    outs = []
+    for remat in (True, False):
+        monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
+        outs.append(check(prefix, bank, cw, ow, nvb))
+        assert via_interpreter[-1][2]["REMAT"] is remat
+    assert np.array_equal(outs[0].view(np.uint16), outs[1].view(np.uint16))
+
+
+@pytest.mark.parametrize("t,h,nvb,sms,waves,token", [
+    (1, 256, 3, 132, 1, True), (132, 256, 3, 132, 1, True),  # one program an SM
+    (133, 256, 3, 132, 1, False), (264, 256, 3, 132, 2, True),
+    (1, 256, 3, 132, 0, False),                               # TOKEN_MAX_WAVES = 0: never
+    (1, 256, 3, None, 1, False),                              # no SM count
+    (1, 16384, 3, 132, 1, False),                             # H > TOKEN_MAX_H
+])
+def test_token_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, waves, token):
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", waves)
+    assert mod.use_token_kernel(t, h, nvb, sms) is token
+    if h <= 256:
+        rng = np.random.default_rng(t + h)
+        check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
+        assert via_interpreter[-1][0].startswith("attn_res_token_") is token
+
+
 @pytest.mark.parametrize("t", [1, 2, 7])
 @pytest.mark.parametrize("nvb", [1, 3, 7])
-def test_cluster_k3_hidden(via_interpreter, many_sms, t, nvb):
-    """H = 7168: 896 columns a program in a masked 1024-wide slice."""
+def test_few_tokens_k3_hidden(via_interpreter, few_tokens, t, nvb):
+    """H = 7168: 896 columns a program in a masked 1024-wide slice (cluster), or the whole
+    row in a masked 8192-wide tile (token)."""
     rng = np.random.default_rng(7168 + 10 * t + nvb)
     check(*make_inputs(rng, t, 9, mod.HIDDEN), nvb, True)
     name, grid, constexprs, _ = via_interpreter[-1]
-    assert name.startswith("attn_res_cluster_") and grid == (8 * t,)
-    assert constexprs["SLICE"] == 1024
+    assert name.startswith(f"attn_res_{few_tokens}_")
+    if few_tokens == "cluster":
+        assert grid == (8 * t,) and constexprs["SLICE"] == 1024
+    else:
+        assert grid == (t,) and constexprs["BLOCK"] == 8192
 
 
-def test_cluster_strided_views_and_untouched_memory(via_interpreter, many_sms, monkeypatch):
+def test_few_tokens_strided_views_and_untouched_memory(via_interpreter, few_tokens,
+                                                       monkeypatch):
     test_strided_views_and_untouched_memory(via_interpreter, monkeypatch, False)
-    assert via_interpreter[-1][0].startswith("attn_res_cluster_")
+    assert via_interpreter[-1][0].startswith(f"attn_res_{few_tokens}_")
 
 
-def test_cluster_write_prefix_is_a_bit_copy(via_interpreter, many_sms, monkeypatch):
+def test_few_tokens_write_prefix_is_a_bit_copy(via_interpreter, few_tokens, monkeypatch):
     test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, False)
-    assert via_interpreter[-1][0] == "attn_res_cluster_rp1_w4_write_prefix"  # nvb = 1
+    assert via_interpreter[-1][0] == {  # nvb = 1
+        "cluster": "attn_res_cluster_rp1_w4_write_prefix",
+        "token": f"attn_res_token_rp1_w{mod.TOKEN_WARPS}_remat_write_prefix"}[few_tokens]
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
-def test_cluster_softmax_extremes(via_interpreter, many_sms, monkeypatch, order):
+def test_few_tokens_softmax_extremes(via_interpreter, few_tokens, monkeypatch, order):
     test_online_softmax_rescaling(via_interpreter, monkeypatch, False, order)
-    assert via_interpreter[-1][0].startswith("attn_res_cluster_")
+    assert via_interpreter[-1][0].startswith(f"attn_res_{few_tokens}_")
 
 
-def test_cluster_eps_is_used_twice(via_interpreter, many_sms, monkeypatch):
+def test_few_tokens_eps_is_used_twice(via_interpreter, few_tokens, monkeypatch):
     test_eps_is_used_twice(via_interpreter, monkeypatch, False)
-    assert via_interpreter[-1][0].startswith("attn_res_cluster_")
+    assert via_interpreter[-1][0].startswith(f"attn_res_{few_tokens}_")
 
 
 @pytest.mark.parametrize("t,h,nvb,sms,cluster", [
