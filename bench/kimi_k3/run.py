@@ -185,6 +185,16 @@ SWEEPS = [
      _grid(SELECT_BITS=(2, 4), NUM_WARPS=(4, 8, 2)))
     for t in (1, 64)
 ] + [
+    # moe_fused_gate's latency kernel: "rank" (the K-th largest of RANK_GROUPS group maxima as
+    # a threshold that keeps every winner, at most RANK_CAP candidates compacted and ranked
+    # exactly, no radix rounds) on RANK_WARPS vs "radix" (the default, 4 warps, 4 bits)
+    (moe_fused_gate, "case_moe_fused_gate", t,
+     [dict(LATENCY_KERNEL="radix")]
+     + [dict(LATENCY_KERNEL="rank", RANK_WARPS=w, RANK_GROUPS=g, RANK_CAP=c)
+        for w, g, c in ((4, 64, 32), (8, 64, 32), (2, 64, 32), (4, 32, 64), (4, 128, 32),
+                        (8, 128, 32))])
+    for t in (1, 64)
+] + [
     # the one-warp batch kernel with four bits a round (no spills at 80 registers, but 2
     # bar.sync a round for the per-run layout change) vs one
     (moe_fused_gate, "case_moe_fused_gate", 16384,

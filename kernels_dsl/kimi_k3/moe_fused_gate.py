@@ -155,31 +155,11 @@ def _count_ge(q0, q1, q2, q3, q4, q5, q6, q7, K: kl.constexpr):
     return (m * 0x10001) >> 16
 
 
-@kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
-def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
-                          rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
-                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1,
-                          MERGED: kl.constexpr = False):
-    # 2 bits a round packs three counts (each <= E) into one int32: 10-bit fields, E < 1024
-    BITS: kl.constexpr = SELECT_BITS if E < 1024 or SELECT_BITS == 4 else 1
-    kl.static_assert(BITS == 1 or BITS == 2 or BITS == 4, "SELECT_BITS must be 1, 2 or 4")
-    C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
-    R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
-    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
-    kl.static_assert(K <= E, "topk must not exceed the number of experts")
-    row = kl.program_id(0)
-    rr = kl.arange(0, R)
-    cc = kl.arange(0, C)
-    lane = rr[:, None] * C + cc[None, :]
-    valid = lane < E
-    kl.pdl_wait()  # scores come from the router GEMM
-    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
-    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
-    kl.pdl_launch_dependents()
-    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
-    key = kl.where(valid, key, 0)
-
-    # -- 2. the K-th largest key, bit by bit ------------------------------------------------
+@kiln.jit
+def kth_key(key, K: kl.constexpr, BITS: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
+    """Step 2 of the module docstring: the threshold thr (uint32) of the radix select over
+    the [R, C] keys, count(key >= thr) >= K, the keys >= thr exactly the K winners unless
+    ties at the K-th key (then thr is that key)."""
     # Invariant: n_ge = count(key >= thr) >= K. Once n_ge == K the K winners are exactly the
     # keys >= thr and the remaining rounds are skipped (a uniform branch); with ties at the
     # K-th key all 32 rounds run and thr ends as that key.
@@ -246,6 +226,35 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
                 take = cnt >= K
                 thr = kl.where(take, cand, thr)
                 n_ge = kl.where(take, cnt, n_ge)
+    return thr
+
+
+@kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
+def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
+                          rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
+                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1,
+                          MERGED: kl.constexpr = False):
+    # 2 bits a round packs three counts (each <= E) into one int32: 10-bit fields, E < 1024
+    BITS: kl.constexpr = SELECT_BITS if E < 1024 or SELECT_BITS == 4 else 1
+    kl.static_assert(BITS == 1 or BITS == 2 or BITS == 4, "SELECT_BITS must be 1, 2 or 4")
+    C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
+    R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
+    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
+    kl.static_assert(K <= E, "topk must not exceed the number of experts")
+    row = kl.program_id(0)
+    rr = kl.arange(0, R)
+    cc = kl.arange(0, C)
+    lane = rr[:, None] * C + cc[None, :]
+    valid = lane < E
+    kl.pdl_wait()  # scores come from the router GEMM
+    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
+    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
+    kl.pdl_launch_dependents()
+    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
+    key = kl.where(valid, key, 0)
+
+    # -- 2. the K-th largest key, bit by bit ------------------------------------------------
+    thr = kth_key(key, K, BITS, R, C)
 
     # -- 3. locate each output slot's expert ------------------------------------------------
     above = key > thr
@@ -334,6 +343,113 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
         kl.store(ids_ptr + out + K + j, E + j)
 
 
+
+@kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
+def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o,
+                               n_shared, rsf, renorm, apply_rsf, E: kl.constexpr,
+                               K: kl.constexpr, FAST_SIGMOID: kl.constexpr,
+                               SELECT_BITS: kl.constexpr = 4, GROUPS: kl.constexpr = 64,
+                               CAP: kl.constexpr = 32):
+    """``LATENCY_KERNEL = "rank"``: the radix kernel's results (same ids, same weight bits)
+    with the radix rounds replaced, on every row with at most CAP candidates, by a
+    pre-filter that provably keeps every winner and an exact ranking of what it keeps.
+
+    The [R, C] keys as GROUPS groups of consecutive experts; t0 = the K-th largest group
+    maximum (rank of each maximum by a [GROUPS, GROUPS] compare, no rounds). At least K
+    groups have their maximum >= t0, so count(key >= t0) >= K, and every winner is >= t0:
+    the candidates are the keys >= t0 (17 on average on the benchmark's rows, at most 27 in
+    4000 numpy rows with GROUPS = 64). Up to CAP of them are compacted into CAP slots
+    (step 3 of the radix kernel with one class) and ranked by (key descending, id
+    ascending) as 64-bit keys in a [CAP, CAP] tile; rank < K is the output slot. A row with
+    more than CAP candidates (ties, saturated or NaN rows) takes the radix rounds instead
+    (a uniform branch; SELECT_BITS as the radix kernel) and then the same steps with the
+    "above" and "equal" classes, its K winners the K valid slots."""
+    C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
+    R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
+    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
+    G: kl.constexpr = min(GROUPS, R * C)
+    CP: kl.constexpr = max(CAP, KP)
+    kl.static_assert(K <= E, "topk must not exceed the number of experts")
+    kl.static_assert(G >= K, "the pre-filter needs at least K groups")
+    row = kl.program_id(0)
+    rr = kl.arange(0, R)
+    cc = kl.arange(0, C)
+    lane = rr[:, None] * C + cc[None, :]
+    valid = lane < E
+    kl.pdl_wait()  # scores come from the router GEMM
+    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
+    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
+    kl.pdl_launch_dependents()
+    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
+    key = kl.where(valid, key, 0)
+
+    # -- 2. the pre-filter: t0 = the K-th largest group maximum ------------------------------
+    # t0 is the largest maximum m with #{groups: max >= m} >= K (ties counted). Padded keys
+    # are 0, below every float's key; at least K groups hold a real key (G >= K, and at most
+    # half the groups are padding), so t0 > 0 and no padded lane is a candidate
+    mg = kl.max(key.reshape(G, R * C // G), axis=1)  # [G]
+    cnt = kl.sum((mg[None, :] >= mg[:, None]).to(kl.int32), axis=1)  # [G]: maxima >= mine
+    t0 = kl.max(kl.where(cnt >= K, mg, 0))
+    cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
+    amask = kl.sum(kl.where(key >= t0, cbit[None, :], 0), axis=1)  # [R] uint32: candidates
+    emask = kl.zeros((R,), kl.uint32)
+    n_cand = kl.sum(popcount32(amask))
+    n_valid = n_cand
+    if n_cand > CAP:
+        # more than CAP candidates: the radix select's threshold, the keys above it and the
+        # first K equal to it in id order
+        thr = kth_key(key, K, SELECT_BITS, R, C)
+        amask, emask = kl.reduce((kl.where(key > thr, cbit[None, :], 0),
+                                  kl.where(key == thr, cbit[None, :], 0)), 1, _add2)
+        n_valid = n_cand * 0 + K
+
+    # -- 3. compact the valid candidates into CP slots (the radix kernel's MERGED step 3) ---
+    acnt = popcount32(amask)
+    ecnt = popcount32(emask)
+    ainc = kl.cumsum(acnt, 0)
+    einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
+    jc = kl.arange(0, CP)
+    cand_ok = jc < n_valid
+    jb = jc[:, None]
+    a_inc, e_inc = ainc[None, :], einc[None, :]  # [CP, R]
+    a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
+    a_done = a_inc <= jb
+    e_done = e_inc <= jb
+    a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)
+    e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
+    seq_row, before, m = kl.reduce(
+        (a_done.to(kl.int32) + e_done.to(kl.int32),
+         kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
+         kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
+    col = nth_set_bit(m, jc - before, C)
+    expert = kl.where(cand_ok, (seq_row & (R - 1)) * C + col, 0)
+
+    # -- 4. the candidates' keys again, ranked: rank < K is the output slot ------------------
+    s_k = kl.load(scores_ptr + row * stride_s + expert, mask=cand_ok, other=0.0)
+    b_k = kl.load(bias_ptr + expert, mask=cand_ok, other=0.0)
+    a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
+    sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
+    first = cand_ok[:, None] & (sk[:, None] > sk[None, :])
+    rank = kl.sum(first.to(kl.int32), axis=0)  # [CP]: candidates ahead of candidate j
+    jj = kl.arange(0, KP)
+    slot_ok = jj < K
+    place = (rank[None, :] == jj[:, None]) & cand_ok[None, :]  # [slot, candidate]
+    ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
+                        kl.where(place, a_k[None, :], 0.0)), 1, _add2)
+
+    # -- 5. shared slots, renormalize, scale (as the radix kernel) --------------------------
+    routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
+    denom = kl.where((renorm != 0) & (routed_sum > 0.0), routed_sum, 1.0)
+    scale = kl.where(apply_rsf != 0, rsf, 1.0)
+    w = w / denom * scale
+    out = row * stride_o
+    kl.store(w_ptr + out + jj, w, mask=slot_ok)
+    kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
+    shared_w = routed_sum / rsf / denom * scale
+    for j in range(n_shared):
+        kl.store(w_ptr + out + K + j, shared_w)
+        kl.store(ids_ptr + out + K + j, E + j)
+
 #: Warps per row: NUM_WARPS below BATCH_M rows (latency: the radix select's counts over 4
 #: warps), BATCH_WARPS from BATCH_M on (throughput: on one warp every count is shuffles, no
 #: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep; SELECT_BITS = 1,
@@ -389,20 +505,42 @@ SELECT_BITS, BATCH_SELECT_BITS = 4, 1
 #: instructions instead of 1640; at one warp 8 barriers instead of 22, 3016 instructions
 #: instead of 3456. H200: T = 1 5.00 -> 4.67 us (2 bits), T = 16384 94.7 -> 82.4 us (1 bit).
 MERGED_REDUCTIONS = True
+#: The latency kernel (below BATCH_M rows): "radix", ``moe_fused_gate_kernel`` (the radix
+#: select, SELECT_BITS a round, on NUM_WARPS); "rank", ``moe_fused_gate_rank_kernel`` on
+#: RANK_WARPS (same ids and weight bits): the K-th largest of RANK_GROUPS group maxima as a
+#: threshold that keeps every winner, the candidates above it (at most RANK_CAP, else the
+#: radix rounds) compacted and ranked exactly, no rounds. SASS (sm_90a, E = 896, 4 warps,
+#: 4-bit fallback rounds): 2600 instructions, 60 registers, 20 bar.sync (the radix kernel:
+#: 1728, 48, 12). A row that needs no fallback runs straight through 1648 of them with 16
+#: bar.sync: pre-filter 376 instructions and 8 bar.sync, compaction into 32 slots 432 and 2,
+#: reload 177, [32, 32] rank and store 249 and 6. The radix kernel on the benchmark's rows
+#: (4.35 rounds of 250 instructions and 2 bar.sync): about 2325 instructions and 19 bar.sync
+#: (470 before the rounds, step 3 416 with 4 bar.sync, reload 156, sort and store 196 with 6).
+#: Candidates on randn rows (numpy, 4000 rows, GROUPS = 64): 18.5 on average, 27 at most
+#: (GROUPS = 32: 22.8, 1 % above 32; 128: 17.0).
+LATENCY_KERNEL = "radix"
+RANK_WARPS, RANK_GROUPS, RANK_CAP = 4, 64, 32
 K3_EXPERTS, K3_TOPK = 896, 16
 
+_SIGNATURE = {"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
+              "M": "i32", "stride_s": "i32", "stride_o": "i32", "n_shared": "i32",
+              "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"}
+_DIVISIBILITY = ["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"]
+
 AOT_SPECIALIZATIONS = [
-    Spec(moe_fused_gate_kernel, name=name,
-         signature={"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
-                    "M": "i32", "stride_s": "i32", "stride_o": "i32", "n_shared": "i32",
-                    "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"},
+    Spec(moe_fused_gate_kernel, name=name, signature=_SIGNATURE,
          constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast, "SELECT_BITS": bits,
                      "MERGED": MERGED_REDUCTIONS},
-         divisibility=["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"],
-         num_warps=warps, maxnreg=maxnreg)
+         divisibility=_DIVISIBILITY, num_warps=warps, maxnreg=maxnreg)
     for name, warps, maxnreg, bits in (
         ("moe_fused_gate", NUM_WARPS, None, SELECT_BITS),
         ("moe_fused_gate_batch", BATCH_WARPS, BATCH_MAXNREG, BATCH_SELECT_BITS))
+    for fast in (False, True)
+] + [
+    Spec(moe_fused_gate_rank_kernel, name="moe_fused_gate_rank", signature=_SIGNATURE,
+         constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast,
+                     "SELECT_BITS": SELECT_BITS, "GROUPS": RANK_GROUPS, "CAP": RANK_CAP},
+         divisibility=_DIVISIBILITY, num_warps=RANK_WARPS)
     for fast in (False, True)
 ]
 
@@ -467,9 +605,18 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
     if m == 0:
         return out_weights, out_ids
     batch = m >= BATCH_M
+    args = (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
+            rsf, int(renormalize), int(apply_routed_scaling_factor_on_output))
+    if not batch and LATENCY_KERNEL == "rank":
+        L.launch(moe_fused_gate_rank_kernel, "moe_fused_gate_rank", (m,), args,
+                 {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid, "SELECT_BITS": SELECT_BITS,
+                  "GROUPS": RANK_GROUPS, "CAP": RANK_CAP}, RANK_WARPS, None)
+        return out_weights, out_ids
+    if LATENCY_KERNEL not in ("radix", "rank"):
+        raise ValueError(f"{op}: LATENCY_KERNEL must be 'radix' or 'rank', got "
+                         f"{LATENCY_KERNEL!r}")
     L.launch(moe_fused_gate_kernel, "moe_fused_gate_batch" if batch else "moe_fused_gate", (m,),
-             (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
-              rsf, int(renormalize), int(apply_routed_scaling_factor_on_output)),
+             args,
              {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid,
               "SELECT_BITS": BATCH_SELECT_BITS if batch else SELECT_BITS,
               "MERGED": MERGED_REDUCTIONS},

@@ -62,23 +62,35 @@ class HostTensor:
         return s if dim is None else s[dim]
 
 
-#: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS): the radix select's bits per round
-#: and the steps 3-4 formulation; every interpreter test runs each (the first: the original
-#: kernel)
-VARIANTS = [(1, False), (2, True), (2, False), (1, True), (4, True), (4, False)]
+#: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS, LATENCY_KERNEL): the radix select's
+#: bits per round, the steps 3-4 formulation and the latency kernel ("rank": the group-maxima
+#: pre-filter and exact ranking, its fallback rounds SELECT_BITS); every interpreter test runs
+#: each (the first: the original kernel)
+VARIANTS = [(1, False, "radix"), (2, True, "radix"), (2, False, "radix"), (1, True, "radix"),
+            (4, True, "radix"), (4, False, "radix"), (4, True, "rank"), (1, True, "rank")]
+RADIX_VARIANTS = [(bits, merged) for bits, merged, latency in VARIANTS if latency == "radix"]
 
 
 def expected_constexprs(fast=False):
     """The K3 constexprs of a latency launch, with the module's current knobs."""
+    if mod.LATENCY_KERNEL == "rank":
+        return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
+                "GROUPS": mod.RANK_GROUPS, "CAP": mod.RANK_CAP}
     return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
             "MERGED": mod.MERGED_REDUCTIONS}
 
 
-@pytest.fixture(params=VARIANTS, ids=lambda v: f"bits{v[0]}-merged{int(v[1])}")
+def latency_name():
+    """The bundle name of a latency launch, with the module's current knobs."""
+    return "moe_fused_gate_rank" if mod.LATENCY_KERNEL == "rank" else "moe_fused_gate"
+
+
+@pytest.fixture(params=VARIANTS, ids=lambda v: f"bits{v[0]}-merged{int(v[1])}-{v[2]}")
 def via_interpreter(request, monkeypatch):
     """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out), with
     the module's knobs set to one of VARIANTS."""
-    bits, merged = request.param
+    bits, merged, latency = request.param
+    monkeypatch.setattr(mod, "LATENCY_KERNEL", latency)
     monkeypatch.setattr(mod, "SELECT_BITS", bits)
     monkeypatch.setattr(mod, "BATCH_SELECT_BITS", bits)
     monkeypatch.setattr(mod, "MERGED_REDUCTIONS", merged)
@@ -155,7 +167,7 @@ def test_k3_shape_random(m, renormalize, apply_rsf, n_shared, via_interpreter):
     bias = (rng.standard_normal(896) * 0.05).astype(F32)
     check(scores, bias, 16, renormalize=renormalize, routed_scaling_factor=2.827,
           apply_routed_scaling_factor_on_output=apply_rsf, num_fused_shared_experts=n_shared)
-    assert via_interpreter == [("moe_fused_gate", (m,), expected_constexprs())]
+    assert via_interpreter == [(latency_name(), (m,), expected_constexprs())]
 
 
 @pytest.mark.parametrize("e,k", [(64, 1), (64, 8), (128, 16), (256, 16), (256, 7), (40, 5),
@@ -317,6 +329,7 @@ def test_variants_bit_identical(monkeypatch, via_interpreter):
         w, ids = gate(scores, bias, k, **kw)
         monkeypatch.setattr(mod, "SELECT_BITS", 1)
         monkeypatch.setattr(mod, "MERGED_REDUCTIONS", False)
+        monkeypatch.setattr(mod, "LATENCY_KERNEL", "radix")
         w0, ids0 = gate(scores, bias, k, **kw)
         np.testing.assert_array_equal(ids, ids0)
         np.testing.assert_array_equal(w.view(np.int32), w0.view(np.int32))
@@ -348,6 +361,96 @@ def test_four_bit_rounds_largest_rows(merged, monkeypatch):
         if not bias.any():  # the all-inf row: every key equal, ids 0 .. k - 1
             assert out[4][1][0].tolist() == list(range(k))
         check(scores, bias, 16)
+
+
+def _candidates(scores, bias, groups):
+    """Keys >= the K-th largest of ``groups`` group maxima (K = 16; the rank kernel's
+    pre-filter, in numpy): above its CAP a row takes the radix rounds."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = F32(1) / (F32(1) + np.exp(-scores)) + bias
+    bits = np.where(np.isnan(b), F32(-1e30), b).view(np.int32).astype(np.int64)
+    key = np.where(bits < 0, ~bits & 0xFFFFFFFF, bits | 0x80000000)
+    n = 1 << math.ceil(math.log2(key.shape[1]))
+    key = np.pad(key, ((0, 0), (0, n - key.shape[1])))
+    t0 = np.sort(key.reshape(len(key), groups, -1).max(2), axis=1)[:, ::-1][:, 15]
+    return (key >= t0[:, None]).sum(1)
+
+
+@pytest.mark.parametrize("groups,cap", [(64, 32), (32, 64), (128, 32)])
+def test_rank_kernel_bit_identical(groups, cap, monkeypatch):
+    """LATENCY_KERNEL = "rank" gives the ids and weight bits of the radix kernel, on rows
+    that stay under the candidate cap (random, ties below slot K, NaN or inf in a few
+    lanes) and rows that take its fallback rounds (every score equal, a tie group
+    straddling slot K, NaN rows), for E = 896 and E = 995 (not a multiple of 32), with
+    shared slots; both paths are exercised."""
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs=None:
+                        interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor)
+                                                         else x for x in args], **cx))
+    monkeypatch.setattr(mod, "RANK_GROUPS", groups)
+    monkeypatch.setattr(mod, "RANK_CAP", cap)
+    for e in (896, 995):
+        rng = np.random.default_rng(e + groups + cap)
+        rows = [rng.standard_normal(e).astype(F32) for _ in range(3)]
+        r = rng.standard_normal(e).astype(F32)
+        order = np.argsort(-r, kind="stable")
+        r[order[20:25]] = r[order[20]]                    # ties below slot K
+        r[order[3]] = r[order[2]]                         # a tie among the winners
+        rows.append(r)
+        r = rng.standard_normal(e).astype(F32)
+        r[[5, 600]], r[[9, 700]], r[order[0]] = np.inf, np.nan, -np.inf
+        rows.append(r)
+        rows.append(np.zeros(e, F32))                     # fallback: every key equal
+        t = rng.standard_normal(e).astype(F32)
+        t[order[10:60]] = t[order[10]]                    # fallback: 50 tied at slot K
+        rows.append(t)
+        rows.append(np.full(e, np.nan, F32))              # fallback: NaN row
+        scores = np.stack(rows)
+        bias = (rng.standard_normal(e) * 0.05).astype(F32)
+        n = _candidates(scores, bias, min(groups, 1024))
+        assert (n[:5] <= cap).any() and (n > cap).any()  # both paths
+        kw = {"num_fused_shared_experts": 2, "routed_scaling_factor": 2.5,
+              "apply_routed_scaling_factor_on_output": True}
+        for k in (16, 1, 7):
+            out = {}
+            for latency in ("rank", "radix"):
+                monkeypatch.setattr(mod, "LATENCY_KERNEL", latency)
+                out[latency] = gate(scores, bias, k, **kw)
+            np.testing.assert_array_equal(out["rank"][1], out["radix"][1])
+            np.testing.assert_array_equal(out["rank"][0].view(np.int32),
+                                          out["radix"][0].view(np.int32))
+        check(scores, bias, 16, **kw)
+
+
+def test_rank_launch(monkeypatch):
+    """LATENCY_KERNEL = "rank" launches the rank specialization below BATCH_M rows (its warps),
+    the batch kernel from BATCH_M on; another value raises."""
+    launches = []
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
+                        launches.append((name, tuple(grid), warps, regs, cx.get("CAP"))))
+    monkeypatch.setattr(mod, "LATENCY_KERNEL", "rank")
+    T = FakeTensor
+    for m in (1, 64, mod.BATCH_M):
+        mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
+                           out_ids=T((m, 16), "int32"))
+    assert launches == [("moe_fused_gate_rank", (1,), mod.RANK_WARPS, None, mod.RANK_CAP),
+                        ("moe_fused_gate_rank", (64,), mod.RANK_WARPS, None, mod.RANK_CAP),
+                        ("moe_fused_gate_batch", (mod.BATCH_M,), mod.BATCH_WARPS,
+                         mod.BATCH_MAXNREG, None)]
+    monkeypatch.setattr(mod, "LATENCY_KERNEL", "sort")
+    with pytest.raises(ValueError, match="LATENCY_KERNEL"):
+        mod.moe_fused_gate(T((1, 896)), T((896,)), 16, out_weights=T((1, 16)),
+                           out_ids=T((1, 16), "int32"))
+
+
+@pytest.mark.parametrize("e,k", [(64, 4), (40, 5), (256, 16), (1023, 32), (2048, 16)])
+def test_rank_kernel_other_shapes_compile(e, k):
+    pytest.importorskip("kiln._C")
+    spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_rank")
+    for warps in (4, 8):
+        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, E=e, K=k),
+                                 spec.divisibility, num_warps=warps, arch="sm_90a")
+        assert ck.cubin[:4] == b"\x7fELF"
+        assert ".local" not in ck.ptx
 
 
 def test_m_zero_launches_nothing(via_interpreter):
@@ -401,14 +504,21 @@ def test_module_listed():
     assert {(s.kernel_name, s.constexprs["E"], s.constexprs["K"], s.constexprs["FAST_SIGMOID"])
             for s in mod.AOT_SPECIALIZATIONS} == {(name, 896, 16, fast)
                                                   for name in ("moe_fused_gate",
-                                                               "moe_fused_gate_batch")
+                                                               "moe_fused_gate_batch",
+                                                               "moe_fused_gate_rank")
                                                   for fast in (False, True)}
     assert {(s.kernel_name, s.num_warps) for s in mod.AOT_SPECIALIZATIONS} == {
-        ("moe_fused_gate", mod.NUM_WARPS), ("moe_fused_gate_batch", mod.BATCH_WARPS)}
+        ("moe_fused_gate", mod.NUM_WARPS), ("moe_fused_gate_batch", mod.BATCH_WARPS),
+        ("moe_fused_gate_rank", mod.RANK_WARPS)}
+    radix = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name != "moe_fused_gate_rank"]
     assert {(s.kernel_name, s.constexprs["SELECT_BITS"], s.constexprs["MERGED"])
-            for s in mod.AOT_SPECIALIZATIONS} == {
+            for s in radix} == {
         ("moe_fused_gate", mod.SELECT_BITS, mod.MERGED_REDUCTIONS),
         ("moe_fused_gate_batch", mod.BATCH_SELECT_BITS, mod.MERGED_REDUCTIONS)}
+    assert {(s.kernel_name, s.constexprs["SELECT_BITS"], s.constexprs["GROUPS"],
+             s.constexprs["CAP"]) for s in mod.AOT_SPECIALIZATIONS
+            if s.kernel_name == "moe_fused_gate_rank"} == {
+        ("moe_fused_gate_rank", mod.SELECT_BITS, mod.RANK_GROUPS, mod.RANK_CAP)}
 
 
 
@@ -437,7 +547,7 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert "div.full" not in ptx and "div.approx" not in ptx  # renormalization is IEEE
 
 
-@pytest.mark.parametrize("bits,merged", VARIANTS)
+@pytest.mark.parametrize("bits,merged", RADIX_VARIANTS)
 @pytest.mark.parametrize("e,k", [(64, 4), (256, 8), (1023, 32), (2048, 16)])
 def test_other_shapes_compile(e, k, bits, merged):
     pytest.importorskip("kiln._C")
@@ -454,7 +564,9 @@ def test_variants_compile_for_both_kernels():
     sweep's other configurations) compile within the register cap without spilling."""
     pytest.importorskip("kiln._C")
     for spec in mod.AOT_SPECIALIZATIONS:
-        for bits, merged in VARIANTS:
+        if spec.kernel_name == "moe_fused_gate_rank":
+            continue
+        for bits, merged in RADIX_VARIANTS:
             cx = dict(spec.constexprs, SELECT_BITS=bits, MERGED=merged)
             ck = spec.kernel.compile(spec.signature, cx, spec.divisibility,
                                      num_warps=spec.num_warps, arch="sm_90a",
@@ -545,4 +657,4 @@ def test_wrapper_checks(via_interpreter):
     # well-formed arguments reach the launch with the K3 constexprs
     f(T((4, 896), strides=(1024, 1)), b, 16, out_weights=T((4, 17)),
       out_ids=T((4, 17), "int32"), num_fused_shared_experts=1, fast_sigmoid=True)
-    assert via_interpreter == [("moe_fused_gate", (4,), expected_constexprs(fast=True))]
+    assert via_interpreter == [(latency_name(), (4,), expected_constexprs(fast=True))]
