@@ -151,7 +151,7 @@ def token_kernel():
     configuration at every T."""
     configs = [("default", {}), ("default, SPLIT_PREFIX off", dict(SPLIT_PREFIX=False))]
     configs += [(f"token {w} warps" + ("" if remat else ", no remat"),
-                 dict(CLUSTER_MAX_WAVES=0, TOKEN_MAX_WAVES=1000, TOKEN_WARPS=w,
+                 dict(CLUSTER_MAX_WAVES=0, TOKEN_MAX_WAVES=1000, TOKEN_MAX_ROWS=8, TOKEN_WARPS=w,
                       TOKEN_REMAT=remat))
                 for w, remat in ((16, True), (16, False))]
     rows = []

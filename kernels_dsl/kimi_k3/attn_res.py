@@ -82,8 +82,10 @@ In the cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c
 (896 at K3, a masked 1024-wide tile) of ALL rows at once: the bank rows as one [RP, SLICE]
 tile (RP = the next power of two of nvb, a constexpr; rows past nvb masked) and the prefix
 row as a [SLICE] tile of its own (so nvb = 8 takes 8 rows, not 16): every load (ow too) is
-issued up front, then the partial sums of squares and dots with cw of the bank rows and of
-the prefix row in ONE four-way ``kl.reduce`` over the columns (the prefix's on row 0), the
+issued up front, then the partial sums of squares and dots with cw of the bank rows in one
+two-way ``kl.reduce`` over the columns and of the prefix row in another (SPLIT_PREFIX; as
+row 0 of one four-way reduction its rows past 0 added zeros: 1444 instructions a thread
+instead of ~2000, H200 T = 1 4.32 -> 4.03 us; products folded into the sums by fp_fusion), the
 bank rows' two [RP] tiles and the prefix row's [2] summed over the cluster by ONE
 ``kl.cluster_sum`` (every thread holds them whole, reads them from every program and adds
 them in registers; CLUSTER_SUM = False: as the rows of a [4, RP] tile gathered by
@@ -100,6 +102,15 @@ are (bench/results/h200-bench_kimi_k3_attn_res_small_t.md): an empty kernel of 8
 DRAM latency; the rest the threads' arithmetic on 64 row elements each.
 The wrapper picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb <=
 CLUSTER_MAX_ROWS (and H / 8 is a multiple of 8).
+
+Few tokens (``attn_res_token_kernel``): past the cluster kernel's T and up to one program an
+SM, the same arithmetic with one program holding a token's rows whole (16 warps, the bank
+rows as one [RP, 8192] tile; REMAT: the mix converts them from bf16 again, so that 8 rows
+fit 128 registers as packed bf16), no exchange: every sum is a block reduction. Where the
+persistent kernel folds a program's nvb + 1 rows one after another (a block reduction each),
+this one loads them at once; but one SM then runs a token's whole arithmetic (2053
+instructions a thread at RP = 8), so it wins at up to 4 bank rows (H200, nvb 4 with
+write_prefix: T = 64 7.53 -> 5.64 us, T = 128 8.33 -> 7.35) and the wrapper keeps it there.
 
 Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k with NB = 8, H = 7168). PDL:
 the kernel waits for the previous grid before its first load (the spec's CUDA kernel reads the
@@ -644,19 +655,25 @@ AOT_SPECIALIZATIONS += [
 
 #: The token kernel (``attn_res_token_kernel``, module docstring "Few tokens") runs where the
 #: cluster kernel does not and T <= TOKEN_MAX_WAVES x SMs (one program an SM: TOKEN_MAX_WAVES
-#: waves), nvb <= CLUSTER_MAX_ROWS and H <= TOKEN_MAX_H; 0: never.
-TOKEN_MAX_WAVES = 0
-TOKEN_MAX_H = 8192
-#: its warps (16: 16 elements of each row a thread at H = 7168, the bank rows' 128 as 64
-#: packed bf16 registers) and whether the mix converts the bank rows from bf16 again (REMAT)
-TOKEN_WARPS, TOKEN_REMAT = 16, True
+#: waves), nvb <= TOKEN_MAX_ROWS and H <= TOKEN_MAX_H; 0 waves: never. H200 (us; the kernel
+#: the wrapper picked before / the token kernel, 16 warps, REMAT off; nvb 4 with write_prefix):
+#: T = 33 5.44 / 5.22, T = 64 7.53 / 5.64, T = 128 8.33 / 7.35, T = 200 11.31 / 12.36 (two
+#: waves); at nvb 8 (REMAT on) T = 64 10.59 / 9.53 but T = 33 6.57 / 8.89 and T = 128 11.29 /
+#: 11.83: one SM folds 9 rows of 8192 lanes (2053 instructions a thread up to the exit, 16
+#: warps), so it keeps to 4 bank rows
+#: (bench/results/h200-bench_kimi_k3_attn_res_small_t_token.md).
+TOKEN_MAX_WAVES, TOKEN_MAX_ROWS, TOKEN_MAX_H = 1, 4, 8192
+#: its warps (16: 16 elements of each row a thread at H = 7168) and whether the mix converts
+#: the bank rows from bf16 again (REMAT: at 8 rows, 128 row elements as 64 packed bf16
+#: registers; 4 rows fit as f32: H200 T = 64, nvb 4: 5.64 us without, 5.93 with)
+TOKEN_WARPS, TOKEN_REMAT = 16, False
 
 
 def use_token_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool:
     """Whether T tokens of H (nvb bank rows) go to the token kernel (when not to the cluster
     kernel): at most TOKEN_MAX_WAVES waves of one program an SM on a known device, at most
-    CLUSTER_MAX_ROWS bank rows, H at most TOKEN_MAX_H."""
-    return (bool(num_sms) and t <= TOKEN_MAX_WAVES * num_sms and nvb <= CLUSTER_MAX_ROWS
+    TOKEN_MAX_ROWS bank rows, H at most TOKEN_MAX_H."""
+    return (bool(num_sms) and t <= TOKEN_MAX_WAVES * num_sms and nvb <= TOKEN_MAX_ROWS
             and h <= TOKEN_MAX_H)
 
 
@@ -671,7 +688,7 @@ AOT_SPECIALIZATIONS += [
          constexprs={"BLOCK": BLOCK, "RP": rp, "WRITE_PREFIX": wp, "REMAT": TOKEN_REMAT,
                      "SPLIT_PREFIX": SPLIT_PREFIX},
          divisibility=_DIVISIBILITY, num_warps=TOKEN_WARPS)
-    for rp in _CLUSTER_ROWS for wp in (False, True)
+    for rp in _CLUSTER_ROWS if rp <= _pow2(max(TOKEN_MAX_ROWS, 1)) for wp in (False, True)
 ]
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can

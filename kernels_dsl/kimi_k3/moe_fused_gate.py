@@ -517,8 +517,11 @@ MERGED_REDUCTIONS = True
 #: (4.35 rounds of 250 instructions and 2 bar.sync): about 2325 instructions and 19 bar.sync
 #: (470 before the rounds, step 3 416 with 4 bar.sync, reload 156, sort and store 196 with 6).
 #: Candidates on randn rows (numpy, 4000 rows, GROUPS = 64): 18.5 on average, 27 at most
-#: (GROUPS = 32: 22.8, 1 % above 32; 128: 17.0).
-LATENCY_KERNEL = "radix"
+#: (GROUPS = 32: 22.8, 1 % above 32; 128: 17.0). H200 (bench/kimi_k3/run.py --sweep --only
+#: moe_fused_gate; T = 1 / T = 64, us): radix 4.09 / 4.58; rank 4 warps, 64 groups, cap 32
+#: 3.31 / 3.50; 32 groups, cap 64 3.61 / 3.77; 128 groups 3.55 / 3.57; 2 warps 4.18 / 4.45; 8
+#: warps 4.42 / 4.53 (bench/results/h200-bench_kimi_k3_sweep_moe_rank.md).
+LATENCY_KERNEL = "rank"
 RANK_WARPS, RANK_GROUPS, RANK_CAP = 4, 64, 32
 K3_EXPERTS, K3_TOPK = 896, 16
 

@@ -2,7 +2,7 @@
 {1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of the
 exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before any
 launch. T <= 49 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
-tests below). The persistent tests run both persistent kernels (the ``ring`` fixture: the
+tests below), T <= 132 with nvb <= 4 the token kernel (its own tests too). The persistent tests run both persistent kernels (the ``ring`` fixture: the
 module knob RING, the register-slot kernel and the row-ring kernel of bulk copies into
 shared memory), and the ring at several depths and programs per SM. The same kernels run in
 the interpreter against a numpy reference in test/python/test_attn_res.py."""
@@ -68,8 +68,9 @@ def bits(x):
 @pytest.fixture(params=[False, True], ids=["slots", "ring"])
 def ring(request, monkeypatch):
     """RING: the register-slot kernel (attn_res_kernel) or the row ring
-    (attn_res_ring_kernel)."""
+    (attn_res_ring_kernel); the token kernel off."""
     monkeypatch.setattr(mod, "RING", request.param)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
     return request.param
 
 
@@ -203,15 +204,19 @@ def test_cluster_kernel_small_t(t, nvb, write_prefix):
     assert torch.equal(bits(bank), bits(expected))
 
 
+@pytest.mark.parametrize("remat", [False, True])
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", [0, 1, 3, 4, 8])
 @pytest.mark.parametrize("t", [1, 7, 64, 133, 300])
-def test_token_kernel(monkeypatch, t, nvb, write_prefix):
+def test_token_kernel(monkeypatch, t, nvb, write_prefix, remat):
     """The token kernel (one program per token, its rows whole; the cluster kernel off and
-    every T in its range): fresh random inputs against the float64 reference; the snapshot
-    bit for bit; T = 133 and 300 take two and three waves of one program an SM."""
+    every T and nvb in its range, REMAT either way): fresh random inputs against the float64
+    reference; the snapshot bit for bit; T = 133 and 300 take two and three waves of one
+    program an SM."""
     monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
     monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 4)
+    monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
+    monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
     assert mod.use_token_kernel(t, H, nvb, _num_sms())
     nb = 9
     prefix, bank, cw, ow = inputs(t, nb, seed=3000 + nvb * 100 + t + write_prefix)
@@ -234,6 +239,7 @@ def few_tokens(request, monkeypatch):
     if request.param == "token":
         monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
         monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+        monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
     return request.param
 
 
@@ -244,6 +250,7 @@ def test_cluster_kernel_matches_persistent(monkeypatch, nvb):
     prefix, bank, cw, ow = inputs(16, 9, seed=77 + nvb)
     a = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
     monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
     b = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
     torch.cuda.synchronize()
     want = reference(prefix, bank, cw, ow, nvb)

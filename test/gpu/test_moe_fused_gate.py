@@ -275,6 +275,35 @@ def test_select_variants_bit_identical(bits, merged, m, monkeypatch):
         assert torch.equal(ids, ids0) and torch.equal(w.view(torch.int32), w0.view(torch.int32))
 
 
+@pytest.mark.parametrize("groups,cap,warps", [(64, 32, 4), (32, 64, 4), (128, 32, 8)])
+@pytest.mark.parametrize("m", [1, 64, 300])
+def test_rank_latency_kernel(groups, cap, warps, m, monkeypatch):
+    """LATENCY_KERNEL = "rank" (a threshold from the group maxima, the survivors ranked
+    exactly; the radix rounds past RANK_CAP survivors): exact against the reference on random
+    rows (the fast path), tie and special rows (the fallback), with shared slots and options,
+    and the bits of the radix kernel."""
+    rows = [random_inputs(m, seed=m + groups)[0]]
+    if m > 1:
+        rows += [tie_rows(7, seed=m), special_rows(seed=m)]
+    scores = torch.cat(rows)
+    bias = random_inputs(1, seed=m + 1)[1]
+    got = {}
+    for kernel in ("rank", "radix"):
+        monkeypatch.setattr(mod, "LATENCY_KERNEL", kernel)
+        monkeypatch.setattr(mod, "RANK_GROUPS", groups)
+        monkeypatch.setattr(mod, "RANK_CAP", cap)
+        monkeypatch.setattr(mod, "RANK_WARPS", warps)
+        for k in (1, 16, 32):
+            for i, opt in enumerate(OPTIONS):
+                got[kernel, k, i] = check_exact(scores, bias, k, **opt)
+    for key in got:
+        if key[0] == "rank":
+            w, ids = got[key]
+            w0, ids0 = got[("radix",) + key[1:]]
+            assert torch.equal(ids, ids0)
+            assert torch.equal(w.view(torch.int32), w0.view(torch.int32))
+
+
 def test_new_m_does_not_recompile():
     kernel = mod.moe_fused_gate_kernel
     gate(*random_inputs(33, seed=1), K)  # the latency specialization (NUM_WARPS)

@@ -163,8 +163,10 @@ def check(prefix, bank, cw, ow, nvb, write_prefix=False, out=None):
 
 @pytest.fixture
 def slots(monkeypatch):
-    """The register-slot persistent kernel (attn_res_kernel) instead of the row ring."""
+    """The register-slot persistent kernel (attn_res_kernel) instead of the row ring (and
+    not the token kernel)."""
     monkeypatch.setattr(mod, "RING", False)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])
@@ -203,8 +205,10 @@ def test_persistent_grids_and_prefetch_depths(via_interpreter, slots, monkeypatc
 
 @pytest.fixture
 def ring(monkeypatch):
-    """The row-ring variant (attn_res_ring_kernel) instead of the register slots."""
+    """The row-ring variant (attn_res_ring_kernel) instead of the register slots (and not
+    the token kernel)."""
     monkeypatch.setattr(mod, "RING", True)
+    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])
@@ -619,6 +623,7 @@ def few_tokens(request, many_sms, monkeypatch):
     if request.param == "token":
         monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
         monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+        monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
     return request.param
 
 
@@ -649,12 +654,16 @@ def test_cluster_gather_exchange(via_interpreter, many_sms, monkeypatch, nvb, wr
     assert via_interpreter[-1][2]["CLUSTER_SUM"] is False
 
 
+@pytest.mark.parametrize("remat", [False, True])
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", range(0, 9))
-def test_token_every_nvb(via_interpreter, many_sms, monkeypatch, nvb, write_prefix):
-    """The token kernel: one program per token, its rows whole in a [RP, BLOCK] tile."""
+def test_token_every_nvb(via_interpreter, many_sms, monkeypatch, nvb, write_prefix, remat):
+    """The token kernel: one program per token, its rows whole in a [RP, BLOCK] tile (up to
+    8 bank rows, past the wrapper's TOKEN_MAX_ROWS)."""
     monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
     monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+    monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
+    monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
     rng = np.random.default_rng(300 + nvb + 16 * write_prefix)
     t, h = 3, 200  # a row that fills no power of two: lanes 200..255 masked
     nb = nvb + 1 if write_prefix else max(nvb, 1)
@@ -662,10 +671,10 @@ def test_token_every_nvb(via_interpreter, many_sms, monkeypatch, nvb, write_pref
     name, grid, constexprs, warps = via_interpreter[-1]
     rp = 1 << (max(nvb, 1) - 1).bit_length()
     assert warps == mod.TOKEN_WARPS and grid == (t,)
-    assert name == (f"attn_res_token_rp{rp}_w{warps}_remat"
+    assert name == (f"attn_res_token_rp{rp}_w{warps}" + ("_remat" if remat else "")
                     + ("_write_prefix" if write_prefix else ""))
     assert constexprs == {"BLOCK": 256, "RP": rp, "WRITE_PREFIX": write_prefix,
-                          "REMAT": True, "SPLIT_PREFIX": mod.SPLIT_PREFIX}
+                          "REMAT": remat, "SPLIT_PREFIX": mod.SPLIT_PREFIX}
 
 
 @pytest.mark.parametrize("nvb", [0, 3, 8])
@@ -674,6 +683,7 @@ def test_token_remat_same_bits(via_interpreter, many_sms, monkeypatch, nvb):
     bits of the single conversion, bf16 specials included."""
     monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
     monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
+    monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
     rng = np.random.default_rng(40 + nvb)
     prefix, bank, cw, ow = make_inputs(rng, 4, 9, 128)
     bank.view(np.uint16)[0, 0, :8] = [0x0001, 0x8001, 0x8000, 0x007F, 0x3F80, 0xBF80, 0x4000,
@@ -692,6 +702,7 @@ def test_token_remat_same_bits(via_interpreter, many_sms, monkeypatch, nvb):
     (1, 256, 3, 132, 0, False),                               # TOKEN_MAX_WAVES = 0: never
     (1, 256, 3, None, 1, False),                              # no SM count
     (1, 16384, 3, 132, 1, False),                             # H > TOKEN_MAX_H
+    (1, 256, 4, 132, 1, True), (1, 256, 5, 132, 1, False),    # nvb <= TOKEN_MAX_ROWS (4)
 ])
 def test_token_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, waves, token):
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
@@ -729,7 +740,7 @@ def test_few_tokens_write_prefix_is_a_bit_copy(via_interpreter, few_tokens, monk
     test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, False)
     assert via_interpreter[-1][0] == {  # nvb = 1
         "cluster": "attn_res_cluster_rp1_w4_write_prefix",
-        "token": f"attn_res_token_rp1_w{mod.TOKEN_WARPS}_remat_write_prefix"}[few_tokens]
+        "token": f"attn_res_token_rp1_w{mod.TOKEN_WARPS}_write_prefix"}[few_tokens]
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])

@@ -39,6 +39,19 @@ void createClusterBarrier(OpBuilder &b, Location loc) {
   NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
 }
 
+/// Set by deferClusterWaits on an exchange whose trailing wait it moved.
+constexpr StringLiteral kDeferredWaitAttr = "kiln.cluster_wait_deferred";
+
+/// The barrier after an exchange's remote reads (no block may leave, or
+/// overwrite its buffer, while another still reads it): the arrive (release:
+/// the reads are done) and, unless deferClusterWaits moved it, the wait.
+void createTrailingClusterBarrier(OpBuilder &b, Operation *exchange) {
+  Location loc = exchange->getLoc();
+  NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+  if (!exchange->hasAttr(kDeferredWaitAttr))
+    NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
+}
+
 struct ClusterBarrierLowering : ConvertOpToLLVMPattern<tile::ClusterBarrierOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
 
@@ -160,9 +173,7 @@ struct ClusterLoadLowering : TileOpConversion<tile::ClusterLoadOp> {
     VectorAccess access(getContext(), buffer.stored, getAccessWidth(tileConverter, type));
     SmallVector<Value> results =
         buffer.loadFromRank(rewriter, loc, access, adaptor.getRank(), values.size());
-    // No block may leave (its shared memory) or overwrite its buffer while
-    // another still reads it.
-    createClusterBarrier(rewriter, loc);
+    createTrailingClusterBarrier(rewriter, op);
     rewriter.replaceOp(
         op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
     return success();
@@ -209,7 +220,7 @@ struct ClusterGatherLowering : TileOpConversion<tile::ClusterGatherOp> {
       Value remote = NVVM::MapaOp::create(rewriter, loc, clusterPtr, buffer.local, rank);
       buffer.load(rewriter, loc, access, remote, inner, results);
     }
-    createClusterBarrier(rewriter, loc);
+    createTrailingClusterBarrier(rewriter, op);
     rewriter.replaceOp(
         op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
     return success();
@@ -274,8 +285,7 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
                     : LLVM::AddOp::create(rewriter, loc, sum, value).getResult();
       }
     }
-    // No block may leave (its shared memory) while another still reads it.
-    createClusterBarrier(rewriter, loc);
+    createTrailingClusterBarrier(rewriter, op);
     SmallVector<Value> results;
     for (auto [type, sum] : llvm::zip(types, sums))
       results.push_back(
@@ -285,6 +295,34 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
   }
 };
 } // namespace
+
+void kiln::deferClusterWaits(ModuleOp module) {
+  auto isClusterOp = [](Operation *op) {
+    return llvm::isa<tile::ClusterLoadOp, tile::ClusterGatherOp, tile::ClusterSumOp,
+                     tile::ClusterBarrierOp>(op);
+  };
+  module.walk([&](Operation *exchange) {
+    if (!llvm::isa<tile::ClusterLoadOp, tile::ClusterGatherOp, tile::ClusterSumOp>(exchange))
+      return;
+    // The first later op of the block that is or holds a cluster op, or the
+    // terminator: every thread reaches it (cluster ops are in uniform
+    // control flow), and the wait must come before the next arrive.
+    Operation *next = exchange->getNextNode();
+    for (; next; next = next->getNextNode()) {
+      if (next->hasTrait<OpTrait::IsTerminator>() || isClusterOp(next))
+        break;
+      if (next->walk([&](Operation *inner) {
+                return isClusterOp(inner) ? WalkResult::interrupt() : WalkResult::advance();
+              }).wasInterrupted())
+        break;
+    }
+    if (!next)
+      return;
+    OpBuilder b(next);
+    NVVM::ClusterWaitOp::create(b, exchange->getLoc(), b.getUnitAttr());
+    exchange->setAttr(kDeferredWaitAttr, b.getUnitAttr());
+  });
+}
 
 void kiln::populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
                                                 RewritePatternSet &patterns) {

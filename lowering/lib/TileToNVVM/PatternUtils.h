@@ -141,6 +141,16 @@ int64_t getConsumerRegisters(int64_t consumerThreads);
 /// threads (`bar.sync 1, C`).
 void replaceConsumerBarriers(mlir::Operation *root);
 
+/// Before the conversion: the wait of the cluster barrier that ends each
+/// tile.cluster_load / cluster_gather / cluster_sum (after its remote reads)
+/// moves to just before the next op of its block that is or holds a cluster
+/// op, or its block's terminator (the kernel's return), and the exchange is
+/// marked to emit the arrive alone. The barrier's latency then overlaps the
+/// arithmetic after the exchange; every buffer is still read by all blocks
+/// before any block leaves or runs the next cluster op, and each thread still
+/// waits once between two arrives.
+void deferClusterWaits(mlir::ModuleOp module);
+
 /// Fails (with an error at the op) when the shared-memory buffers of a
 /// tile.dot do not fit in the 48 KiB of static shared memory.
 mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);

@@ -79,9 +79,10 @@ func.func @cluster_registers(%x: !tile.ptr<i32> {tile.divisibility = 16 : i32}) 
 // CHECK-NEXT: llvm.load %[[Q1]] {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
 // CHECK-NOT: llvm.load
 // CHECK: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK-NOT: nvvm.cluster
-// CHECK: llvm.return
+// CHECK: llvm.store %{{.*}} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: llvm.return
 func.func @cluster_load(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %r: i32)
     attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1, 1>} {
   %o = tile.make_range {start = 0 : i32, end = 1024 : i32} : tensor<1024xi32>
@@ -110,7 +111,9 @@ func.func @cluster_load(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %r: i
 // CHECK-NEXT: llvm.bitcast %{{.*}} : vector<4xi32> to vector<16xi8>
 // CHECK-COUNT-16: llvm.trunc %{{.*}} : i8 to i1
 // CHECK-NEXT: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: llvm.return
 func.func @cluster_load_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32}, %r: i32)
     attributes {tile.kernel, tile.num_warps = 1 : i32} {
   %o = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
@@ -155,9 +158,9 @@ func.func @cluster_load_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32}, %
 // CHECK-NEXT: llvm.load %[[Q1]] {alignment = 16 : i64} : !llvm.ptr<7> -> vector<4xi32>
 // CHECK-NOT: llvm.load
 // CHECK: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK-NOT: nvvm.cluster
-// CHECK: llvm.return
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: llvm.return
 func.func @cluster_gather(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                           %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.cluster_dims = array<i32: 2, 1, 1>} {
@@ -189,7 +192,9 @@ func.func @cluster_gather(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // CHECK-NEXT: llvm.bitcast %{{.*}} : vector<4xi32> to vector<16xi8>
 // CHECK-COUNT-16: llvm.trunc %{{.*}} : i8 to i1
 // CHECK-NEXT: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: llvm.return
 func.func @cluster_gather_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.num_warps = 1 : i32} {
   %o = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
@@ -226,9 +231,10 @@ func.func @cluster_gather_bool(%x: !tile.ptr<i8> {tile.divisibility = 16 : i32})
 // CHECK-NOT: nvvm.shfl
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvvm.cluster.arrive {aligned}
-// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK-NOT: nvvm.cluster
-// CHECK: llvm.return
+// CHECK: llvm.store %{{.*}} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: llvm.return
 func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                        %n: !tile.ptr<i32> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.num_warps = 1 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
@@ -243,5 +249,63 @@ func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   %s:2 = tile.cluster_sum %v, %w : tensor<8xf32>, tensor<512xi32>
   tile.store %p, %s#0 : tensor<8x!tile.ptr<f32>>
   tile.store %q, %s#1 : tensor<512x!tile.ptr<i32>>
+  return
+}
+
+// -----
+
+// The trailing wait of an exchange (after its remote reads) moves to the next
+// op of its block that is or holds a cluster op, or to the terminator: here
+// the arrive of the first cluster_sum, its arithmetic (the fmul), then the
+// wait just before the second cluster_sum's buffer store; a cluster_sum in a
+// loop body waits before the scf.yield (the next iteration's store comes
+// after it); the scf.for that holds one takes the wait of the exchange before
+// it; the tile.cluster_barrier at the end is its own arrive + wait.
+// CHECK-LABEL: llvm.func ptx_kernelcc @deferred_waits
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.mapa
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: llvm.fmul
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: llvm.mlir.addressof @__kiln_cluster_smem_1
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.mapa
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: scf.for
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.mapa
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: scf.yield
+// CHECK-NOT: nvvm.cluster
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: llvm.return
+func.func @deferred_waits(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 1 : i32, tile.cluster_dims = array<i32: 2, 1, 1>} {
+  %o = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32>
+  %xs = tile.splat %x : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
+  %p = tile.addptr %xs, %o : tensor<32x!tile.ptr<f32>>, tensor<32xi32>
+  %v = tile.load %p : tensor<32x!tile.ptr<f32>>
+  %a = tile.cluster_sum %v : tensor<32xf32>
+  %b = arith.mulf %a, %a : tensor<32xf32>
+  %c = tile.cluster_sum %b : tensor<32xf32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %d = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c) -> (tensor<32xf32>) : i32 {
+    %e = tile.cluster_sum %acc : tensor<32xf32>
+    scf.yield %e : tensor<32xf32>
+  }
+  tile.store %p, %d : tensor<32x!tile.ptr<f32>>
+  tile.cluster_barrier
   return
 }

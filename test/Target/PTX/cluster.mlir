@@ -60,7 +60,8 @@ func.func @cluster_ids(%out: !tile.ptr<i32> {tile.divisibility = 16 : i32})
 // tile.cluster_load: each thread stores its four elements (16 bytes) in the
 // block's buffer, a cluster barrier, mapa of the buffer to the rank
 // (cluster_cta_rank + 1) & 3, one 16-byte ld.shared::cluster of the same
-// elements there, a second cluster barrier before anything else.
+// elements there, then the second cluster barrier's arrive; its wait comes
+// after the sum and the store, just before the exit.
 // CHECK-LABEL: .visible .entry cluster_sum(
 // CHECK: .reqntid 128, 1, 1
 // CHECK-NEXT: .explicitcluster
@@ -80,11 +81,11 @@ func.func @cluster_ids(%out: !tile.ptr<i32> {tile.divisibility = 16 : i32})
 // CHECK-NEXT: add.s64 %rd[[THEIRS:[0-9]+]], %rd[[REMOTE]], %rd[[OFF]];
 // CHECK-NEXT: ld.shared::cluster.v4.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd[[THEIRS]]];
 // CHECK-NEXT: barrier.cluster.arrive.aligned;
-// CHECK-NEXT: barrier.cluster.wait.aligned;
 // CHECK-NOT: barrier.cluster
 // CHECK-COUNT-4: add.rn.f32
 // CHECK: st.global.v4.b32
-// CHECK: ret;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NEXT: ret;
 func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                        %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
@@ -113,8 +114,8 @@ func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // tile.cluster_gather + a sum over axis 0: the thread's 16 bytes stored once,
 // ONE cluster barrier, then one mapa + 16-byte ld.shared::cluster per rank (the
 // ranks fold to constants: the result's run k of thread t is element
-// (k * 128 + t) * 4, rank k), a second cluster barrier, and the sum in
-// registers, rank 0 first.
+// (k * 128 + t) * 4, rank k), the second cluster barrier's arrive, the sum in
+// registers, rank 0 first, the store, and that barrier's wait before the exit.
 // CHECK-LABEL: .visible .entry cluster_gather_sum(
 // CHECK: .reqnctapercluster 4, 1, 1
 // CHECK: .shared .align 16 .b8 __kiln_cluster_smem_[[N:[0-9]+]][2048];
@@ -138,14 +139,14 @@ func.func @cluster_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // CHECK-NEXT: add.s64 %rd{{[0-9]+}}, %rd[[R3]], %rd[[OFF]];
 // CHECK-NEXT: ld.shared::cluster.v4.b32
 // CHECK-NEXT: barrier.cluster.arrive.aligned;
-// CHECK-NEXT: barrier.cluster.wait.aligned;
 // CHECK-NEXT: add.rn.f32 %r{{[0-9]+}}, %r[[X0]], %r[[X1]];
 // CHECK-NOT: barrier.cluster
 // CHECK-COUNT-11: add.rn.f32
 // CHECK-NOT: barrier.cluster
 // CHECK-NOT: bar.sync
 // CHECK: st.global.v{{4.b32|2.b64}}
-// CHECK: ret;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NEXT: ret;
 func.func @cluster_gather_sum(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                               %y: !tile.ptr<f32> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
@@ -206,7 +207,8 @@ func.func @cluster_gather_16(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 
 // tile.cluster_sum over 4 blocks of a [4, 4] f32 tile and a [256] i64 tile:
 // ld.shared::cluster of the thread's own elements from each rank, add.f32 /
-// add.s64 in rank order; no bar.sync, no shuffle.
+// add.s64 in rank order; no bar.sync, no shuffle; the trailing barrier's wait
+// after the stores.
 // CHECK-LABEL: .visible .entry cluster_sum_4(
 // CHECK: .reqnctapercluster 4, 1, 1
 // CHECK: barrier.cluster.arrive.aligned;
@@ -217,8 +219,10 @@ func.func @cluster_gather_16(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 // CHECK: ld.shared::cluster
 // CHECK-NOT: bar.sync
 // CHECK: barrier.cluster.arrive.aligned;
-// CHECK-NEXT: barrier.cluster.wait.aligned;
-// CHECK: ret;
+// CHECK-NOT: barrier.cluster
+// CHECK: st.global
+// CHECK: barrier.cluster.wait.aligned;
+// CHECK-NEXT: ret;
 func.func @cluster_sum_4(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
                          %n: !tile.ptr<i64> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 4, 1, 1>} {
