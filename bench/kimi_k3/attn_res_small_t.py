@@ -135,8 +135,14 @@ def cluster_or_ring():
     configs += [(f"ring {e}x{st}x{p}", dict(CLUSTER_MAX_WAVES=0,
                                             ring_config=lambda t, s, r=(e, st, p): r))
                 for e, st, p in ((16, 4, 2), (32, 3, 2), (32, 4, 1), (64, 3, 3))]
+    return _time_configs((33, 48, 64, 128, 200, 395), configs)
+
+
+def _time_configs(ts, configs):
+    """Rows (T, nvb, write_prefix, label, us): each (label, knob values) of ``configs`` at
+    each T, nvb 8 and nvb 4 with write_prefix (checked against the reference first)."""
     rows = []
-    for t in (33, 48, 64, 128, 200, 395):
+    for t in ts:
         for nvb, wp in ((8, False), (4, True)):
             case = R._case_attn_res(t, nvb, wp)
             for label, values in configs:
@@ -154,15 +160,7 @@ def token_kernel():
                  dict(CLUSTER_MAX_WAVES=0, TOKEN_MAX_WAVES=1000, TOKEN_MAX_ROWS=8, TOKEN_WARPS=w,
                       TOKEN_REMAT=remat))
                 for w, remat in ((16, True), (16, False))]
-    rows = []
-    for t in (1, 8, 33, 64, 128, 200, 395, 1024, 4096):
-        for nvb, wp in ((8, False), (4, True)):
-            case = R._case_attn_res(t, nvb, wp)
-            for label, values in configs:
-                with knobs(**values):
-                    check(case)
-                    rows.append((t, nvb, wp, label, us(case[4], case[3])))
-    return rows
+    return _time_configs((1, 8, 33, 64, 128, 200, 395, 1024, 4096), configs)
 
 
 def _by_t(title, rows):

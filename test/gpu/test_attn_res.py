@@ -190,8 +190,13 @@ def test_cluster_kernel_small_t(t, nvb, write_prefix):
     fresh random inputs against the float64 reference; the snapshot bit for bit."""
     if not mod.use_cluster_kernel(t, H, nvb, _num_sms()):  # T * 8 <= 3 x SMs (H200: T <= 49)
         pytest.skip(f"T = {t} runs the persistent kernel on {_num_sms()} SMs")
-    nb = 9
-    prefix, bank, cw, ow = inputs(t, nb, seed=1000 + nvb * 100 + t + write_prefix)
+    _check_fresh(t, nvb, write_prefix, seed=1000 + nvb * 100 + t + write_prefix)
+
+
+def _check_fresh(t, nvb, write_prefix, seed):
+    """Fresh random inputs (K3's bank of 9 rows) against the float64 reference, into a NaN
+    filled output; the snapshot bit for bit and the other bank rows untouched."""
+    prefix, bank, cw, ow = inputs(t, 9, seed=seed)
     before = bank.clone()
     want = reference(prefix, before, cw, ow, nvb)
     out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -218,18 +223,7 @@ def test_token_kernel(monkeypatch, t, nvb, write_prefix, remat):
     monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
     monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
     assert mod.use_token_kernel(t, H, nvb, _num_sms())
-    nb = 9
-    prefix, bank, cw, ow = inputs(t, nb, seed=3000 + nvb * 100 + t + write_prefix)
-    before = bank.clone()
-    want = reference(prefix, before, cw, ow, nvb)
-    out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
-    mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
-    torch.cuda.synchronize()
-    assert_close_bf16(out, want)
-    expected = before.clone()
-    if write_prefix:
-        expected[:, nvb] = prefix
-    assert torch.equal(bits(bank), bits(expected))
+    _check_fresh(t, nvb, write_prefix, seed=3000 + nvb * 100 + t + write_prefix)
 
 
 @pytest.fixture(params=["cluster", "token"])
