@@ -12,9 +12,10 @@ Three tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k
 4. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
    (thread elements x stages x programs an SM) the module knobs give.
 5. At T in {1 .. 4096} the kernel the wrapper picks by default against the token kernel
-   (one program per token, its rows whole: 16 or 32 warps, with and without REMAT).
+   (one program per token, its rows whole: 16 warps, with and without REMAT).
+6. At T in {1 .. 200} the default against the cluster kernel of 2 to 16 programs a token.
 
-    python bench/kimi_k3/attn_res_small_t.py [--out DIR] [--tables steps,warps,exchange,ring,token]
+    python bench/kimi_k3/attn_res_small_t.py [--out DIR] [--tables steps,warps,exchange,ring,token,sizes]
 
 writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory).
 """
@@ -101,7 +102,7 @@ def knobs(**values):
 def _warps(w):
     """A _cluster_config that gives the cluster kernel ``w`` warps at any T."""
     orig = A._cluster_config
-    return lambda h, n, t=1, s=None: orig(h, n)[:2] + (w,)
+    return lambda h, n, t=1, s=None: orig(h, n)[:3] + (w,)
 
 
 def cluster_warps():
@@ -175,8 +176,19 @@ def _by_t(title, rows):
     return md
 
 
+def cluster_sizes():
+    """The wrapper's default at every T, or the cluster kernel at every T with S programs a
+    token on W warps each."""
+    configs = [("default", {})]
+    configs += [(f"cluster {size} x {warps} warps",
+                 dict(CLUSTER_MAX_WAVES=1000, CLUSTER_SIZE=size, CLUSTER_MANY_SIZE=size,
+                      CLUSTER_WARPS=warps, CLUSTER_MANY_WARPS=warps))
+                for size, warps in ((16, 2), (16, 4), (8, 2), (4, 4), (4, 8), (2, 8))]
+    return _time_configs((1, 8, 33, 64, 128, 200), configs)
+
+
 TABLES = {"steps": steps, "warps": cluster_warps, "exchange": exchanges,
-          "ring": cluster_or_ring, "token": token_kernel}
+          "ring": cluster_or_ring, "token": token_kernel, "sizes": cluster_sizes}
 
 
 def main():
@@ -213,6 +225,9 @@ def main():
                     "programs an SM)", res["ring"])
     if "token" in res:
         md += _by_t("Default kernel or token kernel (us)", res["token"])
+    if "sizes" in res:
+        md += _by_t("Default kernel or cluster kernel of S programs x W warps (us)",
+                    res["sizes"])
     with open(os.path.join(args.out, "attn_res_small_t.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))

@@ -105,13 +105,15 @@ def num_sms(t: Any) -> Optional[int]:
 
 
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
-           constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None) -> None:
-    """Launches ``kernel`` (JIT, with ``maxnreg`` if given) or the bundle's kernel ``name``
-    with ``constexprs``."""
+           constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None,
+           cluster: Optional[Sequence[int]] = None) -> None:
+    """Launches ``kernel`` (JIT, with ``maxnreg`` and the ``cluster`` shape if given) or the
+    bundle's kernel ``name`` with ``constexprs`` (compiled with its shape)."""
     if any(int(g) == 0 for g in grid):
         return
     if kiln.compiler.compiler_available():
-        kernel[tuple(grid)](*args, num_warps=num_warps, maxnreg=maxnreg, **constexprs)
+        kernel[tuple(grid)](*args, num_warps=num_warps, maxnreg=maxnreg, cluster=cluster,
+                            **constexprs)
         return
     k = _bundle_kernel(name, constexprs)
     params = [p for p in k.meta.get("params", [])]

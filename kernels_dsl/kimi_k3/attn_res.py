@@ -75,11 +75,12 @@ KB)). Smaller programs did better still: 4 warps (64 row elements a thread, 168 
 fold 3 rows at once. With WRITE_PREFIX the prefix row's bit copy is stored as soon as it
 arrives, before the fold: kept to the token's end it spilled at 4 warps.
 
-Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of CLUSTER_SIZE = 8
-programs. At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
+Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of S programs
+(``_cluster_config``: 4 of 4 warps up to T = 33 on the H200, 2 of 8 warps up to T = 66; the
+measurements below were made at S = 8). At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
 (a block reduction each): 10.2 us on the H200 at nvb = 8 against 0.88 us for an empty launch.
-In the cluster kernel, program (rank) c of token t owns the columns [c * H/8, (c + 1) * H/8)
-(896 at K3, a masked 1024-wide tile) of ALL rows at once: the bank rows as one [RP, SLICE]
+In the cluster kernel, program (rank) c of token t owns the columns [c * H/S, (c + 1) * H/S)
+(896 at K3 and S = 8, a masked 1024-wide tile) of ALL rows at once: the bank rows as one [RP, SLICE]
 tile (RP = the next power of two of nvb, a constexpr; rows past nvb masked) and the prefix
 row as a [SLICE] tile of its own (so nvb = 8 takes 8 rows, not 16): every load (ow too) is
 issued up front, then the partial sums of squares and dots with cw of the bank rows in one
@@ -93,15 +94,17 @@ them in registers; CLUSTER_SUM = False: as the rows of a [4, RP] tile gathered b
 scores and softmax in every program (p normalized first: mix = sum_r p_r rows_r, a sum
 within the thread: with 2 or 4 warps a thread holds every row of its columns), the slice
 of mix, a second ``cluster_sum`` of its partial sum of squares for the output RMSNorm, and
-the program's H/8 outputs (and, with write_prefix, its slice of the snapshot, stored from
+the program's H/S outputs (and, with write_prefix, its slice of the snapshot, stored from
 the prefix row as loaded). Four cluster barriers in all; an earlier form (three joins, a
 gathered [RP, 2, 2] tile, three splits: 18 block barriers against 4) measured 4.3-4.4 / 3.9
 us at 4 warps (nvb 8 / nvb 4 with write_prefix) against 4.1 / 3.4 now. What the 4.1 us
 are (bench/results/h200-bench_kimi_k3_attn_res_small_t.md): an empty kernel of 8 programs
 0.66 us, 0.86 as a cluster; each cluster barrier ~0.2, each exchange ~0.65; the loads one
-DRAM latency; the rest the threads' arithmetic on 64 row elements each.
-The wrapper picks it when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs, nvb <=
-CLUSTER_MAX_ROWS (and H / 8 is a multiple of 8).
+DRAM latency; the rest the threads' arithmetic on 64 row elements each. Each exchange's
+trailing cluster barrier now waits only before the next exchange or the exit (the compiler
+defers it): T = 1 4.03 -> 3.98 us, 3.36 -> 3.21 with write_prefix.
+The wrapper picks it when T * S <= CLUSTER_MAX_WAVES x SMs, nvb <= CLUSTER_MAX_ROWS (and H / S
+is a multiple of 8).
 
 Few tokens (``attn_res_token_kernel``): past the cluster kernel's T and up to one program an
 SM, the same arithmetic with one program holding a token's rows whole (16 warps, the bank
@@ -342,8 +345,10 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
     kl.pdl_launch_dependents()
 
 
-#: programs per token in the small-T kernel (a thread-block cluster; 8 is the portable maximum)
-CLUSTER_SIZE = 8
+#: programs per token in the small-T kernel (a thread-block cluster; 8 is the portable
+#: maximum, 16 needs the non-portable cluster size the compiler allows) where the T x
+#: CLUSTER_SIZE programs fit one an SM, else CLUSTER_MANY_SIZE (``_cluster_config``)
+CLUSTER_SIZE, CLUSTER_MANY_SIZE = 4, 2
 
 
 @kiln.jit
@@ -357,13 +362,14 @@ def _bf16_bits_to_f32(x):
 @kiln.jit
 def _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok, cols, cmask, H, nvb,
                     p_s0, b_s0, b_s1, o_s0, eps, RP: kl.constexpr, WRITE_PREFIX: kl.constexpr,
-                    EXCHANGE: kl.constexpr, REMAT: kl.constexpr, SPLIT_PREFIX: kl.constexpr):
+                    EXCHANGE: kl.constexpr, REMAT: kl.constexpr, SPLIT_PREFIX: kl.constexpr,
+                    CS: kl.constexpr = 1):
     """Token ``tok`` at the columns ``cols`` (lanes ``cmask``) of its nvb bank rows, as one
     [RP, len(cols)] tile, and of its prefix row (module docstring, "Small T"). EXCHANGE: 0 =
     the columns are the whole row (``attn_res_token_kernel``); 1 = a cluster's slice, its
     sums added over the cluster by ``kl.cluster_sum``; 2 = by ``kl.cluster_gather``. REMAT:
     the mix converts the bank rows from bf16 again (``_bf16_bits_to_f32``) instead of keeping
-    their f32 values live across the reductions."""
+    their f32 values live across the reductions. CS: the cluster's programs (EXCHANGE 2)."""
     rows = kl.arange(0, RP)
     r2 = rows[:, None]
     c2 = cols[None, :] + r2 * 0  # the same columns in every row
@@ -408,8 +414,8 @@ def _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok, cols, cm
         q = kl.arange(0, 4)[:, None]
         part = kl.where(q == 0, ss_b[None, :], kl.where(q == 1, dot_b[None, :], kl.where(
             q == 2, ss_p[None, :], dot_p[None, :])))
-        g = kl.reshape(kl.cluster_gather(part), (CLUSTER_SIZE * 4, RP))
-        k = kl.arange(0, CLUSTER_SIZE * 4)[:, None] % 4
+        g = kl.reshape(kl.cluster_gather(part), (CS * 4, RP))
+        k = kl.arange(0, CS * 4)[:, None] % 4
         ss_b, dot_b, ss_p, dot_p = kl.reduce(
             (kl.where(k == 0, g, 0.0), kl.where(k == 1, g, 0.0), kl.where(k == 2, g, 0.0),
              kl.where(k == 3, g, 0.0)), 0, _add_quads)
@@ -428,7 +434,7 @@ def _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok, cols, cm
     if EXCHANGE == 1:
         ssm = kl.cluster_sum(ssm)
     if EXCHANGE == 2:
-        ssm = kl.reshape(kl.cluster_gather(ssm), (CLUSTER_SIZE,))
+        ssm = kl.reshape(kl.cluster_gather(ssm), (CS,))
     ssm = kl.sum(ssm, axis=0)
     kl.store(out_ptr + tok * o_s0 + cols, mix * kl.rsqrt(ssm * inv_h + eps) * ow, mask=cmask)
     if WRITE_PREFIX:  # bit-exact: the bf16 row as loaded
@@ -441,10 +447,10 @@ def _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok, cols, cm
 def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nvb, p_s0,
                             b_s0, b_s1, o_s0, eps, SLICE: kl.constexpr, RP: kl.constexpr,
                             WRITE_PREFIX: kl.constexpr, CLUSTER_SUM: kl.constexpr = True,
-                            SPLIT_PREFIX: kl.constexpr = True):
+                            SPLIT_PREFIX: kl.constexpr = True, CS: kl.constexpr = CLUSTER_SIZE):
     """Token cluster_id(0); this program's columns [rank * H/S, (rank + 1) * H/S) of its nvb
     bank rows as one [RP, SLICE] tile and of its prefix row (module docstring). T is unused
-    (grid = T * S)."""
+    (grid = T * S). CS: the cluster size S it is compiled for (the launch's cluster shape)."""
     tok = kl.cluster_id(0).to(kl.int64)
     # the slice width H / S, written as a multiple of 8 (H % 8S == 0, the wrapper checks) so
     # that every program's first column keeps the 16-byte alignment of the rows
@@ -452,7 +458,7 @@ def attn_res_cluster_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H,
     lane = kl.arange(0, SLICE)
     _attn_res_token(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, tok,
                     kl.cluster_cta_rank() * sw + lane, lane < sw, H, nvb, p_s0, b_s0, b_s1,
-                    o_s0, eps, RP, WRITE_PREFIX, 1 if CLUSTER_SUM else 2, False, SPLIT_PREFIX)
+                    o_s0, eps, RP, WRITE_PREFIX, 1 if CLUSTER_SUM else 2, False, SPLIT_PREFIX, CS)
 
 
 @kiln.jit(num_warps=16, do_not_specialize=["T", "nvb"], fp_fusion=True)
@@ -579,27 +585,36 @@ def persistent_specs(ring: bool) -> list:
 
 AOT_SPECIALIZATIONS = persistent_specs(RING)
 
-#: The small-T cluster kernel runs when T * CLUSTER_SIZE <= CLUSTER_MAX_WAVES x SMs (H200: T <=
-#: 49): its T clusters of 8 small programs then run at once, where the persistent kernel's T
-#: programs are each one latency-bound chain of nvb + 1 row folds (10.4 us at T = 1). H200,
-#: nvb 8 / nvb 4 with write_prefix: T = 33: 7.16 / 5.52 us (ring: 10.0 / 7.1); T = 48: 8.06 /
-#: 5.98 (10.2 / 7.0); T = 64: 12.2 / 8.7 (10.4 / 7.5: the ring from here). 0: never.
-#: Without an SM count (not a CUDA tensor) the persistent kernel runs.
-CLUSTER_MAX_WAVES = 3
+#: The small-T cluster kernel runs when T x S <= CLUSTER_MAX_WAVES x SMs (S programs a token,
+#: ``_cluster_config``; H200: T <= 66): its T clusters of small programs then run at once,
+#: where the persistent kernel's T programs are each one latency-bound chain of nvb + 1 row
+#: folds (10.4 us at T = 1). H200, nvb 8 / nvb 4 with write_prefix, with 8 programs a token
+#: (2 warps): T = 33: 7.16 / 5.52 us (ring: 10.0 / 7.1); T = 48: 8.06 / 5.98 (10.2 / 7.0);
+#: T = 64: 12.2 / 8.7 (10.4 / 7.5); with 2 programs of 8 warps T = 64 7.33 / 5.65 (default
+#: then: ring 10.59, token kernel 5.71), T = 128 13.46 / 10.23 (ring 11.26 / token 7.11):
+#: one wave. 0: never. Without an SM count (not a CUDA tensor) the persistent kernel runs.
+CLUSTER_MAX_WAVES = 1
 #: ... and when the nvb bank rows fit CLUSTER_MAX_ROWS. The prefix row is a tile of its own, so
 #: nvb = 8 takes 8 bank rows, not 16 padded ones: H200 T = 1, nvb = 8: 6.19 us (the persistent
 #: kernel: 9.83; with the prefix as row nvb of 16: 12.6), nvb = 4: 5.70 -> 5.39 us
 #: (bench/results/h200-bench_kimi_k3_sweep_attn_res_t1.md).
 CLUSTER_MAX_ROWS = 8
 #: warps of a cluster kernel program: CLUSTER_WARPS where the T x CLUSTER_SIZE programs fit
-#: one an SM, else CLUSTER_MANY_WARPS. Fewer warps are faster: each thread then holds every
+#: one an SM, else CLUSTER_MANY_WARPS (with CLUSTER_MANY_SIZE programs a token). H200
+#: (bench/results/h200-bench_kimi_k3_attn_res_small_t_sizes.md; nvb 8 / nvb 4 with
+#: write_prefix, us): T = 1: 4 programs x 4 warps 3.85 / 3.12, 8 x 4 3.93 / 3.20, 8 x 2 3.97
+#: / 3.14, 16 x 2 4.28 / 3.37, 16 x 4 5.15 / 4.27, 4 x 8 4.46 / 3.52, 2 x 8 4.92 / 3.77; T =
+#: 8: 4 x 4 3.89 / 3.21, 8 x 4 4.03 / 3.26; T = 33: 4 x 4 6.24 / 4.87, 2 x 8 6.39 / 4.98, 8 x
+#: 2 6.17 / 5.34; T = 64: 2 x 8 7.33 / 5.65, 4 x 4 10.73 / 6.06, 8 x 2 10.70 / 8.16 (larger
+#: clusters of many tokens do not all fit at once). Earlier, 8 programs a token: fewer warps
+#: are faster: each thread then holds every
 #: bank row of its columns (the row sums of the mix stay in the thread) and the block
 #: reductions span fewer warps. H200 T = 1, nvb 8 / nvb 4 with write_prefix (with
 #: CLUSTER_SUM; bench/results/h200-bench_kimi_k3_attn_res_small_t.md): 2 warps 4.95 / 3.36
 #: us, 4 warps 4.11 / 3.40, 8 warps 5.86 / 4.80; T = 33: 2 warps 7.19 / 5.54, 4 warps 11.28 /
 #: 6.05 (234 registers a thread leave room for 2 programs an SM, not 3). With the gather
 #: exchange, 16 warps measured 11.8 / 10.4 at T = 1.
-CLUSTER_WARPS, CLUSTER_MANY_WARPS = 4, 2
+CLUSTER_WARPS, CLUSTER_MANY_WARPS = 4, 8
 #: the cluster exchanges by ``kl.cluster_sum`` of the partial sums (each thread reads its
 #: own values from every program and adds them in registers) instead of ``kl.cluster_gather``
 #: + a reduction over the ranks (spread over lanes: 160 more shuffles at RP = 8). H200, nvb 8
@@ -620,36 +635,43 @@ def _pow2(n: int) -> int:
 
 
 def _cluster_config(h: int, nvb: int, t: int = 1, num_sms: Optional[int] = None) -> tuple:
-    """(SLICE, RP, num_warps) of the cluster kernel: a program's H / CLUSTER_SIZE columns in a
-    power-of-two tile, the nvb bank rows padded to a power of two (at least one), and
-    CLUSTER_WARPS or, where T clusters do not fit one program an SM, CLUSTER_MANY_WARPS."""
-    slice_, rp = _pow2(h // CLUSTER_SIZE), _pow2(max(nvb, 1))
+    """(S, SLICE, RP, num_warps) of the cluster kernel: CLUSTER_SIZE programs a token on
+    CLUSTER_WARPS or, where T clusters of them do not fit one program an SM,
+    CLUSTER_MANY_SIZE on CLUSTER_MANY_WARPS; a program's H / S columns in a power-of-two
+    tile, the nvb bank rows padded to a power of two (at least one)."""
     few = not num_sms or t * CLUSTER_SIZE <= num_sms
-    return slice_, rp, CLUSTER_WARPS if few else CLUSTER_MANY_WARPS
+    size, warps = ((CLUSTER_SIZE, CLUSTER_WARPS) if few
+                   else (CLUSTER_MANY_SIZE, CLUSTER_MANY_WARPS))
+    return size, _pow2(h // size), _pow2(max(nvb, 1)), warps
 
 
 def use_cluster_kernel(t: int, h: int, nvb: int, num_sms: Optional[int]) -> bool:
     """Whether T tokens of H (nvb bank rows) go to the cluster kernel: few tokens on a known
-    device, at most CLUSTER_MAX_ROWS bank rows, and an H that splits into CLUSTER_SIZE slices
-    of 16-byte vectors."""
+    device (T x S <= CLUSTER_MAX_WAVES x SMs), at most CLUSTER_MAX_ROWS bank rows, and an H
+    that splits into S slices of 16-byte vectors."""
+    size = _cluster_config(h, nvb, t, num_sms)[0]
     return (bool(num_sms) and CLUSTER_MAX_WAVES > 0
-            and t * CLUSTER_SIZE <= CLUSTER_MAX_WAVES * num_sms
-            and nvb <= CLUSTER_MAX_ROWS and h % (8 * CLUSTER_SIZE) == 0)
+            and t * size <= CLUSTER_MAX_WAVES * num_sms
+            and nvb <= CLUSTER_MAX_ROWS and h % (8 * size) == 0)
 
 
-def _cluster_kernel_name(write_prefix: bool, rp: int, warps: int) -> str:
-    return f"attn_res_cluster_rp{rp}_w{warps}" + ("_write_prefix" if write_prefix else "")
+def _cluster_kernel_name(write_prefix: bool, rp: int, warps: int, size: int = 8) -> str:
+    return (f"attn_res_cluster_rp{rp}_w{warps}" + ("" if size == 8 else f"_c{size}")
+            + ("_write_prefix" if write_prefix else ""))
 
 
 #: one specialization per padded bank row count (nvb 0..1 -> 1 row, 2 -> 2, 3..4 -> 4, 5..8 -> 8)
 _CLUSTER_ROWS = tuple(1 << i for i in range(CLUSTER_MAX_ROWS.bit_length()))
 
 AOT_SPECIALIZATIONS += [
-    Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp, warps), signature=_SIGNATURE,
-         constexprs={"SLICE": _cluster_config(HIDDEN, rp)[0], "RP": rp, "WRITE_PREFIX": wp,
-                     "CLUSTER_SUM": CLUSTER_SUM, "SPLIT_PREFIX": SPLIT_PREFIX},
-         divisibility=_DIVISIBILITY, num_warps=warps)
-    for rp in _CLUSTER_ROWS for warps in dict.fromkeys((CLUSTER_WARPS, CLUSTER_MANY_WARPS))
+    Spec(attn_res_cluster_kernel, name=_cluster_kernel_name(wp, rp, warps, size),
+         signature=_SIGNATURE,
+         constexprs={"SLICE": _pow2(HIDDEN // size), "RP": rp, "WRITE_PREFIX": wp,
+                     "CLUSTER_SUM": CLUSTER_SUM, "SPLIT_PREFIX": SPLIT_PREFIX, "CS": size},
+         divisibility=_DIVISIBILITY, num_warps=warps, cluster=(size, 1, 1))
+    for rp in _CLUSTER_ROWS
+    for size, warps in dict.fromkeys(((CLUSTER_SIZE, CLUSTER_WARPS),
+                                      (CLUSTER_MANY_SIZE, CLUSTER_MANY_WARPS)))
     for wp in (False, True)
 ]
 
@@ -713,8 +735,9 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     strides and H multiples of 8 (16-byte vectors), 16-byte aligned, H <= 16384 (K3: 7168);
     0 <= nvb <= 8; ``write_prefix`` needs NB > nvb. Returns out. Every check raises before any
     launch; T = 0 launches nothing. Few tokens on a CUDA device (``use_cluster_kernel``: H200
-    T <= 49 at K3's H) run ``attn_res_cluster_kernel``, one token per cluster of 8 programs;
-    the others the persistent kernel (``attn_res_ring_kernel`` with RING)."""
+    T <= 66 at K3's H) run ``attn_res_cluster_kernel``, one token per cluster of 4 or 2
+    programs; up to one program an SM with nvb <= 4 ``attn_res_token_kernel``; the others
+    the persistent kernel (``attn_res_ring_kernel`` with RING)."""
     op = "attn_res"
     for what, v in (("prefix_sum", prefix_sum), ("bank", bank), ("cw", cw), ("ow", ow)):
         L.check_dtype(op, what, v, ("bfloat16",))
@@ -768,11 +791,12 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
     num_sms = _num_sms(prefix_sum)
     args = (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps))
     if use_cluster_kernel(t, h, nvb, num_sms):
-        slice_, rp, num_warps = _cluster_config(h, nvb, t, num_sms)
-        L.launch(attn_res_cluster_kernel, _cluster_kernel_name(bool(write_prefix), rp, num_warps),
-                 (t * CLUSTER_SIZE,), args,
+        size, slice_, rp, num_warps = _cluster_config(h, nvb, t, num_sms)
+        L.launch(attn_res_cluster_kernel,
+                 _cluster_kernel_name(bool(write_prefix), rp, num_warps, size), (t * size,), args,
                  {"SLICE": slice_, "RP": rp, "WRITE_PREFIX": bool(write_prefix),
-                  "CLUSTER_SUM": CLUSTER_SUM, "SPLIT_PREFIX": SPLIT_PREFIX}, num_warps)
+                  "CLUSTER_SUM": CLUSTER_SUM, "SPLIT_PREFIX": SPLIT_PREFIX, "CS": size},
+                 num_warps, cluster=(size, 1, 1))
         return out
     if use_token_kernel(t, h, nvb, num_sms):
         rp = _pow2(max(nvb, 1))

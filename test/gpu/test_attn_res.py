@@ -1,8 +1,9 @@
 """attn_res on the GPU (KERNELS.md §4.4): the K3 shape (H = 7168), nvb 1..8 (and 0), T in
 {1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of the
 exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before any
-launch. T <= 49 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
-tests below), T <= 132 with nvb <= 4 the token kernel (its own tests too). The persistent tests run both persistent kernels (the ``ring`` fixture: the
+launch. T <= 66 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
+tests below, and every cluster size at T up to 100), T <= 132 with nvb <= 4 the token kernel
+(its own tests too). The persistent tests run both persistent kernels (the ``ring`` fixture: the
 module knob RING, the register-slot kernel and the row-ring kernel of bulk copies into
 shared memory), and the ring at several depths and programs per SM. The same kernels run in
 the interpreter against a numpy reference in test/python/test_attn_res.py."""
@@ -188,9 +189,23 @@ def test_ring_depths_and_programs_per_sm(monkeypatch, stages, per_sm, nvb):
 def test_cluster_kernel_small_t(t, nvb, write_prefix):
     """Small T runs the cluster kernel (a token per cluster of 8 programs, 896 columns each):
     fresh random inputs against the float64 reference; the snapshot bit for bit."""
-    if not mod.use_cluster_kernel(t, H, nvb, _num_sms()):  # T * 8 <= 3 x SMs (H200: T <= 49)
+    if not mod.use_cluster_kernel(t, H, nvb, _num_sms()):  # T * S <= SMs (H200: T <= 66)
         pytest.skip(f"T = {t} runs the persistent kernel on {_num_sms()} SMs")
     _check_fresh(t, nvb, write_prefix, seed=1000 + nvb * 100 + t + write_prefix)
+
+
+@pytest.mark.parametrize("size,warps", [(16, 2), (16, 4), (4, 8), (2, 8)])
+@pytest.mark.parametrize("nvb", [1, 4, 8])
+@pytest.mark.parametrize("t", [1, 33, 100])
+def test_cluster_sizes(monkeypatch, size, warps, nvb, t):
+    """The cluster kernel with S programs a token (16: the non-portable cluster size) on W
+    warps, at any T: fresh inputs against the reference, the snapshot bit for bit."""
+    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 1000)
+    for knob, v in (("CLUSTER_SIZE", size), ("CLUSTER_MANY_SIZE", size),
+                    ("CLUSTER_WARPS", warps), ("CLUSTER_MANY_WARPS", warps)):
+        monkeypatch.setattr(mod, knob, v)
+    assert mod.use_cluster_kernel(t, H, nvb, _num_sms())
+    _check_fresh(t, nvb, True, seed=5000 + size * 100 + nvb * 10 + t)
 
 
 def _check_fresh(t, nvb, write_prefix, seed):

@@ -113,12 +113,13 @@ def via_interpreter(monkeypatch):
     """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
     launches = []
 
-    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None):
+    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None, cluster=None):
         launches.append((name, tuple(grid), dict(constexprs), num_warps))
         if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
             return
         args = [x.a if isinstance(x, HostTensor) else x for x in args]
-        interpret(kernel, tuple(grid), *args, **constexprs)
+        interpret(kernel, tuple(grid), *args, **constexprs,
+                  **({"cluster": cluster} if cluster else {}))
 
     monkeypatch.setattr(mod.L, "launch", launch)
     return launches
@@ -636,11 +637,32 @@ def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, warps = via_interpreter[-1]
     rp = 1 << (max(nvb, 1) - 1).bit_length()  # the bank rows' next power of two (at least 1)
-    assert warps == mod.CLUSTER_WARPS  # 3 x 8 programs fit one an SM of 1000
-    assert name == f"attn_res_cluster_rp{rp}_w{warps}" + ("_write_prefix" if write_prefix else "")
+    assert warps == mod.CLUSTER_WARPS  # 3 x 4 programs fit one an SM of 1000
+    assert name == (f"attn_res_cluster_rp{rp}_w{warps}_c{mod.CLUSTER_SIZE}"
+                    + ("_write_prefix" if write_prefix else ""))
     assert grid == (t * mod.CLUSTER_SIZE,)
-    assert constexprs == {"SLICE": 32, "RP": rp, "WRITE_PREFIX": write_prefix,
-                          "CLUSTER_SUM": mod.CLUSTER_SUM, "SPLIT_PREFIX": mod.SPLIT_PREFIX}
+    assert constexprs == {"SLICE": 256 // mod.CLUSTER_SIZE, "RP": rp,
+                          "WRITE_PREFIX": write_prefix, "CLUSTER_SUM": mod.CLUSTER_SUM,
+                          "SPLIT_PREFIX": mod.SPLIT_PREFIX, "CS": mod.CLUSTER_SIZE}
+
+
+@pytest.mark.parametrize("size,warps", [(2, 4), (4, 8), (16, 2), (16, 4)])
+@pytest.mark.parametrize("nvb", [1, 5, 8])
+@pytest.mark.parametrize("cluster_sum", [True, False])
+def test_cluster_sizes(via_interpreter, many_sms, monkeypatch, size, warps, nvb, cluster_sum):
+    """Clusters of 2, 4 and 16 programs a token (CLUSTER_SIZE, a launch's cluster shape;
+    H / S columns a program), both exchanges."""
+    monkeypatch.setattr(mod, "CLUSTER_SIZE", size)
+    monkeypatch.setattr(mod, "CLUSTER_WARPS", warps)
+    monkeypatch.setattr(mod, "CLUSTER_SUM", cluster_sum)
+    rng = np.random.default_rng(500 + size + nvb)
+    t, h = 2, 512
+    check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
+    name, grid, constexprs, w = via_interpreter[-1]
+    assert name == f"attn_res_cluster_rp{1 << (nvb - 1).bit_length()}_w{warps}" + (
+        "" if size == 8 else f"_c{size}") + "_write_prefix"
+    assert grid == (t * size,) and w == warps
+    assert constexprs["CS"] == size and constexprs["SLICE"] == h // size
 
 
 @pytest.mark.parametrize("nvb", [0, 1, 5, 8])
@@ -718,14 +740,14 @@ def test_token_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, waves
 @pytest.mark.parametrize("t", [1, 2, 7])
 @pytest.mark.parametrize("nvb", [1, 3, 7])
 def test_few_tokens_k3_hidden(via_interpreter, few_tokens, t, nvb):
-    """H = 7168: 896 columns a program in a masked 1024-wide slice (cluster), or the whole
-    row in a masked 8192-wide tile (token)."""
+    """H = 7168: 1792 columns a program in a masked 2048-wide slice (cluster of 4), or the
+    whole row in a masked 8192-wide tile (token)."""
     rng = np.random.default_rng(7168 + 10 * t + nvb)
     check(*make_inputs(rng, t, 9, mod.HIDDEN), nvb, True)
     name, grid, constexprs, _ = via_interpreter[-1]
     assert name.startswith(f"attn_res_{few_tokens}_")
     if few_tokens == "cluster":
-        assert grid == (8 * t,) and constexprs["SLICE"] == 1024
+        assert grid == (4 * t,) and constexprs["SLICE"] == 2048
     else:
         assert grid == (t,) and constexprs["BLOCK"] == 8192
 
@@ -739,7 +761,7 @@ def test_few_tokens_strided_views_and_untouched_memory(via_interpreter, few_toke
 def test_few_tokens_write_prefix_is_a_bit_copy(via_interpreter, few_tokens, monkeypatch):
     test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, False)
     assert via_interpreter[-1][0] == {  # nvb = 1
-        "cluster": "attn_res_cluster_rp1_w4_write_prefix",
+        "cluster": "attn_res_cluster_rp1_w4_c4_write_prefix",
         "token": f"attn_res_token_rp1_w{mod.TOKEN_WARPS}_write_prefix"}[few_tokens]
 
 
@@ -755,9 +777,11 @@ def test_few_tokens_eps_is_used_twice(via_interpreter, few_tokens, monkeypatch):
 
 
 @pytest.mark.parametrize("t,h,nvb,sms,cluster", [
-    (1, 256, 3, 4, True), (2, 256, 3, 4, False),         # T * 8 <= 3 x SMs
-    (49, 256, 3, 132, True), (50, 256, 3, 132, False),   # H200: up to 49 tokens
-    (1, 1000, 3, 132, False), (1, 8, 3, 132, False),     # H / 8 not a multiple of 8
+    (1, 256, 3, 4, True), (2, 256, 3, 4, True),          # 4 or 2 programs a token,
+    (3, 256, 3, 4, False),                               # T * S <= SMs
+    (66, 256, 3, 132, True), (67, 256, 3, 132, False),   # H200: up to 66 tokens
+    (1, 1000, 3, 132, False), (1, 16, 3, 132, False),    # H / S not a multiple of 8
+    (40, 16, 3, 132, True),                              # ... it is at S = 2
     (1, 256, 3, None, False),                            # no SM count: the persistent kernel
     (1, 256, 8, 132, True), (1, 256, 0, 132, True),      # nvb <= CLUSTER_MAX_ROWS (8)
 ])
@@ -788,24 +812,25 @@ def test_one_token_specializations():
 
 
 def test_cluster_aot_specializations():
+    """One specialization per padded row count, cluster shape (4 programs of 4 warps, 2 of
+    8) and write_prefix; a program's H / S columns in its power-of-two slice."""
     specs = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.attn_res_cluster_kernel]
     assert sorted(s.kernel_name for s in specs) == sorted(
-        f"attn_res_cluster_rp{rp}_w{w}" + wp for rp in (1, 2, 4, 8) for w in (2, 4)
-        for wp in ("", "_write_prefix"))
+        f"attn_res_cluster_rp{rp}_w{w}_c{c}" + wp for rp in (1, 2, 4, 8)
+        for c, w in ((4, 4), (2, 8)) for wp in ("", "_write_prefix"))
     for s in specs:
-        assert s.constexprs["SLICE"] == 1024 and s.kernel.cluster == (8, 1, 1)
-        assert (s.constexprs["SLICE"], s.constexprs["RP"]) == mod._cluster_config(
-            mod.HIDDEN, s.constexprs["RP"])[:2]
+        size = s.constexprs["CS"]
+        assert s.cluster == (size, 1, 1) and s.constexprs["SLICE"] == {4: 2048, 2: 4096}[size]
     assert mod.attn_res_cluster_kernel.do_not_specialize == {"T", "nvb"}
 
 
 def test_cluster_warps_by_token_count():
-    """4-warp programs where the T clusters fit one program an SM (and without an SM
-    count), 2-warp ones above."""
-    assert mod._cluster_config(7168, 8) == (1024, 8, mod.CLUSTER_WARPS)
-    assert mod._cluster_config(7168, 5, 16, 132) == (1024, 8, mod.CLUSTER_WARPS)
-    assert mod._cluster_config(7168, 3, 17, 132) == (1024, 4, mod.CLUSTER_MANY_WARPS)
-    assert mod._cluster_config(7168, 0, 49, 132) == (1024, 1, mod.CLUSTER_MANY_WARPS)
+    """4 programs of 4 warps a token where the T clusters fit one program an SM (and without
+    an SM count), 2 of 8 warps above."""
+    assert mod._cluster_config(7168, 8) == (4, 2048, 8, 4)
+    assert mod._cluster_config(7168, 5, 33, 132) == (4, 2048, 8, 4)
+    assert mod._cluster_config(7168, 3, 34, 132) == (2, 4096, 4, 8)
+    assert mod._cluster_config(7168, 0, 66, 132) == (2, 4096, 1, 8)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -818,19 +843,16 @@ def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
     from kiln.runtime.targetinfo import target_info
 
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
-                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
-    assert ck.meta["cluster"] == [8, 1, 1]
-    assert ".reqnctapercluster 8, 1, 1" in ck.ptx
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
+                             cluster=spec.cluster)
+    size = spec.constexprs["CS"]
+    assert ck.meta["cluster"] == [size, 1, 1] and spec.cluster == (size, 1, 1)
+    assert f".reqnctapercluster {size}, 1, 1" in ck.ptx
     assert "ld.global.v4.b32" in ck.ptx or "ld.global.v2.b64" in ck.ptx
     assert "st.global.v4.b32" in ck.ptx or "st.global.v2.b64" in ck.ptx
     assert "ld.global.b16" not in ck.ptx and "st.global.b16" not in ck.ptx
     assert "griddepcontrol.wait" in ck.ptx and "griddepcontrol.launch_dependents" in ck.ptx
     assert ck.ptx.count("barrier.cluster.arrive.aligned") == 4
     info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
-    # 2-warp programs of 8 bank rows hold 128 row elements a thread: with the partial sums
-    # of 8 ranks read at once ptxas spills a word (measured faster than the gather form,
-    # module docstring); every other program fits its registers
-    spill = 8 if (spec.num_warps, spec.constexprs["RP"]) == (2, 8) else 0
-    assert info.get("spill_store_bytes", 0) <= spill
-    assert info.get("spill_load_bytes", 0) <= spill
+    assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
     assert info["registers"] * 32 * spec.num_warps <= 65536
