@@ -15,7 +15,8 @@ Three tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k
    (one program per token, its rows whole: 16 warps, with and without REMAT).
 6. At T in {1 .. 200} the default against the cluster kernel of 2 to 16 programs a token.
 
-    python bench/kimi_k3/attn_res_small_t.py [--out DIR] [--tables steps,warps,exchange,ring,token,sizes]
+    python bench/kimi_k3/attn_res_small_t.py [--out DIR]
+        [--tables steps,warps,exchange,ring,token,sizes]
 
 writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory).
 """

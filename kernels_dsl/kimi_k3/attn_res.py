@@ -77,8 +77,9 @@ arrives, before the fold: kept to the token's end it spilled at 4 warps.
 
 Small T (``attn_res_cluster_kernel``): one token per thread-block cluster of S programs
 (``_cluster_config``: 4 of 4 warps up to T = 33 on the H200, 2 of 8 warps up to T = 66; the
-measurements below were made at S = 8). At T = 1 the persistent kernel is one program folding nvb + 1 rows one after another
-(a block reduction each): 10.2 us on the H200 at nvb = 8 against 0.88 us for an empty launch.
+measurements below were made at S = 8). At T = 1 the persistent kernel is one program
+folding nvb + 1 rows one after another (a block reduction each): 10.2 us on the H200 at nvb =
+8 against 0.88 us for an empty launch.
 In the cluster kernel, program (rank) c of token t owns the columns [c * H/S, (c + 1) * H/S)
 (896 at K3 and S = 8, a masked 1024-wide tile) of ALL rows at once: the bank rows as one [RP, SLICE]
 tile (RP = the next power of two of nvb, a constexpr; rows past nvb masked) and the prefix

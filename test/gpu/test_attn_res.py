@@ -187,8 +187,8 @@ def test_ring_depths_and_programs_per_sm(monkeypatch, stages, per_sm, nvb):
 @pytest.mark.parametrize("nvb", [0, 1, 3, 7])
 @pytest.mark.parametrize("t", [1, 2, 7, 32])
 def test_cluster_kernel_small_t(t, nvb, write_prefix):
-    """Small T runs the cluster kernel (a token per cluster of 8 programs, 896 columns each):
-    fresh random inputs against the float64 reference; the snapshot bit for bit."""
+    """Small T runs the cluster kernel (a token per cluster of 4 or 2 programs, H / S columns
+    each): fresh random inputs against the float64 reference; the snapshot bit for bit."""
     if not mod.use_cluster_kernel(t, H, nvb, _num_sms()):  # T * S <= SMs (H200: T <= 66)
         pytest.skip(f"T = {t} runs the persistent kernel on {_num_sms()} SMs")
     _check_fresh(t, nvb, write_prefix, seed=1000 + nvb * 100 + t + write_prefix)
