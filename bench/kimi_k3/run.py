@@ -153,6 +153,12 @@ SWEEPS = [
              (256, 4, True), (256, 8, True))))
     for t in (1, 64)
 ] + [
+    # gpu_tensor_hash at the sizes between one program and the whole GPU: the CYCLIC grid
+    # counted in TILE- or BLOCK-word units (HASH_GRID_WORDS), both passes as PDL launches
+    (tensor_hash, "case_gpu_tensor_hash", t,
+     _grid(HASH_GRID_WORDS=(8192, 1024), HASH_PDL=(False, True)))
+    for t in (64, 4096, 16384)
+] + [
     # concat_mla_k / concat_mla_absorb_q: PDL, programmatic dependent launch
     (concat_mla, case, t, _grid(PDL=(True, False)))
     for case in ("case_concat_mla_k", "case_concat_mla_absorb_q") for t in (1, 64, 16384)

@@ -81,7 +81,7 @@ def _word_mix_index30(widx, word):
 def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
                                 BLOCK: kl.constexpr, WORDS: kl.constexpr = False,
                                 FINISH: kl.constexpr = False, CYCLIC: kl.constexpr = False,
-                                PREFETCH: kl.constexpr = True):
+                                PREFETCH: kl.constexpr = True, PDL: kl.constexpr = False):
     """One partial per program: of TILE words, BLOCK words at a time, or with CYCLIC of the
     blocks b = program, program + grid, ... WORDS: x_ptr is the data as int32 words
     (nbytes % 4 == 0), read as [BLOCK / 4, 4] tiles of 16-byte vectors (rows past the last
@@ -90,8 +90,12 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
     iteration, one in flight while the other is mixed). Without WORDS x_ptr is *u8 and each
     word is assembled from four byte loads (any nbytes). FINISH (one program): the partial
     is the sum, so the program writes the hash itself to partials_ptr (the output) and pass
-    2 is not launched."""
+    2 is not launched. PDL: programmatic dependent launch (the tensor may come from the
+    previous kernel; pass 2 may launch at once and waits for this grid)."""
     pid = kl.program_id(0)
+    if PDL:
+        kl.pdl_wait()
+        kl.pdl_launch_dependents()
     if WORDS and CYCLIC:
         # BLOCK-word blocks dealt out cyclically (block b to program b % grid), the full ones
         # unmasked; the last program adds the partial last block and the 0-3 words after the
@@ -183,7 +187,10 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
 
 
 @kiln.jit(num_warps=4, do_not_specialize=["num_partials", "nbytes"])
-def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK: kl.constexpr):
+def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK: kl.constexpr,
+                              PDL: kl.constexpr = False):
+    if PDL:
+        kl.pdl_wait()  # the partials of pass 1
     acc = kl.zeros((CHUNK,), kl.uint64)
     for start in range(0, num_partials, CHUNK):
         offs = start + kl.arange(0, CHUNK)
@@ -223,6 +230,12 @@ HASH_WORDS = True
 #: bandwidth) against 83.5 us for the former path; 2 / 4 / 8 programs per SM 82.0 / 65.0 /
 #: 67.6 us; without HASH_PREFETCH 66.1-122.8 us.
 HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
+#: Past one TILE the CYCLIC grid is min(ceil(words / HASH_GRID_WORDS), HASH_PROGRAMS_PER_SM x
+#: SMs) programs: TILE (the former grid: 28 programs for [64, 7168] bf16, each mixing 8
+#: blocks one after another) or BLOCK (224: one block each, the whole GPU). HASH_PDL: both
+#: passes as programmatic dependent launches (pass 2 launches while pass 1 runs and waits
+#: for it; pass 1 waits for the kernel before it).
+HASH_GRID_WORDS, HASH_PDL = TILE, False
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
 #: stand in for a device
@@ -231,7 +244,8 @@ _num_sms = L.num_sms
 
 def _partials_constexprs(words: bool, finish: bool) -> dict:
     return {"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish,
-            "CYCLIC": words and HASH_PROGRAMS_PER_SM > 0, "PREFETCH": HASH_PREFETCH}
+            "CYCLIC": words and HASH_PROGRAMS_PER_SM > 0, "PREFETCH": HASH_PREFETCH,
+            "PDL": HASH_PDL}
 
 
 def _partials_spec(words: bool, finish: bool) -> Spec:
@@ -248,15 +262,17 @@ AOT_SPECIALIZATIONS = [_partials_spec(words, finish) for words in (False, True)
     Spec(tensor_hash_finish_kernel, name="tensor_hash_finish",
          signature={"partials_ptr": "*i64", "out_ptr": "*i64", "num_partials": "i32",
                     "nbytes": "i32"},
-         constexprs={"CHUNK": CHUNK}, divisibility=["partials_ptr", "out_ptr"],
+         constexprs={"CHUNK": CHUNK, "PDL": HASH_PDL}, divisibility=["partials_ptr", "out_ptr"],
          num_warps=NUM_WARPS),
 ]
 
 
 def num_partials(nbytes: int) -> int:
-    """The number of pass-1 programs (and partials) for ``nbytes`` bytes at the current TILE:
-    one per TILE words (fewer with the CYCLIC word path, see ``launch_hash``)."""
-    return ((nbytes + 3) // 4 + TILE - 1) // TILE
+    """The most pass-1 programs (and partials) for ``nbytes`` bytes: one per TILE words (per
+    HASH_GRID_WORDS where fewer: the CYCLIC word path, bounded by the SM count, see
+    ``launch_hash``)."""
+    unit = min(TILE, HASH_GRID_WORDS)
+    return ((nbytes + 3) // 4 + unit - 1) // unit
 
 
 def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
@@ -266,7 +282,7 @@ def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
     the address is 16-byte aligned, the byte path otherwise; the word path runs
     min(num_partials, HASH_PROGRAMS_PER_SM x SMs) programs (CYCLIC) when
     HASH_PROGRAMS_PER_SM > 0 and x is a CUDA tensor. No host synchronization."""
-    np_ = num_partials(nbytes)
+    np_ = ((nbytes + 3) // 4 + TILE - 1) // TILE  # one program per TILE words
     words = (HASH_WORDS and nbytes % 4 == 0 and int(x.data_ptr()) % 16 == 0
              and int(x.storage_offset()) % 4 == 0)
     if words:
@@ -274,15 +290,16 @@ def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
 
         x = x.view(torch.int32)
         sms = _num_sms(x)
-        if HASH_PROGRAMS_PER_SM > 0 and sms:
-            np_ = min(np_, HASH_PROGRAMS_PER_SM * sms)
+        if HASH_PROGRAMS_PER_SM > 0 and sms and np_ > 1:
+            grid_words = min(TILE, HASH_GRID_WORDS)
+            np_ = min((nbytes // 4 + grid_words - 1) // grid_words, HASH_PROGRAMS_PER_SM * sms)
     finish = np_ == 1  # one program (up to TILE words): one launch writes the hash
     L.launch(tensor_hash_partials_kernel, "tensor_hash_partials", (np_,),
              (x, out if finish else partials, nbytes), _partials_constexprs(words, finish),
              NUM_WARPS)
     if not finish:
         L.launch(tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
-                 (partials, out, np_, nbytes), {"CHUNK": CHUNK}, NUM_WARPS)
+                 (partials, out, np_, nbytes), {"CHUNK": CHUNK, "PDL": HASH_PDL}, NUM_WARPS)
     return out
 
 

@@ -83,7 +83,9 @@ def test_checks_raise_before_launch():
 
 
 @pytest.mark.parametrize("cfg", [dict(HASH_PROGRAMS_PER_SM=0), dict(HASH_PREFETCH=False),
-                                 dict(HASH_PREFETCH=True), dict(HASH_PROGRAMS_PER_SM=1)])
+                                 dict(HASH_PREFETCH=True), dict(HASH_PROGRAMS_PER_SM=1),
+                                 dict(HASH_GRID_WORDS=1024), dict(HASH_PDL=True),
+                                 dict(HASH_GRID_WORDS=1024, HASH_PDL=True)])
 def test_word_path_configurations(cfg, monkeypatch):
     """24 MiB + 412 bytes: 769 tiles, a partial last block (25 vectors) and 3 words after the
     last full vector; many blocks per program at HASH_PROGRAMS_PER_SM = 1 (numpy
@@ -94,6 +96,22 @@ def test_word_path_configurations(cfg, monkeypatch):
     t = torch.randint(-2**31, 2**31 - 1, ((24 << 20) // 4 + 103,), device="cuda",
                       dtype=torch.int32, generator=g)
     assert mod.gpu_tensor_hash(t) == reference(t)
+
+
+@pytest.mark.parametrize("grid_words,pdl", [(8192, False), (1024, True)])
+@pytest.mark.parametrize("words", [8193, 12000, 65536, 229376 + 3, 3 << 20])
+def test_grid_units_and_pdl(grid_words, pdl, words, monkeypatch):
+    """The CYCLIC grid in BLOCK-word units (one block a program up to the SM bound) and
+    both passes as PDL launches, from just past one program to many blocks a program;
+    consecutive hashes of changing tensors (PDL: each pass waits for the one before)."""
+    monkeypatch.setattr(mod, "HASH_GRID_WORDS", grid_words)
+    monkeypatch.setattr(mod, "HASH_PDL", pdl)
+    g = torch.Generator(device="cuda").manual_seed(words)
+    t = torch.randint(-2**31, 2**31 - 1, (words,), device="cuda", dtype=torch.int32,
+                      generator=g)
+    for _ in range(3):
+        t = t * 3 + 1  # written by the kernel just before the hash
+        assert mod.gpu_tensor_hash(t) == reference(t)
 
 
 @pytest.mark.parametrize("words", [1, 4, 259, 3584, 8192, 8195])

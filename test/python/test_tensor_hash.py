@@ -6,6 +6,8 @@ CYCLIC word path (blocks dealt out to a grid, with and without PREFETCH) gives t
 for every grid, including programs with no full block and odd and even block counts."""
 
 import re
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -186,19 +188,19 @@ def test_words_path_one_bit_change():
 
 
 def interp_hash_cyclic(data: bytes, grid: int, block: int = th.BLOCK, prefetch: bool = True,
-                       chunk: int = th.CHUNK) -> int:
+                       chunk: int = th.CHUNK, pdl: bool = False) -> int:
     """The CYCLIC word path as ``launch_hash`` runs it on ``grid`` programs (n % 4 == 0):
     one program with FINISH, else both passes."""
     n = len(data)
     x = np.frombuffer(bytes(data), dtype=np.uint8).copy().view(np.int32)
     partials = np.full(grid, 0x5A5A5A5A, dtype=np.int64)  # poisoned
     out = np.full(1, -1, dtype=np.int64)
-    ce = dict(TILE=th.TILE, BLOCK=block, WORDS=True, CYCLIC=True, PREFETCH=prefetch)
+    ce = dict(TILE=th.TILE, BLOCK=block, WORDS=True, CYCLIC=True, PREFETCH=prefetch, PDL=pdl)
     if grid == 1:
         interpret(th.tensor_hash_partials_kernel, (1,), x, out, n, FINISH=True, **ce)
         return int(out[0]) & MASK
     interpret(th.tensor_hash_partials_kernel, (grid,), x, partials, n, **ce)
-    interpret(th.tensor_hash_finish_kernel, (1,), partials, out, grid, n, CHUNK=chunk)
+    interpret(th.tensor_hash_finish_kernel, (1,), partials, out, grid, n, CHUNK=chunk, PDL=pdl)
     return int(out[0]) & MASK
 
 
@@ -215,6 +217,42 @@ def test_cyclic_words_path_matches_reference(n, prefetch):
     got = {interp_hash_cyclic(data, grid, block, prefetch)
            for grid, block in [(1, 16), (2, 16), (3, 64), (5, 16), (8, 64)]}
     assert got == {want}
+
+
+@pytest.mark.parametrize("pdl", [False, True])
+def test_cyclic_pdl_same_hash(pdl):
+    data = rand_bytes(65540, 31)
+    assert interp_hash_cyclic(data, 3, 64, pdl=pdl) == ref_hash(data)
+
+
+def test_grid_units(monkeypatch):
+    """launch_hash's CYCLIC grid: one program up to TILE words (FINISH), past it
+    ceil(words / HASH_GRID_WORDS) programs bounded by HASH_PROGRAMS_PER_SM x SMs; the
+    partials buffer (num_partials) holds them."""
+    launches = []
+    monkeypatch.setattr(th.L, "launch", lambda k, name, grid, *a, **kw: launches.append(
+        (name, grid)))
+    monkeypatch.setattr(th, "_num_sms", lambda x: 132)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int32="int32"))
+
+    class Words:  # a stand-in CUDA tensor: 16-byte aligned, viewed as int32
+        def data_ptr(self):
+            return 1 << 20
+
+        def storage_offset(self):
+            return 0
+
+        def view(self, dtype):
+            return self
+
+    for grid_words, words, grid in ((8192, 8192, 1), (8192, 229376, 28), (1024, 8192, 1),
+                                    (1024, 229376, 224), (1024, 1 << 24, 6 * 132)):
+        monkeypatch.setattr(th, "HASH_GRID_WORDS", grid_words)
+        launches.clear()
+        th.launch_hash(Words(), 4 * words, None, None)
+        assert launches[0] == ("tensor_hash_partials", (grid,))
+        assert len(launches) == (1 if grid == 1 else 2)
+        assert grid <= th.num_partials(4 * words)
 
 
 def test_cyclic_default_block_and_one_bit_change():
