@@ -604,6 +604,7 @@ def test_batch_launch(monkeypatch):
     monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
                         launches.append((name, tuple(grid), warps, regs)))
     monkeypatch.setattr(mod, "BATCH_MAXNREG", 80)
+    monkeypatch.setattr(mod, "LATENCY_KERNEL", "radix")  # the rank kernel: test_rank_launch
     T = FakeTensor
     for m in (1, mod.BATCH_M - 1, mod.BATCH_M, 4 * mod.BATCH_M):
         mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
