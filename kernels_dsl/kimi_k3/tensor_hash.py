@@ -234,8 +234,11 @@ HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
 #: SMs) programs: TILE (the former grid: 28 programs for [64, 7168] bf16, each mixing 8
 #: blocks one after another) or BLOCK (224: one block each, the whole GPU). HASH_PDL: both
 #: passes as programmatic dependent launches (pass 2 launches while pass 1 runs and waits
-#: for it; pass 1 waits for the kernel before it).
-HASH_GRID_WORDS, HASH_PDL = TILE, False
+#: for it; pass 1 waits for the kernel before it). H200 (``bench/kimi_k3/run.py --sweep --only
+#: gpu_tensor_hash``, us; TILE units without PDL -> BLOCK units with PDL): [64, 7168] 4.76 ->
+#: 3.02 (TILE units with PDL 4.01, BLOCK units without 3.70); [4096, 7168] 19.61 -> 18.62;
+#: [16384, 7168] 62.95 -> 62.72.
+HASH_GRID_WORDS, HASH_PDL = BLOCK, True
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
 #: stand in for a device
