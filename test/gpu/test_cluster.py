@@ -8,6 +8,7 @@ before the launch. Cluster shapes (2,1,1), (4,1,1), (2,2,1) and more."""
 import os
 import sys
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -203,6 +204,38 @@ def test_cluster_sum_loops_many_times():
         cluster_sum[grid](x, y, BLOCK=block)
         torch.cuda.synchronize()
         assert torch.equal(y, expect)
+
+
+@kiln.jit(num_warps=4, cluster=(4, 1, 1))
+def cluster_sum_chain(x_ptr, y_ptr, n, BLOCK: kl.constexpr):
+    """v = x[block of p]; n times v = (sum over p's cluster of (v ^ rank)) & 0xFFFF, every
+    round one kl.cluster_sum of the same buffer (its trailing wait deferred to the loop
+    body's end: a program that stored round k + 1 before another read round k would show)."""
+    pid = kl.program_id(0)
+    offs = pid * BLOCK + kl.arange(0, BLOCK)
+    v = kl.load(x_ptr + offs)
+    rank = kl.cluster_cta_rank()
+    for _ in range(n):
+        if rank == 1:  # one member slower than the others each round (v >= 0: the same v)
+            v = (v * 7 + 3) // 7
+        v = kl.cluster_sum(v ^ rank) & 0xFFFF
+    kl.store(y_ptr + offs, v)
+
+
+def test_cluster_sum_chain_against_numpy():
+    """60 dependent rounds of a cluster_sum in a loop (the deferred trailing wait of its
+    exchange: no round's buffer is overwritten while another member still reads it)."""
+    cluster, grid, block, n = 4, 4 * 264, 512, 60
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randint(0, 1 << 16, (grid, block), device="cuda", dtype=torch.int32, generator=g)
+    y = torch.zeros_like(x)
+    cluster_sum_chain[(grid,)](x, y, n, BLOCK=block)
+    torch.cuda.synchronize()
+    v = x.cpu().numpy().astype(np.int64).reshape(grid // cluster, cluster, block)
+    rank = np.arange(cluster)[None, :, None]
+    for _ in range(n):
+        v = np.broadcast_to((v ^ rank).sum(axis=1, keepdims=True) & 0xFFFF, v.shape)
+    assert np.array_equal(y.cpu().numpy().reshape(v.shape), v)
 
 
 @pytest.mark.parametrize("cluster", [(2, 1, 1), (4, 1, 1), (2, 2, 1), (8, 1, 1)])
