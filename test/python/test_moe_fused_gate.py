@@ -644,11 +644,13 @@ class FakeTensor:
 
 def test_batch_launch(monkeypatch):
     """From BATCH_M rows on the wrapper launches the batch specialization (its warps and
-    register cap)."""
+    register cap); below, with LATENCY_KERNEL = "radix", the latency one (the rank kernel's
+    launches: test_rank_launch)."""
     launches = []
     monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
                         launches.append((name, tuple(grid), warps, regs)))
     monkeypatch.setattr(mod, "BATCH_MAXNREG", 80)
+    monkeypatch.setattr(mod, "LATENCY_KERNEL", "radix")
     T = FakeTensor
     for m in (1, mod.BATCH_M - 1, mod.BATCH_M, 4 * mod.BATCH_M):
         mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
