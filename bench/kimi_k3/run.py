@@ -196,7 +196,7 @@ SWEEPS = [
     for t in (1, 64)
 ] + [
     # the rank kernel's steps 2-4 as RANK_FORM = 2 (_rank_select_rows: 12 bar.sync instead of
-    # 16 on a row without fallback, 986 instead of 1403 sm_90a instructions on that path;
+    # 16 on a row without fallback, 990 instead of 1403 sm_90a instructions on that path;
     # same ids and weight bits) vs 1 (the default), at the default warps, groups and cap and
     # at the 32-group 64-slot, 8-warp, 2-warp and 128-group variants
     (moe_fused_gate, "case_moe_fused_gate", t,

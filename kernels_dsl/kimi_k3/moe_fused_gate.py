@@ -403,7 +403,10 @@ def _rank_select_rows(key, srow_ptr, bias_ptr, ids_row_ptr, K: kl.constexpr,
     t0 = kl.max(kl.where(cnt >= K, mi, 0))
     cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
     amask = kl.sum(kl.where(key >= t0, cbit[None, :], 0), axis=1)  # [R] uint32: candidates
-    n_valid = kl.sum(popcount32(amask))
+    # the compaction's prefix counts before the branch: their shuffles overlap the count's
+    acnt = popcount32(amask)
+    ainc = kl.cumsum(acnt, 0)
+    n_valid = kl.sum(acnt)
     if n_valid > CAP:
         # the radix select's threshold thr, the keys above it and, in id order, the first
         # K - count(key > thr) equal to it: one mask, K valid candidates
@@ -413,11 +416,11 @@ def _rank_select_rows(key, srow_ptr, bias_ptr, ids_row_ptr, K: kl.constexpr,
         ecnt = popcount32(emask)
         take = K - kl.sum(popcount32(amask)) - (kl.cumsum(ecnt, 0) - ecnt)
         amask = amask | first_set_bits(emask, kl.maximum(take, 0), C)
+        acnt = popcount32(amask)
+        ainc = kl.cumsum(acnt, 0)
         n_valid = n_valid * 0 + K
 
     # -- 3. compact: slot i of CP is row i of [CP, R] tiles ---------------------------------
-    acnt = popcount32(amask)
-    ainc = kl.cumsum(acnt, 0)
     ii = kl.arange(0, CP)[:, None]
     zi = kl.zeros((CP, R), kl.int32)
     a_inc, a_cnt = ainc[None, :], acnt[None, :]
@@ -646,11 +649,12 @@ RANK_WARPS, RANK_GROUPS, RANK_CAP = 4, 64, 32
 #: keys for the columns, ids and weights stored from the winners' rows (a one-operand
 #: reduction by slot only for the sum). SASS (sm_90a, E = 896, 4 warps, 64 groups, cap 32),
 #: the path of a row without fallback (n_shared = 0, the reciprocals' slow paths not taken):
-#: 1403 -> 986 instructions, 16 -> 12 bar.sync; by step: load and keys 192 -> 190,
-#: pre-filter 377 -> 305 (8 bar.sync either way), compaction 421 and 2 bar.sync -> 172 and
-#: none, reload 125 -> 78 (two distinct slots a thread instead of four), rank 131 and 4 ->
-#: 75 and 2 (the transpose), placement, sum and stores 157 and 2 -> 166 and 2. Whole kernel:
-#: 2600 -> 2208 instructions, 60 -> 54 registers, 20 -> 16 bar.sync, 4480 -> 11656 bytes of
+#: 1403 -> 990 instructions, 16 -> 12 bar.sync; by step: load and keys 192 -> 190,
+#: pre-filter 377 -> 319 (8 bar.sync either way; with the compaction's prefix counts, whose
+#: shuffles overlap the candidate count's), compaction 421 and 2 bar.sync -> 162 and none,
+#: reload 125 -> 78 (two distinct slots a thread instead of four), rank 131 and 4 -> 75 and
+#: 2 (the transpose), placement, sum and stores 157 and 2 -> 166 and 2. Whole kernel: 2600
+#: -> 2176 instructions, 60 -> 54 registers, 20 -> 16 bar.sync, 4480 -> 11656 bytes of
 #: shared memory.
 RANK_FORM = 1
 K3_EXPERTS, K3_TOPK = 896, 16
