@@ -201,6 +201,16 @@ SWEEPS = [
                         (8, 128, 32))])
     for t in (1, 64)
 ] + [
+    # the rank kernel's steps 2-4 as RANK_FORM = 2 (_rank_select_rows: 12 bar.sync instead of
+    # 16 on a row without fallback, 990 instead of 1403 sm_90a instructions on that path;
+    # same ids and weight bits) vs 1 (the default), at the default warps, groups and cap and
+    # at the 32-group 64-slot, 8-warp, 2-warp and 128-group variants
+    (moe_fused_gate, "case_moe_fused_gate", t,
+     [dict(LATENCY_KERNEL="rank", RANK_FORM=f, RANK_WARPS=w, RANK_GROUPS=g, RANK_CAP=c)
+      for w, g, c in ((4, 64, 32), (4, 32, 64), (8, 64, 32), (2, 64, 32), (4, 128, 32))
+      for f in (1, 2)])
+    for t in (1, 64)
+] + [
     # the one-warp batch kernel with four bits a round (no spills at 80 registers, but 2
     # bar.sync a round for the per-run layout change) vs one
     (moe_fused_gate, "case_moe_fused_gate", 16384,

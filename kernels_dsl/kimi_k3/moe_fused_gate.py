@@ -97,10 +97,14 @@ def popcount32(x):
 
 
 @kiln.jit
-def nth_set_bit(m, n, C: kl.constexpr):
+def nth_set_bit(m, n, C: kl.constexpr, OPAQUE_START: kl.constexpr = False):
     """Position (int32) of the n-th (0-based) set bit of each uint32 mask m < 2**C; n must be
-    below popcount(m). The largest p with popcount(m & (2**p - 1)) <= n, by binary search."""
-    pos = n * 0
+    below popcount(m). The largest p with popcount(m & (2**p - 1)) <= n, by binary search.
+    OPAQUE_START: the search starts from min(n, 0) (0: n >= 0) instead of 0, which LLVM
+    cannot fold: with the first step's mask a constant 0xFFFF, InstCombine narrows the SWAR
+    constants and the popcount is no longer recognized as one POPC (sm_90a: 9 more
+    instructions a mask)."""
+    pos = kl.minimum(n, 0) if OPAQUE_START else n * 0
     for k in kl.static_range(int(math.log2(C))):
         step: kl.constexpr = C // (2 << k)
         cand = pos + step
@@ -343,13 +347,117 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
         kl.store(ids_ptr + out + K + j, E + j)
 
 
+@kiln.jit
+def first_set_bits(m, n, C: kl.constexpr):
+    """The lowest n set bits of each uint32 mask m < 2**C (int32 n >= 0; all of m when n
+    >= popcount(m)): the bits below its n-th set bit."""
+    pc = popcount32(m)
+    pos = nth_set_bit(m, kl.minimum(n, kl.maximum(pc - 1, 0)), C, True)
+    low = m & ((kl.cast(1, kl.uint32) << pos.to(kl.uint32)) - 1)
+    return kl.where(n >= pc, m, low)
+
+
+@kiln.jit
+def _rank_select_rows(key, srow_ptr, bias_ptr, ids_row_ptr, K: kl.constexpr,
+                      FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr, G: kl.constexpr,
+                      CAP: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
+    """``RANK_FORM = 2``: steps 2-4 of ``moe_fused_gate_rank_kernel`` (the same candidates,
+    winners, ids and weight bits) with 6 shared-memory exchanges instead of 8 on a row
+    without fallback: every count and compaction result is kept on the tile it is used on
+    (a reduction broadcast back along its axis is warp shuffles only, no shared memory).
+    Stores the K winners' ids (ids_row_ptr[slot]); returns (w, a, slot, first): the winners'
+    weights in slot order ([KP], zero past K, for the sum in the radix kernel's order), and
+    on [CP, CP] tiles each candidate's weight, slot and where a winner's weight goes (first:
+    the winners' column 0).
+
+    Threshold: the [G, G] compare as a [G/2, 2G] tile whose row i holds the maxima of
+    groups 2i and 2i + 1 (each against all G maxima): a row spans the 32 lanes of one warp
+    at G = 64, so the two counts, as 16-bit fields of one int32, are one redux.sync; t0 is
+    one all-reduce max (redux.sync and one exchange) of the maxima whose count is >= K.
+
+    Compaction with one class: a row past CAP candidates takes the radix rounds and keeps
+    the keys above the threshold plus the first ones equal to it (their number per tile row
+    from the prefix of the equal counts, in the [R] layout), so the fast path compacts
+    only the candidates ("above" and no "equal" rows). The [CP, R] slot x tile-row tile
+    keeps its results (tile row and earlier candidates, packed; the row's mask) broadcast
+    along the rows: slot i is row i of a [CP, CP] tile, where the expert is found and its
+    score reloaded, and candidate j is column j after one transpose of the 64-bit (key, ~id)
+    sort keys. The rank (broadcast along the row again) is the candidate's slot: its id
+    and weight are stored from there, and one reduction over the candidates (axis 0) gives
+    the weights by slot for the sum."""
+    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
+    CP: kl.constexpr = max(CAP, KP)
+    P: kl.constexpr = 2 if G >= 2 else 1
+    cc = kl.arange(0, C)
+    # -- 2. t0 = the K-th largest group maximum --------------------------------------------
+    mg = kl.max(key.reshape(G, R * C // G), axis=1)  # [G]
+    # mi[i, b, j] = max of group P i + b (one broadcast through shared memory), mj = max of
+    # group j (the [G] layout's registers)
+    mi = mg.reshape(G // P, P)[:, :, None] + kl.zeros((G // P, P, G), kl.uint32)
+    mj = mg[None, None, :]
+    sh = (kl.arange(0, P) * 16).to(kl.uint32)[None, :, None]
+    ge = kl.where(mj >= mi, kl.cast(1, kl.uint32) << sh, 0)  # bit 16 b: max j >= max P i + b
+    packed = kl.sum(ge.reshape(G // P, P * G), axis=1)  # [G / P]: counts <= G < 0x10000
+    cnt = ((packed[:, None] + kl.zeros((G // P, P * G), kl.uint32)).reshape(G // P, P, G)
+           >> sh) & 0xFFFF  # the count of group P i + b, broadcast along the row
+    t0 = kl.max(kl.where(cnt >= K, mi, 0))
+    cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
+    amask = kl.sum(kl.where(key >= t0, cbit[None, :], 0), axis=1)  # [R] uint32: candidates
+    # the compaction's prefix counts before the branch: their shuffles overlap the count's
+    acnt = popcount32(amask)
+    ainc = kl.cumsum(acnt, 0)
+    n_valid = kl.sum(acnt)
+    if n_valid > CAP:
+        # the radix select's threshold thr, the keys above it and, in id order, the first
+        # K - count(key > thr) equal to it: one mask, K valid candidates
+        thr = kth_key(key, K, SELECT_BITS, R, C)
+        amask, emask = kl.reduce((kl.where(key > thr, cbit[None, :], 0),
+                                  kl.where(key == thr, cbit[None, :], 0)), 1, _add2)
+        ecnt = popcount32(emask)
+        take = K - kl.sum(popcount32(amask)) - (kl.cumsum(ecnt, 0) - ecnt)
+        amask = amask | first_set_bits(emask, kl.maximum(take, 0), C)
+        acnt = popcount32(amask)
+        ainc = kl.cumsum(acnt, 0)
+        n_valid = n_valid * 0 + K
+
+    # -- 3. compact: slot i of CP is row i of [CP, R] tiles ---------------------------------
+    ii = kl.arange(0, CP)[:, None]
+    zi = kl.zeros((CP, R), kl.int32)
+    a_inc, a_cnt = ainc[None, :], acnt[None, :]
+    # tile rows entirely before slot i: their number (the row of slot i) << 8 | their count
+    rb = kl.sum(kl.where(a_inc <= ii, 256 + a_cnt, 0), axis=1)[:, None] + zi
+    m = kl.sum(kl.where((a_inc - a_cnt <= ii) & (ii < a_inc), amask[None, :], 0),
+               axis=1)[:, None] + zi.to(kl.uint32)
+    ok = (ii < n_valid) & (zi == 0)
+    expert = kl.where(ok, (rb >> 8) * C + nth_set_bit(m, ii - (rb & 255), C, True), 0)
+    if R != CP:  # as rows of [CP, CP] tiles (through shared memory; R == CP at E = 896)
+        zc = kl.zeros((CP, CP), kl.int32)
+        expert = kl.sum(kl.where(kl.arange(0, R)[None, :] == 0, expert, 0), axis=1)[:, None] + zc
+        ok = (ii < n_valid) & (zc == 0)
+
+    # -- 4. the candidates' keys again (row i), ranked against every candidate (column j) ----
+    # unmasked: expert is a real expert (0 past n_valid); the same address along a row
+    a_k, key_k = sigmoid_and_key(kl.load(srow_ptr + expert), kl.load(bias_ptr + expert),
+                                 FAST_SIGMOID)
+    sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
+    jj = kl.arange(0, CP)[None, :]
+    ahead = (kl.trans(sk) > sk) & (jj < n_valid)  # candidate j before candidate i
+    rank = kl.sum(ahead.to(kl.int32), axis=1)[:, None] + kl.zeros((CP, CP), kl.int32)
+    first = ok & (rank < K) & (jj == 0)  # a winner, once
+    kl.store(ids_row_ptr + rank, expert, mask=first)
+    # [candidate, slot high, slot low] as one axis of candidates and high slots (zero past K)
+    place = ok & (rank == jj) & (rank < K)
+    w = kl.sum(kl.where(place, a_k, 0.0).reshape(CP * CP // KP, KP), axis=0)
+    return w, a_k, rank, first
+
+
 
 @kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
 def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o,
                                n_shared, rsf, renorm, apply_rsf, E: kl.constexpr,
                                K: kl.constexpr, FAST_SIGMOID: kl.constexpr,
                                SELECT_BITS: kl.constexpr = 4, GROUPS: kl.constexpr = 64,
-                               CAP: kl.constexpr = 32):
+                               CAP: kl.constexpr = 32, FORM: kl.constexpr = 1):
     """``LATENCY_KERNEL = "rank"``: the radix kernel's results (same ids, same weight bits)
     with the radix rounds replaced, on every row with at most CAP candidates, by a
     pre-filter that provably keeps every winner and an exact ranking of what it keeps.
@@ -363,7 +471,8 @@ def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s
     ascending) as 64-bit keys in a [CAP, CAP] tile; rank < K is the output slot. A row with
     more than CAP candidates (ties, saturated or NaN rows) takes the radix rounds instead
     (a uniform branch; SELECT_BITS as the radix kernel) and then the same steps with the
-    "above" and "equal" classes, its K winners the K valid slots."""
+    "above" and "equal" classes, its K winners the K valid slots. FORM = 2: steps 2-4 by
+    ``_rank_select_rows`` (the same results, fewer exchanges through shared memory)."""
     C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
     R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
     KP: kl.constexpr = 1 << math.ceil(math.log2(K))
@@ -383,68 +492,76 @@ def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s
     _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
     key = kl.where(valid, key, 0)
 
-    # -- 2. the pre-filter: t0 = the K-th largest group maximum ------------------------------
-    # t0 is the largest maximum m with #{groups: max >= m} >= K (ties counted). Padded keys
-    # are 0, below every float's key; at least K groups hold a real key (G >= K, and at most
-    # half the groups are padding), so t0 > 0 and no padded lane is a candidate
-    mg = kl.max(key.reshape(G, R * C // G), axis=1)  # [G]
-    cnt = kl.sum((mg[None, :] >= mg[:, None]).to(kl.int32), axis=1)  # [G]: maxima >= mine
-    t0 = kl.max(kl.where(cnt >= K, mg, 0))
-    cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
-    amask = kl.sum(kl.where(key >= t0, cbit[None, :], 0), axis=1)  # [R] uint32: candidates
-    emask = kl.zeros((R,), kl.uint32)
-    n_cand = kl.sum(popcount32(amask))
-    n_valid = n_cand
-    if n_cand > CAP:
-        # more than CAP candidates: the radix select's threshold, the keys above it and the
-        # first K equal to it in id order
-        thr = kth_key(key, K, SELECT_BITS, R, C)
-        amask, emask = kl.reduce((kl.where(key > thr, cbit[None, :], 0),
-                                  kl.where(key == thr, cbit[None, :], 0)), 1, _add2)
-        n_valid = n_cand * 0 + K
-
-    # -- 3. compact the valid candidates into CP slots (the radix kernel's MERGED step 3) ---
-    acnt = popcount32(amask)
-    ecnt = popcount32(emask)
-    ainc = kl.cumsum(acnt, 0)
-    einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
-    jc = kl.arange(0, CP)
-    cand_ok = jc < n_valid
-    jb = jc[:, None]
-    a_inc, e_inc = ainc[None, :], einc[None, :]  # [CP, R]
-    a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
-    a_done = a_inc <= jb
-    e_done = e_inc <= jb
-    a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)
-    e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
-    seq_row, before, m = kl.reduce(
-        (a_done.to(kl.int32) + e_done.to(kl.int32),
-         kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
-         kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
-    col = nth_set_bit(m, jc - before, C)
-    expert = kl.where(cand_ok, (seq_row & (R - 1)) * C + col, 0)
-
-    # -- 4. the candidates' keys again, ranked: rank < K is the output slot ------------------
-    s_k = kl.load(scores_ptr + row * stride_s + expert, mask=cand_ok, other=0.0)
-    b_k = kl.load(bias_ptr + expert, mask=cand_ok, other=0.0)
-    a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
-    sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
-    first = cand_ok[:, None] & (sk[:, None] > sk[None, :])
-    rank = kl.sum(first.to(kl.int32), axis=0)  # [CP]: candidates ahead of candidate j
     jj = kl.arange(0, KP)
     slot_ok = jj < K
-    place = (rank[None, :] == jj[:, None]) & cand_ok[None, :]  # [slot, candidate]
-    ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
-                        kl.where(place, a_k[None, :], 0.0)), 1, _add2)
+    out = row * stride_o
+    if FORM == 2:
+        w, a_k, slot, first = _rank_select_rows(key, scores_ptr + row * stride_s, bias_ptr,
+                                                ids_ptr + out, K, FAST_SIGMOID, SELECT_BITS,
+                                                G, CAP, R, C)
+    else:
+        # -- 2. the pre-filter: t0 = the K-th largest group maximum ------------------------------
+        # t0 is the largest maximum m with #{groups: max >= m} >= K (ties counted). Padded keys
+        # are 0, below every float's key; at least K groups hold a real key (G >= K, and at most
+        # half the groups are padding), so t0 > 0 and no padded lane is a candidate
+        mg = kl.max(key.reshape(G, R * C // G), axis=1)  # [G]
+        cnt = kl.sum((mg[None, :] >= mg[:, None]).to(kl.int32), axis=1)  # [G]: maxima >= mine
+        t0 = kl.max(kl.where(cnt >= K, mg, 0))
+        cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
+        amask = kl.sum(kl.where(key >= t0, cbit[None, :], 0), axis=1)  # [R] uint32: candidates
+        emask = kl.zeros((R,), kl.uint32)
+        n_cand = kl.sum(popcount32(amask))
+        n_valid = n_cand
+        if n_cand > CAP:
+            # more than CAP candidates: the radix select's threshold, the keys above it and the
+            # first K equal to it in id order
+            thr = kth_key(key, K, SELECT_BITS, R, C)
+            amask, emask = kl.reduce((kl.where(key > thr, cbit[None, :], 0),
+                                      kl.where(key == thr, cbit[None, :], 0)), 1, _add2)
+            n_valid = n_cand * 0 + K
+
+        # -- 3. compact the valid candidates into CP slots (the radix kernel's MERGED step 3) ---
+        acnt = popcount32(amask)
+        ecnt = popcount32(emask)
+        ainc = kl.cumsum(acnt, 0)
+        einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
+        jc = kl.arange(0, CP)
+        cand_ok = jc < n_valid
+        jb = jc[:, None]
+        a_inc, e_inc = ainc[None, :], einc[None, :]  # [CP, R]
+        a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
+        a_done = a_inc <= jb
+        e_done = e_inc <= jb
+        a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)
+        e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
+        seq_row, before, m = kl.reduce(
+            (a_done.to(kl.int32) + e_done.to(kl.int32),
+             kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
+             kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
+        col = nth_set_bit(m, jc - before, C)
+        expert = kl.where(cand_ok, (seq_row & (R - 1)) * C + col, 0)
+
+        # -- 4. the candidates' keys again, ranked: rank < K is the output slot ------------------
+        s_k = kl.load(scores_ptr + row * stride_s + expert, mask=cand_ok, other=0.0)
+        b_k = kl.load(bias_ptr + expert, mask=cand_ok, other=0.0)
+        a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
+        sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
+        first = cand_ok[:, None] & (sk[:, None] > sk[None, :])
+        rank = kl.sum(first.to(kl.int32), axis=0)  # [CP]: candidates ahead of candidate j
+        place = (rank[None, :] == jj[:, None]) & cand_ok[None, :]  # [slot, candidate]
+        ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
+                            kl.where(place, a_k[None, :], 0.0)), 1, _add2)
 
     # -- 5. shared slots, renormalize, scale (as the radix kernel) --------------------------
     routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
     denom = kl.where((renorm != 0) & (routed_sum > 0.0), routed_sum, 1.0)
     scale = kl.where(apply_rsf != 0, rsf, 1.0)
-    w = w / denom * scale
-    out = row * stride_o
-    kl.store(w_ptr + out + jj, w, mask=slot_ok)
-    kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
+    if FORM == 2:  # from each winner's row (the ids are stored)
+        kl.store(w_ptr + out + slot, a_k / denom * scale, mask=first)
+    else:
+        w = w / denom * scale
+        kl.store(w_ptr + out + jj, w, mask=slot_ok)
+        kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
     shared_w = routed_sum / rsf / denom * scale
     for j in range(n_shared):
         kl.store(w_ptr + out + K + j, shared_w)
@@ -523,6 +640,23 @@ MERGED_REDUCTIONS = True
 #: warps 4.42 / 4.53 (bench/results/h200-bench_kimi_k3_sweep_moe_rank.md).
 LATENCY_KERNEL = "rank"
 RANK_WARPS, RANK_GROUPS, RANK_CAP = 4, 64, 32
+#: Formulation of the rank kernel's steps 2-4 (same candidates, ids and weight bits): 1, the
+#: measured kernel; 2, ``_rank_select_rows``: every count and compaction result stays on the
+#: tile that uses it (reductions broadcast back along their axis: shuffles, no shared
+#: memory), the group counts as 16-bit pairs in one redux.sync a row, t0 by redux.sync.max,
+#: one class in the compaction (the fallback merges its "equal" keys into the mask), slot i
+#: as row i of [32, 32] tiles where its expert is reloaded, one transpose of the 64-bit sort
+#: keys for the columns, ids and weights stored from the winners' rows (a one-operand
+#: reduction by slot only for the sum). SASS (sm_90a, E = 896, 4 warps, 64 groups, cap 32),
+#: the path of a row without fallback (n_shared = 0, the reciprocals' slow paths not taken):
+#: 1403 -> 990 instructions, 16 -> 12 bar.sync; by step: load and keys 192 -> 190,
+#: pre-filter 377 -> 319 (8 bar.sync either way; with the compaction's prefix counts, whose
+#: shuffles overlap the candidate count's), compaction 421 and 2 bar.sync -> 162 and none,
+#: reload 125 -> 78 (two distinct slots a thread instead of four), rank 131 and 4 -> 75 and
+#: 2 (the transpose), placement, sum and stores 157 and 2 -> 166 and 2. Whole kernel: 2600
+#: -> 2176 instructions, 60 -> 54 registers, 20 -> 16 bar.sync, 4480 -> 11656 bytes of
+#: shared memory.
+RANK_FORM = 1
 K3_EXPERTS, K3_TOPK = 896, 16
 
 _SIGNATURE = {"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
@@ -542,7 +676,8 @@ AOT_SPECIALIZATIONS = [
 ] + [
     Spec(moe_fused_gate_rank_kernel, name="moe_fused_gate_rank", signature=_SIGNATURE,
          constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast,
-                     "SELECT_BITS": SELECT_BITS, "GROUPS": RANK_GROUPS, "CAP": RANK_CAP},
+                     "SELECT_BITS": SELECT_BITS, "GROUPS": RANK_GROUPS, "CAP": RANK_CAP,
+                     "FORM": RANK_FORM},
          divisibility=_DIVISIBILITY, num_warps=RANK_WARPS)
     for fast in (False, True)
 ]
@@ -613,7 +748,7 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
     if not batch and LATENCY_KERNEL == "rank":
         L.launch(moe_fused_gate_rank_kernel, "moe_fused_gate_rank", (m,), args,
                  {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid, "SELECT_BITS": SELECT_BITS,
-                  "GROUPS": RANK_GROUPS, "CAP": RANK_CAP}, RANK_WARPS, None)
+                  "GROUPS": RANK_GROUPS, "CAP": RANK_CAP, "FORM": RANK_FORM}, RANK_WARPS, None)
         return out_weights, out_ids
     if LATENCY_KERNEL not in ("radix", "rank"):
         raise ValueError(f"{op}: LATENCY_KERNEL must be 'radix' or 'rank', got "

@@ -275,13 +275,14 @@ def test_select_variants_bit_identical(bits, merged, m, monkeypatch):
         assert torch.equal(ids, ids0) and torch.equal(w.view(torch.int32), w0.view(torch.int32))
 
 
+@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("groups,cap,warps", [(64, 32, 4), (32, 64, 4), (128, 32, 8)])
 @pytest.mark.parametrize("m", [1, 64, 300])
-def test_rank_latency_kernel(groups, cap, warps, m, monkeypatch):
+def test_rank_latency_kernel(groups, cap, warps, m, form, monkeypatch):
     """LATENCY_KERNEL = "rank" (a threshold from the group maxima, the survivors ranked
-    exactly; the radix rounds past RANK_CAP survivors): exact against the reference on random
-    rows (the fast path), tie and special rows (the fallback), with shared slots and options,
-    and the bits of the radix kernel."""
+    exactly; the radix rounds past RANK_CAP survivors), either RANK_FORM: exact against the
+    reference on random rows (the fast path), tie and special rows (the fallback), with
+    shared slots and options, and the bits of the radix kernel."""
     rows = [random_inputs(m, seed=m + groups)[0]]
     if m > 1:
         rows += [tie_rows(7, seed=m), special_rows(seed=m)]
@@ -293,6 +294,7 @@ def test_rank_latency_kernel(groups, cap, warps, m, monkeypatch):
         monkeypatch.setattr(mod, "RANK_GROUPS", groups)
         monkeypatch.setattr(mod, "RANK_CAP", cap)
         monkeypatch.setattr(mod, "RANK_WARPS", warps)
+        monkeypatch.setattr(mod, "RANK_FORM", form)
         for k in (1, 16, 32):
             for i, opt in enumerate(OPTIONS):
                 got[kernel, k, i] = check_exact(scores, bias, k, **opt)

@@ -64,10 +64,11 @@ class HostTensor:
 
 #: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS, LATENCY_KERNEL): the radix select's
 #: bits per round, the steps 3-4 formulation and the latency kernel ("rank": the group-maxima
-#: pre-filter and exact ranking, its fallback rounds SELECT_BITS); every interpreter test runs
-#: each (the first: the original kernel)
+#: pre-filter and exact ranking, its fallback rounds SELECT_BITS; "rank2": the same with
+#: RANK_FORM = 2); every interpreter test runs each (the first: the original kernel)
 VARIANTS = [(1, False, "radix"), (2, True, "radix"), (2, False, "radix"), (1, True, "radix"),
-            (4, True, "radix"), (4, False, "radix"), (4, True, "rank"), (1, True, "rank")]
+            (4, True, "radix"), (4, False, "radix"), (4, True, "rank"), (1, True, "rank"),
+            (4, True, "rank2"), (1, True, "rank2")]
 RADIX_VARIANTS = [(bits, merged) for bits, merged, latency in VARIANTS if latency == "radix"]
 
 
@@ -75,7 +76,7 @@ def expected_constexprs(fast=False):
     """The K3 constexprs of a latency launch, with the module's current knobs."""
     if mod.LATENCY_KERNEL == "rank":
         return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
-                "GROUPS": mod.RANK_GROUPS, "CAP": mod.RANK_CAP}
+                "GROUPS": mod.RANK_GROUPS, "CAP": mod.RANK_CAP, "FORM": mod.RANK_FORM}
     return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
             "MERGED": mod.MERGED_REDUCTIONS}
 
@@ -90,7 +91,8 @@ def via_interpreter(request, monkeypatch):
     """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out), with
     the module's knobs set to one of VARIANTS."""
     bits, merged, latency = request.param
-    monkeypatch.setattr(mod, "LATENCY_KERNEL", latency)
+    monkeypatch.setattr(mod, "LATENCY_KERNEL", "rank" if latency == "rank2" else latency)
+    monkeypatch.setattr(mod, "RANK_FORM", 2 if latency == "rank2" else 1)
     monkeypatch.setattr(mod, "SELECT_BITS", bits)
     monkeypatch.setattr(mod, "BATCH_SELECT_BITS", bits)
     monkeypatch.setattr(mod, "MERGED_REDUCTIONS", merged)
@@ -376,18 +378,20 @@ def _candidates(scores, bias, groups):
     return (key >= t0[:, None]).sum(1)
 
 
+@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("groups,cap", [(64, 32), (32, 64), (128, 32)])
-def test_rank_kernel_bit_identical(groups, cap, monkeypatch):
-    """LATENCY_KERNEL = "rank" gives the ids and weight bits of the radix kernel, on rows
-    that stay under the candidate cap (random, ties below slot K, NaN or inf in a few
-    lanes) and rows that take its fallback rounds (every score equal, a tie group
-    straddling slot K, NaN rows), for E = 896 and E = 995 (not a multiple of 32), with
-    shared slots; both paths are exercised."""
+def test_rank_kernel_bit_identical(groups, cap, form, monkeypatch):
+    """LATENCY_KERNEL = "rank" (either RANK_FORM) gives the ids and weight bits of the radix
+    kernel, on rows that stay under the candidate cap (random, ties below slot K, NaN or
+    inf in a few lanes) and rows that take its fallback rounds (every score equal, a tie
+    group straddling slot K, NaN rows), for E = 896 and E = 995 (not a multiple of 32),
+    with shared slots; both paths are exercised."""
     monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs=None:
                         interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor)
                                                          else x for x in args], **cx))
     monkeypatch.setattr(mod, "RANK_GROUPS", groups)
     monkeypatch.setattr(mod, "RANK_CAP", cap)
+    monkeypatch.setattr(mod, "RANK_FORM", form)
     for e in (896, 995):
         rng = np.random.default_rng(e + groups + cap)
         rows = [rng.standard_normal(e).astype(F32) for _ in range(3)]
@@ -442,12 +446,53 @@ def test_rank_launch(monkeypatch):
                            out_ids=T((1, 16), "int32"))
 
 
+def test_rank_form2_barriers():
+    """RANK_FORM = 2 keeps its counts and compaction results on the tiles that use them: at
+    the K3 shape 16 bar.sync in the whole kernel instead of 20 (4 fewer shared-memory round
+    trips on the path without fallback, 12 instead of 16), and fewer registers."""
+    pytest.importorskip("kiln._C")
+    spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_rank")
+    out = {}
+    for form in (1, 2):
+        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, FORM=form),
+                                 spec.divisibility, num_warps=4, arch="sm_90a")
+        out[form] = (ck.ptx.count("bar.sync"), ck.meta["targets"]["sm_90a"]["registers"])
+    assert out[2][0] == out[1][0] - 4
+    assert out[2][1] <= out[1][1]
+
+
+def test_first_set_bits():
+    """first_set_bits (the fallback's first equal keys in id order): the lowest n set bits
+    of a mask, all of them from popcount on."""
+    import kiln
+    import kiln.language as kl
+
+    @kiln.jit
+    def first(m_ptr, n_ptr, out_ptr):
+        o = kl.arange(0, 64)
+        kl.store(out_ptr + o, mod.first_set_bits(kl.load(m_ptr + o), kl.load(n_ptr + o), 32))
+
+    rng = np.random.default_rng(2)
+    m = rng.integers(0, 2**32, size=64, dtype=np.uint64).astype(np.uint32)
+    m[:4] = [0, 1, 0xFFFFFFFF, 0x80000000]
+    n = rng.integers(0, 34, size=64).astype(np.int32)
+    n[:4] = [0, 5, 31, 0]
+    out = np.zeros(64, np.uint32)
+    interpret(first, (1,), m, n, out)
+    expect = []
+    for x, k in zip(m.tolist(), n.tolist()):
+        bits = [b for b in range(32) if x >> b & 1][:k]
+        expect.append(sum(1 << b for b in bits))
+    assert out.tolist() == expect
+
+
+@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("e,k", [(64, 4), (40, 5), (256, 16), (1023, 32), (2048, 16)])
-def test_rank_kernel_other_shapes_compile(e, k):
+def test_rank_kernel_other_shapes_compile(e, k, form):
     pytest.importorskip("kiln._C")
     spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_rank")
     for warps in (4, 8):
-        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, E=e, K=k),
+        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, E=e, K=k, FORM=form),
                                  spec.divisibility, num_warps=warps, arch="sm_90a")
         assert ck.cubin[:4] == b"\x7fELF"
         assert ".local" not in ck.ptx
@@ -516,9 +561,9 @@ def test_module_listed():
         ("moe_fused_gate", mod.SELECT_BITS, mod.MERGED_REDUCTIONS),
         ("moe_fused_gate_batch", mod.BATCH_SELECT_BITS, mod.MERGED_REDUCTIONS)}
     assert {(s.kernel_name, s.constexprs["SELECT_BITS"], s.constexprs["GROUPS"],
-             s.constexprs["CAP"]) for s in mod.AOT_SPECIALIZATIONS
+             s.constexprs["CAP"], s.constexprs["FORM"]) for s in mod.AOT_SPECIALIZATIONS
             if s.kernel_name == "moe_fused_gate_rank"} == {
-        ("moe_fused_gate_rank", mod.SELECT_BITS, mod.RANK_GROUPS, mod.RANK_CAP)}
+        ("moe_fused_gate_rank", mod.SELECT_BITS, mod.RANK_GROUPS, mod.RANK_CAP, mod.RANK_FORM)}
 
 
 
@@ -599,7 +644,8 @@ class FakeTensor:
 
 def test_batch_launch(monkeypatch):
     """From BATCH_M rows on the wrapper launches the batch specialization (its warps and
-    register cap)."""
+    register cap); below, with LATENCY_KERNEL = "radix", the latency one (the rank kernel's
+    launches: test_rank_launch)."""
     launches = []
     monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
                         launches.append((name, tuple(grid), warps, regs)))
