@@ -655,8 +655,10 @@ RANK_WARPS, RANK_GROUPS, RANK_CAP = 4, 64, 32
 #: reload 125 -> 78 (two distinct slots a thread instead of four), rank 131 and 4 -> 75 and
 #: 2 (the transpose), placement, sum and stores 157 and 2 -> 166 and 2. Whole kernel: 2600
 #: -> 2176 instructions, 60 -> 54 registers, 20 -> 16 bar.sync, 4480 -> 11656 bytes of
-#: shared memory.
-RANK_FORM = 1
+#: shared memory. H200 (bench/results/h200-bench_kimi_k3_sweep_moe_rank2.md; T = 1 / T = 64,
+#: us): form 1 3.29 / 3.41, form 2 2.83 / 2.96 (4 warps, 64 groups, cap 32); form 2 on 8
+#: warps 3.06 / 3.17, on 2 3.70 / 3.83, 128 groups 3.27 / 3.40, 32 groups cap 64 4.62 / 4.80.
+RANK_FORM = 2
 K3_EXPERTS, K3_TOPK = 896, 16
 
 _SIGNATURE = {"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
