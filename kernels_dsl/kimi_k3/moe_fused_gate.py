@@ -233,6 +233,64 @@ def kth_key(key, K: kl.constexpr, BITS: kl.constexpr, R: kl.constexpr, C: kl.con
     return thr
 
 
+@kiln.jit
+def renorm_and_scale(w, slot_ok, rsf, renorm, apply_rsf):
+    """Step 5's terms: (routed_sum, denom, scale) of the routed weights ``w`` in slot order
+    (the sum over the valid slots, in that order)."""
+    routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
+    denom = kl.where((renorm != 0) & (routed_sum > 0.0), routed_sum, 1.0)
+    return routed_sum, denom, kl.where(apply_rsf != 0, rsf, 1.0)
+
+
+@kiln.jit
+def store_shared_slots(w_ptr, ids_ptr, out, shared_w, n_shared, K: kl.constexpr,
+                       E: kl.constexpr):
+    """The n_shared fused shared experts E, E + 1, ... after the K routed slots."""
+    for j in range(n_shared):
+        kl.store(w_ptr + out + K + j, shared_w)
+        kl.store(ids_ptr + out + K + j, E + j)
+
+
+@kiln.jit
+def merged_slot_experts(j, ok, ainc, einc, acnt, ecnt, amask, emask, R: kl.constexpr,
+                        C: kl.constexpr):
+    """MERGED step 3: the expert of each slot j (0 where not ``ok``), the R "above" tile
+    rows then the R "equal" ones as one sequence: slot j takes its sequence's j-th set bit.
+    ``acnt`` / ``ecnt`` are the rows' popcounts, ``ainc`` / ``einc`` their inclusive prefix
+    sums over the sequence, ``amask`` / ``emask`` the rows' lane masks ([R] each)."""
+    jb = j[:, None]
+    a_inc, e_inc = ainc[None, :], einc[None, :]  # [len(j), R]
+    a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
+    a_done = a_inc <= jb  # the row's set bits all come before slot j
+    e_done = e_inc <= jb
+    a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)  # slot j's bit is in the row
+    e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
+    seq_row, before, m = kl.reduce(
+        (a_done.to(kl.int32) + e_done.to(kl.int32),
+         kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
+         kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
+    col = nth_set_bit(m, j - before, C)
+    return kl.where(ok, (seq_row & (R - 1)) * C + col, 0)
+
+
+@kiln.jit
+def row_keys(scores_ptr, bias_ptr, row, stride_s, E: kl.constexpr, R: kl.constexpr,
+             C: kl.constexpr, FAST_SIGMOID: kl.constexpr):
+    """Step 1 of both latency kernels: row ``row``'s keys as an [R, C] tile (expert e = r * C
+    + c; padded lanes key 0, below every float's key) and the tile's (rr, cc, lane, valid).
+    Waits for the previous kernel (PDL) before its loads and lets the next one launch."""
+    rr = kl.arange(0, R)
+    cc = kl.arange(0, C)
+    lane = rr[:, None] * C + cc[None, :]
+    valid = lane < E
+    kl.pdl_wait()  # scores come from the router GEMM
+    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
+    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
+    kl.pdl_launch_dependents()
+    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
+    return rr, cc, lane, valid, kl.where(valid, key, 0)
+
+
 @kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
 def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
                           rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
@@ -246,16 +304,8 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     KP: kl.constexpr = 1 << math.ceil(math.log2(K))
     kl.static_assert(K <= E, "topk must not exceed the number of experts")
     row = kl.program_id(0)
-    rr = kl.arange(0, R)
-    cc = kl.arange(0, C)
-    lane = rr[:, None] * C + cc[None, :]
-    valid = lane < E
-    kl.pdl_wait()  # scores come from the router GEMM
-    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
-    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
-    kl.pdl_launch_dependents()
-    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
-    key = kl.where(valid, key, 0)
+    rr, cc, lane, valid, key = row_keys(scores_ptr, bias_ptr, row, stride_s, E, R, C,
+                                        FAST_SIGMOID)
 
     # -- 2. the K-th largest key, bit by bit ------------------------------------------------
     thr = kth_key(key, K, BITS, R, C)
@@ -278,19 +328,7 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
         # one): scans of the [R] counts, no [R, R] tile
         ainc = kl.cumsum(acnt, 0)
         einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
-        jb = jj[:, None]
-        a_inc, e_inc = ainc[None, :], einc[None, :]  # [KP, R]
-        a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
-        a_done = a_inc <= jb  # the row's set bits all come before slot j
-        e_done = e_inc <= jb
-        a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)  # slot j's bit is in the row
-        e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
-        seq_row, before, m = kl.reduce(
-            (a_done.to(kl.int32) + e_done.to(kl.int32),
-             kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
-             kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
-        col = nth_set_bit(m, jj - before, C)
-        expert = kl.where(slot_ok, (seq_row & (R - 1)) * C + col, 0)
+        expert = merged_slot_experts(jj, slot_ok, ainc, einc, acnt, ecnt, amask, emask, R, C)
     else:
         n_above = kl.sum(above.to(kl.int32))
         amask = kl.sum(kl.where(above, cbit[None, :], 0), axis=1)  # [R] uint32
@@ -334,17 +372,12 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
         w = kl.sum(kl.where(place, a_k[None, :], 0.0), axis=1)
 
     # -- 5. shared slots, renormalize, scale -------------------------------------------------
-    routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
-    denom = kl.where((renorm != 0) & (routed_sum > 0.0), routed_sum, 1.0)
-    scale = kl.where(apply_rsf != 0, rsf, 1.0)
+    routed_sum, denom, scale = renorm_and_scale(w, slot_ok, rsf, renorm, apply_rsf)
     w = w / denom * scale
     out = row * stride_o
     kl.store(w_ptr + out + jj, w, mask=slot_ok)
     kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
-    shared_w = routed_sum / rsf / denom * scale
-    for j in range(n_shared):
-        kl.store(w_ptr + out + K + j, shared_w)
-        kl.store(ids_ptr + out + K + j, E + j)
+    store_shared_slots(w_ptr, ids_ptr, out, routed_sum / rsf / denom * scale, n_shared, K, E)
 
 
 @kiln.jit
@@ -481,16 +514,8 @@ def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s
     kl.static_assert(K <= E, "topk must not exceed the number of experts")
     kl.static_assert(G >= K, "the pre-filter needs at least K groups")
     row = kl.program_id(0)
-    rr = kl.arange(0, R)
-    cc = kl.arange(0, C)
-    lane = rr[:, None] * C + cc[None, :]
-    valid = lane < E
-    kl.pdl_wait()  # scores come from the router GEMM
-    s = kl.load(scores_ptr + row * stride_s + lane, mask=valid, other=0.0)
-    bias = kl.load(bias_ptr + lane, mask=valid, other=0.0)
-    kl.pdl_launch_dependents()
-    _, key = sigmoid_and_key(s, bias, FAST_SIGMOID)
-    key = kl.where(valid, key, 0)
+    rr, cc, lane, valid, key = row_keys(scores_ptr, bias_ptr, row, stride_s, E, R, C,
+                                        FAST_SIGMOID)
 
     jj = kl.arange(0, KP)
     slot_ok = jj < K
@@ -527,19 +552,7 @@ def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s
         einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
         jc = kl.arange(0, CP)
         cand_ok = jc < n_valid
-        jb = jc[:, None]
-        a_inc, e_inc = ainc[None, :], einc[None, :]  # [CP, R]
-        a_cnt, e_cnt = acnt[None, :], ecnt[None, :]
-        a_done = a_inc <= jb
-        e_done = e_inc <= jb
-        a_hit = (a_inc - a_cnt <= jb) & (jb < a_inc)
-        e_hit = (e_inc - e_cnt <= jb) & (jb < e_inc)
-        seq_row, before, m = kl.reduce(
-            (a_done.to(kl.int32) + e_done.to(kl.int32),
-             kl.where(a_done, a_cnt, 0) + kl.where(e_done, e_cnt, 0),
-             kl.where(a_hit, amask[None, :], 0) + kl.where(e_hit, emask[None, :], 0)), 1, _add3)
-        col = nth_set_bit(m, jc - before, C)
-        expert = kl.where(cand_ok, (seq_row & (R - 1)) * C + col, 0)
+        expert = merged_slot_experts(jc, cand_ok, ainc, einc, acnt, ecnt, amask, emask, R, C)
 
         # -- 4. the candidates' keys again, ranked: rank < K is the output slot ------------------
         s_k = kl.load(scores_ptr + row * stride_s + expert, mask=cand_ok, other=0.0)
@@ -553,19 +566,15 @@ def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s
                             kl.where(place, a_k[None, :], 0.0)), 1, _add2)
 
     # -- 5. shared slots, renormalize, scale (as the radix kernel) --------------------------
-    routed_sum = kl.sum(kl.where(slot_ok, w, 0.0))
-    denom = kl.where((renorm != 0) & (routed_sum > 0.0), routed_sum, 1.0)
-    scale = kl.where(apply_rsf != 0, rsf, 1.0)
+    routed_sum, denom, scale = renorm_and_scale(w, slot_ok, rsf, renorm, apply_rsf)
     if FORM == 2:  # from each winner's row (the ids are stored)
         kl.store(w_ptr + out + slot, a_k / denom * scale, mask=first)
     else:
         w = w / denom * scale
         kl.store(w_ptr + out + jj, w, mask=slot_ok)
         kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
-    shared_w = routed_sum / rsf / denom * scale
-    for j in range(n_shared):
-        kl.store(w_ptr + out + K + j, shared_w)
-        kl.store(ids_ptr + out + K + j, E + j)
+    store_shared_slots(w_ptr, ids_ptr, out, routed_sum / rsf / denom * scale, n_shared, K, E)
+
 
 #: Warps per row: NUM_WARPS below BATCH_M rows (latency: the radix select's counts over 4
 #: warps), BATCH_WARPS from BATCH_M on (throughput: on one warp every count is shuffles, no
