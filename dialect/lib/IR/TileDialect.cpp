@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -26,6 +27,12 @@ void TileDialect::initialize() {
 Operation *TileDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
                                             Location loc) {
   return arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
+ArrayRef<StringLiteral> TileDialect::getKernelFeatures() {
+  static const StringLiteral features[] = {"elect",       "mbarrier", "pdl", "setmaxnreg",
+                                           "sys_atomics", "tcgen05",  "tma", "wgmma"};
+  return features;
 }
 
 static LogicalResult verifyPowerOfTwoI32(Operation *op, NamedAttribute attr, int64_t maxValue) {
@@ -103,6 +110,54 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     if (!bytes || bytes.getInt() < 0 || bytes.getInt() > kMaxSharedBytes)
       return op->emitOpError() << "expected 'tile.shared_bytes' to be an integer in [0, "
                                << kMaxSharedBytes << "]";
+    return success();
+  }
+  if (name == getPdlAttrName()) {
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expected 'tile.pdl' to be a unit attribute";
+    if (!llvm::isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'tile.pdl' applies to functions only";
+    return success();
+  }
+  if (name == getFeaturesAttrName()) {
+    auto features = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!features || !llvm::all_of(features, llvm::IsaPred<StringAttr>))
+      return op->emitOpError() << "expected 'tile.features' to be an array of strings, got "
+                               << attr.getValue();
+    if (!llvm::isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'tile.features' applies to functions only";
+    ArrayRef<StringLiteral> known = getKernelFeatures();
+    StringRef previous;
+    for (auto feature : features.getAsValueRange<StringAttr>()) {
+      if (!llvm::is_contained(known, feature))
+        return op->emitOpError() << "unknown feature '" << feature << "' in 'tile.features' ("
+                                 << "expected one of " << llvm::join(known, ", ") << ")";
+      if (!previous.empty() && feature <= previous)
+        return op->emitOpError() << "expected 'tile.features' sorted and unique, got '"
+                                 << feature << "' after '" << previous << "'";
+      previous = feature;
+    }
+    return success();
+  }
+  if (name == getRegisterSplitAttrName()) {
+    auto split = llvm::dyn_cast<DenseI32ArrayAttr>(attr.getValue());
+    if (!split || split.size() != 3)
+      return op->emitOpError() << "expected 'tile.register_split' to be an array<i32> of 3 "
+                                  "entries (consumer threads, consumer registers, producer "
+                                  "registers), got "
+                               << attr.getValue();
+    if (!llvm::isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'tile.register_split' applies to functions only";
+    int32_t threads = split[0];
+    if (threads < 128 || threads % 128 != 0)
+      return op->emitOpError() << "expected whole warpgroups of consumer threads in "
+                                  "'tile.register_split', got "
+                               << threads;
+    for (int32_t registers : split.asArrayRef().drop_front())
+      if (registers < 24 || registers > 256 || registers % 8 != 0)
+        return op->emitOpError() << "expected 'tile.register_split' registers to be a multiple "
+                                    "of 8 in [24, 256] (setmaxnreg), got "
+                                 << registers;
     return success();
   }
   if (name == getMinProgramsPerSMAttrName()) {

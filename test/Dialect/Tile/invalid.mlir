@@ -1914,3 +1914,90 @@ func.func @warp_specialize_nested() {
 func.func @warp_specialize_attr_on_func() attributes {tile.warp_specialize} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op expected 'tile.pdl' to be a unit attribute}}
+func.func @pdl_not_unit() attributes {tile.kernel, tile.pdl = 1 : i32} {
+  return
+}
+
+// -----
+
+func.func @pdl_not_a_function() {
+  // expected-error @+1 {{'arith.constant' op 'tile.pdl' applies to functions only}}
+  %c = arith.constant {tile.pdl} 0 : i32
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected 'tile.features' to be an array of strings, got ["tma", 1 : i32]}}
+llvm.func @features_not_strings() attributes {tile.features = ["tma", 1 : i32]} {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op unknown feature 'vector16' in 'tile.features' (expected one of elect, mbarrier, pdl, setmaxnreg, sys_atomics, tcgen05, tma, wgmma)}}
+llvm.func @features_unknown() attributes {tile.features = ["vector16"]} {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected 'tile.features' sorted and unique, got 'tma' after 'wgmma'}}
+llvm.func @features_unsorted() attributes {tile.features = ["wgmma", "tma"]} {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected 'tile.features' sorted and unique, got 'tma' after 'tma'}}
+llvm.func @features_repeated() attributes {tile.features = ["tma", "tma"]} {
+  llvm.return
+}
+
+// -----
+
+func.func @features_not_a_function() {
+  // expected-error @+1 {{'arith.constant' op 'tile.features' applies to functions only}}
+  %c = arith.constant {tile.features = ["tma"]} 0 : i32
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected 'tile.register_split' to be an array<i32> of 3 entries (consumer threads, consumer registers, producer registers), got array<i32: 232, 40>}}
+llvm.func @register_split_two() attributes {tile.register_split = array<i32: 232, 40>} {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected whole warpgroups of consumer threads in 'tile.register_split', got 96}}
+llvm.func @register_split_threads() attributes {tile.register_split = array<i32: 96, 232, 40>} {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected 'tile.register_split' registers to be a multiple of 8 in [24, 256] (setmaxnreg), got 236}}
+llvm.func @register_split_registers() attributes {tile.register_split = array<i32: 256, 236, 40>} {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op expected 'tile.register_split' registers to be a multiple of 8 in [24, 256] (setmaxnreg), got 16}}
+llvm.func @register_split_producer() attributes {tile.register_split = array<i32: 256, 232, 16>} {
+  llvm.return
+}
+
+// -----
+
+func.func @register_split_not_a_function() {
+  // expected-error @+1 {{'arith.constant' op 'tile.register_split' applies to functions only}}
+  %c = arith.constant {tile.register_split = array<i32: 256, 232, 40>} 0 : i32
+  return
+}

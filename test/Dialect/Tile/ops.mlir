@@ -236,6 +236,20 @@ func.func @kernel_attrs(%p: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   return
 }
 
+// What the lowering records on a kernel: PDL, the features, the register split.
+// CHECK-LABEL: func.func @pdl_kernel
+// CHECK-SAME: attributes {tile.kernel, tile.pdl}
+func.func @pdl_kernel() attributes {tile.kernel, tile.pdl} {
+  tile.pdl_wait
+  return
+}
+// CHECK-LABEL: llvm.func @lowered_facts
+// CHECK-SAME: attributes {tile.features = ["mbarrier", "pdl", "setmaxnreg"], tile.pdl, tile.register_split = array<i32: 256, 232, 40>}
+llvm.func @lowered_facts() attributes {tile.features = ["mbarrier", "pdl", "setmaxnreg"], tile.pdl,
+                                       tile.register_split = array<i32: 256, 232, 40>} {
+  llvm.return
+}
+
 // tile.reduce: 2-D along either axis, 1-D to a scalar, a combine region of
 // more than one op.
 // CHECK-LABEL: func.func @reduce

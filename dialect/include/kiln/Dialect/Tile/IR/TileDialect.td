@@ -37,6 +37,24 @@ def Tile_Dialect : Dialect {
       distributed layout chosen by `kiln-tile-assign-layout`.
     - `tile.shared_bytes` (i32, on lowered kernels): the dynamic shared memory
       a launch needs (`kiln-allocate-shared-memory`).
+    - `tile.pdl` (unit, on kernels): the kernel synchronizes with the grids
+      before and after it in the stream (`tile.pdl_wait`,
+      `tile.pdl_launch_dependents`; `griddepcontrol` once lowered) and is
+      launched with programmatic stream serialization. Set on `func.func` by
+      the frontend that builds those ops, on the lowered kernel by
+      `kiln-convert-tile-to-nvvm` from the `griddepcontrol` it emits.
+    - `tile.features` (array of strings, sorted, on lowered kernels): the
+      hardware features the kernel's instructions use, recorded by
+      `kiln-convert-tile-to-nvvm` from its ops: `elect` (elect.sync),
+      `mbarrier`, `pdl` (griddepcontrol), `setmaxnreg`, `sys_atomics` (atomics
+      at system scope), `tcgen05`, `tma` (cp.async.bulk.tensor), `wgmma`.
+      Absent: none of them.
+    - `tile.register_split` (`array<i32: consumer threads, consumer registers,
+      producer registers>`, on lowered warp-specialized kernels): the
+      registers a thread each side of the warp specialization takes
+      (`setmaxnreg.inc` for the consumers, `.dec` for the producer warpgroup
+      that runs the rest of the block's threads), recorded by
+      `kiln-convert-tile-to-nvvm`.
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
@@ -64,6 +82,20 @@ def Tile_Dialect : Dialect {
     }
     /// On kernels (llvm.func): dynamic shared memory per block, bytes.
     static constexpr ::llvm::StringLiteral getSharedBytesAttrName() { return "tile.shared_bytes"; }
+    /// On kernels (func.func, llvm.func): launched with programmatic stream
+    /// serialization (the kernel uses griddepcontrol).
+    static constexpr ::llvm::StringLiteral getPdlAttrName() { return "tile.pdl"; }
+    /// On kernels (llvm.func): the hardware features the code uses, sorted.
+    static constexpr ::llvm::StringLiteral getFeaturesAttrName() { return "tile.features"; }
+    /// The names `tile.features` may hold, sorted (the bundle manifest's
+    /// feature names, docs/bundle-format.md, but vector16, which the PTX
+    /// backend decides).
+    static ::llvm::ArrayRef<::llvm::StringLiteral> getKernelFeatures();
+    /// On warp-specialized kernels (llvm.func): array<i32: consumer threads,
+    /// consumer registers, producer registers>.
+    static constexpr ::llvm::StringLiteral getRegisterSplitAttrName() {
+      return "tile.register_split";
+    }
     /// On kernels (func.func): compile so that this many programs (thread
     /// blocks) fit on an SM at once (PTX `.minnctapersm`: ptxas keeps the
     /// registers a thread within 65536 / (programs x threads per block)).
