@@ -109,3 +109,38 @@ func.func @canonicalized(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}) attr
   tile.store %p, %v, %f : tensor<512x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// What the lowering records on a kernel stays there to the end of the
+// pipeline, where the compiler reads it: PDL and the features.
+// CHECK-LABEL: llvm.func ptx_kernelcc @pdl(
+// CHECK-SAME: tile.features = ["pdl"], tile.pdl}
+// CHECK: nvvm.griddepcontrol wait
+// CHECK: nvvm.griddepcontrol launch_dependents
+// WARPS8-LABEL: llvm.func ptx_kernelcc @pdl(
+// WARPS8-SAME: nvvm.reqntid = array<i32: 256, 1, 1>, tile.features = ["pdl"], tile.pdl}
+func.func @pdl(%x: !tile.ptr<f32>) attributes {tile.kernel} {
+  tile.pdl_wait
+  %v = tile.load %x : !tile.ptr<f32>
+  tile.pdl_launch_dependents
+  tile.store %x, %v : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+// And the register split of warp specialization.
+// CHECK-LABEL: llvm.func ptx_kernelcc @split(
+// CHECK-SAME: tile.features = ["setmaxnreg"], tile.register_split = array<i32: 128, 240, 40>}
+// CHECK: nvvm.setmaxregister increase 240
+// CHECK: nvvm.setmaxregister decrease 40
+// WARPS8-LABEL: llvm.func ptx_kernelcc @split(
+// WARPS8-SAME: tile.register_split = array<i32: 128, 240, 40>}
+func.func @split(%x: !tile.ptr<f32>, %v: f32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  tile.warp_specialize consumer {
+    tile.store %x, %v : !tile.ptr<f32>
+  } producer {
+  }
+  return
+}

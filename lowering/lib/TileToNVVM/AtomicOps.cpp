@@ -173,8 +173,10 @@ struct AtomicRMWLowering : AtomicLoweringBase<tile::AtomicRMWOp> {
                    Type type = values[r].getType();
                    auto [asmString, constraints] =
                        getAtomicRMWPTX(op.getKind(), op.getSem(), op.getScope(), type);
+                   bool system = op.getScope() == tile::MemScope::Sys;
                    return createInlinePTX(b, l, type, ValueRange{ptrs[r], values[r]},
-                                          asmString, constraints);
+                                          asmString, constraints, /*sideEffects=*/true,
+                                          system ? "sys_atomics" : "");
                  });
   }
 };

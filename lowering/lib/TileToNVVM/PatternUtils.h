@@ -22,10 +22,19 @@ mlir::Value packTile(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 mlir::Value createI32Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
 /// A side-effecting inline-PTX statement (`asm volatile`; a pure one when
 /// `sideEffects` is false); returns its result, or a null Value when `result`
-/// is null.
+/// is null. `feature`: the kernel feature its instructions use, if any (one of
+/// TileDialect::getKernelFeatures(), see markFeature).
 mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type result,
                             mlir::ValueRange operands, llvm::StringRef ptx,
-                            llvm::StringRef constraints, bool sideEffects = true);
+                            llvm::StringRef constraints, bool sideEffects = true,
+                            llvm::StringRef feature = {});
+/// Marks `op`, whose kind does not tell it (inline PTX), with the kernel
+/// feature it uses, for recordKernelFacts.
+void markFeature(mlir::Operation *op, llvm::StringRef feature);
+/// After the conversion: records on each kernel what its ops use
+/// (`tile.features`, `tile.pdl`, `tile.register_split`; KernelFacts.cpp) and
+/// drops the marks of markFeature.
+void recordKernelFacts(mlir::ModuleOp module);
 /// The body of a single-block `combine` region (reduce, scan) cloned on `lhs`
 /// and `rhs`; returns the value its terminator yields.
 mlir::Value inlineCombine(mlir::OpBuilder &b, mlir::Region &combine, mlir::Value lhs,

@@ -84,7 +84,8 @@ void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity) {
                                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
                                        "@!p bra kiln_tma_wait;\n"
                                        "}";
-  createInlinePTX(b, loc, Type(), ValueRange{address, parity}, kWait, "r,r,~{memory}");
+  createInlinePTX(b, loc, Type(), ValueRange{address, parity}, kWait, "r,r,~{memory}",
+                  /*sideEffects=*/true, "mbarrier");
 }
 
 /// Waits until the barrier completes the phase of parity `*phase`, then flips it.

@@ -184,12 +184,15 @@ Value kiln::createI32Constant(OpBuilder &b, Location loc, int64_t value) {
 }
 
 Value kiln::createInlinePTX(OpBuilder &b, Location loc, Type result, ValueRange operands,
-                            StringRef ptx, StringRef constraints, bool sideEffects) {
+                            StringRef ptx, StringRef constraints, bool sideEffects,
+                            StringRef feature) {
   auto op = LLVM::InlineAsmOp::create(
       b, loc, result ? TypeRange(result) : TypeRange(), operands, b.getStringAttr(ptx),
       b.getStringAttr(constraints), sideEffects ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
       LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
       ArrayAttr());
+  if (!feature.empty())
+    markFeature(op, feature);
   return result ? op.getResult(0) : Value();
 }
 
@@ -695,6 +698,7 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     replaceConsumerBarriers(module);
+    recordKernelFacts(module);
   }
 };
 } // namespace

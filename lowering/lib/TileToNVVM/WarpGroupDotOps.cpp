@@ -71,7 +71,8 @@ SmallVector<Value> createWaitGroup(OpBuilder &b, Location loc, ArrayRef<Value> r
   Type type = LLVM::LLVMStructType::getLiteral(
       b.getContext(), llvm::map_to_vector(regs, [](Value v) { return v.getType(); }));
   return unpackTile(b, loc,
-                    createInlinePTX(b, loc, type, regs, ptx, llvm::join(constraints, ",")));
+                    createInlinePTX(b, loc, type, regs, ptx, llvm::join(constraints, ","),
+                                    /*sideEffects=*/true, "wgmma"));
 }
 
 struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {

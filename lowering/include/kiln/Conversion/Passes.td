@@ -33,6 +33,12 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
       `tile.warpgroup_dot` (sm_90a) to `wgmma.mma_async`; the Tensor Memory
       ops and `tile.tcgen05_dot` (sm_100a, sm_103a) to `nvvm.tcgen05.*`.
     `scf.if` ops created for masks are left for `convert-scf-to-cf`.
+    Each lowered kernel records what its ops use, for the compiler's metadata
+    (see the tile dialect's attributes): `tile.features` (sorted names:
+    `elect`, `mbarrier`, `pdl`, `setmaxnreg`, `sys_atomics`, `tcgen05`, `tma`,
+    `wgmma`), `tile.pdl` where it uses griddepcontrol, and for a
+    warp-specialized kernel `tile.register_split = array<i32: consumer
+    threads, consumer registers, producer registers>` (its setmaxnreg counts).
     All kernels of one module must share one layout. With `arch` set, an op
     whose instructions the arch lacks (wgmma off sm_90a, tcgen05 off
     sm_100a/sm_103a) is an error here rather than in instruction selection.
