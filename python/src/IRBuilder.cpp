@@ -420,17 +420,27 @@ public:
     tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
   }
 
-  /// Marks the kernel being built (the function around the insertion point)
-  /// with tile.min_programs_per_sm.
-  void setMinProgramsPerSM(int32_t programs) {
+  /// The kernel being built: the function around the insertion point.
+  func::FuncOp getKernel(const std::string &what) {
     Operation *parent = builder.getInsertionBlock()->getParentOp();
     auto func = parent->getParentOfType<func::FuncOp>();
     if (auto self = llvm::dyn_cast<func::FuncOp>(parent))
       func = self;
     if (!func)
-      invalid("min_programs_per_sm outside a kernel");
-    func->setAttr(tile::TileDialect::getMinProgramsPerSMAttrName(),
+      invalid(what + " outside a kernel");
+    return func;
+  }
+
+  /// Marks the kernel being built with tile.min_programs_per_sm.
+  void setMinProgramsPerSM(int32_t programs) {
+    getKernel("min_programs_per_sm")
+        ->setAttr(tile::TileDialect::getMinProgramsPerSMAttrName(),
                   builder.getI32IntegerAttr(programs));
+  }
+
+  /// Marks the kernel being built with tile.pdl.
+  void markPdl(const std::string &what) {
+    getKernel(what)->setAttr(tile::TileDialect::getPdlAttrName(), builder.getUnitAttr());
   }
 
   /// tile.bulk_load of a `size`-element tile from the scalar pointer `ptr`,
@@ -722,8 +732,16 @@ public:
   }
 
   // --- programmatic dependent launch --------------------------------------
-  void pdlWait() { tile::PdlWaitOp::create(builder, loc); }
-  void pdlLaunchDependents() { tile::PdlLaunchDependentsOp::create(builder, loc); }
+  /// The griddepcontrol ops; the kernel that holds them is launched with PDL
+  /// (tile.pdl).
+  void pdlWait() {
+    tile::PdlWaitOp::create(builder, loc);
+    markPdl("pdl_wait");
+  }
+  void pdlLaunchDependents() {
+    tile::PdlLaunchDependentsOp::create(builder, loc);
+    markPdl("pdl_launch_dependents");
+  }
 
   // --- thread-block clusters ----------------------------------------------
   Value clusterId(int axis) {
@@ -1020,6 +1038,39 @@ std::optional<int64_t> getIntAttr(Module &module, const std::string &symbol,
   return std::nullopt;
 }
 
+/// The string array attribute `attr` of the symbol `symbol` (tile.features).
+std::optional<std::vector<std::string>>
+getStringArrayAttr(Module &module, const std::string &symbol, const std::string &attr) {
+  Operation *op = SymbolTable::lookupSymbolIn(module.get(), symbol);
+  if (!op)
+    return std::nullopt;
+  auto values = op->getAttrOfType<ArrayAttr>(attr);
+  if (!values || !llvm::all_of(values, llvm::IsaPred<StringAttr>))
+    return std::nullopt;
+  std::vector<std::string> strings;
+  for (StringRef value : values.getAsValueRange<StringAttr>())
+    strings.push_back(value.str());
+  return strings;
+}
+
+/// The i32 array attribute `attr` of the symbol `symbol` (tile.register_split).
+std::optional<std::vector<int32_t>>
+getIntArrayAttr(Module &module, const std::string &symbol, const std::string &attr) {
+  Operation *op = SymbolTable::lookupSymbolIn(module.get(), symbol);
+  if (!op)
+    return std::nullopt;
+  auto values = op->getAttrOfType<DenseI32ArrayAttr>(attr);
+  if (!values)
+    return std::nullopt;
+  return std::vector<int32_t>(values.asArrayRef().begin(), values.asArrayRef().end());
+}
+
+/// Whether the symbol `symbol` carries the attribute `attr` (tile.pdl).
+bool hasAttr(Module &module, const std::string &symbol, const std::string &attr) {
+  Operation *op = SymbolTable::lookupSymbolIn(module.get(), symbol);
+  return op && op->hasAttr(attr);
+}
+
 } // namespace
 
 void populateIRBuilder(py::module_ &m) {
@@ -1076,7 +1127,13 @@ void populateIRBuilder(py::module_ &m) {
             return getIntAttr(mod, symbol, attr);
           },
           "The integer attribute `attr` of the symbol `symbol` (of an i32 array: the product "
-          "of its elements), or None");
+          "of its elements), or None")
+      .def("get_int_array_attr", &getIntArrayAttr, py::arg("symbol"), py::arg("attr"),
+           "The i32 array attribute `attr` of the symbol `symbol` as a list, or None")
+      .def("get_string_array_attr", &getStringArrayAttr, py::arg("symbol"), py::arg("attr"),
+           "The array-of-strings attribute `attr` of the symbol `symbol` as a list, or None")
+      .def("has_attr", &hasAttr, py::arg("symbol"), py::arg("attr"),
+           "Whether the symbol `symbol` exists and carries the attribute `attr`");
 
   m.def("parse_module", &parseModule, py::arg("context"), py::arg("text"));
 
