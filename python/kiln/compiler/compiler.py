@@ -19,7 +19,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..language import core as lc
 from ..language.core import constexpr, tensor
@@ -380,10 +380,12 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
                    spec: Specialization, threads_per_block: int, arch: Optional[str] = None,
                    ptx: Optional[str] = None, cubin: Optional[bytes] = None,
                    cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None,
-                   pdl: bool = False, shared_bytes: int = 0) -> Dict[str, Any]:
+                   pdl: bool = False, shared_bytes: int = 0,
+                   features: Sequence[str] = ()) -> Dict[str, Any]:
     """The kernel's manifest entry (docs/bundle-format.md). With ``arch``, ``targets[arch]``
-    records what that image uses and costs (features from the PTX, registers/spills/stack
-    from the cubin and the assembler's log, PTX ISA and assembler versions)."""
+    records what that image uses and costs (``features``: what the lowering recorded on the
+    kernel, ``tile.features``, and vector16 from the PTX; registers/spills/stack from the
+    cubin and the assembler's log, PTX ISA and assembler versions)."""
     from ..runtime.targetinfo import target_info
 
     div = dict(spec.divisibility)
@@ -402,7 +404,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
                            "divisibility": div.get(pname, 1)})
     targets = {}
     if arch and (ptx or cubin):
-        targets[arch] = target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol)
+        targets[arch] = target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol, features)
     return {
         "name": name,
         "symbol": symbol,
@@ -420,29 +422,29 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
     }
 
 
-_SETMAXNREG = re.compile(r"\bsetmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
-
-
-def _check_register_pool(symbol: str, ptx: str, cubin: bytes, log: Optional[str],
-                         tool: Optional[str], arch: str, threads: int, consumers: int) -> None:
+def _check_register_pool(symbol: str, split: Optional[Sequence[int]], cubin: bytes,
+                         log: Optional[str], tool: Optional[str], arch: str,
+                         threads: int) -> None:
     """Raises if the cubin's registers at entry (threads x the count rounded up to 8, the
-    CTA's pool) cannot hold the consumers' setmaxnreg.inc beside the producers' .dec."""
-    counts = {action: int(n) for action, n in _SETMAXNREG.findall(ptx)}
-    if "inc" not in counts:
+    CTA's pool) cannot hold the consumers' setmaxnreg.inc beside the producers' .dec.
+    ``split``: the lowered kernel's ``tile.register_split`` (consumer threads, their
+    registers, the producers'), None for a kernel without warp specialization."""
+    if not split:
         return
+    consumers, inc, dec = split
     from ..runtime.targetinfo import target_info
 
     registers = target_info(arch, None, cubin, log, tool, symbol).get("registers")
     if not registers:
         return
     pool = threads * ((registers + 7) // 8 * 8)
-    needed = consumers * counts["inc"] + (threads - consumers) * counts.get("dec", registers)
+    needed = consumers * inc + (threads - consumers) * dec
     if needed > pool:
         raise RuntimeError(
             f"kernel '{symbol}' ({arch}): the assembler ({tool}) starts it with {registers} "
             f"registers a thread, a pool of {pool} for {threads} threads, but its warp "
-            f"specialization needs {needed} ({consumers} consumer threads x {counts['inc']} + "
-            f"{threads - consumers} producer threads x {counts.get('dec')}): the consumers' "
+            f"specialization needs {needed} ({consumers} consumer threads x {inc} + "
+            f"{threads - consumers} producer threads x {dec}): the consumers' "
             f"setmaxnreg.inc would wait forever. Assemble with ptxas (KILN_USE_PTXAS=1).")
 
 
@@ -468,6 +470,12 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     _dump(symbol, key, "tile", asm["tile"])
     threads = spec.num_warps * 32
     shared_bytes = 0
+    # A kernel that synchronizes with griddepcontrol is launched with programmatic
+    # stream serialization (PDL): tile.pdl, set by the frontend with the op and by the
+    # lowering from the griddepcontrol it emits.
+    pdl = module.has_attr(symbol, "tile.pdl")
+    features: List[str] = []
+    register_split: Optional[List[int]] = None
     ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
     if stop >= 1:
         t0 = time.perf_counter()
@@ -481,6 +489,10 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         if tpb:
             threads = int(tpb)
         shared_bytes = int(lowered.get_int_attr(symbol, "tile.shared_bytes") or 0)
+        # What the kernel's instructions use, recorded on it by the lowering.
+        pdl = lowered.has_attr(symbol, "tile.pdl")
+        features = lowered.get_string_array_attr(symbol, "tile.features") or []
+        register_split = lowered.get_int_array_attr(symbol, "tile.register_split")
     if stop >= 2:
         t0 = time.perf_counter()
         if stop >= 3:
@@ -500,13 +512,10 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     # A warp-specialized kernel's consumers take registers from the pool the
     # producer warpgroup's setmaxnreg.dec fills; a pool smaller than what they ask
     # for would block their setmaxnreg.inc forever.
-    if ck.cubin and arch and "ptx" in asm:
-        _check_register_pool(symbol, asm["ptx"], ck.cubin, ck.cubin_log, ck.cubin_tool,
-                             arch, threads, spec.num_warps * 32)
-    # A kernel that synchronizes with griddepcontrol is launched with programmatic
-    # stream serialization (PDL).
-    pdl = any(op in asm["tile"] for op in ("tile.pdl_wait", "tile.pdl_launch_dependents"))
+    if ck.cubin and arch:
+        _check_register_pool(symbol, register_split, ck.cubin, ck.cubin_log, ck.cubin_tool,
+                             arch, threads)
     ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads, arch,
                              asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool, pdl=pdl,
-                             shared_bytes=shared_bytes)
+                             shared_bytes=shared_bytes, features=features)
     return ck

@@ -6,7 +6,10 @@ Pure Python over text and bytes (no GPU, no compiler), used by the metadata buil
   (``cp.async.bulk.tensor`` -> "tma", ``wgmma`` -> "wgmma", ``tcgen05`` -> "tcgen05",
   ``elect.sync`` -> "elect", ``griddepcontrol`` -> "pdl", ``atom``/``red`` at ``.sys`` scope ->
   "sys_atomics", 16-byte ``ld``/``st`` (``.v4`` of 32-bit, ``.v2`` of 64-bit) -> "vector16",
-  ``mbarrier`` -> "mbarrier", ``setmaxnreg`` -> "setmaxnreg").
+  ``mbarrier`` -> "mbarrier", ``setmaxnreg`` -> "setmaxnreg"). The compiler does not use it:
+  the lowering records the features on the kernel (``tile.features``) and only
+  ``ptx_uses_vector16`` reads the PTX; it stays as the cross-check of the two.
+- ``ptx_uses_vector16(ptx)``: whether the PTX moves 16 bytes in one ``ld``/``st``.
 - ``ptx_isa_version(ptx)``: the ``.version`` directive ("8.8").
 - ``parse_assembler_log(log)``: registers, spills and stack from ptxas/nvJitLink ``-v`` output.
 - ``cubin_info(cubin, symbol)``: registers, stack frame and static shared memory from the
@@ -44,6 +47,14 @@ def ptx_features(ptx: str) -> List[str]:
     """Sorted names of the hardware features the PTX text uses."""
     code = _COMMENT.sub("", ptx)
     return sorted(name for name, pat in FEATURE_PATTERNS.items() if pat.search(code))
+
+
+def ptx_uses_vector16(ptx: str) -> bool:
+    """Whether the PTX has a 16-byte ld/st: the one feature read from the PTX, because the
+    NVPTX backend decides the width of each access (its load/store vectorizer joins
+    narrower ones, its legalizer splits misaligned ones) after the lowering that records
+    the other features."""
+    return FEATURE_PATTERNS["vector16"].search(_COMMENT.sub("", ptx)) is not None
 
 
 def ptx_isa_version(ptx: str) -> str:
@@ -167,9 +178,13 @@ def cubin_info(cubin: bytes, symbol: str) -> Dict[str, Any]:
 
 
 def target_info(arch: str, ptx: Optional[str], cubin: Optional[bytes], log: Optional[str],
-                tool: Optional[str], symbol: str) -> Dict[str, Any]:
-    """The manifest's ``targets[arch]`` object for one compiled image."""
-    info: Dict[str, Any] = {"features": ptx_features(ptx) if ptx else []}
+                tool: Optional[str], symbol: str, features: Iterable[str] = ()) -> Dict[str, Any]:
+    """The manifest's ``targets[arch]`` object for one compiled image; ``features``: what
+    the lowering recorded on the kernel (``tile.features``)."""
+    used = set(features)
+    if ptx and ptx_uses_vector16(ptx):
+        used.add("vector16")
+    info: Dict[str, Any] = {"features": sorted(used)}
     if ptx:
         info["ptx_isa"] = ptx_isa_version(ptx)
     if cubin:
