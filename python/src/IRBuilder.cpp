@@ -1054,8 +1054,8 @@ getStringArrayAttr(Module &module, const std::string &symbol, const std::string 
 }
 
 /// The i32 array attribute `attr` of the symbol `symbol` (tile.register_split).
-std::optional<std::vector<int32_t>>
-getIntArrayAttr(Module &module, const std::string &symbol, const std::string &attr) {
+std::optional<std::vector<int32_t>> getIntArrayAttr(Module &module, const std::string &symbol,
+                                                    const std::string &attr) {
   Operation *op = SymbolTable::lookupSymbolIn(module.get(), symbol);
   if (!op)
     return std::nullopt;

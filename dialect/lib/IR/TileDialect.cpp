@@ -133,8 +133,8 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
         return op->emitOpError() << "unknown feature '" << feature << "' in 'tile.features' ("
                                  << "expected one of " << llvm::join(known, ", ") << ")";
       if (!previous.empty() && feature <= previous)
-        return op->emitOpError() << "expected 'tile.features' sorted and unique, got '"
-                                 << feature << "' after '" << previous << "'";
+        return op->emitOpError() << "expected 'tile.features' sorted and unique, got '" << feature
+                                 << "' after '" << previous << "'";
       previous = feature;
     }
     return success();

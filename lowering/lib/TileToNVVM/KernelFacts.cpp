@@ -37,9 +37,7 @@ namespace {
 constexpr llvm::StringLiteral kFeatureMark = "kiln.feature";
 
 /// An atomic without a syncscope acts at system scope (`.sys`).
-bool isSystemScope(std::optional<StringRef> syncscope) {
-  return !syncscope || syncscope->empty();
-}
+bool isSystemScope(std::optional<StringRef> syncscope) { return !syncscope || syncscope->empty(); }
 
 /// The feature `op` uses (one of TileDialect::getKernelFeatures()), or "".
 StringRef getFeature(Operation *op) {
@@ -104,8 +102,7 @@ void kiln::recordKernelFacts(ModuleOp module) {
     if (llvm::is_contained(features, "pdl"))
       func->setAttr(tile::TileDialect::getPdlAttrName(), UnitAttr::get(context));
     // The producer warpgroup runs after the consumers (KernelFuncLowering).
-    auto threads =
-        func->getAttrOfType<DenseI32ArrayAttr>(NVVM::NVVMDialect::getReqntidAttrName());
+    auto threads = func->getAttrOfType<DenseI32ArrayAttr>(NVVM::NVVMDialect::getReqntidAttrName());
     if (consumerRegisters && producerRegisters && threads && !threads.empty())
       func->setAttr(tile::TileDialect::getRegisterSplitAttrName(),
                     DenseI32ArrayAttr::get(context, {int32_t(threads[0] - kProducerThreads),
