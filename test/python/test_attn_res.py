@@ -521,7 +521,7 @@ def test_aot_specializations():
                          ids=lambda s: s.kernel_name)
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
-    from kiln.runtime.targetinfo import target_info
+    from kiln.compiler.targetinfo import target_info
 
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
@@ -593,7 +593,7 @@ def test_sweep_options_compile(prefetch, warps):
     integer division by the runtime nvb (the (token, row) cursors advance by compares): the
     one division left is the row count per program, before the loop."""
     pytest.importorskip("kiln._C")
-    from kiln.runtime.targetinfo import target_info
+    from kiln.compiler.targetinfo import target_info
 
     spec = mod.persistent_specs(False)[0]
     ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, PREFETCH=prefetch),
@@ -840,7 +840,7 @@ def test_cluster_warps_by_token_count():
 def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
     """16-byte accesses, PDL, four cluster barriers (two cluster_gathers), no spills."""
     pytest.importorskip("kiln._C")
-    from kiln.runtime.targetinfo import target_info
+    from kiln.compiler.targetinfo import target_info
 
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,

@@ -218,7 +218,7 @@ def test_the_register_pool_check(monkeypatch):
     # (nvJitLink's 154 for the GEMM: 384 x 160 < 256 x 232 + 128 x 40) would hang in
     # setmaxnreg.inc: a compile error instead.
     from kiln.compiler import compiler
-    from kiln.runtime import targetinfo
+    from kiln.compiler import targetinfo
 
     ptx = "setmaxnreg.inc.sync.aligned.u32 232;\nsetmaxnreg.dec.sync.aligned.u32 40;\n"
     for registers, fits in ((154, False), (168, True)):

@@ -18,20 +18,19 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple
 
+from ..language.core import block_type, dtype_from_str, tensor_descriptor_type
+from .tensors import ITEMSIZE, kiln_dtype_name, tensor_address, tensor_dtype
+
 _SWIZZLES = (0, 32, 64, 128)
-_ITEMSIZE = {"i8": 1, "u8": 1, "f8e4m3": 1, "f8e5m2": 1, "i16": 2, "u16": 2, "f16": 2,
-             "bf16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
+#: The element types TMA copies (not i1).
+_TMA_DTYPES = frozenset(ITEMSIZE) - {"i1"}
 
 
 def _dtype_of(base: Any) -> str:
-    from .jit import _tensor_dtype  # noqa: PLC0415 - one dtype table for the JIT and this
-
-    dt = _tensor_dtype(base)
-    if dt is None:
-        from .interpreter import _NUMPY_TO_KILN  # noqa: PLC0415 - numpy arrays (interpreter)
-
-        name = getattr(getattr(base, "dtype", None), "name", None)
-        dt = _NUMPY_TO_KILN.get(name) if name else None
+    dt = tensor_dtype(base)
+    if dt is None:  # numpy arrays (the interpreter)
+        np_dtype = getattr(base, "dtype", None)
+        dt = kiln_dtype_name(np_dtype) if np_dtype is not None else None
     if dt is None:
         raise TypeError(f"TensorDescriptor: expected a tensor (torch, CUDA array or numpy), "
                         f"got {type(base).__name__}")
@@ -75,9 +74,9 @@ class TensorDescriptor:
                  swizzle: int = 0):
         self.base = base
         self.dtype = _dtype_of(base)
-        if self.dtype not in _ITEMSIZE:
+        if self.dtype not in _TMA_DTYPES:
             raise TypeError(f"TensorDescriptor: TMA does not copy {self.dtype} elements")
-        self.itemsize = _ITEMSIZE[self.dtype]
+        self.itemsize = ITEMSIZE[self.dtype]
         self.shape = tuple(int(s) for s in (base.shape if shape is None else shape))
         self.strides = tuple(_element_strides(base, self.itemsize) if strides is None
                              else (int(s) for s in strides))
@@ -108,6 +107,7 @@ class TensorDescriptor:
             raise ValueError(f"TensorDescriptor: the box's inner dimension ({inner} bytes) "
                              f"exceeds the {self.swizzle}-byte swizzle span")
         self._encoded: Optional[bytes] = None
+        self._signature: Optional[str] = None
 
     @classmethod
     def from_tensor(cls, tensor: Any, block_shape: Sequence[int], swizzle: int = 0
@@ -116,21 +116,21 @@ class TensorDescriptor:
 
     @property
     def signature(self) -> str:
-        """The kernel parameter type this descriptor specializes: ``tensordesc<bf16,64x128>``."""
-        dims = "x".join(str(b) for b in self.block_shape)
-        sw = f",sw{self.swizzle}" if self.swizzle else ""
-        return f"tensordesc<{self.dtype},{dims}{sw}>"
+        """The kernel parameter type this descriptor specializes: ``tensordesc<bf16,64x128>``
+        (the language's ``tensor_descriptor_type`` spelling)."""
+        if self._signature is None:
+            self._signature = tensor_descriptor_type(
+                block_type(dtype_from_str(self.dtype), self.block_shape), self.swizzle).short
+        return self._signature
 
     @property
     def address(self) -> int:
-        from .jit import _tensor_address  # noqa: PLC0415
-
-        return _tensor_address(self.base)
+        return tensor_address(self.base)
 
     def encode(self) -> bytes:
         """The 128-byte CUtensorMap (cached; the tensor's address must not change)."""
         if self._encoded is None:
-            from . import _runtime  # noqa: PLC0415 - needs the runtime extension
+            from .. import _runtime  # noqa: PLC0415 - the runtime extension, optional here
 
             rank = len(self.shape)
             self._encoded = _runtime.encode_tensor_map(

@@ -1,4 +1,10 @@
-"""User-facing compilation errors."""
+"""The user-facing errors of kernel compilation.
+
+``SemanticError`` is what the language and the semantic layer raise for a mistake in a
+kernel's body; the code generator turns it into a ``CompilationError`` at the user's
+file:line:col. Both live here, in the bottom floor, so that the language, the compiler and
+the interpreter raise them without importing one another.
+"""
 
 from __future__ import annotations
 
@@ -39,3 +45,8 @@ class CompilationError(Exception):
     def __reduce__(self):
         return (CompilationError, (self.filename, self.lineno, self.col, self.message,
                                    self.source_line, self.notes))
+
+
+class SemanticError(Exception):
+    """A user mistake found while giving meaning to the kernel; the code
+    generator turns it into a CompilationError at the current node."""
