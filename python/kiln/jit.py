@@ -348,8 +348,10 @@ class JITFunction(KernelFunction):
     @staticmethod
     def _options_key(num_warps: Optional[int], cluster: Any, maxnreg: Optional[int],
                      kwargs: Mapping[str, Any]) -> Optional[tuple]:
-        """The ``_dispatch`` key of a launch's options and constexprs (as given), or None
-        when one is unhashable."""
+        """The ``_dispatch`` key of a launch's options and constexprs (as given, a cluster
+        list as a tuple), or None when one is unhashable."""
+        if isinstance(cluster, list):
+            cluster = tuple(cluster)
         key = (num_warps, cluster, maxnreg, *kwargs.items())
         try:
             hash(key)
@@ -374,8 +376,9 @@ class JITFunction(KernelFunction):
         # The hot path: a launch like an earlier one, straight to C++.
         try:
             dispatcher = self._dispatch.get((num_warps, cluster, maxnreg, *kwargs.items()))
-        except TypeError:  # an unhashable option or constexpr: the checked path
-            dispatcher = None
+        except TypeError:  # a cluster list, or an unhashable constexpr (the checked path)
+            options = self._options_key(num_warps, cluster, maxnreg, kwargs)
+            dispatcher = None if options is None else self._dispatch.get(options)
         if dispatcher is not None:
             if callable(grid):
                 grid = grid(self._named(args, kwargs))

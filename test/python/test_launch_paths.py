@@ -243,12 +243,18 @@ def test_jit_second_launch_takes_the_hot_path(monkeypatch):
     except KilnError:
         pass
     assert len(k._dispatch) == 1 and len(next(iter(k._dispatch.values()))) == 1
+    try:
+        k[(1,)](5, 7, B=4, cluster=[1, 1])  # a cluster list: cached under its tuple
+    except KilnError:
+        pass
+    assert len(k._dispatch) == 2
 
     def boom(*a, **kw):
         raise AssertionError("the hot path ran the checked path")
 
     monkeypatch.setattr(k, "_launch_checked", boom)
     k[(0,)](6, 9, B=4)  # same specialization: C++ alone (an empty grid launches nothing)
+    k[(0,)](6, 9, B=4, cluster=[1, 1])
     with pytest.raises(AssertionError, match="checked path"):
         k[(0,)](16, 9, B=4)  # divisible by 16: another specialization
     with pytest.raises(AssertionError, match="checked path"):

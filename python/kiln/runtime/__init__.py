@@ -201,7 +201,7 @@ class KernelFamily:
                ) -> LaunchableKernel:
         """The specialization for these arguments and constexprs (cached by their types,
         alignments and the constexpr values)."""
-        key = (tuple(map(_arg_key, args)), tuple(sorted(constexprs.items())) if constexprs else ())
+        key = (tuple(map(_arg_key, args)), tuple(constexprs.items()) if constexprs else ())
         k = self._chosen.get(key)
         if k is None:
             want = dict(self._fixed)
