@@ -20,8 +20,8 @@ programs fit an SM, at the price of spills if the kernel needs more; a launch or
 ``compile`` may override it with ``maxnreg=``.
 
 A launch specializes on: constexpr values, argument types (a tensor's dtype
-for pointers; a Python int is i32 if it fits, else i64; a float is f32; a bool
-i1), divisibility by 16 of integers and of pointer addresses, and integers
+for pointers; a Python int is i32 if it fits, else i64, else u64; a float is f32; a
+bool i1), divisibility by 16 of integers and of pointer addresses, and integers
 equal to 1 (the body sees a constant; the parameter stays in the ABI) -- except
 for the parameters in ``do_not_specialize``. Compiled kernels are cached in
 memory and on disk (``kiln.cache``: ``$KILN_CACHE_DIR``, default
@@ -32,7 +32,8 @@ specialization, the kernel name, the arch and the compiler version.
 ``KILN_INTERPRET=1`` (read when the decorator runs) or ``@kiln.jit(interpret=True)``
 runs launches on the CPU with numpy instead (``kiln.interpreter``).
 
-Every check on the arguments and the grid happens before any CUDA call.
+Every check on the arguments and the grid happens before any CUDA call, by the rules of
+``kiln.host`` (the ones every launch path uses; docs/architecture.md).
 """
 
 from __future__ import annotations

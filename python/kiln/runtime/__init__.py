@@ -89,9 +89,8 @@ class _Launcher:
         k = self._kernel
         if constexprs:
             k._check_constexprs(constexprs)
-        elif k._try_launch(self._grid, args, stream):
-            return
-        k.run(self._grid, *args, stream=stream)
+        if not k._try_launch(self._grid, args, stream):
+            k.run(self._grid, *args, stream=stream)
 
 
 class LaunchableKernel:
