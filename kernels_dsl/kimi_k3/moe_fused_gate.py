@@ -329,10 +329,10 @@ def _rank_select_rows(key, srow_ptr, bias_ptr, ids_row_ptr, K: kl.constexpr,
                       CAP: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
     """Steps 2-4 of ``moe_fused_gate_rank_kernel``: every count and compaction result is
     kept on the tile it is used on (a reduction broadcast back along its axis is warp
-    shuffles only, no shared memory). Stores the K winners' ids (ids_row_ptr[slot]); returns (w, a, slot, first): the winners'
-    weights in slot order ([KP], zero past K, for the sum in the radix kernel's order), and
-    on [CP, CP] tiles each candidate's weight, slot and where a winner's weight goes (first:
-    the winners' column 0).
+    shuffles only, no shared memory). Stores the K winners' ids (ids_row_ptr[slot]); returns
+    (w, a, slot, first): the winners' weights in slot order ([KP], zero past K, for the sum
+    in the radix kernel's order), and on [CP, CP] tiles each candidate's weight, slot and
+    where a winner's weight goes (first: the winners' column 0).
 
     Threshold: the [G, G] compare as a [G/2, 2G] tile whose row i holds the maxima of
     groups 2i and 2i + 1 (each against all G maxima): a row spans the 32 lanes of one warp

@@ -186,7 +186,7 @@ class Settings:
     chunk: int = 1024  # partials pass 2 sums at a time (at most 6 x SMs partials)
     num_warps: int = 4  # both passes; 8 warps no faster
     programs_per_sm: int = 6  # the word path's grid cap: what fits at 80 registers (2, 4, 8 slower)
-    grid_words: int = 1024  # past one program, a program per this many words (8192: slower at T = 64)
+    grid_words: int = 1024  # past one program, one program per this many words (8192: slower)
 
 
 SETTINGS = Settings()

@@ -1,10 +1,11 @@
-"""moe_fused_gate (docs/kernels/moe_routing.md) on the GPU through its wrapper, against a torch reference
-written from the spec: ``a = torch.sigmoid(s)``, ``b = a + bias`` (NaN -> -1e30), ids = the first
-K of ``argsort(-b, stable=True)`` (ties to the lowest id), weights = a[ids], then shared slots,
-renormalization and scaling. The default (precise) sigmoid is torch's arithmetic, so ids must
-match exactly and the unnormalized weights bit for bit; the fast sigmoid (the original's
-``__fdividef(1, 1 + __expf(-x))``) must match exactly wherever the reference has no near-tie
-(|b_i - b_j| <= 1e-6 among the first K + 1) and be a valid top-K within 1e-6 elsewhere."""
+"""moe_fused_gate (docs/kernels/moe_routing.md) on the GPU through its wrapper, against a torch
+reference written from the spec: ``a = torch.sigmoid(s)``, ``b = a + bias`` (NaN -> -1e30), ids
+= the first K of ``argsort(-b, stable=True)`` (ties to the lowest id), weights = a[ids], then
+shared slots, renormalization and scaling. The default (precise) sigmoid is torch's
+arithmetic, so ids must match exactly and the unnormalized weights bit for bit; the fast sigmoid
+(the original's ``__fdividef(1, 1 + __expf(-x))``) must match exactly wherever the reference
+has no near-tie (|b_i - b_j| <= 1e-6 among the first K + 1) and be a valid top-K within 1e-6
+elsewhere."""
 
 import dataclasses
 
