@@ -1,5 +1,5 @@
 """The CPU interpreter (kiln.interpreter): the language's operations against numpy,
-kernels_dsl kernels against references written from KERNELS.md, and the same
+kernels_dsl kernels against references written from docs/kernels/, and the same
 errors as the compiler. Needs neither the compiler extension nor a GPU."""
 
 import os
@@ -21,12 +21,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 
 # ---------------------------------------------------------------------------
-# kernels_dsl: situ_and_mul (KERNELS.md §4.1)
+# kernels_dsl: situ_and_mul (docs/kernels/situ.md)
 # ---------------------------------------------------------------------------
 
 
 def situ_reference(x, beta=4.0, linear_beta=25.0):
-    """KERNELS.md §4.1, in fp32 (float64 here): gate = beta*tanh(g/beta)*sigmoid(g),
+    """docs/kernels/situ.md, in fp32 (float64 here): gate = beta*tanh(g/beta)*sigmoid(g),
     up = linear_beta*tanh(u/linear_beta) (or u), out = gate*up."""
     d = x.shape[1] // 2
     g = x[:, :d].astype(np.float64)
@@ -59,7 +59,7 @@ def test_situ_and_mul_matches_reference(dtype, linear_beta, n, d, row_pad):
 
 
 def test_situ_bound():
-    """|out| <= beta * linear_beta = 100 (KERNELS.md §4.1) for extreme inputs."""
+    """|out| <= beta * linear_beta = 100 (docs/kernels/situ.md) for extreme inputs."""
     from kernels_dsl.kimi_k3.situ import situ_and_mul_kernel
 
     x = np.array([[1e4, -1e4, 50.0, -3.0, 1e4, -1e4, 1e4, 0.5] * 2], dtype=np.float32)

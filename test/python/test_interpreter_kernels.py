@@ -1,11 +1,12 @@
 """Every remaining kernels_dsl kernel in the CPU interpreter against a numpy reference written
-from KERNELS.md (not from the kernel): pack_topk_ids (§3.1), concat_mla_k /
-concat_mla_absorb_q (§3.2), the bf16 MLA output gate (§4.3), the bf16 MLA KV scatter
-(§3.8 / §8.5), image_preprocess (§8.1) and the row-wise rmsnorm / softmax of
-kernels_dsl/common/norm.py. Each kernel is launched as its wrapper launches it (grid, argument
-order, constexprs); outputs are poisoned first (NaN / sentinels) so that every element the
-kernel must write is checked, and memory it must not touch (strided gaps, skipped cache rows,
-tails past numel) is checked unchanged. No GPU, no torch."""
+from the specification in docs/kernels/ (not from the kernel): pack_topk_ids
+(moe_routing.md), concat_mla_k / concat_mla_absorb_q (mla_cache.md), the bf16 MLA output gate
+(mla_output_gate.md), the bf16 MLA KV scatter (mla_cache.md), image_preprocess (image.md) and
+the row-wise rmsnorm / softmax of kernels_dsl/common/norm.py. Each kernel is launched as its
+wrapper launches it (grid, argument order, constexprs); outputs are poisoned first (NaN /
+sentinels) so that every element the kernel must write is checked, and memory it must not
+touch (strided gaps, skipped cache rows, tails past numel) is checked unchanged. No GPU, no
+torch."""
 
 import ml_dtypes
 import numpy as np
@@ -38,7 +39,7 @@ def elem_strides(a):
 
 
 # ---------------------------------------------------------------------------
-# §3.1 pack_topk_ids: out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF), bit-exact
+# pack_topk_ids (docs/kernels/moe_routing.md): out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF)
 # ---------------------------------------------------------------------------
 
 def ref_bf16_rne_bits(w):
@@ -83,7 +84,7 @@ def test_pack_topk_ids(t, k, pdl):
 
 
 # ---------------------------------------------------------------------------
-# §3.2 concat_mla_k / concat_mla_absorb_q: torch.cat semantics, bit-exact
+# concat_mla_k / concat_mla_absorb_q (docs/kernels/mla_cache.md): torch.cat, bit-exact
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("t,h", [(5, 3), (9, 4)])
@@ -132,7 +133,7 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
 
 
 # ---------------------------------------------------------------------------
-# §4.3 MLA output gate (bf16): out = bf16(f32(x) * f32(bf16(sigmoid_f32(g))))
+# MLA output gate, bf16 (docs/kernels/mla_output_gate.md): bf16(f32(x) * f32(bf16(sig(g))))
 # ---------------------------------------------------------------------------
 
 def test_mla_output_gate_bf16():
@@ -156,14 +157,14 @@ def test_mla_output_gate_bf16():
     np.testing.assert_array_equal(bits16(out), bits16(expected))
     assert np.all(bits16(out_buf[n:]) == BF16_NAN)
     # sanity check on the formula: within 2 bf16 ulp of a float64 x * sigmoid(g) (the double
-    # rounding of §4.3 costs up to ~1.5 ulp against the exact product)
+    # rounding of the gate's formula costs up to ~1.5 ulp against the exact product)
     sig64 = 1.0 / (1.0 + np.exp(-g32.astype(np.float64)))
     fin = np.abs(x.astype(F32)) < 1e38
     assert_bf16_close(out[fin], x.astype(np.float64)[fin] * sig64[fin], ulps=2.0)
 
 
 # ---------------------------------------------------------------------------
-# §3.8 / §8.5 MLA KV scatter, bf16 layout: cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
+# MLA KV scatter, bf16 layout (docs/kernels/mla_cache.md): cache[loc[t]] = cat(kv_c, k_pe)
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("early,pdl,evict,cache_mod,programs", [
@@ -197,7 +198,7 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, pr
 
 
 # ---------------------------------------------------------------------------
-# §8.1 image_preprocess: bilinear (half-pixel, no antialias) -> /255 -> (v - mean) / std ->
+# image_preprocess (docs/kernels/image.md): bilinear (half-pixel, no antialias) -> /255 ->
 # patchify (patches row-major, each in (c, row, col) order) -> bf16
 # ---------------------------------------------------------------------------
 
@@ -242,18 +243,18 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
         images = rng.integers(0, 256, size=(n, h, w, 3), dtype=np.uint8)
     images[0, 0, :, :] = 255  # saturated and black edges
     images[0, -1, :, :] = 0
-    patch, block = image.PATCH, image.BLOCK
+    patch = image.PATCH
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
     out = nan_bf16((n, ph * pw, 3 * patch * patch))
     mean, std = image.CLIP_MEAN, image.CLIP_STD
     st = elem_strides(images)
-    # the wrapper's arguments (fp32 scalars: in / out ratios and 1 / std)
+    # the wrapper's launch and arguments (fp32 scalars: in / out ratios and 1 / std)
     row_elems = pw * 3 * patch * patch
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, out,
-              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, float(h) / out_h,
-              float(w) / out_w, *[float(m) for m in mean], *[1.0 / float(s) for s in std],
-              PATCH=patch, BLOCK=block)
+    kernel, _, grid, constexprs, _, _, _ = image.select_launch(n, ph, out_w, image.SETTINGS)
+    interpret(kernel, grid, images, out, h, w, out_w, st[0], st[1], st[2], st[3],
+              per_image // 4, row_elems // 4, float(h) / out_h, float(w) / out_w,
+              *[float(m) for m in mean], *[1.0 / float(s) for s in std], **constexprs)
     expected = ref_image_preprocess(images, out_h, out_w, mean, std, patch)
     assert not np.any(np.isnan(out.astype(F32)))
     assert_bf16_close(out, expected, ulps=1.0)
@@ -270,35 +271,34 @@ def _image_inputs(n, h, w, strided):
     return images
 
 
-@pytest.mark.parametrize("rows,xblock,channel_run", [(16, 32, False), (8, 64, False),
-                                                     (4, 128, False), (4, 32, True),
-                                                     (4, 64, True)])
+@pytest.mark.parametrize("rows,xblock", [(8, 64), (4, 128), (4, 32), (16, 64)])
 @pytest.mark.parametrize("n,h,w,out_h,out_w,strided",
                          [(1, 28, 42, 28, 28, False), (2, 30, 17, 28, 42, True),
                           (1, 13, 20, 28, 70, False), (1, 50, 90, 42, 28, False),
                           (1, 1, 1, 14, 14, False)])
-def test_image_preprocess_columns_same_bits(n, h, w, out_h, out_w, strided, rows, xblock,
-                                            channel_run):
-    """COLUMNS (lanes along the output columns): the same bits as the element-order kernel,
-    over ragged last column blocks (out_w not a multiple of XBLOCK), up- and downscales and
-    strided images."""
+def test_image_preprocess_tiles_same_bits(n, h, w, out_h, out_w, strided, rows, xblock):
+    """Other tiles of the kernel (rows a thread, columns a program): the same bits as the
+    shipped one, over ragged last column blocks (out_w not a multiple of XBLOCK), up- and
+    downscales and strided images."""
+    import dataclasses
+
     images = _image_inputs(n, h, w, strided)
-    patch, block = image.PATCH, image.BLOCK
+    patch = image.PATCH
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
     row_elems = pw * 3 * patch * patch
     st = elem_strides(images)
     coords = (float(h) / out_h, float(w) / out_w, *[float(m) for m in image.CLIP_MEAN],
               *[1.0 / float(s) for s in image.CLIP_STD])
-    ref = nan_bf16((n, ph * pw, 3 * patch * patch))
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, ref,
-              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
-              PATCH=patch, BLOCK=block)
-    out = nan_bf16(ref.shape)
-    interpret(image.image_preprocess_columns_kernel,
-              (kiln.cdiv(out_w, xblock), ph * (16 // rows), n), images, out, h, w, out_w,
-              st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
-              PATCH=patch, XBLOCK=xblock, ROWS=rows, CHANNEL_RUN=channel_run)
+    outs = []
+    for settings in (image.SETTINGS, dataclasses.replace(image.SETTINGS, rows=rows,
+                                                          xblock=xblock)):
+        kernel, _, grid, constexprs, _, _, _ = image.select_launch(n, ph, out_w, settings)
+        out = nan_bf16((n, ph * pw, 3 * patch * patch))
+        interpret(kernel, grid, images, out, h, w, out_w, st[0], st[1], st[2], st[3],
+                  per_image // 4, row_elems // 4, *coords, **constexprs)
+        outs.append(out)
+    ref, out = outs
     assert not np.any(np.isnan(ref.astype(F32)))
     np.testing.assert_array_equal(bits16(out), bits16(ref))
 
