@@ -53,7 +53,9 @@ from . import runtime as _rt
 from .compiler.code_generator import FunctionSource
 from .compiler.compiler import CompiledKernel, Specialization, build_metadata, compile_kernel
 from .host import (arg_type, check_constexpr, launch_grid, marshal_args, normalize_cluster,
-                   normalize_maxnreg, normalize_num_warps, resolve_stream, specialization)
+                   normalize_maxnreg, normalize_num_warps, pointer_args, resolve_stream,
+                   specialization)
+from .host import launch as _launch_rules
 from .language import core as lc
 from .language.core import KernelFunction
 
@@ -380,7 +382,7 @@ class JITFunction(KernelFunction):
         except TypeError:  # a cluster list, or an unhashable constexpr (the checked path)
             options = self._options_key(num_warps, cluster, maxnreg, kwargs)
             dispatcher = None if options is None else self._dispatch.get(options)
-        if dispatcher is not None:
+        if dispatcher is not None and _launch_rules.observer is None:
             if callable(grid):
                 grid = grid(self._named(args, kwargs))
             if dispatcher.launch(grid, args, stream):
@@ -423,6 +425,9 @@ class JITFunction(KernelFunction):
                                                       for n in self._runtime_names])
                     self._dispatch[options] = dispatcher
                 dispatcher.add(args, kernel._kernel)
+        if _launch_rules.observer is not None:
+            _launch_rules.observer(kernel._kernel, dims, values,
+                                   pointer_args(preview, runtime_args))
         kernel._kernel.launch(dims, values, stream)
 
     def _kernel_for(self, spec: Specialization, arch: str) -> _rt.LaunchableKernel:

@@ -33,6 +33,7 @@ RANKS = {
     "kiln.jit": 5,
     "kiln.autotune": 6,
     "kiln.aot": 7, "kiln.testing": 7, "kiln.__main__": 7, "kiln.ops": 7,
+    "kiln.torch_library": 4,
     "kiln": 8,
 }
 FLOORS = {0: "native", 1: "bottom", 2: "bottom", 3: "middle", 4: "top", 5: "top", 6: "top",

@@ -48,13 +48,15 @@ def test_schemas_declare_what_the_ops_write():
         schema = getattr(torch.ops.kiln, name).default._schema
         mutated[name] = {a.name for a in schema.arguments
                          if a.alias_info is not None and a.alias_info.is_write}
-        if mutated[name]:
+        if name == "attn_res_write_prefix":  # writes the prefix into bank, returns out
+            assert len(schema.returns) == 1, name
+        elif mutated[name]:
             assert not schema.returns, f"{name}: an in-place op returns nothing"
         else:
             assert schema.returns, f"{name}: a functional op returns its outputs"
     assert {n: m for n, m in mutated.items() if m} == {
         "concat_mla_k": {"k"}, "mla_kv_scatter": {"cache"}, "mla_kv_scatter_fp8": {"cache"},
-        "kv_indices": {"kv_indices"}}
+        "kv_indices": {"kv_indices"}, "attn_res_write_prefix": {"bank"}}
     assert set(kops.OPS) == set(cases.WRAPPERS)
 
 
@@ -144,7 +146,7 @@ def test_eager_op_equals_wrapper_interpreted(name):
 
 
 def test_in_place_op_writes_its_argument():
-    """concat_mla_k's result (a torch.cat written from docs/kernels/mla_cache.md) lands in k."""
+    """concat_mla_k's result (a torch.cat written from KERNELS.md §3.2) lands in k."""
     case = cases.make("concat_mla_k", "cpu", 2)
     k, nope, rope = case.args
     torch.ops.kiln.concat_mla_k(k, nope, rope)
@@ -153,28 +155,28 @@ def test_in_place_op_writes_its_argument():
 
 
 def test_ops_match_references_written_from_kernels_md():
-    """Not only op == wrapper: a few ops against the math of docs/kernels/ (so that two equal
+    """Not only op == wrapper: a few ops against the KERNELS.md math (so that two equal
     buffers of uninitialized memory cannot pass)."""
     g = torch.Generator().manual_seed(11)
     ids = torch.randint(0, 896, (7, 16), generator=g, dtype=torch.int32)
     w = torch.rand((7, 16), generator=g)
-    want = (ids << 16) | (w.to(BF16).view(torch.int16).to(torch.int32) & 0xFFFF)  # moe_routing.md
+    want = (ids << 16) | (w.to(BF16).view(torch.int16).to(torch.int32) & 0xFFFF)  # §3.1
     assert torch.equal(torch.ops.kiln.pack_topk_ids(ids, w), want)
 
-    x = (torch.randn((6, 512), generator=g) * 5).to(BF16)  # quant.md
+    x = (torch.randn((6, 512), generator=g) * 5).to(BF16)  # §8.2(a)
     q, s = torch.ops.kiln.per_token_group_quant_fp8(x)
     xg = x.float().reshape(6, 4, 128)
     s_ref = xg.abs().amax(-1).clamp(min=1e-10) / torch.full((6, 4), 448.0)
     q_ref = (xg / s_ref[..., None]).clamp(-448, 448).to(F8).reshape(6, 512)
     assert torch.equal(s, s_ref) and torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
 
-    x = (torch.randn((5, 512), generator=g) * 3).to(BF16)  # situ.md, 1 bf16 ulp (rounding)
+    x = (torch.randn((5, 512), generator=g) * 3).to(BF16)  # §4.1, 1 bf16 ulp (rounding)
     gt, up = x[:, :256].float(), x[:, 256:].float()
     ref = 4.0 * torch.tanh(gt / 4.0) * torch.sigmoid(gt) * (25.0 * torch.tanh(up / 25.0))
     torch.testing.assert_close(torch.ops.kiln.situ_and_mul(x).float(), ref, rtol=2**-7,
                                atol=1e-6)
 
-    kv_c, k_pe, loc = cases._scatter_inputs(g, 20, 64, False)  # mla_cache.md: an exact copy
+    kv_c, k_pe, loc = cases._scatter_inputs(g, 20, 64, False)  # §3.8: an exact copy
     cache = torch.randn((64, 576), generator=g).to(BF16)
     ref = cache.clone()
     keep = loc >= 0

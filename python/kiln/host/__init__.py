@@ -25,6 +25,7 @@ from .args import (
     arg_type,
     check_constexpr,
     marshal_args,
+    pointer_args,
     param_desc,
     scalar_type,
     specialization,
@@ -66,6 +67,7 @@ __all__ = [
     "PORTABLE_CLUSTER_SIZE", "PointerInfo", "TensorDescriptor", "arg_type", "check_cluster_grid",
     "check_constexpr", "grid_dim_error", "is_array_like", "is_torch_tensor", "kiln_dtype_name",
     "launch_grid", "marshal_args", "normalize_cluster", "normalize_grid", "normalize_maxnreg",
-    "normalize_num_warps", "param_desc", "pointer_info", "resolve_stream", "scalar_type",
+    "normalize_num_warps", "param_desc", "pointer_args", "pointer_info", "resolve_stream",
+    "scalar_type",
     "specialization", "tensor_address", "tensor_dtype", "typestr_dtypes",
 ]

@@ -163,6 +163,12 @@ def _tensor_map_arg(p: Mapping[str, Any], desc: Any, what: str) -> tuple:
     return (encoded, desc.dtype, box, swizzle)
 
 
+def pointer_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Tuple[int, Any]]:
+    """The (position, argument) pairs of the pointer params of ``meta`` among ``args``."""
+    return [(i, a) for i, (p, a) in enumerate(zip(meta.get("params", []), args))
+            if p["kind"] == "ptr"]
+
+
 def marshal_args(meta: Mapping[str, Any], args: Sequence[Any]) -> List[Any]:
     """Turns user arguments into the ints/floats ``_runtime.Kernel.launch`` takes.
 

@@ -146,3 +146,13 @@ def resolve_stream(stream: Any, args: Sequence[Any] = ()) -> int:
         return int(stream.__cuda_stream__()[1])
     raise TypeError(f"stream must be an int handle or a CUDA stream object, got "
                     f"{type(stream).__name__}")
+
+
+#: The launch observer, None unless ``kiln.torch_library`` is recording a torch op's wrapper.
+#: While it is set, every launch path calls ``observer(kernel, grid, values, pointers)`` just
+#: before ``kernel.launch(grid, values, stream)`` (``kernel`` the runtime binding's kernel,
+#: ``values`` the marshalled arguments, ``pointers`` the (index in ``values``, argument)
+#: pairs of the pointer params; ``kiln.host.args.pointer_args``) and takes the checked path,
+#: whose launches it sees, instead of the C++ hot path.
+observer = None
+

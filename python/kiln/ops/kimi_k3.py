@@ -40,6 +40,7 @@ try:
                                      pack_topk_ids as pack_mod, quant, situ, situ_quant,
                                      tensor_hash)
     from kernels_dsl.kimi_k3 import _launch as L
+    from kiln import torch_library
 except ModuleNotFoundError as e:  # pragma: no cover
     if not (e.name or "").startswith("kernels_dsl"):
         raise
@@ -76,20 +77,11 @@ def _registered() -> Dict[str, Any]:
 
 def register(name: str, fake: Callable[..., Any],
              mutates_args: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Any]:
-    """Decorator: registers ``fn`` as ``torch.ops.kiln.<name>`` (schema from its type
-    annotations) with the fake implementation ``fake`` (same signature, returns empty
-    tensors of the outputs' shapes, dtypes and strides) and records it in ``OPS``.
-    Registering a name twice in one process (a reloaded module) reuses the first op."""
+    """Decorator: registers ``fn`` as ``torch.ops.kiln.<name>`` (kiln.torch_library.op)
+    and records it in ``OPS``."""
 
     def wrap(fn: Callable[..., Any]) -> Any:
-        qualname = f"{NAMESPACE}::{name}"
-        existing = _registered().get(qualname)
-        if existing is not None:
-            OPS[name] = existing
-            return existing
-        extra = {"tags": _tags()} if _CUSTOM_OP_TAKES_TAGS else {}
-        op = torch.library.custom_op(qualname, fn, mutates_args=tuple(mutates_args), **extra)
-        op.register_fake(fake)
+        op = torch_library.op(NAMESPACE, name, fake, mutates_args)(fn)
         OPS[name] = op
         return op
 

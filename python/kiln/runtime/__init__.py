@@ -29,7 +29,8 @@ import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import _runtime
-from ..host import is_torch_tensor, launch_grid, marshal_args, resolve_stream
+from ..host import is_torch_tensor, launch_grid, marshal_args, pointer_args, resolve_stream
+from ..host import launch as _launch_rules
 
 KilnError = _runtime.KilnError
 FORMAT_VERSION = _runtime.FORMAT_VERSION
@@ -89,7 +90,7 @@ class _Launcher:
         k = self._kernel
         if constexprs:
             k._check_constexprs(constexprs)
-        if not k._try_launch(self._grid, args, stream):
+        if _launch_rules.observer is not None or not k._try_launch(self._grid, args, stream):
             k.run(self._grid, *args, stream=stream)
 
 
@@ -139,6 +140,8 @@ class LaunchableKernel:
         dims = resolve_grid(grid, self.meta, args)
         if 0 in dims:
             return
+        if _launch_rules.observer is not None:
+            _launch_rules.observer(self._kernel, dims, values, pointer_args(self.meta, args))
         self._kernel.launch(dims, values, resolve_stream(stream, args))
 
     def __repr__(self) -> str:
@@ -174,7 +177,7 @@ class _FamilyLauncher:
 
     def __call__(self, *args: Any, stream: Any = None, **constexprs: Any) -> None:
         k = self._family.select(args, constexprs)
-        if not k._try_launch(self._grid, args, stream):
+        if _launch_rules.observer is not None or not k._try_launch(self._grid, args, stream):
             k.run(self._grid, *args, stream=stream)
 
 
