@@ -55,7 +55,9 @@ _ALLOWED = frozenset(f for f in (
     torch.Tensor.element_size, torch.Tensor.data_ptr, torch.Tensor.storage_offset,
     torch.Tensor.is_contiguous, torch.Tensor.untyped_storage, torch.Tensor.__len__,
     torch.Tensor.nelement, torch.Tensor.ndimension, torch.Tensor.__hash__,
-    torch.Tensor.__eq__,
+    torch.Tensor.get_device, torch.Tensor.is_floating_point, torch.Tensor.is_complex,
+    torch.Tensor.view_as, torch.Tensor.expand_as, torch.Tensor.split, torch.Tensor.chunk,
+    torch.Tensor.unbind, torch.Tensor.movedim, torch.Tensor.swapaxes,
 ) if f is not None)
 _ALLOWED_GETTERS = frozenset(("shape", "dtype", "device", "is_cuda", "ndim", "T", "mT",
                               "layout", "requires_grad", "data", "names", "itemsize",
