@@ -64,6 +64,12 @@ _ALLOWED_GETTERS = frozenset(("shape", "dtype", "device", "is_cuda", "ndim", "T"
                               "nbytes", "is_sparse", "is_quantized", "is_meta", "grad_fn"))
 
 
+def _basic_index(index: Any) -> bool:
+    """Indexing that makes a view (ints, slices, None, ...), not a gather."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items)
+
+
 class _Recorder(TorchFunctionMode):
     """Collects the launches of one wrapper call and notes anything it must not do."""
 
@@ -73,7 +79,9 @@ class _Recorder(TorchFunctionMode):
         self.refused: Optional[str] = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func not in _ALLOWED:
+        if func is torch.Tensor.__getitem__ and not _basic_index(args[1]):
+            self.refused = self.refused or "Tensor.__getitem__ with a tensor index"
+        elif func not in _ALLOWED:
             getter = getattr(func, "__name__", "")
             owner = getattr(func, "__self__", None)
             if not (getter == "__get__" and getattr(owner, "__name__", "") in _ALLOWED_GETTERS):
