@@ -145,9 +145,13 @@ class Unplanned:
 
 
 class _Plan:
-    """A wrapper call to replay: outputs to allocate, launches with their pointer slots."""
+    """A wrapper call to replay: outputs to allocate, launches with their pointer slots.
 
-    __slots__ = ("outputs", "single", "scratch", "launches", "device", "index")
+    ``run(args)`` is a function written for this plan alone (its shapes, kernels and scalar
+    values are constants of its code): the replay is the allocations, one ``data_ptr()``
+    per pointer argument and the launches, with no loop or table lookup in between."""
+
+    __slots__ = ("outputs", "single", "scratch", "launches", "device", "source", "run")
 
     def __init__(self, outputs, single, scratch, launches, device):
         self.outputs = outputs      # [(shape, stride, dtype)]
@@ -155,24 +159,39 @@ class _Plan:
         self.scratch = scratch      # [nbytes]
         self.launches = launches    # [(kernel, grid, values, ((slot, kind, index, offset),))]
         self.device = device        # torch.device of the launches
-        self.index = device.index
+        self.run = self._compile()
 
-    def run(self, args: Sequence[Any]) -> Any:
-        dev = self.device
-        outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev)
-                for shape, stride, dtype in self.outputs]
-        tensors = (args, outs,
-                   [torch.empty(n, dtype=torch.uint8, device=dev) for n in self.scratch]
-                   if self.scratch else ())
-        stream = torch._C._cuda_getCurrentRawStream(self.index)
-        for kernel, grid, values, slots in self.launches:
-            values = list(values)
+    def _compile(self) -> Callable[[Sequence[Any]], Any]:
+        env: Dict[str, Any] = {"empty_strided": torch.empty_strided, "empty": torch.empty,
+                               "u8": torch.uint8, "dev": self.device,
+                               "stream": torch._C._cuda_getCurrentRawStream}
+        lines = ["def run(args):"]
+        for j, (shape, stride, dtype) in enumerate(self.outputs):
+            env[f"d{j}"] = dtype
+            lines.append(f"    o{j} = empty_strided({shape!r}, {stride!r}, dtype=d{j}, "
+                         f"device=dev)")
+        for j, nbytes in enumerate(self.scratch):
+            lines.append(f"    s{j} = empty(({nbytes},), dtype=u8, device=dev)")
+        lines.append(f"    st = stream({self.device.index})")
+        names = {_IN: "args[{}]", _OUT: "o{}", _SCRATCH: "s{}"}
+        for i, (kernel, grid, values, slots) in enumerate(self.launches):
+            env[f"k{i}"] = kernel
+            items = []
+            for n, v in enumerate(values):
+                if type(v) is int or (type(v) is float and v == v and abs(v) != float("inf")):
+                    items.append(repr(v))
+                else:                   # a NaN or infinite float: a constant by name
+                    env[f"v{i}_{n}"] = v
+                    items.append(f"v{i}_{n}")
             for slot, kind, index, offset in slots:
-                values[slot] = tensors[kind][index].data_ptr() + offset
-            kernel.launch(grid, values, stream)
-        if self.single:
-            return outs[0]
-        return tuple(outs) if outs else None
+                ptr = names[kind].format(index) + ".data_ptr()"
+                items[slot] = f"{ptr} + {offset}" if offset else ptr
+            lines.append(f"    k{i}.launch({tuple(grid)!r}, [{', '.join(items)}], st)")
+        outs = [f"o{j}" for j in range(len(self.outputs))]
+        lines.append(f"    return {outs[0] if self.single else '(' + ', '.join(outs) + ',)' if outs else None}")
+        self.source = "\n".join(lines)
+        exec(compile(self.source, "<kiln launch plan>", "exec"), env)  # noqa: S102
+        return env["run"]
 
 
 def _flat_outputs(result: Any) -> Optional[Tuple[List[Any], bool]]:
