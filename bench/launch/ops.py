@@ -108,49 +108,80 @@ def host_us(fn, calls, rounds):
     return statistics.median(times)
 
 
+def _plan_of(qualname, args):
+    """The launch plan the op made for ``args`` (None where it runs its wrapper in full)."""
+    if torch_library is None:
+        return None
+    plan = torch_library.plans.get(qualname, {}).get(torch_library._launch_key(args))
+    return plan if isinstance(plan, torch_library.Plan) else None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    rows = []
+    n, r = args.calls, args.rounds
     x, y = _bf16(64, 7168), _bf16(64, 7168)
     peers = {"torch.mul(x, y) (bf16 [64, 7168], new output)": lambda: torch.mul(x, y),
              "x.add_(1) (in place)": lambda: x.add_(1)}
-    for name, fn in peers.items():
-        rows.append({"op": name, "T": 64, "us": host_us(fn, args.calls, args.rounds)})
-        print(json.dumps(rows[-1]), flush=True)
-    # The floor: the runtime binding's launch of one planned kernel (pack_topk_ids), ints.
+    rows = [{"op": name, "T": 64, "us": host_us(fn, n, r)} for name, fn in peers.items()]
+    # The floor's three parts, measured here: a torch op whose Python body does nothing, an
+    # allocation, and the runtime binding's launch of one planned kernel (pack_topk_ids).
+    lib = torch.library.Library("kiln_bench", "DEF")
+    lib.define("noop(Tensor x) -> ()")
+    lib.impl("noop", lambda t: None, "CUDA")
+    parts = {"dispatch": host_us(lambda: torch.ops.kiln_bench.noop(x), n, r),
+             "alloc": host_us(lambda: torch.empty_strided((64, 16), (16, 1), dtype=torch.int32,
+                                                          device=DEV), n, r)}
     ids, w = _int(0, 896, 64, 16), torch.rand(64, 16, device=DEV)
     K.pack_topk_ids(ids, w)
-    K.pack_topk_ids(ids, w)
-    table = torch_library.plans.get("kiln::pack_topk_ids", {}) if torch_library else {}
-    plan = next((p for p in table.values() if p), None)
+    plan = _plan_of("kiln::pack_topk_ids", (ids, w))
     if plan is not None:
         kernel, grid, values, _ = plan.launches[0]
         stream = torch.cuda.current_stream().cuda_stream
+        parts["launch"] = host_us(lambda: kernel.launch(grid, list(values), stream), n, r)
+    rows += [{"op": "a torch op doing nothing (torch.library, Python body)", "T": 64,
+              "us": parts["dispatch"]},
+             {"op": "torch.empty_strided (one allocation)", "T": 64, "us": parts["alloc"]}]
+    if "launch" in parts:
         rows.append({"op": "kiln _runtime.Kernel.launch (pack_topk_ids, ints)", "T": 64,
-                     "us": host_us(lambda: kernel.launch(grid, list(values), stream),
-                                   args.calls, args.rounds)})
-        print(json.dumps(rows[-1]), flush=True)
+                     "us": parts["launch"]})
+    for row in rows:
+        print(json.dumps(row), flush=True)
     for t in (64, 16384):
         for name, (op, a) in cases(t).items():
+            row = {"op": f"torch.ops.kiln.{name}", "T": t}
             try:
-                us = host_us(lambda: op(*a), args.calls, args.rounds)
-                err = None
+                row["us"] = host_us(lambda: op(*a), n, r)
             except Exception as e:  # reported, not hidden
-                us, err = float("nan"), f"{type(e).__name__}: {str(e)[:200]}"
-            rows.append({"op": f"torch.ops.kiln.{name}", "T": t, "us": us, "error": err})
-            print(json.dumps(rows[-1]), flush=True)
+                row["us"], row["error"] = float("nan"), f"{type(e).__name__}: {str(e)[:200]}"
+            plan = _plan_of(f"kiln::{name}", a)
+            if plan is not None and "launch" in parts:
+                allocs, launches = len(plan.outputs) + len(plan.scratch), len(plan.launches)
+                row["floor"] = (parts["dispatch"] + allocs * parts["alloc"] +
+                                launches * parts["launch"])
+                row["allocs"], row["launches"] = allocs, launches
+            rows.append(row)
+            print(json.dumps(row), flush=True)
         torch.cuda.empty_cache()
     lines = [f"# Host time per eager call, {torch.cuda.get_device_name()}",
-             "", f"`python bench/launch/ops.py` ({args.calls} calls a round, median of "
-             f"{args.rounds} rounds, no synchronization inside a round)", "",
-             "| op | T | us per call |", "|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['op']} | {r['T']} | {r['us']:.2f} |" if not r.get("error") else
-                     f"| {r['op']} | {r['T']} | {r['error']} |")
+             "", f"`python bench/launch/ops.py` ({n} calls a round, median of {r} rounds, no "
+             f"synchronization inside a round). floor = the torch op doing nothing + "
+             f"allocations x one allocation + launches x one runtime launch, each measured "
+             f"above in the same run.", "",
+             "| op | T | us per call | allocations | launches | floor us | over the floor us |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if row.get("error"):
+            lines.append(f"| {row['op']} | {row['T']} | {row['error']} | | | | |")
+        elif "floor" in row:
+            lines.append(f"| {row['op']} | {row['T']} | {row['us']:.2f} | {row['allocs']} | "
+                         f"{row['launches']} | {row['floor']:.2f} | "
+                         f"{row['us'] - row['floor']:.2f} |")
+        else:
+            lines.append(f"| {row['op']} | {row['T']} | {row['us']:.2f} | | | | |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

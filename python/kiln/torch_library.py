@@ -36,7 +36,7 @@ from torch.overrides import TorchFunctionMode
 
 from .host import launch as _launch_rules
 
-__all__ = ["Unplanned", "op", "plans"]
+__all__ = ["Plan", "Unplanned", "op", "plans"]
 
 
 # ---------------------------------------------------------------------------
@@ -144,7 +144,7 @@ class Unplanned:
         return f"Unplanned({self.reason!r})"
 
 
-class _Plan:
+class Plan:
     """A wrapper call to replay: outputs to allocate, launches with their pointer slots.
 
     ``run(args)`` is a function written for this plan alone (its shapes, kernels and scalar
@@ -285,7 +285,7 @@ def _make_plan(args: Sequence[Any], result: Any, rec: _Recorder) -> Any:
         if not tensors or not tensors[0].is_cuda:
             return Unplanned("no CUDA tensor")
         device = tensors[0].device
-    return _Plan(outputs, single, scratch, launches, device)
+    return Plan(outputs, single, scratch, launches, device)
 
 
 def _launch_key(args: Sequence[Any]) -> Optional[tuple]:
@@ -326,7 +326,7 @@ def _planned(qualname: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         except TypeError:           # an unhashable argument value
             return fn(*args)
         if plan is not None:
-            if plan.__class__ is _Plan:
+            if plan.__class__ is Plan:
                 return plan.run(args)
             return fn(*args)
         rec = _Recorder()
