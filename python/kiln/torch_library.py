@@ -288,23 +288,27 @@ def _make_plan(args: Sequence[Any], result: Any, rec: _Recorder) -> Any:
     return Plan(outputs, single, scratch, launches, device)
 
 
+_Tensor = torch.Tensor
+_current_device = torch._C._cuda_getDevice
+
+
 def _launch_key(args: Sequence[Any]) -> Optional[tuple]:
     """What a wrapper's decisions depend on, or None (a tensor not on a CUDA device)."""
-    key: List[Any] = [torch._C._cuda_getDevice()]
+    key: List[Any] = [_current_device()]
     for a in args:
-        if isinstance(a, torch.Tensor):
+        if isinstance(a, _Tensor):
             d = a.get_device()
             if d < 0:
                 return None
             key.append((a.dtype, a.shape, a.stride(), d, a.data_ptr() & 15))
-        elif isinstance(a, list):
+        elif a.__class__ is list:
             key.append(tuple(a))
         else:
             key.append(a)
     return tuple(key)
 
 
-#: qualified op name -> {launch key: _Plan or Unplanned}
+#: qualified op name -> {launch key: Plan or Unplanned}
 plans: Dict[str, Dict[tuple, Any]] = {}
 
 
