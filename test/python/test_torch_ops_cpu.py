@@ -1,4 +1,4 @@
-"""``kiln.ops.kimi_k3`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
+"""``kernels_dsl.kimi_k3.torch_ops`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
 the registered schemas (what each op mutates), the fake implementations under
 FakeTensorMode against the shapes the wrappers document, and the GPU test's cases
 (test/gpu/test_torch_ops.py) through eager calls, ``torch.library.opcheck`` and
@@ -21,7 +21,7 @@ with warnings.catch_warnings():  # its sm90 marker is registered by test/gpu/con
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
     import test_torch_ops as cases  # noqa: E402  (the GPU test's device-agnostic cases)
 
-import kiln.ops.kimi_k3 as kops  # noqa: E402
+import kernels_dsl.kimi_k3.torch_ops as kops  # noqa: E402
 from kernels_dsl import kimi_k3  # noqa: E402
 
 F8 = torch.float8_e4m3fn
@@ -144,7 +144,7 @@ def test_eager_op_equals_wrapper_interpreted(name):
 
 
 def test_in_place_op_writes_its_argument():
-    """concat_mla_k's result (a torch.cat written from KERNELS.md §3.2) lands in k."""
+    """concat_mla_k's result (a torch.cat written from docs/kernels/mla_cache.md) lands in k."""
     case = cases.make("concat_mla_k", "cpu", 2)
     k, nope, rope = case.args
     torch.ops.kiln.concat_mla_k(k, nope, rope)
@@ -153,28 +153,28 @@ def test_in_place_op_writes_its_argument():
 
 
 def test_ops_match_references_written_from_kernels_md():
-    """Not only op == wrapper: a few ops against the KERNELS.md math (so that two equal
+    """Not only op == wrapper: a few ops against the docs/kernels math (so that two equal
     buffers of uninitialized memory cannot pass)."""
     g = torch.Generator().manual_seed(11)
     ids = torch.randint(0, 896, (7, 16), generator=g, dtype=torch.int32)
     w = torch.rand((7, 16), generator=g)
-    want = (ids << 16) | (w.to(BF16).view(torch.int16).to(torch.int32) & 0xFFFF)  # §3.1
+    want = (ids << 16) | (w.to(BF16).view(torch.int16).to(torch.int32) & 0xFFFF)  # moe_routing.md
     assert torch.equal(torch.ops.kiln.pack_topk_ids(ids, w), want)
 
-    x = (torch.randn((6, 512), generator=g) * 5).to(BF16)  # §8.2(a)
+    x = (torch.randn((6, 512), generator=g) * 5).to(BF16)  # quant.md
     q, s = torch.ops.kiln.per_token_group_quant_fp8(x)
     xg = x.float().reshape(6, 4, 128)
     s_ref = xg.abs().amax(-1).clamp(min=1e-10) / torch.full((6, 4), 448.0)
     q_ref = (xg / s_ref[..., None]).clamp(-448, 448).to(F8).reshape(6, 512)
     assert torch.equal(s, s_ref) and torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
 
-    x = (torch.randn((5, 512), generator=g) * 3).to(BF16)  # §4.1, 1 bf16 ulp (rounding)
+    x = (torch.randn((5, 512), generator=g) * 3).to(BF16)  # situ.md, 1 bf16 ulp (rounding)
     gt, up = x[:, :256].float(), x[:, 256:].float()
     ref = 4.0 * torch.tanh(gt / 4.0) * torch.sigmoid(gt) * (25.0 * torch.tanh(up / 25.0))
     torch.testing.assert_close(torch.ops.kiln.situ_and_mul(x).float(), ref, rtol=2**-7,
                                atol=1e-6)
 
-    kv_c, k_pe, loc = cases._scatter_inputs(g, 20, 64, False)  # §3.8: an exact copy
+    kv_c, k_pe, loc = cases._scatter_inputs(g, 20, 64, False)  # mla_cache.md: an exact copy
     cache = torch.randn((64, 576), generator=g).to(BF16)
     ref = cache.clone()
     keep = loc >= 0
