@@ -143,9 +143,9 @@ def test_mla_output_gate_bf16():
     g[:8] = np.array([0.0, -0.0, 30.0, -30.0, 100.0, -100.0, np.inf, -np.inf]).astype(BF16)
     x[8:12] = np.array([0.0, -1.0, 3e38, -3e38]).astype(BF16)
     out_buf = nan_bf16(n + 16)
-    block = mla_output_gate.BLOCK
-    interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, block),), x, g, out_buf, n,
-              BLOCK=block, PDL=mla_output_gate.PDL)
+    cx, _ = mla_output_gate.launch_config()
+    interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, cx["BLOCK"]),), x, g,
+              out_buf, n, **cx)
     out = out_buf[:n]
     # sigmoid_f32 = 1 / (1 + expf(-g)) in fp32 (IEEE division), rounded to bf16
     g32 = g.astype(F32)
@@ -156,21 +156,20 @@ def test_mla_output_gate_bf16():
     np.testing.assert_array_equal(bits16(out), bits16(expected))
     assert np.all(bits16(out_buf[n:]) == BF16_NAN)
     # sanity check on the formula: within 2 bf16 ulp of a float64 x * sigmoid(g) (the double
-    # rounding of §4.3 costs up to ~1.5 ulp against the exact product)
+    # rounding of the gate costs up to ~1.5 ulp against the exact product)
     sig64 = 1.0 / (1.0 + np.exp(-g32.astype(np.float64)))
     fin = np.abs(x.astype(F32)) < 1e38
     assert_bf16_close(out[fin], x.astype(np.float64)[fin] * sig64[fin], ulps=2.0)
 
 
 # ---------------------------------------------------------------------------
-# §3.8 / §8.5 MLA KV scatter, bf16 layout: cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
+# MLA KV scatter, bf16 layout (docs/kernels/mla_cache.md): cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("early,pdl,evict,cache_mod,programs", [
-    (True, True, "", "", 0), (False, False, "", "", 0),
-    (True, True, "evict_first", ".cs", 32), (False, True, "evict_first", ".cs", 0)])
+@pytest.mark.parametrize("evict,cache_mod,programs", [
+    ("", "", 0), ("evict_first", ".cs", 32), ("evict_first", ".cs", 0)])
 @pytest.mark.parametrize("t,slots,row_pad", [(21, 40, 0), (6, 9, 64)])
-def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, programs):
+def test_mla_kv_scatter_bf16(t, slots, row_pad, evict, cache_mod, programs):
     """LOAD_EVICT, STORE_CACHE and PROGRAMS (cache hints, programs an SM): the same bits."""
     rng = np.random.default_rng(t * slots + row_pad)
     kv_dim, pe_dim = mla_kv.KV_LORA, mla_kv.ROPE
@@ -183,11 +182,11 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, pr
     loc[1] = slots + 3             # out of range: also skipped (the kernel never writes there)
     cache_buf = nan_bf16((slots, kv_dim + pe_dim + row_pad))
     cache = cache_buf[:, :kv_dim + pe_dim]
-    rows = mla_kv.ROWS
+    rows = mla_kv.SETTINGS.rows
     interpret(mla_kv.mla_kv_scatter_bf16_kernel, (kiln.cdiv(t, rows),), kv_c, k_pe, loc, cache,
               t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], ROWS=rows,
-              KV_DIM=kv_dim, PE_DIM=pe_dim, EARLY=early, PDL=pdl, LOAD_EVICT=evict,
-              STORE_CACHE=cache_mod, PROGRAMS=programs)
+              KV_DIM=kv_dim, PE_DIM=pe_dim, LOAD_EVICT=evict, STORE_CACHE=cache_mod,
+              PROGRAMS=programs)
     expected = bits16(nan_bf16(cache_buf.shape))
     for i in range(t):
         if 0 <= loc[i] < slots:
