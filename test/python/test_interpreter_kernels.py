@@ -1,7 +1,7 @@
 """Every remaining kernels_dsl kernel in the CPU interpreter against a numpy reference written
-from KERNELS.md (not from the kernel): pack_topk_ids (§3.1), concat_mla_k /
-concat_mla_absorb_q (§3.2), the bf16 MLA output gate (§4.3), the bf16 MLA KV scatter
-(§3.8 / §8.5), image_preprocess (§8.1) and the row-wise rmsnorm / softmax of
+from docs/kernels (not from the kernel): pack_topk_ids (moe_routing.md), concat_mla_k /
+concat_mla_absorb_q (mla_cache.md), the bf16 MLA output gate (mla_output_gate.md), the bf16 MLA
+KV scatter (mla_cache.md), image_preprocess (§8.1) and the row-wise rmsnorm / softmax of
 kernels_dsl/common/norm.py. Each kernel is launched as its wrapper launches it (grid, argument
 order, constexprs); outputs are poisoned first (NaN / sentinels) so that every element the
 kernel must write is checked, and memory it must not touch (strided gaps, skipped cache rows,
@@ -38,7 +38,7 @@ def elem_strides(a):
 
 
 # ---------------------------------------------------------------------------
-# §3.1 pack_topk_ids: out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF), bit-exact
+# pack_topk_ids (docs/kernels/moe_routing.md): out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF), bit-exact
 # ---------------------------------------------------------------------------
 
 def ref_bf16_rne_bits(w):
@@ -51,9 +51,8 @@ def ref_pack(ids, w):
     return ((ids.astype(np.uint32) << 16) | ref_bf16_rne_bits(w)).view(np.int32)
 
 
-@pytest.mark.parametrize("pdl", [True, False])
 @pytest.mark.parametrize("t,k", [(7, 16), (97, 16), (103, 10), (1, 3)])
-def test_pack_topk_ids(t, k, pdl):
+def test_pack_topk_ids(t, k):
     rng = np.random.default_rng(1000 * t + k)
     numel = t * k
     ids = rng.integers(0, 32768, size=(t, k), dtype=np.int32)
@@ -68,10 +67,9 @@ def test_pack_topk_ids(t, k, pdl):
     w.flat[numel - n_sp:] = specials[:n_sp]
     pad = 37
     out = np.full(numel + pad, 0x7EADBEEF, dtype=np.int32)  # the tail must stay untouched
-    vec = 4 if numel % 4 == 0 else 1
-    block = pack_topk_ids.BLOCK
-    interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, block),), ids, w, out,
-              numel, BLOCK=block, VEC=vec, PDL=pdl)
+    cx, _ = pack_topk_ids.launch_config(numel)
+    interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, cx["BLOCK"]),), ids, w, out,
+              numel, **cx)
     expected = ref_pack(ids, w).reshape(-1)
     np.testing.assert_array_equal(out[:numel], expected)
     assert np.all(out[numel:] == 0x7EADBEEF)
@@ -83,7 +81,7 @@ def test_pack_topk_ids(t, k, pdl):
 
 
 # ---------------------------------------------------------------------------
-# §3.2 concat_mla_k / concat_mla_absorb_q: torch.cat semantics, bit-exact
+# concat_mla_k / concat_mla_absorb_q (docs/kernels/mla_cache.md): torch.cat semantics, bit-exact
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("t,h", [(5, 3), (9, 4)])
@@ -99,10 +97,10 @@ def test_concat_mla_k(t, h):
     k_buf = nan_bf16((t, h + 1, 200))
     k = k_buf[:, :h, :nope_dim + rope_dim]
     ks, ns, rs = elem_strides(k), elem_strides(k_nope), elem_strides(k_rope)
-    rows, k_rows = t * h, concat_mla.K_ROWS
-    interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, k_rows),), k, k_nope, k_rope,
-              rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], ROWS=k_rows, NOPE_DIM=nope_dim,
-              ROPE_DIM=rope_dim, PDL=concat_mla.PDL)
+    rows = t * h
+    cx, _ = concat_mla.k_launch_config(1, 1)  # the PDL launch
+    interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, cx["ROWS"]),), k, k_nope, k_rope,
+              rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], **cx)
     expected = np.concatenate([k_nope, np.broadcast_to(k_rope, (t, h, rope_dim))], axis=-1)
     np.testing.assert_array_equal(bits16(k), bits16(expected))
     # nothing outside the view was written
@@ -120,19 +118,16 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
     out_buf = nan_bf16((d0, d1, na + nb + 8))
     out = out_buf[:, :, :na + nb]
     sa, sb, so = elem_strides(a), elem_strides(b), elem_strides(out)
-    # the wrapper's configuration
-    block_a, block_b = concat_mla._next_pow2(na), concat_mla._next_pow2(nb)
-    q_rows = max(1, min(concat_mla.Q_ROWS * 512 // block_a, 64))
+    cx, _ = concat_mla.q_launch_config(na, nb)  # the wrapper's configuration
     rows = d0 * d1
-    interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, q_rows),), a, b, out,
-              rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], ROWS=q_rows, A=na, B=nb,
-              BLOCK_A=block_a, BLOCK_B=block_b, PDL=concat_mla.PDL)
+    interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, cx["ROWS"]),), a, b, out,
+              rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], **cx)
     np.testing.assert_array_equal(bits16(out), bits16(np.concatenate([a, b], axis=-1)))
     assert np.all(bits16(out_buf[:, :, na + nb:]) == BF16_NAN)
 
 
 # ---------------------------------------------------------------------------
-# §4.3 MLA output gate (bf16): out = bf16(f32(x) * f32(bf16(sigmoid_f32(g))))
+# MLA output gate (bf16, docs/kernels/mla_output_gate.md): out = bf16(f32(x) * f32(bf16(sigmoid_f32(g))))
 # ---------------------------------------------------------------------------
 
 def test_mla_output_gate_bf16():

@@ -80,11 +80,11 @@ def has_16_byte_access(ptx, op):
 
 
 def test_concat_mla_k_is_a_pdl_launch_for_small_grids_only():
-    """PDL where the grid is at most K_PDL_PROGRAMS_PER_SM x SMs programs (measured 1.8x
+    """PDL where the grid is at most k_pdl_programs_per_sm x SMs programs (measured 1.8x
     slower with 49152 programs), never without an SM count; the bundle holds both."""
     from kernels_dsl.kimi_k3 import concat_mla
 
-    full = concat_mla.K_PDL_PROGRAMS_PER_SM * 132
+    full = concat_mla.SETTINGS.k_pdl_programs_per_sm * 132
     assert concat_mla.k_pdl(1, 132) and concat_mla.k_pdl(full, 132)
     assert not concat_mla.k_pdl(full + 1, 132) and not concat_mla.k_pdl(1, None)
     specs = [s for s in k3_specs() if s.kernel_name == "concat_mla_k"]
