@@ -10,7 +10,7 @@ for every op:
 4. CUDA graph capture and replay: new input values copied into the static inputs before the
    replay give eager's result on the new values.
 
-The kernels' math is checked against references from docs/kernels in the other GPU tests;
+The kernels' math is checked against references from docs/kernels/ in the other GPU tests;
 here each op is compared with its wrapper, and the wrapper with itself is never the
 reference for anything but the plumbing. The case builders below are device-agnostic: the
 CPU tests (test/python/test_torch_ops_cpu.py) run the same cases with the kernels in

@@ -1,5 +1,5 @@
 """The CPU interpreter (kiln.interpreter): the language's operations against numpy,
-kernels_dsl kernels against references written from docs/kernels, and the same
+kernels_dsl kernels against references written from docs/kernels/, and the same
 errors as the compiler. Needs neither the compiler extension nor a GPU."""
 
 import os

@@ -1,11 +1,12 @@
 """Every remaining kernels_dsl kernel in the CPU interpreter against a numpy reference written
-from docs/kernels (not from the kernel): pack_topk_ids (moe_routing.md), concat_mla_k /
-concat_mla_absorb_q (mla_cache.md), the bf16 MLA output gate (mla_output_gate.md), the bf16 MLA
-KV scatter (mla_cache.md), image_preprocess (§8.1) and the row-wise rmsnorm / softmax of
-kernels_dsl/common/norm.py. Each kernel is launched as its wrapper launches it (grid, argument
-order, constexprs); outputs are poisoned first (NaN / sentinels) so that every element the
-kernel must write is checked, and memory it must not touch (strided gaps, skipped cache rows,
-tails past numel) is checked unchanged. No GPU, no torch."""
+from the specification in docs/kernels/ (not from the kernel): pack_topk_ids
+(moe_routing.md), concat_mla_k / concat_mla_absorb_q (mla_cache.md), the bf16 MLA output gate
+(mla_output_gate.md), the bf16 MLA KV scatter (mla_cache.md), image_preprocess (image.md) and
+the row-wise rmsnorm / softmax of kernels_dsl/common/norm.py. Each kernel is launched as its
+wrapper launches it (grid, argument order, constexprs); outputs are poisoned first (NaN /
+sentinels) so that every element the kernel must write is checked, and memory it must not
+touch (strided gaps, skipped cache rows, tails past numel) is checked unchanged. No GPU, no
+torch."""
 
 import ml_dtypes
 import numpy as np
@@ -38,7 +39,7 @@ def elem_strides(a):
 
 
 # ---------------------------------------------------------------------------
-# pack_topk_ids (docs/kernels/moe_routing.md): out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF), bit-exact
+# pack_topk_ids (docs/kernels/moe_routing.md): out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF)
 # ---------------------------------------------------------------------------
 
 def ref_bf16_rne_bits(w):
@@ -81,7 +82,7 @@ def test_pack_topk_ids(t, k):
 
 
 # ---------------------------------------------------------------------------
-# concat_mla_k / concat_mla_absorb_q (docs/kernels/mla_cache.md): torch.cat semantics, bit-exact
+# concat_mla_k / concat_mla_absorb_q (docs/kernels/mla_cache.md): torch.cat, bit-exact
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("t,h", [(5, 3), (9, 4)])
@@ -127,7 +128,7 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
 
 
 # ---------------------------------------------------------------------------
-# MLA output gate (bf16, docs/kernels/mla_output_gate.md): out = bf16(f32(x) * f32(bf16(sigmoid_f32(g))))
+# MLA output gate, bf16 (docs/kernels/mla_output_gate.md): bf16(f32(x) * f32(bf16(sig(g))))
 # ---------------------------------------------------------------------------
 
 def test_mla_output_gate_bf16():
@@ -151,14 +152,14 @@ def test_mla_output_gate_bf16():
     np.testing.assert_array_equal(bits16(out), bits16(expected))
     assert np.all(bits16(out_buf[n:]) == BF16_NAN)
     # sanity check on the formula: within 2 bf16 ulp of a float64 x * sigmoid(g) (the double
-    # rounding of the gate costs up to ~1.5 ulp against the exact product)
+    # rounding of the gate's formula costs up to ~1.5 ulp against the exact product)
     sig64 = 1.0 / (1.0 + np.exp(-g32.astype(np.float64)))
     fin = np.abs(x.astype(F32)) < 1e38
     assert_bf16_close(out[fin], x.astype(np.float64)[fin] * sig64[fin], ulps=2.0)
 
 
 # ---------------------------------------------------------------------------
-# MLA KV scatter, bf16 layout (docs/kernels/mla_cache.md): cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
+# MLA KV scatter, bf16 layout (docs/kernels/mla_cache.md): cache[loc[t]] = cat(kv_c, k_pe)
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("evict,cache_mod,programs", [
@@ -191,7 +192,7 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, evict, cache_mod, programs):
 
 
 # ---------------------------------------------------------------------------
-# §8.1 image_preprocess: bilinear (half-pixel, no antialias) -> /255 -> (v - mean) / std ->
+# image_preprocess (docs/kernels/image.md): bilinear (half-pixel, no antialias) -> /255 ->
 # patchify (patches row-major, each in (c, row, col) order) -> bf16
 # ---------------------------------------------------------------------------
 

@@ -153,7 +153,7 @@ def test_in_place_op_writes_its_argument():
 
 
 def test_ops_match_references_written_from_kernels_md():
-    """Not only op == wrapper: a few ops against the docs/kernels math (so that two equal
+    """Not only op == wrapper: a few ops against the math of docs/kernels/ (so that two equal
     buffers of uninitialized memory cannot pass)."""
     g = torch.Generator().manual_seed(11)
     ids = torch.randint(0, 896, (7, 16), generator=g, dtype=torch.int32)
