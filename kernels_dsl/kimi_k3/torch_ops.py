@@ -337,7 +337,7 @@ def gpu_tensor_hash(t: torch.Tensor) -> torch.Tensor:
     nbytes = int(t.numel()) * int(t.element_size())
     if nbytes == 0:
         return torch.zeros(1, dtype=torch.int64, device=t.device)  # the documented 0
-    L.check_int32_extent(op, "nbytes", nbytes + 4 * tensor_hash.TILE)
+    L.check_int32_extent(op, "nbytes", nbytes + 4 * tensor_hash.SETTINGS.tile)
     x = t.reshape(-1).view(torch.uint8)
     partials = torch.empty(tensor_hash.num_partials(nbytes), dtype=torch.int64, device=t.device)
     out = torch.empty(1, dtype=torch.int64, device=t.device)

@@ -237,18 +237,18 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
         images = rng.integers(0, 256, size=(n, h, w, 3), dtype=np.uint8)
     images[0, 0, :, :] = 255  # saturated and black edges
     images[0, -1, :, :] = 0
-    patch, block = image.PATCH, image.BLOCK
+    patch = image.PATCH
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
     out = nan_bf16((n, ph * pw, 3 * patch * patch))
     mean, std = image.CLIP_MEAN, image.CLIP_STD
     st = elem_strides(images)
-    # the wrapper's arguments (fp32 scalars: in / out ratios and 1 / std)
+    # the wrapper's launch and arguments (fp32 scalars: in / out ratios and 1 / std)
     row_elems = pw * 3 * patch * patch
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, out,
-              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, float(h) / out_h,
-              float(w) / out_w, *[float(m) for m in mean], *[1.0 / float(s) for s in std],
-              PATCH=patch, BLOCK=block)
+    kernel, _, grid, constexprs, _, _, _ = image.select_launch(n, ph, out_w, image.SETTINGS)
+    interpret(kernel, grid, images, out, h, w, out_w, st[0], st[1], st[2], st[3],
+              per_image // 4, row_elems // 4, float(h) / out_h, float(w) / out_w,
+              *[float(m) for m in mean], *[1.0 / float(s) for s in std], **constexprs)
     expected = ref_image_preprocess(images, out_h, out_w, mean, std, patch)
     assert not np.any(np.isnan(out.astype(F32)))
     assert_bf16_close(out, expected, ulps=1.0)
@@ -265,35 +265,34 @@ def _image_inputs(n, h, w, strided):
     return images
 
 
-@pytest.mark.parametrize("rows,xblock,channel_run", [(16, 32, False), (8, 64, False),
-                                                     (4, 128, False), (4, 32, True),
-                                                     (4, 64, True)])
+@pytest.mark.parametrize("rows,xblock", [(8, 64), (4, 128), (4, 32), (16, 64)])
 @pytest.mark.parametrize("n,h,w,out_h,out_w,strided",
                          [(1, 28, 42, 28, 28, False), (2, 30, 17, 28, 42, True),
                           (1, 13, 20, 28, 70, False), (1, 50, 90, 42, 28, False),
                           (1, 1, 1, 14, 14, False)])
-def test_image_preprocess_columns_same_bits(n, h, w, out_h, out_w, strided, rows, xblock,
-                                            channel_run):
-    """COLUMNS (lanes along the output columns): the same bits as the element-order kernel,
-    over ragged last column blocks (out_w not a multiple of XBLOCK), up- and downscales and
-    strided images."""
+def test_image_preprocess_tiles_same_bits(n, h, w, out_h, out_w, strided, rows, xblock):
+    """Other tiles of the kernel (rows a thread, columns a program): the same bits as the
+    shipped one, over ragged last column blocks (out_w not a multiple of XBLOCK), up- and
+    downscales and strided images."""
+    import dataclasses
+
     images = _image_inputs(n, h, w, strided)
-    patch, block = image.PATCH, image.BLOCK
+    patch = image.PATCH
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
     row_elems = pw * 3 * patch * patch
     st = elem_strides(images)
     coords = (float(h) / out_h, float(w) / out_w, *[float(m) for m in image.CLIP_MEAN],
               *[1.0 / float(s) for s in image.CLIP_STD])
-    ref = nan_bf16((n, ph * pw, 3 * patch * patch))
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, ref,
-              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
-              PATCH=patch, BLOCK=block)
-    out = nan_bf16(ref.shape)
-    interpret(image.image_preprocess_columns_kernel,
-              (kiln.cdiv(out_w, xblock), ph * (16 // rows), n), images, out, h, w, out_w,
-              st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
-              PATCH=patch, XBLOCK=xblock, ROWS=rows, CHANNEL_RUN=channel_run)
+    outs = []
+    for settings in (image.SETTINGS, dataclasses.replace(image.SETTINGS, rows=rows,
+                                                          xblock=xblock)):
+        kernel, _, grid, constexprs, _, _, _ = image.select_launch(n, ph, out_w, settings)
+        out = nan_bf16((n, ph * pw, 3 * patch * patch))
+        interpret(kernel, grid, images, out, h, w, out_w, st[0], st[1], st[2], st[3],
+                  per_image // 4, row_elems // 4, *coords, **constexprs)
+        outs.append(out)
+    ref, out = outs
     assert not np.any(np.isnan(ref.astype(F32)))
     np.testing.assert_array_equal(bits16(out), bits16(ref))
 

@@ -22,7 +22,6 @@ VECTOR = {
     "concat_mla_absorb_q": (True, True),
     "mla_output_gate": (True, True),
     "mla_kv_scatter_bf16": (True, True),
-    "image_preprocess": (False, False),  # gathers; 8-byte stores (a patch row is 4 * 147 elements)
     "image_preprocess_columns": (False, False),  # byte gathers, 2-byte scattered stores
     "pack_topk_ids": (True, True),      # VEC = 4; VEC = 1 is scalar (checked below)
     "per_token_group_quant_fp8": (True, True),
