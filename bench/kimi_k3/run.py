@@ -45,7 +45,8 @@ from bench.report import write_results  # noqa: E402
 
 import cases as C  # noqa: E402
 import sweeps as S  # noqa: E402
-from cases import _case_attn_res, check, n_sets  # noqa: E402,F401  (attn_res_small_t.py)
+# check, n_sets and the attn_res case's pieces are also what attn_res_small_t.py uses
+from cases import ATTN_RES_EPS, _attn_res_weights, _case_attn_res, check, n_sets  # noqa: E402,F401
 
 
 @kiln.jit(num_warps=1)

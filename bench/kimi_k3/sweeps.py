@@ -121,4 +121,55 @@ SWEEPS = [
     # quant_mxfp4: the chunk programs from mx_chunks_min_t rows (the default) or at every T
     Sweep(K3 + "quant", "case_quant_mxfp4", (t,), grid(mx_chunks_min_t=(4096, 1)))
     for t in (1, 64, 4096)
+] + [
+    # attn_res at T = 16384: the row ring's row elements a thread, slots, programs an SM
+    Sweep(K3 + "attn_res", "case_attn_res", (16384,),
+          pairs(("ring_thread_elems", "ring_stages", "ring_programs_per_sm"),
+                ((64, 3, 3), (64, 4, 3), (64, 2, 3), (32, 4, 2), (32, 5, 2), (16, 4, 2),
+                 (128, 3, 4)))),
+    # attn_res at T = 1: the cluster kernel's programs a token and warps, the token kernel
+    # (no cluster kernel) and the ring (neither)
+    Sweep(K3 + "attn_res", "case_attn_res", (1,),
+          pairs(("cluster_size", "cluster_warps"), ((4, 4), (2, 4), (8, 4), (16, 2), (4, 8)))
+          + [dict(cluster_max_waves=0), dict(cluster_max_waves=0, token_max_waves=0)]),
+    # attn_res at T = 64 (past one program an SM at 4 a token): the "many" cluster pair, the
+    # token kernel, the ring
+    Sweep(K3 + "attn_res", "case_attn_res", (64,),
+          pairs(("cluster_many_size", "cluster_many_warps"), ((2, 8), (2, 4), (4, 4)))
+          + [dict(cluster_max_waves=0), dict(cluster_max_waves=0, token_max_waves=0)]),
+] + [
+    # gpu_tensor_hash: past one program, a program per grid_words words (as many as fit,
+    # programs_per_sm x SMs)
+    Sweep(K3 + "tensor_hash", "case_gpu_tensor_hash", (t,), grid(grid_words=(1024, 8192)))
+    for t in (64, 4096, 16384)
+] + [
+    # gpu_tensor_hash at T = 16384: words a block, warps, the grid cap
+    Sweep(K3 + "tensor_hash", "case_gpu_tensor_hash", (16384,),
+          [dict(c, programs_per_sm=p) for p in (6, 2, 4, 8)
+           for c in pairs(("block", "num_warps"), ((1024, 4), (1024, 8), (512, 4), (2048, 4)))]),
+] + [
+    # image_preprocess, every image shape of the table: output columns a program, rows a
+    # thread, warps, register cap
+    Sweep(K3 + "image", "case_image", shape,
+          pairs(("rows", "xblock", "num_warps", "maxnreg"),
+                ((16, 32, 1, None), (16, 64, 2, None), (16, 128, 4, None), (16, 32, 1, 168),
+                 (16, 32, 1, 152), (16, 32, 1, 128), (8, 64, 1, None), (4, 128, 1, None))))
+    for shape in ((1, 1080, 1920, 448, 798), (8, 512, 512, 448, 448), IMAGE_LARGE)
+] + [
+    # moe_fused_gate at the latency end: the rank kernel's warps, group maxima and candidate
+    # cap, and the bits a radix round on the rows past the cap
+    Sweep(K3 + "moe_fused_gate", "case_moe_fused_gate", (t,),
+          pairs(("rank_warps", "rank_groups", "rank_cap"),
+                ((4, 64, 32), (8, 64, 32), (2, 64, 32), (4, 32, 64), (4, 128, 32),
+                 (8, 128, 32)))
+          + grid(rank_select_bits=(1,)))
+    for t in (1, 64)
+] + [
+    # moe_fused_gate's batch kernel at T = 16384: warps a row, register cap, bits a round
+    Sweep(K3 + "moe_fused_gate", "case_moe_fused_gate", (16384,),
+          grid(batch_warps=(1, 2, 4))
+          + grid(batch_maxnreg=(80, None, 96, 72), batch_select_bits=(1, 4))),
+    # moe_fused_gate at T = 4096: the rank kernel against the batch kernel (batch_m)
+    Sweep(K3 + "moe_fused_gate", "case_moe_fused_gate", (4096,),
+          grid(batch_m=(512, 1 << 30))),
 ]

@@ -1,7 +1,8 @@
-"""bench/kimi_k3 without a GPU or torch: cases.py and run.py import with torch stubbed (every
-case factory the sweeps and the table name exists), and every configuration of sweeps.py is a
-set of fields of its module's Settings (dataclasses.replace accepts it), each sweep holding the
-module's default configuration (the runner's baseline)."""
+"""bench/kimi_k3 without a GPU or torch: cases.py, run.py and attn_res_small_t.py (which imports
+run.py) import with torch stubbed (every case factory the sweeps and the table name exists),
+and every configuration of sweeps.py is a set of fields of its module's Settings
+(dataclasses.replace accepts it), each sweep holding the module's default configuration (the
+runner's baseline)."""
 
 import dataclasses
 import importlib
@@ -43,6 +44,9 @@ def test_cases_and_runner_import_without_torch():
             "assert not missing, missing\n"
             "assert all(callable(f) and args for f, args in cases.CASES)\n"
             "assert run.check is cases.check and callable(run.sweep)\n"
+            "import attn_res_small_t\n"  # it imports run as R for these
+            "assert all(hasattr(run, n) for n in ('ATTN_RES_EPS', '_attn_res_weights',\n"
+            "           '_case_attn_res', '_empty_kernel', 'check', 'graph_time_ms'))\n"
             "print('ok')")
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
 
