@@ -316,7 +316,7 @@ def kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# Tensor content hash (§3.7 / §8.6)
+# Tensor content hash (docs/kernels/tensor_hash.md)
 # ---------------------------------------------------------------------------
 
 def _hash_fake(t: torch.Tensor) -> torch.Tensor:
@@ -346,7 +346,7 @@ def gpu_tensor_hash(t: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# Image preprocessing (§8.1)
+# Image preprocessing (docs/kernels/image.md)
 # ---------------------------------------------------------------------------
 
 def _image_fake(images: torch.Tensor, out_h: int, out_w: int,
@@ -373,7 +373,7 @@ def image_preprocess(images: torch.Tensor, out_h: int, out_w: int,
 
 
 # ---------------------------------------------------------------------------
-# MoE router epilogue (§3.3) and attention residuals (§4.4)
+# MoE router epilogue and attention residuals (docs/kernels/moe_routing.md, attn_res.md)
 # ---------------------------------------------------------------------------
 
 def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
