@@ -301,9 +301,9 @@ def _attn_res_weights():
 
 
 def _case_attn_res(t, nvb, write_prefix):
-    """Attention residuals (docs/kernels/attn_res.md) at H = 7168, bank [T, 9, H]: read nvb bank rows
-    and the prefix row, write the output (and the snapshot bank[:, nvb] with write_prefix);
-    cw and ow once. The reference is the spec's formula in fp32 (torch)."""
+    """Attention residuals (docs/kernels/attn_res.md) at H = 7168, bank [T, 9, H]: read nvb
+    bank rows and the prefix row, write the output (and the snapshot bank[:, nvb] with
+    write_prefix); cw and ow once. The reference is the spec's formula in fp32 (torch)."""
     h, nb = HIDDEN, 9
     nbytes = t * h * 2 * (nvb + 2 + int(write_prefix)) + 2 * h * 2
     cw, ow = _attn_res_weights()

@@ -1,7 +1,7 @@
 """The Kimi K3 FP8/FP4 quantization kernels in the CPU interpreter against numpy references
 written from docs/kernels (quant.md: per-token-group quant and MXFP4; situ.md: SiTU masked
-post-quant; mla_output_gate.md: the FP8 output gate; mla_cache.md: the FP8 KV scatter), with ml_dtypes'
-float8_e4m3fn after clamping to +-448 (the kernels saturate) and float4_e2m1fn. The
+post-quant; mla_output_gate.md: the FP8 output gate; mla_cache.md: the FP8 KV scatter), with
+ml_dtypes' float8_e4m3fn after clamping to +-448 (the kernels saturate) and float4_e2m1fn. The
 interpreter computes precisely, so everything here is exact; the GPU tests
 (test/gpu/test_fp8_quant.py) cover the approximate SiTU math. No GPU, no torch."""
 
@@ -312,9 +312,9 @@ def test_quant_mxfp4_matches_numpy(r):
 
 
 # ---------------------------------------------------------------------------
-# SiTU's division-free quantization (fp32 activations, not bf16): the scale for every fp32 absmax mantissa, the
-# quotients at every e4m3 rounding boundary (a correctly rounded or faithful fp32 quotient can
-# change the e4m3 code only there)
+# SiTU's division-free quantization (fp32 activations, not bf16): the scale for every fp32
+# absmax mantissa, the quotients at every e4m3 rounding boundary (a correctly rounded or
+# faithful fp32 quotient can change the e4m3 code only there)
 # ---------------------------------------------------------------------------
 
 def test_situ_recip_scale_is_ieee_for_every_fp32_mantissa():
