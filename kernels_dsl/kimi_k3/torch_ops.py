@@ -1,10 +1,10 @@
 """The Kimi K3 kernels (``kernels_dsl/kimi_k3``) as torch custom ops.
 
-``import kiln.ops.kimi_k3`` registers one op per wrapper with ``torch.library.custom_op``
-in the namespace ``kiln``, each with a fake (meta) implementation, so the ops trace under
-``torch.compile(fullgraph=True)`` and can be captured in CUDA graphs::
+``import kernels_dsl.kimi_k3.torch_ops`` registers one op per wrapper with
+``torch.library.custom_op`` in the namespace ``kiln``, each with a fake (meta) implementation,
+so the ops trace under ``torch.compile(fullgraph=True)`` and can be captured in CUDA graphs::
 
-    import kiln.ops.kimi_k3  # noqa: F401
+    import kernels_dsl.kimi_k3.torch_ops  # noqa: F401
     out = torch.ops.kiln.situ_and_mul(x)                      # bf16 [N, D]
     torch.ops.kiln.mla_kv_scatter(kv_c, k_pe, loc, cache)     # writes cache in place
 
@@ -29,22 +29,19 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 try:
     import torch
 except ImportError as e:  # pragma: no cover - exercised by the CPU tests without torch
-    raise ImportError("kiln.ops.kimi_k3 registers torch custom ops and needs torch "
-                      "(`pip install torch`); the rest of kiln works without it") from e
+    raise ImportError("kernels_dsl.kimi_k3.torch_ops registers torch custom ops and needs "
+                      "torch (`pip install torch`); the kernels and kiln work without it") from e
 
-try:
-    from kernels_dsl.kimi_k3 import (attn_res as attn_res_mod, concat_mla, image,
-                                     kv_indices as kv_indices_mod, mla_kv,
-                                     mla_output_gate as gate_mod, moe_align,
-                                     moe_fused_gate as gate_router,
-                                     pack_topk_ids as pack_mod, quant, situ, situ_quant,
-                                     tensor_hash)
-    from kernels_dsl.kimi_k3 import _launch as L
-except ModuleNotFoundError as e:  # pragma: no cover
-    if not (e.name or "").startswith("kernels_dsl"):
-        raise
-    raise ImportError("kiln.ops.kimi_k3 needs the kernel library package `kernels_dsl` on "
-                      "sys.path (the repository root, or the device pack's folder)") from e
+from . import _launch as L
+from . import attn_res as attn_res_mod
+from . import concat_mla, image
+from . import kv_indices as kv_indices_mod
+from . import mla_kv
+from . import mla_output_gate as gate_mod
+from . import moe_align
+from . import moe_fused_gate as gate_router
+from . import pack_topk_ids as pack_mod
+from . import quant, situ, situ_quant, tensor_hash
 
 NAMESPACE = "kiln"
 
@@ -107,7 +104,7 @@ def _rank(op: str, what: str, t: torch.Tensor, ndim: int) -> None:
 
 
 # ---------------------------------------------------------------------------
-# SiTU (§4.1) and SiTU masked FP8 post-quant (§4.2)
+# SiTU and SiTU masked FP8 post-quant (docs/kernels/situ.md)
 # ---------------------------------------------------------------------------
 
 def _situ_and_mul_fake(input: torch.Tensor, beta: float = 4.0,
@@ -146,7 +143,7 @@ def situ_and_mul_masked_post_quant(input: torch.Tensor, masked_m: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# MLA output gate (§4.3), bf16 and FP8
+# MLA output gate, bf16 and FP8 (docs/kernels/mla_output_gate.md)
 # ---------------------------------------------------------------------------
 
 def _gate_fake(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
@@ -175,7 +172,7 @@ def mla_output_gate_fp8(x: torch.Tensor, gate: torch.Tensor
 
 
 # ---------------------------------------------------------------------------
-# MLA concatenations (§3.2)
+# MLA concatenations (docs/kernels/mla_cache.md)
 # ---------------------------------------------------------------------------
 
 def _concat_k_fake(k: torch.Tensor, k_nope: torch.Tensor, k_rope: torch.Tensor) -> None:
@@ -202,7 +199,7 @@ def concat_mla_absorb_q(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# MLA latent KV cache scatter (§3.8 / §8.5), BF16 and FP8 layouts
+# MLA latent KV cache scatter, BF16 and FP8 layouts (docs/kernels/mla_cache.md)
 # ---------------------------------------------------------------------------
 
 def _scatter_fake(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor,
@@ -225,7 +222,7 @@ def mla_kv_scatter_fp8(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor
 
 
 # ---------------------------------------------------------------------------
-# MoE routing helpers (§3.1, §3.4)
+# MoE routing helpers (docs/kernels/moe_routing.md)
 # ---------------------------------------------------------------------------
 
 def _pack_fake(topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
@@ -258,7 +255,7 @@ def moe_align_single_token(topk_ids: torch.Tensor, block_size: int
 
 
 # ---------------------------------------------------------------------------
-# FP8 / FP4 quantization (§8.2)
+# FP8 / FP4 quantization (docs/kernels/quant.md)
 # ---------------------------------------------------------------------------
 
 def _group_quant_fake(x: torch.Tensor, group: int = 128, ue8m0: bool = False,
@@ -296,7 +293,7 @@ def quant_mxfp4(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
 
 
 # ---------------------------------------------------------------------------
-# FlashMLA block table (§3.5)
+# FlashMLA block table (docs/kernels/mla_cache.md)
 # ---------------------------------------------------------------------------
 
 def _kv_indices_fake(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
@@ -319,7 +316,7 @@ def kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# Tensor content hash (§3.7 / §8.6)
+# Tensor content hash (docs/kernels/tensor_hash.md)
 # ---------------------------------------------------------------------------
 
 def _hash_fake(t: torch.Tensor) -> torch.Tensor:
@@ -349,7 +346,7 @@ def gpu_tensor_hash(t: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# Image preprocessing (§8.1)
+# Image preprocessing (docs/kernels/image.md)
 # ---------------------------------------------------------------------------
 
 def _image_fake(images: torch.Tensor, out_h: int, out_w: int,
@@ -376,7 +373,7 @@ def image_preprocess(images: torch.Tensor, out_h: int, out_w: int,
 
 
 # ---------------------------------------------------------------------------
-# MoE router epilogue (§3.3) and attention residuals (§4.4)
+# MoE router epilogue and attention residuals (docs/kernels/moe_routing.md, attn_res.md)
 # ---------------------------------------------------------------------------
 
 def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
