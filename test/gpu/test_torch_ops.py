@@ -1,4 +1,4 @@
-"""The torch custom ops of ``kiln.ops.kimi_k3`` on the GPU (issue #5, "Torch integration"),
+"""The torch custom ops of ``kernels_dsl.kimi_k3.torch_ops`` on the GPU (issue #5, "Torch integration"),
 for every op:
 
 1. eager ``torch.ops.kiln.<name>`` equals the kernel's wrapper bit for bit on fresh random
@@ -24,7 +24,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import kiln.ops.kimi_k3 as kops  # noqa: E402
+import kernels_dsl.kimi_k3.torch_ops as kops  # noqa: E402
 from kernels_dsl.kimi_k3 import (concat_mla, image, kv_indices, mla_kv,  # noqa: E402
                                  mla_output_gate, moe_align, pack_topk_ids, quant, situ,
                                  situ_quant, tensor_hash)

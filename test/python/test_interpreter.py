@@ -41,7 +41,7 @@ def situ_reference(x, beta=4.0, linear_beta=25.0):
 @pytest.mark.parametrize("linear_beta", [25.0, None])
 @pytest.mark.parametrize("n,d,row_pad", [(3, 1032, 0), (2, 64, 16), (1, 4096, 8)])
 def test_situ_and_mul_matches_reference(dtype, linear_beta, n, d, row_pad):
-    from kernels_dsl.kimi_k3.situ import CONFIGS, situ_and_mul_kernel
+    from kernels_dsl.kimi_k3.situ import launch_config, situ_and_mul_kernel
 
     rng = np.random.default_rng(n * d)
     np_dtype = BF16 if dtype == "bf16" else np.float32
@@ -49,7 +49,7 @@ def test_situ_and_mul_matches_reference(dtype, linear_beta, n, d, row_pad):
     full = (rng.standard_normal((n, 2 * d + row_pad)) * 5).astype(np_dtype)
     x = full[:, :2 * d]
     out = np.zeros((n, d), dtype=BF16)
-    block, num_warps = CONFIGS[dtype]
+    block, num_warps = launch_config(dtype)
     lin = linear_beta if linear_beta is not None else 1.0
     interpret(situ_and_mul_kernel, (n, kiln.cdiv(d, block)), x, out, d, x.strides[0] //
               x.itemsize, out.strides[0] // out.itemsize, 4.0, 1 / 4.0, lin, 1 / lin,

@@ -52,9 +52,8 @@ def ref_pack(ids, w):
     return ((ids.astype(np.uint32) << 16) | ref_bf16_rne_bits(w)).view(np.int32)
 
 
-@pytest.mark.parametrize("pdl", [True, False])
 @pytest.mark.parametrize("t,k", [(7, 16), (97, 16), (103, 10), (1, 3)])
-def test_pack_topk_ids(t, k, pdl):
+def test_pack_topk_ids(t, k):
     rng = np.random.default_rng(1000 * t + k)
     numel = t * k
     ids = rng.integers(0, 32768, size=(t, k), dtype=np.int32)
@@ -69,10 +68,9 @@ def test_pack_topk_ids(t, k, pdl):
     w.flat[numel - n_sp:] = specials[:n_sp]
     pad = 37
     out = np.full(numel + pad, 0x7EADBEEF, dtype=np.int32)  # the tail must stay untouched
-    vec = 4 if numel % 4 == 0 else 1
-    block = pack_topk_ids.BLOCK
-    interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, block),), ids, w, out,
-              numel, BLOCK=block, VEC=vec, PDL=pdl)
+    cx, _ = pack_topk_ids.launch_config(numel)
+    interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, cx["BLOCK"]),), ids, w, out,
+              numel, **cx)
     expected = ref_pack(ids, w).reshape(-1)
     np.testing.assert_array_equal(out[:numel], expected)
     assert np.all(out[numel:] == 0x7EADBEEF)
@@ -100,10 +98,10 @@ def test_concat_mla_k(t, h):
     k_buf = nan_bf16((t, h + 1, 200))
     k = k_buf[:, :h, :nope_dim + rope_dim]
     ks, ns, rs = elem_strides(k), elem_strides(k_nope), elem_strides(k_rope)
-    rows, k_rows = t * h, concat_mla.K_ROWS
-    interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, k_rows),), k, k_nope, k_rope,
-              rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], ROWS=k_rows, NOPE_DIM=nope_dim,
-              ROPE_DIM=rope_dim, PDL=concat_mla.PDL)
+    rows = t * h
+    cx, _ = concat_mla.k_launch_config(1, 1)  # the PDL launch
+    interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, cx["ROWS"]),), k, k_nope, k_rope,
+              rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], **cx)
     expected = np.concatenate([k_nope, np.broadcast_to(k_rope, (t, h, rope_dim))], axis=-1)
     np.testing.assert_array_equal(bits16(k), bits16(expected))
     # nothing outside the view was written
@@ -121,13 +119,10 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
     out_buf = nan_bf16((d0, d1, na + nb + 8))
     out = out_buf[:, :, :na + nb]
     sa, sb, so = elem_strides(a), elem_strides(b), elem_strides(out)
-    # the wrapper's configuration
-    block_a, block_b = concat_mla._next_pow2(na), concat_mla._next_pow2(nb)
-    q_rows = max(1, min(concat_mla.Q_ROWS * 512 // block_a, 64))
+    cx, _ = concat_mla.q_launch_config(na, nb)  # the wrapper's configuration
     rows = d0 * d1
-    interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, q_rows),), a, b, out,
-              rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], ROWS=q_rows, A=na, B=nb,
-              BLOCK_A=block_a, BLOCK_B=block_b, PDL=concat_mla.PDL)
+    interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, cx["ROWS"]),), a, b, out,
+              rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], **cx)
     np.testing.assert_array_equal(bits16(out), bits16(np.concatenate([a, b], axis=-1)))
     assert np.all(bits16(out_buf[:, :, na + nb:]) == BF16_NAN)
 
@@ -144,9 +139,9 @@ def test_mla_output_gate_bf16():
     g[:8] = np.array([0.0, -0.0, 30.0, -30.0, 100.0, -100.0, np.inf, -np.inf]).astype(BF16)
     x[8:12] = np.array([0.0, -1.0, 3e38, -3e38]).astype(BF16)
     out_buf = nan_bf16(n + 16)
-    block = mla_output_gate.BLOCK
-    interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, block),), x, g, out_buf, n,
-              BLOCK=block, PDL=mla_output_gate.PDL)
+    cx, _ = mla_output_gate.launch_config()
+    interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, cx["BLOCK"]),), x, g,
+              out_buf, n, **cx)
     out = out_buf[:n]
     # sigmoid_f32 = 1 / (1 + expf(-g)) in fp32 (IEEE division), rounded to bf16
     g32 = g.astype(F32)
@@ -167,11 +162,10 @@ def test_mla_output_gate_bf16():
 # MLA KV scatter, bf16 layout (docs/kernels/mla_cache.md): cache[loc[t]] = cat(kv_c, k_pe)
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("early,pdl,evict,cache_mod,programs", [
-    (True, True, "", "", 0), (False, False, "", "", 0),
-    (True, True, "evict_first", ".cs", 32), (False, True, "evict_first", ".cs", 0)])
+@pytest.mark.parametrize("evict,cache_mod,programs", [
+    ("", "", 0), ("evict_first", ".cs", 32), ("evict_first", ".cs", 0)])
 @pytest.mark.parametrize("t,slots,row_pad", [(21, 40, 0), (6, 9, 64)])
-def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, programs):
+def test_mla_kv_scatter_bf16(t, slots, row_pad, evict, cache_mod, programs):
     """LOAD_EVICT, STORE_CACHE and PROGRAMS (cache hints, programs an SM): the same bits."""
     rng = np.random.default_rng(t * slots + row_pad)
     kv_dim, pe_dim = mla_kv.KV_LORA, mla_kv.ROPE
@@ -184,11 +178,11 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, pr
     loc[1] = slots + 3             # out of range: also skipped (the kernel never writes there)
     cache_buf = nan_bf16((slots, kv_dim + pe_dim + row_pad))
     cache = cache_buf[:, :kv_dim + pe_dim]
-    rows = mla_kv.ROWS
+    rows = mla_kv.SETTINGS.rows
     interpret(mla_kv.mla_kv_scatter_bf16_kernel, (kiln.cdiv(t, rows),), kv_c, k_pe, loc, cache,
               t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], ROWS=rows,
-              KV_DIM=kv_dim, PE_DIM=pe_dim, EARLY=early, PDL=pdl, LOAD_EVICT=evict,
-              STORE_CACHE=cache_mod, PROGRAMS=programs)
+              KV_DIM=kv_dim, PE_DIM=pe_dim, LOAD_EVICT=evict, STORE_CACHE=cache_mod,
+              PROGRAMS=programs)
     expected = bits16(nan_bf16(cache_buf.shape))
     for i in range(t):
         if 0 <= loc[i] < slots:
@@ -312,9 +306,8 @@ def _rows(rng, t, d, pad):
     return buf[:, :d]
 
 
-@pytest.mark.parametrize("w_first", [False, True])
 @pytest.mark.parametrize("d", [100, 64])
-def test_rmsnorm(d, w_first):
+def test_rmsnorm(d):
     rng = np.random.default_rng(d)
     t, eps = 5, 1e-6
     x = _rows(rng, t, d, 28)            # row stride d + 28
@@ -324,7 +317,7 @@ def test_rmsnorm(d, w_first):
     out_buf = nan_bf16((t, d + 4))      # row stride d + 4
     out = out_buf[:, :d]
     interpret(norm.rmsnorm_kernel, (t,), x, w, out, d, d + 28, d + 4, eps,
-              BLOCK=norm._next_pow2(d), W_FIRST=w_first)
+              BLOCK=norm._next_pow2(d), X_EVICT=norm.SETTINGS.rmsnorm_x_evict)
     x64 = x.astype(np.float64)
     expected = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + eps) \
         * w.astype(np.float64)

@@ -1,4 +1,4 @@
-"""``kiln.ops.kimi_k3`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
+"""``kernels_dsl.kimi_k3.torch_ops`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
 the registered schemas (what each op mutates), the fake implementations under
 FakeTensorMode against the shapes the wrappers document, and the GPU test's cases
 (test/gpu/test_torch_ops.py) through eager calls, ``torch.library.opcheck`` and
@@ -21,7 +21,7 @@ with warnings.catch_warnings():  # its sm90 marker is registered by test/gpu/con
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
     import test_torch_ops as cases  # noqa: E402  (the GPU test's device-agnostic cases)
 
-import kiln.ops.kimi_k3 as kops  # noqa: E402
+import kernels_dsl.kimi_k3.torch_ops as kops  # noqa: E402
 from kernels_dsl import kimi_k3  # noqa: E402
 
 F8 = torch.float8_e4m3fn

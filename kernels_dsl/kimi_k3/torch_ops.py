@@ -1,20 +1,25 @@
-"""The Kimi K3 kernels (``kernels_dsl/kimi_k3``) as torch custom ops.
+"""The Kimi K3 kernels (``kernels_dsl/kimi_k3``) as torch operators.
 
-``import kiln.ops.kimi_k3`` registers one op per wrapper with ``torch.library.custom_op``
-in the namespace ``kiln``, each with a fake (meta) implementation, so the ops trace under
-``torch.compile(fullgraph=True)`` and can be captured in CUDA graphs::
+``import kernels_dsl.kimi_k3.torch_ops`` registers one op per wrapper in the namespace
+``kiln`` with ``kiln.torch_library.op`` (``torch.library`` underneath), each with a fake
+(meta) implementation, so the ops trace under ``torch.compile(fullgraph=True)`` and can be
+captured in CUDA graphs::
 
-    import kiln.ops.kimi_k3  # noqa: F401
+    import kernels_dsl.kimi_k3.torch_ops  # noqa: F401
     out = torch.ops.kiln.situ_and_mul(x)                      # bf16 [N, D]
     torch.ops.kiln.mla_kv_scatter(kv_c, k_pe, loc, cache)     # writes cache in place
 
 Each op calls the wrapper of the same name (every check of the wrapper applies, raised
-before any launch). Ops whose wrapper takes optional ``out`` tensors allocate their outputs
-(a custom op's result must not alias its inputs); ops that write into a given tensor
-(``concat_mla_k``, ``mla_kv_scatter``, ``mla_kv_scatter_fp8``, ``kv_indices``) declare it in
-``mutates_args`` and return nothing. ``gpu_tensor_hash`` returns the hash as an int64 [1]
-tensor (the wrapper's ``.item()`` would synchronize, which a CUDA graph cannot capture).
-Output shapes depend only on input shapes and arguments, never on data.
+before any launch) the first time it sees a launch key (the dtypes, shapes, strides, devices
+and alignment of its tensors, the values of its other arguments); later calls with that key
+replay the wrapper's recorded launches (``kiln.torch_library``: its host time is torch's own
+operator cost, the allocations and the launches). Ops whose wrapper takes optional ``out``
+tensors allocate their outputs (an op's result must not alias its inputs); ops that write
+into a given tensor (``concat_mla_k``, ``mla_kv_scatter``, ``mla_kv_scatter_fp8``,
+``kv_indices``, and ``attn_res_write_prefix``'s bank) declare it in ``mutates_args``.
+``gpu_tensor_hash`` returns the hash as an int64 [1] tensor (the wrapper's ``.item()`` would
+synchronize, which a CUDA graph cannot capture). Output shapes depend only on input shapes
+and arguments, never on data.
 
 The ops run wherever the kernels run: on CUDA tensors, and on CPU tensors when the kernels
 are in interpreter mode (``KILN_INTERPRET=1``).
@@ -23,56 +28,31 @@ Adding a kernel: write its op and fake with ``@register(name, fake, mutates_args
 (below), as done for the others; ``OPS`` lists what is registered.
 """
 
-import inspect
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 try:
     import torch
 except ImportError as e:  # pragma: no cover - exercised by the CPU tests without torch
-    raise ImportError("kiln.ops.kimi_k3 registers torch custom ops and needs torch "
-                      "(`pip install torch`); the rest of kiln works without it") from e
+    raise ImportError("kernels_dsl.kimi_k3.torch_ops registers torch custom ops and needs "
+                      "torch (`pip install torch`); the kernels and kiln work without it") from e
 
-try:
-    from kernels_dsl.kimi_k3 import (attn_res as attn_res_mod, concat_mla, image,
-                                     kv_indices as kv_indices_mod, mla_kv,
-                                     mla_output_gate as gate_mod, moe_align,
-                                     moe_fused_gate as gate_router,
-                                     pack_topk_ids as pack_mod, quant, situ, situ_quant,
-                                     tensor_hash)
-    from kernels_dsl.kimi_k3 import _launch as L
-    from kiln import torch_library
-except ModuleNotFoundError as e:  # pragma: no cover
-    if not (e.name or "").startswith("kernels_dsl"):
-        raise
-    raise ImportError("kiln.ops.kimi_k3 needs the kernel library package `kernels_dsl` on "
-                      "sys.path (the repository root, or the device pack's folder)") from e
+from kiln import torch_library
+
+from . import _launch as L
+from . import attn_res as attn_res_mod
+from . import concat_mla, image
+from . import kv_indices as kv_indices_mod
+from . import mla_kv
+from . import mla_output_gate as gate_mod
+from . import moe_align
+from . import moe_fused_gate as gate_router
+from . import pack_topk_ids as pack_mod
+from . import quant, situ, situ_quant, tensor_hash
 
 NAMESPACE = "kiln"
 
-#: name -> the registered op (``torch.library.CustomOpDef``), in registration order.
+#: name -> the registered op (its ``torch._ops.OpOverload``), in registration order.
 OPS: Dict[str, Any] = {}
-
-
-def _tags() -> Tuple[Any, ...]:
-    """The kernels check strides and alignment: ask torch.compile to hand the ops their
-    inputs with the strides eager mode would give them."""
-    for name in ("needs_exact_strides", "needs_fixed_stride_order"):
-        tag = getattr(torch.Tag, name, None)
-        if tag is not None:
-            return (tag,)
-    return ()
-
-
-_CUSTOM_OP_TAKES_TAGS = "tags" in inspect.signature(torch.library.custom_op).parameters
-
-
-def _registered() -> Dict[str, Any]:
-    """The custom ops this process has defined, by qualified name (torch's own table)."""
-    try:
-        from torch._library.custom_ops import OPDEFS  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - a torch that moved it: no reuse, no harm
-        return {}
-    return OPDEFS
 
 
 def register(name: str, fake: Callable[..., Any],
@@ -99,7 +79,7 @@ def _rank(op: str, what: str, t: torch.Tensor, ndim: int) -> None:
 
 
 # ---------------------------------------------------------------------------
-# SiTU (§4.1) and SiTU masked FP8 post-quant (§4.2)
+# SiTU and SiTU masked FP8 post-quant (docs/kernels/situ.md)
 # ---------------------------------------------------------------------------
 
 def _situ_and_mul_fake(input: torch.Tensor, beta: float = 4.0,
@@ -138,7 +118,7 @@ def situ_and_mul_masked_post_quant(input: torch.Tensor, masked_m: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# MLA output gate (§4.3), bf16 and FP8
+# MLA output gate, bf16 and FP8 (docs/kernels/mla_output_gate.md)
 # ---------------------------------------------------------------------------
 
 def _gate_fake(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
@@ -167,7 +147,7 @@ def mla_output_gate_fp8(x: torch.Tensor, gate: torch.Tensor
 
 
 # ---------------------------------------------------------------------------
-# MLA concatenations (§3.2)
+# MLA concatenations (docs/kernels/mla_cache.md)
 # ---------------------------------------------------------------------------
 
 def _concat_k_fake(k: torch.Tensor, k_nope: torch.Tensor, k_rope: torch.Tensor) -> None:
@@ -194,7 +174,7 @@ def concat_mla_absorb_q(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# MLA latent KV cache scatter (§3.8 / §8.5), BF16 and FP8 layouts
+# MLA latent KV cache scatter, BF16 and FP8 layouts (docs/kernels/mla_cache.md)
 # ---------------------------------------------------------------------------
 
 def _scatter_fake(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor,
@@ -217,7 +197,7 @@ def mla_kv_scatter_fp8(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor
 
 
 # ---------------------------------------------------------------------------
-# MoE routing helpers (§3.1, §3.4)
+# MoE routing helpers (docs/kernels/moe_routing.md)
 # ---------------------------------------------------------------------------
 
 def _pack_fake(topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
@@ -250,7 +230,7 @@ def moe_align_single_token(topk_ids: torch.Tensor, block_size: int
 
 
 # ---------------------------------------------------------------------------
-# FP8 / FP4 quantization (§8.2)
+# FP8 / FP4 quantization (docs/kernels/quant.md)
 # ---------------------------------------------------------------------------
 
 def _group_quant_fake(x: torch.Tensor, group: int = 128, ue8m0: bool = False,
@@ -288,7 +268,7 @@ def quant_mxfp4(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
 
 
 # ---------------------------------------------------------------------------
-# FlashMLA block table (§3.5)
+# FlashMLA block table (docs/kernels/mla_cache.md)
 # ---------------------------------------------------------------------------
 
 def _kv_indices_fake(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
@@ -311,7 +291,7 @@ def kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# Tensor content hash (§3.7 / §8.6)
+# Tensor content hash (docs/kernels/tensor_hash.md)
 # ---------------------------------------------------------------------------
 
 def _hash_fake(t: torch.Tensor) -> torch.Tensor:
@@ -341,7 +321,7 @@ def gpu_tensor_hash(t: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# Image preprocessing (§8.1)
+# Image preprocessing (docs/kernels/image.md)
 # ---------------------------------------------------------------------------
 
 def _image_fake(images: torch.Tensor, out_h: int, out_w: int,
@@ -368,7 +348,7 @@ def image_preprocess(images: torch.Tensor, out_h: int, out_w: int,
 
 
 # ---------------------------------------------------------------------------
-# MoE router epilogue (§3.3) and attention residuals (§4.4)
+# MoE router epilogue and attention residuals (docs/kernels/moe_routing.md, attn_res.md)
 # ---------------------------------------------------------------------------
 
 def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
