@@ -25,14 +25,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-try:  # registers torch.ops.kiln.*
-    import kernels_dsl.kimi_k3.torch_ops  # noqa: E402,F401
-except ImportError:
-    import kiln.ops.kimi_k3  # noqa: E402,F401
-try:
-    from kiln import torch_library  # noqa: E402
-except ImportError:  # a kiln without launch plans
-    torch_library = None
+import kernels_dsl.kimi_k3.torch_ops  # noqa: E402,F401  (registers torch.ops.kiln.*)
+from kiln import torch_library  # noqa: E402
 
 K = torch.ops.kiln
 DEV = "cuda"
@@ -110,8 +104,6 @@ def host_us(fn, calls, rounds):
 
 def _plan_of(qualname, args):
     """The launch plan the op made for ``args`` (None where it runs its wrapper in full)."""
-    if torch_library is None:
-        return None
     plan = torch_library.plans.get(qualname, {}).get(torch_library._launch_key(args))
     return plan if isinstance(plan, torch_library.Plan) else None
 

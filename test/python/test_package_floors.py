@@ -2,8 +2,8 @@
 inside a function, points down, and none closes a circle.
 
     front   kiln (the package's __init__: imports from every floor, imported by none)
-    top     kiln.__main__, kiln.aot, kiln.testing, kiln.ops  >  kiln.autotune  >  kiln.jit
-            >  kiln.interpreter, kiln.cache
+    top     kiln.__main__, kiln.aot, kiln.testing  >  kiln.autotune  >  kiln.jit
+            >  kiln.interpreter, kiln.cache, kiln.torch_library
     middle  kiln.compiler | kiln.runtime          (never each other)
     bottom  kiln.host  >  kiln.language
     native  kiln._C, kiln._runtime, kiln._version (leaves)
@@ -32,7 +32,7 @@ RANKS = {
     "kiln.cache": 4, "kiln.interpreter": 4,
     "kiln.jit": 5,
     "kiln.autotune": 6,
-    "kiln.aot": 7, "kiln.testing": 7, "kiln.__main__": 7, "kiln.ops": 7,
+    "kiln.aot": 7, "kiln.testing": 7, "kiln.__main__": 7,
     "kiln.torch_library": 4,
     "kiln": 8,
 }
