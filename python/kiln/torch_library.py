@@ -11,7 +11,8 @@ launches kiln kernels. A call of it costs tens of microseconds of Python; the op
 a torch operator costs, because a call does not run ``fn`` again when an earlier call had
 the same *launch key*: the dtype, shape, strides, device and 16-byte alignment of every
 tensor argument and the value of every other argument. Everything a wrapper decides (its
-checks, its kernels, their grids and scalar arguments) is a function of that key, so the
+checks, its kernels, their grids and scalar arguments) is a function of that key (a wrapper
+may look at addresses only through their alignment), so the
 first call for a key runs ``fn`` under a recorder and keeps its *launch plan*: the outputs
 it allocated (shape, strides, dtype), the scratch memory it allocated, and each launch
 (the loaded kernel, grid, argument values, and for each pointer argument the tensor it
@@ -21,8 +22,9 @@ scratch again and launches the same kernels with the new addresses, on the curre
 A call is recorded only when the wrapper's effect is entirely its kiln launches: while it
 runs, a torch function mode refuses anything but allocation, views and metadata queries
 (a wrapper that computes with torch, reads tensor values or launches through another path
-is never planned; it runs in full on every call). Planning is off in interpreter mode
-(CPU tensors) and with ``KILN_OP_PLANS=0``.
+is never planned: ``plans[qualname][key]`` is an ``Unplanned`` with the reason, and the call
+runs in full every time). Planning is off in interpreter mode (CPU tensors) and with
+``KILN_OP_PLANS=0``.
 """
 
 from __future__ import annotations
