@@ -16,6 +16,7 @@ import pytest
 from kiln.testing import bf16_ulp, interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import attn_res as mod
+from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 BF16 = ml_dtypes.bfloat16
@@ -492,15 +493,7 @@ def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
     """Each AOT specialization is what some wrapper call with the default settings selects
     (``select_launch``, instrumented) on a 132-SM device at K3's H: every nvb, write_prefix
     or not, T from 1 to 16384."""
-    selected = []
-    select = mod.select_launch
-
-    def record(*args, **kwargs):
-        selected.append(select(*args, **kwargs))
-        return selected[-1]
-
-    monkeypatch.setattr(mod, "select_launch", record)
-    monkeypatch.setattr(mod.L, "launch", lambda *args, **kwargs: None)
+    selected = record_launch_choices(monkeypatch, mod)
     monkeypatch.setattr(mod, "_num_sms", lambda x: 132)
     h, nb = mod.HIDDEN, 9
     for t in (1, 33, 34, 66, 67, 132, 133, 16384):

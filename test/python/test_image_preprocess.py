@@ -9,6 +9,7 @@ import math
 import pytest
 
 from kernels_dsl.kimi_k3 import image as mod
+from launch_choices import record_launch_choices  # noqa: E402
 
 _TYPESTR = {"uint8": "|u1", "bfloat16": "<V2"}
 
@@ -36,16 +37,7 @@ def preprocess(n, h, w, out_h, out_w, **kw):
 @pytest.fixture
 def selected(monkeypatch):
     """The launches the wrapper selects (``select_launch``'s results); nothing runs."""
-    picked = []
-    select = mod.select_launch
-
-    def record(*args, **kwargs):
-        picked.append(select(*args, **kwargs))
-        return picked[-1]
-
-    monkeypatch.setattr(mod, "select_launch", record)
-    monkeypatch.setattr(mod.L, "launch", lambda *args, **kwargs: None)
-    return picked
+    return record_launch_choices(monkeypatch, mod)
 
 
 def test_every_shipped_kernel_is_a_default_launch(selected):

@@ -14,6 +14,7 @@ import pytest
 from kiln.testing import interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import moe_fused_gate as mod
+from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 F32 = np.float32
@@ -562,15 +563,7 @@ def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
     """Each AOT specialization is what some wrapper call with the default settings selects
     (``select_launch``, instrumented): one row and batch_m rows of K3's router, both
     sigmoids."""
-    selected = []
-    select = mod.select_launch
-
-    def record(*args, **kwargs):
-        selected.append(select(*args, **kwargs))
-        return selected[-1]
-
-    monkeypatch.setattr(mod, "select_launch", record)
-    monkeypatch.setattr(mod.L, "launch", lambda *args, **kwargs: None)
+    selected = record_launch_choices(monkeypatch, mod)
     T = FakeTensor
     for m in (1, 64, mod.SETTINGS.batch_m, 16384):
         for fast in (False, True):

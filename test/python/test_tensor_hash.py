@@ -17,6 +17,7 @@ import pytest
 import kiln
 from kiln.testing import interpret
 from kernels_dsl.kimi_k3 import tensor_hash as th
+from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 U64 = np.uint64
@@ -290,16 +291,7 @@ def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
     """Each AOT specialization is what some launch_hash call with the default settings
     selects (select_launches, instrumented): the word and byte paths, one program (FINISH)
     and two passes."""
-    selected = []
-    select = th.select_launches
-
-    def record(*args, **kwargs):
-        launches = select(*args, **kwargs)
-        selected.extend(launches)
-        return launches
-
-    monkeypatch.setattr(th, "select_launches", record)
-    monkeypatch.setattr(th.L, "launch", lambda *args, **kwargs: None)
+    selected = record_launch_choices(monkeypatch, th, "select_launches", many=True)
     monkeypatch.setattr(th, "_num_sms", lambda x: 132)
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int32="int32"))
     for address, nbytes in ((1 << 20, 14336), (1 << 20, 917504),      # words: [1 | 64, 7168] bf16
