@@ -1,28 +1,28 @@
-"""Benchmark: attn_res at few tokens (KERNELS.md §4.4), where its time is latency, not bandwidth.
+"""Benchmark: attn_res at few tokens (docs/kernels/attn_res.md), where its time is latency,
+not bandwidth.
 
-Three tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k3/run.py):
+Tables, in one run, GPU time per call from CUDA-graph replay (bench/kimi_k3/run.py); every
+configuration is an ``attn_res.Settings`` passed to the wrapper:
 
 1. What a cluster kernel's steps cost: an empty 8-warp kernel (grid 8) without and with a
    cluster of 8, then 0..8 cluster barriers and 1..4 ``kl.cluster_gather`` of 4 floats.
-2. The cluster kernel (one token per cluster of 8 programs) at T in {1, 8, 33, 48} for 2, 4
-   and 8 warps a program, nvb 8 and nvb 4 with write_prefix (checked against the fp32
-   reference first).
-3. The cluster kernel's exchange (CLUSTER_SUM: ``kl.cluster_sum`` of the partial sums, or
-   ``kl.cluster_gather`` + a reduction over the ranks) at T in {1, 8, 33}.
-4. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
-   (thread elements x stages x programs an SM) the module knobs give.
-5. At T in {1 .. 4096} the kernel the wrapper picks by default against the token kernel
-   (one program per token, its rows whole: 16 warps, with and without REMAT).
-6. At T in {1 .. 200} the default against the cluster kernel of 2 to 16 programs a token.
+2. The cluster kernel (cluster_size programs a token) at T in {1, 8, 33, 48} for 2, 4 and 8
+   warps a program, nvb 8 and nvb 4 with write_prefix (checked against the fp32 reference
+   first).
+3. At T in {33 .. 395} the cluster kernel (2 warps) against the row ring's configurations
+   (thread elements x stages x programs an SM).
+4. At T in {1 .. 4096} the kernel the wrapper picks by default against the token kernel
+   (one program per token, its rows whole, 16 warps).
+5. At T in {1 .. 200} the default against the cluster kernel of 2 to 16 programs a token.
 
-    python bench/kimi_k3/attn_res_small_t.py [--out DIR]
-        [--tables steps,warps,exchange,ring,token,sizes]
+    python bench/kimi_k3/attn_res_small_t.py [--out DIR] [--tables steps,warps,ring,token,sizes]
 
-writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory).
+writes ``attn_res_small_t.{md,json}`` to DIR (default: the current directory); the curated
+results are in bench/results/kimi_k3/attn_res.md.
 """
 
 import argparse
-import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -87,81 +87,67 @@ def steps():
     return rows
 
 
-@contextlib.contextmanager
-def knobs(**values):
-    """attn_res's module attributes set to ``values`` for the block, then restored."""
-    saved = {k: getattr(A, k) for k in values}
-    try:
-        for k, v in values.items():
-            setattr(A, k, v)
-        yield
-    finally:
-        for k, v in saved.items():
-            setattr(A, k, v)
+def settings(**changes):
+    """attn_res's default settings with ``changes``."""
+    return dataclasses.replace(A.SETTINGS, **changes)
 
 
-def _warps(w):
-    """A _cluster_config that gives the cluster kernel ``w`` warps at any T."""
-    orig = A._cluster_config
-    return lambda h, n, t=1, s=None: orig(h, n)[:3] + (w,)
+def with_settings(case, nvb, write_prefix, s):
+    """run.py's attn_res case (``R._case_attn_res(t, nvb, write_prefix)``) launching the
+    wrapper with the settings ``s``."""
+    name, shape, nbytes, sets, _, ref = case
+    cw, ow = R._attn_res_weights()
+
+    def kiln_fn(prefix, bank, out):
+        o = A.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=R.ATTN_RES_EPS,
+                       write_prefix=write_prefix, settings=s)
+        return (o, bank[:, nvb]) if write_prefix else o
+
+    return name, shape, nbytes, sets, kiln_fn, ref
+
+
+def _cluster_warps(w, **changes):
+    """The cluster kernel on ``w`` warps, cluster_size programs a token at any T."""
+    return settings(cluster_many_size=A.SETTINGS.cluster_size, cluster_warps=w,
+                    cluster_many_warps=w, **changes)
 
 
 def cluster_warps():
-    rows = []
-    for t in (1, 8, 33, 48):
-        for nvb, wp in ((8, False), (4, True)):
-            case = R._case_attn_res(t, nvb, wp)
-            for w in (2, 4, 8):
-                with knobs(_cluster_config=_warps(w)):
-                    check(case)
-                    rows.append((t, nvb, wp, w, us(case[4], case[3])))
-    return rows
-
-
-def exchanges():
-    rows = []
-    for t in (1, 8, 33):
-        for nvb, wp in ((8, False), (4, True)):
-            case = R._case_attn_res(t, nvb, wp)
-            for on in (True, False):
-                with knobs(CLUSTER_SUM=on):
-                    check(case)
-                    rows.append((t, nvb, wp, on, us(case[4], case[3])))
-    return rows
+    return _time_configs((1, 8, 33, 48), [(f"{w} warps", _cluster_warps(w)) for w in (2, 4, 8)])
 
 
 def cluster_or_ring():
     """The cluster kernel (2 warps) at every T, or the ring in one configuration at every T
-    (its ring_config replaced)."""
-    configs = [("cluster, 2 warps", dict(CLUSTER_MAX_WAVES=1000, _cluster_config=_warps(2)))]
-    configs += [(f"ring {e}x{st}x{p}", dict(CLUSTER_MAX_WAVES=0,
-                                            ring_config=lambda t, s, r=(e, st, p): r))
+    (the few-token kernels off)."""
+    configs = [("cluster, 2 warps", _cluster_warps(2, cluster_max_waves=1000))]
+    configs += [(f"ring {e}x{st}x{p}",
+                 settings(cluster_max_waves=0, token_max_waves=0, ring_thread_elems=e,
+                          ring_stages=st, ring_programs_per_sm=p, ring_few_thread_elems=e,
+                          ring_few_stages=st, ring_few_programs_per_sm=p))
                 for e, st, p in ((16, 4, 2), (32, 3, 2), (32, 4, 1), (64, 3, 3))]
     return _time_configs((33, 48, 64, 128, 200, 395), configs)
 
 
 def _time_configs(ts, configs):
-    """Rows (T, nvb, write_prefix, label, us): each (label, knob values) of ``configs`` at
-    each T, nvb 8 and nvb 4 with write_prefix (checked against the reference first)."""
+    """Rows (T, nvb, write_prefix, label, us): each (label, settings) of ``configs`` at each
+    T, nvb 8 and nvb 4 with write_prefix (checked against the reference first)."""
     rows = []
     for t in ts:
         for nvb, wp in ((8, False), (4, True)):
-            case = R._case_attn_res(t, nvb, wp)
-            for label, values in configs:
-                with knobs(**values):
-                    check(case)
-                    rows.append((t, nvb, wp, label, us(case[4], case[3])))
+            base = R._case_attn_res(t, nvb, wp)
+            for label, s in configs:
+                case = with_settings(base, nvb, wp, s)
+                check(case)
+                rows.append((t, nvb, wp, label, us(case[4], case[3])))
     return rows
 
 
 def token_kernel():
-    """The wrapper's default at every T, or the token kernel (the cluster kernel off) in one
-    configuration at every T."""
-    configs = [("default", {}), ("default, SPLIT_PREFIX off", dict(SPLIT_PREFIX=False))]
-    configs += [(f"token {w} warps" + ("" if remat else ", no remat"),
-                 dict(CLUSTER_MAX_WAVES=0, TOKEN_MAX_WAVES=1000, TOKEN_MAX_ROWS=8, TOKEN_WARPS=w,
-                      TOKEN_REMAT=remat))
-                for w, remat in ((16, True), (16, False))]
+    """The wrapper's default at every T, or the token kernel (the cluster kernel off) at
+    every T."""
+    configs = [("default", A.SETTINGS),
+               ("token 16 warps", settings(cluster_max_waves=0, token_max_waves=1000,
+                                           token_max_rows=8, token_warps=16))]
     return _time_configs((1, 8, 33, 64, 128, 200, 395, 1024, 4096), configs)
 
 
@@ -180,16 +166,16 @@ def _by_t(title, rows):
 def cluster_sizes():
     """The wrapper's default at every T, or the cluster kernel at every T with S programs a
     token on W warps each."""
-    configs = [("default", {})]
+    configs = [("default", A.SETTINGS)]
     configs += [(f"cluster {size} x {warps} warps",
-                 dict(CLUSTER_MAX_WAVES=1000, CLUSTER_SIZE=size, CLUSTER_MANY_SIZE=size,
-                      CLUSTER_WARPS=warps, CLUSTER_MANY_WARPS=warps))
+                 settings(cluster_max_waves=1000, cluster_size=size, cluster_many_size=size,
+                          cluster_warps=warps, cluster_many_warps=warps))
                 for size, warps in ((16, 2), (16, 4), (8, 2), (4, 4), (4, 8), (2, 8))]
     return _time_configs((1, 8, 33, 64, 128, 200), configs)
 
 
-TABLES = {"steps": steps, "warps": cluster_warps, "exchange": exchanges,
-          "ring": cluster_or_ring, "token": token_kernel, "sizes": cluster_sizes}
+TABLES = {"steps": steps, "warps": cluster_warps, "ring": cluster_or_ring,
+          "token": token_kernel, "sizes": cluster_sizes}
 
 
 def main():
@@ -215,12 +201,7 @@ def main():
         md += ["", "## Steps of a cluster kernel", "", "| kernel | us |", "|---|---|"]
         md += [f"| {k} | {v:.2f} |" for k, v in res["steps"]]
     if "warps" in res:
-        md += _by_t("Cluster kernel warps (us)",
-                    [r[:3] + (f"{r[3]} warps", r[4]) for r in res["warps"]])
-    if "exchange" in res:
-        md += _by_t("Cluster kernel exchange (us)",
-                    [r[:3] + ("cluster_sum" if r[3] else "cluster_gather", r[4])
-                     for r in res["exchange"]])
+        md += _by_t("Cluster kernel warps (us)", res["warps"])
     if "ring" in res:
         md += _by_t("Cluster kernel or row ring (us; ring: thread elements x stages x "
                     "programs an SM)", res["ring"])

@@ -120,8 +120,8 @@ def main():
     for warps in (4, 8, 16):
         for op, launch in (
                 ("rmsnorm", lambda x, nw=warps: norm.rmsnorm_kernel[(t,)](
-                    x, w, out, d, d, d, EPS, BLOCK=8192, X_EVICT=norm.RMSNORM_X_EVICT,
-                    Y_CACHE=norm.RMSNORM_Y_CACHE, num_warps=nw)),
+                    x, w, out, d, d, d, EPS, BLOCK=8192,
+                    X_EVICT=norm.SETTINGS.rmsnorm_x_evict, num_warps=nw)),
                 ("softmax", lambda x, nw=warps: norm.softmax_kernel[(t,)](
                     x, out, d, d, d, BLOCK=8192, num_warps=nw))):
             gms = graph_time_ms(launch, xs)

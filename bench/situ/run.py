@@ -1,4 +1,4 @@
-"""Benchmark: situ_and_mul (KERNELS.md §4.1) on the GPU against the hardware and the peers.
+"""Benchmark: situ_and_mul (docs/kernels/situ.md) on the GPU against the hardware and the peers.
 
 For each shape: the bytes the kernel must move (read [N, 2D], write [N, D] bf16) over the
 median kernel time, against the measured device-to-device copy bandwidth (the ceiling), torch

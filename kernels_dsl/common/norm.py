@@ -10,53 +10,26 @@ dimension is contiguous.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import kiln
 import kiln.language as kl
 
 
-#: num_warps of the row RMSNorm, from the H200 sweep in bench/results/h200-bench_norm.md (4: 98%
-#: of copy bandwidth at 32768x7168; softmax is best at 8); bench/kimi_k3/run.py --sweep re-times
-#: 2, 4 and 8.
-RMSNORM_WARPS = 4
-
-
-#: Load the weight before the row (its latency hidden under the row's and the reduction's)
-#: instead of after the reduction; swept by bench/kimi_k3/run.py --sweep. H200 at
-#: 32768x7168, 4 warps, two sweeps: 219.70 vs 219.92 us and 218.74 vs 219.78 us (torch.compile
-#: 218.9 us, bench/results/h200-bench_norm.md).
-RMSNORM_W_FIRST = True
-
-#: The L2 eviction policy of the row's load and the cache modifier of the output's store
-#: ("" for none). torch.compile's RMSNorm loads the row evict_last; the same Triton code with
-#: and without it (bench/norm/run.py) ran 221 vs 228 us at 32768x7168 on the H200, and this
-#: kernel 219.5 vs 225.7 us (bench/results/h200-bench_kimi_k3_sweep_allreduce.md; evict_first
-#: 234, a .cs store 237 without evict_last). A persistent grid loading the next row ahead was
-#: slower (229-257 us at 2-4 programs per SM), and so was one bulk-copying its rows into a
-#: shared-memory ring (``kl.bulk_load`` in a ``kl.range(num_stages=...)`` loop: 247-266 us at
-#: 2-4 programs an SM, 2-4 stages, 4-16 warps, against 219 us for this kernel; H200,
-#: bench/kimi_k3/run.py --sweep --only rmsnorm).
-RMSNORM_X_EVICT = "evict_last"
-RMSNORM_Y_CACHE = ""
-
-
 @kiln.jit(num_warps=4)
 def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, D, x_stride, out_stride, eps, BLOCK: kl.constexpr,
-                   W_FIRST: kl.constexpr = False, X_EVICT: kl.constexpr = "",
-                   Y_CACHE: kl.constexpr = ""):
+                   X_EVICT: kl.constexpr = ""):
+    """The weight is loaded before the row (its latency hidden under the row's and the
+    reduction's); X_EVICT: the row load's L2 eviction policy."""
     row = kl.program_id(0)
     cols = kl.arange(0, BLOCK)
     mask = cols < D
-    if W_FIRST:
-        w = kl.load(w_ptr + cols, mask=mask, other=0.0)
+    w = kl.load(w_ptr + cols, mask=mask, other=0.0)
     x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0,
                 eviction_policy=X_EVICT).to(kl.float32)
     rstd = kl.rsqrt(kl.sum(x * x, axis=0) / D + eps)
-    if not W_FIRST:
-        w = kl.load(w_ptr + cols, mask=mask, other=0.0)
-    kl.store(out_ptr + row * out_stride + cols, x * rstd * w.to(kl.float32), mask=mask,
-             cache_modifier=Y_CACHE)
+    kl.store(out_ptr + row * out_stride + cols, x * rstd * w.to(kl.float32), mask=mask)
 
 
 @kiln.jit(num_warps=8)
@@ -67,6 +40,16 @@ def softmax_kernel(x_ptr, out_ptr, D, x_stride, out_stride, BLOCK: kl.constexpr)
     x = kl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(kl.float32)
     e = kl.exp(x - kl.max(x, axis=0))
     kl.store(out_ptr + row * out_stride + cols, e * (1.0 / kl.sum(e, axis=0)), mask=mask)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """rmsnorm's tuning; measured in bench/results/common/norm.md."""
+    rmsnorm_warps: int = 4  # a 7168 row: 56 values a thread
+    rmsnorm_x_evict: str = "evict_last"  # the row load's L2 policy, as torch.compile's
+
+
+SETTINGS = Settings()
 
 
 def _next_pow2(n: int) -> int:
@@ -93,7 +76,8 @@ def _check_rows(name: str, x: Any, out: Optional[Any]) -> Any:
     return out
 
 
-def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None) -> Any:
+def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None, *,
+            settings: Settings = SETTINGS) -> Any:
     """RMSNorm of each row of ``x`` (bf16 [T, D]) with ``weight`` (bf16 [D])."""
     out = _check_rows("rmsnorm", x, out)
     if str(weight.dtype) != "torch.bfloat16" or tuple(weight.shape) != (x.shape[1],):
@@ -103,8 +87,8 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, out: Optional[Any] = None) -
     if t == 0 or d == 0:
         return out
     rmsnorm_kernel[(t,)](x, weight, out, d, x.stride(0), out.stride(0), float(eps),
-                         BLOCK=_next_pow2(d), W_FIRST=RMSNORM_W_FIRST, X_EVICT=RMSNORM_X_EVICT,
-                         Y_CACHE=RMSNORM_Y_CACHE, num_warps=RMSNORM_WARPS)
+                         BLOCK=_next_pow2(d), X_EVICT=settings.rmsnorm_x_evict,
+                         num_warps=settings.rmsnorm_warps)
     return out
 
 

@@ -1,4 +1,4 @@
-"""MLA concatenations (KERNELS.md §3.2), bit-exact ``torch.cat`` semantics.
+"""MLA concatenations, bit-exact ``torch.cat`` semantics.
 
 ``concat_mla_k(k, k_nope, k_rope)``: in place into k [T, H, 192],
     k[t, h, :128] = k_nope[t, h, :]      k_nope [T, H, 128] (strided: usually a slice)
@@ -9,13 +9,17 @@ absorbed MLA query [T, H, 512 + 64].
 
 bf16 only (any 16-bit dtype would move the same bits; the contract is bf16). Every input may be
 strided in its two leading dimensions; the last dimension must be contiguous. Each program
-copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothing. With PDL
-(the spec's kernels are programmatic dependent launches) each waits for the previous grid
+copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothing. The
+kernels are programmatic dependent launches (concat_mla_k only for grids of at most
+Settings.k_pdl_programs_per_sm programs an SM): each waits for the previous grid
 (``griddepcontrol.wait``) before its loads and lets the next one launch after its stores.
+
+Specification: docs/kernels/mla_cache.md
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import kiln
@@ -51,8 +55,7 @@ def concat_mla_k_kernel(k_ptr, nope_ptr, rope_ptr, rows, H, k_s0, k_s1, nope_s0,
 @kiln.jit(num_warps=4)
 def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0, b_s1, o_s0,
                                o_s1, ROWS: kl.constexpr, A: kl.constexpr, B: kl.constexpr,
-                               BLOCK_A: kl.constexpr, BLOCK_B: kl.constexpr,
-                               PDL: kl.constexpr = False):
+                               BLOCK_A: kl.constexpr, BLOCK_B: kl.constexpr):
     r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
     valid = (r < rows)[:, None]
     i = r // D1
@@ -61,36 +64,49 @@ def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0
     cb = kl.arange(0, BLOCK_B)[None, :]
     ma = valid & (ca < A) if A != BLOCK_A else valid
     mb = valid & (cb < B) if B != BLOCK_B else valid
-    if PDL:
-        kl.pdl_wait()  # a and b may come from the previous kernels
+    kl.pdl_wait()  # a and b may come from the previous kernels
     va = kl.load(a_ptr + (i * a_s0 + j * a_s1)[:, None] + ca, mask=ma, other=0.0)
     vb = kl.load(b_ptr + (i * b_s0 + j * b_s1)[:, None] + cb, mask=mb, other=0.0)
     dst = out_ptr + (i * o_s0 + j * o_s1)[:, None]
     kl.store(dst + ca, va, mask=ma)
     kl.store(dst + A + cb, vb, mask=mb)
-    if PDL:
-        kl.pdl_launch_dependents()
+    kl.pdl_launch_dependents()
 
 
-#: rows per program and warps, from the H200 sweeps in bench/kimi_k3/run.py: concat_mla_k
-#: [4, 128] + [4, 64] on 32 threads (T = 16384: 32.88 us vs 33.76 us for [16, ...] on 128,
-#: 1.03x), absorb_q [4, 512] + [4, 64] on 128.
-K_ROWS, K_WARPS = 4, 1
-Q_ROWS, Q_WARPS = 4, 4
-#: both as programmatic dependent launches (KERNELS.md §3.2); ``bench/kimi_k3/run.py --sweep
-#: --only concat_mla`` times them with and without at T = 1, 64 and 16384. H200 (us, with /
-#: without): absorb_q 1.24 / 1.56, 1.73 / 2.08, 108.8 / 109.5; concat_mla_k 1.24 / 1.50, 1.43
-#: / 1.61, but 61.1 / 33.1 at T = 16384: its 49152 one-warp programs of the next grid, launched
-#: early, wait in the SMs' slots that this grid's programs need. So concat_mla_k is a PDL
-#: launch only where its grid is at most K_PDL_PROGRAMS_PER_SM x SMs programs.
-PDL = True
-K_PDL_PROGRAMS_PER_SM = 4
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """concat_mla_k's and concat_mla_absorb_q's tuning; measured in
+    bench/results/kimi_k3/mla_cache.md."""
+    k_rows: int = 4  # concat_mla_k: [4, 128] + [4, 64] ...
+    k_warps: int = 1  # ... on one warp
+    k_pdl_programs_per_sm: int = 4  # a PDL launch up to this many programs an SM (below)
+    q_rows: int = 4  # absorb_q: [4, 512] + [4, 64] on 4 warps (scaled for other widths)
+    q_warps: int = 4
 
 
-def k_pdl(programs: int, num_sms: Optional[int]) -> bool:
-    """Whether concat_mla_k's launch of ``programs`` programs is a PDL launch: with PDL, an
-    SM count, and at most K_PDL_PROGRAMS_PER_SM x SMs programs."""
-    return bool(PDL and num_sms and programs <= K_PDL_PROGRAMS_PER_SM * num_sms)
+SETTINGS = Settings()
+
+
+def k_pdl(programs: int, num_sms: Optional[int], settings: Settings = SETTINGS) -> bool:
+    """Whether concat_mla_k's launch of ``programs`` programs is a PDL launch: with an SM
+    count, and at most k_pdl_programs_per_sm x SMs programs (past that, the next grid's
+    programs launched early wait in the SMs' slots that this grid's programs need)."""
+    return bool(num_sms and programs <= settings.k_pdl_programs_per_sm * num_sms)
+
+
+def k_launch_config(programs: int, num_sms: Optional[int], settings: Settings = SETTINGS
+                    ) -> tuple:
+    """(constexprs, num_warps) of concat_mla_k with ``programs`` programs."""
+    return ({"ROWS": settings.k_rows, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE,
+             "PDL": k_pdl(programs, num_sms, settings)}, settings.k_warps)
+
+
+def q_launch_config(na: int, nb: int, settings: Settings = SETTINGS) -> tuple:
+    """(constexprs, num_warps) of concat_mla_absorb_q for widths A = na, B = nb: q_rows
+    rows of 512 (fewer or more rows for wider or narrower rows, 1 to 64)."""
+    block_a, block_b = _next_pow2(na), _next_pow2(nb)
+    return ({"ROWS": max(1, min(settings.q_rows * 512 // block_a, 64)), "A": na, "B": nb,
+             "BLOCK_A": block_a, "BLOCK_B": block_b}, settings.q_warps)
 
 
 def _next_pow2(n: int) -> int:
@@ -107,16 +123,15 @@ AOT_SPECIALIZATIONS = [
     # K3: k_nope is a slice of the kv_b projection [T, H, 128 + 128] (strides multiples of
     # 16); a PDL launch for small grids, a plain one for large (k_pdl).
     *[Spec(concat_mla_k_kernel, name="concat_mla_k", signature=_K_SIG,
-           constexprs={"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE, "PDL": pdl},
+           constexprs=k_launch_config(programs, 1)[0],
            divisibility=["k_ptr", "nope_ptr", "rope_ptr", "k_s0", "k_s1", "nope_s0", "nope_s1",
-                         "rope_s0"], num_warps=K_WARPS)
-      for pdl in dict.fromkeys((PDL, False))],
+                         "rope_s0"], num_warps=k_launch_config(programs, 1)[1])
+      for programs in (1, 1 << 30)],  # on one SM: a PDL launch, a plain one
     # Absorbed query [T, H, 512 + 64].
     Spec(concat_mla_absorb_q_kernel, name="concat_mla_absorb_q", signature=_Q_SIG,
-         constexprs={"ROWS": Q_ROWS, "A": 512, "B": 64, "BLOCK_A": 512, "BLOCK_B": 64,
-                     "PDL": PDL},
+         constexprs=q_launch_config(512, 64)[0],
          divisibility=["a_ptr", "b_ptr", "out_ptr", "a_s0", "a_s1", "b_s0", "b_s1", "o_s0",
-                       "o_s1"], num_warps=Q_WARPS),
+                       "o_s1"], num_warps=q_launch_config(512, 64)[1]),
 ]
 
 
@@ -126,7 +141,7 @@ def _check_extent(op: str, what: str, t: Any) -> None:
         L.check_int32_extent(op, f"the largest element offset of {what}", last + 1)
 
 
-def concat_mla_k(k: Any, k_nope: Any, k_rope: Any) -> Any:
+def concat_mla_k(k: Any, k_nope: Any, k_rope: Any, *, settings: Settings = SETTINGS) -> Any:
     """Writes ``cat(k_nope, k_rope broadcast over heads, dim=-1)`` into ``k`` [T, H, 192]
     (bf16; k_nope [T, H, 128], k_rope [T, 1, 64]); returns k. Checks raise before launch."""
     op = "concat_mla_k"
@@ -140,17 +155,17 @@ def concat_mla_k(k: Any, k_nope: Any, k_rope: Any) -> Any:
         _check_extent(op, what, t)
     L.check_same_device(op, ("k", k), ("k_nope", k_nope), ("k_rope", k_rope))
     rows = n_t * h
-    L.check_int32_extent(op, "T * H", rows + K_ROWS)
+    L.check_int32_extent(op, "T * H", rows + settings.k_rows)
     ks, ns, rs = L.strides(k), L.strides(k_nope), L.strides(k_rope)
     args = (k, k_nope, k_rope, rows, max(h, 1), ks[0], ks[1], ns[0], ns[1], rs[0])
-    programs = (rows + K_ROWS - 1) // K_ROWS
-    L.launch(concat_mla_k_kernel, "concat_mla_k", (programs,), args,
-             {"ROWS": K_ROWS, "NOPE_DIM": NOPE, "ROPE_DIM": ROPE,
-              "PDL": k_pdl(programs, L.num_sms(k))}, K_WARPS)
+    programs = (rows + settings.k_rows - 1) // settings.k_rows
+    constexprs, num_warps = k_launch_config(programs, L.num_sms(k), settings)
+    L.launch(concat_mla_k_kernel, "concat_mla_k", (programs,), args, constexprs, num_warps)
     return k
 
 
-def concat_mla_absorb_q(a: Any, b: Any, out: Optional[Any] = None) -> Any:
+def concat_mla_absorb_q(a: Any, b: Any, out: Optional[Any] = None, *,
+                        settings: Settings = SETTINGS) -> Any:
     """``out[d0, d1, :] = cat(a[d0, d1, :], b[d0, d1, :])`` for bf16 a [d0, d1, A] and
     b [d0, d1, B] (strided leading dims); out [d0, d1, A + B] is allocated if None.
     Checks raise before launch."""
@@ -174,12 +189,11 @@ def concat_mla_absorb_q(a: Any, b: Any, out: Optional[Any] = None) -> Any:
         _check_extent(op, what, t)
     L.check_same_device(op, ("a", a), ("b", b), ("out", out))
     rows = d0 * d1
-    L.check_int32_extent(op, "d0 * d1", rows + Q_ROWS)
+    L.check_int32_extent(op, "d0 * d1", rows + settings.q_rows)
     sa, sb, so = L.strides(a), L.strides(b), L.strides(out)
-    block_a, block_b = _next_pow2(na), _next_pow2(nb)
-    q_rows = max(1, min(Q_ROWS * 512 // block_a, 64))
+    constexprs, num_warps = q_launch_config(na, nb, settings)
+    q_rows = constexprs["ROWS"]
     args = (a, b, out, rows, max(d1, 1), sa[0], sa[1], sb[0], sb[1], so[0], so[1])
     L.launch(concat_mla_absorb_q_kernel, "concat_mla_absorb_q", ((rows + q_rows - 1) // q_rows,),
-             args, {"ROWS": q_rows, "A": na, "B": nb, "BLOCK_A": block_a, "BLOCK_B": block_b,
-                    "PDL": PDL}, Q_WARPS)
+             args, constexprs, num_warps)
     return out

@@ -1,5 +1,5 @@
-"""FlashMLA block table from ``req_to_token`` with a virtual-to-physical page map
-(KERNELS.md §3.5, the ``create_flashmla_kv_indices_triton`` variant with ``v2p`` / ``PAGE_MULT``).
+"""FlashMLA block table from ``req_to_token`` with a virtual-to-physical page map (the
+``create_flashmla_kv_indices_triton`` variant with ``v2p`` / ``PAGE_MULT``).
 
 One program per request b, looping over its pages in tiles of BLOCK:
 
@@ -16,10 +16,13 @@ Padded entries pass through as -1: a token id < 0 (a padded ``req_to_token`` slo
 offset past the row (start + p * PAGE >= max_ctx) or a v2p entry < 0 (an unmapped page) gives
 kv_indices[b, p] = -1 (the kernel never reads outside req_to_token or v2p for such a page).
 ``PAGE_MULT`` is the number of MLA layers of the page-major unified pool (1 = the static pool).
+
+Specification: docs/kernels/mla_cache.md
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import kiln
@@ -29,33 +32,18 @@ from kiln.aot import Spec
 from . import _launch as L
 
 PAGE = 64
-#: pages a program handles at a time (one program per request). H200 sweep (bench/kimi_k3/run.py
-#: --sweep, bs = 16384, ctx <= 8192, v2p, PAGE_MULT = 24): 64 / 2 warps 35.4 us, 128 / 4 39.5,
-#: 128 / 2 36.2; a variant with 2 to 16 requests per program (several page loads in flight a
-#: thread) measured 35.5-39.5 us and was not kept.
-BLOCK, NUM_WARPS = 64, 2
-#: ... and where the requests fit one program an SM (bs <= SMs: decode batches), FEW_BLOCK
-#: pages at a time on FEW_NUM_WARPS: every program then runs at once and the kernel takes
-#: one program's latency, in which each loop iteration is a chain of two dependent loads (the
-#: token id, then its v2p entry): K3's 8192-token contexts (128 pages) take one iteration.
-#: H200 (``bench/kimi_k3/run.py --sweep --only kv_indices``; bs = 1 / 64, us): 256 pages on 4
-#: warps 1.51 / 1.68, on 8 1.56 / 1.80; 128 on 2 1.67 / 1.91, on 4 1.86 / 1.99; 64 on 2 (the
-#: former kernel) 1.74 / 2.29, without PDL 2.01 / 2.49 (torch.compile: 1.94 / 2.44).
-FEW_BLOCK, FEW_NUM_WARPS = 256, 4
-#: programmatic dependent launch: ``pdl_wait`` before the first load, the next grid launched
-#: when the stores are issued (the launch overlaps the previous kernel's tail; -0.25 us at
-#: bs = 1, no change at bs = 16384).
-PDL = True
 
 
 @kiln.jit(num_warps=4)
 def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
                       out_s0, max_blocks, num_vpages, PAGE: kl.constexpr,
                       PAGE_MULT: kl.constexpr, HAS_START: kl.constexpr, HAS_V2P: kl.constexpr,
-                      BLOCK: kl.constexpr, PDL: kl.constexpr = False):
+                      BLOCK: kl.constexpr):
+    """One program per request, BLOCK pages a loop iteration; a programmatic dependent
+    launch (``pdl_wait`` before the first load, the next grid launched when the stores are
+    issued)."""
     b = kl.program_id(0)
-    if PDL:
-        kl.pdl_wait()  # the indices and lengths may come from the previous kernels
+    kl.pdl_wait()  # the indices and lengths may come from the previous kernels
     req = kl.load(req_ptr + b).to(kl.int64)
     n = kl.load(lens_ptr + b)
     if HAS_START:
@@ -79,21 +67,33 @@ def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r
         else:
             ppage = vpage
         kl.store(dst + p, kl.where(ok, ppage * PAGE_MULT, -1).to(kl.int32), mask=m)
-    if PDL:
-        kl.pdl_launch_dependents()
+    kl.pdl_launch_dependents()
 
 
-def _name(req_i64: bool, block: int = BLOCK) -> str:
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """kv_indices's tuning; measured in bench/results/kimi_k3/mla_cache.md."""
+    block: int = 64  # pages a loop iteration, one program a request ...
+    num_warps: int = 2  # ... on 2 warps: many small programs for large batches
+    few_block: int = 256  # where bs <= SMs: K3's 8192-token contexts (128 pages) in one ...
+    few_num_warps: int = 4  # ... iteration on 4 warps: the latency of one program
+
+
+SETTINGS = Settings()
+
+
+def _name(req_i64: bool, block: int, settings: Settings = SETTINGS) -> str:
     return ("kv_indices" if req_i64 else "kv_indices_req32") + (
-        "" if block == BLOCK else f"_b{block}")
+        "" if block == settings.block else f"_b{block}")
 
 
-def block_config(bs: int, num_sms: Optional[int]) -> tuple:
-    """(BLOCK, num_warps) of a launch for bs requests: FEW_* where they fit one program an
-    SM (with an SM count), else BLOCK and NUM_WARPS."""
+def block_config(bs: int, num_sms: Optional[int], settings: Settings = SETTINGS) -> tuple:
+    """(BLOCK, num_warps) of a launch for bs requests: the few_* settings where they fit one
+    program an SM (with an SM count; every program then runs at once and the kernel takes
+    one program's latency), else block and num_warps."""
     if num_sms and bs <= num_sms:
-        return FEW_BLOCK, FEW_NUM_WARPS
-    return BLOCK, NUM_WARPS
+        return settings.few_block, settings.few_num_warps
+    return settings.block, settings.num_warps
 
 
 #: K3: PAGE 64; PAGE_MULT 1 (static pool) and 24 (unified pool, one block per MLA layer);
@@ -105,16 +105,17 @@ AOT_SPECIALIZATIONS = [
                     "out_ptr": "*i32", "r2t_s0": "i32", "max_ctx": "i32", "out_s0": "i32",
                     "max_blocks": "i32", "num_vpages": "i32"},
          constexprs={"PAGE": PAGE, "PAGE_MULT": mult, "HAS_START": False, "HAS_V2P": v2p,
-                     "BLOCK": block, "PDL": PDL},
+                     "BLOCK": block},
          divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"], num_warps=warps)
-    for block, warps in dict.fromkeys(((BLOCK, NUM_WARPS), (FEW_BLOCK, FEW_NUM_WARPS)))
+    for block, warps in dict.fromkeys((block_config(1 << 30, None), block_config(1, 1)))
     for req_i64 in (True, False) for mult in (1, 24) for v2p in (False, True)
 ]
 
 
 def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
                kv_indices: Any, kv_start_idx: Optional[Any] = None, v2p: Optional[Any] = None,
-               page_size: int = PAGE, page_mult: int = 1) -> Any:
+               page_size: int = PAGE, page_mult: int = 1, *,
+               settings: Settings = SETTINGS) -> Any:
     """Fills ``kv_indices`` int32 [bs, max_blocks] (row stride free, last dim contiguous) from
     ``req_to_token`` int32 [max_reqs, max_ctx] (last dim contiguous), ``req_pool_indices``
     int32/int64 [bs], ``page_kernel_lens`` int32 [bs], optional ``kv_start_idx`` int32 [bs] and
@@ -154,7 +155,7 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
     r2t_s0 = L.strides(req_to_token)[0]
     out_s0 = L.strides(kv_indices)[0]
     L.check_int32_extent(op, "req_to_token row stride", r2t_s0)
-    block, num_warps = block_config(bs, L.num_sms(kv_indices))
+    block, num_warps = block_config(bs, L.num_sms(kv_indices), settings)
     L.check_int32_extent(op, "max_ctx + page_size * BLOCK", max_ctx + page_size * block)
     L.check_int32_extent(op, "kv_indices row stride", out_s0)
     L.check_int32_extent(op, "max_blocks + BLOCK", max_blocks + block)
@@ -172,9 +173,9 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
         import torch
 
         v2p_arg = torch.empty(1, dtype=torch.int64, device=kv_indices.device)
-    L.launch(kv_indices_kernel, _name(req_dt == "int64", block), (bs,),
+    L.launch(kv_indices_kernel, _name(req_dt == "int64", block, settings), (bs,),
              (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
               r2t_s0, max_ctx, out_s0, max_blocks, num_vpages),
              {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": kv_start_idx is not None,
-              "HAS_V2P": v2p is not None, "BLOCK": block, "PDL": PDL}, num_warps)
+              "HAS_V2P": v2p is not None, "BLOCK": block}, num_warps)
     return kv_indices

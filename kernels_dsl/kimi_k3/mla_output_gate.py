@@ -1,4 +1,4 @@
-"""MLA output gate, bf16 (KERNELS.md §4.3):
+"""MLA output gate, bf16:
 
     out = bf16( f32(x) * f32( bf16( sigmoid_f32(gate) ) ) )
 
@@ -10,17 +10,22 @@ contiguous), N % 8 == 0; BLOCK elements per program in 16-byte vectors.
 
 FP8 variant (``mla_output_gate_fp8``, the PTPC o_proj path): x, gate bf16 [T, H] (rows may be
 strided, last dimension contiguous), H % 8 == 0; one program per token computes the same gated
-row y (bf16-rounded, bit-exact with torch; with ``FP8_NEWTON`` the sigmoid's reciprocal
-without a division, same bits), then a per-token scale over the whole row and the
-quantized row (both IEEE divisions, or with ``FP8_RECIP`` quant.py's division-free form with
-the same bits; the e4m3 conversion rounds to nearest even and saturates):
+row y (bf16-rounded, bit-exact with torch), then a per-token scale over the whole row and the
+quantized row (the e4m3 conversion rounds to nearest even and saturates):
 
-    s[t] = max(absmax(y[t, :]), 1e-10) / 448            out_s fp32 [T]
-    q[t] = sat_e4m3(f32(y[t, :]) / s[t])                out_q fp8 e4m3 [T, H]
+    s[t] = max(absmax(y[t, :]), 1e-10) / 448            out_s fp32 [T]       (IEEE division)
+    q[t] = sat_e4m3(f32(y[t, :]) / s[t])                out_q fp8 e4m3 [T, H] (IEEE division)
+
+The kernel computes both without a division and the sigmoid's reciprocal without one where
+the row's gates allow it, with the same bits (``recip_bf16_newton``, quant.py's
+``div_by_recip``).
+
+Specification: docs/kernels/mla_output_gate.md
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import kiln
@@ -28,30 +33,19 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
-from .quant import (EPS, FP8_MAX, INV_FP8_MAX, div_by_recip, fp8_group_scale,
-                    fp8_quant_groups_recip)
+from .quant import EPS, FP8_MAX, INV_FP8_MAX, div_by_recip
 
 
 @kiln.jit(num_warps=8)
-def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr,
-                           PDL: kl.constexpr = False):
+def mla_output_gate_kernel(x_ptr, gate_ptr, out_ptr, N, BLOCK: kl.constexpr):
     offs = kl.program_id(0) * BLOCK + kl.arange(0, BLOCK)
     mask = offs < N
-    if PDL:
-        kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
+    kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
     x = kl.load(x_ptr + offs, mask=mask, other=0.0).to(kl.float32)
     g = kl.load(gate_ptr + offs, mask=mask, other=0.0).to(kl.float32)
     s = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
     kl.store(out_ptr + offs, (x * s).to(kl.bfloat16), mask=mask)
-    if PDL:
-        kl.pdl_launch_dependents()
-
-
-@kiln.jit
-def _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H):
-    """y = bf16(x * bf16(sigmoid(g))) as fp32 at columns ``offs`` of row t (0 past H)."""
-    x, g = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
-    return _gate(x, g)
+    kl.pdl_launch_dependents()
 
 
 @kiln.jit
@@ -61,13 +55,6 @@ def _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H):
     x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0)
     g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0)
     return x, g
-
-
-@kiln.jit
-def _gate(x, g):
-    """bf16(x * bf16(sigmoid(g))) as fp32 of bf16 x and g."""
-    sg = kl.sigmoid(g.to(kl.float32), precise=True).to(kl.bfloat16).to(kl.float32)
-    return (x.to(kl.float32) * sg).to(kl.bfloat16).to(kl.float32)  # 0 where x, g are 0
 
 
 @kiln.jit
@@ -104,8 +91,9 @@ NEWTON_MIN_GATE = -87.0
 
 @kiln.jit
 def _gate_bits(x, g):
-    """``_gate`` with the final bf16 -> fp32 widening on the bits (the same value; NEWTON's
-    two arms then end differently, see there)."""
+    """bf16(x * bf16(sigmoid(g))) as fp32 of bf16 x and g (0 where x, g are 0), the IEEE
+    sigmoid, with the final bf16 -> fp32 widening on the bits (the same value; the two arms
+    of the FP8 kernel then end differently, see there)."""
     sg = kl.sigmoid(g.to(kl.float32), precise=True).to(kl.bfloat16).to(kl.float32)
     y = (x.to(kl.float32) * sg).to(kl.bfloat16).to(kl.int16, bitcast=True)
     return (y.to(kl.int32) << 16).to(kl.float32, bitcast=True)
@@ -118,218 +106,125 @@ def _quant_row_chunk(q_ptr, t, q_s0, offs, H, y, s, r):
 
 @kiln.jit(num_warps=8)
 def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
-                               BLOCK: kl.constexpr, RECIP: kl.constexpr = False,
-                               CHUNKS: kl.constexpr = 0, LOADS_FIRST: kl.constexpr = False,
-                               NEWTON: kl.constexpr = False):
-    """RECIP: the row quantized by quant.py's ``fp8_quant_groups_recip`` as a [1, BLOCK] tile
-    (no division per element; y is bf16-valued, the case test/python/test_quant_variants.py
-    checks exhaustively: same bits).
+                               BLOCK: kl.constexpr, CHUNKS: kl.constexpr):
+    """The row as CHUNKS (1 to 3) tiles of BLOCK columns held at once (K3's H = 1536 at many
+    rows: three of 512 on one warp, where one power-of-two tile of 2048 leaves a quarter of
+    the threads with masked lanes only), every chunk's x and gate loaded before the first is
+    gated, their absolute values combined elementwise before the one reduction to a scalar.
 
-    CHUNKS (1 to 3; 0: off): the row as CHUNKS tiles of BLOCK columns held at once (K3's
-    H = 1536: three of 512, where one power-of-two tile of 2048 leaves a quarter of the
-    threads with masked lanes only, computing nothing useful), their absolute values
-    combined elementwise before the one reduction, quantized as RECIP does (same bits).
-
-    LOADS_FIRST (with CHUNKS): every chunk's x and gate loaded before the first is gated.
-    Otherwise chunk c + 1's loads came after chunk c's divisions in the sm_90a SASS (ptxas
-    did not move them above the divisions' slow-path branches and calls): one DRAM round
-    trip per chunk, one after the other.
-
-    NEWTON (with CHUNKS; loads as LOADS_FIRST): the bf16 sigmoid from ``recip_bf16_newton``
-    (no division, no branch per value; same bits) where every gate value of the row is >=
-    NEWTON_MIN_GATE (one min reduction, a branch uniform over the program), else through
-    ``_gate`` as before."""
+    The bf16 sigmoid comes from ``recip_bf16_newton`` (no division, no branch per value;
+    same bits) where every gate value of the row is >= NEWTON_MIN_GATE (one min reduction, a
+    branch uniform over the program), else through ``_gate_bits``, the IEEE sigmoid. The
+    row is quantized by quant.py's ``div_by_recip`` (no division per element; y is
+    bf16-valued, the case test/python/test_quant_variants.py checks exhaustively: same
+    bits)."""
+    kl.static_assert(1 <= CHUNKS and CHUNKS <= 3, "mla_output_gate_fp8_kernel: 1 to 3 chunks")
     t = kl.program_id(0)
     offs = kl.arange(0, BLOCK)
     kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
-    if CHUNKS > 0 and NEWTON:
-        x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
-        gm = g0.to(kl.float32)
+    x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
+    gm = g0.to(kl.float32)
+    if CHUNKS > 1:
+        x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
+        gm = kl.minimum(gm, g1.to(kl.float32))
+    if CHUNKS > 2:
+        x2, g2 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
+        gm = kl.minimum(gm, g2.to(kl.float32))
+    # the rows with a gate below the bound (none in practice) the IEEE way. The arms start
+    # and end differently (pdl_launch_dependents first, the widening of y): with a common
+    # start LLVM hoisted the expf above the branch (and ptxas issued x's loads after it),
+    # with a common end it sank the bf16 multiplies below it (one HMUL2 a value instead of a
+    # pair)
+    if kl.min(gm, axis=0) < NEWTON_MIN_GATE:  # NaN is ignored: NaN both ways
+        y0 = _gate_bits(x0, g0)
         if CHUNKS > 1:
-            x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
-            gm = kl.minimum(gm, g1.to(kl.float32))
+            y1 = _gate_bits(x1, g1)
         if CHUNKS > 2:
-            x2, g2 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
-            gm = kl.minimum(gm, g2.to(kl.float32))
-        # the rows with a gate below the bound (none in practice) as before. The arms start
-        # and end differently (pdl_launch_dependents first, the widening of y): with a
-        # common start LLVM hoisted the expf above the branch (and ptxas issued x's loads
-        # after it), with a common end it sank the bf16 multiplies below it (one HMUL2 a
-        # value instead of a pair)
-        if kl.min(gm, axis=0) < NEWTON_MIN_GATE:  # NaN is ignored: NaN both ways
-            y0 = _gate_bits(x0, g0)
-            if CHUNKS > 1:
-                y1 = _gate_bits(x1, g1)
-            if CHUNKS > 2:
-                y2 = _gate_bits(x2, g2)
-            kl.pdl_launch_dependents()
-        else:
-            kl.pdl_launch_dependents()
-            y0 = _gate_bf16_sigmoid(x0, recip_bf16_newton(_sigmoid_denominator(g0)))
-            if CHUNKS > 1:
-                y1 = _gate_bf16_sigmoid(x1, recip_bf16_newton(_sigmoid_denominator(g1)))
-            if CHUNKS > 2:
-                y2 = _gate_bf16_sigmoid(x2, recip_bf16_newton(_sigmoid_denominator(g2)))
-        m = kl.abs(y0)
-        if CHUNKS > 1:
-            m = kl.maximum(m, kl.abs(y1))
-        if CHUNKS > 2:
-            m = kl.maximum(m, kl.abs(y2))
-    elif CHUNKS > 0 and LOADS_FIRST:
-        x0, g0 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
-        if CHUNKS > 1:
-            x1, g1 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
-        if CHUNKS > 2:
-            x2, g2 = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
-        y0 = _gate(x0, g0)
-        m = kl.abs(y0)
-        if CHUNKS > 1:
-            y1 = _gate(x1, g1)
-            m = kl.maximum(m, kl.abs(y1))
-        if CHUNKS > 2:
-            y2 = _gate(x2, g2)
-            m = kl.maximum(m, kl.abs(y2))
-    elif CHUNKS > 0:
-        y0 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs, H)
-        m = kl.abs(y0)
-        if CHUNKS > 1:
-            y1 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + BLOCK, H)
-            m = kl.maximum(m, kl.abs(y1))
-        if CHUNKS > 2:
-            y2 = _gated_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, offs + 2 * BLOCK, H)
-            m = kl.maximum(m, kl.abs(y2))
-    if CHUNKS > 0:
-        if not NEWTON:  # NEWTON: in its arms
-            kl.pdl_launch_dependents()
-        s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
-        r = 1.0 / s
-        _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
-        if CHUNKS > 1:
-            _quant_row_chunk(q_ptr, t, q_s0, offs + BLOCK, H, y1, s, r)
-        if CHUNKS > 2:
-            _quant_row_chunk(q_ptr, t, q_s0, offs + 2 * BLOCK, H, y2, s, r)
-        kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
-        return
-    mask = offs < H
-    x = kl.load(x_ptr + t * x_s0 + offs, mask=mask, other=0.0).to(kl.float32)
-    g = kl.load(gate_ptr + t * g_s0 + offs, mask=mask, other=0.0).to(kl.float32)
-    kl.pdl_launch_dependents()
-    sg = kl.sigmoid(g, precise=True).to(kl.bfloat16).to(kl.float32)
-    y = (x * sg).to(kl.bfloat16).to(kl.float32)  # masked lanes are 0: they do not move absmax
-    if RECIP:
-        q2, s1 = fp8_quant_groups_recip(y[None, :], False)
-        kl.store(q_ptr + t * q_s0 + offs[None, :], q2, mask=mask[None, :])
-        kl.store(s_ptr + t + kl.arange(0, 1), s1)
+            y2 = _gate_bits(x2, g2)
+        kl.pdl_launch_dependents()
     else:
-        s = fp8_group_scale(kl.max(kl.abs(y), axis=0), False)
-        kl.store(q_ptr + t * q_s0 + offs, (y / s).to(kl.float8e4m3), mask=mask)
-        kl.store(s_ptr + t, s)
+        kl.pdl_launch_dependents()
+        y0 = _gate_bf16_sigmoid(x0, recip_bf16_newton(_sigmoid_denominator(g0)))
+        if CHUNKS > 1:
+            y1 = _gate_bf16_sigmoid(x1, recip_bf16_newton(_sigmoid_denominator(g1)))
+        if CHUNKS > 2:
+            y2 = _gate_bf16_sigmoid(x2, recip_bf16_newton(_sigmoid_denominator(g2)))
+    m = kl.abs(y0)
+    if CHUNKS > 1:
+        m = kl.maximum(m, kl.abs(y1))
+    if CHUNKS > 2:
+        m = kl.maximum(m, kl.abs(y2))
+    s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
+    r = 1.0 / s
+    _quant_row_chunk(q_ptr, t, q_s0, offs, H, y0, s, r)
+    if CHUNKS > 1:
+        _quant_row_chunk(q_ptr, t, q_s0, offs + BLOCK, H, y1, s, r)
+    if CHUNKS > 2:
+        _quant_row_chunk(q_ptr, t, q_s0, offs + 2 * BLOCK, H, y2, s, r)
+    kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
 
 
-#: 256 threads x 8 bf16 (one 16-byte vector each).
-BLOCK, NUM_WARPS = 2048, 8
-#: the bf16 gate as a programmatic dependent launch (``pdl_wait`` before the loads); swept by
-#: ``bench/kimi_k3/run.py --sweep --only mla_output_gate`` at T = 1, 64 and 16384.
-PDL = True
-#: FP8 variant: bf16 elements per thread (8: one 16-byte vector, up to 8 warps; 16 or 32: half
-#: or a quarter of the warps) and the kernel's RECIP (same bits). H200 sweep at T = 16384
-#: (``bench/kimi_k3/run.py --sweep``): 16 elements + RECIP 45.7 us (64.5 % of copy
-#: bandwidth), 8 + RECIP 89.6 us; 8 with IEEE division was 94.5 us. Why 8 was slow: a
-#: kernel's layout gives each thread runs of 16 / (narrowest element stored) = 16 values
-#: (AssignLayout; the e4m3 output), so with 8 a thread half the warps held copies.
-FP8_THREAD_ELEMS, FP8_RECIP = 16, True
-#: FP8_CHUNKS: where three power-of-two tiles cover H with fewer idle lanes than one (K3's
-#: H = 1536: 3 x 512 on one warp, 48 values a thread; one 2048 tile on four warps left the
-#: fourth warp all masked lanes, computing a third more than needed, and reduced across
-#: warps through shared memory), the kernel's CHUNKS = 3 (needs RECIP). sm_90a SASS: 694
-#: instructions a thread for 12 useful values on average -> 1778 for 48, no barrier. Measured
-#: slower on the H200 (T = 16384: 47.1 us vs 43.6 us for the 2048 tile on 4 warps), without
-#: FP8_LOADS_FIRST: the SASS loaded chunk c + 1 only after chunk c's divisions, three DRAM
-#: round trips one after the other in every warp.
-#: FP8_LOADS_FIRST: the kernel's LOADS_FIRST, all three chunks' x and gate loaded before the
-#: first is gated (12 16-byte loads in flight a thread; 1775 instructions, 100 registers, no
-#: spill); the 2048 tile runs four warps' worth of instructions for three warps of data.
-#: H200 at T = 16384: 40.6 us (72.9 % of copy bandwidth) vs 43.8 for the former default
-#: (FP8_CHUNKS = FP8_LOADS_FIRST = False) and 46.8 for the chunks without LOADS_FIRST.
-FP8_CHUNKS, FP8_LOADS_FIRST = True, True
-#: FP8_ONE_REDUCTION: without chunks (FP8_CHUNKS off or H not 3 x a power of two), the one
-#: tile through the CHUNKS code path (CHUNKS = 1, needs RECIP): the absmax reduced once to a
-#: scalar, where RECIP's [1, BLOCK] form reduced it twice (two shared-memory rounds, four
-#: barriers). sm_90a at H = 1536, 4 warps: 694 -> 669 instructions, 56 -> 48 registers.
-#: H200 (without chunks, LOADS_FIRST on): 40.2 us.
-FP8_ONE_REDUCTION = True
-#: FP8_MAXNREG: the FP8 kernel's register cap (None: ptxas's choice; with chunks 92 or 96
-#: keeps 22 or 21 warps an SM with no spill, 88 spills). H200 with chunks: 40.6 us uncapped,
-#: 37.1 at 96, 36.6 at 92 (80.9 % of copy bandwidth), 39.0 at 88 and 39.2 at 84 (spills).
-#: With FP8_NEWTON (below) 96 (no stack).
-FP8_MAXNREG = 96
-#: ... from FP8_CHUNKS_MIN_T rows on: below, a row's latency is what counts, and one warp's
-#: chain over 48 values a thread is longer than four warps' over 16 (H200: T = 1 3.51 us with
-#: chunks vs 1.82 us for the one tile, T = 64 3.62 vs 1.99, T = 4096 12.69 vs 12.47).
-FP8_CHUNKS_MIN_T = 4096
-#: FP8_NEWTON (with FP8_CHUNKS or FP8_ONE_REDUCTION): the kernel's NEWTON, the sigmoid's
-#: reciprocal as rsqrt.approx squared and one Markstein step (same bf16 bits) where the row's
-#: gates are >= -87. sm_90a, K3's 16384-row config (3 x 512 on one warp, cap 92): the 48
-#: rcp.rn sites (an exponent test and BSSY/BRA/BSYNC around rcp.approx and its step, 10
-#: instructions run each, nothing interleaved across them) become straight-line code, but
-#: rsqrt.approx in a kernel without FTZ brings 4 instructions of subnormal fix-up (FSETP,
-#: FMUL, FSEL, FMUL) and the row's gate minimum one FMNMX a value, so about as many run:
-#: 1459 a row before, 1458 now (202 up to the branch with all 12 loads, 959 in the fast
-#: arm, ~300 after; static 1856 -> 2880 with the IEEE arm). What it may gain is the latency
-#: of the unrolled chains. 92 registers (8 bytes of stack: two predicates), 96 none. H200
-#: sweep (T = 16384, ``bench/kimi_k3/run.py --sweep --only mla_output_gate_fp8``, one run):
-#: with NEWTON 32.73 us at 96 registers (90.1 % of copy bandwidth), 32.74 at 104, 33.56 at
-#: 92, 34.21 at 88; without it 37.43 at 96, 37.66 at 92 (the former default). The chains
-#: interleave: the same instruction count runs 13 % faster.
-FP8_NEWTON = True
-#: Tried and removed: a persistent ring form, one-warp programs over the rows with the next
-#: rows bulk-copied into a shared-memory ring (``kl.bulk_load`` in ``kl.range(num_stages=)``)
-#: so that every warp always has a row in flight (19 KB of shared memory a program, 11 an
-#: SM at 2 stages; ~1580 instructions a row). H200 at T = 16384: 41.6-42.1 us at 8-11
-#: programs an SM with NEWTON, 52-53 at 6, 51-76 without NEWTON, against 32.7 us for the
-#: one-row programs (bench/results/h200-bench_kimi_k3_sweep_mxfp4_gate8.md).
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """mla_output_gate's and mla_output_gate_fp8's tuning; measured in
+    bench/results/kimi_k3/mla_output_gate.md."""
+    block: int = 2048  # bf16 gate: one 16-byte vector (8 bf16) a thread ...
+    num_warps: int = 8  # ... on 8 warps
+    fp8_thread_elems: int = 16  # FP8: bf16 values a thread (the e4m3 store's run of 16)
+    fp8_chunks_min_t: int = 4096  # three chunks on one warp from this many rows on
+    fp8_maxnreg: Optional[int] = 96  # 21 warps an SM with no spill or stack
 
 
-def _fp8_config(h: int, t: Optional[int] = None) -> tuple:
-    """(BLOCK, CHUNKS, num_warps): the row in one tile (CHUNKS 0, or 1 with
-    FP8_ONE_REDUCTION), or with FP8_CHUNKS, from FP8_CHUNKS_MIN_T rows on (t None: the
-    chunked form where it applies), in three tiles of BLOCK where they waste fewer lanes and
-    fill a warp; FP8_THREAD_ELEMS bf16 per thread, 1 to 8 warps."""
-    block = 1 << max(3, (h - 1).bit_length())
-    chunks = 1 if FP8_ONE_REDUCTION and FP8_RECIP else 0
+SETTINGS = Settings()
+
+
+def launch_config(settings: Settings = SETTINGS) -> tuple:
+    """(constexprs, num_warps) of the bf16 gate."""
+    return {"BLOCK": settings.block}, settings.num_warps
+
+
+def fp8_launch_config(h: int, t: Optional[int] = None, settings: Settings = SETTINGS) -> tuple:
+    """(constexprs, num_warps, maxnreg) of the FP8 gate on T = ``t`` rows of H = ``h``
+    (t None: the bundle's many-row specialization): the row in one tile (CHUNKS = 1), or
+    from fp8_chunks_min_t rows on in three tiles of BLOCK where they waste fewer lanes and
+    fill a warp; fp8_thread_elems bf16 a thread, 1 to 8 warps."""
+    te = settings.fp8_thread_elems
+    block, chunks = 1 << max(3, (h - 1).bit_length()), 1
     third = 1 << max(3, (-(-h // 3) - 1).bit_length())
-    if (FP8_CHUNKS and FP8_RECIP and 3 * third < block and third >= 32 * FP8_THREAD_ELEMS
-            and (t is None or t >= FP8_CHUNKS_MIN_T)):
+    if (3 * third < block and third >= 32 * te
+            and (t is None or t >= settings.fp8_chunks_min_t)):
         block, chunks = third, 3
-    return block, chunks, min(8, max(1, block // (32 * FP8_THREAD_ELEMS)))
+    return ({"BLOCK": block, "CHUNKS": chunks}, min(8, max(1, block // (32 * te))),
+            settings.fp8_maxnreg)
 
 
-def _fp8_constexprs(h: int, t: Optional[int] = None) -> dict:
-    block, chunks, _ = _fp8_config(h, t)
-    return {"BLOCK": block, "RECIP": FP8_RECIP, "CHUNKS": chunks,
-            "LOADS_FIRST": FP8_LOADS_FIRST, "NEWTON": FP8_NEWTON and chunks > 0}
+def _fp8_spec(t: Optional[int]) -> Spec:
+    constexprs, num_warps, maxnreg = fp8_launch_config(1536, t)
+    return Spec(mla_output_gate_fp8_kernel, name="mla_output_gate_fp8",
+                signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3",
+                           "s_ptr": "*f32", "H": "i32", "x_s0": "i32", "g_s0": "i32",
+                           "q_s0": "i32"},
+                constexprs=constexprs,
+                divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0",
+                              "q_s0"],
+                num_warps=num_warps, maxnreg=maxnreg)
 
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_kernel, name="mla_output_gate",
          signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "out_ptr": "*bf16", "N": "i32"},
-         constexprs={"BLOCK": BLOCK, "PDL": PDL},
+         constexprs=launch_config()[0],
          divisibility={"x_ptr": 16, "gate_ptr": 16, "out_ptr": 16, "N": 8},
-         num_warps=NUM_WARPS),
+         num_warps=launch_config()[1]),
 ] + [
     # K3: 12 local heads x 128 = 1536; few rows (t = 1) and many (t = None)
-    Spec(mla_output_gate_fp8_kernel, name="mla_output_gate_fp8",
-         signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "q_ptr": "*f8e4m3", "s_ptr": "*f32",
-                    "H": "i32", "x_s0": "i32", "g_s0": "i32", "q_s0": "i32"},
-         constexprs=_fp8_constexprs(1536, t),
-         divisibility=["x_ptr", "gate_ptr", "q_ptr", "s_ptr", "H", "x_s0", "g_s0", "q_s0"],
-         num_warps=_fp8_config(1536, t)[2], maxnreg=FP8_MAXNREG)
-    for t in (1, None)
-    if t is None or _fp8_config(1536, t) != _fp8_config(1536)
+    _fp8_spec(t) for t in (1, None)
+    if t is None or fp8_launch_config(1536, t) != fp8_launch_config(1536)
 ]
 
 
-def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
+def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None, *,
+                    settings: Settings = SETTINGS) -> Any:
     """``x * sigmoid(gate)`` bf16, bit-exact with torch; x and gate contiguous bf16 of one
     shape with numel % 8 == 0; ``out`` (allocated if None) may alias x. Checks raise before
     launch."""
@@ -355,14 +250,16 @@ def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None) -> Any:
         L.check_shape(op, "out", out, shp)
         L.check_contiguous(op, "out", out)
     L.check_same_device(op, ("x", x), ("gate", gate), ("out", out))
-    L.check_int32_extent(op, "N", n + BLOCK)
-    L.launch(mla_output_gate_kernel, "mla_output_gate", ((n + BLOCK - 1) // BLOCK,),
-             (x, gate, out, n), {"BLOCK": BLOCK, "PDL": PDL}, NUM_WARPS)
+    constexprs, num_warps = launch_config(settings)
+    block = constexprs["BLOCK"]
+    L.check_int32_extent(op, "N", n + block)
+    L.launch(mla_output_gate_kernel, "mla_output_gate", ((n + block - 1) // block,),
+             (x, gate, out, n), constexprs, num_warps)
     return out
 
 
 def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
-                        out_s: Optional[Any] = None) -> tuple:
+                        out_s: Optional[Any] = None, *, settings: Settings = SETTINGS) -> tuple:
     """Gated row ``y = x * sigmoid(gate)`` (bf16, as torch) quantized per token: returns
     (out_q fp8 e4m3 [T, H], out_s fp32 [T]) per the module docstring; x, gate bf16 [T, H]
     (last dimension contiguous, 16-byte row strides), H % 8 == 0, H <= 16384; out_q and out_s
@@ -407,7 +304,8 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
             out_s = torch.empty((t,), dtype=torch.float32, device=x.device)
     if t == 0 or h == 0:
         return out_q, out_s
+    constexprs, num_warps, maxnreg = fp8_launch_config(h, t, settings)
     L.launch(mla_output_gate_fp8_kernel, op, (t,),
-             (x, gate, out_q, out_s, h, strides[0], strides[1], h), _fp8_constexprs(h, t),
-             _fp8_config(h, t)[2], FP8_MAXNREG)
+             (x, gate, out_q, out_s, h, strides[0], strides[1], h), constexprs, num_warps,
+             maxnreg)
     return out_q, out_s

@@ -1,4 +1,4 @@
-"""MoE align for one decode token (KERNELS.md §3.4): ``moe_align_block_size`` semantics for
+"""MoE align for one decode token: ``moe_align_block_size`` semantics for
 M == 1 without a sort primitive, in one single-warp program.
 
 Every lane i of ``topk_ids[0, :]`` gets the key ``id_i`` (``INT_MAX`` for an invalid id < 0, an
@@ -14,6 +14,8 @@ tail of ``expert_ids`` [topk] holds -1, and ``num_tokens_post_padded[0] = n_vali
 topk (<= 32) is padded to the power of two TOPK_P2 inside the kernel (masked lanes are
 invalid). Each output element is computed, not filled and then overwritten, so no store order
 between threads matters.
+
+Specification: docs/kernels/moe_routing.md
 """
 
 from __future__ import annotations
@@ -59,12 +61,19 @@ def moe_align_single_token_kernel(ids_ptr, sorted_ptr, expert_ptr, post_ptr,
     kl.store(post_ptr, n_valid * BLOCK)
 
 
+def launch_config(topk: int, block_size: int) -> tuple:
+    """(constexprs, num_warps) of a launch: one warp (topk <= 32 lanes), nothing to tune."""
+    return {"TOPK": topk, "BLOCK": block_size}, 1
+
+
+#: K3: top-16, the MoE GEMMs' blocks of 16 and 64 rows.
 AOT_SPECIALIZATIONS = [
     Spec(moe_align_single_token_kernel, name="moe_align_single_token",
          signature={"ids_ptr": "*i32", "sorted_ptr": "*i32", "expert_ptr": "*i32",
                     "post_ptr": "*i32"},
-         constexprs={"TOPK": 16, "BLOCK": block},
-         divisibility=["ids_ptr", "sorted_ptr", "expert_ptr", "post_ptr"], num_warps=1)
+         constexprs=launch_config(16, block)[0],
+         divisibility=["ids_ptr", "sorted_ptr", "expert_ptr", "post_ptr"],
+         num_warps=launch_config(16, block)[1])
     for block in (16, 64)
 ]
 
@@ -105,7 +114,7 @@ def moe_align_single_token(topk_ids: Any, block_size: int, sorted_ids: Optional[
             topk, dtype=torch.int32, device=dev)
         if num_tokens_post_padded is None:
             num_tokens_post_padded = torch.empty(1, dtype=torch.int32, device=dev)
+    constexprs, num_warps = launch_config(topk, block_size)
     L.launch(moe_align_single_token_kernel, "moe_align_single_token", (1,),
-             (topk_ids, sorted_ids, expert_ids, num_tokens_post_padded),
-             {"TOPK": topk, "BLOCK": block_size}, 1)
+             (topk_ids, sorted_ids, expert_ids, num_tokens_post_padded), constexprs, num_warps)
     return sorted_ids, expert_ids, num_tokens_post_padded

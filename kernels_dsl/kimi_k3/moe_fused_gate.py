@@ -1,4 +1,4 @@
-"""MoE router epilogue ``moe_fused_gate``, sigmoid scoring (Kimi K3; KERNELS.md §3.3, §2.2).
+"""MoE router epilogue ``moe_fused_gate``, sigmoid scoring (Kimi K3).
 
 For each row m of ``scores`` fp32 [M, E] with ``bias`` fp32 [E] (e_score_correction_bias):
 
@@ -22,50 +22,34 @@ renormalized and scaled with the routed ones, so with both options on it is exac
 libdevice's expf and an IEEE reciprocal, the arithmetic of torch's CUDA sigmoid, so the ids equal
 a torch reference (``torch.sigmoid``) exactly. ``FAST_SIGMOID=True``: the original router's
 ``__fdividef(1, 1 + __expf(-x))`` (``mul.rn`` by -log2(e), ``ex2.approx.f32``, ``add``,
-``rcp.approx.f32``; §2.2 ``sigmoid_match``), which agrees with the Triton/CUDA routers bit for
-bit but differs from torch by a few ulp, so near-ties (b within ~1e-7) may rank differently from
-a torch reference.
+``rcp.approx.f32``), which agrees with the Triton/CUDA routers bit for bit but differs from
+torch by a few ulp, so near-ties (b within ~1e-7) may rank differently from a torch reference.
 
-**Selection: radix select** over the order-preserving key of §2.2 (``biased_to_key``: -0.0 is
-canonicalized to +0.0, here implied as b is never -0.0; key = ~bits for a negative float,
-bits | 0x80000000 otherwise; larger float <=> larger key; padded lanes get key 0, below every
-float's key). One program per row:
+**Keys.** Experts are ranked by the order-preserving key of b (``sigmoid_and_key``: key = ~bits
+for a negative float, bits | 0x80000000 otherwise; larger float <=> larger key; -0.0 cannot
+occur; padded lanes get key 0, below every float's key). One program per row, the row as an
+[R, C] tile (C = 32 lanes per tile row, expert e = r * C + c). Two kernels, by row count
+(``select_launch``):
 
-1. the row is a [R, C] tile (C = 32 lanes per tile row, expert e = r * C + c);
-2. a threshold T with count(key >= T) >= K is built bit by bit, most significant first:
-   T |= bit if ``count(key >= T | bit) >= K`` (one count reduction per bit). The rounds stop
-   (a uniform branch) as soon as count(key >= T) == K; otherwise, after 32 rounds, T is
-   exactly the K-th largest key (ties at the K-th key). ``SELECT_BITS = 2`` (E < 1024):
-   two bits a round, T |= d << (30 - 2i) for the largest d in {1, 2, 3} with
-   ``count(key >= T | d << (30 - 2i)) >= K``, the three counts summed in one reduction as
-   10-bit fields of an int32 (each count <= E <= 1023): the same two decisions as two
-   one-bit rounds, in up to 16 rounds. When the one-bit rounds would stop after the first
-   bit of a pair, the second may still raise T past keys that are not there: the keys
-   >= T, hence the winners, are the same. ``SELECT_BITS = 4`` (E < 1024): four bits a
-   round, T |= d << (28 - 4i) for the largest d in 1..15 with
-   ``count(key >= T | d << (28 - 4i)) >= K``, in up to 8 rounds: a key adds 1 to the counts
-   of d = 1 .. g, g = min((max(key, T) - T) >> (28 - 4i), 15), as nibbles of one uint64,
-   summed over runs of 8 keys (at most 8 a nibble) and then, widened to 16-bit fields of
-   eight int32, over the row in one eight-operand reduction (the same stop rule; any E);
-3. the winners are the A = count(key > T) experts above T plus the first K - A experts equal
-   to T in id order (all of them when count(key >= T) == K). Per tile row, 32-bit masks of
-   the "above" and "equal" lanes and an inclusive prefix of their popcounts locate, for each
-   output slot j, its expert: slot j < A takes the j-th "above" expert, slot j >= A the
-   (j - A)-th "equal" one (tile row from the prefix counts, column by a 5-step binary search
-   for the n-th set bit of the row's mask).
-   ``MERGED_REDUCTIONS``: the same, with the R "above" tile rows followed by the R "equal"
-   ones as one sequence of 2R rows (slot j takes its j-th set bit, A needs no count of its
-   own), the inclusive prefix counts by ``kl.cumsum`` over the [R] counts, and every pair
-   or triple of reductions over one tile in one multi-operand ``kl.reduce``;
-4. the K winners' keys are recomputed from their scores (same instructions, same bits) and
-   ranked by (key descending, id ascending) in a [K, K] tile, which sorts them.
+- ``moe_fused_gate_rank_kernel`` (below ``Settings.batch_m`` rows, on 4 warps): the K-th
+  largest of 64 group maxima is a threshold that keeps every winner; the keys above it (at
+  most ``rank_cap``, else the radix select below decides) are compacted and ranked exactly as
+  (key, ~id) 64-bit keys; no rounds.
+- ``moe_fused_gate_kernel`` (from ``batch_m`` rows, on one warp): the radix select. A
+  threshold T with count(key >= T) >= K is built most significant bits first, ``SELECT_BITS``
+  (1 or 4) a round, stopping as soon as count(key >= T) == K; the winners are the keys above T
+  plus the first K - count(key > T) equal to T in id order, located per output slot from 32-bit
+  lane masks and prefix popcounts, then re-keyed from their scores and sorted in a [K, K] tile.
 
-The kernel uses PDL (``pdl_wait`` before the first load): it may start while the router GEMM
-that writes ``scores`` is finishing.
+Both wait for the previous kernel (PDL) before their first load: they may start while the
+router GEMM that writes ``scores`` is finishing.
+
+Specification: docs/kernels/moe_routing.md
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Optional
 
@@ -77,14 +61,10 @@ from kiln.aot import Spec
 
 from . import _launch as L
 
-#: biased_to_key(-1e30): the key of a NaN score (§2.2 ``nan_floor``).
+#: the key of -1e30: the key of a NaN score
 NAN_KEY = int(~np.array([-1e30], np.float32).view(np.uint32)[0] & np.uint32(0xFFFFFFFF))
 MAX_TOPK = 32
 MAX_EXPERTS = 4096
-
-
-def _p2(n: int) -> int:
-    return 1 << max(0, math.ceil(math.log2(n)))
 
 
 @kiln.jit
@@ -117,8 +97,8 @@ def nth_set_bit(m, n, C: kl.constexpr, OPAQUE_START: kl.constexpr = False):
 def sigmoid_and_key(s, bias, FAST_SIGMOID: kl.constexpr):
     """(a, key): a = sigmoid(s), key = biased_to_key(nan_floor(a + bias)) (uint32)."""
     a = kl.sigmoid(s, precise=not FAST_SIGMOID)
-    # §2.2 canonicalizes -0.0 to +0.0 first; here it is implied: a is +0.0 or above (or NaN),
-    # never -0.0, and a sum is -0.0 only when both terms are
+    # the key is defined on b with -0.0 canonicalized to +0.0; here that is implied: a is +0.0
+    # or above (or NaN), never -0.0, and a sum is -0.0 only when both terms are
     b = a + bias
     bits = b.to(kl.int32, bitcast=True)
     # ~bits for a negative b (sign set), bits | 0x80000000 otherwise: one xor with the
@@ -161,9 +141,9 @@ def _count_ge(q0, q1, q2, q3, q4, q5, q6, q7, K: kl.constexpr):
 
 @kiln.jit
 def kth_key(key, K: kl.constexpr, BITS: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
-    """Step 2 of the module docstring: the threshold thr (uint32) of the radix select over
-    the [R, C] keys, count(key >= thr) >= K, the keys >= thr exactly the K winners unless
-    ties at the K-th key (then thr is that key)."""
+    """The radix select's threshold thr (uint32) over the [R, C] keys, BITS (1 or 4) bits a
+    round: count(key >= thr) >= K, the keys >= thr exactly the K winners unless ties at the
+    K-th key (then thr is that key)."""
     # Invariant: n_ge = count(key >= thr) >= K. Once n_ge == K the K winners are exactly the
     # keys >= thr and the remaining rounds are skipped (a uniform branch); with ties at the
     # K-th key all 32 rounds run and thr ends as that key.
@@ -205,23 +185,6 @@ def kth_key(key, K: kl.constexpr, BITS: kl.constexpr, R: kl.constexpr, C: kl.con
                 nd = _count_ge(q0, q1, q2, q3, q4, q5, q6, q7, K)
                 thr = thr | (nd << sh)
                 done = done | (_count_ge(q0, q1, q2, q3, q4, q5, q6, q7, K + 1) < nd)
-    elif BITS == 2:
-        # two bits a round: the counts of the candidates thr | d << (30 - 2i), d = 1, 2, 3,
-        # in 10-bit fields of one sum; the largest d whose count is >= K is taken (the same
-        # two decisions the one-bit rounds make, n1 >= n2 >= n3)
-        for i in range(16):
-            if n_ge != K:
-                sh = (30 - 2 * i).to(kl.uint32)
-                c1 = thr | (kl.cast(1, kl.uint32) << sh)
-                c2 = thr | (kl.cast(2, kl.uint32) << sh)
-                c3 = thr | (kl.cast(3, kl.uint32) << sh)
-                packed = kl.sum(kl.where(key >= c2, kl.where(key >= c3, 0x100401, 0x401),
-                                         kl.where(key >= c1, 1, 0)))
-                n1 = packed & 1023
-                n2 = (packed >> 10) & 1023
-                n3 = packed >> 20
-                thr = kl.where(n3 >= K, c3, kl.where(n2 >= K, c2, kl.where(n1 >= K, c1, thr)))
-                n_ge = kl.where(n3 >= K, n3, kl.where(n2 >= K, n2, kl.where(n1 >= K, n1, n_ge)))
     else:
         for i in range(32):
             if n_ge != K:
@@ -252,10 +215,10 @@ def store_shared_slots(w_ptr, ids_ptr, out, shared_w, n_shared, K: kl.constexpr,
 
 
 @kiln.jit
-def merged_slot_experts(j, ok, ainc, einc, acnt, ecnt, amask, emask, R: kl.constexpr,
-                        C: kl.constexpr):
-    """MERGED step 3: the expert of each slot j (0 where not ``ok``), the R "above" tile
-    rows then the R "equal" ones as one sequence: slot j takes its sequence's j-th set bit.
+def slot_experts(j, ok, ainc, einc, acnt, ecnt, amask, emask, R: kl.constexpr,
+                 C: kl.constexpr):
+    """The expert of each slot j (0 where not ``ok``), the R "above" tile rows then the R
+    "equal" ones as one sequence: slot j takes its sequence's j-th set bit.
     ``acnt`` / ``ecnt`` are the rows' popcounts, ``ainc`` / ``einc`` their inclusive prefix
     sums over the sequence, ``amask`` / ``emask`` the rows' lane masks ([R] each)."""
     jb = j[:, None]
@@ -276,7 +239,7 @@ def merged_slot_experts(j, ok, ainc, einc, acnt, ecnt, amask, emask, R: kl.const
 @kiln.jit
 def row_keys(scores_ptr, bias_ptr, row, stride_s, E: kl.constexpr, R: kl.constexpr,
              C: kl.constexpr, FAST_SIGMOID: kl.constexpr):
-    """Step 1 of both latency kernels: row ``row``'s keys as an [R, C] tile (expert e = r * C
+    """Step 1 of both kernels: row ``row``'s keys as an [R, C] tile (expert e = r * C
     + c; padded lanes key 0, below every float's key) and the tile's (rr, cc, lane, valid).
     Waits for the previous kernel (PDL) before its loads and lets the next one launch."""
     rr = kl.arange(0, R)
@@ -291,14 +254,14 @@ def row_keys(scores_ptr, bias_ptr, row, stride_s, E: kl.constexpr, R: kl.constex
     return rr, cc, lane, valid, kl.where(valid, key, 0)
 
 
-@kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
+@kiln.jit(num_warps=1, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
 def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
                           rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
-                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1,
-                          MERGED: kl.constexpr = False):
-    # 2 bits a round packs three counts (each <= E) into one int32: 10-bit fields, E < 1024
-    BITS: kl.constexpr = SELECT_BITS if E < 1024 or SELECT_BITS == 4 else 1
-    kl.static_assert(BITS == 1 or BITS == 2 or BITS == 4, "SELECT_BITS must be 1, 2 or 4")
+                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1):
+    """The radix select (module docstring), SELECT_BITS (1 or 4) bits of the threshold a
+    round."""
+    BITS: kl.constexpr = SELECT_BITS
+    kl.static_assert(BITS == 1 or BITS == 4, "SELECT_BITS must be 1 or 4")
     C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
     R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
     KP: kl.constexpr = 1 << math.ceil(math.log2(K))
@@ -316,60 +279,30 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
     jj = kl.arange(0, KP)
     slot_ok = jj < K
-    if MERGED:
-        # one sequence of 2R tile rows, the R "above" rows then the R "equal" ones: slot j
-        # takes its j-th set bit (the first A slots the "above" experts, the rest the first
-        # "equal" ones), three multi-operand reductions in all
-        amask, emask = kl.reduce((kl.where(above, cbit[None, :], 0),
-                                  kl.where(equal, cbit[None, :], 0)), 1, _add2)  # [R] uint32
-        acnt = popcount32(amask)
-        ecnt = popcount32(emask)
-        # inclusive prefix counts over the sequence (an "equal" row also counts every "above"
-        # one): scans of the [R] counts, no [R, R] tile
-        ainc = kl.cumsum(acnt, 0)
-        einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
-        expert = merged_slot_experts(jj, slot_ok, ainc, einc, acnt, ecnt, amask, emask, R, C)
-    else:
-        n_above = kl.sum(above.to(kl.int32))
-        amask = kl.sum(kl.where(above, cbit[None, :], 0), axis=1)  # [R] uint32
-        emask = kl.sum(kl.where(equal, cbit[None, :], 0), axis=1)
-        acnt = popcount32(amask)
-        ecnt = popcount32(emask)
-        upto = rr[None, :] <= rr[:, None]  # [R, R]: column tile row <= row
-        ainc = kl.sum(kl.where(upto, acnt[None, :], 0), axis=1)  # inclusive prefix counts
-        einc = kl.sum(kl.where(upto, ecnt[None, :], 0), axis=1)
-        from_above = jj < n_above
-        n = kl.where(from_above, jj, jj - n_above)  # rank within its class, in id order
-        inc = kl.where(from_above[:, None], ainc[None, :], einc[None, :])  # [KP, R]
-        cnt_r = kl.where(from_above[:, None], acnt[None, :], ecnt[None, :])
-        mask_r = kl.where(from_above[:, None], amask[None, :], emask[None, :])
-        trow = kl.sum((inc <= n[:, None]).to(kl.int32), axis=1)  # the tile row holding it
-        hit = rr[None, :] == trow[:, None]
-        before = kl.sum(kl.where(hit, inc - cnt_r, 0), axis=1)
-        m = kl.sum(kl.where(hit, mask_r, 0), axis=1)
-        col = nth_set_bit(m, n - before, C)
-        expert = kl.where(slot_ok, trow * C + col, 0)
+    # one sequence of 2R tile rows, the R "above" rows then the R "equal" ones: slot j takes
+    # its j-th set bit (the first A slots the "above" experts, the rest the first "equal"
+    # ones), three multi-operand reductions in all
+    amask, emask = kl.reduce((kl.where(above, cbit[None, :], 0),
+                              kl.where(equal, cbit[None, :], 0)), 1, _add2)  # [R] uint32
+    acnt = popcount32(amask)
+    ecnt = popcount32(emask)
+    # inclusive prefix counts over the sequence (an "equal" row also counts every "above"
+    # one): scans of the [R] counts, no [R, R] tile
+    ainc = kl.cumsum(acnt, 0)
+    einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
+    expert = slot_experts(jj, slot_ok, ainc, einc, acnt, ecnt, amask, emask, R, C)
 
     # -- 4. recompute the winners' keys and sort them ---------------------------------------
     s_k = kl.load(scores_ptr + row * stride_s + expert, mask=slot_ok, other=0.0)
     b_k = kl.load(bias_ptr + expert, mask=slot_ok, other=0.0)
     a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
-    if MERGED:
-        # (key descending, id ascending) as one 64-bit key: key above, ~id below
-        sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
-        first = slot_ok[:, None] & (sk[:, None] > sk[None, :])
-    else:
-        ki, kj = key_k[:, None], key_k[None, :]
-        ei, ej = expert[:, None], expert[None, :]
-        first = slot_ok[:, None] & ((ki > kj) | ((ki == kj) & (ei < ej)))
+    # (key descending, id ascending) as one 64-bit key: key above, ~id below
+    sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
+    first = slot_ok[:, None] & (sk[:, None] > sk[None, :])
     rank = kl.sum(first.to(kl.int32), axis=0)  # [KP]: winners ahead of winner j
     place = (rank[None, :] == jj[:, None]) & slot_ok[None, :]  # [slot, winner]
-    if MERGED:
-        ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
-                            kl.where(place, a_k[None, :], 0.0)), 1, _add2)
-    else:
-        ids = kl.sum(kl.where(place, expert[None, :], 0), axis=1)
-        w = kl.sum(kl.where(place, a_k[None, :], 0.0), axis=1)
+    ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
+                        kl.where(place, a_k[None, :], 0.0)), 1, _add2)
 
     # -- 5. shared slots, renormalize, scale -------------------------------------------------
     routed_sum, denom, scale = renorm_and_scale(w, slot_ok, rsf, renorm, apply_rsf)
@@ -394,14 +327,12 @@ def first_set_bits(m, n, C: kl.constexpr):
 def _rank_select_rows(key, srow_ptr, bias_ptr, ids_row_ptr, K: kl.constexpr,
                       FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr, G: kl.constexpr,
                       CAP: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
-    """``RANK_FORM = 2``: steps 2-4 of ``moe_fused_gate_rank_kernel`` (the same candidates,
-    winners, ids and weight bits) with 6 shared-memory exchanges instead of 8 on a row
-    without fallback: every count and compaction result is kept on the tile it is used on
-    (a reduction broadcast back along its axis is warp shuffles only, no shared memory).
-    Stores the K winners' ids (ids_row_ptr[slot]); returns (w, a, slot, first): the winners'
-    weights in slot order ([KP], zero past K, for the sum in the radix kernel's order), and
-    on [CP, CP] tiles each candidate's weight, slot and where a winner's weight goes (first:
-    the winners' column 0).
+    """Steps 2-4 of ``moe_fused_gate_rank_kernel``: every count and compaction result is
+    kept on the tile it is used on (a reduction broadcast back along its axis is warp
+    shuffles only, no shared memory). Stores the K winners' ids (ids_row_ptr[slot]); returns
+    (w, a, slot, first): the winners' weights in slot order ([KP], zero past K, for the sum
+    in the radix kernel's order), and on [CP, CP] tiles each candidate's weight, slot and
+    where a winner's weight goes (first: the winners' column 0).
 
     Threshold: the [G, G] compare as a [G/2, 2G] tile whose row i holds the maxima of
     groups 2i and 2i + 1 (each against all G maxima): a row spans the 32 lanes of one warp
@@ -484,33 +415,28 @@ def _rank_select_rows(key, srow_ptr, bias_ptr, ids_row_ptr, K: kl.constexpr,
     return w, a_k, rank, first
 
 
-
 @kiln.jit(num_warps=4, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
 def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o,
                                n_shared, rsf, renorm, apply_rsf, E: kl.constexpr,
                                K: kl.constexpr, FAST_SIGMOID: kl.constexpr,
                                SELECT_BITS: kl.constexpr = 4, GROUPS: kl.constexpr = 64,
-                               CAP: kl.constexpr = 32, FORM: kl.constexpr = 1):
-    """``LATENCY_KERNEL = "rank"``: the radix kernel's results (same ids, same weight bits)
-    with the radix rounds replaced, on every row with at most CAP candidates, by a
-    pre-filter that provably keeps every winner and an exact ranking of what it keeps.
+                               CAP: kl.constexpr = 32):
+    """The radix kernel's results (same ids, same weight bits) with the radix rounds
+    replaced, on every row with at most CAP candidates, by a pre-filter that provably keeps
+    every winner and an exact ranking of what it keeps.
 
     The [R, C] keys as GROUPS groups of consecutive experts; t0 = the K-th largest group
-    maximum (rank of each maximum by a [GROUPS, GROUPS] compare, no rounds). At least K
-    groups have their maximum >= t0, so count(key >= t0) >= K, and every winner is >= t0:
-    the candidates are the keys >= t0 (17 on average on the benchmark's rows, at most 27 in
-    4000 numpy rows with GROUPS = 64). Up to CAP of them are compacted into CAP slots
-    (step 3 of the radix kernel with one class) and ranked by (key descending, id
-    ascending) as 64-bit keys in a [CAP, CAP] tile; rank < K is the output slot. A row with
-    more than CAP candidates (ties, saturated or NaN rows) takes the radix rounds instead
-    (a uniform branch; SELECT_BITS as the radix kernel) and then the same steps with the
-    "above" and "equal" classes, its K winners the K valid slots. FORM = 2: steps 2-4 by
-    ``_rank_select_rows`` (the same results, fewer exchanges through shared memory)."""
+    maximum. At least K groups have their maximum >= t0, so count(key >= t0) >= K, and every
+    winner is >= t0: the candidates are the keys >= t0. Up to CAP of them are compacted into
+    CAP slots and ranked by (key descending, id ascending) as 64-bit keys; rank < K is the
+    output slot. A row with more than CAP candidates (ties, saturated or NaN rows) takes the
+    radix rounds instead (a uniform branch; SELECT_BITS as the radix kernel) and keeps the
+    keys above the threshold plus the first ones equal to it, its K winners the K valid
+    slots (``_rank_select_rows``)."""
     C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
     R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
     KP: kl.constexpr = 1 << math.ceil(math.log2(K))
     G: kl.constexpr = min(GROUPS, R * C)
-    CP: kl.constexpr = max(CAP, KP)
     kl.static_assert(K <= E, "topk must not exceed the number of experts")
     kl.static_assert(G >= K, "the pre-filter needs at least K groups")
     row = kl.program_id(0)
@@ -520,154 +446,33 @@ def moe_fused_gate_rank_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s
     jj = kl.arange(0, KP)
     slot_ok = jj < K
     out = row * stride_o
-    if FORM == 2:
-        w, a_k, slot, first = _rank_select_rows(key, scores_ptr + row * stride_s, bias_ptr,
-                                                ids_ptr + out, K, FAST_SIGMOID, SELECT_BITS,
-                                                G, CAP, R, C)
-    else:
-        # -- 2. the pre-filter: t0 = the K-th largest group maximum ------------------------------
-        # t0 is the largest maximum m with #{groups: max >= m} >= K (ties counted). Padded keys
-        # are 0, below every float's key; at least K groups hold a real key (G >= K, and at most
-        # half the groups are padding), so t0 > 0 and no padded lane is a candidate
-        mg = kl.max(key.reshape(G, R * C // G), axis=1)  # [G]
-        cnt = kl.sum((mg[None, :] >= mg[:, None]).to(kl.int32), axis=1)  # [G]: maxima >= mine
-        t0 = kl.max(kl.where(cnt >= K, mg, 0))
-        cbit = kl.cast(1, kl.uint32) << cc.to(kl.uint32)
-        amask = kl.sum(kl.where(key >= t0, cbit[None, :], 0), axis=1)  # [R] uint32: candidates
-        emask = kl.zeros((R,), kl.uint32)
-        n_cand = kl.sum(popcount32(amask))
-        n_valid = n_cand
-        if n_cand > CAP:
-            # more than CAP candidates: the radix select's threshold, the keys above it and the
-            # first K equal to it in id order
-            thr = kth_key(key, K, SELECT_BITS, R, C)
-            amask, emask = kl.reduce((kl.where(key > thr, cbit[None, :], 0),
-                                      kl.where(key == thr, cbit[None, :], 0)), 1, _add2)
-            n_valid = n_cand * 0 + K
+    w, a_k, slot, first = _rank_select_rows(key, scores_ptr + row * stride_s, bias_ptr,
+                                            ids_ptr + out, K, FAST_SIGMOID, SELECT_BITS,
+                                            G, CAP, R, C)
 
-        # -- 3. compact the valid candidates into CP slots (the radix kernel's MERGED step 3) ---
-        acnt = popcount32(amask)
-        ecnt = popcount32(emask)
-        ainc = kl.cumsum(acnt, 0)
-        einc = kl.cumsum(ecnt, 0) + kl.sum(acnt)
-        jc = kl.arange(0, CP)
-        cand_ok = jc < n_valid
-        expert = merged_slot_experts(jc, cand_ok, ainc, einc, acnt, ecnt, amask, emask, R, C)
-
-        # -- 4. the candidates' keys again, ranked: rank < K is the output slot ------------------
-        s_k = kl.load(scores_ptr + row * stride_s + expert, mask=cand_ok, other=0.0)
-        b_k = kl.load(bias_ptr + expert, mask=cand_ok, other=0.0)
-        a_k, key_k = sigmoid_and_key(s_k, b_k, FAST_SIGMOID)
-        sk = (key_k.to(kl.uint64) << 32) | (~expert.to(kl.uint32)).to(kl.uint64)
-        first = cand_ok[:, None] & (sk[:, None] > sk[None, :])
-        rank = kl.sum(first.to(kl.int32), axis=0)  # [CP]: candidates ahead of candidate j
-        place = (rank[None, :] == jj[:, None]) & cand_ok[None, :]  # [slot, candidate]
-        ids, w = kl.reduce((kl.where(place, expert[None, :], 0),
-                            kl.where(place, a_k[None, :], 0.0)), 1, _add2)
-
-    # -- 5. shared slots, renormalize, scale (as the radix kernel) --------------------------
+    # -- 5. shared slots, renormalize, scale (as the radix kernel), each winner's weight
+    # stored from its row (the ids are stored) ---------------------------------------------
     routed_sum, denom, scale = renorm_and_scale(w, slot_ok, rsf, renorm, apply_rsf)
-    if FORM == 2:  # from each winner's row (the ids are stored)
-        kl.store(w_ptr + out + slot, a_k / denom * scale, mask=first)
-    else:
-        w = w / denom * scale
-        kl.store(w_ptr + out + jj, w, mask=slot_ok)
-        kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
+    kl.store(w_ptr + out + slot, a_k / denom * scale, mask=first)
     store_shared_slots(w_ptr, ids_ptr, out, routed_sum / rsf / denom * scale, n_shared, K, E)
 
 
-#: Warps per row: NUM_WARPS below BATCH_M rows (latency: the radix select's counts over 4
-#: warps), BATCH_WARPS from BATCH_M on (throughput: on one warp every count is shuffles, no
-#: shared memory or barrier). H200 sweep (bench/kimi_k3/run.py --sweep; SELECT_BITS = 1,
-#: MERGED_REDUCTIONS = False): T = 1 6.7 us on 4 warps vs 9.6 on 1; T = 16384 121.7 us on 1
-#: warp vs 175.0 on 4 (8 warps: 340). BATCH_M: 4 one-warp rows per SM of the H200.
-NUM_WARPS, BATCH_WARPS, BATCH_M = 4, 1, 512
-#: Register cap of the one-warp (batch) kernel: uncapped it takes 112 registers (sm_90a), so
-#: 18 one-warp programs fit an SM; at 80 (no spills) 25 do. None: ptxas decides. H200 sweep at
-#: T = 16384 (SELECT_BITS = 1, MERGED_REDUCTIONS = False): 113.2 us uncapped, 104.0 at 96,
-#: 99.1 at 80, 97.9 at 72 (48 bytes spilled). With the two-bit select and the merged steps
-#: 3-4: 108 registers uncapped, none spilled at 80, 56 bytes at 72; H200 with the one-bit
-#: select and the merged steps: 94.6 us uncapped, 86.9 at 96, 82.4-83.2 at 80, 81.6 at 72.
-BATCH_MAXNREG = 80
-#: Bits of the threshold decided per count reduction of the radix select (step 2): 1, the
-#: measured kernel (up to 32 rounds); 2, three candidates' counts packed in 10-bit fields of
-#: one int32 sum (up to 16 rounds; E < 1024, else 1). SASS (sm_90a, E = 896), instructions a
-#: round: 61 with 1 bit vs 96 with 2 at 4 warps (8 keys a lane), 111 vs 196 at one warp (32
-#: keys a lane). On the benchmark's rows (randn scores, bias randn * 0.1; numpy simulation of
-#: the early exit) a row takes 16.1 one-bit rounds on average, 8.3 two-bit ones: half the
-#: shuffle + shared-memory + barrier round trips of the latency chain at T = 1, and about
-#: 1630 instead of 1790 dynamic loop instructions a row at one warp. H200 sweep (MERGED on):
-#: T = 1 on 4 warps 4.67 us with 2 bits vs 6.18 with 1 (the former kernel: 6.41); T = 16384 on
-#: one warp capped at 80 registers 94.0 us with 2 bits vs 82.4 with 1: per round a lane
-#: compares each of its 32 keys with three candidates, more issue than the halved round
-#: trips save when rows fill the SMs. So 2 bits for the latency kernel, 1 for the batch one.
-#: 4: fifteen candidates a round (up to 8 rounds; any E): thermometer nibbles of a uint64 a
-#: key, summed over runs of 8 keys (a reshape of the row: in-thread and one shuffle),
-#: widened to eight int32 of 16-bit fields, one eight-operand reduction; the decision by
-#: SWAR (bit 15 of field + 0x8000 - K), no per-field compare chain. On the benchmark's rows
-#: 4.35 rounds a row instead of 8.2 (numpy simulation of the early exit). SASS (sm_90a,
-#: E = 896, 4 warps, MERGED): 313 instructions a round instead of 95 (the per-run sums go
-#: through shared memory to a layout that every warp holds whole, so the widening runs on
-#: 4 runs a lane and the reduction is shuffles only; still 2 bar.sync a round), 1792
-#: instructions and 56 registers instead of 1568 and 48, 12 barriers either way: about 1360
-#: instead of 780 dynamic loop instructions a row for 4 fewer shuffle + shared-memory +
-#: barrier round trips. One warp (batch, capped at 80): 3440 instructions instead of 2928,
-#: 10 barriers instead of 8 (the per-run layout change), no spills. Variants of the same
-#: idea that SASS ruled out: five int32 of 10-bit fields (361 a round: the widening and a
-#: serial compare chain), the thermometer straight into 10-bit fields a key (370), 16-bit
-#: fields in uint64 (337: 64-bit adds in the shuffle tree). H200 sweep (``bench/kimi_k3/run.py
-#: --sweep --only moe_fused_gate``, one run): T = 1 on 4 warps 4.30 us with 4 bits vs 4.60
-#: with 2 (8 warps 4.99 / 4.91, 2 warps 5.02 / 5.41); T = 64 4.94 vs 5.25; the batch kernel
-#: at T = 16384 (one warp, 80 registers) 102.3 us with 4 bits vs 82.3 with 1. So 4 bits for
-#: the latency kernel, 1 for the batch one. With the 32-lane integer sums as redux.sync
-#: (ReduceOps.cpp; the latency kernel 1792 -> 1728 sm_90a instructions): T = 1 4.37 -> 4.03
-#: us, T = 64 5.03 -> 4.70, T = 16384 83.07 -> 77.99 (bench/results/h200-bench_kimi_k3.md).
-SELECT_BITS, BATCH_SELECT_BITS = 4, 1
-#: Steps 3-4 with fewer reductions and layout conversions (one sequence of "above" then
-#: "equal" tile rows, no separate count of the "above" keys, the prefix counts by ``cumsum``
-#: instead of an [R, R] tile, the (key, id) order as one 64-bit key, ids and weights in one
-#: multi-operand reduction), the same results. SASS (sm_90a, E = 896, SELECT_BITS = 2): 12
-#: barriers in the 4-warp kernel instead of 28 (10 after the radix loop instead of 26), 1568
-#: instructions instead of 1640; at one warp 8 barriers instead of 22, 3016 instructions
-#: instead of 3456. H200: T = 1 5.00 -> 4.67 us (2 bits), T = 16384 94.7 -> 82.4 us (1 bit).
-MERGED_REDUCTIONS = True
-#: The latency kernel (below BATCH_M rows): "radix", ``moe_fused_gate_kernel`` (the radix
-#: select, SELECT_BITS a round, on NUM_WARPS); "rank", ``moe_fused_gate_rank_kernel`` on
-#: RANK_WARPS (same ids and weight bits): the K-th largest of RANK_GROUPS group maxima as a
-#: threshold that keeps every winner, the candidates above it (at most RANK_CAP, else the
-#: radix rounds) compacted and ranked exactly, no rounds. SASS (sm_90a, E = 896, 4 warps,
-#: 4-bit fallback rounds): 2600 instructions, 60 registers, 20 bar.sync (the radix kernel:
-#: 1728, 48, 12). A row that needs no fallback runs straight through 1648 of them with 16
-#: bar.sync: pre-filter 376 instructions and 8 bar.sync, compaction into 32 slots 432 and 2,
-#: reload 177, [32, 32] rank and store 249 and 6. The radix kernel on the benchmark's rows
-#: (4.35 rounds of 250 instructions and 2 bar.sync): about 2325 instructions and 19 bar.sync
-#: (470 before the rounds, step 3 416 with 4 bar.sync, reload 156, sort and store 196 with 6).
-#: Candidates on randn rows (numpy, 4000 rows, GROUPS = 64): 18.5 on average, 27 at most
-#: (GROUPS = 32: 22.8, 1 % above 32; 128: 17.0). H200 (bench/kimi_k3/run.py --sweep --only
-#: moe_fused_gate; T = 1 / T = 64, us): radix 4.09 / 4.58; rank 4 warps, 64 groups, cap 32
-#: 3.31 / 3.50; 32 groups, cap 64 3.61 / 3.77; 128 groups 3.55 / 3.57; 2 warps 4.18 / 4.45; 8
-#: warps 4.42 / 4.53 (bench/results/h200-bench_kimi_k3_sweep_moe_rank.md).
-LATENCY_KERNEL = "rank"
-RANK_WARPS, RANK_GROUPS, RANK_CAP = 4, 64, 32
-#: Formulation of the rank kernel's steps 2-4 (same candidates, ids and weight bits): 1, the
-#: measured kernel; 2, ``_rank_select_rows``: every count and compaction result stays on the
-#: tile that uses it (reductions broadcast back along their axis: shuffles, no shared
-#: memory), the group counts as 16-bit pairs in one redux.sync a row, t0 by redux.sync.max,
-#: one class in the compaction (the fallback merges its "equal" keys into the mask), slot i
-#: as row i of [32, 32] tiles where its expert is reloaded, one transpose of the 64-bit sort
-#: keys for the columns, ids and weights stored from the winners' rows (a one-operand
-#: reduction by slot only for the sum). SASS (sm_90a, E = 896, 4 warps, 64 groups, cap 32),
-#: the path of a row without fallback (n_shared = 0, the reciprocals' slow paths not taken):
-#: 1403 -> 990 instructions, 16 -> 12 bar.sync; by step: load and keys 192 -> 190,
-#: pre-filter 377 -> 319 (8 bar.sync either way; with the compaction's prefix counts, whose
-#: shuffles overlap the candidate count's), compaction 421 and 2 bar.sync -> 162 and none,
-#: reload 125 -> 78 (two distinct slots a thread instead of four), rank 131 and 4 -> 75 and
-#: 2 (the transpose), placement, sum and stores 157 and 2 -> 166 and 2. Whole kernel: 2600
-#: -> 2176 instructions, 60 -> 54 registers, 20 -> 16 bar.sync, 4480 -> 11656 bytes of
-#: shared memory. H200 (bench/results/h200-bench_kimi_k3_sweep_moe_rank2.md; T = 1 / T = 64,
-#: us): form 1 3.29 / 3.41, form 2 2.83 / 2.96 (4 warps, 64 groups, cap 32); form 2 on 8
-#: warps 3.06 / 3.17, on 2 3.70 / 3.83, 128 groups 3.27 / 3.40, 32 groups cap 64 4.62 / 4.80.
-RANK_FORM = 2
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """moe_fused_gate's tuning; measured in bench/results/kimi_k3/moe_routing.md."""
+
+    batch_m: int = 512  # rows from which the batch kernel runs (4 one-warp rows an SM)
+    rank_warps: int = 4  # the rank kernel's warps (2 and 8 slower)
+    rank_groups: int = 64  # group maxima for its threshold: 18.5 candidates a row, 27 at most
+    rank_cap: int = 32  # candidates it ranks; more (ties, NaN rows): the radix rounds
+    rank_select_bits: int = 4  # bits a radix round on those rows (8 rounds at most)
+    batch_warps: int = 1  # the batch kernel's warps: every count in warp shuffles
+    batch_maxnreg: Optional[int] = 80  # 25 one-warp programs an SM instead of 18, no spills
+    batch_select_bits: int = 1  # bits a round in the batch kernel (4: more issue, slower)
+
+
+SETTINGS = Settings()
+
 K3_EXPERTS, K3_TOPK = 896, 16
 
 _SIGNATURE = {"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_ptr": "*i32",
@@ -675,30 +480,39 @@ _SIGNATURE = {"scores_ptr": "*f32", "bias_ptr": "*f32", "w_ptr": "*f32", "ids_pt
               "rsf": "f32", "renorm": "i32", "apply_rsf": "i32"}
 _DIVISIBILITY = ["scores_ptr", "bias_ptr", "w_ptr", "ids_ptr", "stride_s"]
 
-AOT_SPECIALIZATIONS = [
-    Spec(moe_fused_gate_kernel, name=name, signature=_SIGNATURE,
-         constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast, "SELECT_BITS": bits,
-                     "MERGED": MERGED_REDUCTIONS},
-         divisibility=_DIVISIBILITY, num_warps=warps, maxnreg=maxnreg)
-    for name, warps, maxnreg, bits in (
-        ("moe_fused_gate", NUM_WARPS, None, SELECT_BITS),
-        ("moe_fused_gate_batch", BATCH_WARPS, BATCH_MAXNREG, BATCH_SELECT_BITS))
-    for fast in (False, True)
-] + [
-    Spec(moe_fused_gate_rank_kernel, name="moe_fused_gate_rank", signature=_SIGNATURE,
-         constexprs={"E": K3_EXPERTS, "K": K3_TOPK, "FAST_SIGMOID": fast,
-                     "SELECT_BITS": SELECT_BITS, "GROUPS": RANK_GROUPS, "CAP": RANK_CAP,
-                     "FORM": RANK_FORM},
-         divisibility=_DIVISIBILITY, num_warps=RANK_WARPS)
-    for fast in (False, True)
-]
+
+def select_launch(m: int, e: int, topk: int, fast_sigmoid: bool,
+                  settings: Settings = SETTINGS) -> tuple:
+    """The launch for m rows of e experts, top-k (one program a row): the rank kernel below
+    ``settings.batch_m`` rows, the radix (batch) kernel from there; (kernel, bundle name,
+    grid, constexprs, num_warps, maxnreg, cluster)."""
+    if m < settings.batch_m:
+        return (moe_fused_gate_rank_kernel, "moe_fused_gate_rank", (m,),
+                {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid,
+                 "SELECT_BITS": settings.rank_select_bits, "GROUPS": settings.rank_groups,
+                 "CAP": settings.rank_cap}, settings.rank_warps, None, None)
+    return (moe_fused_gate_kernel, "moe_fused_gate_batch", (m,),
+            {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid,
+             "SELECT_BITS": settings.batch_select_bits}, settings.batch_warps,
+            settings.batch_maxnreg, None)
+
+
+def _spec(m: int, fast: bool) -> Spec:
+    kernel, name, _, constexprs, warps, maxnreg, _ = select_launch(m, K3_EXPERTS, K3_TOPK, fast)
+    return Spec(kernel, name=name, signature=_SIGNATURE, constexprs=constexprs,
+                divisibility=_DIVISIBILITY, num_warps=warps, maxnreg=maxnreg)
+
+
+#: K3's router (896 experts, top-16), both sigmoids, at one row and at batch_m rows
+AOT_SPECIALIZATIONS = [_spec(m, fast) for m in (1, SETTINGS.batch_m) for fast in (False, True)]
 
 
 def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
                    routed_scaling_factor: float = 1.0,
                    apply_routed_scaling_factor_on_output: bool = False,
                    num_fused_shared_experts: int = 0, fast_sigmoid: bool = False,
-                   out_weights: Optional[Any] = None, out_ids: Optional[Any] = None) -> tuple:
+                   out_weights: Optional[Any] = None, out_ids: Optional[Any] = None, *,
+                   settings: Settings = SETTINGS) -> tuple:
     """Router epilogue (sigmoid scoring) of the module docstring: ``scores`` fp32 [M, E] (last
     dimension contiguous), ``bias`` fp32 [E] (contiguous), ``topk`` routed experts (1..32,
     <= E). Returns (weights fp32 [M, K'], ids int32 [M, K']), K' = topk +
@@ -753,21 +567,9 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
             out_ids = torch.empty((m, kout), dtype=torch.int32, device=dev)
     if m == 0:
         return out_weights, out_ids
-    batch = m >= BATCH_M
     args = (scores, bias, out_weights, out_ids, m, stride_s, kout, num_fused_shared_experts,
             rsf, int(renormalize), int(apply_routed_scaling_factor_on_output))
-    if not batch and LATENCY_KERNEL == "rank":
-        L.launch(moe_fused_gate_rank_kernel, "moe_fused_gate_rank", (m,), args,
-                 {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid, "SELECT_BITS": SELECT_BITS,
-                  "GROUPS": RANK_GROUPS, "CAP": RANK_CAP, "FORM": RANK_FORM}, RANK_WARPS, None)
-        return out_weights, out_ids
-    if LATENCY_KERNEL not in ("radix", "rank"):
-        raise ValueError(f"{op}: LATENCY_KERNEL must be 'radix' or 'rank', got "
-                         f"{LATENCY_KERNEL!r}")
-    L.launch(moe_fused_gate_kernel, "moe_fused_gate_batch" if batch else "moe_fused_gate", (m,),
-             args,
-             {"E": e, "K": topk, "FAST_SIGMOID": fast_sigmoid,
-              "SELECT_BITS": BATCH_SELECT_BITS if batch else SELECT_BITS,
-              "MERGED": MERGED_REDUCTIONS},
-             BATCH_WARPS if batch else NUM_WARPS, BATCH_MAXNREG if batch else None)
+    kernel, name, grid, constexprs, num_warps, maxnreg, _ = select_launch(
+        m, e, topk, fast_sigmoid, settings)
+    L.launch(kernel, name, grid, args, constexprs, num_warps, maxnreg)
     return out_weights, out_ids

@@ -1,4 +1,4 @@
-"""SiTU ("SoftCap-GLU") activation and multiply, Kimi K3 (KERNELS.md §4.1).
+"""SiTU ("SoftCap-GLU") activation and multiply, Kimi K3.
 
     gate = beta * tanh(g / beta) * sigmoid(g)              beta = 4.0
     up   = linear_beta * tanh(u / linear_beta)   if linear_beta is not None (25.0)
@@ -6,18 +6,21 @@
     out  = gate * up                                       (fp32 math, stored as bf16)
 
 with ``g = input[:, :D]`` and ``u = input[:, D:]``. One program handles BLOCK
-columns of one row; grid = (N, cdiv(D, BLOCK)). BLOCK is one 16-byte vector
-per thread: bf16 input 8 x 256 threads, fp32 input (bf16 output) 8 x 128.
+columns of one row; grid = (N, cdiv(D, BLOCK)).
+
+Specification: docs/kernels/situ.md
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from typing import Any, Optional
 
 import kiln
 import kiln.language as kl
 from kiln.aot import Spec
+
+from . import _launch as L
 
 
 @kiln.jit(num_warps=8)
@@ -40,8 +43,25 @@ def situ_and_mul_kernel(x_ptr, out_ptr, D, x_stride, out_stride, beta, inv_beta,
     kl.store(out_ptr + row * out_stride + col, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-#: Per input dtype: (BLOCK, num_warps). 256 threads x 8 bf16, 128 threads x 8 (bf16 out).
-CONFIGS = {"bf16": (2048, 8), "f32": (1024, 4)}
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """situ_and_mul's tuning; measured in bench/results/kimi_k3/situ.md."""
+    bf16_block: int = 2048  # bf16 input: one 16-byte vector (8 values) a thread on 8 warps
+    bf16_warps: int = 8
+    f32_block: int = 1024  # fp32 input: 8 values a thread (one 16-byte bf16 store) on 4 warps
+    f32_warps: int = 4
+
+
+SETTINGS = Settings()
+
+
+def launch_config(dtype: str, settings: Settings = SETTINGS) -> tuple:
+    """(BLOCK, num_warps) of a launch on ``dtype`` ("bf16" or "f32") input."""
+    if dtype == "bf16":
+        return settings.bf16_block, settings.bf16_warps
+    return settings.f32_block, settings.f32_warps
+
+
 _DIVISIBLE = ("x_ptr", "out_ptr", "D", "x_stride", "out_stride")
 
 
@@ -53,38 +73,18 @@ def _signature(dtype: str) -> dict:
 
 AOT_SPECIALIZATIONS = [
     Spec(situ_and_mul_kernel, name="situ_and_mul", signature=_signature(dtype),
-         constexprs={"BLOCK": CONFIGS[dtype][0], "HAS_LINEAR_BETA": has_linear_beta},
-         divisibility=_DIVISIBLE, num_warps=CONFIGS[dtype][1])
+         constexprs={"BLOCK": launch_config(dtype)[0], "HAS_LINEAR_BETA": has_linear_beta},
+         divisibility=_DIVISIBLE, num_warps=launch_config(dtype)[1])
     for dtype in ("bf16", "f32")
     for has_linear_beta in (True, False)
 ]
 
 
-def _dtype_name(t: Any) -> str:
-    return str(getattr(t, "dtype", "")).replace("torch.", "")
-
-
-_bundle = None
-
-
-def _bundle_kernel(block: int, has_linear_beta: bool) -> Any:
-    global _bundle
-    from kiln.runtime import Bundle
-
-    if _bundle is None:
-        path = os.environ.get("KILN_BUNDLE")
-        if not path:
-            raise RuntimeError("situ_and_mul: the kiln compiler is unavailable and KILN_BUNDLE "
-                               "does not name a bundle (build/kimi_k3.kbundle)")
-        _bundle = Bundle(path)
-    return _bundle.kernel("situ_and_mul", BLOCK=block, HAS_LINEAR_BETA=has_linear_beta)
-
-
 def situ_and_mul(input: Any, out: Optional[Any] = None, beta: float = 4.0,
-                 linear_beta: Optional[float] = 25.0) -> Any:
+                 linear_beta: Optional[float] = 25.0, *, settings: Settings = SETTINGS) -> Any:
     """SiTU-and-multiply of ``input`` [N, 2D] (bf16 or fp32, ``stride(1) == 1``) into
     ``out`` [N, D] bf16 (allocated if None). Every check raises before any launch."""
-    name = _dtype_name(input)
+    name = L.dtype_name(input)
     if name not in ("bfloat16", "float32"):
         raise TypeError(f"situ_and_mul: input must be bfloat16 or float32, got {name or input!r}")
     if len(input.shape) != 2:
@@ -114,8 +114,8 @@ def situ_and_mul(input: Any, out: Optional[Any] = None, beta: float = 4.0,
 
         out = torch.empty((n, d), dtype=torch.bfloat16, device=input.device)
     else:
-        if _dtype_name(out) != "bfloat16":
-            raise TypeError(f"situ_and_mul: out must be bfloat16, got {_dtype_name(out)}")
+        if L.dtype_name(out) != "bfloat16":
+            raise TypeError(f"situ_and_mul: out must be bfloat16, got {L.dtype_name(out)}")
         if tuple(out.shape) != (n, d):
             raise ValueError(f"situ_and_mul: out must have shape {(n, d)}, got "
                              f"{tuple(out.shape)}")
@@ -129,20 +129,11 @@ def situ_and_mul(input: Any, out: Optional[Any] = None, beta: float = 4.0,
     if n * input.stride(0) >= 2**31 or n * out.stride(0) >= 2**31:
         raise ValueError("situ_and_mul: the tensors are too large for 32-bit indexing "
                          f"(N * row stride = {n * max(input.stride(0), out.stride(0))})")
-    block, num_warps = CONFIGS[dtype]
+    block, num_warps = launch_config(dtype, settings)
     has_linear_beta = linear_beta is not None
     lin = float(linear_beta) if has_linear_beta else 1.0
     args = (input, out, d, input.stride(0), out.stride(0), float(beta), 1.0 / float(beta), lin,
             1.0 / lin)
-    grid = (n, (d + block - 1) // block)
-    if kiln.compiler.compiler_available():
-        situ_and_mul_kernel[grid](*args, BLOCK=block, HAS_LINEAR_BETA=has_linear_beta,
-                                  num_warps=num_warps)
-    else:
-        for what, v in (("D", d), ("input row stride", input.stride(0)),
-                        ("out row stride", out.stride(0))):
-            if v % 16:
-                raise ValueError(f"situ_and_mul: the precompiled bundle needs {what} divisible "
-                                 f"by 16, got {v}")
-        _bundle_kernel(block, has_linear_beta)[grid](*args)
+    L.launch(situ_and_mul_kernel, "situ_and_mul", (n, (d + block - 1) // block), args,
+             {"BLOCK": block, "HAS_LINEAR_BETA": has_linear_beta}, num_warps)
     return out

@@ -1,5 +1,5 @@
 """SiTU-and-multiply with masked per-128-group FP8 post-quantization, the DeepEP low-latency
-MoE layout (KERNELS.md §4.2).
+MoE layout.
 
 In: ``input`` bf16 [E, T_pad, 2N] (gate = ``[..., :N]``, up = ``[..., N:]``; with
 ``interleaved`` the row is gate/up interleaved in 8-element chunks ``[g0..7, u0..7, g8..15,
@@ -21,15 +21,16 @@ Out: ``output`` fp8 e4m3 [E, T_pad, N]; ``output_scale`` either
   byte ``e*G*T_pad + (k//4)*T_pad*4 + t*4 + k%4`` (G = N/128; N % 512 == 0).
 Rows t >= masked_m[e] (and their scales) are not written.
 
-Work mapping: grid (cdiv(T_pad * G, ROWS), E); each program owns ROWS (token, group) pairs of
-one expert as a [ROWS, 128] tile and exits at once when they lie past masked_m[e]. With
-``TOKEN_GRID`` (the default) the grid is (T_pad, cdiv(G, ROWS), E): ROWS groups of one token
-per program, no integer division.
+Work mapping: grid (T_pad, cdiv(G, ROWS), E); each program owns ROWS groups of one token of
+one expert as a [ROWS, 128] tile and exits at once when the token lies past masked_m[e].
 E = 0 or T_pad = 0 launches nothing.
+
+Specification: docs/kernels/situ.md
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import kiln
@@ -37,7 +38,7 @@ import kiln.language as kl
 from kiln.aot import Spec
 
 from . import _launch as L
-from .quant import fp8_quant_groups, fp8_quant_groups_recip
+from .quant import fp8_quant_groups_recip
 
 GROUP = 128
 
@@ -47,23 +48,18 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
                                           groups_per_row, x_se, x_st, q_se, q_st, s_se, s_st,
                                           beta, inv_beta, linear_beta, inv_linear_beta,
                                           GROUP: kl.constexpr, ROWS: kl.constexpr,
-                                          UE8M0: kl.constexpr, INTERLEAVED: kl.constexpr,
-                                          TOKEN_GRID: kl.constexpr = False,
-                                          RECIP: kl.constexpr = False,
-                                          SCALE_TILE: kl.constexpr = False):
-    """TOKEN_GRID: a grid of (T_pad, cdiv(groups_per_row, ROWS), E) programs, the token a
-    scalar (no integer division per group). SCALE_TILE: the scales stored from the [ROWS,
-    GROUP] tile (by the thread holding column 0 of each row), not as a [ROWS] vector, whose
-    layout conversion went through shared memory (two barriers) and had every thread compute
-    and store every row's scale (same bits).
+                                          UE8M0: kl.constexpr, INTERLEAVED: kl.constexpr):
+    """A grid of (T_pad, cdiv(groups_per_row, ROWS), E) programs: ROWS groups of one token
+    (a scalar: no integer division per group) as a [ROWS, GROUP] tile. The quantization is
+    quant.py's division-free ``fp8_quant_groups_recip`` and the scales are stored from the
+    tile by the thread holding column 0 of each row.
 
-    RECIP: quant.py's ``fp8_quant_groups_recip``, no division per element. With UE8M0 the
-    quotient is ``a * 2^-k``, the exact reciprocal of the power-of-two scale (s in
-    [2^-42, 2^-2]: normal), the exact quotient rounded once. Without UE8M0 the activation a
-    is fp32, not bf16, and the same bits as the IEEE ``a / s`` follow from:
+    Why the division-free quotient gives the IEEE ``a / s`` bits here, where the activation
+    a is fp32 and not bf16 (with UE8M0 the quotient is ``a * 2^-k``, the exact reciprocal of
+    the power-of-two scale, s in [2^-42, 2^-2]: normal, the exact quotient rounded once):
 
     - range: |tanh.approx| <= 1 and sigmoid <= 1, so |a| <= |beta * linear_beta| (100 for
-      K3's betas, KERNELS.md §4.1); s = max(absmax, 1e-10) / 448 then lies in [2.2e-13,
+      K3's betas, docs/kernels/situ.md); s = max(absmax, 1e-10) / 448 then lies in [2.2e-13,
       0.23] and 1/s in [4.4, 4.5e12]: all normal. kiln compiles without FTZ (subnormals are
       exact), and every step of ``div_by_recip`` scales exactly with powers of two while it
       stays normal, so checking the fp32 mantissas covers every binade;
@@ -86,25 +82,15 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
       (div_by_recip's negated residual): -0 gives 0x80 as -0 / s does;
     - NaN (a NaN input): the group's absmax ignores it (maxnum), q is the e4m3 NaN both
       ways; inf inputs give a finite a (tanh and sigmoid saturate)."""
-    e = kl.program_id(2) if TOKEN_GRID else kl.program_id(1)
+    e = kl.program_id(2)
     e64 = e.to(kl.int64)
     kl.pdl_wait()  # the input and masked_m may come from the previous kernel in the stream
     m = kl.minimum(kl.load(masked_m_ptr + e), T_pad)
-    if TOKEN_GRID:
-        go = kl.program_id(0) < m
-    else:
-        first = kl.program_id(0) * ROWS
-        go = first < m * groups_per_row
+    go = kl.program_id(0) < m
     if go:
-        if TOKEN_GRID:
-            t = kl.program_id(0)
-            k = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
-            ok = k < groups_per_row
-        else:
-            i = first + kl.arange(0, ROWS)  # (token, group) ids within expert e
-            t = i // groups_per_row
-            k = i - t * groups_per_row
-            ok = t < m
+        t = kl.program_id(0)
+        k = kl.program_id(1) * ROWS + kl.arange(0, ROWS)
+        ok = k < groups_per_row
         valid = ok[:, None]
         col = kl.arange(0, GROUP)[None, :]
         if INTERLEAVED:
@@ -120,10 +106,7 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
         kl.pdl_launch_dependents()
         gate = beta * kl.tanh(g * inv_beta) * kl.sigmoid(g)
         a = gate * (linear_beta * kl.tanh(u * inv_linear_beta))
-        if RECIP:
-            q, s = fp8_quant_groups_recip(a, UE8M0)
-        else:
-            q, s = fp8_quant_groups(a, UE8M0)
+        q, s = fp8_quant_groups_recip(a, UE8M0)
         kl.store(q_ptr + e64 * q_se + (t * q_st + k * GROUP)[:, None] + col, q, mask=valid)
         if UE8M0:
             # s_ptr is the int32 [E, G/4, T_pad] tensor seen as bytes
@@ -132,33 +115,31 @@ def situ_and_mul_masked_post_quant_kernel(x_ptr, masked_m_ptr, q_ptr, s_ptr, T_p
         else:
             s_off = t * s_st + k
             s_val = s
-        if SCALE_TILE:
-            # from the [ROWS, GROUP] tile's own layout, by the thread holding column 0: no
-            # layout conversion through shared memory, each scale computed once
-            kl.store(s_ptr + e64 * s_se + s_off[:, None] + col * 0,
-                     s_val[:, None] + kl.zeros([ROWS, GROUP], s_val.dtype),
-                     mask=valid & (col == 0))
-        else:
-            kl.store(s_ptr + e64 * s_se + s_off, s_val, mask=ok)
+        # from the [ROWS, GROUP] tile's own layout, by the thread holding column 0: no
+        # layout conversion through shared memory, each scale computed once
+        kl.store(s_ptr + e64 * s_se + s_off[:, None] + col * 0,
+                 s_val[:, None] + kl.zeros([ROWS, GROUP], s_val.dtype),
+                 mask=valid & (col == 0))
 
 
-#: (token, group) pairs per program. The first default, [16, 128] on 128 threads over the
-#: flattened (token, group) index, was 151.9 us at T = 16384 on the H200 (39 % of copy
-#: bandwidth); now [8, 128] on 64 threads with TOKEN_GRID (K3's N = 3072: 24 groups a token,
-#: three programs, no idle row). TOKEN_GRID / RECIP / SCALE_TILE: the kernel's options (same
-#: bits); ``bench/kimi_k3/run.py --sweep`` times them with ROWS and NUM_WARPS. H200 sweep at
-#: T = 16384: 8 / 2 warps / TOKEN_GRID 104.1 us (56.9 % of copy bandwidth), with RECIP 91.7 us
-#: (64.7 %). RECIP on by default now (the kernel docstring gives the argument) and
-#: SCALE_TILE: the sm_90a kernel body goes from 942 to 530 SASS instructions (fp32 scales;
-#: UE8M0 973 -> 487), no div.rn and no barrier left: H200 68.4 us (87.1 %; RECIP alone 78.2,
-#: SCALE_TILE alone 89.0).
-ROWS, NUM_WARPS = 8, 2
-TOKEN_GRID, RECIP, SCALE_TILE = True, True, True
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """situ_and_mul_masked_post_quant's tuning; measured in bench/results/kimi_k3/situ.md."""
+    rows: int = 8  # groups of one token a program: K3's 24 groups a token in 3 programs
+    num_warps: int = 2  # [8, 128] on 64 threads: 16 values a thread
 
 
-def _constexprs(ue8m0: bool, interleaved: bool) -> dict:
-    return {"GROUP": GROUP, "ROWS": ROWS, "UE8M0": ue8m0, "INTERLEAVED": interleaved,
-            "TOKEN_GRID": TOKEN_GRID, "RECIP": RECIP, "SCALE_TILE": SCALE_TILE}
+SETTINGS = Settings()
+
+
+def launch_config(settings: Settings = SETTINGS) -> tuple:
+    """(ROWS, num_warps) of a launch."""
+    return settings.rows, settings.num_warps
+
+
+def _constexprs(ue8m0: bool, interleaved: bool, settings: Settings = SETTINGS) -> dict:
+    return {"GROUP": GROUP, "ROWS": launch_config(settings)[0], "UE8M0": ue8m0,
+            "INTERLEAVED": interleaved}
 
 _DIV = ["x_ptr", "q_ptr", "s_ptr", "N", "x_se", "x_st", "q_se", "q_st"]
 
@@ -174,7 +155,8 @@ def _signature(ue8m0: bool) -> dict:
 AOT_SPECIALIZATIONS = [
     Spec(situ_and_mul_masked_post_quant_kernel, name="situ_and_mul_masked_post_quant",
          signature=_signature(ue8m0),
-         constexprs=_constexprs(ue8m0, inter), divisibility=_DIV, num_warps=NUM_WARPS)
+         constexprs=_constexprs(ue8m0, inter), divisibility=_DIV,
+         num_warps=launch_config()[1])
     for ue8m0 in (False, True)
     for inter in (False, True)
 ]
@@ -188,7 +170,8 @@ def _scale_shape(e: int, t_pad: int, n: int, ue8m0: bool) -> tuple:
 def situ_and_mul_masked_post_quant(input: Any, masked_m: Any, output: Optional[Any] = None,
                                    output_scale: Optional[Any] = None, scale_ue8m0: bool = False,
                                    interleaved: bool = False, beta: float = 4.0,
-                                   linear_beta: float = 25.0) -> tuple:
+                                   linear_beta: float = 25.0, *,
+                                   settings: Settings = SETTINGS) -> tuple:
     """SiTU(gate) * softcap(up) of ``input`` bf16 [E, T_pad, 2N] quantized per 128-group into
     ``output`` fp8 e4m3 [E, T_pad, N] and ``output_scale`` (fp32 [E, T_pad, N/128], or with
     ``scale_ue8m0`` int32 [E, N/512, T_pad] packed exponent bytes); both allocated when None
@@ -258,8 +241,7 @@ def situ_and_mul_masked_post_quant(input: Any, masked_m: Any, output: Optional[A
         s_arg, s_se, s_st = output_scale, t_pad * g, g
     args = (input, masked_m, output, s_arg, t_pad, n, g, x_se, x_st, t_pad * n, n, s_se, s_st,
             float(beta), 1.0 / float(beta), float(linear_beta), 1.0 / float(linear_beta))
-    grid = (t_pad, (g + ROWS - 1) // ROWS, e) if TOKEN_GRID else \
-        ((t_pad * g + ROWS - 1) // ROWS, e)
-    L.launch(situ_and_mul_masked_post_quant_kernel, op, grid, args,
-             _constexprs(scale_ue8m0, interleaved), NUM_WARPS)
+    rows, num_warps = launch_config(settings)
+    L.launch(situ_and_mul_masked_post_quant_kernel, op, (t_pad, (g + rows - 1) // rows, e), args,
+             _constexprs(scale_ue8m0, interleaved, settings), num_warps)
     return output, output_scale

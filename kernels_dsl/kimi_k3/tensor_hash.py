@@ -1,4 +1,4 @@
-"""Content hash of a GPU tensor (KERNELS.md §3.7 / §8.6): ``gpu_tensor_hash(t) -> int``.
+"""Content hash of a GPU tensor: ``gpu_tensor_hash(t) -> int``.
 
 kiln's own function (the original's per-word mixing is not public), all arithmetic mod 2**64:
 
@@ -13,22 +13,24 @@ kiln's own function (the original's per-word mixing is not public), all arithmet
     hash   = 0                                                 for n == 0
 
 The per-word mixes are combined by a wrap-around SUM, which is associative and commutative,
-so the fixed tree "words -> per-tile partials -> total" gives the same value for every tile
-size and grid. Pass 1 (``tensor_hash_partials_kernel``, TILE words per program, BLOCK at a
-time, or on the word path BLOCK-word blocks dealt out cyclically to a grid of a few programs
-per SM) writes one 64-bit partial per program; pass 2 (``tensor_hash_finish_kernel``, one
-program) sums the partials in chunks of CHUNK, adds the length term and applies fmix.
-Pass 1 reads the tensor as int32 words in 16-byte vectors when its byte length is a
-multiple of 4 and its address 16-byte aligned (``WORDS``), else as bytes (``*u8``), so any
-dtype and any byte length work without a padded copy; ``nbytes`` is not specialized
-(``do_not_specialize``). ``launch_hash`` picks the path and launches both passes, or for a
-single program (up to TILE words) pass 1 alone with ``FINISH`` (one launch: the T = 1
-latency).
+so the fixed tree "words -> per-program partials -> total" gives the same value for every tile
+size and grid. Pass 1 (``tensor_hash_partials_kernel``) writes one 64-bit partial per program;
+pass 2 (``tensor_hash_finish_kernel``, one program) sums the partials in chunks, adds the length
+term and applies fmix. Pass 1 reads the tensor as int32 words in 16-byte vectors when its byte
+length is a multiple of 4 and its address 16-byte aligned (``WORDS``: block-word blocks dealt
+out cyclically to a grid of a few programs an SM), else as bytes (``*u8``, tile words a
+program), so any dtype and any byte length work without a padded copy; ``nbytes`` is not
+specialized (``do_not_specialize``). ``launch_hash`` picks the path and launches both passes, or
+for a single program pass 1 alone with ``FINISH`` (one launch: the T = 1 latency). Both passes
+are programmatic dependent launches.
+
+Specification: docs/kernels/tensor_hash.md
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Optional
 
 import kiln
 import kiln.language as kl
@@ -80,28 +82,24 @@ def _word_mix_index30(widx, word):
 @kiln.jit(num_warps=4, do_not_specialize=["nbytes"])
 def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
                                 BLOCK: kl.constexpr, WORDS: kl.constexpr = False,
-                                FINISH: kl.constexpr = False, CYCLIC: kl.constexpr = False,
-                                PREFETCH: kl.constexpr = True, PDL: kl.constexpr = False):
-    """One partial per program: of TILE words, BLOCK words at a time, or with CYCLIC of the
-    blocks b = program, program + grid, ... WORDS: x_ptr is the data as int32 words
-    (nbytes % 4 == 0), read as [BLOCK / 4, 4] tiles of 16-byte vectors (rows past the last
-    full vector masked whole); the last 0-3 words are added by program 0 (with CYCLIC: the
-    last program, which also adds the partial last block; PREFETCH: two blocks per
-    iteration, one in flight while the other is mixed). Without WORDS x_ptr is *u8 and each
-    word is assembled from four byte loads (any nbytes). FINISH (one program): the partial
-    is the sum, so the program writes the hash itself to partials_ptr (the output) and pass
-    2 is not launched. PDL: programmatic dependent launch (the tensor may come from the
-    previous kernel; pass 2 may launch at once and waits for this grid)."""
+                                FINISH: kl.constexpr = False):
+    """One partial per program. WORDS: x_ptr is the data as int32 words (nbytes % 4 == 0),
+    read as [BLOCK / 4, 4] tiles of 16-byte vectors, the blocks b = program, program + grid,
+    ... (the full ones unmasked; the last program adds the partial last block and the last
+    0-3 words). Without WORDS x_ptr is *u8, TILE words a program, BLOCK at a time, each word
+    assembled from four byte loads (any nbytes). FINISH (one program): the partial is the
+    sum, so the program writes the hash itself to partials_ptr (the output) and pass 2 is not
+    launched. Programmatic dependent launch: the tensor may come from the previous kernel;
+    pass 2 may launch at once and waits for this grid."""
     pid = kl.program_id(0)
-    if PDL:
-        kl.pdl_wait()
-        kl.pdl_launch_dependents()
-    if WORDS and CYCLIC:
+    kl.pdl_wait()
+    kl.pdl_launch_dependents()
+    if WORDS:
         # BLOCK-word blocks dealt out cyclically (block b to program b % grid), the full ones
         # unmasked; the last program adds the partial last block and the 0-3 words after the
-        # last full vector. PREFETCH: two blocks per iteration, each block's loads issued
-        # while the other block is mixed (ptxas reloads a block into the registers it was
-        # just mixed from: no copies)
+        # last full vector. Two blocks per iteration, each block's loads issued while the
+        # other block is mixed (ptxas reloads a block into the registers it was just mixed
+        # from: no copies)
         VROWS: kl.constexpr = BLOCK // 4
         nprog = kl.num_programs(0)
         nvec = nbytes >> 4  # full 16-byte vectors
@@ -120,26 +118,22 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
             tm = tw < (nbytes >> 2)
             wr = kl.load(x_ptr + ridx, mask=rok, other=0)
             wt = kl.load(x_ptr + tw, mask=tm, other=0)
-        if PREFETCH:
-            cnt = (nfull - pid + nprog - 1) // nprog  # this program's full blocks (<= 0: none)
-            if cnt > 0:
-                # prefetches past this program's last block re-read that block (unmasked)
-                last = pid + (cnt - 1) * nprog
-                wa = kl.load(x_ptr + pid * BLOCK + toff)
-                wb = kl.load(x_ptr + kl.minimum(pid + nprog, last) * BLOCK + toff)
-                end = pid + (cnt // 2) * 2 * nprog
-                for b in range(pid, end, 2 * nprog):
-                    ha = _word_mix_index30(b * BLOCK + toff, wa)
-                    wa = kl.load(x_ptr + kl.minimum(b + 2 * nprog, last) * BLOCK + toff)
-                    acc = acc + ha
-                    hb = _word_mix_index30((b + nprog) * BLOCK + toff, wb)
-                    wb = kl.load(x_ptr + kl.minimum(b + 3 * nprog, last) * BLOCK + toff)
-                    acc = acc + hb
-                if cnt % 2 == 1:  # the last block, in wa
-                    acc = acc + _word_mix_index30(end * BLOCK + toff, wa)
-        else:
-            for b in range(pid, nfull, nprog):
-                acc = acc + _word_mix_index30(b * BLOCK + toff, kl.load(x_ptr + b * BLOCK + toff))
+        cnt = (nfull - pid + nprog - 1) // nprog  # this program's full blocks (<= 0: none)
+        if cnt > 0:
+            # prefetches past this program's last block re-read that block (unmasked)
+            last = pid + (cnt - 1) * nprog
+            wa = kl.load(x_ptr + pid * BLOCK + toff)
+            wb = kl.load(x_ptr + kl.minimum(pid + nprog, last) * BLOCK + toff)
+            end = pid + (cnt // 2) * 2 * nprog
+            for b in range(pid, end, 2 * nprog):
+                ha = _word_mix_index30(b * BLOCK + toff, wa)
+                wa = kl.load(x_ptr + kl.minimum(b + 2 * nprog, last) * BLOCK + toff)
+                acc = acc + ha
+                hb = _word_mix_index30((b + nprog) * BLOCK + toff, wb)
+                wb = kl.load(x_ptr + kl.minimum(b + 3 * nprog, last) * BLOCK + toff)
+                acc = acc + hb
+            if cnt % 2 == 1:  # the last block, in wa
+                acc = acc + _word_mix_index30(end * BLOCK + toff, wa)
         total = kl.sum(acc)
         if pid == nprog - 1:
             if not FINISH:
@@ -152,22 +146,6 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
             rest = kl.where(rok, _word_mix_index30(ridx, wr), kl.zeros((VROWS, 4), kl.uint64))
             total = total + kl.sum(rest) + kl.sum(
                 kl.where(tm, _word_mix_index30(tw, wt), kl.zeros((4,), kl.uint64)))
-    elif WORDS:
-        VROWS: kl.constexpr = BLOCK // 4
-        nvec = nbytes >> 4  # full 16-byte vectors
-        acc = kl.zeros((VROWS, 4), kl.uint64)
-        lane = kl.arange(0, 4)[None, :]
-        for t in range(0, TILE, BLOCK):  # a runtime loop (see below)
-            v = (pid * TILE + t) // 4 + kl.arange(0, VROWS)
-            ok = (v < nvec)[:, None]
-            widx = (v * 4)[:, None] + lane
-            w = kl.load(x_ptr + widx, mask=ok, other=0)
-            acc = acc + kl.where(ok, _word_mix(widx, w), kl.zeros((VROWS, 4), kl.uint64))
-        total = kl.sum(acc)
-        tw = nvec * 4 + kl.arange(0, 4)  # the words after the last full vector
-        tm = (tw < (nbytes >> 2)) & (pid == 0)
-        wt = kl.load(x_ptr + tw, mask=tm, other=0)
-        total = total + kl.sum(kl.where(tm, _word_mix(tw, wt), kl.zeros((4,), kl.uint64)))
     else:
         acc = kl.zeros((BLOCK,), kl.uint64)
         for t in range(0, TILE, BLOCK):  # a runtime loop: unrolling 8 blocks of 64-bit
@@ -187,10 +165,8 @@ def tensor_hash_partials_kernel(x_ptr, partials_ptr, nbytes, TILE: kl.constexpr,
 
 
 @kiln.jit(num_warps=4, do_not_specialize=["num_partials", "nbytes"])
-def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK: kl.constexpr,
-                              PDL: kl.constexpr = False):
-    if PDL:
-        kl.pdl_wait()  # the partials of pass 1
+def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK: kl.constexpr):
+    kl.pdl_wait()  # the partials of pass 1
     acc = kl.zeros((CHUNK,), kl.uint64)
     for start in range(0, num_partials, CHUNK):
         offs = start + kl.arange(0, CHUNK)
@@ -201,63 +177,36 @@ def tensor_hash_finish_kernel(partials_ptr, out_ptr, num_partials, nbytes, CHUNK
     kl.store(out_ptr, h.to(kl.int64, bitcast=True))
 
 
-#: The byte path (``WORDS=False``) was 961 us for 235 MB on the H200 (5.7 % of copy
-#: bandwidth): 64 one-byte loads per thread per block, each a predicated load of its own, each
-#: warp instruction touching 32 sectors for 32 useful bytes. ``HASH_WORDS`` (the default
-#: where the tensor allows it: nbytes % 4 == 0 and a 16-byte aligned address) reads int32
-#: words as 16-byte vectors; ``bench/kimi_k3/run.py --sweep`` times it with TILE, BLOCK and
-#: NUM_WARPS. Same hash (test/python/test_tensor_hash.py).
-TILE, BLOCK, CHUNK, NUM_WARPS = 8192, 1024, 1024, 4
-HASH_WORDS = True
-#: The word path as one program per TILE words (``HASH_PROGRAMS_PER_SM = 0``; 83.5 us for
-#: [16384, 7168] bf16 on the H200, 66 % of copy bandwidth) is, by its SASS (not profiled),
-#: bound by its integer pipe rather than by memory: its sm_90a loop spends 27.75 SASS
-#: instructions per 4-byte word (``cuobjdump -sass``; 222 for 8 words), 17.5 of them on the
-#: half-rate integer ALU pipe (LOP3, SHF, SEL, IADD3, ISETP, VIADD, CS2R): ~35 cycles per
-#: warp and word on that pipe alone, ~62 us for the 58.7M words on 132 SMs at 1.98 GHz, above
-#: the 55 us of copy bandwidth (83.5 us is ~47 cycles per warp and word). The CYCLIC path (``HASH_PROGRAMS_PER_SM > 0``): grid = min(tiles,
-#: HASH_PROGRAMS_PER_SM x SMs) programs, each taking every grid-th BLOCK-word block (no
-#: partial last wave), full blocks unmasked (no SEL per word, no predicated loads), fmix's
-#: first xorshift on the low half only (``_word_mix_index30``: a funnel shift and an xor),
-#: and with ``HASH_PREFETCH`` two blocks per iteration so that one block's loads are in
-#: flight while the other is mixed: 21.2 instructions per word (339 for 16), 12.1 of them
-#: ALU (~24 cycles per warp and word, ~43 us), 80 registers: 6 programs of 4 warps fit an
-#: SM (a grid past what fits at once would run a second, full-length wave); each of the 24
-#: warps issues a block's loads (1 KiB) two block-mixes before it needs them, so about 24-48
-#: KiB are in flight per SM (bandwidth x DRAM latency: ~25 KiB per SM at ~750 ns). Without
-#: HASH_PREFETCH: 51 registers, 10 programs fit. Same bits (the sum is order-free). H200
-#: (``bench/kimi_k3/run.py --sweep --only gpu_tensor_hash``): 63.9 us (86.5 % of copy
-#: bandwidth) against 83.5 us for the former path; 2 / 4 / 8 programs per SM 82.0 / 65.0 /
-#: 67.6 us; without HASH_PREFETCH 66.1-122.8 us.
-HASH_PROGRAMS_PER_SM, HASH_PREFETCH = 6, True
-#: Past one TILE the CYCLIC grid is min(ceil(words / HASH_GRID_WORDS), HASH_PROGRAMS_PER_SM x
-#: SMs) programs: TILE (the former grid: 28 programs for [64, 7168] bf16, each mixing 8
-#: blocks one after another) or BLOCK (224: one block each, the whole GPU). HASH_PDL: both
-#: passes as programmatic dependent launches (pass 2 launches while pass 1 runs and waits
-#: for it; pass 1 waits for the kernel before it). H200 (``bench/kimi_k3/run.py --sweep --only
-#: gpu_tensor_hash``, us; TILE units without PDL -> BLOCK units with PDL): [64, 7168] 4.76 ->
-#: 3.02 (TILE units with PDL 4.01, BLOCK units without 3.70); [4096, 7168] 19.61 -> 18.62;
-#: [16384, 7168] 62.95 -> 62.72.
-HASH_GRID_WORDS, HASH_PDL = BLOCK, True
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """gpu_tensor_hash's tuning; measured in bench/results/kimi_k3/tensor_hash.md."""
+
+    tile: int = 8192  # words a program on the byte path; up to one tile: one program, one launch
+    block: int = 1024  # words a block (1 KiB of loads a warp in flight); 512 and 2048 slower
+    chunk: int = 1024  # partials pass 2 sums at a time (at most 6 x SMs partials)
+    num_warps: int = 4  # both passes; 8 warps no faster
+    programs_per_sm: int = 6  # the word path's grid cap: what fits at 80 registers (2, 4, 8 slower)
+    grid_words: int = 1024  # past one program, one program per this many words (8192: slower)
+
+
+SETTINGS = Settings()
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
 #: stand in for a device
 _num_sms = L.num_sms
 
 
-def _partials_constexprs(words: bool, finish: bool) -> dict:
-    return {"TILE": TILE, "BLOCK": BLOCK, "WORDS": words, "FINISH": finish,
-            "CYCLIC": words and HASH_PROGRAMS_PER_SM > 0, "PREFETCH": HASH_PREFETCH,
-            "PDL": HASH_PDL}
+def _partials_constexprs(words: bool, finish: bool, settings: Settings) -> dict:
+    return {"TILE": settings.tile, "BLOCK": settings.block, "WORDS": words, "FINISH": finish}
 
 
 def _partials_spec(words: bool, finish: bool) -> Spec:
     return Spec(tensor_hash_partials_kernel, name="tensor_hash_partials",
                 signature={"x_ptr": "*i32" if words else "*u8", "partials_ptr": "*i64",
                            "nbytes": "i32"},
-                constexprs=_partials_constexprs(words, finish),
+                constexprs=_partials_constexprs(words, finish, SETTINGS),
                 divisibility=["x_ptr", "partials_ptr"] if words else ["partials_ptr"],
-                num_warps=NUM_WARPS)
+                num_warps=SETTINGS.num_warps)
 
 
 AOT_SPECIALIZATIONS = [_partials_spec(words, finish) for words in (False, True)
@@ -265,44 +214,62 @@ AOT_SPECIALIZATIONS = [_partials_spec(words, finish) for words in (False, True)
     Spec(tensor_hash_finish_kernel, name="tensor_hash_finish",
          signature={"partials_ptr": "*i64", "out_ptr": "*i64", "num_partials": "i32",
                     "nbytes": "i32"},
-         constexprs={"CHUNK": CHUNK, "PDL": HASH_PDL}, divisibility=["partials_ptr", "out_ptr"],
-         num_warps=NUM_WARPS),
+         constexprs={"CHUNK": SETTINGS.chunk}, divisibility=["partials_ptr", "out_ptr"],
+         num_warps=SETTINGS.num_warps),
 ]
 
 
-def num_partials(nbytes: int) -> int:
-    """The most pass-1 programs (and partials) for ``nbytes`` bytes: one per TILE words (per
-    HASH_GRID_WORDS where fewer: the CYCLIC word path, bounded by the SM count, see
-    ``launch_hash``)."""
-    unit = min(TILE, HASH_GRID_WORDS)
+def num_partials(nbytes: int, settings: Settings = SETTINGS) -> int:
+    """The most pass-1 programs (and partials) for ``nbytes`` bytes: one per tile words (per
+    grid_words where fewer: the word path, bounded by the SM count, see ``launch_hash``)."""
+    unit = min(settings.tile, settings.grid_words)
     return ((nbytes + 3) // 4 + unit - 1) // unit
 
 
-def launch_hash(x: Any, nbytes: int, partials: Any, out: Any) -> Any:
+def select_launches(nbytes: int, words: bool, num_sms: Optional[int],
+                    settings: Settings = SETTINGS) -> list:
+    """The launches of ``launch_hash`` for ``nbytes`` bytes (``words``: the word path;
+    ``num_sms``: the device's SM count, None if unknown): pass 1 on its grid, and unless that
+    is one program (FINISH) pass 2; each (kernel, bundle name, grid, constexprs, num_warps,
+    maxnreg, cluster). The word path runs min(ceil(words / grid_words), programs_per_sm x SMs)
+    programs past one tile (with an SM count), else one program per tile words."""
+    np_ = ((nbytes + 3) // 4 + settings.tile - 1) // settings.tile  # one program per tile words
+    if words and num_sms and np_ > 1:
+        grid_words = min(settings.tile, settings.grid_words)
+        np_ = min((nbytes // 4 + grid_words - 1) // grid_words,
+                  settings.programs_per_sm * num_sms)
+    finish = np_ == 1  # one program (up to tile words): one launch writes the hash
+    out = [(tensor_hash_partials_kernel, "tensor_hash_partials", (np_,),
+            _partials_constexprs(words, finish, settings), settings.num_warps, None, None)]
+    if not finish:
+        out.append((tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
+                    {"CHUNK": settings.chunk}, settings.num_warps, None, None))
+    return out
+
+
+def launch_hash(x: Any, nbytes: int, partials: Any, out: Any, *,
+                settings: Settings = SETTINGS) -> Any:
     """Both passes on ``x``, the tensor's bytes as a flat uint8 tensor (nbytes > 0, checked by
     the caller), into ``out`` int64 [1]; ``partials`` int64 with at least
-    ``num_partials(nbytes)`` entries. Picks the word path (HASH_WORDS) when nbytes % 4 == 0 and
-    the address is 16-byte aligned, the byte path otherwise; the word path runs
-    min(num_partials, HASH_PROGRAMS_PER_SM x SMs) programs (CYCLIC) when
-    HASH_PROGRAMS_PER_SM > 0 and x is a CUDA tensor. No host synchronization."""
-    np_ = ((nbytes + 3) // 4 + TILE - 1) // TILE  # one program per TILE words
-    words = (HASH_WORDS and nbytes % 4 == 0 and int(x.data_ptr()) % 16 == 0
+    ``num_partials(nbytes, settings)`` entries. The word path when nbytes % 4 == 0 and the
+    address is 16-byte aligned, the byte path otherwise (``select_launches``). No host
+    synchronization."""
+    words = (nbytes % 4 == 0 and int(x.data_ptr()) % 16 == 0
              and int(x.storage_offset()) % 4 == 0)
+    sms = None
     if words:
         import torch
 
         x = x.view(torch.int32)
         sms = _num_sms(x)
-        if HASH_PROGRAMS_PER_SM > 0 and sms and np_ > 1:
-            grid_words = min(TILE, HASH_GRID_WORDS)
-            np_ = min((nbytes // 4 + grid_words - 1) // grid_words, HASH_PROGRAMS_PER_SM * sms)
-    finish = np_ == 1  # one program (up to TILE words): one launch writes the hash
-    L.launch(tensor_hash_partials_kernel, "tensor_hash_partials", (np_,),
-             (x, out if finish else partials, nbytes), _partials_constexprs(words, finish),
-             NUM_WARPS)
+    launches = select_launches(nbytes, words, sms, settings)
+    finish = len(launches) == 1
+    kernel, name, grid, constexprs, num_warps, _, _ = launches[0]
+    L.launch(kernel, name, grid, (x, out if finish else partials, nbytes), constexprs,
+             num_warps)
     if not finish:
-        L.launch(tensor_hash_finish_kernel, "tensor_hash_finish", (1,),
-                 (partials, out, np_, nbytes), {"CHUNK": CHUNK, "PDL": HASH_PDL}, NUM_WARPS)
+        kernel, name, grid2, constexprs, num_warps, _, _ = launches[1]
+        L.launch(kernel, name, grid2, (partials, out, grid[0], nbytes), constexprs, num_warps)
     return out
 
 
@@ -328,7 +295,7 @@ def reference_hash(data: bytes) -> int:
     return fmix((s + n * GOLDEN) & mask)
 
 
-def gpu_tensor_hash(t: Any) -> int:
+def gpu_tensor_hash(t: Any, *, settings: Settings = SETTINGS) -> int:
     """The 64-bit hash (a Python int in [0, 2**64)) of the contiguous tensor ``t``'s bytes,
     computed on its device. Every check raises before any launch; empty -> 0."""
     op = "gpu_tensor_hash"
@@ -340,11 +307,11 @@ def gpu_tensor_hash(t: Any) -> int:
     nbytes = int(t.numel()) * int(t.element_size())
     if nbytes == 0:
         return 0
-    L.check_int32_extent(op, "nbytes", nbytes + 4 * TILE)
+    L.check_int32_extent(op, "nbytes", nbytes + 4 * settings.tile)
     import torch
 
     x = t.reshape(-1).view(torch.uint8)
-    partials = torch.empty(num_partials(nbytes), dtype=torch.int64, device=t.device)
+    partials = torch.empty(num_partials(nbytes, settings), dtype=torch.int64, device=t.device)
     out = torch.empty(1, dtype=torch.int64, device=t.device)
-    launch_hash(x, nbytes, partials, out)
+    launch_hash(x, nbytes, partials, out, settings=settings)
     return int(out.item()) & ((1 << 64) - 1)

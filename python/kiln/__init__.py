@@ -6,34 +6,34 @@
     @kiln.jit
     def kernel(x_ptr, n, BLOCK: kl.constexpr): ...
 
-``import kiln`` needs neither the compiler extension (``kiln._C``) nor torch:
-the compiler is imported when a kernel is first compiled, and ``Bundle`` /
-``KilnError`` come lazily from ``kiln.runtime``.
+``import kiln`` needs neither the compiler extension (``kiln._C``, loaded when a
+kernel is first compiled) nor torch.
+
+This module is the package's front: it imports from every floor and nothing imports
+it (docs/architecture.md draws the floors).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__
+from . import language
+from . import runtime
+from .autotune import Autotuner, Config, autotune  # kiln.autotune: the decorator
+from .host import TensorDescriptor
+from .jit import JITFunction, jit
+from .language.core import constexpr
+from .language.errors import CompilationError
+from .runtime import Bundle, BundleWriter, KilnError, device_arch
 
-from . import language  # noqa: E402
-from .compiler.errors import CompilationError  # noqa: E402
-from .jit import JITFunction, jit  # noqa: E402
-from .autotune import Autotuner, Config, autotune  # noqa: E402  (kiln.autotune: the decorator)
-from .language.core import constexpr  # noqa: E402
-from .tensor_descriptor import TensorDescriptor  # noqa: E402
-
-_LAZY_RUNTIME = ("Bundle", "KilnError", "BundleWriter", "device_arch")
+#: Submodules of the top floor that ``import kiln`` does not load (numpy, argparse...).
+_LAZY_SUBMODULES = ("aot", "testing", "interpreter", "cache")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_RUNTIME:
-        from . import runtime
-
-        return getattr(runtime, name)
-    if name in ("aot", "testing", "interpreter", "cache"):
-        import importlib
+    if name in _LAZY_SUBMODULES:
+        import importlib  # noqa: PLC0415
 
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kiln' has no attribute '{name}'")

@@ -19,10 +19,10 @@ import json
 import sys
 from typing import List, Optional
 
+from .runtime import Bundle, KilnError
+
 
 def _bundle_inspect(args: argparse.Namespace) -> int:
-    from kiln.runtime import Bundle, KilnError
-
     try:
         bundle = Bundle(args.path)
     except KilnError as e:
@@ -38,8 +38,6 @@ def _bundle_inspect(args: argparse.Namespace) -> int:
 
 
 def _bundle_verify(args: argparse.Namespace) -> int:
-    from kiln.runtime import Bundle, KilnError
-
     try:
         bundle = Bundle(args.path)
     except KilnError as e:
@@ -160,8 +158,6 @@ def diff_bundles(old, new):
 
 
 def _bundle_diff(args: argparse.Namespace) -> int:
-    from kiln.runtime import Bundle, KilnError
-
     try:
         old, new = Bundle(args.old), Bundle(args.new)
     except KilnError as e:

@@ -39,6 +39,8 @@ import statistics
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import cache as _cache
+from . import runtime as _rt
+from .jit import JITFunction
 
 __all__ = ["Autotuner", "Config", "autotune", "select"]
 
@@ -102,8 +104,6 @@ class Autotuner:
     def __init__(self, fn: Any, configs: Sequence[Config], key: Sequence[str],
                  timer: Optional[Callable[[Callable[[], None]], float]] = None,
                  arch: Optional[str] = None):
-        from .jit import JITFunction  # noqa: PLC0415
-
         if not isinstance(fn, JITFunction):
             raise TypeError("kiln.autotune decorates a @kiln.jit kernel (put @kiln.autotune "
                             "above @kiln.jit)")
@@ -149,9 +149,7 @@ class Autotuner:
             return self.arch
         if self.fn.interpret:
             return "cpu"
-        from .runtime import device_arch  # noqa: PLC0415
-
-        return device_arch()
+        return _rt.device_arch()
 
     def disk_key(self, values: Tuple[Any, ...], arch: str) -> str:
         doc = json.dumps({"kernel": self.fn.source_hash,

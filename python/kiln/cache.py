@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import importlib.util
 import json
 import os
 import socket
@@ -56,6 +57,9 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: no cross-process locking
     fcntl = None  # type: ignore[assignment]
+
+from ._version import __version__
+from .compiler.compiler import _frontend_hash
 
 _MAGIC = b"KILNCACHE\x01\n\x00"  # 12 bytes
 _HEADER = struct.Struct("<12sQQ")  # magic, json size, cubin size
@@ -100,8 +104,6 @@ def native_fingerprint() -> str:
     global _NATIVE
     if _NATIVE is not None:
         return _NATIVE
-    import importlib.util  # noqa: PLC0415
-
     try:
         spec = importlib.util.find_spec("kiln._C")
     except (ImportError, ValueError):
@@ -139,9 +141,6 @@ def native_fingerprint() -> str:
 def compiler_fingerprint() -> str:
     """What identifies the compiler in cache keys: the package version, the
     extension's content hash and the hash of the frontend's Python sources."""
-    from . import __version__  # noqa: PLC0415
-    from .compiler.compiler import _frontend_hash  # noqa: PLC0415
-
     return f"{__version__}/{native_fingerprint()}/{_frontend_hash()}"
 
 

@@ -20,8 +20,8 @@ programs fit an SM, at the price of spills if the kernel needs more; a launch or
 ``compile`` may override it with ``maxnreg=``.
 
 A launch specializes on: constexpr values, argument types (a tensor's dtype
-for pointers; a Python int is i32 if it fits, else i64; a float is f32; a bool
-i1), divisibility by 16 of integers and of pointer addresses, and integers
+for pointers; a Python int is i32 if it fits, else i64, else u64; a float is f32; a
+bool i1), divisibility by 16 of integers and of pointer addresses, and integers
 equal to 1 (the body sees a constant; the parameter stays in the ABI) -- except
 for the parameters in ``do_not_specialize``. Compiled kernels are cached in
 memory and on disk (``kiln.cache``: ``$KILN_CACHE_DIR``, default
@@ -32,7 +32,8 @@ specialization, the kernel name, the arch and the compiler version.
 ``KILN_INTERPRET=1`` (read when the decorator runs) or ``@kiln.jit(interpret=True)``
 runs launches on the CPU with numpy instead (``kiln.interpreter``).
 
-Every check on the arguments and the grid happens before any CUDA call.
+Every check on the arguments and the grid happens before any CUDA call, by the rules of
+``kiln.host`` (the ones every launch path uses; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -41,128 +42,22 @@ import ast
 import functools
 import hashlib
 import inspect
-import json
 import os
-import sys
 import threading
 import types
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .compiler.code_generator import FunctionSource
-from .compiler.compiler import (
-    CompiledKernel,
-    Specialization,
-    build_metadata,
-    compile_kernel,
-    normalize_cluster,
-    normalize_maxnreg,
-)
+from . import _runtime
 from . import cache as _cache
+from . import runtime as _rt
+from .compiler.code_generator import FunctionSource
+from .compiler.compiler import CompiledKernel, Specialization, build_metadata, compile_kernel
+from .host import (arg_type, check_constexpr, launch_grid, marshal_args, normalize_cluster,
+                   normalize_maxnreg, normalize_num_warps, pointer_args, resolve_stream,
+                   specialization)
+from .host import launch as _launch_rules
 from .language import core as lc
-
-# ---------------------------------------------------------------------------
-# Argument classification
-# ---------------------------------------------------------------------------
-
-_TORCH_DTYPES = {
-    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
-}
-_TYPESTR = {"b1": "i1", "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "u1": "u8",
-            "u2": "u16", "u4": "u32", "u8": "u64", "f2": "f16", "f4": "f32", "f8": "f64"}
-
-
-def _tensor_dtype(obj: Any) -> Optional[str]:
-    """kiln dtype of a tensor-like object, or None if it is not one."""
-    dt = getattr(obj, "dtype", None)
-    if dt is not None and (hasattr(obj, "data_ptr") or hasattr(obj, "__cuda_array_interface__")):
-        name = str(dt).replace("torch.", "")
-        if name in _TORCH_DTYPES:
-            return _TORCH_DTYPES[name]
-    cai = None if hasattr(obj, "data_ptr") else getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        typestr = str(cai.get("typestr", ""))
-        if typestr[1:] in _TYPESTR:
-            return _TYPESTR[typestr[1:]]
-        raise TypeError(f"cannot tell the element type of a CUDA array with typestr "
-                        f"{typestr!r} (give it a .dtype such as bfloat16)")
-    if hasattr(obj, "data_ptr") and dt is not None:
-        raise TypeError(f"unsupported tensor dtype {dt}")
-    return None
-
-
-def _tensor_address(obj: Any) -> int:
-    # data_ptr first: torch has no __cuda_array_interface__ typestr for fp8 (KeyError)
-    if hasattr(obj, "data_ptr"):
-        return int(obj.data_ptr())
-    return int(obj.__cuda_array_interface__["data"][0])
-
-
-def _arg_type(value: Any, what: str) -> Tuple[str, Optional[int]]:
-    """(type string, value for divisibility) of a runtime argument."""
-    if isinstance(value, bool):
-        return "i1", None
-    if isinstance(value, int):
-        if -(2**31) <= value < 2**31:
-            return "i32", value
-        if -(2**63) <= value < 2**63:
-            return "i64", value
-        if 0 <= value < 2**64:
-            return "u64", value
-        raise ValueError(f"{what}: integer {value} does not fit in 64 bits")
-    if isinstance(value, float):
-        return "f32", None
-    from .tensor_descriptor import TensorDescriptor  # noqa: PLC0415
-
-    if isinstance(value, TensorDescriptor):
-        return value.signature, None
-    dt = _tensor_dtype(value)
-    if dt is not None:
-        return "*" + dt, _tensor_address(value)
-    raise TypeError(f"{what}: expected a tensor (torch or __cuda_array_interface__), an int, "
-                    f"a float or a bool, got {type(value).__name__}")
-
-
-_TORCH: Any = False
-
-
-def _torch_module() -> Any:
-    """torch if it is already imported (kiln never imports it for the user), else None."""
-    global _TORCH
-    if _TORCH is False or _TORCH is None:
-        _TORCH = sys.modules.get("torch")
-    return _TORCH
-
-
-def _is_torch(obj: Any) -> bool:
-    mod = type(obj).__module__ or ""
-    return mod == "torch" or mod.startswith("torch.")
-
-
-def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
-    if isinstance(grid, int) or hasattr(grid, "__index__"):
-        grid = (grid,)
-    try:
-        dims = tuple(int(g.__index__()) for g in grid)
-    except (TypeError, AttributeError):
-        raise TypeError(f"kernel '{name}': grid must be 1 to 3 ints, got {grid!r}") from None
-    if not 1 <= len(dims) <= 3:
-        raise TypeError(f"kernel '{name}': grid must have 1 to 3 dimensions, got {len(dims)}")
-    for i, d in enumerate(dims):
-        if not 0 <= d < 2**31:
-            raise ValueError(f"kernel '{name}': grid dimension {i} = {d} is out of range")
-    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
-
-
-def _check_cluster_grid(name: str, dims: Tuple[int, int, int],
-                        cluster: Tuple[int, int, int]) -> None:
-    """The runtime's check, before anything is compiled or launched."""
-    if any(d % c for d, c in zip(dims, cluster)):
-        raise ValueError(f"kernel '{name}': grid {tuple(dims)} is not a multiple of the "
-                         f"cluster shape {tuple(cluster)}")
-
+from .language.core import KernelFunction
 
 # ---------------------------------------------------------------------------
 # Disk cache (kiln.cache) and the source fingerprint
@@ -205,18 +100,29 @@ def _attribute_chain(node: ast.AST) -> Optional[List[str]]:
 # ---------------------------------------------------------------------------
 
 
-class JITFunction:
+class JITFunction(KernelFunction):
     """A kernel: launch with ``kernel[grid](*args, **constexprs)``, compile without a
-    GPU with ``kernel.compile(...)``, call from other kernels to inline it."""
+    GPU with ``kernel.compile(...)``, call from other kernels to inline it.
+
+    A launch takes one of two paths, both ending in the runtime's calls:
+
+    - the hot path: a launch like an earlier one (the same constexprs and launch options;
+      runtime arguments positional, of the kinds ``_runtime.Dispatcher`` caches) goes
+      straight to C++, which reads the arguments' specialization facts, finds the compiled
+      kernel and launches it through the same packing as a bundle's
+      ``LaunchableKernel[grid](...)`` (``Kernel.try_launch``);
+    - the checked path (``_launch_checked``): every argument typed and checked by the rules
+      of ``kiln.host`` before anything compiles or touches CUDA, then the kernel compiled
+      (or read from the cache) and launched with ``_runtime.Kernel.launch``; a launch the
+      hot path can take next time is cached for it.
+    """
 
     def __init__(self, fn: Callable, num_warps: int = 4,
                  do_not_specialize: Iterable[Union[str, int]] = (),
                  interpret: Optional[bool] = None, cluster: Any = None,
                  fp_fusion: bool = False, maxnreg: Optional[int] = None):
-        if num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1):
-            raise ValueError(f"num_warps must be a power of two in [1, 32], got {num_warps}")
         self.fn = fn
-        self.num_warps = num_warps
+        self.num_warps = normalize_num_warps(num_warps)
         #: Thread-block cluster shape of every launch (a launch may override it).
         self.cluster = normalize_cluster(cluster, f"kernel '{fn.__name__}': cluster")
         if not isinstance(fp_fusion, bool):
@@ -235,12 +141,17 @@ class JITFunction:
         self._source: Optional[FunctionSource] = None
         self._source_hash: Optional[str] = None
         self._dns_raw = list(do_not_specialize)
-        self._kernels: Dict[Tuple[str, str], Any] = {}
+        #: (specialization key, arch) -> the compiled kernel, ready to launch.
+        self._kernels: Dict[Tuple[str, str], _rt.LaunchableKernel] = {}
         self._signature: Optional[inspect.Signature] = None
         self._previews: Dict[str, Dict[str, Any]] = {}
+        #: The hot path's caches: (num_warps, cluster, maxnreg, *constexpr items) as given
+        #: at the launch -> the C++ cache of the kernels compiled for them.
+        self._dispatch: Dict[tuple, Any] = {}
         self._runtime_names: Optional[List[str]] = None
         self._dns_names: set = set()
-        self._fast: Dict[Any, Tuple[Any, Tuple[int, ...], Tuple[int, ...]]] = {}
+        self._positional = False  # the runtime parameters come first (the hot path's case)
+        self._defaults: Dict[str, Any] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -406,19 +317,15 @@ class JITFunction:
             value = bound.arguments[p.name]
             what = f"kernel '{self.__name__}': argument '{p.name}'"
             if p.name in src.constexpr_params:
-                if isinstance(value, lc.constexpr):
-                    value = value.value
-                if not isinstance(value, (bool, int, float, str, type(None), lc.dtype)):
-                    raise TypeError(f"{what} is a constexpr and must be a bool, int, float, "
-                                    f"str, None or dtype, got {type(value).__name__}")
-                constexprs[p.name] = value
+                constexprs[p.name] = check_constexpr(value, f"{what} is a constexpr and")
                 continue
-            ty, divisible = _arg_type(value, what)
+            ty, divisible = arg_type(value, what)
             signature[p.name] = ty
-            if divisible is not None and p.name not in dns:
-                if divisible % 16 == 0:
-                    div[p.name] = 16
-                elif divisible == 1 and not ty.startswith("*"):
+            if p.name not in dns:
+                d, one = specialization(ty, divisible)
+                if d > 1:
+                    div[p.name] = d
+                elif one:
                     ones.append(p.name)
             runtime.append(value)
         spec = Specialization.make(signature, div, constexprs, num_warps or self.num_warps,
@@ -427,111 +334,103 @@ class JITFunction:
         return spec, runtime, dict(bound.arguments)
 
     def _fast_key(self, args: Sequence[Any], kwargs: Mapping[str, Any],
-                  num_warps: Optional[int], cluster: Optional[Tuple[int, int, int]] = None,
+                  num_warps: Optional[int], cluster: Any = None,
                   maxnreg: Optional[int] = None) -> Optional[tuple]:
-        """A cheap key that determines the specialization, for launches whose runtime
-        arguments are all positional torch CUDA tensors, ints, floats or bools and
-        whose constexprs are keywords; None when the full path must run. Everything
-        the full path checks (dtype, alignment, i32 range, device) is in the key."""
+        """The hot path's key of a launch: (the key of its ``_dispatch`` cache, the
+        ``_runtime.Dispatcher`` key of the runtime arguments), or None when the hot path
+        cannot take it. The arguments' part is computed in C++ by the rules of
+        ``kiln.host.args`` (type by value, divisibility by 16, value 1, except for
+        ``do_not_specialize``)."""
         names = self._runtime_names
         if names is None or len(args) != len(names):
             return None
-        torch = _torch_module()
-        key: List[Any] = [num_warps, cluster or self.cluster, maxnreg, len(args)]
-        device = None
-        for name, a in zip(names, args):
-            t = type(a)
-            if t is int:
-                key.append(("i", None if name in self._dns_names else
-                            (a % 16 == 0, a == 1), -(2**31) <= a < 2**31))
-            elif t is float:
-                key.append("f")
-            elif t is bool:
-                key.append("b")
-            elif torch is not None and isinstance(a, torch.Tensor):
-                device = a.device
-                key.append((a.dtype, device, None if name in self._dns_names
-                            else a.data_ptr() % 16 == 0))
-            else:
-                return None
+        options = self._options_key(num_warps, cluster, maxnreg, kwargs)
+        facts = _runtime.Dispatcher([n not in self._dns_names for n in names]).key(tuple(args))
+        return None if options is None or facts is None else (options, facts)
+
+    @staticmethod
+    def _options_key(num_warps: Optional[int], cluster: Any, maxnreg: Optional[int],
+                     kwargs: Mapping[str, Any]) -> Optional[tuple]:
+        """The ``_dispatch`` key of a launch's options and constexprs (as given, a cluster
+        list as a tuple), or None when one is unhashable."""
+        if isinstance(cluster, list):
+            cluster = tuple(cluster)
+        key = (num_warps, cluster, maxnreg, *kwargs.items())
         try:
-            constexprs = tuple(sorted(kwargs.items()))
-            hash(constexprs)
+            hash(key)
         except TypeError:
             return None
-        if device is not None:
-            key.append(torch.cuda.current_device())
-        return (tuple(key), constexprs)
+        return key
+
+    def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+        """Every argument by name (defaults included), for a callable grid: the hot path's
+        launches bind the runtime parameters positionally, the constexprs by keyword."""
+        named = dict(self._defaults)
+        named.update(zip(self._runtime_names or (), args))
+        named.update(kwargs)
+        return named
 
     def run(self, grid: Any, *args: Any, stream: Any = None, num_warps: Optional[int] = None,
             cluster: Any = None, maxnreg: Optional[int] = None, **kwargs: Any) -> None:
         if self.interpret:
-            from . import interpreter  # noqa: PLC0415
+            from . import interpreter  # noqa: PLC0415 - numpy loads only to interpret
 
             return interpreter.run(self, grid, args, kwargs, cluster=cluster)
-        cluster = self._cluster(cluster)
-        maxnreg = self._maxnreg(maxnreg)
-        # Fast path: a launch like an earlier one (same types, alignment, constexprs).
-        fast_key = (self._fast_key(args, kwargs, num_warps, cluster, maxnreg)
-                    if self._runtime_names else None)
-        entry = self._fast.get(fast_key) if fast_key is not None else None
-        if entry is not None and isinstance(grid, tuple) and not callable(grid):
-            kernel, tensor_slots, bool_slots = entry
-            values = list(args)
-            for i in tensor_slots:
-                values[i] = args[i].data_ptr()
-            for i in bool_slots:
-                values[i] = int(args[i])
-            dims = _normalize_grid(grid, self.__name__)
-            if 0 in dims:
+        # The hot path: a launch like an earlier one, straight to C++.
+        try:
+            dispatcher = self._dispatch.get((num_warps, cluster, maxnreg, *kwargs.items()))
+        except TypeError:  # a cluster list, or an unhashable constexpr (the checked path)
+            options = self._options_key(num_warps, cluster, maxnreg, kwargs)
+            dispatcher = None if options is None else self._dispatch.get(options)
+        if dispatcher is not None and _launch_rules.observer is None:
+            if callable(grid):
+                grid = grid(self._named(args, kwargs))
+            if dispatcher.launch(grid, args, stream):
                 return
-            if cluster != (1, 1, 1):
-                _check_cluster_grid(self.__name__, dims, cluster)
-            if stream is None:
-                stream = (_torch_module()._C._cuda_getCurrentRawStream(
-                    args[tensor_slots[0]].device.index) if tensor_slots else 0)
-            elif not isinstance(stream, int):
-                from . import runtime as rt  # noqa: PLC0415
+        self._launch_checked(grid, args, kwargs, stream, num_warps, cluster, maxnreg)
 
-                stream = rt.resolve_stream(stream, args)
-            kernel.launch(dims, values, stream)
-            return
-
-        from . import runtime as rt  # noqa: PLC0415 - needs kiln._runtime
-
+    def _launch_checked(self, grid: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                        stream: Any, num_warps: Optional[int], cluster: Any,
+                        maxnreg: Optional[int]) -> None:
+        """Checks every argument by the host rules, then compiles (or finds) the kernel and
+        launches it; caches it for the hot path when the hot path can take such launches.
+        Nothing here touches CUDA until every check has passed."""
         if self._runtime_names is None:
             src = self.source
             self._runtime_names = [p.name for p in src.params
                                    if p.name not in src.constexpr_params]
             self._dns_names = self.do_not_specialize
-            fast_key = self._fast_key(args, kwargs, num_warps, cluster, maxnreg)
+            self._positional = src.param_names[:len(self._runtime_names)] == self._runtime_names
+            self._defaults = {p.name: p.default for p in src.params if p.default is not p.empty}
         spec, runtime_args, named = self.specialize(args, kwargs, num_warps, cluster, maxnreg)
-        # Checks first: nothing below touches CUDA until they all passed.
         preview = self._previews.get(spec.key())
         if preview is None:
             preview = build_metadata(self.__name__, self.__name__, self.source,
                                      self.source_hash, spec, spec.num_warps * 32)
             self._previews[spec.key()] = preview
-        values = rt.marshal_args(preview, runtime_args)
+        values = marshal_args(preview, runtime_args)
         if callable(grid):
             grid = grid(named)
-        dims = _normalize_grid(grid, self.__name__)
+        dims = launch_grid(grid, self.__name__, spec.cluster)
         if 0 in dims:
             return
-        _check_cluster_grid(self.__name__, dims, spec.cluster)
-        arch = rt.device_arch()
-        kernel = self._kernel_for(spec, arch)
-        kernel.launch(dims, values, rt.resolve_stream(stream, runtime_args))
-        if fast_key is not None and len(runtime_args) == len(args):
-            torch = _torch_module()
-            slots = tuple(i for i, a in enumerate(args)
-                          if torch is not None and isinstance(a, torch.Tensor))
-            bools = tuple(i for i, a in enumerate(args) if type(a) is bool)
-            self._fast[fast_key] = (kernel, slots, bools)
+        stream = resolve_stream(stream, runtime_args)
+        kernel = self._kernel_for(spec, _rt.device_arch())
+        if self._positional and len(args) == len(self._runtime_names):
+            options = self._options_key(num_warps, cluster, maxnreg, kwargs)
+            if options is not None:
+                dispatcher = self._dispatch.get(options)
+                if dispatcher is None:
+                    dispatcher = _runtime.Dispatcher([n not in self._dns_names
+                                                      for n in self._runtime_names])
+                    self._dispatch[options] = dispatcher
+                dispatcher.add(args, kernel._kernel)
+        if _launch_rules.observer is not None:
+            _launch_rules.observer(kernel._kernel, dims, values,
+                                   pointer_args(preview, runtime_args))
+        kernel._kernel.launch(dims, values, stream)
 
-    def _kernel_for(self, spec: Specialization, arch: str) -> Any:
-        from . import _runtime  # noqa: PLC0415
-
+    def _kernel_for(self, spec: Specialization, arch: str) -> _rt.LaunchableKernel:
         mkey = (spec.key(), arch)
         kernel = self._kernels.get(mkey)
         if kernel is not None:
@@ -541,8 +440,7 @@ class JITFunction:
             if kernel is not None:
                 return kernel
             ck = self._binary(spec, arch)
-            meta, cubin = ck.meta, ck.cubin
-            kernel = _runtime.Kernel.from_images(meta, {arch: cubin})
+            kernel = _rt.LaunchableKernel.from_images(ck.meta, {arch: ck.cubin})
             self._kernels[mkey] = kernel
             return kernel
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from . import interpreter
+from .autotune import Autotuner
+
 __all__ = ["assert_bf16_close", "bf16_ulp", "interpret", "source_line"]
 
 
 def interpret(kernel: Any, grid: Any, *args: Any, **constexprs: Any) -> None:
     """Runs ``kernel[grid](*args, **constexprs)`` on the CPU with numpy."""
-    from . import interpreter
-    from .autotune import Autotuner
-
     if isinstance(kernel, Autotuner):
         config = kernel.configs[0]
         constexprs = {**config.kwargs, **constexprs}

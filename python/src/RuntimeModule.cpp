@@ -241,6 +241,8 @@ kiln::TensorMapSpec tensorMapSpec(uint64_t address, const std::string &dtype,
   throw kiln::Error("kernel '" + kernel + "': " + what);
 }
 
+/// A grid of 1 to 3 ints (or one int) as three dimensions within kiln::kMaxGridDims;
+/// kiln::Error with the host rules' messages (kiln.host.normalize_grid) otherwise.
 std::array<unsigned, 3> toGrid(py::handle grid, const std::string &kernel) {
   std::array<unsigned, 3> out = {1, 1, 1};
   PyObject *g = grid.ptr();
@@ -259,7 +261,7 @@ std::array<unsigned, 3> toGrid(py::handle grid, const std::string &kernel) {
         ok = false;
         break;
       }
-      if (v < 0 || v > UINT_MAX)
+      if (v < 0 || v > static_cast<long long>(kiln::kMaxGridDims[i]))
         ok = false;
       else
         out[i] = static_cast<unsigned>(v);
@@ -268,25 +270,31 @@ std::array<unsigned, 3> toGrid(py::handle grid, const std::string &kernel) {
       return out;
     out = {1, 1, 1};
   }
-  std::vector<long long> dims;
-  if (py::isinstance<py::int_>(grid)) {
-    dims.push_back(grid.cast<long long>());
+  std::vector<py::object> dims;
+  if (py::isinstance<py::int_>(grid) || (!py::isinstance<py::tuple>(grid) &&
+                                         !py::isinstance<py::list>(grid) &&
+                                         py::hasattr(grid, "__index__"))) {
+    dims.push_back(py::reinterpret_borrow<py::object>(grid));
   } else if (py::isinstance<py::tuple>(grid) || py::isinstance<py::list>(grid)) {
-    for (auto d : grid) {
-      if (!py::isinstance<py::int_>(d) && !py::hasattr(d, "__index__"))
-        badGrid(kernel, "grid dimensions must be integers, got " + typeNameOf(d));
-      dims.push_back(py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr())).cast<long long>());
-    }
+    for (auto d : grid)
+      dims.push_back(py::reinterpret_borrow<py::object>(d));
   } else {
-    badGrid(kernel, "grid must be a tuple of 1 to 3 integers, got " + typeNameOf(grid));
+    badGrid(kernel, "grid must be 1 to 3 ints, got " + py::repr(grid).cast<std::string>());
   }
   if (dims.empty() || dims.size() > 3)
     badGrid(kernel, "grid must have 1 to 3 dimensions, got " + std::to_string(dims.size()));
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] > UINT_MAX)
-      badGrid(kernel, "grid dimension " + std::to_string(i) + " = " + std::to_string(dims[i]) +
-                          " is out of range");
-    out[i] = static_cast<unsigned>(dims[i]);
+    if (!py::hasattr(dims[i], "__index__"))
+      badGrid(kernel, "grid must be 1 to 3 ints, got " + py::repr(grid).cast<std::string>());
+    py::object idx = py::reinterpret_steal<py::object>(PyNumber_Index(dims[i].ptr()));
+    if (!idx)
+      throw py::error_already_set();
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+    if (overflow || v < 0 || v > static_cast<long long>(kiln::kMaxGridDims[i]))
+      throw kiln::Error(kiln::gridDimError(kernel, static_cast<unsigned>(i),
+                                           py::str(idx).cast<std::string>()));
+    out[i] = static_cast<unsigned>(v);
   }
   return out;
 }
@@ -358,6 +366,7 @@ struct TensorTypes {
   /// torch dtype object -> kiln dtype (absent: no kiln dtype).
   std::unordered_map<PyObject *, std::optional<kiln::DType>> dtypes;
   PyObject *getRawStream = nullptr; // torch._C._cuda_getCurrentRawStream
+  PyObject *getDevice = nullptr;    // torch._C._cuda_getDevice
   PyObject *strDataPtr = nullptr, *strDtype = nullptr, *strGetDevice = nullptr;
 };
 
@@ -457,24 +466,29 @@ bool tensorFacts(PyObject *o, uint64_t &address, std::optional<kiln::DType> &dty
   return true;
 }
 
-/// torch's current raw stream on `device`, or false if torch is unusable.
-bool torchCurrentStream(long device, uintptr_t &stream) {
-  TensorTypes &tt = tensorTypes();
-  if (!tt.getRawStream) {
+/// A function of torch._C (cached in `slot`), or null if torch is unusable. Sets no error.
+PyObject *torchCFunction(PyObject *&slot, const char *name) {
+  if (!slot) {
     PyObject *mod = PyImport_ImportModule("torch._C");
     if (!mod) {
       PyErr_Clear();
-      return false;
+      return nullptr;
     }
-    tt.getRawStream = PyObject_GetAttrString(mod, "_cuda_getCurrentRawStream");
+    slot = PyObject_GetAttrString(mod, name);
     Py_DECREF(mod);
-    if (!tt.getRawStream) {
+    if (!slot)
       PyErr_Clear();
-      return false;
-    }
   }
+  return slot;
+}
+
+/// torch's current raw stream on `device`, or false if torch is unusable.
+bool torchCurrentStream(long device, uintptr_t &stream) {
+  PyObject *fn = torchCFunction(tensorTypes().getRawStream, "_cuda_getCurrentRawStream");
+  if (!fn)
+    return false;
   PyObject *dev = PyLong_FromLong(device);
-  PyObject *r = PyObject_CallOneArg(tt.getRawStream, dev);
+  PyObject *r = PyObject_CallOneArg(fn, dev);
   Py_DECREF(dev);
   if (!r) {
     PyErr_Clear();
@@ -489,13 +503,167 @@ bool torchCurrentStream(long device, uintptr_t &stream) {
   return true;
 }
 
+/// Whether torch's current CUDA device is `device` (false if torch is unusable): the kernel
+/// launches in the current context, so the tensors must live there.
+bool torchCurrentDeviceIs(long device) {
+  PyObject *fn = torchCFunction(tensorTypes().getDevice, "_cuda_getDevice");
+  if (!fn)
+    return false;
+  PyObject *r = PyObject_CallNoArgs(fn);
+  if (!r) {
+    PyErr_Clear();
+    return false;
+  }
+  long current = PyLong_AsLong(r);
+  Py_DECREF(r);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return current == device;
+}
+
+//===----------------------------------------------------------------------===//
+// The direct launch path, shared by Kernel.try_launch (bundles) and Dispatcher
+// (the JIT): each argument's facts are read once, packed once, and launched by one
+// function. Anything unusual returns false without launching or raising; the caller then
+// runs kiln.host.marshal_args and Kernel.launch, which explain the problem or handle it.
+//===----------------------------------------------------------------------===//
+
+/// What the direct path knows of one argument.
+struct ArgFacts {
+  enum Kind : uint8_t { Other, Tensor, Int, Float, Bool };
+  Kind kind = Other;
+  std::optional<kiln::DType> dtype; // Tensor
+  long device = -1;                 // Tensor
+  uint64_t address = 0;             // Tensor
+};
+
+/// The facts of one argument: a torch CUDA tensor of a kiln dtype, an exact int, an exact
+/// float, a bool; Other for everything else (CUDA arrays, descriptors, CPU tensors, numpy
+/// scalars, int subclasses), which only the checked path takes.
+ArgFacts readFacts(PyObject *o) {
+  ArgFacts f;
+  if (PyBool_Check(o))
+    f.kind = ArgFacts::Bool;
+  else if (PyLong_CheckExact(o))
+    f.kind = ArgFacts::Int;
+  else if (PyFloat_CheckExact(o))
+    f.kind = ArgFacts::Float;
+  else if (isTorchTensor(o) && tensorFacts(o, f.address, f.dtype, f.device) && f.dtype)
+    f.kind = ArgFacts::Tensor;
+  return f;
+}
+
+/// Facts for a few arguments on the stack, more on the heap.
+class FactBuffer {
+public:
+  explicit FactBuffer(size_t n) {
+    if (n > kStackArgs)
+      heap_.resize(n);
+  }
+  ArgFacts &operator[](size_t i) { return heap_.empty() ? stack_[i] : heap_[i]; }
+  const ArgFacts *data() const { return heap_.empty() ? stack_ : heap_.data(); }
+
+private:
+  ArgFacts stack_[kStackArgs];
+  std::vector<ArgFacts> heap_;
+};
+
+/// Packs `n` arguments for `entry`'s parameters from their facts: tensors (dtype and
+/// alignment checked) and int addresses for pointers, numbers for scalars. False when one
+/// does not fit or the tensors are on several devices; `device` is theirs (-1: none).
+bool packArgs(const kiln::KernelEntry &entry, PyObject **items, const ArgFacts *facts, size_t n,
+              ArgBuffer &out, long &device) {
+  device = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const kiln::ParamInfo &p = entry.params[i];
+    const ArgFacts &f = facts[i];
+    if (f.kind == ArgFacts::Other || p.kind == kiln::ParamKind::TensorMap)
+      return false;
+    if (f.kind == ArgFacts::Tensor) {
+      if (p.kind != kiln::ParamKind::Pointer || *f.dtype != p.dtype ||
+          (device >= 0 && f.device != device) ||
+          (p.divisibility > 1 && f.address % p.divisibility != 0))
+        return false;
+      device = f.device;
+      out.push(kiln::KernelArg::pointer(f.address));
+      continue;
+    }
+    try {
+      out.push(toArg(entry, i, items[i]));
+    } catch (const kiln::Error &) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The stream of a direct launch: None is torch's current stream on the tensors' `device`
+/// (0, the legacy default stream, without tensors); an int is the handle; an object with an
+/// int `cuda_stream` (torch.cuda.Stream) gives it. False for anything else.
+bool directStream(py::handle stream, long device, uintptr_t &s) {
+  PyObject *o = stream.ptr();
+  if (o == Py_None) {
+    s = 0;
+    return device < 0 || torchCurrentStream(device, s);
+  }
+  py::object handle;
+  if (!PyLong_CheckExact(o)) {
+    PyObject *attr = PyObject_GetAttrString(o, "cuda_stream");
+    if (!attr) {
+      PyErr_Clear();
+      return false;
+    }
+    handle = py::reinterpret_steal<py::object>(attr);
+    o = attr;
+    if (!PyLong_CheckExact(o))
+      return false;
+  }
+  s = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(o));
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+/// The end of both direct paths: the grid (kiln::kMaxGridDims and the cluster shape), the
+/// device (the tensors' must be torch's current one), the stream, then Kernel::launch.
+bool launchPacked(const kiln::Kernel &k, py::handle grid, const ArgBuffer &args, long device,
+                  py::handle stream) {
+  const kiln::KernelEntry &entry = k.entry();
+  std::array<unsigned, 3> g;
+  try {
+    g = toGrid(grid, entry.name);
+  } catch (const kiln::Error &) {
+    return false;
+  } catch (const py::error_already_set &) {
+    return false;
+  }
+  if (g[0] && g[1] && g[2])
+    for (int i = 0; i < 3; ++i)
+      if (g[i] % entry.cluster[i] != 0)
+        return false;
+  if (device >= 0 && !torchCurrentDeviceIs(device))
+    return false;
+  uintptr_t s = 0;
+  if (!directStream(stream, device, s))
+    return false;
+  if (!kiln::argsFit(entry, args.data(), args.size()))
+    return false;
+  py::gil_scoped_release release;
+  k.launch(reinterpret_cast<CUstream>(s), g, args.data(), args.size());
+  return true;
+}
+
 /// The direct launch from user arguments: torch CUDA tensors or int addresses
-/// for pointers, Python numbers for scalars; `stream` an int, or None for
-/// torch's current stream of the tensors' device (0 without tensors).
+/// for pointers, Python numbers for scalars; `stream` an int, a torch.cuda.Stream, or None
+/// for torch's current stream of the tensors' device (0 without tensors).
 /// Returns false without launching when something needs the checking path
 /// (another array type, a dtype or alignment mismatch, tensors on several
-/// devices, a value out of range): the caller then runs kiln.runtime's
-/// marshal_args, which explains the problem or handles the type.
+/// devices or not on the current one, a value or grid out of range): the caller then runs
+/// kiln.host.marshal_args, which explains the problem or handles the type.
 bool tryLaunch(const kiln::Kernel &k, py::handle grid, py::handle args, py::handle stream) {
   const kiln::KernelEntry &entry = k.entry();
   PyObject *seq = args.ptr();
@@ -505,58 +673,138 @@ bool tryLaunch(const kiln::Kernel &k, py::handle grid, py::handle args, py::hand
   if (n != entry.params.size())
     return false;
   PyObject **items = PySequence_Fast_ITEMS(seq);
+  FactBuffer facts(n);
+  for (size_t i = 0; i < n; ++i) {
+    facts[i] = readFacts(items[i]);
+    if (facts[i].kind == ArgFacts::Other)
+      return false;
+  }
   ArgBuffer converted(n);
   long device = -1;
-  for (size_t i = 0; i < n; ++i) {
-    const kiln::ParamInfo &p = entry.params[i];
-    PyObject *o = items[i];
-    if (p.kind == kiln::ParamKind::Pointer && !PyLong_CheckExact(o)) {
-      if (!isTorchTensor(o))
-        return false;
-      uint64_t address = 0;
-      std::optional<kiln::DType> dtype;
-      long dev = -1;
-      if (!tensorFacts(o, address, dtype, dev) || !dtype || *dtype != p.dtype ||
-          (device >= 0 && dev != device) ||
-          (p.divisibility > 1 && address % p.divisibility != 0))
-        return false;
-      device = dev;
-      converted.push(kiln::KernelArg::pointer(address));
-      continue;
-    }
-    if (!PyLong_CheckExact(o) && !PyFloat_CheckExact(o) && !PyBool_Check(o))
-      return false;
-    try {
-      converted.push(toArg(entry, i, o));
-    } catch (const kiln::Error &) {
-      return false;
-    }
-  }
-  std::array<unsigned, 3> g;
-  try {
-    g = toGrid(grid, entry.name);
-  } catch (const kiln::Error &) {
+  if (!packArgs(entry, items, facts.data(), n, converted, device))
     return false;
-  }
-  uintptr_t s = 0;
-  if (stream.is_none()) {
-    if (device >= 0 && !torchCurrentStream(device, s))
-      return false;
-  } else if (PyLong_CheckExact(stream.ptr())) {
-    s = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(stream.ptr()));
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-  } else {
-    return false;
-  }
-  if (!kiln::argsFit(entry, converted.data(), converted.size()))
-    return false;
-  py::gil_scoped_release release;
-  k.launch(reinterpret_cast<CUstream>(s), g, converted.data(), converted.size());
-  return true;
+  return launchPacked(k, grid, converted, device, stream);
 }
+
+/// The JIT's launch cache of one kernel and one set of constexprs and launch options: the
+/// specialization facts of the runtime arguments -> the compiled kernel. The facts are
+/// kiln.host.args' rules, computed here without Python: per argument, a tensor's dtype,
+/// device and 16-byte alignment; an int's type by value (i32, i64, u64), divisibility by 16
+/// and value 1; a float; a bool (an argument in do_not_specialize keeps only its type).
+/// Arguments of other kinds are not cached (launch() returns false; the JIT's checked path
+/// runs every time).
+class Dispatcher {
+public:
+  explicit Dispatcher(std::vector<bool> specialize) : specialize_(std::move(specialize)) {}
+
+  /// Appends the key of `n` arguments (facts read into `facts`) to `key`; false when one
+  /// is not of a kind the cache takes.
+  bool buildKey(PyObject **items, size_t n, ArgFacts *facts, std::string &key) const {
+    if (n != specialize_.size())
+      return false;
+    for (size_t i = 0; i < n; ++i) {
+      ArgFacts &f = facts[i] = readFacts(items[i]);
+      const bool spec = specialize_[i];
+      switch (f.kind) {
+      case ArgFacts::Tensor:
+        if (f.device < 0 || f.device > 0xffff)
+          return false;
+        key += 'T';
+        key += static_cast<char>(*f.dtype);
+        key += static_cast<char>(f.device & 0xff);
+        key += static_cast<char>(f.device >> 8);
+        key += spec ? (f.address % 16 == 0 ? 'd' : '-') : 'x';
+        break;
+      case ArgFacts::Int: {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+        unsigned long long u = 0;
+        char cls;
+        if (!overflow) {
+          cls = (v >= INT32_MIN && v <= INT32_MAX) ? '4' : '8';
+          u = static_cast<unsigned long long>(v);
+        } else if (overflow > 0) {
+          u = PyLong_AsUnsignedLongLong(items[i]);
+          if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return false; // beyond 64 bits: the checked path raises
+          }
+          cls = 'u';
+        } else {
+          return false;
+        }
+        key += 'I';
+        key += cls;
+        // Divisibility of the value (u: its two's complement bits, as the value itself).
+        key += !spec ? 'x' : (u % 16 == 0 ? 'd' : (!overflow && v == 1 ? '1' : '-'));
+        break;
+      }
+      case ArgFacts::Float:
+        key += 'F';
+        break;
+      case ArgFacts::Bool:
+        key += 'B';
+        break;
+      default:
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// Launches the cached kernel for these arguments; false (launching nothing) on a miss
+  /// or when anything needs the checked path.
+  bool launch(py::handle grid, py::handle args, py::handle stream) const {
+    PyObject *seq = args.ptr();
+    if (!PyTuple_CheckExact(seq))
+      return false;
+    const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(seq));
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    FactBuffer facts(n);
+    std::string key;
+    key.reserve(5 * n);
+    if (!buildKey(items, n, &facts[0], key))
+      return false;
+    auto it = kernels_.find(key);
+    if (it == kernels_.end())
+      return false;
+    std::shared_ptr<kiln::Kernel> k = it->second;
+    const kiln::KernelEntry &entry = k->entry();
+    if (n != entry.params.size())
+      return false;
+    ArgBuffer converted(n);
+    long device = -1;
+    if (!packArgs(entry, items, facts.data(), n, converted, device))
+      return false;
+    return launchPacked(*k, grid, converted, device, stream);
+  }
+
+  /// The key of these arguments (bytes), or None when they are not cacheable.
+  py::object key(py::handle args) const {
+    py::tuple t = py::tuple(py::reinterpret_borrow<py::object>(args));
+    const size_t n = t.size();
+    FactBuffer facts(n);
+    std::string key;
+    if (!buildKey(PySequence_Fast_ITEMS(t.ptr()), n, &facts[0], key))
+      return py::none();
+    return py::bytes(key);
+  }
+
+  /// Caches `kernel` for arguments like these; false when they are not cacheable.
+  bool add(py::handle args, std::shared_ptr<kiln::Kernel> kernel) {
+    py::object k = key(args);
+    if (k.is_none())
+      return false;
+    kernels_[k.cast<std::string>()] = std::move(kernel);
+    return true;
+  }
+
+  size_t size() const { return kernels_.size(); }
+
+private:
+  std::vector<bool> specialize_;
+  std::unordered_map<std::string, std::shared_ptr<kiln::Kernel>> kernels_;
+};
 
 /// ArgSpecs from Python values for specialization selection: torch tensors
 /// (dtype and address), objects exposing __cuda_array_interface__ (address),
@@ -607,6 +855,8 @@ std::vector<kiln::ArgSpec> argSpecs(py::handle args) {
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "kiln runtime: kernel bundles and launching on the CUDA Driver API";
   m.attr("FORMAT_VERSION") = kiln::kBundleFormatVersion;
+  m.attr("MAX_GRID") = py::make_tuple(kiln::kMaxGridDims[0], kiln::kMaxGridDims[1],
+                                      kiln::kMaxGridDims[2]);
   py::register_exception<kiln::Error>(m, "KilnError", PyExc_RuntimeError);
 
   py::class_<kiln::Kernel, std::shared_ptr<kiln::Kernel>>(m, "Kernel")
@@ -635,10 +885,26 @@ PYBIND11_MODULE(_runtime, m) {
       .def("try_launch", &tryLaunch, py::arg("grid"), py::arg("args"),
            py::arg("stream") = py::none(),
            "Launch straight from torch CUDA tensors / int addresses and Python numbers; "
-           "returns False without launching when the arguments need the checking path.")
+           "returns False without launching when the arguments (or the grid, the stream, "
+           "the device) need the checking path.")
       .def("__repr__", [](const kiln::Kernel &k) {
         return "<kiln Kernel '" + k.name() + "' {" + k.entry().describeConstexprs() + "}>";
       });
+
+  py::class_<Dispatcher>(m, "Dispatcher",
+                         "The JIT's launch cache: specialization facts of the runtime "
+                         "arguments -> compiled kernel, launched by Kernel.try_launch's path.")
+      .def(py::init<std::vector<bool>>(), py::arg("specialize"),
+           "`specialize`: per runtime parameter, False for do_not_specialize.")
+      .def("launch", &Dispatcher::launch, py::arg("grid"), py::arg("args"),
+           py::arg("stream") = py::none(),
+           "Launches the kernel cached for these arguments; False (launching nothing) on a "
+           "miss or when the arguments need the checked path.")
+      .def("add", &Dispatcher::add, py::arg("args"), py::arg("kernel"),
+           "Caches `kernel` for arguments like `args`; False if they are not cacheable.")
+      .def("key", &Dispatcher::key, py::arg("args"),
+           "The cache key of these arguments (bytes), or None if they are not cacheable.")
+      .def("__len__", &Dispatcher::size);
 
   py::class_<kiln::Bundle, std::shared_ptr<kiln::Bundle>>(m, "Bundle")
       .def_static(

@@ -251,6 +251,21 @@ bool argsFit(const KernelEntry &entry, const KernelArg *args, size_t numArgs) no
 // Kernel
 //===----------------------------------------------------------------------===//
 
+std::string gridDimError(const std::string &kernel, unsigned dim, const std::string &value) {
+  return "kernel '" + kernel + "': grid dimension " + std::to_string(dim) + " = " + value +
+         " is out of range [0, " + std::to_string(kMaxGridDims[dim < 3 ? dim : 0]) + "]";
+}
+
+std::string clusterGridError(const std::string &kernel, const std::array<unsigned, 3> &grid,
+                             const std::array<unsigned, 3> &cluster) {
+  auto triple = [](const std::array<unsigned, 3> &v) {
+    return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " +
+           std::to_string(v[2]) + ")";
+  };
+  return "kernel '" + kernel + "': grid " + triple(grid) + " is not a multiple of the cluster shape " +
+         triple(cluster);
+}
+
 namespace {
 /// Most parameters one launch passes (the kernel ABI allows at most 32 KiB).
 constexpr size_t kMaxParams = 1024;
@@ -355,15 +370,14 @@ void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid, const KernelA
   if (numArgs > kMaxParams)
     throw Error("kernel '" + entry_.name + "': too many arguments (" + std::to_string(numArgs) +
                 ")");
+  for (unsigned i = 0; i < 3; ++i)
+    if (grid[i] > kMaxGridDims[i])
+      throw Error(gridDimError(entry_.name, i, std::to_string(grid[i])));
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return;
   for (int i = 0; i < 3; ++i)
     if (entry_.cluster[i] != 1 && grid[i] % entry_.cluster[i] != 0)
-      throw Error("kernel '" + entry_.name + "': grid (" + std::to_string(grid[0]) + ", " +
-                  std::to_string(grid[1]) + ", " + std::to_string(grid[2]) +
-                  ") is not a multiple of the cluster shape (" + std::to_string(entry_.cluster[0]) +
-                  ", " + std::to_string(entry_.cluster[1]) + ", " +
-                  std::to_string(entry_.cluster[2]) + ")");
+      throw Error(clusterGridError(entry_.name, grid, entry_.cluster));
   const Loaded &l = loadedForCurrentContext();
   const Driver &d = Driver::get();
 

@@ -215,6 +215,32 @@ TEST(KernelTest, FromImagesNeedsNoDriver) {
   EXPECT_THROW(Kernel::fromImages(meta, {{"bogus", "x"}}), Error);
 }
 
+TEST(KernelTest, GridLimitsAreCudasAndCheckedBeforeTheDriver) {
+  json meta = {{"name", "k"},
+               {"symbol", "k"},
+               {"params", {{{"name", "n"}, {"kind", "scalar"}, {"dtype", "i32"}}}},
+               {"threads_per_block", 32},
+               {"cluster", {2, 1, 1}}};
+  auto k = Kernel::fromImages(meta, {{"sm_90a", std::string("\x7f"
+                                                            "ELFxyz")}});
+  EXPECT_EQ(kMaxGridDims[0], 2147483647u);
+  EXPECT_EQ(kMaxGridDims[1], 65535u);
+  EXPECT_EQ(kMaxGridDims[2], 65535u);
+  // At the limit (with an empty dimension: nothing launches, no driver needed).
+  EXPECT_NO_THROW(k->launch(nullptr, {2147483646u, 0, 1}, {KernelArg::i32(1)}));
+  EXPECT_NO_THROW(k->launch(nullptr, {0, 65535, 65535}, {KernelArg::i32(1)}));
+  // One past it, whatever the other dimensions: the same message as kiln.host's.
+  EXPECT_EQ(errorOf([&] { k->launch(nullptr, {2147483648u, 0, 1}, {KernelArg::i32(1)}); }),
+            "kiln: kernel 'k': grid dimension 0 = 2147483648 is out of range [0, 2147483647]");
+  EXPECT_EQ(errorOf([&] { k->launch(nullptr, {0, 65536, 1}, {KernelArg::i32(1)}); }),
+            "kiln: kernel 'k': grid dimension 1 = 65536 is out of range [0, 65535]");
+  EXPECT_EQ(errorOf([&] { k->launch(nullptr, {0, 1, 65536}, {KernelArg::i32(1)}); }),
+            "kiln: kernel 'k': grid dimension 2 = 65536 is out of range [0, 65535]");
+  // The cluster rule, for grids that launch something.
+  EXPECT_EQ(errorOf([&] { k->launch(nullptr, {3, 1, 1}, {KernelArg::i32(1)}); }),
+            "kiln: kernel 'k': grid (3, 1, 1) is not a multiple of the cluster shape (2, 1, 1)");
+}
+
 TEST(KernelTest, WithoutDriverLaunchFailsCleanly) {
   if (driverAvailable())
     GTEST_SKIP() << "a CUDA driver is present on this machine";

@@ -1,12 +1,13 @@
-"""attn_res on the GPU (KERNELS.md §4.4): the K3 shape (H = 7168), nvb 1..8 (and 0), T in
-{1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of the
-exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before any
-launch. T <= 66 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
+"""attn_res on the GPU (docs/kernels/attn_res.md): the K3 shape (H = 7168), nvb 1..8 (and 0),
+T in {1, 7, 4096}, against a float64 reference of the spec's formula, within one bf16 ulp of
+the exact value; write_prefix copies the prefix row bit for bit; bad arguments raise before
+any launch. T <= 66 on the H200 runs the small-T cluster kernel (T in {1, 2, 7, 32}, its own
 tests below, and every cluster size at T up to 100), T <= 132 with nvb <= 4 the token kernel
-(its own tests too). The persistent tests run both persistent kernels (the ``ring`` fixture: the
-module knob RING, the register-slot kernel and the row-ring kernel of bulk copies into
-shared memory), and the ring at several depths and programs per SM. The same kernels run in
+(its own tests too). The persistent tests run the row ring (the ``ring`` fixture: the token
+kernel off) by default and at several depths and programs per SM. The same kernels run in
 the interpreter against a numpy reference in test/python/test_attn_res.py."""
+
+import dataclasses
 
 import pytest
 
@@ -66,13 +67,15 @@ def bits(x):
     return x.view(torch.int16)
 
 
-@pytest.fixture(params=[False, True], ids=["slots", "ring"])
-def ring(request, monkeypatch):
-    """RING: the register-slot kernel (attn_res_kernel) or the row ring
-    (attn_res_ring_kernel); the token kernel off."""
-    monkeypatch.setattr(mod, "RING", request.param)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
-    return request.param
+def settings(**changes):
+    return dataclasses.replace(mod.SETTINGS, **changes)
+
+
+@pytest.fixture
+def ring():
+    """The settings of the row ring (attn_res_ring_kernel) wherever the cluster kernel does
+    not run: the token kernel off."""
+    return settings(token_max_waves=0)
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])
@@ -84,7 +87,8 @@ def test_k3_shapes(ring, nvb, t, write_prefix):
     before = bank.clone()
     want = reference(prefix, before, cw, ow, nvb)
     out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
-    res = mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
+    res = mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix,
+                       settings=ring)
     torch.cuda.synchronize()
     assert res is out
     assert_close_bf16(out, want)
@@ -109,7 +113,7 @@ def test_write_prefix_is_a_bit_copy(ring):
     prefix = prefix.to(torch.int16).view(torch.bfloat16)
     _, bank, cw, ow = inputs(t, nb, seed=2)
     before = bank.clone()
-    mod.attn_res(prefix, bank, cw, ow, nvb=nvb, write_prefix=True)
+    mod.attn_res(prefix, bank, cw, ow, nvb=nvb, write_prefix=True, settings=ring)
     torch.cuda.synchronize()
     expected = before.clone()
     expected[:, nvb] = prefix
@@ -126,7 +130,8 @@ def test_strided_views(ring):
     bbuf[:, 1:nb + 1] = b
     obuf = torch.full((t, H + 128), 7.0, device="cuda", dtype=torch.bfloat16)
     bank = bbuf[:, 1:nb + 1]
-    mod.attn_res(pbuf[:, :H], bank, cw, ow, obuf[:, :H], nvb=nvb, write_prefix=True)
+    mod.attn_res(pbuf[:, :H], bank, cw, ow, obuf[:, :H], nvb=nvb, write_prefix=True,
+                 settings=ring)
     torch.cuda.synchronize()
     assert_close_bf16(obuf[:, :H], reference(p, b, cw, ow, nvb))
     assert torch.all(obuf[:, H:] == 7.0)
@@ -134,12 +139,13 @@ def test_strided_views(ring):
     assert torch.all(bbuf[:, 0] == 0) and torch.all(bbuf[:, nb + 1] == 0)
 
 
-def test_one_program_per_token_matches_persistent(monkeypatch):
-    """PROGRAMS_PER_SM = 0 (grid = T) and the persistent default give the same bits."""
+def test_one_program_per_token_matches_persistent():
+    """The ring with one program per token (programs_per_sm = 0: grid = T) and the
+    persistent default give the same bits."""
     prefix, bank, cw, ow = inputs(2000, 9, seed=4)
     a = mod.attn_res(prefix, bank, cw, ow, nvb=5)
-    monkeypatch.setattr(mod, "PROGRAMS_PER_SM", 0)
-    b = mod.attn_res(prefix, bank, cw, ow, nvb=5)
+    b = mod.attn_res(prefix, bank, cw, ow, nvb=5,
+                     settings=settings(ring_programs_per_sm=0, ring_few_programs_per_sm=0))
     torch.cuda.synchronize()
     assert torch.equal(bits(a), bits(b))
 
@@ -152,8 +158,8 @@ def test_chained_launches_see_the_previous_kernels_writes(ring):
     y = torch.randn_like(x)
     for _ in range(3):
         prefix = x + y                                  # written by the previous kernel
-        out1 = mod.attn_res(prefix, bank, cw, ow, nvb=3, write_prefix=True)
-        out2 = mod.attn_res(out1, bank, cw, ow, nvb=4)  # reads bank[:, 3] just written
+        out1 = mod.attn_res(prefix, bank, cw, ow, nvb=3, write_prefix=True, settings=ring)
+        out2 = mod.attn_res(out1, bank, cw, ow, nvb=4, settings=ring)  # reads bank[:, 3]
         torch.cuda.synchronize()
         assert torch.equal(bits(bank[:, 3]), bits(prefix))
         assert_close_bf16(out2, reference(out1, bank, cw, ow, 4))
@@ -166,16 +172,14 @@ def _num_sms():
 @pytest.mark.parametrize("stages", [2, 3, 4, 6, 8])
 @pytest.mark.parametrize("per_sm", [1, 2])
 @pytest.mark.parametrize("nvb", [0, 3, 8])
-def test_ring_depths_and_programs_per_sm(monkeypatch, stages, per_sm, nvb):
+def test_ring_depths_and_programs_per_sm(stages, per_sm, nvb):
     """The row ring at 2 to 8 slots (8 x 16 KB: one program an SM fits), 1 or 2 programs
     per SM, many tokens a program (T = 5000: each slot's barrier passes many phases)."""
-    monkeypatch.setattr(mod, "RING", True)
-    monkeypatch.setattr(mod, "RING_STAGES", stages)
-    monkeypatch.setattr(mod, "RING_PROGRAMS_PER_SM", per_sm)
     t, nb = 5000, 9
     prefix, bank, cw, ow = inputs(t, nb, seed=stages * 10 + per_sm + nvb * 100)
     before = bank.clone()
-    out = mod.attn_res(prefix, bank, cw, ow, nvb=nvb, write_prefix=True)
+    out = mod.attn_res(prefix, bank, cw, ow, nvb=nvb, write_prefix=True,
+                       settings=settings(ring_stages=stages, ring_programs_per_sm=per_sm))
     torch.cuda.synchronize()
     assert_close_bf16(out, reference(prefix, before, cw, ow, nvb))
     expected = before.clone()
@@ -197,25 +201,24 @@ def test_cluster_kernel_small_t(t, nvb, write_prefix):
 @pytest.mark.parametrize("size,warps", [(16, 2), (16, 4), (4, 8), (2, 8)])
 @pytest.mark.parametrize("nvb", [1, 4, 8])
 @pytest.mark.parametrize("t", [1, 33, 100])
-def test_cluster_sizes(monkeypatch, size, warps, nvb, t):
+def test_cluster_sizes(size, warps, nvb, t):
     """The cluster kernel with S programs a token (16: the non-portable cluster size) on W
     warps, at any T: fresh inputs against the reference, the snapshot bit for bit."""
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 1000)
-    for knob, v in (("CLUSTER_SIZE", size), ("CLUSTER_MANY_SIZE", size),
-                    ("CLUSTER_WARPS", warps), ("CLUSTER_MANY_WARPS", warps)):
-        monkeypatch.setattr(mod, knob, v)
-    assert mod.use_cluster_kernel(t, H, nvb, _num_sms())
-    _check_fresh(t, nvb, True, seed=5000 + size * 100 + nvb * 10 + t)
+    s = settings(cluster_max_waves=1000, cluster_size=size, cluster_many_size=size,
+                 cluster_warps=warps, cluster_many_warps=warps)
+    assert mod.use_cluster_kernel(t, H, nvb, _num_sms(), s)
+    _check_fresh(t, nvb, True, seed=5000 + size * 100 + nvb * 10 + t, settings=s)
 
 
-def _check_fresh(t, nvb, write_prefix, seed):
+def _check_fresh(t, nvb, write_prefix, seed, settings=mod.SETTINGS):
     """Fresh random inputs (K3's bank of 9 rows) against the float64 reference, into a NaN
     filled output; the snapshot bit for bit and the other bank rows untouched."""
     prefix, bank, cw, ow = inputs(t, 9, seed=seed)
     before = bank.clone()
     want = reference(prefix, before, cw, ow, nvb)
     out = torch.full((t, H), float("nan"), device="cuda", dtype=torch.bfloat16)
-    mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
+    mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix,
+                 settings=settings)
     torch.cuda.synchronize()
     assert_close_bf16(out, want)
     expected = before.clone()
@@ -224,43 +227,35 @@ def _check_fresh(t, nvb, write_prefix, seed):
     assert torch.equal(bits(bank), bits(expected))
 
 
-@pytest.mark.parametrize("remat", [False, True])
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", [0, 1, 3, 4, 8])
 @pytest.mark.parametrize("t", [1, 7, 64, 133, 300])
-def test_token_kernel(monkeypatch, t, nvb, write_prefix, remat):
+def test_token_kernel(t, nvb, write_prefix):
     """The token kernel (one program per token, its rows whole; the cluster kernel off and
-    every T and nvb in its range, REMAT either way): fresh random inputs against the float64
-    reference; the snapshot bit for bit; T = 133 and 300 take two and three waves of one
-    program an SM."""
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 4)
-    monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
-    monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
-    assert mod.use_token_kernel(t, H, nvb, _num_sms())
-    _check_fresh(t, nvb, write_prefix, seed=3000 + nvb * 100 + t + write_prefix)
+    every T and nvb in its range): fresh random inputs against the float64 reference; the
+    snapshot bit for bit; T = 133 and 300 take two and three waves of one program an SM."""
+    s = settings(cluster_max_waves=0, token_max_waves=4, token_max_rows=8)
+    assert mod.use_token_kernel(t, H, nvb, _num_sms(), s)
+    _check_fresh(t, nvb, write_prefix, seed=3000 + nvb * 100 + t + write_prefix, settings=s)
 
 
 @pytest.fixture(params=["cluster", "token"])
-def few_tokens(request, monkeypatch):
-    """The few-token kernels: the cluster kernel, or (the cluster kernel off) the token
-    kernel."""
+def few_tokens(request):
+    """The settings of a few-token kernel: the cluster kernel (the default), or (the cluster
+    kernel off) the token kernel."""
     if request.param == "token":
-        monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-        monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
-        monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
-    return request.param
+        return settings(cluster_max_waves=0, token_max_waves=1, token_max_rows=8)
+    return mod.SETTINGS
 
 
 @pytest.mark.parametrize("nvb", [1, 5, 8])
-def test_cluster_kernel_matches_persistent(monkeypatch, nvb):
+def test_cluster_kernel_matches_persistent(nvb):
     """The two kernels on the same inputs: both within the reference's tolerance, and close
     to each other (their fp32 sums are ordered differently)."""
     prefix, bank, cw, ow = inputs(16, 9, seed=77 + nvb)
     a = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
-    b = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
+    b = mod.attn_res(prefix, bank, cw, ow, nvb=nvb,
+                     settings=settings(cluster_max_waves=0, token_max_waves=0))
     torch.cuda.synchronize()
     want = reference(prefix, bank, cw, ow, nvb)
     assert_close_bf16(a, want)
@@ -278,7 +273,7 @@ def test_few_tokens_strided_views_and_bit_copy(few_tokens):
     bbuf[:, 1:nb + 1] = b
     obuf = torch.full((t, H + 128), 7.0, device="cuda", dtype=torch.bfloat16)
     mod.attn_res(pbuf[:, :H], bbuf[:, 1:nb + 1], cw, ow, obuf[:, :H], nvb=nvb,
-                 write_prefix=True)
+                 write_prefix=True, settings=few_tokens)
     torch.cuda.synchronize()
     assert_close_bf16(obuf[:, :H], reference(p, b, cw, ow, nvb))
     assert torch.all(obuf[:, H:] == 7.0)
@@ -287,7 +282,7 @@ def test_few_tokens_strided_views_and_bit_copy(few_tokens):
     raw = torch.randint(-(1 << 15), 1 << 15, (t, H), device="cuda", dtype=torch.int32)
     raw = raw.to(torch.int16).view(torch.bfloat16)
     bank = b.clone()
-    mod.attn_res(raw, bank, cw, ow, nvb=2, write_prefix=True)
+    mod.attn_res(raw, bank, cw, ow, nvb=2, write_prefix=True, settings=few_tokens)
     torch.cuda.synchronize()
     assert torch.equal(bits(bank[:, 2]), bits(raw))
     assert torch.equal(bits(bank[:, :2]), bits(b[:, :2]))
@@ -301,8 +296,8 @@ def test_few_tokens_chained_launches(few_tokens):
     y = torch.randn_like(x)
     for _ in range(20):
         prefix = x + y
-        out1 = mod.attn_res(prefix, bank, cw, ow, nvb=3, write_prefix=True)
-        out2 = mod.attn_res(out1, bank, cw, ow, nvb=4)
+        out1 = mod.attn_res(prefix, bank, cw, ow, nvb=3, write_prefix=True, settings=few_tokens)
+        out2 = mod.attn_res(out1, bank, cw, ow, nvb=4, settings=few_tokens)
         torch.cuda.synchronize()
         assert torch.equal(bits(bank[:, 3]), bits(prefix))
         assert_close_bf16(out2, reference(out1, bank, cw, ow, 4))

@@ -1,4 +1,4 @@
-"""concat_mla_k and concat_mla_absorb_q on the GPU against torch.cat (KERNELS.md §3.2),
+"""concat_mla_k and concat_mla_absorb_q on the GPU against torch.cat (docs/kernels/mla_cache.md),
 bit-exact, with strided inputs (slices of a larger projection output) and T = 0."""
 
 import pytest

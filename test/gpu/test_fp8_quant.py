@@ -1,8 +1,10 @@
 """The Kimi K3 FP8/FP4 quantization kernels on the GPU against torch references written from
-KERNELS.md: §8.2(a) per_token_group_quant_fp8, §8.2(b) quant_mxfp4, §4.2 SiTU masked
-post-quant, §4.3 MLA output gate FP8, §8.5 MLA FP8 KV scatter. Fresh random inputs with a
-zero row, a row of one repeated value and large magnitudes; T = 0, 1, odd and K3 sizes;
-strided inputs; poison in everything a kernel must not write."""
+docs/kernels: per_token_group_quant_fp8 and quant_mxfp4 (quant.md), SiTU masked post-quant
+(situ.md), MLA output gate FP8 (mla_output_gate.md), MLA FP8 KV scatter (mla_cache.md). Fresh
+random inputs with a zero row, a row of one repeated value and large magnitudes; T = 0, 1, odd
+and K3 sizes; strided inputs; poison in everything a kernel must not write."""
+
+import dataclasses
 
 import pytest
 
@@ -17,7 +19,7 @@ HIDDEN, MOE_INTER, H_LOCAL = 7168, 3072, 12 * 128
 
 
 # ---------------------------------------------------------------------------
-# References (KERNELS.md)
+# References (docs/kernels)
 # ---------------------------------------------------------------------------
 
 def true_div(a, b):
@@ -105,7 +107,7 @@ def rows(t, d, scale=3.0, dtype=torch.bfloat16):
 
 
 # ---------------------------------------------------------------------------
-# §8.2(a) per_token_group_quant_fp8
+# per_token_group_quant_fp8
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("t", [1, 7, 129, 4096])
@@ -170,7 +172,7 @@ def test_group_quant_bad_arguments_raise_before_launch():
 
 
 # ---------------------------------------------------------------------------
-# §4.2 SiTU masked post-quant
+# SiTU masked post-quant
 # ---------------------------------------------------------------------------
 
 #: The kernel's SiTU uses tanh.approx.f32 (2^-10.7 relative) and the fast sigmoid, as situ.py;
@@ -274,7 +276,7 @@ def test_situ_masked_post_quant_bad_arguments():
 
 
 # ---------------------------------------------------------------------------
-# §4.3 MLA output gate, FP8 variant
+# MLA output gate, FP8 variant
 # ---------------------------------------------------------------------------
 
 def ref_gate_fp8(x, g):
@@ -283,41 +285,37 @@ def ref_gate_fp8(x, g):
     return true_div(y, s[:, None]).clamp(-448, 448).to(F8), s
 
 
-GATE_KNOBS = {  # FP8_CHUNKS (from FP8_CHUNKS_MIN_T rows), FP8_LOADS_FIRST, FP8_ONE_REDUCTION
+GATE_SETTINGS = {  # mla_output_gate.Settings fields
     "default": {},
-    "old": dict(FP8_CHUNKS=False, FP8_LOADS_FIRST=False, FP8_ONE_REDUCTION=False),
-    "chunks-every-t": dict(FP8_CHUNKS_MIN_T=0),
-    "chunks-in-order": dict(FP8_CHUNKS=True, FP8_LOADS_FIRST=False, FP8_CHUNKS_MIN_T=0),
-    "one-tile": dict(FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
-    "newton": dict(FP8_NEWTON=True, FP8_CHUNKS_MIN_T=0),
-    "newton-one-tile": dict(FP8_NEWTON=True, FP8_CHUNKS=False, FP8_ONE_REDUCTION=True),
-    "ieee-chunks": dict(FP8_NEWTON=False, FP8_MAXNREG=92, FP8_CHUNKS_MIN_T=0),
+    "chunks-every-t": dict(fp8_chunks_min_t=0),
+    "one-tile": dict(fp8_chunks_min_t=1 << 31),
+    "chunks-cap-92": dict(fp8_maxnreg=92, fp8_chunks_min_t=0),
 }
+
+
+def gate_settings(name):
+    return dataclasses.replace(mla_output_gate.SETTINGS, **GATE_SETTINGS[name])
 
 
 @pytest.mark.parametrize("t", [1, 7, 64, 4097])
 @pytest.mark.parametrize("h", [H_LOCAL, 512, 8])
-@pytest.mark.parametrize("knobs", list(GATE_KNOBS))
-def test_mla_output_gate_fp8_exact(t, h, knobs, monkeypatch):
-    for k, v in GATE_KNOBS[knobs].items():
-        monkeypatch.setattr(mla_output_gate, k, v)
+@pytest.mark.parametrize("settings", list(GATE_SETTINGS))
+def test_mla_output_gate_fp8_exact(t, h, settings):
     x = rows(t, h)
     g = (torch.randn(t, h, device="cuda") * 4).to(torch.bfloat16)
-    q, s = mla_output_gate.mla_output_gate_fp8(x, g)
+    q, s = mla_output_gate.mla_output_gate_fp8(x, g, settings=gate_settings(settings))
     torch.cuda.synchronize()
     rq, rs = ref_gate_fp8(x, g)
     assert_scales_equal(s, rs)
     assert_bytes_equal(q, rq, "q")
 
 
-@pytest.mark.parametrize("knobs", ["default", "newton", "newton-one-tile", "ieee-chunks"])
-def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
+@pytest.mark.parametrize("settings", ["default", "chunks-every-t", "one-tile"])
+def test_mla_output_gate_fp8_every_bf16_gate(settings):
     """Every bf16 gate pattern (NaN aside: outside the contract), each against 96 random x
-    (x * 4^k, k in -20..20), so that FP8_NEWTON's division-free sigmoid is checked for every
-    input it can get: the gates >= -87 fill rows of their own (its path), the others the
-    rows before them (the IEEE path)."""
-    for k, v in GATE_KNOBS[knobs].items():
-        monkeypatch.setattr(mla_output_gate, k, v)
+    (x * 4^k, k in -20..20), so that the division-free sigmoid is checked for every input it
+    can get: the gates >= -87 fill rows of their own (its path), the others the rows before
+    them (the IEEE path)."""
     g = torch.arange(-(1 << 15), 1 << 15, device="cuda", dtype=torch.int32).to(torch.int16)
     g = g.view(torch.bfloat16).float()
     g = g[~torch.isnan(g)]
@@ -329,37 +327,36 @@ def test_mla_output_gate_fp8_every_bf16_gate(knobs, monkeypatch):
     t = gate.shape[0]
     x = (torch.randn(t, H_LOCAL, device="cuda") * torch.pow(
         4.0, torch.randint(-20, 21, (t, 1), device="cuda").float())).to(torch.bfloat16)
-    q, s = mla_output_gate.mla_output_gate_fp8(x, gate)
+    q, s = mla_output_gate.mla_output_gate_fp8(x, gate, settings=gate_settings(settings))
     torch.cuda.synchronize()
     rq, rs = ref_gate_fp8(x, gate)
     assert_scales_equal(s, rs)
     assert_bytes_equal(q, rq, "q")
 
 
-@pytest.mark.parametrize("knobs", ["default", "chunks-every-t", "ieee-chunks"])
-def test_mla_output_gate_fp8_strided_and_empty(knobs, monkeypatch):
-    for k, v in GATE_KNOBS[knobs].items():
-        monkeypatch.setattr(mla_output_gate, k, v)
+@pytest.mark.parametrize("settings", ["default", "chunks-every-t", "chunks-cap-92"])
+def test_mla_output_gate_fp8_strided_and_empty(settings):
+    settings = gate_settings(settings)
     xb = rows(65, 2 * H_LOCAL)
     gb = (torch.randn(65, 2 * H_LOCAL, device="cuda") * 4).to(torch.bfloat16)
     x, g = xb[:, H_LOCAL:], gb[:, :H_LOCAL]
     q = torch.full((65, H_LOCAL), 0x5A, device="cuda", dtype=torch.uint8).view(F8)
     s = torch.full((65,), float("nan"), device="cuda")
-    mla_output_gate.mla_output_gate_fp8(x, g, q, s)
+    mla_output_gate.mla_output_gate_fp8(x, g, q, s, settings=settings)
     rq, rs = ref_gate_fp8(x, g)
     assert_scales_equal(s, rs)
     assert_bytes_equal(q, rq, "q")
     e = torch.empty(0, H_LOCAL, device="cuda", dtype=torch.bfloat16)
-    q0, s0 = mla_output_gate.mla_output_gate_fp8(e, e)
+    q0, s0 = mla_output_gate.mla_output_gate_fp8(e, e, settings=settings)
     assert q0.shape == (0, H_LOCAL) and s0.shape == (0,)
     for bad in [(x.float(), g), (x[:, :1532], g[:, :1532]), (x, g[:5]), (x[:, ::2], g[:, ::2])]:
         with pytest.raises((TypeError, ValueError)):
-            mla_output_gate.mla_output_gate_fp8(*bad)
+            mla_output_gate.mla_output_gate_fp8(*bad, settings=settings)
     torch.cuda.synchronize()
 
 
 # ---------------------------------------------------------------------------
-# §8.5 MLA FP8 KV scatter
+# MLA FP8 KV scatter
 # ---------------------------------------------------------------------------
 
 def ref_kv_fp8(kv_c, k_pe, loc, cache):
@@ -373,18 +370,11 @@ def ref_kv_fp8(kv_c, k_pe, loc, cache):
     return ref
 
 
-@pytest.mark.parametrize("early", [True, False])  # rows loaded with loc / after it
 @pytest.mark.parametrize("t", [0, 1, 7, 64, 4097])
 @pytest.mark.parametrize("strided", [False, True])
-@pytest.mark.parametrize("new", [True, False])  # FP8_Q_F8, FP8_ROPE_FIRST, FP8_SCALE_TILE
-# FP8_LOAD_EVICT, FP8_STORE_CACHE
-@pytest.mark.parametrize("hints", [("", ""), ("evict_first", ".cs")])
-def test_kv_scatter_fp8_exact(t, strided, early, new, hints, monkeypatch):
-    monkeypatch.setattr(mla_kv, "EARLY_LOADS", early)
-    for knob in ("FP8_Q_F8", "FP8_ROPE_FIRST", "FP8_SCALE_TILE"):
-        monkeypatch.setattr(mla_kv, knob, new)
-    monkeypatch.setattr(mla_kv, "FP8_LOAD_EVICT", hints[0])
-    monkeypatch.setattr(mla_kv, "FP8_STORE_CACHE", hints[1])
+@pytest.mark.parametrize("store_cache", ["", ".cs"])  # Settings.fp8_store_cache
+def test_kv_scatter_fp8_exact(t, strided, store_cache):
+    settings = dataclasses.replace(mla_kv.SETTINGS, fp8_store_cache=store_cache)
     slots = max(2 * t, 16)
     if strided:
         proj = rows(t, 576 + 64)
@@ -396,7 +386,7 @@ def test_kv_scatter_fp8_exact(t, strided, early, new, hints, monkeypatch):
         loc[torch.rand(t, device="cuda") < 0.25] = -1
     cache = torch.randint(0, 256, (slots, 656), device="cuda", dtype=torch.uint8)
     ref = ref_kv_fp8(kv_c, k_pe, loc, cache)
-    assert mla_kv.mla_kv_scatter_fp8(kv_c, k_pe, loc, cache) is cache
+    assert mla_kv.mla_kv_scatter_fp8(kv_c, k_pe, loc, cache, settings=settings) is cache
     torch.cuda.synchronize()
     assert torch.equal(cache, ref)
     # dequantize what was written: within one fp8 step of kv_c
@@ -436,7 +426,7 @@ def test_kv_scatter_fp8_bad_arguments():
 
 
 # ---------------------------------------------------------------------------
-# §8.2(b) MXFP4
+# MXFP4
 # ---------------------------------------------------------------------------
 
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
@@ -482,34 +472,28 @@ def test_quant_mxfp4_exact(r):
     assert bool(((val * sc - x.float()).abs() <= step * sc).all())
 
 
-MX_KNOBS = {  # quant.py's MX_CHUNKS (_MIN_T) / LOOKAHEAD / MAXNREG / BYTE_SIGNS / X_EVICT / OUT_CACHE
-    "byte-signs": dict(MX_BYTE_SIGNS=True),
-    "one-block-programs": dict(MX_CHUNKS=0),
-    "chunks": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=1, MX_MAXNREG=64,
-                   MX_BYTE_SIGNS=True),
-    "chunks-1-warp": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=2, MX_ROWS=32,
-                          MX_WARPS=1),
-    "chunks-loads-first": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=7, MX_ROWS=128,
-                               MX_WARPS=4),
-    "chunks-3": dict(MX_CHUNKS=3, MX_CHUNKS_MIN_T=1, MX_LOOKAHEAD=2, MX_MAXNREG=80,
-                     MX_BYTE_SIGNS=True),
-    "hints": dict(MX_X_EVICT="evict_last", MX_OUT_CACHE=".cs"),
-    "chunks-hints": dict(MX_CHUNKS=7, MX_CHUNKS_MIN_T=1, MX_MAXNREG=64,
-                         MX_X_EVICT="evict_first", MX_OUT_CACHE=".cs"),
+MX_SETTINGS = {  # quant.Settings fields
+    "default": {},
+    "one-block-programs": dict(mx_chunks=0),
+    "chunks": dict(mx_chunks_min_t=1),
+    "chunks-1-warp": dict(mx_chunks_min_t=1, mx_lookahead=2, mx_rows=32, mx_warps=1),
+    "chunks-loads-first": dict(mx_chunks_min_t=1, mx_lookahead=7, mx_rows=128, mx_warps=4),
+    "chunks-3": dict(mx_chunks=3, mx_chunks_min_t=1, mx_lookahead=2, mx_maxnreg=80),
+    "no-out-cache": dict(mx_out_cache=""),
+    "chunks-no-out-cache": dict(mx_chunks_min_t=1, mx_out_cache=""),
 }
 
 
 @pytest.mark.parametrize("r", [1, 7, 4097])
 @pytest.mark.parametrize("d", [HIDDEN, 32 * 67])
-@pytest.mark.parametrize("knobs", list(MX_KNOBS))
-def test_quant_mxfp4_knobs_exact(r, d, knobs, monkeypatch):
-    """Every formulation gives the default's bits (D = 32 x 67: partial chunks, R = 4097: a
+@pytest.mark.parametrize("settings", list(MX_SETTINGS))
+def test_quant_mxfp4_settings_exact(r, d, settings):
+    """Every configuration gives the default's bits (D = 32 x 67: partial chunks, R = 4097: a
     partial program of rows)."""
     x = rows(r, d + 64)[:, :d]
     want = quant.quant_mxfp4(x)
-    for k, v in MX_KNOBS[knobs].items():
-        monkeypatch.setattr(quant, k, v)
-    got = quant.quant_mxfp4(x)
+    got = quant.quant_mxfp4(x, settings=dataclasses.replace(quant.SETTINGS,
+                                                            **MX_SETTINGS[settings]))
     torch.cuda.synchronize()
     assert torch.equal(got[1], want[1])
     assert torch.equal(got[0], want[0])

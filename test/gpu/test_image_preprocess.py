@@ -1,7 +1,9 @@
-"""image_preprocess on the GPU against KERNELS.md §8.1: torch interpolate (bilinear,
+"""image_preprocess on the GPU against docs/kernels/image.md: torch interpolate (bilinear,
 align_corners=False, no antialias) on float32 NCHW, /255, (x - mean) / std, patchify
 [N, (H/14)*(W/14), 3*14*14] in (channel, row, col) order; tolerance: the bf16 rounding of the
 fp32 result (one bf16 ulp, plus a small absolute floor for values that cancel to ~0)."""
+
+import dataclasses
 
 import pytest
 
@@ -68,23 +70,19 @@ def test_matches_reference(n, h, w, out_h, out_w):
     check(run(images, out_h, out_w), reference(images, out_h, out_w), max(h, w))
 
 
-@pytest.mark.parametrize("rows,xblock,warps", [(16, 32, 1), (4, 32, 1), (4, 64, 1),
-                                              (16, 64, 2)])
+@pytest.mark.parametrize("rows,xblock,warps", [(4, 32, 1), (4, 64, 1), (16, 64, 2),
+                                              (8, 64, 1)])
 @pytest.mark.parametrize("n,h,w,out_h,out_w,crop", [(2, 480, 640, 448, 602, False),
                                                     (1, 100, 77, 224, 336, False),
                                                     (3, 1080, 1920, 392, 700, False),
                                                     (2, 240, 400, 224, 224, True)])
-def test_columns_same_bits(monkeypatch, n, h, w, out_h, out_w, crop, rows, xblock, warps):
-    """COLUMNS (lanes along the output columns) gives the element-order kernel's bits."""
+def test_tiles_same_bits(n, h, w, out_h, out_w, crop, rows, xblock, warps):
+    """Other tiles (rows a thread, columns a program, warps) give the shipped tile's bits."""
     images = random_images(n, h + 20, w + 30)[:, 10:10 + h, 5:5 + w] if crop else \
         random_images(n, h, w)
-    monkeypatch.setattr(mod, "COLUMNS", False)
     expected = run(images, out_h, out_w)
-    monkeypatch.setattr(mod, "COLUMNS", True)
-    monkeypatch.setattr(mod, "COL_ROWS", rows)
-    monkeypatch.setattr(mod, "COL_XBLOCK", xblock)
-    monkeypatch.setattr(mod, "COL_WARPS", warps)
-    out = run(images, out_h, out_w)
+    out = run(images, out_h, out_w, settings=dataclasses.replace(
+        mod.SETTINGS, rows=rows, xblock=xblock, num_warps=warps))
     assert torch.equal(out.view(torch.int16), expected.view(torch.int16))
     check(out, reference(images, out_h, out_w), max(h, w))
 

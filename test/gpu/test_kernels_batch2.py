@@ -1,5 +1,6 @@
-"""kv_indices (KERNELS.md §3.5) and moe_align_single_token (§3.4) on the GPU through their
-wrappers, against torch references written from KERNELS.md; bad arguments raise before launch."""
+"""kv_indices (docs/kernels/mla_cache.md) and moe_align_single_token (docs/kernels/moe_routing.md)
+on the GPU through their wrappers, against torch references written from those pages; bad
+arguments raise before launch."""
 
 import pytest
 

@@ -1,7 +1,8 @@
-"""MLA BF16 KV cache scatter on the GPU (KERNELS.md §3.8 / §8.5): cache[loc[t]] =
+"""MLA BF16 KV cache scatter on the GPU (docs/kernels/mla_cache.md): cache[loc[t]] =
 cat(kv_c[t], k_pe[t]) exactly; loc < 0 (padded slots) skips the token and every row not
-named by loc keeps its old contents (with the rows loaded after loc or in parallel with it,
-with and without PDL)."""
+named by loc keeps its old contents."""
+
+import dataclasses
 
 import pytest
 
@@ -35,12 +36,9 @@ def inputs(t, slots, strided, pad_frac=0.25):
     return kv_c, k_pe, loc
 
 
-@pytest.mark.parametrize("early,pdl", [(True, True), (False, False), (True, False)])
 @pytest.mark.parametrize("t", [0, 1, 7, 64, 4096])
 @pytest.mark.parametrize("strided", [False, True])
-def test_scatter_bit_exact(t, strided, early, pdl, monkeypatch):
-    monkeypatch.setattr(mod, "EARLY_LOADS", early)
-    monkeypatch.setattr(mod, "BF16_PDL", pdl)
+def test_scatter_bit_exact(t, strided):
     slots = max(2 * t, 16)
     kv_c, k_pe, loc = inputs(t, slots, strided)
     cache = torch.randn(slots, 576, device="cuda", dtype=torch.bfloat16)
@@ -53,18 +51,17 @@ def test_scatter_bit_exact(t, strided, early, pdl, monkeypatch):
 @pytest.mark.parametrize("rows,warps,programs", [(8, 4, 0), (4, 2, 32), (16, 4, 8)])
 @pytest.mark.parametrize("evict,cache_mod", [("evict_first", ".cs"), ("", ".cs"),
                                              ("evict_first", "")])
-def test_scatter_hints_and_one_wave_bit_exact(rows, warps, programs, evict, cache_mod,
-                                              monkeypatch):
-    """BF16_LOAD_EVICT, BF16_STORE_CACHE and BF16_MIN_PROGRAMS: the same bits."""
-    for k, v in (("ROWS", rows), ("NUM_WARPS", warps), ("BF16_MIN_PROGRAMS", programs),
-                 ("BF16_LOAD_EVICT", evict), ("BF16_STORE_CACHE", cache_mod)):
-        monkeypatch.setattr(mod, k, v)
+def test_scatter_hints_and_one_wave_bit_exact(rows, warps, programs, evict, cache_mod):
+    """Settings.load_evict, store_cache and min_programs: the same bits."""
+    settings = dataclasses.replace(mod.SETTINGS, rows=rows, num_warps=warps,
+                                   min_programs=programs, load_evict=evict,
+                                   store_cache=cache_mod)
     t = 4099
     slots = 2 * t
     kv_c, k_pe, loc = inputs(t, slots, True)
     cache = torch.randn(slots, 576, device="cuda", dtype=torch.bfloat16)
     ref = reference(kv_c, k_pe, loc, cache)
-    assert mod.mla_kv_scatter(kv_c, k_pe, loc, cache) is cache
+    assert mod.mla_kv_scatter(kv_c, k_pe, loc, cache, settings=settings) is cache
     torch.cuda.synchronize()
     assert torch.equal(cache.view(torch.int16), ref.view(torch.int16))
 

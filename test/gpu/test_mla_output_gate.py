@@ -1,5 +1,5 @@
 """mla_output_gate on the GPU: bit-exact with torch's ``x * torch.sigmoid(gate)`` on bf16
-tensors (KERNELS.md §4.3), over large random inputs and every extreme."""
+tensors (docs/kernels/mla_output_gate.md), over large random inputs and every extreme."""
 
 import pytest
 

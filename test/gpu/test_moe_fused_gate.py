@@ -1,10 +1,13 @@
-"""moe_fused_gate (KERNELS.md §3.3) on the GPU through its wrapper, against a torch reference
-written from the spec: ``a = torch.sigmoid(s)``, ``b = a + bias`` (NaN -> -1e30), ids = the first
-K of ``argsort(-b, stable=True)`` (ties to the lowest id), weights = a[ids], then shared slots,
-renormalization and scaling. The default (precise) sigmoid is torch's arithmetic, so ids must
-match exactly and the unnormalized weights bit for bit; the fast sigmoid (the original's
-``__fdividef(1, 1 + __expf(-x))``) must match exactly wherever the reference has no near-tie
-(|b_i - b_j| <= 1e-6 among the first K + 1) and be a valid top-K within 1e-6 elsewhere."""
+"""moe_fused_gate (docs/kernels/moe_routing.md) on the GPU through its wrapper, against a torch
+reference written from the spec: ``a = torch.sigmoid(s)``, ``b = a + bias`` (NaN -> -1e30), ids
+= the first K of ``argsort(-b, stable=True)`` (ties to the lowest id), weights = a[ids], then
+shared slots, renormalization and scaling. The default (precise) sigmoid is torch's
+arithmetic, so ids must match exactly and the unnormalized weights bit for bit; the fast sigmoid
+(the original's ``__fdividef(1, 1 + __expf(-x))``) must match exactly wherever the reference
+has no near-tie (|b_i - b_j| <= 1e-6 among the first K + 1) and be a valid top-K within 1e-6
+elsewhere."""
+
+import dataclasses
 
 import pytest
 
@@ -25,7 +28,7 @@ def ref_biased(scores, bias):
 
 
 def ref_finish(a, ids, topk, renormalize, rsf, apply_rsf, n_shared):
-    """Weights for the chosen ids: a[ids], shared slots, renormalize, scale (§3.3)."""
+    """Weights for the chosen ids: a[ids], shared slots, renormalize, scale."""
     m, e = a.shape
     w = torch.gather(a, 1, ids.long())
     routed_sum = w.sum(dim=1)
@@ -248,13 +251,21 @@ def test_allocates_outputs_and_is_reproducible():
     assert torch.equal(i1, i2) and torch.equal(w1.view(torch.int32), w2.view(torch.int32))
 
 
-@pytest.mark.parametrize("bits,merged", [(1, False), (2, True), (2, False), (1, True), (4, True),
-                                         (4, False)])
+#: the radix (batch) kernel at every row count, one bit a round: the reference formulation
+RADIX = dataclasses.replace(mod.SETTINGS, batch_m=1)
+
+
+@pytest.mark.parametrize("settings", [mod.SETTINGS,
+                                      dataclasses.replace(mod.SETTINGS, rank_select_bits=1),
+                                      dataclasses.replace(RADIX, batch_select_bits=4),
+                                      dataclasses.replace(RADIX, batch_warps=4,
+                                                          batch_maxnreg=None)],
+                         ids=["default", "rank-bits1", "radix-bits4", "radix-4warps"])
 @pytest.mark.parametrize("m", [17, 4096])
-def test_select_variants_bit_identical(bits, merged, m, monkeypatch):
-    """Every (SELECT_BITS, MERGED_REDUCTIONS) of the latency (m = 17) and the batch (m = 4096)
-    kernel matches the reference exactly (random, tie and special rows) and gives the bits of
-    the original formulation (one radix bit a round, separate reductions)."""
+def test_select_variants_bit_identical(settings, m):
+    """The default launches (the rank kernel at m = 17, the batch kernel at m = 4096) and
+    other settings match the reference exactly (random, tie and special rows) and give the
+    bits of the radix kernel on one bit a round."""
     rows = [tie_rows(7, seed=m), special_rows(seed=m)]  # 17 rows
     if m > 17:
         rows.insert(0, random_inputs(m - 17, seed=m)[0])
@@ -262,59 +273,44 @@ def test_select_variants_bit_identical(bits, merged, m, monkeypatch):
     bias = random_inputs(1, seed=m + 1)[1]
     kw = {"num_fused_shared_experts": 1, "routed_scaling_factor": 2.5,
           "apply_routed_scaling_factor_on_output": True}
-    got = {}
-    for b, mg in ((bits, merged), (1, False)):
-        monkeypatch.setattr(mod, "SELECT_BITS", b)
-        monkeypatch.setattr(mod, "BATCH_SELECT_BITS", b)
-        monkeypatch.setattr(mod, "MERGED_REDUCTIONS", mg)
-        for k in (1, 16, 32):
-            got[b, mg, k] = check_exact(scores, bias, k, **kw)
     for k in (1, 16, 32):
-        w, ids = got[bits, merged, k]
-        w0, ids0 = got[1, False, k]
+        w, ids = check_exact(scores, bias, k, settings=settings, **kw)
+        w0, ids0 = check_exact(scores, bias, k, settings=RADIX, **kw)
         assert torch.equal(ids, ids0) and torch.equal(w.view(torch.int32), w0.view(torch.int32))
 
 
-@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("groups,cap,warps", [(64, 32, 4), (32, 64, 4), (128, 32, 8)])
 @pytest.mark.parametrize("m", [1, 64, 300])
-def test_rank_latency_kernel(groups, cap, warps, m, form, monkeypatch):
-    """LATENCY_KERNEL = "rank" (a threshold from the group maxima, the survivors ranked
-    exactly; the radix rounds past RANK_CAP survivors), either RANK_FORM: exact against the
+def test_rank_latency_kernel(groups, cap, warps, m):
+    """The rank kernel (a threshold from the group maxima, the survivors ranked exactly; the
+    radix rounds past rank_cap survivors) at other groups, caps and warps: exact against the
     reference on random rows (the fast path), tie and special rows (the fallback), with
-    shared slots and options, and the bits of the radix kernel."""
+    shared slots and options, and the bits of the radix kernel (4 bits a round)."""
     rows = [random_inputs(m, seed=m + groups)[0]]
     if m > 1:
         rows += [tie_rows(7, seed=m), special_rows(seed=m)]
     scores = torch.cat(rows)
     bias = random_inputs(1, seed=m + 1)[1]
-    got = {}
-    for kernel in ("rank", "radix"):
-        monkeypatch.setattr(mod, "LATENCY_KERNEL", kernel)
-        monkeypatch.setattr(mod, "RANK_GROUPS", groups)
-        monkeypatch.setattr(mod, "RANK_CAP", cap)
-        monkeypatch.setattr(mod, "RANK_WARPS", warps)
-        monkeypatch.setattr(mod, "RANK_FORM", form)
-        for k in (1, 16, 32):
-            for i, opt in enumerate(OPTIONS):
-                got[kernel, k, i] = check_exact(scores, bias, k, **opt)
-    for key in got:
-        if key[0] == "rank":
-            w, ids = got[key]
-            w0, ids0 = got[("radix",) + key[1:]]
+    rank = dataclasses.replace(mod.SETTINGS, rank_groups=groups, rank_cap=cap,
+                               rank_warps=warps)
+    radix = dataclasses.replace(RADIX, batch_select_bits=4, batch_warps=4, batch_maxnreg=None)
+    for k in (1, 16, 32):
+        for opt in OPTIONS:
+            w, ids = check_exact(scores, bias, k, settings=rank, **opt)
+            w0, ids0 = check_exact(scores, bias, k, settings=radix, **opt)
             assert torch.equal(ids, ids0)
             assert torch.equal(w.view(torch.int32), w0.view(torch.int32))
 
 
 def test_new_m_does_not_recompile():
-    kernel = mod.moe_fused_gate_kernel
-    gate(*random_inputs(33, seed=1), K)  # the latency specialization (NUM_WARPS)
-    gate(*random_inputs(mod.BATCH_M, seed=2), K)  # and the batch one (BATCH_WARPS)
-    before = len(kernel._kernels)
+    kernels = (mod.moe_fused_gate_rank_kernel, mod.moe_fused_gate_kernel)
+    gate(*random_inputs(33, seed=1), K)  # the rank kernel (below batch_m rows)
+    gate(*random_inputs(mod.SETTINGS.batch_m, seed=2), K)  # and the batch one
+    before = [len(k._kernels) for k in kernels]
     for m in (1, 16, 17, 512, 4099):
         scores, bias = random_inputs(m, seed=m)
         check_exact(scores, bias, K)
-    assert len(kernel._kernels) == before
+    assert [len(k._kernels) for k in kernels] == before
 
 
 def test_cuda_graph_replay():

@@ -1,5 +1,7 @@
 """RMSNorm and softmax over rows, written in the DSL, against torch references in fp32."""
 
+import dataclasses
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -23,20 +25,17 @@ def close(out, ref):
     torch.testing.assert_close(out.float(), ref.float(), rtol=2.0**-7, atol=1e-5)
 
 
-@pytest.mark.parametrize("variant", [{}, {"RMSNORM_W_FIRST": True},
-                                     {"RMSNORM_X_EVICT": "", "RMSNORM_Y_CACHE": ".cs"},
-                                     {"RMSNORM_X_EVICT": "evict_first"}],
+@pytest.mark.parametrize("variant", [{}, {"rmsnorm_x_evict": ""},
+                                     {"rmsnorm_x_evict": "evict_first", "rmsnorm_warps": 8}],
                          ids=lambda v: ",".join(f"{k}={v[k]}" for k in v) or "default")
 @pytest.mark.parametrize("t,d", [(1, 7168), (37, 7168), (256, 3584), (5, 100), (3, 8192),
                                  (64, 1), (1000, 7168)])
-def test_rmsnorm(t, d, variant, monkeypatch):
-    """Every formulation (cache policies change no result)."""
-    for k, v in variant.items():
-        monkeypatch.setattr(norm, k, v)
+def test_rmsnorm(t, d, variant):
+    """The default and other settings (cache policies change no result)."""
     x = torch.randn(t, d, device="cuda").bfloat16()
     w = (torch.rand(d, device="cuda") + 0.5).bfloat16()
     out = torch.full_like(x, float("nan"))
-    norm.rmsnorm(x, w, 1e-6, out)
+    norm.rmsnorm(x, w, 1e-6, out, settings=dataclasses.replace(norm.SETTINGS, **variant))
     close(out, ref_rmsnorm(x, w, 1e-6))
 
 

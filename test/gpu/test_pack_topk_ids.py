@@ -1,4 +1,4 @@
-"""pack_topk_ids on the GPU against the reference of KERNELS.md §3.1 (bit-exact):
+"""pack_topk_ids on the GPU against the reference of docs/kernels/moe_routing.md (bit-exact):
 
     out = (ids.int() << 16) | (w.bfloat16().view(torch.int16).int() & 0xFFFF)
 """

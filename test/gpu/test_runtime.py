@@ -1,7 +1,7 @@
 """The runtime on the GPU with the AOT bundle (KILN_BUNDLE, e.g. build/kimi_k3.kbundle):
 specialization selection from the arguments, CUDA-graph capture and replay, the error on a
 bundle without this device's arch, KILN_NO_JIT, and a runtime-only package (no kiln._C)
-launching situ_and_mul against the torch reference of KERNELS.md §4.1."""
+launching situ_and_mul against the torch reference of docs/kernels/situ.md."""
 
 import os
 import shutil

@@ -1,4 +1,4 @@
-"""situ_and_mul on the GPU against a torch reference written from KERNELS.md §4.1:
+"""situ_and_mul on the GPU against a torch reference written from docs/kernels/situ.md:
 
     gate = beta * tanh(g / beta) * sigmoid(g)
     up   = linear_beta * tanh(u / linear_beta)   (or u when linear_beta is None)
@@ -119,7 +119,7 @@ def test_precompiled_bundle(dtype, has_linear_beta):
 
     bundle = Bundle(os.environ["KILN_BUNDLE"])
     key = "bf16" if dtype == torch.bfloat16 else "f32"
-    block, _ = situ.CONFIGS[key]
+    block, _ = situ.launch_config(key)
     kernel = bundle.kernel("situ_and_mul", BLOCK=block, HAS_LINEAR_BETA=has_linear_beta)
     n, d = 300, 7168
     x = random_input(n, d, dtype)

@@ -1,9 +1,11 @@
 """gpu_tensor_hash on the GPU against the function documented in
-kernels_dsl/kimi_k3/tensor_hash.py (KERNELS.md §3.7 / §8.6), computed on the host with numpy
-from the tensor's bytes: exact equality, empty -> 0, odd byte lengths, several dtypes, a tensor
-spanning several tiles, determinism across launches, one-bit sensitivity, argument checks; the
-word path on a grid smaller than its tile count (CYCLIC) and the former one-program-per-tile
-path (HASH_PROGRAMS_PER_SM = 0) give the reference's hash, with and without PREFETCH."""
+kernels_dsl/kimi_k3/tensor_hash.py (docs/kernels/tensor_hash.md), computed on the host with
+numpy from the tensor's bytes: exact equality, empty -> 0, odd byte lengths, several dtypes, a
+tensor spanning several tiles, determinism across launches, one-bit sensitivity, argument
+checks; the word path on grids smaller than its tile count (blocks dealt out cyclically) gives
+the reference's hash at other settings too."""
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -82,44 +84,37 @@ def test_checks_raise_before_launch():
         mod.gpu_tensor_hash(np.zeros(4))
 
 
-@pytest.mark.parametrize("cfg", [dict(HASH_PROGRAMS_PER_SM=0), dict(HASH_PREFETCH=False),
-                                 dict(HASH_PREFETCH=True), dict(HASH_PROGRAMS_PER_SM=1),
-                                 dict(HASH_GRID_WORDS=1024), dict(HASH_PDL=True),
-                                 dict(HASH_GRID_WORDS=1024, HASH_PDL=True)])
-def test_word_path_configurations(cfg, monkeypatch):
+@pytest.mark.parametrize("cfg", [dict(), dict(programs_per_sm=1), dict(grid_words=8192),
+                                 dict(programs_per_sm=2, grid_words=8192)])
+def test_word_path_configurations(cfg):
     """24 MiB + 412 bytes: 769 tiles, a partial last block (25 vectors) and 3 words after the
-    last full vector; many blocks per program at HASH_PROGRAMS_PER_SM = 1 (numpy
-    reference)."""
-    for k, v in cfg.items():
-        monkeypatch.setattr(mod, k, v)
+    last full vector; many blocks per program at programs_per_sm = 1 (numpy reference)."""
     g = torch.Generator(device="cuda").manual_seed(1)
     t = torch.randint(-2**31, 2**31 - 1, ((24 << 20) // 4 + 103,), device="cuda",
                       dtype=torch.int32, generator=g)
-    assert mod.gpu_tensor_hash(t) == reference(t)
+    assert mod.gpu_tensor_hash(t, settings=dataclasses.replace(mod.SETTINGS, **cfg)) == \
+        reference(t)
 
 
-@pytest.mark.parametrize("grid_words,pdl", [(8192, False), (1024, True)])
+@pytest.mark.parametrize("grid_words", [8192, 1024])
 @pytest.mark.parametrize("words", [8193, 12000, 65536, 229376 + 3, 3 << 20])
-def test_grid_units_and_pdl(grid_words, pdl, words, monkeypatch):
-    """The CYCLIC grid in BLOCK-word units (one block a program up to the SM bound) and
-    both passes as PDL launches, from just past one program to many blocks a program;
-    consecutive hashes of changing tensors (PDL: each pass waits for the one before)."""
-    monkeypatch.setattr(mod, "HASH_GRID_WORDS", grid_words)
-    monkeypatch.setattr(mod, "HASH_PDL", pdl)
+def test_grid_units_and_pdl(grid_words, words):
+    """The word path's grid in tile- or block-word units (one block a program up to the SM
+    bound), from just past one program to many blocks a program; consecutive hashes of
+    changing tensors (PDL: each pass waits for the one before)."""
+    settings = dataclasses.replace(mod.SETTINGS, grid_words=grid_words)
     g = torch.Generator(device="cuda").manual_seed(words)
     t = torch.randint(-2**31, 2**31 - 1, (words,), device="cuda", dtype=torch.int32,
                       generator=g)
     for _ in range(3):
         t = t * 3 + 1  # written by the kernel just before the hash
-        assert mod.gpu_tensor_hash(t) == reference(t)
+        assert mod.gpu_tensor_hash(t, settings=settings) == reference(t)
 
 
 @pytest.mark.parametrize("words", [1, 4, 259, 3584, 8192, 8195])
-@pytest.mark.parametrize("prefetch", [True, False])
-def test_word_path_single_program(words, prefetch, monkeypatch):
-    """Word-path tensors of up to a TILE (one program with FINISH; 3584 words: a [1, 7168]
+def test_word_path_single_program(words):
+    """Word-path tensors of up to a tile (one program with FINISH; 3584 words: a [1, 7168]
     bf16 row, T = 1) and just past one (two programs), numpy reference."""
-    monkeypatch.setattr(mod, "HASH_PREFETCH", prefetch)
     g = torch.Generator(device="cuda").manual_seed(words)
     t = torch.randint(-2**31, 2**31 - 1, (words,), device="cuda", dtype=torch.int32,
                       generator=g)

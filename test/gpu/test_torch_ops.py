@@ -1,4 +1,4 @@
-"""The torch custom ops of ``kiln.ops.kimi_k3`` on the GPU (issue #5, "Torch integration"),
+"""The torch custom ops of ``kernels_dsl.kimi_k3.torch_ops`` on the GPU (issue #5, "Torch integration"),
 for every op:
 
 1. eager ``torch.ops.kiln.<name>`` equals the kernel's wrapper bit for bit on fresh random
@@ -10,7 +10,7 @@ for every op:
 4. CUDA graph capture and replay: new input values copied into the static inputs before the
    replay give eager's result on the new values.
 
-The kernels' math is checked against references from KERNELS.md in the other GPU tests;
+The kernels' math is checked against references from docs/kernels/ in the other GPU tests;
 here each op is compared with its wrapper, and the wrapper with itself is never the
 reference for anything but the plumbing. The case builders below are device-agnostic: the
 CPU tests (test/python/test_torch_ops_cpu.py) run the same cases with the kernels in
@@ -24,7 +24,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import kiln.ops.kimi_k3 as kops  # noqa: E402
+import kernels_dsl.kimi_k3.torch_ops as kops  # noqa: E402
 from kernels_dsl.kimi_k3 import (concat_mla, image, kv_indices, mla_kv,  # noqa: E402
                                  mla_output_gate, moe_align, pack_topk_ids, quant, situ,
                                  situ_quant, tensor_hash)

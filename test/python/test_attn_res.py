@@ -1,10 +1,12 @@
-"""attn_res (KERNELS.md §4.4, attention residuals) on the CPU: the AOT specializations compile
-for sm_90a, sm_100a and sm_103a (16-byte accesses, no spills, PDL), the kernel runs in the
-interpreter through its wrapper (whose launch is redirected to the interpreter) against a numpy
-reference written from KERNELS.md, and the wrapper rejects bad arguments before any CUDA call.
-Outputs are poisoned first, so every element the kernel must write is checked and everything
-it must not touch is checked unchanged. No GPU, no torch."""
+"""attn_res (docs/kernels/attn_res.md, attention residuals) on the CPU: the AOT
+specializations compile for sm_90a, sm_100a and sm_103a (16-byte accesses, no spills, PDL) and
+are the wrapper's default launches, the kernels run in the interpreter through the wrapper
+(whose launch is redirected to the interpreter) against a numpy reference written from the
+spec, and the wrapper rejects bad arguments before any CUDA call. Outputs are poisoned first,
+so every element the kernel must write is checked and everything it must not touch is checked
+unchanged. No GPU, no torch."""
 
+import dataclasses
 import math
 
 import ml_dtypes
@@ -14,6 +16,7 @@ import pytest
 from kiln.testing import bf16_ulp, interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import attn_res as mod
+from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 BF16 = ml_dtypes.bfloat16
@@ -22,7 +25,7 @@ POISON = np.uint16(0x7F81)  # a NaN bit pattern a correct kernel never writes he
 
 
 # ---------------------------------------------------------------------------
-# Reference (KERNELS.md §4.4), float64 so that the kernel's fp32 error is the only error
+# Reference (docs/kernels/attn_res.md), float64 so that the kernel's fp32 error is the only error
 # ---------------------------------------------------------------------------
 
 def ref_attn_res(prefix, bank, cw, ow, nvb, eps=EPS):
@@ -108,6 +111,20 @@ def aligned(shape, fill=POISON):
     return raw[off:off + n].view(BF16).reshape(shape)
 
 
+class Current:
+    """The settings ``run`` passes to the wrapper (set by the fixtures below)."""
+
+    settings = mod.SETTINGS
+
+
+S = mod.SETTINGS
+
+
+def use(monkeypatch, **changes):
+    """``run`` passes the default settings with ``changes`` for the rest of the test."""
+    monkeypatch.setattr(Current, "settings", dataclasses.replace(mod.SETTINGS, **changes))
+
+
 @pytest.fixture
 def via_interpreter(monkeypatch):
     """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
@@ -145,7 +162,7 @@ def run(prefix, bank, cw, ow, nvb, write_prefix=False, out=None, eps=EPS):
     if out is None:
         out = aligned((t, h))
     res = mod.attn_res(HostTensor(prefix), HostTensor(bank), HostTensor(cw), HostTensor(ow),
-                       HostTensor(out), nvb, eps, write_prefix)
+                       HostTensor(out), nvb, eps, write_prefix, settings=Current.settings)
     assert res.a is out
     return out
 
@@ -163,53 +180,10 @@ def check(prefix, bank, cw, ow, nvb, write_prefix=False, out=None):
 
 
 @pytest.fixture
-def slots(monkeypatch):
-    """The register-slot persistent kernel (attn_res_kernel) instead of the row ring (and
-    not the token kernel)."""
-    monkeypatch.setattr(mod, "RING", False)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
-
-
-@pytest.mark.parametrize("write_prefix", [False, True])
-@pytest.mark.parametrize("nvb", range(0, 9))
-def test_every_nvb(via_interpreter, slots, nvb, write_prefix):
-    rng = np.random.default_rng(nvb + 16 * write_prefix)
-    t, h = 5, 256
-    nb = nvb + 1 if write_prefix else max(nvb, 1)
-    check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
-    name, grid, constexprs, _ = via_interpreter[-1]
-    assert grid == (t,)  # no SM count (not a CUDA tensor): one program per token
-    # one token a program: the slots that pad nvb + 1 rows least (4 unless 3 pads less)
-    prefetch = 3 if -(nvb + 1) % 3 < -(nvb + 1) % 4 else 4
-    assert constexprs["PREFETCH"] == prefetch
-    assert name == ("attn_res_write_prefix" if write_prefix else "attn_res") + (
-        "" if prefetch == 4 else "_prefetch3")
-    assert constexprs["WRITE_PREFIX"] is write_prefix and constexprs["BLOCK"] == 256
-
-
-@pytest.mark.parametrize("prefetch", [1, 2, 3, 4])
-@pytest.mark.parametrize("sms", [1, 2, 3, 7])
-def test_persistent_grids_and_prefetch_depths(via_interpreter, slots, monkeypatch, sms,
-                                              prefetch):
-    """Programs that own several tokens (grid < T) load ahead across token boundaries; the row
-    count per program is not a multiple of the slots (the unrolled loop's padding rows)."""
-    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
-    monkeypatch.setattr(mod, "PREFETCH", prefetch)
-    rng = np.random.default_rng(sms * 8 + prefetch)
-    t, nvb, h = 7, 2, 128
-    check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
-    assert via_interpreter[-1][1] == (min(t, sms),)
-    # grid 7 = T: one token a program, where the slots that pad less win
-    assert via_interpreter[-1][2]["PREFETCH"] == (prefetch if sms < t else
-                                                 mod.prefetch_for(t, sms, nvb))
-
-
-@pytest.fixture
 def ring(monkeypatch):
-    """The row-ring variant (attn_res_ring_kernel) instead of the register slots (and not
-    the token kernel)."""
-    monkeypatch.setattr(mod, "RING", True)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 0)
+    """The row ring (attn_res_ring_kernel) wherever the cluster kernel does not run (the
+    token kernel off)."""
+    use(monkeypatch, token_max_waves=0)
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])
@@ -222,18 +196,18 @@ def test_ring_every_nvb(via_interpreter, ring, nvb, write_prefix):
     name, grid, constexprs, _ = via_interpreter[-1]
     assert grid == (t,)
     # no SM count: the many-token configuration
-    warps = mod._config(h, mod.RING_THREAD_ELEMS)[1]
+    warps = mod._config(h, S.ring_thread_elems)[1]
     assert name == "attn_res_ring" + ("_write_prefix" if write_prefix else "") + (
-        f"_s{mod.RING_STAGES}_p{mod.RING_PROGRAMS_PER_SM}_w{warps}")
+        f"_s{S.ring_stages}_p{S.ring_programs_per_sm}_w{warps}")
     assert constexprs == {"BLOCK": 256, "WRITE_PREFIX": write_prefix,
-                          "STAGES": mod.RING_STAGES, "PROGRAMS": mod.RING_PROGRAMS_PER_SM}
+                          "STAGES": S.ring_stages, "PROGRAMS": S.ring_programs_per_sm}
 
 
 def test_ring_config_by_token_count():
     """The few-token ring configuration where T <= SMs (with an SM count), the many-token
     one above and without an SM count."""
-    many = (mod.RING_THREAD_ELEMS, mod.RING_STAGES, mod.RING_PROGRAMS_PER_SM)
-    few = (mod.RING_FEW_THREAD_ELEMS, mod.RING_FEW_STAGES, mod.RING_FEW_PROGRAMS_PER_SM)
+    many = (S.ring_thread_elems, S.ring_stages, S.ring_programs_per_sm)
+    few = (S.ring_few_thread_elems, S.ring_few_stages, S.ring_few_programs_per_sm)
     assert few != many
     assert mod.ring_config(133, 132) == many and mod.ring_config(16384, 132) == many
     assert mod.ring_config(132, 132) == few and mod.ring_config(64, 132) == few
@@ -246,9 +220,9 @@ def test_ring_persistent_grids_and_stages(via_interpreter, ring, monkeypatch, sm
     """Programs that own several tokens: the ring's rows run across token boundaries (the
     (token, row) of each row recomputed from its index); more stages than rows."""
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
-    for few in ("", "FEW_"):  # whichever configuration the token count picks
-        monkeypatch.setattr(mod, f"RING_{few}STAGES", stages)
-        monkeypatch.setattr(mod, f"RING_{few}PROGRAMS_PER_SM", 2)
+    # whichever configuration the token count picks
+    use(monkeypatch, token_max_waves=0, ring_stages=stages, ring_few_stages=stages,
+        ring_programs_per_sm=2, ring_few_programs_per_sm=2)
     rng = np.random.default_rng(300 + sms * 8 + stages)
     t, nvb, h = 7, 2, 128
     check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
@@ -277,15 +251,7 @@ def test_ring_k3_hidden(via_interpreter, ring, monkeypatch):
     rng = np.random.default_rng(7169)
     check(*make_inputs(rng, 2, 9, mod.HIDDEN), 8, True)
     assert via_interpreter[-1][2]["BLOCK"] == 8192
-    assert via_interpreter[-1][3] == mod._config(mod.HIDDEN, mod.RING_THREAD_ELEMS)[1]
-
-
-@pytest.mark.parametrize("sms", [1, 3])
-@pytest.mark.parametrize("nvb", [0, 1, 8])
-def test_persistent_nvb_boundaries(via_interpreter, slots, monkeypatch, nvb, sms):
-    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
-    rng = np.random.default_rng(100 + nvb + sms)
-    check(*make_inputs(rng, 5, max(nvb, 1) + 1, 64), nvb, True)
+    assert via_interpreter[-1][3] == mod._config(mod.HIDDEN, S.ring_thread_elems)[1]
 
 
 @pytest.mark.parametrize("h", [8, 1000, 1024])
@@ -305,11 +271,9 @@ def test_k3_hidden_one_token(via_interpreter):
     assert via_interpreter[-1][2]["BLOCK"] == 8192 and via_interpreter[-1][3] == 4
 
 
-@pytest.mark.parametrize("use_ring", [False, True])
-def test_strided_views_and_untouched_memory(via_interpreter, monkeypatch, use_ring):
+def test_strided_views_and_untouched_memory(via_interpreter):
     """prefix_sum and out as row-strided views; the bank has more rows than are read and a
     padded token stride: only bank[:, nvb] and out's [T, H] window change."""
-    monkeypatch.setattr(mod, "RING", use_ring)
     rng = np.random.default_rng(5)
     t, h, nb, nvb = 6, 256, 7, 3
     prefix_buf = aligned((t, h + 64))
@@ -329,11 +293,9 @@ def test_strided_views_and_untouched_memory(via_interpreter, monkeypatch, use_ri
     assert np.all(prefix_buf[:, h:].view(np.uint16) == POISON)
 
 
-@pytest.mark.parametrize("use_ring", [False, True])
-def test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, use_ring):
+def test_write_prefix_is_a_bit_copy(via_interpreter):
     """Every bf16 bit pattern survives the snapshot (-0, subnormals, inf, NaN payloads): the
     row is stored as loaded, never through fp32."""
-    monkeypatch.setattr(mod, "RING", use_ring)
     t, h, nb, nvb = 4, 256, 3, 1
     pats = np.arange(t * h, dtype=np.uint32) * 65 % 65536
     prefix = aligned((t, h))
@@ -349,11 +311,9 @@ def test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, use_ring):
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
-@pytest.mark.parametrize("use_ring", [False, True])
-def test_online_softmax_rescaling(via_interpreter, monkeypatch, use_ring, order):
+def test_online_softmax_rescaling(via_interpreter, order):
     """Scores tens of units apart, rising (the running max moves at every row), falling (it
     never moves) and one row dominating: exp without the running max would overflow."""
-    monkeypatch.setattr(mod, "RING", use_ring)
     rng = np.random.default_rng(["rising", "falling", "one_dominates"].index(order))
     t, h, nvb = 3, 128, 6
     prefix, bank, cw, ow = make_inputs(rng, t, nvb, h)
@@ -376,10 +336,8 @@ def test_online_softmax_rescaling(via_interpreter, monkeypatch, use_ring, order)
     assert_close_bf16(run(prefix, bank, cw, ow, nvb), want)
 
 
-@pytest.mark.parametrize("use_ring", [False, True])
-def test_eps_is_used_twice(via_interpreter, monkeypatch, use_ring):
+def test_eps_is_used_twice(via_interpreter):
     """A large eps changes both the scores and the output norm; the reference uses one eps."""
-    monkeypatch.setattr(mod, "RING", use_ring)
     rng = np.random.default_rng(11)
     prefix, bank, cw, ow = make_inputs(rng, 3, 4, 128, scale=0.01)
     want = ref_attn_res(prefix, bank, cw, ow, 4, eps=1e-3)
@@ -495,33 +453,66 @@ def test_module_listed():
     assert "attn_res" in kimi_k3.MODULES
 
 
+RING_SPECS = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.attn_res_ring_kernel]
+
+
 def test_aot_specializations():
-    # the bundle holds the persistent kernel the wrapper launches (RING: the row ring)
-    assert mod.RING and mod.AOT_SPECIALIZATIONS[:4] == mod.persistent_specs(True)
-    specs = mod.persistent_specs(True)
-    assert [s.kernel_name for s in specs] == [
-        f"attn_res_ring{wp}_s{s}_p{p}_w{mod._config(mod.HIDDEN, e)[1]}"
-        for e, s, p in ((mod.RING_THREAD_ELEMS, mod.RING_STAGES, mod.RING_PROGRAMS_PER_SM),
-                        (mod.RING_FEW_THREAD_ELEMS, mod.RING_FEW_STAGES,
-                         mod.RING_FEW_PROGRAMS_PER_SM))
+    # the bundle holds the ring's two configurations the wrapper launches
+    assert [s.kernel_name for s in RING_SPECS] == [
+        f"attn_res_ring{wp}_s{st}_p{p}_w{mod._config(mod.HIDDEN, e)[1]}"
+        for e, st, p in ((S.ring_thread_elems, S.ring_stages, S.ring_programs_per_sm),
+                         (S.ring_few_thread_elems, S.ring_few_stages,
+                          S.ring_few_programs_per_sm))
         for wp in ("", "_write_prefix")]
-    assert [s.num_warps for s in specs] == [4, 4, 8, 8]
-    for s in specs:
-        assert s.constexprs["BLOCK"] == 8192 and s.kernel is mod.attn_res_ring_kernel
-    specs = mod.persistent_specs(False)[:2]
-    assert [s.kernel_name for s in specs] == ["attn_res", "attn_res_write_prefix"]
-    for s in specs:
-        assert s.constexprs["BLOCK"] == 8192 and s.num_warps == 16
-        assert s.constexprs["PREFETCH"] == mod.PREFETCH
-    assert mod.attn_res_kernel.do_not_specialize == {"T", "nvb"}
+    assert [s.num_warps for s in RING_SPECS] == [4, 4, 8, 8]
+    for s in RING_SPECS:
+        assert s.constexprs["BLOCK"] == 8192
+    assert {s.kernel for s in mod.AOT_SPECIALIZATIONS} == {
+        mod.attn_res_ring_kernel, mod.attn_res_cluster_kernel, mod.attn_res_token_kernel}
+    assert mod.attn_res_ring_kernel.do_not_specialize == {"T", "nvb"}
+
+
+class FakeDevice:
+    """A stand-in CUDA tensor for the wrapper: shape, dtype, strides and an address."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.dtype = "bfloat16"
+        self._strides = tuple(math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
+        self.__cuda_array_interface__ = {"data": (0x7F0000000000, False), "typestr": "<V2",
+                                         "shape": self.shape, "version": 3}
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def data_ptr(self):
+        return self.__cuda_array_interface__["data"][0]
+
+
+def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
+    """Each AOT specialization is what some wrapper call with the default settings selects
+    (``select_launch``, instrumented) on a 132-SM device at K3's H: every nvb, write_prefix
+    or not, T from 1 to 16384."""
+    selected = record_launch_choices(monkeypatch, mod)
+    monkeypatch.setattr(mod, "_num_sms", lambda x: 132)
+    h, nb = mod.HIDDEN, 9
+    for t in (1, 33, 34, 66, 67, 132, 133, 16384):
+        for nvb in range(0, 9):
+            for wp in (False, True):
+                mod.attn_res(FakeDevice((t, h)), FakeDevice((t, nb, h)), FakeDevice((h,)),
+                             FakeDevice((h,)), FakeDevice((t, h)), nvb, write_prefix=wp)
+    launched = [(k, name, cx, warps, regs, cluster)
+                for k, name, _, cx, warps, regs, cluster in selected]
+    for s in mod.AOT_SPECIALIZATIONS:
+        assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps, s.maxnreg,
+                s.cluster) in launched, s.kernel_name
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.persistent_specs(True) + mod.persistent_specs(False)[:2],
-                         ids=lambda s: s.kernel_name)
+@pytest.mark.parametrize("spec", RING_SPECS, ids=lambda s: s.kernel_name)
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
-    from kiln.runtime.targetinfo import target_info
+    from kiln.compiler.targetinfo import target_info
 
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
@@ -535,7 +526,7 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert "griddepcontrol.wait" in ck.ptx and "griddepcontrol.launch_dependents" in ck.ptx
     info = target_info(arch, ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
     assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
-    # the programs an SM it is built for fit (the slot kernel: one of 512 threads)
+    # the programs an SM it is built for fit
     assert info["registers"] <= 65536 // (32 * spec.num_warps * spec.constexprs.get("PROGRAMS", 1))
 
 
@@ -574,41 +565,8 @@ def test_ring_kernel_compiles_for_an_unspecialized_hidden_size():
     assert ck.cubin[:4] == b"\x7fELF"
 
 
-@pytest.mark.parametrize("thread_elems", [16, 32])
-def test_thread_elems_option(via_interpreter, slots, monkeypatch, thread_elems):
-    """THREAD_ELEMS (bench/kimi_k3/run.py --sweep): 16 or 32 row elements a thread, 16 or 8
-    warps at H = 7168; the same results."""
-    monkeypatch.setattr(mod, "THREAD_ELEMS", thread_elems)
-    monkeypatch.setattr(mod, "_num_sms", lambda x: 1)
-    rng = np.random.default_rng(thread_elems)
-    check(*make_inputs(rng, 2, 9, mod.HIDDEN), 8, True)
-    assert via_interpreter[-1][2]["BLOCK"] == 8192
-    assert via_interpreter[-1][3] == 8192 // (32 * thread_elems)
-
-
-@pytest.mark.parametrize("prefetch", [1, 2, 3, 4])
-@pytest.mark.parametrize("warps", [16, 8])
-def test_sweep_options_compile(prefetch, warps):
-    """Every swept configuration compiles for sm_90a without spills, and the row loop has no
-    integer division by the runtime nvb (the (token, row) cursors advance by compares): the
-    one division left is the row count per program, before the loop."""
-    pytest.importorskip("kiln._C")
-    from kiln.runtime.targetinfo import target_info
-
-    spec = mod.persistent_specs(False)[0]
-    ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, PREFETCH=prefetch),
-                             spec.divisibility, num_warps=warps, arch="sm_90a",
-                             name=spec.kernel_name)
-    assert ck.ptx.count("div.s32") + ck.ptx.count("div.u32") <= 1
-    assert "rem.s32" not in ck.ptx and "rem.u32" not in ck.ptx
-    info = target_info("sm_90a", ck.ptx, ck.cubin, ck.cubin_log, ck.cubin_tool, ck.symbol)
-    assert info.get("spill_store_bytes", 0) == 0 and info.get("spill_load_bytes", 0) == 0
-    if warps == 16:
-        assert info["registers"] <= 128  # 512 threads: one program per SM
-
-
 # ---------------------------------------------------------------------------
-# The small-T cluster kernel (one token per cluster of 8 programs, a column slice each)
+# The small-T cluster kernel (one token per cluster of programs, a column slice each)
 # ---------------------------------------------------------------------------
 
 @pytest.fixture
@@ -622,9 +580,7 @@ def few_tokens(request, many_sms, monkeypatch):
     """The few-token kernels: the cluster kernel, or (the cluster kernel off) the token
     kernel; the value is the kernel name's middle word."""
     if request.param == "token":
-        monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-        monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
-        monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
+        use(monkeypatch, cluster_max_waves=0, token_max_waves=1, token_max_rows=8)
     return request.param
 
 
@@ -637,24 +593,20 @@ def test_cluster_every_nvb(via_interpreter, many_sms, nvb, write_prefix):
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, warps = via_interpreter[-1]
     rp = 1 << (max(nvb, 1) - 1).bit_length()  # the bank rows' next power of two (at least 1)
-    assert warps == mod.CLUSTER_WARPS  # 3 x 4 programs fit one an SM of 1000
-    assert name == (f"attn_res_cluster_rp{rp}_w{warps}_c{mod.CLUSTER_SIZE}"
+    assert warps == S.cluster_warps  # 3 x 4 programs fit one an SM of 1000
+    assert name == (f"attn_res_cluster_rp{rp}_w{warps}_c{S.cluster_size}"
                     + ("_write_prefix" if write_prefix else ""))
-    assert grid == (t * mod.CLUSTER_SIZE,)
-    assert constexprs == {"SLICE": 256 // mod.CLUSTER_SIZE, "RP": rp,
-                          "WRITE_PREFIX": write_prefix, "CLUSTER_SUM": mod.CLUSTER_SUM,
-                          "SPLIT_PREFIX": mod.SPLIT_PREFIX, "CS": mod.CLUSTER_SIZE}
+    assert grid == (t * S.cluster_size,)
+    assert constexprs == {"SLICE": 256 // S.cluster_size, "RP": rp,
+                          "WRITE_PREFIX": write_prefix}
 
 
 @pytest.mark.parametrize("size,warps", [(2, 4), (4, 8), (16, 2), (16, 4)])
 @pytest.mark.parametrize("nvb", [1, 5, 8])
-@pytest.mark.parametrize("cluster_sum", [True, False])
-def test_cluster_sizes(via_interpreter, many_sms, monkeypatch, size, warps, nvb, cluster_sum):
-    """Clusters of 2, 4 and 16 programs a token (CLUSTER_SIZE, a launch's cluster shape;
-    H / S columns a program), both exchanges."""
-    monkeypatch.setattr(mod, "CLUSTER_SIZE", size)
-    monkeypatch.setattr(mod, "CLUSTER_WARPS", warps)
-    monkeypatch.setattr(mod, "CLUSTER_SUM", cluster_sum)
+def test_cluster_sizes(via_interpreter, many_sms, monkeypatch, size, warps, nvb):
+    """Clusters of 2, 4 and 16 programs a token (cluster_size, a launch's cluster shape;
+    H / S columns a program)."""
+    use(monkeypatch, cluster_size=size, cluster_warps=warps)
     rng = np.random.default_rng(500 + size + nvb)
     t, h = 2, 512
     check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
@@ -662,75 +614,39 @@ def test_cluster_sizes(via_interpreter, many_sms, monkeypatch, size, warps, nvb,
     assert name == f"attn_res_cluster_rp{1 << (nvb - 1).bit_length()}_w{warps}" + (
         "" if size == 8 else f"_c{size}") + "_write_prefix"
     assert grid == (t * size,) and w == warps
-    assert constexprs["CS"] == size and constexprs["SLICE"] == h // size
+    assert constexprs["SLICE"] == h // size
 
 
-@pytest.mark.parametrize("nvb", [0, 1, 5, 8])
-@pytest.mark.parametrize("write_prefix", [False, True])
-def test_cluster_gather_exchange(via_interpreter, many_sms, monkeypatch, nvb, write_prefix):
-    """CLUSTER_SUM = False: the partial sums exchanged by kl.cluster_gather and a reduction
-    over the ranks (the other form the bundle holds)."""
-    monkeypatch.setattr(mod, "CLUSTER_SUM", False)
-    rng = np.random.default_rng(900 + nvb + 16 * write_prefix)
-    check(*make_inputs(rng, 2, nvb + 1, 256), nvb, write_prefix)
-    assert via_interpreter[-1][2]["CLUSTER_SUM"] is False
-
-
-@pytest.mark.parametrize("remat", [False, True])
 @pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", range(0, 9))
-def test_token_every_nvb(via_interpreter, many_sms, monkeypatch, nvb, write_prefix, remat):
+def test_token_every_nvb(via_interpreter, many_sms, monkeypatch, nvb, write_prefix):
     """The token kernel: one program per token, its rows whole in a [RP, BLOCK] tile (up to
-    8 bank rows, past the wrapper's TOKEN_MAX_ROWS)."""
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
-    monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
-    monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
+    8 bank rows, past the default token_max_rows)."""
+    use(monkeypatch, cluster_max_waves=0, token_max_waves=1, token_max_rows=8)
     rng = np.random.default_rng(300 + nvb + 16 * write_prefix)
     t, h = 3, 200  # a row that fills no power of two: lanes 200..255 masked
     nb = nvb + 1 if write_prefix else max(nvb, 1)
     check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
     name, grid, constexprs, warps = via_interpreter[-1]
     rp = 1 << (max(nvb, 1) - 1).bit_length()
-    assert warps == mod.TOKEN_WARPS and grid == (t,)
-    assert name == (f"attn_res_token_rp{rp}_w{warps}" + ("_remat" if remat else "")
+    assert warps == S.token_warps and grid == (t,)
+    assert name == (f"attn_res_token_rp{rp}_w{warps}"
                     + ("_write_prefix" if write_prefix else ""))
-    assert constexprs == {"BLOCK": 256, "RP": rp, "WRITE_PREFIX": write_prefix,
-                          "REMAT": remat, "SPLIT_PREFIX": mod.SPLIT_PREFIX}
-
-
-@pytest.mark.parametrize("nvb", [0, 3, 8])
-def test_token_remat_same_bits(via_interpreter, many_sms, monkeypatch, nvb):
-    """REMAT (the mix converts the bank rows from bf16 again, by their bits) gives the
-    bits of the single conversion, bf16 specials included."""
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", 1)
-    monkeypatch.setattr(mod, "TOKEN_MAX_ROWS", 8)
-    rng = np.random.default_rng(40 + nvb)
-    prefix, bank, cw, ow = make_inputs(rng, 4, 9, 128)
-    bank.view(np.uint16)[0, 0, :8] = [0x0001, 0x8001, 0x8000, 0x007F, 0x3F80, 0xBF80, 0x4000,
-                                      0x0000]  # subnormals, -0, +-1, 2
-    outs = []
-    for remat in (True, False):
-        monkeypatch.setattr(mod, "TOKEN_REMAT", remat)
-        outs.append(check(prefix, bank, cw, ow, nvb))
-        assert via_interpreter[-1][2]["REMAT"] is remat
-    assert np.array_equal(outs[0].view(np.uint16), outs[1].view(np.uint16))
+    assert constexprs == {"BLOCK": 256, "RP": rp, "WRITE_PREFIX": write_prefix}
 
 
 @pytest.mark.parametrize("t,h,nvb,sms,waves,token", [
     (1, 256, 3, 132, 1, True), (132, 256, 3, 132, 1, True),  # one program an SM
     (133, 256, 3, 132, 1, False), (264, 256, 3, 132, 2, True),
-    (1, 256, 3, 132, 0, False),                               # TOKEN_MAX_WAVES = 0: never
+    (1, 256, 3, 132, 0, False),                               # token_max_waves = 0: never
     (1, 256, 3, None, 1, False),                              # no SM count
-    (1, 16384, 3, 132, 1, False),                             # H > TOKEN_MAX_H
-    (1, 256, 4, 132, 1, True), (1, 256, 5, 132, 1, False),    # nvb <= TOKEN_MAX_ROWS (4)
+    (1, 16384, 3, 132, 1, False),                             # H > token_max_h
+    (1, 256, 4, 132, 1, True), (1, 256, 5, 132, 1, False),    # nvb <= token_max_rows (4)
 ])
 def test_token_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, waves, token):
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
-    monkeypatch.setattr(mod, "TOKEN_MAX_WAVES", waves)
-    assert mod.use_token_kernel(t, h, nvb, sms) is token
+    use(monkeypatch, cluster_max_waves=0, token_max_waves=waves)
+    assert mod.use_token_kernel(t, h, nvb, sms, Current.settings) is token
     if h <= 256:
         rng = np.random.default_rng(t + h)
         check(*make_inputs(rng, t, nvb + 1, h), nvb, True)
@@ -754,25 +670,25 @@ def test_few_tokens_k3_hidden(via_interpreter, few_tokens, t, nvb):
 
 def test_few_tokens_strided_views_and_untouched_memory(via_interpreter, few_tokens,
                                                        monkeypatch):
-    test_strided_views_and_untouched_memory(via_interpreter, monkeypatch, False)
+    test_strided_views_and_untouched_memory(via_interpreter)
     assert via_interpreter[-1][0].startswith(f"attn_res_{few_tokens}_")
 
 
 def test_few_tokens_write_prefix_is_a_bit_copy(via_interpreter, few_tokens, monkeypatch):
-    test_write_prefix_is_a_bit_copy(via_interpreter, monkeypatch, False)
+    test_write_prefix_is_a_bit_copy(via_interpreter)
     assert via_interpreter[-1][0] == {  # nvb = 1
         "cluster": "attn_res_cluster_rp1_w4_c4_write_prefix",
-        "token": f"attn_res_token_rp1_w{mod.TOKEN_WARPS}_write_prefix"}[few_tokens]
+        "token": f"attn_res_token_rp1_w{S.token_warps}_write_prefix"}[few_tokens]
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "one_dominates"])
 def test_few_tokens_softmax_extremes(via_interpreter, few_tokens, monkeypatch, order):
-    test_online_softmax_rescaling(via_interpreter, monkeypatch, False, order)
+    test_online_softmax_rescaling(via_interpreter, order)
     assert via_interpreter[-1][0].startswith(f"attn_res_{few_tokens}_")
 
 
 def test_few_tokens_eps_is_used_twice(via_interpreter, few_tokens, monkeypatch):
-    test_eps_is_used_twice(via_interpreter, monkeypatch, False)
+    test_eps_is_used_twice(via_interpreter)
     assert via_interpreter[-1][0].startswith(f"attn_res_{few_tokens}_")
 
 
@@ -783,7 +699,7 @@ def test_few_tokens_eps_is_used_twice(via_interpreter, few_tokens, monkeypatch):
     (1, 1000, 3, 132, False), (1, 16, 3, 132, False),    # H / S not a multiple of 8
     (40, 16, 3, 132, True),                              # ... it is at S = 2
     (1, 256, 3, None, False),                            # no SM count: the persistent kernel
-    (1, 256, 8, 132, True), (1, 256, 0, 132, True),      # nvb <= CLUSTER_MAX_ROWS (8)
+    (1, 256, 8, 132, True), (1, 256, 0, 132, True),      # nvb <= cluster_max_rows (8)
 ])
 def test_cluster_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, cluster):
     monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
@@ -793,22 +709,11 @@ def test_cluster_kernel_choice(via_interpreter, monkeypatch, t, h, nvb, sms, clu
     assert mod.use_cluster_kernel(t, h, nvb, sms) is cluster
 
 
-def test_cluster_kernel_off(via_interpreter, many_sms, slots, monkeypatch):
-    monkeypatch.setattr(mod, "CLUSTER_MAX_WAVES", 0)
+def test_cluster_kernel_off(via_interpreter, many_sms, monkeypatch):
+    use(monkeypatch, cluster_max_waves=0, token_max_waves=0)
     rng = np.random.default_rng(3)
     check(*make_inputs(rng, 1, 4, 256), 3, True)
-    assert via_interpreter[-1][0] == "attn_res_write_prefix"
-
-
-def test_one_token_specializations():
-    specs = mod.persistent_specs(False)[-2:]
-    assert [s.kernel_name for s in specs] == ["attn_res_prefetch3",
-                                              "attn_res_write_prefix_prefetch3"]
-    assert all(s.constexprs["PREFETCH"] == 3 and s.kernel is mod.attn_res_kernel
-               for s in specs)
-    # the slots a launch takes: 4 where programs own several tokens; else the fewer padding
-    assert mod.prefetch_for(1000, 132, 8) == 4
-    assert [mod.prefetch_for(1, 132, nvb) for nvb in range(9)] == [3, 3, 3, 4, 3, 3, 4, 4, 3]
+    assert via_interpreter[-1][0].startswith("attn_res_ring_write_prefix_")
 
 
 def test_cluster_aot_specializations():
@@ -819,7 +724,7 @@ def test_cluster_aot_specializations():
         f"attn_res_cluster_rp{rp}_w{w}_c{c}" + wp for rp in (1, 2, 4, 8)
         for c, w in ((4, 4), (2, 8)) for wp in ("", "_write_prefix"))
     for s in specs:
-        size = s.constexprs["CS"]
+        size = s.cluster[0]
         assert s.cluster == (size, 1, 1) and s.constexprs["SLICE"] == {4: 2048, 2: 4096}[size]
     assert mod.attn_res_cluster_kernel.do_not_specialize == {"T", "nvb"}
 
@@ -838,15 +743,16 @@ def test_cluster_warps_by_token_count():
                                   if s.kernel is mod.attn_res_cluster_kernel],
                          ids=lambda s: s.kernel_name)
 def test_cluster_compiles_to_ptx_and_cubin(spec, arch):
-    """16-byte accesses, PDL, four cluster barriers (two cluster_gathers), no spills."""
+    """16-byte accesses, PDL, four cluster barriers (two cluster_sum exchanges), no
+    spills."""
     pytest.importorskip("kiln._C")
-    from kiln.runtime.targetinfo import target_info
+    from kiln.compiler.targetinfo import target_info
 
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
                              cluster=spec.cluster)
-    size = spec.constexprs["CS"]
-    assert ck.meta["cluster"] == [size, 1, 1] and spec.cluster == (size, 1, 1)
+    size = spec.cluster[0]
+    assert ck.meta["cluster"] == [size, 1, 1]
     assert f".reqnctapercluster {size}, 1, 1" in ck.ptx
     assert "ld.global.v4.b32" in ck.ptx or "ld.global.v2.b64" in ck.ptx
     assert "st.global.v4.b32" in ck.ptx or "st.global.v2.b64" in ck.ptx

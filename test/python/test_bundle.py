@@ -389,7 +389,7 @@ def test_targets_validated(tmp_path, targets, error):
 
 
 def test_targetinfo_features_and_logs():
-    from kiln.runtime.targetinfo import merge_arch_metadata, parse_assembler_log, ptx_features
+    from kiln.compiler.targetinfo import merge_arch_metadata, parse_assembler_log, ptx_features
 
     ptx = """
     .version 8.8

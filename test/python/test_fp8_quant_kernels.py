@@ -1,7 +1,7 @@
 """The Kimi K3 FP8/FP4 quantization kernels in the CPU interpreter against numpy references
-written from KERNELS.md (§8.2(a) per-token-group quant, §8.2(b) MXFP4, §4.2 SiTU masked
-post-quant, §4.3 MLA output gate FP8, §8.5 MLA FP8 KV scatter), with ml_dtypes'
-float8_e4m3fn after clamping to +-448 (the kernels saturate) and float4_e2m1fn. The
+written from docs/kernels (quant.md: per-token-group quant and MXFP4; situ.md: SiTU masked
+post-quant; mla_output_gate.md: the FP8 output gate; mla_cache.md: the FP8 KV scatter), with
+ml_dtypes' float8_e4m3fn after clamping to +-448 (the kernels saturate) and float4_e2m1fn. The
 interpreter computes precisely, so everything here is exact; the GPU tests
 (test/gpu/test_fp8_quant.py) cover the approximate SiTU math. No GPU, no torch."""
 
@@ -19,7 +19,7 @@ F32 = np.float32
 
 
 # ---------------------------------------------------------------------------
-# References (KERNELS.md)
+# References (docs/kernels)
 # ---------------------------------------------------------------------------
 
 def ref_scale(absmax, ue8m0=False):
@@ -74,7 +74,7 @@ def k3_like_rows(rng, t, d, scale=3.0):
 
 
 # ---------------------------------------------------------------------------
-# §8.2(a) per_token_group_quant_fp8
+# per_token_group_quant_fp8
 # ---------------------------------------------------------------------------
 
 def run_group_quant(x, group, ue8m0, column_major, x_stride=None):
@@ -83,10 +83,9 @@ def run_group_quant(x, group, ue8m0, column_major, x_stride=None):
     q = np.zeros((t, d), dtype=F8)
     s_store = np.full((ng, t) if column_major else (t, ng), np.nan, dtype=F32)
     st, sg = (1, t) if column_major else (ng, 1)
-    rows = quant.GROUP_ELEMS // group
-    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, ((t * ng + rows - 1) // rows,),
-                           x, q, s_store, t * ng, ng, x_stride or d, d, st, sg, GROUP=group,
-                           ROWS=rows, UE8M0=ue8m0)
+    cx, _ = quant.group_launch_config(group, ue8m0)
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, (t, -(-ng // cx["ROWS"])),
+                           x, q, s_store, t * ng, ng, x_stride or d, d, st, sg, **cx)
     return q, (s_store.T if column_major else s_store)
 
 
@@ -130,20 +129,16 @@ def test_ue8m0_rounds_up_exactly_at_powers_of_two():
 
 
 # ---------------------------------------------------------------------------
-# §4.2 SiTU masked post-quant
+# SiTU masked post-quant
 # ---------------------------------------------------------------------------
 
-SITU_VARIANTS = [(16, False, False, False), (8, True, False, False), (16, True, False, True),
-                 (4, True, True, False), (16, False, True, True), (8, True, True, True)]
-
-
-@pytest.mark.parametrize("rows,token_grid,recip,scale_tile", SITU_VARIANTS)
+@pytest.mark.parametrize("rows", [8, 4, 16])
 @pytest.mark.parametrize("ue8m0", [False, True])
 @pytest.mark.parametrize("interleaved", [False, True])
-def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_grid, recip,
-                                              scale_tile):
-    """Every (ROWS, TOKEN_GRID, RECIP, SCALE_TILE) kind of the sweep; RECIP's fp32
-    quotients at the e4m3 boundaries: test_situ_recip_quotients_at_e4m3_boundaries."""
+def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows):
+    """ROWS groups a program (a partial program at 4 groups a token for 8 and 16); the
+    division-free fp32 quotients at the e4m3 boundaries:
+    test_situ_recip_quotients_at_e4m3_boundaries."""
     rng = np.random.default_rng(7)
     e, t_pad, n = 3, 5, 512
     g = n // 128
@@ -159,12 +154,10 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
     else:
         s = np.full((e, t_pad, g), -1.0, dtype=F32)
         s_arg, s_se, s_st = s, t_pad * g, g
-    grid = (t_pad, -(-g // rows), e) if token_grid else ((t_pad * g + rows - 1) // rows, e)
-    kiln.testing.interpret(situ_quant.situ_and_mul_masked_post_quant_kernel, grid, x, masked_m,
-                           q, s_arg, t_pad, n, g, t_pad * 2 * n, 2 * n, t_pad * n, n, s_se, s_st,
-                           4.0, 0.25, 25.0, 1 / 25.0, GROUP=128, ROWS=rows, UE8M0=ue8m0,
-                           INTERLEAVED=interleaved, TOKEN_GRID=token_grid, RECIP=recip,
-                           SCALE_TILE=scale_tile)
+    kiln.testing.interpret(situ_quant.situ_and_mul_masked_post_quant_kernel,
+                           (t_pad, -(-g // rows), e), x, masked_m, q, s_arg, t_pad, n, g,
+                           t_pad * 2 * n, 2 * n, t_pad * n, n, s_se, s_st, 4.0, 0.25, 25.0,
+                           1 / 25.0, GROUP=128, ROWS=rows, UE8M0=ue8m0, INTERLEAVED=interleaved)
     a = ref_situ(x, n, interleaved)
     rq, rs = ref_group_quant(a, 128, ue8m0)
     for ei in range(e):
@@ -183,20 +176,15 @@ def test_situ_masked_post_quant_matches_numpy(ue8m0, interleaved, rows, token_gr
 
 
 # ---------------------------------------------------------------------------
-# §4.3 MLA output gate, FP8 variant
+# MLA output gate, FP8 variant
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("recip,chunks,h", [(False, 0, 1536), (True, 0, 1536), (True, 3, 1536),
-                                            (True, 3, 1400), (True, 1, 1536), (True, 1, 1400),
-                                            (True, 1, 8)])
-@pytest.mark.parametrize("loads_first,newton", [(False, False), (True, False), (True, True)])
-def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first, newton):
-    """One tile (CHUNKS 0, or 1: through the chunk path) or three (K3's 1536 = 3 x 512;
-    1400: the third one partial); LOADS_FIRST: every chunk loaded before the first is
-    gated; NEWTON (with chunks): the sigmoid's reciprocal without a division where the
-    row's gates are >= -87 (rows 1 to 3 here; row 0 has gates down to -100 and goes the
-    IEEE way; row 1 holds 2^-23, whose 1 + expf(-g) = 2 - 2^-23 is the mantissa one
-    Markstein step can misround)."""
+@pytest.mark.parametrize("chunks,h", [(3, 1536), (3, 1400), (1, 1536), (1, 1400), (1, 8)])
+def test_mla_output_gate_fp8_matches_numpy(chunks, h):
+    """One tile (CHUNKS 1) or three (K3's 1536 = 3 x 512; 1400: the third one partial); the
+    sigmoid's reciprocal without a division where the row's gates are >= -87 (rows 1 to 3
+    here; row 0 has gates down to -100 and goes the IEEE way; row 1 holds 2^-23, whose
+    1 + expf(-g) = 2 - 2^-23 is the mantissa one Markstein step can misround)."""
     rng = np.random.default_rng(3)
     t = 4
     x = k3_like_rows(rng, t, h)
@@ -208,15 +196,14 @@ def test_mla_output_gate_fp8_matches_numpy(recip, chunks, h, loads_first, newton
     s = np.zeros(t, dtype=F32)
     block = 1 << (h - 1).bit_length() if chunks < 3 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block, RECIP=recip, CHUNKS=chunks,
-                           LOADS_FIRST=loads_first, NEWTON=newton and chunks > 0)
+                           h, h, BLOCK=block, CHUNKS=chunks)
     rq, rs = ref_gate_fp8(x, gate)
     assert np.array_equal(s, rs)
     assert np.array_equal(bits(q), bits(rq))
 
 
 def ref_gate_fp8(x, gate):
-    """(q, s) of §4.3's FP8 variant: y = bf16(x * bf16(sigmoid_f32(gate)))."""
+    """(q, s) of the FP8 output gate: y = bf16(x * bf16(sigmoid_f32(gate)))."""
     with np.errstate(over="ignore"):  # exp(100) = inf: sigmoid 0, as the kernel's
         sig = (F32(1) / (F32(1) + np.exp(-gate.astype(F32)))).astype(BF16).astype(F32)
     y = (x.astype(F32) * sig).astype(BF16).astype(F32)
@@ -226,7 +213,8 @@ def ref_gate_fp8(x, gate):
 
 @pytest.mark.parametrize("chunks", [3, 1])
 def test_mla_output_gate_fp8_newton_every_bf16_gate(chunks):
-    """NEWTON against the IEEE reference for every bf16 gate value but NaN, the values
+    """The division-free sigmoid against the IEEE reference for every bf16 gate value but
+    NaN, the values
     >= -87 in rows of their own (the division-free path), the others (-inf included) in
     the rows before them (the IEEE path), each against random x."""
     h = 1536
@@ -242,29 +230,20 @@ def test_mla_output_gate_fp8_newton_every_bf16_gate(chunks):
     s = np.zeros(t, dtype=F32)
     block = 512 if chunks == 3 else 2048
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
-                           h, h, BLOCK=block, RECIP=True, CHUNKS=chunks, LOADS_FIRST=True,
-                           NEWTON=True)
+                           h, h, BLOCK=block, CHUNKS=chunks)
     rq, rs = ref_gate_fp8(x, gate)
     assert np.array_equal(s, rs)
     assert np.array_equal(bits(q), bits(rq))
 
 
 # ---------------------------------------------------------------------------
-# §8.5 MLA FP8 KV scatter
+# MLA FP8 KV scatter
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("early", [True, False])
-@pytest.mark.parametrize("recip,rows", [(False, mla_kv.FP8_ROWS), (True, 8), (True, 4),
-                                        (True, 16), (True, 1), (True, 2)])
-@pytest.mark.parametrize("q_f8,rope_first,scale_tile,evict,cache_mod", [
-    (False, False, False, "", ""), (True, True, True, "", ""), (True, False, True, "", ""),
-    (False, True, False, "", ""), (True, True, True, "evict_first", ".cs"),
-    (False, False, False, "evict_first", ".cs")])
-def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, scale_tile,
-                                          evict, cache_mod):
-    """Q_F8: the codes stored through a float8e4m3 view of the cache (else uint8);
-    ROPE_FIRST: the rope loaded with the latent; SCALE_TILE: the scales stored from the
-    group tile; LOAD_EVICT / STORE_CACHE: cache hints (the same bits)."""
+@pytest.mark.parametrize("rows", [mla_kv.SETTINGS.fp8_rows, 4, 16, 1, 2])
+@pytest.mark.parametrize("cache_mod", ["", ".cs"])
+def test_mla_kv_scatter_fp8_matches_numpy(rows, cache_mod):
+    """ROWS tokens a program; STORE_CACHE: a cache hint (the same bits)."""
     rng = np.random.default_rng(5)
     t, slots = 11, 24
     kv_a = k3_like_rows(rng, t, 576)
@@ -275,11 +254,9 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, 
     cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
     before = cache.copy()
     kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
-                           kv_a, kv_a[:, 512:], loc, cache.view(F8) if q_f8 else cache,
-                           cache.view(F32), cache.view(BF16), t, slots, 576, 576, 656 // 16,
-                           ROWS=rows, KV_DIM=512, PE_DIM=64, GROUP=128, RECIP=recip, EARLY=early,
-                           Q_F8=q_f8, ROPE_FIRST=rope_first, SCALE_TILE=scale_tile,
-                           LOAD_EVICT=evict, STORE_CACHE=cache_mod)
+                           kv_a, kv_a[:, 512:], loc, cache.view(F8), cache.view(F32),
+                           cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows,
+                           KV_DIM=512, PE_DIM=64, GROUP=128, STORE_CACHE=cache_mod)
     rq, rs = ref_group_quant(kv_c.astype(F32), 128)
     written = set()
     for i in range(t):
@@ -295,7 +272,7 @@ def test_mla_kv_scatter_fp8_matches_numpy(recip, rows, early, q_f8, rope_first, 
 
 
 # ---------------------------------------------------------------------------
-# §8.2(b) MXFP4
+# MXFP4
 # ---------------------------------------------------------------------------
 
 def ref_mxfp4(x):
@@ -316,25 +293,28 @@ def ref_mxfp4(x):
 def test_quant_mxfp4_matches_numpy(r):
     rng = np.random.default_rng(r)
     d = 256
-    x = k3_like_rows(rng, r, d + 32)[:, :d]  # row-strided
+    base = k3_like_rows(rng, r, d + 32)
+    x = base[:, :d]  # row-strided
     x[0, :32] = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0] * 4, dtype=F32) * \
         np.array([1, -1] * 16, dtype=F32)  # every tie and the saturation, amax 7 -> 2^0
     x[0, 32:64] = np.float32(2.0**-130)  # a subnormal block: the lowest scale
     packed = np.zeros((r, d // 2), dtype=np.uint8)
     scale = np.zeros((r, d // 32), dtype=np.uint8)
     nb = d // 32
-    rows = quant.MX_ROWS
-    kiln.testing.interpret(quant.quant_mxfp4_kernel, ((r * nb + rows - 1) // rows,), x, packed,
-                           scale, r * nb, nb, d + 32, d // 2, nb, ROWS=rows)
+    name, cx, _, _ = quant.mx_launch_config(r)
+    assert name == "quant_mxfp4_few_rows"
+    kiln.testing.interpret(quant.quant_mxfp4_kernel, (r, -(-nb // cx["ROWS"])),
+                           base.view(np.int32), packed, scale, r * nb, nb, (d + 32) // 2, d // 2,
+                           nb, **cx)
     rp, rs = ref_mxfp4(x.astype(F32))
     assert np.array_equal(scale, rs)
     assert np.array_equal(packed, rp)
 
 
 # ---------------------------------------------------------------------------
-# SiTU RECIP (fp32 activations, not bf16): the scale for every fp32 absmax mantissa, the
-# quotients at every e4m3 rounding boundary (a correctly rounded or faithful fp32 quotient can
-# change the e4m3 code only there)
+# SiTU's division-free quantization (fp32 activations, not bf16): the scale for every fp32
+# absmax mantissa, the quotients at every e4m3 rounding boundary (a correctly rounded or
+# faithful fp32 quotient can change the e4m3 code only there)
 # ---------------------------------------------------------------------------
 
 def test_situ_recip_scale_is_ieee_for_every_fp32_mantissa():
@@ -427,16 +407,20 @@ def test_situ_recip_quotients_at_e4m3_boundaries():
 
 
 def test_quant_mxfp4_chunks_from_min_t_only():
-    """The chunk programs from MX_CHUNKS_MIN_T rows on, the one-block programs below (each a
+    """The chunk programs from mx_chunks_min_t rows on, the one-block programs below (each a
     specialization of its own in the bundle: chunks with the register cap, uncapped below)."""
-    if not quant.MX_CHUNKS:
-        pytest.skip("MX_CHUNKS is off")
-    assert not quant._mx_chunked(1) and not quant._mx_chunked(quant.MX_CHUNKS_MIN_T - 1)
-    assert quant._mx_chunked(quant.MX_CHUNKS_MIN_T) and quant._mx_chunked(None)
+    st = quant.SETTINGS
+    assert st.mx_chunks > 0
+
+    def chunked(rows):
+        return quant.mx_launch_config(rows)[0] == "quant_mxfp4"
+
+    assert not chunked(1) and not chunked(st.mx_chunks_min_t - 1)
+    assert chunked(st.mx_chunks_min_t) and chunked(None)
     specs = {s.kernel_name: s for s in quant.AOT_SPECIALIZATIONS
              if s.kernel is quant.quant_mxfp4_kernel}
     assert set(specs) == {"quant_mxfp4", "quant_mxfp4_few_rows"}
-    assert specs["quant_mxfp4"].constexprs["CHUNKS"] == quant.MX_CHUNKS
-    assert specs["quant_mxfp4"].maxnreg == quant.MX_MAXNREG
+    assert specs["quant_mxfp4"].constexprs["CHUNKS"] == st.mx_chunks
+    assert specs["quant_mxfp4"].maxnreg == st.mx_maxnreg
     assert specs["quant_mxfp4_few_rows"].constexprs["CHUNKS"] == 0
     assert specs["quant_mxfp4_few_rows"].maxnreg is None

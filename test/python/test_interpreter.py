@@ -1,5 +1,5 @@
 """The CPU interpreter (kiln.interpreter): the language's operations against numpy,
-kernels_dsl kernels against references written from KERNELS.md, and the same
+kernels_dsl kernels against references written from docs/kernels/, and the same
 errors as the compiler. Needs neither the compiler extension nor a GPU."""
 
 import os
@@ -21,12 +21,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 
 # ---------------------------------------------------------------------------
-# kernels_dsl: situ_and_mul (KERNELS.md §4.1)
+# kernels_dsl: situ_and_mul (docs/kernels/situ.md)
 # ---------------------------------------------------------------------------
 
 
 def situ_reference(x, beta=4.0, linear_beta=25.0):
-    """KERNELS.md §4.1, in fp32 (float64 here): gate = beta*tanh(g/beta)*sigmoid(g),
+    """docs/kernels/situ.md, in fp32 (float64 here): gate = beta*tanh(g/beta)*sigmoid(g),
     up = linear_beta*tanh(u/linear_beta) (or u), out = gate*up."""
     d = x.shape[1] // 2
     g = x[:, :d].astype(np.float64)
@@ -41,7 +41,7 @@ def situ_reference(x, beta=4.0, linear_beta=25.0):
 @pytest.mark.parametrize("linear_beta", [25.0, None])
 @pytest.mark.parametrize("n,d,row_pad", [(3, 1032, 0), (2, 64, 16), (1, 4096, 8)])
 def test_situ_and_mul_matches_reference(dtype, linear_beta, n, d, row_pad):
-    from kernels_dsl.kimi_k3.situ import CONFIGS, situ_and_mul_kernel
+    from kernels_dsl.kimi_k3.situ import launch_config, situ_and_mul_kernel
 
     rng = np.random.default_rng(n * d)
     np_dtype = BF16 if dtype == "bf16" else np.float32
@@ -49,7 +49,7 @@ def test_situ_and_mul_matches_reference(dtype, linear_beta, n, d, row_pad):
     full = (rng.standard_normal((n, 2 * d + row_pad)) * 5).astype(np_dtype)
     x = full[:, :2 * d]
     out = np.zeros((n, d), dtype=BF16)
-    block, num_warps = CONFIGS[dtype]
+    block, num_warps = launch_config(dtype)
     lin = linear_beta if linear_beta is not None else 1.0
     interpret(situ_and_mul_kernel, (n, kiln.cdiv(d, block)), x, out, d, x.strides[0] //
               x.itemsize, out.strides[0] // out.itemsize, 4.0, 1 / 4.0, lin, 1 / lin,
@@ -59,7 +59,7 @@ def test_situ_and_mul_matches_reference(dtype, linear_beta, n, d, row_pad):
 
 
 def test_situ_bound():
-    """|out| <= beta * linear_beta = 100 (KERNELS.md §4.1) for extreme inputs."""
+    """|out| <= beta * linear_beta = 100 (docs/kernels/situ.md) for extreme inputs."""
     from kernels_dsl.kimi_k3.situ import situ_and_mul_kernel
 
     x = np.array([[1e4, -1e4, 50.0, -3.0, 1e4, -1e4, 1e4, 0.5] * 2], dtype=np.float32)

@@ -1,11 +1,12 @@
 """Every remaining kernels_dsl kernel in the CPU interpreter against a numpy reference written
-from KERNELS.md (not from the kernel): pack_topk_ids (§3.1), concat_mla_k /
-concat_mla_absorb_q (§3.2), the bf16 MLA output gate (§4.3), the bf16 MLA KV scatter
-(§3.8 / §8.5), image_preprocess (§8.1) and the row-wise rmsnorm / softmax of
-kernels_dsl/common/norm.py. Each kernel is launched as its wrapper launches it (grid, argument
-order, constexprs); outputs are poisoned first (NaN / sentinels) so that every element the
-kernel must write is checked, and memory it must not touch (strided gaps, skipped cache rows,
-tails past numel) is checked unchanged. No GPU, no torch."""
+from the specification in docs/kernels/ (not from the kernel): pack_topk_ids
+(moe_routing.md), concat_mla_k / concat_mla_absorb_q (mla_cache.md), the bf16 MLA output gate
+(mla_output_gate.md), the bf16 MLA KV scatter (mla_cache.md), image_preprocess (image.md) and
+the row-wise rmsnorm / softmax of kernels_dsl/common/norm.py. Each kernel is launched as its
+wrapper launches it (grid, argument order, constexprs); outputs are poisoned first (NaN /
+sentinels) so that every element the kernel must write is checked, and memory it must not
+touch (strided gaps, skipped cache rows, tails past numel) is checked unchanged. No GPU, no
+torch."""
 
 import ml_dtypes
 import numpy as np
@@ -38,7 +39,7 @@ def elem_strides(a):
 
 
 # ---------------------------------------------------------------------------
-# §3.1 pack_topk_ids: out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF), bit-exact
+# pack_topk_ids (docs/kernels/moe_routing.md): out = (id << 16) | (bits(bf16_rne(w)) & 0xFFFF)
 # ---------------------------------------------------------------------------
 
 def ref_bf16_rne_bits(w):
@@ -51,9 +52,8 @@ def ref_pack(ids, w):
     return ((ids.astype(np.uint32) << 16) | ref_bf16_rne_bits(w)).view(np.int32)
 
 
-@pytest.mark.parametrize("pdl", [True, False])
 @pytest.mark.parametrize("t,k", [(7, 16), (97, 16), (103, 10), (1, 3)])
-def test_pack_topk_ids(t, k, pdl):
+def test_pack_topk_ids(t, k):
     rng = np.random.default_rng(1000 * t + k)
     numel = t * k
     ids = rng.integers(0, 32768, size=(t, k), dtype=np.int32)
@@ -68,10 +68,9 @@ def test_pack_topk_ids(t, k, pdl):
     w.flat[numel - n_sp:] = specials[:n_sp]
     pad = 37
     out = np.full(numel + pad, 0x7EADBEEF, dtype=np.int32)  # the tail must stay untouched
-    vec = 4 if numel % 4 == 0 else 1
-    block = pack_topk_ids.BLOCK
-    interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, block),), ids, w, out,
-              numel, BLOCK=block, VEC=vec, PDL=pdl)
+    cx, _ = pack_topk_ids.launch_config(numel)
+    interpret(pack_topk_ids.pack_topk_ids_kernel, (kiln.cdiv(numel, cx["BLOCK"]),), ids, w, out,
+              numel, **cx)
     expected = ref_pack(ids, w).reshape(-1)
     np.testing.assert_array_equal(out[:numel], expected)
     assert np.all(out[numel:] == 0x7EADBEEF)
@@ -83,7 +82,7 @@ def test_pack_topk_ids(t, k, pdl):
 
 
 # ---------------------------------------------------------------------------
-# §3.2 concat_mla_k / concat_mla_absorb_q: torch.cat semantics, bit-exact
+# concat_mla_k / concat_mla_absorb_q (docs/kernels/mla_cache.md): torch.cat, bit-exact
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("t,h", [(5, 3), (9, 4)])
@@ -99,10 +98,10 @@ def test_concat_mla_k(t, h):
     k_buf = nan_bf16((t, h + 1, 200))
     k = k_buf[:, :h, :nope_dim + rope_dim]
     ks, ns, rs = elem_strides(k), elem_strides(k_nope), elem_strides(k_rope)
-    rows, k_rows = t * h, concat_mla.K_ROWS
-    interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, k_rows),), k, k_nope, k_rope,
-              rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], ROWS=k_rows, NOPE_DIM=nope_dim,
-              ROPE_DIM=rope_dim, PDL=concat_mla.PDL)
+    rows = t * h
+    cx, _ = concat_mla.k_launch_config(1, 1)  # the PDL launch
+    interpret(concat_mla.concat_mla_k_kernel, (kiln.cdiv(rows, cx["ROWS"]),), k, k_nope, k_rope,
+              rows, h, ks[0], ks[1], ns[0], ns[1], rs[0], **cx)
     expected = np.concatenate([k_nope, np.broadcast_to(k_rope, (t, h, rope_dim))], axis=-1)
     np.testing.assert_array_equal(bits16(k), bits16(expected))
     # nothing outside the view was written
@@ -120,19 +119,16 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
     out_buf = nan_bf16((d0, d1, na + nb + 8))
     out = out_buf[:, :, :na + nb]
     sa, sb, so = elem_strides(a), elem_strides(b), elem_strides(out)
-    # the wrapper's configuration
-    block_a, block_b = concat_mla._next_pow2(na), concat_mla._next_pow2(nb)
-    q_rows = max(1, min(concat_mla.Q_ROWS * 512 // block_a, 64))
+    cx, _ = concat_mla.q_launch_config(na, nb)  # the wrapper's configuration
     rows = d0 * d1
-    interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, q_rows),), a, b, out,
-              rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], ROWS=q_rows, A=na, B=nb,
-              BLOCK_A=block_a, BLOCK_B=block_b, PDL=concat_mla.PDL)
+    interpret(concat_mla.concat_mla_absorb_q_kernel, (kiln.cdiv(rows, cx["ROWS"]),), a, b, out,
+              rows, d1, sa[0], sa[1], sb[0], sb[1], so[0], so[1], **cx)
     np.testing.assert_array_equal(bits16(out), bits16(np.concatenate([a, b], axis=-1)))
     assert np.all(bits16(out_buf[:, :, na + nb:]) == BF16_NAN)
 
 
 # ---------------------------------------------------------------------------
-# §4.3 MLA output gate (bf16): out = bf16(f32(x) * f32(bf16(sigmoid_f32(g))))
+# MLA output gate, bf16 (docs/kernels/mla_output_gate.md): bf16(f32(x) * f32(bf16(sig(g))))
 # ---------------------------------------------------------------------------
 
 def test_mla_output_gate_bf16():
@@ -143,9 +139,9 @@ def test_mla_output_gate_bf16():
     g[:8] = np.array([0.0, -0.0, 30.0, -30.0, 100.0, -100.0, np.inf, -np.inf]).astype(BF16)
     x[8:12] = np.array([0.0, -1.0, 3e38, -3e38]).astype(BF16)
     out_buf = nan_bf16(n + 16)
-    block = mla_output_gate.BLOCK
-    interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, block),), x, g, out_buf, n,
-              BLOCK=block, PDL=mla_output_gate.PDL)
+    cx, _ = mla_output_gate.launch_config()
+    interpret(mla_output_gate.mla_output_gate_kernel, (kiln.cdiv(n, cx["BLOCK"]),), x, g,
+              out_buf, n, **cx)
     out = out_buf[:n]
     # sigmoid_f32 = 1 / (1 + expf(-g)) in fp32 (IEEE division), rounded to bf16
     g32 = g.astype(F32)
@@ -156,21 +152,20 @@ def test_mla_output_gate_bf16():
     np.testing.assert_array_equal(bits16(out), bits16(expected))
     assert np.all(bits16(out_buf[n:]) == BF16_NAN)
     # sanity check on the formula: within 2 bf16 ulp of a float64 x * sigmoid(g) (the double
-    # rounding of §4.3 costs up to ~1.5 ulp against the exact product)
+    # rounding of the gate's formula costs up to ~1.5 ulp against the exact product)
     sig64 = 1.0 / (1.0 + np.exp(-g32.astype(np.float64)))
     fin = np.abs(x.astype(F32)) < 1e38
     assert_bf16_close(out[fin], x.astype(np.float64)[fin] * sig64[fin], ulps=2.0)
 
 
 # ---------------------------------------------------------------------------
-# §3.8 / §8.5 MLA KV scatter, bf16 layout: cache[loc[t]] = cat(kv_c[t], k_pe[t]); loc < 0 skips
+# MLA KV scatter, bf16 layout (docs/kernels/mla_cache.md): cache[loc[t]] = cat(kv_c, k_pe)
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("early,pdl,evict,cache_mod,programs", [
-    (True, True, "", "", 0), (False, False, "", "", 0),
-    (True, True, "evict_first", ".cs", 32), (False, True, "evict_first", ".cs", 0)])
+@pytest.mark.parametrize("evict,cache_mod,programs", [
+    ("", "", 0), ("evict_first", ".cs", 32), ("evict_first", ".cs", 0)])
 @pytest.mark.parametrize("t,slots,row_pad", [(21, 40, 0), (6, 9, 64)])
-def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, programs):
+def test_mla_kv_scatter_bf16(t, slots, row_pad, evict, cache_mod, programs):
     """LOAD_EVICT, STORE_CACHE and PROGRAMS (cache hints, programs an SM): the same bits."""
     rng = np.random.default_rng(t * slots + row_pad)
     kv_dim, pe_dim = mla_kv.KV_LORA, mla_kv.ROPE
@@ -183,11 +178,11 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, pr
     loc[1] = slots + 3             # out of range: also skipped (the kernel never writes there)
     cache_buf = nan_bf16((slots, kv_dim + pe_dim + row_pad))
     cache = cache_buf[:, :kv_dim + pe_dim]
-    rows = mla_kv.ROWS
+    rows = mla_kv.SETTINGS.rows
     interpret(mla_kv.mla_kv_scatter_bf16_kernel, (kiln.cdiv(t, rows),), kv_c, k_pe, loc, cache,
               t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], ROWS=rows,
-              KV_DIM=kv_dim, PE_DIM=pe_dim, EARLY=early, PDL=pdl, LOAD_EVICT=evict,
-              STORE_CACHE=cache_mod, PROGRAMS=programs)
+              KV_DIM=kv_dim, PE_DIM=pe_dim, LOAD_EVICT=evict, STORE_CACHE=cache_mod,
+              PROGRAMS=programs)
     expected = bits16(nan_bf16(cache_buf.shape))
     for i in range(t):
         if 0 <= loc[i] < slots:
@@ -197,7 +192,7 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, early, pdl, evict, cache_mod, pr
 
 
 # ---------------------------------------------------------------------------
-# §8.1 image_preprocess: bilinear (half-pixel, no antialias) -> /255 -> (v - mean) / std ->
+# image_preprocess (docs/kernels/image.md): bilinear (half-pixel, no antialias) -> /255 ->
 # patchify (patches row-major, each in (c, row, col) order) -> bf16
 # ---------------------------------------------------------------------------
 
@@ -242,18 +237,18 @@ def test_image_preprocess(n, h, w, out_h, out_w, strided):
         images = rng.integers(0, 256, size=(n, h, w, 3), dtype=np.uint8)
     images[0, 0, :, :] = 255  # saturated and black edges
     images[0, -1, :, :] = 0
-    patch, block = image.PATCH, image.BLOCK
+    patch = image.PATCH
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
     out = nan_bf16((n, ph * pw, 3 * patch * patch))
     mean, std = image.CLIP_MEAN, image.CLIP_STD
     st = elem_strides(images)
-    # the wrapper's arguments (fp32 scalars: in / out ratios and 1 / std)
+    # the wrapper's launch and arguments (fp32 scalars: in / out ratios and 1 / std)
     row_elems = pw * 3 * patch * patch
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, out,
-              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, float(h) / out_h,
-              float(w) / out_w, *[float(m) for m in mean], *[1.0 / float(s) for s in std],
-              PATCH=patch, BLOCK=block)
+    kernel, _, grid, constexprs, _, _, _ = image.select_launch(n, ph, out_w, image.SETTINGS)
+    interpret(kernel, grid, images, out, h, w, out_w, st[0], st[1], st[2], st[3],
+              per_image // 4, row_elems // 4, float(h) / out_h, float(w) / out_w,
+              *[float(m) for m in mean], *[1.0 / float(s) for s in std], **constexprs)
     expected = ref_image_preprocess(images, out_h, out_w, mean, std, patch)
     assert not np.any(np.isnan(out.astype(F32)))
     assert_bf16_close(out, expected, ulps=1.0)
@@ -270,35 +265,34 @@ def _image_inputs(n, h, w, strided):
     return images
 
 
-@pytest.mark.parametrize("rows,xblock,channel_run", [(16, 32, False), (8, 64, False),
-                                                     (4, 128, False), (4, 32, True),
-                                                     (4, 64, True)])
+@pytest.mark.parametrize("rows,xblock", [(8, 64), (4, 128), (4, 32), (16, 64)])
 @pytest.mark.parametrize("n,h,w,out_h,out_w,strided",
                          [(1, 28, 42, 28, 28, False), (2, 30, 17, 28, 42, True),
                           (1, 13, 20, 28, 70, False), (1, 50, 90, 42, 28, False),
                           (1, 1, 1, 14, 14, False)])
-def test_image_preprocess_columns_same_bits(n, h, w, out_h, out_w, strided, rows, xblock,
-                                            channel_run):
-    """COLUMNS (lanes along the output columns): the same bits as the element-order kernel,
-    over ragged last column blocks (out_w not a multiple of XBLOCK), up- and downscales and
-    strided images."""
+def test_image_preprocess_tiles_same_bits(n, h, w, out_h, out_w, strided, rows, xblock):
+    """Other tiles of the kernel (rows a thread, columns a program): the same bits as the
+    shipped one, over ragged last column blocks (out_w not a multiple of XBLOCK), up- and
+    downscales and strided images."""
+    import dataclasses
+
     images = _image_inputs(n, h, w, strided)
-    patch, block = image.PATCH, image.BLOCK
+    patch = image.PATCH
     ph, pw = out_h // patch, out_w // patch
     per_image = ph * pw * 3 * patch * patch
     row_elems = pw * 3 * patch * patch
     st = elem_strides(images)
     coords = (float(h) / out_h, float(w) / out_w, *[float(m) for m in image.CLIP_MEAN],
               *[1.0 / float(s) for s in image.CLIP_STD])
-    ref = nan_bf16((n, ph * pw, 3 * patch * patch))
-    interpret(image.image_preprocess_kernel, (kiln.cdiv(row_elems, block), ph, n), images, ref,
-              h, w, st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
-              PATCH=patch, BLOCK=block)
-    out = nan_bf16(ref.shape)
-    interpret(image.image_preprocess_columns_kernel,
-              (kiln.cdiv(out_w, xblock), ph * (16 // rows), n), images, out, h, w, out_w,
-              st[0], st[1], st[2], st[3], per_image // 4, row_elems // 4, *coords,
-              PATCH=patch, XBLOCK=xblock, ROWS=rows, CHANNEL_RUN=channel_run)
+    outs = []
+    for settings in (image.SETTINGS, dataclasses.replace(image.SETTINGS, rows=rows,
+                                                          xblock=xblock)):
+        kernel, _, grid, constexprs, _, _, _ = image.select_launch(n, ph, out_w, settings)
+        out = nan_bf16((n, ph * pw, 3 * patch * patch))
+        interpret(kernel, grid, images, out, h, w, out_w, st[0], st[1], st[2], st[3],
+                  per_image // 4, row_elems // 4, *coords, **constexprs)
+        outs.append(out)
+    ref, out = outs
     assert not np.any(np.isnan(ref.astype(F32)))
     np.testing.assert_array_equal(bits16(out), bits16(ref))
 
@@ -312,9 +306,8 @@ def _rows(rng, t, d, pad):
     return buf[:, :d]
 
 
-@pytest.mark.parametrize("w_first", [False, True])
 @pytest.mark.parametrize("d", [100, 64])
-def test_rmsnorm(d, w_first):
+def test_rmsnorm(d):
     rng = np.random.default_rng(d)
     t, eps = 5, 1e-6
     x = _rows(rng, t, d, 28)            # row stride d + 28
@@ -324,7 +317,7 @@ def test_rmsnorm(d, w_first):
     out_buf = nan_bf16((t, d + 4))      # row stride d + 4
     out = out_buf[:, :d]
     interpret(norm.rmsnorm_kernel, (t,), x, w, out, d, d + 28, d + 4, eps,
-              BLOCK=norm._next_pow2(d), W_FIRST=w_first)
+              BLOCK=norm._next_pow2(d), X_EVICT=norm.SETTINGS.rmsnorm_x_evict)
     x64 = x.astype(np.float64)
     expected = x64 / np.sqrt(np.mean(x64 * x64, axis=1, keepdims=True) + eps) \
         * w.astype(np.float64)

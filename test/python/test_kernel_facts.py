@@ -1,6 +1,6 @@
 """What the lowering records on a kernel (tile.pdl, tile.features, tile.register_split) and
 the compiler reads for the metadata, checked against what the PTX text shows (the regexes of
-kiln.runtime.targetinfo.ptx_features, the setmaxnreg counts) for kernels that use each
+kiln.compiler.targetinfo.ptx_features, the setmaxnreg counts) for kernels that use each
 feature: PDL, 16-byte vectors, system-scope atomics, TMA + wgmma, warp specialization,
 tcgen05."""
 
@@ -13,7 +13,7 @@ import pytest
 import kiln
 import kiln.language as kl
 from kiln.compiler import compiler as cc
-from kiln.runtime.targetinfo import ptx_features
+from kiln.compiler.targetinfo import ptx_features
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402

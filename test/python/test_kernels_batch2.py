@@ -1,7 +1,8 @@
-"""kv_indices (KERNELS.md §3.5) and moe_align_single_token (§3.4) on the CPU: every AOT
+"""kv_indices (docs/kernels/mla_cache.md) and moe_align_single_token (docs/kernels/moe_routing.md)
+on the CPU: every AOT
 specialization compiles to PTX and a cubin for sm_90a, sm_100a and sm_103a, and the kernels run
 in the interpreter (launched as their wrappers launch them) against numpy references written
-from KERNELS.md. Outputs are poisoned first so that every element the kernel must write is
+from those pages. Outputs are poisoned first so that every element the kernel must write is
 checked and everything it must not touch is checked unchanged. No GPU, no torch."""
 
 import numpy as np
@@ -37,11 +38,11 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
 
 
 # ---------------------------------------------------------------------------
-# §3.5 kv_indices
+# kv_indices
 # ---------------------------------------------------------------------------
 
 def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
-    """KERNELS.md §3.5; padded entries (token < 0, offset past the row, v2p < 0) give -1."""
+    """docs/kernels/mla_cache.md; padded entries (token < 0, offset past the row, v2p < 0) give -1."""
     out = out.copy()
     max_ctx = r2t.shape[1]
     for b in range(len(req)):
@@ -63,7 +64,7 @@ def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
     return out
 
 
-def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block=kvi.BLOCK, pdl=False):
+def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block=kvi.SETTINGS.block):
     """As the wrapper launches it (dummy pointers for the absent optional arguments)."""
     interpret(kvi.kv_indices_kernel, (len(req),), r2t, req, lens,
               start if start is not None else lens,
@@ -71,10 +72,10 @@ def run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block=kvi.BLOCK,
               r2t.strides[0] // 4, r2t.shape[1], out.strides[0] // 4, out.shape[1],
               0 if v2p is None else len(v2p),
               PAGE=page, PAGE_MULT=mult, HAS_START=start is not None, HAS_V2P=v2p is not None,
-              BLOCK=block, PDL=pdl)
+              BLOCK=block)
 
 
-@pytest.mark.parametrize("block", [kvi.BLOCK, kvi.FEW_BLOCK])
+@pytest.mark.parametrize("block", [kvi.SETTINGS.block, kvi.SETTINGS.few_block])
 @pytest.mark.parametrize("mult", [1, 24])
 @pytest.mark.parametrize("use_v2p", [False, True])
 @pytest.mark.parametrize("use_start", [False, True])
@@ -103,7 +104,7 @@ def test_kv_indices(mult, use_v2p, use_start, req_dtype, block):
     out_buf = np.full((bs, max_blocks + 5), POISON, np.int32)
     out = out_buf[:, :max_blocks]
     expected = ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult)
-    run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block, block == kvi.FEW_BLOCK)
+    run_kv_indices(r2t, req, lens, out, start, v2p, page, mult, block)
     np.testing.assert_array_equal(out, expected)
     assert np.all(out_buf[:, max_blocks:] == POISON)
     # entries past ceil(len / PAGE) untouched
@@ -112,20 +113,21 @@ def test_kv_indices(mult, use_v2p, use_start, req_dtype, block):
 
 
 def test_kv_indices_block_by_batch():
-    """FEW_BLOCK pages a loop iteration where the requests fit one program an SM (with an SM
-    count), BLOCK above and without one; one AOT specialization of each."""
-    assert kvi.FEW_BLOCK > kvi.BLOCK
-    assert kvi.block_config(1, 132) == kvi.block_config(132, 132) == (kvi.FEW_BLOCK,
-                                                                       kvi.FEW_NUM_WARPS)
-    assert kvi.block_config(133, 132) == kvi.block_config(1, None) == (kvi.BLOCK, kvi.NUM_WARPS)
+    """few_block pages a loop iteration where the requests fit one program an SM (with an SM
+    count), block above and without one; one AOT specialization of each."""
+    st = kvi.SETTINGS
+    assert st.few_block > st.block
+    assert kvi.block_config(1, 132) == kvi.block_config(132, 132) == (st.few_block,
+                                                                       st.few_num_warps)
+    assert kvi.block_config(133, 132) == kvi.block_config(1, None) == (st.block, st.num_warps)
     specs = kvi.AOT_SPECIALIZATIONS
     assert len(specs) == 16 and {s.kernel_name for s in specs} == {
-        "kv_indices", "kv_indices_req32", f"kv_indices_b{kvi.FEW_BLOCK}",
-        f"kv_indices_req32_b{kvi.FEW_BLOCK}"}
+        "kv_indices", "kv_indices_req32", f"kv_indices_b{st.few_block}",
+        f"kv_indices_req32_b{st.few_block}"}
     for s in specs:
-        few = s.kernel_name.endswith(f"_b{kvi.FEW_BLOCK}")
-        assert s.constexprs["BLOCK"] == (kvi.FEW_BLOCK if few else kvi.BLOCK)
-        assert s.num_warps == (kvi.FEW_NUM_WARPS if few else kvi.NUM_WARPS)
+        few = s.kernel_name.endswith(f"_b{st.few_block}")
+        assert s.constexprs["BLOCK"] == (st.few_block if few else st.block)
+        assert s.num_warps == (st.few_num_warps if few else st.num_warps)
 
 
 def test_kv_indices_defaults_reproduce_static_pool():
@@ -147,11 +149,11 @@ def test_kv_indices_defaults_reproduce_static_pool():
 
 
 # ---------------------------------------------------------------------------
-# §3.4 moe_align_single_token
+# moe_align_single_token
 # ---------------------------------------------------------------------------
 
 def ref_align(ids, block):
-    """KERNELS.md §3.4, written as moe_align_block_size for M == 1: each valid expert gets
+    """docs/kernels/moe_routing.md, written as moe_align_block_size for M == 1: each valid expert gets
     one padded block holding its one pair index, experts ascending, invalid ids dropped."""
     topk = ids.shape[1]
     lanes = [i for i in range(topk) if ids[0, i] >= 0]

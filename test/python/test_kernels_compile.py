@@ -22,16 +22,18 @@ VECTOR = {
     "concat_mla_absorb_q": (True, True),
     "mla_output_gate": (True, True),
     "mla_kv_scatter_bf16": (True, True),
-    "image_preprocess": (False, False),  # gathers; 8-byte stores (a patch row is 4 * 147 elements)
     "image_preprocess_columns": (False, False),  # byte gathers, 2-byte scattered stores
     "pack_topk_ids": (True, True),      # VEC = 4; VEC = 1 is scalar (checked below)
     "per_token_group_quant_fp8": (True, True),
     "situ_and_mul_masked_post_quant": (True, True),  # INTERLEAVED: gathers (checked below)
     "mla_output_gate_fp8": (True, True),
     "mla_kv_scatter_fp8": (True, True),
-    "quant_mxfp4": (None, True),  # MX_WORDS: 16-byte word loads, else even/odd strided ones
-    "quant_mxfp4_few_rows": (None, True),  # the same, one block a thread (below MX_CHUNKS_MIN_T)
+    "quant_mxfp4": (True, True),  # 16-byte loads of (even, odd) words
+    "quant_mxfp4_few_rows": (True, True),  # the same, one block a thread (below mx_chunks_min_t)
 }
+
+#: kernel -> whether it is a programmatic dependent launch (concat_mla_k: its PDL constexpr).
+PDL = {name: name not in ("image_preprocess", "image_preprocess_columns") for name in VECTOR}
 
 
 def k3_specs():
@@ -57,8 +59,6 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert f".visible .entry {spec.kernel_name}(" in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
     vec_load, vec_store = VECTOR[spec.kernel_name]
-    if vec_load is None:
-        vec_load = bool(spec.constexprs.get("WORDS"))
     if spec.constexprs.get("VEC") == 1:
         vec_load = vec_store = False
     if spec.constexprs.get("INTERLEAVED"):
@@ -66,8 +66,8 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert has_16_byte_access(ck.ptx, "ld") == vec_load, spec.kernel_name
     assert has_16_byte_access(ck.ptx, "st") == vec_store, spec.kernel_name
     # programmatic dependent launches wait for the previous grid before their first load
-    if spec.constexprs.get("PDL"):
-        assert ck.meta["pdl"] is True, spec.kernel_name
+    assert ck.meta["pdl"] is spec.constexprs.get("PDL", PDL[spec.kernel_name]), spec.kernel_name
+    if ck.meta["pdl"]:
         assert "griddepcontrol.launch_dependents;" in ck.ptx
         assert ck.ptx.index("griddepcontrol.wait;") < ck.ptx.index("ld.global")
 
@@ -79,11 +79,11 @@ def has_16_byte_access(ptx, op):
 
 
 def test_concat_mla_k_is_a_pdl_launch_for_small_grids_only():
-    """PDL where the grid is at most K_PDL_PROGRAMS_PER_SM x SMs programs (measured 1.8x
+    """PDL where the grid is at most k_pdl_programs_per_sm x SMs programs (measured 1.8x
     slower with 49152 programs), never without an SM count; the bundle holds both."""
     from kernels_dsl.kimi_k3 import concat_mla
 
-    full = concat_mla.K_PDL_PROGRAMS_PER_SM * 132
+    full = concat_mla.SETTINGS.k_pdl_programs_per_sm * 132
     assert concat_mla.k_pdl(1, 132) and concat_mla.k_pdl(full, 132)
     assert not concat_mla.k_pdl(full + 1, 132) and not concat_mla.k_pdl(1, None)
     specs = [s for s in k3_specs() if s.kernel_name == "concat_mla_k"]
@@ -284,14 +284,12 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
     for spec in specs:
         ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                                  num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
-        if spec.constexprs.get("RECIP"):  # quotients from RN(1/448) and rcp.rn (exhaustively
-            # checked in test_quant_variants.py): no division, no approximate reciprocal but
-            # SiTU's fast sigmoid (one rcp.approx per ex2.approx)
-            sigmoids = ck.ptx.count("ex2.approx") if spec.kernel_name.startswith("situ") else 0
-            assert "div." not in ck.ptx, spec.kernel_name
-            assert ck.ptx.count("rcp.approx") == sigmoids, spec.kernel_name
-        else:
-            assert "div.rn.f32" in ck.ptx and "div.approx" not in ck.ptx, spec.kernel_name
+        # quotients from RN(1/448) and rcp.rn (exhaustively checked in
+        # test_quant_variants.py): no division, no approximate reciprocal but SiTU's fast
+        # sigmoid (one rcp.approx per ex2.approx)
+        sigmoids = ck.ptx.count("ex2.approx") if spec.kernel_name.startswith("situ") else 0
+        assert "div." not in ck.ptx, spec.kernel_name
+        assert ck.ptx.count("rcp.approx") == sigmoids, spec.kernel_name
         assert "div.full" not in ck.ptx, spec.kernel_name
         assert "cvt.rn.satfinite.e4m3x2.f32" in ck.ptx, spec.kernel_name
         if spec.kernel_name == "per_token_group_quant_fp8":  # no transcendental at all

@@ -1,9 +1,11 @@
-"""moe_fused_gate (KERNELS.md §3.3, radix select of §2.2) on the CPU: the AOT specializations
-compile for sm_90a, sm_100a and sm_103a with the sigmoid each promises, the kernel runs in the
-interpreter (through its wrapper, whose launch is redirected to the interpreter) against a numpy
-reference written from KERNELS.md (stable descending sort of b, ties to the lowest id), and the
-wrapper rejects bad arguments before any CUDA call. No GPU, no torch."""
+"""moe_fused_gate (docs/kernels/moe_routing.md) on the CPU: the AOT specializations compile for
+sm_90a, sm_100a and sm_103a with the sigmoid each promises and are the wrapper's default
+launches, both kernels run in the interpreter (through the wrapper, whose launch is redirected
+to the interpreter) against a numpy reference written from the spec (stable descending sort of
+b, ties to the lowest id) and give the same bits, and the wrapper rejects bad arguments before
+any CUDA call. No GPU, no torch."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,13 +14,14 @@ import pytest
 from kiln.testing import interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import moe_fused_gate as mod
+from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 F32 = np.float32
 
 
 # ---------------------------------------------------------------------------
-# Reference (KERNELS.md §3.3), float32 arithmetic as torch's sigmoid does it
+# Reference (docs/kernels/moe_routing.md), float32 arithmetic as torch's sigmoid does it
 # ---------------------------------------------------------------------------
 
 def ref_gate(scores, bias, topk, renormalize=True, rsf=1.0, apply_rsf=False, n_shared=0):
@@ -62,55 +65,63 @@ class HostTensor:
         return s if dim is None else s[dim]
 
 
-#: (SELECT_BITS = BATCH_SELECT_BITS, MERGED_REDUCTIONS, LATENCY_KERNEL): the radix select's
-#: bits per round, the steps 3-4 formulation and the latency kernel ("rank": the group-maxima
-#: pre-filter and exact ranking, its fallback rounds SELECT_BITS; "rank2": the same with
-#: RANK_FORM = 2); every interpreter test runs each (the first: the original kernel)
-VARIANTS = [(1, False, "radix"), (2, True, "radix"), (2, False, "radix"), (1, True, "radix"),
-            (4, True, "radix"), (4, False, "radix"), (4, True, "rank"), (1, True, "rank"),
-            (4, True, "rank2"), (1, True, "rank2")]
-RADIX_VARIANTS = [(bits, merged) for bits, merged, latency in VARIANTS if latency == "radix"]
+#: The settings every interpreter test runs: the default (the rank kernel below batch_m
+#: rows, its fallback rounds 4 bits), the rank kernel's fallback on 1 bit, and the radix
+#: (batch) kernel at every row count on 1 and on 4 bits a round.
+VARIANTS = {
+    "rank": mod.SETTINGS,
+    "rank-bits1": dataclasses.replace(mod.SETTINGS, rank_select_bits=1),
+    "radix-bits1": dataclasses.replace(mod.SETTINGS, batch_m=1),
+    "radix-bits4": dataclasses.replace(mod.SETTINGS, batch_m=1, batch_select_bits=4),
+}
+#: the radix kernel on 1 bit a round at every row count: the reference formulation
+RADIX = dataclasses.replace(mod.SETTINGS, batch_m=1)
 
 
-def expected_constexprs(fast=False):
-    """The K3 constexprs of a latency launch, with the module's current knobs."""
-    if mod.LATENCY_KERNEL == "rank":
-        return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
-                "GROUPS": mod.RANK_GROUPS, "CAP": mod.RANK_CAP, "FORM": mod.RANK_FORM}
-    return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": mod.SELECT_BITS,
-            "MERGED": mod.MERGED_REDUCTIONS}
+class Current:
+    """The settings of the running interpreter test (set by ``via_interpreter``)."""
+
+    settings = mod.SETTINGS
 
 
-def latency_name():
-    """The bundle name of a latency launch, with the module's current knobs."""
-    return "moe_fused_gate_rank" if mod.LATENCY_KERNEL == "rank" else "moe_fused_gate"
+def expected_constexprs(m, fast=False):
+    """The K3 constexprs of an m-row launch with the current settings."""
+    s = Current.settings
+    if m < s.batch_m:
+        return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": s.rank_select_bits,
+                "GROUPS": s.rank_groups, "CAP": s.rank_cap}
+    return {"E": 896, "K": 16, "FAST_SIGMOID": fast, "SELECT_BITS": s.batch_select_bits}
 
 
-@pytest.fixture(params=VARIANTS, ids=lambda v: f"bits{v[0]}-merged{int(v[1])}-{v[2]}")
-def via_interpreter(request, monkeypatch):
-    """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out), with
-    the module's knobs set to one of VARIANTS."""
-    bits, merged, latency = request.param
-    monkeypatch.setattr(mod, "LATENCY_KERNEL", "rank" if latency == "rank2" else latency)
-    monkeypatch.setattr(mod, "RANK_FORM", 2 if latency == "rank2" else 1)
-    monkeypatch.setattr(mod, "SELECT_BITS", bits)
-    monkeypatch.setattr(mod, "BATCH_SELECT_BITS", bits)
-    monkeypatch.setattr(mod, "MERGED_REDUCTIONS", merged)
-    launches = []
+def launch_name(m):
+    """The bundle name of an m-row launch with the current settings."""
+    return "moe_fused_gate_rank" if m < Current.settings.batch_m else "moe_fused_gate_batch"
 
+
+def interpreter_launch(launches=None):
     def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None):
-        launches.append((name, tuple(grid), dict(constexprs)))
+        if launches is not None:
+            launches.append((name, tuple(grid), dict(constexprs)))
         if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
             return  # nothing to run, or FakeTensors (argument checks only)
         args = [x.a if isinstance(x, HostTensor) else x for x in args]
         interpret(kernel, tuple(grid), *args, **constexprs)
+    return launch
 
-    monkeypatch.setattr(mod.L, "launch", launch)
+
+@pytest.fixture(params=list(VARIANTS))
+def via_interpreter(request, monkeypatch):
+    """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out), with
+    one of VARIANTS as the settings of ``gate``."""
+    monkeypatch.setattr(Current, "settings", VARIANTS[request.param])
+    launches = []
+    monkeypatch.setattr(mod.L, "launch", interpreter_launch(launches))
     return launches
 
 
-def gate(scores, bias, topk, row_pad=0, **kw):
-    """Runs the wrapper on numpy inputs with poisoned preallocated outputs."""
+def gate(scores, bias, topk, row_pad=0, settings=None, **kw):
+    """Runs the wrapper on numpy inputs with poisoned preallocated outputs (the current
+    settings unless given)."""
     m, e = scores.shape
     if row_pad:
         buf = np.full((m, e + row_pad), np.nan, F32)
@@ -120,13 +131,14 @@ def gate(scores, bias, topk, row_pad=0, **kw):
     w = np.full((m, kout), 12345.0, F32)
     ids = np.full((m, kout), -7, np.int32)
     rw, rids = mod.moe_fused_gate(HostTensor(scores), HostTensor(bias), topk,
-                                  out_weights=HostTensor(w), out_ids=HostTensor(ids), **kw)
+                                  out_weights=HostTensor(w), out_ids=HostTensor(ids),
+                                  settings=settings or Current.settings, **kw)
     assert rw.a is w and rids.a is ids
     return w, ids
 
 
-def check(scores, bias, topk, row_pad=0, **kw):
-    w, ids = gate(scores, bias, topk, row_pad=row_pad, **kw)
+def check(scores, bias, topk, row_pad=0, settings=None, **kw):
+    w, ids = gate(scores, bias, topk, row_pad=row_pad, settings=settings, **kw)
     ref_kw = {"renormalize": kw.get("renormalize", True),
               "rsf": kw.get("routed_scaling_factor", 1.0),
               "apply_rsf": kw.get("apply_routed_scaling_factor_on_output", False),
@@ -169,7 +181,7 @@ def test_k3_shape_random(m, renormalize, apply_rsf, n_shared, via_interpreter):
     bias = (rng.standard_normal(896) * 0.05).astype(F32)
     check(scores, bias, 16, renormalize=renormalize, routed_scaling_factor=2.827,
           apply_routed_scaling_factor_on_output=apply_rsf, num_fused_shared_experts=n_shared)
-    assert via_interpreter == [(latency_name(), (m,), expected_constexprs())]
+    assert via_interpreter == [(launch_name(m), (m,), expected_constexprs(m))]
 
 
 @pytest.mark.parametrize("e,k", [(64, 1), (64, 8), (128, 16), (256, 16), (256, 7), (40, 5),
@@ -296,10 +308,9 @@ def test_many_rows_and_strided_scores(via_interpreter):
 
 @pytest.mark.parametrize("e", [1023, 1024, 995])
 def test_packed_count_limits(e, via_interpreter):
-    """E = 1023: the largest row whose counts (up to E) fit the 10-bit fields of the two-bit
-    rounds, every field full in the first round (all keys >= the third candidate: b >= 2);
-    E = 1024 takes the one-bit rounds with SELECT_BITS = 2 (not with 4: 16-bit fields).
-    Rows of ties everywhere, of a tie group straddling slot K, of random keys, of NaN."""
+    """Rows around 1024 experts (the four-bit rounds count in 16-bit fields; E = 1023 every
+    count full in the first round: all keys >= the third candidate, b >= 2): rows of ties
+    everywhere, of a tie group straddling slot K, of random keys, of NaN."""
     rng = np.random.default_rng(e)
     bias = np.ones(e, F32)
     rows = [np.full(e, np.inf, F32),                       # b = 2.0 for every expert
@@ -314,9 +325,9 @@ def test_packed_count_limits(e, via_interpreter):
         assert ids[0].tolist() == list(range(k))
 
 
-def test_variants_bit_identical(monkeypatch, via_interpreter):
-    """Every (SELECT_BITS, MERGED_REDUCTIONS) gives the same ids and the same weight bits as
-    the original kernel (one bit a round, separate reductions)."""
+def test_variants_bit_identical(via_interpreter):
+    """Every variant gives the same ids and the same weight bits as the radix kernel on one
+    bit a round."""
     rng = np.random.default_rng(33)
     e = 896
     scores = (rng.standard_normal((8, e)) * 2).astype(F32)
@@ -329,23 +340,16 @@ def test_variants_bit_identical(monkeypatch, via_interpreter):
         kw = {"num_fused_shared_experts": 1, "routed_scaling_factor": 2.5,
               "apply_routed_scaling_factor_on_output": True}
         w, ids = gate(scores, bias, k, **kw)
-        monkeypatch.setattr(mod, "SELECT_BITS", 1)
-        monkeypatch.setattr(mod, "MERGED_REDUCTIONS", False)
-        monkeypatch.setattr(mod, "LATENCY_KERNEL", "radix")
-        w0, ids0 = gate(scores, bias, k, **kw)
+        w0, ids0 = gate(scores, bias, k, settings=RADIX, **kw)
         np.testing.assert_array_equal(ids, ids0)
         np.testing.assert_array_equal(w.view(np.int32), w0.view(np.int32))
 
 
-@pytest.mark.parametrize("merged", [True, False])
-def test_four_bit_rounds_largest_rows(merged, monkeypatch):
-    """SELECT_BITS = 4 at E = 4096 (the largest row: counts up to 4096 in its 16-bit fields,
-    every field full in the first round of the all-equal rows) gives the ids and weight bits
-    of the one-bit rounds."""
-    monkeypatch.setattr(mod, "MERGED_REDUCTIONS", merged)
-    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs=None:
-                        interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor)
-                                                         else x for x in args], **cx))
+def test_four_bit_rounds_largest_rows(monkeypatch):
+    """Four bits a round at E = 4096 (the largest row: counts up to 4096 in its 16-bit
+    fields, every field full in the first round of the all-equal rows) gives the ids and
+    weight bits of the one-bit rounds."""
+    monkeypatch.setattr(mod.L, "launch", interpreter_launch())
     rng = np.random.default_rng(41)
     e = 4096
     t = rng.standard_normal(e).astype(F32)
@@ -354,10 +358,8 @@ def test_four_bit_rounds_largest_rows(merged, monkeypatch):
     scores = np.stack([np.full(e, np.inf, F32), rng.standard_normal(e).astype(F32), t])
     for bias in ((rng.standard_normal(e) * 0.1).astype(F32), np.zeros(e, F32)):
         for k in (1, 16, 32):
-            out = {}
-            for bits in (4, 1):
-                monkeypatch.setattr(mod, "SELECT_BITS", bits)
-                out[bits] = gate(scores, bias, k)
+            out = {bits: gate(scores, bias, k, settings=dataclasses.replace(
+                RADIX, batch_select_bits=bits)) for bits in (4, 1)}
             np.testing.assert_array_equal(out[4][1], out[1][1])
             np.testing.assert_array_equal(out[4][0].view(np.int32), out[1][0].view(np.int32))
         if not bias.any():  # the all-inf row: every key equal, ids 0 .. k - 1
@@ -378,20 +380,16 @@ def _candidates(scores, bias, groups):
     return (key >= t0[:, None]).sum(1)
 
 
-@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("groups,cap", [(64, 32), (32, 64), (128, 32)])
-def test_rank_kernel_bit_identical(groups, cap, form, monkeypatch):
-    """LATENCY_KERNEL = "rank" (either RANK_FORM) gives the ids and weight bits of the radix
-    kernel, on rows that stay under the candidate cap (random, ties below slot K, NaN or
-    inf in a few lanes) and rows that take its fallback rounds (every score equal, a tie
-    group straddling slot K, NaN rows), for E = 896 and E = 995 (not a multiple of 32),
-    with shared slots; both paths are exercised."""
-    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs=None:
-                        interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor)
-                                                         else x for x in args], **cx))
-    monkeypatch.setattr(mod, "RANK_GROUPS", groups)
-    monkeypatch.setattr(mod, "RANK_CAP", cap)
-    monkeypatch.setattr(mod, "RANK_FORM", form)
+def test_rank_kernel_bit_identical(groups, cap, monkeypatch):
+    """The rank kernel gives the ids and weight bits of the radix kernel (4 bits a round),
+    on rows that stay under the candidate cap (random, ties below slot K, NaN or inf in a
+    few lanes) and rows that take its fallback rounds (every score equal, a tie group
+    straddling slot K, NaN rows), for E = 896 and E = 995 (not a multiple of 32), with
+    shared slots; both paths are exercised."""
+    monkeypatch.setattr(mod.L, "launch", interpreter_launch())
+    rank = dataclasses.replace(mod.SETTINGS, rank_groups=groups, rank_cap=cap)
+    radix = dataclasses.replace(RADIX, batch_select_bits=4)
     for e in (896, 995):
         rng = np.random.default_rng(e + groups + cap)
         rows = [rng.standard_normal(e).astype(F32) for _ in range(3)]
@@ -415,50 +413,49 @@ def test_rank_kernel_bit_identical(groups, cap, form, monkeypatch):
         kw = {"num_fused_shared_experts": 2, "routed_scaling_factor": 2.5,
               "apply_routed_scaling_factor_on_output": True}
         for k in (16, 1, 7):
-            out = {}
-            for latency in ("rank", "radix"):
-                monkeypatch.setattr(mod, "LATENCY_KERNEL", latency)
-                out[latency] = gate(scores, bias, k, **kw)
+            out = {name: gate(scores, bias, k, settings=s, **kw)
+                   for name, s in (("rank", rank), ("radix", radix))}
             np.testing.assert_array_equal(out["rank"][1], out["radix"][1])
             np.testing.assert_array_equal(out["rank"][0].view(np.int32),
                                           out["radix"][0].view(np.int32))
-        check(scores, bias, 16, **kw)
+        check(scores, bias, 16, settings=rank, **kw)
 
 
 def test_rank_launch(monkeypatch):
-    """LATENCY_KERNEL = "rank" launches the rank specialization below BATCH_M rows (its warps),
-    the batch kernel from BATCH_M on; another value raises."""
+    """Below batch_m rows the wrapper launches the rank specialization (its warps), from
+    batch_m on the batch kernel (its warps and register cap); settings= reaches both."""
     launches = []
     monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
                         launches.append((name, tuple(grid), warps, regs, cx.get("CAP"))))
-    monkeypatch.setattr(mod, "LATENCY_KERNEL", "rank")
     T = FakeTensor
-    for m in (1, 64, mod.BATCH_M):
+    s = mod.SETTINGS
+    for m in (1, 64, s.batch_m):
         mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
                            out_ids=T((m, 16), "int32"))
-    assert launches == [("moe_fused_gate_rank", (1,), mod.RANK_WARPS, None, mod.RANK_CAP),
-                        ("moe_fused_gate_rank", (64,), mod.RANK_WARPS, None, mod.RANK_CAP),
-                        ("moe_fused_gate_batch", (mod.BATCH_M,), mod.BATCH_WARPS,
-                         mod.BATCH_MAXNREG, None)]
-    monkeypatch.setattr(mod, "LATENCY_KERNEL", "sort")
-    with pytest.raises(ValueError, match="LATENCY_KERNEL"):
-        mod.moe_fused_gate(T((1, 896)), T((896,)), 16, out_weights=T((1, 16)),
-                           out_ids=T((1, 16), "int32"))
+    assert launches == [("moe_fused_gate_rank", (1,), s.rank_warps, None, s.rank_cap),
+                        ("moe_fused_gate_rank", (64,), s.rank_warps, None, s.rank_cap),
+                        ("moe_fused_gate_batch", (s.batch_m,), s.batch_warps,
+                         s.batch_maxnreg, None)]
+    launches.clear()
+    other = dataclasses.replace(s, batch_m=64, rank_warps=8, rank_cap=64, batch_warps=2,
+                                batch_maxnreg=None)
+    for m in (63, 64):
+        mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
+                           out_ids=T((m, 16), "int32"), settings=other)
+    assert launches == [("moe_fused_gate_rank", (63,), 8, None, 64),
+                        ("moe_fused_gate_batch", (64,), 2, None, None)]
 
 
-def test_rank_form2_barriers():
-    """RANK_FORM = 2 keeps its counts and compaction results on the tiles that use them: at
-    the K3 shape 16 bar.sync in the whole kernel instead of 20 (4 fewer shared-memory round
-    trips on the path without fallback, 12 instead of 16), and fewer registers."""
+def test_rank_kernel_barriers():
+    """The rank kernel keeps its counts and compaction results on the tiles that use them:
+    at the K3 shape 16 bar.sync in the whole kernel (its former form: 20) and at most 54
+    registers (the former form: 60) on sm_90a."""
     pytest.importorskip("kiln._C")
     spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_rank")
-    out = {}
-    for form in (1, 2):
-        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, FORM=form),
-                                 spec.divisibility, num_warps=4, arch="sm_90a")
-        out[form] = (ck.ptx.count("bar.sync"), ck.meta["targets"]["sm_90a"]["registers"])
-    assert out[2][0] == out[1][0] - 4
-    assert out[2][1] <= out[1][1]
+    ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
+                             num_warps=4, arch="sm_90a")
+    assert ck.ptx.count("bar.sync") == 16
+    assert ck.meta["targets"]["sm_90a"]["registers"] <= 54
 
 
 def test_first_set_bits():
@@ -486,13 +483,12 @@ def test_first_set_bits():
     assert out.tolist() == expect
 
 
-@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("e,k", [(64, 4), (40, 5), (256, 16), (1023, 32), (2048, 16)])
-def test_rank_kernel_other_shapes_compile(e, k, form):
+def test_rank_kernel_other_shapes_compile(e, k):
     pytest.importorskip("kiln._C")
     spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_rank")
     for warps in (4, 8):
-        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, E=e, K=k, FORM=form),
+        ck = spec.kernel.compile(spec.signature, dict(spec.constexprs, E=e, K=k),
                                  spec.divisibility, num_warps=warps, arch="sm_90a")
         assert ck.cubin[:4] == b"\x7fELF"
         assert ".local" not in ck.ptx
@@ -546,25 +542,38 @@ def test_radix_helpers():
 
 def test_module_listed():
     assert "moe_fused_gate" in kimi_k3.MODULES
-    assert {(s.kernel_name, s.constexprs["E"], s.constexprs["K"], s.constexprs["FAST_SIGMOID"])
-            for s in mod.AOT_SPECIALIZATIONS} == {(name, 896, 16, fast)
-                                                  for name in ("moe_fused_gate",
-                                                               "moe_fused_gate_batch",
-                                                               "moe_fused_gate_rank")
-                                                  for fast in (False, True)}
-    assert {(s.kernel_name, s.num_warps) for s in mod.AOT_SPECIALIZATIONS} == {
-        ("moe_fused_gate", mod.NUM_WARPS), ("moe_fused_gate_batch", mod.BATCH_WARPS),
-        ("moe_fused_gate_rank", mod.RANK_WARPS)}
-    radix = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name != "moe_fused_gate_rank"]
-    assert {(s.kernel_name, s.constexprs["SELECT_BITS"], s.constexprs["MERGED"])
-            for s in radix} == {
-        ("moe_fused_gate", mod.SELECT_BITS, mod.MERGED_REDUCTIONS),
-        ("moe_fused_gate_batch", mod.BATCH_SELECT_BITS, mod.MERGED_REDUCTIONS)}
-    assert {(s.kernel_name, s.constexprs["SELECT_BITS"], s.constexprs["GROUPS"],
-             s.constexprs["CAP"], s.constexprs["FORM"]) for s in mod.AOT_SPECIALIZATIONS
-            if s.kernel_name == "moe_fused_gate_rank"} == {
-        ("moe_fused_gate_rank", mod.SELECT_BITS, mod.RANK_GROUPS, mod.RANK_CAP, mod.RANK_FORM)}
+    s = mod.SETTINGS
+    assert {(sp.kernel_name, sp.constexprs["E"], sp.constexprs["K"],
+             sp.constexprs["FAST_SIGMOID"]) for sp in mod.AOT_SPECIALIZATIONS} == {
+        (name, 896, 16, fast) for name in ("moe_fused_gate_batch", "moe_fused_gate_rank")
+        for fast in (False, True)}
+    assert {(sp.kernel_name, sp.num_warps, sp.maxnreg) for sp in mod.AOT_SPECIALIZATIONS} == {
+        ("moe_fused_gate_batch", s.batch_warps, s.batch_maxnreg),
+        ("moe_fused_gate_rank", s.rank_warps, None)}
+    assert {(sp.kernel_name, sp.constexprs["SELECT_BITS"]) for sp in mod.AOT_SPECIALIZATIONS
+            if sp.kernel is mod.moe_fused_gate_kernel} == {
+        ("moe_fused_gate_batch", s.batch_select_bits)}
+    assert {(sp.kernel_name, sp.constexprs["SELECT_BITS"], sp.constexprs["GROUPS"],
+             sp.constexprs["CAP"]) for sp in mod.AOT_SPECIALIZATIONS
+            if sp.kernel is mod.moe_fused_gate_rank_kernel} == {
+        ("moe_fused_gate_rank", s.rank_select_bits, s.rank_groups, s.rank_cap)}
 
+
+def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
+    """Each AOT specialization is what some wrapper call with the default settings selects
+    (``select_launch``, instrumented): one row and batch_m rows of K3's router, both
+    sigmoids."""
+    selected = record_launch_choices(monkeypatch, mod)
+    T = FakeTensor
+    for m in (1, 64, mod.SETTINGS.batch_m, 16384):
+        for fast in (False, True):
+            mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
+                               out_ids=T((m, 16), "int32"), fast_sigmoid=fast)
+    launched = [(k, name, cx, warps, regs, cluster)
+                for k, name, _, cx, warps, regs, cluster in selected]
+    for s in mod.AOT_SPECIALIZATIONS:
+        assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps, s.maxnreg,
+                s.cluster) in launched, s.kernel_name
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -592,27 +601,27 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
     assert "div.full" not in ptx and "div.approx" not in ptx  # renormalization is IEEE
 
 
-@pytest.mark.parametrize("bits,merged", RADIX_VARIANTS)
+@pytest.mark.parametrize("bits", [1, 4])
 @pytest.mark.parametrize("e,k", [(64, 4), (256, 8), (1023, 32), (2048, 16)])
-def test_other_shapes_compile(e, k, bits, merged):
+def test_other_shapes_compile(e, k, bits):
     pytest.importorskip("kiln._C")
-    spec = mod.AOT_SPECIALIZATIONS[0]
+    spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_batch")
     ck = spec.kernel.compile(spec.signature, {"E": e, "K": k, "FAST_SIGMOID": False,
-                                              "SELECT_BITS": bits, "MERGED": merged},
+                                              "SELECT_BITS": bits},
                              spec.divisibility, num_warps=4, arch="sm_90a")
     assert ck.cubin[:4] == b"\x7fELF"
     assert ".local" not in ck.ptx
 
 
-def test_variants_compile_for_both_kernels():
-    """The one-warp batch kernel with the two-bit rounds and the original formulation (the
-    sweep's other configurations) compile within the register cap without spilling."""
+def test_batch_kernel_bits_compile_within_the_cap():
+    """The one-warp batch kernel with one and four bits a round compiles within its register
+    cap without spilling."""
     pytest.importorskip("kiln._C")
     for spec in mod.AOT_SPECIALIZATIONS:
-        if spec.kernel_name == "moe_fused_gate_rank":
+        if spec.kernel_name != "moe_fused_gate_batch":
             continue
-        for bits, merged in RADIX_VARIANTS:
-            cx = dict(spec.constexprs, SELECT_BITS=bits, MERGED=merged)
+        for bits in (1, 4):
+            cx = dict(spec.constexprs, SELECT_BITS=bits)
             ck = spec.kernel.compile(spec.signature, cx, spec.divisibility,
                                      num_warps=spec.num_warps, arch="sm_90a",
                                      maxnreg=spec.maxnreg)
@@ -643,22 +652,21 @@ class FakeTensor:
 
 
 def test_batch_launch(monkeypatch):
-    """From BATCH_M rows on the wrapper launches the batch specialization (its warps and
-    register cap); below, with LATENCY_KERNEL = "radix", the latency one (the rank kernel's
-    launches: test_rank_launch)."""
+    """From batch_m rows on the wrapper launches the batch specialization (its warps and
+    register cap), below it the rank one."""
     launches = []
     monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
                         launches.append((name, tuple(grid), warps, regs)))
-    monkeypatch.setattr(mod, "BATCH_MAXNREG", 80)
-    monkeypatch.setattr(mod, "LATENCY_KERNEL", "radix")  # the rank kernel: test_rank_launch
     T = FakeTensor
-    for m in (1, mod.BATCH_M - 1, mod.BATCH_M, 4 * mod.BATCH_M):
+    s = mod.SETTINGS
+    for m in (1, s.batch_m - 1, s.batch_m, 4 * s.batch_m):
         mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
                            out_ids=T((m, 16), "int32"))
-    assert launches == [("moe_fused_gate", (1,), mod.NUM_WARPS, None),
-                        ("moe_fused_gate", (mod.BATCH_M - 1,), mod.NUM_WARPS, None),
-                        ("moe_fused_gate_batch", (mod.BATCH_M,), mod.BATCH_WARPS, 80),
-                        ("moe_fused_gate_batch", (4 * mod.BATCH_M,), mod.BATCH_WARPS, 80)]
+    assert launches == [("moe_fused_gate_rank", (1,), s.rank_warps, None),
+                        ("moe_fused_gate_rank", (s.batch_m - 1,), s.rank_warps, None),
+                        ("moe_fused_gate_batch", (s.batch_m,), s.batch_warps, 80),
+                        ("moe_fused_gate_batch", (4 * s.batch_m,), s.batch_warps, 80)]
+
 
 def test_wrapper_checks(via_interpreter):
     T = FakeTensor
@@ -703,5 +711,6 @@ def test_wrapper_checks(via_interpreter):
     assert via_interpreter == []
     # well-formed arguments reach the launch with the K3 constexprs
     f(T((4, 896), strides=(1024, 1)), b, 16, out_weights=T((4, 17)),
-      out_ids=T((4, 17), "int32"), num_fused_shared_experts=1, fast_sigmoid=True)
-    assert via_interpreter == [(latency_name(), (4,), expected_constexprs(fast=True))]
+      out_ids=T((4, 17), "int32"), num_fused_shared_experts=1, fast_sigmoid=True,
+      settings=Current.settings)
+    assert via_interpreter == [(launch_name(4), (4,), expected_constexprs(4, fast=True))]

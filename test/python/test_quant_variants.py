@@ -1,11 +1,10 @@
-"""The alternative formulations of the quantization kernels that ``bench/kimi_k3/run.py
---sweep`` times (kernels_dsl/kimi_k3/quant.py: RECIP / TOKEN_GRID of
-per_token_group_quant_fp8, WORDS / TOKEN_GRID / E2M1_BITS / E2M1_SUB / SCALE_TILE / CHUNKS /
-LOOKAHEAD / BYTE_SIGNS of quant_mxfp4) give the same bits
-as the IEEE formulas of KERNELS.md §8.2: the division-free arithmetic checked exhaustively in
-numpy (fused multiply-adds emulated exactly in float64), every variant run in the CPU
-interpreter against the numpy references of test_fp8_quant_kernels.py, and compiled for
-sm_90a. No GPU, no torch."""
+"""The division-free and bit-level arithmetic of the quantization kernels
+(kernels_dsl/kimi_k3/quant.py: per_token_group_quant_fp8's quotients and scales, quant_mxfp4's
+E2M1 rounding on the fp32 bits, its row chunks and lookahead; mla_output_gate.py's sigmoid
+reciprocal) gives the same bits as the IEEE formulas of docs/kernels/quant.md: the arithmetic
+checked exhaustively in numpy (fused multiply-adds emulated exactly in float64), the kernels
+run in the CPU interpreter at several tile sizes against the numpy references of
+test_fp8_quant_kernels.py, and compiled for sm_90a. No GPU, no torch."""
 
 import numpy as np
 import pytest
@@ -79,17 +78,10 @@ def test_quotient_without_division_below_the_absmax_floor():
     assert np.array_equal(got, np.clip(x / s, -448, 448).astype(F8).view(np.uint8))
 
 
-GQ_VARIANTS = ([(recip, tg, rows, False) for recip in (False, True) for tg in (False, True)
-                for rows in (16, 8, 4)]
-               + [(recip, tg, rows, True) for recip, tg in ((True, True), (False, False))
-                  for rows in (16, 4)])
-
-
-@pytest.mark.parametrize("recip,token_grid,rows,scale_tile", GQ_VARIANTS)
+@pytest.mark.parametrize("rows", [16, 8, 4])
 @pytest.mark.parametrize("ue8m0", [False, True])
 @pytest.mark.parametrize("column_major", [False, True])
-def test_group_quant_variants_match_numpy(recip, token_grid, rows, scale_tile, ue8m0,
-                                          column_major):
+def test_group_quant_rows_match_numpy(rows, ue8m0, column_major):
     rng = np.random.default_rng(rows)
     t, d = 9, 640  # 5 groups of 128 per token: partial programs for rows 4 and 8
     x = k3_like_rows(rng, t, d)
@@ -97,10 +89,8 @@ def test_group_quant_variants_match_numpy(recip, token_grid, rows, scale_tile, u
     q = np.zeros((t, d), dtype=F8)
     s_store = np.full((ng, t) if column_major else (t, ng), np.nan, dtype=F32)
     st, sg = (1, t) if column_major else (ng, 1)
-    grid = (t, -(-ng // rows)) if token_grid else (-(-t * ng // rows),)
-    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, grid, x, q, s_store, t * ng,
-                           ng, d, d, st, sg, GROUP=128, ROWS=rows, UE8M0=ue8m0, RECIP=recip,
-                           TOKEN_GRID=token_grid, SCALE_TILE=scale_tile)
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, (t, -(-ng // rows)), x, q,
+                           s_store, t * ng, ng, d, d, st, sg, GROUP=128, ROWS=rows, UE8M0=ue8m0)
     s = s_store.T if column_major else s_store
     rq, rs = ref_group_quant(x.astype(F32), 128, ue8m0)
     assert np.array_equal(s, rs)
@@ -122,12 +112,6 @@ def every_e2m1_input():
     return x.reshape(rows, 256).astype(BF16)
 
 
-MX_VARIANTS = ([(w, tg, b, False, False) for w in (False, True) for tg in (False, True)
-                for b in (False, True)]
-               + [(w, tg, False, sub, st) for w, tg in ((True, True), (False, False))
-                  for sub in (False, True) for st in (False, True) if sub or st])
-
-
 def every_scaled_e2m1_input():
     """Every bf16 magnitude in [0, 8) as above, in blocks whose maximum sets the scales
     2^-127 (the lowest: a block maximum below 2^-125), 2^-100, 2^40 and 2^125 (the largest
@@ -138,62 +122,46 @@ def every_scaled_e2m1_input():
     return out.reshape(-1, 256)
 
 
-@pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
+@pytest.mark.parametrize("rows", [16, 64])
 @pytest.mark.parametrize("data", ["every_e2m1", "every_scaled_e2m1", "k3_like"])
-def test_mxfp4_variants_match_numpy(words, token_grid, e2m1_bits, e2m1_sub, scale_tile, data):
+def test_mxfp4_match_numpy(rows, data):
     x = {"every_e2m1": every_e2m1_input, "every_scaled_e2m1": every_scaled_e2m1_input,
          "k3_like": lambda: k3_like_rows(np.random.default_rng(3), 6, 256)}[data]()
-    r, d = x.shape
-    nb, rows = d // 32, 16
-    packed = np.zeros((r, d // 2), np.uint8)
-    scale = np.zeros((r, nb), np.uint8)
-    xa = x.view(np.int32) if words else x
-    grid = (r, -(-nb // rows)) if token_grid else (-(-r * nb // rows),)
-    kiln.testing.interpret(quant.quant_mxfp4_kernel, grid, xa, packed, scale, r * nb, nb,
-                           d // 2 if words else d, d // 2, nb, ROWS=rows, WORDS=words,
-                           TOKEN_GRID=token_grid, E2M1_BITS=e2m1_bits, E2M1_SUB=e2m1_sub,
-                           SCALE_TILE=scale_tile)
+    packed, scale = run_mxfp4(x, ROWS=rows)
     rp, rs = ref_mxfp4(x.astype(F32))
     assert np.array_equal(scale, rs)
     assert np.array_equal(packed, rp)
 
 
-@pytest.mark.parametrize("recip,token_grid,rows,scale_tile", GQ_VARIANTS)
-def test_group_quant_variants_compile(recip, token_grid, rows, scale_tile):
+@pytest.mark.parametrize("rows", [16, 8, 4])
+def test_group_quant_compiles(rows):
     pytest.importorskip("kiln._C")
     ck = quant.per_token_group_quant_fp8_kernel.compile(
-        quant._SIG, {"GROUP": 128, "ROWS": rows, "UE8M0": False, "RECIP": recip,
-                     "TOKEN_GRID": token_grid, "SCALE_TILE": scale_tile},
+        quant._SIG, {"GROUP": 128, "ROWS": rows, "UE8M0": False},
         ["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"], num_warps=max(1, rows // 4),
         arch="sm_90a", upto="ptx")
     assert "ld.global.v4.b32" in ck.ptx
-    assert ("div.rn.f32" in ck.ptx) != recip  # RECIP: no per-element (or per-group) division
-    assert ("div.s32" in ck.ptx) != token_grid
-    # SCALE_TILE: one scale store a thread, no shared-memory conversion of the scales
-    assert ("bar.sync" not in ck.ptx) == scale_tile
-    assert (ck.ptx.count("st.global.b32") == 1) == scale_tile
+    assert "div.rn.f32" not in ck.ptx  # no per-element (or per-group) division
+    assert "div.s32" not in ck.ptx  # the token grid: no integer division
+    # one scale store a thread, no shared-memory conversion of the scales
+    assert "bar.sync" not in ck.ptx
+    assert ck.ptx.count("st.global.b32") == 1
 
 
-@pytest.mark.parametrize("words,token_grid,e2m1_bits,e2m1_sub,scale_tile", MX_VARIANTS)
-def test_mxfp4_variants_compile(words, token_grid, e2m1_bits, e2m1_sub, scale_tile):
+def test_mxfp4_compiles():
     pytest.importorskip("kiln._C")
-    sig = {"x_ptr": "*i32" if words else "*bf16", "p_ptr": "*u8", "s_ptr": "*u8",
-           "num_blocks": "i32", "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32",
-           "s_s0": "i32"}
     ck = quant.quant_mxfp4_kernel.compile(
-        sig, {"ROWS": 64, "WORDS": words, "TOKEN_GRID": token_grid, "E2M1_BITS": e2m1_bits,
-              "E2M1_SUB": e2m1_sub, "SCALE_TILE": scale_tile},
-        ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
-    assert ("ld.global.v4.b32" in ck.ptx) == words  # WORDS: 16-byte loads, else 2-byte ones
-    assert ("div.s32" in ck.ptx) != token_grid
-    # SCALE_TILE: one scale byte a thread from the blocks' layout, no shared memory
-    assert ("bar.sync" in ck.ptx) != scale_tile
-    assert (ck.ptx.count("st.global.b8") == 1) == scale_tile
+        quant._MX_SIG, {"ROWS": 64}, ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2,
+        arch="sm_90a", upto="ptx")
+    assert "ld.global.v4.b32" in ck.ptx  # 16-byte loads of (even, odd) words
+    assert "div.s32" not in ck.ptx  # the token grid: no integer division
+    # one scale byte a thread from the blocks' layout, no shared memory
+    assert "bar.sync" not in ck.ptx
+    assert ck.ptx.count("st.global.b8") == 1
 
 
-#: (CHUNKS, LOOKAHEAD, ROWS, BYTE_SIGNS); CHUNKS = 0: the TOKEN_GRID program
-MX_CHUNK_VARIANTS = [(0, 1, 16, True), (1, 1, 32, False), (2, 1, 64, True), (3, 2, 64, False),
-                     (3, 3, 32, True), (7, 1, 64, True)]
+#: (CHUNKS, LOOKAHEAD, ROWS); CHUNKS = 0: one block a thread
+MX_CHUNK_VARIANTS = [(0, 1, 16), (1, 1, 32), (2, 1, 64), (3, 2, 64), (3, 3, 32), (7, 1, 64)]
 
 
 def mxfp4_edge_rows():
@@ -228,20 +196,19 @@ def run_mxfp4(x, **constexprs):
     grid = ((-(-r // (rows // 32)), -(-nb // (32 * chunks))) if chunks else
             (r, -(-nb // rows)))
     kiln.testing.interpret(quant.quant_mxfp4_kernel, grid, x.view(np.int32), packed, scale,
-                           r * nb, nb, d // 2, d // 2, nb, WORDS=True, TOKEN_GRID=True,
-                           E2M1_BITS=True, E2M1_SUB=True, SCALE_TILE=True, **constexprs)
+                           r * nb, nb, d // 2, d // 2, nb, **constexprs)
     return packed, scale
 
 
-@pytest.mark.parametrize("chunks,lookahead,rows,byte_signs", MX_CHUNK_VARIANTS)
+@pytest.mark.parametrize("chunks,lookahead,rows", MX_CHUNK_VARIANTS)
 @pytest.mark.parametrize("data", ["every_e2m1", "every_scaled_e2m1", "edge"])
-def test_mxfp4_chunks_and_byte_signs_match(chunks, lookahead, rows, byte_signs, data):
-    """The CHUNKS programs and BYTE_SIGNS give the default kernel's bits (every E2M1 input,
+def test_mxfp4_chunks_match(chunks, lookahead, rows, data):
+    """The CHUNKS programs give the one-block-a-thread kernel's bits (every E2M1 input,
     scaled ones, the sign edge cases) and the numpy reference's where it is defined (it
     turns -0.0 and underflowing negative values into -0, the kernels into +0)."""
     x = {"every_e2m1": every_e2m1_input, "every_scaled_e2m1": every_scaled_e2m1_input,
          "edge": mxfp4_edge_rows}[data]()
-    got = run_mxfp4(x, ROWS=rows, CHUNKS=chunks, LOOKAHEAD=lookahead, BYTE_SIGNS=byte_signs)
+    got = run_mxfp4(x, ROWS=rows, CHUNKS=chunks, LOOKAHEAD=lookahead)
     want = run_mxfp4(x, ROWS=16)
     assert np.array_equal(got[1], want[1])
     assert np.array_equal(got[0], want[0])
@@ -264,15 +231,11 @@ def test_mxfp4_edge_rows_have_the_sign_cases():
     assert negzero.any() and (codes[negzero] == 0).all()
 
 
-@pytest.mark.parametrize("chunks,lookahead,rows,byte_signs", MX_CHUNK_VARIANTS)
-def test_mxfp4_chunks_compile(chunks, lookahead, rows, byte_signs):
+@pytest.mark.parametrize("chunks,lookahead,rows", MX_CHUNK_VARIANTS)
+def test_mxfp4_chunks_compile(chunks, lookahead, rows):
     pytest.importorskip("kiln._C")
-    sig = {"x_ptr": "*i32", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
-           "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"}
     ck = quant.quant_mxfp4_kernel.compile(
-        sig, {"ROWS": rows, "WORDS": True, "TOKEN_GRID": True, "E2M1_BITS": True,
-              "E2M1_SUB": True, "SCALE_TILE": True, "CHUNKS": chunks, "LOOKAHEAD": lookahead,
-              "BYTE_SIGNS": byte_signs},
+        quant._MX_SIG, {"ROWS": rows, "CHUNKS": chunks, "LOOKAHEAD": lookahead},
         ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=rows // 32 or 1,
         arch="sm_90a", upto="ptx")
     n = max(chunks, 1)
@@ -284,17 +247,12 @@ def test_mxfp4_chunks_compile(chunks, lookahead, rows, byte_signs):
 
 
 def test_mxfp4_cache_hints_compile():
-    """MX_X_EVICT / MX_OUT_CACHE reach every load and packed store of the chunk program (one
-    scale byte store a chunk still)."""
+    """OUT_CACHE reaches every packed store of the chunk program (one scale byte store a
+    chunk still)."""
     pytest.importorskip("kiln._C")
-    sig = {"x_ptr": "*i32", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
-           "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"}
     ck = quant.quant_mxfp4_kernel.compile(
-        sig, {"ROWS": 64, "WORDS": True, "TOKEN_GRID": True, "E2M1_BITS": True,
-              "E2M1_SUB": True, "SCALE_TILE": True, "CHUNKS": 3, "LOOKAHEAD": 1,
-              "BYTE_SIGNS": True, "X_EVICT": "evict_last", "OUT_CACHE": ".cs"},
+        quant._MX_SIG, {"ROWS": 64, "CHUNKS": 3, "LOOKAHEAD": 1, "OUT_CACHE": ".cs"},
         ["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=2, arch="sm_90a", upto="ptx")
-    assert ck.ptx.count("ld.global.L1::evict_last.L2::cache_hint.v4.b32") == 12
     assert ck.ptx.count("st.global.cs.v4.b32") == 3 and ck.ptx.count("st.global.b8") == 3
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import kiln
 import kiln.language as kl
-from kiln.compiler.errors import CompilationError
+from kiln import CompilationError
 from kiln.testing import interpret
 
 

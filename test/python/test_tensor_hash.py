@@ -1,10 +1,12 @@
-"""gpu_tensor_hash (KERNELS.md §3.7 / §8.6) on the CPU: both kernels compile to PTX and a cubin
-for sm_90a / sm_100a / sm_103a, and the interpreter's result equals a numpy reference written
-from the function documented in kernels_dsl/kimi_k3/tensor_hash.py; it does not depend on the
-tile size or grid, a one-bit change changes it, n % 4 != 0 and the empty input are handled; the
-CYCLIC word path (blocks dealt out to a grid, with and without PREFETCH) gives the same hash
-for every grid, including programs with no full block and odd and even block counts."""
+"""gpu_tensor_hash (docs/kernels/tensor_hash.md) on the CPU: both kernels compile to PTX and a
+cubin for sm_90a / sm_100a / sm_103a, and the interpreter's result equals a numpy reference
+written from the function documented in kernels_dsl/kimi_k3/tensor_hash.py; it does not depend
+on the tile size or grid, a one-bit change changes it, n % 4 != 0 and the empty input are
+handled; the word path (blocks dealt out cyclically to a grid) gives the same hash for every
+grid, including programs with no full block and odd and even block counts; every kernel the
+bundle ships is a launch of the wrapper with the default settings."""
 
+import dataclasses
 import re
 import sys
 import types
@@ -15,6 +17,7 @@ import pytest
 import kiln
 from kiln.testing import interpret
 from kernels_dsl.kimi_k3 import tensor_hash as th
+from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 U64 = np.uint64
@@ -50,10 +53,14 @@ def ref_hash(data: bytes) -> int:
     return py_fmix((s + n * GOLDEN) & MASK)
 
 
-def interp_hash(data: bytes, tile=th.TILE, block=th.BLOCK, chunk=th.CHUNK,
+S = th.SETTINGS
+
+
+def interp_hash(data: bytes, tile=S.tile, block=S.block, chunk=S.chunk,
                 words=False, two_pass=False) -> int:
-    """Runs the passes as the wrapper launches them (empty -> 0, no launch; one tile: pass 1
-    alone with FINISH); ``words``: the WORDS path (int32 words, n % 4 == 0)."""
+    """Runs the passes as the wrapper launches them without an SM count (empty -> 0, no
+    launch; one tile: pass 1 alone with FINISH; else one program per tile words); ``words``:
+    the WORDS path (int32 words, n % 4 == 0)."""
     n = len(data)
     if n == 0:
         return 0
@@ -126,7 +133,7 @@ def test_empty_is_zero():
 def test_independent_of_tile_and_grid(n):
     data = rand_bytes(n, 3 * n)
     got = {interp_hash(data, tile, block, chunk)
-           for tile, block, chunk in [(th.TILE, th.BLOCK, th.CHUNK), (32, 32, 16), (256, 64, 4),
+           for tile, block, chunk in [(S.tile, S.block, S.chunk), (32, 32, 16), (256, 64, 4),
                                       (1024, 256, 1024), (64, 64, 2)]}
     assert got == {ref_hash(data)}
     assert interp_hash(data) == interp_hash(data)  # and across launches
@@ -170,7 +177,7 @@ def test_words_path_matches_reference(n):
 def test_words_path_independent_of_tile_and_grid(n):
     data = rand_bytes(n, 7 * n)
     got = {interp_hash(data, tile, block, chunk, words=True)
-           for tile, block, chunk in [(th.TILE, th.BLOCK, th.CHUNK), (32, 32, 16), (256, 64, 4),
+           for tile, block, chunk in [(S.tile, S.block, S.chunk), (32, 32, 16), (256, 64, 4),
                                       (2048, 2048, 1024), (64, 16, 2), (16384, 4096, 64)]}
     assert got == {ref_hash(data)}
 
@@ -187,20 +194,20 @@ def test_words_path_one_bit_change():
     assert len(seen) == 6
 
 
-def interp_hash_cyclic(data: bytes, grid: int, block: int = th.BLOCK, prefetch: bool = True,
-                       chunk: int = th.CHUNK, pdl: bool = False) -> int:
-    """The CYCLIC word path as ``launch_hash`` runs it on ``grid`` programs (n % 4 == 0):
-    one program with FINISH, else both passes."""
+def interp_hash_cyclic(data: bytes, grid: int, block: int = S.block,
+                       chunk: int = S.chunk) -> int:
+    """The word path as ``launch_hash`` runs it on ``grid`` programs (n % 4 == 0): one
+    program with FINISH, else both passes."""
     n = len(data)
     x = np.frombuffer(bytes(data), dtype=np.uint8).copy().view(np.int32)
     partials = np.full(grid, 0x5A5A5A5A, dtype=np.int64)  # poisoned
     out = np.full(1, -1, dtype=np.int64)
-    ce = dict(TILE=th.TILE, BLOCK=block, WORDS=True, CYCLIC=True, PREFETCH=prefetch, PDL=pdl)
+    ce = dict(TILE=S.tile, BLOCK=block, WORDS=True)
     if grid == 1:
         interpret(th.tensor_hash_partials_kernel, (1,), x, out, n, FINISH=True, **ce)
         return int(out[0]) & MASK
     interpret(th.tensor_hash_partials_kernel, (grid,), x, partials, n, **ce)
-    interpret(th.tensor_hash_finish_kernel, (1,), partials, out, grid, n, CHUNK=chunk, PDL=pdl)
+    interpret(th.tensor_hash_finish_kernel, (1,), partials, out, grid, n, CHUNK=chunk)
     return int(out[0]) & MASK
 
 
@@ -209,26 +216,24 @@ def interp_hash_cyclic(data: bytes, grid: int, block: int = th.BLOCK, prefetch: 
 CYCLIC_LENGTHS = [4, 28, 64, 256, 1020, 4100, 65540]
 
 
-@pytest.mark.parametrize("prefetch", [True, False])
 @pytest.mark.parametrize("n", CYCLIC_LENGTHS)
-def test_cyclic_words_path_matches_reference(n, prefetch):
-    data = rand_bytes(n, 13 * n + prefetch)
+def test_cyclic_words_path_matches_reference(n):
+    data = rand_bytes(n, 13 * n + 1)
     want = ref_hash(data)
-    got = {interp_hash_cyclic(data, grid, block, prefetch)
+    got = {interp_hash_cyclic(data, grid, block)
            for grid, block in [(1, 16), (2, 16), (3, 64), (5, 16), (8, 64)]}
     assert got == {want}
 
 
-@pytest.mark.parametrize("pdl", [False, True])
-def test_cyclic_pdl_same_hash(pdl):
+def test_cyclic_pdl_same_hash():
     data = rand_bytes(65540, 31)
-    assert interp_hash_cyclic(data, 3, 64, pdl=pdl) == ref_hash(data)
+    assert interp_hash_cyclic(data, 3, 64) == ref_hash(data)
 
 
 def test_grid_units(monkeypatch):
-    """launch_hash's CYCLIC grid: one program up to TILE words (FINISH), past it
-    ceil(words / HASH_GRID_WORDS) programs bounded by HASH_PROGRAMS_PER_SM x SMs; the
-    partials buffer (num_partials) holds them."""
+    """launch_hash's word-path grid: one program up to tile words (FINISH), past it
+    ceil(words / grid_words) programs bounded by programs_per_sm x SMs; the partials buffer
+    (num_partials) holds them."""
     launches = []
     monkeypatch.setattr(th.L, "launch", lambda k, name, grid, *a, **kw: launches.append(
         (name, grid)))
@@ -247,20 +252,52 @@ def test_grid_units(monkeypatch):
 
     for grid_words, words, grid in ((8192, 8192, 1), (8192, 229376, 28), (1024, 8192, 1),
                                     (1024, 229376, 224), (1024, 1 << 24, 6 * 132)):
-        monkeypatch.setattr(th, "HASH_GRID_WORDS", grid_words)
+        settings = dataclasses.replace(th.SETTINGS, grid_words=grid_words)
         launches.clear()
-        th.launch_hash(Words(), 4 * words, None, None)
+        th.launch_hash(Words(), 4 * words, None, None, settings=settings)
         assert launches[0] == ("tensor_hash_partials", (grid,))
         assert len(launches) == (1 if grid == 1 else 2)
-        assert grid <= th.num_partials(4 * words)
+        assert grid <= th.num_partials(4 * words, settings)
 
 
 def test_cyclic_default_block_and_one_bit_change():
-    data = bytearray(rand_bytes(3 * 4 * th.BLOCK + 4 * 8 + 12, 23))  # 3 blocks + 8 vec + 3 words
+    data = bytearray(rand_bytes(3 * 4 * S.block + 4 * 8 + 12, 23))  # 3 blocks + 8 vec + 3 words
     base = interp_hash_cyclic(bytes(data), 2)
     assert base == ref_hash(bytes(data)) == interp_hash_cyclic(bytes(data), 1)
-    for byte in (0, 4 * th.BLOCK + 5, len(data) - 1):
+    for byte in (0, 4 * S.block + 5, len(data) - 1):
         d = bytearray(data)
         d[byte] ^= 0x10
         h = interp_hash_cyclic(bytes(d), 2)
         assert h == ref_hash(bytes(d)) and h != base
+
+
+class StandIn:
+    """A stand-in CUDA tensor for launch_hash: an address, viewed as int32."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+    def storage_offset(self):
+        return 0
+
+    def view(self, dtype):
+        return self
+
+
+def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
+    """Each AOT specialization is what some launch_hash call with the default settings
+    selects (select_launches, instrumented): the word and byte paths, one program (FINISH)
+    and two passes."""
+    selected = record_launch_choices(monkeypatch, th, "select_launches", many=True)
+    monkeypatch.setattr(th, "_num_sms", lambda x: 132)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(int32="int32"))
+    for address, nbytes in ((1 << 20, 14336), (1 << 20, 917504),      # words: [1 | 64, 7168] bf16
+                            (1 << 20, 1001), (1 << 20 | 2, 917504)):  # bytes: odd, unaligned
+        th.launch_hash(StandIn(address), nbytes, None, None)
+    launched = [(k, name, cx, warps) for k, name, _, cx, warps, _, _ in selected]
+    for s in th.AOT_SPECIALIZATIONS:
+        assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps) in launched, s
+        assert s.maxnreg is None and s.cluster is None

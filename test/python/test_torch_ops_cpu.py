@@ -1,4 +1,4 @@
-"""``kiln.ops.kimi_k3`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
+"""``kernels_dsl.kimi_k3.torch_ops`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
 the registered schemas (what each op mutates), the fake implementations under
 FakeTensorMode against the shapes the wrappers document, and the GPU test's cases
 (test/gpu/test_torch_ops.py) through eager calls, ``torch.library.opcheck`` and
@@ -21,7 +21,7 @@ with warnings.catch_warnings():  # its sm90 marker is registered by test/gpu/con
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
     import test_torch_ops as cases  # noqa: E402  (the GPU test's device-agnostic cases)
 
-import kiln.ops.kimi_k3 as kops  # noqa: E402
+import kernels_dsl.kimi_k3.torch_ops as kops  # noqa: E402
 from kernels_dsl import kimi_k3  # noqa: E402
 
 F8 = torch.float8_e4m3fn
@@ -48,13 +48,15 @@ def test_schemas_declare_what_the_ops_write():
         schema = getattr(torch.ops.kiln, name).default._schema
         mutated[name] = {a.name for a in schema.arguments
                          if a.alias_info is not None and a.alias_info.is_write}
-        if mutated[name]:
+        if name == "attn_res_write_prefix":  # writes the prefix into bank, returns out
+            assert len(schema.returns) == 1, name
+        elif mutated[name]:
             assert not schema.returns, f"{name}: an in-place op returns nothing"
         else:
             assert schema.returns, f"{name}: a functional op returns its outputs"
     assert {n: m for n, m in mutated.items() if m} == {
         "concat_mla_k": {"k"}, "mla_kv_scatter": {"cache"}, "mla_kv_scatter_fp8": {"cache"},
-        "kv_indices": {"kv_indices"}}
+        "kv_indices": {"kv_indices"}, "attn_res_write_prefix": {"bank"}}
     assert set(kops.OPS) == set(cases.WRAPPERS)
 
 

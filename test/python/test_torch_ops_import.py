@@ -1,6 +1,7 @@
-"""``kiln.ops`` without torch (as on CI): ``import kiln.ops`` works, ``import kiln.ops.kimi_k3``
-raises an ImportError that names torch, and ``import kiln`` never pulls torch or the ops in.
-Each case runs in a fresh interpreter in which ``import torch`` fails."""
+"""The torch ops without torch (as on CI): ``import kernels_dsl.kimi_k3`` and its kernel modules
+work, ``import kernels_dsl.kimi_k3.torch_ops`` raises an ImportError that names torch, and
+neither ``import kiln`` nor the kernel modules pull torch or the ops in. Each case runs in a
+fresh interpreter in which ``import torch`` fails."""
 
 import os
 import subprocess
@@ -23,17 +24,19 @@ def run(code):
                           capture_output=True, text=True, timeout=120)
 
 
-def test_kiln_ops_imports_without_torch():
-    r = run("import kiln, kiln.ops\n"
-            "assert 'kiln.ops.kimi_k3' not in sys.modules\nprint('ok')")
+def test_kernel_modules_import_without_torch():
+    r = run("import importlib, kiln, kernels_dsl.kimi_k3 as k3\n"
+            "for m in k3.MODULES:\n"
+            "    importlib.import_module('kernels_dsl.kimi_k3.' + m)\n"
+            "assert 'kernels_dsl.kimi_k3.torch_ops' not in sys.modules\nprint('ok')")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 def test_kimi_k3_ops_need_torch_and_say_so():
     r = run("try:\n"
-            "    import kiln.ops.kimi_k3\n"
+            "    import kernels_dsl.kimi_k3.torch_ops\n"
             "except ImportError as e:\n"
             "    print(type(e).__name__, e)\n")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("ImportError kiln.ops.kimi_k3"), r.stdout
+    assert r.stdout.startswith("ImportError kernels_dsl.kimi_k3.torch_ops"), r.stdout
     assert "needs torch" in r.stdout

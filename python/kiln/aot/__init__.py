@@ -29,6 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ..autotune import Autotuner, expand_tuned
+from ..compiler.compiler import Specialization, compiler_version
+from ..compiler.targetinfo import merge_arch_metadata
+from ..language.errors import CompilationError
+from ..runtime import BundleWriter
+
 DEFAULT_ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 
 
@@ -60,8 +66,6 @@ class Spec:
 
     def expand(self) -> List["Spec"]:
         """This spec, or for an autotuned kernel one spec per tuned config."""
-        from ..autotune import Autotuner, expand_tuned
-
         if not isinstance(self.kernel, Autotuner):
             if self.tuned is not None:
                 raise ValueError(f"Spec '{self.kernel_name}': tuned= needs an @kiln.autotune "
@@ -85,8 +89,6 @@ class Spec:
         return out
 
     def sort_key(self) -> Tuple[str, str]:
-        from ..compiler.compiler import Specialization
-
         spec = Specialization.make(self.signature, self.divisibility, self.constexprs,
                                    self.num_warps or self.kernel.num_warps,
                                    cluster=self.kernel._cluster(self.cluster),
@@ -145,8 +147,6 @@ def _human(n: int) -> str:
 def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
           jobs: Optional[int] = None, log: Callable[[str], None] = print) -> List[Image]:
     """Compiles ``specs`` for ``archs`` and writes the bundle at ``output``."""
-    from .. import _runtime
-
     archs = sorted(set(archs))
     specs = [x for s in specs for x in s.expand()]
     work = [(s, a) for s in specs for a in archs]
@@ -167,10 +167,7 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
                 f"{_human(len(img.cubin))} ({img.tool}, {img.seconds * 1000:.0f} ms)")
     total = time.perf_counter() - t0
 
-    from ..compiler.compiler import compiler_version
-    from ..runtime.targetinfo import merge_arch_metadata
-
-    writer = _runtime.BundleWriter(compiler_version())
+    writer = BundleWriter(compiler_version())
     ordered: List[Image] = []
     for si in range(len(specs)):
         per_arch = [images[(si, a)] for a in archs]
@@ -197,7 +194,7 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    import argparse
+    import argparse  # noqa: PLC0415 - the command line only
 
     parser = argparse.ArgumentParser(prog="python -m kiln.aot",
                                      description="AOT-compile a kernel package into a bundle")
@@ -210,10 +207,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if os.getcwd() not in sys.path:  # the kernel package lives in the working tree
         sys.path.insert(0, os.getcwd())
-    from ..compiler.errors import CompilationError
-
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
-    from .. import _C
+    from .. import _C  # noqa: PLC0415 - the compiler extension, needed from here on
 
     bad = [a for a in archs if a not in _C.supported_archs()]
     if bad:

@@ -1,5 +1,11 @@
-"""The kiln frontend compiler: AST walker, semantic layer and named stages."""
+"""The kiln frontend compiler: AST walker, semantic layer and named stages.
 
+The middle floor of the package: it reads ``kiln.language`` and ``kiln.host`` and never the
+runtime (``kiln.runtime``) or the JIT; what a compiled image uses and costs, recorded in its
+metadata, is read in ``kiln.compiler.targetinfo``.
+"""
+
+from ..language.errors import CompilationError
 from .compiler import (
     STAGES,
     CompiledKernel,
@@ -13,7 +19,6 @@ from .compiler import (
     make_ptx,
     make_tile_ir,
 )
-from .errors import CompilationError
 
 __all__ = [
     "STAGES", "CompilationError", "CompiledKernel", "Specialization", "compile_kernel",

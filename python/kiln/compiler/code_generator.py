@@ -22,9 +22,11 @@ import textwrap
 from types import ModuleType
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..language.core import TENSOR_METHODS, constexpr, is_builtin, tensor
-from .errors import CompilationError
-from .semantic import Semantic, SemanticError
+from .. import language as kl_language
+from ..language import core as lc
+from ..language.core import TENSOR_METHODS, KernelFunction, constexpr, dtype, is_builtin, tensor
+from ..language.errors import CompilationError, SemanticError
+from .semantic import Semantic
 
 
 class FunctionSource:
@@ -356,8 +358,6 @@ class CodeGenerator(ast.NodeVisitor):
         args = [self.visit(a) for a in it.args]
         if not 1 <= len(args) <= 3:
             raise self.error(it, "range takes 1 to 3 arguments")
-        from .. import language as kl_language  # noqa: PLC0415
-
         num_stages = None
         warp_specialize = False
         if fn is kl_language.range:
@@ -372,10 +372,12 @@ class CodeGenerator(ast.NodeVisitor):
                     raise self.error(kw, f"kl.range takes num_stages= and warp_specialize=, "
                                          f"not {kw.arg}=")
                 num_stages = _unwrap(self.visit(kw.value))
+                most = kl_language.range.MAX_NUM_STAGES
                 if num_stages is not None and (not isinstance(num_stages, int) or
-                                               isinstance(num_stages, bool) or num_stages < 1):
-                    raise self.error(kw, f"num_stages must be a positive constexpr int, got "
-                                         f"{num_stages!r}")
+                                               isinstance(num_stages, bool) or
+                                               not 1 <= num_stages <= most):
+                    raise self.error(kw, f"num_stages must be a positive constexpr int (at "
+                                         f"most {most}), got {num_stages!r}")
             if warp_specialize and (num_stages is None or num_stages < 2):
                 raise self.error(it, f"warp_specialize=True needs num_stages >= 2 (a ring for "
                                      f"the producer to fill), got num_stages={num_stages!r}")
@@ -400,8 +402,6 @@ class CodeGenerator(ast.NodeVisitor):
     def _runtime_for(self, node: ast.For, args: List[Any], num_stages: Optional[int] = None,
                      warp_specialize: bool = False) -> None:
         sem = self.semantic
-        from ..language import core as lc  # noqa: PLC0415
-
         if len(args) == 1:
             args = [constexpr(0), args[0], constexpr(1)]
         elif len(args) == 2:
@@ -673,9 +673,7 @@ class CodeGenerator(ast.NodeVisitor):
                 raise
             finally:
                 self.semantic.call_jit = saved
-        from ..jit import JITFunction  # noqa: PLC0415 - avoid an import cycle
-
-        if isinstance(fn, JITFunction):
+        if isinstance(fn, KernelFunction):
             return self._inline(node, fn, args, kwargs)
         if fn is builtins.abs and len(args) == 1 and isinstance(args[0], tensor):
             return self.semantic.abs(args[0])
@@ -761,8 +759,6 @@ def _wrap_global(value: Any) -> Any:
         return value
     if value is None or isinstance(value, (bool, int, float, str, tuple)):
         return constexpr(value)
-    from ..language.core import dtype
-
     if isinstance(value, dtype):
         return constexpr(value)
     return value

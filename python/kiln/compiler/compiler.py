@@ -21,10 +21,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .._version import __version__
+from ..host import check_constexpr, normalize_cluster, normalize_maxnreg, normalize_num_warps
 from ..language import core as lc
 from ..language.core import constexpr, tensor
+from ..language.errors import CompilationError
+from . import targetinfo
 from .code_generator import CodeGenerator, FunctionSource
-from .errors import CompilationError
 from .semantic import Semantic
 
 STAGES = ("tile", "llvm_dialect", "llvm_ir", "ptx", "cubin")
@@ -51,8 +54,6 @@ def compiler_available() -> bool:
 
 
 def compiler_version() -> str:
-    from .. import __version__
-
     try:
         native = _C().version()
     except ImportError:
@@ -83,61 +84,10 @@ def _frontend_hash() -> str:
 # Specialization
 # ---------------------------------------------------------------------------
 
-_CONSTEXPR_TYPES = (bool, int, float, str, type(None), lc.dtype)
-
-
 def _constexpr_repr(v: Any) -> Any:
     if isinstance(v, lc.dtype):
         return v.short
     return v
-
-
-#: Programs per thread-block cluster that every supported arch launches: 8 is the portable
-#: cluster size; sm_90 and sm_100 launch 16 with the non-portable opt-in, which the runtime
-#: makes for kernels whose cluster is larger than PORTABLE_CLUSTER_SIZE.
-MAX_CLUSTER_SIZE = 16
-PORTABLE_CLUSTER_SIZE = 8
-
-
-def normalize_cluster(cluster: Any, what: str = "cluster") -> Tuple[int, int, int]:
-    """A thread-block cluster shape as 3 positive ints: ``None`` is (1, 1, 1), an int
-    ``n`` is (n, 1, 1), 1 to 3 ints are padded with 1s; at most ``MAX_CLUSTER_SIZE``
-    programs in all."""
-    if cluster is None:
-        return (1, 1, 1)
-    dims = (cluster,) if isinstance(cluster, int) else cluster
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise TypeError(f"{what} must be 1 to 3 positive ints, got {cluster!r}") from None
-    if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, int)
-                                      for d in dims):
-        raise TypeError(f"{what} must be 1 to 3 positive ints, got {cluster!r}")
-    if any(d < 1 for d in dims):
-        raise ValueError(f"{what} must be positive, got {cluster!r}")
-    dims = dims + (1,) * (3 - len(dims))
-    size = dims[0] * dims[1] * dims[2]
-    if size > MAX_CLUSTER_SIZE:
-        raise ValueError(f"{what} {dims} has {size} programs; at most {MAX_CLUSTER_SIZE} (the "
-                         f"non-portable cluster size) are supported")
-    return dims  # type: ignore[return-value]
-
-
-#: The register caps ``maxnreg`` accepts (ptxas allocates at least 24 registers a thread;
-#: a thread addresses at most 255); the dialect verifies the same range.
-MIN_MAXNREG, MAX_MAXNREG = 24, 255
-
-
-def normalize_maxnreg(maxnreg: Any, what: str = "maxnreg") -> Optional[int]:
-    """None, or the register cap as an int in [MIN_MAXNREG, MAX_MAXNREG]."""
-    if maxnreg is None:
-        return None
-    if isinstance(maxnreg, bool) or not isinstance(maxnreg, int):
-        raise TypeError(f"{what} must be an int or None, got {maxnreg!r}")
-    if not MIN_MAXNREG <= maxnreg <= MAX_MAXNREG:
-        raise ValueError(f"{what} must be in [{MIN_MAXNREG}, {MAX_MAXNREG}] (registers a "
-                         f"thread), got {maxnreg}")
-    return maxnreg
 
 
 @dataclass(frozen=True)
@@ -183,10 +133,8 @@ class Specialization:
                                  f"signature ({', '.join(signature)})")
             if v < 1 or v & (v - 1):
                 raise ValueError(f"divisibility of '{k}' must be a power of two, got {v}")
-        for k, v in (constexprs or {}).items():
-            if not isinstance(v, _CONSTEXPR_TYPES):
-                raise TypeError(f"constexpr '{k}' must be a bool, int, float, str, None or "
-                                f"dtype, got {type(v).__name__}")
+        constexprs = {k: check_constexpr(v, f"constexpr '{k}'")
+                      for k, v in (constexprs or {}).items()}
         sig = tuple((k, str(v)) for k, v in signature.items())
         for k, v in sig:
             lc.dtype_from_str(v)  # validates
@@ -197,7 +145,7 @@ class Specialization:
                 raise ValueError(f"equal_to_1 names '{k}', which is not an integer parameter "
                                  f"of the signature")
         return cls(sig, tuple((k, div.get(k, 1)) for k, _ in sig),
-                   tuple(sorted((constexprs or {}).items())), int(num_warps), ones,
+                   tuple(sorted(constexprs.items())), normalize_num_warps(num_warps), ones,
                    normalize_cluster(cluster), bool(fp_fusion), normalize_maxnreg(maxnreg))
 
     def key(self) -> str:
@@ -386,8 +334,6 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
     records what that image uses and costs (``features``: what the lowering recorded on the
     kernel, ``tile.features``, and vector16 from the PTX; registers/spills/stack from the
     cubin and the assembler's log, PTX ISA and assembler versions)."""
-    from ..runtime.targetinfo import target_info
-
     div = dict(spec.divisibility)
     params = []
     for pname, t in spec.signature:
@@ -404,7 +350,8 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
                            "divisibility": div.get(pname, 1)})
     targets = {}
     if arch and (ptx or cubin):
-        targets[arch] = target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol, features)
+        targets[arch] = targetinfo.target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol,
+                                               features)
     return {
         "name": name,
         "symbol": symbol,
@@ -432,9 +379,7 @@ def _check_register_pool(symbol: str, split: Optional[Sequence[int]], cubin: byt
     if not split:
         return
     consumers, inc, dec = split
-    from ..runtime.targetinfo import target_info
-
-    registers = target_info(arch, None, cubin, log, tool, symbol).get("registers")
+    registers = targetinfo.target_info(arch, None, cubin, log, tool, symbol).get("registers")
     if not registers:
         return
     pool = threads * ((registers + 7) // 8 * 8)

@@ -36,13 +36,9 @@ import builtins
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import language as kl
-from ..language.core import (block_type, constexpr, dtype, pointer_type, tensor,
+from ..language.core import (KernelFunction, block_type, constexpr, dtype, pointer_type, tensor,
                              tensor_descriptor_type)
-
-
-class SemanticError(Exception):
-    """A user mistake found while giving meaning to the kernel; the code
-    generator turns it into a CompilationError at the current node."""
+from ..language.errors import SemanticError
 
 
 def _value(x: Any) -> Any:
@@ -963,8 +959,6 @@ class Semantic:
         ``axis`` (all axes for None) with ``combine_fn``: a ``@kiln.jit`` function of 2N
         scalars (the N accumulated values, then the N new ones) returning N (a tuple; one
         value for N = 1). Returns a tile (scalar) for one tile, a tuple for a tuple."""
-        from ..jit import JITFunction  # noqa: PLC0415 - avoid an import cycle
-
         single = not isinstance(input, (tuple, list))
         items = [input] if single else list(input)
         if not items:
@@ -981,7 +975,7 @@ class Semantic:
                                     f"{list(xs[0].shape)} (input #0) and {list(x.shape)} "
                                     f"(input #{i})")
         axes = self._reduce_axes(xs[0], axis, "reduce")
-        if not isinstance(combine_fn, JITFunction):
+        if not isinstance(combine_fn, KernelFunction):
             raise SemanticError(f"reduce: combine_fn must be a @kiln.jit function, "
                                 f"got {type(combine_fn).__name__}")
         if self.call_jit is None:  # pragma: no cover - set by the code generator
@@ -1036,13 +1030,11 @@ class Semantic:
     def associative_scan(self, x: Any, axis: Any, combine_fn: Any) -> tensor:
         """Inclusive scan along ``axis`` with ``combine_fn(earlier, later)``, a
         ``@kiln.jit`` function of two scalars of the tile's dtype returning one."""
-        from ..jit import JITFunction  # noqa: PLC0415 - avoid an import cycle
-
         x = self.to_tensor(x)
         if x.dtype.is_ptr():
             raise SemanticError("associative_scan of pointers is not supported")
         a = self._scan_axis(x, axis, "associative_scan")
-        if not isinstance(combine_fn, JITFunction):
+        if not isinstance(combine_fn, KernelFunction):
             raise SemanticError(f"associative_scan: combine_fn must be a @kiln.jit function, "
                                 f"got {type(combine_fn).__name__}")
         if self.call_jit is None:  # pragma: no cover - set by the code generator

@@ -39,20 +39,15 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..compiler.code_generator import CodeGenerator, FunctionSource
-from ..compiler.errors import CompilationError
 from ..compiler.semantic import Semantic
+from ..host import (TensorDescriptor, check_constexpr, is_torch_tensor, kiln_dtype_name,
+                    launch_grid, scalar_type)
 from ..language import core as lc
 from ..language.core import constexpr, tensor
+from ..language.errors import CompilationError
 from .builder import ClusterSync, Desc, InterpreterError, NumpyBuilder, Ptr, numpy_dtype
 
 __all__ = ["InterpreterError", "enabled", "run", "pointer_arg"]
-
-_NUMPY_TO_KILN = {
-    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
-}
 
 
 def enabled() -> bool:
@@ -60,15 +55,10 @@ def enabled() -> bool:
     return os.environ.get("KILN_INTERPRET", "0") not in ("", "0")
 
 
-def _is_torch(obj: Any) -> bool:
-    mod = type(obj).__module__ or ""
-    return mod == "torch" or mod.startswith("torch.")
-
-
 def _as_numpy(obj: Any, what: str) -> np.ndarray:
     if isinstance(obj, np.ndarray):
         return obj
-    if _is_torch(obj):
+    if is_torch_tensor(obj):
         import torch  # noqa: PLC0415 - only when the user passes a torch tensor
 
         if obj.device.type != "cpu":
@@ -95,10 +85,10 @@ def pointer_arg(obj: Any, what: str = "argument", param: str = "?") -> Tuple[str
     """(kiln pointer type string, Ptr at the array's first element) for an array.
     The Ptr's buffer covers every element the array's strides reach."""
     arr = _as_numpy(obj, what)
-    name = arr.dtype.name
-    if name not in _NUMPY_TO_KILN:
+    name = kiln_dtype_name(arr.dtype)
+    if name is None:
         raise TypeError(f"{what}: unsupported array dtype {arr.dtype}")
-    elem = lc.dtype_from_str(_NUMPY_TO_KILN[name])
+    elem = lc.dtype_from_str(name)
     item = arr.dtype.itemsize
     if any(s < 0 or s % item for s in arr.strides):
         raise TypeError(f"{what}: the interpreter needs non-negative strides that are "
@@ -118,40 +108,21 @@ def pointer_arg(obj: Any, what: str = "argument", param: str = "?") -> Tuple[str
     return "*" + elem.short, Ptr(flat, 0, param)
 
 
-def _is_descriptor(value: Any) -> bool:
-    from ..tensor_descriptor import TensorDescriptor  # noqa: PLC0415
-
-    return isinstance(value, TensorDescriptor)
+_SCALAR_STORAGE = {"i1": np.bool_, "i32": np.int32, "i64": np.int64, "u64": np.int64,
+                   "f32": np.float32}
 
 
 def _scalar_arg(value: Any, what: str) -> Tuple[str, np.ndarray]:
-    if isinstance(value, (bool, np.bool_)):
-        return "i1", np.array(bool(value))
-    if isinstance(value, (int, np.integer)):
-        v = int(value)
-        if -(2**31) <= v < 2**31:
-            return "i32", np.array(v, dtype=np.int32)
-        if -(2**63) <= v < 2**63:
-            return "i64", np.array(v, dtype=np.int64)
-        if 0 <= v < 2**64:
-            return "u64", np.array(v - 2**64, dtype=np.int64)
-        raise ValueError(f"{what}: integer {v} does not fit in 64 bits")
-    if isinstance(value, (float, np.floating)):
-        return "f32", np.array(float(value), dtype=np.float32)
-    return "", None  # type: ignore[return-value]
-
-
-def _normalize_grid(grid: Any, name: str) -> Tuple[int, int, int]:
-    from ..jit import _normalize_grid as norm  # noqa: PLC0415 - the JIT's own checks
-
-    return norm(grid, name)
-
-
-def _check_cluster_grid(name: str, dims: Tuple[int, int, int],
-                        cluster: Tuple[int, int, int]) -> None:
-    from ..jit import _check_cluster_grid as check  # noqa: PLC0415 - the JIT's own check
-
-    check(name, dims, cluster)
+    """A scalar argument typed by the launch rule (``kiln.host.scalar_type``), as the 0-d
+    array the builder computes with; ("", None) for a value that is not a scalar. numpy
+    scalars count as the Python numbers they hold."""
+    if isinstance(value, np.generic) and isinstance(value, (np.bool_, np.integer, np.floating)):
+        value = value.item()
+    ty = scalar_type(value, what)
+    if ty is None:
+        return "", None  # type: ignore[return-value]
+    v = value - 2**64 if ty == "u64" else value  # unsigned ints share the signed storage
+    return ty, np.array(v, dtype=_SCALAR_STORAGE[ty])
 
 
 def _bind(source: FunctionSource, name: str, args: Sequence[Any], kwargs: Mapping[str, Any],
@@ -172,14 +143,10 @@ def _bind(source: FunctionSource, name: str, args: Sequence[Any], kwargs: Mappin
         what = f"kernel '{name}': argument '{p.name}'"
         value = bound.arguments[p.name]
         if p.name in source.constexpr_params:
-            value = value.value if isinstance(value, constexpr) else value
-            if not isinstance(value, (bool, int, float, str, type(None), lc.dtype)):
-                raise TypeError(f"{what} is a constexpr and must be a bool, int, float, str, "
-                                f"None or dtype, got {type(value).__name__}")
-            scope[p.name] = constexpr(value)
+            scope[p.name] = constexpr(check_constexpr(value, f"{what} is a constexpr and"))
             continue
         ty, handle = _scalar_arg(value, what)
-        if not ty and _is_descriptor(value):
+        if not ty and isinstance(value, TensorDescriptor):
             _, ptr = pointer_arg(value.base, what, p.name)
             ty, handle = value.signature, Desc(ptr, value.shape, value.strides,
                                                value.block_shape)
@@ -264,8 +231,7 @@ def run(kernel: Any, grid: Any, args: Sequence[Any] = (),
     scope, named = _bind(source, name, args, kwargs, semantic)
     if callable(grid):
         grid = grid(named)
-    dims = _normalize_grid(grid, name)
-    _check_cluster_grid(name, dims, cluster)
+    dims = launch_grid(grid, name, cluster)
     builder.grid = dims
     builder.cluster = cluster
     if cluster != (1, 1, 1):

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..compiler.semantic import SemanticError
+from ..language.errors import SemanticError
 
 try:
     import ml_dtypes

@@ -409,7 +409,8 @@ class range:  # noqa: A001 - kl.range mirrors the builtin
     """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
     whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
     iterations are in flight while one iteration computes (an N-slot TMA ring with one
-    mbarrier per slot). ``num_stages`` is a constexpr; 1 or None is a plain loop.
+    mbarrier per slot). ``num_stages`` is a constexpr in [1, ``MAX_NUM_STAGES``] (16; the
+    compiler reports anything else at the loop); 1 or None is a plain loop.
 
     ``warp_specialize=True`` (a constexpr; sm_90a, sm_100a or sm_103a, with ``num_stages``
     >= 2, on a loop at the top level of the kernel whose loads are descriptor loads) fills
@@ -425,6 +426,9 @@ class range:  # noqa: A001 - kl.range mirrors the builtin
     only warp that waits for full slots) and its ``tcgen05.commit`` releases the slot when
     the MMAs that read it complete, the accumulator staying in Tensor Memory until the
     epilogue. Elsewhere (no arch, other loops) it is a compile error at the loop."""
+
+    #: The most stages a pipelined loop takes (the tile dialect verifies the same bound).
+    MAX_NUM_STAGES = 16
 
     def __init__(self, *args: Any, num_stages: Any = None, warp_specialize: Any = False):
         self.args = args

@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 from typing import Any, List, Sequence, Tuple
 
+from .errors import SemanticError
+
 
 class dtype:
     """A scalar element type. ``name`` is the kiln language name (``bfloat16``),
@@ -362,6 +364,18 @@ class tensor:
 TENSOR_METHODS = frozenset({"to", "load", "store", "trans", "permute", "reshape", "split"})
 
 
+class KernelFunction:
+    """A function that kernels may call: the compiler inlines it at the call site, and
+    ``kl.reduce`` / ``kl.associative_scan`` take one as their ``combine_fn``.
+
+    ``@kiln.jit`` functions (``kiln.jit.JITFunction``) derive from it; the compiler
+    recognises callees by this base, so it never imports the JIT. A subclass provides
+    ``source`` (the function's ``kiln.compiler.code_generator.FunctionSource``) and
+    ``__name__``."""
+
+    __slots__ = ()
+
+
 def builtin(fn):
     """Marks a function of ``kiln.language`` as callable from kernels; the code
     generator passes the semantic layer as ``_semantic``."""
@@ -380,8 +394,6 @@ def _shape_tuple(shape: Any) -> List[int]:
     dims = [_unwrap(s) for s in shape]
     for d in dims:
         if not isinstance(d, int) or isinstance(d, bool):
-            from ..compiler.semantic import SemanticError  # noqa: PLC0415 - import cycle
-
             got = "a runtime value" if isinstance(d, tensor) else repr(d)
             raise SemanticError(f"tile shapes must be constexpr ints, got {got}")
     return dims
@@ -393,14 +405,12 @@ def _shape_args(what: str, shape: Tuple[Any, ...]) -> List[int]:
     if len(shape) == 1:
         return _shape_tuple(shape[0])
     if not shape:
-        from ..compiler.semantic import SemanticError  # noqa: PLC0415 - import cycle
-
         raise SemanticError(f"{what} needs a shape")
     return _shape_tuple(shape)
 
 
 __all__ = [
-    "ALL_DTYPES", "block_type", "builtin", "constexpr", "dtype", "dtype_from_str",
+    "ALL_DTYPES", "KernelFunction", "block_type", "builtin", "constexpr", "dtype", "dtype_from_str",
     "is_builtin", "pointer_type", "tensor", "TENSOR_METHODS",
 ] + [d.name for d in ALL_DTYPES]
 

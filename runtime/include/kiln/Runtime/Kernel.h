@@ -104,6 +104,18 @@ void checkArgs(const KernelEntry &entry, const std::vector<KernelArg> &args);
 /// allocation-free (the launch path's check; checkArgs explains a failure).
 bool argsFit(const KernelEntry &entry, const KernelArg *args, size_t numArgs) noexcept;
 
+/// The largest grid dimensions a launch takes, along x, y and z (CUDA's maxGridSize; the
+/// Python host rules, kiln.host.MAX_GRID, are the same).
+inline constexpr std::array<unsigned, 3> kMaxGridDims = {2147483647u, 65535u, 65535u};
+
+/// "kernel 'k': grid dimension 1 = 65536 is out of range [0, 65535]": the message of a grid
+/// dimension beyond kMaxGridDims (or negative, from a binding), `value` as written.
+std::string gridDimError(const std::string &kernel, unsigned dim, const std::string &value);
+
+/// "kernel 'k': grid (3, 1, 1) is not a multiple of the cluster shape (2, 1, 1)".
+std::string clusterGridError(const std::string &kernel, const std::array<unsigned, 3> &grid,
+                             const std::array<unsigned, 3> &cluster);
+
 /// A device as the runtime sees it.
 struct DeviceInfo {
   int ordinal = 0;
@@ -150,7 +162,7 @@ public:
 
   /// Launches on `stream` with `grid` blocks. A grid with a zero dimension
   /// launches nothing. Checks the arguments first (kiln::Error naming the
-  /// parameter). No synchronization and, after the first launch in a context,
+  /// parameter), then the grid (kMaxGridDims; a multiple of the cluster shape). No synchronization and, after the first launch in a context,
   /// no allocation: safe inside CUDA graph capture.
   void launch(CUstream stream, std::array<unsigned, 3> grid,
               const std::vector<KernelArg> &args) const {

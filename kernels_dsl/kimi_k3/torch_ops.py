@@ -1,0 +1,396 @@
+"""The Kimi K3 kernels (``kernels_dsl/kimi_k3``) as torch operators.
+
+``import kernels_dsl.kimi_k3.torch_ops`` registers one op per wrapper in the namespace
+``kiln`` with ``kiln.torch_library.op`` (``torch.library`` underneath), each with a fake
+(meta) implementation, so the ops trace under ``torch.compile(fullgraph=True)`` and can be
+captured in CUDA graphs::
+
+    import kernels_dsl.kimi_k3.torch_ops  # noqa: F401
+    out = torch.ops.kiln.situ_and_mul(x)                      # bf16 [N, D]
+    torch.ops.kiln.mla_kv_scatter(kv_c, k_pe, loc, cache)     # writes cache in place
+
+Each op calls the wrapper of the same name (every check of the wrapper applies, raised
+before any launch) the first time it sees a launch key (the dtypes, shapes, strides, devices
+and alignment of its tensors, the values of its other arguments); later calls with that key
+replay the wrapper's recorded launches (``kiln.torch_library``: its host time is torch's own
+operator cost, the allocations and the launches). Ops whose wrapper takes optional ``out``
+tensors allocate their outputs (an op's result must not alias its inputs); ops that write
+into a given tensor (``concat_mla_k``, ``mla_kv_scatter``, ``mla_kv_scatter_fp8``,
+``kv_indices``, and ``attn_res_write_prefix``'s bank) declare it in ``mutates_args``.
+``gpu_tensor_hash`` returns the hash as an int64 [1] tensor (the wrapper's ``.item()`` would
+synchronize, which a CUDA graph cannot capture). Output shapes depend only on input shapes
+and arguments, never on data.
+
+The ops run wherever the kernels run: on CUDA tensors, and on CPU tensors when the kernels
+are in interpreter mode (``KILN_INTERPRET=1``).
+
+Adding a kernel: write its op and fake with ``@register(name, fake, mutates_args)``
+(below), as done for the others; ``OPS`` lists what is registered.
+"""
+
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+try:
+    import torch
+except ImportError as e:  # pragma: no cover - exercised by the CPU tests without torch
+    raise ImportError("kernels_dsl.kimi_k3.torch_ops registers torch custom ops and needs "
+                      "torch (`pip install torch`); the kernels and kiln work without it") from e
+
+from kiln import torch_library
+
+from . import _launch as L
+from . import attn_res as attn_res_mod
+from . import concat_mla, image
+from . import kv_indices as kv_indices_mod
+from . import mla_kv
+from . import mla_output_gate as gate_mod
+from . import moe_align
+from . import moe_fused_gate as gate_router
+from . import pack_topk_ids as pack_mod
+from . import quant, situ, situ_quant, tensor_hash
+
+NAMESPACE = "kiln"
+
+#: name -> the registered op (its ``torch._ops.OpOverload``), in registration order.
+OPS: Dict[str, Any] = {}
+
+
+def register(name: str, fake: Callable[..., Any],
+             mutates_args: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Any]:
+    """Decorator: registers ``fn`` as ``torch.ops.kiln.<name>`` (kiln.torch_library.op)
+    and records it in ``OPS``."""
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        op = torch_library.op(NAMESPACE, name, fake, mutates_args)(fn)
+        OPS[name] = op
+        return op
+
+    return wrap
+
+
+def _check(cond: bool, exc: type, msg: str) -> None:
+    if not cond:
+        raise exc(msg)
+
+
+def _rank(op: str, what: str, t: torch.Tensor, ndim: int) -> None:
+    _check(t.dim() == ndim, ValueError, f"{op}: {what} must be {ndim}-D, got shape "
+                                        f"{list(t.shape)}")
+
+
+# ---------------------------------------------------------------------------
+# SiTU and SiTU masked FP8 post-quant (docs/kernels/situ.md)
+# ---------------------------------------------------------------------------
+
+def _situ_and_mul_fake(input: torch.Tensor, beta: float = 4.0,
+                       linear_beta: Optional[float] = 25.0) -> torch.Tensor:
+    _rank("situ_and_mul", "input", input, 2)
+    return input.new_empty((input.shape[0], input.shape[1] // 2), dtype=torch.bfloat16)
+
+
+@register("situ_and_mul", _situ_and_mul_fake)
+def situ_and_mul(input: torch.Tensor, beta: float = 4.0,
+                 linear_beta: Optional[float] = 25.0) -> torch.Tensor:
+    """SiTU(g) * softcap(u) of input bf16/fp32 [N, 2D] -> bf16 [N, D] (situ.situ_and_mul)."""
+    return situ.situ_and_mul(input, None, beta, linear_beta)
+
+
+def _situ_quant_fake(input: torch.Tensor, masked_m: torch.Tensor, scale_ue8m0: bool = False,
+                     interleaved: bool = False, beta: float = 4.0, linear_beta: float = 25.0
+                     ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("situ_and_mul_masked_post_quant", "input", input, 3)
+    e, t_pad, n = input.shape[0], input.shape[1], input.shape[2] // 2
+    s_shape = situ_quant._scale_shape(e, t_pad, n, scale_ue8m0)
+    return (input.new_empty((e, t_pad, n), dtype=torch.float8_e4m3fn),
+            input.new_empty(s_shape, dtype=torch.int32 if scale_ue8m0 else torch.float32))
+
+
+@register("situ_and_mul_masked_post_quant", _situ_quant_fake)
+def situ_and_mul_masked_post_quant(input: torch.Tensor, masked_m: torch.Tensor,
+                                   scale_ue8m0: bool = False, interleaved: bool = False,
+                                   beta: float = 4.0, linear_beta: float = 25.0
+                                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(output fp8 e4m3 [E, T_pad, N], output_scale) of input bf16 [E, T_pad, 2N]; rows
+    t >= masked_m[e] are left unwritten (their values are unspecified)."""
+    q, s = situ_quant.situ_and_mul_masked_post_quant(input, masked_m, None, None, scale_ue8m0,
+                                                     interleaved, beta, linear_beta)
+    return q, s
+
+
+# ---------------------------------------------------------------------------
+# MLA output gate, bf16 and FP8 (docs/kernels/mla_output_gate.md)
+# ---------------------------------------------------------------------------
+
+def _gate_fake(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    return x.new_empty(x.shape, dtype=torch.bfloat16)
+
+
+@register("mla_output_gate", _gate_fake)
+def mla_output_gate(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """``x * sigmoid(gate)`` (bf16, bit-exact with torch), a new contiguous tensor."""
+    return gate_mod.mla_output_gate(x, gate)
+
+
+def _gate_fp8_fake(x: torch.Tensor, gate: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("mla_output_gate_fp8", "x", x, 2)
+    t, h = x.shape
+    return (x.new_empty((t, h), dtype=torch.float8_e4m3fn),
+            x.new_empty((t,), dtype=torch.float32))
+
+
+@register("mla_output_gate_fp8", _gate_fp8_fake)
+def mla_output_gate_fp8(x: torch.Tensor, gate: torch.Tensor
+                        ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(q fp8 e4m3 [T, H], s fp32 [T]): the gated row quantized per token."""
+    q, s = gate_mod.mla_output_gate_fp8(x, gate)
+    return q, s
+
+
+# ---------------------------------------------------------------------------
+# MLA concatenations (docs/kernels/mla_cache.md)
+# ---------------------------------------------------------------------------
+
+def _concat_k_fake(k: torch.Tensor, k_nope: torch.Tensor, k_rope: torch.Tensor) -> None:
+    return None
+
+
+@register("concat_mla_k", _concat_k_fake, mutates_args=("k",))
+def concat_mla_k(k: torch.Tensor, k_nope: torch.Tensor, k_rope: torch.Tensor) -> None:
+    """In place: k [T, H, 192] = cat(k_nope [T, H, 128], k_rope [T, 1, 64] over heads)."""
+    concat_mla.concat_mla_k(k, k_nope, k_rope)
+
+
+def _absorb_q_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    _rank("concat_mla_absorb_q", "a", a, 3)
+    _rank("concat_mla_absorb_q", "b", b, 3)
+    return a.new_empty((a.shape[0], a.shape[1], a.shape[2] + b.shape[2]),
+                       dtype=torch.bfloat16)
+
+
+@register("concat_mla_absorb_q", _absorb_q_fake)
+def concat_mla_absorb_q(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``cat(a, b, dim=-1)`` of bf16 [d0, d1, A] and [d0, d1, B], a new contiguous tensor."""
+    return concat_mla.concat_mla_absorb_q(a, b)
+
+
+# ---------------------------------------------------------------------------
+# MLA latent KV cache scatter, BF16 and FP8 layouts (docs/kernels/mla_cache.md)
+# ---------------------------------------------------------------------------
+
+def _scatter_fake(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor,
+                  cache: torch.Tensor) -> None:
+    return None
+
+
+@register("mla_kv_scatter", _scatter_fake, mutates_args=("cache",))
+def mla_kv_scatter(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor,
+                   cache: torch.Tensor) -> None:
+    """In place: cache[loc[t]] = cat(kv_c[t], k_pe[t]) (bf16 layout; loc < 0 skips)."""
+    mla_kv.mla_kv_scatter(kv_c, k_pe, loc, cache)
+
+
+@register("mla_kv_scatter_fp8", _scatter_fake, mutates_args=("cache",))
+def mla_kv_scatter_fp8(kv_c: torch.Tensor, k_pe: torch.Tensor, loc: torch.Tensor,
+                       cache: torch.Tensor) -> None:
+    """In place: the 656-byte FP8 row cache[loc[t]] (e4m3 latent, 4 scales, bf16 rope)."""
+    mla_kv.mla_kv_scatter_fp8(kv_c, k_pe, loc, cache)
+
+
+# ---------------------------------------------------------------------------
+# MoE routing helpers (docs/kernels/moe_routing.md)
+# ---------------------------------------------------------------------------
+
+def _pack_fake(topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+    _rank("pack_topk_ids", "topk_ids", topk_ids, 2)
+    return topk_ids.new_empty(topk_ids.shape, dtype=torch.int32)
+
+
+@register("pack_topk_ids", _pack_fake)
+def pack_topk_ids(topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+    """int32 [T, K]: (id << 16) | bf16 bits of the weight."""
+    return pack_mod.pack_topk_ids(topk_ids, topk_weights)
+
+
+def _align_fake(topk_ids: torch.Tensor, block_size: int
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    _rank("moe_align_single_token", "topk_ids", topk_ids, 2)
+    topk = topk_ids.shape[1]
+    return (topk_ids.new_empty((topk * block_size,), dtype=torch.int32),
+            topk_ids.new_empty((topk,), dtype=torch.int32),
+            topk_ids.new_empty((1,), dtype=torch.int32))
+
+
+@register("moe_align_single_token", _align_fake)
+def moe_align_single_token(topk_ids: torch.Tensor, block_size: int
+                           ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(sorted_ids [topk * block_size], expert_ids [topk], num_tokens_post_padded [1]),
+    int32, for topk_ids int32 [1, topk]."""
+    s, e, n = moe_align.moe_align_single_token(topk_ids, block_size)
+    return s, e, n
+
+
+# ---------------------------------------------------------------------------
+# FP8 / FP4 quantization (docs/kernels/quant.md)
+# ---------------------------------------------------------------------------
+
+def _group_quant_fake(x: torch.Tensor, group: int = 128, ue8m0: bool = False,
+                      column_major_scales: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("per_token_group_quant_fp8", "x", x, 2)
+    t, d = x.shape
+    ng = d // group
+    q = x.new_empty((t, d), dtype=torch.float8_e4m3fn)
+    if column_major_scales:  # as the wrapper allocates it: [ng, T] storage seen as [T, ng]
+        return q, x.new_empty((ng, t), dtype=torch.float32).t()
+    return q, x.new_empty((t, ng), dtype=torch.float32)
+
+
+@register("per_token_group_quant_fp8", _group_quant_fake)
+def per_token_group_quant_fp8(x: torch.Tensor, group: int = 128, ue8m0: bool = False,
+                              column_major_scales: bool = False
+                              ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(q fp8 e4m3 [T, D], s fp32 [T, D/group]; column-major storage if asked)."""
+    q, s = quant.per_token_group_quant_fp8(x, group, ue8m0, column_major_scales)
+    return q, s
+
+
+def _mxfp4_fake(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("quant_mxfp4", "x", x, 2)
+    r, d = x.shape
+    return (x.new_empty((r, d // 2), dtype=torch.uint8),
+            x.new_empty((r, d // 32), dtype=torch.uint8))
+
+
+@register("quant_mxfp4", _mxfp4_fake)
+def quant_mxfp4(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(packed uint8 [R, D/2] E2M1 pairs, scale uint8 [R, D/32] E8M0) of x bf16 [R, D]."""
+    p, s = quant.quant_mxfp4(x)
+    return p, s
+
+
+# ---------------------------------------------------------------------------
+# FlashMLA block table (docs/kernels/mla_cache.md)
+# ---------------------------------------------------------------------------
+
+def _kv_indices_fake(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
+                     page_kernel_lens: torch.Tensor, kv_indices: torch.Tensor,
+                     kv_start_idx: Optional[torch.Tensor] = None,
+                     v2p: Optional[torch.Tensor] = None, page_size: int = kv_indices_mod.PAGE,
+                     page_mult: int = 1) -> None:
+    return None
+
+
+@register("kv_indices", _kv_indices_fake, mutates_args=("kv_indices",))
+def kv_indices(req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
+               page_kernel_lens: torch.Tensor, kv_indices: torch.Tensor,
+               kv_start_idx: Optional[torch.Tensor] = None, v2p: Optional[torch.Tensor] = None,
+               page_size: int = kv_indices_mod.PAGE, page_mult: int = 1) -> None:
+    """In place: kv_indices int32 [bs, max_blocks] (entries past a request's pages keep their
+    values)."""
+    kv_indices_mod.kv_indices(req_to_token, req_pool_indices, page_kernel_lens, kv_indices,
+                              kv_start_idx, v2p, page_size, page_mult)
+
+
+# ---------------------------------------------------------------------------
+# Tensor content hash (docs/kernels/tensor_hash.md)
+# ---------------------------------------------------------------------------
+
+def _hash_fake(t: torch.Tensor) -> torch.Tensor:
+    return t.new_empty((1,), dtype=torch.int64)
+
+
+@register("gpu_tensor_hash", _hash_fake)
+def gpu_tensor_hash(t: torch.Tensor) -> torch.Tensor:
+    """The 64-bit hash of the contiguous tensor's bytes as int64 [1] (the bits of
+    ``tensor_hash.gpu_tensor_hash(t)``: ``int(h) & (2**64 - 1)`` is that value); computed on
+    the tensor's device without a host synchronization. The wrapper's checks and launches,
+    minus its final ``.item()``."""
+    op = "gpu_tensor_hash"
+    L.check_contiguous(op, "t", t)
+    interpreted = tensor_hash.tensor_hash_partials_kernel.interpret
+    if t.device.type != "cuda" and not interpreted:
+        raise ValueError(f"{op}: t must be a CUDA tensor, got device {t.device}")
+    nbytes = int(t.numel()) * int(t.element_size())
+    if nbytes == 0:
+        return torch.zeros(1, dtype=torch.int64, device=t.device)  # the documented 0
+    L.check_int32_extent(op, "nbytes", nbytes + 4 * tensor_hash.SETTINGS.tile)
+    x = t.reshape(-1).view(torch.uint8)
+    partials = torch.empty(tensor_hash.num_partials(nbytes), dtype=torch.int64, device=t.device)
+    out = torch.empty(1, dtype=torch.int64, device=t.device)
+    tensor_hash.launch_hash(x, nbytes, partials, out)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Image preprocessing (docs/kernels/image.md)
+# ---------------------------------------------------------------------------
+
+def _image_fake(images: torch.Tensor, out_h: int, out_w: int,
+                mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+                patch: int = image.PATCH) -> torch.Tensor:
+    _rank("image_preprocess", "images", images, 4)
+    _check(patch > 0 and out_h % patch == 0 and out_w % patch == 0, ValueError,
+           f"image_preprocess: out_h and out_w must be positive multiples of the patch size "
+           f"{patch}, got out_h = {out_h}, out_w = {out_w}")
+    return images.new_empty((images.shape[0], (out_h // patch) * (out_w // patch),
+                             3 * patch * patch), dtype=torch.bfloat16)
+
+
+@register("image_preprocess", _image_fake)
+def image_preprocess(images: torch.Tensor, out_h: int, out_w: int,
+                     mean: Optional[Sequence[float]] = None,
+                     std: Optional[Sequence[float]] = None,
+                     patch: int = image.PATCH) -> torch.Tensor:
+    """uint8 [N, H, W, 3] -> bf16 [N, (out_h/patch)*(out_w/patch), 3*patch*patch]; mean and
+    std default (None) to CLIP's (a schema default cannot be a list)."""
+    return image.image_preprocess(images, out_h, out_w,
+                                  image.CLIP_MEAN if mean is None else mean,
+                                  image.CLIP_STD if std is None else std, patch)
+
+
+# ---------------------------------------------------------------------------
+# MoE router epilogue and attention residuals (docs/kernels/moe_routing.md, attn_res.md)
+# ---------------------------------------------------------------------------
+
+def _moe_fused_gate_fake(scores: torch.Tensor, bias: torch.Tensor, topk: int,
+                         renormalize: bool = True, routed_scaling_factor: float = 1.0,
+                         apply_routed_scaling_factor_on_output: bool = False,
+                         num_fused_shared_experts: int = 0, fast_sigmoid: bool = False
+                         ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("moe_fused_gate", "scores", scores, 2)
+    k = topk + num_fused_shared_experts
+    return (scores.new_empty((scores.shape[0], k), dtype=torch.float32),
+            scores.new_empty((scores.shape[0], k), dtype=torch.int32))
+
+
+@register("moe_fused_gate", _moe_fused_gate_fake)
+def moe_fused_gate(scores: torch.Tensor, bias: torch.Tensor, topk: int,
+                   renormalize: bool = True, routed_scaling_factor: float = 1.0,
+                   apply_routed_scaling_factor_on_output: bool = False,
+                   num_fused_shared_experts: int = 0, fast_sigmoid: bool = False
+                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(weights fp32 [M, K'], ids int32 [M, K']) of the sigmoid router
+    (moe_fused_gate.moe_fused_gate)."""
+    return gate_router.moe_fused_gate(scores, bias, topk, renormalize, routed_scaling_factor,
+                                      apply_routed_scaling_factor_on_output,
+                                      num_fused_shared_experts, fast_sigmoid)
+
+
+def _attn_res_fake(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torch.Tensor,
+                   ow: torch.Tensor, nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
+    _rank("attn_res", "prefix_sum", prefix_sum, 2)
+    return prefix_sum.new_empty(prefix_sum.shape, dtype=torch.bfloat16)
+
+
+@register("attn_res", _attn_res_fake)
+def attn_res(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torch.Tensor, ow: torch.Tensor,
+             nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
+    """bf16 [T, H]: depth attention over nvb bank rows and the prefix, then RMSNorm
+    (attn_res.attn_res)."""
+    return attn_res_mod.attn_res(prefix_sum, bank, cw, ow, None, nvb, eps)
+
+
+@register("attn_res_write_prefix", _attn_res_fake, mutates_args=("bank",))
+def attn_res_write_prefix(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torch.Tensor,
+                          ow: torch.Tensor, nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
+    """attn_res that also copies the prefix row into bank[:, nvb, :] (bit-exact)."""
+    return attn_res_mod.attn_res(prefix_sum, bank, cw, ow, None, nvb, eps, write_prefix=True)
