@@ -146,7 +146,7 @@ def test_eager_op_equals_wrapper_interpreted(name):
 
 
 def test_in_place_op_writes_its_argument():
-    """concat_mla_k's result (a torch.cat written from KERNELS.md §3.2) lands in k."""
+    """concat_mla_k's result (a torch.cat written from docs/kernels/mla_cache.md) lands in k."""
     case = cases.make("concat_mla_k", "cpu", 2)
     k, nope, rope = case.args
     torch.ops.kiln.concat_mla_k(k, nope, rope)
@@ -154,8 +154,8 @@ def test_in_place_op_writes_its_argument():
     assert torch.equal(k.view(torch.int16), want.view(torch.int16))
 
 
-def test_ops_match_references_written_from_kernels_md():
-    """Not only op == wrapper: a few ops against the KERNELS.md math (so that two equal
+def test_ops_match_references_written_from_the_spec():
+    """Not only op == wrapper: a few ops against the math of docs/kernels (so that two equal
     buffers of uninitialized memory cannot pass)."""
     g = torch.Generator().manual_seed(11)
     ids = torch.randint(0, 896, (7, 16), generator=g, dtype=torch.int32)
