@@ -35,6 +35,7 @@ OUT_DIR=dist/kiln-device
 rm -rf "$OUT_DIR" && mkdir -p "$OUT_DIR"
 cp -r "$BUILD/python/kiln" "$OUT_DIR/kiln"
 find "$OUT_DIR" -name __pycache__ -prune -exec rm -rf {} +
+find "$OUT_DIR/kiln" -type d -empty -delete  # packages a build tree kept after they moved
 strip --strip-unneeded "$OUT_DIR"/kiln/*.so
 cp -r kernels_dsl "$OUT_DIR/kernels_dsl"
 mkdir -p "$OUT_DIR/test"

@@ -108,12 +108,20 @@ def _plan_of(qualname, args):
     return plan if isinstance(plan, torch_library.Plan) else None
 
 
-def _launch_all(plan):
-    """The plan's launches with the addresses of its first recording (the same kernels,
-    grids and argument counts as a replay; the memory is still the benchmark's)."""
-    stream = torch.cuda.current_stream().cuda_stream
-    for kernel, grid, values, _ in plan.launches:
-        kernel.launch(grid, list(values), stream)
+def _live_launches(plan, args):
+    """The plan's launches with their pointers into ``args`` and into outputs and scratch
+    allocated here and kept alive: (kernel, grid, values), launched as they are."""
+    outs = [torch.empty_strided(shape, stride, dtype=dtype, device=DEV)
+            for shape, stride, dtype in plan.outputs]
+    scratch = [torch.empty(nbytes, dtype=torch.uint8, device=DEV) for nbytes in plan.scratch]
+    tensors = (args, outs, scratch)
+    launches = []
+    for kernel, grid, values, slots in plan.launches:
+        values = list(values)
+        for slot, kind, index, offset in slots:
+            values[slot] = tensors[kind][index].data_ptr() + offset
+        launches.append((kernel, grid, values))
+    return launches, outs + scratch
 
 
 def main():
@@ -139,9 +147,10 @@ def main():
     K.pack_topk_ids(ids, w)
     plan = _plan_of("kiln::pack_topk_ids", (ids, w))
     if plan is not None:
-        kernel, grid, values, _ = plan.launches[0]
+        launches, keep = _live_launches(plan, (ids, w))
+        (kernel, grid, values), = launches
         stream = torch.cuda.current_stream().cuda_stream
-        parts["launch"] = host_us(lambda: kernel.launch(grid, list(values), stream), n, r)
+        parts["launch"] = host_us(lambda: kernel.launch(grid, values, stream), n, r)
     rows += [{"op": "a torch op doing nothing (torch.library, Python body)", "T": 64,
               "us": parts["dispatch"]},
              {"op": "torch.empty_strided (one allocation)", "T": 64, "us": parts["alloc"]}]
@@ -161,7 +170,15 @@ def main():
             if plan is not None:
                 allocs, launches = len(plan.outputs) + len(plan.scratch), len(plan.launches)
                 # the op's own launches (PDL and cluster launches cost the driver more)
-                own = host_us(lambda: _launch_all(plan), n, r)
+                launches, keep = _live_launches(plan, a)
+                stream = torch.cuda.current_stream().cuda_stream
+
+                def launch_all():
+                    for kernel, grid, values in launches:
+                        kernel.launch(grid, values, stream)
+
+                own = host_us(launch_all, n, r)
+                del keep
                 row["floor"] = parts["dispatch"] + allocs * parts["alloc"] + own
                 row["allocs"], row["launches"], row["launch_us"] = allocs, launches, own
             rows.append(row)
