@@ -147,8 +147,8 @@ def main():
     K.pack_topk_ids(ids, w)
     plan = _plan_of("kiln::pack_topk_ids", (ids, w))
     if plan is not None:
-        launches, keep = _live_launches(plan, (ids, w))
-        (kernel, grid, values), = launches
+        live, keep = _live_launches(plan, (ids, w))
+        (kernel, grid, values), = live
         stream = torch.cuda.current_stream().cuda_stream
         parts["launch"] = host_us(lambda: kernel.launch(grid, values, stream), n, r)
     rows += [{"op": "a torch op doing nothing (torch.library, Python body)", "T": 64,
@@ -170,11 +170,11 @@ def main():
             if plan is not None:
                 allocs, launches = len(plan.outputs) + len(plan.scratch), len(plan.launches)
                 # the op's own launches (PDL and cluster launches cost the driver more)
-                launches, keep = _live_launches(plan, a)
+                live, keep = _live_launches(plan, a)
                 stream = torch.cuda.current_stream().cuda_stream
 
                 def launch_all():
-                    for kernel, grid, values in launches:
+                    for kernel, grid, values in live:
                         kernel.launch(grid, values, stream)
 
                 own = host_us(launch_all, n, r)
