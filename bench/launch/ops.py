@@ -4,8 +4,11 @@ For each op and T (tokens) in {64, 16384}: 200 back-to-back eager calls on fixed
 no synchronization between them, host wall time divided by 200; the median of 15 such
 rounds (each round after a synchronize). The GPU work is not timed: this is what an eager
 caller (prefill without CUDA graphs) pays on the CPU per call. In the same run: torch's own
-elementwise op (``torch.mul`` of two bf16 tensors into a new one, and ``x.add_(1)``) and
-kiln's raw runtime launch (``_runtime.Kernel.launch`` with ints), the floor and the peer.
+elementwise op (``torch.mul`` of two bf16 tensors into a new one, ``x.add_(1)``), and each
+op's floor, what any op that allocates and launches as it does pays: torch's dispatch to a
+Python-bodied op (a ``torch.library`` op doing nothing), its allocations (one
+``torch.empty_strided`` each) and its own launches through the runtime binding (its launch
+plan's kernels, grids and arguments, into live buffers).
 
     python bench/launch/ops.py [--out DIR] [--calls 200] [--rounds 15]
 
