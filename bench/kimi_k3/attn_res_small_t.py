@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
+import cases as C  # noqa: E402
 import run as R  # noqa: E402
 from kernels_dsl.kimi_k3 import attn_res as A  # noqa: E402
 
@@ -73,7 +74,7 @@ def us(fn, sets):
 
 def check(case):
     name, _, _, sets, fn, ref = case
-    R.check(name, fn, ref, sets[0])
+    C.check(name, fn, ref, sets[0])
 
 
 def steps():
@@ -93,13 +94,13 @@ def settings(**changes):
 
 
 def with_settings(case, nvb, write_prefix, s):
-    """run.py's attn_res case (``R._case_attn_res(t, nvb, write_prefix)``) launching the
+    """run.py's attn_res case (``C._case_attn_res(t, nvb, write_prefix)``) launching the
     wrapper with the settings ``s``."""
     name, shape, nbytes, sets, _, ref = case
-    cw, ow = R._attn_res_weights()
+    cw, ow = C._attn_res_weights()
 
     def kiln_fn(prefix, bank, out):
-        o = A.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=R.ATTN_RES_EPS,
+        o = A.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=C.ATTN_RES_EPS,
                        write_prefix=write_prefix, settings=s)
         return (o, bank[:, nvb]) if write_prefix else o
 
@@ -134,7 +135,7 @@ def _time_configs(ts, configs):
     rows = []
     for t in ts:
         for nvb, wp in ((8, False), (4, True)):
-            base = R._case_attn_res(t, nvb, wp)
+            base = C._case_attn_res(t, nvb, wp)
             for label, s in configs:
                 case = with_settings(base, nvb, wp, s)
                 check(case)

@@ -45,20 +45,13 @@ from bench.report import write_results  # noqa: E402
 
 import cases as C  # noqa: E402
 import sweeps as S  # noqa: E402
-# check, n_sets and the attn_res case's pieces are also what attn_res_small_t.py uses
-from cases import ATTN_RES_EPS, _attn_res_weights, _case_attn_res, check, n_sets  # noqa: E402,F401
+from cases import check, n_sets  # noqa: E402
 
 
 @kiln.jit(num_warps=1)
 def _empty_kernel(x_ptr, n):
     offs = kl.program_id(0) + kl.arange(0, 1)
     kl.store(x_ptr + offs, 0, mask=offs < n)
-
-
-def graph_time_ms(fn, sets, batch=20, reps=15):
-    """Median GPU time per call of ``fn(*args)``, rotating through the argument tuples
-    ``sets``, from CUDA-graph replay (bench.common)."""
-    return common_graph_time_ms(lambda args: fn(*args), sets, batch, reps)
 
 
 def graph_time_ms(fn, sets, batch=20, reps=15):

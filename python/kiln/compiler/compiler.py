@@ -14,7 +14,6 @@ metadata. ``KILN_DUMP_IR=<dir>`` writes each stage's text there.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
