@@ -21,11 +21,22 @@ if [ ! -x .venv-device/bin/python ]; then
 fi
 .venv-device/bin/python -m pip install -q --disable-pip-version-check "$(grep '^pybind11==' requirements.txt)"
 
+# The torch op library (kiln/_torch_ops.so) builds against a torch 2.11 package: $KILN_TORCH_DIR,
+# else the torch the build's Python imports (`pip download torch==2.11.0 --no-deps` and unzip
+# gives one; only its headers and libraries are used).
+TORCH_DIR="${KILN_TORCH_DIR:-$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null || true)}"
+[ -n "$TORCH_DIR" ] && [ -f "$TORCH_DIR/include/torch/library.h" ] || {
+  echo "kiln: device-pack needs torch 2.11's headers and libraries (set KILN_TORCH_DIR to a torch package)" >&2
+  exit 1
+}
+
 BUILD=build-device
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_STATIC_LLVM=ON \
   -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$PWD/.venv-device/bin/python" \
+  -DKILN_TORCH_DIR="$TORCH_DIR" \
   -DCMAKE_MODULE_LINKER_FLAGS="-Wl,--gc-sections -Wl,--as-needed" >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target kiln_compiler_ext kiln_runtime_ext kiln-python-sources
+cmake --build "$BUILD" -j "$(nproc)" --target kiln_compiler_ext kiln_runtime_ext kiln_torch_ops \
+  kiln-python-sources
 
 # The extension must import with nothing but CPython 3.12 and glibc.
 PYTHONPATH="$BUILD/python" .venv-device/bin/python -c \

@@ -3,12 +3,12 @@
 For each op and T (tokens) in {64, 16384}: 200 back-to-back eager calls on fixed inputs,
 no synchronization between them, host wall time divided by 200; the median of 15 such
 rounds (each round after a synchronize). The GPU work is not timed: this is what an eager
-caller (prefill without CUDA graphs) pays on the CPU per call. In the same run: torch's own
-elementwise op (``torch.mul`` of two bf16 tensors into a new one, ``x.add_(1)``), and each
-op's floor, what any op that allocates and launches as it does pays: torch's dispatch to a
-Python-bodied op (a ``torch.library`` op doing nothing), its allocations (one
-``torch.empty_strided`` each) and its own launches through the runtime binding (its launch
-plan's kernels, grids and arguments, into live buffers).
+caller (prefill without CUDA graphs) pays on the CPU per call. Each op as shipped (its C++
+kernel replaying the launch plan, where the package has kiln/_torch_ops.so) and, in a
+second process of the same run, replayed in Python (``KILN_OP_PLANS=python``). In the same
+run: torch's own elementwise op (``torch.mul`` of two bf16 tensors into a new one,
+``x.add_(1)``), a torch op with two outputs (``torch.aminmax``), one allocation, and kiln ops
+that launch nothing (the replay's own cost per call and per output).
 
     python bench/launch/ops.py [--out DIR] [--calls 200] [--rounds 15]
 
@@ -21,8 +21,10 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
+from typing import Tuple
 
 import torch
 
@@ -111,57 +113,37 @@ def _plan_of(qualname, args):
     return plan if isinstance(plan, torch_library.Plan) else None
 
 
-def _live_launches(plan, args):
-    """The plan's launches with their pointers into ``args`` and into outputs and scratch
-    allocated here and kept alive: (kernel, grid, values), launched as they are."""
-    outs = [torch.empty_strided(shape, stride, dtype=dtype, device=DEV)
-            for shape, stride, dtype in plan.outputs]
-    scratch = [torch.empty(nbytes, dtype=torch.uint8, device=DEV) for nbytes in plan.scratch]
-    tensors = (args, outs, scratch)
-    launches = []
-    for kernel, grid, values, slots in plan.launches:
-        values = list(values)
-        for slot, kind, index, offset in slots:
-            values[slot] = tensors[kind][index].data_ptr() + offset
-        launches.append((kernel, grid, values))
-    return launches, outs + scratch
+def _probes():
+    """kiln ops (``torch.ops.kiln_bench.*``) that launch nothing: the replay's own cost, with
+    no output and with one and three outputs to allocate."""
+
+    def alloc(t):
+        return torch.empty_strided((64, 16), (16, 1), dtype=torch.int32, device=t.device)
+
+    @torch_library.op("kiln_bench", "nothing", lambda t: None)
+    def nothing(t: torch.Tensor) -> None:
+        return None
+
+    @torch_library.op("kiln_bench", "one_output", lambda t: torch.empty_like(t))
+    def one_output(t: torch.Tensor) -> torch.Tensor:
+        return alloc(t)
+
+    @torch_library.op("kiln_bench", "three_outputs",
+                      lambda t: (torch.empty_like(t),) * 3)
+    def three_outputs(t: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return alloc(t), alloc(t), alloc(t)
+
+    B = torch.ops.kiln_bench
+    return {"a kiln op launching nothing": (B.nothing, 0),
+            "a kiln op allocating one output (no launch)": (B.one_output, 1),
+            "a kiln op allocating three outputs (no launch)": (B.three_outputs, 3)}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args()
-    n, r = args.calls, args.rounds
-    x, y = _bf16(64, 7168), _bf16(64, 7168)
-    peers = {"torch.mul(x, y) (bf16 [64, 7168], new output)": lambda: torch.mul(x, y),
-             "x.add_(1) (in place)": lambda: x.add_(1)}
-    rows = [{"op": name, "T": 64, "us": host_us(fn, n, r)} for name, fn in peers.items()]
-    # The floor's three parts, measured here: a torch op whose Python body does nothing, an
-    # allocation, and the runtime binding's launch of one planned kernel (pack_topk_ids).
-    lib = torch.library.Library("kiln_bench", "DEF")
-    lib.define("noop(Tensor x) -> ()")
-    lib.impl("noop", lambda t: None, "CUDA")
-    parts = {"dispatch": host_us(lambda: torch.ops.kiln_bench.noop(x), n, r),
-             "alloc": host_us(lambda: torch.empty_strided((64, 16), (16, 1), dtype=torch.int32,
-                                                          device=DEV), n, r)}
-    ids, w = _int(0, 896, 64, 16), torch.rand(64, 16, device=DEV)
-    K.pack_topk_ids(ids, w)
-    plan = _plan_of("kiln::pack_topk_ids", (ids, w))
-    if plan is not None:
-        live, keep = _live_launches(plan, (ids, w))
-        (kernel, grid, values), = live
-        stream = torch.cuda.current_stream().cuda_stream
-        parts["launch"] = host_us(lambda: kernel.launch(grid, values, stream), n, r)
-    rows += [{"op": "a torch op doing nothing (torch.library, Python body)", "T": 64,
-              "us": parts["dispatch"]},
-             {"op": "torch.empty_strided (one allocation)", "T": 64, "us": parts["alloc"]}]
-    if "launch" in parts:
-        rows.append({"op": "kiln _runtime.Kernel.launch (pack_topk_ids, ints)", "T": 64,
-                     "us": parts["launch"]})
-    for row in rows:
-        print(json.dumps(row), flush=True)
+def op_rows(n, r):
+    """Host us per call of every op at both T, in this process's replay mode."""
+    x = _bf16(64, 16)
+    rows = [{"op": name, "T": 64, "us": host_us(lambda: op(x), n, r), "allocs": allocs,
+             "launches": 0} for name, (op, allocs) in _probes().items()]
     for t in (64, 16384):
         for name, (op, a) in cases(t).items():
             row = {"op": f"torch.ops.kiln.{name}", "T": t}
@@ -171,38 +153,62 @@ def main():
                 row["us"], row["error"] = float("nan"), f"{type(e).__name__}: {str(e)[:200]}"
             plan = _plan_of(f"kiln::{name}", a)
             if plan is not None:
-                allocs, launches = len(plan.outputs) + len(plan.scratch), len(plan.launches)
-                # the op's own launches (PDL and cluster launches cost the driver more)
-                live, keep = _live_launches(plan, a)
-                stream = torch.cuda.current_stream().cuda_stream
-
-                def launch_all():
-                    for kernel, grid, values in live:
-                        kernel.launch(grid, values, stream)
-
-                own = host_us(launch_all, n, r)
-                del keep
-                row["floor"] = parts["dispatch"] + allocs * parts["alloc"] + own
-                row["allocs"], row["launches"], row["launch_us"] = allocs, launches, own
+                row["allocs"] = len(plan.outputs) + len(plan.scratch)
+                row["launches"] = len(plan.launches)
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(json.dumps(row), file=sys.stderr, flush=True)
         torch.cuda.empty_cache()
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--ops-only", action="store_true",
+                        help="print the op rows as JSON (the Python replay's process)")
+    args = parser.parse_args()
+    n, r = args.calls, args.rounds
+    if args.ops_only:
+        print(json.dumps(op_rows(n, r)))
+        return
+    x, y = _bf16(64, 7168), _bf16(64, 7168)
+    peers = {"torch.mul(x, y) (bf16 [64, 7168], new output)": lambda: torch.mul(x, y),
+             "x.add_(1) (in place)": lambda: x.add_(1),
+             "torch.aminmax(x, dim=-1) (two new outputs, one launch)":
+                 lambda: torch.aminmax(x, dim=-1),
+             "torch.empty_strided (one allocation)":
+                 lambda: torch.empty_strided((64, 16), (16, 1), dtype=torch.int32, device=DEV)}
+    rows = [{"op": name, "T": 64, "us": host_us(fn, n, r)} for name, fn in peers.items()]
+    cpp = torch_library.cpp_plans("kiln::situ_and_mul") is not None
+    mine = op_rows(n, r)
+    # The same ops replayed in Python (KILN_OP_PLANS=python), in a process of its own.
+    child = subprocess.run([sys.executable, __file__, "--ops-only", "--calls", str(n),
+                            "--rounds", str(r)], capture_output=True, text=True,
+                           env=dict(os.environ, KILN_OP_PLANS="python"), check=True)
+    python = {(row["op"], row["T"]): row["us"] for row in json.loads(child.stdout)}
+    for row in mine:
+        row["python_us"] = python.get((row["op"], row["T"]), float("nan"))
+    rows += mine
+    mul = rows[0]["us"]
+    how = "the C++ kernel (kiln/_torch_ops.so)" if cpp else "Python (no kiln/_torch_ops.so)"
     lines = [f"# Host time per eager call, {torch.cuda.get_device_name()}",
              "", f"`python bench/launch/ops.py` ({n} calls a round, median of {r} rounds, no "
-             f"synchronization inside a round). floor = the torch op doing nothing + "
-             f"allocations x one allocation (both measured above in the same run) + the op's "
-             f"own launches through the runtime binding (launch us).", "",
-             "| op | T | us per call | allocations | launches | launch us | floor us | "
-             "over the floor us |", "|---|---|---|---|---|---|---|---|"]
+             f"synchronization inside a round). us per call: the ops as shipped, replayed by "
+             f"{how}; Python replay: the same with `KILN_OP_PLANS=python`, another process "
+             f"of the same run. The bar: torch.mul's {mul:.2f} us and 8 us.", "",
+             "| op | T | us per call | Python replay us | allocations | launches |",
+             "|---|---|---|---|---|---|"]
     for row in rows:
         if row.get("error"):
-            lines.append(f"| {row['op']} | {row['T']} | {row['error']} | | | | | |")
-        elif "floor" in row:
-            lines.append(f"| {row['op']} | {row['T']} | {row['us']:.2f} | {row['allocs']} | "
-                         f"{row['launches']} | {row['launch_us']:.2f} | {row['floor']:.2f} | "
-                         f"{row['us'] - row['floor']:.2f} |")
+            lines.append(f"| {row['op']} | {row['T']} | {row['error']} | | | |")
+        elif "python_us" in row:
+            lines.append(f"| {row['op']} | {row['T']} | {row['us']:.2f} | "
+                         f"{row['python_us']:.2f} | {row.get('allocs', '')} | "
+                         f"{row.get('launches', '')} |")
         else:
-            lines.append(f"| {row['op']} | {row['T']} | {row['us']:.2f} | | | | | |")
+            lines.append(f"| {row['op']} | {row['T']} | {row['us']:.2f} | | | |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

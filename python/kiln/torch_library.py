@@ -19,6 +19,14 @@ it allocated (shape, strides, dtype), the scratch memory it allocated, and each 
 points into and the byte offset). A later call with the key allocates the outputs and
 scratch again and launches the same kernels with the new addresses, on the current stream.
 
+Where the package has ``kiln/_torch_ops.so`` (built when torch is found at build time), the
+ops' CUDA kernel is C++: the launch key, the plan lookup, the allocations and the launches
+(through the runtime's C API) run without Python, so a replayed call costs about what a torch
+operator does. A key without a plan goes to the op's recording twin
+``<namespace>_record::<name>``, whose CUDA kernel is the Python recorder; it installs the plan
+it makes in the C++ kernel. Without the library (or with ``KILN_OP_PLANS=python``) the plan is
+replayed by a Python function generated for it.
+
 A call is recorded only when the wrapper's effect is entirely its kiln launches: while it
 runs, a torch function mode refuses anything but allocation, views and metadata queries
 (a wrapper that computes with torch, reads tensor values or launches through another path
@@ -29,16 +37,20 @@ runs in full every time). Planning is off in interpreter mode (CPU tensors) and 
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import threading
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import _runtime
 from .host import launch as _launch_rules
 
-__all__ = ["Plan", "Unplanned", "op", "plans"]
+__all__ = ["Plan", "Unplanned", "cpp_plans", "op", "plans"]
 
 
 # ---------------------------------------------------------------------------
@@ -241,12 +253,15 @@ def _make_plan(args: Sequence[Any], result: Any, rec: _Recorder) -> Any:
     if flat is None:
         return Unplanned(f"the wrapper returned {type(result).__name__}, not tensors")
     outs, single = flat
-    outputs, bases = [], set()
+    outputs = []
+    bases = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
     for o in outs:
         base, nbytes = o.untyped_storage().data_ptr(), o.untyped_storage().nbytes()
         # empty_strided allocates exactly the extent from offset 0: an output that views
         # a larger allocation (or another output's) is not replayable this way.
-        if o.storage_offset() != 0 or nbytes != _extent(o) or base in bases:
+        if base and base in bases:     # (an empty tensor has no memory to share)
+            return Unplanned("an output is (or views) an argument or another output")
+        if o.storage_offset() != 0 or nbytes != _extent(o):
             return Unplanned("an output views a larger allocation")
         outputs.append((tuple(o.shape), tuple(o.stride()), o.dtype))
         bases.add(base)
@@ -349,6 +364,150 @@ def _planned(qualname: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------------------
+# The C++ kernel (kiln/_torch_ops.so)
+# ---------------------------------------------------------------------------
+
+class _Native:
+    """kiln/_torch_ops.so, the ops' CUDA kernel in C++: it computes the launch key and replays
+    the plan installed for it; for a key without one it calls the op's recording twin
+    (``<namespace>_record::<name>``), whose Python kernel records the wrapper's call and
+    installs the plan (or ``None``: the key has none) under the key the C++ kernel computed."""
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+        #: id(kernel) -> (kernel, its kiln_kernel* handle): plans hold the handles for good.
+        self.handles: Dict[int, Tuple[Any, int]] = {}
+
+    def check(self, status: int, what: str) -> None:
+        if status < 0:
+            raise RuntimeError(f"kiln: {what}: {self.lib.kiln_torch_last_error().decode()}")
+
+    def register(self, qualname: str, recorder: str) -> None:
+        self.check(self.lib.kiln_torch_register(qualname.encode(), recorder.encode()),
+                   f"registering the C++ kernel of {qualname}")
+
+    def num_plans(self, qualname: str) -> int:
+        """How many launch keys of the op the C++ kernel replays."""
+        n = self.lib.kiln_torch_plans(qualname.encode())
+        self.check(n, f"counting the plans of {qualname}")
+        return n
+
+    def recording(self) -> bool:
+        return bool(self.lib.kiln_torch_recording())
+
+    def handle(self, kernel: Any) -> int:
+        entry = self.handles.get(id(kernel))
+        if entry is None:
+            entry = self.handles[id(kernel)] = (kernel, kernel.c_handle())
+        return entry[1]
+
+    def plan_json(self, plan: Any) -> Optional[Dict[str, Any]]:
+        """The plan as the C++ kernel reads it; None for an ``Unplanned`` or a plan with an
+        argument the C API cannot pass (a tensor map)."""
+        if plan.__class__ is not Plan:
+            return None
+        launches = []
+        for kernel, grid, values, slots in plan.launches:
+            args = kernel.c_args(values)
+            if args is None:
+                return None
+            launches.append({"kernel": self.handle(kernel), "grid": list(grid), "args": args,
+                             "pointers": [list(s) for s in slots]})
+        return {"device": plan.device.index,
+                "outputs": [{"sizes": list(shape), "strides": list(stride),
+                             "dtype": str(dtype).replace("torch.", "")}
+                            for shape, stride, dtype in plan.outputs],
+                "scratch": list(plan.scratch), "launches": launches}
+
+    def install(self, qualname: str, plan: Any) -> None:
+        text = json.dumps({"op": qualname, "plan": self.plan_json(plan)})
+        if self.lib.kiln_torch_install(text.encode()) < 0:   # the call's result stands
+            warnings.warn(f"kiln: {qualname}: the launch plan was not installed "
+                          f"({self.lib.kiln_torch_last_error().decode()}); the key records "
+                          f"again on its next call", RuntimeWarning, stacklevel=2)
+
+
+_native_lib: List[Optional[_Native]] = []
+
+
+def _native() -> Optional[_Native]:
+    """The loaded C++ kernel library, or None: planning off, ``KILN_OP_PLANS=python``, the
+    library not built (torch was not found at build time) or built for another torch."""
+    if _native_lib:
+        return _native_lib[0]
+    native = None
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_torch_ops.so")
+    if _enabled() and os.environ.get("KILN_OP_PLANS") != "python" and os.path.exists(path):
+        try:
+            lib = ctypes.PyDLL(path)
+        except OSError as e:
+            warnings.warn(f"kiln: the torch op library does not load ({e}); the ops replay "
+                          f"their plans in Python", RuntimeWarning, stacklevel=3)
+            lib = None
+        if lib is not None:
+            lib.kiln_torch_version.restype = ctypes.c_char_p
+            lib.kiln_torch_last_error.restype = ctypes.c_char_p
+            lib.kiln_torch_init.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3
+            lib.kiln_torch_register.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            lib.kiln_torch_install.argtypes = [ctypes.c_char_p]
+            lib.kiln_torch_plans.argtypes = [ctypes.c_char_p]
+            built = lib.kiln_torch_version().decode()
+            if built != torch.__version__.split("+")[0]:
+                warnings.warn(f"kiln: the torch op library was built for torch {built}, this "
+                              f"is torch {torch.__version__}; the ops replay their plans in "
+                              f"Python", RuntimeWarning, stacklevel=3)
+            else:
+                api = _runtime.c_api()
+                native = _Native(lib)
+                native.check(lib.kiln_torch_init(api["version"], api["kiln_kernel_launch"],
+                                                 api["kiln_kernel_release"],
+                                                 api["kiln_last_error"]),
+                             "handing the runtime to the torch op library")
+    _native_lib.append(native)
+    return native
+
+
+def cpp_plans(qualname: str) -> Optional[int]:
+    """How many launch keys of op ``qualname`` ("ns::name") its C++ kernel replays; None
+    where the ops replay in Python (no ``kiln/_torch_ops.so``, or ``KILN_OP_PLANS``)."""
+    native = _native()
+    return None if native is None else native.num_plans(qualname)
+
+
+def _recorder_impl(qualname: str, fn: Callable[..., Any], native: _Native
+                   ) -> Callable[..., Any]:
+    """The CUDA kernel of an op's recording twin: the wrapper, recorded when the C++ kernel
+    is waiting for a plan."""
+    table = plans.setdefault(qualname, {})
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        if not native.recording():
+            return fn(*args, **kwargs)
+        if kwargs:
+            result = fn(*args, **kwargs)
+            native.install(qualname, Unplanned("keyword arguments"))
+            return result
+        rec = _Recorder()
+        nested = threading.get_ident() in _recording
+        with _Recording(rec):
+            result = fn(*args)
+        if not nested:
+            plan = _make_plan(args, result, rec)
+            native.install(qualname, plan)
+            key = _launch_key(args)
+            if key is not None:
+                try:
+                    table[key] = plan
+                except TypeError:       # an unhashable argument value
+                    pass
+        return result
+
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.__doc__ = fn.__doc__
+    return impl
+
+
+# ---------------------------------------------------------------------------
 # Registration
 # ---------------------------------------------------------------------------
 
@@ -388,8 +547,17 @@ def op(namespace: str, name: str, fake: Callable[..., Any],
         schema = torch.library.infer_schema(fn, mutates_args=tuple(mutates_args))
         lib.define(name + schema, tags=_tags())
         qualname = f"{namespace}::{name}"
-        impl = _planned(qualname, fn)
-        lib.impl(name, impl, "CUDA")
+        native = _native()
+        if native is not None:
+            twin = namespace + "_record"
+            rec_lib = _libraries.get(twin)
+            if rec_lib is None:
+                rec_lib = _libraries[twin] = torch.library.Library(twin, "FRAGMENT")
+            rec_lib.define(name + schema)
+            rec_lib.impl(name, _recorder_impl(qualname, fn, native), "CUDA")
+            native.register(qualname, f"{twin}::{name}")
+        else:
+            lib.impl(name, _planned(qualname, fn), "CUDA")
         lib.impl(name, fn, "CPU")
         torch.library.register_fake(qualname, fake, lib=lib)
         return getattr(getattr(torch.ops, namespace), name).default

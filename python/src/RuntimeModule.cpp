@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Runtime/Bundle.h"
+#include "kiln/Runtime/CApi.h"
 #include "kiln/Runtime/Kernel.h"
 
 #include <pybind11/pybind11.h>
@@ -887,6 +888,31 @@ PYBIND11_MODULE(_runtime, m) {
            "Launch straight from torch CUDA tensors / int addresses and Python numbers; "
            "returns False without launching when the arguments (or the grid, the stream, "
            "the device) need the checking path.")
+      .def(
+          "c_args",
+          [](const kiln::Kernel &k, py::sequence values) {
+            const kiln::KernelEntry &entry = k.entry();
+            if (py::len(values) != entry.params.size())
+              countError(entry, py::len(values));
+            py::list out;
+            for (size_t i = 0; i < entry.params.size(); ++i) {
+              std::optional<kiln_arg> c = kiln::toCArg(toArg(entry, i, values[i]));
+              if (!c)
+                return py::object(py::none());
+              out.append(py::make_tuple(c->is_pointer, c->dtype, c->bits));
+            }
+            return py::object(out);
+          },
+          py::arg("values"),
+          "The arguments as the C API's kiln_arg fields (is_pointer, dtype, bits), converted "
+          "as launch converts them; None if one is a tensor map (it has no C form).")
+      .def(
+          "c_handle",
+          [](std::shared_ptr<kiln::Kernel> k) {
+            return reinterpret_cast<uintptr_t>(kiln::toCHandle(std::move(k)));
+          },
+          "A new kiln_kernel* (kiln.h) sharing this kernel, as an integer; whoever takes it "
+          "releases it with the C API's kiln_kernel_release (see c_api()).")
       .def("__repr__", [](const kiln::Kernel &k) {
         return "<kiln Kernel '" + k.name() + "' {" + k.entry().describeConstexprs() + "}>";
       });
@@ -1048,6 +1074,18 @@ PYBIND11_MODULE(_runtime, m) {
       py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"),
       py::arg("box"), py::arg("swizzle"),
       "What cuTensorMapEncodeTiled would reject in this geometry, or '' (needs no GPU).");
+  m.def(
+      "c_api",
+      [] {
+        py::dict d;
+        d["version"] = KILN_C_API_VERSION;
+        d["kiln_kernel_launch"] = reinterpret_cast<uintptr_t>(&kiln_kernel_launch);
+        d["kiln_kernel_release"] = reinterpret_cast<uintptr_t>(&kiln_kernel_release);
+        d["kiln_last_error"] = reinterpret_cast<uintptr_t>(&kiln_last_error);
+        return d;
+      },
+      "Addresses of the C API functions (kiln.h) in this module, for C code handed kernels "
+      "through Kernel.c_handle().");
   m.def("driver_available", &kiln::driverAvailable,
         "True if libcuda.so.1 loads and initializes on this machine.");
   m.def(

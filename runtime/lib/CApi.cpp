@@ -8,6 +8,7 @@
 #include "kiln/kiln.h"
 
 #include "kiln/Runtime/Bundle.h"
+#include "kiln/Runtime/CApi.h"
 #include "kiln/Runtime/Kernel.h"
 
 #include <string>
@@ -42,6 +43,20 @@ kiln_status invalid(const char *what) {
 
 static_assert(KILN_F8E5M2 == static_cast<int>(kiln::DType::F8E5M2), "kiln_dtype mirrors DType");
 } // namespace
+
+kiln_kernel *kiln::toCHandle(std::shared_ptr<Kernel> kernel) {
+  return new kiln_kernel{std::move(kernel)};
+}
+
+std::optional<kiln_arg> kiln::toCArg(const KernelArg &arg) {
+  if (arg.kind() == ParamKind::TensorMap)
+    return std::nullopt;
+  kiln_arg c{};
+  c.is_pointer = arg.isPointer();
+  c.dtype = arg.isPointer() ? 0 : static_cast<uint8_t>(arg.dtype());
+  c.bits = arg.raw();
+  return c;
+}
 
 extern "C" {
 

@@ -3,6 +3,7 @@
 #include "kiln/kiln.h"
 
 #include "kiln/Runtime/Bundle.h"
+#include "kiln/Runtime/CApi.h"
 
 #include <gtest/gtest.h>
 
@@ -64,4 +65,33 @@ TEST(CApiTest, OpenFindAndErrors) {
             std::string::npos);
   EXPECT_EQ(kiln_bundle_open_memory("KILNBNDX", 8, &bad), KILN_ERROR);
   EXPECT_NE(std::string(kiln_last_error()).find("bad magic"), std::string::npos);
+}
+
+// A C++ kernel handed to C code (kiln._runtime gives the torch op library its kernels so):
+// the handle shares the kernel, and converted arguments keep their bits.
+TEST(CApiTest, CHandlesOfCppObjects) {
+  std::string bytes = testBundle();
+  std::shared_ptr<kiln::Bundle> bundle = kiln::Bundle::fromBytes(bytes);
+  std::shared_ptr<kiln::Kernel> kernel = bundle->kernel("scale", {{"BLOCK", 256}});
+  kiln_kernel *k = kiln::toCHandle(kernel);
+  EXPECT_EQ(kernel.use_count(), 2);
+  EXPECT_EQ(kiln_kernel_num_params(k), 2u);
+  kiln_arg args[2] = {*kiln::toCArg(kiln::KernelArg::pointer(uint64_t{0x1008})),
+                      *kiln::toCArg(kiln::KernelArg::i32(-3))};
+  EXPECT_EQ(args[0].is_pointer, 1);
+  EXPECT_EQ(args[0].bits, 0x1008u);
+  EXPECT_EQ(args[1].is_pointer, 0);
+  EXPECT_EQ(args[1].dtype, KILN_I32);
+  EXPECT_EQ(static_cast<int32_t>(args[1].bits), -3);
+  // The same checks as the C++ launch, before the driver: 0x1008 is not 16-byte aligned.
+  unsigned grid[3] = {1, 1, 1};
+  EXPECT_EQ(kiln_kernel_launch(k, nullptr, grid, args, 2), KILN_ERROR);
+  EXPECT_NE(std::string(kiln_last_error()).find("is not 16-byte aligned"), std::string::npos);
+  kiln::KernelArg f = kiln::KernelArg::f32(1.5f);
+  EXPECT_EQ(kiln::toCArg(f)->dtype, KILN_F32);
+  EXPECT_EQ(kiln::toCArg(f)->bits, 0x3fc00000u);
+  CUtensorMap map{};
+  EXPECT_FALSE(kiln::toCArg(kiln::KernelArg::tensorMap(&map, kiln::DType::BF16, {64, 64}, 128)));
+  kiln_kernel_release(k);
+  EXPECT_EQ(kernel.use_count(), 1);
 }
