@@ -21,6 +21,9 @@ void TileDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "kiln/Dialect/Tile/IR/TileOps.cpp.inc"
+      ,
+#define GET_OP_LIST
+#include "kiln/Dialect/Tile/IR/TileNvidiaOps.cpp.inc"
       >();
 }
 

@@ -20,6 +20,8 @@ using namespace kiln::tile;
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Tile/IR/TileOps.cpp.inc"
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Tile/IR/TileNvidiaOps.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // MakeRangeOp

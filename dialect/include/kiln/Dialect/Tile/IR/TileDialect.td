@@ -112,4 +112,11 @@ def Tile_Dialect : Dialect {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
 #endif // KILN_DIALECT_TILE_IR_TILEDIALECT_TD

@@ -17,6 +17,8 @@
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Tile/IR/TileOps.h.inc"
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Tile/IR/TileNvidiaOps.h.inc"
 
 namespace kiln::tile {
 /// The cluster shape (`tile.cluster_dims`) of the kernel holding `op`, or

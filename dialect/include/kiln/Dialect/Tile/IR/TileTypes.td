@@ -7,7 +7,6 @@ include "kiln/Dialect/Tile/IR/TileDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinTypeInterfaces.td"
 include "mlir/IR/CommonTypeConstraints.td"
-include "mlir/IR/TensorEncoding.td"
 
 class Tile_TypeDef<string name, string typeMnemonic, list<Trait> traits = []>
     : TypeDef<Tile_Dialect, name, traits> {
@@ -127,49 +126,6 @@ def Tile_MBarriersType : Tile_TypeDef<"MBarriers", "mbarriers"> {
   }];
   let parameters = (ins "unsigned":$count);
   let assemblyFormat = "`<` $count `>`";
-  let genVerifyDecl = 1;
-}
-
-//===----------------------------------------------------------------------===//
-// Attributes
-//===----------------------------------------------------------------------===//
-
-class Tile_AttrDef<string name, string attrMnemonic, list<Trait> traits = []>
-    : AttrDef<Tile_Dialect, name, traits> {
-  let mnemonic = attrMnemonic;
-}
-
-def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
-    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
-  let summary = "the accumulator layouts of warpgroup MMA (wgmma, version 3) and of tcgen05 (version 5)";
-  let description = [{
-    Version 3: the encoding of a 2-D f32 tile [M, N] held the way
-    `wgmma.mma_async` leaves its accumulator: the `numWarps / 4` warpgroups
-    take the 64-row slabs of M in turn (slab s to warpgroup s mod warpgroups);
-    inside a slab, warp w of the warpgroup holds rows 16w .. 16w+15, and lane l
-    holds rows 16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1}
-    for every j < N/8 (PTX ISA, "wgmma register fragments"). M must be a
-    multiple of 64 * warpgroups; N a multiple of 8, at most 256 (checked by the
-    ops that produce it).
-
-    Version 5: a tile [128, N] as `tcgen05.ld.sync.aligned.32x32b` leaves the
-    accumulator it reads from Tensor Memory (`tile.tmem_load`): warp w may
-    only read TMEM lanes 32 (w mod 4) .. 32 (w mod 4) + 31, so thread t holds
-    row t mod 128; the warpgroups split the columns, warpgroup g = t / 128
-    holding columns g * N/G .. (g + 1) * N/G - 1 (G = numWarps / 4) in its
-    registers 0 .. N/G - 1, one column each. M must be 128 and N a multiple of
-    G (checked with the type).
-
-    ```mlir
-    tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
-    tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
-    ```
-    Tiles without an encoding use the kernel's blocked layout. Elementwise
-    ops, `tile.convert_layout` and `tile.desc_store` take tiles of either
-    version.
-  }];
-  let parameters = (ins "unsigned":$version, "unsigned":$numWarps);
-  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

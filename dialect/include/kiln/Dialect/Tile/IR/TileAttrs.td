@@ -1,0 +1,110 @@
+//===- TileAttrs.td - tile dialect attributes --------------*- tablegen -*-===//
+//
+// The enums of the ops' attributes and the tile encodings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_TILE_IR_TILEATTRS_TD
+#define KILN_DIALECT_TILE_IR_TILEATTRS_TD
+
+include "kiln/Dialect/Tile/IR/TileDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/TensorEncoding.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Tile_ProgramAxis : I32EnumAttr<"ProgramAxis", "axis of the launch grid", [
+  I32EnumAttrCase<"X", 0, "x">, I32EnumAttrCase<"Y", 1, "y">, I32EnumAttrCase<"Z", 2, "z">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_MemSemantic : I32EnumAttr<"MemSemantic", "memory ordering of an access", [
+  I32EnumAttrCase<"Relaxed", 0, "relaxed">, I32EnumAttrCase<"Acquire", 1, "acquire">,
+  I32EnumAttrCase<"Release", 2, "release">, I32EnumAttrCase<"AcqRel", 3, "acq_rel">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_MemScope : I32EnumAttr<"MemScope", "threads an access is ordered with", [
+  I32EnumAttrCase<"Cta", 0, "cta">, I32EnumAttrCase<"Gpu", 1, "gpu">,
+  I32EnumAttrCase<"Sys", 2, "sys">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+// The PTX cache operators of `ld.global` (ca, cg, cv) and `st.global` (wb, cg,
+// cs, wt); which apply to which op is checked by the verifiers.
+def Tile_CacheModifier : I32EnumAttr<"CacheModifier", "cache operator of a global access", [
+  I32EnumAttrCase<"CA", 0, "ca">, I32EnumAttrCase<"CG", 1, "cg">,
+  I32EnumAttrCase<"CS", 2, "cs">, I32EnumAttrCase<"CV", 3, "cv">,
+  I32EnumAttrCase<"WB", 4, "wb">, I32EnumAttrCase<"WT", 5, "wt">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_EvictionPolicy : I32EnumAttr<"EvictionPolicy", "cache eviction priority of an access", [
+  I32EnumAttrCase<"EvictNormal", 0, "evict_normal">,
+  I32EnumAttrCase<"EvictFirst", 1, "evict_first">,
+  I32EnumAttrCase<"EvictLast", 2, "evict_last">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+def Tile_AtomicRMWKind : I32EnumAttr<"AtomicRMWKind", "read-modify-write operation", [
+  I32EnumAttrCase<"Add", 0, "add">, I32EnumAttrCase<"FAdd", 1, "fadd">,
+  I32EnumAttrCase<"Max", 2, "max">, I32EnumAttrCase<"Min", 3, "min">,
+  I32EnumAttrCase<"UMax", 4, "umax">, I32EnumAttrCase<"UMin", 5, "umin">,
+  I32EnumAttrCase<"And", 6, "and">, I32EnumAttrCase<"Or", 7, "or">,
+  I32EnumAttrCase<"Xor", 8, "xor">, I32EnumAttrCase<"Xchg", 9, "xchg">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Tile_AttrDef<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Tile_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let summary = "the accumulator layouts of warpgroup MMA (wgmma, version 3) and of tcgen05 (version 5)";
+  let description = [{
+    Version 3: the encoding of a 2-D f32 tile [M, N] held the way
+    `wgmma.mma_async` leaves its accumulator: the `numWarps / 4` warpgroups
+    take the 64-row slabs of M in turn (slab s to warpgroup s mod warpgroups);
+    inside a slab, warp w of the warpgroup holds rows 16w .. 16w+15, and lane l
+    holds rows 16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1}
+    for every j < N/8 (PTX ISA, "wgmma register fragments"). M must be a
+    multiple of 64 * warpgroups; N a multiple of 8, at most 256 (checked by the
+    ops that produce it).
+
+    Version 5: a tile [128, N] as `tcgen05.ld.sync.aligned.32x32b` leaves the
+    accumulator it reads from Tensor Memory (`tile.tmem_load`): warp w may
+    only read TMEM lanes 32 (w mod 4) .. 32 (w mod 4) + 31, so thread t holds
+    row t mod 128; the warpgroups split the columns, warpgroup g = t / 128
+    holding columns g * N/G .. (g + 1) * N/G - 1 (G = numWarps / 4) in its
+    registers 0 .. N/G - 1, one column each. M must be 128 and N a multiple of
+    G (checked with the type).
+
+    ```mlir
+    tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+    tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+    ```
+    Tiles without an encoding use the kernel's blocked layout. Elementwise
+    ops, `tile.convert_layout` and `tile.desc_store` take tiles of either
+    version.
+  }];
+  let parameters = (ins "unsigned":$version, "unsigned":$numWarps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // KILN_DIALECT_TILE_IR_TILEATTRS_TD

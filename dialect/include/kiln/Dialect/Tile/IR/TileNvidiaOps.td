@@ -1,0 +1,448 @@
+//===- TileNvidiaOps.td - the tile dialect's NVIDIA protocol ops -*- tablegen -*-===//
+//
+// The ops the passes create to drive NVIDIA's asynchronous hardware: TMA
+// rings and mbarriers (kiln-tile-pipeline-loads), layout conversions and
+// warpgroup MMA (kiln-tile-accelerate-dot, sm_90a), warp specialization, and
+// Tensor Memory with tcgen05 MMA (sm_100a, sm_103a). A kernel author never
+// writes them; the frontend ops are in TileOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_TILE_IR_TILENVIDIAOPS_TD
+#define KILN_DIALECT_TILE_IR_TILENVIDIAOPS_TD
+
+include "kiln/Dialect/Tile/IR/TileAttrs.td"
+include "kiln/Dialect/Tile/IR/TileDialect.td"
+include "kiln/Dialect/Tile/IR/TileTypes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// TMA rings
+//===----------------------------------------------------------------------===//
+
+def Tile_RingAllocOp : Tile_Op<"ring_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "the shared memory and mbarriers of a TMA ring";
+  let description = [{
+    ```mlir
+    %ring = tile.ring_alloc : !tile.ring<3, tensor<64x128xbf16>>
+    ```
+    Initializes the ring's barriers (one arrival each: the issuing thread's
+    `arrive.expect_tx`); must run in uniform control flow (it ends with a CTA
+    barrier).
+  }];
+  let results = (outs Tile_Ring:$ring);
+  let assemblyFormat = "attr-dict `:` qualified(type($ring))";
+}
+
+def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
+                                              MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "start a TMA or bulk load into a ring slot";
+  let description = [{
+    ```mlir
+    tile.ring_issue %desc[%i, %j] -> %ring[%slot] if %pred
+        : !tile.tensordesc<tensor<64x128xbf16>>, !tile.ring<3, tensor<64x128xbf16>>
+    tile.ring_issue %ptr count %n -> %ring[%slot] if %pred
+        : !tile.ptr<bf16>, !tile.ring<4, tensor<8192xbf16>>
+    ```
+    After a CTA barrier (every thread is done reading what the slot held),
+    one elected thread arms the slot's mbarrier with the bytes it copies and,
+    if `pred` holds, issues the copy into the slot. The source is either a
+    tensor descriptor with the box coordinates (`cp.async.bulk.tensor` of the
+    descriptor's block, the ring's block type) or, for a 1-D ring, a 16-byte
+    aligned scalar pointer without coordinates: the contiguous
+    `cp.async.bulk` of `tile.bulk_load`, of the whole slot or of its first
+    `count` elements (same rules; `tile.ring_wait_load` with the same count
+    reads the rest as zero). Runs in uniform control flow.
+
+    With `producer` (the producer warp of a `tile.warp_specialize`, which
+    waited for the slot's empty barrier before): no CTA barrier, and the
+    lane elected in the executing warp issues; only that one warp may run
+    it.
+  }];
+  let arguments = (ins AnyTypeOf<[Tile_TensorDesc, Tile_Ptr]>:$src, Variadic<I32>:$indices,
+                       Optional<I32>:$count, Tile_Ring:$ring, I32:$slot, I1:$pred,
+                       UnitAttr:$producer);
+  let assemblyFormat = [{
+    $src (`[` $indices^ `]`)? (`count` $count^)? `->` $ring `[` $slot `]` `if` $pred attr-dict
+    `:` qualified(type($src)) `,` qualified(type($ring))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The descriptor's type, or null for a pointer (bulk copy) source.
+    ::kiln::tile::TensorDescType getDescType() {
+      return ::llvm::dyn_cast<::kiln::tile::TensorDescType>(getSrc().getType());
+    }
+    /// Whether the source is a scalar pointer (a 1-D cp.async.bulk).
+    bool isBulk() { return !getDescType(); }
+  }];
+}
+
+def Tile_RingWaitLoadOp : Tile_Op<"ring_wait_load", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for a ring slot's TMA or bulk load and read it into registers";
+  let description = [{
+    ```mlir
+    %t = tile.ring_wait_load %ring[%slot], %phase
+        : !tile.ring<3, tensor<64x128xbf16>> -> tensor<64x128xbf16>
+    %r = tile.ring_wait_load %ring[%slot], %phase count %n
+        : !tile.ring<4, tensor<8192xbf16>> -> tensor<8192xbf16>
+    ```
+    Waits until the slot's mbarrier completes the phase of parity `phase`
+    (the slot's fill count modulo 2), then reads the box. With `count` (a
+    1-D ring filled by bulk copies of `count` elements) the lanes at or past
+    `count` (unsigned) read as zero.
+  }];
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase, Optional<I32>:$count);
+  let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
+  let assemblyFormat = [{
+    $ring `[` $slot `]` `,` $phase (`count` $count^)? attr-dict `:` qualified(type($ring))
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_RingWaitOp : Tile_Op<"ring_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for a ring slot's TMA load";
+  let description = [{
+    ```mlir
+    tile.ring_wait %ring[%slot], %phase : !tile.ring<3, tensor<128x64xbf16>>
+    ```
+    Waits until the slot's mbarrier completes the phase of parity `phase`; the
+    slot is then read in place (by `tile.warpgroup_dot`).
+
+    With `issuer` only warp 0 waits, the warp whose elected lane issues the
+    `tile.tcgen05_dot` that reads the slot (the consumers of a warp-specialized
+    loop on sm_100a/sm_103a, see kiln-tile-accelerate-dot); the other threads
+    go on at once. Their lanes meet at the dot's `elect.sync` every iteration,
+    which keeps them within one phase of the slot's barrier.
+
+    ```mlir
+    tile.ring_wait %ring[%slot], %phase {issuer} : !tile.ring<3, tensor<128x64xbf16>>
+    ```
+  }];
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase, UnitAttr:$issuer);
+  let assemblyFormat = "$ring `[` $slot `]` `,` $phase attr-dict `:` qualified(type($ring))";
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts and warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+def Tile_ConvertLayoutOp : Tile_Op<"convert_layout", [Pure, SameOperandsAndResultShape,
+                                                      SameOperandsAndResultElementType]> {
+  let summary = "move a tile to another distributed layout";
+  let description = [{
+    ```mlir
+    %b = tile.convert_layout %a : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+                                  -> tensor<128x256xf32>
+    ```
+    Same elements, another assignment of elements to threads (the result's
+    encoding; none is the kernel's blocked layout). Lowers to a round trip
+    through shared memory: every thread writes its registers, `bar.sync`,
+    every thread reads its result registers, `bar.sync`. Converting a splat
+    constant folds; a conversion of a conversion converts once.
+  }];
+  let arguments = (ins Tile_Tensor:$src);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "result"]>,
+                                                    MemoryEffects<[MemRead]>]> {
+  let summary = "an asynchronous wgmma of two ring slots into an accumulator";
+  let description = [{
+    ```mlir
+    %d = tile.warpgroup_dot %ra[%sa], %rb[%sb], %acc
+        : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>,
+          tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
+    `d = a * transpose(b) + acc` with `a` the [M, K] box of slot `sa` and `b`
+    the [N, K] box of slot `sb`, both K-major with the 128-byte TMA swizzle
+    (K * element size = 128 bytes: K = 64 for bf16/f16, 128 for FP8 e4m3/e5m2,
+    which may be mixed). Created by `kiln-tile-accelerate-dot`
+    (sm_90a) from a `tile.dot` of ring loads in a pipelined loop. Lowers to
+    `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row slab of the
+    warpgroup and 32 bytes of K (k16 for 16-bit, k32 for FP8; shared-memory
+    descriptors: 128-byte swizzle, stride 1024 bytes per 8 rows),
+    `wgmma.commit_group`.
+    The result is not ready until a `tile.warpgroup_dot_wait` covers it.
+
+    With `bMnMajor` (bf16/f16 only: wgmma transposes only 16-bit operands) `b`
+    is the [K, N] box of slot `sb`, N-major: `d = a * b + acc`. The box is
+    written by TMA with the 128-byte swizzle, so N * 2 = 128 bytes (N = 64):
+    K rows of 128 bytes, one swizzle atom per 8 rows. Its descriptor: leading
+    byte offset K * 128 (the stride between 64-column chunks along N; unused
+    with one chunk), stride byte offset 1024 (8 K rows), 128-byte swizzle;
+    the transpose-B immediate (`imm-trans-b` = 1) set; a k16 step advances the
+    start address by 16 rows (2048 bytes).
+
+    ```mlir
+    %d = tile.warpgroup_dot %ra[%sa], %rb[%sb], %acc {bMnMajor}
+        : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<64x64xbf16>>,
+          tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
+
+    With `maxNumImpreciseAcc = N` (FP8 boxes; a power of two, 32 <= N <= K;
+    see `tile.dot`) the op is synchronous: per chunk of N elements of K,
+    `wgmma.fence`, the chunk's k32 wgmmas per slab into fresh registers (the
+    first with scale-d = 0, so the chunk starts from zero),
+    `wgmma.commit_group`, `wgmma.wait_group.sync.aligned 0`, and one f32
+    `add` per accumulator register into `acc`. The result is then ready (a
+    following `tile.warpgroup_dot_wait` has nothing left to wait for).
+  }];
+  let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot,
+                       RankedTensorOf<[F32]>:$acc,
+                       OptionalAttr<I32Attr>:$maxNumImpreciseAcc, UnitAttr:$bMnMajor);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc attr-dict `:` qualified(type($a)) `,`
+    qualified(type($b)) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The accumulator's encoding.
+    MmaEncodingAttr getEncoding() {
+      return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
+    }
+  }];
+}
+
+def Tile_WarpGroupDotWaitOp : Tile_Op<"warpgroup_dot_wait",
+                                      [AllTypesMatch<["src", "result"]>,
+                                       MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait until at most `pending` warpgroup dots are in flight";
+  let description = [{
+    ```mlir
+    %r = tile.warpgroup_dot_wait %d {pending = 1 : i32} : tensor<128x256xf32, #tile.mma<...>>
+    ```
+    `wgmma.wait_group.sync.aligned pending`; the result is `src`, ready once
+    the dots before the last `pending` ones are. Passing the accumulator
+    through the wait keeps its readers after it.
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$src, I32Attr:$pending);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src)";
+}
+
+//===----------------------------------------------------------------------===//
+// mbarriers, Tensor Memory and tcgen05 MMA (sm_100a, sm_103a)
+//===----------------------------------------------------------------------===//
+
+def Tile_MBarrierAllocOp : Tile_Op<"mbarrier_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "an array of mbarriers in shared memory, initialized";
+  let description = [{
+    ```mlir
+    %done = tile.mbarrier_alloc : !tile.mbarriers<2>
+    ```
+    Thread 0 initializes every barrier with an arrival count of 1
+    (`mbarrier.init.shared.b64`), then `fence.mbarrier_init.release.cluster`
+    and `bar.sync`: must run in uniform control flow. Each barrier starts in
+    phase 0, so a wait for parity 1 returns at once (the "previous" phase is
+    complete).
+
+    With `per_warp` the arrival count is the kernel's warps (its
+    `tile.threads_per_block` / 32: the consumer warps of a
+    `tile.warp_specialize`), one `tile.mbarrier_arrive` per warp a phase.
+  }];
+  let arguments = (ins UnitAttr:$per_warp);
+  let results = (outs Tile_MBarriers:$barriers);
+  let assemblyFormat = "attr-dict `:` qualified(type($barriers))";
+}
+
+def Tile_MBarrierArriveOp : Tile_Op<"mbarrier_arrive", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "arrive on one mbarrier of an array";
+  let description = [{
+    ```mlir
+    tile.mbarrier_arrive %empty[%i] if %pred : !tile.mbarriers<3>
+    ```
+    If `pred` holds, every executing warp arrives once on barrier `index`
+    (i32, below the array's count): `bar.warp.sync` (the warp's earlier reads
+    of what the barrier guards, a ring slot, are done), then lane 0's
+    `mbarrier.arrive.shared::cta.b64` with release semantics at CTA scope.
+    One arrival per warp: the array is allocated `per_warp` (the consumer
+    warps of a `tile.warp_specialize` releasing a ring slot).
+  }];
+  let arguments = (ins Tile_MBarriers:$barriers, I32:$index, I1:$pred);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `if` $pred attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [RecursiveMemoryEffects, SingleBlock,
+                                                         NoTerminator]> {
+  let summary = "split the program into consumer warps and one producer warpgroup";
+  let description = [{
+    ```mlir
+    tile.warp_specialize consumer {
+      // the kernel's num_warps warps: the K loop waiting on full ring slots,
+      // the dots, the epilogue; every CTA barrier among these threads only
+    } producer {
+      // one added warpgroup: one warp waits for empty slots and issues TMA
+    }
+    ```
+    Made by `kiln-tile-warp-specialize` (sm_90a, sm_100a, sm_103a). The
+    program runs with the kernel's warps plus one producer warpgroup (4
+    warps), the last one: the consumer threads keep their ids, so every
+    layout's index math is unchanged, and the kernel is launched with
+    `tile.threads_per_block` + 128 threads (`nvvm.reqntid`). Lowers to
+
+      if (tid < consumers) { setmaxnreg.inc.sync.aligned.u32 C; consumer }
+      else { setmaxnreg.dec.sync.aligned.u32 40;
+             if (tid < consumers + 32) producer }
+
+    with C the most registers that fit 64K beside 40 per producer thread (232
+    for 8 consumer warps, at most 240). Every `bar.sync` of the consumer
+    region becomes the named barrier `bar.sync 1, consumers`: the producer
+    warps do not take part (three exit at once, the fourth after its last
+    issue). Barrier initialization (`tile.ring_alloc`, `tile.mbarrier_alloc`)
+    must come before the op, where every thread runs it. The consumer threads
+    must be whole warpgroups; the producer region must not hold tiles
+    (tensors), only scalars, waits and issues.
+  }];
+  let regions = (region SizedRegion<1>:$consumer, SizedRegion<1>:$producer);
+  let assemblyFormat = "`consumer` $consumer `producer` $producer attr-dict";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_BarrierOp : Tile_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "a barrier of the program's threads";
+  let description = [{
+    ```mlir
+    tile.barrier
+    ```
+    `bar.sync 0`: every thread of the program waits for the others (and its
+    earlier shared-memory accesses are ordered before their later ones). In
+    the consumer region of a `tile.warp_specialize` it is the consumers'
+    named barrier `bar.sync 1, consumers`. Must run in uniform control flow.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_MBarrierWaitOp : Tile_Op<"mbarrier_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for a phase of one mbarrier of an array";
+  let description = [{
+    ```mlir
+    tile.mbarrier_wait %done[%i], %parity : !tile.mbarriers<2>
+    ```
+    Every thread spins on `mbarrier.try_wait.parity.shared::cta.b64` until
+    barrier `index` (i32, below the array's count) has completed the phase of
+    parity `parity` (i32, 0 or 1), i.e. until its current phase has the other
+    parity. The caller must know that the barrier is at most one phase ahead
+    of the one waited for: parities cannot tell phases two apart.
+  }];
+  let arguments = (ins Tile_MBarriers:$barriers, I32:$index, I32:$parity);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $parity attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_TMemAllocOp : Tile_Op<"tmem_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate an f32 accumulator in Tensor Memory";
+  let description = [{
+    ```mlir
+    %acc = tile.tmem_alloc : !tile.tmem<tensor<128x256xf32>>
+    ```
+    Warp 0 allocates the type's columns (a power of two, at least 32) with the
+    warp-collective `tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
+    [addr], ncols`, which writes the TMEM address to a 4-byte shared-memory
+    word; then `tcgen05.fence::before_thread_sync`, `bar.sync`,
+    `tcgen05.fence::after_thread_sync` and every thread reads the address
+    (`ld.shared.b32`). Must run in uniform control flow. The allocation
+    blocks until the SM has the columns free. The contents are undefined until
+    a `tile.tcgen05_dot` writes them. Pair it with one `tile.tmem_dealloc`; a
+    kernel allocates once (the dealloc gives up the permit to allocate).
+  }];
+  let results = (outs Tile_TMem:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def Tile_TMemDeallocOp : Tile_Op<"tmem_dealloc", [MemoryEffects<[MemFree]>]> {
+  let summary = "free a Tensor Memory accumulator and the permit to allocate";
+  let description = [{
+    ```mlir
+    tile.tmem_dealloc %acc : !tile.tmem<tensor<128x256xf32>>
+    ```
+    `tcgen05.fence::before_thread_sync`, `bar.sync` (every thread's reads of
+    the accumulator are complete: `tile.tmem_load` waits for them), then warp 0:
+    `tcgen05.fence::after_thread_sync`,
+    `tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols` and
+    `tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned`: the block
+    allocates no Tensor Memory after it. Must run in uniform control flow,
+    after every `tile.tcgen05_dot` into the accumulator has completed (a
+    block must free its Tensor Memory before it exits).
+  }];
+  let arguments = (ins Tile_TMem:$tmem);
+  let assemblyFormat = "$tmem attr-dict `:` qualified(type($tmem))";
+}
+
+def Tile_TMemLoadOp : Tile_Op<"tmem_load", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "read a Tensor Memory accumulator into registers";
+  let description = [{
+    ```mlir
+    %r = tile.tmem_load %acc : !tile.tmem<tensor<128x256xf32>>
+        -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+    ```
+    The result is in the version 5 `#tile.mma` layout: thread t reads TMEM
+    lane t mod 128 (a warp may only reach the 32 lanes of its quarter) and
+    warpgroup g the columns g * N/G .. (g + 1) * N/G - 1, with
+    `tcgen05.fence::after_thread_sync`, `tcgen05.ld.sync.aligned.32x32b.xC.b32`
+    (C up to 32 columns per instruction) and `tcgen05.wait::ld.sync.aligned`.
+    The dots that wrote the accumulator must be complete (a
+    `tile.mbarrier_wait` on their commit); `numWarps` must be the kernel's.
+  }];
+  let arguments = (ins Tile_TMem:$tmem);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$tmem attr-dict `:` qualified(type($tmem)) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_Tcgen05DotOp : Tile_Op<"tcgen05_dot", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "an asynchronous tcgen05.mma of two ring slots into a TMEM accumulator";
+  let description = [{
+    ```mlir
+    tile.tcgen05_dot %ra[%sa], %rb[%sb], %acc, %accumulate -> %done[%i]
+        : !tile.ring<3, tensor<128x64xbf16>>, !tile.ring<3, tensor<256x64xbf16>>,
+          !tile.tmem<tensor<128x256xf32>>, !tile.mbarriers<2>
+    ```
+    `acc = a * transpose(b) + (accumulate ? acc : 0)` with `a` the [128, K]
+    box of slot `sa` and `b` the [N, K] box of slot `sb`, both bf16 or both
+    f16, K-major with the 128-byte TMA swizzle (K * 2 = 128 bytes), N a
+    multiple of 16 from 16 to 256. Created by `kiln-tile-accelerate-dot`
+    (sm_100a, sm_103a) from a `tile.dot` of ring loads in a pipelined loop.
+
+    One elected thread of warp 0 issues, after
+    `tcgen05.fence::after_thread_sync`, one
+    `tcgen05.mma.cta_group::1.kind::f16 [acc], adesc, bdesc, idesc, p` per 16
+    columns of K, then `tcgen05.commit.cta_group::1.mbarrier::arrive::one
+    .shared::cluster.b64 [done[i]]`: the barrier completes a phase once these
+    MMAs (and every earlier one of the thread) are done. `p`
+    (enable-input-d) is `accumulate` for the first K step and true after it.
+    The shared-memory descriptors (PTX ISA, "tcgen05 shared memory
+    descriptor") have the start address >> 4 in bits 0-13, leading byte
+    offset 1 (unused for swizzled K-major boxes), stride byte offset
+    1024 >> 4 (8 rows of 128 bytes) in bits 32-45, the fixed 0b001 in bits
+    46-48, base offset 0 (slots are 1024-byte aligned) and swizzle mode 2
+    (128-byte) in bits 61-63; a K step of 16 elements adds 32 bytes to the
+    start address. The instruction descriptor is dense, D f32 (bits 4-5 = 1),
+    A and B f16 (0) or bf16 (1) in bits 7-9 and 10-12, both K-major (bits 15,
+    16 = 0), N >> 3 in bits 17-22 and M >> 4 in bits 24-28.
+
+    The slots may be refilled, and the accumulator read, only after a
+    `tile.mbarrier_wait` on `done[i]` for the phase this commit completes.
+    In the consumers of a warp-specialized loop `done` is the EMPTY barrier
+    array and `i` the slot the dot reads: the producer warp's wait for it
+    is what orders the refill after the MMAs.
+  }];
+  let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot, Tile_TMem:$acc,
+                       I1:$accumulate, Tile_MBarriers:$barriers, I32:$barrier);
+  let assemblyFormat = [{
+    $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc `,` $accumulate `->` $barriers `[` $barrier `]`
+    attr-dict `:` qualified(type($a)) `,` qualified(type($b)) `,` qualified(type($acc)) `,`
+    qualified(type($barriers))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_DIALECT_TILE_IR_TILENVIDIAOPS_TD
