@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConversionSteps.h"
 #include "PatternUtils.h"
 
 using namespace mlir;

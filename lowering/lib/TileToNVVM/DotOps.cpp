@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConversionSteps.h"
 #include "PatternUtils.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConversionSteps.h"
 #include "PatternUtils.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -32,10 +33,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// On an op whose kind does not tell what it uses (inline PTX): the name of
-/// the feature, until recordKernelFacts collects it.
-constexpr llvm::StringLiteral kFeatureMark = "kiln.feature";
-
 /// An atomic without a syncscope acts at system scope (`.sys`).
 bool isSystemScope(std::optional<StringRef> syncscope) { return !syncscope || syncscope->empty(); }
 
@@ -68,12 +65,6 @@ StringRef getFeature(Operation *op) {
   return "";
 }
 } // namespace
-
-void kiln::markFeature(Operation *op, StringRef feature) {
-  assert(llvm::is_contained(tile::TileDialect::getKernelFeatures(), feature) &&
-         "not a kernel feature");
-  op->setAttr(kFeatureMark, StringAttr::get(op->getContext(), feature));
-}
 
 void kiln::recordKernelFacts(ModuleOp module) {
   MLIRContext *context = module.getContext();

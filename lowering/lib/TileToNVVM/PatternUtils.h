@@ -29,12 +29,11 @@ mlir::Value createInlinePTX(mlir::OpBuilder &b, mlir::Location loc, mlir::Type r
                             llvm::StringRef constraints, bool sideEffects = true,
                             llvm::StringRef feature = {});
 /// Marks `op`, whose kind does not tell it (inline PTX), with the kernel
-/// feature it uses, for recordKernelFacts.
+/// feature it uses (the attribute kFeatureMark), for recordKernelFacts.
 void markFeature(mlir::Operation *op, llvm::StringRef feature);
-/// After the conversion: records on each kernel what its ops use
-/// (`tile.features`, `tile.pdl`, `tile.register_split`; KernelFacts.cpp) and
-/// drops the marks of markFeature.
-void recordKernelFacts(mlir::ModuleOp module);
+/// The attribute of markFeature: on an op whose kind does not tell what it
+/// uses, the name of the feature, until recordKernelFacts collects it.
+constexpr llvm::StringLiteral kFeatureMark = "kiln.feature";
 /// The body of a single-block `combine` region (reduce, scan) cloned on `lhs`
 /// and `rhs`; returns the value its terminator yields.
 mlir::Value inlineCombine(mlir::OpBuilder &b, mlir::Region &combine, mlir::Value lhs,
@@ -145,25 +144,6 @@ constexpr int64_t kMaxConsumerRegisters = 240;
 /// what fits the pool the program starts with (its threads x the registers
 /// each may hold), a multiple of 8, at most 240.
 int64_t getConsumerRegisters(int64_t consumerThreads);
-/// After the conversion: every CTA barrier (`bar.sync 0`) that the consumers
-/// of a lowered tile.warp_specialize run becomes the named barrier of their
-/// threads (`bar.sync 1, C`).
-void replaceConsumerBarriers(mlir::Operation *root);
-
-/// Before the conversion: the wait of the cluster barrier that ends each
-/// tile.cluster_load / cluster_gather / cluster_sum (after its remote reads)
-/// moves to just before the next op of its block that is or holds a cluster
-/// op, or its block's terminator (the kernel's return), and the exchange is
-/// marked to emit the arrive alone. The barrier's latency then overlaps the
-/// arithmetic after the exchange; every buffer is still read by all blocks
-/// before any block leaves or runs the next cluster op, and each thread still
-/// waits once between two arrives.
-void deferClusterWaits(mlir::ModuleOp module);
-
-/// Fails (with an error at the op) when the shared-memory buffers of a
-/// tile.dot do not fit in the 48 KiB of static shared memory.
-mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);
-
 /// Base of the patterns that need the layout.
 template <typename SourceOp>
 class TileOpConversion : public mlir::ConvertOpToLLVMPattern<SourceOp> {

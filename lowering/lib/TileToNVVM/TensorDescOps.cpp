@@ -342,15 +342,6 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
 };
 } // namespace
 
-Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,
-                            Value slot) {
-  Value offset = LLVM::AddOp::create(
-      b, loc, createI32Constant(b, loc, ring.getSlotsOffset()),
-      LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes())));
-  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
-                             ArrayRef<LLVM::GEPArg>{offset});
-}
-
 namespace {
 /// The swizzle of the boxes issued into `ring` (one descriptor type feeds a
 /// ring: kiln-tile-pipeline-loads makes one ring per load).
@@ -535,12 +526,6 @@ struct MBarrierWaitLowering : TileOpConversion<tile::MBarrierWaitOp> {
   }
 };
 } // namespace
-
-Value kiln::mbarrierAddress(OpBuilder &b, Location loc, Value base, Value index) {
-  Value offset = LLVM::MulOp::create(b, loc, index, createI32Constant(b, loc, 8));
-  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
-                             ArrayRef<LLVM::GEPArg>{offset});
-}
 
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConversionSteps.h"
 #include "PatternUtils.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -68,15 +69,6 @@ struct WarpSpecializeLowering : TileOpConversion<tile::WarpSpecializeOp> {
   }
 };
 } // namespace
-
-int64_t kiln::getConsumerRegisters(int64_t consumerThreads) {
-  // The pool: every thread starts with the registers the program's threads
-  // may hold (65536 of them; 255 at most a thread, allocated by 8).
-  int64_t threads = consumerThreads + kProducerThreads;
-  int64_t start = std::min<int64_t>(255, (int64_t(1) << 16) / threads) / 8 * 8;
-  int64_t fit = threads * start - kProducerThreads * kProducerRegisters;
-  return std::min<int64_t>(kMaxConsumerRegisters, fit / consumerThreads / 8 * 8);
-}
 
 void kiln::replaceConsumerBarriers(Operation *root) {
   root->walk([](scf::IfOp split) {

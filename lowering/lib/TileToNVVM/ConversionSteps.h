@@ -1,0 +1,41 @@
+//===- ConversionSteps.h - what ConvertTileToNVVM runs around its patterns ===//
+//
+// The checks the pass runs before applying its patterns and the rewrites it
+// runs after, each defined beside the patterns of the ops it concerns.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TILETONVVM_CONVERSIONSTEPS_H
+#define KILN_LIB_TILETONVVM_CONVERSIONSTEPS_H
+
+#include "kiln/Conversion/TileToNVVM.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+
+/// Before: fails (with an error at the op) when the shared-memory buffers of
+/// a tile.dot do not fit in the 48 KiB of static shared memory (DotOps.cpp).
+mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);
+
+/// Before: the wait of the cluster barrier that ends each
+/// tile.cluster_load / cluster_gather / cluster_sum (after its remote reads)
+/// moves to just before the next op of its block that is or holds a cluster
+/// op, or its block's terminator (the kernel's return), and the exchange is
+/// marked to emit the arrive alone (ClusterOps.cpp).
+void deferClusterWaits(mlir::ModuleOp module);
+
+/// After: every CTA barrier (`bar.sync 0`) that the consumers of a lowered
+/// tile.warp_specialize run becomes the named barrier of their threads
+/// (`bar.sync 1, C`; WarpSpecializeOps.cpp).
+void replaceConsumerBarriers(mlir::Operation *root);
+
+/// After: records on each kernel what its ops use (`tile.features`,
+/// `tile.pdl`, `tile.register_split`) and drops the marks of markFeature
+/// (KernelFacts.cpp).
+void recordKernelFacts(mlir::ModuleOp module);
+
+} // namespace kiln
+
+#endif // KILN_LIB_TILETONVVM_CONVERSIONSTEPS_H

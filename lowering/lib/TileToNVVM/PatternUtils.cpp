@@ -1,0 +1,375 @@
+//===- PatternUtils.cpp - shared code of the tile -> NVVM patterns --------===//
+//
+// The helpers PatternUtils.h declares: tiles as registers, inline PTX,
+// shuffles, element indices, vector accesses, shared buffers, rings and
+// mbarriers, the warp-specialized register split.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PatternUtils.h"
+
+#include "kiln/Conversion/TileToNVVM.h"
+#include "kiln/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+SmallVector<Value> kiln::unpackTile(OpBuilder &b, Location loc, Value value) {
+  auto structType = llvm::dyn_cast<LLVM::LLVMStructType>(value.getType());
+  if (!structType)
+    return {value};
+  SmallVector<Value> elements;
+  for (int64_t i = 0, e = structType.getBody().size(); i < e; ++i)
+    elements.push_back(LLVM::ExtractValueOp::create(b, loc, value, ArrayRef<int64_t>{i}));
+  return elements;
+}
+
+Value kiln::packTile(OpBuilder &b, Location loc, Type type, ValueRange values) {
+  if (!llvm::isa<LLVM::LLVMStructType>(type)) {
+    assert(values.size() == 1 && "a scalar packs one value");
+    return values.front();
+  }
+  Value result = LLVM::PoisonOp::create(b, loc, type);
+  for (auto [i, value] : llvm::enumerate(values))
+    result = LLVM::InsertValueOp::create(b, loc, result, value, ArrayRef<int64_t>{int64_t(i)});
+  return result;
+}
+
+VectorAccess::VectorAccess(MLIRContext *context, Type element, int64_t requested)
+    : element(element) {
+  int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+  vec = element.isInteger(1) ? 1 : requested;
+  int64_t total = vec * bytes;
+  alignment = total;
+  valueType = vec == 1 ? element : VectorType::get({vec}, element);
+  if (vec == 1)
+    accessType = element;
+  else if (total % 4 == 0)
+    accessType = total == 4 ? Type(IntegerType::get(context, 32))
+                            : Type(VectorType::get({total / 4}, IntegerType::get(context, 32)));
+  else
+    accessType = IntegerType::get(context, total * 8);
+}
+
+SmallVector<Value> VectorAccess::split(OpBuilder &b, Location loc, Value loaded) const {
+  if (vec == 1)
+    return {loaded};
+  Value vector = LLVM::BitcastOp::create(b, loc, valueType, loaded);
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < vec; ++i)
+    elements.push_back(
+        LLVM::ExtractElementOp::create(b, loc, vector, createI32Constant(b, loc, i)));
+  return elements;
+}
+
+/// The 16-bit value whose byte `index` `element` is (an extractelement of a
+/// bitcast i16 -> vector<2xi8>, as f8 conversions produce two at a time).
+static Value byteOf16Bits(Value element, int64_t index) {
+  // Through unpackTile's extractvalue of packTile's insertvalue chain.
+  if (auto unpacked = element.getDefiningOp<LLVM::ExtractValueOp>()) {
+    auto insert = unpacked.getContainer().getDefiningOp<LLVM::InsertValueOp>();
+    while (insert && insert.getPosition() != unpacked.getPosition())
+      insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>();
+    if (insert)
+      element = insert.getValue();
+  }
+  auto extract = element.getDefiningOp<LLVM::ExtractElementOp>();
+  APInt position;
+  if (!extract || !matchPattern(extract.getPosition(), m_ConstantInt(&position)) ||
+      position.getSExtValue() != index)
+    return {};
+  auto bitcast = extract.getVector().getDefiningOp<LLVM::BitcastOp>();
+  if (!bitcast || !bitcast.getArg().getType().isInteger(16))
+    return {};
+  return bitcast.getArg();
+}
+
+Value VectorAccess::join(OpBuilder &b, Location loc, ArrayRef<Value> elements) const {
+  if (vec == 1)
+    return elements.front();
+  // Bytes that come in pairs from one 16-bit value join as 16-bit lanes (LLVM
+  // would otherwise split and repack them byte by byte).
+  if (element.isInteger(8) && vec % 2 == 0) {
+    SmallVector<Value> halves;
+    for (int64_t i = 0; i < vec; i += 2) {
+      Value lo = byteOf16Bits(elements[i], 0);
+      if (!lo || byteOf16Bits(elements[i + 1], 1) != lo)
+        break;
+      halves.push_back(lo);
+    }
+    if (int64_t(halves.size()) * 2 == vec) {
+      Value vector = LLVM::PoisonOp::create(b, loc, VectorType::get({vec / 2}, b.getI16Type()));
+      for (auto [i, half] : llvm::enumerate(halves))
+        vector = LLVM::InsertElementOp::create(b, loc, vector, half,
+                                               createI32Constant(b, loc, int64_t(i)));
+      return LLVM::BitcastOp::create(b, loc, accessType, vector);
+    }
+  }
+  Value vector = LLVM::PoisonOp::create(b, loc, valueType);
+  for (int64_t i = 0; i < vec; ++i)
+    vector = LLVM::InsertElementOp::create(b, loc, vector, elements[i],
+                                           createI32Constant(b, loc, i));
+  return LLVM::BitcastOp::create(b, loc, accessType, vector);
+}
+
+Value kiln::createI32Constant(OpBuilder &b, Location loc, int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(value));
+}
+
+Value kiln::createInlinePTX(OpBuilder &b, Location loc, Type result, ValueRange operands,
+                            StringRef ptx, StringRef constraints, bool sideEffects,
+                            StringRef feature) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, result ? TypeRange(result) : TypeRange(), operands, b.getStringAttr(ptx),
+      b.getStringAttr(constraints), sideEffects ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
+      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+  if (!feature.empty())
+    markFeature(op, feature);
+  return result ? op.getResult(0) : Value();
+}
+
+Value kiln::inlineCombine(OpBuilder &b, Region &combine, Value lhs, Value rhs) {
+  return inlineCombine(b, combine, ValueRange(lhs), ValueRange(rhs)).front();
+}
+
+SmallVector<Value> kiln::inlineCombine(OpBuilder &b, Region &combine, ValueRange lhs,
+                                       ValueRange rhs) {
+  Block &block = combine.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments().take_front(lhs.size()), lhs);
+  mapping.map(block.getArguments().drop_front(lhs.size()), rhs);
+  for (Operation &inner : block.without_terminator())
+    b.clone(inner, mapping);
+  return llvm::map_to_vector(block.getTerminator()->getOperands(),
+                             [&](Value v) { return mapping.lookupOrDefault(v); });
+}
+
+std::pair<int64_t, int64_t> kiln::axisElementBits(RankedTensorType type, int64_t axis) {
+  int64_t lo = 0;
+  for (int64_t d = type.getRank() - 1; d > axis; --d)
+    lo += llvm::Log2_64(type.getDimSize(d));
+  return {lo, lo + llvm::Log2_64(type.getDimSize(axis))};
+}
+
+Value kiln::createThreadId(OpBuilder &b, Location loc) {
+  return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+}
+
+Value kiln::createIssuer(OpBuilder &b, Location loc) {
+  Value elected = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
+  Value warp0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
+                                     createI32Constant(b, loc, 32));
+  return LLVM::AndOp::create(b, loc, elected, warp0);
+}
+
+/// The shuffle with the lane operand made by `makeLaneArg` (after the member
+/// mask, so that a constant lane argument sits between the mask and the clamp).
+static Value createShuffleImpl(OpBuilder &b, Location loc, Value value,
+                               llvm::function_ref<Value()> makeLaneArg, NVVM::ShflKind kind,
+                               int64_t clamp) {
+  Type type = value.getType();
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Type i32 = b.getI32Type();
+  Value mask = createI32Constant(b, loc, -1);
+  Value laneArg = makeLaneArg();
+  Value clampValue = createI32Constant(b, loc, clamp);
+  auto shfl = [&](Value word) {
+    return NVVM::ShflOp::create(b, loc, i32, mask, word, laneArg, clampValue,
+                                NVVM::ShflKindAttr::get(b.getContext(), kind), UnitAttr())
+        .getResult();
+  };
+  Type intType = b.getIntegerType(bits);
+  Value asInt = type.isInteger() ? value : LLVM::BitcastOp::create(b, loc, intType, value);
+  Value result;
+  if (bits <= 32) {
+    Value word = bits == 32 ? asInt : LLVM::ZExtOp::create(b, loc, i32, asInt);
+    Value shuffled = shfl(word);
+    result = bits == 32 ? shuffled : LLVM::TruncOp::create(b, loc, intType, shuffled);
+  } else {
+    Type i64 = b.getI64Type();
+    auto c32 = [&] { return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)); };
+    Value lo = LLVM::TruncOp::create(b, loc, i32, asInt);
+    Value hi = LLVM::TruncOp::create(b, loc, i32, LLVM::LShrOp::create(b, loc, asInt, c32()));
+    Value loS = LLVM::ZExtOp::create(b, loc, i64, shfl(lo));
+    Value hiS = LLVM::ZExtOp::create(b, loc, i64, shfl(hi));
+    result = LLVM::OrOp::create(b, loc, loS, LLVM::ShlOp::create(b, loc, hiS, c32()));
+  }
+  return type.isInteger() ? result : LLVM::BitcastOp::create(b, loc, type, result);
+}
+
+Value kiln::createShuffle(OpBuilder &b, Location loc, Value value, Value laneArg,
+                          NVVM::ShflKind kind, int64_t clamp) {
+  return createShuffleImpl(b, loc, value, [&] { return laneArg; }, kind, clamp);
+}
+
+Value kiln::createShuffle(OpBuilder &b, Location loc, Value value, int64_t laneArg,
+                          NVVM::ShflKind kind, int64_t clamp) {
+  return createShuffleImpl(
+      b, loc, value, [&] { return createI32Constant(b, loc, laneArg); }, kind, clamp);
+}
+
+ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
+                                       const tile::BlockedLayout &layout) {
+  ElementIndices indices;
+  Value tid = createThreadId(b, loc);
+  if (layout.isReplicated())
+    tid = LLVM::AndOp::create(b, loc, tid, createI32Constant(b, loc, layout.runs() - 1));
+  indices.base = LLVM::MulOp::create(b, loc, tid, createI32Constant(b, loc, layout.vec));
+  for (int64_t reg = 0, e = layout.regsPerThread(); reg < e; ++reg)
+    indices.offsets.push_back(layout.elementOf(0, reg));
+  return indices;
+}
+
+ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
+                                       const TileTypeConverter &converter,
+                                       RankedTensorType type) {
+  std::optional<tile::MmaLayout> mma = converter.getMmaLayout(type);
+  if (!mma)
+    return getElementIndices(b, loc, converter.getLayout(type));
+  // MmaLayout::baseOf with the thread id in registers.
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  Value tid = createThreadId(b, loc);
+  ElementIndices indices;
+  for (int64_t reg = 0, e = mma->regsPerThread(); reg < e; ++reg)
+    indices.offsets.push_back(mma->offsetOf(reg));
+  if (mma->version == 5) {
+    indices.base = LLVM::AddOp::create(
+        b, loc, LLVM::MulOp::create(b, loc, LLVM::AndOp::create(b, loc, tid, c(127)), c(mma->n)),
+        LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(7)),
+                            c(mma->columnsPerThread())));
+    return indices;
+  }
+  Value lane = LLVM::AndOp::create(b, loc, tid, c(31));
+  Value row = LLVM::AddOp::create(
+      b, loc,
+      LLVM::AddOp::create(
+          b, loc, LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(7)), c(64)),
+          LLVM::MulOp::create(
+              b, loc, LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(5)), c(3)),
+              c(16))),
+      LLVM::LShrOp::create(b, loc, lane, c(2)));
+  indices.base = LLVM::AddOp::create(
+      b, loc, LLVM::MulOp::create(b, loc, row, c(mma->n)),
+      LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));
+  return indices;
+}
+
+int64_t kiln::getAccessWidth(const TileTypeConverter &converter, RankedTensorType type) {
+  int64_t bytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  std::optional<tile::MmaLayout> mma = converter.getMmaLayout(type);
+  int64_t layoutRun = mma ? mma->run() : converter.getLayout(type).vec;
+  return std::min({layoutRun, type.getShape().back(), 16 / bytes});
+}
+
+/// The member a register holds: through `extractvalue` of a struct built by
+/// packTile (a chain of `insertvalue`), the inserted value.
+static Value resolveRegister(Value value) {
+  auto extract = value.getDefiningOp<LLVM::ExtractValueOp>();
+  if (!extract || extract.getPosition().size() != 1)
+    return value;
+  int64_t position = extract.getPosition()[0];
+  for (auto insert = extract.getContainer().getDefiningOp<LLVM::InsertValueOp>(); insert;
+       insert = insert.getContainer().getDefiningOp<LLVM::InsertValueOp>())
+    if (insert.getPosition() == ArrayRef<int64_t>{position})
+      return insert.getValue();
+  return value;
+}
+
+std::optional<SmallVector<int64_t>>
+kiln::findRegisterSources(int64_t threads, int64_t toRegs,
+                          llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
+                          ArrayRef<int64_t> fromRegs,
+                          llvm::function_ref<int64_t(int64_t, int64_t)> fromElement) {
+  SmallVector<int64_t> sources(toRegs, -1);
+  llvm::SmallDenseMap<int64_t, int64_t> regOfElement;
+  for (int64_t t = 0; t < threads; ++t) {
+    regOfElement.clear();
+    for (int64_t reg : fromRegs)
+      regOfElement.try_emplace(fromElement(t, reg), reg);
+    for (int64_t r = 0; r < toRegs; ++r) {
+      auto it = regOfElement.find(toElement(t, r));
+      if (it == regOfElement.end())
+        return std::nullopt;
+      if (t == 0)
+        sources[r] = it->second;
+      else if (sources[r] != it->second && fromElement(t, sources[r]) != toElement(t, r))
+        return std::nullopt; // the same register must serve every thread
+    }
+  }
+  return sources;
+}
+
+Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r,
+                                ArrayRef<Value> results) {
+  for (int64_t earlier = 0; earlier < r; ++earlier)
+    if (llvm::all_of(operands, [&](const SmallVector<Value> &values) {
+          return resolveRegister(values[earlier]) == resolveRegister(values[r]);
+        }))
+      return results[earlier];
+  return Value();
+}
+
+Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout &layout) {
+  if (!layout.isReplicated())
+    return LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, createThreadId(b, loc),
+                              createI32Constant(b, loc, layout.runs()));
+}
+
+Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, Type element,
+                               int64_t count, unsigned alignment) {
+  Location loc = user->getLoc();
+  auto module = user->getParentOfType<ModuleOp>();
+  std::string name;
+  for (unsigned i = 0;; ++i) {
+    name = (prefix + "_" + Twine(i)).str();
+    if (!SymbolTable::lookupSymbolIn(module, name))
+      break;
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(element, count),
+                           /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
+                           alignment, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+}
+
+Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,
+                            Value slot) {
+  Value offset = LLVM::AddOp::create(
+      b, loc, createI32Constant(b, loc, ring.getSlotsOffset()),
+      LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes())));
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
+Value kiln::mbarrierAddress(OpBuilder &b, Location loc, Value base, Value index) {
+  Value offset = LLVM::MulOp::create(b, loc, index, createI32Constant(b, loc, 8));
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+
+int64_t kiln::getConsumerRegisters(int64_t consumerThreads) {
+  // The pool: every thread starts with the registers the program's threads
+  // may hold (65536 of them; 255 at most a thread, allocated by 8).
+  int64_t threads = consumerThreads + kProducerThreads;
+  int64_t start = std::min<int64_t>(255, (int64_t(1) << 16) / threads) / 8 * 8;
+  int64_t fit = threads * start - kProducerThreads * kProducerRegisters;
+  return std::min<int64_t>(kMaxConsumerRegisters, fit / consumerThreads / 8 * 8);
+}
+
+void kiln::markFeature(Operation *op, StringRef feature) {
+  assert(llvm::is_contained(tile::TileDialect::getKernelFeatures(), feature) &&
+         "not a kernel feature");
+  op->setAttr(kFeatureMark, StringAttr::get(op->getContext(), feature));
+}
