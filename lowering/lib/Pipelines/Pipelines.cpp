@@ -32,6 +32,7 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(tile::createTileVectorizeAccess());
+  pm.addPass(createDeferClusterWaits());
   ConvertTileToNVVMOptions nvvmOptions;
   nvvmOptions.arch = options.arch;
   pm.addPass(createConvertTileToNVVM(nvvmOptions));

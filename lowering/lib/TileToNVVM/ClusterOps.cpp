@@ -6,7 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConversionSteps.h"
 #include "PatternUtils.h"
 
 using namespace mlir;
@@ -40,16 +39,13 @@ void createClusterBarrier(OpBuilder &b, Location loc) {
   NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
 }
 
-/// Set by deferClusterWaits on an exchange whose trailing wait it moved.
-constexpr StringLiteral kDeferredWaitAttr = "kiln.cluster_wait_deferred";
-
 /// The barrier after an exchange's remote reads (no block may leave, or
 /// overwrite its buffer, while another still reads it): the arrive (release:
-/// the reads are done) and, unless deferClusterWaits moved it, the wait.
+/// the reads are done) and, unless kiln-defer-cluster-waits moved it, the wait.
 void createTrailingClusterBarrier(OpBuilder &b, Operation *exchange) {
   Location loc = exchange->getLoc();
   NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
-  if (!exchange->hasAttr(kDeferredWaitAttr))
+  if (!exchange->hasAttr(kClusterWaitDeferredAttr))
     NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
 }
 
@@ -297,33 +293,6 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
 };
 } // namespace
 
-void kiln::deferClusterWaits(ModuleOp module) {
-  auto isClusterOp = [](Operation *op) {
-    return llvm::isa<tile::ClusterLoadOp, tile::ClusterGatherOp, tile::ClusterSumOp,
-                     tile::ClusterBarrierOp>(op);
-  };
-  module.walk([&](Operation *exchange) {
-    if (!llvm::isa<tile::ClusterLoadOp, tile::ClusterGatherOp, tile::ClusterSumOp>(exchange))
-      return;
-    // The first later op of the block that is or holds a cluster op, or the
-    // terminator: every thread reaches it (cluster ops are in uniform
-    // control flow), and the wait must come before the next arrive.
-    Operation *next = exchange->getNextNode();
-    for (; next; next = next->getNextNode()) {
-      if (next->hasTrait<OpTrait::IsTerminator>() || isClusterOp(next))
-        break;
-      if (next->walk([&](Operation *inner) {
-                return isClusterOp(inner) ? WalkResult::interrupt() : WalkResult::advance();
-              }).wasInterrupted())
-        break;
-    }
-    if (!next)
-      return;
-    OpBuilder b(next);
-    NVVM::ClusterWaitOp::create(b, exchange->getLoc(), b.getUnitAttr());
-    exchange->setAttr(kDeferredWaitAttr, b.getUnitAttr());
-  });
-}
 
 void kiln::populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
                                                 RewritePatternSet &patterns) {

@@ -19,13 +19,6 @@ namespace kiln {
 /// a tile.dot do not fit in the 48 KiB of static shared memory (DotOps.cpp).
 mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);
 
-/// Before: the wait of the cluster barrier that ends each
-/// tile.cluster_load / cluster_gather / cluster_sum (after its remote reads)
-/// moves to just before the next op of its block that is or holds a cluster
-/// op, or its block's terminator (the kernel's return), and the exchange is
-/// marked to emit the arrive alone (ClusterOps.cpp).
-void deferClusterWaits(mlir::ModuleOp module);
-
 /// After: every CTA barrier (`bar.sync 0`) that the consumers of a lowered
 /// tile.warp_specialize run becomes the named barrier of their threads
 /// (`bar.sync 1, C`; WarpSpecializeOps.cpp).

@@ -144,6 +144,10 @@ constexpr int64_t kMaxConsumerRegisters = 240;
 /// what fits the pool the program starts with (its threads x the registers
 /// each may hold), a multiple of 8, at most 240.
 int64_t getConsumerRegisters(int64_t consumerThreads);
+/// Set by kiln-defer-cluster-waits on a cluster exchange whose trailing wait
+/// it moved: the exchange's lowering emits the arrive alone.
+constexpr llvm::StringLiteral kClusterWaitDeferredAttr = "kiln.cluster_wait_deferred";
+
 /// Base of the patterns that need the layout.
 template <typename SourceOp>
 class TileOpConversion : public mlir::ConvertOpToLLVMPattern<SourceOp> {

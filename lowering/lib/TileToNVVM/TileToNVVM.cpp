@@ -362,7 +362,6 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     });
     if (tooLarge.wasInterrupted())
       return signalPassFailure();
-    deferClusterWaits(module);
     RewritePatternSet patterns(context);
     populateTileToNVVMConversionPatterns(converter, patterns);
 

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-vectorize-access -kiln-convert-tile-to-nvvm | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-vectorize-access -kiln-defer-cluster-waits -kiln-convert-tile-to-nvvm | FileCheck %s
 
 // Cluster ids read their special registers (nvvm.read.ptx.sreg.*: %clusterid,
 // %nclusterid, %cluster_ctaid, %cluster_ctarank, %cluster_nctarank, in the

@@ -52,6 +52,26 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect", "::mlir::cf::ControlFlowDialect"];
 }
 
+def DeferClusterWaits : Pass<"kiln-defer-cluster-waits", "::mlir::ModuleOp"> {
+  let summary = "Move the wait of each cluster exchange's closing barrier down to the next "
+                "op that needs it";
+  let description = [{
+    Runs before `kiln-convert-tile-to-nvvm`. A `tile.cluster_load`,
+    `tile.cluster_gather` or `tile.cluster_sum` ends with a cluster barrier
+    after its remote reads (no block may leave, or overwrite its buffer, while
+    another still reads it). This pass inserts that barrier's wait
+    (`nvvm.cluster.wait`) just before the next op of the exchange's block that
+    is or holds a cluster op, or before the block's terminator (the kernel's
+    return), and marks the exchange `kiln.cluster_wait_deferred` so that its
+    lowering emits the arrive alone. The barrier's latency then overlaps the
+    arithmetic after the exchange; every buffer is still read by all blocks
+    before any block leaves or runs the next cluster op, and each thread still
+    waits once between two arrives. Without this pass each exchange waits where
+    it arrives.
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 def AllocateSharedMemory : Pass<"kiln-allocate-shared-memory", "::mlir::ModuleOp"> {
   let summary = "Move shared buffers past 48 KiB into dynamic shared memory, reusing bytes "
                 "between buffers not live at once";

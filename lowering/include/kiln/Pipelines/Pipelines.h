@@ -22,8 +22,8 @@ struct TileToLLVMOptions {
 /// translation to LLVM IR (registered as `kiln-tile-to-llvm`):
 ///   kiln-tile-pipeline-loads, canonicalize, cse, kiln-tile-assign-layout,
 ///   kiln-tile-accelerate-dot, kiln-tile-rematerialize-broadcasts, canonicalize, cse,
-///   kiln-tile-vectorize-access, kiln-convert-tile-to-nvvm, kiln-allocate-shared-memory,
-///   convert-scf-to-cf, convert-arith-to-llvm, convert-cf-to-llvm,
+///   kiln-tile-vectorize-access, kiln-defer-cluster-waits, kiln-convert-tile-to-nvvm,
+///   kiln-allocate-shared-memory, convert-scf-to-cf, convert-arith-to-llvm, convert-cf-to-llvm,
 ///   convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts.
 void buildTileToLLVMPipeline(mlir::OpPassManager &pm, const TileToLLVMOptions &options = {});
 
