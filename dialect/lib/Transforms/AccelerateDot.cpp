@@ -9,6 +9,7 @@
 
 #include "kiln/Dialect/Tile/IR/TileOps.h"
 #include "kiln/Dialect/Tile/Transforms/Passes.h"
+#include "kiln/Support/Arch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -338,8 +339,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   }
 
   void accelerateDots(func::FuncOp func) {
-    bool hopper = arch == "sm_90a";
-    bool blackwell = arch == "sm_100a" || arch == "sm_103a";
+    std::optional<kiln::Arch> target = kiln::Arch::get(arch);
+    bool hopper = target && target->hasWgmma();
+    bool blackwell = target && target->hasTcgen05();
     if (!hopper && !blackwell)
       return;
     auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());

@@ -53,6 +53,7 @@
 
 #include "kiln/Dialect/Tile/IR/TileOps.h"
 #include "kiln/Dialect/Tile/Transforms/Passes.h"
+#include "kiln/Support/Arch.h"
 
 #include "LoopSlice.h"
 
@@ -118,10 +119,12 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
     loop->removeAttr(kNumStages);
     // The same split on both: Hopper's dot is wgmma, Blackwell's tcgen05
     // (kiln-tile-accelerate-dot then turns the releases into tcgen05.commit).
-    if (arch != "sm_90a" && arch != "sm_100a" && arch != "sm_103a")
-      return loop.emitError()
-             << "warp specialization needs sm_90a, sm_100a or sm_103a (setmaxnreg), got "
-             << (arch.empty() ? std::string("no arch") : "'" + arch + "'");
+    std::optional<kiln::Arch> target = kiln::Arch::get(arch);
+    if (!target || !target->hasSetmaxnreg())
+      return loop.emitError() << "warp specialization needs "
+                              << kiln::Arch::namesWith(&kiln::Arch::hasSetmaxnreg)
+                              << " (setmaxnreg), got "
+                              << (arch.empty() ? std::string("no arch") : "'" + arch + "'");
     if (!stagesAttr || stagesAttr.getInt() < 2)
       return loop.emitError() << "expected tile.num_stages >= 2 on a warp-specialized loop";
     if (loop->getParentOp() != func.getOperation())

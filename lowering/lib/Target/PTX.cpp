@@ -2,6 +2,8 @@
 
 #include "kiln/Target/PTX.h"
 
+#include "kiln/Support/Arch.h"
+
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -28,14 +30,9 @@ static constexpr StringLiteral kTriple = "nvptx64-nvidia-cuda";
 /// PTX ISA 8.8: the oldest that covers sm_103a; CUDA 13 reads it.
 static constexpr StringLiteral kPTXFeatures = "+ptx88";
 
-ArrayRef<StringRef> kiln::getSupportedArchs() {
-  static const StringRef archs[] = {"sm_90a", "sm_100a", "sm_103a"};
-  return archs;
-}
+ArrayRef<StringRef> kiln::getSupportedArchs() { return Arch::names(); }
 
-bool kiln::isSupportedArch(StringRef arch) {
-  return llvm::is_contained(getSupportedArchs(), arch);
-}
+bool kiln::isSupportedArch(StringRef arch) { return Arch::get(arch).has_value(); }
 
 std::string kiln::getCudaHome() {
   if (const char *env = std::getenv("CUDA_HOME"); env && *env)

@@ -12,6 +12,7 @@
 #include "kiln/Conversion/TileToNVVM.h"
 #include "kiln/Dialect/Tile/Analysis/AxisInfo.h"
 #include "kiln/Dialect/Tile/IR/TileOps.h"
+#include "kiln/Support/Arch.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -200,24 +201,18 @@ void kiln::populateTileToNVVMConversionPatterns(TileTypeConverter &converter,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Whether `arch` has the instructions `op` lowers to (wgmma: sm_90a;
-/// tcgen05 and Tensor Memory: sm_100a, sm_103a; setmaxnreg: all three);
-/// `required` names the archs that do.
-bool archSupports(Operation *op, StringRef arch, StringRef &required) {
-  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp>(op)) {
-    required = "sm_90a";
-    return arch == "sm_90a";
-  }
-  if (llvm::isa<tile::WarpSpecializeOp>(op)) {
-    required = "sm_90a, sm_100a or sm_103a";
-    return arch == "sm_90a" || arch == "sm_100a" || arch == "sm_103a";
-  }
+/// What the arch must have for the instructions `op` lowers to (wgmma:
+/// sm_90a; tcgen05 and Tensor Memory: sm_100a, sm_103a; setmaxnreg: all
+/// three), or null.
+Arch::Capability requiredCapability(Operation *op) {
+  if (llvm::isa<tile::WarpGroupDotOp, tile::WarpGroupDotWaitOp>(op))
+    return &Arch::hasWgmma;
+  if (llvm::isa<tile::WarpSpecializeOp>(op))
+    return &Arch::hasSetmaxnreg;
   if (llvm::isa<tile::Tcgen05DotOp, tile::TMemAllocOp, tile::TMemDeallocOp, tile::TMemLoadOp>(
-          op)) {
-    required = "sm_100a or sm_103a";
-    return arch == "sm_100a" || arch == "sm_103a";
-  }
-  return true;
+          op))
+    return &Arch::hasTcgen05;
+  return nullptr;
 }
 
 /// cp.async.bulk needs a 16-byte aligned source and a multiple of 16 bytes:
@@ -277,11 +272,12 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     MLIRContext *context = &getContext();
 
     if (!arch.empty()) {
+      std::optional<Arch> target = Arch::get(arch); // an unknown arch has nothing
       WalkResult wrongArch = module.walk([&](Operation *op) {
-        StringRef required;
-        if (archSupports(op, arch, required))
+        Arch::Capability needs = requiredCapability(op);
+        if (!needs || (target && (*target.*needs)()))
           return WalkResult::advance();
-        op->emitOpError() << "needs " << required << ", not " << arch;
+        op->emitOpError() << "needs " << Arch::namesWith(needs) << ", not " << arch;
         return WalkResult::interrupt();
       });
       if (wrongArch.wasInterrupted())
