@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln::tile {
 #define GEN_PASS_DEF_TILEACCELERATEDOT
@@ -77,17 +78,22 @@ bool isElementwise(Operation *op) {
 
 /// Moves the conversion `convert` (from #tile.mma to the blocked layout) past
 /// its users where that is free: a tile.desc_store stores the source layout;
-/// an elementwise op whose other operands are splat constants runs on the
-/// source layout when its result is no wider (a narrower conversion later).
+/// an elementwise op whose other operands are splat constants or conversions
+/// from the same layout runs on the source layout when its result is no wider
+/// (a narrower conversion later). An epilogue such as `acc * sigmoid(acc)`
+/// thus runs where the accumulator is, and only its narrowed result moves.
 void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
-  SmallVector<ConvertLayoutOp> worklist{convert};
+  SmallVector<ConvertLayoutOp> worklist{convert}, visited;
   while (!worklist.empty()) {
     ConvertLayoutOp c = worklist.pop_back_val();
+    visited.push_back(c);
     auto encoding = c.getSrc().getType().getEncoding();
-    for (OpOperand &use : llvm::make_early_inc_range(c->getUses())) {
-      Operation *user = use.getOwner();
-      if (auto store = llvm::dyn_cast<DescStoreOp>(user)) {
-        use.set(c.getSrc());
+    // Each user once (an op may read `c` twice: acc * acc), collected before
+    // any is replaced.
+    llvm::SetVector<Operation *> users(c->user_begin(), c->user_end());
+    for (Operation *user : users) {
+      if (llvm::isa<DescStoreOp>(user)) {
+        user->replaceUsesOfWith(c, c.getSrc());
         continue;
       }
       if (!isElementwise(user))
@@ -96,25 +102,37 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       if (resultType.getElementTypeBitWidth() >
           c.getType().getElementTypeBitWidth())
         continue;
-      bool otherSplats = llvm::all_of(user->getOpOperands(), [&](OpOperand &operand) {
+      // The source (in the mma layout) of an operand converted from it, or null.
+      auto convertedFrom = [&](Value v) -> Value {
+        auto other = v.getDefiningOp<ConvertLayoutOp>();
+        if (!other || other.getSrc().getType().getEncoding() != encoding)
+          return {};
+        return other.getSrc();
+      };
+      bool movable = llvm::all_of(user->getOpOperands(), [&](OpOperand &operand) {
         SplatElementsAttr splat;
-        return &operand == &use || matchPattern(operand.get(), m_Constant(&splat));
+        return convertedFrom(operand.get()) ||
+               matchPattern(operand.get(), m_Constant(&splat));
       });
-      if (!otherSplats)
+      if (!movable)
         continue;
+      // The splats in the source layout first, then the op on them: each
+      // operand is defined before its use.
       b.setInsertionPoint(user);
-      Operation *moved = b.clone(*user);
-      for (OpOperand &operand : moved->getOpOperands()) {
-        if (operand.getOperandNumber() == use.getOperandNumber()) {
-          operand.set(c.getSrc());
+      SmallVector<Value> operands;
+      for (OpOperand &operand : user->getOpOperands()) {
+        if (Value source = convertedFrom(operand.get())) {
+          operands.push_back(source);
           continue;
         }
         auto type = llvm::cast<RankedTensorType>(operand.get().getType());
-        operand.set(ConvertLayoutOp::create(
+        operands.push_back(ConvertLayoutOp::create(
             b, user->getLoc(), RankedTensorType::get(type.getShape(), type.getElementType(),
                                                      encoding),
             operand.get()));
       }
+      Operation *moved = b.clone(*user);
+      moved->setOperands(operands);
       moved->getResult(0).setType(RankedTensorType::get(
           resultType.getShape(), resultType.getElementType(), encoding));
       auto back = ConvertLayoutOp::create(b, user->getLoc(), resultType, moved->getResult(0));
@@ -122,9 +140,12 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       user->erase();
       worklist.push_back(back);
     }
+  }
+  // A conversion is dead once all its users moved, which may be after its turn
+  // (an op reading two conversions moves on the second one's).
+  for (ConvertLayoutOp c : visited)
     if (c->use_empty())
       c->erase();
-  }
 }
 
 /// A tile.dot in the K loop of a pipelined GEMM: its operands are ring slots

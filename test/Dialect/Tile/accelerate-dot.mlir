@@ -535,3 +535,62 @@ func.func @mn_major_b_fp8(%da: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzl
   }
   return
 }
+
+// -----
+
+!A = !tile.ring<3, tensor<128x64xbf16>>
+!B = !tile.ring<3, tensor<128x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DC = !tile.tensordesc<tensor<128x128xbf16>>
+
+// An epilogue on the accumulator (y = acc + 1, then acc * y: the forms of
+// `acc + 1.0` and `acc * sigmoid(acc)`) runs in the mma layout: the splat it
+// adds is converted first, then the op on it, so every operand is defined
+// before its use; the product of two values in the mma layout stays there;
+// only the narrowed result is stored, with no conversion.
+// CHECK-LABEL: func.func @epilogue
+// CHECK: %[[DONE:.*]] = tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
+// CHECK: %[[ONE:.*]] = tile.convert_layout %{{.*}} : tensor<128x128xf32> -> tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NEXT: %[[Y:.*]] = arith.addf %[[DONE]], %[[ONE]] : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: %[[Z:.*]] = arith.mulf %[[DONE]], %[[Y]] : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: %[[H:.*]] = arith.truncf %[[Z]] : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x128xbf16, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.desc_store %{{.*}}, %[[H]]
+// SM100-LABEL: func.func @epilogue
+// SM100: %[[ACC:.*]] = arith.select
+// SM100: %[[ONE:.*]] = tile.convert_layout %{{.*}} : tensor<128x128xf32> -> tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100-NEXT: %[[Y:.*]] = arith.addf %[[ACC]], %[[ONE]] : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: %[[Z:.*]] = arith.mulf %[[ACC]], %[[Y]] : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: %[[H:.*]] = arith.truncf %[[Z]]
+// SM100-NOT: tile.convert_layout
+// SM100: tile.desc_store %{{.*}}, %[[H]]
+func.func @epilogue(%da: !DA, %db: !DA, %dc: !DC, %k: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %one = arith.constant dense<1.0> : tensor<128x128xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DA, !B
+  %acc, %n = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero, %it = %c0) -> (tensor<128x128xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c3 : i32
+    %phase = arith.andi %it, %c1 : i32
+    %a = tile.ring_wait_load %ra[%slot], %phase : !A -> tensor<128x64xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%slot] if %true : !DA, !A
+    %b = tile.ring_wait_load %rb[%slot], %phase : !B -> tensor<128x64xbf16>
+    tile.ring_issue %db[%c0, %kk] -> %rb[%slot] if %true : !DA, !B
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x128xbf16> -> tensor<128x128xf32>
+    %next = arith.addi %it, %c1 : i32
+    scf.yield %d, %next : tensor<128x128xf32>, i32
+  }
+  %y = arith.addf %acc, %one : tensor<128x128xf32>
+  %z = arith.mulf %acc, %y : tensor<128x128xf32>
+  %h = arith.truncf %z : tensor<128x128xf32> to tensor<128x128xbf16>
+  tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x128xbf16>
+  return
+}
