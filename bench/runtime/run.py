@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
 import torch  # noqa: E402
+
 from bench.report import write_results  # noqa: E402
 
 N = 5000

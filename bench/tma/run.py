@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from bench.common import copy_bandwidth_gbs, graph_time_ms  # noqa: E402
-from kernels_dsl.common import tma  # noqa: E402
 from bench.report import write_results  # noqa: E402
+from kernels_dsl.common import tma  # noqa: E402
 
 
 @kiln.jit(num_warps=4)

@@ -8,10 +8,10 @@ checked and everything it must not touch is checked unchanged. No GPU, no torch.
 import numpy as np
 import pytest
 
-from kiln.testing import interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import kv_indices as kvi
 from kernels_dsl.kimi_k3 import moe_align
+from kiln.testing import interpret
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 POISON = 0x7EADBEEF
