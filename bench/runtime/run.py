@@ -44,7 +44,6 @@ def main():
     parser.add_argument("--bundle", default=os.environ.get("KILN_BUNDLE", "build/kimi_k3.kbundle"))
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    from kiln import _runtime
     from kiln.runtime import Bundle
 
     rows = []

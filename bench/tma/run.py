@@ -72,7 +72,8 @@ def main():
     lines = [f"# TMA 2-D copy (bf16) on {name}", "",
              f"Measured copy bandwidth (torch, 2 GiB device copy): {copy_gbs:.0f} GB/s. "
              "Command: `python bench/tma/run.py --out DIR` (GPU time, CUDA-graph replay).", "",
-             "| shape | variant | us | GB/s | % of copy BW | correct |", "|---|---|---|---|---|---|"]
+             "| shape | variant | us | GB/s | % of copy BW | correct |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['shape']} | {r['variant']} | {r['us']:.1f} | {r['gbs']:.0f} | "
                      f"{r['pct_copy']:.1f} | {r['correct']} |")

@@ -1,5 +1,5 @@
-"""The torch custom ops of ``kernels_dsl.kimi_k3.torch_ops`` on the GPU (issue #5, "Torch integration"),
-for every op:
+"""The torch custom ops of ``kernels_dsl.kimi_k3.torch_ops`` on the GPU (issue #5, "Torch
+integration"), for every op:
 
 1. eager ``torch.ops.kiln.<name>`` equals the kernel's wrapper bit for bit on fresh random
    inputs (in-place ops: the tensor they write);
