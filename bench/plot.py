@@ -5,7 +5,8 @@ reference (right), kiln's targets drawn as lines (85 % of copy bandwidth, 1x tor
 Runs without a GPU:
 
     pip install -r bench/requirements.txt
-    python bench/plot.py bench/results/kimi_k3/README.json [-o bench/results/kimi_k3/README.png] [--t 16384]
+    python bench/plot.py bench/results/kimi_k3/README.json
+        [-o bench/results/kimi_k3/README.png] [--t 16384]
 """
 
 import argparse

@@ -35,9 +35,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 from bench.common import graph_time_ms  # noqa: E402
-from kernels_dsl.common.gemm import gemm_kernel, gemm_tma, gemm_tma_kn  # noqa: E402
 from bench.report import write_results  # noqa: E402
-
+from kernels_dsl.common.gemm import gemm_kernel, gemm_tma, gemm_tma_kn  # noqa: E402
 
 CONFIGS = [(128, 128, 64, 8)]
 # (BM, BN, BK), stages, warps, GROUP_M

@@ -34,9 +34,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
+from kernels_dsl.kimi_k3 import attn_res as A  # noqa: E402
+
 import cases as C  # noqa: E402
 import run as R  # noqa: E402
-from kernels_dsl.kimi_k3 import attn_res as A  # noqa: E402
 
 
 @kiln.jit(num_warps=8)

@@ -16,9 +16,20 @@ import torch
 import torch.nn.functional as F
 
 from kernels_dsl.common import norm
-from kernels_dsl.kimi_k3 import (attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate,
-                                 moe_align, moe_fused_gate, pack_topk_ids, quant, situ_quant,
-                                 tensor_hash)
+from kernels_dsl.kimi_k3 import (
+    attn_res,
+    concat_mla,
+    image,
+    kv_indices,
+    mla_kv,
+    mla_output_gate,
+    moe_align,
+    moe_fused_gate,
+    pack_topk_ids,
+    quant,
+    situ_quant,
+    tensor_hash,
+)
 
 H_LOCAL, HEAD_DIM, TOPK, EXPERTS = 12, 128, 16, 896
 TS = (1, 64, 4096, 16384)

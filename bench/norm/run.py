@@ -56,7 +56,10 @@ def main():
                                    rmsnorm_ref(xs[0], w).float(), rtol=2.0**-7, atol=1e-5)
         torch.testing.assert_close(norm.softmax(xs[0]).float(), softmax_ref(xs[0]).float(),
                                    rtol=2.0**-7, atol=1e-5)
-        eager_rms = (lambda x: torch.nn.functional.rms_norm(x, (d,), w, EPS))
+
+        def eager_rms(x):
+            return torch.nn.functional.rms_norm(x, (d,), w, EPS)
+
         cases = {
             "rmsnorm": {
                 "kiln": lambda x: norm.rmsnorm(x, w, EPS, outs[idx[id(x)]]),

@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
 import torch  # noqa: E402
+
 from bench.report import write_results  # noqa: E402
 
 N = 5000
@@ -43,7 +44,6 @@ def main():
     parser.add_argument("--bundle", default=os.environ.get("KILN_BUNDLE", "build/kimi_k3.kbundle"))
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    from kiln import _runtime
     from kiln.runtime import Bundle
 
     rows = []

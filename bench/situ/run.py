@@ -19,8 +19,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from bench.common import copy_bandwidth_gbs, graph_time_ms, time_ms  # noqa: E402
-from kernels_dsl.kimi_k3 import situ  # noqa: E402
 from bench.report import write_results  # noqa: E402
+from kernels_dsl.kimi_k3 import situ  # noqa: E402
 
 BETA, LINEAR_BETA = 4.0, 25.0
 

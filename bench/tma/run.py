@@ -18,8 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from bench.common import copy_bandwidth_gbs, graph_time_ms  # noqa: E402
-from kernels_dsl.common import tma  # noqa: E402
 from bench.report import write_results  # noqa: E402
+from kernels_dsl.common import tma  # noqa: E402
 
 
 @kiln.jit(num_warps=4)
@@ -72,7 +72,8 @@ def main():
     lines = [f"# TMA 2-D copy (bf16) on {name}", "",
              f"Measured copy bandwidth (torch, 2 GiB device copy): {copy_gbs:.0f} GB/s. "
              "Command: `python bench/tma/run.py --out DIR` (GPU time, CUDA-graph replay).", "",
-             "| shape | variant | us | GB/s | % of copy BW | correct |", "|---|---|---|---|---|---|"]
+             "| shape | variant | us | GB/s | % of copy BW | correct |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['shape']} | {r['variant']} | {r['us']:.1f} | {r['gbs']:.0f} | "
                      f"{r['pct_copy']:.1f} | {r['correct']} |")

@@ -40,14 +40,11 @@ from kiln import torch_library
 
 from . import _launch as L
 from . import attn_res as attn_res_mod
-from . import concat_mla, image
+from . import concat_mla, image, mla_kv, moe_align, quant, situ, situ_quant, tensor_hash
 from . import kv_indices as kv_indices_mod
-from . import mla_kv
 from . import mla_output_gate as gate_mod
-from . import moe_align
 from . import moe_fused_gate as gate_router
 from . import pack_topk_ids as pack_mod
-from . import quant, situ, situ_quant, tensor_hash
 
 NAMESPACE = "kiln"
 

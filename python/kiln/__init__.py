@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import language, runtime
 from ._version import __version__
-from . import language
-from . import runtime
 from .autotune import Autotuner, Config, autotune  # kiln.autotune: the decorator
 from .host import TensorDescriptor
 from .jit import JITFunction, jit

@@ -56,7 +56,8 @@ def _spec_key(meta) -> str:
 
 
 def _spec_label(meta) -> str:
-    consts = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(meta.get("constexprs", {}).items()))
+    consts = ", ".join(f"{k}={json.dumps(v)}"
+                       for k, v in sorted(meta.get("constexprs", {}).items()))
     ptrs = ",".join(p["dtype"] for p in meta.get("params", []) if p["kind"] == "ptr")
     return f"{meta['name']}[{consts}]" + (f" ptrs({ptrs})" if ptrs else "")
 

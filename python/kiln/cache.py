@@ -388,5 +388,5 @@ class Cache:
 
 
 __all__ = ["Cache", "CacheCorruption", "Entry", "FileLock", "arch_sm", "atomic_write",
-           "cache_dir", "compiler_fingerprint", "cubin_sm", "native_fingerprint", "decode_entry", "encode_entry", "kernel_key",
-           "verify_cubin"]
+           "cache_dir", "compiler_fingerprint", "cubin_sm", "native_fingerprint", "decode_entry",
+           "encode_entry", "kernel_key", "verify_cubin"]

@@ -52,9 +52,18 @@ from . import cache as _cache
 from . import runtime as _rt
 from .compiler.code_generator import FunctionSource
 from .compiler.compiler import CompiledKernel, Specialization, build_metadata, compile_kernel
-from .host import (arg_type, check_constexpr, launch_grid, marshal_args, normalize_cluster,
-                   normalize_maxnreg, normalize_num_warps, pointer_args, resolve_stream,
-                   specialization)
+from .host import (
+    arg_type,
+    check_constexpr,
+    launch_grid,
+    marshal_args,
+    normalize_cluster,
+    normalize_maxnreg,
+    normalize_num_warps,
+    pointer_args,
+    resolve_stream,
+    specialization,
+)
 from .host import launch as _launch_rules
 from .language import core as lc
 from .language.core import KernelFunction

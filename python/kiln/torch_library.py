@@ -202,7 +202,8 @@ class Plan:
                 items[slot] = f"{ptr} + {offset}" if offset else ptr
             lines.append(f"    k{i}.launch({tuple(grid)!r}, [{', '.join(items)}], st)")
         outs = [f"o{j}" for j in range(len(self.outputs))]
-        lines.append(f"    return {outs[0] if self.single else '(' + ', '.join(outs) + ',)' if outs else None}")
+        returned = outs[0] if self.single else "(" + ", ".join(outs) + ",)" if outs else None
+        lines.append(f"    return {returned}")
         self.source = "\n".join(lines)
         exec(compile(self.source, "<kiln launch plan>", "exec"), env)  # noqa: S102
         return env["run"]

@@ -17,8 +17,14 @@ pytestmark = pytest.mark.sm90
 
 
 from control_flow_kernels import (  # noqa: E402
-    branch_merge, loop_accumulate, loop_rowmax, reduce_1d, reduce_2d, row_sum_bf16,
-    static_unroll)
+    branch_merge,
+    loop_accumulate,
+    loop_rowmax,
+    reduce_1d,
+    reduce_2d,
+    row_sum_bf16,
+    static_unroll,
+)
 
 
 def small_ints(*shape, lo=-4, hi=5, dtype=torch.float32):

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import kiln  # noqa: E402
+
 from dot_kernels import fp8_gemm_f32  # noqa: E402
 
 pytestmark = pytest.mark.sm90

@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402
+
 from test_gemm_tma import run_and_check, run_large_and_strided  # noqa: E402  (Hopper's checks)
 
 pytestmark = pytest.mark.blackwell

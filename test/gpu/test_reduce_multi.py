@@ -17,8 +17,14 @@ import kiln  # noqa: E402, F401
 
 pytestmark = pytest.mark.sm90
 
-from reduce_multi_kernels import (max_argmax_2d, max_rows_single, sum_count_rows,  # noqa: E402
-                                  sum_pair_1d, sum_pair_2d, triple_all)
+from reduce_multi_kernels import (  # noqa: E402
+    max_argmax_2d,
+    max_rows_single,
+    sum_count_rows,
+    sum_pair_1d,
+    sum_pair_2d,
+    triple_all,
+)
 
 WARPS = [1, 4, 16]
 SHAPES_2D = [(64, 64), (16, 256), (256, 16), (2, 1024), (1024, 2), (4, 8), (32, 128),

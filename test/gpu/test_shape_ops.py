@@ -23,9 +23,19 @@ import kiln  # noqa: E402
 
 pytestmark = pytest.mark.sm90
 
-from shape_kernels import (complex_scale, deinterleave, dot_trans_b,  # noqa: E402
-                           group_sums, interleave, load_through_transposed_pointers, permute_3d,
-                           reshape_2d, trans_2d, trans_loop, transpose_matrix)
+from shape_kernels import (  # noqa: E402
+    complex_scale,
+    deinterleave,
+    dot_trans_b,
+    group_sums,
+    interleave,
+    load_through_transposed_pointers,
+    permute_3d,
+    reshape_2d,
+    trans_2d,
+    trans_loop,
+    transpose_matrix,
+)
 
 DTYPES = {"i32": torch.int32, "f32": torch.float32, "bf16": torch.bfloat16}
 

@@ -1,5 +1,5 @@
-"""The torch custom ops of ``kernels_dsl.kimi_k3.torch_ops`` on the GPU (issue #5, "Torch integration"),
-for every op:
+"""The torch custom ops of ``kernels_dsl.kimi_k3.torch_ops`` on the GPU (issue #5, "Torch
+integration"), for every op:
 
 1. eager ``torch.ops.kiln.<name>`` equals the kernel's wrapper bit for bit on fresh random
    inputs (in-place ops: the tensor they write);
@@ -25,10 +25,20 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kernels_dsl.kimi_k3.torch_ops as kops  # noqa: E402
-from kernels_dsl.kimi_k3 import (concat_mla, image, kv_indices, mla_kv,  # noqa: E402
-                                 mla_output_gate, moe_align, pack_topk_ids, quant, situ,
-                                 situ_quant, tensor_hash)
 from kernels_dsl.kimi_k3 import attn_res as attn_res_mod  # noqa: E402
+from kernels_dsl.kimi_k3 import (  # noqa: E402
+    concat_mla,
+    image,
+    kv_indices,
+    mla_kv,
+    mla_output_gate,
+    moe_align,
+    pack_topk_ids,
+    quant,
+    situ,
+    situ_quant,
+    tensor_hash,
+)
 from kernels_dsl.kimi_k3 import moe_fused_gate as gate_router  # noqa: E402
 
 pytestmark = pytest.mark.sm90

@@ -13,9 +13,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kiln.testing import bf16_ulp, interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import attn_res as mod
+from kiln.testing import bf16_ulp, interpret
+
 from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")

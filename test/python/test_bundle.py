@@ -219,7 +219,8 @@ def test_native_launch_converts_by_dtype():
                        {"name": "n", "kind": "scalar", "dtype": "i32"}],
             "threads_per_block": 32}
     k = runtime._runtime.Kernel.from_images(meta, {"sm_90a": b"\x7fELF"})
-    with pytest.raises(KilnError, match=r"argument 'n' \(param 1\): value 2147483648 is out of range"):
+    with pytest.raises(KilnError,
+                       match=r"argument 'n' \(param 1\): value 2147483648 is out of range"):
         k.launch((1,), [0, 2**31], 0)
     with pytest.raises(KilnError, match=r"argument 'p' \(param 0\) expects ptr<f32>"):
         k.launch((1,), [1.5, 1], 0)
@@ -401,7 +402,7 @@ def test_targetinfo_features_and_logs():
     atom.relaxed.sys.global.add.u32 %r1, [%rd1], 1;
     ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1];
     tcgen05.mma.cta_group::1.kind::f16 [a], b, c, d, p;
-    """
+    """  # noqa: E501 - one PTX instruction a line, as in a real module
     assert ptx_features(ptx) == ["elect", "mbarrier", "pdl", "sys_atomics", "tcgen05", "tma",
                                  "vector16"]
     assert ptx_features("ld.global.v2.b32 {%r1, %r2}, [%rd1];\natom.global.add.u32 %r1, [a], 1;") \
@@ -494,7 +495,8 @@ def test_select_by_pointer_dtype_alignment_and_constexprs(tmp_path):
     fam = b.kernel("situ_and_mul")
     assert isinstance(fam, runtime.KernelFamily)
     bf16, f32 = (0x1000, "bf16"), (0x2000, "f32")
-    k = fam.select([("ptr",) + bf16, ("ptr", 0x3000, "bf16"), 4096, 1.0], {"HAS_LINEAR_BETA": False})
+    k = fam.select([("ptr",) + bf16, ("ptr", 0x3000, "bf16"), 4096, 1.0],
+                   {"HAS_LINEAR_BETA": False})
     assert k.meta["constexprs"] == {"BLOCK": 2048, "HAS_LINEAR_BETA": False}
     k = fam.select([("ptr",) + f32, ("ptr", 0x3000, "bf16"), 4096, 1.0], {"HAS_LINEAR_BETA": True})
     assert k.meta["params"][0]["dtype"] == "f32"
@@ -522,7 +524,8 @@ def test_select_missing_specialization_names_itself(tmp_path, monkeypatch):
            "ptr<bf16> (div 16), n: i32 (div 16), beta: f32): argument 'x' (param 0) wants " \
            "ptr<bf16>, got ptr<f16>" in msg
     # Integer divisibility is part of the choice.
-    with pytest.raises(KilnError, match="argument 'n' \\(param 2\\) wants a multiple of 16, got 4100"):
+    with pytest.raises(KilnError,
+                       match="argument 'n' \\(param 2\\) wants a multiple of 16, got 4100"):
         fam.select([("ptr", 0x1000, "f32"), ("ptr", 0x3000, "bf16"), 4100, 1.0],
                    {"HAS_LINEAR_BETA": True})
     # Without KILN_NO_JIT the fallback compiles the missing one.

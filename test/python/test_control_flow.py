@@ -29,8 +29,13 @@ HERE = os.path.abspath(__file__)
 # The kernels live beside the GPU tests so that both tiers run the same code.
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
 from control_flow_kernels import (  # noqa: E402
-    branch_merge, loop_accumulate, loop_rowmax, reduce_1d, reduce_2d, static_unroll)
-
+    branch_merge,
+    loop_accumulate,
+    loop_rowmax,
+    reduce_1d,
+    reduce_2d,
+    static_unroll,
+)
 
 _SPECS = {
     "reduce_1d": (reduce_1d, {"x_ptr": "*f32", "f_ptr": "*f32", "i_ptr": "*i32", "n": "i32"},

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from kernels_dsl.kimi_k3 import image as mod
+
 from launch_choices import record_launch_choices  # noqa: E402
 
 _TYPESTR = {"uint8": "|u1", "bfloat16": "<V2"}

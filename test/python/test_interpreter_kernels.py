@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln.testing import assert_bf16_close, interpret
 from kernels_dsl.common import norm
 from kernels_dsl.kimi_k3 import concat_mla, image, mla_kv, mla_output_gate, pack_topk_ids
+from kiln.testing import assert_bf16_close, interpret
 
 BF16 = ml_dtypes.bfloat16
 F32 = np.float32

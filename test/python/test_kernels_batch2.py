@@ -8,10 +8,10 @@ checked and everything it must not touch is checked unchanged. No GPU, no torch.
 import numpy as np
 import pytest
 
-from kiln.testing import interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import kv_indices as kvi
 from kernels_dsl.kimi_k3 import moe_align
+from kiln.testing import interpret
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 POISON = 0x7EADBEEF
@@ -42,7 +42,8 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
 # ---------------------------------------------------------------------------
 
 def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
-    """docs/kernels/mla_cache.md; padded entries (token < 0, offset past the row, v2p < 0) give -1."""
+    """docs/kernels/mla_cache.md; padded entries (token < 0, offset past the row, v2p < 0)
+    give -1."""
     out = out.copy()
     max_ctx = r2t.shape[1]
     for b in range(len(req)):
@@ -153,8 +154,9 @@ def test_kv_indices_defaults_reproduce_static_pool():
 # ---------------------------------------------------------------------------
 
 def ref_align(ids, block):
-    """docs/kernels/moe_routing.md, written as moe_align_block_size for M == 1: each valid expert gets
-    one padded block holding its one pair index, experts ascending, invalid ids dropped."""
+    """docs/kernels/moe_routing.md, written as moe_align_block_size for M == 1: each valid
+    expert gets one padded block holding its one pair index, experts ascending, invalid ids
+    dropped."""
     topk = ids.shape[1]
     lanes = [i for i in range(topk) if ids[0, i] >= 0]
     lanes.sort(key=lambda i: (int(ids[0, i]), i))

@@ -10,8 +10,17 @@ import dataclasses
 
 import pytest
 
-from kernels_dsl.kimi_k3 import (concat_mla, kv_indices, mla_kv, mla_output_gate, moe_align,
-                                 pack_topk_ids, quant, situ, situ_quant)
+from kernels_dsl.kimi_k3 import (
+    concat_mla,
+    kv_indices,
+    mla_kv,
+    mla_output_gate,
+    moe_align,
+    pack_topk_ids,
+    quant,
+    situ,
+    situ_quant,
+)
 
 TS = (1, 64, 4096, 16384)
 SMS = 132

@@ -11,9 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from kiln.testing import interpret
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import moe_fused_gate as mod
+from kiln.testing import interpret
+
 from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")

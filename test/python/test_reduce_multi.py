@@ -21,8 +21,15 @@ ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 HERE = os.path.abspath(__file__)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
-from reduce_multi_kernels import (max_argmax_2d, max_rows_single, sum_count_rows,  # noqa: E402
-                                  sum_pair_1d, sum_pair_2d, triple_all, two_sums_1d)
+from reduce_multi_kernels import (  # noqa: E402
+    max_argmax_2d,
+    max_rows_single,
+    sum_count_rows,
+    sum_pair_1d,
+    sum_pair_2d,
+    triple_all,
+    two_sums_1d,
+)
 
 NP = {"f32": np.float32, "i32": np.int32, "bf16": ml_dtypes.bfloat16}
 

@@ -23,9 +23,19 @@ ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 HERE = os.path.abspath(__file__)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
-from shape_kernels import (complex_scale, deinterleave, dot_trans_b,  # noqa: E402
-                           group_sums, interleave, load_through_transposed_pointers, permute_3d,
-                           reshape_2d, trans_2d, trans_loop, transpose_matrix)
+from shape_kernels import (  # noqa: E402
+    complex_scale,
+    deinterleave,
+    dot_trans_b,
+    group_sums,
+    interleave,
+    load_through_transposed_pointers,
+    permute_3d,
+    reshape_2d,
+    trans_2d,
+    trans_loop,
+    transpose_matrix,
+)
 
 NP = {"f32": np.float32, "i32": np.int32, "bf16": ml_dtypes.bfloat16, "i8": np.int8,
       "f16": np.float16}

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln.testing import interpret
 from kernels_dsl.kimi_k3 import tensor_hash as th
+from kiln.testing import interpret
+
 from launch_choices import record_launch_choices  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")

@@ -1,5 +1,5 @@
-"""``kernels_dsl.kimi_k3.torch_ops`` on the CPU, with the kernels in interpreter mode (torch CPU tensors):
-the registered schemas (what each op mutates), the fake implementations under
+"""``kernels_dsl.kimi_k3.torch_ops`` on the CPU, with the kernels in interpreter mode (torch CPU
+tensors): the registered schemas (what each op mutates), the fake implementations under
 FakeTensorMode against the shapes the wrappers document, and the GPU test's cases
 (test/gpu/test_torch_ops.py) through eager calls, ``torch.library.opcheck`` and
 ``torch.compile(fullgraph=True, backend="aot_eager")``. Skipped without torch (CI has none;

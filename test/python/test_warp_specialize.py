@@ -217,8 +217,7 @@ def test_the_register_pool_check(monkeypatch):
     # A cubin that starts the kernel with fewer registers than the consumers ask for
     # (nvJitLink's 154 for the GEMM: 384 x 160 < 256 x 232 + 128 x 40) would hang in
     # setmaxnreg.inc: a compile error instead.
-    from kiln.compiler import compiler
-    from kiln.compiler import targetinfo
+    from kiln.compiler import compiler, targetinfo
 
     # The lowered kernel's tile.register_split: 256 consumer threads of 232 registers
     # (setmaxnreg.inc), the producers' 40 (.dec).

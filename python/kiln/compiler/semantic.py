@@ -36,8 +36,15 @@ import builtins
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import language as kl
-from ..language.core import (KernelFunction, block_type, constexpr, dtype, pointer_type, tensor,
-                             tensor_descriptor_type)
+from ..language.core import (
+    KernelFunction,
+    block_type,
+    constexpr,
+    dtype,
+    pointer_type,
+    tensor,
+    tensor_descriptor_type,
+)
 from ..language.errors import SemanticError
 
 

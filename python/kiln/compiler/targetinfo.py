@@ -63,7 +63,8 @@ def ptx_isa_version(ptx: str) -> str:
 
 
 _LOG_REGS = re.compile(r"[Uu]sed (\d+) registers")
-_LOG_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_LOG_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                        r"(\d+) bytes spill loads")
 
 
 def parse_assembler_log(log: Optional[str]) -> Dict[str, int]:

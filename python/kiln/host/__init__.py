@@ -25,8 +25,8 @@ from .args import (
     arg_type,
     check_constexpr,
     marshal_args,
-    pointer_args,
     param_desc,
+    pointer_args,
     scalar_type,
     specialization,
 )

@@ -40,8 +40,14 @@ import numpy as np
 
 from ..compiler.code_generator import CodeGenerator, FunctionSource
 from ..compiler.semantic import Semantic
-from ..host import (TensorDescriptor, check_constexpr, is_torch_tensor, kiln_dtype_name,
-                    launch_grid, scalar_type)
+from ..host import (
+    TensorDescriptor,
+    check_constexpr,
+    is_torch_tensor,
+    kiln_dtype_name,
+    launch_grid,
+    scalar_type,
+)
 from ..language import core as lc
 from ..language.core import constexpr, tensor
 from ..language.errors import CompilationError

@@ -466,8 +466,8 @@ class NumpyBuilder:
         sums in f32 (the tensor cores' order of additions differs). Every sum is
         already f32, so ``max_num_imprecise_acc`` changes nothing here."""
         f32 = np.float32
-        return (np.asarray(acc, dtype=f32) + np.asarray(a).astype(f32) @ np.asarray(b).astype(f32)) \
-            .astype(f32, copy=False)
+        return (np.asarray(acc, dtype=f32)
+                + np.asarray(a).astype(f32) @ np.asarray(b).astype(f32)).astype(f32, copy=False)
 
     def cmpi(self, pred: str, a: Any, b: Any) -> np.ndarray:
         fn, unsigned = _CMPI[pred]

@@ -12,6 +12,9 @@ from typing import Any
 
 from .core import (
     ALL_DTYPES,
+    _shape_args,
+    _shape_tuple,
+    _unwrap,
     bfloat16,
     block_type,
     builtin,
@@ -36,7 +39,6 @@ from .core import (
     uint32,
     uint64,
 )
-from .core import _shape_args, _shape_tuple, _unwrap
 
 
 @builtin
