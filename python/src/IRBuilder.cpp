@@ -47,6 +47,9 @@ Context::Context() {
   context = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
   context->loadAllAvailableDialects();
   context->allowUnregisteredDialects(false);
+  // A diagnostic names its location; the op it is on would print the whole
+  // module for one at the module (KILN_DUMP_IR keeps the IR of every stage).
+  context->printOpOnDiagnostic(false);
 }
 
 DiagnosticCapture::DiagnosticCapture(MLIRContext &context)

@@ -241,14 +241,22 @@ struct AllocateSharedMemoryPass
     int64_t total = assignOffsets(buffers);
     numSharedBytesReused += separate - total > 0 ? separate - total : 0;
     if (total > kiln::tile::kMaxSharedBytes) {
-      InFlightDiagnostic diag = module.emitError()
+      // At the statement of the largest buffer, with the largest few listed.
+      SmallVector<Buffer *> bySize;
+      for (Buffer &buffer : buffers)
+        bySize.push_back(&buffer);
+      llvm::stable_sort(bySize, [](Buffer *a, Buffer *b) { return a->size > b->size; });
+      InFlightDiagnostic diag = mlir::emitError(bySize.front()->global.getLoc())
                                 << "the kernel needs " << total
                                 << " bytes of shared memory, more than the "
                                 << kiln::tile::kMaxSharedBytes << " a block may use";
-      for (Buffer &buffer : buffers)
-        diag.attachNote(buffer.global.getLoc())
-            << buffer.global.getSymName() << ": " << buffer.size << " bytes at offset "
-            << buffer.offset;
+      constexpr size_t kListed = 4;
+      for (Buffer *buffer : ArrayRef<Buffer *>(bySize).take_front(kListed))
+        diag.attachNote(buffer->global.getLoc())
+            << buffer->global.getSymName() << ": " << buffer->size << " bytes at offset "
+            << buffer->offset;
+      if (bySize.size() > kListed)
+        diag.attachNote(module.getLoc()) << "and " << bySize.size() - kListed << " smaller";
       return signalPassFailure();
     }
 

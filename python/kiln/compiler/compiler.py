@@ -14,6 +14,7 @@ metadata. ``KILN_DUMP_IR=<dir>`` writes each stage's text there.
 from __future__ import annotations
 
 import hashlib
+import linecache
 import os
 import re
 import time
@@ -286,6 +287,38 @@ def make_tile_ir(source: FunctionSource, spec: Specialization, symbol: str) -> A
     return module
 
 
+#: A diagnostic's location as the C++ side prints it: loc("file":line:col), the innermost
+#: of a call-site location (an inlined callee's line, not its caller's).
+_DIAG = re.compile(r'^(error|note|warning|remark): loc\((?:callsite\()?'
+                   r'(?:"([^"]*)":(\d+):(\d+))?.*?\)+: (.*)$')
+
+
+def lowering_error(e: Exception, source: FunctionSource) -> CompilationError:
+    """A diagnostic of the lowering (a resource overflow, an op the arch lacks, a layout
+    rule) as a CompilationError at the user's line it names (the kernel's ``def`` where it
+    names none), with its notes, e.g. the largest shared-memory buffers, after it."""
+    error: Optional[Tuple[Optional[str], int, int, str]] = None
+    notes: List[str] = []
+    for line in str(e).splitlines():
+        m = _DIAG.match(line)
+        if not m:
+            continue
+        kind, filename, lineno, col, text = m.groups()
+        if kind == "error" and error is None:
+            error = (filename, int(lineno or 0), int(col or 0), text)
+        elif kind == "note" and error is not None and not text.startswith("see current"):
+            where = f"{filename}:{lineno}: " if filename else ""
+            notes.append(f"\n  note: {where}{text}")
+    if error is None:
+        return CompilationError(source.filename, source.first_line, 1,
+                                f"internal error: the lowering failed:\n{e}")
+    filename, lineno, col, text = error
+    if not filename or not lineno:
+        filename, lineno, col = source.filename, source.first_line, 1
+    line = linecache.getline(filename, lineno) or None
+    return CompilationError(filename, lineno, col, text + "".join(notes), line)
+
+
 def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None) -> Any:
     """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a, tcgen05 on
     sm_100a/sm_103a; None: no arch-specific instructions); returns a new module (the input
@@ -423,7 +456,10 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
     if stop >= 1:
         t0 = time.perf_counter()
-        lowered = lower_to_llvm_dialect(module, spec.num_warps, arch)
+        try:
+            lowered = lower_to_llvm_dialect(module, spec.num_warps, arch)
+        except _C().MLIRError as e:
+            raise lowering_error(e, source) from None
         asm["llvm_dialect"] = lowered.str()
         times["llvm_dialect"] = time.perf_counter() - t0
         _dump(symbol, key, "llvm_dialect", asm["llvm_dialect"])

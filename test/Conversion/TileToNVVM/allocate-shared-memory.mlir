@@ -38,8 +38,9 @@ llvm.func @k() attributes {nvvm.kernel} {
 
 // -----
 
-// expected-error @+1 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
+// The error is at the largest buffer; the notes list the largest first.
 module {
+  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
   // expected-note @+1 {{__kiln_big: 196608 bytes}}
   llvm.mlir.global internal @__kiln_big() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<49152 x f32>
   // expected-note @+1 {{__kiln_more: 49152 bytes}}
@@ -220,8 +221,8 @@ llvm.func @fits_after_reuse(%v: f32) attributes {nvvm.kernel} {
 
 // The error counts the bytes after reuse: 160 KiB and 80 KiB live together
 // (240 KiB), the 100 KiB used after them shares their bytes (not 340 KiB).
-// expected-error @+1 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
 module {
+  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
   // expected-note @+1 {{__kiln_big: 163840 bytes at offset 0}}
   llvm.mlir.global internal @__kiln_big() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<40960 x f32>
   // expected-note @+1 {{__kiln_more: 81920 bytes at offset 163840}}
@@ -238,4 +239,21 @@ module {
     llvm.store %v, %c : f32, !llvm.ptr<3>
     llvm.return
   }
+}
+
+// -----
+
+// Only the four largest buffers are listed, largest first, the others counted.
+// expected-note @+1 {{and 1 smaller}}
+module {
+  llvm.mlir.global internal @__kiln_e() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+  // expected-note @+1 {{__kiln_c: 49152 bytes}}
+  llvm.mlir.global internal @__kiln_c() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12288 x f32>
+  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
+  // expected-note @+1 {{__kiln_a: 65536 bytes}}
+  llvm.mlir.global internal @__kiln_a() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16384 x f32>
+  // expected-note @+1 {{__kiln_b: 57344 bytes}}
+  llvm.mlir.global internal @__kiln_b() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<14336 x f32>
+  // expected-note @+1 {{__kiln_d: 40960 bytes}}
+  llvm.mlir.global internal @__kiln_d() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<10240 x f32>
 }
