@@ -52,28 +52,31 @@ int main(int argc, char **argv) {
                 t3 - t2, kernels.size());
 
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    auto memAlloc = reinterpret_cast<CUresult (*)(CUdeviceptr *, size_t)>(dlsym(cuda, "cuMemAlloc_v2"));
+    auto memAlloc =
+        reinterpret_cast<CUresult (*)(CUdeviceptr *, size_t)>(dlsym(cuda, "cuMemAlloc_v2"));
     auto sync = reinterpret_cast<CUresult (*)()>(dlsym(cuda, "cuCtxSynchronize"));
     CUdeviceptr x = 0, out = 0;
     if (memAlloc(&x, 1 << 20) || memAlloc(&out, 1 << 20)) {
       std::fprintf(stderr, "cuMemAlloc failed\n");
       return 1;
     }
-    const kiln::KernelEntry &e =
-        bundle->select("situ_and_mul",
-                       {kiln::ArgSpec::pointer(x, kiln::DType::BF16),
-                        kiln::ArgSpec::pointer(out, kiln::DType::BF16), kiln::ArgSpec::integer(64),
-                        kiln::ArgSpec::integer(128), kiln::ArgSpec::integer(64),
-                        kiln::ArgSpec::floating(), kiln::ArgSpec::floating(),
-                        kiln::ArgSpec::floating(), kiln::ArgSpec::floating()},
-                       {{"HAS_LINEAR_BETA", true}});
+    const kiln::KernelEntry &e = bundle->select(
+        "situ_and_mul",
+        {kiln::ArgSpec::pointer(x, kiln::DType::BF16),
+         kiln::ArgSpec::pointer(out, kiln::DType::BF16), kiln::ArgSpec::integer(64),
+         kiln::ArgSpec::integer(128), kiln::ArgSpec::integer(64), kiln::ArgSpec::floating(),
+         kiln::ArgSpec::floating(), kiln::ArgSpec::floating(), kiln::ArgSpec::floating()},
+        {{"HAS_LINEAR_BETA", true}});
     auto k = bundle->kernel(e);
-    const std::vector<kiln::KernelArg> args = {
-        kiln::KernelArg::pointer(uint64_t(x)), kiln::KernelArg::pointer(uint64_t(out)),
-        kiln::KernelArg::i32(64),              kiln::KernelArg::i32(128),
-        kiln::KernelArg::i32(64),              kiln::KernelArg::f32(4.0f),
-        kiln::KernelArg::f32(0.25f),           kiln::KernelArg::f32(25.0f),
-        kiln::KernelArg::f32(0.04f)};
+    const std::vector<kiln::KernelArg> args = {kiln::KernelArg::pointer(uint64_t(x)),
+                                               kiln::KernelArg::pointer(uint64_t(out)),
+                                               kiln::KernelArg::i32(64),
+                                               kiln::KernelArg::i32(128),
+                                               kiln::KernelArg::i32(64),
+                                               kiln::KernelArg::f32(4.0f),
+                                               kiln::KernelArg::f32(0.25f),
+                                               kiln::KernelArg::f32(25.0f),
+                                               kiln::KernelArg::f32(0.04f)};
     for (int i = 0; i < 500; ++i)
       k->launch(nullptr, {1, 1, 1}, args);
     sync();
@@ -85,14 +88,17 @@ int main(int argc, char **argv) {
     std::printf("cpp_launch_us %.3f\n", (b - a) / n);
 
     // The driver's own floor: the same cubin loaded and launched directly.
-    auto loadData = reinterpret_cast<CUresult (*)(CUmodule *, const void *)>(dlsym(cuda, "cuModuleLoadData"));
+    auto loadData =
+        reinterpret_cast<CUresult (*)(CUmodule *, const void *)>(dlsym(cuda, "cuModuleLoadData"));
     auto getFn = reinterpret_cast<CUresult (*)(CUfunction *, CUmodule, const char *)>(
         dlsym(cuda, "cuModuleGetFunction"));
-    auto launchK = reinterpret_cast<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                                                 unsigned, unsigned, unsigned, CUstream, void **,
-                                                 void **)>(dlsym(cuda, "cuLaunchKernel"));
-    auto launchEx = reinterpret_cast<CUresult (*)(const CUlaunchConfig *, CUfunction, void **,
-                                                  void **)>(dlsym(cuda, "cuLaunchKernelEx"));
+    auto launchK =
+        reinterpret_cast<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, unsigned, CUstream, void **, void **)>(
+            dlsym(cuda, "cuLaunchKernel"));
+    auto launchEx =
+        reinterpret_cast<CUresult (*)(const CUlaunchConfig *, CUfunction, void **, void **)>(
+            dlsym(cuda, "cuLaunchKernelEx"));
     size_t img = kiln::selectImage(e, kiln::deviceArch(), "");
     CUmodule mod = nullptr;
     CUfunction fn = nullptr;
@@ -126,14 +132,20 @@ int main(int argc, char **argv) {
     kiln_kernel *ck = nullptr;
     std::string consts = "{\"BLOCK\": " + std::to_string(e.constexprs["BLOCK"].get<int>()) +
                          ", \"HAS_LINEAR_BETA\": true}";
-    if (kiln_bundle_open(argv[1], &cb) || kiln_bundle_find_kernel(cb, "situ_and_mul", consts.c_str(), &ck)) {
+    if (kiln_bundle_open(argv[1], &cb) ||
+        kiln_bundle_find_kernel(cb, "situ_and_mul", consts.c_str(), &ck)) {
       std::fprintf(stderr, "%s\n", kiln_last_error());
       return 1;
     }
     kiln_arg cargs[9] = {kiln_arg_pointer(reinterpret_cast<void *>(x)),
                          kiln_arg_pointer(reinterpret_cast<void *>(out)),
-                         kiln_arg_i32(64), kiln_arg_i32(128), kiln_arg_i32(64), kiln_arg_f32(4.0f),
-                         kiln_arg_f32(0.25f), kiln_arg_f32(25.0f), kiln_arg_f32(0.04f)};
+                         kiln_arg_i32(64),
+                         kiln_arg_i32(128),
+                         kiln_arg_i32(64),
+                         kiln_arg_f32(4.0f),
+                         kiln_arg_f32(0.25f),
+                         kiln_arg_f32(25.0f),
+                         kiln_arg_f32(0.04f)};
     const unsigned grid[3] = {1, 1, 1};
     for (int i = 0; i < 500; ++i)
       kiln_kernel_launch(ck, nullptr, grid, cargs, 9);

@@ -293,8 +293,8 @@ void populateIRBuilder(py::module_ &m) {
       .def("cmpi", &Builder::cmpi)
       .def("cmpf", &Builder::cmpf)
       .def("cast", &Builder::cast)
-      .def("atomic_rmw", &Builder::atomicRMW, py::arg("kind"), py::arg("sem"),
-           py::arg("scope"), py::arg("ptr"), py::arg("val"), py::arg("mask") = py::none())
+      .def("atomic_rmw", &Builder::atomicRMW, py::arg("kind"), py::arg("sem"), py::arg("scope"),
+           py::arg("ptr"), py::arg("val"), py::arg("mask") = py::none())
       .def("atomic_cas", &Builder::atomicCAS)
       .def("pdl_wait", &Builder::pdlWait)
       .def("pdl_launch_dependents", &Builder::pdlLaunchDependents)

@@ -113,8 +113,7 @@ Type Builder::tensorDescType(Type block, unsigned swizzle) {
       message = d.str();
       return success();
     });
-    if (failed(tile::TensorDescType::verify([&] { return mlir::emitError(loc); }, tensor,
-                                            swizzle)))
+    if (failed(tile::TensorDescType::verify([&] { return mlir::emitError(loc); }, tensor, swizzle)))
       invalid(message);
   }
   return tile::TensorDescType::get(ctx(), tensor, swizzle);
@@ -135,7 +134,10 @@ std::shared_ptr<Module> Builder::createModule() {
   return std::make_shared<Module>(context, std::move(module));
 }
 
-std::vector<Value> Builder::createKernel(Module &module, const std::string &name, const std::vector<Type> &argTypes, const std::vector<int64_t> &divisibility, int numWarps, const std::vector<int32_t> &cluster, int maxnreg) {
+std::vector<Value> Builder::createKernel(Module &module, const std::string &name,
+                                         const std::vector<Type> &argTypes,
+                                         const std::vector<int64_t> &divisibility, int numWarps,
+                                         const std::vector<int32_t> &cluster, int maxnreg) {
   if (divisibility.size() != argTypes.size())
     invalid("one divisibility per argument expected");
   if (cluster.size() != 3)
@@ -280,19 +282,23 @@ Value Builder::addptr(Value ptr, Value offset) {
   return tile::AddPtrOp::create(builder, loc, ptr.getType(), ptr, offset);
 }
 
-Value Builder::load(Value ptr, std::optional<Value> mask, std::optional<Value> other, const std::string &sem, const std::string &scopeName, const std::string &cache, const std::string &evict) {
+Value Builder::load(Value ptr, std::optional<Value> mask, std::optional<Value> other,
+                    const std::string &sem, const std::string &scopeName, const std::string &cache,
+                    const std::string &evict) {
   if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
     invalid("load from a non-pointer " + toString(ptr.getType()));
   if (other && !mask)
     invalid("load: 'other' needs a mask");
-  auto op = tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()),
-                                 other.value_or(Value()));
+  auto op =
+      tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()), other.value_or(Value()));
   setOrdering(op, sem, scopeName);
   setCacheHints(op, cache, evict);
   return op;
 }
 
-void Builder::store(Value ptr, Value value, std::optional<Value> mask, const std::string &sem, const std::string &scopeName, const std::string &cache, const std::string &evict) {
+void Builder::store(Value ptr, Value value, std::optional<Value> mask, const std::string &sem,
+                    const std::string &scopeName, const std::string &cache,
+                    const std::string &evict) {
   if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
     invalid("store to a non-pointer " + toString(ptr.getType()));
   auto op = tile::StoreOp::create(builder, loc, ptr, value, mask.value_or(Value()), IntegerAttr(),
@@ -414,15 +420,15 @@ Value Builder::binaryImpl(const std::string &name, Value lhs, Value rhs) {
       invalid(name + " takes floats, got " + toString(t));
   };
 #define KILN_INT(NAME, OP)                                                                         \
-if (name == NAME) {                                                                              \
-  needInt();                                                                                     \
-  return OP::create(builder, loc, lhs, rhs);                                                     \
-}
+  if (name == NAME) {                                                                              \
+    needInt();                                                                                     \
+    return OP::create(builder, loc, lhs, rhs);                                                     \
+  }
 #define KILN_FLOAT(NAME, OP)                                                                       \
-if (name == NAME) {                                                                              \
-  needFloat();                                                                                   \
-  return OP::create(builder, loc, lhs, rhs);                                                     \
-}
+  if (name == NAME) {                                                                              \
+    needFloat();                                                                                   \
+    return OP::create(builder, loc, lhs, rhs);                                                     \
+  }
   KILN_INT("addi", arith::AddIOp)
   KILN_INT("subi", arith::SubIOp)
   KILN_INT("muli", arith::MulIOp)
@@ -475,11 +481,11 @@ Value Builder::unary(const std::string &name, Value x, bool approx) {
 Value Builder::unaryImpl(const std::string &name, Value x) {
   Type t = x.getType();
 #define KILN_UN(NAME, OP, PRED, WHAT)                                                              \
-if (name == NAME) {                                                                              \
-  if (!PRED(t))                                                                                  \
-    invalid(std::string(NAME) + " takes " WHAT ", got " + toString(t));                          \
-  return OP::create(builder, loc, x);                                                            \
-}
+  if (name == NAME) {                                                                              \
+    if (!PRED(t))                                                                                  \
+      invalid(std::string(NAME) + " takes " WHAT ", got " + toString(t));                          \
+    return OP::create(builder, loc, x);                                                            \
+  }
   KILN_UN("negf", arith::NegFOp, isFloatLike, "floats")
   KILN_UN("exp", math::ExpOp, isFloatLike, "floats")
   KILN_UN("exp2", math::Exp2Op, isFloatLike, "floats")
@@ -547,8 +553,8 @@ Value Builder::cmpf(const std::string &pred, Value lhs, Value rhs) {
 Value Builder::cast(const std::string &kind, Value x, Type to) {
   Type from = x.getType();
   if (llvm::isa<RankedTensorType>(from) != llvm::isa<RankedTensorType>(to) ||
-      (llvm::isa<RankedTensorType>(from) &&
-       llvm::cast<RankedTensorType>(from).getShape() != llvm::cast<RankedTensorType>(to).getShape()))
+      (llvm::isa<RankedTensorType>(from) && llvm::cast<RankedTensorType>(from).getShape() !=
+                                                llvm::cast<RankedTensorType>(to).getShape()))
     invalid(kind + ": shapes differ: " + toString(from) + " to " + toString(to));
   unsigned fw = elementType(from).isIntOrFloat() ? elementType(from).getIntOrFloatBitWidth() : 0;
   unsigned tw = elementType(to).isIntOrFloat() ? elementType(to).getIntOrFloatBitWidth() : 0;
@@ -605,7 +611,9 @@ tile::MemScope Builder::scope(const std::string &scope) {
   invalid("unknown memory scope '" + scope + "' (cta, gpu, sys)");
 }
 
-Value Builder::atomicRMW(const std::string &kind, const std::string &sem, const std::string &scopeName, Value ptr, Value val, std::optional<Value> mask) {
+Value Builder::atomicRMW(const std::string &kind, const std::string &sem,
+                         const std::string &scopeName, Value ptr, Value val,
+                         std::optional<Value> mask) {
   auto k = tile::symbolizeAtomicRMWKind(kind);
   if (!k)
     invalid("unknown atomic kind '" + kind + "'");
@@ -617,11 +625,11 @@ Value Builder::atomicRMW(const std::string &kind, const std::string &sem, const 
       .getResult();
 }
 
-Value Builder::atomicCAS(const std::string &sem, const std::string &scopeName, Value ptr, Value cmp, Value val) {
+Value Builder::atomicCAS(const std::string &sem, const std::string &scopeName, Value ptr, Value cmp,
+                         Value val) {
   if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
     invalid("atomic_cas on a non-pointer " + toString(ptr.getType()));
-  return tile::AtomicCASOp::create(builder, loc, tile::getPointeeType(ptr.getType()),
-                                   semantic(sem),
+  return tile::AtomicCASOp::create(builder, loc, tile::getPointeeType(ptr.getType()), semantic(sem),
                                    scope(scopeName), ptr, cmp, val)
       .getResult();
 }
@@ -666,18 +674,17 @@ Value Builder::clusterGather(Value src, int64_t size) {
     invalid("cluster_gather needs a tile, got " + toString(src.getType()));
   SmallVector<int64_t> shape{size};
   llvm::append_range(shape, type.getShape());
-  return tile::ClusterGatherOp::create(
-      builder, loc, RankedTensorType::get(shape, type.getElementType()), src);
+  return tile::ClusterGatherOp::create(builder, loc,
+                                       RankedTensorType::get(shape, type.getElementType()), src);
 }
 
 std::vector<Value> Builder::clusterSum(const std::vector<Value> &srcs) {
   for (Value src : srcs) {
     auto type = llvm::dyn_cast<RankedTensorType>(src.getType());
     Type element = type ? type.getElementType() : Type();
-    if (!type || !(element.isF32() || element.isF64() || element.isInteger(32) ||
-                   element.isInteger(64)))
-      invalid("cluster_sum needs tiles of 32- or 64-bit numbers, got " +
-              toString(src.getType()));
+    if (!type ||
+        !(element.isF32() || element.isF64() || element.isInteger(32) || element.isInteger(64)))
+      invalid("cluster_sum needs tiles of 32- or 64-bit numbers, got " + toString(src.getType()));
   }
   auto op = tile::ClusterSumOp::create(builder, loc, srcs);
   return std::vector<Value>(op.getResults().begin(), op.getResults().end());
@@ -702,7 +709,8 @@ Value Builder::reduce(Value src, int axis, const std::string &combine) {
   return op.getResult().front();
 }
 
-std::vector<Value> Builder::reduceCombine(std::vector<Value> srcs, int axis, const py::object &combine) {
+std::vector<Value> Builder::reduceCombine(std::vector<Value> srcs, int axis,
+                                          const py::object &combine) {
   if (srcs.empty())
     invalid("reduce needs at least one tile");
   auto type = llvm::dyn_cast<RankedTensorType>(srcs.front().getType());
@@ -780,8 +788,8 @@ Value Builder::scan(Value src, int axis, const py::object &combine) {
 Operation *Builder::forBegin(Value lower, Value upper, Value step, std::vector<Value> inits) {
   if (lower.getType() != upper.getType() || lower.getType() != step.getType() ||
       !lower.getType().isSignlessInteger())
-    invalid("loop bounds must be integers of one type, got " + toString(lower.getType()) +
-            ", " + toString(upper.getType()) + ", " + toString(step.getType()));
+    invalid("loop bounds must be integers of one type, got " + toString(lower.getType()) + ", " +
+            toString(upper.getType()) + ", " + toString(step.getType()));
   auto op = scf::ForOp::create(builder, loc, lower, upper, step, inits);
   // The body's scf.yield is added by forEnd (the builder adds an empty one
   // only when nothing is carried).
@@ -812,8 +820,8 @@ std::vector<Value> Builder::forEnd(Operation *op, std::vector<Value> values) {
             std::to_string(forOp.getNumRegionIterArgs()) + " carried variables");
   for (auto [v, arg] : llvm::zip(values, forOp.getRegionIterArgs()))
     if (v.getType() != arg.getType())
-      invalid("a loop-carried value changes type in the loop: " + toString(arg.getType()) +
-              " -> " + toString(v.getType()));
+      invalid("a loop-carried value changes type in the loop: " + toString(arg.getType()) + " -> " +
+              toString(v.getType()));
   builder.setInsertionPointToEnd(forOp.getBody());
   scf::YieldOp::create(builder, loc, values);
   builder.setInsertionPointAfter(forOp);
@@ -838,15 +846,16 @@ void Builder::ifElse(Operation *op) {
   builder.setInsertionPointToEnd(llvm::cast<scf::IfOp>(op).elseBlock());
 }
 
-std::vector<Value> Builder::ifEnd(Operation *op, std::vector<Value> thenValues, std::vector<Value> elseValues) {
+std::vector<Value> Builder::ifEnd(Operation *op, std::vector<Value> thenValues,
+                                  std::vector<Value> elseValues) {
   auto ifOp = llvm::cast<scf::IfOp>(op);
   if (thenValues.size() != elseValues.size())
     invalid("branches yield different numbers of values");
   SmallVector<Type> types;
   for (auto [a, b] : llvm::zip(thenValues, elseValues)) {
     if (a.getType() != b.getType())
-      invalid("a variable has different types after the two branches: " +
-              toString(a.getType()) + " vs " + toString(b.getType()));
+      invalid("a variable has different types after the two branches: " + toString(a.getType()) +
+              " vs " + toString(b.getType()));
     types.push_back(a.getType());
   }
   builder.setInsertionPointToEnd(ifOp.thenBlock());

@@ -123,9 +123,10 @@ std::string paramExpected(const kiln::ParamInfo &p) { return p.describeType(); }
 /// box outermost first, swizzle). The bytes object must outlive the launch
 /// (the caller's argument list holds it).
 kiln::KernelArg toTensorMapArg(const std::string &what, const kiln::ParamInfo &p, py::handle h) {
-  if (!py::isinstance<py::tuple>(h) || py::len(h) != 4 || !py::isinstance<py::bytes>(h[py::int_(0)]))
-    throw kiln::Error(what + " expects " + p.describeType() +
-                      " (a kiln.TensorDescriptor), got " + typeNameOf(h));
+  if (!py::isinstance<py::tuple>(h) || py::len(h) != 4 ||
+      !py::isinstance<py::bytes>(h[py::int_(0)]))
+    throw kiln::Error(what + " expects " + p.describeType() + " (a kiln.TensorDescriptor), got " +
+                      typeNameOf(h));
   py::tuple t = py::reinterpret_borrow<py::tuple>(h);
   char *data = nullptr;
   Py_ssize_t size = 0;
@@ -170,8 +171,8 @@ kiln::KernelArg toArg(const kiln::KernelEntry &entry, size_t index, py::handle h
   if (p.kind == kiln::ParamKind::TensorMap)
     return toTensorMapArg(what, p, h);
   const bool isBool = py::isinstance<py::bool_>(h);
-  const bool isInt = !isBool && (py::isinstance<py::int_>(h) || (!py::isinstance<py::float_>(h) &&
-                                                                 py::hasattr(h, "__index__")));
+  const bool isInt = !isBool && (py::isinstance<py::int_>(h) ||
+                                 (!py::isinstance<py::float_>(h) && py::hasattr(h, "__index__")));
   if (p.kind == kiln::ParamKind::Pointer) {
     if (!isInt)
       throw kiln::Error(what + " expects " + expected + " as an integer device address, got " +
@@ -227,10 +228,18 @@ kiln::TensorMapSpec tensorMapSpec(uint64_t address, const std::string &dtype,
   spec.strides = std::move(strides);
   spec.box = std::move(box);
   switch (swizzle) {
-  case 0: spec.swizzle = kiln::TensorMapSwizzle::None; break;
-  case 32: spec.swizzle = kiln::TensorMapSwizzle::B32; break;
-  case 64: spec.swizzle = kiln::TensorMapSwizzle::B64; break;
-  case 128: spec.swizzle = kiln::TensorMapSwizzle::B128; break;
+  case 0:
+    spec.swizzle = kiln::TensorMapSwizzle::None;
+    break;
+  case 32:
+    spec.swizzle = kiln::TensorMapSwizzle::B32;
+    break;
+  case 64:
+    spec.swizzle = kiln::TensorMapSwizzle::B64;
+    break;
+  case 128:
+    spec.swizzle = kiln::TensorMapSwizzle::B128;
+    break;
   default:
     throw kiln::Error("tensor map: swizzle must be 0, 32, 64 or 128 bytes, got " +
                       std::to_string(swizzle));
@@ -272,9 +281,9 @@ std::array<unsigned, 3> toGrid(py::handle grid, const std::string &kernel) {
     out = {1, 1, 1};
   }
   std::vector<py::object> dims;
-  if (py::isinstance<py::int_>(grid) || (!py::isinstance<py::tuple>(grid) &&
-                                         !py::isinstance<py::list>(grid) &&
-                                         py::hasattr(grid, "__index__"))) {
+  if (py::isinstance<py::int_>(grid) ||
+      (!py::isinstance<py::tuple>(grid) && !py::isinstance<py::list>(grid) &&
+       py::hasattr(grid, "__index__"))) {
     dims.push_back(py::reinterpret_borrow<py::object>(grid));
   } else if (py::isinstance<py::tuple>(grid) || py::isinstance<py::list>(grid)) {
     for (auto d : grid)
@@ -293,8 +302,8 @@ std::array<unsigned, 3> toGrid(py::handle grid, const std::string &kernel) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
     if (overflow || v < 0 || v > static_cast<long long>(kiln::kMaxGridDims[i]))
-      throw kiln::Error(kiln::gridDimError(kernel, static_cast<unsigned>(i),
-                                           py::str(idx).cast<std::string>()));
+      throw kiln::Error(
+          kiln::gridDimError(kernel, static_cast<unsigned>(i), py::str(idx).cast<std::string>()));
     out[i] = static_cast<unsigned>(v);
   }
   return out;
@@ -318,8 +327,7 @@ public:
     ++size_;
   }
   const kiln::KernelArg *data() const {
-    return heap_.capacity() ? heap_.data()
-                            : reinterpret_cast<const kiln::KernelArg *>(stack_);
+    return heap_.capacity() ? heap_.data() : reinterpret_cast<const kiln::KernelArg *>(stack_);
   }
   size_t size() const { return size_; }
 
@@ -413,13 +421,13 @@ std::optional<kiln::DType> torchDType(PyObject *dtypeObj) {
   if (it != tt.dtypes.end())
     return it->second;
   static const std::pair<const char *, kiln::DType> names[] = {
-      {"torch.bool", kiln::DType::I1},          {"torch.int8", kiln::DType::I8},
-      {"torch.int16", kiln::DType::I16},        {"torch.int32", kiln::DType::I32},
-      {"torch.int64", kiln::DType::I64},        {"torch.uint8", kiln::DType::U8},
-      {"torch.uint16", kiln::DType::U16},       {"torch.uint32", kiln::DType::U32},
-      {"torch.uint64", kiln::DType::U64},       {"torch.float16", kiln::DType::F16},
-      {"torch.bfloat16", kiln::DType::BF16},    {"torch.float32", kiln::DType::F32},
-      {"torch.float64", kiln::DType::F64},      {"torch.float8_e4m3fn", kiln::DType::F8E4M3},
+      {"torch.bool", kiln::DType::I1},           {"torch.int8", kiln::DType::I8},
+      {"torch.int16", kiln::DType::I16},         {"torch.int32", kiln::DType::I32},
+      {"torch.int64", kiln::DType::I64},         {"torch.uint8", kiln::DType::U8},
+      {"torch.uint16", kiln::DType::U16},        {"torch.uint32", kiln::DType::U32},
+      {"torch.uint64", kiln::DType::U64},        {"torch.float16", kiln::DType::F16},
+      {"torch.bfloat16", kiln::DType::BF16},     {"torch.float32", kiln::DType::F32},
+      {"torch.float64", kiln::DType::F64},       {"torch.float8_e4m3fn", kiln::DType::F8E4M3},
       {"torch.float8_e5m2", kiln::DType::F8E5M2}};
   std::string name = py::str(dtypeObj).cast<std::string>();
   std::optional<kiln::DType> d;
@@ -856,8 +864,8 @@ std::vector<kiln::ArgSpec> argSpecs(py::handle args) {
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "kiln runtime: kernel bundles and launching on the CUDA Driver API";
   m.attr("FORMAT_VERSION") = kiln::kBundleFormatVersion;
-  m.attr("MAX_GRID") = py::make_tuple(kiln::kMaxGridDims[0], kiln::kMaxGridDims[1],
-                                      kiln::kMaxGridDims[2]);
+  m.attr("MAX_GRID") =
+      py::make_tuple(kiln::kMaxGridDims[0], kiln::kMaxGridDims[1], kiln::kMaxGridDims[2]);
   py::register_exception<kiln::Error>(m, "KilnError", PyExc_RuntimeError);
 
   py::class_<kiln::Kernel, std::shared_ptr<kiln::Kernel>>(m, "Kernel")
@@ -875,7 +883,8 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("meta", [](const kiln::Kernel &k) { return toPy(k.entry().meta); })
       .def_property_readonly("archs", [](const kiln::Kernel &k) { return k.entry().archList(); })
       .def(
-          "load", [](const kiln::Kernel &k) {
+          "load",
+          [](const kiln::Kernel &k) {
             py::gil_scoped_release release;
             k.load();
           },
@@ -1001,8 +1010,8 @@ PYBIND11_MODULE(_runtime, m) {
               auto t = item.cast<py::tuple>();
               if (t.size() != 3)
                 throw kiln::Error("bundle writer: images must be (arch, kind, bytes) tuples");
-              imgs.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(),
-                              t[2].cast<std::string>()});
+              imgs.push_back(
+                  {t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<std::string>()});
             }
             w.addKernel(fromPy(meta), std::move(imgs));
           },
@@ -1059,8 +1068,8 @@ PYBIND11_MODULE(_runtime, m) {
         }
         return py::bytes(reinterpret_cast<const char *>(&map), sizeof(map));
       },
-      py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"),
-      py::arg("box"), py::arg("swizzle"),
+      py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"), py::arg("box"),
+      py::arg("swizzle"),
       "The 128-byte CUtensorMap of a tiled TMA copy; dimensions innermost first, `strides` "
       "the byte strides of dimensions 1.. (validated first; raises naming the problem).");
   m.def(
@@ -1068,11 +1077,10 @@ PYBIND11_MODULE(_runtime, m) {
       [](uint64_t address, const std::string &dtype, std::vector<uint64_t> shape,
          std::vector<uint64_t> strides, std::vector<uint32_t> box, unsigned swizzle) {
         return kiln::validateTensorMap(tensorMapSpec(address, dtype, std::move(shape),
-                                                     std::move(strides), std::move(box),
-                                                     swizzle));
+                                                     std::move(strides), std::move(box), swizzle));
       },
-      py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"),
-      py::arg("box"), py::arg("swizzle"),
+      py::arg("address"), py::arg("dtype"), py::arg("shape"), py::arg("strides"), py::arg("box"),
+      py::arg("swizzle"),
       "What cuTensorMapEncodeTiled would reject in this geometry, or '' (needs no GPU).");
   m.def(
       "c_api",

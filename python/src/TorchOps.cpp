@@ -72,8 +72,18 @@ struct KeyHash {
   }
 };
 
-enum Tag : int64_t { kNone, kTensor, kInt, kDouble, kBool, kString, kIntList, kDoubleList,
-                     kBoolList, kDevice };
+enum Tag : int64_t {
+  kNone,
+  kTensor,
+  kInt,
+  kDouble,
+  kBool,
+  kString,
+  kIntList,
+  kDoubleList,
+  kBoolList,
+  kDevice
+};
 
 int64_t bitsOf(double v) {
   int64_t bits;
@@ -192,14 +202,22 @@ constexpr size_t kMaxArgs = 64;
 
 at::ScalarType scalarType(const std::string &name) {
   static const std::map<std::string, at::ScalarType> types = {
-      {"bool", at::kBool},          {"uint8", at::kByte},
-      {"int8", at::kChar},          {"int16", at::kShort},
-      {"int32", at::kInt},          {"int64", at::kLong},
-      {"uint16", at::kUInt16},      {"uint32", at::kUInt32},
-      {"uint64", at::kUInt64},      {"float16", at::kHalf},
-      {"bfloat16", at::kBFloat16},  {"float32", at::kFloat},
-      {"float64", at::kDouble},     {"float8_e4m3fn", at::kFloat8_e4m3fn},
-      {"float8_e5m2", at::kFloat8_e5m2}, {"float8_e8m0fnu", at::kFloat8_e8m0fnu},
+      {"bool", at::kBool},
+      {"uint8", at::kByte},
+      {"int8", at::kChar},
+      {"int16", at::kShort},
+      {"int32", at::kInt},
+      {"int64", at::kLong},
+      {"uint16", at::kUInt16},
+      {"uint32", at::kUInt32},
+      {"uint64", at::kUInt64},
+      {"float16", at::kHalf},
+      {"bfloat16", at::kBFloat16},
+      {"float32", at::kFloat},
+      {"float64", at::kDouble},
+      {"float8_e4m3fn", at::kFloat8_e4m3fn},
+      {"float8_e5m2", at::kFloat8_e5m2},
+      {"float8_e8m0fnu", at::kFloat8_e8m0fnu},
       {"float4_e2m1fn_x2", at::kFloat4_e2m1fn_x2},
   };
   auto it = types.find(name);
@@ -230,8 +248,8 @@ std::unique_ptr<Plan> parsePlan(const json &j, size_t numArgs, size_t numReturns
       throw std::runtime_error("a planned grid has " + std::to_string(grid.size()) + " dims");
     std::copy(grid.begin(), grid.end(), launch.grid);
     for (const json &a : l.at("args"))
-      launch.args.push_back(kiln_arg{a.at(0).get<uint8_t>(), a.at(1).get<uint8_t>(),
-                                     a.at(2).get<uint64_t>()});
+      launch.args.push_back(
+          kiln_arg{a.at(0).get<uint8_t>(), a.at(1).get<uint8_t>(), a.at(2).get<uint64_t>()});
     if (launch.args.size() > kMaxArgs)
       throw std::runtime_error("a planned launch has more than 64 arguments");
     for (const json &p : l.at("pointers")) {
@@ -267,8 +285,7 @@ thread_local Pending *pending = nullptr;
 class PlannedOp final : public c10::OperatorKernel {
 public:
   PlannedOp(std::string name, c10::OperatorHandle recorder, size_t numArgs, size_t numReturns)
-      : name_(std::move(name)), recorder_(recorder), numArgs_(numArgs),
-        numReturns_(numReturns) {}
+      : name_(std::move(name)), recorder_(recorder), numArgs_(numArgs), numReturns_(numReturns) {}
 
   void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack) {
     thread_local Key key;
@@ -372,7 +389,8 @@ private:
 
 thread_local std::string lastError;
 
-template <typename F> int guarded(F &&f) {
+template <typename F>
+int guarded(F &&f) {
   try {
     lastError.clear();
     return f();
@@ -407,7 +425,8 @@ KILN_TORCH_EXPORT const char *kiln_torch_version() { return TORCH_VERSION; }
 KILN_TORCH_EXPORT const char *kiln_torch_last_error() { return lastError.c_str(); }
 
 /// Hands over the runtime's C API (kiln._runtime.c_api()). 0 on success.
-KILN_TORCH_EXPORT int kiln_torch_init(int version, uintptr_t launch, uintptr_t release, uintptr_t lastErr) {
+KILN_TORCH_EXPORT int kiln_torch_init(int version, uintptr_t launch, uintptr_t release,
+                                      uintptr_t lastErr) {
   return guarded([&] {
     if (version != KILN_C_API_VERSION)
       throw std::runtime_error("kiln._runtime speaks C API version " + std::to_string(version) +
@@ -438,8 +457,8 @@ KILN_TORCH_EXPORT int kiln_torch_register(const char *qualname, const char *reco
                                              c10::DispatchKey::CUDA, "kiln/_torch_ops.so", 0);
     if (registered.count(name))
       throw std::runtime_error(name + " has its C++ kernel already");
-    auto kernel = std::make_unique<PlannedOp>(name, rec, schema.arguments().size(),
-                                              schema.returns().size());
+    auto kernel =
+        std::make_unique<PlannedOp>(name, rec, schema.arguments().size(), schema.returns().size());
     registered[name] = kernel.get();
     lib->impl(name.substr(sep + 2).c_str(),
               torch::CppFunction::makeFromBoxedFunctor(std::move(kernel)));

@@ -104,7 +104,8 @@ void Bundle::verify() {
   const uint64_t headerSum = loadU64(d + header::kHeaderXXH64);
   const uint64_t headerGot = xxh64(std::string_view(d, header::kHeaderXXH64));
   if (headerSum != headerGot)
-    fail("header checksum mismatch (expected " + hex0x(headerSum) + ", got " + hex0x(headerGot) + ")");
+    fail("header checksum mismatch (expected " + hex0x(headerSum) + ", got " + hex0x(headerGot) +
+         ")");
   const uint64_t fileSize = loadU64(d + header::kFileSize);
   if (actual < fileSize)
     fail("truncated: file is " + std::to_string(actual) + " bytes, header says " +
@@ -118,7 +119,8 @@ void Bundle::verify() {
   // Manifest.
   const uint64_t manOff = loadU64(d + header::kManifestOffset);
   const uint64_t manSize = loadU64(d + header::kManifestSize);
-  if (manOff < kBundleHeaderSize || manOff > fileSize || manSize > fileSize - manOff || manSize == 0)
+  if (manOff < kBundleHeaderSize || manOff > fileSize || manSize > fileSize - manOff ||
+      manSize == 0)
     fail("manifest range [" + std::to_string(manOff) + ", +" + std::to_string(manSize) +
          ") is outside the file (" + std::to_string(fileSize) + " bytes) or overlaps the header");
   const std::string_view manText(d + manOff, manSize);
@@ -200,8 +202,8 @@ void Bundle::verify() {
       uint64_t got = xxh64(std::string_view(d + im.offset, im.size));
       if (got != im.xxh64)
         fail("image " + std::to_string(imageIndex) + " (" + e.name + ", " + im.arch +
-             (im.kind == "ptx" ? " ptx" : "") + ") checksum mismatch (expected " +
-             hex0x(im.xxh64) + ", got " + hex0x(got) + ")");
+             (im.kind == "ptx" ? " ptx" : "") + ") checksum mismatch (expected " + hex0x(im.xxh64) +
+             ", got " + hex0x(got) + ")");
       ++imageIndex;
     }
 
@@ -331,9 +333,8 @@ const KernelEntry &Bundle::select(const std::string &name, const std::vector<Arg
   std::vector<const KernelEntry *> fit;
   std::string listing;
   for (const KernelEntry *e : sameName) {
-    std::string why = e->matchesConstexprs(constexprs)
-                          ? specializationMismatch(*e, args)
-                          : "constexprs differ";
+    std::string why =
+        e->matchesConstexprs(constexprs) ? specializationMismatch(*e, args) : "constexprs differ";
     std::string params;
     for (const ParamInfo &p : e->params)
       params += (params.empty() ? "" : ", ") + p.describe();
@@ -351,7 +352,8 @@ const KernelEntry &Bundle::select(const std::string &name, const std::vector<Arg
   if (fit.empty()) {
     const char *noJit = std::getenv("KILN_NO_JIT");
     throw Error("bundle '" + name_ + "' has no specialization of '" + name + "' for (" + wanted +
-                ")" + (noJit && std::string(noJit) == "1" ? " [KILN_NO_JIT=1: not compiling it]" : "") +
+                ")" +
+                (noJit && std::string(noJit) == "1" ? " [KILN_NO_JIT=1: not compiling it]" : "") +
                 "; it holds:" + listing);
   }
   unsigned best = 0;
@@ -365,8 +367,9 @@ const KernelEntry &Bundle::select(const std::string &name, const std::vector<Arg
     std::string which;
     for (const KernelEntry *e : top)
       which += "\n  " + e->name + " {" + e->describeConstexprs() + "}";
-    throw Error("bundle '" + name_ + "': kernel '" + name + "' for (" + wanted + ") is ambiguous (" +
-                std::to_string(top.size()) + " specializations fit; pass constexprs):" + which);
+    throw Error("bundle '" + name_ + "': kernel '" + name + "' for (" + wanted +
+                ") is ambiguous (" + std::to_string(top.size()) +
+                " specializations fit; pass constexprs):" + which);
   }
   return *top.front();
 }
@@ -388,16 +391,16 @@ std::shared_ptr<Kernel> Bundle::kernel(const std::string &name, const json &cons
       for (const KernelEntry &e : kernels_)
         if (names.find("'" + e.name + "'") == std::string::npos)
           names += (names.empty() ? "" : ", ") + ("'" + e.name + "'");
-      throw Error("bundle '" + name_ + "' has no kernel '" + name + "'; it holds: " +
-                  (names.empty() ? "(none)" : names));
+      throw Error("bundle '" + name_ + "' has no kernel '" + name +
+                  "'; it holds: " + (names.empty() ? "(none)" : names));
     }
     throw Error("bundle '" + name_ + "' has no specialization of '" + name + "'" + query +
                 "; it holds:" + listing(sameName));
   }
   if (matches.size() > 1)
     throw Error("bundle '" + name_ + "': kernel '" + name + "'" + query + " is ambiguous (" +
-                std::to_string(matches.size()) + " specializations match; pass constexprs):" +
-                listing(matches));
+                std::to_string(matches.size()) +
+                " specializations match; pass constexprs):" + listing(matches));
   return kernel(*matches.front());
 }
 
@@ -407,9 +410,9 @@ std::string Bundle::describe() const {
   for (const KernelEntry &e : kernels_)
     numImages += e.images.size();
   os << "bundle '" << name_ << "': format version " << kBundleFormatVersion << ", compiler "
-     << compilerVersion_ << ", " << kernels_.size() << " kernel" << (kernels_.size() == 1 ? "" : "s")
-     << ", " << numImages << " image" << (numImages == 1 ? "" : "s") << ", " << humanBytes(fileSize())
-     << "\n";
+     << compilerVersion_ << ", " << kernels_.size() << " kernel"
+     << (kernels_.size() == 1 ? "" : "s") << ", " << numImages << " image"
+     << (numImages == 1 ? "" : "s") << ", " << humanBytes(fileSize()) << "\n";
   for (const KernelEntry &e : kernels_) {
     os << "\nkernel " << e.name;
     if (!e.specialization.empty())

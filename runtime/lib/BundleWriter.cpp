@@ -108,8 +108,7 @@ std::string BundleWriter::serialize() const {
   storeU64(&out[header::kManifestSize], manifestText.size());
   storeU64(&out[header::kManifestXXH64], xxh64(manifestText));
   storeU64(&out[header::kReserved], 0);
-  storeU64(&out[header::kHeaderXXH64],
-           xxh64(std::string_view(out.data(), header::kHeaderXXH64)));
+  storeU64(&out[header::kHeaderXXH64], xxh64(std::string_view(out.data(), header::kHeaderXXH64)));
   std::memcpy(&out[kBundleHeaderSize], manifestText.data(), manifestText.size());
   for (size_t k = 0; k < kernels_.size(); ++k)
     for (size_t i = 0; i < kernels_[k].images.size(); ++i) {

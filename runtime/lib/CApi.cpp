@@ -23,7 +23,8 @@ struct kiln_kernel {
 namespace {
 thread_local std::string lastError;
 
-template <typename F> kiln_status guarded(F &&f) {
+template <typename F>
+kiln_status guarded(F &&f) {
   try {
     lastError.clear();
     f();
@@ -136,16 +137,15 @@ kiln_status kiln_kernel_launch(const kiln_kernel *kernel, void *stream, const un
     auto *converted = reinterpret_cast<kiln::KernelArg *>(storage);
     for (size_t i = 0; i < numArgs; ++i) {
       if (!args[i].is_pointer && args[i].dtype > KILN_F8E5M2)
-        throw kiln::Error("kernel '" + kernel->kernel->name() + "': argument " +
-                          std::to_string(i) + " has an unknown dtype " +
-                          std::to_string(args[i].dtype));
+        throw kiln::Error("kernel '" + kernel->kernel->name() + "': argument " + std::to_string(i) +
+                          " has an unknown dtype " + std::to_string(args[i].dtype));
       new (&converted[i]) kiln::KernelArg(
           args[i].is_pointer
               ? kiln::KernelArg::pointer(args[i].bits)
               : kiln::KernelArg::bits(static_cast<kiln::DType>(args[i].dtype), args[i].bits));
     }
-    kernel->kernel->launch(static_cast<CUstream>(stream), {grid[0], grid[1], grid[2]},
-                           converted, numArgs);
+    kernel->kernel->launch(static_cast<CUstream>(stream), {grid[0], grid[1], grid[2]}, converted,
+                           numArgs);
   });
 }
 

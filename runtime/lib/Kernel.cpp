@@ -22,7 +22,8 @@ using detail::Driver;
 //===----------------------------------------------------------------------===//
 
 namespace {
-template <typename T> uint64_t bitsOf(T v) {
+template <typename T>
+uint64_t bitsOf(T v) {
   uint64_t raw = 0;
   std::memcpy(&raw, &v, sizeof(T));
   return raw;
@@ -64,8 +65,8 @@ uint16_t floatToBF16(float f) {
 
 std::string rangeError(const std::string &what, const std::string &value, DType dtype,
                        const std::string &range) {
-  return what + ": value " + value + " is out of range for " + std::string(dtypeName(dtype)) +
-         " " + range;
+  return what + ": value " + value + " is out of range for " + std::string(dtypeName(dtype)) + " " +
+         range;
 }
 } // namespace
 
@@ -97,16 +98,34 @@ KernelArg KernelArg::fromInteger(DType dtype, long long v, const std::string &wh
                              "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
   };
   switch (dtype) {
-  case DType::I1: check(0, 1); return i1(v != 0);
-  case DType::I8: check(INT8_MIN, INT8_MAX); return i8(static_cast<int8_t>(v));
-  case DType::I16: check(INT16_MIN, INT16_MAX); return i16(static_cast<int16_t>(v));
-  case DType::I32: check(INT32_MIN, INT32_MAX); return i32(static_cast<int32_t>(v));
-  case DType::I64: return i64(v);
-  case DType::U8: check(0, UINT8_MAX); return u8(static_cast<uint8_t>(v));
-  case DType::U16: check(0, UINT16_MAX); return u16(static_cast<uint16_t>(v));
-  case DType::U32: check(0, UINT32_MAX); return u32(static_cast<uint32_t>(v));
-  case DType::U64: check(0, LLONG_MAX); return u64(static_cast<uint64_t>(v));
-  default: return fromFloat(dtype, static_cast<double>(v), what);
+  case DType::I1:
+    check(0, 1);
+    return i1(v != 0);
+  case DType::I8:
+    check(INT8_MIN, INT8_MAX);
+    return i8(static_cast<int8_t>(v));
+  case DType::I16:
+    check(INT16_MIN, INT16_MAX);
+    return i16(static_cast<int16_t>(v));
+  case DType::I32:
+    check(INT32_MIN, INT32_MAX);
+    return i32(static_cast<int32_t>(v));
+  case DType::I64:
+    return i64(v);
+  case DType::U8:
+    check(0, UINT8_MAX);
+    return u8(static_cast<uint8_t>(v));
+  case DType::U16:
+    check(0, UINT16_MAX);
+    return u16(static_cast<uint16_t>(v));
+  case DType::U32:
+    check(0, UINT32_MAX);
+    return u32(static_cast<uint32_t>(v));
+  case DType::U64:
+    check(0, LLONG_MAX);
+    return u64(static_cast<uint64_t>(v));
+  default:
+    return fromFloat(dtype, static_cast<double>(v), what);
   }
 }
 
@@ -127,8 +146,11 @@ KernelArg KernelArg::fromFloat(DType dtype, double v, const std::string &what) {
                              "(largest finite magnitude " + std::to_string(limit) + ")"));
   };
   switch (dtype) {
-  case DType::F64: return f64(v);
-  case DType::F32: overflow(std::numeric_limits<float>::max()); return f32(static_cast<float>(v));
+  case DType::F64:
+    return f64(v);
+  case DType::F32:
+    overflow(std::numeric_limits<float>::max());
+    return f32(static_cast<float>(v));
   case DType::F16:
     overflow(65504.0);
     return bits(DType::F16, floatToHalf(static_cast<float>(v)));
@@ -175,9 +197,8 @@ KernelArg KernelArg::tensorMap(const void *map, DType dtype, const std::vector<u
 
 KernelArg KernelArg::tensorMap(const CUtensorMap &map, const TensorMapSpec &spec) {
   std::vector<uint32_t> box(spec.box.rbegin(), spec.box.rend());
-  return tensorMap(&map, spec.dtype, box, swizzleSpanBytes(spec.swizzle) == 16
-                                              ? 0u
-                                              : swizzleSpanBytes(spec.swizzle));
+  return tensorMap(&map, spec.dtype, box,
+                   swizzleSpanBytes(spec.swizzle) == 16 ? 0u : swizzleSpanBytes(spec.swizzle));
 }
 
 std::string KernelArg::describe() const {
@@ -259,11 +280,11 @@ std::string gridDimError(const std::string &kernel, unsigned dim, const std::str
 std::string clusterGridError(const std::string &kernel, const std::array<unsigned, 3> &grid,
                              const std::array<unsigned, 3> &cluster) {
   auto triple = [](const std::array<unsigned, 3> &v) {
-    return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " +
-           std::to_string(v[2]) + ")";
+    return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) +
+           ")";
   };
-  return "kernel '" + kernel + "': grid " + triple(grid) + " is not a multiple of the cluster shape " +
-         triple(cluster);
+  return "kernel '" + kernel + "': grid " + triple(grid) +
+         " is not a multiple of the cluster shape " + triple(cluster);
 }
 
 namespace {
@@ -286,7 +307,11 @@ std::shared_ptr<Kernel> Kernel::fromImages(const json &meta,
       throw Error("kernel '" + entry.name + "': empty image for " + arch);
     ImageInfo info;
     info.arch = arch;
-    info.kind = bytes.compare(0, 4, "\x7f" "ELF") == 0 ? "cubin" : "ptx";
+    info.kind = bytes.compare(0, 4,
+                              "\x7f"
+                              "ELF") == 0
+                    ? "cubin"
+                    : "ptx";
     info.size = bytes.size();
     entry.images.push_back(info);
     owned.push_back(bytes);
@@ -353,9 +378,9 @@ const Kernel::Loaded &Kernel::loadedForCurrentContext() const {
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry_.name, l->arch);
   // Clusters of more than 8 blocks (the portable size) need the non-portable opt-in.
   if (entry_.cluster[0] * entry_.cluster[1] * entry_.cluster[2] > 8)
-    d.check(d.cuFuncSetAttribute(l->function,
-                                 CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-            "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", entry_.name, l->arch);
+    d.check(
+        d.cuFuncSetAttribute(l->function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+        "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", entry_.name, l->arch);
   loaded_.push_back(std::move(l));
   last_.store(loaded_.back().get(), std::memory_order_release);
   return *loaded_.back();
@@ -387,9 +412,9 @@ void Kernel::launch(CUstream stream, std::array<unsigned, 3> grid, const KernelA
 
   const bool plain = !entry_.pdl && entry_.cluster == std::array<unsigned, 3>{1, 1, 1};
   if (plain) { // no launch attributes: the classic entry point is the cheaper one
-    CUresult r = d.cuLaunchKernel(l.function, grid[0], grid[1], grid[2], entry_.threadsPerBlock,
-                                  1, 1, entry_.sharedBytes, stream, numArgs ? params : nullptr,
-                                  nullptr);
+    CUresult r =
+        d.cuLaunchKernel(l.function, grid[0], grid[1], grid[2], entry_.threadsPerBlock, 1, 1,
+                         entry_.sharedBytes, stream, numArgs ? params : nullptr, nullptr);
     if (r != CUDA_SUCCESS)
       d.check(r, "cuLaunchKernel", entry_.name, l.arch);
     return;

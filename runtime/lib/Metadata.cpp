@@ -20,11 +20,11 @@ struct DTypeName {
   unsigned bytes;
 };
 constexpr DTypeName kDTypes[] = {
-    {DType::I1, "i1", 1},       {DType::I8, "i8", 1},         {DType::I16, "i16", 2},
-    {DType::I32, "i32", 4},     {DType::I64, "i64", 8},       {DType::U8, "u8", 1},
-    {DType::U16, "u16", 2},     {DType::U32, "u32", 4},       {DType::U64, "u64", 8},
-    {DType::F16, "f16", 2},     {DType::BF16, "bf16", 2},     {DType::F32, "f32", 4},
-    {DType::F64, "f64", 8},     {DType::F8E4M3, "f8e4m3", 1}, {DType::F8E5M2, "f8e5m2", 1},
+    {DType::I1, "i1", 1},   {DType::I8, "i8", 1},         {DType::I16, "i16", 2},
+    {DType::I32, "i32", 4}, {DType::I64, "i64", 8},       {DType::U8, "u8", 1},
+    {DType::U16, "u16", 2}, {DType::U32, "u32", 4},       {DType::U64, "u64", 8},
+    {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2},     {DType::F32, "f32", 4},
+    {DType::F64, "f64", 8}, {DType::F8E4M3, "f8e4m3", 1}, {DType::F8E5M2, "f8e5m2", 1},
 };
 
 /// A JSON value's type, in words, for "expected X, got Y" messages.
@@ -78,7 +78,8 @@ public:
         fail(field, "value " + std::to_string(x) + " is larger than " + std::to_string(max));
       return x;
     }
-    fail(field, "expected a non-negative integer, got " + (v->is_number() ? v->dump() : typeName(*v)));
+    fail(field,
+         "expected a non-negative integer, got " + (v->is_number() ? v->dump() : typeName(*v)));
   }
   bool boolean(const char *field, bool dflt) const {
     const json *v = get(field, false);
@@ -159,9 +160,9 @@ std::string ParamInfo::describe() const {
 }
 
 const std::vector<std::string> &knownFeatures() {
-  static const std::vector<std::string> names = {"tma",        "wgmma",    "tcgen05",
-                                                 "elect",      "pdl",      "sys_atomics",
-                                                 "vector16",   "mbarrier", "setmaxnreg"};
+  static const std::vector<std::string> names = {"tma",      "wgmma",    "tcgen05",
+                                                 "elect",    "pdl",      "sys_atomics",
+                                                 "vector16", "mbarrier", "setmaxnreg"};
   return names;
 }
 
@@ -243,13 +244,15 @@ size_t selectImage(const KernelEntry &entry, const std::string &deviceArch,
   auto isPlain = [](const std::string &arch) {
     return !arch.empty() && arch.back() != 'a' && arch.back() != 'f';
   };
-  if (auto i = findImage([&](const ImageInfo &im) { return im.kind == "cubin" && im.arch == deviceArch; }))
+  if (auto i = findImage(
+          [&](const ImageInfo &im) { return im.kind == "cubin" && im.arch == deviceArch; }))
     return *i;
   if (auto i = findImage([&](const ImageInfo &im) {
         return im.kind == "cubin" && isPlain(im.arch) && archNumber(im.arch) == devNum;
       }))
     return *i;
-  if (auto i = findImage([&](const ImageInfo &im) { return im.kind == "ptx" && im.arch == deviceArch; }))
+  if (auto i =
+          findImage([&](const ImageInfo &im) { return im.kind == "ptx" && im.arch == deviceArch; }))
     return *i;
   std::optional<size_t> best;
   for (size_t i = 0; i < entry.images.size(); ++i) {
@@ -353,7 +356,8 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
     }
     if (e.cluster[0] * e.cluster[1] * e.cluster[2] > 16)
       f.fail("cluster", "expected at most 16 blocks per cluster (the non-portable cluster "
-                        "size), got " + c->dump());
+                        "size), got " +
+                            c->dump());
   }
   if (const json *c = f.get("features", false)) {
     if (!c->is_array())
@@ -381,8 +385,8 @@ KernelEntry parseKernelEntry(const json &meta, const std::string &whereIn, bool 
           tf.fail("features", "expected an array of strings, got " + typeName(*fs));
         for (const json &v : *fs) {
           if (!v.is_string())
-            tf.fail("features", "expected an array of strings, got an element of type " +
-                                    typeName(v));
+            tf.fail("features",
+                    "expected an array of strings, got an element of type " + typeName(v));
           info.features.push_back(v.get<std::string>());
           if (std::find(e.features.begin(), e.features.end(), info.features.back()) ==
               e.features.end())

@@ -12,10 +12,14 @@ namespace kiln {
 
 unsigned swizzleSpanBytes(TensorMapSwizzle swizzle) {
   switch (swizzle) {
-  case TensorMapSwizzle::None: return 16;
-  case TensorMapSwizzle::B32: return 32;
-  case TensorMapSwizzle::B64: return 64;
-  case TensorMapSwizzle::B128: return 128;
+  case TensorMapSwizzle::None:
+    return 16;
+  case TensorMapSwizzle::B32:
+    return 32;
+  case TensorMapSwizzle::B64:
+    return 64;
+  case TensorMapSwizzle::B128:
+    return 128;
   }
   return 16;
 }
@@ -26,23 +30,34 @@ CUtensorMapDataType tensorMapDataType(DType dtype) {
   case DType::I8:
   case DType::U8:
   case DType::F8E4M3:
-  case DType::F8E5M2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  case DType::F8E5M2:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   case DType::I16:
-  case DType::U16: return CU_TENSOR_MAP_DATA_TYPE_UINT16;
-  case DType::U32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
-  case DType::I32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
-  case DType::U64: return CU_TENSOR_MAP_DATA_TYPE_UINT64;
-  case DType::I64: return CU_TENSOR_MAP_DATA_TYPE_INT64;
-  case DType::F16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  case DType::BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  case DType::F32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  case DType::F64: return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  case DType::U16:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  case DType::U32:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+  case DType::I32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case DType::U64:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT64;
+  case DType::I64:
+    return CU_TENSOR_MAP_DATA_TYPE_INT64;
+  case DType::F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case DType::BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case DType::F32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  case DType::F64:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
   }
   return CU_TENSOR_MAP_DATA_TYPE_UINT8;
 }
 
 namespace {
-template <typename T> std::string list(const std::vector<T> &v) {
+template <typename T>
+std::string list(const std::vector<T> &v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i)
     s += (i ? ", " : "") + std::to_string(v[i]);
@@ -129,17 +144,16 @@ CUtensorMap encodeTensorMap(const TensorMapSpec &s) {
   }
   for (size_t i = 0; i + 1 < rank; ++i)
     strides[i] = s.strides[i];
-  static const CUtensorMapSwizzle swz[] = {
-      CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B, CU_TENSOR_MAP_SWIZZLE_64B,
-      CU_TENSOR_MAP_SWIZZLE_128B};
+  static const CUtensorMapSwizzle swz[] = {CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+                                           CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B};
   CUtensorMap map;
-  d.check(d.cuTensorMapEncodeTiled(
-              &map, tensorMapDataType(s.dtype), static_cast<cuuint32_t>(rank),
-              reinterpret_cast<void *>(static_cast<uintptr_t>(s.address)), dims, strides, box,
-              elemStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swz[static_cast<int>(s.swizzle)],
-              CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-              s.oobNaN ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-                       : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+  d.check(d.cuTensorMapEncodeTiled(&map, tensorMapDataType(s.dtype), static_cast<cuuint32_t>(rank),
+                                   reinterpret_cast<void *>(static_cast<uintptr_t>(s.address)),
+                                   dims, strides, box, elemStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   swz[static_cast<int>(s.swizzle)],
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                   s.oobNaN ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                                            : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
           ("cuTensorMapEncodeTiled(" + s.describe() + ")").c_str());
   return map;
 }

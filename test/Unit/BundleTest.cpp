@@ -70,8 +70,8 @@ BundleWriter threeKernelWriter() {
 /// A small bundle (one kernel, two tiny images) for the exhaustive tests.
 std::string smallBundle() {
   BundleWriter w("t");
-  w.addKernel(minimalMeta("k"), {{"sm_90a", "cubin", fakeImage(7, 40)},
-                                 {"sm_100a", "cubin", fakeImage(8, 24)}});
+  w.addKernel(minimalMeta("k"),
+              {{"sm_90a", "cubin", fakeImage(7, 40)}, {"sm_100a", "cubin", fakeImage(8, 24)}});
   return w.serialize();
 }
 
@@ -131,7 +131,10 @@ json manifestWith(json kernel) {
 json imageRef(const std::string &arch, uint64_t offset, const std::string &bytes) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(xxh(bytes)));
-  return {{"arch", arch}, {"kind", "cubin"}, {"offset", offset}, {"size", bytes.size()},
+  return {{"arch", arch},
+          {"kind", "cubin"},
+          {"offset", offset},
+          {"size", bytes.size()},
           {"xxh64", hex}};
 }
 
@@ -202,7 +205,8 @@ TEST(BundleTest, SerializeIsDeterministic) {
   EXPECT_EQ(w.serialize(), w.serialize());
   // Key order of the input metadata does not matter.
   json m1 = minimalMeta("k");
-  json m2 = json::parse(R"({"threads_per_block":128,"params":[{"dtype":"f32","kind":"ptr","name":"p"}],
+  json m2 =
+      json::parse(R"({"threads_per_block":128,"params":[{"dtype":"f32","kind":"ptr","name":"p"}],
                             "symbol":"k_kernel","name":"k"})");
   BundleWriter w1, w2;
   w1.addKernel(m1, {{"sm_90a", "cubin", fakeImage(1, 10)}});
@@ -279,11 +283,13 @@ TEST(BundleTest, WrongMagicAndVersionAreNamed) {
 
   std::string v7 = bytes;
   putU32(v7, 8, 7);
-  EXPECT_EQ(errorOf(v7),
-            "kiln: bundle 'x.kbundle': unsupported format version 7 (this runtime reads version 1)");
+  EXPECT_EQ(
+      errorOf(v7),
+      "kiln: bundle 'x.kbundle': unsupported format version 7 (this runtime reads version 1)");
   resealHeader(v7);
-  EXPECT_EQ(errorOf(v7),
-            "kiln: bundle 'x.kbundle': unsupported format version 7 (this runtime reads version 1)");
+  EXPECT_EQ(
+      errorOf(v7),
+      "kiln: bundle 'x.kbundle': unsupported format version 7 (this runtime reads version 1)");
 
   std::string hdr = bytes;
   hdr[20] ^= 1; // file size field
@@ -293,8 +299,8 @@ TEST(BundleTest, WrongMagicAndVersionAreNamed) {
 TEST(BundleTest, ChecksumErrorsNameTheRegion) {
   BundleWriter w;
   w.addKernel(minimalMeta("k"), {{"sm_90a", "cubin", fakeImage(1, 100)}});
-  w.addKernel(situMeta(), {{"sm_90a", "cubin", fakeImage(2, 100)},
-                           {"sm_100a", "cubin", fakeImage(3, 100)}});
+  w.addKernel(situMeta(),
+              {{"sm_90a", "cubin", fakeImage(2, 100)}, {"sm_100a", "cubin", fakeImage(3, 100)}});
   std::string bytes = w.serialize();
   auto b = Bundle::fromBytes(bytes);
   const ImageInfo &im = b->kernels()[1].images[1];
@@ -302,7 +308,8 @@ TEST(BundleTest, ChecksumErrorsNameTheRegion) {
   bad[im.offset + 50] ^= 0x10;
   std::string msg = errorOf(bad);
   EXPECT_NE(msg.find("kiln: bundle 'x.kbundle': image 2 (situ_and_mul, sm_100a) checksum mismatch "
-                     "(expected 0x" + hex64(im.xxh64) + ", got 0x"),
+                     "(expected 0x" +
+                     hex64(im.xxh64) + ", got 0x"),
             std::string::npos)
       << msg;
 
@@ -374,7 +381,8 @@ TEST(BundleTest, SchemaErrorsNameTheField) {
 
   json twice = good;
   twice["images"].push_back(imageRef("sm_100a", 512, img)); // same bytes, same place
-  EXPECT_NE(errorOf(withKernel(twice)).find("overlaps"), std::string::npos) << errorOf(withKernel(twice));
+  EXPECT_NE(errorOf(withKernel(twice)).find("overlaps"), std::string::npos)
+      << errorOf(withKernel(twice));
 
   json m = manifestWith(good);
   m["version"] = 2;

@@ -12,17 +12,24 @@
 namespace {
 std::string testBundle() {
   kiln::BundleWriter w("capi-test");
-  nlohmann::json meta = {
-      {"name", "scale"},
-      {"symbol", "scale"},
-      {"params",
-       {{{"name", "x"}, {"kind", "ptr"}, {"dtype", "f32"}, {"divisibility", 16}},
-        {{"name", "n"}, {"kind", "scalar"}, {"dtype", "i32"}}}},
-      {"constexprs", {{"BLOCK", 256}}},
-      {"threads_per_block", 128}};
-  w.addKernel(meta, {{"sm_90a", "cubin", std::string("\x7f" "ELF", 4) + std::string(60, 'x')}});
+  nlohmann::json meta = {{"name", "scale"},
+                         {"symbol", "scale"},
+                         {"params",
+                          {{{"name", "x"}, {"kind", "ptr"}, {"dtype", "f32"}, {"divisibility", 16}},
+                           {{"name", "n"}, {"kind", "scalar"}, {"dtype", "i32"}}}},
+                         {"constexprs", {{"BLOCK", 256}}},
+                         {"threads_per_block", 128}};
+  w.addKernel(meta, {{"sm_90a", "cubin",
+                      std::string("\x7f"
+                                  "ELF",
+                                  4) +
+                          std::string(60, 'x')}});
   meta["constexprs"]["BLOCK"] = 512;
-  w.addKernel(meta, {{"sm_90a", "cubin", std::string("\x7f" "ELF", 4) + std::string(61, 'y')}});
+  w.addKernel(meta, {{"sm_90a", "cubin",
+                      std::string("\x7f"
+                                  "ELF",
+                                  4) +
+                          std::string(61, 'y')}});
   return w.serialize();
 }
 } // namespace

@@ -1,7 +1,7 @@
 //===- KernelTest.cpp - Image selection, arguments, no-driver behaviour ---===//
 
-#include "kiln/Runtime/Bundle.h"
 #include "kiln/Runtime/Kernel.h"
+#include "kiln/Runtime/Bundle.h"
 
 #include <gtest/gtest.h>
 
@@ -89,18 +89,18 @@ TEST(KernelArgTest, CheckCountKindDtypeAlignment) {
             "got 1");
   EXPECT_EQ(errorOf([&] { checkArgs(e, {KernelArg::i32(1), KernelArg::i32(5)}); }),
             "kiln: kernel 'situ_and_mul': argument 'x' (param 0) expects ptr<bf16>, got i32");
+  EXPECT_EQ(
+      errorOf([&] { checkArgs(e, {KernelArg::pointer(uint64_t(0x1000)), KernelArg::i64(5)}); }),
+      "kiln: kernel 'situ_and_mul': argument 'n' (param 1) expects i32, got i64");
   EXPECT_EQ(errorOf([&] {
-              checkArgs(e, {KernelArg::pointer(uint64_t(0x1000)), KernelArg::i64(5)});
-            }),
-            "kiln: kernel 'situ_and_mul': argument 'n' (param 1) expects i32, got i64");
-  EXPECT_EQ(errorOf([&] {
-              checkArgs(e, {KernelArg::pointer(uint64_t(0x1000)),
-                            KernelArg::pointer(uint64_t(0x1000))});
+              checkArgs(
+                  e, {KernelArg::pointer(uint64_t(0x1000)), KernelArg::pointer(uint64_t(0x1000))});
             }),
             "kiln: kernel 'situ_and_mul': argument 'n' (param 1) expects i32, got ptr");
-  EXPECT_EQ(errorOf([&] { checkArgs(e, {KernelArg::pointer(uint64_t(0x1008)), KernelArg::i32(5)}); }),
-            "kiln: kernel 'situ_and_mul': argument 'x' (param 0): pointer 0x1008 is not 16-byte "
-            "aligned (divisibility 16)");
+  EXPECT_EQ(
+      errorOf([&] { checkArgs(e, {KernelArg::pointer(uint64_t(0x1008)), KernelArg::i32(5)}); }),
+      "kiln: kernel 'situ_and_mul': argument 'x' (param 0): pointer 0x1008 is not 16-byte "
+      "aligned (divisibility 16)");
 }
 
 TEST(KernelArgTest, TensorMapsMatchDtypeBoxAndSwizzle) {
@@ -128,28 +128,27 @@ TEST(KernelArgTest, TensorMapsMatchDtypeBoxAndSwizzle) {
   EXPECT_EQ(fromSpec.data(), static_cast<const void *>(&cmap));
   EXPECT_NO_THROW(checkArgs(e, {fromSpec, KernelArg::i32(1)}));
   EXPECT_EQ(errorOf([&] {
-              checkArgs(e, {KernelArg::tensorMap(map, DType::BF16, {32, 128}, 0),
-                            KernelArg::i32(1)});
+              checkArgs(e,
+                        {KernelArg::tensorMap(map, DType::BF16, {32, 128}, 0), KernelArg::i32(1)});
             }),
             "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
             "tensordesc<bf16, 32x128>");
   EXPECT_EQ(errorOf([&] {
-              checkArgs(e, {KernelArg::tensorMap(map, DType::F16, {64, 128}, 0),
-                            KernelArg::i32(1)});
+              checkArgs(e,
+                        {KernelArg::tensorMap(map, DType::F16, {64, 128}, 0), KernelArg::i32(1)});
             }),
             "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
             "tensordesc<f16, 64x128>");
   EXPECT_EQ(errorOf([&] {
-              checkArgs(e, {KernelArg::tensorMap(map, DType::BF16, {64, 128}, 128),
-                            KernelArg::i32(1)});
+              checkArgs(
+                  e, {KernelArg::tensorMap(map, DType::BF16, {64, 128}, 128), KernelArg::i32(1)});
             }),
             "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
             "tensordesc<bf16, 64x128, swizzle 128>");
-  EXPECT_EQ(errorOf([&] {
-              checkArgs(e, {KernelArg::pointer(uint64_t(0x1000)), KernelArg::i32(1)});
-            }),
-            "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
-            "ptr");
+  EXPECT_EQ(
+      errorOf([&] { checkArgs(e, {KernelArg::pointer(uint64_t(0x1000)), KernelArg::i32(1)}); }),
+      "kiln: kernel 'copy': argument 'src' (param 0) expects tensordesc<bf16, 64x128>, got "
+      "ptr");
   json bad = meta;
   bad["params"][0]["box"] = {64, 512};
   EXPECT_NE(errorOf([&] { parseKernelEntry(bad, "test", false); }).find("[1, 256]"),
@@ -209,8 +208,9 @@ TEST(KernelTest, FromImagesNeedsNoDriver) {
   // A zero grid launches nothing and never touches the driver.
   EXPECT_NO_THROW(k->launch(nullptr, {0, 1, 1}, {KernelArg::i32(1)}));
   // Arguments are checked before anything else.
-  EXPECT_NE(errorOf([&] { k->launch(nullptr, {1, 1, 1}, {KernelArg::f32(1)}); }).find("expects i32"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf([&] { k->launch(nullptr, {1, 1, 1}, {KernelArg::f32(1)}); }).find("expects i32"),
+      std::string::npos);
   EXPECT_THROW(Kernel::fromImages(meta, {}), Error);
   EXPECT_THROW(Kernel::fromImages(meta, {{"bogus", "x"}}), Error);
 }
@@ -244,7 +244,8 @@ TEST(KernelTest, GridLimitsAreCudasAndCheckedBeforeTheDriver) {
 TEST(KernelTest, WithoutDriverLaunchFailsCleanly) {
   if (driverAvailable())
     GTEST_SKIP() << "a CUDA driver is present on this machine";
-  json meta = {{"name", "k"}, {"symbol", "k"}, {"params", json::array()}, {"threads_per_block", 32}};
+  json meta = {
+      {"name", "k"}, {"symbol", "k"}, {"params", json::array()}, {"threads_per_block", 32}};
   auto k = Kernel::fromImages(meta, {{"sm_90a", "\x7f"
                                                 "ELF"}});
   std::string msg = errorOf([&] { k->launch(nullptr, {1, 1, 1}, {}); });

@@ -1,7 +1,7 @@
 //===- TensorMapTest.cpp - TMA descriptor validation (no GPU) -------------===//
 
-#include "kiln/Runtime/Error.h"
 #include "kiln/Runtime/TensorMap.h"
+#include "kiln/Runtime/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -65,11 +65,13 @@ TEST(TensorMapTest, EveryRule) {
             }),
             "the inner box row (64 B) must be at most the 32-byte swizzle span");
   // A box larger than the tensor is fine: the copy zero-fills (loads) or clips (stores).
-  EXPECT_EQ(why([](TensorMapSpec &s) { s.shape = {1024, 64}; s.box = {64, 128}; }), "");
-  EXPECT_EQ(why([](TensorMapSpec &s) { s.shape = {}; }), "rank must be 1 to 5, got 0");
   EXPECT_EQ(why([](TensorMapSpec &s) {
-              s.shape = {1, 1, 1, 1, 1, 1};
+              s.shape = {1024, 64};
+              s.box = {64, 128};
             }),
+            "");
+  EXPECT_EQ(why([](TensorMapSpec &s) { s.shape = {}; }), "rank must be 1 to 5, got 0");
+  EXPECT_EQ(why([](TensorMapSpec &s) { s.shape = {1, 1, 1, 1, 1, 1}; }),
             "rank must be 1 to 5, got 6");
   EXPECT_EQ(why([](TensorMapSpec &s) { s.strides = {}; }),
             "expected 1 byte strides (dimensions 1..1), got 0");

@@ -162,10 +162,9 @@ void AxisInfoAnalysis::visit(Operation *op) {
             // runs. x <= B, x > B split between B and B + 1, inside a run.
             using P = arith::CmpIPredicate;
             P pred = cmp.getPredicate();
-            bool boundOnRight = pred == P::slt || pred == P::ult || pred == P::sge ||
-                                pred == P::uge;
-            bool boundOnLeft = pred == P::sgt || pred == P::ugt || pred == P::sle ||
-                               pred == P::ule;
+            bool boundOnRight =
+                pred == P::slt || pred == P::ult || pred == P::sge || pred == P::uge;
+            bool boundOnLeft = pred == P::sgt || pred == P::ugt || pred == P::sle || pred == P::ule;
             if (boundOnRight && b.constancy == size)
               constancy =
                   std::max(constancy, gcd(a.contiguity, gcd(a.divisibility, b.divisibility)));
@@ -186,10 +185,10 @@ void AxisInfoAnalysis::visit(Operation *op) {
             int64_t constancy = gcd(c.constancy, gcd(a.constancy, b.constancy));
             int64_t contiguity = gcd(c.constancy, gcd(a.contiguity, b.contiguity));
             int64_t scale = pointeeBytes(type);
-            return AxisInfo{contiguity,
-                            gcd(divisibilityAt(a, contiguity, scale),
-                                divisibilityAt(b, contiguity, scale)),
-                            constancy};
+            return AxisInfo{
+                contiguity,
+                gcd(divisibilityAt(a, contiguity, scale), divisibilityAt(b, contiguity, scale)),
+                constancy};
           })
           .Case<LoadOp>([&](LoadOp load) -> std::optional<AxisInfo> {
             // Equal addresses (under equal masks) load equal values.

@@ -46,8 +46,7 @@ static LogicalResult verifyPowerOfTwoI32(Operation *op, NamedAttribute attr, int
   int64_t value = intAttr.getInt();
   if (value < 1 || value > maxValue || !llvm::isPowerOf2_64(value))
     return op->emitOpError() << "expected '" << attr.getName().getValue()
-                             << "' to be a power of two in [1, " << maxValue << "], got "
-                             << value;
+                             << "' to be a power of two in [1, " << maxValue << "], got " << value;
   return success();
 }
 
@@ -79,8 +78,7 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return op->emitOpError() << "'tile.maxnreg' applies to func.func only";
     if (regs.getInt() < kMinMaxnreg || regs.getInt() > kMaxMaxnreg)
       return op->emitOpError() << "expected 'tile.maxnreg' in [" << kMinMaxnreg << ", "
-                               << kMaxMaxnreg << "] (registers a thread), got "
-                               << regs.getInt();
+                               << kMaxMaxnreg << "] (registers a thread), got " << regs.getInt();
     return success();
   }
   if (name == getClusterDimsAttrName()) {

@@ -101,7 +101,6 @@ LogicalResult ExpandDimsOp::verify() {
   return success();
 }
 
-
 namespace {
 /// A shape op of a splat is a splat of the result's shape: expand_dims,
 /// broadcast, trans and reshape.
@@ -130,15 +129,15 @@ LogicalResult BroadcastOp::verify() {
   auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
   auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
   if (srcType.getElementType() != resultType.getElementType())
-    return emitOpError() << "expected the element type to be kept, got "
-                         << srcType.getElementType() << " -> " << resultType.getElementType();
+    return emitOpError() << "expected the element type to be kept, got " << srcType.getElementType()
+                         << " -> " << resultType.getElementType();
   if (srcType.getRank() != resultType.getRank())
     return emitOpError() << "expected equal ranks, got " << srcType.getRank() << " -> "
                          << resultType.getRank();
   for (auto [i, src, dst] : llvm::enumerate(srcType.getShape(), resultType.getShape()))
     if (src != 1 && src != dst)
-      return emitOpError() << "dimension " << i << " of size " << src
-                           << " cannot be broadcast to " << dst;
+      return emitOpError() << "dimension " << i << " of size " << src << " cannot be broadcast to "
+                           << dst;
   return success();
 }
 
@@ -181,11 +180,9 @@ static RankedTensorType getTransposedType(RankedTensorType src, ArrayRef<int64_t
   return src.clone(shape);
 }
 
-void TransOp::build(OpBuilder &builder, OperationState &state, Value src,
-                    ArrayRef<int64_t> order) {
+void TransOp::build(OpBuilder &builder, OperationState &state, Value src, ArrayRef<int64_t> order) {
   auto type = llvm::cast<RankedTensorType>(src.getType());
-  build(builder, state, getTransposedType(type, order), src,
-        builder.getDenseI64ArrayAttr(order));
+  build(builder, state, getTransposedType(type, order), src, builder.getDenseI64ArrayAttr(order));
 }
 
 LogicalResult TransOp::verify() {
@@ -240,7 +237,6 @@ OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-
 void TransOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<ShapeOfSplat<TransOp>>(context);
 }
@@ -253,8 +249,8 @@ LogicalResult ReshapeOp::verify() {
   auto srcType = llvm::cast<RankedTensorType>(getSrc().getType());
   auto resultType = llvm::cast<RankedTensorType>(getResult().getType());
   if (srcType.getElementType() != resultType.getElementType())
-    return emitOpError() << "expected the element type to be kept, got "
-                         << srcType.getElementType() << " -> " << resultType.getElementType();
+    return emitOpError() << "expected the element type to be kept, got " << srcType.getElementType()
+                         << " -> " << resultType.getElementType();
   if (srcType.getNumElements() != resultType.getNumElements())
     return emitOpError() << "expected " << srcType.getNumElements()
                          << " elements (as the source), got " << resultType.getNumElements();
@@ -275,7 +271,6 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   }
   return {};
 }
-
 
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<ShapeOfSplat<ReshapeOp>>(context);
@@ -324,8 +319,7 @@ LogicalResult SplitOp::verify() {
                          << srcType;
   auto expected = srcType.clone(srcType.getShape().drop_back());
   if (getLhs().getType() != expected)
-    return emitOpError() << "expected result type " << expected << ", got "
-                         << getLhs().getType();
+    return emitOpError() << "expected result type " << expected << ", got " << getLhs().getType();
   return success();
 }
 
@@ -371,8 +365,7 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
 /// Reductions and scans: `axis` (read signed: the attribute is a signless i32
 /// and getAxis() would report -1 as 4294967295) names a dimension of a tile
 /// that does not hold pointers.
-static LogicalResult verifyAxisOp(Operation *op, Value src, IntegerAttr axisAttr,
-                                  StringRef verb) {
+static LogicalResult verifyAxisOp(Operation *op, Value src, IntegerAttr axisAttr, StringRef verb) {
   auto tile = llvm::cast<RankedTensorType>(src.getType());
   int64_t axis = axisAttr.getInt();
   if (axis < 0 || axis >= tile.getRank())
@@ -405,8 +398,8 @@ LogicalResult ReduceOp::verify() {
   for (auto [i, src] : llvm::enumerate(getSrcs())) {
     auto type = llvm::cast<RankedTensorType>(src.getType());
     if (type.getShape() != first.getShape())
-      return emitOpError() << "expected every source to have the shape of source #0 ("
-                           << first << "), got " << type << " for source #" << i;
+      return emitOpError() << "expected every source to have the shape of source #0 (" << first
+                           << "), got " << type << " for source #" << i;
     if (failed(verifyAxisOp(*this, src, getAxisAttr(), "reduce")))
       return failure();
   }
@@ -433,15 +426,15 @@ LogicalResult ReduceOp::verifyRegions() {
   for (size_t i = 0; argumentsMatch && i < 2 * n; ++i)
     argumentsMatch = block.getArgument(i).getType() == elements[i % n];
   if (!argumentsMatch) {
-    InFlightDiagnostic diag = emitOpError() << "expected the combine region to take "
-                                            << 2 * n << " arguments, twice ";
+    InFlightDiagnostic diag = emitOpError() << "expected the combine region to take " << 2 * n
+                                            << " arguments, twice ";
     describe(diag, elements) << ", got ";
     return describe(diag, block.getArgumentTypes());
   }
   auto ret = llvm::dyn_cast<ReduceReturnOp>(block.getTerminator());
   if (!ret || TypeRange(ret.getResult()) != TypeRange(elements)) {
-    InFlightDiagnostic diag = emitOpError() << "expected the combine region to return " << n
-                                            << " values ";
+    InFlightDiagnostic diag = emitOpError()
+                              << "expected the combine region to return " << n << " values ";
     describe(diag, elements) << ", got ";
     return describe(diag, ret ? TypeRange(ret.getResult()) : TypeRange());
   }
@@ -487,8 +480,7 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 // LoadOp / StoreOp
 //===----------------------------------------------------------------------===//
 
-void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
-                   Value other) {
+void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask, Value other) {
   build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, IntegerAttr(),
         MemSemanticAttr(), MemScopeAttr(), CacheModifierAttr(), EvictionPolicyAttr());
 }
@@ -567,8 +559,7 @@ LogicalResult FenceOp::verify() {
 
 std::optional<std::array<int64_t, 3>> kiln::tile::getClusterDims(Operation *op) {
   for (Operation *parent = op->getParentOp(); parent; parent = parent->getParentOp()) {
-    auto dims =
-        parent->getAttrOfType<DenseI32ArrayAttr>(TileDialect::getClusterDimsAttrName());
+    auto dims = parent->getAttrOfType<DenseI32ArrayAttr>(TileDialect::getClusterDimsAttrName());
     if (!dims)
       continue;
     if (dims.size() != 3)
@@ -610,8 +601,8 @@ LogicalResult ClusterLoadOp::verify() {
   int64_t size = (*dims)[0] * (*dims)[1] * (*dims)[2];
   if (rank.getSExtValue() < 0 || rank.getSExtValue() >= size)
     return emitOpError() << "expected a rank in [0, " << size << ") (the kernel's cluster of "
-                         << (*dims)[0] << "x" << (*dims)[1] << "x" << (*dims)[2]
-                         << "), got " << rank.getSExtValue();
+                         << (*dims)[0] << "x" << (*dims)[1] << "x" << (*dims)[2] << "), got "
+                         << rank.getSExtValue();
   return success();
 }
 
@@ -621,9 +612,8 @@ LogicalResult ClusterGatherOp::verify() {
   auto dims = getClusterDims(*this);
   int64_t size = dims ? (*dims)[0] * (*dims)[1] * (*dims)[2] : 1;
   if (!llvm::isPowerOf2_64(size))
-    return emitOpError() << "expected a cluster of a power-of-two size, got "
-                         << (*dims)[0] << "x" << (*dims)[1] << "x" << (*dims)[2] << " (" << size
-                         << " blocks)";
+    return emitOpError() << "expected a cluster of a power-of-two size, got " << (*dims)[0] << "x"
+                         << (*dims)[1] << "x" << (*dims)[2] << " (" << size << " blocks)";
   SmallVector<int64_t> expected{size};
   llvm::append_range(expected, srcType.getShape());
   if (resultType.getShape() != ArrayRef<int64_t>(expected) ||
@@ -679,11 +669,11 @@ LogicalResult DotOp::verify() {
   auto aType = getA().getType(), bType = getB().getType();
   auto accType = getAcc().getType();
   if (aType.getRank() != 2 || bType.getRank() != 2 || accType.getRank() != 2)
-    return emitOpError() << "expected 2-D a, b and acc, got " << aType << ", " << bType
-                         << " and " << accType;
+    return emitOpError() << "expected 2-D a, b and acc, got " << aType << ", " << bType << " and "
+                         << accType;
   if (aType.getElementType() != bType.getElementType())
-    return emitOpError() << "expected a and b of one element type, got "
-                         << aType.getElementType() << " and " << bType.getElementType();
+    return emitOpError() << "expected a and b of one element type, got " << aType.getElementType()
+                         << " and " << bType.getElementType();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
   if (aType.getElementTypeBitWidth() == 8 && k < 32)
     return emitOpError() << "expected K >= 32 for FP8 operands, got " << k;
@@ -692,9 +682,8 @@ LogicalResult DotOp::verify() {
                          << bType.getDimSize(0);
   if (accType.getShape() != ArrayRef<int64_t>{m, n})
     return emitOpError() << "expected acc of shape " << m << "x" << n << ", got " << accType;
-  for (auto [name, size, least] : {std::tuple<StringRef, int64_t, int64_t>{"M", m, 16},
-                                   {"N", n, 8},
-                                   {"K", k, 16}})
+  for (auto [name, size, least] :
+       {std::tuple<StringRef, int64_t, int64_t>{"M", m, 16}, {"N", n, 8}, {"K", k, 16}})
     if (size < least || !llvm::isPowerOf2_64(size))
       return emitOpError() << "expected " << name << " to be a power of two >= " << least
                            << ", got " << size;
@@ -725,21 +714,20 @@ LogicalResult DescLoadOp::verify() {
 }
 
 LogicalResult DescStoreOp::verify() {
-  return verifyDescAccess(*this, getDesc().getType(), getIndices().size(),
-                          getValue().getType(), "stored value");
+  return verifyDescAccess(*this, getDesc().getType(), getIndices().size(), getValue().getType(),
+                          "stored value");
 }
 
 /// The checks of a bulk copy of at most `type`'s elements from a pointer to
 /// `pointee`, `count` of them when given (the copy's byte count must be a
 /// multiple of 16, which a constant count shows here).
-static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type pointee,
-                                    Value count, StringRef what) {
+static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type pointee, Value count,
+                                    StringRef what) {
   if (type.getRank() != 1)
     return op->emitOpError() << "expected a 1-D " << what << ", got " << type;
   if (type.getElementType() != pointee)
-    return op->emitOpError() << "expected the " << what
-                             << "'s element type to be the pointee type " << pointee << ", got "
-                             << type.getElementType();
+    return op->emitOpError() << "expected the " << what << "'s element type to be the pointee type "
+                             << pointee << ", got " << type.getElementType();
   if (type.getElementType().isInteger(1))
     return op->emitOpError() << "expected a numeric element type, got i1 (bulk-load the bytes "
                                 "as i8)";
@@ -756,11 +744,11 @@ static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type p
   if (count && matchPattern(count, m_ConstantInt(&constant))) {
     int64_t n = constant.getSExtValue();
     if (n < 0 || n > type.getNumElements())
-      return op->emitOpError() << "expected a count in [0, " << type.getNumElements()
-                               << "], got " << n;
+      return op->emitOpError() << "expected a count in [0, " << type.getNumElements() << "], got "
+                               << n;
     if ((n * elementBytes) % 16)
-      return op->emitOpError() << "expected the count to span a multiple of 16 bytes, got "
-                               << n << " x " << type.getElementType() << " (" << n * elementBytes
+      return op->emitOpError() << "expected the count to span a multiple of 16 bytes, got " << n
+                               << " x " << type.getElementType() << " (" << n * elementBytes
                                << " bytes)";
   }
   return success();
@@ -771,14 +759,13 @@ LogicalResult RingIssueOp::verify() {
   if (TensorDescType desc = getDescType()) {
     if (getCount())
       return emitOpError() << "expected no count with a descriptor source (the box is whole)";
-    return verifyDescAccess(*this, desc, getIndices().size(), ring.getBlockType(),
-                            "ring's block");
+    return verifyDescAccess(*this, desc, getIndices().size(), ring.getBlockType(), "ring's block");
   }
   if (!getIndices().empty())
     return emitOpError() << "expected no coordinates with a pointer source, got "
                          << getIndices().size();
-  return verifyBulkCopy(*this, ring.getBlockType(), getPointeeType(getSrc().getType()),
-                        getCount(), "ring's block");
+  return verifyBulkCopy(*this, ring.getBlockType(), getPointeeType(getSrc().getType()), getCount(),
+                        "ring's block");
 }
 
 LogicalResult RingWaitLoadOp::verify() {
@@ -795,8 +782,7 @@ LogicalResult RingWaitLoadOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult BulkLoadOp::verify() {
-  return verifyBulkCopy(*this, getType(), getPointeeType(getPtr().getType()), getCount(),
-                        "result");
+  return verifyBulkCopy(*this, getType(), getPointeeType(getPtr().getType()), getCount(), "result");
 }
 
 /// Whether `mask` is a constant whose every element is `value`.
@@ -867,9 +853,8 @@ LogicalResult AtomicRMWOp::verify() {
     return success();
   }
   if (isFloat && getKind() != AtomicRMWKind::Xchg)
-    return emitOpError() << "expected an integer element for '"
-                         << stringifyAtomicRMWKind(getKind()) << "', got " << element
-                         << " (floats support fadd and xchg)";
+    return emitOpError() << "expected an integer element for '" << stringifyAtomicRMWKind(getKind())
+                         << "', got " << element << " (floats support fadd and xchg)";
   unsigned width = element.getIntOrFloatBitWidth();
   if (width != 32 && width != 64)
     return emitOpError() << "expected a 32- or 64-bit element, got " << element;
@@ -923,8 +908,8 @@ LogicalResult WarpGroupDotOp::verify() {
   if (bBox.getDimSize(mnMajor ? 0 : 1) != k || accType.getDimSize(0) != m ||
       accType.getDimSize(1) != n)
     return emitOpError() << "expected a [M, K] box, a " << (mnMajor ? "[K, N]" : "[N, K]")
-                         << " box and a [M, N] accumulator, got " << aBox << ", " << bBox
-                         << " and " << accType;
+                         << " box and a [M, N] accumulator, got " << aBox << ", " << bBox << " and "
+                         << accType;
   if (k * aBox.getElementTypeBitWidth() / 8 != 128)
     return emitOpError() << "expected K = " << 1024 / aBox.getElementTypeBitWidth()
                          << " (one 128-byte swizzle span per row), got " << k;
@@ -951,8 +936,8 @@ LogicalResult TMemLoadOp::verify() {
   RankedTensorType accType = getTmem().getType().getAccType();
   auto resultType = getResult().getType();
   if (resultType.getShape() != accType.getShape())
-    return emitOpError() << "expected the result to have the accumulator's shape "
-                         << accType << ", got " << resultType;
+    return emitOpError() << "expected the result to have the accumulator's shape " << accType
+                         << ", got " << resultType;
   auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(resultType.getEncoding());
   if (!mma || mma.getVersion() != 5)
     return emitOpError() << "expected the result in the #tile.mma encoding of version 5, got "
@@ -992,8 +977,7 @@ LogicalResult WarpSpecializeOp::verifyRegions() {
   // The producer warps have no place in the consumers' layouts.
   WalkResult tiles = getProducer().walk([&](Operation *op) {
     auto isTile = [](Type type) { return llvm::isa<RankedTensorType>(type); };
-    if (llvm::any_of(op->getResultTypes(), isTile) ||
-        llvm::any_of(op->getOperandTypes(), isTile)) {
+    if (llvm::any_of(op->getResultTypes(), isTile) || llvm::any_of(op->getOperandTypes(), isTile)) {
       op->emitOpError() << "expected no tiles in the producer region of a tile.warp_specialize";
       return WalkResult::interrupt();
     }

@@ -89,8 +89,8 @@ LogicalResult TensorDescType::verify(function_ref<InFlightDiagnostic()> emitErro
 }
 
 int64_t TensorDescType::getBoxBytes() const {
-  return getBlockType().getNumElements() *
-         getBlockType().getElementType().getIntOrFloatBitWidth() / 8;
+  return getBlockType().getNumElements() * getBlockType().getElementType().getIntOrFloatBitWidth() /
+         8;
 }
 
 LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned stages,
@@ -108,14 +108,14 @@ LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, uns
     return failure();
   int64_t total = RingType::get(blockType.getContext(), stages, blockType).getTotalBytes();
   if (total > kMaxSharedBytes)
-    return emitError() << "expected the ring to fit the 227 KiB of shared memory, got "
-                       << stages << " stages of " << blockType << " (" << total << " bytes)";
+    return emitError() << "expected the ring to fit the 227 KiB of shared memory, got " << stages
+                       << " stages of " << blockType << " (" << total << " bytes)";
   return success();
 }
 
 int64_t RingType::getSlotBytes() const {
-  return getBlockType().getNumElements() *
-         getBlockType().getElementType().getIntOrFloatBitWidth() / 8;
+  return getBlockType().getNumElements() * getBlockType().getElementType().getIntOrFloatBitWidth() /
+         8;
 }
 
 int64_t RingType::getSlotsOffset() const {
@@ -124,9 +124,7 @@ int64_t RingType::getSlotsOffset() const {
   return llvm::alignTo(8 * getStages(), getSlotBytes() % 1024 == 0 ? 1024 : 128);
 }
 
-int64_t RingType::getTotalBytes() const {
-  return getSlotsOffset() + getStages() * getSlotBytes();
-}
+int64_t RingType::getTotalBytes() const { return getSlotsOffset() + getStages() * getSlotBytes(); }
 
 LogicalResult TMemType::verify(function_ref<InFlightDiagnostic()> emitError,
                                RankedTensorType accType) {
@@ -145,8 +143,7 @@ int64_t TMemType::getNumColumns() const {
   return std::max<int64_t>(32, llvm::PowerOf2Ceil(getAccType().getDimSize(1)));
 }
 
-LogicalResult MBarriersType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                    unsigned count) {
+LogicalResult MBarriersType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned count) {
   if (count < 1 || count > 16)
     return emitError() << "expected 1 to 16 mbarriers, got " << count;
   return success();
@@ -166,4 +163,3 @@ Type kiln::tile::getI1SameShape(Type type) {
     return tensor.clone(i1);
   return i1;
 }
-

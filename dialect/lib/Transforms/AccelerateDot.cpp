@@ -57,8 +57,7 @@ std::optional<RingOperands> matchRingOperands(DotOp dot) {
   ops.b = dot.getB().getDefiningOp<RingWaitLoadOp>();
   if (!ops.b) {
     ops.bTrans = dot.getB().getDefiningOp<TransOp>();
-    if (!ops.bTrans || ops.bTrans.getOrder() != ArrayRef<int64_t>{1, 0} ||
-        !ops.bTrans->hasOneUse())
+    if (!ops.bTrans || ops.bTrans.getOrder() != ArrayRef<int64_t>{1, 0} || !ops.bTrans->hasOneUse())
       return std::nullopt;
     ops.b = ops.bTrans.getSrc().getDefiningOp<RingWaitLoadOp>();
   }
@@ -99,8 +98,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       if (!isElementwise(user))
         continue;
       auto resultType = llvm::cast<RankedTensorType>(user->getResult(0).getType());
-      if (resultType.getElementTypeBitWidth() >
-          c.getType().getElementTypeBitWidth())
+      if (resultType.getElementTypeBitWidth() > c.getType().getElementTypeBitWidth())
         continue;
       // The source (in the mma layout) of an operand converted from it, or null.
       auto convertedFrom = [&](Value v) -> Value {
@@ -111,8 +109,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       };
       bool movable = llvm::all_of(user->getOpOperands(), [&](OpOperand &operand) {
         SplatElementsAttr splat;
-        return convertedFrom(operand.get()) ||
-               matchPattern(operand.get(), m_Constant(&splat));
+        return convertedFrom(operand.get()) || matchPattern(operand.get(), m_Constant(&splat));
       });
       if (!movable)
         continue;
@@ -127,14 +124,14 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         }
         auto type = llvm::cast<RankedTensorType>(operand.get().getType());
         operands.push_back(ConvertLayoutOp::create(
-            b, user->getLoc(), RankedTensorType::get(type.getShape(), type.getElementType(),
-                                                     encoding),
+            b, user->getLoc(),
+            RankedTensorType::get(type.getShape(), type.getElementType(), encoding),
             operand.get()));
       }
       Operation *moved = b.clone(*user);
       moved->setOperands(operands);
-      moved->getResult(0).setType(RankedTensorType::get(
-          resultType.getShape(), resultType.getElementType(), encoding));
+      moved->getResult(0).setType(
+          RankedTensorType::get(resultType.getShape(), resultType.getElementType(), encoding));
       auto back = ConvertLayoutOp::create(b, user->getLoc(), resultType, moved->getResult(0));
       user->replaceAllUsesWith(back);
       user->erase();
@@ -322,8 +319,7 @@ MBarrierWaitOp waitForLastSlot(OpBuilder &b, Location loc, Value barriers, Value
 /// iteration), Tensor Memory freed, and the loop result's `uses` given the
 /// value in the accumulator's layout (`accType`).
 void readAccumulator(OpBuilder &b, Location loc, RankedTensorType loadedType,
-                     RankedTensorType accType, Value tmem, Value dots,
-                     ArrayRef<OpOperand *> uses) {
+                     RankedTensorType accType, Value tmem, Value dots, ArrayRef<OpOperand *> uses) {
   Value loaded = TMemLoadOp::create(b, loc, loadedType, tmem);
   Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, dots,
                                     arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
@@ -353,8 +349,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
         auto type = llvm::cast<RankedTensorType>(operand->get().getType());
         if (type.getElementTypeBitWidth() == 8)
-          operand->set(arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()),
-                                             operand->get()));
+          operand->set(
+              arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()), operand->get()));
       }
     });
   }
@@ -528,11 +524,11 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
     Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
     Value accumulate = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, p.acc, zero);
-    Value barrier = release ? p.operands.a.getSlot()
-                            : arith::AndIOp::create(b, loc, p.acc, one).getResult();
+    Value barrier =
+        release ? p.operands.a.getSlot() : arith::AndIOp::create(b, loc, p.acc, one).getResult();
     Tcgen05DotOp::create(b, loc, p.operands.a.getRing(), p.operands.a.getSlot(),
-                         p.operands.b.getRing(), p.operands.b.getSlot(), tmem, accumulate,
-                         barriers, barrier);
+                         p.operands.b.getRing(), p.operands.b.getSlot(), tmem, accumulate, barriers,
+                         barrier);
     if (release) {
       p.yielded->set(arith::AddIOp::create(b, loc, p.acc, one));
       eraseDot(p);

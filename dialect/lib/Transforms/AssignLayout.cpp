@@ -46,8 +46,7 @@ struct TileAssignLayoutPass : kiln::tile::impl::TileAssignLayoutBase<TileAssignL
       for (Type type : op->getResultTypes()) {
         auto tensor = llvm::dyn_cast<RankedTensorType>(type);
         if (tensor && !llvm::isPowerOf2_64(tensor.getNumElements())) {
-          op->emitOpError() << "tiles must have a power-of-two number of elements, got "
-                            << tensor;
+          op->emitOpError() << "tiles must have a power-of-two number of elements, got " << tensor;
           failed = true;
         }
       }

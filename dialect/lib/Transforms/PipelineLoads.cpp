@@ -139,8 +139,7 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       if (!llvm::isa<DescLoadOp, BulkLoadOp>(op))
         continue;
       PipelinedLoad load{&op, {}};
-      std::optional<SmallVector<Operation *>> slice =
-          indexSlice(loop, load.getIterationValues());
+      std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIterationValues());
       if (!slice)
         continue;
       load.slice = std::move(*slice);
@@ -209,12 +208,10 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
             arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
         Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
                                               newLoop.getUpperBound());
-        SmallVector<Value> idx =
-            indicesAt(b, newLoop, p.slice, p.getIterationValues(), ahead);
+        SmallVector<Value> idx = indicesAt(b, newLoop, p.slice, p.getIterationValues(), ahead);
         Value nextSlot = arith::RemUIOp::create(
             b, lloc,
-            arith::AddIOp::create(b, lloc, it,
-                                  constantLike(b, lloc, b.getI32Type(), stages - 1)),
+            arith::AddIOp::create(b, lloc, it, constantLike(b, lloc, b.getI32Type(), stages - 1)),
             n);
         p.issue(b, lloc, idx, ring, nextSlot, inRange);
       };

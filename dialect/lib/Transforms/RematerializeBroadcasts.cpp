@@ -35,9 +35,8 @@ namespace {
 int64_t costOf(Operation *op) {
   if (llvm::isa<arith::ConstantOp, SplatOp, ExpandDimsOp, BroadcastOp>(op))
     return 0;
-  if (llvm::isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
-                arith::FloorDivSIOp, arith::CeilDivSIOp, arith::CeilDivUIOp, arith::DivFOp,
-                arith::RemFOp, LoadOp>(op) ||
+  if (llvm::isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::FloorDivSIOp,
+                arith::CeilDivSIOp, arith::CeilDivUIOp, arith::DivFOp, arith::RemFOp, LoadOp>(op) ||
       llvm::isa<math::MathDialect>(op->getDialect()))
     return 8;
   return 1;
@@ -93,7 +92,8 @@ struct TileRematerializeBroadcastsPass
       if (llvm::isa<ExpandDimsOp, BroadcastOp, AddPtrOp>(op) || isPureElementwise(op))
         return tensorOperands(op->getOperands());
       if (auto load = llvm::dyn_cast<LoadOp>(op))
-        return rematerializeLoads && !load.getSem() && llvm::cast<RankedTensorType>(load.getType()).getNumElements() <= maxLoadElements &&
+        return rematerializeLoads && !load.getSem() &&
+               llvm::cast<RankedTensorType>(load.getType()).getNumElements() <= maxLoadElements &&
                tensorOperands(op->getOperands());
       return false;
     }();
@@ -125,8 +125,8 @@ struct TileRematerializeBroadcastsPass
     if (auto broadcast = llvm::dyn_cast<BroadcastOp>(op))
       return fitsShape(broadcast.getSrc(), shape, dims);
     return llvm::all_of(op->getOperands(), [&](Value operand) {
-      return !llvm::isa<RankedTensorType>(operand.getType()) ||
-             !operand.getDefiningOp() || fitsShape(operand, shape, dims);
+      return !llvm::isa<RankedTensorType>(operand.getType()) || !operand.getDefiningOp() ||
+             fitsShape(operand, shape, dims);
     });
   }
 

@@ -38,10 +38,8 @@ struct TileVectorizeAccessPass
       if (!tensor)
         return 1;
       auto ptrType = llvm::cast<PtrType>(tensor.getElementType());
-      int64_t eltBytes =
-          std::max<int64_t>(1, ptrType.getPointeeType().getIntOrFloatBitWidth() / 8);
-      auto layout =
-          BlockedLayout::get(tensor.getNumElements(), threads.getInt(), elems.getInt());
+      int64_t eltBytes = std::max<int64_t>(1, ptrType.getPointeeType().getIntOrFloatBitWidth() / 8);
+      auto layout = BlockedLayout::get(tensor.getNumElements(), threads.getInt(), elems.getInt());
       AxisInfo info = analysis.get(ptr);
       int64_t width = std::min<int64_t>({layout.vec, info.contiguity,
                                          std::max<int64_t>(1, info.divisibility / eltBytes),

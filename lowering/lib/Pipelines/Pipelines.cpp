@@ -60,12 +60,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 } // namespace
 
 void kiln::registerKilnPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
-      "kiln-tile-to-llvm", "Lower tile kernels to the LLVM and NVVM dialects",
-      [](OpPassManager &pm, const PipelineOptions &options) {
-        TileToLLVMOptions o;
-        o.numWarps = options.numWarps;
-        o.arch = options.arch;
-        buildTileToLLVMPipeline(pm, o);
-      });
+  PassPipelineRegistration<PipelineOptions>("kiln-tile-to-llvm",
+                                            "Lower tile kernels to the LLVM and NVVM dialects",
+                                            [](OpPassManager &pm, const PipelineOptions &options) {
+                                              TileToLLVMOptions o;
+                                              o.numWarps = options.numWarps;
+                                              o.arch = options.arch;
+                                              buildTileToLLVMPipeline(pm, o);
+                                            });
 }

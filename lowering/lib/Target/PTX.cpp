@@ -5,13 +5,13 @@
 #include "kiln/Support/Arch.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -85,8 +85,8 @@ static Error linkLibdevice(Module &module) {
   std::string path = findLibdevice();
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
-    return makeError("cannot read libdevice at '" + path + "' (" +
-                     buffer.getError().message() + "); set KILN_LIBDEVICE or CUDA_HOME");
+    return makeError("cannot read libdevice at '" + path + "' (" + buffer.getError().message() +
+                     "); set KILN_LIBDEVICE or CUDA_HOME");
   auto libdevice = parseBitcodeFile((*buffer)->getMemBufferRef(), module.getContext());
   if (!libdevice)
     return makeError("cannot parse libdevice '" + path + "': " + toString(libdevice.takeError()));
@@ -104,7 +104,7 @@ static Error linkLibdevice(Module &module) {
 }
 
 Expected<std::unique_ptr<Module>> kiln::translateToLLVMIR(mlir::ModuleOp module, StringRef arch,
-                                                         LLVMContext &context) {
+                                                          LLVMContext &context) {
   auto tm = createTargetMachine(arch);
   if (!tm)
     return tm.takeError();

@@ -40,9 +40,7 @@ constexpr unsigned kDynamicAlignment = 1024;
 /// A closed interval of op positions in program order.
 struct Interval {
   int64_t start, end;
-  bool overlaps(const Interval &other) const {
-    return start <= other.end && other.start <= end;
-  }
+  bool overlaps(const Interval &other) const { return start <= other.end && other.start <= end; }
 };
 
 struct Buffer {
@@ -63,9 +61,9 @@ bool runsRegionsOnce(Operation *op) {
 /// (or integers of them) to follow.
 bool forwardsAddress(Operation *op) {
   return isa<LLVM::GEPOp, LLVM::BitcastOp, LLVM::AddrSpaceCastOp, LLVM::PtrToIntOp,
-             LLVM::IntToPtrOp, LLVM::AddOp, LLVM::SubOp, LLVM::MulOp, LLVM::AndOp,
-             LLVM::OrOp, LLVM::XOrOp, LLVM::ShlOp, LLVM::LShrOp, LLVM::TruncOp,
-             LLVM::ZExtOp, LLVM::SExtOp, LLVM::SelectOp>(op);
+             LLVM::IntToPtrOp, LLVM::AddOp, LLVM::SubOp, LLVM::MulOp, LLVM::AndOp, LLVM::OrOp,
+             LLVM::XOrOp, LLVM::ShlOp, LLVM::LShrOp, LLVM::TruncOp, LLVM::ZExtOp, LLVM::SExtOp,
+             LLVM::SelectOp>(op);
 }
 
 /// The shared address a plain load, store or atomic accesses; null for any
@@ -159,8 +157,7 @@ Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder
   std::optional<Interval> live;
   auto extend = [&](Operation *op) {
     Interval span = order.span(op, func);
-    live = live ? Interval{std::min(live->start, span.start), std::max(live->end, span.end)}
-                : span;
+    live = live ? Interval{std::min(live->start, span.start), std::max(live->end, span.end)} : span;
   };
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
@@ -216,8 +213,7 @@ int64_t assignOffsets(MutableArrayRef<Buffer> buffers) {
   return total;
 }
 
-struct AllocateSharedMemoryPass
-    : kiln::impl::AllocateSharedMemoryBase<AllocateSharedMemoryPass> {
+struct AllocateSharedMemoryPass : kiln::impl::AllocateSharedMemoryBase<AllocateSharedMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     DataLayout layout(module);
@@ -264,8 +260,8 @@ struct AllocateSharedMemoryPass
     b.setInsertionPointToStart(module.getBody());
     Type i8 = b.getI8Type();
     LLVM::GlobalOp::create(b, module.getLoc(), LLVM::LLVMArrayType::get(i8, 0),
-                           /*isConstant=*/false, LLVM::Linkage::External, kDynamicName,
-                           Attribute(), kDynamicAlignment, /*addrSpace=*/3);
+                           /*isConstant=*/false, LLVM::Linkage::External, kDynamicName, Attribute(),
+                           kDynamicAlignment, /*addrSpace=*/3);
     llvm::DenseMap<StringRef, int64_t> offsets;
     for (Buffer &buffer : buffers)
       offsets[buffer.global.getSymName()] = buffer.offset;

@@ -47,8 +47,7 @@ StringRef getSyncScope(tile::MemScope scope) {
 }
 
 /// `atom.<sem>.<scope>.global.<op>.<type> $0, [$1], $2;` and its constraints.
-std::pair<std::string, std::string> getAtomicRMWPTX(tile::AtomicRMWKind kind,
-                                                    tile::MemSemantic sem,
+std::pair<std::string, std::string> getAtomicRMWPTX(tile::AtomicRMWKind kind, tile::MemSemantic sem,
                                                     tile::MemScope scope, Type type) {
   unsigned bits = type.getIntOrFloatBitWidth();
   std::string b = std::to_string(bits);
@@ -86,8 +85,7 @@ std::pair<std::string, std::string> getAtomicRMWPTX(tile::AtomicRMWKind kind,
     break;
   }
   std::string asmString = ("atom." + tile::stringifyMemSemantic(sem) + "." +
-                           tile::stringifyMemScope(scope) + ".global." + op +
-                           " $0, [$1], $2;")
+                           tile::stringifyMemScope(scope) + ".global." + op + " $0, [$1], $2;")
                               .str();
   std::string reg = bits == 16   ? "h"
                     : bits == 64 ? (type.isF64() ? "d" : "l")
@@ -113,11 +111,11 @@ struct AtomicLoweringBase : TileOpConversion<SourceOp> {
     bool scalar = !llvm::isa<RankedTensorType>(op.getPtr().getType());
     Value owner;
     if (scalar)
-      owner = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
-                                   createThreadId(rewriter, loc),
-                                   createI32Constant(rewriter, loc, 0));
-    else if (auto layout = this->tileConverter.getLayout(
-                 llvm::cast<RankedTensorType>(op.getPtr().getType()));
+      owner =
+          LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                               createThreadId(rewriter, loc), createI32Constant(rewriter, loc, 0));
+    else if (auto layout =
+                 this->tileConverter.getLayout(llvm::cast<RankedTensorType>(op.getPtr().getType()));
              layout.isReplicated())
       owner = createIsOwner(rewriter, loc, layout);
 
@@ -125,9 +123,8 @@ struct AtomicLoweringBase : TileOpConversion<SourceOp> {
     for (int64_t r = 0, e = ptrValues.size(); r < e; ++r) {
       Value predicate = owner;
       if (!masks.empty())
-        predicate = predicate
-                        ? LLVM::AndOp::create(rewriter, loc, predicate, masks[r]).getResult()
-                        : masks[r];
+        predicate = predicate ? LLVM::AndOp::create(rewriter, loc, predicate, masks[r]).getResult()
+                              : masks[r];
       if (!predicate) {
         results.push_back(atomic(rewriter, loc, r));
         continue;
@@ -143,9 +140,9 @@ struct AtomicLoweringBase : TileOpConversion<SourceOp> {
     if (scalar) {
       // Thread 0 acted; every thread gets its old value.
       Value buffer = createSharedBuffer(rewriter, op, "__kiln_atomic_smem", element, 1);
-      auto isFirst = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
-                                          createThreadId(rewriter, loc),
-                                          createI32Constant(rewriter, loc, 0));
+      auto isFirst =
+          LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                               createThreadId(rewriter, loc), createI32Constant(rewriter, loc, 0));
       scf::IfOp::create(rewriter, loc, isFirst, [&](OpBuilder &b, Location l) {
         LLVM::StoreOp::create(b, l, results.front(), buffer);
         scf::YieldOp::create(b, l);
@@ -174,8 +171,8 @@ struct AtomicRMWLowering : AtomicLoweringBase<tile::AtomicRMWOp> {
                    auto [asmString, constraints] =
                        getAtomicRMWPTX(op.getKind(), op.getSem(), op.getScope(), type);
                    bool system = op.getScope() == tile::MemScope::Sys;
-                   return createInlinePTX(b, l, type, ValueRange{ptrs[r], values[r]},
-                                          asmString, constraints, /*sideEffects=*/true,
+                   return createInlinePTX(b, l, type, ValueRange{ptrs[r], values[r]}, asmString,
+                                          constraints, /*sideEffects=*/true,
                                           system ? "sys_atomics" : "");
                  });
   }
@@ -191,18 +188,16 @@ struct AtomicCASLowering : AtomicLoweringBase<tile::AtomicCASOp> {
     SmallVector<Value> ptrs = unpackTile(rewriter, op.getLoc(), adaptor.getPtr());
     LLVM::AtomicOrdering success = getOrdering(op.getSem());
     // A failed compare only reads: it may not release.
-    LLVM::AtomicOrdering failure = success == LLVM::AtomicOrdering::release
-                                       ? LLVM::AtomicOrdering::monotonic
-                                   : success == LLVM::AtomicOrdering::acq_rel
-                                       ? LLVM::AtomicOrdering::acquire
-                                       : success;
-    return lower(op, adaptor.getPtr(), Value(), rewriter,
-                 [&](OpBuilder &b, Location l, int64_t r) -> Value {
-                   auto cas = LLVM::AtomicCmpXchgOp::create(b, l, ptrs[r], cmps[r], values[r],
-                                                            success, failure,
-                                                            getSyncScope(op.getScope()));
-                   return LLVM::ExtractValueOp::create(b, l, cas, ArrayRef<int64_t>{0});
-                 });
+    LLVM::AtomicOrdering failure =
+        success == LLVM::AtomicOrdering::release   ? LLVM::AtomicOrdering::monotonic
+        : success == LLVM::AtomicOrdering::acq_rel ? LLVM::AtomicOrdering::acquire
+                                                   : success;
+    return lower(
+        op, adaptor.getPtr(), Value(), rewriter, [&](OpBuilder &b, Location l, int64_t r) -> Value {
+          auto cas = LLVM::AtomicCmpXchgOp::create(b, l, ptrs[r], cmps[r], values[r], success,
+                                                   failure, getSyncScope(op.getScope()));
+          return LLVM::ExtractValueOp::create(b, l, cas, ArrayRef<int64_t>{0});
+        });
   }
 };
 } // namespace

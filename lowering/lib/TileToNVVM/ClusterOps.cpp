@@ -17,8 +17,8 @@ using ClusterIdLowering = AxisRegisterLowering<tile::ClusterIdOp, NVVM::ClusterI
 using NumClustersLowering = AxisRegisterLowering<tile::NumClustersOp, NVVM::ClusterDimXOp,
                                                  NVVM::ClusterDimYOp, NVVM::ClusterDimZOp>;
 using ClusterCtaIdLowering =
-    AxisRegisterLowering<tile::ClusterCtaIdOp, NVVM::BlockInClusterIdXOp,
-                         NVVM::BlockInClusterIdYOp, NVVM::BlockInClusterIdZOp>;
+    AxisRegisterLowering<tile::ClusterCtaIdOp, NVVM::BlockInClusterIdXOp, NVVM::BlockInClusterIdYOp,
+                         NVVM::BlockInClusterIdZOp>;
 
 /// Reads a scalar cluster register: %cluster_ctarank, %cluster_nctarank.
 template <typename SourceOp, typename RegisterOp>
@@ -70,8 +70,7 @@ struct SharedTileBuffer {
   ElementIndices indices; ///< where the source's registers are stored
 
   Value elementPtr(OpBuilder &b, Location loc, Value base, Value index) const {
-    return LLVM::GEPOp::create(b, loc, base.getType(), stored, base,
-                               ArrayRef<LLVM::GEPArg>{index});
+    return LLVM::GEPOp::create(b, loc, base.getType(), stored, base, ArrayRef<LLVM::GEPArg>{index});
   }
 
   /// One `access` of the buffer `base` (a block's, mapped into the cluster) at
@@ -94,8 +93,8 @@ struct SharedTileBuffer {
     Value remote = NVVM::MapaOp::create(b, loc, clusterPtr, local, rank);
     SmallVector<Value> results;
     for (size_t r = 0; r < count; r += access.vec) {
-      Value index = LLVM::AddOp::create(b, loc, indices.base,
-                                        createI32Constant(b, loc, indices.offsets[r]));
+      Value index =
+          LLVM::AddOp::create(b, loc, indices.base, createI32Constant(b, loc, indices.offsets[r]));
       load(b, loc, access, remote, index, results);
     }
     return results;
@@ -116,8 +115,8 @@ SharedTileBuffer storeTile(ConversionPatternRewriter &rewriter, Operation *op,
   VectorAccess access(rewriter.getContext(), buffer.stored, getAccessWidth(converter, type));
   ElementIndices &indices = buffer.indices;
   indices = getElementIndices(rewriter, loc, converter, type);
-  buffer.local = createSharedBuffer(rewriter, op, "__kiln_cluster_smem", buffer.stored,
-                                    type.getNumElements());
+  buffer.local =
+      createSharedBuffer(rewriter, op, "__kiln_cluster_smem", buffer.stored, type.getNumElements());
   for (size_t r = 0; r < values.size(); r += access.vec) {
     SmallVector<Value> run(values.begin() + r, values.begin() + r + access.vec);
     if (buffer.isBool)
@@ -126,8 +125,7 @@ SharedTileBuffer storeTile(ConversionPatternRewriter &rewriter, Operation *op,
     Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
                                       createI32Constant(rewriter, loc, indices.offsets[r]));
     LLVM::StoreOp::create(rewriter, loc, access.join(rewriter, loc, run),
-                          buffer.elementPtr(rewriter, loc, buffer.local, index),
-                          access.alignment);
+                          buffer.elementPtr(rewriter, loc, buffer.local, index), access.alignment);
   }
   return buffer;
 }
@@ -171,8 +169,7 @@ struct ClusterLoadLowering : TileOpConversion<tile::ClusterLoadOp> {
     SmallVector<Value> results =
         buffer.loadFromRank(rewriter, loc, access, adaptor.getRank(), values.size());
     createTrailingClusterBarrier(rewriter, op);
-    rewriter.replaceOp(
-        op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
     return success();
   }
 };
@@ -218,8 +215,7 @@ struct ClusterGatherLowering : TileOpConversion<tile::ClusterGatherOp> {
       buffer.load(rewriter, loc, access, remote, inner, results);
     }
     createTrailingClusterBarrier(rewriter, op);
-    rewriter.replaceOp(
-        op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
     return success();
   }
 };
@@ -268,8 +264,7 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
     for (int64_t rank = 0; rank < size; ++rank) {
       Value rankValue = createI32Constant(rewriter, loc, rank);
       for (auto [i, buffer] : llvm::enumerate(buffers)) {
-        VectorAccess access(getContext(), buffer.stored,
-                            getAccessWidth(tileConverter, types[i]));
+        VectorAccess access(getContext(), buffer.stored, getAccessWidth(tileConverter, types[i]));
         SmallVector<Value> loaded =
             buffer.loadFromRank(rewriter, loc, access, rankValue, values[i].size());
         if (rank == 0) {
@@ -285,14 +280,12 @@ struct ClusterSumLowering : TileOpConversion<tile::ClusterSumOp> {
     createTrailingClusterBarrier(rewriter, op);
     SmallVector<Value> results;
     for (auto [type, sum] : llvm::zip(types, sums))
-      results.push_back(
-          packTile(rewriter, loc, getTypeConverter()->convertType(type), sum));
+      results.push_back(packTile(rewriter, loc, getTypeConverter()->convertType(type), sum));
     rewriter.replaceOp(op, results);
     return success();
   }
 };
 } // namespace
-
 
 void kiln::populateTileClusterOpsToNVVMPatterns(TileTypeConverter &converter,
                                                 RewritePatternSet &patterns) {

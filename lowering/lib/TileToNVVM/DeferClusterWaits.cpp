@@ -42,7 +42,8 @@ struct DeferClusterWaitsPass : kiln::impl::DeferClusterWaitsBase<DeferClusterWai
           break;
         if (next->walk([&](Operation *inner) {
                   return isClusterOp(inner) ? WalkResult::interrupt() : WalkResult::advance();
-                }).wasInterrupted())
+                })
+                .wasInterrupted())
           break;
       }
       if (!next)

@@ -62,8 +62,7 @@ DotPlan planDot(tile::DotOp op, const TileTypeConverter &converter) {
   plan.n = op.getB().getType().getDimSize(1);
   plan.operandBytes = aType.getElementTypeBitWidth() / 8;
   tile::BlockedLayout layout = converter.getLayout(op.getAcc().getType());
-  plan.minSlabRows =
-      std::min(plan.m, std::max<int64_t>(16, layout.threads * layout.vec / plan.n));
+  plan.minSlabRows = std::min(plan.m, std::max<int64_t>(16, layout.threads * layout.vec / plan.n));
   plan.slabRows = 0;
   for (int64_t rows = plan.m; rows >= plan.minSlabRows; rows /= 2)
     if (plan.operandsBytes() + plan.slabBytes(rows) <= DotPlan::kSharedLimit) {
@@ -124,8 +123,8 @@ private:
     // of threads * vec and the thread's base never moves an element across it.
     if (!layout.isReplicated() && (offset < first || offset >= first + count))
       return Value();
-    Value index = LLVM::AddOp::create(b, loc, indices.base,
-                                      createI32Constant(b, loc, offset - first));
+    Value index =
+        LLVM::AddOp::create(b, loc, indices.base, createI32Constant(b, loc, offset - first));
     index = paddedIndex(b, loc, index, log2Cols, stride);
     return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
                                ArrayRef<LLVM::GEPArg>{index});
@@ -164,11 +163,11 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
                                        plan.k * plan.bStride());
     Value cBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_acc_smem", f32,
                                        plan.slabRows * plan.cStride());
-    BlockedBufferAccess(rewriter, loc, aBuffer, operandElement,
-                        tileConverter.getLayout(aType), plan.k, plan.aStride())
+    BlockedBufferAccess(rewriter, loc, aBuffer, operandElement, tileConverter.getLayout(aType),
+                        plan.k, plan.aStride())
         .store(unpackTile(rewriter, loc, adaptor.getA()), 0, aType.getNumElements());
-    BlockedBufferAccess(rewriter, loc, bBuffer, operandElement,
-                        tileConverter.getLayout(bType), plan.n, plan.bStride())
+    BlockedBufferAccess(rewriter, loc, bBuffer, operandElement, tileConverter.getLayout(bType),
+                        plan.n, plan.bStride())
         .store(unpackTile(rewriter, loc, adaptor.getB()), 0, bType.getNumElements());
 
     // The lane's parts of the fragment addresses (PTX ISA, mma.m16n8k16):
@@ -181,15 +180,13 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
     Value lane16 = LLVM::AndOp::create(rewriter, loc, lane, c(15));
     Value aLane = LLVM::AddOp::create(
         rewriter, loc, LLVM::MulOp::create(rewriter, loc, lane16, c(plan.aStride())),
-        LLVM::ShlOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, lane, c(4)),
-                            c(3)));
+        LLVM::ShlOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, lane, c(4)), c(3)));
     Value bLane = LLVM::MulOp::create(rewriter, loc, lane16, c(plan.bStride()));
     Value cLane = LLVM::AddOp::create(
         rewriter, loc,
         LLVM::MulOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, lane, c(2)),
                             c(plan.cStride())),
-        LLVM::ShlOp::create(rewriter, loc, LLVM::AndOp::create(rewriter, loc, lane, c(3)),
-                            c(1)));
+        LLVM::ShlOp::create(rewriter, loc, LLVM::AndOp::create(rewriter, loc, lane, c(3)), c(1)));
 
     bool bf16 = aType.getElementType().isBF16();
     auto ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
@@ -240,8 +237,7 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
           // c0, c1 at cIndex, c2, c3 at cIndex + 8 rows (slab-relative).
           Value cIndex = LLVM::AddOp::create(
               b, loc,
-              LLVM::AddOp::create(b, loc,
-                                  LLVM::MulOp::create(b, loc, tileRow, c(plan.cStride())),
+              LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, tileRow, c(plan.cStride())),
                                   tileCol),
               cLane);
           std::array<Value, 2> cIndices = {
@@ -256,23 +252,23 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
                 acc.push_back(LLVM::ExtractElementOp::create(b, loc, v, c(i)));
             }
           // Rows of a: the slab's first row + the tile's.
-          Value aRow = LLVM::AddOp::create(
-              b, loc, LLVM::MulOp::create(b, loc, tileRow, c(plan.aStride())),
-              c(first / plan.n * plan.aStride()));
+          Value aRow =
+              LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, tileRow, c(plan.aStride())),
+                                  c(first / plan.n * plan.aStride()));
           Value aBase = LLVM::AddOp::create(b, loc, aRow, aLane);
           Value bBase = LLVM::AddOp::create(b, loc, bLane, tileCol);
           for (int64_t kk = 0; kk < plan.k; kk += 16) {
-            SmallVector<Value> aFrag =
-                ldmatrix(b, shared(aBuffer, operandElement, LLVM::AddOp::create(b, loc, aBase, c(kk))),
-                         4, NVVM::MMALayout::row);
+            SmallVector<Value> aFrag = ldmatrix(
+                b, shared(aBuffer, operandElement, LLVM::AddOp::create(b, loc, aBase, c(kk))), 4,
+                NVVM::MMALayout::row);
             SmallVector<Value> bFrag =
                 ldmatrix(b,
                          shared(bBuffer, operandElement,
                                 LLVM::AddOp::create(b, loc, bBase, c(kk * plan.bStride()))),
                          2, NVVM::MMALayout::col);
             Value d = NVVM::MmaOp::create(
-                b, loc, fragmentType, aFrag, bFrag, acc, ArrayRef<int64_t>{16, 8, 16},
-                std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+                b, loc, fragmentType, aFrag, bFrag, acc, ArrayRef<int64_t>{16, 8, 16}, std::nullopt,
+                std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
                 std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
             acc = unpackTile(b, loc, d);
           }
@@ -288,8 +284,8 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
         mmaTiles(rewriter, loc);
       } else {
         // Fewer tiles than warps: the others skip (a warp-uniform branch).
-        Value active = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult, warp,
-                                            c(tiles));
+        Value active =
+            LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult, warp, c(tiles));
         scf::IfOp::create(rewriter, loc, active, [&](OpBuilder &b, Location l) {
           mmaTiles(b, l);
           scf::YieldOp::create(b, l);
@@ -301,8 +297,8 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
       accAccess.load(results, first, slabElements);
       NVVM::BarrierOp::create(rewriter, loc);
     }
-    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType),
-                                    results));
+    rewriter.replaceOp(op,
+                       packTile(rewriter, loc, getTypeConverter()->convertType(accType), results));
     return success();
   }
 };
@@ -314,8 +310,8 @@ LogicalResult kiln::checkDotSharedMemory(tile::DotOp op, const TileTypeConverter
     return success();
   int64_t rows = plan.minSlabRows;
   return op.emitOpError() << "needs " << plan.operandsBytes() + plan.slabBytes(rows)
-                          << " bytes of shared memory (a and b: " << plan.operandsBytes()
-                          << ", a " << rows << "-row accumulator slab: " << plan.slabBytes(rows)
+                          << " bytes of shared memory (a and b: " << plan.operandsBytes() << ", a "
+                          << rows << "-row accumulator slab: " << plan.slabBytes(rows)
                           << "), more than the " << DotPlan::kSharedLimit
                           << " of static shared memory; use smaller tiles";
 }

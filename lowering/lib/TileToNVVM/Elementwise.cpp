@@ -67,8 +67,8 @@ struct ElementwiseOnTiles : ConversionPattern {
       state.addAttributes(op->getAttrs());
       results.push_back(bridge(rewriter.create(state)->getResult(0), llvmScalarType));
     }
-    rewriter.replaceOp(op, packTile(rewriter, loc,
-                                    getTypeConverter()->convertType(resultType), results));
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(resultType), results));
     return success();
   }
 
@@ -89,8 +89,8 @@ struct TileConstantLowering : TileOpConversion<arith::ConstantOp> {
     if (!splat) // rejected by the pass before the conversion
       return rewriter.notifyMatchFailure(op, "only splat constants are supported on tiles");
     Type element = getTypeConverter()->convertType(type.getElementType());
-    Value value = LLVM::ConstantOp::create(rewriter, op.getLoc(), element,
-                                           splat.getSplatValue<Attribute>());
+    Value value =
+        LLVM::ConstantOp::create(rewriter, op.getLoc(), element, splat.getSplatValue<Attribute>());
     int64_t regs = tileConverter.getRegsPerThread(type);
     rewriter.replaceOp(op, packTile(rewriter, op.getLoc(), getTypeConverter()->convertType(type),
                                     SmallVector<Value>(regs, value)));
@@ -183,8 +183,8 @@ struct TileTruncFToFP8Pairs : TileOpConversion<arith::TruncFOp> {
         results.push_back(LLVM::ExtractElementOp::create(rewriter, loc, bytes,
                                                          createI32Constant(rewriter, loc, i)));
     }
-    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(resultType),
-                                    results));
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(resultType), results));
     return success();
   }
 };
@@ -207,11 +207,10 @@ struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
     pair = LLVM::InsertElementOp::create(rewriter, loc, pair, adaptor.getIn(),
                                          createI32Constant(rewriter, loc, 0));
     auto halfPair = VectorType::get({2}, rewriter.getF16Type());
-    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(rewriter, loc, halfPair, pair,
-                                                      rewriter.getBoolAttr(false),
-                                                      TypeAttr::get(source));
-    Value half = LLVM::ExtractElementOp::create(rewriter, loc, halves,
-                                                createI32Constant(rewriter, loc, 0));
+    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
+        rewriter, loc, halfPair, pair, rewriter.getBoolAttr(false), TypeAttr::get(source));
+    Value half =
+        LLVM::ExtractElementOp::create(rewriter, loc, halves, createI32Constant(rewriter, loc, 0));
     Type target = getTypeConverter()->convertType(op.getType());
     if (target.isF16())
       rewriter.replaceOp(op, half);
@@ -228,6 +227,6 @@ struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
 void kiln::populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   patterns.add<ElementwiseOnTiles>(converter, patterns.getContext());
-  patterns.add<TileConstantLowering, ApproxTanhLowering, TruncFToFP8Lowering,
-               TileTruncFToFP8Pairs, ExtFFromFP8Lowering>(converter);
+  patterns.add<TileConstantLowering, ApproxTanhLowering, TruncFToFP8Lowering, TileTruncFToFP8Pairs,
+               ExtFFromFP8Lowering>(converter);
 }

@@ -44,10 +44,10 @@ Value orderedLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemSem
                   tile::MemScope scope) {
   unsigned bits = type.getIntOrFloatBitWidth();
   Type intType = b.getIntegerType(bits);
-  std::string asmString = ("ld." + tile::stringifyMemSemantic(sem) + "." +
-                           tile::stringifyMemScope(scope) + ".global.b" + Twine(bits) +
-                           " $0, [$1];")
-                              .str();
+  std::string asmString =
+      ("ld." + tile::stringifyMemSemantic(sem) + "." + tile::stringifyMemScope(scope) +
+       ".global.b" + Twine(bits) + " $0, [$1];")
+          .str();
   std::string constraints = ("=" + registerClass(bits) + ",l,~{memory}").str();
   Value loaded = createInlinePTX(b, loc, intType, ValueRange{ptr}, asmString, constraints);
   return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
@@ -60,10 +60,10 @@ void orderedStore(OpBuilder &b, Location loc, Value value, Value ptr, tile::MemS
   Type intType = b.getIntegerType(bits);
   if (value.getType() != intType)
     value = LLVM::BitcastOp::create(b, loc, intType, value);
-  std::string asmString = ("st." + tile::stringifyMemSemantic(sem) + "." +
-                           tile::stringifyMemScope(scope) + ".global.b" + Twine(bits) +
-                           " [$0], $1;")
-                              .str();
+  std::string asmString =
+      ("st." + tile::stringifyMemSemantic(sem) + "." + tile::stringifyMemScope(scope) +
+       ".global.b" + Twine(bits) + " [$0], $1;")
+          .str();
   std::string constraints = ("l," + registerClass(bits) + ",~{memory}").str();
   createInlinePTX(b, loc, Type(), ValueRange{ptr, value}, asmString, constraints);
 }
@@ -257,8 +257,7 @@ struct FenceLowering : ConvertOpToLLVMPattern<tile::FenceOp> {
 
   LogicalResult matchAndRewrite(tile::FenceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    std::string asmString =
-        ("fence.acq_rel." + tile::stringifyMemScope(op.getScope()) + ";").str();
+    std::string asmString = ("fence.acq_rel." + tile::stringifyMemScope(op.getScope()) + ";").str();
     createInlinePTX(rewriter, op.getLoc(), Type(), ValueRange(), asmString, "~{memory}");
     rewriter.eraseOp(op);
     return success();
@@ -304,9 +303,9 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
         operands[2 + i].push_back(others.empty() ? Value() : others[r + i]);
       // The same address under the same mask (a value constant along a run,
       // e.g. a per-row index) is read once; an ordered load is never merged.
-      if (Value same = op.getSem() ? Value()
-                                   : findEarlierRegister(operands, loadedByAccess.size(),
-                                                         loadedByAccess)) {
+      if (Value same = op.getSem()
+                           ? Value()
+                           : findEarlierRegister(operands, loadedByAccess.size(), loadedByAccess)) {
         loadedByAccess.push_back(same);
         llvm::append_range(results, access.split(rewriter, loc, same));
         continue;
@@ -314,8 +313,7 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
       auto load = [&](OpBuilder &b, Location l) -> Value {
         if (auto sem = op.getSem())
           return orderedLoad(b, l, access.accessType, ptrs[r], *sem, *op.getScope());
-        return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment)
-            .getResult();
+        return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment).getResult();
       };
       Value loaded;
       if (!hints.empty()) {
@@ -332,9 +330,8 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
             [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, load(b, l)); },
             [&](OpBuilder &b, Location l) {
               Value fallback =
-                  others.empty()
-                      ? LLVM::ZeroOp::create(b, l, access.accessType).getResult()
-                      : access.join(b, l, ArrayRef<Value>(others).slice(r, access.vec));
+                  others.empty() ? LLVM::ZeroOp::create(b, l, access.accessType).getResult()
+                                 : access.join(b, l, ArrayRef<Value>(others).slice(r, access.vec));
               scf::YieldOp::create(b, l, fallback);
             });
         loaded = ifOp.getResult(0);
@@ -368,9 +365,9 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
       if (layout.isReplicated())
         owner = createIsOwner(rewriter, loc, layout);
     } else {
-      owner = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
-                                   createThreadId(rewriter, loc),
-                                   createI32Constant(rewriter, loc, 0));
+      owner =
+          LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                               createThreadId(rewriter, loc), createI32Constant(rewriter, loc, 0));
     }
 
     VectorAccess access(getContext(), element, getRequestedVec(op));
@@ -384,9 +381,8 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
       Value bits = access.join(rewriter, loc, ArrayRef<Value>(values).slice(r, access.vec));
       Value predicate = owner;
       if (!masks.empty())
-        predicate =
-            predicate ? LLVM::AndOp::create(rewriter, loc, predicate, masks[r]).getResult()
-                      : masks[r];
+        predicate = predicate ? LLVM::AndOp::create(rewriter, loc, predicate, masks[r]).getResult()
+                              : masks[r];
       auto store = [&](OpBuilder &b, Location l) {
         if (auto sem = op.getSem())
           orderedStore(b, l, bits, ptrs[r], *sem, *op.getScope());

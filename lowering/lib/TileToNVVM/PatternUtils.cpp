@@ -114,8 +114,8 @@ Value VectorAccess::join(OpBuilder &b, Location loc, ArrayRef<Value> elements) c
   }
   Value vector = LLVM::PoisonOp::create(b, loc, valueType);
   for (int64_t i = 0; i < vec; ++i)
-    vector = LLVM::InsertElementOp::create(b, loc, vector, elements[i],
-                                           createI32Constant(b, loc, i));
+    vector =
+        LLVM::InsertElementOp::create(b, loc, vector, elements[i], createI32Constant(b, loc, i));
   return LLVM::BitcastOp::create(b, loc, accessType, vector);
 }
 
@@ -229,8 +229,7 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
 }
 
 ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
-                                       const TileTypeConverter &converter,
-                                       RankedTensorType type) {
+                                       const TileTypeConverter &converter, RankedTensorType type) {
   std::optional<tile::MmaLayout> mma = converter.getMmaLayout(type);
   if (!mma)
     return getElementIndices(b, loc, converter.getLayout(type));
@@ -283,11 +282,9 @@ static Value resolveRegister(Value value) {
   return value;
 }
 
-std::optional<SmallVector<int64_t>>
-kiln::findRegisterSources(int64_t threads, int64_t toRegs,
-                          llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
-                          ArrayRef<int64_t> fromRegs,
-                          llvm::function_ref<int64_t(int64_t, int64_t)> fromElement) {
+std::optional<SmallVector<int64_t>> kiln::findRegisterSources(
+    int64_t threads, int64_t toRegs, llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
+    ArrayRef<int64_t> fromRegs, llvm::function_ref<int64_t(int64_t, int64_t)> fromElement) {
   SmallVector<int64_t> sources(toRegs, -1);
   llvm::SmallDenseMap<int64_t, int64_t> regOfElement;
   for (int64_t t = 0; t < threads; ++t) {

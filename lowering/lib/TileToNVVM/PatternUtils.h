@@ -83,9 +83,8 @@ mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,
 
 /// A fresh module-level shared-memory array (`<prefix>_<n>`) of `count`
 /// elements of `element`, `alignment`-byte aligned; returns its address (`!llvm.ptr<3>`).
-mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user,
-                               llvm::StringRef prefix, mlir::Type element, int64_t count,
-                               unsigned alignment = 16);
+mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user, llvm::StringRef prefix,
+                               mlir::Type element, int64_t count, unsigned alignment = 16);
 
 /// How `vec` consecutive elements of `element` move in one access: as one
 /// integer or a vector of i32 words (16 bytes = ld/st.v4.b32).
@@ -109,8 +108,8 @@ struct VectorAccess {
 /// earlier register whose operands are all the same values as register `r`'s
 /// (`results[r']`), or null. Lets a pattern compute a value once per thread
 /// where it is constant along a run.
-mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
-                                int64_t r, llvm::ArrayRef<mlir::Value> results);
+mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands, int64_t r,
+                                llvm::ArrayRef<mlir::Value> results);
 
 /// For each of `toRegs` registers of a layout: the register among `fromRegs`
 /// of another layout that holds the same element in every one of `threads`
@@ -119,11 +118,9 @@ mlir::Value findEarlierRegister(llvm::ArrayRef<llvm::SmallVector<mlir::Value>> o
 /// register of the target holds, given as an index of the source's elements;
 /// `fromElement(thread, reg)` the element a source register holds. Decided at
 /// compile time by visiting every thread.
-std::optional<llvm::SmallVector<int64_t>>
-findRegisterSources(int64_t threads, int64_t toRegs,
-                    llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
-                    llvm::ArrayRef<int64_t> fromRegs,
-                    llvm::function_ref<int64_t(int64_t, int64_t)> fromElement);
+std::optional<llvm::SmallVector<int64_t>> findRegisterSources(
+    int64_t threads, int64_t toRegs, llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
+    llvm::ArrayRef<int64_t> fromRegs, llvm::function_ref<int64_t(int64_t, int64_t)> fromElement);
 
 /// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,

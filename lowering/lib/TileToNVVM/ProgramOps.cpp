@@ -11,8 +11,8 @@ using namespace kiln;
 namespace {
 using ProgramIdLowering =
     AxisRegisterLowering<tile::ProgramIdOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp, NVVM::BlockIdZOp>;
-using NumProgramsLowering = AxisRegisterLowering<tile::NumProgramsOp, NVVM::GridDimXOp,
-                                                 NVVM::GridDimYOp, NVVM::GridDimZOp>;
+using NumProgramsLowering =
+    AxisRegisterLowering<tile::NumProgramsOp, NVVM::GridDimXOp, NVVM::GridDimYOp, NVVM::GridDimZOp>;
 
 /// Each thread materializes the indices of the elements it holds.
 struct MakeRangeLowering : TileOpConversion<tile::MakeRangeOp> {
@@ -64,8 +64,7 @@ struct IotaLowering : TileOpConversion<tile::IotaOp> {
     for (int64_t offset : indices.offsets) {
       int64_t hi = (offset - offset % vec) % period, lo = offset % vec;
       if (vec >= period) {
-        results.push_back(
-            createI32Constant(rewriter, loc, start + ((offset % period) >> shift)));
+        results.push_back(createI32Constant(rewriter, loc, start + ((offset % period) >> shift)));
         continue;
       }
       Value &value = values[hi * vec + (lo >> shift)];
@@ -88,8 +87,7 @@ struct IotaLowering : TileOpConversion<tile::IotaOp> {
       }
       results.push_back(value);
     }
-    rewriter.replaceOp(
-        op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
     return success();
   }
 };

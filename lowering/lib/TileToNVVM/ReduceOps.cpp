@@ -45,17 +45,14 @@ struct BitMap {
     threadBits = std::min<int64_t>(llvm::Log2_64(layout.threads), totalBits - runBits);
   }
   /// Register bit -> element bit.
-  int64_t elementBitOfRegisterBit(int64_t b) const {
-    return b < runBits ? b : b + threadBits;
-  }
+  int64_t elementBitOfRegisterBit(int64_t b) const { return b < runBits ? b : b + threadBits; }
 };
 
 /// The redux.sync kind of each source where `op` combines every one of its N
 /// sources by itself with one 32-bit integer add, min, max, and, or or xor of
 /// its two arguments (the combine region's result i = op(arg i, arg N + i));
 /// none otherwise.
-std::optional<SmallVector<NVVM::ReduxKind>> reduxKinds(tile::ReduceOp op,
-                                                       ArrayRef<Type> elements) {
+std::optional<SmallVector<NVVM::ReduxKind>> reduxKinds(tile::ReduceOp op, ArrayRef<Type> elements) {
   Block &body = op.getCombine().front();
   int64_t n = elements.size();
   auto ret = llvm::cast<tile::ReduceReturnOp>(body.getTerminator());
@@ -92,8 +89,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
   using TileOpConversion::TileOpConversion;
 
   /// The region on the N accumulated and the N new values.
-  SmallVector<Value> combine(ConversionPatternRewriter &rewriter, tile::ReduceOp op,
-                             ValueRange a, ValueRange b) const {
+  SmallVector<Value> combine(ConversionPatternRewriter &rewriter, tile::ReduceOp op, ValueRange a,
+                             ValueRange b) const {
     return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
@@ -172,8 +169,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       for (int64_t group : groups) {
         SmallVector<Value> shuffled;
         for (Value value : partials[group])
-          shuffled.push_back(createShuffle(rewriter, loc, value, int64_t(1) << tb,
-                                           NVVM::ShflKind::bfly, 0x1f));
+          shuffled.push_back(
+              createShuffle(rewriter, loc, value, int64_t(1) << tb, NVVM::ShflKind::bfly, 0x1f));
         partials[group] = combine(rewriter, op, partials[group], shuffled);
       }
     }
@@ -198,8 +195,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       SmallVector<Value> values;
       for (int64_t r = 0; r < numRegs; ++r)
         values.push_back(lines[r & ~axisRegMask].front());
-      return packTile(rewriter, loc,
-                      getTypeConverter()->convertType(op->getResult(0).getType()), values);
+      return packTile(rewriter, loc, getTypeConverter()->convertType(op->getResult(0).getType()),
+                      values);
     };
     if (op.getBroadcast() && warpsAlongAxis == 1) {
       rewriter.replaceOp(op, broadcastResult(partials));
@@ -230,8 +227,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
           for (int64_t group : *sources)
             values.push_back(partials[group][i]);
           replacements.push_back(packTile(
-              rewriter, loc, getTypeConverter()->convertType(op->getResult(i).getType()),
-              values));
+              rewriter, loc, getTypeConverter()->convertType(op->getResult(i).getType()), values));
         }
         rewriter.replaceOp(op, replacements);
         return success();
@@ -252,8 +248,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     int64_t slotsPerSource = numResults * warpsAlongAxis;
     SmallVector<Value> arrays;
     if (numSrcs == 1) {
-      arrays.push_back(createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored.front(),
-                                          slotsPerSource));
+      arrays.push_back(
+          createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored.front(), slotsPerSource));
     } else {
       SmallVector<int64_t> byteOffsets;
       int64_t bytes = 0;
@@ -264,10 +260,10 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       Value buffer =
           createSharedBuffer(rewriter, op, "__kiln_reduce_smem", rewriter.getI8Type(), bytes);
       for (int64_t offset : byteOffsets)
-        arrays.push_back(offset == 0 ? buffer
-                                     : LLVM::GEPOp::create(
-                                           rewriter, loc, buffer.getType(), rewriter.getI8Type(),
-                                           buffer, ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
+        arrays.push_back(
+            offset == 0 ? buffer
+                        : LLVM::GEPOp::create(rewriter, loc, buffer.getType(), rewriter.getI8Type(),
+                                              buffer, ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
     }
     auto slot = [&](int64_t i, Value index) {
       return LLVM::GEPOp::create(rewriter, loc, arrays[i].getType(), stored[i], arrays[i],
@@ -281,9 +277,9 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     Value tid = createThreadId(rewriter, loc);
     Value warpAlongAxis = i32(0);
     if (warpAxisCount)
-      warpAlongAxis = LLVM::AndOp::create(
-          rewriter, loc, LLVM::LShrOp::create(rewriter, loc, tid, i32(warpAxisLo)),
-          i32(warpsAlongAxis - 1));
+      warpAlongAxis = LLVM::AndOp::create(rewriter, loc,
+                                          LLVM::LShrOp::create(rewriter, loc, tid, i32(warpAxisLo)),
+                                          i32(warpsAlongAxis - 1));
     llvm::SmallDenseMap<int64_t, Value> resultIndexOfGroup;
     for (int64_t group : groups) {
       Value e = LLVM::AddOp::create(rewriter, loc, indices.base, i32(indices.offsets[group]));
@@ -329,8 +325,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
         lines[group] = readResult(resultIndexOfGroup[group]);
       replacements.push_back(broadcastResult(lines));
     } else if (resultType) {
-      ElementIndices out =
-          getElementIndices(rewriter, loc, tileConverter.getLayout(resultType));
+      ElementIndices out = getElementIndices(rewriter, loc, tileConverter.getLayout(resultType));
       // values[i]: the registers of result i.
       SmallVector<SmallVector<Value>> values(numSrcs);
       for (int64_t offset : out.offsets) {

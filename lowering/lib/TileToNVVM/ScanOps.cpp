@@ -125,12 +125,10 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
 
     auto i32 = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
     auto uge = [&](Value a, int64_t b) {
-      return LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::uge, a, i32(b))
-          .getResult();
+      return LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::uge, a, i32(b)).getResult();
     };
     auto bitField = [&](Value v, int64_t shift, int64_t count) {
-      return LLVM::AndOp::create(rewriter, loc,
-                                 LLVM::LShrOp::create(rewriter, loc, v, i32(shift)),
+      return LLVM::AndOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, v, i32(shift)),
                                  i32((int64_t(1) << count) - 1))
           .getResult();
     };
@@ -157,15 +155,14 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
 
     // Phase 1, per segment: the run in the thread, then across the lanes.
     Value laneId = LLVM::AndOp::create(rewriter, loc, tid, i32(31));
-    Value lastLane =
-        laneCount && (warpCount || numChunks > 1) ? LLVM::OrOp::create(rewriter, loc, laneId,
-                                       i32(((int64_t(1) << laneCount) - 1) << laneLo))
-                  : Value();
+    Value lastLane = laneCount && (warpCount || numChunks > 1)
+                         ? LLVM::OrOp::create(rewriter, loc, laneId,
+                                              i32(((int64_t(1) << laneCount) - 1) << laneLo))
+                         : Value();
     for (Segment &segment : segments) {
       for (int64_t r : segment.regs)
-        segment.local.push_back(segment.local.empty()
-                                    ? regs[r]
-                                    : combine(rewriter, op, segment.local.back(), regs[r]));
+        segment.local.push_back(
+            segment.local.empty() ? regs[r] : combine(rewriter, op, segment.local.back(), regs[r]));
       Value total = segment.local.back();
       if (!laneCount) {
         segment.warpTotal = total;
@@ -250,10 +247,10 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
           if (isBool)
             v = LLVM::TruncOp::create(rewriter, loc, llvmElement, v);
           if (w + 1 < warpsAlongAxis)
-            warpPrefix = combine(
-                rewriter, op, warpPrefix,
-                Partial{v, LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult, i32(w),
-                                                warpPos)});
+            warpPrefix =
+                combine(rewriter, op, warpPrefix,
+                        Partial{v, LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
+                                                        i32(w), warpPos)});
           if (needForTotal)
             chunkTotal = combine(rewriter, op, chunkTotal, Partial{v, Value()});
         }
@@ -261,8 +258,8 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
         chunkTotal = {segment.warpTotal, Value()};
       }
       Partial &earlier = carry[segment.group];
-      Partial prefix = combine(rewriter, op, combine(rewriter, op, earlier, warpPrefix),
-                               segment.laneExclusive);
+      Partial prefix =
+          combine(rewriter, op, combine(rewriter, op, earlier, warpPrefix), segment.laneExclusive);
       for (auto [r, local] : llvm::zip(segment.regs, segment.local))
         results[r] = combine(rewriter, op, prefix, Partial{local, Value()}).value;
       if (segment.chunk + 1 < numChunks)

@@ -72,8 +72,8 @@ struct IndexMap {
       }
       Value field = index;
       if (i > lo || j < hi)
-        field = LLVM::AndOp::create(
-            b, loc, field, createI32Constant(b, loc, ((int64_t(1) << (j - i)) - 1) << i));
+        field = LLVM::AndOp::create(b, loc, field,
+                                    createI32Constant(b, loc, ((int64_t(1) << (j - i)) - 1) << i));
       if (targets[i] > i)
         field = LLVM::ShlOp::create(b, loc, field, createI32Constant(b, loc, targets[i] - i));
       else if (targets[i] < i)
@@ -154,10 +154,11 @@ Value getExchangeBuffer(ConversionPatternRewriter &rewriter, Operation *op, int6
 /// that a warp decides (a warp-uniform predicate), lanes last; where the
 /// thread takes part in the slab number a store is predicated (scf.if) and a
 /// load selected. Returns each reader's registers.
-SmallVector<SmallVector<Value>>
-exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, Type element,
-                            int64_t positionBits, int64_t rowLength,
-                            ArrayRef<ExchangeWriter> writers, ArrayRef<ExchangeReader> readers) {
+SmallVector<SmallVector<Value>> exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter,
+                                                            Operation *op, Type element,
+                                                            int64_t positionBits, int64_t rowLength,
+                                                            ArrayRef<ExchangeWriter> writers,
+                                                            ArrayRef<ExchangeReader> readers) {
   Location loc = op->getLoc();
   bool isBool = element.isInteger(1);
   Type stored = isBool ? rewriter.getI8Type() : element;
@@ -205,8 +206,7 @@ exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, 
       rowShift = -1;
   }
   auto padded = [&](int64_t local) { return rowShift < 0 ? local : local + (local >> rowShift); };
-  Value buffer =
-      getExchangeBuffer(rewriter, op, (padded(slabElems - 1) + 1) * storedBytes(stored));
+  Value buffer = getExchangeBuffer(rewriter, op, (padded(slabElems - 1) + 1) * storedBytes(stored));
 
   // A side's positions: per thread, the padded in-slab index and the slab
   // number of its thread bits; per register, constants.
@@ -251,8 +251,8 @@ exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, 
     readerSides.push_back(prepare(reader.layout, reader.map, /*isWriter=*/false));
 
   auto elementPtr = [&](OpBuilder &b, const Side &side, int64_t r) {
-    Value index = LLVM::AddOp::create(b, loc, side.baseLocal,
-                                      createI32Constant(b, loc, side.offsetLocal[r]));
+    Value index =
+        LLVM::AddOp::create(b, loc, side.baseLocal, createI32Constant(b, loc, side.offsetLocal[r]));
     return LLVM::GEPOp::create(b, loc, buffer.getType(), stored, buffer,
                                ArrayRef<LLVM::GEPArg>{index});
   };
@@ -264,9 +264,8 @@ exchangeThroughSharedMemory(ConversionPatternRewriter &rewriter, Operation *op, 
   auto slabMatch = [&](const Side &side, int64_t slab) -> Value {
     if (!side.threadSlabMask)
       return Value();
-    return LLVM::ICmpOp::create(
-        rewriter, loc, LLVM::ICmpPredicate::eq, side.baseSlab,
-        createI32Constant(rewriter, loc, slab & side.threadSlabMask));
+    return LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, side.baseSlab,
+                                createI32Constant(rewriter, loc, slab & side.threadSlabMask));
   };
 
   SmallVector<SmallVector<Value>> results;
@@ -329,8 +328,8 @@ struct SplatLowering : TileOpConversion<tile::SplatOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     int64_t regs = tileConverter.getLayout(op.getType()).regsPerThread();
     SmallVector<Value> values(regs, adaptor.getSrc());
-    rewriter.replaceOp(op, packTile(rewriter, op.getLoc(),
-                                    getTypeConverter()->convertType(op.getType()), values));
+    rewriter.replaceOp(
+        op, packTile(rewriter, op.getLoc(), getTypeConverter()->convertType(op.getType()), values));
     return success();
   }
 };
@@ -380,8 +379,8 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     auto srcRegs = llvm::to_vector(llvm::seq<int64_t>(0, srcLayout.regsPerThread()));
     if (std::optional<SmallVector<int64_t>> sources = findRegisterSources(
             dstLayout.threads, dstLayout.regsPerThread(),
-            [&](int64_t t, int64_t r) { return sourceIndex(dstLayout.elementOf(t, r)); },
-            srcRegs, [&](int64_t t, int64_t r) { return srcLayout.elementOf(t, r); })) {
+            [&](int64_t t, int64_t r) { return sourceIndex(dstLayout.elementOf(t, r)); }, srcRegs,
+            [&](int64_t t, int64_t r) { return srcLayout.elementOf(t, r); })) {
       SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
       SmallVector<Value> results;
       for (int64_t r : *sources)
@@ -392,8 +391,8 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     }
 
     // A shared-memory buffer of the source for this broadcast.
-    Value buffer = createSharedBuffer(rewriter, op, "__kiln_broadcast_smem", stored,
-                                      srcType.getNumElements());
+    Value buffer =
+        createSharedBuffer(rewriter, op, "__kiln_broadcast_smem", stored, srcType.getNumElements());
 
     auto elementPtr = [&](Value index) {
       return LLVM::GEPOp::create(rewriter, loc, buffer.getType(), stored, buffer,
@@ -437,8 +436,8 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     }
     // The buffer may be written again (by a later program iteration).
     NVVM::BarrierOp::create(rewriter, loc);
-    rewriter.replaceOp(
-        op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), results));
+    rewriter.replaceOp(op,
+                       packTile(rewriter, loc, getTypeConverter()->convertType(dstType), results));
     return success();
   }
 };
@@ -477,10 +476,10 @@ struct TransLowering : TileOpConversion<tile::TransOp> {
     ExchangeWriter writer{tileConverter.getLayout(srcType), map,
                           unpackTile(rewriter, op.getLoc(), adaptor.getSrc())};
     ExchangeReader reader{tileConverter.getLayout(dstType), IndexMap::identity(bits)};
-    SmallVector<SmallVector<Value>> results = exchangeThroughSharedMemory(
-        rewriter, op, element, bits, rowLength, writer, reader);
-    rewriter.replaceOp(op, packTile(rewriter, op.getLoc(),
-                                    getTypeConverter()->convertType(dstType), results.front()));
+    SmallVector<SmallVector<Value>> results =
+        exchangeThroughSharedMemory(rewriter, op, element, bits, rowLength, writer, reader);
+    rewriter.replaceOp(op, packTile(rewriter, op.getLoc(), getTypeConverter()->convertType(dstType),
+                                    results.front()));
     return success();
   }
 };
@@ -559,6 +558,6 @@ struct SplitLowering : TileOpConversion<tile::SplitOp> {
 
 void kiln::populateTileShapeOpsToNVVMPatterns(TileTypeConverter &converter,
                                               RewritePatternSet &patterns) {
-  patterns.add<SplatLowering, ExpandDimsLowering, BroadcastLowering, TransLowering,
-               ReshapeLowering, JoinLowering, SplitLowering>(converter);
+  patterns.add<SplatLowering, ExpandDimsLowering, BroadcastLowering, TransLowering, ReshapeLowering,
+               JoinLowering, SplitLowering>(converter);
 }

@@ -6,7 +6,8 @@
 //
 //   load:  bar.sync (the buffer's earlier readers are done)
 //          issuer: mbarrier.arrive.expect_tx [bar], box bytes
-//                  cp.async.bulk.tensor.Nd.shared::cta.global...complete_tx [buf], [desc, {c}], [bar]
+//                  cp.async.bulk.tensor.Nd.shared::cta.global...complete_tx [buf], [desc, {c}],
+//                  [bar]
 //          all:    mbarrier.try_wait.parity [bar], phase; phase ^= 1
 //          all:    ld.shared of the elements each thread holds
 //   store: bar.sync; all: st.shared; fence.proxy.async.shared::cta; bar.sync
@@ -119,8 +120,7 @@ void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64
     issuer = LLVM::AndOp::create(b, loc, issuer, predicate);
   SmallVector<Value> coordinates = tmaCoordinates(indices);
   scf::IfOp::create(b, loc, issuer, [&](OpBuilder &ib, Location l) {
-    NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier,
-                                           createI32Constant(ib, l, bytes),
+    NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier, createI32Constant(ib, l, bytes),
                                            NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
         ib, l, buffer, desc, coordinates, barrier, ValueRange(), Value(), Value(),
@@ -141,14 +141,13 @@ struct BoxAccess {
         access(b.getContext(), element, getAccessWidth(converter, type)) {}
 
   Value address(OpBuilder &b, Location loc, size_t reg) const {
-    Value index = LLVM::AddOp::create(b, loc, indices.base,
-                                      createI32Constant(b, loc, indices.offsets[reg]));
+    Value index =
+        LLVM::AddOp::create(b, loc, indices.base, createI32Constant(b, loc, indices.offsets[reg]));
     if (!swizzle)
       return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
                                  ArrayRef<LLVM::GEPArg>{index});
     auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
-    Value offset =
-        LLVM::MulOp::create(b, loc, index, c(element.getIntOrFloatBitWidth() / 8));
+    Value offset = LLVM::MulOp::create(b, loc, index, c(element.getIntOrFloatBitWidth() / 8));
     Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, offset, c(7)),
                                     c(swizzle / 16 - 1));
     offset = LLVM::XOrOp::create(b, loc, offset, LLVM::ShlOp::create(b, loc, row, c(4)));
@@ -194,8 +193,7 @@ struct BoxAccess {
 
 Value createBoxBuffer(OpBuilder &b, Operation *op, tile::TensorDescType desc, Type element) {
   // A swizzled box repeats its pattern every 1024 bytes of shared address.
-  return createSharedBuffer(b, op, "__kiln_tma_box", element,
-                            desc.getBlockType().getNumElements(),
+  return createSharedBuffer(b, op, "__kiln_tma_box", element, desc.getBlockType().getNumElements(),
                             /*alignment=*/desc.getSwizzle() ? 1024 : 128);
 }
 
@@ -214,8 +212,7 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
               barrier.address, Value());
     waitAndFlipPhase(rewriter, loc, barrier);
 
-    BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(),
-                  desc.getSwizzle());
+    BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(), desc.getSwizzle());
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
                                     box.read(rewriter, loc)));
     return success();
@@ -243,12 +240,12 @@ void issueBulkLoad(OpBuilder &b, Location loc, Value src, Value count, RankedTen
   scf::IfOp::create(b, loc, issuer, [&](OpBuilder &ib, Location l) {
     Value bytes = createI32Constant(ib, l, tileBytes);
     if (count) {
-      Value clamped = LLVM::UMinOp::create(ib, l, count,
-                                           createI32Constant(ib, l, tile.getNumElements()));
+      Value clamped =
+          LLVM::UMinOp::create(ib, l, count, createI32Constant(ib, l, tile.getNumElements()));
       bytes = LLVM::MulOp::create(ib, l, clamped, createI32Constant(ib, l, elementBytes));
     }
-    NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier, bytes,
-                                           NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+    NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier, bytes, NVVM::MemScopeKind::CTA,
+                                           /*relaxed=*/false, Value());
     // A CTA's own shared::cta address is a valid shared::cluster address.
     Value dst = LLVM::AddrSpaceCastOp::create(
         ib, l, LLVM::LLVMPointerType::get(ib.getContext(), /*addressSpace=*/7), buffer);
@@ -322,16 +319,15 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
     BoxAccess box(rewriter, loc, buffer, element, tileConverter, valueType, desc.getSwizzle());
     box.write(rewriter, loc, unpackTile(rewriter, loc, adaptor.getValue()));
     // The generic-proxy writes become visible to the async proxy.
-    NVVM::FenceProxyOp::create(rewriter, loc, NVVM::ProxyKind::async_shared,
-                               NVVM::SharedSpaceAttr::get(getContext(),
-                                                          NVVM::SharedSpace::shared_cta));
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
     NVVM::BarrierOp::create(rewriter, loc);
     Value issuer = createIssuer(rewriter, loc);
     SmallVector<Value> coordinates = tmaCoordinates(adaptor.getIndices());
     scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
-          b, l, adaptor.getDesc(), buffer, coordinates, Value(), NVVM::TMAStoreMode::TILE,
-          Value());
+          b, l, adaptor.getDesc(), buffer, coordinates, Value(), NVVM::TMAStoreMode::TILE, Value());
       NVVM::CpAsyncBulkCommitGroupOp::create(b, l);
       NVVM::CpAsyncBulkWaitGroupOp::create(b, l, /*group=*/0, b.getUnitAttr());
       scf::YieldOp::create(b, l);
@@ -400,8 +396,8 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
     Value slot = ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot());
     Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
     if (op.isBulk())
-      issueBulkLoad(rewriter, loc, adaptor.getSrc(), adaptor.getCount(), ring.getBlockType(),
-                    slot, barrier, adaptor.getPred());
+      issueBulkLoad(rewriter, loc, adaptor.getSrc(), adaptor.getCount(), ring.getBlockType(), slot,
+                    barrier, adaptor.getPred());
     else
       issueLoad(rewriter, loc, adaptor.getSrc(), adaptor.getIndices(), ring.getSlotBytes(), slot,
                 barrier, adaptor.getPred(), op.getProducer());
@@ -421,8 +417,8 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
                adaptor.getPhase());
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     BoxAccess box(rewriter, loc,
-                  ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()), element,
-                  tileConverter, op.getType(), ringSwizzle(op.getRing()));
+                  ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
+                  element, tileConverter, op.getType(), ringSwizzle(op.getRing()));
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
                                     box.read(rewriter, loc, adaptor.getCount())));
     return success();
@@ -444,9 +440,9 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
       return success();
     }
     // `issuer`: warp 0 alone, the warp of the tcgen05 MMAs' elected lane.
-    Value warp0 = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
-                                       createThreadId(rewriter, loc),
-                                       createI32Constant(rewriter, loc, 32));
+    Value warp0 =
+        LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult, createThreadId(rewriter, loc),
+                             createI32Constant(rewriter, loc, 32));
     scf::IfOp::create(rewriter, loc, warp0, [&](OpBuilder &b, Location l) {
       waitParity(b, l, barrier, adaptor.getPhase());
       scf::YieldOp::create(b, l);
@@ -478,8 +474,8 @@ struct MBarrierAllocLowering : TileOpConversion<tile::MBarrierAllocOp> {
   LogicalResult matchAndRewrite(tile::MBarrierAllocOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     unsigned count = op.getType().getCount();
-    Value base = createSharedBuffer(rewriter, op, "__kiln_mbarrier", rewriter.getI64Type(),
-                                    count, /*alignment=*/8);
+    Value base = createSharedBuffer(rewriter, op, "__kiln_mbarrier", rewriter.getI64Type(), count,
+                                    /*alignment=*/8);
     initBarriers(rewriter, op.getLoc(), base, count,
                  op.getPerWarp() ? tileConverter.getThreadsPerBlock() / 32 : 1);
     rewriter.replaceOp(op, base);
@@ -500,8 +496,8 @@ struct MBarrierArriveLowering : TileOpConversion<tile::MBarrierArriveOp> {
     scf::IfOp::create(rewriter, loc, adaptor.getPred(), [&](OpBuilder &b, Location l) {
       NVVM::SyncWarpOp::create(b, l, createI32Constant(b, l, -1));
       Value lane = NVVM::LaneIdOp::create(b, l, b.getI32Type());
-      Value first = LLVM::ICmpOp::create(b, l, LLVM::ICmpPredicate::eq, lane,
-                                         createI32Constant(b, l, 0));
+      Value first =
+          LLVM::ICmpOp::create(b, l, LLVM::ICmpPredicate::eq, lane, createI32Constant(b, l, 0));
       scf::IfOp::create(b, l, first, [&](OpBuilder &ib, Location il) {
         NVVM::MBarrierArriveOp::create(ib, il, Type(), barrier, Value());
         scf::YieldOp::create(ib, il);

@@ -39,8 +39,7 @@ using namespace kiln;
 
 TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlock,
                                      int64_t elemsPerThread)
-    : LLVMTypeConverter(context), threadsPerBlock(threadsPerBlock),
-      elemsPerThread(elemsPerThread) {
+    : LLVMTypeConverter(context), threadsPerBlock(threadsPerBlock), elemsPerThread(elemsPerThread) {
   addConversion([context](tile::PtrType) -> Type {
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/1);
   });
@@ -57,9 +56,8 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/6);
   });
   // A descriptor parameter is the address of the by-value CUtensorMap.
-  addConversion([context](tile::TensorDescType) -> Type {
-    return LLVM::LLVMPointerType::get(context);
-  });
+  addConversion(
+      [context](tile::TensorDescType) -> Type { return LLVM::LLVMPointerType::get(context); });
   addConversion([this, context](RankedTensorType type) -> std::optional<Type> {
     Type element = convertType(type.getElementType());
     if (!element)
@@ -109,8 +107,7 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
       signature.addInputs(i, converted);
       argTypes.push_back(converted);
     }
-    auto llvmType =
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(op.getContext()), argTypes);
+    auto llvmType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(op.getContext()), argTypes);
     auto func = LLVM::LLVMFuncOp::create(rewriter, op.getLoc(), op.getName(), llvmType,
                                          LLVM::Linkage::External, /*dsoLocal=*/false,
                                          LLVM::CConv::PTX_Kernel);
@@ -119,20 +116,19 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
     // layout's threads: the launch's real thread count.
     int64_t threads = tileConverter.getThreadsPerBlock();
     bool specialized =
-        op->walk([](tile::WarpSpecializeOp) { return WalkResult::interrupt(); })
-            .wasInterrupted();
+        op->walk([](tile::WarpSpecializeOp) { return WalkResult::interrupt(); }).wasInterrupted();
     if (specialized)
       threads += kProducerThreads;
     func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
                   rewriter.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-    if (auto cluster = op->getAttrOfType<DenseI32ArrayAttr>(
-            tile::TileDialect::getClusterDimsAttrName()))
+    if (auto cluster =
+            op->getAttrOfType<DenseI32ArrayAttr>(tile::TileDialect::getClusterDimsAttrName()))
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
     if (auto regs = op->getAttrOfType<IntegerAttr>(tile::TileDialect::getMaxnregAttrName()))
       func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
     // .minnctapersm: ptxas fits the registers to that many blocks an SM.
-    if (auto programs = op->getAttrOfType<IntegerAttr>(
-            tile::TileDialect::getMinProgramsPerSMAttrName()))
+    if (auto programs =
+            op->getAttrOfType<IntegerAttr>(tile::TileDialect::getMinProgramsPerSMAttrName()))
       func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), programs);
     // setmaxnreg moves registers within the pool the program starts with:
     // with .minnctapersm 1 ptxas starts a warp-specialized kernel with all the
@@ -209,8 +205,7 @@ Arch::Capability requiredCapability(Operation *op) {
     return &Arch::hasWgmma;
   if (llvm::isa<tile::WarpSpecializeOp>(op))
     return &Arch::hasSetmaxnreg;
-  if (llvm::isa<tile::Tcgen05DotOp, tile::TMemAllocOp, tile::TMemDeallocOp, tile::TMemLoadOp>(
-          op))
+  if (llvm::isa<tile::Tcgen05DotOp, tile::TMemAllocOp, tile::TMemDeallocOp, tile::TMemLoadOp>(op))
     return &Arch::hasTcgen05;
   return nullptr;
 }
@@ -291,8 +286,7 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
         continue;
       auto threads =
           func->getAttrOfType<IntegerAttr>(tile::TileDialect::getThreadsPerBlockAttrName());
-      auto elems =
-          func->getAttrOfType<IntegerAttr>(tile::TileDialect::getElemsPerThreadAttrName());
+      auto elems = func->getAttrOfType<IntegerAttr>(tile::TileDialect::getElemsPerThreadAttrName());
       if (!threads || !elems) {
         func.emitError() << "kernel has no layout: run kiln-tile-assign-layout first";
         return signalPassFailure();

@@ -54,8 +54,8 @@ Value createSwizzled128Descriptor(OpBuilder &b, Location loc, Value address,
   Value start = LLVM::AndOp::create(
       b, loc, LLVM::LShrOp::create(b, loc, address, createI32Constant(b, loc, 4)),
       createI32Constant(b, loc, 0x3FFF));
-  uint64_t fixed = (((leadingBytes >> 4) & 0x3FFF) << 16) | (uint64_t(1024 >> 4) << 32) |
-                   (uint64_t(1) << 62);
+  uint64_t fixed =
+      (((leadingBytes >> 4) & 0x3FFF) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
   return LLVM::OrOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, start),
                             LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(fixed)));
 }
@@ -109,8 +109,7 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
         return NVVM::WGMMATypes::bf16;
       if (element.isF16())
         return NVVM::WGMMATypes::f16;
-      return llvm::isa<Float8E4M3FNType>(element) ? NVVM::WGMMATypes::e4m3
-                                                  : NVVM::WGMMATypes::e5m2;
+      return llvm::isa<Float8E4M3FNType>(element) ? NVVM::WGMMATypes::e4m3 : NVVM::WGMMATypes::e5m2;
     };
     auto aWgmmaType = wgmmaType(aRing.getBlockType().getElementType());
     auto bWgmmaType = wgmmaType(bRing.getBlockType().getElementType());
@@ -141,12 +140,12 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
       SmallVector<Value> results;
       for (int64_t rep = 0; rep < layout.reps(); ++rep) {
         Value slab = packTile(rewriter, loc, slabType, regs.slice(rep * regsPerSlab, regsPerSlab));
-        Value slabAddress = LLVM::AddOp::create(
-            rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
+        Value slabAddress =
+            LLVM::AddOp::create(rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
         Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
         for (int64_t kk = kBegin; kk < kEnd; kk += kPerStep) {
-          auto scaleOut = fromZero && kk == kBegin ? NVVM::WGMMAScaleOut::zero
-                                                   : NVVM::WGMMAScaleOut::one;
+          auto scaleOut =
+              fromZero && kk == kBegin ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one;
           slab = NVVM::WgmmaMmaAsyncOp::create(
               rewriter, loc, slabType, slab, kStep(aDescriptor, kk),
               kStep(bDescriptor, kk, bMnMajor), shape, aWgmmaType, bWgmmaType,
@@ -196,11 +195,10 @@ struct WarpGroupDotWaitLowering : TileOpConversion<tile::WarpGroupDotWaitOp> {
   LogicalResult matchAndRewrite(tile::WarpGroupDotWaitOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    SmallVector<Value> regs =
-        createWaitGroup(rewriter, loc, unpackTile(rewriter, loc, adaptor.getSrc()),
-                        op.getPending());
-    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
-                                    regs));
+    SmallVector<Value> regs = createWaitGroup(
+        rewriter, loc, unpackTile(rewriter, loc, adaptor.getSrc()), op.getPending());
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()), regs));
     return success();
   }
 };
@@ -217,8 +215,8 @@ struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
     int64_t cols = srcType.getShape().back();
     int64_t pad = std::max<int64_t>(1, 16 / bytes);
     int64_t rows = srcType.getNumElements() / cols;
-    Value buffer = createSharedBuffer(rewriter, op, "__kiln_convert_smem", element,
-                                      rows * (cols + pad));
+    Value buffer =
+        createSharedBuffer(rewriter, op, "__kiln_convert_smem", element, rows * (cols + pad));
     // Element e at e + (e / cols) * pad: rows start in different banks.
     auto move = [&](RankedTensorType type, auto &&access) {
       ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);

@@ -8,6 +8,5 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   kiln::registerKilnDialectsAndPasses(registry);
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "kiln optimizer driver\n", registry));
+  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "kiln optimizer driver\n", registry));
 }

@@ -33,16 +33,15 @@ namespace {
 enum class Stage { Tile, NVVM, LLVM, PTX, Cubin };
 } // namespace
 
-static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"),
-                                          cl::init("-"));
+static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 static cl::opt<std::string> outputFilename("o", cl::desc("output file"), cl::init("-"));
-static cl::opt<Stage> emit(
-    "emit", cl::desc("the stage to emit"), cl::init(Stage::PTX),
-    cl::values(clEnumValN(Stage::Tile, "tile", "verified tile IR"),
-               clEnumValN(Stage::NVVM, "nvvm", "LLVM + NVVM dialects"),
-               clEnumValN(Stage::LLVM, "llvm", "LLVM IR (libdevice linked, optimized)"),
-               clEnumValN(Stage::PTX, "ptx", "PTX assembly"),
-               clEnumValN(Stage::Cubin, "cubin", "assembled cubin")));
+static cl::opt<Stage>
+    emit("emit", cl::desc("the stage to emit"), cl::init(Stage::PTX),
+         cl::values(clEnumValN(Stage::Tile, "tile", "verified tile IR"),
+                    clEnumValN(Stage::NVVM, "nvvm", "LLVM + NVVM dialects"),
+                    clEnumValN(Stage::LLVM, "llvm", "LLVM IR (libdevice linked, optimized)"),
+                    clEnumValN(Stage::PTX, "ptx", "PTX assembly"),
+                    clEnumValN(Stage::Cubin, "cubin", "assembled cubin")));
 static cl::opt<std::string> arch("arch", cl::desc("target: sm_90a, sm_100a or sm_103a"),
                                  cl::init("sm_90a"));
 static cl::opt<int> numWarps("num-warps", cl::desc("warps for kernels without tile.num_warps"),

@@ -29,8 +29,21 @@ typedef enum kiln_status {
 
 /** Element and scalar types; the values are part of the ABI. */
 typedef enum kiln_dtype {
-  KILN_I1 = 0, KILN_I8, KILN_I16, KILN_I32, KILN_I64, KILN_U8, KILN_U16, KILN_U32, KILN_U64,
-  KILN_F16, KILN_BF16, KILN_F32, KILN_F64, KILN_F8E4M3, KILN_F8E5M2,
+  KILN_I1 = 0,
+  KILN_I8,
+  KILN_I16,
+  KILN_I32,
+  KILN_I64,
+  KILN_U8,
+  KILN_U16,
+  KILN_U32,
+  KILN_U64,
+  KILN_F16,
+  KILN_BF16,
+  KILN_F32,
+  KILN_F64,
+  KILN_F8E4M3,
+  KILN_F8E5M2,
 } kiln_dtype;
 
 /** One kernel argument: a device pointer, or a scalar given by its bits
@@ -54,7 +67,10 @@ static inline kiln_arg kiln_arg_i64(int64_t v) {
   return a;
 }
 static inline kiln_arg kiln_arg_f32(float v) {
-  union { float f; uint32_t u; } c;
+  union {
+    float f;
+    uint32_t u;
+  } c;
   kiln_arg a = {0, KILN_F32, 0};
   c.f = v;
   a.bits = c.u;

@@ -5,8 +5,8 @@
 
 #include "kiln/Dialect/Tile/IR/Layout.h"
 
-#include <optional>
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include <optional>
 
 namespace mlir {
 class RewritePatternSet;

@@ -18,8 +18,7 @@ namespace kiln {
 class Error : public std::runtime_error {
 public:
   explicit Error(const std::string &message)
-      : std::runtime_error(message.rfind("kiln: ", 0) == 0 ? message
-                                                           : "kiln: " + message) {}
+      : std::runtime_error(message.rfind("kiln: ", 0) == 0 ? message : "kiln: " + message) {}
 };
 
 } // namespace kiln

@@ -162,8 +162,8 @@ public:
 
   /// Launches on `stream` with `grid` blocks. A grid with a zero dimension
   /// launches nothing. Checks the arguments first (kiln::Error naming the
-  /// parameter), then the grid (kMaxGridDims; a multiple of the cluster shape). No synchronization and, after the first launch in a context,
-  /// no allocation: safe inside CUDA graph capture.
+  /// parameter), then the grid (kMaxGridDims; a multiple of the cluster shape). No synchronization
+  /// and, after the first launch in a context, no allocation: safe inside CUDA graph capture.
   void launch(CUstream stream, std::array<unsigned, 3> grid,
               const std::vector<KernelArg> &args) const {
     launch(stream, grid, args.data(), args.size());

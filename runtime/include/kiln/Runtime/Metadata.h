@@ -21,8 +21,21 @@ namespace kiln {
 
 /// Element / scalar types of kernel parameters.
 enum class DType : uint8_t {
-  I1, I8, I16, I32, I64, U8, U16, U32, U64,
-  F16, BF16, F32, F64, F8E4M3, F8E5M2,
+  I1,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  U16,
+  U32,
+  U64,
+  F16,
+  BF16,
+  F32,
+  F64,
+  F8E4M3,
+  F8E5M2,
 };
 
 /// The manifest spelling of `dtype` ("bf16", "i32", ...).
@@ -137,8 +150,7 @@ struct KernelEntry {
 /// error messages (e.g. "bundle 'x.kbundle': kernel 3"). If `withImages`, the
 /// "images" array is required and decoded; otherwise it is ignored. Throws
 /// kiln::Error naming the field that is missing or has the wrong type.
-KernelEntry parseKernelEntry(const nlohmann::json &meta, const std::string &where,
-                             bool withImages);
+KernelEntry parseKernelEntry(const nlohmann::json &meta, const std::string &where, bool withImages);
 
 /// Returns `meta` without "images" and with every optional field present
 /// (constexprs, pdl, cluster, features, source_hash, specialization).

@@ -58,9 +58,7 @@ struct MmaLayout {
   int64_t reps() const { return m / (64 * warpgroups()); }
   /// Version 5: the columns each thread holds.
   int64_t columnsPerThread() const { return n / warpgroups(); }
-  int64_t regsPerThread() const {
-    return version == 5 ? columnsPerThread() : reps() * n / 2;
-  }
+  int64_t regsPerThread() const { return version == 5 ? columnsPerThread() : reps() * n / 2; }
   /// Consecutive elements of a row in consecutive registers.
   int64_t run() const { return version == 5 ? columnsPerThread() : 2; }
   /// The row-major index of the element of `thread`'s register 0.
