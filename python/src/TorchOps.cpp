@@ -91,6 +91,15 @@ int64_t bitsOf(double v) {
   return bits;
 }
 
+/// Appends a list argument: its tag, its length and each element as 64 bits.
+template <typename List, typename Bits>
+void appendList(Key &key, Tag tag, const List &list, Bits bits) {
+  key.push_back(tag);
+  key.push_back(static_cast<int64_t>(list.size()));
+  for (auto v : list)
+    key.push_back(bits(v));
+}
+
 /// Appends what the wrapper's decisions depend on for `args`; false where the
 /// call has no key (a tensor not on a CUDA device, an argument kind the key
 /// does not cover): then the wrapper runs in full.
@@ -134,23 +143,11 @@ bool appendKey(const c10::IValue *args, size_t numArgs, Key &key) {
         key.push_back(chunk);
       }
     } else if (a.isIntList()) {
-      auto l = a.toIntList();
-      key.push_back(kIntList);
-      key.push_back(static_cast<int64_t>(l.size()));
-      for (int64_t v : l)
-        key.push_back(v);
+      appendList(key, kIntList, a.toIntList(), [](int64_t v) { return v; });
     } else if (a.isDoubleList()) {
-      auto l = a.toDoubleList();
-      key.push_back(kDoubleList);
-      key.push_back(static_cast<int64_t>(l.size()));
-      for (double v : l)
-        key.push_back(bitsOf(v));
+      appendList(key, kDoubleList, a.toDoubleList(), bitsOf);
     } else if (a.isBoolList()) {
-      auto l = a.toBoolList();
-      key.push_back(kBoolList);
-      key.push_back(static_cast<int64_t>(l.size()));
-      for (bool v : l)
-        key.push_back(v);
+      appendList(key, kBoolList, a.toBoolList(), [](bool v) { return int64_t(v); });
     } else if (a.isDevice()) {
       key.push_back(kDevice);
       key.push_back(static_cast<int64_t>(a.toDevice().type()));
