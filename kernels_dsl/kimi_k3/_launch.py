@@ -1,6 +1,8 @@
 """Shared wrapper plumbing for the Kimi K3 kernels: argument checks that raise before any
 launch, and one launch path that JIT-compiles with the kiln compiler when it is present and
-otherwise takes the precompiled kernel from the bundle named by ``KILN_BUNDLE``."""
+JIT is allowed, and otherwise takes the precompiled kernel from the bundle named by
+``KILN_BUNDLE``. ``KILN_NO_JIT=1`` forbids JIT (a serving deployment): every launch is then
+the bundle's, compiler or not."""
 
 from __future__ import annotations
 
@@ -104,14 +106,20 @@ def num_sms(t: Any) -> Optional[int]:
     return _sm_counts[dev.index]
 
 
+def jit_allowed() -> bool:
+    """Whether launches JIT-compile: the compiler is importable and ``KILN_NO_JIT`` is not 1."""
+    return os.environ.get("KILN_NO_JIT") != "1" and kiln.compiler.compiler_available()
+
+
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
            constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None,
            cluster: Optional[Sequence[int]] = None) -> None:
-    """Launches ``kernel`` (JIT, with ``maxnreg`` and the ``cluster`` shape if given) or the
-    bundle's kernel ``name`` with ``constexprs`` (compiled with its shape)."""
+    """Launches ``kernel`` (JIT, with ``maxnreg`` and the ``cluster`` shape if given) or, where
+    JIT is not allowed (``jit_allowed``), the bundle's kernel ``name`` with ``constexprs``
+    (compiled with its shape)."""
     if any(int(g) == 0 for g in grid):
         return
-    if kiln.compiler.compiler_available():
+    if jit_allowed():
         kernel[tuple(grid)](*args, num_warps=num_warps, maxnreg=maxnreg, cluster=cluster,
                             **constexprs)
         return
