@@ -103,9 +103,12 @@ def k_launch_config(programs: int, num_sms: Optional[int], settings: Settings = 
 
 def q_launch_config(na: int, nb: int, settings: Settings = SETTINGS) -> tuple:
     """(constexprs, num_warps) of concat_mla_absorb_q for widths A = na, B = nb: q_rows
-    rows of 512 (fewer or more rows for wider or narrower rows, 1 to 64)."""
+    rows when the wider part is 512 wide (fewer or more rows for a wider or narrower one, 1 to
+    64), so that neither tile holds more than q_rows x 512 elements (16 a thread on 4 warps)
+    unless one row is wider."""
     block_a, block_b = _next_pow2(na), _next_pow2(nb)
-    return ({"ROWS": max(1, min(settings.q_rows * 512 // block_a, 64)), "A": na, "B": nb,
+    rows = max(1, min(settings.q_rows * 512 // max(block_a, block_b), 64))
+    return ({"ROWS": rows, "A": na, "B": nb,
              "BLOCK_A": block_a, "BLOCK_B": block_b}, settings.q_warps)
 
 

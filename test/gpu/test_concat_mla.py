@@ -72,6 +72,15 @@ def test_concat_mla_absorb_q_other_widths(na, nb):
     assert torch.equal(out.view(torch.int16), torch.cat([a, b], -1).view(torch.int16))
 
 
+def test_concat_mla_absorb_q_wide_and_narrow():
+    # Issue 22's hang: a [64, 4096] tile a program compiled for minutes; the rows a program
+    # now follow the wider part.
+    a, b = bf16(64, 128, 1), bf16(64, 128, 4096)
+    out = mod.concat_mla_absorb_q(a, b)
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.int16), torch.cat([a, b], -1).view(torch.int16))
+
+
 def test_bad_arguments_raise_before_launch():
     k_nope, k_rope = k_inputs(4, 12, False)
     k = torch.empty(4, 12, 192, device="cuda", dtype=torch.bfloat16)

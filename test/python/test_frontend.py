@@ -449,3 +449,30 @@ def test_import_without_compiler_or_torch():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok")
+
+
+# ---------------------------------------------------------------------------
+# A tile larger than a thread's registers
+# ---------------------------------------------------------------------------
+
+@kiln.jit
+def copy_rows(src, dst, ROWS: kl.constexpr, COLS: kl.constexpr):
+    offs = (kl.program_id(0) * ROWS + kl.arange(0, ROWS))[:, None] * COLS + \
+        kl.arange(0, COLS)[None, :]
+    x = kl.load(src + offs)  # E-tile-too-large
+    kl.store(dst + offs, x)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_tile_beyond_the_registers_is_a_compilation_error_at_its_line(arch):
+    # [64, 4096] bf16 on 4 warps: 2048 elements a thread. Refused before the lowering, which
+    # would otherwise take minutes (one value an element); [8, 4096] compiles.
+    sig = {"src": "*bf16", "dst": "*bf16"}
+    with pytest.raises(CompilationError, match=r"makes a tile of 2048 elements a thread \(1024 "
+                       r"32-bit registers .* on 128 threads\), more than the 255 registers") as e:
+        copy_rows.compile(sig, {"ROWS": 64, "COLS": 4096}, [], num_warps=4, arch=arch,
+                          upto="ptx")
+    assert e.value.lineno == source_line(HERE, "E-tile-too-large")
+    ck = copy_rows.compile(sig, {"ROWS": 8, "COLS": 4096}, [], num_warps=4, arch=arch,
+                           upto="ptx")
+    assert ".entry copy_rows" in ck.ptx

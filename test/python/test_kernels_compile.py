@@ -435,3 +435,16 @@ def test_mla_kv_scatter_bf16_one_wave_fits(rows, warps, programs):
     assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
     assert ".minnctapersm" in ck.ptx and "st.global.cs" in ck.ptx
     assert "L2::cache_hint" in ck.ptx
+
+
+@pytest.mark.parametrize("na,nb", [(1, 4096), (4096, 1), (4096, 4096), (512, 64)])
+def test_concat_mla_absorb_q_configs_fit_in_registers(na, nb):
+    # The wrapper accepts widths up to 4096 each: its rows a program keep both tiles within a
+    # thread's registers, so every accepted width compiles (a [64, 4096] tile would not).
+    from kernels_dsl.kimi_k3 import concat_mla
+
+    constexprs, num_warps = concat_mla.q_launch_config(na, nb)
+    spec = next(s for s in k3_specs() if s.kernel_name == "concat_mla_absorb_q")
+    ck = spec.kernel.compile(spec.signature, constexprs, spec.divisibility, num_warps=num_warps,
+                             arch="sm_90a", upto="ptx")
+    assert ".entry concat_mla_absorb_q_kernel" in ck.ptx

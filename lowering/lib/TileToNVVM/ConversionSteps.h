@@ -15,6 +15,16 @@
 
 namespace kiln {
 
+/// The registers a thread of sm_90a and sm_100a may hold.
+constexpr int64_t kMaxRegistersPerThread = 255;
+
+/// Before: fails (with an error at the op) when a data tile (loaded from
+/// memory, or floating-point) takes more registers a thread than a thread
+/// has, its elements counted at their width: such a kernel cannot run without
+/// spilling the tile, and its lowering, one value an element, takes minutes.
+mlir::LogicalResult checkRegisterFootprint(mlir::ModuleOp module,
+                                           const TileTypeConverter &converter);
+
 /// Before: fails (with an error at the op) when the shared-memory buffers of
 /// a tile.dot do not fit in the 48 KiB of static shared memory (DotOps.cpp).
 mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);

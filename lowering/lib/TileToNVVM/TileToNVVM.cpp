@@ -81,6 +81,39 @@ int64_t TileTypeConverter::getRegsPerThread(RankedTensorType type) const {
   return getLayout(type).regsPerThread();
 }
 
+/// The 32-bit registers a thread holds of a `type` tile: its elements at
+/// their width (i1 and narrow types packed).
+static int64_t registersPerThread(const TileTypeConverter &converter, RankedTensorType type) {
+  Type element = type.getElementType();
+  int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  return llvm::divideCeil(converter.getRegsPerThread(type) * bits, 32);
+}
+
+LogicalResult kiln::checkRegisterFootprint(ModuleOp module, const TileTypeConverter &converter) {
+  WalkResult tooLarge = module.walk([&](Operation *op) {
+    // Data: what is read from memory and what floating-point ops compute.
+    // Index, mask and pointer tiles are left out: each element is computed
+    // where it is used, from the kl.arange it broadcasts.
+    auto memory = llvm::dyn_cast<MemoryEffectOpInterface>(op);
+    bool reads = memory && memory.hasEffect<MemoryEffects::Read>();
+    for (Value result : op->getResults()) {
+      auto type = llvm::dyn_cast<RankedTensorType>(result.getType());
+      if (!type || !(reads || llvm::isa<FloatType>(type.getElementType())) ||
+          registersPerThread(converter, type) <= kMaxRegistersPerThread)
+        continue;
+      op->emitOpError() << "makes a tile of " << converter.getRegsPerThread(type)
+                        << " elements a thread (" << registersPerThread(converter, type)
+                        << " 32-bit registers of " << type << " on "
+                        << converter.getThreadsPerBlock() << " threads), more than the "
+                        << kMaxRegistersPerThread
+                        << " registers a thread has: use a smaller tile or more warps";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(tooLarge.wasInterrupted());
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -346,6 +379,8 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
       return signalPassFailure();
 
     TileTypeConverter converter(context, layout->first, layout->second);
+    if (failed(checkRegisterFootprint(module, converter)))
+      return signalPassFailure();
     WalkResult tooLarge = module.walk([&](tile::DotOp op) {
       return failed(checkDotSharedMemory(op, converter)) ? WalkResult::interrupt()
                                                          : WalkResult::advance();
