@@ -59,7 +59,14 @@ def test_dot_tile_compiles_to_mma_sync(dt, arch):
 def test_gemm_loop_compiles(arch):
     ck = gemm.compile(_GEMM_SIG, {"BM": 128, "BN": 128, "BK": 64}, _pointers(_GEMM_SIG),
                       num_warps=8, arch=arch, upto="cubin")
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ck.ptx
+    if arch == "sm_90a":
+        # The plain-load operands staged in shared memory for wgmma, a 64-row slab a
+        # warpgroup, 4 k16 steps an iteration; the accumulator in the wgmma registers.
+        assert ck.ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 4
+        assert "fence.proxy.async.shared::cta" in ck.ptx
+        assert "mma.sync" not in ck.ptx and "ldmatrix" not in ck.ptx
+    else:
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
     ir = gemm.compile(_GEMM_SIG, {"BM": 128, "BN": 128, "BK": 64}, _pointers(_GEMM_SIG),
                       num_warps=8, upto="tile").tile_ir
@@ -79,11 +86,16 @@ def test_zero_accumulator_is_not_read():
 
 def test_too_much_shared_memory_is_an_error():
     sig = _tile_sig("bf16")
-    # The lowering knows the layout, hence the buffers: its error names the dot's line.
+    # mma.sync (sm_100a here) stages a, b and an accumulator slab in 48 KiB of static shared
+    # memory. The lowering knows the layout, hence the buffers: its error names the dot's line.
     with pytest.raises(CompilationError, match=r"dot_kernels.py:28:.*'tile.dot' op needs 78336 "
                        r"bytes of shared memory .* more than the 49152 of static shared memory"):
         dot_tile.compile(sig, {"M": 128, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
-                         num_warps=4, arch="sm_90a", upto="ptx")
+                         num_warps=4, arch="sm_100a", upto="ptx")
+    # sm_90a's staged wgmma holds a and b only (64 KiB), the accumulator in registers.
+    ck = dot_tile.compile(sig, {"M": 128, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
+                          num_warps=4, arch="sm_90a", upto="ptx")
+    assert ck.ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 16
 
 
 # ---------------------------------------------------------------------------

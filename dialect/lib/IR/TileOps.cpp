@@ -928,6 +928,30 @@ LogicalResult WarpGroupDotOp::verify() {
   return verifyMaxNumImpreciseAcc(*this, getMaxNumImpreciseAccAttr(), element, k);
 }
 
+LogicalResult WarpGroupDotStagedOp::verify() {
+  auto aType = getA().getType(), bType = getB().getType(), accType = getAcc().getType();
+  auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(accType.getEncoding());
+  if (!mma || mma.getVersion() != 3)
+    return emitOpError() << "expected an accumulator with the #tile.mma encoding of version 3, "
+                            "got "
+                         << accType;
+  if (aType.getRank() != 2 || bType.getRank() != 2 || accType.getRank() != 2)
+    return emitOpError() << "expected 2-D operands and accumulator";
+  if (aType.getElementType() != bType.getElementType())
+    return emitOpError() << "expected operands of one element type, got " << aType.getElementType()
+                         << " and " << bType.getElementType();
+  int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+  if (bType.getDimSize(0) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
+    return emitOpError() << "expected [M, K] * [K, N] -> [M, N], got " << aType << " * " << bType
+                         << " -> " << accType;
+  unsigned warpgroups = mma.getNumWarps() / 4;
+  if (m % (64 * warpgroups) != 0 || k % 64 != 0 || n % 64 != 0 || n > 256)
+    return emitOpError() << "expected M a multiple of " << 64 * warpgroups
+                         << ", K a multiple of 64 and N a multiple of 64 up to 256, got " << m
+                         << ", " << k << " and " << n;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Tensor Memory and tcgen05 MMA
 //===----------------------------------------------------------------------===//

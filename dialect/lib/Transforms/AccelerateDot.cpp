@@ -145,6 +145,52 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       c->erase();
 }
 
+/// The accumulator of a dot in a loop that carries it: an iteration
+/// argument that only the dot reads, the dot's result only yielded in its
+/// place.
+struct CarriedAccumulator {
+  scf::ForOp loop;
+  BlockArgument acc;
+  OpOperand *yielded;
+  unsigned index; ///< of the iteration argument among the loop's results
+};
+
+std::optional<CarriedAccumulator> matchCarriedAccumulator(DotOp dot) {
+  auto loop = llvm::dyn_cast<scf::ForOp>(dot->getParentOp());
+  auto acc = llvm::dyn_cast<BlockArgument>(dot.getAcc());
+  if (!loop || !acc || acc.getOwner() != loop.getBody() || !acc.hasOneUse() || !dot->hasOneUse())
+    return std::nullopt;
+  auto yield = llvm::cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  OpOperand &yielded = *dot->getUses().begin();
+  unsigned index = acc.getArgNumber() - loop.getNumInductionVars();
+  if (yielded.getOwner() != yield || yielded.getOperandNumber() != index)
+    return std::nullopt;
+  return CarriedAccumulator{loop, acc, &yielded, index};
+}
+
+/// The carried accumulator enters, lives in and leaves the loop in
+/// `mmaType`.
+void carryInMmaLayout(OpBuilder &b, Location loc, CarriedAccumulator carried,
+                      RankedTensorType mmaType) {
+  b.setInsertionPoint(carried.loop);
+  OpOperand &init = carried.loop.getInitsMutable()[carried.index];
+  init.set(ConvertLayoutOp::create(b, loc, mmaType, init.get()));
+  carried.acc.setType(mmaType);
+  carried.loop.getResult(carried.index).setType(mmaType);
+}
+
+/// Whether sm_90a's staged wgmma (tile.warpgroup_dot_staged) takes `dot`:
+/// bf16/f16 operands, an f32 accumulator in the blocked layout, M a multiple
+/// of 64 a warpgroup, K and N multiples of 64, N at most 256.
+bool matchStagedDot(DotOp dot, unsigned warps) {
+  auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
+  Type element = aType.getElementType();
+  int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
+  return (element.isBF16() || element.isF16()) && !accType.getEncoding() &&
+         accType.getElementType().isF32() && m % (64 * (warps / 4)) == 0 && k % 64 == 0 &&
+         n % 64 == 0 && n <= 256;
+}
+
 /// A tile.dot in the K loop of a pipelined GEMM: its operands are ring slots
 /// (`operands`), its accumulator an iteration argument of `loop` that only
 /// the dot reads, and its result only yielded in the accumulator's place.
@@ -183,15 +229,10 @@ std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
   if (operands->bMnMajor() &&
       (fp8 || dot.getB().getType().getDimSize(1) * aType.getElementTypeBitWidth() / 8 != 128))
     return std::nullopt;
-  auto acc = llvm::dyn_cast<BlockArgument>(dot.getAcc());
-  if (!acc || acc.getOwner() != loop.getBody() || !acc.hasOneUse() || !dot->hasOneUse())
+  std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
+  if (!carried)
     return std::nullopt;
-  auto yield = llvm::cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  OpOperand &yielded = *dot->getUses().begin();
-  unsigned index = acc.getArgNumber() - loop.getNumInductionVars();
-  if (yielded.getOwner() != yield || yielded.getOperandNumber() != index)
-    return std::nullopt;
-  PipelinedDot match{dot, loop, *operands, acc, &yielded, index};
+  PipelinedDot match{dot, loop, *operands, carried->acc, carried->yielded, carried->index};
   match.m = aType.getDimSize(0);
   match.n = accType.getDimSize(1);
   match.fp8 = fp8;
@@ -370,8 +411,13 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     func.walk([&](DotOp dot) { dots.push_back(dot); });
     for (DotOp dot : dots) {
       std::optional<PipelinedDot> match = matchPipelinedDot(dot);
-      if (!match || (match->operands.bMnMajor() && !mnMajorB))
+      if (match && match->operands.bMnMajor() && !mnMajorB)
         continue;
+      if (!match) {
+        if (hopper && matchStagedDot(dot, warps))
+          rewriteToStagedWarpGroupDot(dot, warps);
+        continue;
+      }
       if (hopper) {
         if (match->m % (64 * (warps / 4)) != 0 || match->n % 8 != 0 || match->n > 256)
           continue;
@@ -410,13 +456,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     OpBuilder b(context);
     Location loc = p.dot.getLoc();
 
-    // The accumulator enters, lives in and leaves the loop in the mma layout.
-    b.setInsertionPoint(p.loop);
-    OpOperand &init = p.loop.getInitsMutable()[p.index];
-    init.set(ConvertLayoutOp::create(b, loc, mmaType, init.get()));
-    p.acc.setType(mmaType);
+    carryInMmaLayout(b, loc, {p.loop, p.acc, p.yielded, p.index}, mmaType);
     Value result = p.loop.getResult(p.index);
-    result.setType(mmaType);
 
     // Operands read in place; the dot asynchronous, the previous one waited
     // for. A dot with maxNumImpreciseAcc waits for its own chunks and adds
@@ -438,6 +479,39 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     auto done = WarpGroupDotWaitOp::create(b, loc, result, /*pending=*/0);
     auto blocked = ConvertLayoutOp::create(b, loc, accType, done);
     result.replaceAllUsesExcept(blocked, done);
+    sinkConversion(b, blocked);
+    ++numAccelerated;
+  }
+
+  /// sm_90a, a dot of register tiles: tile.warpgroup_dot_staged, its
+  /// accumulator in the wgmma registers (across the loop that carries it).
+  void rewriteToStagedWarpGroupDot(DotOp dot, unsigned warps) {
+    auto accType = dot.getAcc().getType();
+    auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                                         MmaEncodingAttr::get(dot.getContext(), 3, warps));
+    OpBuilder b(dot);
+    Location loc = dot.getLoc();
+    std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
+    if (!carried) {
+      Value acc = ConvertLayoutOp::create(b, loc, mmaType, dot.getAcc());
+      Value staged = WarpGroupDotStagedOp::create(b, loc, mmaType, dot.getA(), dot.getB(), acc);
+      auto blocked = ConvertLayoutOp::create(b, loc, accType, staged);
+      dot.replaceAllUsesWith(blocked.getResult());
+      dot->erase();
+      sinkConversion(b, blocked);
+      ++numAccelerated;
+      return;
+    }
+    carryInMmaLayout(b, loc, *carried, mmaType);
+    b.setInsertionPoint(dot);
+    Value staged =
+        WarpGroupDotStagedOp::create(b, loc, mmaType, dot.getA(), dot.getB(), carried->acc);
+    carried->yielded->set(staged);
+    dot->erase();
+    Value result = carried->loop.getResult(carried->index);
+    b.setInsertionPointAfter(carried->loop);
+    auto blocked = ConvertLayoutOp::create(b, loc, accType, result);
+    result.replaceAllUsesExcept(blocked, blocked);
     sinkConversion(b, blocked);
     ++numAccelerated;
   }

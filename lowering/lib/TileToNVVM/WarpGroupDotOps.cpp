@@ -75,18 +75,136 @@ SmallVector<Value> createWaitGroup(OpBuilder &b, Location loc, ArrayRef<Value> r
                                     /*sideEffects=*/true, "wgmma"));
 }
 
+NVVM::WGMMATypes getWgmmaType(Type element) {
+  if (element.isBF16())
+    return NVVM::WGMMATypes::bf16;
+  if (element.isF16())
+    return NVVM::WGMMATypes::f16;
+  return llvm::isa<Float8E4M3FNType>(element) ? NVVM::WGMMATypes::e4m3 : NVVM::WGMMATypes::e5m2;
+}
+
+/// The operands of one warpgroup dot in shared memory (i32 addresses): `a`
+/// [M, K] K-major at this warpgroup's first slab, its 128-byte K chunks
+/// `aChunkBytes` apart; `b` [N, K] K-major (chunks `bChunkBytes` apart) or,
+/// with `bMnMajor`, [K, N] N-major (64-column chunks of K rows of 128
+/// bytes).
+struct WgmmaOperands {
+  Value aAddress, bAddress;
+  Type aElement, bElement;
+  int64_t k;
+  int64_t aChunkBytes, bChunkBytes;
+  bool bMnMajor;
+};
+
+/// The wgmmas of `operands` into the accumulator `acc` (registers of
+/// `layout`) as tile.warpgroup_dot describes them; returns the accumulator
+/// registers, ready only after a wgmma.wait_group unless
+/// `maxNumImpreciseAcc`.
+SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Location loc,
+                                    const tile::MmaLayout &layout, const WgmmaOperands &operands,
+                                    SmallVector<Value> regs,
+                                    std::optional<uint32_t> maxNumImpreciseAcc) {
+  MLIRContext *context = rewriter.getContext();
+  auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
+  int64_t k = operands.k;
+  bool bMnMajor = operands.bMnMajor;
+  // MN-major B: the [K, N] box, K rows of 128 bytes a 64-column chunk.
+  Value bDescriptor = bMnMajor ? createSwizzled128Descriptor(rewriter, loc, operands.bAddress,
+                                                             /*leadingBytes=*/k * 128)
+                               : createSwizzled128Descriptor(rewriter, loc, operands.bAddress);
+
+  auto aWgmmaType = getWgmmaType(operands.aElement);
+  auto bWgmmaType = getWgmmaType(operands.bElement);
+  int64_t elementBytes = operands.aElement.getIntOrFloatBitWidth() / 8;
+  // One wgmma reads 32 bytes of K: k16 of 16-bit, k32 of FP8 elements.
+  int64_t kPerStep = 32 / elementBytes;
+  int64_t kPerChunk = 128 / elementBytes;
+  Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
+  int64_t regsPerSlab = layout.n / 2;
+  Type slabType = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regsPerSlab, f32));
+  auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, kPerStep);
+  // A K-major operand steps kk elements along its rows (into the next
+  // 128-byte chunk past the first), an MN-major one kk rows of 128 bytes.
+  auto kStep = [&](Value descriptor, int64_t kk, int64_t chunkBytes, bool mnMajor = false) {
+    if (kk == 0)
+      return descriptor;
+    // The start address field counts 16 bytes.
+    int64_t bytes =
+        mnMajor ? kk * 128 : kk / kPerChunk * chunkBytes + kk % kPerChunk * elementBytes;
+    return LLVM::AddOp::create(
+               rewriter, loc, descriptor,
+               LLVM::ConstantOp::create(rewriter, loc, i64, rewriter.getI64IntegerAttr(bytes / 16)))
+        .getResult();
+  };
+  auto bLayout = bMnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
+
+  // The wgmmas of K elements [kBegin, kEnd) for every slab, each slab's
+  // chain starting from its registers in `regs` (from zero when `fromZero`:
+  // scale-d = 0 on the first step); returns the chains' registers.
+  auto issue = [&](ArrayRef<Value> regs, int64_t kBegin, int64_t kEnd, bool fromZero) {
+    SmallVector<Value> results;
+    for (int64_t rep = 0; rep < layout.reps(); ++rep) {
+      Value slab = packTile(rewriter, loc, slabType, regs.slice(rep * regsPerSlab, regsPerSlab));
+      Value slabAddress = LLVM::AddOp::create(rewriter, loc, operands.aAddress,
+                                              c(rep * layout.warpgroups() * 64 * 128));
+      Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
+      for (int64_t kk = kBegin; kk < kEnd; kk += kPerStep) {
+        auto scaleOut =
+            fromZero && kk == kBegin ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one;
+        slab = NVVM::WgmmaMmaAsyncOp::create(
+            rewriter, loc, slabType, slab, kStep(aDescriptor, kk, operands.aChunkBytes),
+            kStep(bDescriptor, kk, operands.bChunkBytes, bMnMajor), shape, aWgmmaType, bWgmmaType,
+            NVVM::WGMMATypes::f32, scaleOut, NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+            NVVM::MMALayout::row, bLayout, NVVM::MMAIntOverflowAttr());
+      }
+      llvm::append_range(results, unpackTile(rewriter, loc, slab));
+    }
+    return results;
+  };
+
+  if (!maxNumImpreciseAcc) {
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    SmallVector<Value> results = issue(regs, 0, k, /*fromZero=*/false);
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    return results;
+  }
+
+  // Promotion: each chunk of K accumulates from zero on the tensor cores
+  // (its input registers are not read; zeros keep them defined), is waited
+  // for and added to the accumulator in f32. The fence before each chunk
+  // orders the previous chunk's register reads (the adds) before the
+  // wgmmas that may reuse those registers.
+  Value zero = LLVM::ConstantOp::create(rewriter, loc, f32, rewriter.getF32FloatAttr(0.0f));
+  SmallVector<Value> zeros(regs.size(), zero);
+  for (int64_t kBegin = 0; kBegin < k; kBegin += *maxNumImpreciseAcc) {
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    SmallVector<Value> partial =
+        issue(zeros, kBegin, kBegin + *maxNumImpreciseAcc, /*fromZero=*/true);
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    partial = createWaitGroup(rewriter, loc, partial, /*pending=*/0);
+    for (auto [acc, part] : llvm::zip_equal(regs, partial))
+      acc = LLVM::FAddOp::create(rewriter, loc, acc, part);
+  }
+  return regs;
+}
+
+/// This warpgroup's first 64-row slab of an [M, K] K-major operand at
+/// `address` (64 rows of 128 bytes a slab).
+Value warpgroupSlab(OpBuilder &b, Location loc, Value address) {
+  Value warpgroup =
+      LLVM::LShrOp::create(b, loc, createThreadId(b, loc), createI32Constant(b, loc, 7));
+  return LLVM::AddOp::create(
+      b, loc, address, LLVM::MulOp::create(b, loc, warpgroup, createI32Constant(b, loc, 64 * 128)));
+}
+
 struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
   using TileOpConversion::TileOpConversion;
 
   LogicalResult matchAndRewrite(tile::WarpGroupDotOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *context = getContext();
-    auto accType = op.getAcc().getType();
-    tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
+    tile::MmaLayout layout = *tileConverter.getMmaLayout(op.getAcc().getType());
     tile::RingType aRing = op.getA().getType(), bRing = op.getB().getType();
-    int64_t k = aRing.getBlockType().getDimSize(1);
-    auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
     auto sharedAddress = [&](Value ptr) {
       return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
     };
@@ -94,97 +212,97 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
         sharedAddress(ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot()));
     Value bAddress =
         sharedAddress(ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot()));
-    // This warpgroup's first slab of A: 64 rows of 128 bytes per slab.
-    Value warpgroup = LLVM::LShrOp::create(rewriter, loc, createThreadId(rewriter, loc), c(7));
-    aAddress = LLVM::AddOp::create(rewriter, loc, aAddress,
-                                   LLVM::MulOp::create(rewriter, loc, warpgroup, c(64 * 128)));
-    // MN-major B: the [K, N] box, K rows of 128 bytes.
-    bool bMnMajor = op.getBMnMajor();
-    Value bDescriptor =
-        bMnMajor ? createSwizzled128Descriptor(rewriter, loc, bAddress, /*leadingBytes=*/k * 128)
-                 : createSwizzled128Descriptor(rewriter, loc, bAddress);
+    // A box holds one 128-byte chunk of K: the chunk strides are not used.
+    WgmmaOperands operands{warpgroupSlab(rewriter, loc, aAddress),
+                           bAddress,
+                           aRing.getBlockType().getElementType(),
+                           bRing.getBlockType().getElementType(),
+                           aRing.getBlockType().getDimSize(1),
+                           /*aChunkBytes=*/0,
+                           /*bChunkBytes=*/0,
+                           op.getBMnMajor()};
+    SmallVector<Value> regs =
+        emitWarpGroupDot(rewriter, loc, layout, operands,
+                         unpackTile(rewriter, loc, adaptor.getAcc()), op.getMaxNumImpreciseAcc());
+    rewriter.replaceOp(
+        op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getAcc().getType()), regs));
+    return success();
+  }
+};
 
-    auto wgmmaType = [](Type element) {
-      if (element.isBF16())
-        return NVVM::WGMMATypes::bf16;
-      if (element.isF16())
-        return NVVM::WGMMATypes::f16;
-      return llvm::isa<Float8E4M3FNType>(element) ? NVVM::WGMMATypes::e4m3 : NVVM::WGMMATypes::e5m2;
+/// Stores the registers of a [rows, cols] 16-bit tile (cols a multiple of
+/// 64) to `buffer` (1024-byte aligned) in 64-column chunks of `rows` rows of
+/// 128 bytes, the 16-byte unit u of row r at unit u ^ (r mod 8): the
+/// layout a TMA box of 128-byte rows has with the 128-byte swizzle.
+void storeSwizzled128(OpBuilder &b, Location loc, const TileTypeConverter &converter,
+                      RankedTensorType type, Value buffer, ArrayRef<Value> regs) {
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  Type element = regs.front().getType();
+  ElementIndices indices = getElementIndices(b, loc, converter, type);
+  VectorAccess access(b.getContext(), element, getAccessWidth(converter, type));
+  for (size_t r = 0; r < indices.offsets.size(); r += access.vec) {
+    Value index = LLVM::AddOp::create(b, loc, indices.base, c(indices.offsets[r]));
+    Value row = LLVM::LShrOp::create(b, loc, index, c(llvm::Log2_64(cols)));
+    Value col = LLVM::AndOp::create(b, loc, index, c(cols - 1));
+    // chunk * rows * 128 + row * 128 + ((col mod 64) * 2 ^ (row mod 8) * 16)
+    Value chunk = LLVM::LShrOp::create(b, loc, col, c(6));
+    Value offset = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, chunk, c(rows * 128)),
+                                       LLVM::ShlOp::create(b, loc, row, c(7)));
+    Value inRow = LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, col, c(63)), c(1));
+    Value phase = LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, row, c(7)), c(4));
+    offset = LLVM::AddOp::create(b, loc, offset, LLVM::XOrOp::create(b, loc, inRow, phase));
+    Value ptr = LLVM::GEPOp::create(b, loc, buffer.getType(), b.getI8Type(), buffer,
+                                    ArrayRef<LLVM::GEPArg>{offset});
+    LLVM::StoreOp::create(b, loc, access.join(b, loc, regs.slice(r, access.vec)), ptr,
+                          std::min<unsigned>(access.alignment, 16));
+  }
+}
+
+struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::WarpGroupDotStagedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto aType = op.getA().getType(), bType = op.getB().getType();
+    auto accType = op.getAcc().getType();
+    tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
+    Type element = getTypeConverter()->convertType(aType.getElementType());
+    // 128-byte swizzle patterns repeat every 1024 bytes of shared address.
+    Value aBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_a_smem", element,
+                                       aType.getNumElements(), /*alignment=*/1024);
+    Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_b_smem", element,
+                                       bType.getNumElements(), /*alignment=*/1024);
+    // The previous readers of the buffers (this op in an earlier iteration)
+    // are done; the stores become visible to the async proxy, then to every
+    // warpgroup.
+    NVVM::BarrierOp::create(rewriter, loc);
+    storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
+                     unpackTile(rewriter, loc, adaptor.getA()));
+    storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
+                     unpackTile(rewriter, loc, adaptor.getB()));
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(rewriter, loc);
+    auto sharedAddress = [&](Value ptr) {
+      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
     };
-    auto aWgmmaType = wgmmaType(aRing.getBlockType().getElementType());
-    auto bWgmmaType = wgmmaType(bRing.getBlockType().getElementType());
-    int64_t elementBytes = aRing.getBlockType().getElementTypeBitWidth() / 8;
-    // One wgmma reads 32 bytes of K: k16 of 16-bit, k32 of FP8 elements.
-    int64_t kPerStep = 32 / elementBytes;
-    Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
-    int64_t regsPerSlab = layout.n / 2;
-    Type slabType = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regsPerSlab, f32));
-    auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, kPerStep);
-    // A K-major box steps kk elements along its rows, an MN-major one kk
-    // rows of 128 bytes.
-    auto kStep = [&](Value descriptor, int64_t kk, bool mnMajor = false) -> Value {
-      if (kk == 0)
-        return descriptor;
-      // The start address field counts 16 bytes.
-      int64_t bytes = mnMajor ? kk * 128 : kk * elementBytes;
-      return LLVM::AddOp::create(
-          rewriter, loc, descriptor,
-          LLVM::ConstantOp::create(rewriter, loc, i64, rewriter.getI64IntegerAttr(bytes / 16)));
-    };
-    auto bLayout = bMnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
-
-    // The wgmmas of K elements [kBegin, kEnd) for every slab, each slab's
-    // chain starting from its registers in `regs` (from zero when `fromZero`:
-    // scale-d = 0 on the first step); returns the chains' registers.
-    auto issue = [&](ArrayRef<Value> regs, int64_t kBegin, int64_t kEnd, bool fromZero) {
-      SmallVector<Value> results;
-      for (int64_t rep = 0; rep < layout.reps(); ++rep) {
-        Value slab = packTile(rewriter, loc, slabType, regs.slice(rep * regsPerSlab, regsPerSlab));
-        Value slabAddress =
-            LLVM::AddOp::create(rewriter, loc, aAddress, c(rep * layout.warpgroups() * 64 * 128));
-        Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
-        for (int64_t kk = kBegin; kk < kEnd; kk += kPerStep) {
-          auto scaleOut =
-              fromZero && kk == kBegin ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one;
-          slab = NVVM::WgmmaMmaAsyncOp::create(
-              rewriter, loc, slabType, slab, kStep(aDescriptor, kk),
-              kStep(bDescriptor, kk, bMnMajor), shape, aWgmmaType, bWgmmaType,
-              NVVM::WGMMATypes::f32, scaleOut, NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-              NVVM::MMALayout::row, bLayout, NVVM::MMAIntOverflowAttr());
-        }
-        llvm::append_range(results, unpackTile(rewriter, loc, slab));
-      }
-      return results;
-    };
-
-    SmallVector<Value> regs = unpackTile(rewriter, loc, adaptor.getAcc());
-    Type resultType = getTypeConverter()->convertType(accType);
-    std::optional<uint32_t> maxNumImpreciseAcc = op.getMaxNumImpreciseAcc();
-    if (!maxNumImpreciseAcc) {
-      NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
-      SmallVector<Value> results = issue(regs, 0, k, /*fromZero=*/false);
-      NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-      rewriter.replaceOp(op, packTile(rewriter, loc, resultType, results));
-      return success();
-    }
-
-    // Promotion: each chunk of K accumulates from zero on the tensor cores
-    // (its input registers are not read; zeros keep them defined), is waited
-    // for and added to the accumulator in f32. The fence before each chunk
-    // orders the previous chunk's register reads (the adds) before the
-    // wgmmas that may reuse those registers.
-    Value zero = LLVM::ConstantOp::create(rewriter, loc, f32, rewriter.getF32FloatAttr(0.0f));
-    SmallVector<Value> zeros(regs.size(), zero);
-    for (int64_t kBegin = 0; kBegin < k; kBegin += *maxNumImpreciseAcc) {
-      NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
-      SmallVector<Value> partial =
-          issue(zeros, kBegin, kBegin + *maxNumImpreciseAcc, /*fromZero=*/true);
-      NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-      partial = createWaitGroup(rewriter, loc, partial, /*pending=*/0);
-      for (auto [acc, part] : llvm::zip_equal(regs, partial))
-        acc = LLVM::FAddOp::create(rewriter, loc, acc, part);
-    }
-    rewriter.replaceOp(op, packTile(rewriter, loc, resultType, regs));
+    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
+    WgmmaOperands operands{warpgroupSlab(rewriter, loc, sharedAddress(aBuffer)),
+                           sharedAddress(bBuffer),
+                           aType.getElementType(),
+                           bType.getElementType(),
+                           k,
+                           /*aChunkBytes=*/m * 128,
+                           /*bChunkBytes=*/0,
+                           /*bMnMajor=*/true};
+    SmallVector<Value> regs = emitWarpGroupDot(rewriter, loc, layout, operands,
+                                               unpackTile(rewriter, loc, adaptor.getAcc()),
+                                               /*maxNumImpreciseAcc=*/std::nullopt);
+    regs = createWaitGroup(rewriter, loc, regs, /*pending=*/0);
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType), regs));
     return success();
   }
 };
@@ -257,5 +375,6 @@ struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
 
 void kiln::populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                                      RewritePatternSet &patterns) {
-  patterns.add<WarpGroupDotLowering, WarpGroupDotWaitLowering, ConvertLayoutLowering>(converter);
+  patterns.add<WarpGroupDotLowering, WarpGroupDotStagedLowering, WarpGroupDotWaitLowering,
+               ConvertLayoutLowering>(converter);
 }

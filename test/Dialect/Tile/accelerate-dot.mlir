@@ -107,10 +107,11 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.kernel, 
 // -----
 
 // Unswizzled boxes are not what the wgmma and tcgen05 descriptors describe:
-// mma.sync stays.
+// the slots are loaded into registers, and sm_90a stages them for wgmma;
+// Blackwell keeps mma.sync.
 // CHECK-LABEL: func.func @unswizzled
-// CHECK-NOT: tile.warpgroup_dot
-// CHECK: tile.dot
+// CHECK-NOT: tile.warpgroup_dot %
+// CHECK: tile.warpgroup_dot_staged
 // SM100-LABEL: func.func @unswizzled
 // SM100-NOT: tile.tcgen05_dot
 // SM100: tile.dot
@@ -141,10 +142,14 @@ func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.ten
 !DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
 
 // The accumulator read inside the loop besides the dot: it stays in registers
-// of the blocked layout, on mma.sync.
+// of the blocked layout, converted to and from the wgmma layout around a
+// staged dot on sm_90a, on mma.sync on Blackwell.
 // CHECK-LABEL: func.func @acc_read
-// CHECK-NOT: tile.warpgroup_dot
-// CHECK: tile.dot
+// CHECK-NOT: tile.warpgroup_dot %
+// CHECK: scf.for {{.*}} -> (tensor<128x256xf32>)
+// CHECK: tile.convert_layout %{{.*}} : tensor<128x256xf32> -> tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: tile.warpgroup_dot_staged
+// CHECK: tile.convert_layout %{{.*}} : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
 // SM100-LABEL: func.func @acc_read
 // SM100-NOT: tile.tcgen05_dot
 // SM100: tile.dot
@@ -592,5 +597,66 @@ func.func @epilogue(%da: !DA, %db: !DA, %dc: !DC, %k: i32) attributes {tile.kern
   %z = arith.mulf %acc, %y : tensor<128x128xf32>
   %h = arith.truncf %z : tensor<128x128xf32> to tensor<128x128xbf16>
   tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x128xbf16>
+  return
+}
+
+// -----
+
+// Attention's q kᵀ: q loaded once before the loop, k in every iteration, both
+// register tiles. sm_90a stages them for wgmma; the carried accumulator lives
+// in the wgmma registers across the loop and is converted back after it.
+// Blackwell keeps mma.sync for this form.
+// CHECK-LABEL: func.func @staged
+// CHECK: %[[Q:.*]] = tile.load %{{.*}} : tensor<128x128x!tile.ptr<bf16>>
+// CHECK: %[[INIT:.*]] = tile.convert_layout %{{.*}} : tensor<128x64xf32> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: %[[LOOP:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>)
+// CHECK:   %[[K:.*]] = tile.load
+// CHECK:   %[[D:.*]] = tile.warpgroup_dot_staged %[[Q]], %[[K]], %[[ACC]] : tensor<128x128xbf16> * tensor<128x64xbf16> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK:   scf.yield %[[D]]
+// CHECK: tile.convert_layout %[[LOOP]] : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x64xf32>
+// SM100-LABEL: func.func @staged
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @staged(%q: !tile.ptr<bf16>, %kt: !tile.ptr<bf16>, %n: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<128x64xf32>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<128x128x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<128x128x!tile.ptr<bf16>>
+  %kp = tile.splat %kt : !tile.ptr<bf16> -> tensor<128x64x!tile.ptr<bf16>>
+  %acc = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<128x64xf32>) : i32 {
+    %kv = tile.load %kp : tensor<128x64x!tile.ptr<bf16>>
+    %d = tile.dot %qv, %kv, %acc : tensor<128x128xbf16> * tensor<128x64xbf16> -> tensor<128x64xf32>
+    scf.yield %d : tensor<128x64xf32>
+  }
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<128x64x!tile.ptr<f32>>
+  tile.store %p, %acc : tensor<128x64x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A dot outside any loop: its accumulator is converted in and out around it.
+// K = 32 (not a multiple of 64) keeps mma.sync.
+// CHECK-LABEL: func.func @staged_once
+// CHECK: %[[IN:.*]] = tile.convert_layout %{{.*}} : tensor<64x128xf32> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[D:.*]] = tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %[[IN]] : tensor<64x64xf16> * tensor<64x128xf16> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: tile.convert_layout %[[D]] : tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x128xf32>
+// CHECK: tile.dot %{{.*}} : tensor<64x32xf16> * tensor<32x128xf16> -> tensor<64x128xf32>
+func.func @staged_once(%x: !tile.ptr<f16>, %acc: !tile.ptr<f32>, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %ap = tile.splat %x : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+  %a = tile.load %ap : tensor<64x64x!tile.ptr<f16>>
+  %bp = tile.splat %x : !tile.ptr<f16> -> tensor<64x128x!tile.ptr<f16>>
+  %b = tile.load %bp : tensor<64x128x!tile.ptr<f16>>
+  %cp = tile.splat %acc : !tile.ptr<f32> -> tensor<64x128x!tile.ptr<f32>>
+  %c = tile.load %cp : tensor<64x128x!tile.ptr<f32>>
+  %d = tile.dot %a, %b, %c : tensor<64x64xf16> * tensor<64x128xf16> -> tensor<64x128xf32>
+  %a2p = tile.splat %x : !tile.ptr<f16> -> tensor<64x32x!tile.ptr<f16>>
+  %a2 = tile.load %a2p : tensor<64x32x!tile.ptr<f16>>
+  %b2p = tile.splat %x : !tile.ptr<f16> -> tensor<32x128x!tile.ptr<f16>>
+  %b2 = tile.load %b2p : tensor<32x128x!tile.ptr<f16>>
+  %e = tile.dot %a2, %b2, %d : tensor<64x32xf16> * tensor<32x128xf16> -> tensor<64x128xf32>
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<64x128x!tile.ptr<f32>>
+  tile.store %p, %e : tensor<64x128x!tile.ptr<f32>>
   return
 }

@@ -209,6 +209,43 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
   }];
 }
 
+def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
+                                         [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "a wgmma of two register tiles staged in shared memory";
+  let description = [{
+    ```mlir
+    %d = tile.warpgroup_dot_staged %a, %b, %acc
+        : tensor<128x128xbf16> * tensor<128x64xbf16>
+          -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
+    `d = a * b + acc` for `a` [M, K] and `b` [K, N] in registers (any
+    layout), bf16 or f16 of one type, K and N multiples of 64, N up to 256,
+    M a multiple of 64 a warpgroup. Created by `kiln-tile-accelerate-dot`
+    (sm_90a) from a `tile.dot` whose operands are not ring slots. Lowers to:
+    `bar.sync` (the previous readers of the op's buffers are done), the
+    operands stored to two shared buffers in the layouts wgmma reads with the
+    128-byte swizzle, `fence.proxy.async.shared::cta`, `bar.sync`, then as
+    `tile.warpgroup_dot` and `wgmma.wait_group 0`: the result is ready.
+    `a` is K-major: 64-column chunks of M rows of 128 bytes, chunk j at
+    j * M * 128 bytes. `b` is N-major (the transpose-B immediate): 64-column
+    chunks of K rows of 128 bytes, the leading byte offset K * 128 between
+    them. In either, the 16-byte unit u of row r lies at unit u ^ (r mod 8).
+  }];
+  let arguments = (ins RankedTensorOf<[BF16, F16]>:$a, RankedTensorOf<[BF16, F16]>:$b,
+                       RankedTensorOf<[F32]>:$acc);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The accumulator's encoding.
+    MmaEncodingAttr getEncoding() {
+      return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
+    }
+  }];
+}
+
 def Tile_WarpGroupDotWaitOp : Tile_Op<"warpgroup_dot_wait",
                                       [AllTypesMatch<["src", "result"]>,
                                        MemoryEffects<[MemRead, MemWrite]>]> {

@@ -156,7 +156,7 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
 }
 
 def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp"> {
-  let summary = "Run pipelined dots of TMA ring slots on wgmma (sm_90a) or tcgen05 (sm_100a, sm_103a)";
+  let summary = "Run dots on wgmma (sm_90a) or, pipelined dots of TMA ring slots, tcgen05 (sm_100a, sm_103a)";
   let description = [{
     Rewrites the K loop of a pipelined GEMM
 
@@ -231,7 +231,16 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     header and AccelerateDot.cpp argue why no wait sees a barrier two phases
     away.
 
-    Either way the loop's result is converted back to the blocked layout
+    sm_90a, any other dot of bf16/f16 register tiles (operands that are not
+    ring slots: loaded once before a loop, computed, converted), with an f32
+    accumulator in the blocked layout, M a multiple of 64 per warpgroup, K
+    and N multiples of 64, N up to 256: `tile.warpgroup_dot_staged`, which
+    stores the operands into shared memory in the layouts wgmma reads and
+    waits for its wgmmas. An accumulator carried by the dot's loop (read only
+    by the dot, replaced by its result) lives in the wgmma registers across
+    the loop, as above; otherwise it is converted in and out around the dot.
+
+    Either way the result is converted back to the blocked layout
     (`tile.convert_layout`) after elementwise ops that narrow it and not at all
     for `tile.desc_store`, which stores any layout.
   }];
