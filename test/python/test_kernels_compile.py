@@ -277,8 +277,12 @@ def test_image_preprocess_checks(no_cuda):
 
 
 def test_fp8_quant_kernels_divide_exactly_and_saturate():
-    """IEEE x / s (div.rn.f32, no approximate reciprocal), cvt.rn.satfinite to e4m3; the
-    UE8M0 rounding works on the bits (no lg2/ex2)."""
+    """The bits of the IEEE quotients without a division (no div.*.f32, no approximate
+    reciprocal), cvt.rn.satfinite to e4m3; the UE8M0 rounding works on the bits (no
+    lg2/ex2). The scale RN(absmax / 448) of the group quant, the output gate and the KV
+    scatter is quant.div_by_recip's RN(a * RN(1/448)) and its Markstein correction
+    (test_quant_variants.py: the IEEE quotient for every bf16 absmax), each operation
+    rounded (.rn: ptxas neither contracts nor reorders them)."""
     specs = [s for s in kiln.aot.collect("kernels_dsl.kimi_k3")
              if s.kernel_name in ("per_token_group_quant_fp8", "situ_and_mul_masked_post_quant",
                                   "mla_output_gate_fp8", "mla_kv_scatter_fp8")]
@@ -298,6 +302,14 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
         assert ck.ptx.count("rcp.approx") == sigmoids, spec.kernel_name
         assert "div.full" not in ck.ptx, spec.kernel_name
         assert "cvt.rn.satfinite.e4m3x2.f32" in ck.ptx, spec.kernel_name
+        if spec.kernel_name.startswith("situ"):
+            continue  # SiTU's scale: situ_quant.py
+        for scale_op in (r"mul\.rn\.f32\s+%r\d+, %r\d+, 0f3B124925;",  # RN(1/448)
+                         r"fma\.rn\.f32\s+%r\d+, %r\d+, 0f43E00000, %r\d+;",  # 448
+                         r"fma\.rn\.f32\s+%r\d+, %r\d+, 0fBB124925, %r\d+;"):
+            assert re.search(scale_op, ck.ptx), (spec.kernel_name, scale_op)
+        if not spec.constexprs.get("UE8M0"):  # the codes' r = RN(1 / s), correctly rounded
+            assert "rcp.rn.f32" in ck.ptx, spec.kernel_name
         if spec.kernel_name == "per_token_group_quant_fp8":  # no transcendental at all
             assert "lg2" not in ck.ptx and "ex2" not in ck.ptx
 
