@@ -118,22 +118,44 @@ def case_mla_output_gate(t):
                 mla_output_gate.mla_output_gate, lambda x, g, out: x * torch.sigmoid(g))
 
 
-def case_mla_kv_scatter(t):
-    nbytes = t * 576 * 2 * 2 + t * 8
-    slots = 4 * t + 64
+def kv_scatter_sets(t, width, dtype, layout, nbytes):
+    """(argument sets, shape) of a KV scatter case: kv_c and k_pe (slices of one [T, 576]
+    projection), distinct loc and the cache: [4T + 64, width] ("flat"); one layer of a
+    [pages, 2, 64, width] pool ("layer": the paged kernels); [3273604, width] past 2^31 bytes
+    at width 656, one for every set ("past 2^31": the FP8 kernel's 64-bit offsets)."""
+    slots = {"flat": 4 * t + 64, "layer": -(-(4 * t + 64) // 64) * 64,
+             "past 2^31": 3_273_604}[layout]
+    shared = (torch.zeros(slots, width, device="cuda", dtype=dtype) if layout == "past 2^31"
+              else None)
     sets = []
     for _ in range(n_sets(nbytes)):
         kv_a = torch.randn(t, 576, device="cuda", dtype=torch.bfloat16)
+        if layout == "layer":
+            cache = torch.zeros(slots // 64, 2, 64, width, device="cuda", dtype=dtype)[:, 1]
+        else:
+            cache = shared if shared is not None else torch.zeros(slots, width, device="cuda",
+                                                                  dtype=dtype)
         sets.append((kv_a[:, :512], kv_a[:, 512:],
-                     torch.randperm(slots, device="cuda")[:t].to(torch.int64),
-                     torch.zeros(slots, 576, device="cuda", dtype=torch.bfloat16)))
+                     torch.randperm(slots, device="cuda")[:t].to(torch.int64), cache))
+    shape = (f"[{slots // 64}, 64, {width}] (a layer of 2)" if layout == "layer"
+             else f"[{slots}, {width}]")
+    return sets, f"T={t} -> {shape}"
+
+
+def cache_rows(cache, loc):
+    """The index of rows ``loc`` of a [slots, W] or [pages, page_size, W] cache."""
+    return (loc // cache.shape[1], loc % cache.shape[1]) if cache.dim() == 3 else loc
+
+
+def case_mla_kv_scatter(t, layout="flat"):
+    nbytes = t * 576 * 2 * 2 + t * 8
+    sets, shape = kv_scatter_sets(t, 576, torch.bfloat16, layout, nbytes)
 
     def ref(kv_c, k_pe, loc, cache):
-        cache[loc] = torch.cat([kv_c, k_pe], dim=-1)
+        cache[cache_rows(cache, loc)] = torch.cat([kv_c, k_pe], dim=-1)
         return cache
 
-    return Case("mla_kv_scatter (bf16)", f"T={t} -> [{slots}, 576]", nbytes, sets,
-                mla_kv.mla_kv_scatter, ref)
+    return Case("mla_kv_scatter (bf16)", shape, nbytes, sets, mla_kv.mla_kv_scatter, ref)
 
 
 # FP8 family (docs/kernels: quant.md, situ.md, mla_output_gate.md, mla_cache.md): the torch
@@ -231,24 +253,17 @@ def case_mla_output_gate_fp8(t):
                 mla_output_gate.mla_output_gate_fp8, ref)
 
 
-def case_mla_kv_scatter_fp8(t):
+def case_mla_kv_scatter_fp8(t, layout="flat"):
     nbytes = t * (576 * 2 + 656 + 8)
-    slots = 4 * t + 64
-    sets = []
-    for _ in range(n_sets(nbytes)):
-        kv_a = torch.randn(t, 576, device="cuda", dtype=torch.bfloat16)
-        sets.append((kv_a[:, :512], kv_a[:, 512:],
-                     torch.randperm(slots, device="cuda")[:t].to(torch.int64),
-                     torch.zeros(slots, 656, device="cuda", dtype=torch.uint8)))
+    sets, shape = kv_scatter_sets(t, 656, torch.uint8, layout, nbytes)
 
     def ref(kv_c, k_pe, loc, cache):
         q, s = ref_group_quant(kv_c)
-        cache[loc] = torch.cat([q.view(torch.uint8), s.view(torch.uint8),
-                                k_pe.contiguous().view(torch.uint8)], dim=-1)
+        cache[cache_rows(cache, loc)] = torch.cat([q.view(torch.uint8), s.view(torch.uint8),
+                                                   k_pe.contiguous().view(torch.uint8)], dim=-1)
         return cache
 
-    return Case("mla_kv_scatter_fp8", f"T={t} -> [{slots}, 656]", nbytes, sets,
-                mla_kv.mla_kv_scatter_fp8, ref)
+    return Case("mla_kv_scatter_fp8", shape, nbytes, sets, mla_kv.mla_kv_scatter_fp8, ref)
 
 
 def case_image(n, h, w, oh, ow):
@@ -542,12 +557,12 @@ CASES = [
     (case_concat_mla_k, [(t,) for t in TS]),
     (case_concat_mla_absorb_q, [(t,) for t in TS]),
     (case_mla_output_gate, [(t,) for t in TS]),
-    (case_mla_kv_scatter, [(t,) for t in TS]),
+    (case_mla_kv_scatter, [(t,) for t in TS] + [(16384, "layer")]),
     (case_group_quant_fp8, [(t,) for t in TS]),
     (case_quant_mxfp4, [(t,) for t in TS]),
     (case_situ_quant_fp8, [(t,) for t in TS]),
     (case_mla_output_gate_fp8, [(t,) for t in TS]),
-    (case_mla_kv_scatter_fp8, [(t,) for t in TS]),
+    (case_mla_kv_scatter_fp8, [(t,) for t in TS] + [(16384, "layer"), (16384, "past 2^31")]),
     (case_gpu_tensor_hash, [(t,) for t in TS]),
     (case_image, IMAGE_SHAPES),
 ]

@@ -240,35 +240,84 @@ def test_mla_output_gate_fp8_newton_every_bf16_gate(chunks):
 # MLA FP8 KV scatter
 # ---------------------------------------------------------------------------
 
+def run_kv_scatter_fp8(kv_a, loc, cache, page_size, page_bytes, row_bytes, rows=None,
+                       **constexprs):
+    """mla_kv_scatter_fp8_kernel in the interpreter as the wrapper launches it: kv_c and
+    k_pe the [:, :512] and [:, 512:] slices of kv_a, ``cache`` a uint8 [..., 656] array (or
+    view) of pages of page_size rows page_bytes apart, rows row_bytes apart."""
+    t = kv_a.shape[0]
+    slots = int(np.prod(cache.shape[:-1]))
+    cx, _, _ = mla_kv.fp8_launch_config()
+    cx.update(constexprs, **({"ROWS": rows} if rows else {}))
+    kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, (-(-t // cx["ROWS"]),), kv_a,
+                           kv_a[:, 512:], loc, cache.view(F8), cache.view(F32),
+                           cache.view(BF16), t, slots, kv_a.shape[1], kv_a.shape[1],
+                           row_bytes // 16, page_size, page_bytes // 16, **cx)
+
+
+def ref_kv_fp8_row(kv_c, k_pe):
+    """The 656-byte FP8 rows (mla_cache.md) of the tokens: codes, scales, rope."""
+    rq, rs = ref_group_quant(kv_c.astype(F32), 128)
+    return np.concatenate([bits(rq).reshape(len(kv_c), -1), bits(rs).reshape(len(kv_c), -1),
+                           bits(k_pe).reshape(len(kv_c), -1)], axis=1)
+
+
+def kv_scatter_inputs(rng, t, slots):
+    """kv_c and k_pe as slices of one [T, 576] projection (row stride 576), distinct loc
+    with two padded tokens and one past num_slots (skipped too)."""
+    kv_a = k3_like_rows(rng, t, 576)
+    loc = rng.permutation(slots)[:t].astype(np.int64)
+    loc[[3, 8]] = -1
+    loc[5] = slots + 2
+    return kv_a, loc
+
+
+def check_kv_rows(after, before, want, loc):
+    """[slots, W] rows after and before a scatter: row loc[i] is want[i] for every token
+    with 0 <= loc[i] < slots, every other row unchanged."""
+    slots = after.shape[0]
+    keep = (loc >= 0) & (loc < slots)
+    expected = before.copy()
+    expected[loc[keep]] = want[keep]
+    assert np.array_equal(after, expected)
+
+
 @pytest.mark.parametrize("rows", [mla_kv.SETTINGS.fp8_rows, 4, 16, 1, 2])
 @pytest.mark.parametrize("cache_mod", ["", ".cs"])
 def test_mla_kv_scatter_fp8_matches_numpy(rows, cache_mod):
     """ROWS tokens a program; STORE_CACHE: a cache hint (the same bits)."""
     rng = np.random.default_rng(5)
     t, slots = 11, 24
-    kv_a = k3_like_rows(rng, t, 576)
-    kv_c, k_pe = kv_a[:, :512], kv_a[:, 512:]  # row stride 576 (a projection's slices)
-    loc = rng.permutation(slots)[:t].astype(np.int64)
-    loc[[3, 8]] = -1
-    loc[5] = slots + 2  # out of range: skipped too
+    kv_a, loc = kv_scatter_inputs(rng, t, slots)
     cache = np.full((slots, 656), 0xA5, dtype=np.uint8)
     before = cache.copy()
-    kiln.testing.interpret(mla_kv.mla_kv_scatter_fp8_kernel, ((t + rows - 1) // rows,),
-                           kv_a, kv_a[:, 512:], loc, cache.view(F8), cache.view(F32),
-                           cache.view(BF16), t, slots, 576, 576, 656 // 16, ROWS=rows,
-                           KV_DIM=512, PE_DIM=64, GROUP=128, STORE_CACHE=cache_mod)
-    rq, rs = ref_group_quant(kv_c.astype(F32), 128)
-    written = set()
-    for i in range(t):
-        if loc[i] < 0 or loc[i] >= slots:
-            continue
-        row = cache[loc[i]]
-        written.add(int(loc[i]))
-        assert np.array_equal(row[:512], bits(rq[i]))
-        assert np.array_equal(row[512:528].view(F32), rs[i])
-        assert np.array_equal(row[528:], bits(k_pe[i]))
-    for r in set(range(slots)) - written:
-        assert np.array_equal(cache[r], before[r])
+    run_kv_scatter_fp8(kv_a, loc, cache, slots, 0, 656, rows=rows, STORE_CACHE=cache_mod)
+    check_kv_rows(cache, before, ref_kv_fp8_row(kv_a[:, :512], kv_a[:, 512:]), loc)
+
+
+@pytest.mark.parametrize("layout", ["pages", "layer"])
+@pytest.mark.parametrize("index64", [False, True])
+def test_mla_kv_scatter_fp8_pages_match_numpy(layout, index64):
+    """PAGED: pages of 8 rows, contiguous ([5, 8, 656]) or one layer of a [5, 3, 8, 656]
+    pool (pool[:, 1]: pages 3 x 8 x 656 bytes apart; the other layers unchanged); both
+    with 32- and 64-bit offsets."""
+    rng = np.random.default_rng(6)
+    pages, page_size, t = 5, 8, 11
+    if layout == "pages":
+        pool = rng.integers(0, 256, (pages, page_size, 656), dtype=np.uint8)
+        cache = pool
+    else:
+        pool = rng.integers(0, 256, (pages, 3, page_size, 656), dtype=np.uint8)
+        cache = pool[:, 1]
+    before = pool.copy()
+    kv_a, loc = kv_scatter_inputs(rng, t, pages * page_size)
+    run_kv_scatter_fp8(kv_a, loc, cache, page_size, cache.strides[0], 656, PAGED=True,
+                       INDEX64=index64)
+    check_kv_rows(cache.reshape(-1, 656), (before if layout == "pages" else before[:, 1])
+                  .reshape(-1, 656), ref_kv_fp8_row(kv_a[:, :512], kv_a[:, 512:]), loc)
+    if layout == "layer":
+        assert np.array_equal(pool[:, 0], before[:, 0]) and np.array_equal(pool[:, 2],
+                                                                           before[:, 2])
 
 
 # ---------------------------------------------------------------------------

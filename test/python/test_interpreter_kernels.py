@@ -180,7 +180,7 @@ def test_mla_kv_scatter_bf16(t, slots, row_pad, evict, cache_mod, programs):
     cache = cache_buf[:, :kv_dim + pe_dim]
     rows = mla_kv.SETTINGS.rows
     interpret(mla_kv.mla_kv_scatter_bf16_kernel, (kiln.cdiv(t, rows),), kv_c, k_pe, loc, cache,
-              t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], ROWS=rows,
+              t, slots, proj.shape[1], proj.shape[1], cache_buf.shape[1], slots, 0, ROWS=rows,
               KV_DIM=kv_dim, PE_DIM=pe_dim, LOAD_EVICT=evict, STORE_CACHE=cache_mod,
               PROGRAMS=programs)
     expected = bits16(nan_bf16(cache_buf.shape))

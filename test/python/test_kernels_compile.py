@@ -243,8 +243,10 @@ def test_mla_kv_scatter_checks(no_cuda):
         f(kv, pe, T((4,), "int64"), cache)
     with pytest.raises(ValueError, match="cache must be"):
         f(kv, pe, loc, T((64, 512)))
-    with pytest.raises(ValueError, match="uniformly strided"):
-        f(kv, pe, loc, T((8, 8, 576), strides=(16 * 576, 576, 1)))
+    with pytest.raises(ValueError, match="rows or pages of rows"):  # three strides
+        f(kv, pe, loc, T((4, 2, 8, 576), strides=(64 * 576, 24 * 576, 576, 1)))
+    with pytest.raises(ValueError, match="num_slots"):
+        f(kv, pe, loc, T((2**31, 576)))
     with pytest.raises(ValueError, match="loc must be contiguous"):
         f(kv, pe, T((8,), "int64", strides=(2,)), cache)
     f(T((0, 512)), T((0, 1, 64)), T((0,), "int64"), cache)  # T = 0: no launch
@@ -275,12 +277,18 @@ def test_image_preprocess_checks(no_cuda):
 
 
 def test_fp8_quant_kernels_divide_exactly_and_saturate():
-    """IEEE x / s (div.rn.f32, no approximate reciprocal), cvt.rn.satfinite to e4m3; the
-    UE8M0 rounding works on the bits (no lg2/ex2)."""
+    """The bits of the IEEE quotients without a division (no div.*.f32, no approximate
+    reciprocal), cvt.rn.satfinite to e4m3; the UE8M0 rounding works on the bits (no
+    lg2/ex2). The scale RN(absmax / 448) of the group quant, the output gate and the KV
+    scatter is quant.div_by_recip's RN(a * RN(1/448)) and its Markstein correction
+    (test_quant_variants.py: the IEEE quotient for every bf16 absmax), each operation
+    rounded (.rn: ptxas neither contracts nor reorders them)."""
     specs = [s for s in kiln.aot.collect("kernels_dsl.kimi_k3")
              if s.kernel_name in ("per_token_group_quant_fp8", "situ_and_mul_masked_post_quant",
                                   "mla_output_gate_fp8", "mla_kv_scatter_fp8")]
-    assert len(specs) == 9  # 4 group quant, 2 SiTU, 2 output gate (few / many rows), 1 KV
+    # 4 group quant, 2 SiTU, 2 output gate (few / many rows), 4 KV (one page or several,
+    # 32- or 64-bit offsets)
+    assert len(specs) == 12
     for spec in specs:
         ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                                  num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
@@ -288,10 +296,20 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
         # test_quant_variants.py): no division, no approximate reciprocal but SiTU's fast
         # sigmoid (one rcp.approx per ex2.approx)
         sigmoids = ck.ptx.count("ex2.approx") if spec.kernel_name.startswith("situ") else 0
-        assert "div." not in ck.ptx, spec.kernel_name
+        assert not re.search(r"\bdiv(\.\w+)*\.f32\b", ck.ptx), spec.kernel_name
+        # integer division only for the page split of a paged KV cache
+        assert ("div.u32" in ck.ptx) == bool(spec.constexprs.get("PAGED")), spec.kernel_name
         assert ck.ptx.count("rcp.approx") == sigmoids, spec.kernel_name
         assert "div.full" not in ck.ptx, spec.kernel_name
         assert "cvt.rn.satfinite.e4m3x2.f32" in ck.ptx, spec.kernel_name
+        if spec.kernel_name.startswith("situ"):
+            continue  # SiTU's scale: situ_quant.py
+        for scale_op in (r"mul\.rn\.f32\s+%r\d+, %r\d+, 0f3B124925;",  # RN(1/448)
+                         r"fma\.rn\.f32\s+%r\d+, %r\d+, 0f43E00000, %r\d+;",  # 448
+                         r"fma\.rn\.f32\s+%r\d+, %r\d+, 0fBB124925, %r\d+;"):
+            assert re.search(scale_op, ck.ptx), (spec.kernel_name, scale_op)
+        if not spec.constexprs.get("UE8M0"):  # the codes' r = RN(1 / s), correctly rounded
+            assert "rcp.rn.f32" in ck.ptx, spec.kernel_name
         if spec.kernel_name == "per_token_group_quant_fp8":  # no transcendental at all
             assert "lg2" not in ck.ptx and "ex2" not in ck.ptx
 
@@ -397,8 +415,10 @@ def test_mla_kv_scatter_fp8_checks(no_cuda):
         f(kv, pe, loc, T((64, 328)))
     with pytest.raises(ValueError, match="cache must be"):
         f(kv, pe, loc, T((64, 576), "uint8"))
-    with pytest.raises(ValueError, match="multiple of 16"):
+    with pytest.raises(ValueError, match="row stride .660 bytes. must be a multiple of 16"):
         f(kv, pe, loc, T((64, 656), "uint8", strides=(660, 1)))
+    with pytest.raises(ValueError, match="page stride .10504 bytes. must be a multiple of 16"):
+        f(kv, pe, loc, T((4, 8, 656), "uint8", strides=(10504, 656, 1)))
     with pytest.raises(ValueError, match="row stride of kv_c"):
         f(T((8, 512), strides=(516, 1)), pe, loc, cache)
     with pytest.raises(ValueError, match="cache must be 16-byte aligned"):

@@ -69,8 +69,11 @@ def launched_mla_output_gate():
 
 
 def launched_mla_kv():
-    return {key("mla_kv_scatter_bf16", *mla_kv.launch_config()),
-            key("mla_kv_scatter_fp8", *mla_kv.fp8_launch_config())}
+    # caches of one page or several (a layer's view of a pool); FP8: 32- or 64-bit offsets
+    # (past 2^31 bytes)
+    out = {key("mla_kv_scatter_bf16", *mla_kv.launch_config(paged)) for paged in (False, True)}
+    return out | {key("mla_kv_scatter_fp8", *mla_kv.fp8_launch_config(paged, index64))
+                  for paged in (False, True) for index64 in (False, True)}
 
 
 def launched_kv_indices():

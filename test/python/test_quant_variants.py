@@ -2,7 +2,7 @@
 (kernels_dsl/kimi_k3/quant.py: per_token_group_quant_fp8's quotients and scales, quant_mxfp4's
 E2M1 rounding on the fp32 bits, its row chunks and lookahead; mla_output_gate.py's sigmoid
 reciprocal) gives the same bits as the IEEE formulas of docs/kernels/quant.md: the arithmetic
-checked exhaustively in numpy (fused multiply-adds emulated exactly in float64), the kernels
+checked exhaustively in numpy (fused multiply-adds emulated exactly, rounded once), the kernels
 run in the CPU interpreter at several tile sizes against the numpy references of
 test_fp8_quant_kernels.py, and compiled for sm_90a. No GPU, no torch."""
 
@@ -12,7 +12,16 @@ import pytest
 import kiln.testing
 from kernels_dsl.kimi_k3 import quant
 
-from test_fp8_quant_kernels import BF16, F8, F32, bits, k3_like_rows, ref_group_quant, ref_mxfp4
+from test_fp8_quant_kernels import (
+    BF16,
+    F8,
+    F32,
+    add_rn32,
+    bits,
+    k3_like_rows,
+    ref_group_quant,
+    ref_mxfp4,
+)
 
 #: every finite non-negative bf16 value
 ALL_BF16 = np.arange(0, 0x7F80, dtype=np.uint16).view(BF16).astype(F32)
@@ -26,10 +35,11 @@ def fma32(a, b, c):
 
 
 def div_by_recip(x, d, r):
-    """quant.div_by_recip: ``fma(fma(p, d, -x), -r, p)`` with p = RN(x * r)."""
+    """quant.div_by_recip: ``fma(fma(p, d, -x), -r, p)`` with p = RN(x * r), both FMAs
+    rounded once (the second one's sum through add_rn32: no float64 double rounding)."""
     p = (x * r).astype(F32)
     e = fma32(p, d, -x)
-    return (p.astype(np.float64) + e.astype(np.float64) * -np.float64(r)).astype(F32)
+    return add_rn32(p, e.astype(np.float64) * -np.float64(r))
 
 
 def test_scale_without_division_is_ieee_for_every_bf16_absmax():
@@ -37,6 +47,32 @@ def test_scale_without_division_is_ieee_for_every_bf16_absmax():
     inv = F32(quant.INV_FP8_MAX)
     assert inv == F32(1) / F32(448)
     assert np.array_equal(div_by_recip(a, F32(448), inv), a / F32(448))
+
+
+def test_scale_is_the_quotient_not_the_reciprocal_product():
+    """The scale is RN(absmax / 448), the fp32 quotient correctly rounded (here the float64
+    quotient rounded to fp32: exact, 53 >= 2 * 24 + 2 bits). RN(absmax * RN(1/448)), which
+    torch's CUDA ``tensor / 448`` computes (a Python-scalar divisor is multiplied by its
+    reciprocal), is one ulp off for 71 of the 128 bf16 mantissas: e.g. absmax 2.859375,
+    whose 2.859375 / 448 = 0.00638253348214... rounds to 0.006382533349 (0x3BD12492), where
+    the product gives 0.006382533814 (0x3BD12493). The kernel's scales are the quotient's
+    (per_token_group_quant_fp8 in the interpreter, its division-free form)."""
+    mant = ALL_BF16[(ALL_BF16 >= 1) & (ALL_BF16 < 2)]
+    quotient = (mant.astype(np.float64) / 448).astype(F32)
+    product = mant * F32(quant.INV_FP8_MAX)
+    assert int((quotient != product).sum()) == 71
+    a = F32(2.859375)
+    assert (np.float64(a) / 448).astype(F32).view(np.uint32) == 0x3BD12492
+    assert (a * F32(quant.INV_FP8_MAX)).view(np.uint32) == 0x3BD12493
+    x = np.zeros((1, 128 * 128), F32)
+    x[0, ::128] = mant  # one group a mantissa, its absmax the first value
+    x[0, 1::128] = -mant / 2
+    q = np.zeros(x.shape, F8)
+    s = np.zeros((1, 128), F32)
+    kiln.testing.interpret(quant.per_token_group_quant_fp8_kernel, (1, 4), x.astype(BF16), q, s,
+                           128, 128, x.shape[1], x.shape[1], 128, 1, GROUP=128, ROWS=32,
+                           UE8M0=False)
+    assert np.array_equal(s[0], quotient)
 
 
 @pytest.mark.parametrize("exp", [-126, -40, -3, 0, 7, 40, 119])
