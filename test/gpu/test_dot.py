@@ -36,12 +36,17 @@ def check(out, a, b, acc=None):
 
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
 @pytest.mark.parametrize("m,n,k", [(16, 8, 16), (16, 16, 16), (64, 64, 64), (32, 64, 128),
-                                   (128, 128, 64), (16, 256, 32)])
+                                   (128, 128, 64), (16, 256, 32),
+                                   # sm_90a's staged wgmma: several 64-column chunks of K,
+                                   # N = 192 and 256, several slabs a warpgroup
+                                   (192, 64, 192), (128, 256, 128), (256, 192, 64)])
 @pytest.mark.parametrize("has_acc", [False, True])
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
 def test_dot_tile(dt, m, n, k, has_acc, num_warps):
     if num_warps == 1 and m * n > 64 * 64:
         pytest.skip("a 1-warp program would hold the whole f32 tile in registers")
+    if m * n > 128 * 32 * num_warps:
+        pytest.skip("the f32 tile alone would take more than half of a thread's registers")
     torch.manual_seed(m + n + k)
     a = torch.randn(m, k, device="cuda").to(DTYPES[dt])
     b = torch.randn(k, n, device="cuda").to(DTYPES[dt])
@@ -65,7 +70,8 @@ def test_dot_tile_exact_small_integers():
 
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
 @pytest.mark.parametrize("bm,bn,bk,num_warps", [(16, 16, 16, 4), (64, 64, 32, 4),
-                                                (128, 128, 64, 8), (128, 64, 32, 4)])
+                                                (128, 128, 64, 8), (128, 64, 32, 4),
+                                                (128, 128, 128, 8), (64, 256, 64, 4)])
 @pytest.mark.parametrize("m,n,k", [(300, 200, 1000), (128, 128, 64)])
 def test_gemm(dt, bm, bn, bk, num_warps, m, n, k):
     torch.manual_seed(0)
