@@ -15,8 +15,10 @@ inputs first.
 - ``kiln TMA+wgmma row-major b``: gemm_tma_kn: c = a @ b with b [K, N] as torch.matmul takes
   it (``kl.dot(a, b, acc)``, no transpose), [64, 64] B boxes read by wgmma as an MN-major
   operand (BN = 64: one 128-byte swizzled row of N per K). Its peer is torch.matmul(a, b).
-- ``kiln kl.dot``: the pointer-based K loop on mma.sync (operands and accumulator staged
-  through shared memory each step), f32 output.
+- ``kiln kl.dot``: the pointer-based K loop (gemm_kernel: plain loads, no pipelining), f32
+  output. On sm_90a the compiler stages both operands in shared memory each step for wgmma,
+  the accumulator in the wgmma registers across the loop (tile.warpgroup_dot_staged); on
+  other archs mma.sync (operands and accumulator staged through shared memory each step).
 - FP8 rows with ``max_num_imprecise_acc N``: the same TMA+wgmma GEMM whose dot promotes the
   wgmma accumulator to f32 every N elements of K (kl.dot's ``max_num_imprecise_acc``; a wait
   and f32 adds per chunk, a second register set: 128x128 blocks on 8 warps do not spill,
@@ -38,7 +40,7 @@ from bench.common import graph_time_ms  # noqa: E402
 from bench.report import write_results  # noqa: E402
 from kernels_dsl.common.gemm import gemm_kernel, gemm_tma, gemm_tma_kn  # noqa: E402
 
-CONFIGS = [(128, 128, 64, 8)]
+CONFIGS = [(128, 128, 64, 8), (128, 256, 64, 8), (128, 128, 64, 4)]
 # (BM, BN, BK), stages, warps, GROUP_M
 TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128, 64), 3, 8, 8),
                ((128, 128, 64), 4, 4, 8), ((128, 256, 64), 3, 8, 16)]
