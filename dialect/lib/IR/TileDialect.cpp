@@ -172,6 +172,13 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
              << attr.getValue();
     return success();
   }
+  if (name == getScratchAttrName()) {
+    if (op->getName().getStringRef() != "llvm.mlir.global")
+      return op->emitOpError() << "'tile.scratch' applies to llvm.mlir.global only";
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expected 'tile.scratch' to be a unit attribute";
+    return success();
+  }
   if (name == getNumStagesAttrName()) {
     auto stages = llvm::dyn_cast<IntegerAttr>(attr.getValue());
     if (op->getName().getStringRef() != "scf.for")

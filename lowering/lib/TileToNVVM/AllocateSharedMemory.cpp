@@ -12,6 +12,12 @@
 // `mapa`, inline asm, calls, control flow), or that is used outside one
 // kernel function, is live over the whole module.
 //
+// A scratch buffer (`tile.scratch`: written, read and done with by one op's
+// lowering before a CTA barrier it emits, its asynchronous readers waited
+// for) is live only from its address to the first CTA barrier after its last
+// use in the block of the address, even inside a loop: its contents never
+// outlive the op, so the scratch of the ops of one loop body share bytes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Passes.h"
@@ -100,6 +106,7 @@ public:
   }
 
   int64_t size() const { return count; }
+  int64_t positionOf(Operation *op) const { return position.lookup(op); }
 
   /// The positions over which `op` runs: a loop around it repeats it.
   Interval span(Operation *op, LLVM::LLVMFuncOp func) const {
@@ -185,6 +192,42 @@ Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder
   return {live->start, order.nextBarrier(func, live->end)};
 }
 
+/// The interval of a scratch buffer (see the file header): from its one
+/// address to the first CTA barrier after the last use in the address's
+/// block; none if a use lies outside that block or no barrier follows.
+std::optional<Interval> scratchInterval(LLVM::GlobalOp global, ModuleOp module,
+                                        const ProgramOrder &order) {
+  SmallVector<LLVM::AddressOfOp> addresses;
+  module.walk([&](LLVM::AddressOfOp op) {
+    if (op.getGlobalName() == global.getSymName())
+      addresses.push_back(op);
+  });
+  if (addresses.size() != 1)
+    return std::nullopt;
+  Block *block = addresses.front()->getBlock();
+  Operation *last = addresses.front();
+  SmallVector<Value> worklist{addresses.front().getResult()};
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (Operation *user : value.getUsers()) {
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!ancestor)
+        return std::nullopt;
+      if (last->isBeforeInBlock(ancestor))
+        last = ancestor;
+      if (forwardsAddress(user))
+        llvm::append_range(worklist, user->getResults());
+    }
+  }
+  for (Operation *op = last->getNextNode(); op; op = op->getNextNode())
+    if (auto barrier = dyn_cast<NVVM::BarrierOp>(op); barrier && !barrier.getNumberOfThreads())
+      return Interval{order.positionOf(addresses.front()), order.positionOf(op)};
+  return std::nullopt;
+}
+
 /// Places each buffer, largest first, at the lowest offset at its alignment
 /// clear of every placed buffer live at the same time; returns the bytes used.
 int64_t assignOffsets(MutableArrayRef<Buffer> buffers) {
@@ -228,12 +271,20 @@ struct AllocateSharedMemoryPass : kiln::impl::AllocateSharedMemoryBase<AllocateS
       buffers.push_back({global, size, align, Interval{0, 0}});
     }
     // What fits in static shared memory side by side stays as it is.
-    if (separate <= kiln::tile::kMaxStaticSharedBytes)
+    StringRef scratch = kiln::tile::TileDialect::getScratchAttrName();
+    if (separate <= kiln::tile::kMaxStaticSharedBytes) {
+      for (Buffer &buffer : buffers)
+        buffer.global->removeAttr(scratch);
       return;
+    }
 
     ProgramOrder order(module);
-    for (Buffer &buffer : buffers)
-      buffer.live = liveInterval(buffer.global, module, order);
+    for (Buffer &buffer : buffers) {
+      std::optional<Interval> live;
+      if (buffer.global->hasAttr(scratch))
+        live = scratchInterval(buffer.global, module, order);
+      buffer.live = live ? *live : liveInterval(buffer.global, module, order);
+    }
     int64_t total = assignOffsets(buffers);
     numSharedBytesReused += separate - total > 0 ? separate - total : 0;
     if (total > kiln::tile::kMaxSharedBytes) {

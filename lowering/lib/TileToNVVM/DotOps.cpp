@@ -157,12 +157,14 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
     auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
 
     // 1. The operands to shared memory.
+    // Scratch: the last slab's results are read before the final bar.sync.
     Value aBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_a_smem", operandElement,
-                                       plan.m * plan.aStride());
+                                       plan.m * plan.aStride(), /*alignment=*/16, /*scratch=*/true);
     Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_b_smem", operandElement,
-                                       plan.k * plan.bStride());
+                                       plan.k * plan.bStride(), /*alignment=*/16, /*scratch=*/true);
     Value cBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_acc_smem", f32,
-                                       plan.slabRows * plan.cStride());
+                                       plan.slabRows * plan.cStride(), /*alignment=*/16,
+                                       /*scratch=*/true);
     BlockedBufferAccess(rewriter, loc, aBuffer, operandElement, tileConverter.getLayout(aType),
                         plan.k, plan.aStride())
         .store(unpackTile(rewriter, loc, adaptor.getA()), 0, aType.getNumElements());

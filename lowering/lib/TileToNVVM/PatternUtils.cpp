@@ -322,7 +322,7 @@ Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout 
 }
 
 Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, Type element,
-                               int64_t count, unsigned alignment) {
+                               int64_t count, unsigned alignment, bool scratch) {
   Location loc = user->getLoc();
   auto module = user->getParentOfType<ModuleOp>();
   std::string name;
@@ -334,9 +334,11 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(element, count),
-                           /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
-                           alignment, /*addrSpace=*/3);
+    auto global = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(element, count),
+                                         /*isConstant=*/false, LLVM::Linkage::Internal, name,
+                                         Attribute(), alignment, /*addrSpace=*/3);
+    if (scratch)
+      global->setAttr(tile::TileDialect::getScratchAttrName(), b.getUnitAttr());
   }
   return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }

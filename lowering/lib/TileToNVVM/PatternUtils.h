@@ -83,8 +83,11 @@ mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,
 
 /// A fresh module-level shared-memory array (`<prefix>_<n>`) of `count`
 /// elements of `element`, `alignment`-byte aligned; returns its address (`!llvm.ptr<3>`).
+/// A `scratch` buffer (`tile.scratch`) is one the caller writes, reads and
+/// is done with before a CTA barrier it emits after its last use.
 mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user, llvm::StringRef prefix,
-                               mlir::Type element, int64_t count, unsigned alignment = 16);
+                               mlir::Type element, int64_t count, unsigned alignment = 16,
+                               bool scratch = false);
 
 /// How `vec` consecutive elements of `element` move in one access: as one
 /// integer or a vector of i32 words (16 bytes = ld/st.v4.b32).

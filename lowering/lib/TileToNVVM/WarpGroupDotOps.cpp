@@ -270,14 +270,16 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
     Type element = getTypeConverter()->convertType(aType.getElementType());
     // 128-byte swizzle patterns repeat every 1024 bytes of shared address.
+    // Scratch: every warpgroup's wgmmas are waited for before the final
+    // bar.sync, after which another op (or this one, in the next iteration)
+    // may write the bytes.
     Value aBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_a_smem", element,
-                                       aType.getNumElements(), /*alignment=*/1024);
+                                       aType.getNumElements(), /*alignment=*/1024,
+                                       /*scratch=*/true);
     Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_b_smem", element,
-                                       bType.getNumElements(), /*alignment=*/1024);
-    // The previous readers of the buffers (this op in an earlier iteration)
-    // are done; the stores become visible to the async proxy, then to every
-    // warpgroup.
-    NVVM::BarrierOp::create(rewriter, loc);
+                                       bType.getNumElements(), /*alignment=*/1024,
+                                       /*scratch=*/true);
+    // The stores become visible to the async proxy, then to every warpgroup.
     storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
                      unpackTile(rewriter, loc, adaptor.getA()));
     storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
@@ -302,6 +304,7 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
                                                unpackTile(rewriter, loc, adaptor.getAcc()),
                                                /*maxNumImpreciseAcc=*/std::nullopt);
     regs = createWaitGroup(rewriter, loc, regs, /*pending=*/0);
+    NVVM::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType), regs));
     return success();
   }
@@ -333,8 +336,8 @@ struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
     int64_t cols = srcType.getShape().back();
     int64_t pad = std::max<int64_t>(1, 16 / bytes);
     int64_t rows = srcType.getNumElements() / cols;
-    Value buffer =
-        createSharedBuffer(rewriter, op, "__kiln_convert_smem", element, rows * (cols + pad));
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_convert_smem", element,
+                                      rows * (cols + pad), /*alignment=*/16, /*scratch=*/true);
     // Element e at e + (e / cols) * pad: rows start in different banks.
     auto move = [&](RankedTensorType type, auto &&access) {
       ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);

@@ -257,3 +257,63 @@ module {
   // expected-note @+1 {{__kiln_d: 40960 bytes}}
   llvm.mlir.global internal @__kiln_d() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<10240 x f32>
 }
+
+// -----
+
+// Scratch buffers (tile.scratch) in a loop: each live from its address to the
+// bar.sync after its last use in the loop body (a wgmma reading a descriptor
+// of @__kiln_s1 is a use like any other), so both sit at offset 0. The plain
+// buffer used in the same loop holds its bytes over the whole loop: it lands
+// past them.
+// CHECK-LABEL: llvm.func @scratch_in_loop
+// CHECK-SAME: tile.shared_bytes = 98304 : i32
+// CHECK: scf.for
+// CHECK: %[[S1:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[S1]][0]
+// CHECK: %[[S2:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[S2]][0]
+// CHECK: %[[P:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
+// CHECK: llvm.getelementptr %[[P]][65536]
+llvm.mlir.global internal @__kiln_s1() {addr_space = 3 : i32, alignment = 1024 : i64, tile.scratch} : !llvm.array<65536 x i8>
+llvm.mlir.global internal @__kiln_s2() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<16384 x f32>
+llvm.mlir.global internal @__kiln_plain() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
+llvm.func @scratch_in_loop(%n: i32, %v: f32) attributes {nvvm.kernel} {
+  %c0 = llvm.mlir.constant(0 : i32) : i32
+  %c1 = llvm.mlir.constant(1 : i32) : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %s1 = llvm.mlir.addressof @__kiln_s1 : !llvm.ptr<3>
+    llvm.store %v, %s1 : f32, !llvm.ptr<3>
+    %a = llvm.ptrtoint %s1 : !llvm.ptr<3> to i32
+    %d = llvm.zext %a : i32 to i64
+    llvm.inline_asm has_side_effects "wgmma.fence.sync.aligned; // $0", "l" %d : (i64) -> ()
+    nvvm.barrier
+    %s2 = llvm.mlir.addressof @__kiln_s2 : !llvm.ptr<3>
+    llvm.store %v, %s2 : f32, !llvm.ptr<3>
+    %x = llvm.load %s2 : !llvm.ptr<3> -> f32
+    nvvm.barrier
+    %p = llvm.mlir.addressof @__kiln_plain : !llvm.ptr<3>
+    llvm.store %x, %p : f32, !llvm.ptr<3>
+  }
+  llvm.return
+}
+
+// -----
+
+// A scratch buffer with no CTA barrier after its last use keeps the general
+// rule (live over the loop), beside the other one.
+// CHECK-LABEL: llvm.func @scratch_without_barrier
+// CHECK-SAME: tile.shared_bytes = 131072 : i32
+llvm.mlir.global internal @__kiln_t1() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<65536 x i8>
+llvm.mlir.global internal @__kiln_t2() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<65536 x i8>
+llvm.func @scratch_without_barrier(%n: i32, %v: f32) attributes {nvvm.kernel} {
+  %c0 = llvm.mlir.constant(0 : i32) : i32
+  %c1 = llvm.mlir.constant(1 : i32) : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %t1 = llvm.mlir.addressof @__kiln_t1 : !llvm.ptr<3>
+    llvm.store %v, %t1 : f32, !llvm.ptr<3>
+    nvvm.barrier
+    %t2 = llvm.mlir.addressof @__kiln_t2 : !llvm.ptr<3>
+    llvm.store %v, %t2 : f32, !llvm.ptr<3>
+  }
+  llvm.return
+}

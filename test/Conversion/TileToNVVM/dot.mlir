@@ -10,9 +10,9 @@
 // f32 store): a and b as 8-byte runs, 2 output tiles, so warps 2 and 3
 // skip (scf.if on warp < 2); the accumulator starts at 0.0 and is not read;
 // one slab: bar.sync after the operands, after the mma, after the read-back.
-// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<384 x bf16>
-// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_b_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<384 x bf16>
-// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_acc_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<384 x f32>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<384 x bf16>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_b_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<384 x bf16>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_acc_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<384 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @dot_zero_acc
 // CHECK-COUNT-2: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xi32>, !llvm.ptr<3>
 // CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32

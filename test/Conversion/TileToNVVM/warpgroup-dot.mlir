@@ -94,17 +94,18 @@ func.func @unbounded(%dc: !DC, %slot: i32, %x: f32) attributes {tile.kernel, til
 #mma = #tile.mma<version = 3, numWarps = 4>
 
 // A staged dot: a [64, 128] and b [128, 64] bf16 register tiles stored into
-// two 1024-byte aligned buffers with the 128-byte swizzle (the 16-byte unit
-// xor the row mod 8), behind a CTA barrier; the stores fenced for the async
-// proxy and a barrier; then one wgmma per k16 step, A K-major (the second
+// two 1024-byte aligned scratch buffers with the 128-byte swizzle (the
+// 16-byte unit xor the row mod 8); the stores fenced for the async proxy and
+// a barrier; then one wgmma per k16 step, A K-major (the second
 // 64-column chunk of A 64 x 128 bytes = 512 units of 16 further: k = 64 at
 // 512, k = 80 at 514), B N-major with the transpose bit (k16 = 16 rows of
 // 128 bytes = 128 units; leading byte offset K * 128 = 16384 = 1024 units,
-// fixed bits 1024 << 16 | 64 << 32 | 1 << 62), the commit and wait_group 0.
-// CHECK: llvm.mlir.global internal @__kiln_wgmma_b_smem_0() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<8192 x bf16>
-// CHECK: llvm.mlir.global internal @__kiln_wgmma_a_smem_0() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<8192 x bf16>
+// fixed bits 1024 << 16 | 64 << 32 | 1 << 62), the commit, wait_group 0 and
+// the barrier after which the scratch is free.
+// CHECK: llvm.mlir.global internal @__kiln_wgmma_b_smem_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.scratch} : !llvm.array<8192 x bf16>
+// CHECK: llvm.mlir.global internal @__kiln_wgmma_a_smem_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.scratch} : !llvm.array<8192 x bf16>
 // CHECK-LABEL: llvm.func ptx_kernelcc @staged(
-// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
 // CHECK: llvm.xor
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -125,6 +126,8 @@ func.func @unbounded(%dc: !DC, %slot: i32, %x: f32) attributes {tile.kernel, til
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT: nvvm.wgmma
+// CHECK: nvvm.barrier
 func.func @staged(%x: !tile.ptr<bf16>, %y: f32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %ap = tile.splat %x : !tile.ptr<bf16> -> tensor<64x128x!tile.ptr<bf16>>
   %a = tile.load %ap : tensor<64x128x!tile.ptr<bf16>>

@@ -100,7 +100,13 @@ def AllocateSharedMemory : Pass<"kiln-allocate-shared-memory", "::mlir::ModuleOp
     descriptors, DSMEM `mapa` of cluster buffers, inline asm, calls,
     `scf.yield`/branches, a store of the address itself), it is used in more
     than one function, in a device function or in a kernel with unstructured
-    control flow, or never accessed. Offsets are then assigned first fit,
+    control flow, or never accessed. A scratch buffer (`tile.scratch`: the
+    staging buffers of a dot and of a layout conversion, which the op that
+    owns them writes, reads, waits for and is done with before a CTA
+    barrier it emits) is live from its address to the first `bar.sync` of
+    all threads after its last use (any use, descriptors included) in the
+    block of its address, inside a loop too: the scratch of the ops of one
+    loop body shares bytes. Offsets are then assigned first fit,
     largest buffer first (stable): each at the lowest offset of its alignment
     clear of every placed buffer whose interval overlaps its own. More than the 227 KiB a
     block may use, after reuse, is an error naming every buffer with its

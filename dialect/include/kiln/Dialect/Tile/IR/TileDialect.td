@@ -82,6 +82,11 @@ def Tile_Dialect : Dialect {
     }
     /// On kernels (llvm.func): dynamic shared memory per block, bytes.
     static constexpr ::llvm::StringLiteral getSharedBytesAttrName() { return "tile.shared_bytes"; }
+    /// On shared-memory buffers (llvm.mlir.global in address space 3): the
+    /// buffer is scratch of one op's lowering, which writes it, reads it
+    /// (waiting for any asynchronous reader) and is done with it before a
+    /// CTA barrier in its block (kiln-allocate-shared-memory).
+    static constexpr ::llvm::StringLiteral getScratchAttrName() { return "tile.scratch"; }
     /// On kernels (func.func, llvm.func): launched with programmatic stream
     /// serialization (the kernel uses griddepcontrol).
     static constexpr ::llvm::StringLiteral getPdlAttrName() { return "tile.pdl"; }

@@ -222,10 +222,11 @@ def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
     layout), bf16 or f16 of one type, K and N multiples of 64, N up to 256,
     M a multiple of 64 a warpgroup. Created by `kiln-tile-accelerate-dot`
     (sm_90a) from a `tile.dot` whose operands are not ring slots. Lowers to:
-    `bar.sync` (the previous readers of the op's buffers are done), the
-    operands stored to two shared buffers in the layouts wgmma reads with the
-    128-byte swizzle, `fence.proxy.async.shared::cta`, `bar.sync`, then as
-    `tile.warpgroup_dot` and `wgmma.wait_group 0`: the result is ready.
+    the operands stored to two shared scratch buffers in the layouts wgmma
+    reads with the 128-byte swizzle, `fence.proxy.async.shared::cta`,
+    `bar.sync`, then as `tile.warpgroup_dot`, `wgmma.wait_group 0` (the
+    result is ready) and `bar.sync` (every warpgroup is done reading the
+    buffers, which other ops' scratch may then reuse).
     `a` is K-major: 64-column chunks of M rows of 128 bytes, chunk j at
     j * M * 128 bytes. `b` is N-major (the transpose-B immediate): 64-column
     chunks of K rows of 128 bytes, the leading byte offset K * 128 between
