@@ -115,11 +115,10 @@ class Settings:
 
 SETTINGS = Settings()
 
-_SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32",
+_SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32", "out_w": "i32",
         "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image4": "i32",
-        "row4": "i32",
-        "scale_h": "f32", "scale_w": "f32", "mean0": "f32", "mean1": "f32", "mean2": "f32",
-        "rstd0": "f32", "rstd1": "f32", "rstd2": "f32", "out_w": "i32"}
+        "row4": "i32", "scale_h": "f32", "scale_w": "f32", "mean0": "f32", "mean1": "f32",
+        "mean2": "f32", "rstd0": "f32", "rstd1": "f32", "rstd2": "f32"}
 
 
 def _constexprs(settings: Settings) -> dict:
