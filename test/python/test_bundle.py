@@ -538,6 +538,21 @@ def test_cli_coverage(tmp_path):
         "assumes": []}
 
 
+def test_family_find_remembers_a_miss():
+    """find: the fitting specialization, or None where none fits (no JIT, no error), a miss
+    remembered like a fit by the arguments' alignment classes; select explains it."""
+    w = runtime.BundleWriter("kiln-test")
+    w.add_kernel({"name": "n16", "symbol": "n16", "threads_per_block": 32,
+                  "params": [{"name": "n", "kind": "scalar", "dtype": "i32",
+                              "divisibility": 16}]}, [("sm_90a", "cubin", fake_cubin(1, 64))])
+    fam = Bundle.from_bytes(w.serialize()).family("n16")
+    assert fam.find([64]).meta["name"] == "n16"
+    assert fam.find([63]) is None and fam.find([79]) is None  # one class: odd
+    assert len(fam._chosen) == 2 and list(fam._chosen.values()).count(None) == 1
+    with pytest.raises(KilnError, match="wants a multiple of 16, got 63"):
+        fam.select([63])
+
+
 def test_select_missing_specialization_names_itself(tmp_path, monkeypatch):
     b = family_bundle(tmp_path)
     monkeypatch.setenv("KILN_NO_JIT", "1")
