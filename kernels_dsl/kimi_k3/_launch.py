@@ -2,18 +2,25 @@
 launch, and one launch path that JIT-compiles with the kiln compiler when it is present and
 JIT is allowed, and otherwise takes the precompiled kernel from the bundle named by
 ``KILN_BUNDLE``. ``KILN_NO_JIT=1`` forbids JIT (a serving deployment): every launch is then
-the bundle's, compiler or not."""
+the bundle's, compiler or not.
+
+The bundle serves every input a wrapper accepts: a launch takes the most specialized of the
+bundle's specializations of its kernel whose assumptions (alignment, divisibility) the
+arguments meet, and where none does (or the bundle holds none with its constexprs: a shape
+the fast path compiles in), the wrapper's ``generic`` launch, a kernel the bundle holds
+without those assumptions (``<name>_generic``, docs/kernels/README.md)."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 import kiln
 
 INT32_MAX = 2**31 - 1
 
-_bundle = None
+_bundle = None  # the kiln.runtime.Bundle of KILN_BUNDLE, opened at the first launch
+_families: dict = {}  # (name, constexprs) -> its KernelFamily in _bundle
 
 
 def dtype_name(t: Any) -> str:
@@ -78,17 +85,24 @@ def check_int32_extent(op: str, what: str, extent: int) -> None:
                          f"with 32-bit integers")
 
 
-def _bundle_kernel(name: str, constexprs: Mapping[str, Any]) -> Any:
+def _bundle_family(name: str, constexprs: Mapping[str, Any]) -> Any:
+    """The bundle's specializations of kernel ``name`` with ``constexprs`` (a
+    ``kiln.runtime.KernelFamily``, one per name and constexprs)."""
     global _bundle
-    from kiln.runtime import Bundle
+    from kiln.runtime import Bundle, KernelFamily
 
-    if _bundle is None:
-        path = os.environ.get("KILN_BUNDLE")
-        if not path:
-            raise RuntimeError(f"{name}: the kiln compiler is unavailable and KILN_BUNDLE does "
-                               f"not name a bundle (build/kimi_k3.kbundle)")
-        _bundle = Bundle(path)
-    return _bundle.kernel(name, **constexprs)
+    key = (name, tuple(sorted(constexprs.items())))
+    family = _families.get(key)
+    if family is None:
+        if _bundle is None:
+            path = os.environ.get("KILN_BUNDLE")
+            if not path:
+                raise RuntimeError(f"{name}: the kiln compiler is unavailable (or KILN_NO_JIT=1) "
+                                   f"and KILN_BUNDLE does not name a bundle "
+                                   f"(build/kimi_k3.kbundle)")
+            _bundle = Bundle(path)
+        family = _families[key] = KernelFamily(_bundle, name, constexprs)
+    return family
 
 
 _sm_counts: dict = {}
@@ -111,25 +125,44 @@ def jit_allowed() -> bool:
     return os.environ.get("KILN_NO_JIT") != "1" and kiln.compiler.compiler_available()
 
 
+class Launch(NamedTuple):
+    """One launch of a wrapper, ``launch``'s arguments: the kernel, its name in the bundle, the
+    grid, the runtime arguments, the constexprs, the warps, the register cap and the cluster
+    shape (None: the kernel's)."""
+
+    kernel: Any
+    name: str
+    grid: Sequence[int]
+    args: Sequence[Any]
+    constexprs: Mapping[str, Any]
+    num_warps: int
+    maxnreg: Optional[int] = None
+    cluster: Optional[Sequence[int]] = None
+
+
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
            constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None,
-           cluster: Optional[Sequence[int]] = None) -> None:
+           cluster: Optional[Sequence[int]] = None, generic: Optional[Launch] = None) -> None:
     """Launches ``kernel`` (JIT, with ``maxnreg`` and the ``cluster`` shape if given) or, where
     JIT is not allowed (``jit_allowed``), the bundle's kernel ``name`` with ``constexprs``
-    (compiled with its shape)."""
+    (compiled with its shape): the most specialized of its specializations that fits the
+    arguments, else ``generic`` (the same computation by a kernel without the fast path's
+    assumptions, which the bundle holds for every input the wrapper accepts). A miss of both
+    raises ``kiln.runtime.KilnError`` naming what the bundle holds."""
     if any(int(g) == 0 for g in grid):
         return
     if jit_allowed():
         kernel[tuple(grid)](*args, num_warps=num_warps, maxnreg=maxnreg, cluster=cluster,
                             **constexprs)
         return
-    k = _bundle_kernel(name, constexprs)
-    params = [p for p in k.meta.get("params", [])]
-    for p, a in zip(params, args):
-        div = int(p.get("divisibility", 1))
-        if p["kind"] != "ptr" and div > 1 and int(a) % div:
-            raise ValueError(f"{name}: the precompiled bundle needs {p['name']} divisible by "
-                             f"{div}, got {a}")
+    family = _bundle_family(name, constexprs)
+    k = family.find(args)
+    if k is None and generic is not None:
+        family, grid, args = (_bundle_family(generic.name, generic.constexprs), generic.grid,
+                              generic.args)
+        k = family.find(args)
+    if k is None:
+        k = family.select(args)  # raises: the bundle's specializations, and why none fits
     k[tuple(grid)](*args)
 
 

@@ -22,6 +22,9 @@ row ring):
 - ``attn_res_ring_kernel`` (the rest): persistent programs fold their tokens' rows one after
   another with an online softmax, each row one bulk copy into a shared-memory ring.
 
+The bundle holds them at K3's H (tiles for 4096 < H <= 8192) and, for every other H, the row
+ring at the longest row (``attn_res_generic``, ``generic_launch``).
+
 Every kernel waits for the previous grid (PDL) before its first load and lets the next one
 launch when it is done. Offsets are int64 (token x bank stride passes 2^31 at T ~ 37k).
 
@@ -42,6 +45,8 @@ from . import _launch as L
 #: K3: hidden 7168, at most 8 block snapshots (attn_res_block_size 12 over 61 layers x 2).
 HIDDEN = 7168
 MAX_NVB = 8
+#: the longest row: one program's tile
+MAX_H = 16384
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,6 +386,21 @@ def _ring_specs() -> list:
     return out
 
 
+#: the bundle's kernel for every H, nvb and device: the row ring at the longest row, one
+#: 16-warp program an SM (no spills); its (thread elements, stages, programs an SM)
+GENERIC = "attn_res_generic"
+GENERIC_RING = (32, 3, 1)
+
+
+def generic_launch(t: int, write_prefix: bool, num_sms: Optional[int]) -> tuple:
+    """The generic launch for T tokens (``select_launch``'s form)."""
+    elems, stages, programs = GENERIC_RING
+    block, num_warps = _config(MAX_H, elems)
+    return (attn_res_ring_kernel, GENERIC, (grid_size(t, num_sms, programs),),
+            {"BLOCK": block, "WRITE_PREFIX": bool(write_prefix), "STAGES": stages,
+             "PROGRAMS": programs}, num_warps, None, None)
+
+
 #: one specialization per padded bank row count (nvb 0..1 -> 1 row, 2 -> 2, 3..4 -> 4, 5..8 -> 8)
 _CLUSTER_ROWS = tuple(1 << i for i in range(SETTINGS.cluster_max_rows.bit_length()))
 
@@ -399,7 +419,7 @@ AOT_SPECIALIZATIONS = _ring_specs() + [
            None))
     for rp in _CLUSTER_ROWS if rp <= _pow2(max(SETTINGS.token_max_rows, 1))
     for wp in (False, True)
-]
+] + [_spec(generic_launch(1, wp, None)) for wp in (False, True)]
 
 #: the SM count of a tensor's CUDA device (None otherwise); a module global, so that tests can
 #: stand in for a device
@@ -434,8 +454,8 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
                          f"NB > nvb, got NB = {nb}")
     if h == 0 or h % 8:
         raise ValueError(f"{op}: H = {h} must be a positive multiple of 8 (16-byte vectors)")
-    if h > 16384:
-        raise ValueError(f"{op}: H = {h} is larger than one program's row (16384)")
+    if h > MAX_H:
+        raise ValueError(f"{op}: H = {h} is larger than one program's row ({MAX_H})")
     if out is not None:
         L.check_dtype(op, "out", out, ("bfloat16",))
         L.check_shape(op, "out", out, (t, h))
@@ -469,9 +489,11 @@ def attn_res(prefix_sum: Any, bank: Any, cw: Any, ow: Any, out: Optional[Any] = 
         out = torch.empty((t, h), dtype=torch.bfloat16, device=prefix_sum.device)
     if t == 0:
         return out
+    sms = _num_sms(prefix_sum)
     kernel, name, grid, constexprs, num_warps, _, cluster = select_launch(
-        t, h, nvb, write_prefix, _num_sms(prefix_sum), settings)
-    L.launch(kernel, name, grid,
-             (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps)),
-             constexprs, num_warps, cluster=cluster)
+        t, h, nvb, write_prefix, sms, settings)
+    args = (prefix_sum, bank, cw, ow, out, t, h, nvb, p_s0, b_s0, b_s1, o_s0, float(eps))
+    gkernel, gname, ggrid, gconstexprs, gwarps, _, _ = generic_launch(t, write_prefix, sms)
+    L.launch(kernel, name, grid, args, constexprs, num_warps, cluster=cluster,
+             generic=L.Launch(gkernel, gname, ggrid, args, gconstexprs, gwarps))
     return out

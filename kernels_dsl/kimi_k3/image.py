@@ -14,7 +14,9 @@
 One kernel, ``image_preprocess_columns_kernel``: the grid is (XBLOCK-column blocks, patch row
 or a part of it, image) and the lanes of a warp take consecutive output columns, so a
 warp-wide gather of source pixels reads neighbouring bytes. The images may be strided in any
-dimension. out_h and out_w must be multiples of the patch size.
+dimension. out_h and out_w must be multiples of the patch size. The bundle holds it for
+16-byte aligned images and outputs and, as ``image_preprocess_columns_generic``, for any
+address.
 
 Specification: docs/kernels/image.md
 """
@@ -115,11 +117,10 @@ class Settings:
 
 SETTINGS = Settings()
 
-_SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32",
+_SIG = {"img_ptr": "*u8", "out_ptr": "*bf16", "H": "i32", "W": "i32", "out_w": "i32",
         "s_n": "i32", "s_h": "i32", "s_w": "i32", "s_c": "i32", "per_image4": "i32",
-        "row4": "i32",
-        "scale_h": "f32", "scale_w": "f32", "mean0": "f32", "mean1": "f32", "mean2": "f32",
-        "rstd0": "f32", "rstd1": "f32", "rstd2": "f32", "out_w": "i32"}
+        "row4": "i32", "scale_h": "f32", "scale_w": "f32", "mean0": "f32", "mean1": "f32",
+        "mean2": "f32", "rstd0": "f32", "rstd1": "f32", "rstd2": "f32"}
 
 
 def _constexprs(settings: Settings) -> dict:
@@ -134,11 +135,16 @@ def select_launch(n: int, ph: int, out_w: int, settings: Settings) -> tuple:
             _constexprs(settings), settings.num_warps, settings.maxnreg, None)
 
 
+#: the bundle's kernel for images and outputs at any address (a crop of a larger image)
+GENERIC = "image_preprocess_columns_generic"
+
 AOT_SPECIALIZATIONS = [
-    # Contiguous HWC images (s_w = 3, s_c = 1: no divisibility on those).
-    Spec(image_preprocess_columns_kernel, name="image_preprocess_columns", signature=_SIG,
-         constexprs=_constexprs(SETTINGS), divisibility=["img_ptr", "out_ptr"],
-         num_warps=SETTINGS.num_warps, maxnreg=SETTINGS.maxnreg),
+    # Contiguous HWC images (s_w = 3, s_c = 1: no divisibility on those), 16-byte aligned
+    # images and outputs; the generic one at any address.
+    Spec(image_preprocess_columns_kernel, name=name, signature=_SIG,
+         constexprs=_constexprs(SETTINGS), divisibility=div, num_warps=SETTINGS.num_warps,
+         maxnreg=SETTINGS.maxnreg)
+    for name, div in (("image_preprocess_columns", ["img_ptr", "out_ptr"]), (GENERIC, []))
 ]
 
 
@@ -193,7 +199,8 @@ def image_preprocess(images: Any, out_h: int, out_w: int,
               float(mean[0]), float(mean[1]), float(mean[2]),
               1.0 / float(std[0]), 1.0 / float(std[1]), 1.0 / float(std[2]))
     kernel, name, grid, constexprs, num_warps, maxnreg, _ = select_launch(n, ph, out_w, settings)
-    L.launch(kernel, name, grid,
-             (images, out, h, w, out_w, st[0], st[1], st[2], st[3], per_image // 4,
-              row_elems // 4) + coords, constexprs, num_warps, maxnreg)
+    launch = L.Launch(kernel, name, grid,
+                      (images, out, h, w, out_w, st[0], st[1], st[2], st[3], per_image // 4,
+                       row_elems // 4) + coords, constexprs, num_warps, maxnreg)
+    L.launch(*launch, generic=launch._replace(name=GENERIC))
     return out

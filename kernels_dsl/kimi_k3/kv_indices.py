@@ -16,6 +16,9 @@ Padded entries pass through as -1: a token id < 0 (a padded ``req_to_token`` slo
 offset past the row (start + p * PAGE >= max_ctx) or a v2p entry < 0 (an unmapped page) gives
 kv_indices[b, p] = -1 (the kernel never reads outside req_to_token or v2p for such a page).
 ``PAGE_MULT`` is the number of MLA layers of the page-major unified pool (1 = the static pool).
+The bundle holds K3's page size and multipliers without ``kv_start_idx``; for every other
+input ``kv_indices_generic_kernel`` (the page size, the multiplier and the start flag at run
+time).
 
 Specification: docs/kernels/mla_cache.md
 """
@@ -34,6 +37,41 @@ from . import _launch as L
 PAGE = 64
 
 
+@kiln.jit
+def _block_table_row(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
+                     out_s0, max_blocks, num_vpages, page, page_mult, has_start,
+                     HAS_V2P: kl.constexpr, BLOCK: kl.constexpr):
+    """Request program_id(0)'s row of the table, BLOCK pages a loop iteration. ``page``,
+    ``page_mult`` and ``has_start``: constexprs (the fast kernel) or runtime values (the
+    generic one)."""
+    b = kl.program_id(0)
+    kl.pdl_wait()  # the indices and lengths may come from the previous kernels
+    req = kl.load(req_ptr + b).to(kl.int64)
+    n = kl.load(lens_ptr + b)
+    if has_start:
+        start = kl.load(start_ptr + b)
+    else:
+        start = 0
+    pages = kl.minimum(kl.cdiv(kl.maximum(n, 0), page), max_blocks)
+    row = r2t_ptr + req * r2t_s0
+    dst = out_ptr + b.to(kl.int64) * out_s0
+    for p0 in range(0, pages, BLOCK):
+        p = p0 + kl.arange(0, BLOCK)
+        m = p < pages
+        off = start + p * page
+        tok = kl.load(row + off, mask=m & (off >= 0) & (off < max_ctx), other=-1)
+        ok = tok >= 0
+        vpage = tok // page
+        if HAS_V2P:
+            ok = ok & (vpage < num_vpages)
+            ppage = kl.load(v2p_ptr + vpage, mask=m & ok, other=-1)
+            ok = ok & (ppage >= 0)
+        else:
+            ppage = vpage
+        kl.store(dst + p, kl.where(ok, ppage * page_mult, -1).to(kl.int32), mask=m)
+    kl.pdl_launch_dependents()
+
+
 @kiln.jit(num_warps=4)
 def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
                       out_s0, max_blocks, num_vpages, PAGE: kl.constexpr,
@@ -42,32 +80,20 @@ def kv_indices_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r
     """One program per request, BLOCK pages a loop iteration; a programmatic dependent
     launch (``pdl_wait`` before the first load, the next grid launched when the stores are
     issued)."""
-    b = kl.program_id(0)
-    kl.pdl_wait()  # the indices and lengths may come from the previous kernels
-    req = kl.load(req_ptr + b).to(kl.int64)
-    n = kl.load(lens_ptr + b)
-    if HAS_START:
-        start = kl.load(start_ptr + b)
-    else:
-        start = 0
-    pages = kl.minimum(kl.cdiv(kl.maximum(n, 0), PAGE), max_blocks)
-    row = r2t_ptr + req * r2t_s0
-    dst = out_ptr + b.to(kl.int64) * out_s0
-    for p0 in range(0, pages, BLOCK):
-        p = p0 + kl.arange(0, BLOCK)
-        m = p < pages
-        off = start + p * PAGE
-        tok = kl.load(row + off, mask=m & (off >= 0) & (off < max_ctx), other=-1)
-        ok = tok >= 0
-        vpage = tok // PAGE
-        if HAS_V2P:
-            ok = ok & (vpage < num_vpages)
-            ppage = kl.load(v2p_ptr + vpage, mask=m & ok, other=-1)
-            ok = ok & (ppage >= 0)
-        else:
-            ppage = vpage
-        kl.store(dst + p, kl.where(ok, ppage * PAGE_MULT, -1).to(kl.int32), mask=m)
-    kl.pdl_launch_dependents()
+    _block_table_row(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
+                     out_s0, max_blocks, num_vpages, PAGE, PAGE_MULT, HAS_START, HAS_V2P, BLOCK)
+
+
+@kiln.jit(num_warps=2, do_not_specialize=["page_size", "page_mult", "has_start"])
+def kv_indices_generic_kernel(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0,
+                              max_ctx, out_s0, max_blocks, num_vpages, page_size, page_mult,
+                              has_start, HAS_V2P: kl.constexpr, BLOCK: kl.constexpr):
+    """``kv_indices_kernel`` with the page size, the multiplier and whether kv_start_idx is
+    given as runtime values (int32; has_start 0 or 1): any page_size, page_mult and
+    kv_start_idx."""
+    _block_table_row(r2t_ptr, req_ptr, lens_ptr, start_ptr, v2p_ptr, out_ptr, r2t_s0, max_ctx,
+                     out_s0, max_blocks, num_vpages, page_size, page_mult, has_start != 0,
+                     HAS_V2P, BLOCK)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,19 +122,32 @@ def block_config(bs: int, num_sms: Optional[int], settings: Settings = SETTINGS)
     return settings.block, settings.num_warps
 
 
+def _signature(req_i64: bool) -> dict:
+    return {"r2t_ptr": "*i32", "req_ptr": "*i64" if req_i64 else "*i32", "lens_ptr": "*i32",
+            "start_ptr": "*i32", "v2p_ptr": "*i64", "out_ptr": "*i32", "r2t_s0": "i32",
+            "max_ctx": "i32", "out_s0": "i32", "max_blocks": "i32", "num_vpages": "i32"}
+
+
+def _generic_name(req_i64: bool) -> str:
+    """The bundle's kernel for every page_size, page_mult, kv_start_idx and address."""
+    return _name(req_i64, SETTINGS.block) + "_generic"
+
+
 #: K3: PAGE 64; PAGE_MULT 1 (static pool) and 24 (unified pool, one block per MLA layer);
-#: v2p absent or given; req_pool_indices int64 or int32; no kv_start_idx.
+#: v2p absent or given; req_pool_indices int64 or int32; no kv_start_idx. The generic kernel
+#: (the many-requests BLOCK) for the rest.
 AOT_SPECIALIZATIONS = [
-    Spec(kv_indices_kernel, name=_name(req_i64, block),
-         signature={"r2t_ptr": "*i32", "req_ptr": "*i64" if req_i64 else "*i32",
-                    "lens_ptr": "*i32", "start_ptr": "*i32", "v2p_ptr": "*i64",
-                    "out_ptr": "*i32", "r2t_s0": "i32", "max_ctx": "i32", "out_s0": "i32",
-                    "max_blocks": "i32", "num_vpages": "i32"},
+    Spec(kv_indices_kernel, name=_name(req_i64, block), signature=_signature(req_i64),
          constexprs={"PAGE": PAGE, "PAGE_MULT": mult, "HAS_START": False, "HAS_V2P": v2p,
                      "BLOCK": block},
          divisibility=["r2t_ptr", "req_ptr", "lens_ptr", "out_ptr"], num_warps=warps)
     for block, warps in dict.fromkeys((block_config(1 << 30, None), block_config(1, 1)))
     for req_i64 in (True, False) for mult in (1, 24) for v2p in (False, True)
+] + [
+    Spec(kv_indices_generic_kernel, name=_generic_name(req_i64),
+         signature=dict(_signature(req_i64), page_size="i32", page_mult="i32", has_start="i32"),
+         constexprs={"HAS_V2P": v2p, "BLOCK": SETTINGS.block}, num_warps=SETTINGS.num_warps)
+    for req_i64 in (True, False) for v2p in (False, True)
 ]
 
 
@@ -173,9 +212,14 @@ def kv_indices(req_to_token: Any, req_pool_indices: Any, page_kernel_lens: Any,
         import torch
 
         v2p_arg = torch.empty(1, dtype=torch.int64, device=kv_indices.device)
-    L.launch(kv_indices_kernel, _name(req_dt == "int64", block, settings), (bs,),
-             (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
-              r2t_s0, max_ctx, out_s0, max_blocks, num_vpages),
-             {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": kv_start_idx is not None,
-              "HAS_V2P": v2p is not None, "BLOCK": block}, num_warps)
+    args = (req_to_token, req_pool_indices, page_kernel_lens, start_arg, v2p_arg, kv_indices,
+            r2t_s0, max_ctx, out_s0, max_blocks, num_vpages)
+    has_start, has_v2p = kv_start_idx is not None, v2p is not None
+    L.launch(kv_indices_kernel, _name(req_dt == "int64", block, settings), (bs,), args,
+             {"PAGE": page_size, "PAGE_MULT": page_mult, "HAS_START": has_start,
+              "HAS_V2P": has_v2p, "BLOCK": block}, num_warps,
+             generic=L.Launch(kv_indices_generic_kernel, _generic_name(req_dt == "int64"), (bs,),
+                              args + (page_size, page_mult, int(has_start)),
+                              {"HAS_V2P": has_v2p, "BLOCK": SETTINGS.block},
+                              SETTINGS.num_warps))
     return kv_indices

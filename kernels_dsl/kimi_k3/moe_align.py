@@ -13,7 +13,9 @@ every other slot of ``sorted_ids`` [topk * BLOCK] holds ``topk`` (the numel sent
 tail of ``expert_ids`` [topk] holds -1, and ``num_tokens_post_padded[0] = n_valid * BLOCK``.
 topk (<= 32) is padded to the power of two TOPK_P2 inside the kernel (masked lanes are
 invalid). Each output element is computed, not filled and then overwritten, so no store order
-between threads matters.
+between threads matters. The bundle holds K3's top-16 with blocks of 16 and 64 and, for every
+other topk, block size and address, ``moe_align_single_token_generic_kernel`` (topk and
+block_size at run time).
 
 Specification: docs/kernels/moe_routing.md
 """
@@ -33,12 +35,12 @@ INT32_MAX = 2**31 - 1
 MAX_TOPK = 32
 
 
-@kiln.jit(num_warps=1)
-def moe_align_single_token_kernel(ids_ptr, sorted_ptr, expert_ptr, post_ptr,
-                                  TOPK: kl.constexpr, BLOCK: kl.constexpr):
-    TP2: kl.constexpr = 2 ** math.ceil(math.log2(TOPK))
+@kiln.jit
+def _ranks(ids_ptr, topk, TP2: kl.constexpr):
+    """The lanes of the [TP2] tile (``in_range``: below topk) and, for rank r = lane, the lane
+    ``src_lane`` and the id ``src_id`` of rank r, ``used`` (r < n_valid) and n_valid."""
     lane = kl.arange(0, TP2)
-    in_range = lane < TOPK
+    in_range = lane < topk
     ids = kl.load(ids_ptr + lane, mask=in_range, other=-1)
     valid = (ids >= 0) & in_range
     key = kl.where(valid, ids, INT32_MAX)
@@ -52,13 +54,35 @@ def moe_align_single_token_kernel(ids_ptr, sorted_ptr, expert_ptr, post_ptr,
     hit = rank[None, :] == lane[:, None]
     src_lane = kl.sum(kl.where(hit, lj, 0), axis=1)
     src_id = kl.sum(kl.where(hit, ids[None, :], 0), axis=1)
-    used = lane < n_valid
+    return lane, in_range, src_lane, src_id, lane < n_valid, n_valid
+
+
+@kiln.jit(num_warps=1)
+def moe_align_single_token_kernel(ids_ptr, sorted_ptr, expert_ptr, post_ptr,
+                                  TOPK: kl.constexpr, BLOCK: kl.constexpr):
+    TP2: kl.constexpr = 2 ** math.ceil(math.log2(TOPK))
+    lane, in_range, src_lane, src_id, used, n_valid = _ranks(ids_ptr, TOPK, TP2)
     kl.store(expert_ptr + lane, kl.where(used, src_id, -1), mask=in_range)
     col = kl.arange(0, BLOCK)[None, :]
-    slot = li * BLOCK + col
+    slot = lane[:, None] * BLOCK + col
     val = kl.where((col == 0) & used[:, None], src_lane[:, None], TOPK)
     kl.store(sorted_ptr + slot, val, mask=in_range[:, None])
     kl.store(post_ptr, n_valid * BLOCK)
+
+
+@kiln.jit(num_warps=1, do_not_specialize=["topk", "block"])
+def moe_align_single_token_generic_kernel(ids_ptr, sorted_ptr, expert_ptr, post_ptr, topk,
+                                          block, COLS: kl.constexpr):
+    """``moe_align_single_token_kernel`` for any topk <= 32 and block (runtime values): the
+    [32] tile of lanes masked to topk, each lane's slots stored COLS at a time."""
+    lane, in_range, src_lane, src_id, used, n_valid = _ranks(ids_ptr, topk, MAX_TOPK)
+    kl.store(expert_ptr + lane, kl.where(used, src_id, -1), mask=in_range)
+    for c0 in range(0, block, COLS):
+        col = c0 + kl.arange(0, COLS)[None, :]
+        val = kl.where((col == 0) & used[:, None], src_lane[:, None], topk)
+        kl.store(sorted_ptr + lane[:, None] * block + col, val,
+                 mask=in_range[:, None] & (col < block))
+    kl.store(post_ptr, n_valid * block)
 
 
 def launch_config(topk: int, block_size: int) -> tuple:
@@ -66,16 +90,21 @@ def launch_config(topk: int, block_size: int) -> tuple:
     return {"TOPK": topk, "BLOCK": block_size}, 1
 
 
-#: K3: top-16, the MoE GEMMs' blocks of 16 and 64 rows.
+#: the bundle's kernel for every topk and block_size (and any address)
+GENERIC = "moe_align_single_token_generic"
+#: the slots of each lane the generic kernel stores at a time (a [32, COLS] tile)
+GENERIC_COLS = 32
+_POINTERS = {"ids_ptr": "*i32", "sorted_ptr": "*i32", "expert_ptr": "*i32", "post_ptr": "*i32"}
+
+#: K3: top-16, the MoE GEMMs' blocks of 16 and 64 rows; the generic kernel for the rest.
 AOT_SPECIALIZATIONS = [
-    Spec(moe_align_single_token_kernel, name="moe_align_single_token",
-         signature={"ids_ptr": "*i32", "sorted_ptr": "*i32", "expert_ptr": "*i32",
-                    "post_ptr": "*i32"},
-         constexprs=launch_config(16, block)[0],
-         divisibility=["ids_ptr", "sorted_ptr", "expert_ptr", "post_ptr"],
+    Spec(moe_align_single_token_kernel, name="moe_align_single_token", signature=_POINTERS,
+         constexprs=launch_config(16, block)[0], divisibility=list(_POINTERS),
          num_warps=launch_config(16, block)[1])
     for block in (16, 64)
-]
+] + [Spec(moe_align_single_token_generic_kernel, name=GENERIC,
+          signature=dict(_POINTERS, topk="i32", block="i32"), constexprs={"COLS": GENERIC_COLS},
+          num_warps=1)]
 
 
 def moe_align_single_token(topk_ids: Any, block_size: int, sorted_ids: Optional[Any] = None,
@@ -115,6 +144,8 @@ def moe_align_single_token(topk_ids: Any, block_size: int, sorted_ids: Optional[
         if num_tokens_post_padded is None:
             num_tokens_post_padded = torch.empty(1, dtype=torch.int32, device=dev)
     constexprs, num_warps = launch_config(topk, block_size)
-    L.launch(moe_align_single_token_kernel, "moe_align_single_token", (1,),
-             (topk_ids, sorted_ids, expert_ids, num_tokens_post_padded), constexprs, num_warps)
+    ptrs = (topk_ids, sorted_ids, expert_ids, num_tokens_post_padded)
+    L.launch(moe_align_single_token_kernel, "moe_align_single_token", (1,), ptrs, constexprs,
+             num_warps, generic=L.Launch(moe_align_single_token_generic_kernel, GENERIC, (1,),
+                                         ptrs + (topk, block_size), {"COLS": GENERIC_COLS}, 1))
     return sorted_ids, expert_ids, num_tokens_post_padded

@@ -42,7 +42,10 @@ occur; padded lanes get key 0, below every float's key). One program per row, th
   lane masks and prefix popcounts, then re-keyed from their scores and sorted in a [K, K] tile.
 
 Both wait for the previous kernel (PDL) before their first load: they may start while the
-router GEMM that writes ``scores`` is finishing.
+router GEMM that writes ``scores`` is finishing. The bundle holds them for K3's router (E =
+896, top-16) and, for every other E, topk, score stride and address,
+``moe_fused_gate_generic_kernel``: the radix select with E and topk at run time (the wrapper's
+generic launch; same ids and weight bits).
 
 Specification: docs/kernels/moe_routing.md
 """
@@ -140,10 +143,10 @@ def _count_ge(q0, q1, q2, q3, q4, q5, q6, q7, K: kl.constexpr):
 
 
 @kiln.jit
-def kth_key(key, K: kl.constexpr, BITS: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
+def kth_key(key, K, BITS: kl.constexpr, R: kl.constexpr, C: kl.constexpr):
     """The radix select's threshold thr (uint32) over the [R, C] keys, BITS (1 or 4) bits a
     round: count(key >= thr) >= K, the keys >= thr exactly the K winners unless ties at the
-    K-th key (then thr is that key)."""
+    K-th key (then thr is that key). K: a constexpr, or with BITS = 1 a runtime value."""
     # Invariant: n_ge = count(key >= thr) >= K. Once n_ge == K the K winners are exactly the
     # keys >= thr and the remaining rounds are skipped (a uniform branch); with ties at the
     # K-th key all 32 rounds run and thr ends as that key.
@@ -206,8 +209,7 @@ def renorm_and_scale(w, slot_ok, rsf, renorm, apply_rsf):
 
 
 @kiln.jit
-def store_shared_slots(w_ptr, ids_ptr, out, shared_w, n_shared, K: kl.constexpr,
-                       E: kl.constexpr):
+def store_shared_slots(w_ptr, ids_ptr, out, shared_w, n_shared, K, E):
     """The n_shared fused shared experts E, E + 1, ... after the K routed slots."""
     for j in range(n_shared):
         kl.store(w_ptr + out + K + j, shared_w)
@@ -237,11 +239,12 @@ def slot_experts(j, ok, ainc, einc, acnt, ecnt, amask, emask, R: kl.constexpr,
 
 
 @kiln.jit
-def row_keys(scores_ptr, bias_ptr, row, stride_s, E: kl.constexpr, R: kl.constexpr,
-             C: kl.constexpr, FAST_SIGMOID: kl.constexpr):
-    """Step 1 of both kernels: row ``row``'s keys as an [R, C] tile (expert e = r * C
-    + c; padded lanes key 0, below every float's key) and the tile's (rr, cc, lane, valid).
-    Waits for the previous kernel (PDL) before its loads and lets the next one launch."""
+def row_keys(scores_ptr, bias_ptr, row, stride_s, E, R: kl.constexpr, C: kl.constexpr,
+             FAST_SIGMOID: kl.constexpr):
+    """Step 1 of the kernels: row ``row``'s keys as an [R, C] tile of its E experts (expert
+    e = r * C + c; padded lanes key 0, below every float's key) and the tile's (rr, cc, lane,
+    valid). Waits for the previous kernel (PDL) before its loads and lets the next one
+    launch."""
     rr = kl.arange(0, R)
     cc = kl.arange(0, C)
     lane = rr[:, None] * C + cc[None, :]
@@ -254,18 +257,13 @@ def row_keys(scores_ptr, bias_ptr, row, stride_s, E: kl.constexpr, R: kl.constex
     return rr, cc, lane, valid, kl.where(valid, key, 0)
 
 
-@kiln.jit(num_warps=1, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
-def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
-                          rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
-                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1):
-    """The radix select (module docstring), SELECT_BITS (1 or 4) bits of the threshold a
-    round."""
-    BITS: kl.constexpr = SELECT_BITS
-    kl.static_assert(BITS == 1 or BITS == 4, "SELECT_BITS must be 1 or 4")
-    C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
-    R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
-    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
-    kl.static_assert(K <= E, "topk must not exceed the number of experts")
+@kiln.jit
+def _radix_select_row(scores_ptr, bias_ptr, w_ptr, ids_ptr, stride_s, stride_o, n_shared, rsf,
+                      renorm, apply_rsf, E, K, FAST_SIGMOID: kl.constexpr, BITS: kl.constexpr,
+                      R: kl.constexpr, C: kl.constexpr, KP: kl.constexpr):
+    """The radix select (module docstring) of row program_id(0): its E experts as an [R, C]
+    tile, its K winners in [KP] tiles. E and K: constexprs (``moe_fused_gate_kernel``), or
+    runtime values that the tiles bound (``moe_fused_gate_generic_kernel``, BITS = 1)."""
     row = kl.program_id(0)
     rr, cc, lane, valid, key = row_keys(scores_ptr, bias_ptr, row, stride_s, E, R, C,
                                         FAST_SIGMOID)
@@ -311,6 +309,36 @@ def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, str
     kl.store(w_ptr + out + jj, w, mask=slot_ok)
     kl.store(ids_ptr + out + jj, ids, mask=slot_ok)
     store_shared_slots(w_ptr, ids_ptr, out, routed_sum / rsf / denom * scale, n_shared, K, E)
+
+
+@kiln.jit(num_warps=1, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf"])
+def moe_fused_gate_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o, n_shared,
+                          rsf, renorm, apply_rsf, E: kl.constexpr, K: kl.constexpr,
+                          FAST_SIGMOID: kl.constexpr, SELECT_BITS: kl.constexpr = 1):
+    """The radix select (module docstring), SELECT_BITS (1 or 4) bits of the threshold a
+    round."""
+    BITS: kl.constexpr = SELECT_BITS
+    kl.static_assert(BITS == 1 or BITS == 4, "SELECT_BITS must be 1 or 4")
+    C: kl.constexpr = min(32, 1 << math.ceil(math.log2(E)))
+    R: kl.constexpr = 1 << math.ceil(math.log2((E + C - 1) // C))
+    KP: kl.constexpr = 1 << math.ceil(math.log2(K))
+    kl.static_assert(K <= E, "topk must not exceed the number of experts")
+    _radix_select_row(scores_ptr, bias_ptr, w_ptr, ids_ptr, stride_s, stride_o, n_shared, rsf,
+                      renorm, apply_rsf, E, K, FAST_SIGMOID, BITS, R, C, KP)
+
+
+@kiln.jit(num_warps=1, do_not_specialize=["M", "stride_o", "n_shared", "renorm", "apply_rsf",
+                                          "n_experts", "topk"])
+def moe_fused_gate_generic_kernel(scores_ptr, bias_ptr, w_ptr, ids_ptr, M, stride_s, stride_o,
+                                  n_shared, rsf, renorm, apply_rsf, n_experts, topk,
+                                  E_TILE: kl.constexpr, FAST_SIGMOID: kl.constexpr):
+    """``moe_fused_gate_kernel`` (one bit a round) for any n_experts <= E_TILE (a power of two)
+    and topk <= 32, runtime values: the row as an [E_TILE / 32, 32] tile (masked to
+    n_experts), the winners in [32] tiles (masked to topk)."""
+    C: kl.constexpr = min(32, E_TILE)
+    _radix_select_row(scores_ptr, bias_ptr, w_ptr, ids_ptr, stride_s, stride_o, n_shared, rsf,
+                      renorm, apply_rsf, n_experts, topk, FAST_SIGMOID, 1, E_TILE // C, C,
+                      MAX_TOPK)
 
 
 @kiln.jit
@@ -503,8 +531,26 @@ def _spec(m: int, fast: bool) -> Spec:
                 divisibility=_DIVISIBILITY, num_warps=warps, maxnreg=maxnreg)
 
 
-#: K3's router (896 experts, top-16), both sigmoids, at one row and at batch_m rows
-AOT_SPECIALIZATIONS = [_spec(m, fast) for m in (1, SETTINGS.batch_m) for fast in (False, True)]
+#: the generic kernel's row tiles: the smallest that holds E experts serves them
+GENERIC_E_TILES = (256, 1024, MAX_EXPERTS)
+#: the bundle's kernel for every E, topk, score stride and address the wrapper accepts
+GENERIC = "moe_fused_gate_generic"
+
+
+def generic_config(e: int, fast_sigmoid: bool) -> tuple:
+    """(constexprs, num_warps) of the generic kernel's launch for e experts: the smallest tile
+    of GENERIC_E_TILES that holds them, 8 keys a thread (E_TILE / 256 warps)."""
+    tile = min(t for t in GENERIC_E_TILES if t >= e)
+    return {"E_TILE": tile, "FAST_SIGMOID": fast_sigmoid}, max(1, tile // 256)
+
+
+#: K3's router (896 experts, top-16), both sigmoids, at one row and at batch_m rows; the
+#: generic kernel at every tile, both sigmoids
+AOT_SPECIALIZATIONS = [_spec(m, fast) for m in (1, SETTINGS.batch_m) for fast in (False, True)] + [
+    Spec(moe_fused_gate_generic_kernel, name=GENERIC,
+         signature=dict(_SIGNATURE, n_experts="i32", topk="i32"),
+         constexprs=generic_config(tile, fast)[0], num_warps=generic_config(tile, fast)[1])
+    for tile in GENERIC_E_TILES for fast in (False, True)]
 
 
 def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
@@ -571,5 +617,7 @@ def moe_fused_gate(scores: Any, bias: Any, topk: int, renormalize: bool = True,
             rsf, int(renormalize), int(apply_routed_scaling_factor_on_output))
     kernel, name, grid, constexprs, num_warps, maxnreg, _ = select_launch(
         m, e, topk, fast_sigmoid, settings)
-    L.launch(kernel, name, grid, args, constexprs, num_warps, maxnreg)
+    L.launch(kernel, name, grid, args, constexprs, num_warps, maxnreg,
+             generic=L.Launch(moe_fused_gate_generic_kernel, GENERIC, grid, args + (e, topk),
+                              *generic_config(e, fast_sigmoid)))
     return out_weights, out_ids

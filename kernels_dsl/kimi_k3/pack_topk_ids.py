@@ -8,9 +8,10 @@ The weight is rounded to bfloat16 (round to nearest even, as ``torch.Tensor.bflo
 
 The kernel is 1-D over the T*K elements (BLOCK per program); ``numel`` is not specialized
 (``do_not_specialize``), so a new T never recompiles; numel == 0 launches nothing. Two
-variants: VEC = 4 (numel % 4 == 0, 16-byte accesses) and VEC = 1 (any numel). The kernel is a
-programmatic dependent launch (``pdl_wait`` before the loads, dependents released after them),
-so that its launch overlaps the previous kernel's tail.
+variants: VEC = 4 (numel % 4 == 0, 16-byte accesses) and VEC = 1 (any numel), both for
+16-byte aligned tensors; the bundle's ``pack_topk_ids_generic`` is VEC = 1 at any address.
+The kernel is a programmatic dependent launch (``pdl_wait`` before the loads, dependents
+released after them), so that its launch overlaps the previous kernel's tail.
 
 Specification: docs/kernels/moe_routing.md
 """
@@ -58,13 +59,17 @@ def launch_config(numel: int, settings: Settings = SETTINGS) -> tuple:
     return {"BLOCK": settings.block, "VEC": 4 if numel % 4 == 0 else 1}, settings.num_warps
 
 
+#: the bundle's kernel (VEC = 1) for tensors at any address (views of a larger routing table)
+GENERIC = "pack_topk_ids_generic"
+_SIGNATURE = {"ids_ptr": "*i32", "weights_ptr": "*f32", "out_ptr": "*i32", "numel": "i32"}
+
 AOT_SPECIALIZATIONS = [
-    Spec(pack_topk_ids_kernel, name="pack_topk_ids",
-         signature={"ids_ptr": "*i32", "weights_ptr": "*f32", "out_ptr": "*i32", "numel": "i32"},
+    Spec(pack_topk_ids_kernel, name="pack_topk_ids", signature=_SIGNATURE,
          constexprs=launch_config(numel)[0],
          divisibility=["ids_ptr", "weights_ptr", "out_ptr"], num_warps=launch_config(numel)[1])
     for numel in (4, 1)  # VEC = 4 and 1
-]
+] + [Spec(pack_topk_ids_kernel, name=GENERIC, signature=_SIGNATURE,
+          constexprs=launch_config(1)[0], num_warps=launch_config(1)[1])]
 
 
 def pack_topk_ids(topk_ids: Any, topk_weights: Any, out: Optional[Any] = None, *,
@@ -93,6 +98,7 @@ def pack_topk_ids(topk_ids: Any, topk_weights: Any, out: Optional[Any] = None, *
     constexprs, num_warps = launch_config(numel, settings)
     block = constexprs["BLOCK"]
     L.check_int32_extent(op, "T * K", numel + block)
-    L.launch(pack_topk_ids_kernel, "pack_topk_ids", ((numel + block - 1) // block,),
-             (topk_ids, topk_weights, out, numel), constexprs, num_warps)
+    launch = L.Launch(pack_topk_ids_kernel, "pack_topk_ids", ((numel + block - 1) // block,),
+                      (topk_ids, topk_weights, out, numel), constexprs, num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC, constexprs=dict(constexprs, VEC=1)))
     return out

@@ -6,7 +6,9 @@
     out  = gate * up                                       (fp32 math, stored as bf16)
 
 with ``g = input[:, :D]`` and ``u = input[:, D:]``. One program handles BLOCK
-columns of one row; grid = (N, cdiv(D, BLOCK)).
+columns of one row; grid = (N, cdiv(D, BLOCK)). The bundle holds the kernel assuming D, the
+row strides and the addresses multiples of 16 (elements, bytes) and, as
+``situ_and_mul_generic``, assuming none of them.
 
 Specification: docs/kernels/situ.md
 """
@@ -63,6 +65,8 @@ def launch_config(dtype: str, settings: Settings = SETTINGS) -> tuple:
 
 
 _DIVISIBLE = ("x_ptr", "out_ptr", "D", "x_stride", "out_stride")
+#: the bundle's kernel for any D, row strides and addresses the wrapper accepts
+GENERIC = "situ_and_mul_generic"
 
 
 def _signature(dtype: str) -> dict:
@@ -72,9 +76,10 @@ def _signature(dtype: str) -> dict:
 
 
 AOT_SPECIALIZATIONS = [
-    Spec(situ_and_mul_kernel, name="situ_and_mul", signature=_signature(dtype),
+    Spec(situ_and_mul_kernel, name=name, signature=_signature(dtype),
          constexprs={"BLOCK": launch_config(dtype)[0], "HAS_LINEAR_BETA": has_linear_beta},
-         divisibility=_DIVISIBLE, num_warps=launch_config(dtype)[1])
+         divisibility=div, num_warps=launch_config(dtype)[1])
+    for name, div in (("situ_and_mul", _DIVISIBLE), (GENERIC, ()))
     for dtype in ("bf16", "f32")
     for has_linear_beta in (True, False)
 ]
@@ -134,6 +139,7 @@ def situ_and_mul(input: Any, out: Optional[Any] = None, beta: float = 4.0,
     lin = float(linear_beta) if has_linear_beta else 1.0
     args = (input, out, d, input.stride(0), out.stride(0), float(beta), 1.0 / float(beta), lin,
             1.0 / lin)
-    L.launch(situ_and_mul_kernel, "situ_and_mul", (n, (d + block - 1) // block), args,
-             {"BLOCK": block, "HAS_LINEAR_BETA": has_linear_beta}, num_warps)
+    launch = L.Launch(situ_and_mul_kernel, "situ_and_mul", (n, (d + block - 1) // block), args,
+                      {"BLOCK": block, "HAS_LINEAR_BETA": has_linear_beta}, num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC))
     return out

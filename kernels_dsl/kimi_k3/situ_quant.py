@@ -23,7 +23,8 @@ Rows t >= masked_m[e] (and their scales) are not written.
 
 Work mapping: grid (T_pad, cdiv(G, ROWS), E); each program owns ROWS groups of one token of
 one expert as a [ROWS, 128] tile and exits at once when the token lies past masked_m[e].
-E = 0 or T_pad = 0 launches nothing.
+E = 0 or T_pad = 0 launches nothing. The bundle holds the kernel for input strides that are
+multiples of 16 elements and, as ``situ_and_mul_masked_post_quant_generic``, of 8.
 
 Specification: docs/kernels/situ.md
 """
@@ -141,7 +142,11 @@ def _constexprs(ue8m0: bool, interleaved: bool, settings: Settings = SETTINGS) -
     return {"GROUP": GROUP, "ROWS": launch_config(settings)[0], "UE8M0": ue8m0,
             "INTERLEAVED": interleaved}
 
-_DIV = ["x_ptr", "q_ptr", "s_ptr", "N", "x_se", "x_st", "q_se", "q_st"]
+_DIV = {"x_ptr": 16, "q_ptr": 16, "s_ptr": 16, "N": 16, "x_se": 16, "x_st": 16, "q_se": 16,
+        "q_st": 16}
+#: the bundle's kernel for input strides that are multiples of 8 elements only (16 bytes: what
+#: the wrapper checks)
+GENERIC = "situ_and_mul_masked_post_quant_generic"
 
 
 def _signature(ue8m0: bool) -> dict:
@@ -153,10 +158,10 @@ def _signature(ue8m0: bool) -> dict:
 
 
 AOT_SPECIALIZATIONS = [
-    Spec(situ_and_mul_masked_post_quant_kernel, name="situ_and_mul_masked_post_quant",
-         signature=_signature(ue8m0),
-         constexprs=_constexprs(ue8m0, inter), divisibility=_DIV,
-         num_warps=launch_config()[1])
+    Spec(situ_and_mul_masked_post_quant_kernel, name=name, signature=_signature(ue8m0),
+         constexprs=_constexprs(ue8m0, inter), divisibility=div, num_warps=launch_config()[1])
+    for name, div in (("situ_and_mul_masked_post_quant", _DIV),
+                      (GENERIC, dict(_DIV, x_se=8, x_st=8)))
     for ue8m0 in (False, True)
     for inter in (False, True)
 ]
@@ -242,6 +247,8 @@ def situ_and_mul_masked_post_quant(input: Any, masked_m: Any, output: Optional[A
     args = (input, masked_m, output, s_arg, t_pad, n, g, x_se, x_st, t_pad * n, n, s_se, s_st,
             float(beta), 1.0 / float(beta), float(linear_beta), 1.0 / float(linear_beta))
     rows, num_warps = launch_config(settings)
-    L.launch(situ_and_mul_masked_post_quant_kernel, op, (t_pad, (g + rows - 1) // rows, e), args,
-             _constexprs(scale_ue8m0, interleaved, settings), num_warps)
+    launch = L.Launch(situ_and_mul_masked_post_quant_kernel, op,
+                      (t_pad, (g + rows - 1) // rows, e), args,
+                      _constexprs(scale_ue8m0, interleaved, settings), num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC))
     return output, output_scale

@@ -2,6 +2,10 @@
 
     python -m kiln bundle inspect PATH [--json]   kernels, archs, params, constexprs, sizes
     python -m kiln bundle verify PATH             exit 0 if PATH is a valid bundle, else 1
+    python -m kiln bundle coverage PATH [--json]  per kernel, each specialization's constexprs
+                                                  and what it assumes of its arguments
+                                                  (alignment, divisibility; "any arguments"
+                                                  for none)
     python -m kiln bundle diff OLD NEW [--json]   what changed; exit 1 if NEW lost something
                                                   (a kernel, a specialization, an arch, a
                                                   feature such as PDL/TMA/vector16, an
@@ -48,6 +52,52 @@ def _bundle_verify(args: argparse.Namespace) -> int:
     images = sum(len(k["images"]) for k in kernels)
     print(f"ok: bundle '{bundle.name}': {len(kernels)} kernels, {images} images, "
           f"archs: {', '.join(archs) or '(none)'}")
+    return 0
+
+
+def coverage(kernels):
+    """What bundle manifest entries ``kernels`` serve: [(name, [(constexprs, pointer dtypes,
+    [(param, kind, divisibility > 1)])])], the kernels in manifest order. A launch takes, of
+    the entries of its name and constexprs, the most specialized whose assumptions its
+    arguments meet; one that assumes nothing serves every argument of its types."""
+    out = {}
+    for k in kernels:
+        params = k.get("params", [])
+        assumes = [(p["name"], p["kind"], p["divisibility"]) for p in params
+                   if p.get("divisibility", 1) > 1]
+        out.setdefault(k["name"], []).append(
+            (k.get("constexprs", {}), [p["dtype"] for p in params if p["kind"] == "ptr"],
+             assumes))
+    return list(out.items())
+
+
+def _assumption_text(assumes) -> str:
+    return ", ".join(f"{n} {d}-byte aligned" if kind == "ptr" else f"{n} % {d} == 0"
+                     for n, kind, d in assumes) or "any arguments"
+
+
+def _bundle_coverage(args: argparse.Namespace) -> int:
+    try:
+        bundle = Bundle(args.path)
+    except KilnError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    table = coverage(bundle.kernels())
+    if args.json:
+        print(json.dumps({"bundle": bundle.name, "kernels": [
+            {"name": name, "specializations": [
+                {"constexprs": c, "pointers": p,
+                 "assumes": [{"param": n, "kind": k, "divisibility": d} for n, k, d in a]}
+                for c, p, a in specs]}
+            for name, specs in table]}, indent=2))
+        return 0
+    print(f"bundle '{bundle.name}': {len(bundle.kernels())} specializations of {len(table)} "
+          f"kernels; a launch takes the most specialized whose assumptions its arguments meet")
+    for name, specs in table:
+        print(f"\n{name}")
+        for consts, ptrs, assumes in specs:
+            cx = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(consts.items()))
+            print(f"  [{cx}] ptrs({','.join(ptrs)}): {_assumption_text(assumes)}")
     return 0
 
 
@@ -195,6 +245,11 @@ def add_bundle_commands(subparsers: "argparse._SubParsersAction") -> None:
     verify = sub.add_parser("verify", help="check every checksum and field; exit 1 if bad")
     verify.add_argument("path")
     verify.set_defaults(handler=_bundle_verify)
+    cover = sub.add_parser("coverage", help="per kernel, each specialization's constexprs and "
+                                            "what it assumes of its arguments")
+    cover.add_argument("path")
+    cover.add_argument("--json", action="store_true", help="print the table as JSON")
+    cover.set_defaults(handler=_bundle_coverage)
     diff = sub.add_parser("diff", help="compare two bundles; exit 1 if NEW lost a kernel, a "
                                        "specialization, an arch, a feature or a parameter")
     diff.add_argument("old")

@@ -230,7 +230,8 @@ class JITFunction(KernelFunction):
                 cluster: Any = None, maxnreg: Optional[int] = None) -> CompiledKernel:
         """Compiles one specialization without a GPU.
 
-        ``signature``: runtime parameter -> type (``"*bf16"``, ``"i32"``);
+        ``signature``: runtime parameter -> type (``"*bf16"``, ``"i32"``), in any order: the
+        kernel's parameter order is the ABI, and the metadata lists the parameters in it;
         ``divisibility``: names (meaning 16) or {name: power of two};
         ``equal_to_1``: integer parameters specialized to the value 1;
         ``upto``: last stage (``tile``, ``llvm_dialect``, ``llvm_ir``, ``ptx``, ``cubin``);
@@ -242,6 +243,8 @@ class JITFunction(KernelFunction):
         ``cluster``: thread-block cluster shape (default: the decorator's);
         ``maxnreg``: register cap (default: the decorator's).
         """
+        order = {n: i for i, n in enumerate(self.source.param_names)}
+        signature = dict(sorted(signature.items(), key=lambda kv: order.get(kv[0], len(order))))
         spec = Specialization.make(signature, divisibility, constexprs,
                                    num_warps or self.num_warps, equal_to_1=equal_to_1,
                                    cluster=self._cluster(cluster), fp_fusion=self.fp_fusion,

@@ -228,6 +228,29 @@ def _check_fresh(t, nvb, write_prefix, seed, settings=mod.SETTINGS):
 
 
 @pytest.mark.parametrize("write_prefix", [False, True])
+@pytest.mark.parametrize("t", [1, 7, 133, 300])
+@pytest.mark.parametrize("h,nvb", [(8, 0), (1000, 3), (4104, 8), (H, 5), (16384, 1)])
+def test_every_accepted_shape(launch_mode, t, h, nvb, write_prefix):
+    """Hidden sizes other than K3's, JIT-compiled and through the bundle (whose cluster,
+    token and ring specializations are built for H = 7168's tiles: the others take its
+    generic ring, the row in a 16384 tile), every kernel the token counts select (the
+    cluster and token kernels below the SM count): fresh inputs (K3's bank of 9 rows)
+    against the float64 reference; the snapshot bit for bit, the other bank rows
+    untouched."""
+    prefix, bank, cw, ow = inputs(t, 9, h=h, seed=h + 10 * t + nvb + write_prefix)
+    before = bank.clone()
+    want = reference(prefix, before, cw, ow, nvb)
+    out = torch.full((t, h), float("nan"), device="cuda", dtype=torch.bfloat16)
+    mod.attn_res(prefix, bank, cw, ow, out, nvb=nvb, eps=EPS, write_prefix=write_prefix)
+    torch.cuda.synchronize()
+    assert_close_bf16(out, want)
+    expected = before.clone()
+    if write_prefix:
+        expected[:, nvb] = prefix
+    assert torch.equal(bits(bank), bits(expected))
+
+
+@pytest.mark.parametrize("write_prefix", [False, True])
 @pytest.mark.parametrize("nvb", [0, 1, 3, 4, 8])
 @pytest.mark.parametrize("t", [1, 7, 64, 133, 300])
 def test_token_kernel(t, nvb, write_prefix):

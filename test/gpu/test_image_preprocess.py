@@ -65,7 +65,9 @@ def run(images, out_h, out_w, **kw):
     (1, 1, 1, 14, 14),          # single pixel
     (1, 14, 28, 28, 14),        # mixed up/down
 ])
-def test_matches_reference(n, h, w, out_h, out_w):
+def test_matches_reference(launch_mode, n, h, w, out_h, out_w):
+    """JIT-compiled and through the bundle (its kernel's parameters in the kernel's order:
+    the bundle once refused every call, 'out_w expects i32, got float')."""
     images = random_images(n, h, w)
     check(run(images, out_h, out_w), reference(images, out_h, out_w), max(h, w))
 
@@ -87,12 +89,31 @@ def test_tiles_same_bits(n, h, w, out_h, out_w, crop, rows, xblock, warps):
     check(out, reference(images, out_h, out_w), max(h, w))
 
 
-def test_strided_images_and_custom_normalization():
+def test_strided_images_and_custom_normalization(launch_mode):
     full = random_images(2, 300, 500)
     images = full[:, 10:250, 20:420]  # a crop: strided rows and images
     mean, std = (0.5, 0.25, 0.125), (0.5, 2.0, 0.3)
     out = run(images, 224, 224, mean=mean, std=std)
     check(out, reference(images, 224, 224, mean=mean, std=std), 400, std)
+
+
+@pytest.mark.parametrize("out_offset", [0, 1])
+def test_unaligned_crops_and_outputs(launch_mode, out_offset):
+    """A crop starting at a byte offset that is not a multiple of 16 and (out_offset 1) an
+    output one element into a larger buffer: the bundle's generic kernel (no alignment
+    assumed); the buffer around the output untouched."""
+    full = random_images(2, 301, 503)
+    images = full[:, 7:257, 3:403]
+    assert images.data_ptr() % 16
+    out_h, out_w = 224, 336
+    size = 2 * (out_h // 14) * (out_w // 14) * 588
+    buf = torch.full((size + 8,), float("nan"), device="cuda", dtype=torch.bfloat16)
+    out = buf[out_offset:out_offset + size].view(2, -1, 588)
+    assert mod.image_preprocess(images, out_h, out_w, out=out) is out
+    torch.cuda.synchronize()
+    check(out, reference(images, out_h, out_w), 400)
+    assert bool(torch.isnan(buf[:out_offset]).all())
+    assert bool(torch.isnan(buf[out_offset + size:]).all())
 
 
 def test_extreme_pixels():

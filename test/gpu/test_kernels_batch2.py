@@ -1,6 +1,7 @@
 """kv_indices (docs/kernels/mla_cache.md) and moe_align_single_token (docs/kernels/moe_routing.md)
-on the GPU through their wrappers, against torch references written from those pages; bad
-arguments raise before launch."""
+on the GPU through their wrappers, against torch references written from those pages, JIT-compiled
+and through the bundle (launch_mode: K3's page size, multipliers, top-16 and blocks take the
+fast specializations, the rest the generic kernels); bad arguments raise before launch."""
 
 import pytest
 
@@ -38,13 +39,13 @@ def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
     return torch.where(write, val, out)
 
 
-@pytest.mark.parametrize("mult", [1, 24])
+@pytest.mark.parametrize("page,mult", [(64, 1), (64, 24), (16, 3), (1, 1), (128, 24)])
 @pytest.mark.parametrize("use_v2p", [False, True])
 @pytest.mark.parametrize("use_start", [False, True])
 @pytest.mark.parametrize("req_dtype", [torch.int32, torch.int64])
-def test_kv_indices(mult, use_v2p, use_start, req_dtype):
+def test_kv_indices(launch_mode, page, mult, use_v2p, use_start, req_dtype):
     g = torch.Generator(device="cuda").manual_seed(mult + 2 * use_v2p + 4 * use_start)
-    page, max_reqs, max_ctx, num_pages = 64, 40, 64 * 600, 50000
+    max_reqs, max_ctx, num_pages = 40, 64 * 600, 50000
     pg = torch.randint(0, num_pages, (max_reqs, max_ctx // page), device="cuda", generator=g)
     r2t = (pg[:, :, None] * page + torch.arange(page, device="cuda")).reshape(max_reqs, -1).int()
     r2t[3, 64 * 5:] = -1
@@ -62,8 +63,8 @@ def test_kv_indices(mult, use_v2p, use_start, req_dtype):
     out_buf = torch.full((bs, 520), POISON, dtype=torch.int32, device="cuda")
     out = out_buf[:, :512]
     expected = ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult)
-    assert kvi.kv_indices(r2t, req, lens, out, kv_start_idx=start, v2p=v2p, page_mult=mult) \
-        is out
+    assert kvi.kv_indices(r2t, req, lens, out, kv_start_idx=start, v2p=v2p, page_size=page,
+                          page_mult=mult) is out
     torch.cuda.synchronize()
     assert torch.equal(out, expected)
     assert torch.all(out_buf[:, 512:] == POISON)
@@ -101,10 +102,10 @@ def ref_align(ids, block):
                                                 device=ids.device)
 
 
-@pytest.mark.parametrize("block", [16, 64])
+@pytest.mark.parametrize("block", [1, 16, 64, 256])
 @pytest.mark.parametrize("topk", [1, 3, 8, 16, 17, 32])
 @pytest.mark.parametrize("n_invalid", [0, 2, 99])
-def test_moe_align_single_token(topk, block, n_invalid):
+def test_moe_align_single_token(launch_mode, topk, block, n_invalid):
     g = torch.Generator(device="cuda").manual_seed(topk * 100 + block + n_invalid)
     ids = torch.randperm(384, device="cuda", generator=g)[:topk].int()[None, :].contiguous()
     k = min(n_invalid, topk)
@@ -113,6 +114,23 @@ def test_moe_align_single_token(topk, block, n_invalid):
     torch.cuda.synchronize()
     for a, b in zip(got, ref_align(ids, block)):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("topk", [3, 16])
+def test_moe_align_row_of_a_larger_table(launch_mode, topk):
+    """topk_ids as row 1 of a [2, topk] table (for topk = 3 not 16-byte aligned: the bundle's
+    generic kernel) and the outputs as views one element into larger buffers."""
+    table = torch.randperm(384, device="cuda")[:2 * topk].int().view(2, topk)
+    table[1, 0] = -1
+    ids = table[1:]
+    s = torch.full((topk * 16 + 1,), POISON, dtype=torch.int32, device="cuda")
+    e = torch.full((topk + 1,), POISON, dtype=torch.int32, device="cuda")
+    p = torch.full((2,), POISON, dtype=torch.int32, device="cuda")
+    moe_align.moe_align_single_token(ids, 16, s[1:], e[1:], p[1:])
+    torch.cuda.synchronize()
+    for a, b in zip((s[1:], e[1:], p[1:]), ref_align(ids, 16)):
+        assert torch.equal(a, b)
+    assert s[0] == POISON and e[0] == POISON and p[0] == POISON
 
 
 def test_moe_align_preallocated_outputs_and_bad_arguments():

@@ -129,7 +129,7 @@ OPTIONS = [
 
 @pytest.mark.parametrize("m", [1, 7, 512, 4096])
 @pytest.mark.parametrize("opt", range(len(OPTIONS)))
-def test_k3_random_exact(m, opt):
+def test_k3_random_exact(launch_mode, m, opt):
     scores, bias = random_inputs(m, seed=m + 1000 * opt)
     check_exact(scores, bias, K, **OPTIONS[opt])
 
@@ -151,9 +151,26 @@ def test_precise_weights_are_torch_sigmoid_bits():
 
 @pytest.mark.parametrize("e,k", [(64, 1), (64, 8), (128, 16), (256, 8), (256, 16), (40, 5),
                                  (2048, 16)])
-def test_other_expert_counts(e, k):
+def test_other_expert_counts(launch_mode, e, k):
     scores, bias = random_inputs(300, e=e, seed=e + k)
     check_exact(scores, bias, k, num_fused_shared_experts=1, routed_scaling_factor=1.5)
+
+
+@pytest.mark.parametrize("m", [1, 33, 600])
+@pytest.mark.parametrize("e,k,pad", [(896, 16, 1), (896, 8, 0), (1, 1, 0), (257, 32, 3),
+                                     (1000, 16, 0), (4096, 32, 0)])
+def test_every_accepted_shape(launch_mode, m, e, k, pad):
+    """E, topk and score strides other than K3's (896 experts, top-16, a row stride that is
+    a multiple of 16: the bundle's fast specializations; the others its generic kernel, the
+    radix select with E and topk at run time) against the reference, exact, with tie and
+    special rows where E = 896; the fast sigmoid too."""
+    scores = random_inputs(m, e=e + pad, seed=m + e + k)[0][:, :e]  # row stride E + pad
+    if e == E and m > 17:
+        scores[:17] = torch.cat([tie_rows(7, seed=m), special_rows(seed=m)])
+    bias = random_inputs(1, e=e, seed=e)[1]
+    check_exact(scores, bias, k, num_fused_shared_experts=1, routed_scaling_factor=2.5,
+                apply_routed_scaling_factor_on_output=True)
+    check_fast(scores, bias, k, renormalize=False)
 
 
 def tie_rows(m, seed):
@@ -234,7 +251,7 @@ def test_nan_and_inf_in_bias():
     assert bool((ids[:, :2] == torch.tensor([10, 20], device="cuda")).all())
 
 
-def test_strided_scores_and_m_zero():
+def test_strided_scores_and_m_zero(launch_mode):
     scores, bias = random_inputs(33, e=1024, seed=4)
     view = scores[:, :E]  # row stride 1024
     check_exact(view, bias[:E].contiguous(), K, num_fused_shared_experts=1)

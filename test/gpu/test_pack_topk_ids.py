@@ -31,9 +31,22 @@ def run(ids, w):
 
 @pytest.mark.parametrize("t", [1, 7, 1024, 4097, 16384])
 @pytest.mark.parametrize("k", [16, 8, 3])
-def test_bit_exact(t, k):
+def test_bit_exact(launch_mode, t, k):
     ids, w = random_routing(t, k)
     assert torch.equal(run(ids, w), reference(ids, w))
+
+
+@pytest.mark.parametrize("t,k", [(7, 3), (1024, 16)])
+def test_rows_of_a_larger_table(launch_mode, t, k):
+    """Row 1.. of each tensor (one row of K int32 past a 16-byte boundary for K = 3, not for
+    K = 16): the bundle's generic kernel where no 16-byte alignment holds; row 0 of the
+    output untouched."""
+    ids, w = random_routing(t + 1, k)
+    out = torch.full((t + 1, k), -7, device="cuda", dtype=torch.int32)
+    mod.pack_topk_ids(ids[1:], w[1:], out[1:])
+    torch.cuda.synchronize()
+    assert torch.equal(out[1:], reference(ids[1:], w[1:]))
+    assert bool((out[0] == -7).all())
 
 
 def test_rounding_edges_and_specials():

@@ -14,7 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels_dsl.kimi_k3 import situ  # noqa: E402
+from kernels_dsl.kimi_k3 import situ, situ_quant  # noqa: E402
+
+import test_fp8_quant as fp8  # noqa: E402  (the SiTU masked quant reference and checks)
 
 pytestmark = pytest.mark.sm90
 
@@ -155,3 +157,60 @@ def test_pdl_chain_reads_the_previous_kernels_output():
         expect = reference(expect, 4.0, 25.0)
         assert_bf16_close(out, expect)
         expect = out
+
+
+# ---------------------------------------------------------------------------
+# Every accepted input, JIT-compiled and through the bundle (launch_mode): the bundle serves
+# the ones its fast specializations do not assume (D or a row stride not a multiple of 16
+# elements, an input or output not 16-byte aligned) with its generic kernels
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("linear_beta", [25.0, None])
+@pytest.mark.parametrize("n,d,pad,offset", [
+    (300, 7168, 0, 0),   # K3: the fast specialization
+    (7, 2056, 0, 0),     # D = 2056: not a multiple of 16
+    (64, 7168, 8, 0),    # a row stride of 2D + 24 elements: not a multiple of 16
+    (5, 8, 0, 0),        # the smallest D
+    (33, 1024, 0, 1),    # input and output one element past a 16-byte boundary
+])
+def test_every_accepted_input(launch_mode, dtype, linear_beta, n, d, pad, offset):
+    """The wrapper's results against the reference in both modes; the output's neighbours
+    (its padded rows, the element before it) untouched."""
+    full = (torch.randn(n, 2 * d + pad + 16, device="cuda") * 4).to(dtype)
+    x = full[:, offset:offset + 2 * d]
+    out_full = torch.full((n, d + 16), float("nan"), device="cuda", dtype=torch.bfloat16)
+    out = out_full[:, offset:offset + d]
+    assert x.stride(0) == 2 * d + pad + 16 and (x.data_ptr() % 16 == 0) == (offset == 0)
+    situ.situ_and_mul(x, out, linear_beta=linear_beta)
+    torch.cuda.synchronize()
+    assert_bf16_close(out, reference(x, 4.0, linear_beta))
+    rest = torch.ones_like(out_full, dtype=torch.bool)
+    rest[:, offset:offset + d] = False
+    assert bool(torch.isnan(out_full[rest]).all()), "wrote outside the output"
+
+
+@pytest.mark.parametrize("ue8m0", [False, True])
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("pad", [0, 8])
+def test_masked_post_quant_every_accepted_input(launch_mode, ue8m0, interleaved, pad):
+    """situ_and_mul_masked_post_quant in both modes against test_fp8_quant.py's reference
+    and checks: contiguous rows (the fast specialization) and rows padded by 8 elements (row
+    and expert strides multiples of 8 elements, not 16: the generic kernel)."""
+    e, t_pad, n = 4, 7, fp8.MOE_INTER
+    x, masked_m = fp8.situ_inputs(e, t_pad, n, [7, 0, 3, 100])
+    if pad:
+        x = torch.cat([x, torch.zeros(e, t_pad, pad, device="cuda", dtype=x.dtype)],
+                      dim=-1)[..., :2 * n]
+        assert x.stride(1) == 2 * n + pad
+    q = torch.full((e, t_pad, n), 0x5A, device="cuda", dtype=torch.uint8).view(fp8.F8)
+    if ue8m0:
+        s = torch.full((e, n // 512, t_pad), 0x7E7E7E7E, device="cuda", dtype=torch.int32)
+    else:
+        s = torch.full((e, t_pad, n // 128), float("nan"), device="cuda")
+    q_poison, s_poison = q.clone(), s.clone()
+    out = situ_quant.situ_and_mul_masked_post_quant(x, masked_m, q, s, scale_ue8m0=ue8m0,
+                                                    interleaved=interleaved)
+    torch.cuda.synchronize()
+    assert out[0] is q and out[1] is s
+    fp8.check_situ(x, masked_m, q, s, ue8m0, interleaved, q_poison, s_poison)

@@ -126,13 +126,17 @@ def use(monkeypatch, **changes):
     monkeypatch.setattr(Current, "settings", dataclasses.replace(mod.SETTINGS, **changes))
 
 
-@pytest.fixture
-def via_interpreter(monkeypatch):
-    """The wrapper's launch runs the kernel in the interpreter (numpy in, numpy out)."""
+def interpreter_launch(monkeypatch, use_generic):
+    """The wrapper's launch runs its kernel (or with ``use_generic`` its generic launch, the
+    bundle's kernel for the shapes the others miss) in the interpreter (numpy in, numpy out);
+    the wrapper's launches recorded."""
     launches = []
 
-    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None, cluster=None):
+    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None, cluster=None,
+               generic=None):
         launches.append((name, tuple(grid), dict(constexprs), num_warps))
+        if use_generic:
+            kernel, _, grid, args, constexprs, _, _, cluster = generic
         if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
             return
         args = [x.a if isinstance(x, HostTensor) else x for x in args]
@@ -141,6 +145,16 @@ def via_interpreter(monkeypatch):
 
     monkeypatch.setattr(mod.L, "launch", launch)
     return launches
+
+
+@pytest.fixture
+def via_interpreter(monkeypatch):
+    return interpreter_launch(monkeypatch, False)
+
+
+@pytest.fixture
+def via_generic(monkeypatch):
+    return interpreter_launch(monkeypatch, True)
 
 
 def make_inputs(rng, t, nb, h, scale=1.0):
@@ -353,6 +367,19 @@ def test_zero_tokens_launch_nothing(via_interpreter):
     assert res.a is out and via_interpreter == []
 
 
+@pytest.mark.parametrize("t,h,nvb,write_prefix,sms", [
+    (1, 8, 0, False, None), (3, 1000, 3, True, 2), (2, mod.HIDDEN, 2, False, 1),
+    (2, mod.MAX_H, 1, True, 132)])
+def test_generic_kernel(via_generic, monkeypatch, t, h, nvb, write_prefix, sms):
+    """The generic launch (the bundle's ring for every H, nvb and token count; its 16384
+    tile makes the interpreter slow, so few rows) against the reference: H from 8 to the
+    longest row, persistent programs owning several tokens."""
+    monkeypatch.setattr(mod, "_num_sms", lambda x: sms)
+    rng = np.random.default_rng(t * 1000 + h + nvb + 17 * write_prefix)
+    nb = nvb + 1 if write_prefix else max(nvb, 1)
+    check(*make_inputs(rng, t, nb, h), nvb, write_prefix)
+
+
 # ---------------------------------------------------------------------------
 # Argument checks: all before any CUDA call
 # ---------------------------------------------------------------------------
@@ -454,7 +481,9 @@ def test_module_listed():
     assert "attn_res" in kimi_k3.MODULES
 
 
-RING_SPECS = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.attn_res_ring_kernel]
+RING_SPECS = [s for s in mod.AOT_SPECIALIZATIONS
+              if s.kernel is mod.attn_res_ring_kernel and s.kernel_name != mod.GENERIC]
+GENERIC_SPECS = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == mod.GENERIC]
 
 
 def test_aot_specializations():
@@ -471,6 +500,10 @@ def test_aot_specializations():
     assert {s.kernel for s in mod.AOT_SPECIALIZATIONS} == {
         mod.attn_res_ring_kernel, mod.attn_res_cluster_kernel, mod.attn_res_token_kernel}
     assert mod.attn_res_ring_kernel.do_not_specialize == {"T", "nvb"}
+    # ... and the generic ring at the longest row, one 16-warp program an SM
+    assert [(s.kernel, s.constexprs, s.num_warps) for s in GENERIC_SPECS] == [
+        (mod.attn_res_ring_kernel, {"BLOCK": mod.MAX_H, "WRITE_PREFIX": wp, "STAGES": 3,
+                                    "PROGRAMS": 1}, 16) for wp in (False, True)]
 
 
 class FakeDevice:
@@ -505,12 +538,17 @@ def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
     launched = [(k, name, cx, warps, regs, cluster)
                 for k, name, _, cx, warps, regs, cluster in selected]
     for s in mod.AOT_SPECIALIZATIONS:
-        assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps, s.maxnreg,
-                s.cluster) in launched, s.kernel_name
+        if s.kernel_name != mod.GENERIC:
+            assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps, s.maxnreg,
+                    s.cluster) in launched, s.kernel_name
+    for wp in (False, True):  # the generic launch of every call
+        assert mod._spec(mod.generic_launch(1, wp, 132)).__dict__ == next(
+            s for s in GENERIC_SPECS if s.constexprs["WRITE_PREFIX"] == wp).__dict__
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", RING_SPECS, ids=lambda s: s.kernel_name)
+@pytest.mark.parametrize("spec", RING_SPECS + GENERIC_SPECS,
+                         ids=lambda s: f"{s.kernel_name}-{s.constexprs['WRITE_PREFIX']}")
 def test_compiles_to_ptx_and_cubin(spec, arch):
     pytest.importorskip("kiln._C")
     from kiln.compiler.targetinfo import target_info

@@ -511,6 +511,48 @@ def test_select_by_pointer_dtype_alignment_and_constexprs(tmp_path):
         fam.select([("ptr",) + f32, ("ptr", 0x3000, "bf16"), 4096, 1.0])
 
 
+def test_cli_coverage(tmp_path):
+    """Per kernel, each specialization's constexprs, pointer dtypes and assumptions (the
+    generic entry: none)."""
+    import json
+
+    family_bundle(tmp_path)
+    path = os.fspath(tmp_path / "family.kbundle")
+    r = run_cli("bundle", "coverage", path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"bundle '{path}': 5 specializations of 1 kernels")
+    assert lines[2] == "situ_and_mul"
+    assert "  [BLOCK=2048, HAS_LINEAR_BETA=true] ptrs(bf16,bf16): x 16-byte aligned, out " \
+           "16-byte aligned, n % 16 == 0" in lines
+    assert lines[-1] == "  [BLOCK=256, HAS_LINEAR_BETA=true] ptrs(bf16,bf16): any arguments"
+    r = run_cli("bundle", "coverage", "--json", path)
+    (kernel,) = json.loads(r.stdout)["kernels"]
+    assert kernel["name"] == "situ_and_mul" and len(kernel["specializations"]) == 5
+    assert kernel["specializations"][0]["assumes"] == [
+        {"param": "x", "kind": "ptr", "divisibility": 16},
+        {"param": "out", "kind": "ptr", "divisibility": 16},
+        {"param": "n", "kind": "scalar", "divisibility": 16}]
+    assert kernel["specializations"][-1] == {
+        "constexprs": {"BLOCK": 256, "HAS_LINEAR_BETA": True}, "pointers": ["bf16", "bf16"],
+        "assumes": []}
+
+
+def test_family_find_remembers_a_miss():
+    """find: the fitting specialization, or None where none fits (no JIT, no error), a miss
+    remembered like a fit by the arguments' alignment classes; select explains it."""
+    w = runtime.BundleWriter("kiln-test")
+    w.add_kernel({"name": "n16", "symbol": "n16", "threads_per_block": 32,
+                  "params": [{"name": "n", "kind": "scalar", "dtype": "i32",
+                              "divisibility": 16}]}, [("sm_90a", "cubin", fake_cubin(1, 64))])
+    fam = Bundle.from_bytes(w.serialize()).family("n16")
+    assert fam.find([64]).meta["name"] == "n16"
+    assert fam.find([63]) is None and fam.find([79]) is None  # one class: odd
+    assert len(fam._chosen) == 2 and list(fam._chosen.values()).count(None) == 1
+    with pytest.raises(KilnError, match="wants a multiple of 16, got 63"):
+        fam.select([63])
+
+
 def test_select_missing_specialization_names_itself(tmp_path, monkeypatch):
     b = family_bundle(tmp_path)
     monkeypatch.setenv("KILN_NO_JIT", "1")

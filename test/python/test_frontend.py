@@ -75,6 +75,17 @@ def test_situ_metadata_shape():
     assert "BLOCK" not in [p["name"] for p in meta["params"]]
 
 
+def test_metadata_lists_the_parameters_in_the_kernels_order():
+    """The ABI is the kernel's parameter order, whatever the signature's: the metadata (what
+    a launch checks its arguments against) lists the parameters in it."""
+    spec = situ_spec("bf16", True)
+    reordered = dict(reversed(list(spec.signature.items())))
+    meta = spec.kernel.compile(reordered, spec.constexprs, spec.divisibility,
+                               num_warps=spec.num_warps, upto="tile").meta
+    assert [p["name"] for p in meta["params"]] == list(spec.signature)
+    assert meta["specialization"] == compile_spec(spec, upto="tile").meta["specialization"]
+
+
 # ---------------------------------------------------------------------------
 # Language features
 # ---------------------------------------------------------------------------

@@ -23,9 +23,13 @@ VECTOR = {
     "mla_output_gate": (True, True),
     "mla_kv_scatter_bf16": (True, True),
     "image_preprocess_columns": (False, False),  # byte gathers, 2-byte scattered stores
+    "image_preprocess_columns_generic": (False, False),
     "pack_topk_ids": (True, True),      # VEC = 4; VEC = 1 is scalar (checked below)
+    "pack_topk_ids_generic": (False, False),  # VEC = 1 at any address
     "per_token_group_quant_fp8": (True, True),
     "situ_and_mul_masked_post_quant": (True, True),  # INTERLEAVED: gathers (checked below)
+    # strides of 8 elements: still 16 bytes
+    "situ_and_mul_masked_post_quant_generic": (True, True),
     "mla_output_gate_fp8": (True, True),
     "mla_kv_scatter_fp8": (True, True),
     "quant_mxfp4": (True, True),  # 16-byte loads of (even, odd) words
@@ -33,7 +37,7 @@ VECTOR = {
 }
 
 #: kernel -> whether it is a programmatic dependent launch (concat_mla_k: its PDL constexpr).
-PDL = {name: name not in ("image_preprocess", "image_preprocess_columns") for name in VECTOR}
+PDL = {name: not name.startswith("image_preprocess") for name in VECTOR}
 
 
 def k3_specs():
@@ -94,7 +98,8 @@ def test_pack_topk_ids_rounds_to_bf16_and_does_not_specialize_numel():
     from kernels_dsl.kimi_k3 import pack_topk_ids as mod
 
     assert mod.pack_topk_ids_kernel.do_not_specialize == {"numel"}
-    assert [s.constexprs["VEC"] for s in mod.AOT_SPECIALIZATIONS] == [4, 1]
+    assert [(s.kernel_name, s.constexprs["VEC"]) for s in mod.AOT_SPECIALIZATIONS] == [
+        ("pack_topk_ids", 4), ("pack_topk_ids", 1), (mod.GENERIC, 1)]
     spec = mod.AOT_SPECIALIZATIONS[0]
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
@@ -285,10 +290,11 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
     rounded (.rn: ptxas neither contracts nor reorders them)."""
     specs = [s for s in kiln.aot.collect("kernels_dsl.kimi_k3")
              if s.kernel_name in ("per_token_group_quant_fp8", "situ_and_mul_masked_post_quant",
+                                  "situ_and_mul_masked_post_quant_generic",
                                   "mla_output_gate_fp8", "mla_kv_scatter_fp8")]
-    # 4 group quant, 2 SiTU, 2 output gate (few / many rows), 4 KV (one page or several,
-    # 32- or 64-bit offsets)
-    assert len(specs) == 12
+    # 2 group quant, 4 + 4 SiTU (fast, generic), 2 output gate (few / many rows), 4 KV (one
+    # page or several, 32- or 64-bit offsets)
+    assert len(specs) == 16
     for spec in specs:
         ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                                  num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)

@@ -1,5 +1,6 @@
 """Every kernel the bundle ships (``AOT_SPECIALIZATIONS``) is what a wrapper launches on its
-default path, for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv,
+default path, or its generic launch (the bundle's kernel for the inputs the fast ones do not
+serve), for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv,
 kv_indices, concat_mla, pack_topk_ids and moe_align: the launch configurations come from the
 functions the wrappers choose their launches with, over the inputs K3 gives them (T in {1, 64,
 4096, 16384}, the dtypes and flags of the contracts, an H200's 132 SMs). Also: each family's
@@ -41,14 +42,15 @@ def launched_situ():
     for dtype in ("bf16", "f32"):
         block, warps = situ.launch_config(dtype)
         for has_linear_beta in (True, False):
-            out.add(key("situ_and_mul", {"BLOCK": block, "HAS_LINEAR_BETA": has_linear_beta},
-                        warps))
+            for name in ("situ_and_mul", situ.GENERIC):  # the same launch, any alignment
+                out.add(key(name, {"BLOCK": block, "HAS_LINEAR_BETA": has_linear_beta}, warps))
     return out
 
 
 def launched_situ_quant():
     _, warps = situ_quant.launch_config()
-    return {key("situ_and_mul_masked_post_quant", situ_quant._constexprs(ue8m0, inter), warps)
+    return {key(name, situ_quant._constexprs(ue8m0, inter), warps)
+            for name in ("situ_and_mul_masked_post_quant", situ_quant.GENERIC)
             for ue8m0 in (False, True) for inter in (False, True)}
 
 
@@ -86,6 +88,11 @@ def launched_kv_indices():
                     out.add(key(kv_indices._name(req_i64, block),
                                 {"PAGE": 64, "PAGE_MULT": mult, "HAS_START": False,
                                  "HAS_V2P": v2p, "BLOCK": block}, warps))
+    st = kv_indices.SETTINGS
+    for req_i64 in (True, False):  # the generic launch: runtime page size and multiplier
+        for v2p in (False, True):
+            out.add(key(kv_indices._generic_name(req_i64), {"HAS_V2P": v2p, "BLOCK": st.block},
+                        st.num_warps))
     return out
 
 
@@ -98,14 +105,16 @@ def launched_concat_mla():
 
 
 def launched_pack_topk_ids():
-    # top-16 (numel % 4 == 0) and an odd top-k
-    return {key("pack_topk_ids", *pack_topk_ids.launch_config(t * k)) for t in TS
-            for k in (16, 3)}
+    # top-16 (numel % 4 == 0) and an odd top-k; the generic launch is the VEC = 1 one
+    out = {key("pack_topk_ids", *pack_topk_ids.launch_config(t * k)) for t in TS
+           for k in (16, 3)}
+    out.add(key(pack_topk_ids.GENERIC, *pack_topk_ids.launch_config(3)))
+    return out
 
 
 def launched_moe_align():
     return {key("moe_align_single_token", *moe_align.launch_config(16, block))
-            for block in (16, 64)}
+            for block in (16, 64)} | {key(moe_align.GENERIC, {"COLS": moe_align.GENERIC_COLS}, 1)}
 
 
 FAMILIES = {situ: launched_situ, situ_quant: launched_situ_quant, quant: launched_quant,

@@ -67,13 +67,15 @@ class HostTensor:
 
 
 #: The settings every interpreter test runs: the default (the rank kernel below batch_m
-#: rows, its fallback rounds 4 bits), the rank kernel's fallback on 1 bit, and the radix
-#: (batch) kernel at every row count on 1 and on 4 bits a round.
+#: rows, its fallback rounds 4 bits), the rank kernel's fallback on 1 bit, the radix (batch)
+#: kernel at every row count on 1 and on 4 bits a round, and (the default settings) the
+#: wrapper's generic launch, the bundle's kernel for shapes and strides the others miss.
 VARIANTS = {
     "rank": mod.SETTINGS,
     "rank-bits1": dataclasses.replace(mod.SETTINGS, rank_select_bits=1),
     "radix-bits1": dataclasses.replace(mod.SETTINGS, batch_m=1),
     "radix-bits4": dataclasses.replace(mod.SETTINGS, batch_m=1, batch_select_bits=4),
+    "generic": mod.SETTINGS,
 }
 #: the radix kernel on 1 bit a round at every row count: the reference formulation
 RADIX = dataclasses.replace(mod.SETTINGS, batch_m=1)
@@ -99,10 +101,14 @@ def launch_name(m):
     return "moe_fused_gate_rank" if m < Current.settings.batch_m else "moe_fused_gate_batch"
 
 
-def interpreter_launch(launches=None):
-    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None):
+def interpreter_launch(launches=None, use_generic=False):
+    """The wrapper's launch in the interpreter (recorded in ``launches``): its kernel, or with
+    ``use_generic`` its generic launch."""
+    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None, generic=None):
         if launches is not None:
             launches.append((name, tuple(grid), dict(constexprs)))
+        if use_generic:
+            kernel, _, grid, args, constexprs = generic[:5]
         if any(int(g) == 0 for g in grid) or not isinstance(args[0], HostTensor):
             return  # nothing to run, or FakeTensors (argument checks only)
         args = [x.a if isinstance(x, HostTensor) else x for x in args]
@@ -116,7 +122,8 @@ def via_interpreter(request, monkeypatch):
     one of VARIANTS as the settings of ``gate``."""
     monkeypatch.setattr(Current, "settings", VARIANTS[request.param])
     launches = []
-    monkeypatch.setattr(mod.L, "launch", interpreter_launch(launches))
+    monkeypatch.setattr(mod.L, "launch",
+                        interpreter_launch(launches, use_generic=request.param == "generic"))
     return launches
 
 
@@ -426,8 +433,8 @@ def test_rank_launch(monkeypatch):
     """Below batch_m rows the wrapper launches the rank specialization (its warps), from
     batch_m on the batch kernel (its warps and register cap); settings= reaches both."""
     launches = []
-    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
-                        launches.append((name, tuple(grid), warps, regs, cx.get("CAP"))))
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs,
+                        generic: launches.append((name, tuple(grid), warps, regs, cx.get("CAP"))))
     T = FakeTensor
     s = mod.SETTINGS
     for m in (1, 64, s.batch_m):
@@ -541,16 +548,25 @@ def test_radix_helpers():
 # Compilation (AOT specializations, every arch)
 # ---------------------------------------------------------------------------
 
+#: the fast specializations (K3's router) and the generic ones
+FAST = [sp for sp in mod.AOT_SPECIALIZATIONS if sp.kernel_name != mod.GENERIC]
+GENERIC = [sp for sp in mod.AOT_SPECIALIZATIONS if sp.kernel_name == mod.GENERIC]
+
+
 def test_module_listed():
     assert "moe_fused_gate" in kimi_k3.MODULES
     s = mod.SETTINGS
     assert {(sp.kernel_name, sp.constexprs["E"], sp.constexprs["K"],
-             sp.constexprs["FAST_SIGMOID"]) for sp in mod.AOT_SPECIALIZATIONS} == {
+             sp.constexprs["FAST_SIGMOID"]) for sp in FAST} == {
         (name, 896, 16, fast) for name in ("moe_fused_gate_batch", "moe_fused_gate_rank")
         for fast in (False, True)}
-    assert {(sp.kernel_name, sp.num_warps, sp.maxnreg) for sp in mod.AOT_SPECIALIZATIONS} == {
+    assert {(sp.kernel_name, sp.num_warps, sp.maxnreg) for sp in FAST} == {
         ("moe_fused_gate_batch", s.batch_warps, s.batch_maxnreg),
         ("moe_fused_gate_rank", s.rank_warps, None)}
+    assert {(sp.kernel, sp.constexprs["E_TILE"], sp.constexprs["FAST_SIGMOID"], sp.num_warps,
+             sp.divisibility) for sp in GENERIC} == {
+        (mod.moe_fused_gate_generic_kernel, tile, fast, max(1, tile // 256), None)
+        for tile in mod.GENERIC_E_TILES for fast in (False, True)}
     assert {(sp.kernel_name, sp.constexprs["SELECT_BITS"]) for sp in mod.AOT_SPECIALIZATIONS
             if sp.kernel is mod.moe_fused_gate_kernel} == {
         ("moe_fused_gate_batch", s.batch_select_bits)}
@@ -561,20 +577,30 @@ def test_module_listed():
 
 
 def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
-    """Each AOT specialization is what some wrapper call with the default settings selects
-    (``select_launch``, instrumented): one row and batch_m rows of K3's router, both
-    sigmoids."""
+    """Each fast AOT specialization is what some wrapper call with the default settings
+    selects (``select_launch``, instrumented): one row and batch_m rows of K3's router, both
+    sigmoids; each generic one is the generic launch of some call (E up to each tile)."""
     selected = record_launch_choices(monkeypatch, mod)
+    generics = []
+    monkeypatch.setattr(mod.L, "launch",
+                        lambda *args, generic=None, **kw: generics.append(generic))
     T = FakeTensor
     for m in (1, 64, mod.SETTINGS.batch_m, 16384):
         for fast in (False, True):
             mod.moe_fused_gate(T((m, 896)), T((896,)), 16, out_weights=T((m, 16)),
                                out_ids=T((m, 16), "int32"), fast_sigmoid=fast)
+    for e in mod.GENERIC_E_TILES:
+        for fast in (False, True):
+            mod.moe_fused_gate(T((3, e)), T((e,)), 8, out_weights=T((3, 8)),
+                               out_ids=T((3, 8), "int32"), fast_sigmoid=fast)
     launched = [(k, name, cx, warps, regs, cluster)
                 for k, name, _, cx, warps, regs, cluster in selected]
-    for s in mod.AOT_SPECIALIZATIONS:
+    for s in FAST:
         assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps, s.maxnreg,
                 s.cluster) in launched, s.kernel_name
+    launched = [(g.kernel, g.name, dict(g.constexprs), g.num_warps) for g in generics]
+    for s in GENERIC:
+        assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps) in launched
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -606,7 +632,7 @@ def test_compiles_to_ptx_and_cubin(spec, arch):
 @pytest.mark.parametrize("e,k", [(64, 4), (256, 8), (1023, 32), (2048, 16)])
 def test_other_shapes_compile(e, k, bits):
     pytest.importorskip("kiln._C")
-    spec = next(s for s in mod.AOT_SPECIALIZATIONS if s.kernel_name == "moe_fused_gate_batch")
+    spec = next(s for s in FAST if s.kernel_name == "moe_fused_gate_batch")
     ck = spec.kernel.compile(spec.signature, {"E": e, "K": k, "FAST_SIGMOID": False,
                                               "SELECT_BITS": bits},
                              spec.divisibility, num_warps=4, arch="sm_90a")
@@ -656,8 +682,8 @@ def test_batch_launch(monkeypatch):
     """From batch_m rows on the wrapper launches the batch specialization (its warps and
     register cap), below it the rank one."""
     launches = []
-    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs:
-                        launches.append((name, tuple(grid), warps, regs)))
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, grid, args, cx, warps, regs,
+                        generic: launches.append((name, tuple(grid), warps, regs)))
     T = FakeTensor
     s = mod.SETTINGS
     for m in (1, s.batch_m - 1, s.batch_m, 4 * s.batch_m):

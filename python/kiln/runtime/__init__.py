@@ -187,7 +187,8 @@ class KernelFamily:
     divisibility) and the constexprs given, the most specialized first.
 
     A missing specialization raises KilnError naming the kernel and the wanted
-    specialization and listing those the bundle holds. ``jit`` (optional) compiles a
+    specialization and listing those the bundle holds (``find`` returns None instead, for a
+    caller with a fallback of its own). ``jit`` (optional) compiles a
     missing one: called as ``jit(args, constexprs)``, it returns a LaunchableKernel;
     ``KILN_NO_JIT=1`` disables it (fail fast)."""
 
@@ -197,27 +198,50 @@ class KernelFamily:
         self.name = name
         self._fixed = dict(constexprs or {})
         self._jit = jit
-        self._chosen: Dict[Any, LaunchableKernel] = {}
+        self._chosen: Dict[Any, Optional[LaunchableKernel]] = {}
 
     def select(self, args: Sequence[Any], constexprs: Optional[Mapping[str, Any]] = None
                ) -> LaunchableKernel:
         """The specialization for these arguments and constexprs (cached by their types,
         alignments and the constexpr values)."""
-        key = (tuple(map(_arg_key, args)), tuple(constexprs.items()) if constexprs else ())
+        key = self._key(args, constexprs)
         k = self._chosen.get(key)
         if k is None:
-            want = dict(self._fixed)
-            want.update(constexprs or {})
             try:
-                k = self._bundle._launchable(self._bundle._bundle.select(self.name, list(args),
-                                                                         want or None))
+                k = self._native_select(args, constexprs)
             except KilnError:
                 if self._jit is None or os.environ.get("KILN_NO_JIT") == "1":
                     raise
-                k = self._jit(args, want)
+                k = self._jit(args, dict(self._fixed, **(constexprs or {})))
             if _UNCACHED not in key[0]:
                 self._chosen[key] = k
         return k
+
+    def find(self, args: Sequence[Any], constexprs: Optional[Mapping[str, Any]] = None
+             ) -> Optional[LaunchableKernel]:
+        """``select``'s specialization, or None where none fits (never compiled; a miss is
+        remembered like a fit, so a caller with a fallback pays the search once)."""
+        key = self._key(args, constexprs)
+        k = self._chosen.get(key, _UNCACHED)
+        if k is _UNCACHED:
+            try:
+                k = self._native_select(args, constexprs)
+            except KilnError:
+                k = None
+            if _UNCACHED not in key[0]:
+                self._chosen[key] = k
+        return k
+
+    @staticmethod
+    def _key(args: Sequence[Any], constexprs: Optional[Mapping[str, Any]]) -> Any:
+        return (tuple(map(_arg_key, args)), tuple(constexprs.items()) if constexprs else ())
+
+    def _native_select(self, args: Sequence[Any], constexprs: Optional[Mapping[str, Any]]
+                       ) -> LaunchableKernel:
+        want = dict(self._fixed)
+        want.update(constexprs or {})
+        return self._bundle._launchable(self._bundle._bundle.select(self.name, list(args),
+                                                                    want or None))
 
     def __getitem__(self, grid: GridSpec) -> _FamilyLauncher:
         return _FamilyLauncher(self, grid)
