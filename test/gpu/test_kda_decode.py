@@ -198,10 +198,11 @@ def pool(g, slots, hv, pitch_pad=4 * 5):
 
 
 def slot_indices(g, n, slots, pad=True):
-    """Distinct slots, every 5th request padded (-1) and, with n >= 3, one past the pool."""
+    """Distinct slots; request 0 always valid, every 5th from request 2 padded (-1) and, with
+    n >= 3, request 1 past the pool."""
     idx = torch.randperm(slots, generator=g, device="cuda")[:n].to(torch.int32)
     if pad:
-        idx[::5] = -1
+        idx[2::5] = -1
         if n >= 3:
             idx[1] = slots + 7
     return idx
@@ -342,7 +343,7 @@ def test_fused_decode_varlen_equals_token_steps(launch_mode, n, hv, h):
     bit the outputs, SSM and conv states of one static launch a token."""
     g = gen(2000 + n + hv + h)
     lens = torch.randint(1, 5, (n,), generator=torch.Generator().manual_seed(n)).tolist()
-    lens[n // 2] = 0
+    lens[0] = 0  # an empty sequence on a valid slot (request 0 is never padded)
     inputs = fused_inputs(g, sum(lens), n, hv, h, True)
     out, (state0, conv0), cu = check_fused(inputs, lens, h, LB, varlen=True)
     qkv, a, b, a_log, dt_bias, conv_state, conv_w, state, idx, g_out, w_norm = inputs
