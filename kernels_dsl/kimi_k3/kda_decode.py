@@ -319,7 +319,7 @@ class Settings:
     packed_rows: int = 32  # state rows a packed program: [32, 128] fp32, 16 KiB ...
     packed_warps: int = 4  # ... on 4 warps (32 fp32 a thread; B = 1 spreads over 48 programs)
     packed_min_programs: int = 0  # ptxas's choice (110 registers: 4 programs an SM)
-    fused_warps: int = 4  # the head's [128, 128] state on 4 warps: 254 registers, no spill,
+    fused_warps: int = 4  # the head's [128, 128] state on 4 warps: 255 registers, no spill,
     fused_min_programs: int = 0  # 2 programs an SM (a cap spills)
     state_evict: str = "evict_first"  # the state is read once a step (and the hinted loads
     state_store: str = ".cs"  # and stores are predicated, not branched around)
