@@ -16,7 +16,8 @@ replay the wrapper's recorded launches (``kiln.torch_library``: its host time is
 operator cost, the allocations and the launches). Ops whose wrapper takes optional ``out``
 tensors allocate their outputs (an op's result must not alias its inputs); ops that write
 into a given tensor (``concat_mla_k``, ``mla_kv_scatter``, ``mla_kv_scatter_fp8``,
-``kv_indices``, and ``attn_res_write_prefix``'s bank) declare it in ``mutates_args``.
+``kv_indices``, ``attn_res_write_prefix``'s bank, the KDA decodes' SSM and conv states)
+declare it in ``mutates_args``.
 ``gpu_tensor_hash`` returns the hash as an int64 [1] tensor (the wrapper's ``.item()`` would
 synchronize, which a CUDA graph cannot capture). Output shapes depend only on input shapes
 and arguments, never on data.
@@ -40,7 +41,7 @@ from kiln import torch_library
 
 from . import _launch as L
 from . import attn_res as attn_res_mod
-from . import concat_mla, image, mla_kv, moe_align, quant, situ, situ_quant, tensor_hash
+from . import concat_mla, image, kda_decode, mla_kv, moe_align, quant, situ, situ_quant, tensor_hash
 from . import kv_indices as kv_indices_mod
 from . import mla_output_gate as gate_mod
 from . import moe_fused_gate as gate_router
@@ -391,3 +392,58 @@ def attn_res_write_prefix(prefix_sum: torch.Tensor, bank: torch.Tensor, cw: torc
                           ow: torch.Tensor, nvb: int = 1, eps: float = 1e-6) -> torch.Tensor:
     """attn_res that also copies the prefix row into bank[:, nvb, :] (bit-exact)."""
     return attn_res_mod.attn_res(prefix_sum, bank, cw, ow, None, nvb, eps, write_prefix=True)
+
+
+# ---------------------------------------------------------------------------
+# KDA decode (docs/kernels/kda.md)
+# ---------------------------------------------------------------------------
+
+def _kda_packed_fake(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                     A_log: torch.Tensor, dt_bias: torch.Tensor, state: torch.Tensor,
+                     indices: torch.Tensor, num_q_heads: int, scale: Optional[float] = None,
+                     lower_bound: Optional[float] = None) -> torch.Tensor:
+    _rank("kda_packed_decode", "b", b, 2)
+    return mixed_qkv.new_empty((b.shape[0], b.shape[1], kda_decode.HEAD_DIM),
+                               dtype=torch.bfloat16)
+
+
+@register("kda_packed_decode", _kda_packed_fake, mutates_args=("state",))
+def kda_packed_decode(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                      A_log: torch.Tensor, dt_bias: torch.Tensor, state: torch.Tensor,
+                      indices: torch.Tensor, num_q_heads: int, scale: Optional[float] = None,
+                      lower_bound: Optional[float] = None) -> torch.Tensor:
+    """out bf16 [B, HV, 128] of one KDA decode step on post-conv inputs; state [slots, HV,
+    128, 128] updated in place at the slots ``indices`` (< 0: padded, zeros, untouched);
+    lower_bound None: the softplus gate (kda_decode.kda_packed_decode)."""
+    return kda_decode.kda_packed_decode(mixed_qkv, a, b, A_log, dt_bias, state, indices,
+                                        num_q_heads, scale, lower_bound)
+
+
+def _kda_fused_fake(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                    A_log: torch.Tensor, dt_bias: torch.Tensor, conv_state: torch.Tensor,
+                    conv_weight: torch.Tensor, state: torch.Tensor,
+                    ssm_state_indices: torch.Tensor, num_q_heads: int,
+                    cu_seqlens: Optional[torch.Tensor] = None,
+                    g_out: Optional[torch.Tensor] = None, w_norm: Optional[torch.Tensor] = None,
+                    eps: float = 1e-5, scale: Optional[float] = None,
+                    lower_bound: Optional[float] = None) -> torch.Tensor:
+    _rank("kda_fused_decode", "b", b, 2)
+    return mixed_qkv.new_empty((b.shape[0], b.shape[1], kda_decode.HEAD_DIM),
+                               dtype=torch.bfloat16)
+
+
+@register("kda_fused_decode", _kda_fused_fake, mutates_args=("conv_state", "state"))
+def kda_fused_decode(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                     A_log: torch.Tensor, dt_bias: torch.Tensor, conv_state: torch.Tensor,
+                     conv_weight: torch.Tensor, state: torch.Tensor,
+                     ssm_state_indices: torch.Tensor, num_q_heads: int,
+                     cu_seqlens: Optional[torch.Tensor] = None,
+                     g_out: Optional[torch.Tensor] = None, w_norm: Optional[torch.Tensor] = None,
+                     eps: float = 1e-5, scale: Optional[float] = None,
+                     lower_bound: Optional[float] = None) -> torch.Tensor:
+    """out bf16 [T, HV, 128]: the conv update (conv_state in place) + gate + recurrence
+    (state in place) + the gated RMSNorm with g_out and w_norm, over cu_seqlens or one token
+    a sequence (kda_decode.kda_fused_decode); rows of no sequence are not written."""
+    return kda_decode.kda_fused_decode(mixed_qkv, a, b, A_log, dt_bias, conv_state,
+                                       conv_weight, state, ssm_state_indices, num_q_heads,
+                                       cu_seqlens, g_out, w_norm, eps, scale, lower_bound)

@@ -29,6 +29,7 @@ from kernels_dsl.kimi_k3 import attn_res as attn_res_mod  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     concat_mla,
     image,
+    kda_decode,
     kv_indices,
     mla_kv,
     mla_output_gate,
@@ -159,6 +160,46 @@ def _align_ids(g, topk, invalid):
     return ids
 
 
+def _kda_weights(g, hv):
+    a_log = torch.rand((hv,), generator=g, device=g.device) * 2.0
+    return a_log, _randn(g, (hv * 128,), torch.float32, 0.5)
+
+
+def _kda_packed_case(g, lower_bound):
+    bsz, hv, h, slots, k = 3, 4, 2, 5, 128
+    qkv = _randn(g, (bsz, 2 * h * k + hv * k + 64))[:, :2 * h * k + hv * k]  # a strided slice
+    a, b = _randn(g, (bsz, hv * k)), _randn(g, (bsz, hv), scale=2.0)
+    state = _randn(g, (slots, hv, k, k), torch.float32, 0.5)
+    indices = torch.tensor([3, -1, 0], dtype=torch.int32, device=g.device)  # one padded
+    kw = {} if lower_bound is None else {"lower_bound": lower_bound}
+    return Case("kda_packed_decode", (qkv, a, b) + _kda_weights(g, hv) + (state, indices, h),
+                kw, lambda *args, **kw: (kda_decode.kda_packed_decode(*args, **kw),),
+                mutated=(5,))
+
+
+def _kda_fused_case(g, varlen):
+    """varlen: 2 sequences of 2 and 1 tokens with the gated norm and the lower-bound gate;
+    else the static layout (one token a sequence, one padded), no norm."""
+    hv, h, slots, k = 4, 2, 4, 128
+    dim = 2 * h * k + hv * k
+    t = 3 if varlen else 2
+    proj = _randn(g, (t, dim + 2 * hv * k + hv + 4))  # q | k | v | a | g_out | b, one GEMM
+    qkv, a = proj[:, :dim], proj[:, dim:dim + hv * k]
+    g_out, b = proj[:, dim + hv * k:dim + 2 * hv * k], proj[:, dim + 2 * hv * k:][:, :hv]
+    conv_state = _randn(g, (slots, 3, dim))
+    conv_weight = _randn(g, (dim, 4), scale=0.5)
+    state = _randn(g, (slots, hv, k, k), torch.float32, 0.5)
+    idx = torch.tensor([2, 0] if varlen else [1, -1], dtype=torch.int32, device=g.device)
+    kw = {}
+    if varlen:
+        kw = {"cu_seqlens": torch.tensor([0, 2, 3], dtype=torch.int32, device=g.device),
+              "g_out": g_out, "w_norm": _randn(g, (k,)), "lower_bound": -5.0}
+    return Case("kda_fused_decode", (qkv, a, b) + _kda_weights(g, hv)
+                + (conv_state, conv_weight, state, idx, h), kw,
+                lambda *args, **kw: (kda_decode.kda_fused_decode(*args, **kw),),
+                mutated=(5, 7))
+
+
 #: name -> builder(generator) -> Case. The shapes depend only on the name, the values on the
 #: generator (the CUDA graph test copies a second draw into the first's tensors).
 CASES: Dict[str, Callable[[Any], Case]] = {
@@ -246,6 +287,10 @@ CASES: Dict[str, Callable[[Any], Case]] = {
                                   _randn(g, (1024,)), _randn(g, (1024,))), {"nvb": 2},
         lambda p, bk, cw, ow, **kw: (attn_res_mod.attn_res(p, bk, cw, ow, write_prefix=True,
                                                            **kw),), mutated=(1,)),
+    "kda_packed_decode": lambda g: _kda_packed_case(g, None),
+    "kda_packed_decode_lower_bound": lambda g: _kda_packed_case(g, -5.0),
+    "kda_fused_decode": lambda g: _kda_fused_case(g, False),
+    "kda_fused_decode_varlen_norm": lambda g: _kda_fused_case(g, True),
     "image_preprocess_mean_std": lambda g: Case(
         "image_preprocess", (_randint(g, 0, 256, (1, 30, 20, 3), torch.uint8), 14, 28),
         {"mean": [0.5, 0.25, 0.125], "std": [0.5, 2.0, 0.75]},
@@ -349,6 +394,8 @@ WRAPPERS = {
     "moe_fused_gate": gate_router.moe_fused_gate,
     "attn_res": attn_res_mod.attn_res,
     "attn_res_write_prefix": attn_res_mod.attn_res,
+    "kda_packed_decode": kda_decode.kda_packed_decode,
+    "kda_fused_decode": kda_decode.kda_fused_decode,
 }
 
 

@@ -14,7 +14,7 @@ pytest.importorskip("kiln._C")
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 K3_MODULES = ("pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image", "quant",
-              "situ_quant")
+              "situ_quant", "kda_decode")
 
 #: kernel -> whether its loads, its stores are 16-byte vectors in the PTX.
 VECTOR = {
@@ -34,6 +34,11 @@ VECTOR = {
     "mla_kv_scatter_fp8": (True, True),
     "quant_mxfp4": (True, True),  # 16-byte loads of (even, odd) words
     "quant_mxfp4_few_rows": (True, True),  # the same, one block a thread (below mx_chunks_min_t)
+    # KDA decode: the state rows, 16-byte vectors (test_kda_decode.py checks them and spills)
+    **{name: (True, True) for name in
+       ["kda_packed_decode", "kda_packed_decode_lower_bound"]
+       + [f"kda_fused_decode_g{g}{lb}{norm}" for g in (1, 2, 4) for lb in ("", "_lower_bound")
+          for norm in ("", "_norm")]},
 }
 
 #: kernel -> whether it is a programmatic dependent launch (concat_mla_k: its PDL constexpr).
@@ -58,7 +63,8 @@ def test_package_lists_the_modules():
 @pytest.mark.parametrize("spec", k3_specs(), ids=lambda s: s.kernel_name)
 def test_compiles_to_ptx_and_cubin(spec, arch):
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
-                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
+                             num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
+                             cluster=spec.cluster)
     assert f".target {arch}" in ck.ptx
     assert f".visible .entry {spec.kernel_name}(" in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"

@@ -1,9 +1,10 @@
 """Every kernel the bundle ships (``AOT_SPECIALIZATIONS``) is what a wrapper launches on its
 default path, or its generic launch (the bundle's kernel for the inputs the fast ones do not
 serve), for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv,
-kv_indices, concat_mla, pack_topk_ids and moe_align: the launch configurations come from the
-functions the wrappers choose their launches with, over the inputs K3 gives them (T in {1, 64,
-4096, 16384}, the dtypes and flags of the contracts, an H200's 132 SMs). Also: each family's
+kv_indices, concat_mla, pack_topk_ids, moe_align and kda_decode: the launch configurations
+come from the functions the wrappers choose their launches with, over the inputs K3 gives them
+(T in {1, 64, 4096, 16384}, the dtypes and flags of the contracts, an H200's 132 SMs). Also:
+each family's
 ``Settings`` is frozen and its AOT specializations are built from ``SETTINGS``. No GPU, no
 torch."""
 
@@ -13,6 +14,7 @@ import pytest
 
 from kernels_dsl.kimi_k3 import (
     concat_mla,
+    kda_decode,
     kv_indices,
     mla_kv,
     mla_output_gate,
@@ -117,10 +119,22 @@ def launched_moe_align():
             for block in (16, 64)} | {key(moe_align.GENERIC, {"COLS": moe_align.GENERIC_COLS}, 1)}
 
 
+def launched_kda_decode():
+    # both gates; the fused kernel at every GVA ratio (its cluster size), norm or not
+    out = {key(*kda_decode.packed_launch_config(lb)) for lb in (False, True)}
+    for g in kda_decode.GROUPS:
+        for lb in (False, True):
+            for norm in (False, True):
+                name, cx, warps, _ = kda_decode.fused_launch_config(g, lb, norm)
+                out.add(key(name, cx, warps))
+    return out
+
+
 FAMILIES = {situ: launched_situ, situ_quant: launched_situ_quant, quant: launched_quant,
             mla_output_gate: launched_mla_output_gate, mla_kv: launched_mla_kv,
             kv_indices: launched_kv_indices, concat_mla: launched_concat_mla,
-            pack_topk_ids: launched_pack_topk_ids, moe_align: launched_moe_align}
+            pack_topk_ids: launched_pack_topk_ids, moe_align: launched_moe_align,
+            kda_decode: launched_kda_decode}
 
 
 @pytest.mark.parametrize("mod", list(FAMILIES), ids=lambda m: m.__name__.rsplit(".", 1)[-1])

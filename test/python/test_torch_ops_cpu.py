@@ -48,15 +48,16 @@ def test_schemas_declare_what_the_ops_write():
         schema = getattr(torch.ops.kiln, name).default._schema
         mutated[name] = {a.name for a in schema.arguments
                          if a.alias_info is not None and a.alias_info.is_write}
-        if name == "attn_res_write_prefix":  # writes the prefix into bank, returns out
-            assert len(schema.returns) == 1, name
+        if name in ("attn_res_write_prefix", "kda_packed_decode", "kda_fused_decode"):
+            assert len(schema.returns) == 1, name  # write their states, return out
         elif mutated[name]:
             assert not schema.returns, f"{name}: an in-place op returns nothing"
         else:
             assert schema.returns, f"{name}: a functional op returns its outputs"
     assert {n: m for n, m in mutated.items() if m} == {
         "concat_mla_k": {"k"}, "mla_kv_scatter": {"cache"}, "mla_kv_scatter_fp8": {"cache"},
-        "kv_indices": {"kv_indices"}, "attn_res_write_prefix": {"bank"}}
+        "kv_indices": {"kv_indices"}, "attn_res_write_prefix": {"bank"},
+        "kda_packed_decode": {"state"}, "kda_fused_decode": {"state", "conv_state"}}
     assert set(kops.OPS) == set(cases.WRAPPERS)
 
 
@@ -113,6 +114,15 @@ FAKE_CASES = [
      {"nvb": 8}, [((64, 7168), BF16)]),
     ("image_preprocess", [((2, 480, 640, 3), torch.uint8), (448, None), (448, None)], {},
      [((2, 1024, 588), BF16)]),
+    ("kda_packed_decode", [((64, 4608), BF16), ((64, 1536), BF16), ((64, 12), BF16),
+                           ((12,), torch.float32), ((1536,), torch.float32),
+                           ((80, 12, 128, 128), torch.float32), ((64,), torch.int32),
+                           (12, None)], {"lower_bound": -5.0}, [((64, 12, 128), BF16)]),
+    ("kda_fused_decode", [((70, 4608), BF16), ((70, 1536), BF16), ((70, 12), BF16),
+                          ((12,), torch.float32), ((1536,), torch.float32),
+                          ((80, 3, 4608), BF16), ((4608, 4), BF16),
+                          ((80, 12, 128, 128), torch.float32), ((64,), torch.int32),
+                          (12, None), ((65,), torch.int32)], {}, [((70, 12, 128), BF16)]),
 ]
 
 

@@ -1,0 +1,47 @@
+"""bench/kda/run.py without a GPU or torch: it imports with torch stubbed, its sweep's
+configurations are fields of kda_decode.Settings (dataclasses.replace accepts them), and the
+issue's targets it reports are computed from a row as stated."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import kiln
+from kernels_dsl.kimi_k3 import kda_decode
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+STUB_TORCH = """
+import sys
+from unittest import mock
+sys.modules["torch"] = mock.MagicMock(name="torch")
+sys.path[:0] = [{bench!r}, {repo!r}]
+"""
+
+
+def test_runner_imports_without_torch_and_its_sweep_is_settings():
+    code = (STUB_TORCH.format(bench=os.path.join(REPO, "bench", "kda"), repo=REPO)
+            + "import dataclasses, run\n"
+            "from kernels_dsl.kimi_k3 import kda_decode\n"
+            "for cfg in run.SWEEP:\n"
+            "    dataclasses.replace(kda_decode.SETTINGS, **cfg)\n"
+            "assert run.PACKED_B == (1, 32, 64, 512) and run.FUSED_B == (64, 512)\n"
+            "row = {'kernel': 'kda_packed_decode', 'B': 512, 'state of copy BW': 0.91,\n"
+            "       'kiln speedup': 1.4, 'kiln us': 200.0, 'ceiling us': 190.0}\n"
+            "assert run.bars(row)[1] is True\n"
+            "row['kiln speedup'] = 1.2\n"
+            "assert run.bars(row)[1] is False\n"
+            "row.update(B=1, **{'kiln us': 3.0, 'ceiling us': 1.6})\n"
+            "assert run.bars(row)[1] is True\n"
+            "print('ok')")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(kiln.__file__)), REPO]))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+def test_settings_fields_exist():
+    fields = {f.name for f in dataclasses.fields(kda_decode.Settings)}
+    assert {"packed_rows", "packed_min_programs", "state_evict", "state_store"} <= fields
