@@ -4,9 +4,8 @@ serve), for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_k
 kv_indices, concat_mla, pack_topk_ids, moe_align and kda_decode: the launch configurations
 come from the functions the wrappers choose their launches with, over the inputs K3 gives them
 (T in {1, 64, 4096, 16384}, the dtypes and flags of the contracts, an H200's 132 SMs). Also:
-each family's
-``Settings`` is frozen and its AOT specializations are built from ``SETTINGS``. No GPU, no
-torch."""
+each family's ``Settings`` is frozen and its AOT specializations are built from ``SETTINGS``.
+No GPU, no torch."""
 
 import dataclasses
 
