@@ -139,6 +139,10 @@ def attn_res_ring_kernel(prefix_ptr, bank_ptr, cw_ptr, ow_ptr, out_ptr, T, H, nv
     # whole 16-byte units for the bulk copy even where the launch did not specialize H
     # (JIT launches specialize multiples of 16 only)
     count = H // 8 * 8
+    # the strides likewise (multiples of 8, the wrapper checks): 16-byte aligned rows
+    p_s0 = p_s0 // 8 * 8
+    b_s0 = b_s0 // 8 * 8
+    b_s1 = b_s1 // 8 * 8
     tok0 = pid.to(kl.int64)
     kl.pdl_wait()  # prefix_sum (and the bank) may come from the previous kernels
     m = 0.0

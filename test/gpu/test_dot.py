@@ -38,8 +38,8 @@ def check(out, a, b, acc=None):
 @pytest.mark.parametrize("m,n,k", [(16, 8, 16), (16, 16, 16), (64, 64, 64), (32, 64, 128),
                                    (128, 128, 64), (16, 256, 32),
                                    # sm_90a's staged wgmma: several 64-column chunks of K,
-                                   # N = 192 and 256, several slabs a warpgroup
-                                   (192, 64, 192), (128, 256, 128), (256, 192, 64)])
+                                   # N = 256, several slabs a warpgroup
+                                   (256, 64, 256), (128, 256, 128), (256, 128, 64)])
 @pytest.mark.parametrize("has_acc", [False, True])
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
 def test_dot_tile(dt, m, n, k, has_acc, num_warps):

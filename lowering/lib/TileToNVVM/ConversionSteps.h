@@ -15,13 +15,15 @@
 
 namespace kiln {
 
-/// The registers a thread of sm_90a and sm_100a may hold.
-constexpr int64_t kMaxRegistersPerThread = 255;
+/// The elements a thread may hold of one data tile: four registers' worth
+/// of the 255 a thread has. The lowering keeps one value an element, and its
+/// time grows faster than linearly with them (2048 took minutes); a tile past
+/// the registers spills, past four times them it is refused.
+constexpr int64_t kMaxElementsPerThread = 1024;
 
 /// Before: fails (with an error at the op) when a data tile (loaded from
-/// memory, or floating-point) takes more registers a thread than a thread
-/// has, its elements counted at their width: such a kernel cannot run without
-/// spilling the tile, and its lowering, one value an element, takes minutes.
+/// memory, or floating-point) holds more than kMaxElementsPerThread elements
+/// a thread.
 mlir::LogicalResult checkRegisterFootprint(mlir::ModuleOp module,
                                            const TileTypeConverter &converter);
 

@@ -81,14 +81,6 @@ int64_t TileTypeConverter::getRegsPerThread(RankedTensorType type) const {
   return getLayout(type).regsPerThread();
 }
 
-/// The 32-bit registers a thread holds of a `type` tile: its elements at
-/// their width (i1 and narrow types packed).
-static int64_t registersPerThread(const TileTypeConverter &converter, RankedTensorType type) {
-  Type element = type.getElementType();
-  int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
-  return llvm::divideCeil(converter.getRegsPerThread(type) * bits, 32);
-}
-
 LogicalResult kiln::checkRegisterFootprint(ModuleOp module, const TileTypeConverter &converter) {
   WalkResult tooLarge = module.walk([&](Operation *op) {
     // Data: what is read from memory and what floating-point ops compute.
@@ -98,15 +90,16 @@ LogicalResult kiln::checkRegisterFootprint(ModuleOp module, const TileTypeConver
     bool reads = memory && memory.hasEffect<MemoryEffects::Read>();
     for (Value result : op->getResults()) {
       auto type = llvm::dyn_cast<RankedTensorType>(result.getType());
-      if (!type || !(reads || llvm::isa<FloatType>(type.getElementType())) ||
-          registersPerThread(converter, type) <= kMaxRegistersPerThread)
+      if (!type || !(reads || llvm::isa<FloatType>(type.getElementType())))
         continue;
-      op->emitOpError() << "makes a tile of " << converter.getRegsPerThread(type)
-                        << " elements a thread (" << registersPerThread(converter, type)
-                        << " 32-bit registers of " << type << " on "
-                        << converter.getThreadsPerBlock() << " threads), more than the "
-                        << kMaxRegistersPerThread
-                        << " registers a thread has: use a smaller tile or more warps";
+      int64_t elements = converter.getRegsPerThread(type);
+      if (elements <= kMaxElementsPerThread)
+        continue;
+      op->emitOpError() << "makes a tile of " << elements << " elements a thread (" << type
+                        << " on " << converter.getThreadsPerBlock() << " threads), more than the "
+                        << kMaxElementsPerThread
+                        << " a tile may hold: a thread has 255 registers, the lowering one "
+                           "value an element; use a smaller tile or more warps";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();

@@ -159,13 +159,13 @@ func.func @warp_specialize_two_programs() attributes {tile.kernel, tile.min_prog
 
 // -----
 
-// A tile that cannot live in a thread's registers: 64 x 4096 bf16 on 128
-// threads is 2048 elements a thread (1024 registers). The pointer tile before
-// it (its elements computed where they are used) is not reported.
+// A tile too large for a thread: 64 x 4096 bf16 on 128 threads is 2048
+// elements a thread. The pointer tile before it (its elements computed where
+// they are used) is not reported.
 func.func @tile_too_large(%x: !tile.ptr<bf16>)
     attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 8 : i32} {
   %ptrs = tile.splat %x : !tile.ptr<bf16> -> tensor<64x4096x!tile.ptr<bf16>>
-  // expected-error @+1 {{'tile.load' op makes a tile of 2048 elements a thread (1024 32-bit registers of 'tensor<64x4096xbf16>' on 128 threads), more than the 255 registers a thread has: use a smaller tile or more warps}}
+  // expected-error @+1 {{'tile.load' op makes a tile of 2048 elements a thread ('tensor<64x4096xbf16>' on 128 threads), more than the 1024 a tile may hold: a thread has 255 registers, the lowering one value an element; use a smaller tile or more warps}}
   %v = tile.load %ptrs : tensor<64x4096x!tile.ptr<bf16>>
   tile.store %ptrs, %v : tensor<64x4096x!tile.ptr<bf16>>
   return
@@ -173,15 +173,14 @@ func.func @tile_too_large(%x: !tile.ptr<bf16>)
 
 // -----
 
-// f32 [128, 256] on 128 threads: 256 registers, one more than a thread has;
-// the same tile of bf16 (128 registers) lowers, and so does an index tile.
-func.func @tile_one_register_too_many(%x: !tile.ptr<f32>, %y: !tile.ptr<bf16>)
+// 1024 elements a thread lower (f32 [256, 512] on 128 threads), 2048 do not;
+// an index tile of any size lowers.
+func.func @tile_one_element_too_many(%x: !tile.ptr<f32>)
     attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 8 : i32} {
-  %v = tile.load %y : !tile.ptr<bf16>
-  %h = tile.splat %v : bf16 -> tensor<128x256xbf16>
   %w = tile.load %x : !tile.ptr<f32>
-  %i = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<32768xi32>
-  // expected-error @+1 {{'tile.splat' op makes a tile of 256 elements a thread (256 32-bit registers of 'tensor<128x256xf32>' on 128 threads)}}
-  %f = tile.splat %w : f32 -> tensor<128x256xf32>
+  %h = tile.splat %w : f32 -> tensor<256x512xf32>
+  %i = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<524288xi32>
+  // expected-error @+1 {{'tile.splat' op makes a tile of 2048 elements a thread ('tensor<512x512xf32>' on 128 threads)}}
+  %f = tile.splat %w : f32 -> tensor<512x512xf32>
   return
 }
