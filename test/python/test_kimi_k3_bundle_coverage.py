@@ -25,6 +25,7 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
     _launch,
     attn_res,
     image,
+    kda_decode,
     kv_indices,
     moe_align,
     moe_fused_gate,
@@ -343,6 +344,52 @@ def test_gpu_tensor_hash(bundle_only):
             yield f"{dtype}[{n}] off={off} sms={sms}", call, True
 
     run_grid(bundle_only, cases())
+
+
+def test_kda_decode(bundle_only):
+    """kda_packed_decode and kda_fused_decode need no generic kernel: HV, H, the batch and
+    every stride are runtime arguments of their fast kernels, so each accepted input (other
+    head counts and GVA ratios, padded row strides, slot pitches that are multiples of 4
+    but not 16 elements, b / A_log / indices / cu_seqlens at any address) takes them."""
+    k = kda_decode.HEAD_DIM
+
+    def packed(bsz, hv, h, pad, pitch_pad, off, lb):
+        width = 2 * h * k + hv * k
+        mod = kda_decode
+        return lambda: mod.kda_packed_decode(
+            T((bsz, width), strides=(width + pad, 1)), T((bsz, hv * k), strides=(hv * k + pad, 1)),
+            T((bsz, hv), strides=(hv + pad + 1, 1), offset=off), T((hv,), "float32", offset=off),
+            T((hv * k,), "float32"),
+            T((7, hv, k, k), "float32", strides=(hv * k * k + pitch_pad, k * k, k, 1)),
+            T((bsz,), "int32", offset=off), h, lower_bound=lb)
+
+    def fused(n, hv, h, varlen, norm, pad, off, lb):
+        dim = 2 * h * k + hv * k
+        t = 2 * n + 1 if varlen else n
+        return lambda: kda_decode.kda_fused_decode(
+            T((t, dim), strides=(dim + pad, 1)), T((t, hv * k), strides=(hv * k + pad, 1)),
+            T((t, hv), strides=(hv + 3, 1), offset=off), T((hv,), "float32", offset=off),
+            T((hv * k,), "float32"), T((9, 3, dim), strides=(3 * dim + pad, dim + pad, 1)),
+            T((dim, 4)), T((9, hv, k, k), "float32", strides=(hv * k * k + 4, k * k, k, 1)),
+            T((n,), "int32", offset=off), h,
+            cu_seqlens=T((n + 1,), "int32", offset=off) if varlen else None,
+            g_out=T((t, hv * k), strides=(hv * k + pad, 1)) if norm else None,
+            w_norm=T((k,)) if norm else None, lower_bound=lb)
+
+    def cases():
+        for bsz, (hv, h), pad, pitch_pad, off, lb in itertools.product(
+                (1, 3, 64), ((12, 12), (12, 3), (6, 3), (3, 3), (10, 2), (5, 1)), (0, 8),
+                (0, 4, 16), (0, 1), (None, -5.0)):
+            yield (f"packed B={bsz} HV={hv} H={h} pad={pad} pitch+{pitch_pad} off={off} "
+                   f"lb={lb}", packed(bsz, hv, h, pad, pitch_pad, off, lb), True)
+        for n, (hv, h), varlen, norm, pad, off, lb in itertools.product(
+                (1, 5), ((12, 12), (12, 6), (12, 3), (6, 3), (3, 3), (4, 4)), (False, True),
+                (False, True), (0, 8), (0, 1), (None, -5.0)):
+            yield (f"fused N={n} HV={hv} H={h} varlen={varlen} norm={norm} pad={pad} "
+                   f"off={off} lb={lb}", fused(n, hv, h, varlen, norm, pad, off, lb), True)
+
+    seen = run_grid(bundle_only, cases())
+    assert seen == {s.kernel_name for s in kda_decode.AOT_SPECIALIZATIONS}
 
 
 def test_the_generic_kernels_are_the_wrappers_fallbacks(shipped):
