@@ -21,7 +21,34 @@ import numpy as np
 from . import interpreter
 from .autotune import Autotuner
 
-__all__ = ["assert_bf16_close", "bf16_ulp", "interpret", "source_line"]
+__all__ = ["FakeCudaTensor", "assert_bf16_close", "bf16_ulp", "interpret", "source_line"]
+
+
+_TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "float16": "<f2", "int32": "<i4",
+            "int64": "<i8", "uint8": "|u1", "float8_e4m3fn": "|V1"}
+
+
+class FakeCudaTensor:
+    """Just enough of a CUDA tensor for a wrapper's checks, with no GPU and no torch:
+    ``__cuda_array_interface__``, ``shape``, ``stride()``, ``dtype`` (torch's name),
+    ``data_ptr()`` and, when given, ``device``."""
+
+    def __init__(self, shape: Any, dtype: str = "bfloat16", strides: Any = None,
+                 address: int = 0x7F0000000000, device: Any = None) -> None:
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        if device is not None:
+            self.device = device
+        self._strides = tuple(strides) if strides else tuple(
+            int(np.prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+        self.__cuda_array_interface__ = {"data": (address, False), "typestr": _TYPESTR[dtype],
+                                         "shape": self.shape, "version": 3}
+
+    def stride(self, dim: Any = None) -> Any:
+        return self._strides if dim is None else self._strides[dim]
+
+    def data_ptr(self) -> int:
+        return self.__cuda_array_interface__["data"][0]
 
 
 def interpret(kernel: Any, grid: Any, *args: Any, **constexprs: Any) -> None:

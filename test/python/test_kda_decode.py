@@ -9,6 +9,7 @@ specialization compiles for sm_90a, sm_100a and sm_103a without spills and is a 
 launch; the wrappers reject bad arguments before any CUDA call. No GPU, no torch."""
 
 import dataclasses
+import functools
 import itertools
 import math
 import re
@@ -19,7 +20,7 @@ import pytest
 
 from kernels_dsl import kimi_k3
 from kernels_dsl.kimi_k3 import kda_decode as mod
-from kiln.testing import bf16_ulp, interpret
+from kiln.testing import FakeCudaTensor, bf16_ulp, interpret
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 BF16 = ml_dtypes.bfloat16
@@ -490,31 +491,7 @@ def test_packed_and_fused_give_the_same_bits(via_interpreter):
 # Argument checks: all before any CUDA call
 # ---------------------------------------------------------------------------
 
-_TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "float16": "<f2", "int32": "<i4",
-            "int64": "<i8"}
-
-
-class FakeTensor:
-    """Just enough of a CUDA tensor: __cuda_array_interface__, shape, stride(), dtype."""
-
-    def __init__(self, shape, dtype="bfloat16", strides=None, address=0x7F0000000000,
-                 device="cuda:0"):
-        self.shape = tuple(shape)
-        self.dtype = dtype
-        self.device = device
-        self._strides = tuple(strides) if strides else tuple(
-            math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
-        self.__cuda_array_interface__ = {"data": (address, False), "typestr": _TYPESTR[dtype],
-                                         "shape": self.shape, "version": 3}
-
-    def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[dim]
-
-    def data_ptr(self):
-        return self.__cuda_array_interface__["data"][0]
-
-
-F = FakeTensor
+F = functools.partial(FakeCudaTensor, device="cuda:0")
 
 
 @pytest.fixture

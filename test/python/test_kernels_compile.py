@@ -3,12 +3,12 @@ sm_90a, sm_100a and sm_103a with 16-byte vector accesses where the kernel promis
 every Python wrapper rejects bad arguments before anything reaches CUDA. No GPU, no torch:
 tensors are stand-ins exposing ``__cuda_array_interface__``."""
 
-import math
 import re
 
 import pytest
 
 import kiln.aot
+from kiln.testing import FakeCudaTensor
 
 pytest.importorskip("kiln._C")
 
@@ -131,29 +131,7 @@ def test_mla_output_gate_uses_accurate_sigmoid():
 # Wrappers: checks before any CUDA call
 # ---------------------------------------------------------------------------
 
-_TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "float16": "<f2", "int32": "<i4",
-            "int64": "<i8", "uint8": "|u1", "float8_e4m3fn": "|V1"}
-
-
-class FakeTensor:
-    """Just enough of a CUDA tensor: __cuda_array_interface__, shape, stride(), dtype."""
-
-    def __init__(self, shape, dtype="bfloat16", strides=None, address=0x7F0000000000):
-        self.shape = tuple(shape)
-        self.dtype = dtype
-        self._strides = tuple(strides) if strides else tuple(
-            math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
-        self.__cuda_array_interface__ = {"data": (address, False), "typestr": _TYPESTR[dtype],
-                                         "shape": self.shape, "version": 3}
-
-    def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[dim]
-
-    def data_ptr(self):
-        return self.__cuda_array_interface__["data"][0]
-
-
-T = FakeTensor
+T = FakeCudaTensor
 
 
 @pytest.fixture
