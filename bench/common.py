@@ -61,3 +61,33 @@ def copy_bandwidth_gbs():
     ms = time_ms(lambda s: dst.copy_(s), [src], batch=5, reps=10)
     return 2 * src.numel() * 2 / ms / 1e6
 
+
+
+#: Bytes written to flush the L2 before an isolated call (the H200's L2 is 60 MB; as triton's
+#: do_bench, 256 MiB).
+L2_FLUSH_BYTES = 256 << 20
+_flush_buffer = None
+
+
+def isolated_time_ms(fn, inputs, reps=31, warmup=3):
+    """Median GPU time of one call with nothing around it: before each call a 256 MiB write
+    flushes the L2, then CUDA events bracket the call alone, so its inputs come from memory and
+    no other launch overlaps it (a PDL launch has no kernel of its own to overlap: the event
+    between them completes with the flush). The flush also gives the host time to issue the
+    call before the GPU reaches it, so host cost is not counted. ``fn(x)`` for each x of
+    ``inputs``, rotating."""
+    global _flush_buffer
+    if _flush_buffer is None:
+        _flush_buffer = torch.empty(L2_FLUSH_BYTES // 4, device="cuda", dtype=torch.int32)
+    for i in range(warmup):
+        fn(inputs[i % len(inputs)])
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        _flush_buffer.zero_()
+        starts[i].record()
+        fn(inputs[i % len(inputs)])
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))

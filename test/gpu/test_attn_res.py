@@ -141,13 +141,21 @@ def test_strided_views(ring):
 
 def test_one_program_per_token_matches_persistent():
     """The ring with one program per token (programs_per_sm = 0: grid = T) and the
-    persistent default give the same bits."""
-    prefix, bank, cw, ow = inputs(2000, 9, seed=4)
-    a = mod.attn_res(prefix, bank, cw, ow, nvb=5)
-    b = mod.attn_res(prefix, bank, cw, ow, nvb=5,
-                     settings=settings(ring_programs_per_sm=0, ring_few_programs_per_sm=0))
+    persistent default are different launches (grid and PROGRAMS) that give the same bits,
+    both the reference's."""
+    t, nb, nvb = 2000, 9, 5
+    one = settings(ring_programs_per_sm=0, ring_few_programs_per_sm=0)
+    sms = _num_sms()
+    persistent = mod.select_launch(t, H, nvb, False, sms)
+    per_token = mod.select_launch(t, H, nvb, False, sms, one)
+    assert persistent[0] is per_token[0] is mod.attn_res_ring_kernel
+    assert per_token[2] == (t,) and persistent[2][0] < t, (persistent[2], per_token[2])
+    prefix, bank, cw, ow = inputs(t, nb, seed=4)
+    a = mod.attn_res(prefix, bank, cw, ow, nvb=nvb)
+    b = mod.attn_res(prefix, bank, cw, ow, nvb=nvb, settings=one)
     torch.cuda.synchronize()
     assert torch.equal(bits(a), bits(b))
+    assert_close_bf16(a, reference(prefix, bank, cw, ow, nvb))
 
 
 def test_chained_launches_see_the_previous_kernels_writes(ring):

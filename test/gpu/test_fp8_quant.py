@@ -297,9 +297,31 @@ def gate_settings(name):
     return dataclasses.replace(mla_output_gate.SETTINGS, **GATE_SETTINGS[name])
 
 
-@pytest.mark.parametrize("t", [1, 7, 64, 4097])
-@pytest.mark.parametrize("h", [H_LOCAL, 512, 8])
-@pytest.mark.parametrize("settings", list(GATE_SETTINGS))
+def gate_cases():
+    """(t, h, knob set) of each distinct FP8 gate launch (``fp8_launch_config``) the knob
+    sets give at these shapes, once: most knob sets launch the same kernel at most shapes,
+    and a duplicate checks nothing new."""
+    cases, seen = [], set()
+    for t in (1, 7, 64, 4097):
+        for h in (H_LOCAL, 512, 8):
+            for name in GATE_SETTINGS:
+                key = (t, h, repr(mla_output_gate.fp8_launch_config(h, t, gate_settings(name))))
+                if key not in seen:
+                    seen.add(key)
+                    cases.append((t, h, name))
+    return cases
+
+
+def test_gate_cases_run_every_form_of_the_kernel():
+    """The cases launch the row in one tile and in three chunks, at the default register cap
+    and at 92."""
+    forms = {(c["CHUNKS"], maxnreg) for t, h, name in gate_cases()
+             for c, _, maxnreg in [mla_output_gate.fp8_launch_config(h, t, gate_settings(name))]}
+    cap = mla_output_gate.SETTINGS.fp8_maxnreg
+    assert forms == {(1, cap), (3, cap), (1, 92), (3, 92)}, forms
+
+
+@pytest.mark.parametrize("t,h,settings", gate_cases())
 def test_mla_output_gate_fp8_exact(t, h, settings):
     x = rows(t, h)
     g = (torch.randn(t, h, device="cuda") * 4).to(torch.bfloat16)

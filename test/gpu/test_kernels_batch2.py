@@ -43,13 +43,16 @@ def ref_kv_indices(r2t, req, lens, out, start, v2p, page, mult):
 @pytest.mark.parametrize("use_v2p", [False, True])
 @pytest.mark.parametrize("use_start", [False, True])
 @pytest.mark.parametrize("req_dtype", [torch.int32, torch.int64])
-def test_kv_indices(launch_mode, page, mult, use_v2p, use_start, req_dtype):
-    g = torch.Generator(device="cuda").manual_seed(mult + 2 * use_v2p + 4 * use_start)
-    max_reqs, max_ctx, num_pages = 40, 64 * 600, 50000
+@pytest.mark.parametrize("bs", [33, 300])
+def test_kv_indices(launch_mode, page, mult, use_v2p, use_start, req_dtype, bs):
+    """bs = 33 takes the few-requests BLOCK (one program an SM), 300 the many-requests one."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert (kvi.block_config(bs, sms) == kvi.block_config(1, 1)) == (bs <= sms)
+    g = torch.Generator(device="cuda").manual_seed(mult + 2 * use_v2p + 4 * use_start + bs)
+    max_reqs, max_ctx, num_pages = bs + 7, 64 * 600, 50000
     pg = torch.randint(0, num_pages, (max_reqs, max_ctx // page), device="cuda", generator=g)
     r2t = (pg[:, :, None] * page + torch.arange(page, device="cuda")).reshape(max_reqs, -1).int()
     r2t[3, 64 * 5:] = -1
-    bs = 33
     lens = torch.randint(0, 500 * 64, (bs,), device="cuda", generator=g).int()
     lens[:6] = torch.tensor([0, 1, 64, 65, 300 * 64, 599 * 64], dtype=torch.int32)
     req = torch.randperm(max_reqs, device="cuda", generator=g)[:bs].to(req_dtype)
