@@ -23,16 +23,27 @@ def _gpu_reason():
     return None
 
 
+#: The archs kiln compiles for (and its bundles hold images of), by compute capability.
+KILN_ARCHS = {(9, 0): "sm_90a", (10, 0): "sm_100a", (10, 3): "sm_103a"}
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "sm90: needs an sm_90 (Hopper) GPU")
-    config.addinivalue_line("markers", "blackwell: needs an sm_100a/sm_103a GPU")
+    config.addinivalue_line("markers", "sm90: tests a Hopper-only feature (each use says which)")
+    config.addinivalue_line("markers",
+                            "blackwell: tests a Blackwell-only feature (sm_100a/sm_103a)")
 
 
 def pytest_collection_modifyitems(config, items):
+    """Every test runs on each GPU kiln compiles for; only those marked ``sm90`` or
+    ``blackwell`` (an arch-specific feature) are gated to that arch."""
     reason = _gpu_reason()
     major = None
     if reason is None:
-        major = torch.cuda.get_device_capability()[0]
+        cap = torch.cuda.get_device_capability()
+        major = cap[0]
+        if cap not in KILN_ARCHS:
+            reason = (f"kiln compiles for {', '.join(KILN_ARCHS.values())}; this GPU is "
+                      f"sm_{cap[0]}{cap[1]}")
     for item in items:
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))

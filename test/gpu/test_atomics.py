@@ -8,8 +8,6 @@ torch = pytest.importorskip("torch")
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 @kiln.jit
 def histogram(x_ptr, bins_ptr, stats_ptr, fsum_ptr, n, BLOCK: kl.constexpr):

@@ -15,8 +15,6 @@ torch = pytest.importorskip("torch")
 
 from kernels_dsl.kimi_k3 import attn_res as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 H = 7168
 EPS = 1e-6
 

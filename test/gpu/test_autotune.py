@@ -11,8 +11,6 @@ torch = pytest.importorskip("torch")
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 @kiln.autotune(configs=[kiln.Config({"BLOCK": 256}, num_warps=1),
                         kiln.Config({"BLOCK": 4096}, num_warps=8)], key=["n"])

@@ -19,8 +19,6 @@ torch = pytest.importorskip("torch")
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 BLOCK = 1024
 SENTINEL = 5  # what masked-off stores must leave in place
 OTHER = 1  # what masked-off loads give (True for bool)

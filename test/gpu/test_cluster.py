@@ -18,8 +18,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 SHAPES = [(2, 1, 1), (4, 1, 1), (2, 2, 1), (1, 2, 2), (8, 1, 1)]
 #: more than 8 blocks: the non-portable sizes (the runtime opts in when it loads the kernel)
 NON_PORTABLE = [(16, 1, 1), (4, 4, 1), (2, 2, 4)]

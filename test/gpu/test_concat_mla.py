@@ -7,8 +7,6 @@ torch = pytest.importorskip("torch")
 
 from kernels_dsl.kimi_k3 import concat_mla as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 def bf16(*shape):
     return torch.randn(*shape, device="cuda", dtype=torch.bfloat16)

@@ -13,9 +13,6 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
-
 from control_flow_kernels import (  # noqa: E402
     branch_merge,
     loop_accumulate,

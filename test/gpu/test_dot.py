@@ -15,8 +15,6 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 from dot_kernels import dot_tile, gemm  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}

@@ -7,8 +7,6 @@ torch = pytest.importorskip("torch")
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 @kiln.jit
 def round_trip(x_ptr, y_ptr, z_ptr, n, BLOCK: kl.constexpr, E5M2: kl.constexpr):

@@ -19,8 +19,6 @@ import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from kernels_dsl.common.gemm import _grouped_block  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 PLUS_ONE, SILU, BIAS, BIAS_SILU, RESIDUAL = range(5)
 
 

@@ -14,8 +14,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from kernels_dsl.common.gemm import gemm_tma  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 CONFIGS = [  # (BM, BN, BK), stages, warps
     ((128, 256, 64), 3, 8), ((128, 128, 64), 4, 4), ((64, 128, 64), 4, 4),
     ((256, 128, 64), 3, 8), ((128, 64, 64), 2, 8)]

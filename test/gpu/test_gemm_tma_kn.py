@@ -15,8 +15,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from kernels_dsl.common.gemm import gemm_tma_kn  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 CONFIGS = [  # (BM, BN, BK), stages, warps
     ((128, 64, 64), 4, 8), ((128, 64, 64), 4, 4), ((64, 64, 64), 4, 4), ((256, 64, 64), 3, 8)]
 

@@ -12,8 +12,6 @@ F = pytest.importorskip("torch.nn.functional")
 
 from kernels_dsl.kimi_k3 import image as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 MEAN = (0.48145466, 0.4578275, 0.40821073)
 STD = (0.26862954, 0.26130258, 0.27577711)
 

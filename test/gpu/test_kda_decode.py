@@ -20,8 +20,6 @@ import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from kernels_dsl.kimi_k3 import kda_decode as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 K = V = 128
 W = 4
 LB = -5.0

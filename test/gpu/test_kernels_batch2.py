@@ -10,8 +10,6 @@ torch = pytest.importorskip("torch")
 from kernels_dsl.kimi_k3 import kv_indices as kvi  # noqa: E402
 from kernels_dsl.kimi_k3 import moe_align  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 POISON = 0x7EADBEEF
 
 

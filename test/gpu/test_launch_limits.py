@@ -21,8 +21,6 @@ import kiln.language as kl  # noqa: E402
 from kiln import aot  # noqa: E402
 from kiln.runtime import Bundle, KilnError  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 MAX_GRID = kiln.host.MAX_GRID
 LIMITS = [(MAX_GRID[0], 1, 1), (1, MAX_GRID[1], 1), (1, 1, MAX_GRID[2])]
 

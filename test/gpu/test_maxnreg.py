@@ -9,8 +9,6 @@ torch = pytest.importorskip("torch")
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 def _poly(x_ptr, out_ptr, BLOCK: kl.constexpr):
     offs = kl.arange(0, BLOCK)

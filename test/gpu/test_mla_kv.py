@@ -10,8 +10,6 @@ torch = pytest.importorskip("torch")
 
 from kernels_dsl.kimi_k3 import mla_kv as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 def reference(kv_c, k_pe, loc, cache):
     ref = cache.clone()

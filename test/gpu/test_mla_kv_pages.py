@@ -16,8 +16,6 @@ from kernels_dsl.kimi_k3 import mla_kv  # noqa: E402
 
 from test_fp8_quant import ref_group_quant  # noqa: E402  (the group rule, IEEE division)
 
-pytestmark = pytest.mark.sm90
-
 FILL = 0xA5
 #: rows of a cache checked at once (a bool temporary of this many rows' bytes)
 CHUNK = 1 << 18

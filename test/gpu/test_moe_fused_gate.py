@@ -16,8 +16,6 @@ torch = pytest.importorskip("torch")
 from kernels_dsl.kimi_k3 import _launch as L  # noqa: E402
 from kernels_dsl.kimi_k3 import moe_fused_gate as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 E, K = 896, 16
 EPS = 1e-6
 

@@ -8,8 +8,6 @@ torch = pytest.importorskip("torch")
 
 from kernels_dsl.common import norm  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 def ref_rmsnorm(x, w, eps):
     xf = x.float()

@@ -14,8 +14,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 @kiln.jit(num_warps=1)
 def message(data_ptr, flag_ptr, out_ptr, n, SPINS: kl.constexpr, SCOPE: kl.constexpr):

@@ -9,8 +9,6 @@ torch = pytest.importorskip("torch")
 
 from kernels_dsl.kimi_k3 import pack_topk_ids as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 def reference(ids, w):
     return (ids.int() << 16) | (w.bfloat16().view(torch.int16).int() & 0xFFFF)

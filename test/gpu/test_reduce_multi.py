@@ -15,8 +15,6 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402, F401
 
-pytestmark = pytest.mark.sm90
-
 from reduce_multi_kernels import (  # noqa: E402
     max_argmax_2d,
     max_rows_single,

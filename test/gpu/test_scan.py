@@ -16,8 +16,6 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 from scan_kernels import cumsum_rows, scan_1d, scan_2d  # noqa: E402
 
 DTYPES = {"i32": torch.int32, "f32": torch.float32, "bf16": torch.bfloat16}

@@ -21,8 +21,6 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 from shape_kernels import (  # noqa: E402
     complex_scale,
     deinterleave,

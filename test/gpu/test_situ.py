@@ -18,8 +18,6 @@ from kernels_dsl.kimi_k3 import situ, situ_quant  # noqa: E402
 
 import test_fp8_quant as fp8  # noqa: E402  (the SiTU masked quant reference and checks)
 
-pytestmark = pytest.mark.sm90
-
 
 def reference(x, beta, linear_beta):
     d = x.shape[1] // 2

@@ -14,8 +14,6 @@ torch = pytest.importorskip("torch")
 
 from kernels_dsl.kimi_k3 import tensor_hash as mod  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 U64 = np.uint64
 MASK = (1 << 64) - 1
 

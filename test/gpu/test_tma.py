@@ -16,8 +16,6 @@ import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
 from kernels_dsl.common import tma  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 
 @kiln.jit
 def affine_2d(src, dst, BM: kl.constexpr, BN: kl.constexpr):

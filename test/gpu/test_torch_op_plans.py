@@ -23,8 +23,6 @@ from kiln import torch_library  # noqa: E402
 
 import test_torch_ops as ops  # noqa: E402  (test/gpu is on sys.path under pytest)
 
-pytestmark = pytest.mark.sm90
-
 #: Cases whose op is not planned, with the reason.
 NOT_PLANNED = {}
 

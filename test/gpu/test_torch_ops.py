@@ -42,8 +42,6 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
 )
 from kernels_dsl.kimi_k3 import moe_fused_gate as gate_router  # noqa: E402
 
-pytestmark = pytest.mark.sm90
-
 U64_MASK = (1 << 64) - 1
 
 
