@@ -2,6 +2,7 @@
 and the measured copy bandwidth (the memory ceiling)."""
 
 import statistics
+import time
 
 import torch
 
@@ -63,6 +64,9 @@ def copy_bandwidth_gbs():
 
 
 
+#: Cycles a second of ``torch.cuda._sleep``'s spin (the H200's SM clock under load, ~1.98 GHz;
+#: a lower clock only lengthens the spin).
+SPIN_HZ = 2.0e9
 #: Bytes written to flush the L2 before an isolated call (the H200's L2 is 60 MB; as triton's
 #: do_bench, 256 MiB).
 L2_FLUSH_BYTES = 256 << 20
@@ -70,21 +74,29 @@ _flush_buffer = None
 
 
 def isolated_time_ms(fn, inputs, reps=31, warmup=3):
-    """Median GPU time of one call with nothing around it: before each call a 256 MiB write
-    flushes the L2, then CUDA events bracket the call alone, so its inputs come from memory and
-    no other launch overlaps it (a PDL launch has no kernel of its own to overlap: the event
-    between them completes with the flush). The flush also gives the host time to issue the
-    call before the GPU reaches it, so host cost is not counted. ``fn(x)`` for each x of
-    ``inputs``, rotating."""
+    """Median GPU time of one call with nothing around it: before each call the GPU first
+    spins (``torch.cuda._sleep``) for longer than the host takes to issue the call, then a
+    256 MiB write flushes the L2, then CUDA events bracket the call alone. So the inputs come
+    from memory, no other launch overlaps the call (a PDL launch has no kernel of its own to
+    overlap: the event between them completes with the flush), and the host's cost of
+    issuing it is hidden (the GPU never waits for the launch: a Python wrapper's tens of
+    microseconds would otherwise be counted). ``fn(x)`` for each x of ``inputs``, rotating."""
     global _flush_buffer
     if _flush_buffer is None:
         _flush_buffer = torch.empty(L2_FLUSH_BYTES // 4, device="cuda", dtype=torch.int32)
     for i in range(warmup):
         fn(inputs[i % len(inputs)])
     torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(warmup):
+        fn(inputs[i % len(inputs)])
+    host_s = (time.perf_counter() - t0) / warmup  # an upper bound: includes GPU time
+    torch.cuda.synchronize()
+    spin_cycles = int((2 * host_s + 20e-6) * SPIN_HZ)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
+        torch.cuda._sleep(spin_cycles)
         _flush_buffer.zero_()
         starts[i].record()
         fn(inputs[i % len(inputs)])
