@@ -26,6 +26,9 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   tile::TileAccelerateDotOptions dotOptions;
   dotOptions.arch = options.arch;
   pm.addNestedPass<func::FuncOp>(tile::createTileAccelerateDot(dotOptions));
+  // The async protocol as the passes above left it: every ring slot and
+  // mbarrier used in order (kiln-tile-verify-async).
+  pm.addNestedPass<func::FuncOp>(tile::createTileVerifyAsync());
   // Index arithmetic instead of shared memory for cheap broadcasts; the
   // copies leave duplicates and dead originals behind.
   pm.addNestedPass<func::FuncOp>(tile::createTileRematerializeBroadcasts());

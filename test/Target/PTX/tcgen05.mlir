@@ -21,7 +21,7 @@
 // CHECK: tcgen05.fence::before_thread_sync;
 // CHECK-NEXT: bar.sync 0;
 // CHECK-NEXT: tcgen05.fence::after_thread_sync;
-// CHECK-NEXT: ld.shared.b32 %r[[TMEM:[0-9]+]], [__kiln_dynamic_smem+{{[0-9]+}}];
+// CHECK: ld.shared.b32 %r[[TMEM:[0-9]+]], [__kiln_dynamic_smem+{{[0-9]+}}];
 // CHECK: $L__BB0_[[LOOP:[0-9]+]]:
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
@@ -67,8 +67,9 @@ func.func @tc_gemm(%da: !DA, %db: !DB, %dc: !DC, %m: i32, %n: i32, %k: i32) attr
   %rb = tile.ring_alloc : !B
   %k1 = arith.addi %c0, %c64 : i32
   %ok1 = arith.cmpi slt, %k1, %k : i32
-  tile.ring_issue %da[%m, %c0] -> %ra[%c0] if %true : !DA, !A
-  tile.ring_issue %db[%n, %c0] -> %rb[%c0] if %true : !DB, !B
+  %ok0 = arith.cmpi slt, %c0, %k : i32
+  tile.ring_issue %da[%m, %c0] -> %ra[%c0] if %ok0 : !DA, !A
+  tile.ring_issue %db[%n, %c0] -> %rb[%c0] if %ok0 : !DB, !B
   tile.ring_issue %da[%m, %k1] -> %ra[%c1] if %ok1 : !DA, !A
   tile.ring_issue %db[%n, %k1] -> %rb[%c1] if %ok1 : !DB, !B
   %done = tile.mbarrier_alloc : !M

@@ -63,15 +63,21 @@ func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attri
   %zero = arith.constant dense<0.0> : tensor<64x64xf32>
   %ra = tile.ring_alloc : !A
   %rb = tile.ring_alloc : !B
-  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
-  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %first = arith.cmpi slt, %c0, %k : i32
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %first : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %first : !DB, !B
   %acc, %n = scf.for %kk = %c0 to %k step %c128 iter_args(%acc = %zero, %it = %c0) -> (tensor<64x64xf32>, i32) : i32 {
     %slot = arith.remui %it, %c3 : i32
-    %phase = arith.andi %it, %c1 : i32
+    %fills = arith.divui %it, %c3 : i32
+    %phase = arith.andi %fills, %c1 : i32
+    %knext = arith.addi %kk, %c128 : i32
+    %more = arith.cmpi slt, %knext, %k : i32
+    %it1 = arith.addi %it, %c1 : i32
+    %nslot = arith.remui %it1, %c3 : i32
     %a = tile.ring_wait_load %ra[%slot], %phase : !A -> tensor<64x128xf8E4M3FN>
-    tile.ring_issue %da[%c0, %kk] -> %ra[%slot] if %true : !DA, !A
+    tile.ring_issue %da[%c0, %knext] -> %ra[%nslot] if %more : !DA, !A
     %b = tile.ring_wait_load %rb[%slot], %phase : !B -> tensor<64x128xf8E4M3FN>
-    tile.ring_issue %db[%c0, %kk] -> %rb[%slot] if %true : !DB, !B
+    tile.ring_issue %db[%c0, %knext] -> %rb[%nslot] if %more : !DB, !B
     %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<64x128xf8E4M3FN> -> tensor<128x64xf8E4M3FN>
     %d = tile.dot %a, %bt, %acc {maxNumImpreciseAcc = 32 : i32} : tensor<64x128xf8E4M3FN> * tensor<128x64xf8E4M3FN> -> tensor<64x64xf32>
     %next = arith.addi %it, %c1 : i32

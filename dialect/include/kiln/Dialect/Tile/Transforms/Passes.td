@@ -155,6 +155,62 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
                            "::mlir::scf::SCFDialect"];
 }
 
+def TileVerifyAsync : Pass<"kiln-tile-verify-async", "::mlir::func::FuncOp"> {
+  let summary = "Check a kernel's TMA ring and mbarrier protocol by running it on a model";
+  let description = [{
+    Proves, for the IR that kiln-tile-pipeline-loads,
+    kiln-tile-warp-specialize and kiln-tile-accelerate-dot produce, that the
+    kernel's asynchronous copies and MMAs follow their protocol. The pass runs
+    the kernel's scalar control flow (`scf.for`, `scf.if`, integer `arith`)
+    with its integer arguments set to each of 0, 1, 3, 17, 257 and 1100 (each
+    rounded up to the `tile.divisibility` it promises; program ids 0, one
+    program), at most 2^20 ops a sample, and feeds the async ops it meets to
+    a model:
+
+    - a ring slot counts its fills (`tile.ring_issue`, each completing one
+      phase of the slot's barrier, predicated or not) and its waits; the n-th
+      wait of a slot (`tile.ring_wait`, `tile.ring_wait_load`) waits for fill
+      n with parity n mod 2 and blocks until that fill is issued;
+    - an mbarrier (`tile.mbarrier_alloc`) counts completed phases:
+      `tile.mbarrier_arrive` and the commit of a `tile.tcgen05_dot` complete
+      one; `tile.mbarrier_wait` passes when the current phase's parity is not
+      the waited one (the hardware's rule) and observes the phase before it;
+    - an MMA reading slots in place (`tile.warpgroup_dot` until a
+      `tile.warpgroup_dot_wait` leaves fewer in flight, `tile.tcgen05_dot`
+      until a wait observes its commit's phase) keeps them in use;
+    - a thread knows a slot's fills consumed through its own waits, or
+      through a wait that observes a phase another thread's arrival (or
+      commit) completed after consuming them. A `tile.ring_issue` refills a
+      slot only when the issuing thread knows every earlier fill of the slot
+      consumed.
+
+    A `tile.warp_specialize` runs as two threads, the producer whenever it can
+    go on (the schedule that refills earliest), the consumer when it blocks.
+    Errors, each at the op: a wait with the wrong parity, a refill of a slot
+    not known consumed (no wait for its empty barrier, an arrival before the
+    MMA that reads the slot is done, an early overwrite), an MMA reading a
+    slot before its fill is waited for, a bulk copy's byte count (the
+    `expect_tx` of its barrier) that is not a multiple of 16 or overruns the
+    slot, a slot index outside the ring, a kernel that can end with a copy in
+    flight, and a wait that no thread can complete (a missing arrival or
+    issue: the kernel would hang). A kernel whose slot indices, parities,
+    predicates or loop bounds do not follow from its integer arguments (a
+    `scf.while`, indices loaded from memory), or whose slot index, parity or
+    predicate is itself a kernel argument (the caller's protocol), is left
+    unchecked (`num-unchecked`; `report-unchecked` says why in a remark).
+  }];
+  let options = [
+    Option<"reportUnchecked", "report-unchecked", "bool", /*default=*/"false",
+           "emit a remark for each argument sample the model could not run, with the reason">
+  ];
+  let statistics = [
+    Statistic<"numChecked", "num-checked", "kernels whose protocol was checked">,
+    Statistic<"numUnchecked", "num-unchecked",
+              "argument samples the model could not run (unknown control flow or indices)">
+  ];
+  let dependentDialects = ["::kiln::tile::TileDialect"];
+}
+
 def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp"> {
   let summary = "Run dots on wgmma (sm_90a) or, pipelined dots of TMA ring slots, tcgen05 (sm_100a, sm_103a)";
   let description = [{
