@@ -51,7 +51,13 @@ from . import _runtime
 from . import cache as _cache
 from . import runtime as _rt
 from .compiler.code_generator import FunctionSource
-from .compiler.compiler import CompiledKernel, Specialization, build_metadata, compile_kernel
+from .compiler.compiler import (
+    CompiledKernel,
+    Specialization,
+    build_metadata,
+    compile_kernel,
+    wait_bound,
+)
 from .host import (
     arg_type,
     check_constexpr,
@@ -257,8 +263,10 @@ class JITFunction(KernelFunction):
 
     def cache_key(self, spec: Specialization, arch: str, name: Optional[str] = None) -> str:
         """The on-disk cache key of one specialization (see kiln.cache)."""
+        bound = wait_bound()
         return _cache.kernel_key(self.source_hash, spec.key(), arch, name or self.__name__,
-                                 _cache.compiler_fingerprint())
+                                 _cache.compiler_fingerprint(),
+                                 {"wait_bound": bound} if bound else None)
 
     def _binary(self, spec: Specialization, arch: str, name: Optional[str] = None
                 ) -> CompiledKernel:

@@ -45,13 +45,14 @@ T unwrap(llvm::Expected<T> value, const DiagnosticCapture &capture, const std::s
   return std::move(*value);
 }
 
-void runTileToLLVM(Module &module, int numWarps, const std::string &arch) {
+void runTileToLLVM(Module &module, int numWarps, const std::string &arch, uint64_t waitBound) {
   py::gil_scoped_release release;
   DiagnosticCapture capture(module.getContext());
   mlir::PassManager pm(&module.getContext());
   kiln::TileToLLVMOptions options;
   options.numWarps = numWarps;
   options.arch = arch;
+  options.waitBound = waitBound;
   kiln::buildTileToLLVMPipeline(pm, options);
   bool failed = mlir::failed(pm.run(module.get()));
   capture.check("lowering to the LLVM dialect failed", failed);
@@ -110,9 +111,11 @@ PYBIND11_MODULE(_C, m) {
   populateIRBuilder(m);
 
   m.def("run_tile_to_llvm", &runTileToLLVM, py::arg("module"), py::arg("num_warps") = 4,
-        py::arg("arch") = "",
+        py::arg("arch") = "", py::arg("wait_bound") = 0,
         "Lowers a tile module in place to the LLVM and NVVM dialects (kiln-tile-to-llvm); "
-        "`arch` enables its instructions (wgmma on sm_90a, tcgen05 on sm_100a/sm_103a).");
+        "`arch` enables its instructions (wgmma on sm_90a, tcgen05 on sm_100a/sm_103a); "
+        "`wait_bound` > 0 makes every mbarrier wait report a hang and trap after that many "
+        "tries (debug).");
   m.def("translate_to_llvm_ir", &translateToLLVMIR, py::arg("module"), py::arg("arch"),
         "LLVM IR text (optimized, libdevice linked) of a module in the LLVM dialect.");
   m.def("translate_to_ptx", &translateToPTX, py::arg("module"), py::arg("arch"),

@@ -38,6 +38,7 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addPass(createDeferClusterWaits());
   ConvertTileToNVVMOptions nvvmOptions;
   nvvmOptions.arch = options.arch;
+  nvvmOptions.waitBound = options.waitBound;
   pm.addPass(createConvertTileToNVVM(nvvmOptions));
   pm.addPass(createAllocateSharedMemory());
   pm.addPass(createSCFToControlFlowPass());

@@ -74,10 +74,117 @@ TmaBarrier createTmaBarrier(OpBuilder &b, Operation *op) {
   return barrier;
 }
 
+/// The declaration of CUDA's device printf, `i32 vprintf(ptr format, ptr args)`.
+LLVM::LLVMFuncOp getOrDeclareVprintf(OpBuilder &b, ModuleOp module) {
+  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>("vprintf"))
+    return f;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  return LLVM::LLVMFuncOp::create(b, module.getLoc(), "vprintf",
+                                  LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}));
+}
+
+/// What a bounded wait prints when it gives up: vprintf and the format string
+/// (with the kernel's name and the op's source line), declared in the module.
+struct HangReport {
+  LLVM::LLVMFuncOp vprintf;
+  LLVM::GlobalOp format;
+};
+
+/// Declares the report of the wait at `loc`, at the builder's (attached)
+/// insertion point.
+HangReport declareHangReport(OpBuilder &b, Location loc) {
+  Operation *at = b.getInsertionBlock()->getParentOp();
+  auto module = at->getParentOfType<ModuleOp>();
+  StringRef kernel = "?";
+  if (auto func = llvm::dyn_cast<FunctionOpInterface>(at))
+    kernel = func.getName();
+  else if (auto parent = at->getParentOfType<FunctionOpInterface>())
+    kernel = parent.getName();
+  std::string where = "unknown location";
+  if (auto fileLoc = llvm::dyn_cast<FileLineColLoc>(loc))
+    where = (fileLoc.getFilename().getValue() + ":" + Twine(fileLoc.getLine())).str();
+  // The format string as a constant global, NUL-terminated.
+  std::string text = ("kiln: kernel '" + kernel + "' (" + where +
+                      "): mbarrier wait gave up: barrier at shared 0x%x, parity %u, block "
+                      "(%u, %u, %u), thread %u\n")
+                         .str();
+  text.push_back('\0');
+  std::string name = ("__kiln_hang_" + Twine(llvm::hash_value(text))).str();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto format = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!format)
+    format = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
+                                    /*isConstant=*/true, LLVM::Linkage::Internal, name,
+                                    b.getStringAttr(text));
+  auto vprintf = module.lookupSymbol<LLVM::LLVMFuncOp>("vprintf");
+  if (!vprintf) {
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    vprintf = LLVM::LLVMFuncOp::create(b, loc, "vprintf",
+                                       LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}));
+  }
+  return {vprintf, format};
+}
+
+/// Prints `report` for the wait on `address` (the barrier's shared address)
+/// for `parity`, with the block and the thread, then traps.
+void reportHangAndTrap(OpBuilder &b, Location loc, HangReport report, Value address, Value parity) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value formatPtr = LLVM::AddressOfOp::create(b, loc, ptr, report.format.getSymName());
+  // The arguments: a struct of six i32 on the stack.
+  Type i32 = b.getI32Type();
+  SmallVector<Value> args{address,
+                          parity,
+                          NVVM::BlockIdXOp::create(b, loc, i32),
+                          NVVM::BlockIdYOp::create(b, loc, i32),
+                          NVVM::BlockIdZOp::create(b, loc, i32),
+                          createThreadId(b, loc)};
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(6, i32));
+  Value buffer = LLVM::AllocaOp::create(b, loc, ptr, structType, createI32Constant(b, loc, 1));
+  for (auto [i, v] : llvm::enumerate(args)) {
+    Value field =
+        LLVM::GEPOp::create(b, loc, ptr, structType, buffer, ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+    LLVM::StoreOp::create(b, loc, v, field);
+  }
+  LLVM::CallOp::create(b, loc, report.vprintf, ValueRange{formatPtr, buffer});
+  createInlinePTX(b, loc, Type(), ValueRange{}, "trap;", "", /*sideEffects=*/true);
+}
+
 /// Waits until the mbarrier at `barrier` (!llvm.ptr<3>) completes the phase of
-/// parity `parity` (i32, 0 or 1).
-void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity) {
+/// parity `parity` (i32, 0 or 1). With a wait bound (`converter`'s
+/// `wait-bound` debug option) the wait is a loop of try_waits that, after that
+/// many, prints the hang (reportHangAndTrap) and traps.
+void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity,
+                const TileTypeConverter &converter) {
   Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barrier);
+  if (uint64_t bound = converter.getWaitBound()) {
+    HangReport report = declareHangReport(b, loc);
+    Type i32 = b.getI32Type();
+    Value limit = createI32Constant(b, loc, int32_t(std::min<uint64_t>(bound, INT32_MAX)));
+    auto loop = scf::WhileOp::create(
+        b, loc, TypeRange{i32}, ValueRange{createI32Constant(b, loc, 0)},
+        [&](OpBuilder &bb, Location l, ValueRange tries) {
+          Value passed = createInlinePTX(bb, l, i32, ValueRange{address, parity},
+                                         "{\n.reg .pred p;\n"
+                                         "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                                         "selp.u32 $0, 1, 0, p;\n}",
+                                         "=r,r,r,~{memory}", /*sideEffects=*/true, "mbarrier");
+          Value spent = LLVM::ICmpOp::create(bb, l, LLVM::ICmpPredicate::uge, tries[0], limit);
+          scf::IfOp::create(bb, l, spent, [&](OpBuilder &ib, Location il) {
+            reportHangAndTrap(ib, il, report, address, parity);
+            scf::YieldOp::create(ib, il);
+          });
+          Value waiting = LLVM::ICmpOp::create(bb, l, LLVM::ICmpPredicate::eq, passed,
+                                               createI32Constant(bb, l, 0));
+          Value next = LLVM::AddOp::create(bb, l, tries[0], createI32Constant(bb, l, 1));
+          scf::ConditionOp::create(bb, l, waiting, ValueRange{next});
+        },
+        [&](OpBuilder &bb, Location l, ValueRange tries) { scf::YieldOp::create(bb, l, tries); });
+    (void)loop;
+    return;
+  }
   // The NVVM op takes the parity as an immediate; in a loop it is a register.
   static constexpr const char *kWait = "{\n"
                                        ".reg .pred p;\n"
@@ -90,9 +197,10 @@ void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity) {
 }
 
 /// Waits until the barrier completes the phase of parity `*phase`, then flips it.
-void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier) {
+void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier,
+                      const TileTypeConverter &converter) {
   Value parity = LLVM::LoadOp::create(b, loc, b.getI32Type(), barrier.phase);
-  waitParity(b, loc, barrier.address, parity);
+  waitParity(b, loc, barrier.address, parity, converter);
   Value flipped = LLVM::XOrOp::create(b, loc, parity, createI32Constant(b, loc, 1));
   LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
 }
@@ -210,7 +318,7 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
 
     issueLoad(rewriter, loc, adaptor.getDesc(), adaptor.getIndices(), desc.getBoxBytes(), buffer,
               barrier.address, Value());
-    waitAndFlipPhase(rewriter, loc, barrier);
+    waitAndFlipPhase(rewriter, loc, barrier, tileConverter);
 
     BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(), desc.getSwizzle());
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
@@ -294,7 +402,7 @@ struct BulkLoadLowering : TileOpConversion<tile::BulkLoadOp> {
                                       op.getType().getNumElements(), /*alignment=*/128);
     issueBulkLoad(rewriter, loc, adaptor.getPtr(), adaptor.getCount(), op.getType(), buffer,
                   barrier.address, Value());
-    waitAndFlipPhase(rewriter, loc, barrier);
+    waitAndFlipPhase(rewriter, loc, barrier, tileConverter);
 
     BoxAccess box(rewriter, loc, buffer, element, tileConverter, op.getType(), /*swizzle=*/0);
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
@@ -414,7 +522,7 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
     Location loc = op.getLoc();
     tile::RingType ring = op.getRing().getType();
     waitParity(rewriter, loc, slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
-               adaptor.getPhase());
+               adaptor.getPhase(), tileConverter);
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     BoxAccess box(rewriter, loc,
                   ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
@@ -435,7 +543,7 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
     Location loc = op.getLoc();
     Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
     if (!op.getIssuer()) {
-      waitParity(rewriter, loc, barrier, adaptor.getPhase());
+      waitParity(rewriter, loc, barrier, adaptor.getPhase(), tileConverter);
       rewriter.eraseOp(op);
       return success();
     }
@@ -444,7 +552,7 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
         LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult, createThreadId(rewriter, loc),
                              createI32Constant(rewriter, loc, 32));
     scf::IfOp::create(rewriter, loc, warp0, [&](OpBuilder &b, Location l) {
-      waitParity(b, l, barrier, adaptor.getPhase());
+      waitParity(b, l, barrier, adaptor.getPhase(), tileConverter);
       scf::YieldOp::create(b, l);
     });
     rewriter.eraseOp(op);
@@ -516,7 +624,7 @@ struct MBarrierWaitLowering : TileOpConversion<tile::MBarrierWaitOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     waitParity(rewriter, op.getLoc(),
                mbarrierAddress(rewriter, op.getLoc(), adaptor.getBarriers(), adaptor.getIndex()),
-               adaptor.getParity());
+               adaptor.getParity(), tileConverter);
     rewriter.eraseOp(op);
     return success();
   }

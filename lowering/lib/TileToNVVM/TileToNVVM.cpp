@@ -372,6 +372,7 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
       return signalPassFailure();
 
     TileTypeConverter converter(context, layout->first, layout->second);
+    converter.setWaitBound(waitBound);
     if (failed(checkRegisterFootprint(module, converter)))
       return signalPassFailure();
     WalkResult tooLarge = module.walk([&](tile::DotOp op) {

@@ -46,6 +46,11 @@ static cl::opt<std::string> arch("arch", cl::desc("target: sm_90a, sm_100a or sm
                                  cl::init("sm_90a"));
 static cl::opt<int> numWarps("num-warps", cl::desc("warps for kernels without tile.num_warps"),
                              cl::init(4));
+static cl::opt<uint64_t>
+    waitBound("wait-bound",
+              cl::desc("debug: an mbarrier wait reports the hang and traps after this many "
+                       "tries (0: none)"),
+              cl::init(0));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "kilnc") << message << "\n";
@@ -89,6 +94,7 @@ int main(int argc, char **argv) {
   kiln::TileToLLVMOptions options;
   options.numWarps = numWarps;
   options.arch = arch;
+  options.waitBound = waitBound;
   kiln::buildTileToLLVMPipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return 1;

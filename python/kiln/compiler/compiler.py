@@ -319,12 +319,27 @@ def lowering_error(e: Exception, source: FunctionSource) -> CompilationError:
     return CompilationError(filename, lineno, col, text + "".join(notes), line)
 
 
+def wait_bound() -> int:
+    """The debug bound on mbarrier waits, ``KILN_DEBUG_WAITS=<tries>`` (0 or unset: none):
+    a wait that has not passed after that many ``mbarrier.try_wait`` attempts prints the
+    kernel, the op's source line, the barrier and the parity, and traps, so that a hang in a
+    protocol the compiler built becomes an error naming where. Part of the cache key."""
+    text = os.environ.get("KILN_DEBUG_WAITS", "0").strip() or "0"
+    try:
+        tries = int(text)
+    except ValueError:
+        raise ValueError(f"KILN_DEBUG_WAITS must be a number of tries, got {text!r}") from None
+    if tries < 0 or tries >= 2**31:
+        raise ValueError(f"KILN_DEBUG_WAITS must be in [0, 2^31), got {tries}")
+    return tries
+
+
 def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None) -> Any:
     """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a, tcgen05 on
-    sm_100a/sm_103a; None: no arch-specific instructions); returns a new module (the input
-    is kept)."""
+    sm_100a/sm_103a; None: no arch-specific instructions), with ``wait_bound()``; returns a
+    new module (the input is kept)."""
     lowered = module.clone()
-    _C().run_tile_to_llvm(lowered, num_warps, arch or "")
+    _C().run_tile_to_llvm(lowered, num_warps, arch or "", wait_bound())
     return lowered
 
 

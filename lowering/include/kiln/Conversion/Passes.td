@@ -46,7 +46,10 @@ def ConvertTileToNVVM : Pass<"kiln-convert-tile-to-nvvm", "::mlir::ModuleOp"> {
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
            "target arch (sm_90a, sm_100a, sm_103a) whose instructions the ops may use; "
-           "empty: not checked">
+           "empty: not checked">,
+    Option<"waitBound", "wait-bound", "uint64_t", /*default=*/"0",
+           "debug: an mbarrier wait that has not passed after this many tries prints the "
+           "kernel, the op's location, the barrier and the parity, then traps (0: no bound)">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::cf::ControlFlowDialect"];

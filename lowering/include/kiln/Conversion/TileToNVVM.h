@@ -31,10 +31,15 @@ public:
   /// Registers (elements) a thread holds of a tile of this type, any layout.
   int64_t getRegsPerThread(mlir::RankedTensorType type) const;
   int64_t getThreadsPerBlock() const { return threadsPerBlock; }
+  /// Tries an mbarrier wait makes before it reports the hang and traps (0:
+  /// it waits forever; the `wait-bound` debug option).
+  uint64_t getWaitBound() const { return waitBound; }
+  void setWaitBound(uint64_t bound) { waitBound = bound; }
 
 private:
   int64_t threadsPerBlock;
   int64_t elemsPerThread;
+  uint64_t waitBound = 0;
 };
 
 /// Patterns lowering tile ops, elementwise arith/math on tiles, and tile

@@ -16,6 +16,9 @@ struct TileToLLVMOptions {
   /// instructions. wgmma is used on sm_90a only, tcgen05 and Tensor Memory on
   /// sm_100a and sm_103a only.
   std::string arch;
+  /// Debug: tries of an mbarrier wait before it reports the hang and traps
+  /// (kiln-convert-tile-to-nvvm's `wait-bound`; 0: none).
+  uint64_t waitBound = 0;
 };
 
 /// The one pipeline from the tile dialect to LLVM + NVVM dialects, ready for
