@@ -191,34 +191,50 @@ def fp8_launch_config(paged: bool = False, index64: bool = False,
             settings.fp8_warps, settings.fp8_maxnreg)
 
 
-def _bf16_spec(paged: bool) -> Spec:
+#: the bundle's bf16 scatter for tensors at any address and any strides (the fast one
+#: assumes 16-byte aligned tensors and strides multiples of 16 elements)
+GENERIC = "mla_kv_scatter_bf16_generic"
+#: the bundle's FP8 scatter for loc at any address and kv_c / k_pe row strides that are
+#: multiples of 8 elements (16 bytes, the wrapper's check), not of 16 as the fast one assumes
+FP8_GENERIC = "mla_kv_scatter_fp8_generic"
+_BF16_FAST = ["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0", "cache_s0",
+              "page_s0"]
+_FP8_FAST = ["kv_ptr", "pe_ptr", "loc_ptr", "cache_q", "cache_f32", "cache_bf16", "kv_s0",
+             "pe_s0"]
+#: what mla_kv_scatter_fp8 checks: kv_c, k_pe and the cache 16-byte aligned, the row strides
+#: multiples of 8 elements
+_FP8_CHECKED = {"kv_ptr": 16, "pe_ptr": 16, "cache_q": 16, "cache_f32": 16, "cache_bf16": 16,
+                "kv_s0": 8, "pe_s0": 8}
+
+
+def _bf16_spec(paged: bool, name: str = "mla_kv_scatter_bf16",
+               divisibility: Any = _BF16_FAST) -> Spec:
     constexprs, num_warps = launch_config(paged)
-    return Spec(mla_kv_scatter_bf16_kernel, name="mla_kv_scatter_bf16",
+    return Spec(mla_kv_scatter_bf16_kernel, name=name,
                 signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
                            "cache_ptr": "*bf16", "T": "i32", "num_slots": "i32", "kv_s0": "i32",
                            "pe_s0": "i32", "cache_s0": "i32", "page_size": "i32",
                            "page_s0": "i32"},
-                constexprs=constexprs,
-                divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0",
-                              "cache_s0", "page_s0"],
-                num_warps=num_warps)
+                constexprs=constexprs, divisibility=divisibility, num_warps=num_warps)
 
 
-def _fp8_spec(paged: bool, index64: bool) -> Spec:
+def _fp8_spec(paged: bool, index64: bool, name: str = "mla_kv_scatter_fp8",
+              divisibility: Any = _FP8_FAST) -> Spec:
     constexprs, num_warps, maxnreg = fp8_launch_config(paged, index64)
-    return Spec(mla_kv_scatter_fp8_kernel, name="mla_kv_scatter_fp8",
+    return Spec(mla_kv_scatter_fp8_kernel, name=name,
                 signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
                            "cache_q": "*f8e4m3", "cache_f32": "*f32", "cache_bf16": "*bf16",
                            "T": "i32", "num_slots": "i32", "kv_s0": "i32", "pe_s0": "i32",
                            "row16": "i32", "page_size": "i32", "page16": "i32"},
-                constexprs=constexprs,
-                divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_q", "cache_f32",
-                              "cache_bf16", "kv_s0", "pe_s0"],
-                num_warps=num_warps, maxnreg=maxnreg)
+                constexprs=constexprs, divisibility=divisibility, num_warps=num_warps,
+                maxnreg=maxnreg)
 
 
-AOT_SPECIALIZATIONS = [_bf16_spec(paged) for paged in (False, True)] + [
-    _fp8_spec(paged, index64) for paged in (False, True) for index64 in (False, True)]
+AOT_SPECIALIZATIONS = [
+    _bf16_spec(paged, *generic) for generic in ((), (GENERIC, ())) for paged in (False, True)
+] + [
+    _fp8_spec(paged, index64, *generic) for generic in ((), (FP8_GENERIC, _FP8_CHECKED))
+    for paged in (False, True) for index64 in (False, True)]
 
 
 def _cache_pages(op: str, cache: Any, width: int = KV_LORA + ROPE) -> tuple:
@@ -308,9 +324,11 @@ def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any, *,
     L.check_int32_extent(op, "T * row stride", t * max(kv_s0, pe_s0, 1) + rows)
     if slots == 0:
         return cache
-    L.launch(mla_kv_scatter_bf16_kernel, "mla_kv_scatter_bf16", ((t + rows - 1) // rows,),
-             (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_s0, page_size, page_s0),
-             constexprs, num_warps)
+    launch = L.Launch(mla_kv_scatter_bf16_kernel, "mla_kv_scatter_bf16",
+                      ((t + rows - 1) // rows,),
+                      (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_s0, page_size,
+                       page_s0), constexprs, num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC))
     return cache
 
 
@@ -349,8 +367,10 @@ def mla_kv_scatter_fp8(kv_c: Any, k_pe: Any, loc: Any, cache: Any, *,
     rows = constexprs["ROWS"]
     import torch
 
-    L.launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + rows - 1) // rows,),
-             (kv_c, k_pe, loc, cache.view(torch.float8_e4m3fn), cache.view(torch.float32),
-              cache.view(torch.bfloat16), t, slots, kv_s0, pe_s0, row_bytes // 16, page_size,
-              page_bytes // 16), constexprs, num_warps, maxnreg)
+    launch = L.Launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + rows - 1) // rows,),
+                      (kv_c, k_pe, loc, cache.view(torch.float8_e4m3fn),
+                       cache.view(torch.float32), cache.view(torch.bfloat16), t, slots, kv_s0,
+                       pe_s0, row_bytes // 16, page_size, page_bytes // 16), constexprs,
+                      num_warps, maxnreg)
+    L.launch(*launch, generic=launch._replace(name=FP8_GENERIC))
     return cache
