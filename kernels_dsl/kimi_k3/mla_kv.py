@@ -207,33 +207,38 @@ _FP8_CHECKED = {"kv_ptr": 16, "pe_ptr": 16, "cache_q": 16, "cache_f32": 16, "cac
                 "kv_s0": 8, "pe_s0": 8}
 
 
-def _bf16_spec(paged: bool, name: str = "mla_kv_scatter_bf16",
-               divisibility: Any = _BF16_FAST) -> Spec:
+def generic_constexprs(constexprs: dict) -> dict:
+    """The generic bf16 scatter's constexprs from the fast one's: without the programs-an-SM
+    register cap (its scalar accesses need about 100 registers; under the cap it spilled)."""
+    return dict(constexprs, PROGRAMS=0)
+
+
+def _bf16_spec(paged: bool, generic: bool = False) -> Spec:
     constexprs, num_warps = launch_config(paged)
-    return Spec(mla_kv_scatter_bf16_kernel, name=name,
+    return Spec(mla_kv_scatter_bf16_kernel, name=GENERIC if generic else "mla_kv_scatter_bf16",
                 signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
                            "cache_ptr": "*bf16", "T": "i32", "num_slots": "i32", "kv_s0": "i32",
                            "pe_s0": "i32", "cache_s0": "i32", "page_size": "i32",
                            "page_s0": "i32"},
-                constexprs=constexprs, divisibility=divisibility, num_warps=num_warps)
+                constexprs=generic_constexprs(constexprs) if generic else constexprs,
+                divisibility=() if generic else _BF16_FAST, num_warps=num_warps)
 
 
-def _fp8_spec(paged: bool, index64: bool, name: str = "mla_kv_scatter_fp8",
-              divisibility: Any = _FP8_FAST) -> Spec:
+def _fp8_spec(paged: bool, index64: bool, generic: bool = False) -> Spec:
     constexprs, num_warps, maxnreg = fp8_launch_config(paged, index64)
-    return Spec(mla_kv_scatter_fp8_kernel, name=name,
+    return Spec(mla_kv_scatter_fp8_kernel, name=FP8_GENERIC if generic else "mla_kv_scatter_fp8",
                 signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
                            "cache_q": "*f8e4m3", "cache_f32": "*f32", "cache_bf16": "*bf16",
                            "T": "i32", "num_slots": "i32", "kv_s0": "i32", "pe_s0": "i32",
                            "row16": "i32", "page_size": "i32", "page16": "i32"},
-                constexprs=constexprs, divisibility=divisibility, num_warps=num_warps,
-                maxnreg=maxnreg)
+                constexprs=constexprs, divisibility=_FP8_CHECKED if generic else _FP8_FAST,
+                num_warps=num_warps, maxnreg=maxnreg)
 
 
 AOT_SPECIALIZATIONS = [
-    _bf16_spec(paged, *generic) for generic in ((), (GENERIC, ())) for paged in (False, True)
+    _bf16_spec(paged, generic) for generic in (False, True) for paged in (False, True)
 ] + [
-    _fp8_spec(paged, index64, *generic) for generic in ((), (FP8_GENERIC, _FP8_CHECKED))
+    _fp8_spec(paged, index64, generic) for generic in (False, True)
     for paged in (False, True) for index64 in (False, True)]
 
 
@@ -328,7 +333,8 @@ def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any, *,
                       ((t + rows - 1) // rows,),
                       (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_s0, page_size,
                        page_s0), constexprs, num_warps)
-    L.launch(*launch, generic=launch._replace(name=GENERIC))
+    L.launch(*launch, generic=launch._replace(name=GENERIC,
+                                              constexprs=generic_constexprs(constexprs)))
     return cache
 
 
