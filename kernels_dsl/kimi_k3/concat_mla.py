@@ -172,7 +172,8 @@ AOT_SPECIALIZATIONS = [
          divisibility=["a_ptr", "b_ptr", "out_ptr", "a_s0", "a_s1", "b_s0", "b_s1", "o_s0",
                        "o_s1"], num_warps=q_launch_config(512, 64)[1]),
     Spec(concat_mla_absorb_q_generic_kernel, name=Q_GENERIC,
-         signature=dict(_Q_SIG, A="i32", B="i32"), constexprs=Q_GENERIC_CONSTEXPRS),
+         signature=dict(_Q_SIG, A="i32", B="i32"), constexprs=Q_GENERIC_CONSTEXPRS,
+         num_warps=concat_mla_absorb_q_generic_kernel.num_warps),
 ]
 
 

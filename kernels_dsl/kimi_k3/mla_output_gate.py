@@ -258,7 +258,7 @@ AOT_SPECIALIZATIONS = [
     Spec(mla_output_gate_fp8_generic_kernel, name=FP8_GENERIC, signature=_fp8_spec(1).signature,
          constexprs={"BLOCK": FP8_GENERIC_BLOCK},
          divisibility={"x_ptr": 16, "gate_ptr": 16, "q_ptr": 16, "H": 8, "x_s0": 8, "g_s0": 8,
-                       "q_s0": 8}),
+                       "q_s0": 8}, num_warps=mla_output_gate_fp8_generic_kernel.num_warps),
 ]
 
 
