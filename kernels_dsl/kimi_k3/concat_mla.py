@@ -13,6 +13,8 @@ copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothin
 kernels are programmatic dependent launches (concat_mla_k only for grids of at most
 Settings.k_pdl_programs_per_sm programs an SM): each waits for the previous grid
 (``griddepcontrol.wait``) before its loads and lets the next one launch after its stores.
+The bundle holds K3's widths for 16-byte aligned tensors and strides and, for every other
+input, ``concat_mla_k_generic`` and ``concat_mla_absorb_q_generic`` (A and B at run time).
 
 Specification: docs/kernels/mla_cache.md
 """

@@ -30,7 +30,9 @@ all-zero group stores zeros and a tiny finite scale instead of 0/0 = NaN. The ke
 the cache three times, as float8e4m3, fp32 and bf16 pointers to the same bytes (656 is a
 multiple of 16), and writes each part through the pointer of its type. loc < 0 or >= num_slots
 skips the token. Its cache offsets are 32-bit where every byte of the cache is within 2^31 - 1
-of its start, 64-bit beyond (two specializations).
+of its start, 64-bit beyond (two specializations). The bundle's kernels assume 16-byte
+aligned tensors and strides; ``mla_kv_scatter_bf16_generic`` and ``mla_kv_scatter_fp8_generic``
+take every other input the wrappers accept.
 
 Specification: docs/kernels/mla_cache.md
 """

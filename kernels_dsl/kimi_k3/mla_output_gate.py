@@ -18,7 +18,9 @@ quantized row (the e4m3 conversion rounds to nearest even and saturates):
 
 The kernel computes both without a division and the sigmoid's reciprocal without one where
 the row's gates allow it, with the same bits (``recip_bf16_newton``, quant.py's
-``div_by_recip``).
+``div_by_recip``). The bundle holds H = 1536 and, for every other H (at run time), row
+stride and ``out_s`` address, ``mla_output_gate_fp8_generic``; the bf16 gate for tensors at
+any address as ``mla_output_gate_generic``.
 
 Specification: docs/kernels/mla_output_gate.md
 """

@@ -28,6 +28,10 @@ The quotients and scales are computed without a division (``fp8_quant_groups_rec
 the IEEE divisions' bits: the argument and the exhaustive checks are in
 docs/kernels/quant.md and test/python/test_quant_variants.py.
 
+The bundle holds group 128 and MXFP4 for row strides that are multiples of 16 (32) elements
+and, for every other group size and row stride, ``per_token_group_quant_fp8_generic`` and
+``quant_mxfp4_generic``.
+
 Specification: docs/kernels/quant.md
 """
 
