@@ -13,6 +13,8 @@ copies ROWS (t, h) rows as [ROWS, width] tiles. T = 0 (or H = 0) launches nothin
 kernels are programmatic dependent launches (concat_mla_k only for grids of at most
 Settings.k_pdl_programs_per_sm programs an SM): each waits for the previous grid
 (``griddepcontrol.wait``) before its loads and lets the next one launch after its stores.
+The bundle holds K3's widths for 16-byte aligned tensors and strides and, for every other
+input, ``concat_mla_k_generic`` and ``concat_mla_absorb_q_generic`` (A and B at run time).
 
 Specification: docs/kernels/mla_cache.md
 """
@@ -31,14 +33,19 @@ from . import _launch as L
 NOPE, ROPE = 128, 64
 
 
+@kiln.jit
+def _program_rows(rows, D1, ROWS: kl.constexpr):
+    """The program's ROWS rows of the rows = d0 x D1 (t, h) rows: ([ROWS, 1] valid, [ROWS] i,
+    [ROWS] j) of row i * D1 + j."""
+    r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
+    return (r < rows)[:, None], r // D1, r % D1
+
+
 @kiln.jit(num_warps=4)
 def concat_mla_k_kernel(k_ptr, nope_ptr, rope_ptr, rows, H, k_s0, k_s1, nope_s0, nope_s1,
                         rope_s0, ROWS: kl.constexpr, NOPE_DIM: kl.constexpr,
                         ROPE_DIM: kl.constexpr, PDL: kl.constexpr = False):
-    r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
-    valid = (r < rows)[:, None]
-    t = r // H
-    h = r % H
+    valid, t, h = _program_rows(rows, H, ROWS)
     cn = kl.arange(0, NOPE_DIM)[None, :]
     cr = kl.arange(0, ROPE_DIM)[None, :]
     if PDL:
@@ -56,10 +63,7 @@ def concat_mla_k_kernel(k_ptr, nope_ptr, rope_ptr, rows, H, k_s0, k_s1, nope_s0,
 def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0, b_s1, o_s0,
                                o_s1, ROWS: kl.constexpr, A: kl.constexpr, B: kl.constexpr,
                                BLOCK_A: kl.constexpr, BLOCK_B: kl.constexpr):
-    r = kl.program_id(0) * ROWS + kl.arange(0, ROWS)
-    valid = (r < rows)[:, None]
-    i = r // D1
-    j = r % D1
+    valid, i, j = _program_rows(rows, D1, ROWS)
     ca = kl.arange(0, BLOCK_A)[None, :]
     cb = kl.arange(0, BLOCK_B)[None, :]
     ma = valid & (ca < A) if A != BLOCK_A else valid
@@ -70,6 +74,30 @@ def concat_mla_absorb_q_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0
     dst = out_ptr + (i * o_s0 + j * o_s1)[:, None]
     kl.store(dst + ca, va, mask=ma)
     kl.store(dst + A + cb, vb, mask=mb)
+    kl.pdl_launch_dependents()
+
+
+@kiln.jit
+def _copy_columns(src, dst, valid, width, BLOCK: kl.constexpr):
+    """Copies ``width`` columns from the [ROWS, 1] row pointers ``src`` to ``dst`` (rows
+    ``valid``), BLOCK columns a loop iteration."""
+    for c0 in range(0, width, BLOCK):
+        c = c0 + kl.arange(0, BLOCK)[None, :]
+        m = valid & (c < width)
+        kl.store(dst + c, kl.load(src + c, mask=m, other=0.0), mask=m)
+
+
+@kiln.jit(num_warps=4)
+def concat_mla_absorb_q_generic_kernel(a_ptr, b_ptr, out_ptr, rows, D1, a_s0, a_s1, b_s0, b_s1,
+                                       o_s0, o_s1, A, B, ROWS: kl.constexpr,
+                                       BLOCK: kl.constexpr):
+    """``concat_mla_absorb_q_kernel`` for any widths A and B (runtime values): each part
+    copied BLOCK columns a loop iteration, a's then b's."""
+    valid, i, j = _program_rows(rows, D1, ROWS)
+    dst = out_ptr + (i * o_s0 + j * o_s1)[:, None]
+    kl.pdl_wait()  # a and b may come from the previous kernels
+    _copy_columns(a_ptr + (i * a_s0 + j * a_s1)[:, None], dst, valid, A, BLOCK)
+    _copy_columns(b_ptr + (i * b_s0 + j * b_s1)[:, None], dst + A, valid, B, BLOCK)
     kl.pdl_launch_dependents()
 
 
@@ -122,19 +150,32 @@ _Q_SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "out_ptr": "*bf16", "rows": "i32",
           "a_s0": "i32", "a_s1": "i32", "b_s0": "i32", "b_s1": "i32", "o_s0": "i32",
           "o_s1": "i32"}
 
+#: the bundle's concat_mla_k for tensors at any address and any strides (the fast one
+#: assumes 16-byte aligned tensors and strides multiples of 16 elements)
+K_GENERIC = "concat_mla_k_generic"
+#: the bundle's concat_mla_absorb_q for every A, B, address and stride
+Q_GENERIC = "concat_mla_absorb_q_generic"
+#: the generic absorb_q's tile: [16, 128], 16 bf16 a thread on 4 warps
+Q_GENERIC_CONSTEXPRS = {"ROWS": 16, "BLOCK": 128}
+
 AOT_SPECIALIZATIONS = [
     # K3: k_nope is a slice of the kv_b projection [T, H, 128 + 128] (strides multiples of
-    # 16); a PDL launch for small grids, a plain one for large (k_pdl).
-    *[Spec(concat_mla_k_kernel, name="concat_mla_k", signature=_K_SIG,
-           constexprs=k_launch_config(programs, 1)[0],
-           divisibility=["k_ptr", "nope_ptr", "rope_ptr", "k_s0", "k_s1", "nope_s0", "nope_s1",
-                         "rope_s0"], num_warps=k_launch_config(programs, 1)[1])
+    # 16); a PDL launch for small grids, a plain one for large (k_pdl). The generic kernel
+    # (the same without the alignment assumptions) for the rest.
+    *[Spec(concat_mla_k_kernel, name=name, signature=_K_SIG,
+           constexprs=k_launch_config(programs, 1)[0], divisibility=div,
+           num_warps=k_launch_config(programs, 1)[1])
+      for name, div in (("concat_mla_k", ["k_ptr", "nope_ptr", "rope_ptr", "k_s0", "k_s1",
+                                          "nope_s0", "nope_s1", "rope_s0"]), (K_GENERIC, ()))
       for programs in (1, 1 << 30)],  # on one SM: a PDL launch, a plain one
-    # Absorbed query [T, H, 512 + 64].
+    # Absorbed query [T, H, 512 + 64]; the generic kernel for other widths and strides.
     Spec(concat_mla_absorb_q_kernel, name="concat_mla_absorb_q", signature=_Q_SIG,
          constexprs=q_launch_config(512, 64)[0],
          divisibility=["a_ptr", "b_ptr", "out_ptr", "a_s0", "a_s1", "b_s0", "b_s1", "o_s0",
                        "o_s1"], num_warps=q_launch_config(512, 64)[1]),
+    Spec(concat_mla_absorb_q_generic_kernel, name=Q_GENERIC,
+         signature=dict(_Q_SIG, A="i32", B="i32"), constexprs=Q_GENERIC_CONSTEXPRS,
+         num_warps=concat_mla_absorb_q_generic_kernel.num_warps),
 ]
 
 
@@ -163,7 +204,9 @@ def concat_mla_k(k: Any, k_nope: Any, k_rope: Any, *, settings: Settings = SETTI
     args = (k, k_nope, k_rope, rows, max(h, 1), ks[0], ks[1], ns[0], ns[1], rs[0])
     programs = (rows + settings.k_rows - 1) // settings.k_rows
     constexprs, num_warps = k_launch_config(programs, L.num_sms(k), settings)
-    L.launch(concat_mla_k_kernel, "concat_mla_k", (programs,), args, constexprs, num_warps)
+    launch = L.Launch(concat_mla_k_kernel, "concat_mla_k", (programs,), args, constexprs,
+                      num_warps)
+    L.launch(*launch, generic=launch._replace(name=K_GENERIC))
     return k
 
 
@@ -192,11 +235,15 @@ def concat_mla_absorb_q(a: Any, b: Any, out: Optional[Any] = None, *,
         _check_extent(op, what, t)
     L.check_same_device(op, ("a", a), ("b", b), ("out", out))
     rows = d0 * d1
-    L.check_int32_extent(op, "d0 * d1", rows + settings.q_rows)
     sa, sb, so = L.strides(a), L.strides(b), L.strides(out)
     constexprs, num_warps = q_launch_config(na, nb, settings)
-    q_rows = constexprs["ROWS"]
+    q_rows, g_rows = constexprs["ROWS"], Q_GENERIC_CONSTEXPRS["ROWS"]
+    L.check_int32_extent(op, "d0 * d1", rows + max(q_rows, g_rows))
     args = (a, b, out, rows, max(d1, 1), sa[0], sa[1], sb[0], sb[1], so[0], so[1])
     L.launch(concat_mla_absorb_q_kernel, "concat_mla_absorb_q", ((rows + q_rows - 1) // q_rows,),
-             args, constexprs, num_warps)
+             args, constexprs, num_warps,
+             generic=L.Launch(concat_mla_absorb_q_generic_kernel, Q_GENERIC,
+                              ((rows + g_rows - 1) // g_rows,), args + (na, nb),
+                              Q_GENERIC_CONSTEXPRS,
+                              concat_mla_absorb_q_generic_kernel.num_warps))
     return out

@@ -30,7 +30,9 @@ all-zero group stores zeros and a tiny finite scale instead of 0/0 = NaN. The ke
 the cache three times, as float8e4m3, fp32 and bf16 pointers to the same bytes (656 is a
 multiple of 16), and writes each part through the pointer of its type. loc < 0 or >= num_slots
 skips the token. Its cache offsets are 32-bit where every byte of the cache is within 2^31 - 1
-of its start, 64-bit beyond (two specializations).
+of its start, 64-bit beyond (two specializations). The bundle's kernels assume 16-byte
+aligned tensors and strides; ``mla_kv_scatter_bf16_generic`` and ``mla_kv_scatter_fp8_generic``
+take every other input the wrappers accept.
 
 Specification: docs/kernels/mla_cache.md
 """
@@ -191,34 +193,55 @@ def fp8_launch_config(paged: bool = False, index64: bool = False,
             settings.fp8_warps, settings.fp8_maxnreg)
 
 
-def _bf16_spec(paged: bool) -> Spec:
+#: the bundle's bf16 scatter for tensors at any address and any strides (the fast one
+#: assumes 16-byte aligned tensors and strides multiples of 16 elements)
+GENERIC = "mla_kv_scatter_bf16_generic"
+#: the bundle's FP8 scatter for loc at any address and kv_c / k_pe row strides that are
+#: multiples of 8 elements (16 bytes, the wrapper's check), not of 16 as the fast one assumes
+FP8_GENERIC = "mla_kv_scatter_fp8_generic"
+_BF16_FAST = ["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0", "cache_s0",
+              "page_s0"]
+_FP8_FAST = ["kv_ptr", "pe_ptr", "loc_ptr", "cache_q", "cache_f32", "cache_bf16", "kv_s0",
+             "pe_s0"]
+#: what mla_kv_scatter_fp8 checks: kv_c, k_pe and the cache 16-byte aligned, the row strides
+#: multiples of 8 elements
+_FP8_CHECKED = {"kv_ptr": 16, "pe_ptr": 16, "cache_q": 16, "cache_f32": 16, "cache_bf16": 16,
+                "kv_s0": 8, "pe_s0": 8}
+
+
+def generic_constexprs(constexprs: dict) -> dict:
+    """The generic bf16 scatter's constexprs from the fast one's: without the programs-an-SM
+    register cap (its scalar accesses need about 100 registers; under the cap it spilled)."""
+    return dict(constexprs, PROGRAMS=0)
+
+
+def _bf16_spec(paged: bool, generic: bool = False) -> Spec:
     constexprs, num_warps = launch_config(paged)
-    return Spec(mla_kv_scatter_bf16_kernel, name="mla_kv_scatter_bf16",
+    return Spec(mla_kv_scatter_bf16_kernel, name=GENERIC if generic else "mla_kv_scatter_bf16",
                 signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
                            "cache_ptr": "*bf16", "T": "i32", "num_slots": "i32", "kv_s0": "i32",
                            "pe_s0": "i32", "cache_s0": "i32", "page_size": "i32",
                            "page_s0": "i32"},
-                constexprs=constexprs,
-                divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_ptr", "kv_s0", "pe_s0",
-                              "cache_s0", "page_s0"],
-                num_warps=num_warps)
+                constexprs=generic_constexprs(constexprs) if generic else constexprs,
+                divisibility=() if generic else _BF16_FAST, num_warps=num_warps)
 
 
-def _fp8_spec(paged: bool, index64: bool) -> Spec:
+def _fp8_spec(paged: bool, index64: bool, generic: bool = False) -> Spec:
     constexprs, num_warps, maxnreg = fp8_launch_config(paged, index64)
-    return Spec(mla_kv_scatter_fp8_kernel, name="mla_kv_scatter_fp8",
+    return Spec(mla_kv_scatter_fp8_kernel, name=FP8_GENERIC if generic else "mla_kv_scatter_fp8",
                 signature={"kv_ptr": "*bf16", "pe_ptr": "*bf16", "loc_ptr": "*i64",
                            "cache_q": "*f8e4m3", "cache_f32": "*f32", "cache_bf16": "*bf16",
                            "T": "i32", "num_slots": "i32", "kv_s0": "i32", "pe_s0": "i32",
                            "row16": "i32", "page_size": "i32", "page16": "i32"},
-                constexprs=constexprs,
-                divisibility=["kv_ptr", "pe_ptr", "loc_ptr", "cache_q", "cache_f32",
-                              "cache_bf16", "kv_s0", "pe_s0"],
+                constexprs=constexprs, divisibility=_FP8_CHECKED if generic else _FP8_FAST,
                 num_warps=num_warps, maxnreg=maxnreg)
 
 
-AOT_SPECIALIZATIONS = [_bf16_spec(paged) for paged in (False, True)] + [
-    _fp8_spec(paged, index64) for paged in (False, True) for index64 in (False, True)]
+AOT_SPECIALIZATIONS = [
+    _bf16_spec(paged, generic) for generic in (False, True) for paged in (False, True)
+] + [
+    _fp8_spec(paged, index64, generic) for generic in (False, True)
+    for paged in (False, True) for index64 in (False, True)]
 
 
 def _cache_pages(op: str, cache: Any, width: int = KV_LORA + ROPE) -> tuple:
@@ -308,9 +331,12 @@ def mla_kv_scatter(kv_c: Any, k_pe: Any, loc: Any, cache: Any, *,
     L.check_int32_extent(op, "T * row stride", t * max(kv_s0, pe_s0, 1) + rows)
     if slots == 0:
         return cache
-    L.launch(mla_kv_scatter_bf16_kernel, "mla_kv_scatter_bf16", ((t + rows - 1) // rows,),
-             (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_s0, page_size, page_s0),
-             constexprs, num_warps)
+    launch = L.Launch(mla_kv_scatter_bf16_kernel, "mla_kv_scatter_bf16",
+                      ((t + rows - 1) // rows,),
+                      (kv_c, k_pe, loc, cache, t, slots, kv_s0, pe_s0, row_s0, page_size,
+                       page_s0), constexprs, num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC,
+                                              constexprs=generic_constexprs(constexprs)))
     return cache
 
 
@@ -349,8 +375,10 @@ def mla_kv_scatter_fp8(kv_c: Any, k_pe: Any, loc: Any, cache: Any, *,
     rows = constexprs["ROWS"]
     import torch
 
-    L.launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + rows - 1) // rows,),
-             (kv_c, k_pe, loc, cache.view(torch.float8_e4m3fn), cache.view(torch.float32),
-              cache.view(torch.bfloat16), t, slots, kv_s0, pe_s0, row_bytes // 16, page_size,
-              page_bytes // 16), constexprs, num_warps, maxnreg)
+    launch = L.Launch(mla_kv_scatter_fp8_kernel, "mla_kv_scatter_fp8", ((t + rows - 1) // rows,),
+                      (kv_c, k_pe, loc, cache.view(torch.float8_e4m3fn),
+                       cache.view(torch.float32), cache.view(torch.bfloat16), t, slots, kv_s0,
+                       pe_s0, row_bytes // 16, page_size, page_bytes // 16), constexprs,
+                      num_warps, maxnreg)
+    L.launch(*launch, generic=launch._replace(name=FP8_GENERIC))
     return cache

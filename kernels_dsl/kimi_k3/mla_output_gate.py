@@ -18,7 +18,9 @@ quantized row (the e4m3 conversion rounds to nearest even and saturates):
 
 The kernel computes both without a division and the sigmoid's reciprocal without one where
 the row's gates allow it, with the same bits (``recip_bf16_newton``, quant.py's
-``div_by_recip``).
+``div_by_recip``). The bundle holds H = 1536 and, for every other H (at run time), row
+stride and ``out_s`` address, ``mla_output_gate_fp8_generic``; the bf16 gate for tensors at
+any address as ``mla_output_gate_generic``.
 
 Specification: docs/kernels/mla_output_gate.md
 """
@@ -164,6 +166,29 @@ def mla_output_gate_fp8_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s
     kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
 
 
+@kiln.jit(num_warps=4)
+def mla_output_gate_fp8_generic_kernel(x_ptr, gate_ptr, q_ptr, s_ptr, H, x_s0, g_s0, q_s0,
+                                       BLOCK: kl.constexpr):
+    """``mla_output_gate_fp8_kernel`` for any H (a runtime value): the row in tiles of BLOCK
+    columns, twice: the gated values' absmax, then each tile gated again (the same bits)
+    and quantized. The bf16 sigmoid the IEEE way (``_gate_bits``), the fast kernel's bits
+    for every gate value."""
+    t = kl.program_id(0)
+    offs = kl.arange(0, BLOCK)
+    kl.pdl_wait()  # x and gate may come from the previous kernels in the stream
+    m = kl.zeros([BLOCK], kl.float32)
+    for c0 in range(0, H, BLOCK):
+        x, g = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, c0 + offs, H)
+        m = kl.maximum(m, kl.abs(_gate_bits(x, g)))
+    kl.pdl_launch_dependents()
+    s = div_by_recip(kl.maximum(kl.max(m, axis=0), EPS), FP8_MAX, INV_FP8_MAX)
+    r = 1.0 / s
+    for c0 in range(0, H, BLOCK):
+        x, g = _load_row_chunk(x_ptr, gate_ptr, t, x_s0, g_s0, c0 + offs, H)
+        _quant_row_chunk(q_ptr, t, q_s0, c0 + offs, H, _gate_bits(x, g), s, r)
+    kl.store(s_ptr + t + kl.arange(0, 1), s + kl.zeros([1], kl.float32))
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """mla_output_gate's and mla_output_gate_fp8's tuning; measured in
@@ -210,16 +235,32 @@ def _fp8_spec(t: Optional[int]) -> Spec:
                 num_warps=num_warps, maxnreg=maxnreg)
 
 
+#: the bundle's bf16 gate for tensors at any address (the fast one assumes 16-byte aligned)
+GENERIC = "mla_output_gate_generic"
+#: the bundle's FP8 gate for every H, row stride and out_s address the wrapper accepts
+FP8_GENERIC = "mla_output_gate_fp8_generic"
+#: the generic FP8 kernel's columns a tile: 8 bf16 (16 bytes) a thread on 4 warps
+FP8_GENERIC_BLOCK = 1024
+_SIG = {"x_ptr": "*bf16", "gate_ptr": "*bf16", "out_ptr": "*bf16", "N": "i32"}
+
 AOT_SPECIALIZATIONS = [
-    Spec(mla_output_gate_kernel, name="mla_output_gate",
-         signature={"x_ptr": "*bf16", "gate_ptr": "*bf16", "out_ptr": "*bf16", "N": "i32"},
+    Spec(mla_output_gate_kernel, name="mla_output_gate", signature=_SIG,
          constexprs=launch_config()[0],
          divisibility={"x_ptr": 16, "gate_ptr": 16, "out_ptr": 16, "N": 8},
          num_warps=launch_config()[1]),
+    Spec(mla_output_gate_kernel, name=GENERIC, signature=_SIG, constexprs=launch_config()[0],
+         divisibility={"N": 8}, num_warps=launch_config()[1]),
 ] + [
     # K3: 12 local heads x 128 = 1536; few rows (t = 1) and many (t = None)
     _fp8_spec(t) for t in (1, None)
     if t is None or fp8_launch_config(1536, t) != fp8_launch_config(1536)
+] + [
+    # what the wrapper checks: x, gate and out_q 16-byte aligned, H and the row strides
+    # multiples of 8
+    Spec(mla_output_gate_fp8_generic_kernel, name=FP8_GENERIC, signature=_fp8_spec(1).signature,
+         constexprs={"BLOCK": FP8_GENERIC_BLOCK},
+         divisibility={"x_ptr": 16, "gate_ptr": 16, "q_ptr": 16, "H": 8, "x_s0": 8, "g_s0": 8,
+                       "q_s0": 8}, num_warps=mla_output_gate_fp8_generic_kernel.num_warps),
 ]
 
 
@@ -253,8 +294,9 @@ def mla_output_gate(x: Any, gate: Any, out: Optional[Any] = None, *,
     constexprs, num_warps = launch_config(settings)
     block = constexprs["BLOCK"]
     L.check_int32_extent(op, "N", n + block)
-    L.launch(mla_output_gate_kernel, "mla_output_gate", ((n + block - 1) // block,),
-             (x, gate, out, n), constexprs, num_warps)
+    launch = L.Launch(mla_output_gate_kernel, "mla_output_gate", ((n + block - 1) // block,),
+                      (x, gate, out, n), constexprs, num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC))
     return out
 
 
@@ -305,7 +347,9 @@ def mla_output_gate_fp8(x: Any, gate: Any, out_q: Optional[Any] = None,
     if t == 0 or h == 0:
         return out_q, out_s
     constexprs, num_warps, maxnreg = fp8_launch_config(h, t, settings)
-    L.launch(mla_output_gate_fp8_kernel, op, (t,),
-             (x, gate, out_q, out_s, h, strides[0], strides[1], h), constexprs, num_warps,
-             maxnreg)
+    args = (x, gate, out_q, out_s, h, strides[0], strides[1], h)
+    L.launch(mla_output_gate_fp8_kernel, op, (t,), args, constexprs, num_warps, maxnreg,
+             generic=L.Launch(mla_output_gate_fp8_generic_kernel, FP8_GENERIC, (t,), args,
+                              {"BLOCK": FP8_GENERIC_BLOCK},
+                              mla_output_gate_fp8_generic_kernel.num_warps))
     return out_q, out_s

@@ -28,6 +28,10 @@ The quotients and scales are computed without a division (``fp8_quant_groups_rec
 the IEEE divisions' bits: the argument and the exhaustive checks are in
 docs/kernels/quant.md and test/python/test_quant_variants.py.
 
+The bundle holds group 128 and MXFP4 for row strides that are multiples of 16 (32) elements
+and, for every other group size and row stride, ``per_token_group_quant_fp8_generic`` and
+``quant_mxfp4_generic``.
+
 Specification: docs/kernels/quant.md
 """
 
@@ -263,19 +267,39 @@ _MX_SIG = {"x_ptr": "*i32", "p_ptr": "*u8", "s_ptr": "*u8", "num_blocks": "i32",
            "blocks_per_row": "i32", "x_s0": "i32", "p_s0": "i32", "s_s0": "i32"}
 
 
-def _mx_spec(rows: Optional[int]) -> Spec:
-    name, constexprs, num_warps, maxnreg = mx_launch_config(rows)
-    return Spec(quant_mxfp4_kernel, name=name, signature=_MX_SIG, constexprs=constexprs,
-                divisibility=["x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0"], num_warps=num_warps,
+#: the bundle's group quant for every group size and for x's row strides that are multiples
+#: of 8 elements (16 bytes, the wrapper's check), not of 16 as the fast one assumes
+GENERIC = "per_token_group_quant_fp8_generic"
+#: the bundle's MXFP4 kernel (one block a thread) for x's row strides that are multiples of 8
+#: elements, not of 32 (16 words) as the fast ones assume
+MX_GENERIC = "quant_mxfp4_generic"
+#: what the wrappers check of every argument (16-byte aligned tensors, x's row stride a
+#: multiple of 8 bf16 (4 words), q's of 16): the generic kernels' assumptions
+_GROUP_CHECKED = {"x_ptr": 16, "q_ptr": 16, "s_ptr": 16, "x_s0": 8, "q_s0": 16}
+_MX_CHECKED = {"x_ptr": 16, "p_ptr": 16, "s_ptr": 16, "x_s0": 4, "p_s0": 16}
+
+
+def _mx_spec(rows: Optional[int], name: Optional[str] = None,
+             divisibility: Any = ("x_ptr", "p_ptr", "s_ptr", "x_s0", "p_s0")) -> Spec:
+    default_name, constexprs, num_warps, maxnreg = mx_launch_config(rows)
+    return Spec(quant_mxfp4_kernel, name=name or default_name, signature=_MX_SIG,
+                constexprs=constexprs, divisibility=divisibility, num_warps=num_warps,
                 maxnreg=maxnreg)
 
 
-AOT_SPECIALIZATIONS = [_mx_spec(None), _mx_spec(1)] + [
+#: K3: group 128 (fp32 and UE8M0 scales); MXFP4 for few and for many rows. The generic
+#: kernels for the rest.
+AOT_SPECIALIZATIONS = [_mx_spec(None), _mx_spec(1), _mx_spec(1, MX_GENERIC, _MX_CHECKED)] + [
     Spec(per_token_group_quant_fp8_kernel, name="per_token_group_quant_fp8", signature=_SIG,
          constexprs=group_launch_config(128, ue8m0)[0],
          divisibility=["x_ptr", "q_ptr", "s_ptr", "x_s0", "q_s0"],
          num_warps=group_launch_config(128, ue8m0)[1])
     for ue8m0 in (False, True)
+] + [
+    Spec(per_token_group_quant_fp8_kernel, name=GENERIC, signature=_SIG,
+         constexprs=group_launch_config(group, ue8m0)[0], divisibility=_GROUP_CHECKED,
+         num_warps=group_launch_config(group, ue8m0)[1])
+    for group in GROUPS for ue8m0 in (False, True)
 ]
 
 
@@ -347,10 +371,11 @@ def per_token_group_quant_fp8(x: Any, group: int = 128, ue8m0: bool = False,
         return q, s
     constexprs, num_warps = group_launch_config(group, ue8m0, settings)
     rows = constexprs["ROWS"]
-    L.launch(per_token_group_quant_fp8_kernel, "per_token_group_quant_fp8",
-             (t, (ng + rows - 1) // rows),
-             (x, q, s, t * ng, ng, x_s0, check_row_stride(op, "q", q, 16), s_strides[0],
-              s_strides[1]), constexprs, num_warps)
+    launch = L.Launch(per_token_group_quant_fp8_kernel, "per_token_group_quant_fp8",
+                      (t, (ng + rows - 1) // rows),
+                      (x, q, s, t * ng, ng, x_s0, check_row_stride(op, "q", q, 16),
+                       s_strides[0], s_strides[1]), constexprs, num_warps)
+    L.launch(*launch, generic=launch._replace(name=GENERIC))
     return q, s
 
 
@@ -399,7 +424,9 @@ def quant_mxfp4(x: Any, packed: Optional[Any] = None, scale: Optional[Any] = Non
     import torch
 
     # the (even, odd) bf16 pairs as int32 words (D even, 16-byte row stride)
-    L.launch(quant_mxfp4_kernel, name, grid,
-             (x.view(torch.int32), packed, scale, r * nb, nb, x_s0 // 2, d // 2, nb),
-             constexprs, num_warps, maxnreg)
+    args = (x.view(torch.int32), packed, scale, r * nb, nb, x_s0 // 2, d // 2, nb)
+    _, few, few_warps, _ = mx_launch_config(1)
+    L.launch(quant_mxfp4_kernel, name, grid, args, constexprs, num_warps, maxnreg,
+             generic=L.Launch(quant_mxfp4_kernel, MX_GENERIC,
+                              (r, (nb + few["ROWS"] - 1) // few["ROWS"]), args, few, few_warps))
     return packed, scale

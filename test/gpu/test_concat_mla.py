@@ -63,20 +63,51 @@ def test_concat_mla_absorb_q(t, h, strided):
 
 
 @pytest.mark.parametrize("na,nb", [(512, 64), (128, 64), (100, 28), (8, 8)])
-def test_concat_mla_absorb_q_other_widths(na, nb):
+def test_concat_mla_absorb_q_other_widths(launch_mode, na, nb):
     a, b = bf16(9, 3, na), bf16(9, 3, nb)
     out = torch.full((9, 3, na + nb), float("nan"), device="cuda", dtype=torch.bfloat16)
     mod.concat_mla_absorb_q(a, b, out)
     assert torch.equal(out.view(torch.int16), torch.cat([a, b], -1).view(torch.int16))
 
 
-def test_concat_mla_absorb_q_wide_and_narrow():
+@pytest.mark.parametrize("na,nb", [(1, 4096), (4096, 1)])
+def test_concat_mla_absorb_q_wide_and_narrow(launch_mode, na, nb):
     # Issue 22's hang: a [64, 4096] tile a program compiled for minutes; the rows a program
-    # now follow the wider part.
-    a, b = bf16(64, 128, 1), bf16(64, 128, 4096)
+    # now follow the wider part. Through the bundle: its generic kernel (item 6).
+    a, b = bf16(64, 128, na), bf16(64, 128, nb)
     out = mod.concat_mla_absorb_q(a, b)
     torch.cuda.synchronize()
     assert torch.equal(out.view(torch.int16), torch.cat([a, b], -1).view(torch.int16))
+
+
+@pytest.mark.parametrize("na,nb", [(512, 64), (100, 28), (300, 1)])
+def test_concat_mla_absorb_q_any_stride_and_address(launch_mode, na, nb):
+    """a strided by odd amounts, b 2 bytes past a 16-byte boundary, out with padded rows:
+    inputs the bundle serves with its generic kernel (issue 22 item 6)."""
+    t, h = 33, 12
+    a = bf16(t, h + 1, na + 3)[:, 1:, 3:]
+    b = bf16(t * h * nb + 1)[1:].view(t, h, nb)
+    big = torch.full((t, h, na + nb + 5), float("nan"), device="cuda", dtype=torch.bfloat16)
+    out = big[:, :, 5:]
+    mod.concat_mla_absorb_q(a, b, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.int16), torch.cat([a, b], -1).view(torch.int16))
+    assert torch.isnan(big[:, :, :5]).all()
+
+
+def test_concat_mla_k_any_stride_and_address(launch_mode):
+    """k_nope rows 136 elements apart, k_rope and k at odd element offsets: inputs the bundle
+    serves with its generic kernel (issue 22 item 6)."""
+    t, h = 33, 12
+    k_nope = bf16(t, h, 136)[:, :, 8:]
+    k_rope = bf16(t, 73)[:, 9:].unsqueeze(1)
+    big = torch.full((t, h, 201), float("nan"), device="cuda", dtype=torch.bfloat16)
+    k = big[:, :, 1:193]
+    mod.concat_mla_k(k, k_nope, k_rope)
+    torch.cuda.synchronize()
+    ref = torch.cat([k_nope, k_rope.expand(t, h, 64)], dim=-1)
+    assert torch.equal(k.view(torch.int16), ref.view(torch.int16))
+    assert torch.isnan(big[:, :, 0]).all() and torch.isnan(big[:, :, 193:]).all()
 
 
 def test_bad_arguments_raise_before_launch():

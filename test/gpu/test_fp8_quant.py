@@ -137,6 +137,23 @@ def test_group_quant_strided_rows_and_groups(group):
     assert_bytes_equal(q, rq, "q")
 
 
+@pytest.mark.parametrize("group", quant.GROUPS)
+@pytest.mark.parametrize("ue8m0", [False, True])
+@pytest.mark.parametrize("t", [1, 7, 129])
+def test_group_quant_every_group_and_8_element_strides(launch_mode, group, ue8m0, t):
+    """Inputs the bundle serves with its generic kernel (issue 22 item 6): group sizes other
+    than 128, rows strided by a multiple of 8 elements that is not one of 16."""
+    d = 1024
+    x = rows(t, d + 8)[:, :d]
+    q = torch.full((t, d), 0x5A, device="cuda", dtype=torch.uint8).view(F8)
+    s = torch.full((t, d // group), float("nan"), device="cuda")
+    quant.per_token_group_quant_fp8(x, group, ue8m0, q=q, s=s)
+    torch.cuda.synchronize()
+    rq, rs = ref_group_quant(x, group, ue8m0)
+    assert_scales_equal(s, rs)
+    assert_bytes_equal(q, rq, "q")
+
+
 def test_group_quant_into_given_outputs_and_empty():
     x = rows(9, 1024)
     q = torch.full((9, 1024), 0.5, device="cuda").to(F8)
@@ -331,6 +348,25 @@ def test_mla_output_gate_fp8_exact(t, h, settings):
 
 
 @pytest.mark.parametrize("settings", ["default", "chunks-every-t", "one-tile"])
+@pytest.mark.parametrize("t", [1, 7, 64])
+@pytest.mark.parametrize("h", [8, 24, 512, 1544, 3000, 16384])
+def test_mla_output_gate_fp8_any_h_stride_and_scale_address(launch_mode, t, h):
+    """Inputs the bundle serves with its generic kernel (issue 22 item 6): H other than
+    1536 (one tile of the generic kernel, several, partial ones), rows strided by h + 8
+    elements, out_s 4 bytes past a 16-byte boundary; gates below -87 in row 0."""
+    x = rows(t, h + 8)[:, :h]
+    g = (torch.randn(t, h + 8, device="cuda") * 4).to(torch.bfloat16)[:, :h]
+    g[0, :4] = torch.tensor([-100.0, -88.5, 90.0, -0.0], device="cuda").to(torch.bfloat16)
+    q = torch.full((t, h), 0x5A, device="cuda", dtype=torch.uint8).view(F8)
+    s = torch.full((t + 1,), float("nan"), device="cuda")[1:]
+    mla_output_gate.mla_output_gate_fp8(x, g, q, s)
+    torch.cuda.synchronize()
+    rq, rs = ref_gate_fp8(x, g)
+    assert_scales_equal(s, rs)
+    assert_bytes_equal(q, rq, "q")
+
+
+@pytest.mark.parametrize("settings", ["default", "chunks-every-t", "one-tile"])
 def test_mla_output_gate_fp8_every_bf16_gate(settings):
     """Every bf16 gate pattern (NaN aside: outside the contract), each against 96 random x
     (x * 4^k, k in -20..20), so that the division-free sigmoid is checked for every input it
@@ -432,6 +468,27 @@ def test_kv_scatter_fp8_paged_and_all_padded():
     assert torch.equal(cache, before)
 
 
+@pytest.mark.parametrize("t", [1, 7, 300])
+@pytest.mark.parametrize("paged", [False, True])
+def test_kv_scatter_fp8_8_element_strides_and_any_loc_address(launch_mode, t, paged):
+    """Inputs the bundle serves with its generic kernel (issue 22 item 6): kv_c and k_pe
+    rows strided by 520 and 72 elements (multiples of 8, not 16), loc 8 bytes past a
+    16-byte boundary."""
+    slots = 640
+    kv_c = rows(t, 520)[:, :512]
+    k_pe = torch.randn(t, 72, device="cuda").to(torch.bfloat16)[:, :64]
+    loc = torch.empty(t + 1, device="cuda", dtype=torch.int64)[1:]
+    loc.copy_(torch.randperm(slots, device="cuda")[:t])
+    if t > 1:
+        loc[torch.rand(t, device="cuda") < 0.25] = -1
+    shape = (slots // 64, 64, 656) if paged else (slots, 656)
+    cache = torch.randint(0, 256, shape, device="cuda", dtype=torch.uint8)
+    ref = ref_kv_fp8(kv_c, k_pe, loc, cache)
+    mla_kv.mla_kv_scatter_fp8(kv_c, k_pe, loc, cache)
+    torch.cuda.synchronize()
+    assert torch.equal(cache, ref)
+
+
 def test_kv_scatter_fp8_bad_arguments():
     kv_c, k_pe = rows(8, 512), torch.randn(8, 64, device="cuda").to(torch.bfloat16)
     loc = torch.arange(8, device="cuda")
@@ -519,6 +576,18 @@ def test_quant_mxfp4_settings_exact(r, d, settings):
     assert torch.equal(got[0], want[0])
     rp, rs = ref_mxfp4(x)
     assert torch.equal(got[1], rs) and torch.equal(got[0], rp)
+
+
+@pytest.mark.parametrize("r", [1, 7, 4097])
+def test_quant_mxfp4_8_element_strides(launch_mode, r):
+    """Rows strided by a multiple of 8 elements that is not one of 32, which the bundle
+    serves with its generic kernel (issue 22 item 6)."""
+    x = rows(r, HIDDEN + 8)[:, :HIDDEN]
+    packed, scale = quant.quant_mxfp4(x)
+    torch.cuda.synchronize()
+    rp, rs = ref_mxfp4(x)
+    assert torch.equal(scale, rs)
+    assert torch.equal(packed, rp)
 
 
 def test_quant_mxfp4_bad_arguments_and_empty():

@@ -77,6 +77,36 @@ def test_paged_cache_and_all_padded():
     assert torch.equal(cache.view(torch.int16), before.view(torch.int16))
 
 
+@pytest.mark.parametrize("t", [1, 7, 300])
+@pytest.mark.parametrize("layout", ["rows", "padded", "pages"])
+def test_scatter_any_stride_and_address(launch_mode, t, layout):
+    """kv_c and k_pe at odd element offsets and strides (613: a slice of a wider
+    projection), loc 8 bytes past a 16-byte boundary, cache rows 584 elements apart or
+    pages: inputs the bundle serves with its generic kernel (issue 22 item 6)."""
+    slots = 1024
+    proj = torch.randn(t, 613, device="cuda", dtype=torch.bfloat16)
+    kv_c, k_pe = proj[:, 1:513], proj[:, 513:577]
+    loc = torch.empty(t + 1, device="cuda", dtype=torch.int64)[1:]
+    loc.copy_(torch.randperm(slots, device="cuda")[:t])
+    if t > 1:
+        loc[torch.rand(t, device="cuda") < 0.25] = -1
+    if layout == "pages":
+        base = torch.randn(slots // 64, 64, 576, device="cuda", dtype=torch.bfloat16)
+        cache = base
+    else:
+        base = torch.randn(slots, 584 if layout == "padded" else 576, device="cuda",
+                           dtype=torch.bfloat16)
+        cache = base[:, :576]
+    before = base.clone()
+    mod.mla_kv_scatter(kv_c, k_pe, loc, cache)
+    torch.cuda.synchronize()
+    want = before.reshape(slots, -1).clone()
+    keep = loc >= 0
+    want[loc[keep], :576] = torch.cat([kv_c[keep], k_pe[keep]], dim=-1)
+    # every row not named by loc, and the rows' padding, unchanged
+    assert torch.equal(base.reshape(slots, -1).view(torch.int16), want.view(torch.int16))
+
+
 def test_bad_arguments_raise_before_launch():
     kv_c, k_pe, loc = inputs(8, 64, False)
     cache = torch.zeros(64, 576, device="cuda", dtype=torch.bfloat16)

@@ -58,6 +58,18 @@ def test_sizes_not_multiple_of_block(n):
     assert_bits_equal(run(x, g), reference(x, g))
 
 
+@pytest.mark.parametrize("n", [8, 2056, 64 * 1536])
+def test_unaligned_tensors(launch_mode, n):
+    """x, gate and out 2 bytes past a 16-byte boundary (the wrapper requires no alignment;
+    the bundle serves them with its generic kernel, issue 22 item 6)."""
+    x = torch.randn(n + 8, device="cuda", dtype=torch.bfloat16)[1:n + 1]
+    g = (torch.randn(n + 8, device="cuda") * 4).to(torch.bfloat16)[3:n + 3]
+    out = torch.full((n + 8,), float("nan"), device="cuda", dtype=torch.bfloat16)[5:n + 5]
+    mod.mla_output_gate(x, g, out)
+    torch.cuda.synchronize()
+    assert_bits_equal(out, reference(x, g))
+
+
 def test_in_place_and_empty():
     x = torch.randn(64, 1536, device="cuda", dtype=torch.bfloat16)
     g = torch.randn(64, 1536, device="cuda", dtype=torch.bfloat16)

@@ -128,6 +128,42 @@ def test_ue8m0_rounds_up_exactly_at_powers_of_two():
     assert s[:, 0].tolist() == [1.0, 2.0**-20, 1.0, 2.0]
 
 
+def generic_launches(monkeypatch):
+    """The wrappers' launches run their generic launch (the bundle's kernel for the inputs
+    the fast specializations do not assume) in the interpreter, arrays given as
+    test_attn_res's HostTensor; returns the kernel names launched."""
+    from test_attn_res import HostTensor
+
+    names = []
+
+    def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None, cluster=None,
+               generic=None):
+        kernel, name, grid, args, constexprs = generic[:5]
+        names.append(name)
+        kiln.testing.interpret(kernel, tuple(grid), *[a.a if isinstance(a, HostTensor) else a
+                                                      for a in args], **constexprs)
+
+    monkeypatch.setattr(quant.L, "launch", launch)
+    return HostTensor, names
+
+
+@pytest.mark.parametrize("group", quant.GROUPS)
+@pytest.mark.parametrize("ue8m0", [False, True])
+def test_per_token_group_quant_generic_launch(monkeypatch, group, ue8m0):
+    """The wrapper's generic launch (every group size; here x's row stride d + 8, a
+    multiple of 8 elements and not of 16) against the reference."""
+    host, names = generic_launches(monkeypatch)
+    rng = np.random.default_rng(group + ue8m0)
+    t, d = 5, 512
+    x = k3_like_rows(rng, t, d + 8)[:, :d]
+    q = np.zeros((t, d), dtype=F8)
+    s = np.full((t, d // group), np.nan, dtype=F32)
+    quant.per_token_group_quant_fp8(host(x), group, ue8m0, q=host(q), s=host(s))
+    assert names == [quant.GENERIC]
+    rq, rs = ref_group_quant(x.astype(F32), group, ue8m0)
+    assert np.array_equal(s, rs) and np.array_equal(bits(q), bits(rq))
+
+
 # ---------------------------------------------------------------------------
 # SiTU masked post-quant
 # ---------------------------------------------------------------------------
@@ -197,6 +233,28 @@ def test_mla_output_gate_fp8_matches_numpy(chunks, h):
     block = 1 << (h - 1).bit_length() if chunks < 3 else 1 << (-(-h // 3) - 1).bit_length()
     kiln.testing.interpret(mla_output_gate.mla_output_gate_fp8_kernel, (t,), x, gate, q, s, h, h,
                            h, h, BLOCK=block, CHUNKS=chunks)
+    rq, rs = ref_gate_fp8(x, gate)
+    assert np.array_equal(s, rs)
+    assert np.array_equal(bits(q), bits(rq))
+
+
+@pytest.mark.parametrize("h", [8, 24, 1400, 2056, 3000])
+def test_mla_output_gate_fp8_generic_launch(monkeypatch, h):
+    """The wrapper's generic launch (``mla_output_gate_fp8_generic_kernel``: H at run time,
+    the row in tiles of FP8_GENERIC_BLOCK, the last one partial past 1024) on rows strided
+    by h + 8, gates below -87 in row 0 (where the fast kernel goes the IEEE way too)."""
+    host, names = generic_launches(monkeypatch)
+    rng = np.random.default_rng(h)
+    t = 4
+    x = k3_like_rows(rng, t, h + 8)[:, :h]
+    gate = (rng.standard_normal((t, h + 8)) * 4).astype(BF16)[:, :h]
+    gate[0, :5] = [-100.0, -88.5, -87.5, 90.0, -0.0]
+    x[0, :6] = [-2.0, 3.0, -3.0, 1.0, -1.0, -0.0]
+    gate[1, :4] = [-87.0, 2.0**-23, np.inf, 60.0]
+    q = np.zeros((t, h), dtype=F8)
+    s = np.full(t, np.nan, dtype=F32)
+    mla_output_gate.mla_output_gate_fp8(host(x), host(gate), host(q), host(s))
+    assert names == [mla_output_gate.FP8_GENERIC]
     rq, rs = ref_gate_fp8(x, gate)
     assert np.array_equal(s, rs)
     assert np.array_equal(bits(q), bits(rq))
@@ -339,10 +397,13 @@ def ref_mxfp4(x):
 
 
 @pytest.mark.parametrize("r", [1, 6])
-def test_quant_mxfp4_matches_numpy(r):
+@pytest.mark.parametrize("pad", [32, 8])
+def test_quant_mxfp4_matches_numpy(r, pad):
+    """The one-block-a-thread program (the bundle's few-rows and generic kernels) on rows
+    strided by d + pad (8: a multiple of 8 elements, not of 32, the generic kernel's)."""
     rng = np.random.default_rng(r)
     d = 256
-    base = k3_like_rows(rng, r, d + 32)
+    base = k3_like_rows(rng, r, d + pad)
     x = base[:, :d]  # row-strided
     x[0, :32] = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0] * 4, dtype=F32) * \
         np.array([1, -1] * 16, dtype=F32)  # every tie and the saturation, amax 7 -> 2^0
@@ -353,7 +414,7 @@ def test_quant_mxfp4_matches_numpy(r):
     name, cx, _, _ = quant.mx_launch_config(r)
     assert name == "quant_mxfp4_few_rows"
     kiln.testing.interpret(quant.quant_mxfp4_kernel, (r, -(-nb // cx["ROWS"])),
-                           base.view(np.int32), packed, scale, r * nb, nb, (d + 32) // 2, d // 2,
+                           base.view(np.int32), packed, scale, r * nb, nb, (d + pad) // 2, d // 2,
                            nb, **cx)
     rp, rs = ref_mxfp4(x.astype(F32))
     assert np.array_equal(scale, rs)
@@ -468,7 +529,8 @@ def test_quant_mxfp4_chunks_from_min_t_only():
     assert chunked(st.mx_chunks_min_t) and chunked(None)
     specs = {s.kernel_name: s for s in quant.AOT_SPECIALIZATIONS
              if s.kernel is quant.quant_mxfp4_kernel}
-    assert set(specs) == {"quant_mxfp4", "quant_mxfp4_few_rows"}
+    assert set(specs) == {"quant_mxfp4", "quant_mxfp4_few_rows", quant.MX_GENERIC}
+    assert specs[quant.MX_GENERIC].constexprs == specs["quant_mxfp4_few_rows"].constexprs
     assert specs["quant_mxfp4"].constexprs["CHUNKS"] == st.mx_chunks
     assert specs["quant_mxfp4"].maxnreg == st.mx_maxnreg
     assert specs["quant_mxfp4_few_rows"].constexprs["CHUNKS"] == 0

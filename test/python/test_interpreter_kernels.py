@@ -127,6 +127,31 @@ def test_concat_mla_absorb_q(d0, d1, na, nb):
     assert np.all(bits16(out_buf[:, :, na + nb:]) == BF16_NAN)
 
 
+@pytest.mark.parametrize("d0,d1,na,nb", [(3, 5, 1, 300), (7, 5, 512, 64), (2, 3, 100, 20),
+                                         (1, 1, 129, 1)])
+def test_concat_mla_absorb_q_generic_launch(monkeypatch, d0, d1, na, nb):
+    """The wrapper's generic launch (``concat_mla_absorb_q_generic_kernel``, the bundle's for
+    every width: A and B at run time, each part in tiles of BLOCK columns, partial ones past
+    128; 15 and 35 rows: partial programs) on the strides of test_concat_mla_absorb_q."""
+    from test_attn_res import HostTensor
+
+    def launch(kernel, name, grid, args, constexprs, num_warps, generic=None):
+        kernel, name, grid, args, constexprs = generic[:5]
+        assert name == concat_mla.Q_GENERIC
+        interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor) else x for x in args],
+                  **constexprs)
+
+    monkeypatch.setattr(concat_mla.L, "launch", launch)
+    rng = np.random.default_rng(d0 * d1 + na + nb)
+    a = rand_bf16(rng, (d0, d1 + 2, na + 24))[:, 1:1 + d1, 8:8 + na]
+    b = rand_bf16(rng, (d0, d1, nb))
+    out_buf = nan_bf16((d0, d1, na + nb + 8))
+    out = out_buf[:, :, :na + nb]
+    concat_mla.concat_mla_absorb_q(HostTensor(a), HostTensor(b), HostTensor(out))
+    np.testing.assert_array_equal(bits16(out), bits16(np.concatenate([a, b], axis=-1)))
+    assert np.all(bits16(out_buf[:, :, na + nb:]) == BF16_NAN)
+
+
 # ---------------------------------------------------------------------------
 # MLA output gate, bf16 (docs/kernels/mla_output_gate.md): bf16(f32(x) * f32(bf16(sig(g))))
 # ---------------------------------------------------------------------------

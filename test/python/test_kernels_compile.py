@@ -22,6 +22,17 @@ VECTOR = {
     "concat_mla_absorb_q": (True, True),
     "mla_output_gate": (True, True),
     "mla_kv_scatter_bf16": (True, True),
+    # the generic kernels for any address and stride: scalar accesses
+    "concat_mla_k_generic": (False, False),
+    "concat_mla_absorb_q_generic": (False, False),
+    "mla_output_gate_generic": (False, False),
+    "mla_kv_scatter_bf16_generic": (False, False),
+    # the generic kernels for strides of 8 elements: still 16-byte loads; the output gate's
+    # e4m3 rows (H % 8 == 0) are 8-byte aligned only
+    "per_token_group_quant_fp8_generic": (True, True),
+    "quant_mxfp4_generic": (True, True),
+    "mla_output_gate_fp8_generic": (True, False),
+    "mla_kv_scatter_fp8_generic": (True, True),
     "image_preprocess_columns": (False, False),  # byte gathers, 2-byte scattered stores
     "image_preprocess_columns_generic": (False, False),
     "pack_topk_ids": (True, True),      # VEC = 4; VEC = 1 is scalar (checked below)
@@ -273,12 +284,13 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
     (test_quant_variants.py: the IEEE quotient for every bf16 absmax), each operation
     rounded (.rn: ptxas neither contracts nor reorders them)."""
     specs = [s for s in kiln.aot.collect("kernels_dsl.kimi_k3")
-             if s.kernel_name in ("per_token_group_quant_fp8", "situ_and_mul_masked_post_quant",
-                                  "situ_and_mul_masked_post_quant_generic",
-                                  "mla_output_gate_fp8", "mla_kv_scatter_fp8")]
-    # 2 group quant, 4 + 4 SiTU (fast, generic), 2 output gate (few / many rows), 4 KV (one
-    # page or several, 32- or 64-bit offsets)
-    assert len(specs) == 16
+             if s.kernel_name.removesuffix("_generic") in (
+                 "per_token_group_quant_fp8", "situ_and_mul_masked_post_quant",
+                 "mla_output_gate_fp8", "mla_kv_scatter_fp8")]
+    # 2 + 8 group quant (fast; generic: every group size), 4 + 4 SiTU (fast, generic), 2 + 1
+    # output gate (few / many rows; generic), 4 + 4 KV (one page or several, 32- or 64-bit
+    # offsets; fast and generic)
+    assert len(specs) == 29
     for spec in specs:
         ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                                  num_warps=spec.num_warps, arch="sm_90a", name=spec.kernel_name)
@@ -300,7 +312,7 @@ def test_fp8_quant_kernels_divide_exactly_and_saturate():
             assert re.search(scale_op, ck.ptx), (spec.kernel_name, scale_op)
         if not spec.constexprs.get("UE8M0"):  # the codes' r = RN(1 / s), correctly rounded
             assert "rcp.rn.f32" in ck.ptx, spec.kernel_name
-        if spec.kernel_name == "per_token_group_quant_fp8":  # no transcendental at all
+        if spec.kernel_name.startswith("per_token_group"):  # no transcendental at all
             assert "lg2" not in ck.ptx and "ex2" not in ck.ptx
 
 

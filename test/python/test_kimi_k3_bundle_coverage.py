@@ -24,12 +24,16 @@ import kiln.aot  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     _launch,
     attn_res,
+    concat_mla,
     image,
     kda_decode,
     kv_indices,
+    mla_kv,
+    mla_output_gate,
     moe_align,
     moe_fused_gate,
     pack_topk_ids,
+    quant,
     situ,
     situ_quant,
     tensor_hash,
@@ -39,8 +43,8 @@ from kiln.runtime import Bundle, BundleWriter, KilnError  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 FAKE_CUBIN = b"\x7fELF" + bytes(60)
-MODULES = (attn_res, image, kv_indices, moe_align, moe_fused_gate, pack_topk_ids, situ,
-           situ_quant, tensor_hash)
+MODULES = (attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align,
+           moe_fused_gate, pack_topk_ids, quant, situ, situ_quant, tensor_hash)
 SMS = 132  # an H200
 
 _TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "int32": "<i4", "int64": "<i8",
@@ -105,6 +109,11 @@ class FakeTensor:
         return FakeTensor(self.shape[:-1] + (int(self.shape[-1] * ratio),), dtype,
                           [int(s * ratio) for s in self._strides[:-1]] + [1],
                           int(self._offset * ratio), self._address)
+
+    def t(self):
+        """The transpose of a 2-D tensor."""
+        return FakeTensor(self.shape[::-1], self.dtype, self._strides[::-1], self._offset,
+                          self._address)
 
     def item(self):
         return 0
@@ -344,6 +353,159 @@ def test_gpu_tensor_hash(bundle_only):
             yield f"{dtype}[{n}] off={off} sms={sms}", call, True
 
     run_grid(bundle_only, cases())
+
+
+def test_per_token_group_quant_fp8(bundle_only):
+    def cases():
+        for group, ue8m0, cm, t, d, pad, off, q_pad in itertools.product(
+                quant.GROUPS, (False, True), (False, True), (1, 7, 300), (256, 768, 7168),
+                (0, 8, 16), (0, 8), (0, 16)):
+            # rows padded by a multiple of 8 elements (16 bytes, what the wrapper wants),
+            # addresses 16-byte aligned, q's rows padded by 16 elements
+            x = T((t, d), strides=(d + pad, 1), offset=off)
+            q = T((t, d), "float8_e4m3fn", (d + q_pad, 1)) if q_pad else None
+            yield (f"group={group} ue8m0={ue8m0} column_major={cm} T={t} D={d} pad={pad} "
+                   f"off={off} q_pad={q_pad}",
+                   lambda: quant.per_token_group_quant_fp8(x, group, ue8m0, cm, q=q),
+                   group == 128 and (t == 1 or pad % 16 == 0))
+        for group in quant.GROUPS:  # D = one group
+            yield (f"group={group} D={group}",
+                   lambda: quant.per_token_group_quant_fp8(T((3, group)), group),
+                   group == 128)
+
+    seen = run_grid(bundle_only, cases())
+    assert quant.GENERIC in seen
+
+
+def test_quant_mxfp4(bundle_only):
+    def cases():
+        for r, d, pad, off in itertools.product((1, 7, 4096), (32, 32 * 67, 7168),
+                                                (0, 8, 16, 32), (0, 8)):
+            x = T((r, d), strides=(d + pad, 1), offset=off)
+            yield (f"R={r} D={d} pad={pad} off={off}", lambda: quant.quant_mxfp4(x),
+                   r == 1 or (d + pad) % 32 == 0)
+
+    seen = run_grid(bundle_only, cases())
+    assert quant.MX_GENERIC in seen
+
+
+def test_mla_output_gate(bundle_only):
+    def cases():
+        for shp, x_off, g_off, out_off in itertools.product(
+                ((1, 8), (3, 8), (1, 2056), (64, 1536), (7, 1544)), (0, 1, 8), (0, 1), (0, 3)):
+            yield (f"{shp} x_off={x_off} gate_off={g_off} out_off={out_off}",
+                   lambda: mla_output_gate.mla_output_gate(
+                       T(shp, offset=x_off), T(shp, offset=g_off), T(shp, offset=out_off)),
+                   not (x_off % 8 or g_off % 8 or out_off % 8))
+
+    seen = run_grid(bundle_only, cases())
+    assert mla_output_gate.GENERIC in seen
+
+
+def test_mla_output_gate_fp8(bundle_only):
+    def cases():
+        for t, h, pad, off, s_off in itertools.product(
+                (1, 7, 4097), (8, 24, 512, 1536, 1544, 3000, 16384), (0, 8, 16), (0, 8),
+                (0, 1)):
+            x = T((t, h), strides=(h + pad, 1), offset=off)
+            g = T((t, h), strides=(h + 16, 1))
+            s = T((t,), "float32", offset=s_off)
+            yield (f"T={t} H={h} pad={pad} off={off} s_off={s_off}",
+                   lambda: mla_output_gate.mla_output_gate_fp8(x, g, out_s=s),
+                   h == 1536 and (t == 1 or pad % 16 == 0) and not s_off)
+
+    seen = run_grid(bundle_only, cases())
+    assert mla_output_gate.FP8_GENERIC in seen
+
+
+def _cache(layout, width, dtype, rows):
+    """A cache of ``rows`` rows: "rows" [rows, width], "padded" rows 16 bytes apart more
+    than width, "pages" [rows / 64, 64, width], "layer" one layer of a [pages, 3, 64, width]
+    pool."""
+    if layout == "rows":
+        return T((rows, width), dtype)
+    if layout == "padded":
+        return T((rows, width), dtype, (width + 16 // _ITEMSIZE[dtype], 1))
+    pages = rows // 64
+    if layout == "pages":
+        return T((pages, 64, width), dtype)
+    return T((pages, 64, width), dtype, (3 * 64 * width, width, 1), offset=64 * width)
+
+
+def test_mla_kv_scatter(bundle_only):
+    def cases():
+        for t, kv_pad, pe_pad, pe3, off, loc_off, layout in itertools.product(
+                (1, 7, 300), (0, 1, 8, 64), (0, 1, 576), (False, True), (0, 1), (0, 1),
+                ("rows", "padded", "pages", "layer")):
+            kv = T((t, 512), strides=(512 + kv_pad, 1), offset=off)
+            pe_shape = (t, 1, 64) if pe3 else (t, 64)
+            pe = T(pe_shape, strides=(64 + pe_pad,) + (64, 1)[-len(pe_shape) + 1:])
+            cache = _cache(layout, 576, "bfloat16", 1 << 14)
+            loc = T((t,), "int64", offset=loc_off)
+            # (the row strides are passed for T = 1 too)
+            fast = kv_pad % 16 == 0 and pe_pad % 16 == 0 and not off and not loc_off \
+                and layout != "padded"
+            yield (f"T={t} kv_pad={kv_pad} pe_pad={pe_pad} pe3={pe3} off={off} "
+                   f"loc_off={loc_off} {layout}",
+                   lambda: mla_kv.mla_kv_scatter(kv, pe, loc, cache), fast)
+
+    seen = run_grid(bundle_only, cases())
+    assert mla_kv.GENERIC in seen
+
+
+def test_mla_kv_scatter_fp8(bundle_only):
+    def cases():
+        for t, kv_pad, pe_pad, loc_off, layout, rows in itertools.product(
+                (1, 7, 300), (0, 8, 16, 64), (0, 8, 576), (0, 1),
+                ("rows", "padded", "pages", "layer"), (1 << 14, 3273664)):
+            kv = T((t, 512), strides=(512 + kv_pad, 1))
+            pe = T((t, 64), strides=(64 + pe_pad, 1))
+            cache = _cache(layout, 656, "uint8", rows)
+            loc = T((t,), "int64", offset=loc_off)
+            fast = (t == 1 or (kv_pad % 16 == 0 and pe_pad % 16 == 0)) and not loc_off
+            yield (f"T={t} kv_pad={kv_pad} pe_pad={pe_pad} loc_off={loc_off} {layout} "
+                   f"rows={rows}", lambda: mla_kv.mla_kv_scatter_fp8(kv, pe, loc, cache), fast)
+
+    seen = run_grid(bundle_only, cases())
+    assert mla_kv.FP8_GENERIC in seen
+
+
+def test_concat_mla_k(bundle_only):
+    def cases():
+        for t, h, nope_w, rope_w, k_w, k_off, sms in itertools.product(
+                (1, 7, 300), (1, 5, 12, 128), (128, 136, 256), (64, 72, 576), (192, 200),
+                (0, 1), (None, SMS)):
+            nope = T((t, h, 128), strides=(h * nope_w, nope_w, 1))
+            rope = T((t, 1, 64), strides=(rope_w, rope_w, 1), offset=rope_w - 64)
+            k = T((t, h, 192), strides=(h * k_w, k_w, 1), offset=k_off)
+
+            def call(k=k, nope=nope, rope=rope, sms=sms):
+                bundle_only.sms = sms
+                concat_mla.concat_mla_k(k, nope, rope)
+
+            fast = nope_w % 16 == 0 and rope_w % 16 == 0 and k_w % 16 == 0 and not k_off
+            yield (f"T={t} H={h} nope_w={nope_w} rope_w={rope_w} k_w={k_w} k_off={k_off} "
+                   f"sms={sms}", call, fast)
+
+    seen = run_grid(bundle_only, cases())
+    assert concat_mla.K_GENERIC in seen
+
+
+def test_concat_mla_absorb_q(bundle_only):
+    def cases():
+        for (na, nb), (d0, d1), a_pad, b_off, out in itertools.product(
+                ((512, 64), (128, 64), (100, 28), (8, 8), (1, 4096), (4096, 1), (4096, 4096),
+                 (1, 1)), ((1, 1), (64, 128), (7, 12)), (0, 16, 3), (0, 1), (False, True)):
+            a = T((d0, d1, na), strides=(d1 * (na + a_pad), na + a_pad, 1))
+            b = T((d0, d1, nb), offset=b_off)
+            o = T((d0, d1, na + nb), strides=(d1 * (na + nb + 8), na + nb + 8, 1)) \
+                if out else None
+            fast = (na, nb) == (512, 64) and a_pad % 16 == 0 and not b_off and not out
+            yield (f"A={na} B={nb} {d0}x{d1} a_pad={a_pad} b_off={b_off} out={out}",
+                   lambda: concat_mla.concat_mla_absorb_q(a, b, o), fast)
+
+    seen = run_grid(bundle_only, cases())
+    assert concat_mla.Q_GENERIC in seen
 
 
 def test_kda_decode(bundle_only):

@@ -57,26 +57,38 @@ def launched_situ_quant():
 
 def launched_quant():
     out = {key(*quant.mx_launch_config(t)) for t in TS}
+    _, cx, warps, _ = quant.mx_launch_config(1)  # the generic launch: the few-rows one
+    out.add(key(quant.MX_GENERIC, cx, warps))
     for ue8m0 in (False, True):
         cx, warps = quant.group_launch_config(128, ue8m0)
         out.add(key("per_token_group_quant_fp8", cx, warps))
+        for group in quant.GROUPS:  # the generic launch: the same, every group size
+            out.add(key(quant.GENERIC, *quant.group_launch_config(group, ue8m0)))
     return out
 
 
 def launched_mla_output_gate():
     cx, warps = mla_output_gate.launch_config()
-    out = {key("mla_output_gate", cx, warps)}
+    out = {key("mla_output_gate", cx, warps), key(mla_output_gate.GENERIC, cx, warps)}
     for t in TS:
         out.add(key("mla_output_gate_fp8", *mla_output_gate.fp8_launch_config(H_LOCAL, t)))
+    out.add(key(mla_output_gate.FP8_GENERIC, {"BLOCK": mla_output_gate.FP8_GENERIC_BLOCK},
+                mla_output_gate.mla_output_gate_fp8_generic_kernel.num_warps))
     return out
 
 
 def launched_mla_kv():
     # caches of one page or several (a layer's view of a pool); FP8: 32- or 64-bit offsets
     # (past 2^31 bytes)
-    out = {key("mla_kv_scatter_bf16", *mla_kv.launch_config(paged)) for paged in (False, True)}
-    return out | {key("mla_kv_scatter_fp8", *mla_kv.fp8_launch_config(paged, index64))
-                  for paged in (False, True) for index64 in (False, True)}
+    # (and the generic launches: the same, any stride; bf16 without the register cap)
+    out = set()
+    for paged in (False, True):
+        cx, warps = mla_kv.launch_config(paged)
+        out |= {key("mla_kv_scatter_bf16", cx, warps),
+                key(mla_kv.GENERIC, mla_kv.generic_constexprs(cx), warps)}
+    return out | {key(name, *mla_kv.fp8_launch_config(paged, index64))
+                  for paged in (False, True) for index64 in (False, True)
+                  for name in ("mla_kv_scatter_fp8", mla_kv.FP8_GENERIC)}
 
 
 def launched_kv_indices():
@@ -99,9 +111,11 @@ def launched_kv_indices():
 
 def launched_concat_mla():
     rows = concat_mla.SETTINGS.k_rows
-    out = {key("concat_mla_k", *concat_mla.k_launch_config(-(-t * HEADS // rows), SMS))
-           for t in TS}
+    out = {key(name, *concat_mla.k_launch_config(-(-t * HEADS // rows), SMS))
+           for t in TS for name in ("concat_mla_k", concat_mla.K_GENERIC)}
     out.add(key("concat_mla_absorb_q", *concat_mla.q_launch_config(512, 64)))
+    out.add(key(concat_mla.Q_GENERIC, concat_mla.Q_GENERIC_CONSTEXPRS,
+                concat_mla.concat_mla_absorb_q_generic_kernel.num_warps))
     return out
 
 
