@@ -28,7 +28,8 @@ above on every token of the sequence, and optionally the gated RMSNorm
 reproduce their states bit for bit) compute the step through the same ``@kiln.jit`` helpers:
 ``kda_token_prologue`` (the q/k norms, the gate, beta on [K] tiles) and
 ``kda_recurrent_step`` (the rows of the state as an [R, K] tile; its state part
-``kda_state_update`` is the fold's step, kda_verify.py). kiln gives every tile one
+``kda_state_update`` is the fold's step, kda_verify.py); the pre-conv kernels (the fused
+decode, the verify chain) run one token through ``kda_pre_conv_token``. kiln gives every tile one
 blocked layout (runs of 8 elements here, the bf16 16-byte vector); a row of K = 128 spans
 16 runs, so every row sum -- over 8 registers, then a butterfly over 16 lanes -- and every
 [K] norm is summed in the same order whatever R and the warps of the program: the packed

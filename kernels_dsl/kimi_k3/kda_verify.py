@@ -249,7 +249,7 @@ class Settings:
     is in docs/kernels/kda.md, "Implementation")."""
     verify_rows: int = 32  # state rows a verify program without the norm ([32, 128] fp32)
     verify_warps: int = 4
-    verify_norm_warps: int = 8  # with the norm a program holds the head's 128 rows (4 spill)
+    verify_norm_warps: int = 8  # with the norm a program holds the head's 128 rows (4 warps spill)
     verify_min_programs: int = 0
     fold_rows: int = 32  # state rows a fold program
     fold_warps: int = 4

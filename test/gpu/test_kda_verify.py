@@ -115,11 +115,13 @@ def test_verify_chain_equals_sequential_decode(launch_mode, n, s, hv, h, lower_b
     dec.assert_bits(rv[used, :, :s], post[:, :, 2 * h * K:].reshape(-1, s, hv, V)
                     .transpose(1, 2), "rawv")
     dec.assert_bits(rc[used, :s], qkv[tok].view(-1, s, dim), "conv_records")
+    # (the kernels' exp, log and sigmoid are the fast hardware forms: within 1e-5 of the
+    # largest |g|, as the state's tolerance)
     gate = dec.gate_ref(a[tok].float().view(-1, hv, K), dt_bias, a_log, lower_bound)
     torch.testing.assert_close(rg[used, :, :s], gate.view(-1, s, hv, K).transpose(1, 2),
-                               rtol=1e-5, atol=1e-6)
+                               rtol=1e-5, atol=1e-5 * float(gate.abs().max()))
     torch.testing.assert_close(rb[used, :, :s], torch.sigmoid(b[tok].float())
-                               .view(-1, s, hv).transpose(1, 2), rtol=1e-6, atol=1e-7)
+                               .view(-1, s, hv).transpose(1, 2), rtol=1e-5, atol=1e-6)
     # nothing past step S - 1, nothing at the slots no valid request names
     keep = torch.ones(slots, dtype=torch.bool, device="cuda")
     keep[used] = False
