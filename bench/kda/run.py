@@ -9,7 +9,11 @@ the lower-bound gate, -5), in one run:
 - ``kda_fused_decode`` with the gated RMSNorm at B = 64, 512 against the same decode step
   done with fla's kernels: ``causal_conv1d_update`` of q, k and v (fla's
   ``ShortConvolution.step``, SiLU), ``fused_recurrent_kda_fwd``, ``rms_norm_gated``
-  (sigmoid gate).
+  (sigmoid gate);
+- ``kda_verify_chain`` (gamma = 3: S = 4 drafts, the gated norm, the ReplaySSM and raw-row
+  records) at B = 64, 512 and ``kda_replayssm_fold`` (2 of 4 drafts accepted, 69 layers in
+  one launch, with the conv rollback) at B = 64, against the copy bandwidth on their traffic
+  (the issue's target, >= 85 %; fla has neither kernel).
 
 GPU time per call: CUDA-graph replay of back-to-back calls timed with CUDA events, the
 median over repetitions (bench/common.py), every call of a graph on its own slots of one
@@ -44,7 +48,7 @@ import kiln.language as kl  # noqa: E402
 from bench.common import copy_bandwidth_gbs as _copy_bandwidth_gbs  # noqa: E402
 from bench.common import graph_time_ms  # noqa: E402
 from bench.report import write_results  # noqa: E402
-from kernels_dsl.kimi_k3 import kda_decode  # noqa: E402
+from kernels_dsl.kimi_k3 import kda_decode, kda_verify  # noqa: E402
 
 HV = H = 12
 K = V = 128
@@ -55,6 +59,13 @@ HEAD_BYTES = V * K * 4
 ROTATION_BYTES = 3 * (64 << 20)
 PACKED_B = (1, 32, 64, 512)
 FUSED_B = (64, 512)
+VERIFY_B = (64, 512)
+FOLD_B = (64,)
+GAMMA = 3
+LAYERS = 69
+ACCEPT = 2
+VERIFY_NAME = f"kda_verify_chain (gamma {GAMMA}, norm, records)"
+FOLD_NAME = f"kda_replayssm_fold ({ACCEPT} of {GAMMA + 1}, {LAYERS} layers, conv)"
 
 
 @kiln.jit(num_warps=1)
@@ -228,6 +239,96 @@ def fla_fused(fla, pool, w):
     return call
 
 
+def verify_sets(bsz):
+    """(pool, conv pool, weights, records, [per set: qkv, a, b, g_out, indices, out]):
+    S = GAMMA + 1 draft rows a request, records of length S at every slot."""
+    s = GAMMA + 1
+    ns = n_sets(bsz)
+    slots = bsz * ns
+    dim = 2 * H * K + HV * V
+    pool = randn((slots, HV, V, K), torch.float32, 0.5)
+    conv_pool = randn((slots, 3, dim))
+    a_log, dt_bias = weights()
+    w = (a_log, dt_bias, randn((dim, 4), scale=0.5),
+         (0.5 + torch.rand(V, device="cuda")).to(torch.bfloat16))
+    recs = (randn((slots, H, s, K)), randn((slots, HV, s, V)),
+            randn((slots, HV, s, K), torch.float32), randn((slots, HV, s), torch.float32),
+            randn((slots, s, dim)))
+    perm = torch.randperm(slots, device="cuda").to(torch.int32)
+    sets = []
+    for i in range(ns):
+        width = dim + HV * K + HV * V + HV
+        proj = randn((bsz * s, width + (-width) % 8))  # q | k | v | a | g_out | b, one GEMM
+        qkv, a = proj[:, :dim], proj[:, dim:dim + HV * K]
+        g_out = proj[:, dim + HV * K:dim + HV * K + HV * V]
+        b = proj[:, dim + HV * K + HV * V:width]
+        out = torch.empty((bsz * s, HV, V), device="cuda", dtype=torch.bfloat16)
+        sets.append((qkv, a, b, g_out, perm[i * bsz:(i + 1) * bsz].contiguous(), out))
+    return pool, conv_pool, w, recs, sets
+
+
+def kiln_verify(pool, conv_pool, w, recs):
+    a_log, dt_bias, conv_w, w_norm = w
+    rk, rv, rg, rb, rc = recs
+
+    def call(st):
+        qkv, a, b, g_out, idx, out = st
+        kda_verify.kda_verify_chain(qkv, a, b, a_log, dt_bias, conv_pool, conv_w, pool, idx, H,
+                                    GAMMA + 1, g_out=g_out, w_norm=w_norm, eps=EPS,
+                                    lower_bound=LB, rawk=rk, rawv=rv, gk=rg, beta=rb,
+                                    conv_records=rc, out=out)
+        return out
+
+    return call
+
+
+def verify_bytes(bsz):
+    """(state bytes read, all bytes moved) of one verify chain call."""
+    s, dim = GAMMA + 1, 2 * H * K + HV * V
+    state = bsz * HV * HEAD_BYTES
+    inputs = bsz * s * (dim * 2 + HV * K * 2 + HV * V * 2 + HV * 2) + bsz * 4
+    weights_b = dim * 8 + HV * (K + 1) * 4 + V * 2
+    conv = bsz * 3 * dim * 2
+    records_b = bsz * s * (H * K * 2 + HV * V * 2 + HV * K * 4 + HV * 4 + dim * 2)
+    out = bsz * s * HV * V * 2
+    return state, state + inputs + weights_b + conv + records_b + out
+
+
+def fold_sets(bsz):
+    """(h0, records, conv state, conv records, [(indices, accept_len)]): LAYERS layers of
+    bsz slots (one set: a call moves several GB, far past the L2)."""
+    s, dim = GAMMA + 1, 2 * H * K + HV * V
+    h0 = randn((LAYERS, bsz, HV, V, K), torch.float32, 0.5)
+    rk = randn((LAYERS, bsz, H, s, K))
+    rv = randn((LAYERS, bsz, HV, s, V))
+    rg = -5 * torch.rand((LAYERS, bsz, HV, s, K), device="cuda")
+    rb = torch.rand((LAYERS, bsz, HV, s), device="cuda")
+    conv = randn((LAYERS, bsz, 3, dim))
+    rc = randn((LAYERS, bsz, s, dim))
+    idx = torch.randperm(bsz, device="cuda").to(torch.int32)
+    acc = torch.full((bsz,), ACCEPT, device="cuda", dtype=torch.int32)
+    return h0, (rk, rv, rg, rb), conv, rc, [(idx, acc)]
+
+
+def kiln_fold(h0, recs, conv, rc):
+    def call(st):
+        idx, acc = st
+        kda_verify.kda_replayssm_fold(h0, *recs, idx, acc, conv_state=conv, conv_records=rc)
+        return h0
+
+    return call
+
+
+def fold_bytes(bsz):
+    """(state bytes read + written, all bytes moved) of one fold call (ACCEPT steps)."""
+    dim = 2 * H * K + HV * V
+    state = 2 * bsz * LAYERS * HV * HEAD_BYTES
+    records_b = bsz * LAYERS * ACCEPT * (H * K * 2 + HV * V * 2 + HV * K * 4 + HV * 4)
+    # the conv rollback: the kept old rows and the accepted raw rows read, 3 rows written
+    conv = bsz * LAYERS * (3 + 3) * dim * 2
+    return state, state + records_b + conv + bsz * 8
+
+
 # ---------------------------------------------------------------------------
 # Cases
 # ---------------------------------------------------------------------------
@@ -297,9 +398,31 @@ def fused_case(bsz, fla, copy_gbs, empty_us, fla_note):
     return res
 
 
+def verify_case(bsz, copy_gbs, empty_us):
+    pool, conv_pool, w, recs, sets = verify_sets(bsz)
+    state, every = verify_bytes(bsz)
+    res = run_case(VERIFY_NAME, bsz, kiln_verify(pool, conv_pool, w, recs), None, sets,
+                   [pool, conv_pool], state, every, copy_gbs, empty_us, "no fla kernel", 0.0)
+    del pool, conv_pool, recs, sets
+    torch.cuda.empty_cache()
+    return res
+
+
+def fold_case(bsz, copy_gbs, empty_us):
+    h0, recs, conv, rc, sets = fold_sets(bsz)
+    state, every = fold_bytes(bsz)
+    res = run_case(FOLD_NAME, bsz, kiln_fold(h0, recs, conv, rc), None, sets, [h0], state,
+                   every, copy_gbs, empty_us, "no fla kernel", 0.0)
+    del h0, recs, conv, rc, sets
+    torch.cuda.empty_cache()
+    return res
+
+
 def bars(row):
     """The issue's targets for this row (text, met?)."""
     name, b = row["kernel"], row["B"]
+    if name in (VERIFY_NAME, FOLD_NAME):
+        return ">= 85 % of copy BW on all its bytes", row["all of copy BW"] >= 0.85
     if name == "kda_packed_decode" and b == 512:
         ok = row["state of copy BW"] >= 0.9 and (row.get("kiln speedup") or 0) >= 1.35
         return ">= 90 % of copy BW on the state, >= 1.35x fla", ok
@@ -359,6 +482,12 @@ def main():
             print(json.dumps(report["cases"][-1]), flush=True)
         for bsz in FUSED_B:
             report["cases"].append(fused_case(bsz, fla, copy_gbs, empty_us, fla_note))
+            print(json.dumps(report["cases"][-1]), flush=True)
+        for bsz in VERIFY_B:
+            report["cases"].append(verify_case(bsz, copy_gbs, empty_us))
+            print(json.dumps(report["cases"][-1]), flush=True)
+        for bsz in FOLD_B:
+            report["cases"].append(fold_case(bsz, copy_gbs, empty_us))
             print(json.dumps(report["cases"][-1]), flush=True)
         if args.sweep:
             report["sweep"] = []

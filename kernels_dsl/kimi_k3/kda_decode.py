@@ -27,7 +27,9 @@ above on every token of the sequence, and optionally the gated RMSNorm
 **One formulation.** Both kernels (and the verify chain and the ReplaySSM fold that must
 reproduce their states bit for bit) compute the step through the same ``@kiln.jit`` helpers:
 ``kda_token_prologue`` (the q/k norms, the gate, beta on [K] tiles) and
-``kda_recurrent_step`` (the rows of the state as an [R, K] tile). kiln gives every tile one
+``kda_recurrent_step`` (the rows of the state as an [R, K] tile; its state part
+``kda_state_update`` is the fold's step, kda_verify.py); the pre-conv kernels (the fused
+decode, the verify chain) run one token through ``kda_pre_conv_token``. kiln gives every tile one
 blocked layout (runs of 8 elements here, the bf16 16-byte vector); a row of K = 128 spans
 16 runs, so every row sum -- over 8 registers, then a butterfly over 16 lanes -- and every
 [K] norm is summed in the same order whatever R and the warps of the program: the packed
@@ -51,7 +53,7 @@ Specification: docs/kernels/kda.md
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import kiln
 import kiln.language as kl
@@ -103,15 +105,22 @@ def kda_token_prologue(q_raw, k_raw, a, dt_bias, a_log, b, scale, lower_bound,
 
 
 @kiln.jit
-def kda_recurrent_step(h, q, k, g, beta, v):
-    """One token on the rows ``h`` [R, K] (fp32) of a head's state with their values ``v``
-    [R]: decay, t_v, v_new, the rank-1 update, o. Returns (h', o [R])."""
+def kda_state_update(h, k, g, beta, v):
+    """The state part of one token on the rows ``h`` [R, K] (fp32) of a head's state with
+    their values ``v`` [R]: decay, t_v, v_new, the rank-1 update. Returns h' (the ReplaySSM
+    fold's whole step)."""
     h = h * kl.exp(g)[None, :]
     t_v = kl.sum(h * k[None, :], axis=1)
     v_new = (v - t_v) * beta
-    h = h + v_new[:, None] * k[None, :]
-    o = kl.sum(h * q[None, :], axis=1)
-    return h, o
+    return h + v_new[:, None] * k[None, :]
+
+
+@kiln.jit
+def kda_recurrent_step(h, q, k, g, beta, v):
+    """One token on the rows ``h`` [R, K] (fp32) of a head's state with their values ``v``
+    [R]: ``kda_state_update``, then o. Returns (h', o [R])."""
+    h = kda_state_update(h, k, g, beta, v)
+    return h, kl.sum(h * q[None, :], axis=1)
 
 
 @kiln.jit
@@ -231,6 +240,37 @@ def _store_conv_rows(conv_ptr, conv_row, c, y0, y1, y2, write):
     kl.store(conv_ptr + 2 * conv_row + c, y2, mask=write)
 
 
+@kiln.jit
+def kda_pre_conv_token(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_s0, b_ptr,
+                       b_s0, gout_ptr, g_s0, wnorm_ptr, out_ptr, hs, qc, kc, vc, rows, t, bos,
+                       valid, hv, HV, dt_bias, a_log, scale, lower_bound, eps,
+                       K: kl.constexpr, V: kl.constexpr, LOWER_BOUND: kl.constexpr,
+                       NORM: kl.constexpr):
+    """Row t (of the sequence starting at row bos) through the pre-conv kernels' step on the
+    state rows ``hs`` [R, K] (the value rows ``rows`` [R]; the channels qc, kc [K] and vc
+    [R]): the conv and SiLU of q, k and v, the prologue, the recurrent step, (the gated
+    norm, R == V,) and the output row's store (zeros for a padded slot). Returns (hs', the
+    post-conv k [K] and v [R] (bf16), g [K], beta): kda_fused_decode's and
+    kda_verify_chain's one token."""
+    tok = t.to(kl.int64)
+    cols = kl.arange(0, K)
+    q_raw = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, qc, t, bos, valid)
+    k_raw = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, kc, t, bos, valid)
+    v = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, vc, t, bos, valid)
+    a = kl.load(a_ptr + tok * a_s0 + hv * K + cols).to(kl.float32)
+    b = kl.load(b_ptr + tok * b_s0 + hv).to(kl.float32)
+    q, k, g, beta = kda_token_prologue(q_raw.to(kl.float32), k_raw.to(kl.float32), a, dt_bias,
+                                       a_log, b, scale, lower_bound, LOWER_BOUND)
+    hs, o = kda_recurrent_step(hs, q, k, g, beta, v.to(kl.float32))
+    if NORM:
+        go = kl.load(gout_ptr + tok * g_s0 + hv * V + rows).to(kl.float32)
+        w = kl.load(wnorm_ptr + rows).to(kl.float32)
+        o = (o * kl.rsqrt(kl.sum(o * o, axis=0) * (1.0 / V) + eps) * w
+             * kl.sigmoid(go))
+    kl.store(out_ptr + (tok * HV + hv) * V + rows, kl.where(valid, o, 0.0))
+    return hs, k_raw, v, g, beta
+
+
 @kiln.jit(num_warps=4, do_not_specialize=["T", "HV", "H", "num_slots", "varlen", "qkv_s0_u",
                                           "a_s0_u", "b_s0", "g_s0_u", "conv_slot_u",
                                           "conv_row_u", "slot_u"])
@@ -278,23 +318,12 @@ def kda_fused_decode_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     kc = (H + h) * K + cols
     vc = 2 * H * K + hv * V + vrows
     a_log = kl.load(alog_ptr + hv)
+    dt_bias = kl.load(dtb_ptr + hv * K + cols)
     for t in range(bos, eos):
-        tok = t.to(kl.int64)
-        q_raw = _conv_part(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, qc, t, bos, valid)
-        k_raw = _conv_part(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, kc, t, bos, valid)
-        v = _conv_part(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, t, bos, valid)
-        a = kl.load(a_ptr + tok * (a_s0_u * 8) + hv * K + cols).to(kl.float32)
-        b = kl.load(b_ptr + tok * b_s0 + hv).to(kl.float32)
-        dt_bias = kl.load(dtb_ptr + hv * K + cols)
-        q, k, g, beta = kda_token_prologue(q_raw.to(kl.float32), k_raw.to(kl.float32), a,
-                                           dt_bias, a_log, b, scale, lower_bound, LOWER_BOUND)
-        hs, o = kda_recurrent_step(hs, q, k, g, beta, v.to(kl.float32))
-        if NORM:
-            go = kl.load(gout_ptr + tok * (g_s0_u * 8) + hv * V + vrows).to(kl.float32)
-            w = kl.load(wnorm_ptr + vrows).to(kl.float32)
-            o = (o * kl.rsqrt(kl.sum(o * o, axis=0) * (1.0 / V) + eps) * w
-                 * kl.sigmoid(go))
-        kl.store(out_ptr + (tok * HV + hv) * V + vrows, kl.where(valid, o, 0.0))
+        hs, _, _, _, _ = kda_pre_conv_token(
+            qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr, b_s0,
+            gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, hs, qc, kc, vc, vrows, t, bos, valid, hv,
+            HV, dt_bias, a_log, scale, lower_bound, eps, K, V, LOWER_BOUND, NORM)
     kl.store(sp, hs, mask=valid, cache_modifier=STATE_STORE)
     # the conv state: the last three inputs, read before the cluster barrier, stored after
     yq0, yq1, yq2 = _conv_state_update(qkv_ptr, qkv_s0, conv, conv_row, qc, bos, eos, valid)
@@ -507,6 +536,111 @@ def kda_packed_decode(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any, 
     return out
 
 
+class PreConvArgs(NamedTuple):
+    """What ``check_pre_conv`` found: the pool's slots, HV, H, the slot pitch (16-byte units),
+    N, T, the norm, the row strides (16-byte units; b's in elements), the conv state's
+    strides (16-byte units), scale, eps, the gate, and the checked tensors by name."""
+
+    slots: int
+    hv: int
+    h: int
+    slot_u: int
+    n: int
+    t_rows: int
+    norm: bool
+    qkv_s0: int
+    a_s0: int
+    b_s0: int
+    g_s0: int
+    conv_slot_u: int
+    conv_row_u: int
+    scale: float
+    eps: float
+    use_lb: bool
+    lb: float
+    tensors: list
+
+
+def check_pre_conv(op: str, mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
+                   conv_state: Any, conv_weight: Any, state: Any, indices: Any,
+                   num_q_heads: Any, g_out: Any, w_norm: Any, eps: Any, scale: Any,
+                   lower_bound: Any, out: Any, steps: Optional[int] = None) -> PreConvArgs:
+    """The checks of the pre-conv kernels' common arguments (kda_fused_decode and
+    kda_verify_chain; their tensors' placement by ``check_placement``): T = N ``steps``
+    rows, or any T where None."""
+    for what, t, dt in (("mixed_qkv", mixed_qkv, "bfloat16"), ("a", a, "bfloat16"),
+                        ("b", b, "bfloat16"), ("A_log", A_log, "float32"),
+                        ("dt_bias", dt_bias, "float32"), ("conv_state", conv_state, "bfloat16"),
+                        ("conv_weight", conv_weight, "bfloat16"),
+                        ("ssm_state_indices", indices, "int32")):
+        L.check_dtype(op, what, t, (dt,))
+    slots, hv, slot_u = _check_state(op, state)
+    h = _check_heads(op, hv, num_q_heads)
+    k = v = HEAD_DIM
+    dim = 2 * h * k + hv * v
+    (n,) = L.check_shape(op, "ssm_state_indices", indices, (None,))
+    t_rows, _ = L.check_shape(op, "mixed_qkv", mixed_qkv,
+                              (None if steps is None else n * steps, dim))
+    L.check_shape(op, "a", a, (t_rows, hv * k))
+    L.check_shape(op, "b", b, (t_rows, hv))
+    L.check_shape(op, "A_log", A_log, (hv,))
+    L.check_shape(op, "dt_bias", dt_bias, (hv * k,))
+    L.check_shape(op, "conv_state", conv_state, (slots, CONV_WIDTH - 1, dim))
+    L.check_shape(op, "conv_weight", conv_weight, (dim, CONV_WIDTH))
+    if (g_out is None) != (w_norm is None):
+        raise ValueError(f"{op}: the gated RMSNorm needs both g_out and w_norm (or neither)")
+    norm = g_out is not None
+    if norm:
+        L.check_dtype(op, "g_out", g_out, ("bfloat16",))
+        L.check_dtype(op, "w_norm", w_norm, ("bfloat16",))
+        L.check_shape(op, "g_out", g_out, (t_rows, hv * v))
+        L.check_shape(op, "w_norm", w_norm, (v,))
+        L.check_inner_contiguous(op, "g_out", g_out)
+        L.check_contiguous(op, "w_norm", w_norm)
+    for what, t in (("mixed_qkv", mixed_qkv), ("a", a), ("b", b), ("conv_state", conv_state)):
+        L.check_inner_contiguous(op, what, t)
+    for what, t in (("A_log", A_log), ("dt_bias", dt_bias), ("conv_weight", conv_weight),
+                    ("ssm_state_indices", indices)):
+        L.check_contiguous(op, what, t)
+    qkv_s0 = _row_stride(op, "mixed_qkv", mixed_qkv, t_rows)
+    a_s0 = _row_stride(op, "a", a, t_rows)
+    b_s0 = _row_stride(op, "b", b, t_rows, unit=1)
+    g_s0 = _row_stride(op, "g_out", g_out, t_rows) if norm else 0
+    cst = L.strides(conv_state)
+    conv_row, conv_slot = cst[1], (cst[0] if slots > 1 else 0)
+    for what, st in (("row", conv_row), ("slot", conv_slot)):
+        if st % 8:
+            raise ValueError(f"{op}: the {what} stride of conv_state ({st}) must be a "
+                             f"multiple of 8 elements (16 bytes)")
+        L.check_int32_extent(op, f"the {what} stride of conv_state", st)
+    scale = HEAD_DIM ** -0.5 if scale is None else _check_float(op, "scale", scale)
+    eps = _check_float(op, "eps", eps)
+    use_lb, lb = _lower_bound_args(op, lower_bound)
+    if out is not None:
+        _check_out(op, out, (t_rows, hv, v), mixed_qkv)
+    tensors = [("mixed_qkv", mixed_qkv), ("a", a), ("b", b), ("A_log", A_log),
+               ("dt_bias", dt_bias), ("conv_state", conv_state), ("conv_weight", conv_weight),
+               ("state", state), ("ssm_state_indices", indices), ("g_out", g_out),
+               ("w_norm", w_norm), ("out", out)]
+    return PreConvArgs(slots, hv, h, slot_u, n, t_rows, norm, qkv_s0, a_s0, b_s0, g_s0,
+                       conv_slot // 8, conv_row // 8, scale, eps, use_lb, lb, tensors)
+
+
+#: The pre-conv kernels' tensors that their vector accesses need 16-byte aligned.
+PRE_CONV_ALIGNED = ("mixed_qkv", "a", "g_out", "dt_bias", "conv_weight", "conv_state", "state",
+                    "w_norm", "out")
+
+
+def check_placement(op: str, tensors: list, aligned: tuple) -> None:
+    """The given (name, tensor or None) on one device, those named in PRE_CONV_ALIGNED or
+    ``aligned`` 16-byte aligned."""
+    tensors = [(w, t) for w, t in tensors if t is not None]
+    for what, t in tensors:
+        if what in PRE_CONV_ALIGNED or what in aligned:
+            L.check_aligned(op, what, t)
+    L.check_same_device(op, *tensors)
+
+
 def kda_fused_decode(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
                      conv_state: Any, conv_weight: Any, state: Any, ssm_state_indices: Any,
                      num_q_heads: int, cu_seqlens: Optional[Any] = None,
@@ -528,28 +662,14 @@ def kda_fused_decode(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
     [T, HV, 128] (allocated when None; contiguous; rows of no sequence are not written).
     Every check raises before any launch; N = 0 or T = 0 launches nothing."""
     op = "kda_fused_decode"
-    for what, t, dt in (("mixed_qkv", mixed_qkv, "bfloat16"), ("a", a, "bfloat16"),
-                        ("b", b, "bfloat16"), ("A_log", A_log, "float32"),
-                        ("dt_bias", dt_bias, "float32"), ("conv_state", conv_state, "bfloat16"),
-                        ("conv_weight", conv_weight, "bfloat16"),
-                        ("ssm_state_indices", ssm_state_indices, "int32")):
-        L.check_dtype(op, what, t, (dt,))
-    slots, hv, slot_u = _check_state(op, state)
-    h = _check_heads(op, hv, num_q_heads)
+    c = check_pre_conv(op, mixed_qkv, a, b, A_log, dt_bias, conv_state, conv_weight, state,
+                       ssm_state_indices, num_q_heads, g_out, w_norm, eps, scale, lower_bound,
+                       out)
+    hv, h, n, t_rows, v = c.hv, c.h, c.n, c.t_rows, HEAD_DIM
     group = hv // h
     if group not in GROUPS:
         raise ValueError(f"{op}: HV / num_q_heads = {group} must be one of {GROUPS} (the "
                          f"value heads of one q/k head run as one thread-block cluster)")
-    k = v = HEAD_DIM
-    dim = 2 * h * k + hv * v
-    t_rows, _ = L.check_shape(op, "mixed_qkv", mixed_qkv, (None, dim))
-    L.check_shape(op, "a", a, (t_rows, hv * k))
-    L.check_shape(op, "b", b, (t_rows, hv))
-    L.check_shape(op, "A_log", A_log, (hv,))
-    L.check_shape(op, "dt_bias", dt_bias, (hv * k,))
-    L.check_shape(op, "conv_state", conv_state, (slots, CONV_WIDTH - 1, dim))
-    L.check_shape(op, "conv_weight", conv_weight, (dim, CONV_WIDTH))
-    (n,) = L.check_shape(op, "ssm_state_indices", ssm_state_indices, (None,))
     if cu_seqlens is None:
         if t_rows != n:
             raise ValueError(f"{op}: without cu_seqlens every sequence has one token: T = "
@@ -558,53 +678,11 @@ def kda_fused_decode(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
         L.check_dtype(op, "cu_seqlens", cu_seqlens, ("int32",))
         L.check_shape(op, "cu_seqlens", cu_seqlens, (n + 1,))
         L.check_contiguous(op, "cu_seqlens", cu_seqlens)
-    if (g_out is None) != (w_norm is None):
-        raise ValueError(f"{op}: the gated RMSNorm needs both g_out and w_norm (or neither)")
-    norm = g_out is not None
-    if norm:
-        L.check_dtype(op, "g_out", g_out, ("bfloat16",))
-        L.check_dtype(op, "w_norm", w_norm, ("bfloat16",))
-        L.check_shape(op, "g_out", g_out, (t_rows, hv * v))
-        L.check_shape(op, "w_norm", w_norm, (v,))
-        L.check_inner_contiguous(op, "g_out", g_out)
-        L.check_contiguous(op, "w_norm", w_norm)
-    for what, t in (("mixed_qkv", mixed_qkv), ("a", a), ("b", b), ("conv_state", conv_state)):
-        L.check_inner_contiguous(op, what, t)
-    for what, t in (("A_log", A_log), ("dt_bias", dt_bias), ("conv_weight", conv_weight),
-                    ("ssm_state_indices", ssm_state_indices)):
-        L.check_contiguous(op, what, t)
-    qkv_s0 = _row_stride(op, "mixed_qkv", mixed_qkv, t_rows)
-    a_s0 = _row_stride(op, "a", a, t_rows)
-    b_s0 = _row_stride(op, "b", b, t_rows, unit=1)
-    g_s0 = _row_stride(op, "g_out", g_out, t_rows) if norm else 0
-    cst = L.strides(conv_state)
-    conv_row, conv_slot = cst[1], (cst[0] if slots > 1 else 0)
-    for what, s in (("row", conv_row), ("slot", conv_slot)):
-        if s % 8:
-            raise ValueError(f"{op}: the {what} stride of conv_state ({s}) must be a multiple "
-                             f"of 8 elements (16 bytes)")
-        L.check_int32_extent(op, f"the {what} stride of conv_state", s)
-    scale = HEAD_DIM ** -0.5 if scale is None else _check_float(op, "scale", scale)
-    eps = _check_float(op, "eps", eps)
-    use_lb, lb = _lower_bound_args(op, lower_bound)
-    if out is not None:
-        _check_out(op, out, (t_rows, hv, v), mixed_qkv)
-    tensors = [("mixed_qkv", mixed_qkv), ("a", a), ("b", b), ("A_log", A_log),
-               ("dt_bias", dt_bias), ("conv_state", conv_state), ("conv_weight", conv_weight),
-               ("state", state), ("ssm_state_indices", ssm_state_indices)]
-    for what, t in (("cu_seqlens", cu_seqlens), ("g_out", g_out), ("w_norm", w_norm),
-                    ("out", out)):
-        if t is not None:
-            tensors.append((what, t))
-    aligned = ("mixed_qkv", "a", "g_out", "dt_bias", "conv_weight", "conv_state", "state",
-               "w_norm", "out")
-    for what, t in tensors:
-        if what in aligned:
-            L.check_aligned(op, what, t)
-    L.check_same_device(op, *tensors)
+    check_placement(op, c.tensors + [("cu_seqlens", cu_seqlens)], ())
     L.check_int32_extent(op, "the programs N * HV", n * hv)
     L.check_int32_extent(op, "the output rows T * HV", t_rows * hv)
-    name, constexprs, num_warps, cluster = fused_launch_config(group, use_lb, norm, settings)
+    norm = c.norm
+    name, constexprs, num_warps, cluster = fused_launch_config(group, c.use_lb, norm, settings)
     out = _check_out(op, out, (t_rows, hv, v), mixed_qkv)
     if n == 0 or t_rows == 0:
         return out
@@ -613,7 +691,8 @@ def kda_fused_decode(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
              (mixed_qkv, a, b, g_out if norm else mixed_qkv, A_log, dt_bias, conv_weight,
               conv_state, state, ssm_state_indices,
               ssm_state_indices if cu_seqlens is None else cu_seqlens,
-              w_norm if norm else mixed_qkv, out, t_rows, hv, h, slots,
-              0 if cu_seqlens is None else 1, qkv_s0, a_s0, b_s0, g_s0, conv_slot // 8,
-              conv_row // 8, slot_u, float(scale), lb, eps), constexprs, num_warps, cluster=cluster)
+              w_norm if norm else mixed_qkv, out, t_rows, hv, h, c.slots,
+              0 if cu_seqlens is None else 1, c.qkv_s0, c.a_s0, c.b_s0, c.g_s0, c.conv_slot_u,
+              c.conv_row_u, c.slot_u, float(c.scale), c.lb, c.eps), constexprs, num_warps,
+             cluster=cluster)
     return out

@@ -16,8 +16,9 @@ replay the wrapper's recorded launches (``kiln.torch_library``: its host time is
 operator cost, the allocations and the launches). Ops whose wrapper takes optional ``out``
 tensors allocate their outputs (an op's result must not alias its inputs); ops that write
 into a given tensor (``concat_mla_k``, ``mla_kv_scatter``, ``mla_kv_scatter_fp8``,
-``kv_indices``, ``attn_res_write_prefix``'s bank, the KDA decodes' SSM and conv states)
-declare it in ``mutates_args``.
+``kv_indices``, ``attn_res_write_prefix``'s bank, the KDA decodes' SSM and conv states,
+the KDA verify chain's optional per-step states and records, the ReplaySSM fold's checkpoint
+and conv state) declare it in ``mutates_args``.
 ``gpu_tensor_hash`` returns the hash as an int64 [1] tensor (the wrapper's ``.item()`` would
 synchronize, which a CUDA graph cannot capture). Output shapes depend only on input shapes
 and arguments, never on data.
@@ -41,7 +42,18 @@ from kiln import torch_library
 
 from . import _launch as L
 from . import attn_res as attn_res_mod
-from . import concat_mla, image, kda_decode, mla_kv, moe_align, quant, situ, situ_quant, tensor_hash
+from . import (
+    concat_mla,
+    image,
+    kda_decode,
+    kda_verify,
+    mla_kv,
+    moe_align,
+    quant,
+    situ,
+    situ_quant,
+    tensor_hash,
+)
 from . import kv_indices as kv_indices_mod
 from . import mla_output_gate as gate_mod
 from . import moe_fused_gate as gate_router
@@ -447,3 +459,67 @@ def kda_fused_decode(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     return kda_decode.kda_fused_decode(mixed_qkv, a, b, A_log, dt_bias, conv_state,
                                        conv_weight, state, ssm_state_indices, num_q_heads,
                                        cu_seqlens, g_out, w_norm, eps, scale, lower_bound)
+
+
+# ---------------------------------------------------------------------------
+# KDA verify chain and ReplaySSM fold (docs/kernels/kda.md)
+# ---------------------------------------------------------------------------
+
+def _kda_verify_fake(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                     A_log: torch.Tensor, dt_bias: torch.Tensor, conv_state: torch.Tensor,
+                     conv_weight: torch.Tensor, state: torch.Tensor,
+                     ssm_state_indices: torch.Tensor, num_q_heads: int, num_steps: int,
+                     g_out: Optional[torch.Tensor] = None, w_norm: Optional[torch.Tensor] = None,
+                     eps: float = 1e-5, scale: Optional[float] = None,
+                     lower_bound: Optional[float] = None,
+                     intermediate_states: Optional[torch.Tensor] = None,
+                     rawk: Optional[torch.Tensor] = None, rawv: Optional[torch.Tensor] = None,
+                     gk: Optional[torch.Tensor] = None, beta: Optional[torch.Tensor] = None,
+                     conv_records: Optional[torch.Tensor] = None) -> torch.Tensor:
+    _rank("kda_verify_chain", "b", b, 2)
+    return mixed_qkv.new_empty((b.shape[0], b.shape[1], kda_decode.HEAD_DIM),
+                               dtype=torch.bfloat16)
+
+
+@register("kda_verify_chain", _kda_verify_fake,
+          mutates_args=("intermediate_states", "rawk", "rawv", "gk", "beta", "conv_records"))
+def kda_verify_chain(mixed_qkv: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                     A_log: torch.Tensor, dt_bias: torch.Tensor, conv_state: torch.Tensor,
+                     conv_weight: torch.Tensor, state: torch.Tensor,
+                     ssm_state_indices: torch.Tensor, num_q_heads: int, num_steps: int,
+                     g_out: Optional[torch.Tensor] = None, w_norm: Optional[torch.Tensor] = None,
+                     eps: float = 1e-5, scale: Optional[float] = None,
+                     lower_bound: Optional[float] = None,
+                     intermediate_states: Optional[torch.Tensor] = None,
+                     rawk: Optional[torch.Tensor] = None, rawv: Optional[torch.Tensor] = None,
+                     gk: Optional[torch.Tensor] = None, beta: Optional[torch.Tensor] = None,
+                     conv_records: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """bf16 [N S, HV, 128]: the MTP verify chain of N requests of S = num_steps drafts; the
+    committed states are read, the optional per-step states and records written
+    (kda_verify.kda_verify_chain)."""
+    return kda_verify.kda_verify_chain(mixed_qkv, a, b, A_log, dt_bias, conv_state,
+                                       conv_weight, state, ssm_state_indices, num_q_heads,
+                                       num_steps, g_out, w_norm, eps, scale, lower_bound,
+                                       intermediate_states, rawk, rawv, gk, beta, conv_records)
+
+
+def _kda_fold_fake(h0: torch.Tensor, rawk: torch.Tensor, rawv: torch.Tensor,
+                   gk: torch.Tensor, beta: torch.Tensor, indices: torch.Tensor,
+                   accept_len: torch.Tensor, track_indices: Optional[torch.Tensor] = None,
+                   steps_to_track: Optional[torch.Tensor] = None,
+                   conv_state: Optional[torch.Tensor] = None,
+                   conv_records: Optional[torch.Tensor] = None) -> None:
+    return None
+
+
+@register("kda_replayssm_fold", _kda_fold_fake, mutates_args=("h0", "conv_state"))
+def kda_replayssm_fold(h0: torch.Tensor, rawk: torch.Tensor, rawv: torch.Tensor,
+                       gk: torch.Tensor, beta: torch.Tensor, indices: torch.Tensor,
+                       accept_len: torch.Tensor, track_indices: Optional[torch.Tensor] = None,
+                       steps_to_track: Optional[torch.Tensor] = None,
+                       conv_state: Optional[torch.Tensor] = None,
+                       conv_records: Optional[torch.Tensor] = None) -> None:
+    """In place: the accepted steps replayed into the checkpoint h0 [layers, slots, HV, 128,
+    128] of every layer (and the conv state rolled back) (kda_verify.kda_replayssm_fold)."""
+    kda_verify.kda_replayssm_fold(h0, rawk, rawv, gk, beta, indices, accept_len,
+                                  track_indices, steps_to_track, conv_state, conv_records)

@@ -30,6 +30,7 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
     concat_mla,
     image,
     kda_decode,
+    kda_verify,
     kv_indices,
     mla_kv,
     mla_output_gate,
@@ -198,6 +199,47 @@ def _kda_fused_case(g, varlen):
                 mutated=(5, 7))
 
 
+def _kda_verify_case(g):
+    """2 requests of 3 drafts (one padded), the gated norm, every optional output (records
+    of length 4), GVA ratio 2."""
+    n, s, hv, h, slots, ring, k = 2, 3, 4, 2, 4, 4, 128
+    dim = 2 * h * k + hv * k
+    t = n * s
+    proj = _randn(g, (t, dim + 2 * hv * k + hv + 4))  # q | k | v | a | g_out | b, one GEMM
+    qkv, a = proj[:, :dim], proj[:, dim:dim + hv * k]
+    g_out, b = proj[:, dim + hv * k:dim + 2 * hv * k], proj[:, dim + 2 * hv * k:][:, :hv]
+    idx = torch.tensor([2, -1], dtype=torch.int32, device=g.device)
+    outs = (_randn(g, (slots, s, hv, k, k), torch.float32), _randn(g, (slots, h, ring, k)),
+            _randn(g, (slots, hv, ring, k)), _randn(g, (slots, hv, ring, k), torch.float32),
+            _randn(g, (slots, hv, ring), torch.float32), _randn(g, (slots, ring, dim)))
+    args = ((qkv, a, b) + _kda_weights(g, hv)
+            + (_randn(g, (slots, 3, dim)), _randn(g, (dim, 4), scale=0.5),
+               _randn(g, (slots, hv, k, k), torch.float32, 0.5), idx, h, s, g_out,
+               _randn(g, (k,)), 1e-5, None, -5.0) + outs)
+    return Case("kda_verify_chain", args, {},
+                lambda *args: (kda_verify.kda_verify_chain(*args),),
+                mutated=tuple(range(16, 22)))
+
+
+def _kda_fold_case(g):
+    """2 layers, 3 requests (accept 2, a padded one, accept 0), a track slot, the conv
+    rollback; records of length 4."""
+    layers, slots, hv, h, ring, k = 2, 5, 4, 2, 4, 128
+    dim = 2 * h * k + hv * k
+    h0 = _randn(g, (layers, slots, hv, k, k), torch.float32, 0.5)
+    rawk, rawv = _randn(g, (layers, slots, h, ring, k)), _randn(g, (layers, slots, hv, ring, k))
+    gk = -torch.rand((layers, slots, hv, ring, k), generator=g, device=g.device) * 5
+    beta = torch.rand((layers, slots, hv, ring), generator=g, device=g.device)
+    idx = torch.tensor([3, -1, 0], dtype=torch.int32, device=g.device)
+    acc = torch.tensor([2, 3, 0], dtype=torch.int32, device=g.device)
+    track = torch.tensor([1, -1, 4], dtype=torch.int32, device=g.device)
+    steps = torch.tensor([0, 0, 0], dtype=torch.int32, device=g.device)
+    args = (h0, rawk, rawv, gk, beta, idx, acc, track, steps,
+            _randn(g, (layers, slots, 3, dim)), _randn(g, (layers, slots, ring, dim)))
+    return Case("kda_replayssm_fold", args, {}, _inplace(kda_verify.kda_replayssm_fold),
+                mutated=(0, 9))
+
+
 #: name -> builder(generator) -> Case. The shapes depend only on the name, the values on the
 #: generator (the CUDA graph test copies a second draw into the first's tensors).
 CASES: Dict[str, Callable[[Any], Case]] = {
@@ -289,6 +331,8 @@ CASES: Dict[str, Callable[[Any], Case]] = {
     "kda_packed_decode_lower_bound": lambda g: _kda_packed_case(g, -5.0),
     "kda_fused_decode": lambda g: _kda_fused_case(g, False),
     "kda_fused_decode_varlen_norm": lambda g: _kda_fused_case(g, True),
+    "kda_verify_chain": _kda_verify_case,
+    "kda_replayssm_fold": _kda_fold_case,
     "image_preprocess_mean_std": lambda g: Case(
         "image_preprocess", (_randint(g, 0, 256, (1, 30, 20, 3), torch.uint8), 14, 28),
         {"mean": [0.5, 0.25, 0.125], "std": [0.5, 2.0, 0.75]},
@@ -394,6 +438,8 @@ WRAPPERS = {
     "attn_res_write_prefix": attn_res_mod.attn_res,
     "kda_packed_decode": kda_decode.kda_packed_decode,
     "kda_fused_decode": kda_decode.kda_fused_decode,
+    "kda_verify_chain": kda_verify.kda_verify_chain,
+    "kda_replayssm_fold": kda_verify.kda_replayssm_fold,
 }
 
 

@@ -395,3 +395,25 @@ def test_reductions():
     np.testing.assert_array_equal(out[8:12], x.min(1))
     np.testing.assert_array_equal(out[12:16], x.argmax(1))
     assert out[16] == x.sum()
+
+
+@needs_reductions
+def test_sum_order_does_not_depend_on_memory_layout():
+    """The same [M, N] values loaded from row-major and from column-major memory (numpy
+    arrays of different memory orders inside the interpreter) sum to the same bits: a kernel
+    that keeps a tile in registers and one that reloads it agree (the KDA fold and decode)."""
+    @kiln.jit
+    def k(x_ptr, xt_ptr, out_ptr, M: kl.constexpr, N: kl.constexpr):
+        rows = kl.arange(0, M)
+        cols = kl.arange(0, N)
+        x = kl.load(x_ptr + rows[:, None] * N + cols[None, :])
+        xt = kl.load(xt_ptr + cols[None, :] * M + rows[:, None])
+        kl.store(out_ptr + rows, kl.sum(x * 3.0, axis=1))
+        kl.store(out_ptr + M + rows, kl.sum(xt * 3.0, axis=1))
+
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((8, 128)) * np.exp(rng.uniform(-8, 8, (8, 128)))).astype(np.float32)
+    out = np.zeros(16, dtype=np.float32)
+    interpret(k, (1,), x, np.ascontiguousarray(x.T), out, M=8, N=128)
+    np.testing.assert_array_equal(out[:8].view(np.uint32), out[8:].view(np.uint32))
+    np.testing.assert_array_equal(out[:8].view(np.uint32), (x * 3).sum(1).view(np.uint32))

@@ -430,8 +430,7 @@ def test_fused_decode_static_layout(via_interpreter, hv, h, lower_bound, norm):
 @pytest.mark.parametrize("hv,h", [(6, 6), (12, 3), (6, 3)])
 def test_fused_decode_varlen_equals_token_steps(via_interpreter, hv, h):
     """1 to 4 tokens a sequence (and an empty one) in one launch: the reference, and the
-    same outputs and conv states (bit for bit) and SSM states as one static launch a
-    token."""
+    same outputs, conv states and SSM states (bit for bit) as one static launch a token."""
     rng = np.random.default_rng(200 + hv + h)
     lens = [1, 4, 0, 2, 3]
     out, state, conv, (state0, conv0), inputs, indices, cu = check_fused(rng, lens, hv, h, LB,
@@ -449,13 +448,9 @@ def test_fused_decode_varlen_equals_token_steps(via_interpreter, hv, h):
         steps[tok] = o
     np.testing.assert_array_equal(steps.view(np.uint16), out.view(np.uint16))
     np.testing.assert_array_equal(cs.view(np.uint16), conv.view(np.uint16))
-    # The SSM state within a few fp32 ulps, not bit for bit: the interpreter's kl.sum is
-    # numpy's, whose summation order follows the array's memory order (a tile the kernel
-    # loaded comes out F-ordered, one it computed C-ordered), so a state carried through
-    # the token loop and one stored and reloaded between launches may round differently
-    # in the last bit. On the GPU the order is the layout's, and test/gpu checks the bits.
-    err = np.abs(st.astype(np.float64) - state).max(axis=(2, 3))
-    assert (err <= 2.0**-21 * np.abs(state).max(axis=(2, 3))).all()
+    # the SSM state too: the interpreter sums a tile in one order whatever its memory
+    # layout (a state carried through the token loop and one reloaded between launches)
+    np.testing.assert_array_equal(st.view(np.uint32), state.view(np.uint32))
 
 
 def test_fused_decode_padded_sequences(via_interpreter):

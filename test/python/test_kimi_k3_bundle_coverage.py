@@ -27,6 +27,7 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
     concat_mla,
     image,
     kda_decode,
+    kda_verify,
     kv_indices,
     mla_kv,
     mla_output_gate,
@@ -552,6 +553,58 @@ def test_kda_decode(bundle_only):
 
     seen = run_grid(bundle_only, cases())
     assert seen == {s.kernel_name for s in kda_decode.AOT_SPECIALIZATIONS}
+
+
+def test_kda_verify(bundle_only):
+    """kda_verify_chain and kda_replayssm_fold need no generic kernel either: head counts,
+    S, L, layers and every pitch are runtime arguments, the optional outputs runtime flags."""
+    k = kda_decode.HEAD_DIM
+
+    def verify(n, s, hv, h, pad, outs, norm, lb):
+        dim, t, slots, ring = 2 * h * k + hv * k, n * s, 9, s + 1
+        opt = {}
+        if outs:
+            opt = dict(intermediate_states=T((slots, s, hv, k, k), "float32"),
+                       rawk=T((slots, h, ring, k), strides=(h * ring * k + pad, ring * k, k, 1)),
+                       rawv=T((slots, hv, ring, k)), gk=T((slots, hv, ring, k), "float32"),
+                       beta=T((slots, hv, ring), "float32", offset=1),
+                       conv_records=T((slots, ring, dim)))
+        return lambda: kda_verify.kda_verify_chain(
+            T((t, dim), strides=(dim + pad, 1)), T((t, hv * k)), T((t, hv), offset=1),
+            T((hv,), "float32", offset=1), T((hv * k,), "float32"), T((slots, 3, dim)),
+            T((dim, 4)), T((slots, hv, k, k), "float32", strides=(hv * k * k + 4, k * k, k, 1)),
+            T((n,), "int32", offset=1), h, s, g_out=T((t, hv * k)) if norm else None,
+            w_norm=T((k,)) if norm else None, lower_bound=lb, **opt)
+
+    def fold(bsz, layers, hv, h, track, conv):
+        dim, slots, ring = 2 * h * k + hv * k, 7, 4
+        opt = {}
+        if track:
+            opt.update(track_indices=T((bsz,), "int32", offset=1),
+                       steps_to_track=T((bsz,), "int32"))
+        if conv:
+            opt.update(conv_state=T((layers, slots, 3, dim)),
+                       conv_records=T((layers, slots, ring, dim)))
+        lay = hv * k * k + 4
+        return lambda: kda_verify.kda_replayssm_fold(
+            T((layers, slots, hv, k, k), "float32", strides=(lay, layers * lay, k * k, k, 1)),
+            T((layers, slots, h, ring, k)), T((layers, slots, hv, ring, k)),
+            T((layers, slots, hv, ring, k), "float32"), T((layers, slots, hv, ring), "float32"),
+            T((bsz,), "int32", offset=1), T((bsz,), "int32"), **opt)
+
+    def cases():
+        for n, s, (hv, h), pad, outs, norm, lb in itertools.product(
+                (1, 64), (1, 4), ((12, 12), (12, 3), (6, 3), (5, 1)), (0, 8), (False, True),
+                (False, True), (None, -5.0)):
+            yield (f"verify N={n} S={s} HV={hv} H={h} pad={pad} outs={outs} norm={norm} "
+                   f"lb={lb}", verify(n, s, hv, h, pad, outs, norm, lb), True)
+        for bsz, layers, (hv, h), track, conv in itertools.product(
+                (1, 64), (1, 69), ((12, 12), (12, 3), (3, 3)), (False, True), (False, True)):
+            yield (f"fold B={bsz} layers={layers} HV={hv} H={h} track={track} conv={conv}",
+                   fold(bsz, layers, hv, h, track, conv), True)
+
+    seen = run_grid(bundle_only, cases())
+    assert seen == {s.kernel_name for s in kda_verify.AOT_SPECIALIZATIONS}
 
 
 def test_the_generic_kernels_are_the_wrappers_fallbacks(shipped):

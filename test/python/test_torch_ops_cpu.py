@@ -48,7 +48,8 @@ def test_schemas_declare_what_the_ops_write():
         schema = getattr(torch.ops.kiln, name).default._schema
         mutated[name] = {a.name for a in schema.arguments
                          if a.alias_info is not None and a.alias_info.is_write}
-        if name in ("attn_res_write_prefix", "kda_packed_decode", "kda_fused_decode"):
+        if name in ("attn_res_write_prefix", "kda_packed_decode", "kda_fused_decode",
+                    "kda_verify_chain"):
             assert len(schema.returns) == 1, name  # write their states, return out
         elif mutated[name]:
             assert not schema.returns, f"{name}: an in-place op returns nothing"
@@ -57,7 +58,10 @@ def test_schemas_declare_what_the_ops_write():
     assert {n: m for n, m in mutated.items() if m} == {
         "concat_mla_k": {"k"}, "mla_kv_scatter": {"cache"}, "mla_kv_scatter_fp8": {"cache"},
         "kv_indices": {"kv_indices"}, "attn_res_write_prefix": {"bank"},
-        "kda_packed_decode": {"state"}, "kda_fused_decode": {"state", "conv_state"}}
+        "kda_packed_decode": {"state"}, "kda_fused_decode": {"state", "conv_state"},
+        "kda_verify_chain": {"intermediate_states", "rawk", "rawv", "gk", "beta",
+                             "conv_records"},
+        "kda_replayssm_fold": {"h0", "conv_state"}}
     assert set(kops.OPS) == set(cases.WRAPPERS)
 
 
@@ -123,6 +127,12 @@ FAKE_CASES = [
                           ((80, 3, 4608), BF16), ((4608, 4), BF16),
                           ((80, 12, 128, 128), torch.float32), ((64,), torch.int32),
                           (12, None), ((65,), torch.int32)], {}, [((70, 12, 128), BF16)]),
+    ("kda_verify_chain", [((256, 4608), BF16), ((256, 1536), BF16), ((256, 12), BF16),
+                          ((12,), torch.float32), ((1536,), torch.float32),
+                          ((80, 3, 4608), BF16), ((4608, 4), BF16),
+                          ((80, 12, 128, 128), torch.float32), ((64,), torch.int32),
+                          (12, None), (4, None)], {"lower_bound": -5.0},
+     [((256, 12, 128), BF16)]),
 ]
 
 
@@ -146,6 +156,11 @@ def test_fake_in_place_ops_return_nothing():
     mode, (k, nope, rope) = _fake(((4, 2, 192), BF16), ((4, 2, 128), BF16), ((4, 1, 64), BF16))
     with mode:
         assert torch.ops.kiln.concat_mla_k(k, nope, rope) is None
+    mode, args = _fake(((2, 8, 12, 128, 128), torch.float32), ((2, 8, 12, 4, 128), BF16),
+                       ((2, 8, 12, 4, 128), BF16), ((2, 8, 12, 4, 128), torch.float32),
+                       ((2, 8, 12, 4), torch.float32), ((5,), torch.int32), ((5,), torch.int32))
+    with mode:
+        assert torch.ops.kiln.kda_replayssm_fold(*args) is None
 
 
 @pytest.mark.parametrize("name", list(cases.CASES))

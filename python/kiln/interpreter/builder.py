@@ -620,7 +620,12 @@ class NumpyBuilder:
         fn = _BINARY[combine]
         if not isinstance(fn, np.ufunc):
             raise NotImplementedError(f"reduce with {combine!r}")
-        return np.asarray(fn.reduce(x, axis=axis)).astype(x.dtype, copy=False)
+        # numpy's order of additions follows the array's memory order (pairwise along a
+        # contiguous axis, one element at a time along a strided one): the reduced axis is
+        # made the contiguous one, so that a tile's sums do not depend on how numpy happened
+        # to lay it out (a loaded tile and a computed one of the same values give the same bits)
+        x = np.ascontiguousarray(np.moveaxis(x, axis, -1))
+        return np.asarray(fn.reduce(x, axis=-1)).astype(x.dtype, copy=False)
 
     def reduce_combine(self, srcs: Sequence[Any], axis: int, combine: Any) -> list:
         """``tile.reduce`` of the N arrays ``srcs`` together along ``axis``: the callable

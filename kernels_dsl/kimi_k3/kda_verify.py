@@ -1,0 +1,530 @@
+"""KDA speculative decoding: the MTP verify chain (S = gamma + 1 draft tokens a request in
+one launch, the committed states untouched) and the ReplaySSM fold that commits the
+accepted drafts into the checkpoint in place.
+
+``kda_verify_chain``: per request n with slot s, its S draft tokens are the rows
+n S .. n S + S - 1 of the pre-conv projection (as kda_fused_decode's). Token j's conv
+window is positions j - 3 .. j over the committed conv state (rows 0..2 = positions -3..-1)
+and the drafts; then the fused decode's step (kda_decode's ``kda_conv_silu``,
+``kda_token_prologue``, ``kda_recurrent_step``) from the committed SSM state, token by
+token, and optionally the gated RMSNorm. Every step's output is written; the SSM and conv
+states are only read. Optionally, at slot s:
+
+- ``intermediate_states`` [slots, S, HV, V, K] fp32: the state after every step j;
+- the ReplaySSM records, position j of rings of length L >= S: ``rawk`` [slots, H, L, K]
+  bf16 (the post-conv k before its L2 norm), ``rawv`` [slots, HV, L, V] bf16 (the post-conv
+  v), ``gk`` [slots, HV, L, K] fp32 (the log decay g, gate applied), ``beta`` [slots, HV, L]
+  fp32 (sigmoid(b));
+- ``conv_records`` [slots, L, 2 H K + HV V] bf16: the raw (pre-conv) draft rows, for the
+  conv state's rollback.
+
+``kda_replayssm_fold``: per request with slot s and accept_len n (the bonus token included;
+n <= 0 or a padded slot: nothing), per layer and value head, the state h0[layer, s, hv] is
+replayed through the recorded steps 0 .. min(n, L) - 1 in place:
+
+    k = l2norm(rawk[j])        (kda_decode's kda_l2norm, the decode's division form)
+    h = kda_state_update(h, k, gk[j], beta[j], rawv[j])
+
+-- the decode's own step on the decode's own values (the records hold the exact bf16
+post-conv k and v and the exact fp32 g and beta the verify computed), so the folded state
+is bit for bit the state the fused decode leaves after the same n tokens. With a track slot
+t_s = track_indices[b] (valid) and step t = steps_to_track[b] < n, the state after step t
+is also stored into h0[layer, t_s, hv]. With ``conv_state`` and ``conv_records``, the conv
+state rolls to what the fused decode leaves after n tokens: its rows r = 0..2 become the
+raw inputs at positions n - 3 + r of (the old conv state's rows | the recorded drafts),
+``old[n + r]`` where n + r < 3, else ``conv_records[n - 3 + r]``.
+
+Bit equality needs the shared helpers (one op order) AND the same row-sum order: kiln's
+blocked layout puts a row of K = 128 in 16 runs of 8 elements (the runs' length from the
+narrowest vectorized access, bf16 here: every kernel of the family loads bf16 rows), so a
+row's sums are the same 8 in-thread adds and 4 butterfly rounds whatever rows a program
+holds (kda_decode's docstring). The fold loads the bf16 rawk and rawv rows, so it runs the
+same layout.
+
+Specification: docs/kernels/kda.md
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+from .kda_decode import (
+    CONV_WIDTH,
+    HEAD_DIM,
+    _check_heads,
+    _check_out,
+    _conv_state_update,
+    _store_conv_rows,
+    check_placement,
+    check_pre_conv,
+    kda_l2norm,
+    kda_pre_conv_token,
+    kda_state_update,
+)
+
+# ---------------------------------------------------------------------------
+# kda_verify_chain
+# ---------------------------------------------------------------------------
+
+
+@kiln.jit(num_warps=4, do_not_specialize=[
+    "HV", "H", "num_slots", "S", "L", "qkv_s0_u", "a_s0_u", "b_s0", "g_s0_u", "conv_slot_u",
+    "conv_row_u", "slot_u", "inter_slot_u", "rk_slot_u", "rv_slot_u", "rg_slot_u", "rb_slot",
+    "rc_slot_u", "inter_on", "rec_on", "conv_rec_on"])
+def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, convw_ptr,
+                            conv_ptr, state_ptr, idx_ptr, wnorm_ptr, out_ptr, inter_ptr, rk_ptr,
+                            rv_ptr, rg_ptr, rb_ptr, rc_ptr, HV, H, num_slots, S, L, qkv_s0_u,
+                            a_s0_u, b_s0, g_s0_u, conv_slot_u, conv_row_u, slot_u,
+                            inter_slot_u, rk_slot_u, rv_slot_u, rg_slot_u, rb_slot, rc_slot_u,
+                            inter_on, rec_on, conv_rec_on, scale, lower_bound, eps,
+                            K: kl.constexpr, V: kl.constexpr, ROWS: kl.constexpr,
+                            LOWER_BOUND: kl.constexpr, NORM: kl.constexpr,
+                            STATE_EVICT: kl.constexpr, PROGRAMS: kl.constexpr):
+    """Program (request n, value head hv, slice): ROWS rows of the head's committed state as
+    one [ROWS, K] tile, loaded once and carried through the S steps, never stored back (NORM
+    needs every row of o: ROWS == V). The q/k conv and the prologue are recomputed by each
+    of a head's V / ROWS programs. The optional outputs are runtime flags (their stores
+    predicated): ``inter_on`` the states after each step, ``rec_on`` the ReplaySSM records
+    (rawk by the first program of a q/k head's group, gk and beta by a head's first slice,
+    rawv by each slice for its rows), ``conv_rec_on`` the raw draft rows (the q/k channels
+    by the group's first program, v by each slice). Strides in 16-byte units as in
+    kda_decode (``rb_slot`` in elements: beta is read one value at a time)."""
+    if PROGRAMS > 0:
+        kl.min_programs_per_sm(PROGRAMS)
+    NS: kl.constexpr = V // ROWS
+    pid = kl.program_id(0)
+    part = pid % NS
+    head = pid // NS
+    hv = head % HV
+    n = head // HV
+    grp = HV // H
+    h = hv // grp
+    cols = kl.arange(0, K)
+    rows = part * ROWS + kl.arange(0, ROWS)
+    kl.pdl_wait()  # every input may come from the previous kernels in the stream
+    slot = kl.load(idx_ptr + n)
+    valid = (slot >= 0) & (slot < num_slots)
+    slot64 = kl.where(valid, slot, 0).to(kl.int64)
+    sp = (state_ptr + (slot64 * slot_u.to(kl.int64) * 4 + hv * (V * K)) + (rows * K)[:, None]
+          + cols[None, :])
+    hs = kl.load(sp, mask=valid, other=0.0, eviction_policy=STATE_EVICT)
+    kl.pdl_launch_dependents()
+    conv = conv_ptr + slot64 * conv_slot_u.to(kl.int64) * 8
+    conv_row = conv_row_u * 8
+    qkv_s0 = qkv_s0_u * 8
+    dim = 2 * H * K + HV * V
+    qc = h * K + cols
+    kc = (H + h) * K + cols
+    vc = 2 * H * K + hv * V + rows
+    a_log = kl.load(alog_ptr + hv)
+    dt_bias = kl.load(dtb_ptr + hv * K + cols)
+    first = part == 0
+    owner = first & (hv % grp == 0)  # writes the q/k head's records
+    rec = valid & (rec_on != 0)
+    crec = valid & (conv_rec_on != 0)
+    inter = inter_ptr + slot64 * inter_slot_u.to(kl.int64) * 4 + hv * (V * K)
+    rk = rk_ptr + slot64 * rk_slot_u.to(kl.int64) * 8 + h * (L * K)
+    rv = rv_ptr + slot64 * rv_slot_u.to(kl.int64) * 8 + hv * (L * V)
+    rg = rg_ptr + slot64 * rg_slot_u.to(kl.int64) * 4 + hv * (L * K)
+    rb = rb_ptr + slot64 * rb_slot.to(kl.int64) + hv * L
+    rc = rc_ptr + slot64 * rc_slot_u.to(kl.int64) * 8
+    bos = n * S
+    for t in range(bos, bos + S):
+        j = t - bos
+        hs, k_raw, v, g, beta = kda_pre_conv_token(
+            qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr, b_s0,
+            gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, hs, qc, kc, vc, rows, t, bos, valid, hv,
+            HV, dt_bias, a_log, scale, lower_bound, eps, K, V, LOWER_BOUND, NORM)
+        kl.store(inter + j * (HV * V * K) + (rows * K)[:, None] + cols[None, :], hs,
+                 mask=valid & (inter_on != 0))
+        kl.store(rk + j * K + cols, k_raw, mask=rec & owner)
+        kl.store(rv + j * V + rows, v, mask=rec)
+        kl.store(rg + j * K + cols, g, mask=rec & first)
+        kl.store(rb + j, beta, mask=rec & first)
+        x = qkv_ptr + t.to(kl.int64) * qkv_s0
+        crow = rc + j * dim
+        kl.store(crow + qc, kl.load(x + qc, mask=crec & owner, other=0.0), mask=crec & owner)
+        kl.store(crow + kc, kl.load(x + kc, mask=crec & owner, other=0.0), mask=crec & owner)
+        kl.store(crow + vc, kl.load(x + vc, mask=crec, other=0.0), mask=crec)
+
+
+# ---------------------------------------------------------------------------
+# kda_replayssm_fold
+# ---------------------------------------------------------------------------
+
+@kiln.jit(num_warps=4, do_not_specialize=[
+    "HV", "H", "num_slots", "L", "h0_layer_u", "h0_slot_u", "rk_layer_u", "rk_slot_u",
+    "rv_layer_u", "rv_slot_u", "rg_layer_u", "rg_slot_u", "rb_layer", "rb_slot",
+    "conv_layer_u", "conv_slot_u", "conv_row_u", "rc_layer_u", "rc_slot_u", "rc_row_u",
+    "track_on", "conv_on"])
+def kda_replayssm_fold_kernel(h0_ptr, rk_ptr, rv_ptr, rg_ptr, rb_ptr, idx_ptr, acc_ptr,
+                              trk_ptr, trk_step_ptr, conv_ptr, rc_ptr, HV, H, num_slots, L,
+                              h0_layer_u, h0_slot_u, rk_layer_u, rk_slot_u, rv_layer_u,
+                              rv_slot_u, rg_layer_u, rg_slot_u, rb_layer, rb_slot, conv_layer_u,
+                              conv_slot_u, conv_row_u, rc_layer_u, rc_slot_u, rc_row_u,
+                              track_on, conv_on, K: kl.constexpr, V: kl.constexpr,
+                              ROWS: kl.constexpr, STATE_EVICT: kl.constexpr,
+                              STATE_STORE: kl.constexpr, PROGRAMS: kl.constexpr):
+    """Program (slice, request, layer * HV + hv): ROWS rows of h0[layer, slot, hv] as one
+    [ROWS, K] tile, loaded once, carried through the accepted steps, stored once (the
+    track snapshot a predicated store inside the loop). Layer and slot offsets are 64-bit;
+    pitches in 16-byte units (``rb_layer``, ``rb_slot`` in elements). ``conv_on``: the
+    program also rolls its channels of conv_state[layer, slot] (its rows' v channels, and
+    the group's first value head its slice of the q/k head's channels)."""
+    if PROGRAMS > 0:
+        kl.min_programs_per_sm(PROGRAMS)
+    part = kl.program_id(0)
+    req = kl.program_id(1)
+    lh = kl.program_id(2)
+    layer = (lh // HV).to(kl.int64)
+    hv = lh % HV
+    grp = HV // H
+    h = hv // grp
+    cols = kl.arange(0, K)
+    rows = part * ROWS + kl.arange(0, ROWS)
+    kl.pdl_wait()  # the records and the accept lengths come from the previous kernels
+    slot = kl.load(idx_ptr + req)
+    n = kl.load(acc_ptr + req)
+    valid = (slot >= 0) & (slot < num_slots) & (n > 0)
+    steps = kl.where(valid, kl.minimum(n, L), 0)
+    slot64 = kl.where(valid, slot, 0).to(kl.int64)
+    head_rows = hv * (V * K) + (rows * K)[:, None] + cols[None, :]
+    h0_layer = h0_ptr + layer * h0_layer_u.to(kl.int64) * 4
+    sp = h0_layer + slot64 * h0_slot_u.to(kl.int64) * 4 + head_rows
+    hs = kl.load(sp, mask=valid, other=0.0, eviction_policy=STATE_EVICT)
+    tslot = kl.load(trk_ptr + req)
+    tstep = kl.load(trk_step_ptr + req)
+    tvalid = valid & (track_on != 0) & (tslot >= 0) & (tslot < num_slots)
+    tp = h0_layer + kl.where(tvalid, tslot, 0).to(kl.int64) * h0_slot_u.to(kl.int64) * 4
+    kl.pdl_launch_dependents()
+    rk = rk_ptr + layer * rk_layer_u.to(kl.int64) * 8 + slot64 * rk_slot_u.to(kl.int64) * 8
+    rv = rv_ptr + layer * rv_layer_u.to(kl.int64) * 8 + slot64 * rv_slot_u.to(kl.int64) * 8
+    rg = rg_ptr + layer * rg_layer_u.to(kl.int64) * 4 + slot64 * rg_slot_u.to(kl.int64) * 4
+    rb = rb_ptr + layer * rb_layer.to(kl.int64) + slot64 * rb_slot.to(kl.int64)
+    rk = rk + h * (L * K)
+    rv = rv + hv * (L * V)
+    rg = rg + hv * (L * K)
+    rb = rb + hv * L
+    for t in range(0, steps):
+        k = kda_l2norm(kl.load(rk + t * K + cols).to(kl.float32))
+        g = kl.load(rg + t * K + cols)
+        beta = kl.load(rb + t)
+        v = kl.load(rv + t * V + rows).to(kl.float32)
+        hs = kda_state_update(hs, k, g, beta, v)
+        kl.store(tp + head_rows, hs, mask=tvalid & (t == tstep))
+    kl.store(sp, hs, mask=valid, cache_modifier=STATE_STORE)
+    # the conv state: positions steps - 3 .. steps - 1 of (old rows | recorded drafts)
+    cvalid = valid & (conv_on != 0)
+    csteps = kl.where(cvalid, steps, 0)
+    conv = (conv_ptr + layer * conv_layer_u.to(kl.int64) * 8
+            + slot64 * conv_slot_u.to(kl.int64) * 8)
+    rc = rc_ptr + layer * rc_layer_u.to(kl.int64) * 8 + slot64 * rc_slot_u.to(kl.int64) * 8
+    conv_row = conv_row_u * 8
+    rc_row = rc_row_u * 8
+    vc = 2 * H * K + hv * V + rows
+    yv0, yv1, yv2 = _conv_state_update(rc, rc_row, conv, conv_row, vc, 0, csteps, cvalid)
+    _store_conv_rows(conv, conv_row, vc, yv0, yv1, yv2, cvalid)
+    owner = cvalid & (hv % grp == 0)
+    qc = h * K + part * ROWS + kl.arange(0, ROWS)
+    ownsteps = kl.where(owner, csteps, 0)
+    for c0 in kl.static_range(2):
+        c = qc + c0 * (H * K)  # this slice of the q, then the k channels
+        y0, y1, y2 = _conv_state_update(rc, rc_row, conv, conv_row, c, 0, ownsteps, owner)
+        _store_conv_rows(conv, conv_row, c, y0, y1, y2, owner)
+
+
+# ---------------------------------------------------------------------------
+# Settings, launch configurations, AOT specializations
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The verify chain's and the fold's tuning (bench/kda/run.py times them; the reasoning
+    is in docs/kernels/kda.md, "Implementation")."""
+    verify_rows: int = 32  # state rows a verify program without the norm ([32, 128] fp32)
+    verify_warps: int = 4
+    verify_norm_warps: int = 8  # with the norm a program holds the head's 128 rows (4 warps spill)
+    verify_min_programs: int = 0
+    fold_rows: int = 32  # state rows a fold program
+    fold_warps: int = 4
+    fold_min_programs: int = 0
+    state_evict: str = "evict_first"  # the state is read once (and the hinted loads
+    state_store: str = ".cs"  # and stores are predicated, not branched around)
+
+
+SETTINGS = Settings()
+
+
+def verify_launch_config(lower_bound: bool, norm: bool, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the verify chain."""
+    s = settings
+    name = "kda_verify_chain" + ("_lower_bound" if lower_bound else "") + ("_norm" if norm else "")
+    return (name, {"K": HEAD_DIM, "V": HEAD_DIM,
+                   "ROWS": HEAD_DIM if norm else s.verify_rows,
+                   "LOWER_BOUND": bool(lower_bound), "NORM": bool(norm),
+                   "STATE_EVICT": s.state_evict, "PROGRAMS": s.verify_min_programs},
+            s.verify_norm_warps if norm else s.verify_warps)
+
+
+def fold_launch_config(settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the fold."""
+    s = settings
+    return ("kda_replayssm_fold", {"K": HEAD_DIM, "V": HEAD_DIM, "ROWS": s.fold_rows,
+                                   "STATE_EVICT": s.state_evict, "STATE_STORE": s.state_store,
+                                   "PROGRAMS": s.fold_min_programs}, s.fold_warps)
+
+
+_VERIFY_INTS = ("HV", "H", "num_slots", "S", "L", "qkv_s0_u", "a_s0_u", "b_s0", "g_s0_u",
+                "conv_slot_u", "conv_row_u", "slot_u", "inter_slot_u", "rk_slot_u", "rv_slot_u",
+                "rg_slot_u", "rb_slot", "rc_slot_u", "inter_on", "rec_on", "conv_rec_on")
+VERIFY_SIGNATURE = {
+    "qkv_ptr": "*bf16", "a_ptr": "*bf16", "b_ptr": "*bf16", "gout_ptr": "*bf16",
+    "alog_ptr": "*f32", "dtb_ptr": "*f32", "convw_ptr": "*bf16", "conv_ptr": "*bf16",
+    "state_ptr": "*f32", "idx_ptr": "*i32", "wnorm_ptr": "*bf16", "out_ptr": "*bf16",
+    "inter_ptr": "*f32", "rk_ptr": "*bf16", "rv_ptr": "*bf16", "rg_ptr": "*f32",
+    "rb_ptr": "*f32", "rc_ptr": "*bf16", **{i: "i32" for i in _VERIFY_INTS},
+    "scale": "f32", "lower_bound": "f32", "eps": "f32"}
+_FOLD_INTS = ("HV", "H", "num_slots", "L", "h0_layer_u", "h0_slot_u", "rk_layer_u",
+              "rk_slot_u", "rv_layer_u", "rv_slot_u", "rg_layer_u", "rg_slot_u", "rb_layer",
+              "rb_slot", "conv_layer_u", "conv_slot_u", "conv_row_u", "rc_layer_u", "rc_slot_u",
+              "rc_row_u", "track_on", "conv_on")
+FOLD_SIGNATURE = {
+    "h0_ptr": "*f32", "rk_ptr": "*bf16", "rv_ptr": "*bf16", "rg_ptr": "*f32", "rb_ptr": "*f32",
+    "idx_ptr": "*i32", "acc_ptr": "*i32", "trk_ptr": "*i32", "trk_step_ptr": "*i32",
+    "conv_ptr": "*bf16", "rc_ptr": "*bf16", **{i: "i32" for i in _FOLD_INTS}}
+#: The pointers the wrappers check 16-byte aligned (the vector accesses); b, A_log, beta,
+#: the indices, accept lengths and track arguments are read one element at a time.
+VERIFY_ALIGNED = ("qkv_ptr", "a_ptr", "gout_ptr", "dtb_ptr", "convw_ptr", "conv_ptr",
+                  "state_ptr", "wnorm_ptr", "out_ptr", "inter_ptr", "rk_ptr", "rv_ptr",
+                  "rg_ptr", "rc_ptr")
+FOLD_ALIGNED = ("h0_ptr", "rk_ptr", "rv_ptr", "rg_ptr", "conv_ptr", "rc_ptr")
+
+AOT_SPECIALIZATIONS = [
+    Spec(kda_verify_chain_kernel, name=verify_launch_config(lb, norm)[0],
+         signature=VERIFY_SIGNATURE, constexprs=verify_launch_config(lb, norm)[1],
+         divisibility=VERIFY_ALIGNED, num_warps=verify_launch_config(lb, norm)[2])
+    for lb in (False, True) for norm in (False, True)
+] + [
+    Spec(kda_replayssm_fold_kernel, name=fold_launch_config()[0], signature=FOLD_SIGNATURE,
+         constexprs=fold_launch_config()[1], divisibility=FOLD_ALIGNED,
+         num_warps=fold_launch_config()[2]),
+]
+
+
+# ---------------------------------------------------------------------------
+# Wrappers
+# ---------------------------------------------------------------------------
+
+def _check_slotted(op: str, what: str, t: Any, dtype: str, lead: tuple, inner: tuple,
+                   unit: int) -> tuple:
+    """(shape, pitches) of t: its ``len(lead)`` leading dimensions (sizes ``lead``, None for
+    any) have pitches in ``unit``-element (16-byte) units, each a multiple of ``unit`` and
+    at least one block of the remaining dimensions (sizes ``inner``, None for any), which
+    are dense; a dimension of size 1 has pitch 0."""
+    L.check_dtype(op, what, t, (dtype,))
+    shape = L.check_shape(op, what, t, lead + inner)
+    st = L.strides(t)
+    nl = len(lead)
+    block = 1
+    for d in reversed(range(nl, len(shape))):
+        if shape[d] > 1 and st[d] != block:
+            raise ValueError(f"{op}: {what} must be dense past its first {nl} dimension(s) "
+                             f"(shape {list(shape)}, strides {st})")
+        block *= shape[d]
+    L.check_int32_extent(op, f"one slot of {what}", block)
+    pitches = []
+    for d in range(nl):
+        p = st[d] if shape[d] > 1 else 0
+        if p % unit or (shape[d] > 1 and p < block):
+            raise ValueError(f"{op}: the pitch of dimension {d} of {what} ({p}) must be a "
+                             f"multiple of {unit} elements (16 bytes) and at least {block}")
+        L.check_int32_extent(op, f"the pitch of dimension {d} of {what} in 16-byte units",
+                             p // unit)
+        pitches.append(p // unit)
+    return shape, tuple(pitches)
+
+
+def kda_verify_chain(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
+                     conv_state: Any, conv_weight: Any, state: Any, ssm_state_indices: Any,
+                     num_q_heads: int, num_steps: int, g_out: Optional[Any] = None,
+                     w_norm: Optional[Any] = None, eps: float = 1e-5,
+                     scale: Optional[float] = None, lower_bound: Optional[float] = None,
+                     intermediate_states: Optional[Any] = None, rawk: Optional[Any] = None,
+                     rawv: Optional[Any] = None, gk: Optional[Any] = None,
+                     beta: Optional[Any] = None, conv_records: Optional[Any] = None,
+                     out: Optional[Any] = None, *, settings: Settings = SETTINGS) -> Any:
+    """The MTP verify chain (module docstring): mixed_qkv bf16 [N S, 2 H K + HV V] (the
+    pre-conv rows; request n's S = ``num_steps`` drafts are the rows n S .. n S + S - 1), a
+    bf16 [N S, HV K], b bf16 [N S, HV], g_out bf16 [N S, HV V] (row-strided slices, last dims
+    contiguous), A_log, dt_bias, conv_state, conv_weight, state, ssm_state_indices [N], eps,
+    scale, lower_bound as kda_fused_decode (any HV % H == 0) -- but conv_state and state
+    are only read. Optional outputs at each request's slot: intermediate_states fp32
+    [slots, S, HV, 128, 128]; the ReplaySSM records rawk bf16 [slots, H, L, 128], rawv bf16
+    [slots, HV, L, 128], gk fp32 [slots, HV, L, 128], beta fp32 [slots, HV, L] (all four or
+    none; L >= S); conv_records bf16 [slots, L, 2 H K + HV V] (each slot dense, the slot
+    pitch a multiple of 16 bytes). Returns out bf16 [N S, HV, 128] (allocated when None;
+    contiguous). Padded requests (index < 0 or >= slots): zero output rows, nothing else
+    written. Every check raises before any launch; N = 0 launches nothing."""
+    op = "kda_verify_chain"
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+        raise ValueError(f"{op}: num_steps must be a positive int, got {num_steps!r}")
+    s_steps = num_steps
+    c = check_pre_conv(op, mixed_qkv, a, b, A_log, dt_bias, conv_state, conv_weight, state,
+                       ssm_state_indices, num_q_heads, g_out, w_norm, eps, scale, lower_bound,
+                       out, steps=s_steps)
+    slots, hv, h, n, t_rows = c.slots, c.hv, c.h, c.n, c.t_rows
+    k = v = HEAD_DIM
+    dim = 2 * h * k + hv * v
+    inter_u = 0
+    if intermediate_states is not None:
+        _, (inter_u,) = _check_slotted(op, "intermediate_states", intermediate_states,
+                                       "float32", (slots,), (s_steps, hv, v, k), 4)
+    records = (rawk, rawv, gk, beta)
+    if any(r is not None for r in records) and any(r is None for r in records):
+        raise ValueError(f"{op}: the ReplaySSM records are rawk, rawv, gk and beta together "
+                         f"(or none)")
+    rec_u = (0, 0, 0, 0)
+    ring = s_steps
+    if rawk is not None:
+        shp, (rk_u,) = _check_slotted(op, "rawk", rawk, "bfloat16", (slots,), (h, None, k), 8)
+        ring = shp[2]
+        if ring < s_steps:
+            raise ValueError(f"{op}: the records' length L = {ring} must be at least "
+                             f"num_steps = {s_steps}")
+        _, (rv_u,) = _check_slotted(op, "rawv", rawv, "bfloat16", (slots,), (hv, ring, v), 8)
+        _, (rg_u,) = _check_slotted(op, "gk", gk, "float32", (slots,), (hv, ring, k), 4)
+        _, (rb_s,) = _check_slotted(op, "beta", beta, "float32", (slots,), (hv, ring), 1)
+        rec_u = (rk_u, rv_u, rg_u, rb_s)
+    rc_u = 0
+    if conv_records is not None:
+        shp, (rc_u,) = _check_slotted(op, "conv_records", conv_records, "bfloat16", (slots,),
+                                      (None, dim), 8)
+        if shp[1] < s_steps:
+            raise ValueError(f"{op}: conv_records' length L = {shp[1]} must be at least "
+                             f"num_steps = {s_steps}")
+        if rawk is not None and shp[1] != ring:
+            raise ValueError(f"{op}: conv_records' length {shp[1]} differs from the "
+                             f"records' L = {ring}")
+        ring = shp[1]
+    check_placement(op, c.tensors + [
+        ("intermediate_states", intermediate_states), ("rawk", rawk), ("rawv", rawv),
+        ("gk", gk), ("beta", beta), ("conv_records", conv_records)],
+        ("intermediate_states", "rawk", "rawv", "gk", "conv_records"))
+    name, constexprs, num_warps = verify_launch_config(c.use_lb, c.norm, settings)
+    programs = n * hv * (v // constexprs["ROWS"])
+    L.check_int32_extent(op, "the programs N * HV * V / ROWS", programs)
+    L.check_int32_extent(op, "the output rows N * S * HV", t_rows * hv)
+    out = _check_out(op, out, (t_rows, hv, v), mixed_qkv)
+    if n == 0:
+        return out
+    # absent optional tensors: a tensor of the pointer's type, never accessed (flags 0)
+    bf, f32 = mixed_qkv, state
+    L.launch(kda_verify_chain_kernel, name, (programs,),
+             (mixed_qkv, a, b, g_out if c.norm else bf, A_log, dt_bias, conv_weight,
+              conv_state, state, ssm_state_indices, w_norm if c.norm else bf, out,
+              f32 if intermediate_states is None else intermediate_states,
+              bf if rawk is None else rawk, bf if rawv is None else rawv,
+              f32 if gk is None else gk, f32 if beta is None else beta,
+              bf if conv_records is None else conv_records, hv, h, slots, s_steps, ring,
+              c.qkv_s0, c.a_s0, c.b_s0, c.g_s0, c.conv_slot_u, c.conv_row_u, c.slot_u, inter_u,
+              *rec_u, rc_u, int(intermediate_states is not None), int(rawk is not None),
+              int(conv_records is not None), float(c.scale), c.lb, c.eps), constexprs,
+             num_warps)
+    return out
+
+
+def kda_replayssm_fold(h0: Any, rawk: Any, rawv: Any, gk: Any, beta: Any, indices: Any,
+                       accept_len: Any, track_indices: Optional[Any] = None,
+                       steps_to_track: Optional[Any] = None, conv_state: Optional[Any] = None,
+                       conv_records: Optional[Any] = None, *,
+                       settings: Settings = SETTINGS) -> None:
+    """The ReplaySSM commit of every layer in one launch (module docstring), in place:
+    h0 fp32 [layers, slots, HV, 128, 128], the records rawk bf16 [layers, slots, H, L, 128],
+    rawv bf16 [layers, slots, HV, L, 128], gk fp32 [layers, slots, HV, L, 128], beta fp32
+    [layers, slots, HV, L] (as kda_verify_chain wrote them; one layer: ``x[None]``), indices
+    int32 [B] (the slot of each request; < 0 or >= slots: nothing), accept_len int32 [B]
+    (n <= 0: nothing; n > L replays L steps); track_indices and steps_to_track int32 [B]
+    (together or neither): the state after step steps_to_track[b] also lands in slot
+    track_indices[b] (a slot < 0 or >= slots: no snapshot); conv_state bf16 [layers, slots,
+    3, 2 H K + HV V] and conv_records bf16 [layers, slots, L, 2 H K + HV V] (together or
+    neither): the conv state rolled back to the accepted tokens. Each slot of every tensor
+    dense but the conv state's rows; every pitch a multiple of 16 bytes (beta's any).
+    Every check raises before any launch; B = 0 launches nothing."""
+    op = "kda_replayssm_fold"
+    k = v = HEAD_DIM
+    hshape, (h0_l, h0_s) = _check_slotted(op, "h0", h0, "float32", (None, None),
+                                          (None, v, k), 4)
+    layers, slots, hv = hshape[:3]
+    if hv < 1:
+        raise ValueError(f"{op}: h0 must have at least one head, got shape {list(hshape)}")
+    kshape, (rk_l, rk_s) = _check_slotted(op, "rawk", rawk, "bfloat16", (layers, slots),
+                                          (None, None, k), 8)
+    h, ring = kshape[2], kshape[3]
+    _check_heads(op, hv, h)
+    if ring < 1:
+        raise ValueError(f"{op}: the records' length L must be at least 1, got {ring}")
+    _, (rv_l, rv_s) = _check_slotted(op, "rawv", rawv, "bfloat16", (layers, slots),
+                                     (hv, ring, v), 8)
+    _, (rg_l, rg_s) = _check_slotted(op, "gk", gk, "float32", (layers, slots), (hv, ring, k), 4)
+    _, (rb_l, rb_s) = _check_slotted(op, "beta", beta, "float32", (layers, slots), (hv, ring),
+                                     1)
+    for what, t in (("indices", indices), ("accept_len", accept_len)):
+        L.check_dtype(op, what, t, ("int32",))
+        L.check_contiguous(op, what, t)
+    (bsz,) = L.check_shape(op, "indices", indices, (None,))
+    L.check_shape(op, "accept_len", accept_len, (bsz,))
+    if (track_indices is None) != (steps_to_track is None):
+        raise ValueError(f"{op}: the track slot needs both track_indices and steps_to_track "
+                         f"(or neither)")
+    if track_indices is not None:
+        for what, t in (("track_indices", track_indices), ("steps_to_track", steps_to_track)):
+            L.check_dtype(op, what, t, ("int32",))
+            L.check_shape(op, what, t, (bsz,))
+            L.check_contiguous(op, what, t)
+    if (conv_state is None) != (conv_records is None):
+        raise ValueError(f"{op}: the conv rollback needs both conv_state and conv_records "
+                         f"(or neither)")
+    dim = 2 * h * k + hv * v
+    conv_u = rc_u = (0, 0, 0)
+    if conv_state is not None:
+        L.check_dtype(op, "conv_state", conv_state, ("bfloat16",))
+        L.check_shape(op, "conv_state", conv_state, (layers, slots, CONV_WIDTH - 1, dim))
+        L.check_inner_contiguous(op, "conv_state", conv_state)
+        cst = L.strides(conv_state)
+        conv_u = (cst[0] if layers > 1 else 0, cst[1] if slots > 1 else 0, cst[2])
+        for what, st in zip(("layer", "slot", "row"), conv_u):
+            if st % 8:
+                raise ValueError(f"{op}: the {what} stride of conv_state ({st}) must be a "
+                                 f"multiple of 8 elements (16 bytes)")
+            L.check_int32_extent(op, f"the {what} stride of conv_state", st)
+        conv_u = tuple(st // 8 for st in conv_u)
+        _, (rc_l, rc_s) = _check_slotted(op, "conv_records", conv_records, "bfloat16",
+                                           (layers, slots), (ring, dim), 8)
+        rc_u = (rc_l, rc_s, dim // 8)
+    check_placement(op, [("h0", h0), ("rawk", rawk), ("rawv", rawv), ("gk", gk),
+                         ("beta", beta), ("indices", indices), ("accept_len", accept_len),
+                         ("track_indices", track_indices), ("steps_to_track", steps_to_track),
+                         ("conv_state", conv_state), ("conv_records", conv_records)],
+                    ("h0", "rawk", "rawv", "gk", "conv_records"))
+    L.check_int32_extent(op, "HV * V * K", hv * v * k)
+    name, constexprs, num_warps = fold_launch_config(settings)
+    grid = (v // constexprs["ROWS"], bsz, layers * hv)
+    if bsz > 65535 or layers * hv > 65535:
+        raise ValueError(f"{op}: B = {bsz} and layers * HV = {layers * hv} must be at most "
+                         f"65535 (the grid's y and z)")
+    if bsz == 0:
+        return
+    track = track_indices is not None
+    L.launch(kda_replayssm_fold_kernel, name, grid,
+             (h0, rawk, rawv, gk, beta, indices, accept_len,
+              track_indices if track else indices, steps_to_track if track else indices,
+              conv_state if conv_state is not None else rawk,
+              conv_records if conv_records is not None else rawk, hv, h, slots, ring, h0_l,
+              h0_s, rk_l, rk_s, rv_l, rv_s, rg_l, rg_s, rb_l, rb_s, *conv_u,
+              *rc_u, int(track), int(conv_state is not None)), constexprs, num_warps)
