@@ -14,7 +14,7 @@ pytest.importorskip("kiln._C")
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 K3_MODULES = ("pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image", "quant",
-              "situ_quant", "kda_decode")
+              "situ_quant", "kda_decode", "kda_verify")
 
 #: kernel -> whether its loads, its stores are 16-byte vectors in the PTX.
 VECTOR = {
@@ -49,7 +49,10 @@ VECTOR = {
     **{name: (True, True) for name in
        ["kda_packed_decode", "kda_packed_decode_lower_bound"]
        + [f"kda_fused_decode_g{g}{lb}{norm}" for g in (1, 2, 4) for lb in ("", "_lower_bound")
-          for norm in ("", "_norm")]},
+          for norm in ("", "_norm")]
+       # the verify chain (the committed rows; the per-step states) and the fold
+       + [f"kda_verify_chain{lb}{norm}" for lb in ("", "_lower_bound") for norm in ("", "_norm")]
+       + ["kda_replayssm_fold"]},
 }
 
 #: kernel -> whether it is a programmatic dependent launch (concat_mla_k: its PDL constexpr).

@@ -1,7 +1,8 @@
 """Every kernel the bundle ships (``AOT_SPECIALIZATIONS``) is what a wrapper launches on its
 default path, or its generic launch (the bundle's kernel for the inputs the fast ones do not
 serve), for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv,
-kv_indices, concat_mla, pack_topk_ids, moe_align and kda_decode: the launch configurations
+kv_indices, concat_mla, pack_topk_ids, moe_align, kda_decode and kda_verify: the launch
+configurations
 come from the functions the wrappers choose their launches with, over the inputs K3 gives them
 (T in {1, 64, 4096, 16384}, the dtypes and flags of the contracts, an H200's 132 SMs). Also:
 each family's ``Settings`` is frozen and its AOT specializations are built from ``SETTINGS``.
@@ -14,6 +15,7 @@ import pytest
 from kernels_dsl.kimi_k3 import (
     concat_mla,
     kda_decode,
+    kda_verify,
     kv_indices,
     mla_kv,
     mla_output_gate,
@@ -143,11 +145,18 @@ def launched_kda_decode():
     return out
 
 
+def launched_kda_verify():
+    # the verify chain with both gates, norm or not; the fold
+    out = {key(*kda_verify.verify_launch_config(lb, norm)) for lb in (False, True)
+           for norm in (False, True)}
+    return out | {key(*kda_verify.fold_launch_config())}
+
+
 FAMILIES = {situ: launched_situ, situ_quant: launched_situ_quant, quant: launched_quant,
             mla_output_gate: launched_mla_output_gate, mla_kv: launched_mla_kv,
             kv_indices: launched_kv_indices, concat_mla: launched_concat_mla,
             pack_topk_ids: launched_pack_topk_ids, moe_align: launched_moe_align,
-            kda_decode: launched_kda_decode}
+            kda_decode: launched_kda_decode, kda_verify: launched_kda_verify}
 
 
 @pytest.mark.parametrize("mod", list(FAMILIES), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
