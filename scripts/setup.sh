@@ -48,11 +48,24 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 PY="${PYTHON:-python3}"
+# On a machine with an NVIDIA GPU the venv also sees the system's site packages, so that the GPU
+# tier of `make test` runs with the system's torch (a CUDA build that matches the driver, which
+# the machine's owner installed; pip's torch is 2.5 GB and may not match). The pinned packages
+# of requirements.txt, installed into the venv, still come first. Elsewhere the venv is isolated.
+GPU="$("$PY" test/gpu/gpu_tier.py --probe || true)"
 if [ ! -x .venv/bin/python ]; then
   echo "kiln: creating the virtual environment .venv with $($PY --version)"
-  "$PY" -m venv .venv
+  "$PY" -m venv ${GPU:+--system-site-packages} .venv
+elif [ -n "$GPU" ] && grep -q '^include-system-site-packages = false' .venv/pyvenv.cfg; then
+  echo "kiln: $GPU: letting .venv see the system's site packages (for torch)"
+  sed -i 's/^include-system-site-packages = false/include-system-site-packages = true/' \
+    .venv/pyvenv.cfg
 fi
 if ! cmp -s requirements.txt .venv/.requirements.stamp; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
   cp requirements.txt .venv/.requirements.stamp
+fi
+if [ -n "$GPU" ] && ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+  echo "kiln: $GPU, but .venv cannot import torch: the GPU tier of make test will fail until" \
+    "torch (with CUDA) is installed for the system's python or into .venv" >&2
 fi

@@ -28,11 +28,13 @@ using namespace detail;
 namespace {
 std::string hex0x(uint64_t v) { return "0x" + hex64(v); }
 
-/// Printable rendering of a few raw bytes ("KILNBNDL", "\x00\x01...").
-std::string printable(std::string_view bytes) {
+/// Printable rendering of raw bytes ("KILNBNDL", "\x00\x01..."): every byte that is not
+/// printable ASCII, or is one of `escape`, written \xNN. Error messages stay valid UTF-8
+/// whatever the file holds (the Python binding decodes them).
+std::string printable(std::string_view bytes, std::string_view escape = "\"\\") {
   std::string s;
   for (unsigned char c : bytes) {
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+    if (c >= 0x20 && c < 0x7f && escape.find(static_cast<char>(c)) == std::string_view::npos) {
       s += static_cast<char>(c);
     } else {
       char buf[5];
@@ -131,7 +133,8 @@ void Bundle::verify() {
   try {
     manifest_ = json::parse(manText.begin(), manText.end());
   } catch (const json::exception &e) {
-    fail(std::string("manifest is not valid JSON: ") + e.what());
+    // The message quotes the bytes last read, which may be anything.
+    fail("manifest is not valid JSON: " + printable(e.what(), ""));
   }
   if (!manifest_.is_object())
     fail("manifest: expected a JSON object");

@@ -274,6 +274,16 @@ TEST(BundleTest, GarbageIsAnError) {
   }
 }
 
+// Found by fuzz/: the JSON parser's message quotes the bytes it last read, and the Python
+// binding decodes a message as UTF-8 (a raw 0xff became UnicodeDecodeError, not KilnError).
+TEST(BundleTest, InvalidJsonErrorIsAscii) {
+  const std::string e = errorOf(rawBundle("{\"format\": -\xff\xfe}"));
+  EXPECT_NE(e.find("manifest is not valid JSON"), std::string::npos) << e;
+  EXPECT_NE(e.find("'-\\xff'"), std::string::npos) << e;
+  for (unsigned char c : e)
+    ASSERT_LT(c, 0x80) << e;
+}
+
 TEST(BundleTest, WrongMagicAndVersionAreNamed) {
   std::string bytes = smallBundle();
   std::string badMagic = bytes;

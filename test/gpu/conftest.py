@@ -1,26 +1,21 @@
-"""GPU tier: needs torch with a CUDA device; everything here skips with the reason otherwise.
+"""GPU tier: needs an NVIDIA GPU and torch with CUDA. Whether it runs is decided once, in
+``gpu_tier.py`` (also its launcher): without a GPU every test skips with the reason; with a GPU
+that the tier cannot use (no torch, a CPU-only torch) the run is an error naming the reason; a
+run with a GPU in which no test passed fails.
 
-Markers: ``sm90`` (runs on Hopper), ``blackwell`` (needs sm_100a/sm_103a; skipped on Hopper).
+Every test runs on each arch kiln compiles for; markers gate the tests of an arch-specific
+feature: ``sm90`` (Hopper only), ``blackwell`` (sm_100a/sm_103a only).
 Fixture ``launch_mode``: a Kimi K3 test taking it runs twice, JIT-compiled and through the
 shipped bundle with JIT forbidden (``KILN_NO_JIT=1``, the bundle ``KILN_BUNDLE`` names).
 """
 
 import os
 
+import gpu_tier
 import pytest
 
-try:
-    import torch
-except ImportError:  # the CPU machines have no torch
-    torch = None
-
-
-def _gpu_reason():
-    if torch is None:
-        return "torch is not installed (the GPU tier runs on the GPU machine)"
-    if not torch.cuda.is_available():
-        return "no CUDA device"
-    return None
+GPU = gpu_tier.find_gpu()
+_passed = 0
 
 
 #: The archs kiln compiles for (and its bundles hold images of), by compute capability.
@@ -36,22 +31,43 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """Every test runs on each GPU kiln compiles for; only those marked ``sm90`` or
     ``blackwell`` (an arch-specific feature) are gated to that arch."""
-    reason = _gpu_reason()
-    major = None
-    if reason is None:
-        cap = torch.cuda.get_device_capability()
-        major = cap[0]
-        if cap not in KILN_ARCHS:
-            reason = (f"kiln compiles for {', '.join(KILN_ARCHS.values())}; this GPU is "
-                      f"sm_{cap[0]}{cap[1]}")
+    if GPU is None:
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=gpu_tier.NO_GPU))
+        return
+    reason = gpu_tier.cannot_run_reason(GPU)
+    if reason is not None:
+        raise pytest.UsageError(f"the GPU tier cannot run: {reason}")
+    import torch
+
+    cap = torch.cuda.get_device_capability()
+    major = cap[0]
+    if cap not in KILN_ARCHS:
+        skip = pytest.mark.skip(reason=f"kiln compiles for {', '.join(KILN_ARCHS.values())}; "
+                                       f"this GPU is sm_{cap[0]}{cap[1]}")
+        for item in items:
+            item.add_marker(skip)
+        return
     for item in items:
-        if reason is not None:
-            item.add_marker(pytest.mark.skip(reason=reason))
-        elif "blackwell" in item.keywords and major != 10:
+        if "blackwell" in item.keywords and major != 10:
             item.add_marker(pytest.mark.skip(
                 reason=f"needs a Blackwell GPU (sm_100a/sm_103a); this is sm_{major}0"))
         elif "sm90" in item.keywords and major != 9:
             item.add_marker(pytest.mark.skip(reason=f"needs Hopper (sm_90); this is sm_{major}0"))
+
+
+def pytest_runtest_logreport(report):
+    global _passed
+    if report.when == "call" and report.passed:
+        _passed += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if GPU is not None and exitstatus == 0 and _passed == 0:
+        tw = session.config.get_terminal_writer()
+        tw.line()
+        tw.line(f"GPU tier FAILED: {GPU} is present but no test passed (all skipped)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(params=["jit", "bundle"])
