@@ -13,18 +13,16 @@ WORK="$(mkdir -p "$2" && cd "$2" && pwd)"
 full=$("$ROOT/scripts/wheel.sh" "$PY" "$WORK/dist")
 runtime=$("$ROOT/scripts/wheel.sh" "$PY" "$WORK/dist" --runtime)
 
-rm -rf "$WORK/venv-kiln" "$WORK/venv-runtime" "$WORK/run" "$WORK/cache"
+rm -rf "$WORK/venv-full" "$WORK/venv-runtime" "$WORK/run" "$WORK/cache"
 mkdir -p "$WORK/run"
 cp "$ROOT/test/package/wheel_smoke.py" "$ROOT/test/package/smoke_kernels.py" "$WORK/run/"
 cd "$WORK/run"
-for kind in kiln runtime; do
+for mode in full runtime; do
   wheel=$full
-  [ "$kind" = runtime ] && wheel=$runtime
-  "$PY" -m venv "$WORK/venv-$kind"
-  "$WORK/venv-$kind/bin/python" -m pip install -q --disable-pip-version-check --no-index \
+  [ "$mode" = runtime ] && wheel=$runtime
+  "$PY" -m venv "$WORK/venv-$mode"
+  "$WORK/venv-$mode/bin/python" -m pip install -q --disable-pip-version-check --no-index \
     --no-deps "$wheel"
-  mode=full
-  [ "$kind" = runtime ] && mode=runtime
   env -u PYTHONPATH KILN_SOURCE_DIR="$ROOT" KILN_CACHE_DIR="$WORK/cache" \
-    "$WORK/venv-$kind/bin/python" wheel_smoke.py "$mode"
+    "$WORK/venv-$mode/bin/python" wheel_smoke.py "$mode"
 done
