@@ -7,7 +7,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 [ $# -eq 2 ] || { echo "usage: $0 PYTHON WORK" >&2; exit 2; }
-PY="$1"
+PY="$("$1" -c 'import sys; print(sys.executable)')"
 WORK="$(mkdir -p "$2" && cd "$2" && pwd)"
 
 full=$("$ROOT/scripts/wheel.sh" "$PY" "$WORK/dist")
