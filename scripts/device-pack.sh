@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds dist/device.tar.xz: a self-contained kiln for the GPU machine (CPython 3.12, MLIR/LLVM
-# linked statically into kiln._C, the runtime, the Python package, the Kimi K3 bundle, libdevice,
-# the GPU tests and the benchmarks). On that machine:
+# Builds dist/device.tar.xz: a self-contained kiln for the GPU machine (the kiln wheel for CPython
+# 3.12, unpacked: MLIR/LLVM linked statically into kiln._C, the runtime, the Python package; the
+# kiln and kiln-runtime wheels themselves in wheels/; the Kimi K3 bundle, libdevice, the GPU
+# tests and the benchmarks). On that machine:
 #   tar xJf dist/device.tar.xz -C /tmp && /tmp/kiln-device/run.sh [pytest args]
 # Needs `make bundle` first (the bundle is carried). Python 3.12 headers: $KILN_DEVICE_PYTHON or
 # pyenv's 3.12.
@@ -16,11 +17,6 @@ if [ -z "$PY312" ]; then
 fi
 [ -n "$PY312" ] || { echo "kiln: device-pack needs CPython 3.12 (set KILN_DEVICE_PYTHON)" >&2; exit 1; }
 
-if [ ! -x .venv-device/bin/python ]; then
-  "$PY312" -m venv .venv-device
-fi
-.venv-device/bin/python -m pip install -q --disable-pip-version-check "$(grep '^pybind11==' requirements.txt)"
-
 # The torch op library (kiln/_torch_ops.so) builds against a torch 2.11 package: $KILN_TORCH_DIR,
 # else the torch the build's Python imports (`pip download torch==2.11.0 --no-deps` and unzip
 # gives one; only its headers and libraries are used).
@@ -30,25 +26,20 @@ TORCH_DIR="${KILN_TORCH_DIR:-$(python3 -c 'import os, torch; print(os.path.dirna
   exit 1
 }
 
-BUILD=build-device
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_STATIC_LLVM=ON \
-  -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$PWD/.venv-device/bin/python" \
-  -DKILN_TORCH_DIR="$TORCH_DIR" \
-  -DCMAKE_MODULE_LINKER_FLAGS="-Wl,--gc-sections -Wl,--as-needed" >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target kiln_compiler_ext kiln_runtime_ext kiln_torch_ops \
-  kiln-python-sources
-
-# The extension must import with nothing but CPython 3.12 and glibc.
-PYTHONPATH="$BUILD/python" .venv-device/bin/python -c \
-  "import kiln._C as c, kiln._runtime as r; print('kiln._C', c.version() if hasattr(c, 'version') else '')"
+# The kiln and kiln-runtime wheels for CPython 3.12 (scripts/wheel.sh), each with the torch op
+# library against TORCH_DIR: the pack carries both in wheels/ (`pip install --no-deps`) and runs
+# the kiln wheel unpacked: what the GPU machine tests is what users install.
+WHEEL=$(KILN_TORCH_DIR="$TORCH_DIR" scripts/wheel.sh "$PY312" dist/wheels)
+RUNTIME_WHEEL=$(KILN_TORCH_DIR="$TORCH_DIR" scripts/wheel.sh "$PY312" dist/wheels --runtime)
+BUILD="${KILN_WHEEL_BUILD_DIR:-build/wheel}/$(basename "$WHEEL" .whl | cut -d- -f3-)"
 
 OUT_DIR=dist/kiln-device
-rm -rf "$OUT_DIR" && mkdir -p "$OUT_DIR"
-cp -r "$BUILD/python/kiln" "$OUT_DIR/kiln"
-find "$OUT_DIR" -name __pycache__ -prune -exec rm -rf {} +
-find "$OUT_DIR/kiln" -type d -empty -delete  # packages a build tree kept after they moved
-strip --strip-unneeded "$OUT_DIR"/kiln/*.so
-cp -r kernels_dsl "$OUT_DIR/kernels_dsl"
+rm -rf "$OUT_DIR" && mkdir -p "$OUT_DIR/wheels"
+cp "$WHEEL" "$RUNTIME_WHEEL" "$OUT_DIR/wheels/"
+"$PY312" -m zipfile -e "$WHEEL" "$OUT_DIR"
+# The extension must import with nothing but CPython 3.12 and glibc.
+PYTHONPATH="$OUT_DIR" "$PY312" -s -c \
+  "import kiln._C as c, kiln._runtime as r; print('kiln._C', c.version())"
 mkdir -p "$OUT_DIR/test"
 cp -r test/gpu "$OUT_DIR/test/gpu"
 cp -r bench "$OUT_DIR/bench" 2>/dev/null || true

@@ -1,16 +1,19 @@
-"""Command line: ``python -m kiln <command> ...``.
+"""Command line: ``kiln <command> ...``, or ``python -m kiln <command> ...``.
 
-    python -m kiln bundle inspect PATH [--json]   kernels, archs, params, constexprs, sizes
-    python -m kiln bundle verify PATH             exit 0 if PATH is a valid bundle, else 1
-    python -m kiln bundle coverage PATH [--json]  per kernel, each specialization's constexprs
-                                                  and what it assumes of its arguments
-                                                  (alignment, divisibility; "any arguments"
-                                                  for none)
-    python -m kiln bundle diff OLD NEW [--json]   what changed; exit 1 if NEW lost something
-                                                  (a kernel, a specialization, an arch, a
-                                                  feature such as PDL/TMA/vector16, an
-                                                  alignment assumption, a parameter), 2 if a
-                                                  bundle is unreadable
+    kiln version [--json]              kiln's version and its toolchain: LLVM, the PTX ISA
+                                       it emits, nvJitLink and ptxas, libdevice, the bundle
+                                       format (compiler fields absent in kiln-runtime)
+    kiln aot PACKAGE --arch A,B -o OUT AOT-compile a kernel package into a bundle (as
+                                       ``python -m kiln.aot``)
+    kiln bundle inspect PATH [--json]  kernels, archs, params, constexprs, sizes
+    kiln bundle verify PATH            exit 0 if PATH is a valid bundle, else 1
+    kiln bundle coverage PATH [--json] per kernel, each specialization's constexprs and
+                                       what it assumes of its arguments (alignment,
+                                       divisibility; "any arguments" for none)
+    kiln bundle diff OLD NEW [--json]  what changed; exit 1 if NEW lost something (a
+                                       kernel, a specialization, an arch, a feature such
+                                       as PDL/TMA/vector16, an alignment assumption, a
+                                       parameter), 2 if a bundle is unreadable
 
 Subcommands register themselves in ``build_parser``; each handler returns the
 exit status.
@@ -20,10 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 from typing import List, Optional
 
-from .runtime import Bundle, KilnError
+from . import aot
+from ._version import __version__
+from .compiler import toolchain
+from .runtime import FORMAT_VERSION, Bundle, KilnError, driver_available
 
 
 def _bundle_inspect(args: argparse.Namespace) -> int:
@@ -258,11 +266,57 @@ def add_bundle_commands(subparsers: "argparse._SubParsersAction") -> None:
     diff.set_defaults(handler=_bundle_diff)
 
 
+def versions() -> dict:
+    """kiln's version and its toolchain on this machine (``kiln version --json``): the
+    compiler's fields are None where the extension does not load (the runtime-only
+    package)."""
+    tools = toolchain() or {}
+    libdevice = tools.get("libdevice")
+    return {"kiln": __version__, "package": os.path.dirname(os.path.abspath(__file__)),
+            "python": platform.python_version(), "compiler": bool(tools),
+            "llvm": tools.get("llvm"), "ptx_isa": tools.get("ptx_isa"),
+            "nvjitlink": tools.get("nvjitlink") or None,
+            "nvjitlink_error": tools.get("nvjitlink_error") or None,
+            "ptxas": tools.get("ptxas") or None, "cuda_home": tools.get("cuda_home"),
+            "libdevice": libdevice,
+            "libdevice_found": bool(libdevice) and os.path.isfile(libdevice),
+            "bundle_format": FORMAT_VERSION, "cuda_driver": driver_available()}
+
+
+def _version(args: argparse.Namespace) -> int:
+    v = versions()
+    if args.json:
+        print(json.dumps(v, indent=2, sort_keys=True))
+        return 0
+    print(f"kiln       {v['kiln']} ({v['package']}, Python {v['python']})")
+    if not v["compiler"]:
+        print("compiler   none: kiln._C is not installed (the kiln-runtime package launches "
+              "bundles only)")
+    else:
+        print(f"compiler   LLVM {v['llvm']}, PTX ISA {v['ptx_isa']}")
+        print(f"nvJitLink  {v['nvjitlink'] or 'not found (' + str(v['nvjitlink_error']) + ')'}")
+        print(f"ptxas      {v['ptxas'] or 'not found'} (CUDA_HOME {v['cuda_home']})")
+        print(f"libdevice  {v['libdevice']}" + ("" if v["libdevice_found"] else
+              " MISSING: install the CUDA 13 toolkit, or set CUDA_HOME or KILN_LIBDEVICE"))
+    print(f"runtime    bundle format {v['bundle_format']}; CUDA driver "
+          f"{'loads' if v['cuda_driver'] else 'does not load on this machine'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m kiln", description="kiln command line")
+    parser = argparse.ArgumentParser(
+        prog="kiln", description="kiln command line (also `python -m kiln`)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     add_bundle_commands(subparsers)
+    version = subparsers.add_parser("version", help="kiln's version and its toolchain (LLVM, "
+                                                    "PTX ISA, nvJitLink, libdevice)")
+    version.add_argument("--json", action="store_true", help="print them as JSON")
+    version.set_defaults(handler=_version)
+    compile_ = subparsers.add_parser("aot", help="AOT-compile a kernel package into a bundle "
+                                                 "(as python -m kiln.aot)")
+    aot.add_arguments(compile_)
+    compile_.set_defaults(handler=aot.run)
     return parser
 
 

@@ -132,4 +132,25 @@ PYBIND11_MODULE(_C, m) {
   m.def("version", [] {
     return std::string("kiln ") + KILN_COMPILER_VERSION + " (LLVM " LLVM_VERSION_STRING ")";
   });
+  m.def(
+      "toolchain",
+      [] {
+        kiln::AssemblerInfo assembler;
+        {
+          py::gil_scoped_release release;
+          assembler = kiln::getAssemblerInfo();
+        }
+        py::dict d;
+        d["llvm"] = LLVM_VERSION_STRING;
+        d["ptx_isa"] = kiln::getPTXISAVersion().str();
+        d["nvjitlink"] = assembler.nvJitLinkVersion;
+        d["nvjitlink_error"] = assembler.nvJitLinkError;
+        d["ptxas"] = assembler.ptxas;
+        d["cuda_home"] = kiln::getCudaHome();
+        d["libdevice"] = kiln::getLibdevicePath();
+        return d;
+      },
+      "What the compiler was built with and uses on this machine: the LLVM version, the PTX "
+      "ISA it emits, nvJitLink's version ('' when it does not load, nvjitlink_error saying "
+      "why), the ptxas executable ('' when none), CUDA_HOME and the libdevice path it reads.");
 }

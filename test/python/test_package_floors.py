@@ -2,7 +2,7 @@
 inside a function, points down, and none closes a circle.
 
     front   kiln (the package's __init__: imports from every floor, imported by none)
-    top     kiln.__main__, kiln.aot, kiln.testing  >  kiln.autotune  >  kiln.jit
+    top     kiln.__main__  >  kiln.aot, kiln.testing, kiln.ops  >  kiln.autotune  >  kiln.jit
             >  kiln.interpreter, kiln.cache, kiln.torch_library
     middle  kiln.compiler | kiln.runtime          (never each other)
     bottom  kiln.host  >  kiln.language
@@ -32,12 +32,13 @@ RANKS = {
     "kiln.cache": 4, "kiln.interpreter": 4,
     "kiln.jit": 5,
     "kiln.autotune": 6,
-    "kiln.aot": 7, "kiln.testing": 7, "kiln.__main__": 7,
+    "kiln.aot": 7, "kiln.testing": 7, "kiln.ops": 7,
+    "kiln.__main__": 8,
     "kiln.torch_library": 4,
-    "kiln": 8,
+    "kiln": 9,
 }
 FLOORS = {0: "native", 1: "bottom", 2: "bottom", 3: "middle", 4: "top", 5: "top", 6: "top",
-          7: "top", 8: "front"}
+          7: "top", 8: "top", 9: "front"}
 
 #: Who may import the compiler extension: the runtime-only install has none.
 MAY_IMPORT_C = {"kiln.compiler", "kiln.aot"}

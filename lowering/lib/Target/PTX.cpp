@@ -28,7 +28,18 @@ using namespace llvm;
 
 static constexpr StringLiteral kTriple = "nvptx64-nvidia-cuda";
 /// PTX ISA 8.8: the oldest that covers sm_103a; CUDA 13 reads it.
-static constexpr StringLiteral kPTXFeatures = "+ptx88";
+static constexpr StringLiteral kPTXISA = "8.8";
+
+/// The NVPTX target feature of kPTXISA ("+ptx88").
+static std::string ptxFeatures() {
+  std::string features = "+ptx";
+  for (char c : kPTXISA)
+    if (c != '.')
+      features += c;
+  return features;
+}
+
+StringRef kiln::getPTXISAVersion() { return kPTXISA; }
 
 ArrayRef<StringRef> kiln::getSupportedArchs() { return Arch::names(); }
 
@@ -61,14 +72,13 @@ static Expected<std::unique_ptr<TargetMachine>> createTargetMachine(StringRef ar
     return makeError("NVPTX target unavailable: " + message);
   TargetOptions options;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
-      triple, arch, kPTXFeatures, options, Reloc::PIC_, std::nullopt, CodeGenOptLevel::Aggressive));
+      triple, arch, ptxFeatures(), options, Reloc::PIC_, std::nullopt, CodeGenOptLevel::Aggressive));
   if (!tm)
     return makeError("cannot create the NVPTX target machine for " + arch);
   return tm;
 }
 
-/// The libdevice bitcode: $KILN_LIBDEVICE, else CUDA's copy.
-static std::string findLibdevice() {
+std::string kiln::getLibdevicePath() {
   if (const char *env = std::getenv("KILN_LIBDEVICE"); env && *env)
     return env;
   SmallString<256> path(kiln::getCudaHome());
@@ -82,11 +92,13 @@ static Error linkLibdevice(Module &module) {
   });
   if (!needed)
     return Error::success();
-  std::string path = findLibdevice();
+  std::string path = kiln::getLibdevicePath();
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
-    return makeError("cannot read libdevice at '" + path + "' (" + buffer.getError().message() +
-                     "); set KILN_LIBDEVICE or CUDA_HOME");
+    return makeError("cannot read libdevice, the CUDA toolkit's math library, at '" + path +
+                     "' (" + buffer.getError().message() +
+                     "): install the CUDA 13 toolkit, or set CUDA_HOME to its root or "
+                     "KILN_LIBDEVICE to its nvvm/libdevice/libdevice.10.bc");
   auto libdevice = parseBitcodeFile((*buffer)->getMemBufferRef(), module.getContext());
   if (!libdevice)
     return makeError("cannot parse libdevice '" + path + "': " + toString(libdevice.takeError()));
@@ -173,6 +185,7 @@ struct NvJitLink {
   using GetSize = int (*)(Handle, size_t *);
   using GetBytes = int (*)(Handle, void *);
   using GetLog = int (*)(Handle, char *);
+  using Version = int (*)(unsigned *, unsigned *);
 
   Create create = nullptr;
   Destroy destroy = nullptr;
@@ -181,6 +194,7 @@ struct NvJitLink {
   GetSize cubinSize = nullptr, errorLogSize = nullptr, infoLogSize = nullptr;
   GetBytes cubin = nullptr;
   GetLog errorLog = nullptr, infoLog = nullptr;
+  Version version = nullptr; ///< nvJitLinkVersion (CUDA 12.3 and later)
   std::string loadError;
 
   static NvJitLink &get() {
@@ -215,6 +229,7 @@ private:
     errorLog = reinterpret_cast<GetLog>(sym("nvJitLinkGetErrorLog"));
     infoLogSize = reinterpret_cast<GetSize>(sym("nvJitLinkGetInfoLogSize"));
     infoLog = reinterpret_cast<GetLog>(sym("nvJitLinkGetInfoLog"));
+    version = reinterpret_cast<Version>(sym("nvJitLinkVersion"));
     if (!create || !destroy || !addData || !complete || !cubinSize || !cubin || !errorLogSize ||
         !errorLog || !infoLogSize || !infoLog) {
       loadError = "libnvJitLink lacks an expected symbol";
@@ -267,16 +282,22 @@ static Expected<std::string> compileWithNvJitLink(StringRef ptx, StringRef arch,
   return cubin;
 }
 
+/// $CUDA_HOME/bin/ptxas, else the ptxas on PATH; empty if neither exists.
+static std::string findPtxas() {
+  std::string ptxas = kiln::getCudaHome() + "/bin/ptxas";
+  if (sys::fs::can_execute(ptxas))
+    return ptxas;
+  auto found = sys::findProgramByName("ptxas");
+  return found ? *found : std::string();
+}
+
 static Expected<std::string> compileWithPtxas(StringRef ptx, StringRef arch,
                                               kiln::CubinInfo *info) {
-  std::string ptxas = kiln::getCudaHome() + "/bin/ptxas";
-  if (!sys::fs::can_execute(ptxas)) {
-    auto found = sys::findProgramByName("ptxas");
-    if (!found)
-      return makeError("neither nvJitLink nor ptxas is available (looked for " + ptxas +
-                       "); install CUDA 13 or set CUDA_HOME");
-    ptxas = *found;
-  }
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    return makeError("neither nvJitLink nor ptxas is available (looked for " +
+                     kiln::getCudaHome() + "/bin/ptxas and on PATH); install CUDA 13 or set "
+                     "CUDA_HOME");
   SmallString<128> ptxPath, cubinPath, logPath;
   if (auto ec = sys::fs::createTemporaryFile("kiln", "ptx", ptxPath))
     return makeError("cannot create a temporary file: " + ec.message());
@@ -312,6 +333,20 @@ static Expected<std::string> compileWithPtxas(StringRef ptx, StringRef arch,
     info->log = logText;
   }
   return (*cubin)->getBuffer().str();
+}
+
+kiln::AssemblerInfo kiln::getAssemblerInfo() {
+  AssemblerInfo out;
+  NvJitLink &lib = NvJitLink::get();
+  unsigned major = 0, minor = 0;
+  if (!lib.available())
+    out.nvJitLinkError = lib.loadError;
+  else if (lib.version && lib.version(&major, &minor) == 0)
+    out.nvJitLinkVersion = (Twine(major) + "." + Twine(minor)).str();
+  else
+    out.nvJitLinkVersion = "unknown (no nvJitLinkVersion)";
+  out.ptxas = findPtxas();
+  return out;
 }
 
 Expected<std::string> kiln::compilePTXToCubin(StringRef ptx, StringRef arch, CubinInfo *info) {

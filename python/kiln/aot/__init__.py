@@ -193,22 +193,29 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
     return ordered
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    import argparse  # noqa: PLC0415 - the command line only
-
-    parser = argparse.ArgumentParser(prog="python -m kiln.aot",
-                                     description="AOT-compile a kernel package into a bundle")
+def add_arguments(parser: Any) -> None:
+    """The command line's arguments on an ``argparse`` parser (``python -m kiln.aot`` and
+    ``kiln aot``)."""
     parser.add_argument("package", help="package declaring AOT_SPECIALIZATIONS "
                                         "(e.g. kernels_dsl.kimi_k3)")
     parser.add_argument("--arch", default=",".join(DEFAULT_ARCHS),
                         help="comma-separated target archs (default: %(default)s)")
     parser.add_argument("-o", "--output", required=True, help="bundle to write")
     parser.add_argument("-j", "--jobs", type=int, default=None, help="compile threads")
-    args = parser.parse_args(argv)
+
+
+def run(args: Any) -> int:
+    """Compiles ``args.package`` (parsed ``add_arguments``) into the bundle ``args.output``;
+    returns the exit status."""
     if os.getcwd() not in sys.path:  # the kernel package lives in the working tree
         sys.path.insert(0, os.getcwd())
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
-    from .. import _C  # noqa: PLC0415 - the compiler extension, needed from here on
+    try:
+        from .. import _C  # noqa: PLC0415 - the compiler extension, needed from here on
+    except ImportError as e:
+        print(f"kiln.aot: the compiler extension kiln._C does not load ({e}); the kiln-runtime "
+              f"package has none: install kiln", file=sys.stderr)
+        return 2
 
     bad = [a for a in archs if a not in _C.supported_archs()]
     if bad:
@@ -228,3 +235,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"kiln.aot: compilation failed:\n{e}", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse  # noqa: PLC0415 - the command line only
+
+    parser = argparse.ArgumentParser(prog="python -m kiln.aot",
+                                     description="AOT-compile a kernel package into a bundle")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -18,10 +18,11 @@ from .compiler import (
     make_llvm_ir,
     make_ptx,
     make_tile_ir,
+    toolchain,
 )
 
 __all__ = [
     "STAGES", "CompilationError", "CompiledKernel", "Specialization", "compile_kernel",
     "compiler_available", "compiler_version", "lower_to_llvm_dialect", "make_cubin",
-    "make_llvm_ir", "make_ptx", "make_tile_ir",
+    "make_llvm_ir", "make_ptx", "make_tile_ir", "toolchain",
 ]

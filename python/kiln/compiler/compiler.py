@@ -61,6 +61,16 @@ def compiler_version() -> str:
     return f"{__version__}/{native}/{_frontend_hash()}"
 
 
+def toolchain() -> Optional[Dict[str, str]]:
+    """What the compiler extension was built with and finds on this machine (``_C.toolchain``:
+    llvm, ptx_isa, nvjitlink, nvjitlink_error, ptxas, cuda_home, libdevice), or None where the
+    extension does not load (the runtime-only package)."""
+    try:
+        return dict(_C().toolchain())
+    except ImportError:
+        return None
+
+
 _FRONTEND_HASH: Optional[str] = None
 
 

@@ -49,6 +49,21 @@ llvm::Expected<std::string> compilePTXToCubin(llvm::StringRef ptx, llvm::StringR
 /// Where the CUDA toolkit is: $CUDA_HOME, else /usr/local/cuda.
 std::string getCudaHome();
 
+/// The PTX ISA version of the PTX kiln emits (its `.version`), e.g. "8.8".
+llvm::StringRef getPTXISAVersion();
+
+/// The libdevice bitcode kiln links when a kernel calls libdevice: $KILN_LIBDEVICE, else the
+/// CUDA toolkit's nvvm/libdevice/libdevice.10.bc (the path, whether or not it exists).
+std::string getLibdevicePath();
+
+/// What assembles PTX into cubins on this machine (nothing is loaded until asked).
+struct AssemblerInfo {
+  std::string nvJitLinkVersion; ///< "13.0"; empty when nvJitLink does not load
+  std::string nvJitLinkError;   ///< why it does not load
+  std::string ptxas;            ///< the ptxas executable; empty when there is none
+};
+AssemblerInfo getAssemblerInfo();
+
 } // namespace kiln
 
 #endif // KILN_TARGET_PTX_H
