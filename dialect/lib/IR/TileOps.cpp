@@ -343,7 +343,11 @@ static Type getReducedType(RankedTensorType src, int64_t axis) {
     return src.getElementType();
   SmallVector<int64_t> shape(src.getShape());
   shape.erase(shape.begin() + axis);
-  return src.clone(shape);
+  // An encoded tile reduces into the slice of its encoding along the axis.
+  Attribute encoding = src.getEncoding();
+  if (encoding)
+    encoding = SliceEncodingAttr::get(src.getContext(), axis, encoding);
+  return RankedTensorType::get(shape, src.getElementType(), encoding);
 }
 
 LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
@@ -405,6 +409,15 @@ LogicalResult ReduceOp::verify() {
   }
   if (getBroadcast() && getSrcs().size() != 1)
     return emitOpError() << "expected one source with `broadcast`, got " << getSrcs().size();
+  // The one reduction of an encoded tile: the rows of a wgmma accumulator,
+  // into its slice.
+  if (Attribute encoding = first.getEncoding()) {
+    auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
+    if (!mma || mma.getVersion() != 3 || first.getRank() != 2 || getAxisAttr().getInt() != 1)
+      return emitOpError() << "expected a tile in the blocked layout, or a 2-D tile in the "
+                              "#tile.mma<version = 3> encoding reduced along axis 1, got "
+                           << first << " along axis " << getAxisAttr().getInt();
+  }
   return success();
 }
 
@@ -945,10 +958,17 @@ LogicalResult WarpGroupDotStagedOp::verify() {
     return emitOpError() << "expected [M, K] * [K, N] -> [M, N], got " << aType << " * " << bType
                          << " -> " << accType;
   unsigned warpgroups = mma.getNumWarps() / 4;
-  if (m % (64 * warpgroups) != 0 || k % 64 != 0 || n % 64 != 0 || n > 256)
-    return emitOpError() << "expected M a multiple of " << 64 * warpgroups
-                         << ", K a multiple of 64 and N a multiple of 64 up to 256, got " << m
-                         << ", " << k << " and " << n;
+  // A in the accumulator's encoding is read from registers, k16 at a time.
+  bool registerA = bool(aType.getEncoding());
+  if (registerA && aType.getEncoding() != mma)
+    return emitOpError() << "expected `a` in the blocked layout or in the accumulator's "
+                            "encoding (A from registers), got "
+                         << aType;
+  int64_t kMultiple = registerA ? 16 : 64;
+  if (m % (64 * warpgroups) != 0 || k % kMultiple != 0 || n % 64 != 0 || n > 256)
+    return emitOpError() << "expected M a multiple of " << 64 * warpgroups << ", K a multiple of "
+                         << kMultiple << " and N a multiple of 64 up to 256, got " << m << ", "
+                         << k << " and " << n;
   return success();
 }
 

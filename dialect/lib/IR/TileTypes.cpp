@@ -47,6 +47,27 @@ LogicalResult MmaEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem
   return success();
 }
 
+LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        unsigned dim, Attribute parent) {
+  auto mma = llvm::dyn_cast<MmaEncodingAttr>(parent);
+  if (!mma || mma.getVersion() != 3 || dim != 1)
+    return emitError() << "expected the slice along dim 1 of a #tile.mma<version = 3> encoding, "
+                          "got dim "
+                       << dim << " of " << parent;
+  return success();
+}
+
+LogicalResult SliceEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
+                                                function_ref<InFlightDiagnostic()> emitError) const {
+  auto mma = llvm::dyn_cast<MmaEncodingAttr>(getParent());
+  int64_t rows = mma ? 64 * (mma.getNumWarps() / 4) : 1;
+  if (shape.size() != 1 || shape[0] % rows != 0)
+    return emitError() << "expected a 1-D tile of a multiple of " << rows
+                       << " rows for the slice of the mma encoding, got "
+                       << RankedTensorType::get(shape, elementType);
+  return success();
+}
+
 void TileDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST

@@ -11,6 +11,7 @@
 #include "kiln/Dialect/Tile/Transforms/Passes.h"
 #include "kiln/Support/Arch.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -75,18 +76,123 @@ bool isElementwise(Operation *op) {
          op->getNumRegions() == 0 && llvm::isa<RankedTensorType>(op->getResult(0).getType());
 }
 
-/// Moves the conversion `convert` (from #tile.mma to the blocked layout) past
-/// its users where that is free: a tile.desc_store stores the source layout;
-/// an elementwise op whose other operands are splat constants or conversions
-/// from the same layout runs on the source layout when its result is no wider
-/// (a narrower conversion later). An epilogue such as `acc * sigmoid(acc)`
-/// thus runs where the accumulator is, and only its narrowed result moves.
+/// `value` in the layout of `type` (same shape and element type): the source
+/// of a conversion from that layout, or a new conversion.
+Value convertTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  if (auto convert = value.getDefiningOp<ConvertLayoutOp>();
+      convert && convert.getSrc().getType() == type)
+    return convert.getSrc();
+  return ConvertLayoutOp::create(b, loc, type, value);
+}
+
+/// Whether `value` is a tile iteration argument (in the blocked layout) whose
+/// next value the loop computes from `op`'s result: carried in `op`'s new
+/// layout, its conversion in the loop goes away (see carryConverted).
+bool isCarriedThrough(Value value, Operation *op) {
+  auto arg = llvm::dyn_cast<BlockArgument>(value);
+  auto loop = arg ? llvm::dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()) : scf::ForOp();
+  auto type = arg ? llvm::dyn_cast<RankedTensorType>(arg.getType()) : RankedTensorType();
+  if (!loop || !type || type.getEncoding() || arg.getArgNumber() < loop.getNumInductionVars())
+    return false;
+  Value next = loop.getYieldedValues()[arg.getArgNumber() - loop.getNumInductionVars()];
+  Operation *producer = next.getDefiningOp();
+  if (!producer)
+    return false;
+  if (producer == op)
+    return true;
+  llvm::SetVector<Operation *> slice;
+  getForwardSlice(op, &slice);
+  return slice.contains(producer);
+}
+
+/// Carries iteration argument `index` of `loop`, whose yielded value is a
+/// conversion of a value of `type` to the blocked layout, in `type`: the
+/// initial value converted before the loop, the yield given the value
+/// itself, the argument's conversions into `type` replaced by it (the
+/// others read a conversion back at the top of the body), the result's uses
+/// a conversion after the loop. The new conversions are queued on
+/// `worklist`.
+void carryConverted(OpBuilder &b, scf::ForOp loop, unsigned index, RankedTensorType type,
+                    SmallVectorImpl<ConvertLayoutOp> &worklist) {
+  Location loc = loop.getLoc();
+  BlockArgument arg = loop.getRegionIterArgs()[index];
+  auto blocked = llvm::cast<RankedTensorType>(arg.getType());
+  OpOperand &yielded = loop.getYieldedValuesMutable().value()[index];
+  auto converted = yielded.get().getDefiningOp<ConvertLayoutOp>();
+  b.setInsertionPoint(loop);
+  OpOperand &init = loop.getInitsMutable()[index];
+  init.set(convertTo(b, loc, init.get(), type));
+  yielded.set(converted.getSrc());
+  arg.setType(type);
+  SmallVector<OpOperand *> uses =
+      llvm::map_to_vector(arg.getUses(), [](OpOperand &use) { return &use; });
+  ConvertLayoutOp back;
+  for (OpOperand *use : uses) {
+    if (auto into = llvm::dyn_cast<ConvertLayoutOp>(use->getOwner()); into && into.getType() == type) {
+      into.replaceAllUsesWith(arg);
+      into->erase();
+      continue;
+    }
+    if (!back) {
+      b.setInsertionPointToStart(loop.getBody());
+      back = ConvertLayoutOp::create(b, loc, blocked, arg);
+      worklist.push_back(back);
+    }
+    use->set(back);
+  }
+  Value result = loop.getResult(index);
+  result.setType(type);
+  if (result.use_empty())
+    return;
+  b.setInsertionPointAfter(loop);
+  auto after = ConvertLayoutOp::create(b, loc, blocked, result);
+  result.replaceAllUsesExcept(after, after);
+  worklist.push_back(after);
+}
+
+/// Moves the conversion `convert` (from an encoding to the blocked layout)
+/// past its users where that is free, so that what is computed from an
+/// accumulator stays where the accumulator is and only what must leave it
+/// moves (a narrower conversion later, or none):
+///  - a tile.desc_store stores the source layout;
+///  - an elementwise op whose result is no wider, and whose other operands
+///    are conversions from the same layout, splat constants, `tile.splat`s,
+///    or iteration arguments the loop computes from this op (they will be
+///    carried in the layout, see below), runs in the source layout;
+///  - `tile.reduce` of the rows of a `#tile.mma` version 3 tile (axis 1)
+///    runs on it and gives its `#tile.slice`; `tile.expand_dims` of that
+///    slice (axis 1) gives the [M, 1] mma tile, whose `tile.broadcast` to
+///    [M, N] stays in the mma encoding;
+///  - a value yielded by an scf.for is carried in the source layout: the
+///    initial value converted into it before the loop, the iteration
+///    argument's conversions into it dropped, the loop's result converted
+///    back after it.
+/// Attention's softmax and its rescaled accumulator thus stay in the wgmma
+/// registers across the loop, the running max and sum in the slice.
 void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
   SmallVector<ConvertLayoutOp> worklist{convert}, visited;
+  // `user`, its operands replaced by `operands` and its results given
+  // `types`; its old results' uses get conversions back, queued.
+  auto move = [&](Operation *user, ArrayRef<Value> operands, ArrayRef<Type> types) {
+    b.setInsertionPoint(user);
+    Operation *moved = b.clone(*user);
+    moved->setOperands(operands);
+    for (auto [result, type] : llvm::zip_equal(moved->getResults(), types))
+      result.setType(type);
+    for (auto [old, now] : llvm::zip_equal(user->getResults(), moved->getResults())) {
+      auto back = ConvertLayoutOp::create(b, user->getLoc(), old.getType(), now);
+      old.replaceAllUsesWith(back.getResult());
+      worklist.push_back(back);
+    }
+    user->erase();
+  };
   while (!worklist.empty()) {
     ConvertLayoutOp c = worklist.pop_back_val();
     visited.push_back(c);
-    auto encoding = c.getSrc().getType().getEncoding();
+    RankedTensorType source = c.getSrc().getType();
+    auto encoding = source.getEncoding();
+    auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
+    bool rows = mma && mma.getVersion() == 3;
     // Each user once (an op may read `c` twice: acc * acc), collected before
     // any is replaced.
     llvm::SetVector<Operation *> users(c->user_begin(), c->user_end());
@@ -95,12 +201,59 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         user->replaceUsesOfWith(c, c.getSrc());
         continue;
       }
+      if (auto yield = llvm::dyn_cast<scf::YieldOp>(user)) {
+        auto loop = llvm::dyn_cast<scf::ForOp>(yield->getParentOp());
+        if (!loop)
+          continue;
+        for (OpOperand &operand : yield->getOpOperands())
+          if (operand.get() == c.getResult())
+            carryConverted(b, loop, operand.getOperandNumber(), source, worklist);
+        continue;
+      }
+      if (auto reduce = llvm::dyn_cast<ReduceOp>(user)) {
+        // Every source converted from the rows' layout.
+        SmallVector<Value> sources;
+        for (Value src : reduce.getSrcs())
+          if (auto other = src.getDefiningOp<ConvertLayoutOp>();
+              other && other.getSrc().getType().getEncoding() == encoding)
+            sources.push_back(other.getSrc());
+        if (!rows || source.getRank() != 2 || reduce.getAxis() != 1 ||
+            sources.size() != reduce.getSrcs().size())
+          continue;
+        SmallVector<Type> types;
+        for (Value src : sources) {
+          auto type = llvm::cast<RankedTensorType>(src.getType());
+          types.push_back(reduce.getBroadcast()
+                              ? Type(type)
+                              : RankedTensorType::get({type.getDimSize(0)}, type.getElementType(),
+                                                      SliceEncodingAttr::get(b.getContext(), 1,
+                                                                             encoding)));
+        }
+        move(user, sources, types);
+        continue;
+      }
+      if (auto expand = llvm::dyn_cast<ExpandDimsOp>(user)) {
+        auto slice = llvm::dyn_cast<SliceEncodingAttr>(encoding);
+        if (!slice || expand.getAxis() != 1)
+          continue;
+        move(user, {c.getSrc()},
+             {expand.getType().cloneWithEncoding(slice.getParent())});
+        continue;
+      }
+      if (auto broadcast = llvm::dyn_cast<BroadcastOp>(user)) {
+        auto type = llvm::cast<RankedTensorType>(broadcast.getType());
+        if (!rows || source.getRank() != 2 || source.getDimSize(1) != 1 ||
+            type.getDimSize(1) % 8 != 0)
+          continue;
+        move(user, {c.getSrc()}, {type.cloneWithEncoding(encoding)});
+        continue;
+      }
       if (!isElementwise(user))
         continue;
       auto resultType = llvm::cast<RankedTensorType>(user->getResult(0).getType());
       if (resultType.getElementTypeBitWidth() > c.getType().getElementTypeBitWidth())
         continue;
-      // The source (in the mma layout) of an operand converted from it, or null.
+      // The source (in the encoding) of an operand converted from it, or null.
       auto convertedFrom = [&](Value v) -> Value {
         auto other = v.getDefiningOp<ConvertLayoutOp>();
         if (!other || other.getSrc().getType().getEncoding() != encoding)
@@ -109,7 +262,8 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       };
       bool movable = llvm::all_of(user->getOpOperands(), [&](OpOperand &operand) {
         SplatElementsAttr splat;
-        return convertedFrom(operand.get()) || matchPattern(operand.get(), m_Constant(&splat));
+        return convertedFrom(operand.get()) || matchPattern(operand.get(), m_Constant(&splat)) ||
+               operand.get().getDefiningOp<SplatOp>() || isCarriedThrough(operand.get(), user);
       });
       if (!movable)
         continue;
@@ -122,20 +276,14 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
           operands.push_back(source);
           continue;
         }
-        auto type = llvm::cast<RankedTensorType>(operand.get().getType());
-        operands.push_back(ConvertLayoutOp::create(
-            b, user->getLoc(),
-            RankedTensorType::get(type.getShape(), type.getElementType(), encoding),
-            operand.get()));
+        auto type = llvm::cast<RankedTensorType>(operand.get().getType()).cloneWithEncoding(encoding);
+        if (auto splat = operand.get().getDefiningOp<SplatOp>()) {
+          operands.push_back(SplatOp::create(b, user->getLoc(), type, splat.getSrc()));
+          continue;
+        }
+        operands.push_back(ConvertLayoutOp::create(b, user->getLoc(), type, operand.get()));
       }
-      Operation *moved = b.clone(*user);
-      moved->setOperands(operands);
-      moved->getResult(0).setType(
-          RankedTensorType::get(resultType.getShape(), resultType.getElementType(), encoding));
-      auto back = ConvertLayoutOp::create(b, user->getLoc(), resultType, moved->getResult(0));
-      user->replaceAllUsesWith(back);
-      user->erase();
-      worklist.push_back(back);
+      move(user, operands, {resultType.cloneWithEncoding(encoding)});
     }
   }
   // A conversion is dead once all its users moved, which may be after its turn
@@ -491,10 +639,18 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                                          MmaEncodingAttr::get(dot.getContext(), 3, warps));
     OpBuilder b(dot);
     Location loc = dot.getLoc();
+    // An A converted from a tile in the accumulator's encoding (attention's
+    // p, the softmax of an mma tile, narrowed to bf16 in place) is read from
+    // its registers.
+    Value a = dot.getA();
+    if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
+        convert && convert.getSrc().getType().getEncoding() == mmaType.getEncoding() &&
+        dot.getA().getType().getDimSize(1) % 16 == 0)
+      a = convert.getSrc();
     std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
     if (!carried) {
-      Value acc = ConvertLayoutOp::create(b, loc, mmaType, dot.getAcc());
-      Value staged = WarpGroupDotStagedOp::create(b, loc, mmaType, dot.getA(), dot.getB(), acc);
+      Value acc = convertTo(b, loc, dot.getAcc(), mmaType);
+      Value staged = WarpGroupDotStagedOp::create(b, loc, mmaType, a, dot.getB(), acc);
       auto blocked = ConvertLayoutOp::create(b, loc, accType, staged);
       dot.replaceAllUsesWith(blocked.getResult());
       dot->erase();
@@ -504,8 +660,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     }
     carryInMmaLayout(b, loc, *carried, mmaType);
     b.setInsertionPoint(dot);
-    Value staged =
-        WarpGroupDotStagedOp::create(b, loc, mmaType, dot.getA(), dot.getB(), carried->acc);
+    Value staged = WarpGroupDotStagedOp::create(b, loc, mmaType, a, dot.getB(), carried->acc);
     carried->yielded->set(staged);
     dot->erase();
     Value result = carried->loop.getResult(carried->index);

@@ -209,6 +209,10 @@ struct TileRematerializeBroadcastsPass
     for (BroadcastOp broadcast : broadcasts) {
       llvm::SetVector<Operation *> ops;
       auto type = broadcast.getType();
+      // A broadcast in an encoding (the rows of a wgmma accumulator) copies
+      // registers already.
+      if (type.getEncoding())
+        continue;
       SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
       bool ok = canRecompute(broadcast.getSrc(), ops) &&
                 fitsShape(broadcast.getSrc(), type.getShape(), dims);

@@ -255,6 +255,10 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
               b, loc, LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(5)), c(3)),
               c(16))),
       LLVM::LShrOp::create(b, loc, lane, c(2)));
+  if (mma->n == 1) {
+    indices.base = row;
+    return indices;
+  }
   indices.base = LLVM::AddOp::create(
       b, loc, LLVM::MulOp::create(b, loc, row, c(mma->n)),
       LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));

@@ -20,6 +20,14 @@
 // butterfly round shuffles N values, and step 3 uses ONE buffer holding the N
 // [result element][warp] arrays between one pair of barriers.
 //
+// The rows of a wgmma accumulator (`#tile.mma` version 3, axis 1) need no
+// shared memory: a thread holds 2 rows of each of its 64-row slabs, N / 4
+// registers each, and the 4 lanes of a quad hold the rest of those rows.
+// Each row's registers combine pairwise in the thread, then the quad's
+// partials over lane bits 0 and 1 (shfl.sync.bfly 1, 2); the result is the
+// `#tile.slice` of the encoding (register 2 r + h: row h of slab r), or with
+// `broadcast` each register of the source takes its row's value.
+//
 //===----------------------------------------------------------------------===//
 
 #include "PatternUtils.h"
@@ -94,6 +102,59 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
+  /// The rows of a version 3 `#tile.mma` tile (axis 1), in registers.
+  LogicalResult reduceMmaRows(tile::ReduceOp op, OpAdaptor adaptor, const tile::MmaLayout &mma,
+                              ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    // regs[i][r]: register r of source i.
+    SmallVector<SmallVector<Value>> regs;
+    for (Value src : adaptor.getSrcs())
+      regs.push_back(unpackTile(rewriter, loc, src));
+    auto regsAt = [&](int64_t r) {
+      return llvm::map_to_vector(regs, [&](ArrayRef<Value> source) { return source[r]; });
+    };
+    // Register q of a slab holds row q / 2 mod 2 of it: rows[2 rep + h] lists
+    // the registers of row h of slab rep.
+    int64_t slabRegs = mma.regsPerSlab();
+    SmallVector<SmallVector<SmallVector<Value>>> rows(2 * mma.reps());
+    for (int64_t r = 0, e = mma.regsPerThread(); r < e; ++r)
+      rows[2 * (r / slabRegs) + r % slabRegs / 2 % 2].push_back(regsAt(r));
+    SmallVector<SmallVector<Value>> partials;
+    for (SmallVector<SmallVector<Value>> &row : rows) {
+      // Pairwise: independent combines, a chain of log2 of them.
+      while (row.size() > 1) {
+        SmallVector<SmallVector<Value>> next;
+        for (size_t i = 0; i < row.size(); i += 2)
+          next.push_back(i + 1 < row.size() ? combine(rewriter, op, row[i], row[i + 1]) : row[i]);
+        row = std::move(next);
+      }
+      SmallVector<Value> partial = row.front();
+      for (int64_t laneMask : {1, 2}) {
+        SmallVector<Value> shuffled;
+        for (Value value : partial)
+          shuffled.push_back(
+              createShuffle(rewriter, loc, value, laneMask, NVVM::ShflKind::bfly, 0x1f));
+        partial = combine(rewriter, op, partial, shuffled);
+      }
+      partials.push_back(partial);
+    }
+    SmallVector<Value> replacements;
+    for (int64_t i = 0, n = op.getSrcs().size(); i < n; ++i) {
+      SmallVector<Value> values;
+      if (op.getBroadcast()) {
+        for (int64_t r = 0, e = mma.regsPerThread(); r < e; ++r)
+          values.push_back(partials[2 * (r / slabRegs) + r % slabRegs / 2 % 2][i]);
+      } else {
+        for (SmallVector<Value> &partial : partials)
+          values.push_back(partial[i]);
+      }
+      replacements.push_back(packTile(
+          rewriter, loc, getTypeConverter()->convertType(op->getResult(i).getType()), values));
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+
   LogicalResult matchAndRewrite(tile::ReduceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -110,6 +171,11 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       if (type.getEncoding() != srcType.getEncoding())
         return rewriter.notifyMatchFailure(op, "sources in different layouts");
       elements.push_back(element);
+    }
+    if (std::optional<tile::MmaLayout> mma = tileConverter.getMmaLayout(srcType)) {
+      if (mma->version != 3 || op.getAxis() != 1 || srcType.getRank() != 2 || mma->n < 8)
+        return rewriter.notifyMatchFailure(op, "not the rows of a wgmma accumulator");
+      return reduceMmaRows(op, adaptor, *mma, rewriter);
     }
     auto layout = tileConverter.getLayout(srcType);
     BitMap bits(layout);

@@ -326,7 +326,7 @@ struct SplatLowering : TileOpConversion<tile::SplatOp> {
 
   LogicalResult matchAndRewrite(tile::SplatOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    int64_t regs = tileConverter.getLayout(op.getType()).regsPerThread();
+    int64_t regs = tileConverter.getRegsPerThread(op.getType());
     SmallVector<Value> values(regs, adaptor.getSrc());
     rewriter.replaceOp(
         op, packTile(rewriter, op.getLoc(), getTypeConverter()->convertType(op.getType()), values));
@@ -346,7 +346,8 @@ struct ExpandDimsLowering : TileOpConversion<tile::ExpandDimsOp> {
 };
 
 /// Where every thread already holds the source elements it repeats (the
-/// broadcast dimensions lie in its registers, or the source is replicated),
+/// broadcast dimensions lie in its registers, or the source is replicated, as
+/// the [M, 1] `#tile.mma` row vector is for [M, N] in that encoding),
 /// registers are copied. Otherwise the source goes to a shared-memory buffer;
 /// after a barrier each thread reads, for each element it holds, the source
 /// element it repeats.
@@ -362,8 +363,8 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     bool isBool = element.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : element;
 
-    tile::BlockedLayout srcLayout = tileConverter.getLayout(srcType);
-    tile::BlockedLayout dstLayout = tileConverter.getLayout(dstType);
+    int64_t srcRegCount = tileConverter.getRegsPerThread(srcType);
+    int64_t dstRegCount = tileConverter.getRegsPerThread(dstType);
     ArrayRef<int64_t> dstShape = dstType.getShape(), srcShape = srcType.getShape();
     // The source index of a destination index (row-major, power-of-two dims).
     auto sourceIndex = [&](int64_t linear) {
@@ -376,11 +377,13 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
       }
       return index;
     };
-    auto srcRegs = llvm::to_vector(llvm::seq<int64_t>(0, srcLayout.regsPerThread()));
+    auto srcRegs = llvm::to_vector(llvm::seq<int64_t>(0, srcRegCount));
     if (std::optional<SmallVector<int64_t>> sources = findRegisterSources(
-            dstLayout.threads, dstLayout.regsPerThread(),
-            [&](int64_t t, int64_t r) { return sourceIndex(dstLayout.elementOf(t, r)); }, srcRegs,
-            [&](int64_t t, int64_t r) { return srcLayout.elementOf(t, r); })) {
+            tileConverter.getThreadsPerBlock(), dstRegCount,
+            [&](int64_t t, int64_t r) {
+              return sourceIndex(tileConverter.getElementOf(dstType, t, r));
+            },
+            srcRegs, [&](int64_t t, int64_t r) { return tileConverter.getElementOf(srcType, t, r); })) {
       SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
       SmallVector<Value> results;
       for (int64_t r : *sources)
@@ -399,8 +402,8 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
                                  ArrayRef<LLVM::GEPArg>{index});
     };
 
-    // Write the source.
-    ElementIndices srcIndices = getElementIndices(rewriter, loc, srcLayout);
+    // Write the source (copies of a replicated element write the same value).
+    ElementIndices srcIndices = getElementIndices(rewriter, loc, tileConverter, srcType);
     SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
     for (auto [value, offset] : llvm::zip(srcValues, srcIndices.offsets)) {
       Value index = LLVM::AddOp::create(rewriter, loc, srcIndices.base,
@@ -411,7 +414,7 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     NVVM::BarrierOp::create(rewriter, loc);
 
     // Read, for each destination element, its source element.
-    ElementIndices dstIndices = getElementIndices(rewriter, loc, dstLayout);
+    ElementIndices dstIndices = getElementIndices(rewriter, loc, tileConverter, dstType);
     SmallVector<Value> results;
     for (int64_t offset : dstIndices.offsets) {
       Value linear = LLVM::AddOp::create(rewriter, loc, dstIndices.base,

@@ -26,6 +26,11 @@
 // wgmma.commit_group, wgmma.wait_group 0 and one llvm.fadd per register into
 // the f32 accumulator, which the tensor cores never read.
 //
+// tile.warpgroup_dot_staged with A in the accumulator's encoding: B staged
+// as above, A from registers (inline PTX: NVVM's op reads A from shared
+// memory only), the k16 step c of a slab taking its registers 8c .. 8c + 7
+// as four bf16x2/f16x2 words.
+//
 // tile.warpgroup_dot_wait -> wgmma.wait_group.sync.aligned as inline PTX
 // whose operands are the accumulator registers ("+f"), so nothing reads them
 // before the wait.
@@ -87,14 +92,48 @@ NVVM::WGMMATypes getWgmmaType(Type element) {
 /// [M, K] K-major at this warpgroup's first slab, its 128-byte K chunks
 /// `aChunkBytes` apart; `b` [N, K] K-major (chunks `bChunkBytes` apart) or,
 /// with `bMnMajor`, [K, N] N-major (64-column chunks of K rows of 128
-/// bytes).
+/// bytes). With `aWords`, A is in registers instead: the .b32 words (pairs
+/// of 16-bit elements) of each slab in turn, four a k16 step.
 struct WgmmaOperands {
   Value aAddress, bAddress;
   Type aElement, bElement;
   int64_t k;
   int64_t aChunkBytes, bChunkBytes;
   bool bMnMajor;
+  SmallVector<Value> aWords = {};
 };
+
+/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.<type>.<type>` with A from
+/// registers (`a`: four .b32 words) and B from the descriptor `bDescriptor`,
+/// accumulating into `slab` (N / 2 f32, tied to the results); inline PTX,
+/// as NVVM's op takes A from shared memory only.
+Value createRegisterAWgmma(OpBuilder &b, Location loc, Value slab, ArrayRef<Value> a,
+                           Value bDescriptor, int64_t n, StringRef type, bool bMnMajor) {
+  SmallVector<Value> d = unpackTile(b, loc, slab);
+  int64_t regs = d.size();
+  // Operands: the N / 2 results, the N / 2 inputs tied to them, the A words,
+  // the descriptor, scale-d.
+  std::string ptx;
+  llvm::raw_string_ostream os(ptx);
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << 2 * regs + 5 << ", 0;\n"
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type << "." << type << " {";
+  for (int64_t i = 0; i < regs; ++i)
+    os << (i ? ", " : "") << "$" << i;
+  os << "}, {";
+  for (int64_t i = 0; i < 4; ++i)
+    os << (i ? ", " : "") << "$" << 2 * regs + i;
+  os << "}, $" << 2 * regs + 4 << ", p, 1, 1, " << (bMnMajor ? 1 : 0) << ";\n}";
+  SmallVector<std::string> constraints(regs, "=f");
+  for (int64_t i = 0; i < regs; ++i)
+    constraints.push_back(std::to_string(i));
+  constraints.append({"r", "r", "r", "r", "l", "r"});
+  SmallVector<Value> operands(d);
+  llvm::append_range(operands, a);
+  operands.push_back(bDescriptor);
+  operands.push_back(createI32Constant(b, loc, 1));
+  return createInlinePTX(b, loc, slab.getType(), operands, ptx, llvm::join(constraints, ","),
+                         /*sideEffects=*/true, "wgmma");
+}
 
 /// The wgmmas of `operands` into the accumulator `acc` (registers of
 /// `layout`) as tile.warpgroup_dot describes them; returns the accumulator
@@ -145,6 +184,18 @@ SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Locatio
     SmallVector<Value> results;
     for (int64_t rep = 0; rep < layout.reps(); ++rep) {
       Value slab = packTile(rewriter, loc, slabType, regs.slice(rep * regsPerSlab, regsPerSlab));
+      if (!operands.aWords.empty()) {
+        // A from registers: words 4 c .. 4 c + 3 of the slab for step c.
+        int64_t slabWords = k / 4;
+        for (int64_t kk = kBegin; kk < kEnd; kk += kPerStep)
+          slab = createRegisterAWgmma(
+              rewriter, loc, slab,
+              ArrayRef<Value>(operands.aWords).slice(rep * slabWords + kk / kPerStep * 4, 4),
+              kStep(bDescriptor, kk, operands.bChunkBytes, bMnMajor), layout.n,
+              stringifyEnum(aWgmmaType), bMnMajor);
+        llvm::append_range(results, unpackTile(rewriter, loc, slab));
+        continue;
+      }
       Value slabAddress = LLVM::AddOp::create(rewriter, loc, operands.aAddress,
                                               c(rep * layout.warpgroups() * 64 * 128));
       Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
@@ -269,19 +320,24 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
     auto accType = op.getAcc().getType();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
     Type element = getTypeConverter()->convertType(aType.getElementType());
+    // A in the accumulator's encoding is read from registers.
+    bool registerA = bool(aType.getEncoding());
     // 128-byte swizzle patterns repeat every 1024 bytes of shared address.
     // Scratch: every warpgroup's wgmmas are waited for before the final
     // bar.sync, after which another op (or this one, in the next iteration)
     // may write the bytes.
-    Value aBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_a_smem", element,
-                                       aType.getNumElements(), /*alignment=*/1024,
-                                       /*scratch=*/true);
+    Value aBuffer;
+    if (!registerA)
+      aBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_a_smem", element,
+                                   aType.getNumElements(), /*alignment=*/1024,
+                                   /*scratch=*/true);
     Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_b_smem", element,
                                        bType.getNumElements(), /*alignment=*/1024,
                                        /*scratch=*/true);
     // The stores become visible to the async proxy, then to every warpgroup.
-    storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
-                     unpackTile(rewriter, loc, adaptor.getA()));
+    if (!registerA)
+      storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
+                       unpackTile(rewriter, loc, adaptor.getA()));
     storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
                      unpackTile(rewriter, loc, adaptor.getB()));
     NVVM::FenceProxyOp::create(
@@ -292,7 +348,7 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
       return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
     };
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
-    WgmmaOperands operands{warpgroupSlab(rewriter, loc, sharedAddress(aBuffer)),
+    WgmmaOperands operands{registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(aBuffer)),
                            sharedAddress(bBuffer),
                            aType.getElementType(),
                            bType.getElementType(),
@@ -300,6 +356,20 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
                            /*aChunkBytes=*/m * 128,
                            /*bChunkBytes=*/0,
                            /*bMnMajor=*/true};
+    if (registerA) {
+      // The accumulator fragment's register order is the A fragment's: each
+      // pair of registers is one .b32 word, the first in the low half.
+      SmallVector<Value> a = unpackTile(rewriter, loc, adaptor.getA());
+      auto pairType = VectorType::get({2}, element);
+      for (size_t r = 0; r < a.size(); r += 2) {
+        Value pair = LLVM::PoisonOp::create(rewriter, loc, pairType);
+        for (int64_t i = 0; i < 2; ++i)
+          pair = LLVM::InsertElementOp::create(rewriter, loc, pair, a[r + i],
+                                               createI32Constant(rewriter, loc, i));
+        operands.aWords.push_back(
+            LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), pair));
+      }
+    }
     SmallVector<Value> regs = emitWarpGroupDot(rewriter, loc, layout, operands,
                                                unpackTile(rewriter, loc, adaptor.getAcc()),
                                                /*maxNumImpreciseAcc=*/std::nullopt);

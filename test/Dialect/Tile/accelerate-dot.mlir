@@ -141,15 +141,19 @@ func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.ten
 !DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
 !DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
 
-// The accumulator read inside the loop besides the dot: it stays in registers
-// of the blocked layout, converted to and from the wgmma layout around a
-// staged dot on sm_90a, on mma.sync on Blackwell.
+// The accumulator read inside the loop besides the dot (a column sum, which
+// has no form in the mma layout): the staged dot's result, yielded, is
+// carried in the wgmma layout, and only the read converts it, once an
+// iteration, to the blocked layout; on mma.sync on Blackwell.
 // CHECK-LABEL: func.func @acc_read
 // CHECK-NOT: tile.warpgroup_dot %
-// CHECK: scf.for {{.*}} -> (tensor<128x256xf32>)
-// CHECK: tile.convert_layout %{{.*}} : tensor<128x256xf32> -> tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
-// CHECK: tile.warpgroup_dot_staged
-// CHECK: tile.convert_layout %{{.*}} : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
+// CHECK: %[[INIT:.*]] = tile.convert_layout %{{.*}} : tensor<128x256xf32> -> tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>)
+// CHECK: %[[READ:.*]] = tile.convert_layout %[[ACC]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x256xf32>
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[D:.*]] = tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %[[ACC]]
+// CHECK: tile.reduce %[[READ]] {axis = 0 : i32}
+// CHECK: scf.yield %[[D]]
 // SM100-LABEL: func.func @acc_read
 // SM100-NOT: tile.tcgen05_dot
 // SM100: tile.dot

@@ -1679,6 +1679,43 @@ func.func @mma_warps(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 2>>
 
 // -----
 
+// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma<version = 3> encoding, got dim 0 of #tile.mma<version = 3, numWarps = 4>}}
+func.func @slice_dim(%x: tensor<64xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 3, numWarps = 4>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma<version = 3> encoding, got dim 1 of #tile.mma<version = 5, numWarps = 4>}}
+func.func @slice_version(%x: tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 5, numWarps = 4>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a 1-D tile of a multiple of 128 rows for the slice of the mma encoding, got 'tensor<64xf32>'}}
+func.func @slice_rows(%x: tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>>) {
+  return
+}
+
+// -----
+
+func.func @staged_register_a_encoding(%a: tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
+  // expected-error @+1 {{expected `a` in the blocked layout or in the accumulator's encoding (A from registers)}}
+  %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @staged_register_a_k(%a: tensor<64x8xbf16, #tile.mma<version = 3, numWarps = 4>>, %b: tensor<8x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
+  // expected-error @+1 {{expected M a multiple of 64, K a multiple of 16 and N a multiple of 64 up to 256, got 64, 8 and 64}}
+  %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x8xbf16, #tile.mma<version = 3, numWarps = 4>> * tensor<8x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
 func.func @warpgroup_dot_blocked_acc(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<64x64xf32>, %i: i32) {
   // expected-error @+1 {{expected an accumulator with the #tile.mma encoding}}
   %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<64x64xf32>

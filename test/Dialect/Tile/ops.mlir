@@ -508,6 +508,28 @@ func.func @warpgroup_dot(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !tile.rin
   return %c : tensor<128x256xf32>
 }
 
+// The rows of a wgmma accumulator reduce into its slice; expand_dims gives the
+// [M, 1] mma tile, broadcast the [M, N] one; p (bf16, mma layout) is the
+// register A of a staged dot.
+// CHECK-LABEL: func.func @mma_rows
+// CHECK: tile.reduce %{{.*}} {axis = 1 : i32} : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>>
+// CHECK: tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>> -> tensor<128x1xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: tile.broadcast %{{.*}} : tensor<128x1xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>> * tensor<64x64xbf16> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+func.func @mma_rows(%s: tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>, %v: tensor<64x64xbf16>) -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> {
+  %m = tile.reduce %s {axis = 1 : i32} : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>> {
+  ^bb0(%a: f32, %b: f32):
+    %z = arith.maxnumf %a, %b : f32
+    tile.reduce.return %z : f32
+  }
+  %e = tile.expand_dims %m {axis = 1 : i32} : tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>> -> tensor<128x1xf32, #tile.mma<version = 3, numWarps = 8>>
+  %b = tile.broadcast %e : tensor<128x1xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+  %d = arith.subf %s, %b : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+  %p = arith.truncf %d : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>>
+  %o = tile.warpgroup_dot_staged %p, %v, %s : tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>> * tensor<64x64xbf16> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+  return %o : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+}
+
 // CHECK-LABEL: func.func @warpgroup_dot_max_num_imprecise_acc
 // CHECK: tile.warpgroup_dot %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}} {maxNumImpreciseAcc = 64 : i32} : !tile.ring<2, tensor<128x128xf8E4M3FN>>, !tile.ring<2, tensor<128x128xf8E5M2>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 func.func @warpgroup_dot_max_num_imprecise_acc(%ra: !tile.ring<2, tensor<128x128xf8E4M3FN>>, %rb: !tile.ring<2, tensor<128x128xf8E5M2>>,

@@ -25,9 +25,12 @@ public:
     assert(!type.getEncoding() && "a tile with an encoding is not in the blocked layout");
     return tile::BlockedLayout::get(type.getNumElements(), threadsPerBlock, elemsPerThread);
   }
-  /// The layout of a `#tile.mma` tile (wgmma or tcgen05.ld), or std::nullopt
-  /// for other tiles.
+  /// The layout of a `#tile.mma` tile (wgmma or tcgen05.ld) or of its
+  /// `#tile.slice` (that of the [M, 1] tile), or std::nullopt for other tiles.
   std::optional<tile::MmaLayout> getMmaLayout(mlir::RankedTensorType type) const;
+  /// The row-major index of the element register `reg` of `thread` holds, any
+  /// layout.
+  int64_t getElementOf(mlir::RankedTensorType type, int64_t thread, int64_t reg) const;
   /// Registers (elements) a thread holds of a tile of this type, any layout.
   int64_t getRegsPerThread(mlir::RankedTensorType type) const;
   int64_t getThreadsPerBlock() const { return threadsPerBlock; }

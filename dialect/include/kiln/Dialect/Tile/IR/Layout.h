@@ -46,6 +46,10 @@ struct BlockedLayout {
 /// Version 5 (tcgen05.ld.32x32b of a TMEM accumulator, m = 128):
 ///   row  = thread mod 128,
 ///   col  = (thread / 128) * n / warpgroups + reg.
+/// Version 3 with n = 1 (a row vector [m, 1], and the `#tile.slice` [m] of
+/// any version 3 tile, whose row-major indices are the same): register
+/// reg = 2 rep + h holds the row above of column 0, one register a row:
+///   row  = 64 slab + 16 (thread / 32 mod 4) + lane / 4 + 8 h.
 /// Either way its row-major index is a per-thread base plus a per-register
 /// offset.
 struct MmaLayout {
@@ -58,23 +62,32 @@ struct MmaLayout {
   int64_t reps() const { return m / (64 * warpgroups()); }
   /// Version 5: the columns each thread holds.
   int64_t columnsPerThread() const { return n / warpgroups(); }
-  int64_t regsPerThread() const { return version == 5 ? columnsPerThread() : reps() * n / 2; }
+  int64_t regsPerThread() const {
+    return version == 5 ? columnsPerThread() : reps() * regsPerSlab();
+  }
+  /// Version 3: the registers of one 64-row slab.
+  int64_t regsPerSlab() const { return n == 1 ? 2 : n / 2; }
   /// Consecutive elements of a row in consecutive registers.
-  int64_t run() const { return version == 5 ? columnsPerThread() : 2; }
+  int64_t run() const { return version == 5 ? columnsPerThread() : n == 1 ? 1 : 2; }
   /// The row-major index of the element of `thread`'s register 0.
   int64_t baseOf(int64_t thread) const {
     if (version == 5)
       return (thread % 128) * n + (thread / 128) * columnsPerThread();
     int64_t lane = thread % 32;
-    return ((thread / 128) * 64 + (thread / 32 % 4) * 16 + lane / 4) * n + 2 * (lane % 4);
+    int64_t row = (thread / 128) * 64 + (thread / 32 % 4) * 16 + lane / 4;
+    return n == 1 ? row : row * n + 2 * (lane % 4);
   }
   /// The index of register `reg`'s element minus the thread's base.
   int64_t offsetOf(int64_t reg) const {
     if (version == 5)
       return reg;
-    int64_t rep = reg / (n / 2), q = reg % (n / 2);
+    int64_t rep = reg / regsPerSlab(), q = reg % regsPerSlab();
+    if (n == 1)
+      return rep * warpgroups() * 64 + q * 8;
     return rep * warpgroups() * 64 * n + (q / 2 % 2) * 8 * n + (q / 4) * 8 + q % 2;
   }
+  /// The row-major index of register `reg`'s element in `thread`.
+  int64_t elementOf(int64_t thread, int64_t reg) const { return baseOf(thread) + offsetOf(reg); }
 };
 
 } // namespace kiln::tile

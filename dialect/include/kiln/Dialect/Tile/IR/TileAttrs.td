@@ -84,7 +84,12 @@ def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
     holds rows 16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1}
     for every j < N/8 (PTX ISA, "wgmma register fragments"). M must be a
     multiple of 64 * warpgroups; N a multiple of 8, at most 256 (checked by the
-    ops that produce it).
+    ops that produce it), or N = 1: the column a row vector gets from
+    `tile.expand_dims` of a `#tile.slice` of this encoding, held as the wider
+    tiles' columns would be wrapped onto it (lane l holds rows 16w + l/4 and
+    16w + l/4 + 8 of each of its slabs, one register each; the 4 lanes of a
+    quad hold the same rows), so that `tile.broadcast` to [M, N] copies
+    registers.
 
     Version 5: a tile [128, N] as `tcgen05.ld.sync.aligned.32x32b` leaves the
     accumulator it reads from Tensor Memory (`tile.tmem_load`): warp w may
@@ -103,6 +108,39 @@ def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
     version.
   }];
   let parameters = (ins "unsigned":$version, "unsigned":$numWarps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Tile_SliceEncodingAttr : Tile_AttrDef<"SliceEncoding", "slice",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let summary = "the layout of a tile reduced along one dimension of a parent layout";
+  let description = [{
+    The encoding of the (rank - 1)-D tile that reducing a tile of encoding
+    `parent` along dimension `dim` leaves (`tile.reduce`): each thread holds,
+    in its own registers, one element for each line along `dim` whose
+    elements it holds in the parent; threads holding parts of the same line
+    hold copies of its element. Elementwise ops run on it in place;
+    `tile.expand_dims` along `dim` gives the parent encoding with that
+    dimension of size 1, which `tile.broadcast` widens register by register
+    (MLIR/Triton's slice layout).
+
+    Defined for `parent` = `#tile.mma<version = 3, ...>` and `dim` = 1: the
+    row vector [M] of a wgmma accumulator [M, N]. Thread t (warpgroup
+    g = t / 128, warp w = t / 32 mod 4, lane l = t mod 32) holds in register
+    2 r + h (r < M / (64 G), h < 2, G warpgroups) the element of row
+    64 (r G + g) + 16 w + l / 4 + 8 h: the rows it holds of every 64-row
+    slab in `#tile.mma`, for any N. M must be a multiple of 64 G. Reducing
+    an mma tile along axis 1 combines the N / 4 registers of a row within
+    the thread, then the 4 lanes of its quad (shfl.sync.bfly 1, 2), with no
+    shared memory; a conversion to or from the blocked layout goes through
+    shared memory (`tile.convert_layout`).
+
+    ```mlir
+    tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>>
+    ```
+  }];
+  let parameters = (ins "unsigned":$dim, "::mlir::Attribute":$parent);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

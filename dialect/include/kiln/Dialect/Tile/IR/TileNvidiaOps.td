@@ -218,7 +218,7 @@ def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
         : tensor<128x128xbf16> * tensor<128x64xbf16>
           -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
     ```
-    `d = a * b + acc` for `a` [M, K] and `b` [K, N] in registers (any
+    `d = a * b + acc` for `a` [M, K] and `b` [K, N] in registers (blocked
     layout), bf16 or f16 of one type, K and N multiples of 64, N up to 256,
     M a multiple of 64 a warpgroup. Created by `kiln-tile-accelerate-dot`
     (sm_90a) from a `tile.dot` whose operands are not ring slots. Lowers to:
@@ -231,6 +231,16 @@ def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
     j * M * 128 bytes. `b` is N-major (the transpose-B immediate): 64-column
     chunks of K rows of 128 bytes, the leading byte offset K * 128 between
     them. In either, the 16-byte unit u of row r lies at unit u ^ (r mod 8).
+
+    With `a` in the accumulator's `#tile.mma` encoding (K a multiple of 16),
+    A is read from registers (`wgmma.mma_async ... {a0..a3}, b-desc`): the
+    registers 8c .. 8c + 7 of each 64-row slab of `a` hold, in the order of
+    the accumulator fragment (PTX ISA, "wgmma register fragments",
+    m64nNk16), exactly the A fragment of the k16 step c (rows l/4 and
+    l/4 + 8 of the warp's 16, columns 16c + 2 (l mod 4) + {0, 1} and
+    + 8), packed in pairs into the four .b32 registers, the lower column in
+    the low half. Only `b` is staged. This is attention's p·v with p, the
+    softmax of an mma tile, converted to bf16 in place.
   }];
   let arguments = (ins RankedTensorOf<[BF16, F16]>:$a, RankedTensorOf<[BF16, F16]>:$b,
                        RankedTensorOf<[F32]>:$acc);

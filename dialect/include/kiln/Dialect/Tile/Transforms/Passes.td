@@ -52,7 +52,8 @@ def TileRematerializeBroadcasts
       stays for its other uses).
 
     Anything else (reductions to other shapes, loads of larger tiles, values carried by loops,
-    function arguments) keeps the broadcast, as does an expression whose cost
+    function arguments) keeps the broadcast, as does a broadcast in an encoding
+    (`#tile.mma`: it copies registers already), as does an expression whose cost
     (1 per op, 8 per division, remainder, math function or load) exceeds
     `max-cost`. Each clone is placed right after the op it copies, so a load
     reads memory at the same point as the original. The lowering computes
@@ -296,9 +297,27 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     by the dot, replaced by its result) lives in the wgmma registers across
     the loop, as above; otherwise it is converted in and out around the dot.
 
+    sm_90a, the same with `a` converted from a tile in the accumulator's
+    encoding (`p.to(bf16)` of a softmax computed in the mma layout, see
+    below), K a multiple of 16: `a` is read from registers (the accumulator
+    fragment is wgmma's A fragment), only `b` is staged.
+
     Either way the result is converted back to the blocked layout
-    (`tile.convert_layout`) after elementwise ops that narrow it and not at all
-    for `tile.desc_store`, which stores any layout.
+    (`tile.convert_layout`), and the conversion moves past what can run
+    where the accumulator is: elementwise ops that do not widen it (their
+    other operands conversions from the same layout, splat constants,
+    `tile.splat`s, or iteration arguments the loop computes from them),
+    `tile.desc_store` (which stores any layout), the reduction of an mma
+    tile's rows (axis 1, into its `#tile.slice`), `tile.expand_dims` of that
+    slice and `tile.broadcast` of the [M, 1] result back to [M, N]; a value
+    an scf.for yields is then carried in that layout (converted in before
+    the loop and out after it). Attention's inner loop
+
+      s = q kᵀ;  m' = max(m, rowmax(s));  p = exp2(s c - m'[:, None])
+      l' = l α + rowsum(p);  acc' = acc α[:, None] + p v
+
+    thus keeps s, p and acc in the wgmma registers and m, l in the slice,
+    with no layout conversion in the loop.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
