@@ -45,8 +45,9 @@ def kiln_cli(*args, status=0):
 def common():
     package = os.path.realpath(os.path.dirname(kiln.__file__))
     source = os.path.realpath(os.environ["KILN_SOURCE_DIR"])
+    # the venv may live in the checkout's build folder; the sources are python/kiln
     check(package.startswith(os.path.realpath(sys.prefix) + os.sep)
-          and not package.startswith(source + os.sep),
+          and not package.startswith(os.path.join(source, "python") + os.sep),
           f"kiln imported from the venv ({package})")
     check(kiln.ops.kimi_k3 is kernels_dsl.kimi_k3 and "situ" in kiln.ops.kimi_k3.MODULES,
           "kiln.ops.kimi_k3 is the Kimi K3 library")
