@@ -57,8 +57,9 @@ LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitE
   return success();
 }
 
-LogicalResult SliceEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
-                                                function_ref<InFlightDiagnostic()> emitError) const {
+LogicalResult
+SliceEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
+                                  function_ref<InFlightDiagnostic()> emitError) const {
   auto mma = llvm::dyn_cast<MmaEncodingAttr>(getParent());
   int64_t rows = mma ? 64 * (mma.getNumWarps() / 4) : 1;
   if (shape.size() != 1 || shape[0] % rows != 0)

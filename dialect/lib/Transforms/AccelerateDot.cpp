@@ -128,7 +128,8 @@ void carryConverted(OpBuilder &b, scf::ForOp loop, unsigned index, RankedTensorT
       llvm::map_to_vector(arg.getUses(), [](OpOperand &use) { return &use; });
   ConvertLayoutOp back;
   for (OpOperand *use : uses) {
-    if (auto into = llvm::dyn_cast<ConvertLayoutOp>(use->getOwner()); into && into.getType() == type) {
+    if (auto into = llvm::dyn_cast<ConvertLayoutOp>(use->getOwner());
+        into && into.getType() == type) {
       into.replaceAllUsesWith(arg);
       into->erase();
       continue;
@@ -236,8 +237,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         auto slice = llvm::dyn_cast<SliceEncodingAttr>(encoding);
         if (!slice || expand.getAxis() != 1)
           continue;
-        move(user, {c.getSrc()},
-             {expand.getType().cloneWithEncoding(slice.getParent())});
+        move(user, {c.getSrc()}, {expand.getType().cloneWithEncoding(slice.getParent())});
         continue;
       }
       if (auto broadcast = llvm::dyn_cast<BroadcastOp>(user)) {
@@ -276,7 +276,8 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
           operands.push_back(source);
           continue;
         }
-        auto type = llvm::cast<RankedTensorType>(operand.get().getType()).cloneWithEncoding(encoding);
+        auto type =
+            llvm::cast<RankedTensorType>(operand.get().getType()).cloneWithEncoding(encoding);
         if (auto splat = operand.get().getDefiningOp<SplatOp>()) {
           operands.push_back(SplatOp::create(b, user->getLoc(), type, splat.getSrc()));
           continue;

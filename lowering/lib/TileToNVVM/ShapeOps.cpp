@@ -383,7 +383,8 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
             [&](int64_t t, int64_t r) {
               return sourceIndex(tileConverter.getElementOf(dstType, t, r));
             },
-            srcRegs, [&](int64_t t, int64_t r) { return tileConverter.getElementOf(srcType, t, r); })) {
+            srcRegs,
+            [&](int64_t t, int64_t r) { return tileConverter.getElementOf(srcType, t, r); })) {
       SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
       SmallVector<Value> results;
       for (int64_t r : *sources)

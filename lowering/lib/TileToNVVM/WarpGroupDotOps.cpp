@@ -348,7 +348,8 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
       return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
     };
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
-    WgmmaOperands operands{registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(aBuffer)),
+    Value aSlab = registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(aBuffer));
+    WgmmaOperands operands{aSlab,
                            sharedAddress(bBuffer),
                            aType.getElementType(),
                            bType.getElementType(),
