@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds dist/device.tar.xz: a self-contained kiln for the GPU machine (the kiln wheel for CPython
-# 3.12, unpacked: MLIR/LLVM linked statically into kiln._C, the runtime, the Python package; the
-# kiln and kiln-runtime wheels themselves in wheels/; the Kimi K3 bundle, libdevice, the GPU
-# tests and the benchmarks). On that machine:
+# 3.12 — MLIR/LLVM linked statically into kiln._C, the runtime, the Python package — and the
+# kiln-runtime wheel, in wheels/; the Kimi K3 bundle, libdevice, the GPU tests and the
+# benchmarks). run.sh installs the wheels there and tests what they install. On that machine:
 #   tar xJf dist/device.tar.xz -C /tmp && /tmp/kiln-device/run.sh [pytest args]
 # Needs `make bundle` first (the bundle is carried). Python 3.12 headers: $KILN_DEVICE_PYTHON or
 # pyenv's 3.12.
@@ -36,10 +36,12 @@ BUILD="${KILN_WHEEL_BUILD_DIR:-build/wheel}/$(basename "$WHEEL" .whl | cut -d- -
 OUT_DIR=dist/kiln-device
 rm -rf "$OUT_DIR" && mkdir -p "$OUT_DIR/wheels"
 cp "$WHEEL" "$RUNTIME_WHEEL" "$OUT_DIR/wheels/"
-"$PY312" -m zipfile -e "$WHEEL" "$OUT_DIR"
 # The extension must import with nothing but CPython 3.12 and glibc.
-PYTHONPATH="$OUT_DIR" "$PY312" -s -c \
+unpacked=$(mktemp -d)
+"$PY312" -m zipfile -e "$WHEEL" "$unpacked"
+PYTHONPATH="$unpacked" "$PY312" -s -c \
   "import kiln._C as c, kiln._runtime as r; print('kiln._C', c.version())"
+rm -rf "$unpacked"
 mkdir -p "$OUT_DIR/test"
 cp -r test/gpu "$OUT_DIR/test/gpu"
 cp -r bench "$OUT_DIR/bench" 2>/dev/null || true

@@ -3,7 +3,7 @@ the Kimi K3 and compiler tests it applies to, at the small shapes the sanitizer 
 (``-k`` selections; the instrumented kernels run 10-1000x slower). Every selection must report
 ``ERROR SUMMARY: 0 errors`` and its tests must pass.
 
-    python test/gpu/sanitize.py [--tools memcheck,racecheck] [--out DIR] [--timeout S]
+    python test/gpu/sanitize.py [--tools memcheck,racecheck] [--out DIR] [--timeout S] [--jobs N]
 
 Run from the repository (or the device pack) root on a GPU machine with compute-sanitizer on
 the PATH (or under $CUDA_HOME/bin). Writes ``sanitizer-<tool>.log`` per tool and
@@ -11,6 +11,7 @@ the PATH (or under $CUDA_HOME/bin). Writes ``sanitizer-<tool>.log`` per tool and
 """
 
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -26,7 +27,8 @@ import time
 K3 = ["test_situ.py", "test_fp8_quant.py", "test_fp8_scale_contract.py",
       "test_mla_output_gate.py", "test_mla_kv.py", "test_concat_mla.py", "test_attn_res.py",
       "test_moe_fused_gate.py", "test_pack_topk_ids.py", "test_kernels_batch2.py",
-      "test_tensor_hash.py", "test_image_preprocess.py", "test_kda_decode.py"]
+      "test_tensor_hash.py", "test_image_preprocess.py", "test_kda_decode.py",
+      "test_kda_verify.py"]
 SMALL = "not 4096 and not 4097 and not 16384 and not 5000 and not 8192"
 SELECTIONS = {
     "memcheck": [(f, SMALL + " and not bundle") for f in K3] + [
@@ -64,7 +66,7 @@ def sanitizer():
     return cand if os.path.exists(cand) else None
 
 
-def run(tool, path, expr, timeout, log):
+def run(tool, path, expr, timeout):
     cmd = [sanitizer(), "--tool", tool, "--target-processes", "all", "--print-limit", "20",
            sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
            os.path.join("test", "gpu", path)]
@@ -80,14 +82,16 @@ def run(tool, path, expr, timeout, log):
         out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
                       for x in (e.stdout, e.stderr))
         rc = None
-    log.write(f"\n### {tool} {path} -k {expr!r}\n{' '.join(cmd)}\n{out}\n")
-    log.flush()
     errors = [int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", out)]
     passed = re.search(r"(\d+) passed", out)
     failed = re.search(r"(\d+) failed", out)
+    print(f"{tool} {path} -k {expr!r}: rc {rc}, errors {errors}, "
+          f"{passed[0] if passed else '0 passed'}, {failed[0] if failed else '0 failed'}, "
+          f"{time.time() - t0:.0f} s", flush=True)
     return {"tool": tool, "file": path, "k": expr, "seconds": time.time() - t0,
             "errors": sum(errors) if errors else None, "passed": int(passed[1]) if passed else 0,
-            "failed": int(failed[1]) if failed else 0, "timeout": rc is None, "rc": rc}
+            "failed": int(failed[1]) if failed else 0, "timeout": rc is None, "rc": rc,
+            "log": f"\n### {tool} {path} -k {expr!r}\n{' '.join(cmd)}\n{out}\n"}
 
 
 def main():
@@ -96,18 +100,21 @@ def main():
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds a selection may take")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="selections run at once (each is its own process on the GPU)")
     args = parser.parse_args()
     if sanitizer() is None:
         print("sanitize: compute-sanitizer not found (PATH, $CUDA_HOME/bin)")
         sys.exit(1)
     os.makedirs(args.out, exist_ok=True)
-    rows = []
-    for tool in args.tools.split(","):
+    tools = args.tools.split(",")
+    work = [(tool, *((sel, "") if isinstance(sel, str) else sel))
+            for tool in tools for sel in SELECTIONS[tool]]
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows = list(pool.map(lambda w: run(*w, args.timeout), work))
+    for tool in tools:
         with open(os.path.join(args.out, f"sanitizer-{tool}.log"), "w") as log:
-            for sel in SELECTIONS[tool]:
-                path, expr = (sel, "") if isinstance(sel, str) else sel
-                rows.append(run(tool, path, expr, args.timeout, log))
-                print(rows[-1], flush=True)
+            log.writelines(r.pop("log") for r in rows if r["tool"] == tool)
     lines = ["| tool | tests | -k | passed | failed | sanitizer errors | seconds |",
              "|---|---|---|---|---|---|---|"]
     ok = True
