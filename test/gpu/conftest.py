@@ -10,6 +10,7 @@ shipped bundle with JIT forbidden (``KILN_NO_JIT=1``, the bundle ``KILN_BUNDLE``
 """
 
 import os
+import sys
 
 import gpu_tier
 import pytest
@@ -80,3 +81,15 @@ def launch_mode(request, monkeypatch):
             pytest.skip("KILN_BUNDLE names no bundle (make bundle builds build/kimi_k3.kbundle)")
         monkeypatch.setenv("KILN_NO_JIT", "1")
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _release_cached_gpu_memory():
+    """Gives the CUDA caching allocator's unused blocks back after a test that left more than
+    4 GiB reserved: under pytest-xdist several workers share the GPU, and a worker that once ran
+    a multi-GiB test (the 2^31 caches) must not keep those bytes from the others."""
+    yield
+    if GPU is not None and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.cuda.is_initialized() and torch.cuda.memory_reserved() > (4 << 30):
+            torch.cuda.empty_cache()

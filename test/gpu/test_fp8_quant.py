@@ -347,7 +347,6 @@ def test_mla_output_gate_fp8_exact(t, h, settings):
     assert_bytes_equal(q, rq, "q")
 
 
-@pytest.mark.parametrize("settings", ["default", "chunks-every-t", "one-tile"])
 @pytest.mark.parametrize("t", [1, 7, 64])
 @pytest.mark.parametrize("h", [8, 24, 512, 1544, 3000, 16384])
 def test_mla_output_gate_fp8_any_h_stride_and_scale_address(launch_mode, t, h):
