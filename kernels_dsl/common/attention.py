@@ -266,7 +266,7 @@ class Settings:
     fwd_block_n_d128: int = 64  # and 128 (80 bytes; 128 keys: 420)
     fwd_mma_block_m: int = 64  # sm_100a/sm_103a (mma.sync): [128, 128] q + [64, 128] k
     fwd_mma_block_n: int = 64  # exceed the 48 KiB
-    fwd_mma_warps: int = 4
+    fwd_mma_warps: int = 8  # 4 warps spill 764 bytes at D = 128, 8 none
     decode_block_h: int = 64  # sm_90a: the GQA group padded to wgmma's M a warpgroup
     decode_mma_block_h: int = 16  # sm_100a/sm_103a: padded to mma.sync's M
     decode_block_n: int = 64  # keys an iteration (128 spills 1.2 KB on 4 warps)
