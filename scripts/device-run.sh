@@ -22,17 +22,21 @@ export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$LOGS/gpu.txt"
 
-# venv NAME WHEEL: a venv under /tmp that sees the system's site packages (torch), with WHEEL
-# installed without dependencies and without an index; prints its python.
+# venv NAME WHEEL: a venv under /tmp that sees the packages of the machine's python3 (torch;
+# a .pth names its site folders, since python3 may itself be a venv, whose packages
+# --system-site-packages would not reach), with WHEEL installed without dependencies and
+# without an index; prints its python.
 venv() {
   local dir="${TMPDIR:-/tmp}/kiln-$1"
-  rm -rf "$dir" && python3 -m venv --system-site-packages "$dir" &&
+  rm -rf "$dir" && python3 -m venv "$dir" &&
+    python3 -c 'import site, sys; print("\n".join(p for p in sys.path if p.endswith("-packages")))' \
+      >"$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth" &&
     "$dir/bin/python" -m pip install -q --no-index --no-deps --disable-pip-version-check "$2" \
       >&2 && echo "$dir/bin/python"
 }
 PY=$(venv venv "$(ls wheels/kiln-[0-9]*.whl)") || { echo "run.sh: the kiln wheel did not install" >&2; exit 1; }
 # bench/ and test/ import each other as packages from here; kiln comes from the venv.
-export PYTHONPATH="$HERE"
+export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c 'import kiln, sys; print("kiln", kiln.__file__); sys.exit(kiln.__file__.startswith("'"$HERE"'"))' |
   tee "$LOGS/kiln-import.txt" || { echo "run.sh: kiln did not import from the installed wheel" >&2; exit 1; }
 

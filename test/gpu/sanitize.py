@@ -82,7 +82,11 @@ def run(tool, path, expr, timeout):
         out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
                       for x in (e.stdout, e.stderr))
         rc = None
+    # memcheck, synccheck, initcheck: "ERROR SUMMARY: n errors"; racecheck: "RACECHECK
+    # SUMMARY: h hazards displayed (n errors, w warnings)"
     errors = [int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", out)]
+    race = r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error"
+    errors += [int(n) for n in re.findall(race, out)]
     passed = re.search(r"(\d+) passed", out)
     failed = re.search(r"(\d+) failed", out)
     print(f"{tool} {path} -k {expr!r}: rc {rc}, errors {errors}, "

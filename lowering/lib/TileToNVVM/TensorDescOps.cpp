@@ -74,17 +74,6 @@ TmaBarrier createTmaBarrier(OpBuilder &b, Operation *op) {
   return barrier;
 }
 
-/// The declaration of CUDA's device printf, `i32 vprintf(ptr format, ptr args)`.
-LLVM::LLVMFuncOp getOrDeclareVprintf(OpBuilder &b, ModuleOp module) {
-  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>("vprintf"))
-    return f;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-  return LLVM::LLVMFuncOp::create(b, module.getLoc(), "vprintf",
-                                  LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}));
-}
-
 /// What a bounded wait prints when it gives up: vprintf and the format string
 /// (with the kernel's name and the op's source line), declared in the module.
 struct HangReport {
