@@ -454,9 +454,9 @@ def table(rows):
     return lines
 
 
-SWEEP = [dict(packed_rows=32), dict(packed_rows=64), dict(packed_rows=128),
-         dict(packed_rows=32, packed_min_programs=6),
-         dict(packed_rows=32, state_evict="", state_store="")]
+SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2),
+         dict(packed_rows=16, packed_warps=2), dict(packed_rows=32, packed_warps=4),
+         dict(packed_rows=64, packed_warps=8), dict(state_evict="", state_store="")]
 
 
 def main():

@@ -33,7 +33,7 @@ decode, the verify chain) run one token through ``kda_pre_conv_token``. kiln giv
 blocked layout (runs of 8 elements here, the bf16 16-byte vector); a row of K = 128 spans
 16 runs, so every row sum -- over 8 registers, then a butterfly over 16 lanes -- and every
 [K] norm is summed in the same order whatever R and the warps of the program: the packed
-kernel's [32, K] tiles on 4 warps and the fused kernel's [128, K] tile on 8 warps give the
+kernel's [8, K] tiles on one warp and the fused kernel's [128, K] tile on 4 warps give the
 same bits (test/python/test_kda_decode.py checks it in the interpreter, test/gpu on the GPU).
 ``exp``, ``sigmoid`` and ``log`` of the gate and beta are the fast hardware forms, ``sqrt``
 is ``sqrt.approx.f32`` (what ``kl.sqrt`` lowers to); the divisions are IEEE; no fma
@@ -345,9 +345,11 @@ def kda_fused_decode_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
 class Settings:
     """The KDA decode kernels' tuning (bench/kda/run.py times them; the reasoning is in
     docs/kernels/kda.md, "Implementation")."""
-    packed_rows: int = 32  # state rows a packed program: [32, 128] fp32, 16 KiB ...
-    packed_warps: int = 4  # ... on 4 warps (32 fp32 a thread; B = 1 spreads over 48 programs)
-    packed_min_programs: int = 0  # ptxas's choice (110 registers: 4 programs an SM)
+    packed_rows: int = 8  # state rows a packed program: [8, 128] fp32, 4 KiB ...
+    packed_warps: int = 1  # ... on one warp (32 fp32 a thread; B = 1 spreads over 192
+    # programs; on the H200 91 % of copy bandwidth at B = 512 against 76 % for [32, 128] on
+    # 4 warps, bench/results/kda)
+    packed_min_programs: int = 0  # ptxas's choice
     fused_warps: int = 4  # the head's [128, 128] state on 4 warps: 255 registers, no spill,
     fused_min_programs: int = 0  # 2 programs an SM (a cap spills)
     state_evict: str = "evict_first"  # the state is read once a step (and the hinted loads
