@@ -5,8 +5,10 @@
 
 #include "Driver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <tuple>
+#include <vector>
 
 namespace kiln {
 
@@ -98,7 +100,6 @@ std::string validateTensorMap(const TensorMapSpec &s) {
     if (s.shape[i] == 0 || s.shape[i] > (uint64_t(1) << 32))
       return "dimension " + std::to_string(i) + " must be in [1, 2^32], got " +
              std::to_string(s.shape[i]);
-  uint64_t extent = s.shape[0] * elem; // bytes spanned by the dimensions below
   for (size_t i = 0; i + 1 < rank; ++i) {
     const uint64_t st = s.strides[i];
     if (st % 16 != 0)
@@ -107,11 +108,25 @@ std::string validateTensorMap(const TensorMapSpec &s) {
     if (st >= (uint64_t(1) << 40))
       return "stride of dimension " + std::to_string(i + 1) + " must be < 2^40 bytes, got " +
              std::to_string(st);
+  }
+  // No two elements at one address. The dimensions need not be in stride order (a transposed
+  // view such as [B, H, T, D] over [B, T, H, D] storage is a valid map), so each stride is
+  // checked against the bytes spanned by the dimensions of smaller stride; dimensions of
+  // size 1 have no step to overlap.
+  std::vector<size_t> order;
+  for (size_t i = 1; i < rank; ++i)
+    if (s.shape[i] > 1)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return s.strides[a - 1] < s.strides[b - 1]; });
+  uint64_t extent = s.shape[0] * elem; // bytes spanned by the dimensions of smaller stride
+  for (size_t i : order) {
+    const uint64_t st = s.strides[i - 1];
     if (st < extent)
-      return "stride of dimension " + std::to_string(i + 1) + " (" + std::to_string(st) +
+      return "stride of dimension " + std::to_string(i) + " (" + std::to_string(st) +
              " bytes) is smaller than the " + std::to_string(extent) +
-             " bytes of the dimensions below it (overlapping rows)";
-    extent = st * s.shape[i + 1];
+             " bytes of the dimensions of smaller stride (overlapping elements)";
+    extent = st * s.shape[i];
   }
   for (size_t i = 0; i < rank; ++i) {
     if (s.box[i] == 0 || s.box[i] > 256)

@@ -50,7 +50,7 @@ TEST(TensorMapTest, EveryRule) {
             "stride of dimension 1 must be < 2^40 bytes, got 1099511627776");
   EXPECT_EQ(why([](TensorMapSpec &s) { s.strides = {1024}; }),
             "stride of dimension 1 (1024 bytes) is smaller than the 2048 bytes of the dimensions "
-            "below it (overlapping rows)");
+            "of smaller stride (overlapping elements)");
   EXPECT_EQ(why([](TensorMapSpec &s) { s.box = {64, 512}; }),
             "box dimension 1 must be in [1, 256], got 512");
   EXPECT_EQ(why([](TensorMapSpec &s) { s.box = {0, 128}; }),
@@ -85,6 +85,34 @@ TEST(TensorMapTest, EveryRule) {
               s.oobNaN = true;
             }),
             "NaN out-of-bounds fill needs a float dtype, got i32");
+}
+
+TEST(TensorMapTest, StridesInAnyOrder) {
+  // bf16 [B, H, T, D] = [2, 8, 4096, 128] over [B, T, H, D] storage: dims (D, T, H, B), the
+  // T stride (H * D * 2 bytes) larger than H's (D * 2).
+  TensorMapSpec s;
+  s.address = 0x7f0000000000;
+  s.dtype = DType::BF16;
+  s.shape = {128, 4096, 8, 2};
+  s.strides = {8 * 128 * 2, 128 * 2, 4096 * 8 * 128 * 2};
+  s.box = {64, 64, 1, 1};
+  s.swizzle = TensorMapSwizzle::B128;
+  EXPECT_EQ(validateTensorMap(s), "");
+  // Broadcast heads (stride 0 over 8 of them) put two elements at one address.
+  s.strides = {8 * 128 * 2, 0, 4096 * 8 * 128 * 2};
+  EXPECT_EQ(validateTensorMap(s), "stride of dimension 2 (0 bytes) is smaller than the 256 "
+                                  "bytes of the dimensions of smaller stride (overlapping "
+                                  "elements)");
+  // So do heads one row apart while the tokens are the heads' whole span apart: H's stride
+  // (256) covers D, but T's (1024) is less than the 8 heads' 2048 bytes.
+  s.strides = {1024, 256, 4096 * 8 * 128 * 2};
+  EXPECT_EQ(validateTensorMap(s), "stride of dimension 1 (1024 bytes) is smaller than the 2048 "
+                                  "bytes of the dimensions of smaller stride (overlapping "
+                                  "elements)");
+  // A dimension of size 1 has no step: any stride.
+  s.shape = {128, 4096, 1, 2};
+  s.strides = {256, 16, 4096 * 256};
+  EXPECT_EQ(validateTensorMap(s), "");
 }
 
 TEST(TensorMapTest, ElementTypes) {
