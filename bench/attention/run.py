@@ -6,7 +6,7 @@ checked once against an fp32 reference before it is timed.
 - Causal flash-attention forward, bf16, D = 128, dense [B, H, T, D] at (B, H, T) = (8, 32,
   4096) and (1, 32, 16384): TFLOP/s with the causal FLOPs 2 * 2 * B * H * T^2 * D / 2. Peers:
   SDPA with the flash backend and with the cuDNN backend (``torch.nn.attention.sdpa_kernel``).
-  kiln at each key block BN of the sweep (the wrapper's default is marked).
+  kiln at each key block BN and ring depth of the sweep (the wrapper's default is marked).
 - Flash decoding, B = 64, Hq = 64, Hkv = 8, L = 8192 (every request full), D = 128: time in us
   and the bandwidth on the KV bytes (2 * B * L * Hkv * D * 2) as a share of the copy
   bandwidth, the ceiling: a device copy of as many bytes timed the same way (bytes read +
@@ -25,7 +25,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 FWD_SHAPES = [(8, 32, 4096, 128), (1, 32, 16384, 128)]
-FWD_BLOCK_N = (64, 128)  # the kiln sweep over the key block (D = 128)
+FWD_SWEEP = ((64, 2), (64, 3), (128, 2))  # kiln's (key block, ring stages) at D = 128
 DECODE_SHAPE = (64, 64, 8, 8192, 128)  # B, Hq, Hkv, L, D
 
 
@@ -71,11 +71,11 @@ def bench_fwd(rows, notes):
         ref = F.scaled_dot_product_attention(q[sl].float(), k[sl].float(), v[sl].float(),
                                              is_causal=True)
         impls = {}
-        default_bn = attention.fwd_blocks(d, "sm_90a")[1]
-        for bn in FWD_BLOCK_N:
-            s = dataclasses.replace(attention.SETTINGS, fwd_block_n_d128=bn)
+        for bn, stages in FWD_SWEEP:
+            s = dataclasses.replace(attention.SETTINGS, fwd_block_n_d128=bn, fwd_stages=stages)
             out = torch.empty_like(q)
-            label = f"kiln (BM 128, BN {bn})" + (" default" if bn == default_bn else "")
+            label = (f"kiln (BM 128, BN {bn}, {stages} stages)"
+                     + (" default" if s == attention.SETTINGS else ""))
             impls[label] = (lambda x, s=s, out=out: attention.flash_attn(*x, out=out,
                                                                            settings=s))
         for label, backend in (("SDPA flash", SDPBackend.FLASH_ATTENTION),

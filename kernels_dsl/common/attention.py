@@ -58,23 +58,18 @@ def _key_offsets(BM: kl.constexpr, BN: kl.constexpr, CAUSAL: kl.constexpr):
 
 
 @kiln.jit
-def _attend_block(q, k_ptrs, v_ptrs, kv_mask, acc, m_i, l_i, qk_scale, limit,
-                  MASKED: kl.constexpr, CAUSAL: kl.constexpr):
+def _attend_block(q, k, v, acc, m_i, l_i, qk_scale, limit, MASKED: kl.constexpr,
+                  CAUSAL: kl.constexpr):
     """One key block of the online softmax: s = q kᵀ, the running max m_i and sum l_i
-    (both of s * qk_scale, base 2) and the accumulator rescaled, then acc += p v. ``k_ptrs``
-    and ``v_ptrs`` are [BN, D] tiles (rows of D contiguous values: 16-byte loads). With
-    MASKED, keys outside ``kv_mask`` read 0, and the score of row r, column c is -inf
-    unless c - r <= limit (CAUSAL) or c <= limit."""
+    (both of s * qk_scale, base 2) and the accumulator rescaled, then acc += p v, for the
+    [BN, D] tiles k and v. With MASKED the score of row r, column c is -inf unless c - r
+    <= limit (CAUSAL) or c <= limit; the rows of k and v past it must be finite."""
     if MASKED:
-        k = kl.load(k_ptrs, mask=kv_mask[:, None], other=0.0)
-        v = kl.load(v_ptrs, mask=kv_mask[:, None], other=0.0)
         # before q kᵀ: the compiler moves the select into the accumulator layout when it
         # meets s, which needs the mask there already
         visible = _key_offsets(q.shape[0], k.shape[0], CAUSAL) <= limit
         s = kl.where(visible, kl.dot(q, k.T), float("-inf"))
     else:
-        k = kl.load(k_ptrs)
-        v = kl.load(v_ptrs)
         s = kl.dot(q, k.T)
     m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
     alpha = kl.exp2(m_i - m_new)
@@ -85,12 +80,29 @@ def _attend_block(q, k_ptrs, v_ptrs, kv_mask, acc, m_i, l_i, qk_scale, limit,
 
 
 @kiln.jit
-def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr, seqlen, qk_scale,
+def _attend_ptrs(q, k_ptrs, v_ptrs, kv_mask, acc, m_i, l_i, qk_scale, limit,
+                 MASKED: kl.constexpr, CAUSAL: kl.constexpr):
+    """_attend_block of the key block at ``k_ptrs`` / ``v_ptrs`` ([BN, D] tiles of
+    pointers: rows of D contiguous values, 16-byte loads); with MASKED the keys outside
+    ``kv_mask`` read as 0."""
+    if MASKED:
+        k = kl.load(k_ptrs, mask=kv_mask[:, None], other=0.0)
+        v = kl.load(v_ptrs, mask=kv_mask[:, None], other=0.0)
+    else:
+        k = kl.load(k_ptrs)
+        v = kl.load(v_ptrs)
+    return _attend_block(q, k, v, acc, m_i, l_i, qk_scale, limit, MASKED=MASKED,
+                         CAUSAL=CAUSAL)
+
+
+@kiln.jit
+def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr,
+                     seqlen, qk_scale,
                      group, stride_qb, stride_qt, stride_qh, stride_kb, stride_kt, stride_kh,
                      stride_vb, stride_vt, stride_vh, stride_ob, stride_ot, stride_oh,
                      stride_lb, stride_lh, D: kl.constexpr, BM: kl.constexpr,
                      BN: kl.constexpr, CAUSAL: kl.constexpr, VARLEN: kl.constexpr,
-                     STORE_LSE: kl.constexpr):
+                     STORE_LSE: kl.constexpr, STAGES: kl.constexpr):
     """o = softmax(q kᵀ · sm_scale, causal) v for one [BM] block of queries of one head of
     one sequence; grid (cdiv(max_seqlen, BM), Hq, B), the query blocks taken last to first
     (the longest causal rows start first).
@@ -104,9 +116,13 @@ def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr, seqlen
 
     The key loop runs unmasked over the blocks wholly visible to every row of the block
     (causal: the keys before the block's first query; otherwise the full BN blocks of the
-    sequence) and masked over the rest (causal: the diagonal, up to the block's last query;
-    otherwise the partial last block). Queries past the sequence are loaded as zero and
-    never stored."""
+    sequence), their k and v through k_desc and v_desc (under VARLEN k and v seen as [1,
+    T, Hkv, D], the box [1, BN, 1, D]; else [B, Hkv, T, D], the box [1, 1, BN, D]) into a
+    ring of STAGES slots
+    (kiln-tile-pipeline-loads: the next STAGES - 1 blocks in flight while one is computed),
+    and masked over the rest (causal: the diagonal, up to the block's last query; otherwise
+    the partial last block), loaded from k_ptr / v_ptr with the keys past the sequence read
+    as zero. Queries past the sequence are loaded as zero and never stored."""
     kl.static_assert(BM % BN == 0, "BM must be a multiple of BN")
     m_block = kl.num_programs(0) - 1 - kl.program_id(0)
     h = kl.program_id(1)
@@ -145,9 +161,14 @@ def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr, seqlen
         end = length
     full_end = kl.where(m_start < length, full_end, 0)
     end = kl.where(m_start < length, end, 0)
-    for n in range(0, full_end, BN):
-        acc, m_i, l_i = _attend_block(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
-                                      cols, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
+    for n in kl.range(0, full_end, BN, num_stages=STAGES):
+        if VARLEN:
+            k = k_desc.load([0, start + n, kvh, 0]).reshape(BN, D)
+            v = v_desc.load([0, start + n, kvh, 0]).reshape(BN, D)
+        else:
+            k = k_desc.load([b, kvh, n, 0]).reshape(BN, D)
+            v = v_desc.load([b, kvh, n, 0]).reshape(BN, D)
+        acc, m_i, l_i = _attend_block(q, k, v, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
                                       CAUSAL=CAUSAL)
     for n in range(full_end, end, BN):
         # causal: key n + c visible to query m_start + r iff c - r <= m_start - n (keys past
@@ -156,7 +177,7 @@ def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr, seqlen
             limit = (m_start - n).to(kl.float32)
         else:
             limit = (length - 1 - n).to(kl.float32)
-        acc, m_i, l_i = _attend_block(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
+        acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
                                       n + cols < length, acc, m_i, l_i, qk_scale, limit,
                                       MASKED=True, CAUSAL=CAUSAL)
     # a row that saw no key (a query block past its sequence) has l_i = 0: never stored
@@ -210,14 +231,14 @@ def flash_decode_kernel(q_ptr, k_ptr, v_ptr, o_part_ptr, lse_part_ptr, lengths_p
     l_i = kl.zeros((BLOCK_H,), kl.float32)
     acc = kl.zeros((BLOCK_H, D), kl.float32)
     for n in range(lo, full_end, BN):
-        acc, m_i, l_i = _attend_block(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
-                                      cols, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
-                                      CAUSAL=False)
+        acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
+                                     cols, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
+                                     CAUSAL=False)
     for n in range(full_end, hi, BN):  # the request's partial last block
-        acc, m_i, l_i = _attend_block(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
-                                      n + cols < length, acc, m_i, l_i, qk_scale,
-                                      (length - 1 - n).to(kl.float32), MASKED=True,
-                                      CAUSAL=False)
+        acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
+                                     n + cols < length, acc, m_i, l_i, qk_scale,
+                                     (length - 1 - n).to(kl.float32), MASKED=True,
+                                     CAUSAL=False)
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
     part = (b64 * hq + heads) * n_splits + split  # [BLOCK_H] rows of [B, Hq, n_splits]
@@ -265,6 +286,7 @@ class Settings:
     fwd_block_n_d64: int = 128  # keys an iteration at head dim 64 (24 bytes of spill)
     fwd_block_n_d128: int = 128  # and 128 (420 bytes; yet 12-16 % faster than 64 keys with
     # 80 bytes on the H200, bench/results/attention)
+    fwd_stages: int = 2  # ring slots of k and v (32 KiB each at BN = D = 128)
     fwd_mma_block_m: int = 64  # sm_100a/sm_103a (mma.sync): [128, 128] q + [64, 128] k
     fwd_mma_block_n: int = 64  # exceed the 48 KiB
     fwd_mma_warps: int = 8  # 4 warps spill 764 bytes at D = 128, 8 none
@@ -469,12 +491,15 @@ def flash_attn_varlen(q: Any, k: Any, v: Any, cu_seqlens: Any, max_seqlen: int,
     store_lse = lse is not None
     bm, bn, warps = fwd_blocks(d, _device_arch(q), settings)
     sq, sk, sv, so = _strides(q), _strides(k), _strides(v), _strides(out)
-    args = (q, k, v, out, lse if store_lse else out, cu_seqlens, 0, sm_scale * LOG2E,
-            hq // hkv, 0, sq[0], sq[1], 0, sk[0], sk[1], 0, sv[0], sv[1], 0, so[0], so[1],
-            0, t)
+    k_desc, v_desc = (kiln.TensorDescriptor(x, [1, bn, 1, d], shape=(1, t, hkv, d),
+                                            strides=(t * st[0], st[0], st[1], 1))
+                      for x, st in ((k, sk), (v, sv)))
+    args = (q, k_desc, v_desc, k, v, out, lse if store_lse else out, cu_seqlens, 0,
+            sm_scale * LOG2E, hq // hkv, 0, sq[0], sq[1], 0, sk[0], sk[1], 0, sv[0], sv[1],
+            0, so[0], so[1], 0, t)
     _launch(flash_fwd_kernel, fwd_grid(max_seqlen, hq, n1 - 1, bm), args,
             {"D": d, "BM": bm, "BN": bn, "CAUSAL": bool(causal), "VARLEN": True,
-             "STORE_LSE": store_lse}, warps)
+             "STORE_LSE": store_lse, "STAGES": settings.fwd_stages}, warps)
     return (out, lse) if return_lse else out
 
 
@@ -505,12 +530,13 @@ def flash_attn(q: Any, k: Any, v: Any, scale: Optional[float] = None, causal: bo
     lse = _empty((b, hq, t), "float32", q) if return_lse else None
     bm, bn, warps = fwd_blocks(d, _device_arch(q), settings)
     sq, sk, sv, so = _strides(q), _strides(k), _strides(v), _strides(out)
-    args = (q, k, v, out, lse if return_lse else out, q, t, sm_scale * LOG2E, hq // hkv,
-            sq[0], sq[2], sq[1], sk[0], sk[2], sk[1], sv[0], sv[2], sv[1], so[0], so[2],
-            so[1], hq * t, t)
+    k_desc, v_desc = (kiln.TensorDescriptor(x, [1, 1, bn, d]) for x in (k, v))
+    args = (q, k_desc, v_desc, k, v, out, lse if return_lse else out, q, t, sm_scale * LOG2E,
+            hq // hkv, sq[0], sq[2], sq[1], sk[0], sk[2], sk[1], sv[0], sv[2], sv[1], so[0],
+            so[2], so[1], hq * t, t)
     _launch(flash_fwd_kernel, fwd_grid(t, hq, b, bm), args,
             {"D": d, "BM": bm, "BN": bn, "CAUSAL": bool(causal), "VARLEN": False,
-             "STORE_LSE": bool(return_lse)}, warps)
+             "STORE_LSE": bool(return_lse), "STAGES": settings.fwd_stages}, warps)
     return (out, lse) if return_lse else out
 
 

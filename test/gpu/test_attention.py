@@ -102,6 +102,8 @@ def test_decode(hq, hkv, d, n_splits):
     lengths = torch.tensor([1000, 999, 63, 1, 0, 513], dtype=torch.int32, device="cuda")
     q = _rand(b, hq, d)
     kc, vc = _rand(b, seq, hkv, d), _rand(b, seq, hkv, d)
+    for i, n in enumerate(lengths.tolist()):  # past a request's length the cache holds
+        kc[i, n:], vc[i, n:] = float("nan"), float("inf")  # anything: never read into out
     out = torch.full_like(q, float("nan"))
     attn.flash_decode(q, kc, vc, lengths, out=out, n_splits=n_splits)
     torch.cuda.synchronize()

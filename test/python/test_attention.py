@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+import kiln
 from kiln.testing import FakeCudaTensor, interpret
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -52,10 +53,15 @@ class NpTensor:
 @pytest.fixture
 def cpu_wrappers(monkeypatch):
     """The wrappers allocate numpy arrays and launch through the interpreter."""
+    def unwrap(a):
+        if isinstance(a, kiln.TensorDescriptor) and isinstance(a.base, NpTensor):
+            return kiln.TensorDescriptor(a.base.array, a.block_shape, shape=a.shape,
+                                         strides=a.strides, swizzle=a.swizzle)
+        return a.array if isinstance(a, NpTensor) else a
+
     def launch(kernel, grid, args, constexprs, num_warps):
         if all(g > 0 for g in grid):
-            interpret(kernel, grid, *[a.array if isinstance(a, NpTensor) else a for a in args],
-                      **constexprs)
+            interpret(kernel, grid, *[unwrap(a) for a in args], **constexprs)
 
     def empty(shape, dtype, like):
         return NpTensor(np.full(shape, np.nan, {"bfloat16": BF16, "float32": np.float32}[dtype]))
@@ -143,9 +149,10 @@ def test_diagonal_block_only():
     q, k, v = _bf16(rng, t, 1, d), _bf16(rng, t, 1, d), _bf16(rng, t, 1, d)
     o = np.full((t, 1, d), np.nan, BF16)
     cu = np.array([0, t], np.int32)
-    interpret(attn.flash_fwd_kernel, (1, 1, 1), q, k, v, o, o, cu, 0,
+    descs = [kiln.TensorDescriptor(x[None], [1, 32, 1, d]) for x in (k, v)]
+    interpret(attn.flash_fwd_kernel, (1, 1, 1), q, *descs, k, v, o, o, cu, 0,
               np.float32(attn.LOG2E / math.sqrt(d)), 1, 0, d, d, 0, d, d, 0, d, d, 0, d, d, 0,
-              t, D=d, BM=32, BN=32, CAUSAL=True, VARLEN=True, STORE_LSE=False)
+              t, D=d, BM=32, BN=32, CAUSAL=True, VARLEN=True, STORE_LSE=False, STAGES=2)
     ref, _ = ref_attention(q[:, 0], k[:, 0], v[:, 0], 1 / math.sqrt(d), True)
     assert_attention_close(o[:, 0], ref, v[:, 0])
     # row 0 sees key 0 alone
@@ -211,6 +218,13 @@ MERGE_SIG = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "out_ptr": "*bf16",
              "n_splits": "i32", "stride_ob": "i32", "stride_oh": "i32"}
 
 
+def with_kv_descs(sig, d, bn, varlen):
+    """``sig`` with the k_desc / v_desc parameters: boxes of bf16, [1, bn, 1, d] (varlen:
+    the [1, T, Hkv, D] view) or [1, 1, bn, d] (the dense [B, Hkv, T, D] form)."""
+    box = f"tensordesc<bf16,1x{bn}x1x{d}>" if varlen else f"tensordesc<bf16,1x1x{bn}x{d}>"
+    return {"k_desc": box, "v_desc": box, **sig}
+
+
 def _register_a(ptx):
     return sum(1 for line in ptx.splitlines() if "wgmma.mma_async" in line and "}, {%r" in line)
 
@@ -219,8 +233,10 @@ def _register_a(ptx):
 def _compile_fwd(arch, d, causal, varlen):
     bm, bn, warps = attn.fwd_blocks(d, arch)
     return attn.flash_fwd_kernel.compile(
-        FWD_SIG, {"D": d, "BM": bm, "BN": bn, "CAUSAL": causal, "VARLEN": varlen,
-                  "STORE_LSE": varlen}, FWD_DIV, num_warps=warps, arch=arch, upto="cubin")
+        with_kv_descs(FWD_SIG, d, bn, varlen),
+        {"D": d, "BM": bm, "BN": bn, "CAUSAL": causal, "VARLEN": varlen, "STORE_LSE": varlen,
+         "STAGES": attn.SETTINGS.fwd_stages}, FWD_DIV, num_warps=warps, arch=arch,
+        upto="cubin")
 
 
 FWD_CASES = [("sm_90a", 64, True, True), ("sm_90a", 128, True, False),
@@ -234,6 +250,8 @@ def test_fwd_compiles(arch, d, causal, varlen):
     ck = _compile_fwd(arch, d, causal, varlen)
     ptx = ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
+    # the unmasked loop's k and v through a ring of TMA boxes, on every arch
+    assert ptx.count("cp.async.bulk.tensor.4d") >= 2
     if arch != "sm_90a":
         assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
         assert "wgmma" not in ptx

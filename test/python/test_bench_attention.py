@@ -30,8 +30,8 @@ def test_imports_and_parses_without_torch():
     assert run.DECODE_SHAPE == (64, 64, 8, 8192, 128)
     assert run.causal_flops(8, 32, 4096, 128) == 2 * 8 * 32 * 4096**2 * 128
     assert run.kv_bytes(64, 8, 8192, 128) == 2 * 64 * 8192 * 8 * 128 * 2
-    for bn in run.FWD_BLOCK_N:
-        dataclasses.replace(attention.SETTINGS, fwd_block_n_d128=bn)
+    for bn, stages in run.FWD_SWEEP:
+        dataclasses.replace(attention.SETTINGS, fwd_block_n_d128=bn, fwd_stages=stages)
     dataclasses.replace(attention.SETTINGS, decode_block_h=16)
 
 
