@@ -104,6 +104,18 @@ LogicalResult TensorDescType::verify(function_ref<InFlightDiagnostic()> emitErro
                        << innerBytes << " bytes (" << blockType << ")";
   if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
     return emitError() << "expected a swizzle of 0, 32, 64 or 128 bytes, got " << swizzle;
+  // A 128-byte swizzled row wider than the span (a power of two, so a
+  // multiple of 128 bytes) is several boxes of 128-byte rows (chunks), each
+  // starting on the swizzle's 1024-byte period.
+  if (swizzle == 128 && innerBytes > 128) {
+    int64_t rows = blockType.getNumElements() / blockType.getShape().back();
+    if (rows % 8 != 0)
+      return emitError() << "expected a box wider than the 128-byte swizzle span to have a "
+                            "multiple of 8 rows (its 128-byte chunks start on the swizzle's "
+                            "1024-byte period), got "
+                         << rows << " rows (" << blockType << ")";
+    return success();
+  }
   if (swizzle != 0 && innerBytes > swizzle)
     return emitError() << "expected the box's inner dimension (" << innerBytes
                        << " bytes) to fit the " << swizzle << "-byte swizzle span";
@@ -113,6 +125,15 @@ LogicalResult TensorDescType::verify(function_ref<InFlightDiagnostic()> emitErro
 int64_t TensorDescType::getBoxBytes() const {
   return getBlockType().getNumElements() * getBlockType().getElementType().getIntOrFloatBitWidth() /
          8;
+}
+
+int64_t TensorDescType::getNumChunks() const {
+  return getNumBoxChunks(getBlockType(), getSwizzle());
+}
+
+int64_t kiln::tile::getNumBoxChunks(RankedTensorType box, unsigned swizzle) {
+  int64_t innerBytes = box.getShape().back() * box.getElementTypeBitWidth() / 8;
+  return swizzle == 128 && innerBytes > 128 ? innerBytes / 128 : 1;
 }
 
 LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, unsigned stages,

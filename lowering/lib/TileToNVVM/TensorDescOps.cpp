@@ -19,6 +19,12 @@
 // alloca that LLVM promotes to a register (a loop-carried value in loops).
 // TMA coordinates are innermost first: the op's indices, reversed.
 //
+// A wide box (128-byte swizzle, inner row of W > 128 bytes; the host encodes
+// the box of one 128-byte chunk) is W / 128 copies each way, chunk c at inner
+// coordinate + c * (128 / element bytes) and at buffer + c * rows * 128; a
+// load's expect_tx still counts the whole box. The registers address the
+// chunked layout (BoxAccess).
+//
 // tile.bulk_load (no descriptor) follows the load protocol with 1-D copies:
 // the issuer arms the barrier with the tile's bytes and issues
 // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes per
@@ -199,13 +205,47 @@ SmallVector<Value> tmaCoordinates(ValueRange indices) {
   return SmallVector<Value>(llvm::reverse(indices));
 }
 
+/// The 128-byte column chunks of a box in shared memory (one unless the box
+/// is wide: see tile::getNumBoxChunks).
+struct BoxChunks {
+  BoxChunks(RankedTensorType box, unsigned swizzle)
+      : count(tile::getNumBoxChunks(box, swizzle)),
+        elements(128 / std::max<int64_t>(1, box.getElementTypeBitWidth() / 8)),
+        bytes(box.getNumElements() / box.getShape().back() * 128) {}
+
+  /// The TMA copies of the box at `coordinates` (innermost first) to or from
+  /// `buffer`: `copy(chunk buffer, chunk coordinates)` once per chunk.
+  void forEach(OpBuilder &b, Location loc, Value buffer, ArrayRef<Value> coordinates,
+               function_ref<void(Value, ValueRange)> copy) const {
+    for (int64_t c = 0; c < count; ++c) {
+      if (c == 0) {
+        copy(buffer, coordinates);
+        continue;
+      }
+      SmallVector<Value> at(coordinates);
+      at.front() = LLVM::AddOp::create(b, loc, at.front(), createI32Constant(b, loc, c * elements));
+      Value chunk = LLVM::GEPOp::create(b, loc, buffer.getType(), b.getI8Type(), buffer,
+                                        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(c * bytes)});
+      copy(chunk, at);
+    }
+  }
+
+  int64_t count;    ///< chunks
+  int64_t elements; ///< elements of a chunk's row
+  int64_t bytes;    ///< bytes of a chunk: the box's rows of 128 bytes
+};
+
 /// After a CTA barrier (the buffer's readers are done), one elected thread
-/// (and only if `predicate`, when given) arms `barrier` with `bytes` and copies
-/// the box at `indices` of `desc` into `buffer`. A `producer` (the one warp
-/// of a tile.warp_specialize that issues; it waited for the slot's empty
-/// barrier) needs no CTA barrier and elects its own lane.
-void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64_t bytes,
-               Value buffer, Value barrier, Value predicate, bool producer = false) {
+/// (and only if `predicate`, when given) arms `barrier` with the box's bytes
+/// and copies the box of `descType` at `indices` of `desc` into `buffer` (a
+/// wide box chunk by chunk). A `producer` (the one warp of a
+/// tile.warp_specialize that issues; it waited for the slot's empty barrier)
+/// needs no CTA barrier and elects its own lane.
+void issueLoad(OpBuilder &b, Location loc, Value desc, tile::TensorDescType descType,
+               ValueRange indices, Value buffer, Value barrier, Value predicate,
+               bool producer = false) {
+  int64_t bytes = descType.getBoxBytes();
+  BoxChunks chunks(descType.getBlockType(), descType.getSwizzle());
   Value issuer;
   if (producer) {
     issuer = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
@@ -219,9 +259,11 @@ void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64
   scf::IfOp::create(b, loc, issuer, [&](OpBuilder &ib, Location l) {
     NVVM::MBarrierArriveExpectTxOp::create(ib, l, Type(), barrier, createI32Constant(ib, l, bytes),
                                            NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        ib, l, buffer, desc, coordinates, barrier, ValueRange(), Value(), Value(),
-        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+    chunks.forEach(ib, l, buffer, coordinates, [&](Value to, ValueRange at) {
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          ib, l, to, desc, at, barrier, ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+    });
     scf::YieldOp::create(ib, l);
   });
 }
@@ -229,11 +271,17 @@ void issueLoad(OpBuilder &b, Location loc, Value desc, ValueRange indices, int64
 /// Moves the registers of a tile (any layout) to or from the row-major box at
 /// `buffer`, up to 16 bytes per ld/st.shared. A box written by TMA with a
 /// swizzle of S bytes has the 16-byte chunk c of byte offset o at chunk
-/// c ^ ((o / 128) mod (S / 16)) (the buffer is 1024-byte aligned).
+/// c ^ ((o / 128) mod (S / 16)) (the buffer is 1024-byte aligned). A wide
+/// box (rows of W > 128 bytes, 128-byte swizzle) is stored in 128-byte
+/// column chunks: byte b of row r at (b / 128) * rows * 128 + r * 128 +
+/// b mod 128, then swizzled as above (an access of at most 16 bytes stays in
+/// one chunk).
 struct BoxAccess {
   BoxAccess(OpBuilder &b, Location loc, Value buffer, Type element,
             const TileTypeConverter &converter, RankedTensorType type, unsigned swizzle)
       : buffer(buffer), element(element), swizzle(swizzle),
+        chunks(tile::getNumBoxChunks(type, swizzle)),
+        rows(type.getNumElements() / type.getShape().back()),
         indices(getElementIndices(b, loc, converter, type)),
         access(b.getContext(), element, getAccessWidth(converter, type)) {}
 
@@ -245,6 +293,19 @@ struct BoxAccess {
                                  ArrayRef<LLVM::GEPArg>{index});
     auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
     Value offset = LLVM::MulOp::create(b, loc, index, c(element.getIntOrFloatBitWidth() / 8));
+    if (chunks > 1) {
+      // Row r, byte b of W = chunks * 128 (a power of two: the box's inner
+      // dimension is one).
+      int64_t rowBytes = chunks * 128;
+      Value row = LLVM::LShrOp::create(b, loc, offset, c(llvm::Log2_64(rowBytes)));
+      Value col = LLVM::AndOp::create(b, loc, offset, c(rowBytes - 1));
+      Value chunk = LLVM::LShrOp::create(b, loc, col, c(7));
+      offset = LLVM::AddOp::create(
+          b, loc,
+          LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, chunk, c(rows * 128)),
+                              LLVM::ShlOp::create(b, loc, row, c(7))),
+          LLVM::AndOp::create(b, loc, col, c(127)));
+    }
     Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, offset, c(7)),
                                     c(swizzle / 16 - 1));
     offset = LLVM::XOrOp::create(b, loc, offset, LLVM::ShlOp::create(b, loc, row, c(4)));
@@ -284,6 +345,8 @@ struct BoxAccess {
   Value buffer;
   Type element;
   unsigned swizzle;
+  int64_t chunks; ///< 128-byte column chunks (1 unless a wide box)
+  int64_t rows;   ///< the box's rows (the product of its outer dimensions)
   ElementIndices indices;
   VectorAccess access;
 };
@@ -305,7 +368,7 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
     TmaBarrier barrier = createTmaBarrier(rewriter, op);
     Value buffer = createBoxBuffer(rewriter, op, desc, element);
 
-    issueLoad(rewriter, loc, adaptor.getDesc(), adaptor.getIndices(), desc.getBoxBytes(), buffer,
+    issueLoad(rewriter, loc, adaptor.getDesc(), desc, adaptor.getIndices(), buffer,
               barrier.address, Value());
     waitAndFlipPhase(rewriter, loc, barrier, tileConverter);
 
@@ -422,9 +485,13 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
     NVVM::BarrierOp::create(rewriter, loc);
     Value issuer = createIssuer(rewriter, loc);
     SmallVector<Value> coordinates = tmaCoordinates(adaptor.getIndices());
+    BoxChunks chunks(desc.getBlockType(), desc.getSwizzle());
     scf::IfOp::create(rewriter, loc, issuer, [&](OpBuilder &b, Location l) {
-      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
-          b, l, adaptor.getDesc(), buffer, coordinates, Value(), NVVM::TMAStoreMode::TILE, Value());
+      chunks.forEach(b, l, buffer, coordinates, [&](Value from, ValueRange at) {
+        NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(b, l, adaptor.getDesc(), from, at,
+                                                           Value(), NVVM::TMAStoreMode::TILE,
+                                                           Value());
+      });
       NVVM::CpAsyncBulkCommitGroupOp::create(b, l);
       NVVM::CpAsyncBulkWaitGroupOp::create(b, l, /*group=*/0, b.getUnitAttr());
       scf::YieldOp::create(b, l);
@@ -496,7 +563,7 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
       issueBulkLoad(rewriter, loc, adaptor.getSrc(), adaptor.getCount(), ring.getBlockType(), slot,
                     barrier, adaptor.getPred());
     else
-      issueLoad(rewriter, loc, adaptor.getSrc(), adaptor.getIndices(), ring.getSlotBytes(), slot,
+      issueLoad(rewriter, loc, adaptor.getSrc(), op.getDescType(), adaptor.getIndices(), slot,
                 barrier, adaptor.getPred(), op.getProducer());
     rewriter.eraseOp(op);
     return success();

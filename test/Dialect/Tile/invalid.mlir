@@ -1378,8 +1378,17 @@ func.func @desc_bad_swizzle(%d: !tile.tensordesc<tensor<64x64xbf16>, swizzle = 1
 
 // -----
 
-// expected-error @+1 {{expected the box's inner dimension (256 bytes) to fit the 128-byte swizzle span}}
-func.func @desc_swizzle_span(%d: !tile.tensordesc<tensor<64x128xbf16>, swizzle = 128>) {
+// expected-error @+1 {{expected the box's inner dimension (128 bytes) to fit the 64-byte swizzle span}}
+func.func @desc_swizzle_span(%d: !tile.tensordesc<tensor<64x64xbf16>, swizzle = 64>) {
+  return
+}
+
+// -----
+
+// A box wider than the 128-byte span is stored in 128-byte column chunks,
+// each of whole 1024-byte swizzle periods: 8 rows at least.
+// expected-error @+1 {{expected a box wider than the 128-byte swizzle span to have a multiple of 8 rows (its 128-byte chunks start on the swizzle's 1024-byte period), got 4 rows ('tensor<4x128xbf16>')}}
+func.func @desc_wide_rows(%d: !tile.tensordesc<tensor<4x128xbf16>, swizzle = 128>) {
   return
 }
 

@@ -386,10 +386,13 @@ func.func @scan(%x: tensor<64x128xf32>, %i: tensor<1024xi32>, %b: tensor<16x32xb
 // CHECK-LABEL: func.func @tensor_descriptors
 // CHECK-SAME: !tile.tensordesc<tensor<64x128xbf16>>
 // CHECK-SAME: !tile.tensordesc<tensor<64x64xf16>, swizzle = 128>
+// CHECK-SAME: !tile.tensordesc<tensor<64x256xbf16>, swizzle = 128>
 // CHECK: tile.desc_load %{{.*}}[%{{.*}}, %{{.*}}] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
 // CHECK: tile.desc_store %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>
+// A wide box (128-byte swizzle, 512-byte rows: four 128-byte chunks).
 func.func @tensor_descriptors(%d: !tile.tensordesc<tensor<64x128xbf16>>,
                               %s: !tile.tensordesc<tensor<64x64xf16>, swizzle = 128>,
+                              %w: !tile.tensordesc<tensor<64x256xbf16>, swizzle = 128>,
                               %i: i32, %j: i32) attributes {tile.kernel} {
   %t = tile.desc_load %d[%i, %j] : !tile.tensordesc<tensor<64x128xbf16>> -> tensor<64x128xbf16>
   tile.desc_store %d[%i, %j], %t : !tile.tensordesc<tensor<64x128xbf16>>, tensor<64x128xbf16>

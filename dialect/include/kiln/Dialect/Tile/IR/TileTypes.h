@@ -21,6 +21,12 @@ mlir::Type getPointeeType(mlir::Type ptrLike);
 /// `i1`, or a tile of `i1` with the shape of `type` when it is a tile.
 mlir::Type getI1SameShape(mlir::Type type);
 
+/// The 128-byte column chunks a TMA box of `box` with `swizzle` has in shared
+/// memory: inner row bytes / 128 when the swizzle is 128 bytes and the row is
+/// wider (a wide box: the chunks one after the other, each the box's rows of
+/// 128 bytes), else 1.
+int64_t getNumBoxChunks(mlir::RankedTensorType box, unsigned swizzle);
+
 /// Shared memory one block may use on every supported arch (sm_90a, sm_100a,
 /// sm_103a: 227 KiB); past the 48 KiB of static shared memory it is dynamic.
 constexpr int64_t kMaxSharedBytes = 227 * 1024;

@@ -41,9 +41,20 @@ def Tile_TensorDescType : Tile_TypeDef<"TensorDesc", "tensordesc"> {
     tensor's shape and strides live in the descriptor, so one compiled kernel
     serves every tensor of that element type, box and swizzle.
 
+    With the 128-byte swizzle the box's inner row spans at most 128 bytes or
+    a multiple of 128 (a "wide" box, e.g. `tensor<64x128xbf16>`): TMA copies
+    rows of at most the swizzle span, so a wide box is W / 128 boxes of
+    128-byte rows ("chunks", the host encodes the chunk's box), chunk c the
+    inner columns [c * 128, (c + 1) * 128) bytes of every row, stored one
+    after the other in shared memory (chunk c at c * rows * 128 bytes, each
+    with the 128-byte swizzle). The rows (the product of the outer
+    dimensions) are a multiple of 8, so every chunk starts on the swizzle's
+    1024-byte period.
+
     ```mlir
     !tile.tensordesc<tensor<64x128xbf16>>
     !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+    !tile.tensordesc<tensor<64x256xbf16>, swizzle = 128>
     ```
     Lowers to a generic `!llvm.ptr` (the parameter's address, `cvta.param`).
   }];
@@ -54,6 +65,9 @@ def Tile_TensorDescType : Tile_TypeDef<"TensorDesc", "tensordesc"> {
   let extraClassDeclaration = [{
     /// Bytes one copy of the box moves.
     int64_t getBoxBytes() const;
+    /// The 128-byte column chunks of the box in shared memory: W / 128 for a
+    /// wide box (128-byte swizzle, inner row W > 128 bytes), else 1.
+    int64_t getNumChunks() const;
   }];
 }
 
