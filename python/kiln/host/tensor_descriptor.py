@@ -64,7 +64,11 @@ class TensorDescriptor:
     ``block_shape`` is the box one ``load``/``store`` moves (powers of two,
     each at most 256, the innermost spanning a multiple of 16 bytes);
     ``swizzle`` the shared-memory swizzle in bytes (0 for boxes read into
-    registers; 32/64/128 for tensor-core operands). The innermost dimension
+    registers; 32/64/128 for tensor-core operands). With ``swizzle=128`` the
+    box's inner row may span a multiple of 128 bytes (a "wide" box, e.g. bf16
+    ``[64, 128]``, with a multiple of 8 rows): the kernel copies it as one TMA
+    box of 128-byte rows per 128-byte column chunk, so the encoded map's box is
+    one chunk while the kernel's type keeps the whole box. The innermost dimension
     must be contiguous; the other strides multiples of 16 bytes, the address
     16-byte aligned (checked when encoded, before any launch).
     """
@@ -103,7 +107,18 @@ class TensorDescriptor:
         if self.swizzle not in _SWIZZLES:
             raise ValueError(f"TensorDescriptor: swizzle must be one of {_SWIZZLES}, got "
                              f"{self.swizzle}")
-        if self.swizzle and inner > self.swizzle:
+        rows = 1
+        for b in self.block_shape[:-1]:
+            rows *= b
+        if self.swizzle == 128 and inner > 128:
+            # A wide box (a power of two of bytes, so a multiple of 128): 128-byte column
+            # chunks one after the other in shared memory, each starting on the swizzle's
+            # 1024-byte period (the tile dialect's rule).
+            if rows % 8:
+                raise ValueError(f"TensorDescriptor: a box wider than the 128-byte swizzle "
+                                 f"span needs a multiple of 8 rows, got {rows} "
+                                 f"(block_shape {list(self.block_shape)})")
+        elif self.swizzle and inner > self.swizzle:
             raise ValueError(f"TensorDescriptor: the box's inner dimension ({inner} bytes) "
                              f"exceeds the {self.swizzle}-byte swizzle span")
         self._encoded: Optional[bytes] = None
@@ -127,6 +142,14 @@ class TensorDescriptor:
     def address(self) -> int:
         return tensor_address(self.base)
 
+    @property
+    def encoded_box(self) -> Tuple[int, ...]:
+        """The box the CUtensorMap holds (outermost first): the block shape, or for a
+        wide box one 128-byte column chunk of it (the kernel issues one copy a chunk)."""
+        if self.swizzle == 128 and self.block_shape[-1] * self.itemsize > 128:
+            return self.block_shape[:-1] + (128 // self.itemsize,)
+        return self.block_shape
+
     def encode(self) -> bytes:
         """The 128-byte CUtensorMap (cached; the tensor's address must not change)."""
         if self._encoded is None:
@@ -136,7 +159,7 @@ class TensorDescriptor:
             self._encoded = _runtime.encode_tensor_map(
                 self.address, self.dtype, list(reversed(self.shape)),
                 [self.strides[d] * self.itemsize for d in range(rank - 2, -1, -1)],
-                list(reversed(self.block_shape)), self.swizzle)
+                list(reversed(self.encoded_box)), self.swizzle)
         return self._encoded
 
     def key(self) -> Tuple[str, Tuple[int, ...], int]:
