@@ -286,11 +286,11 @@ def test_gemm_tma_runs_on_tcgen05_on_blackwell(arch, bn, stages, warps):
 from kernels_dsl.common.gemm import gemm_tma_kn_kernel  # noqa: E402
 
 
-def _gemm_tma_kn(arch, bm, stages, warps, dt="bf16", bn=64):
-    sig = {"a_desc": f"tensordesc<{dt},{bm}x64,sw128>",
-           "b_desc": f"tensordesc<{dt},64x{bn},sw128>",
+def _gemm_tma_kn(arch, bm, stages, warps, dt="bf16", bn=64, bk=64):
+    sig = {"a_desc": f"tensordesc<{dt},{bm}x{bk},sw128>",
+           "b_desc": f"tensordesc<{dt},{bk}x{bn},sw128>",
            "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
-    return gemm_tma_kn_kernel.compile(sig, dict(BM=bm, BN=bn, BK=64, GROUP_M=8,
+    return gemm_tma_kn_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8,
                                                 STAGES=stages),
                                       num_warps=warps, arch=arch, upto="cubin")
 
@@ -313,6 +313,64 @@ def test_gemm_tma_row_major_b_runs_on_wgmma_on_sm90a(bm, stages, warps, dt):
     assert "mma.sync" not in ptx and "ldmatrix" not in ptx
     target = ck.meta["targets"]["sm_90a"]
     assert target["spill_store_bytes"] == 0 and "wgmma" in target["features"]
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+@pytest.mark.parametrize("bn,stages", [(128, 4), (256, 3)])
+def test_gemm_tma_row_major_b_wide_box_runs_on_wgmma_on_sm90a(bn, stages, dt):
+    # A [64, BN] B box of BN = 128 or 256 (256 or 512-byte rows: a wide box of 64-column
+    # chunks, each K rows of 128 bytes) is read in place as an MN-major B: no mma.sync, no
+    # staging; the ring issue copies it a chunk at a time (BN / 64 copies, one expect_tx).
+    # B's descriptor carries the chunk stride K * 128 = 8192 in its leading byte offset
+    # (512 in bits 16-29: the constant 0x4000004002000000).
+    ck = _gemm_tma_kn("sm_90a", 128, stages, 8, dt, bn=bn)
+    ptx = ck.asm["ptx"]
+    wgmmas = [line for line in ptx.splitlines()
+              if f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dt}.{dt}" in line]
+    assert len(wgmmas) == 4
+    assert all(" ".join(line.split()).endswith("p, 1, 1, 0, 1;") for line in wgmmas), wgmmas
+    assert "4611686293338849280" in ptx
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert "__kiln_wgmma_b_smem" not in ptx and "__kiln_wgmma_a_smem" not in ptx
+    # the loop's refill: one A copy and BN / 64 B copies under their two expect_tx
+    copies = ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile")
+    assert copies == stages * (1 + bn // 64)
+    assert ptx.count("mbarrier.arrive.expect_tx") == 2 * stages
+    target = ck.meta["targets"]["sm_90a"]
+    assert target["spill_store_bytes"] == 0 and "wgmma" in target["features"]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
+def test_gemm_tma_row_major_b_bn128_assembles(arch):
+    # The default block (128, 128, 64) assembles for every arch (sm_100a/sm_103a keep
+    # mma.sync for an MN-major B, reading the chunked slots from registers).
+    ck = _gemm_tma_kn(arch, 128, 4, 8, bn=128)
+    assert ck.cubin[:4] == b"\x7fELF"
+    assert ck.meta["targets"][arch]["spill_store_bytes"] == 0
+    if arch != "sm_90a":
+        assert "mma.sync.aligned.m16n8k16" in ck.asm["ptx"] and "wgmma" not in ck.asm["ptx"]
+
+
+def test_gemm_tma_row_major_b_bn256_assembles_on_sm90a_only():
+    # BN = 256 on sm_90a assembles (above); on sm_100a/sm_103a its mma.sync dot needs more
+    # than the 48 KiB of static shared memory: a compile error naming the bytes, not code.
+    ck = _gemm_tma_kn("sm_90a", 128, 3, 8, bn=256)
+    assert ck.cubin[:4] == b"\x7fELF"
+    with pytest.raises(CompilationError, match="bytes of shared memory"):
+        _gemm_tma_kn("sm_100a", 128, 3, 8, bn=256)
+
+
+def test_gemm_tma_wide_k_runs_on_wgmma_on_sm90a():
+    # BK = 128: A [128, 128] and B [128, 128] are both wide (two chunks of K, two of N).
+    # A's descriptor steps into its second chunk of K at k = 64: + 128 * 128 bytes
+    # (+1024 in the address field: the constant plus 1024 = 4611686293305361408); B's
+    # leading byte offset is K * 128 = 16384 (0x4000004004000000).
+    ck = _gemm_tma_kn("sm_90a", 128, 3, 8, bn=128, bk=128)
+    ptx = ck.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 8
+    assert "4611686293305361408" in ptx and "4611686293372403712" in ptx
+    assert "mma.sync" not in ptx
+    assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
 
 
 def test_gemm_tma_k_major_b_keeps_trans_b_clear():

@@ -923,16 +923,17 @@ LogicalResult WarpGroupDotOp::verify() {
     return emitOpError() << "expected a [M, K] box, a " << (mnMajor ? "[K, N]" : "[N, K]")
                          << " box and a [M, N] accumulator, got " << aBox << ", " << bBox << " and "
                          << accType;
-  if (k * aBox.getElementTypeBitWidth() / 8 != 128)
-    return emitOpError() << "expected K = " << 1024 / aBox.getElementTypeBitWidth()
-                         << " (one 128-byte swizzle span per row), got " << k;
+  // Rows of whole 128-byte swizzle spans: one box, or a wide box's chunks.
+  if (k * aBox.getElementTypeBitWidth() / 8 % 128 != 0)
+    return emitOpError() << "expected K a multiple of " << 1024 / aBox.getElementTypeBitWidth()
+                         << " (whole 128-byte swizzle spans per row), got " << k;
   if (mnMajor && fp8)
     return emitOpError() << "expected bf16 or f16 boxes with bMnMajor (wgmma transposes only "
                             "16-bit operands), got "
                          << element;
-  if (mnMajor && n != 64)
-    return emitOpError() << "expected N = 64 with bMnMajor (one 128-byte swizzle span per row "
-                            "of the [K, N] box), got "
+  if (mnMajor && n % 64 != 0)
+    return emitOpError() << "expected N a multiple of 64 with bMnMajor (whole 128-byte swizzle "
+                            "spans per row of the [K, N] box), got "
                          << n;
   unsigned warpgroups = getEncoding().getNumWarps() / 4;
   if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)

@@ -9,12 +9,17 @@
 // bytes) in bits 32-45, layout type 1 (128-byte swizzle) in bits 62-63; a K
 // step adds 32 bytes to the start address.
 //
-// An MN-major B (`bMnMajor`: the [K, N] box, N = 64 of bf16/f16, so K rows of
-// 128 bytes) has the canonical MN-major 128-byte-swizzle layout: 64 elements
-// of N contiguous (one swizzle row), 8 K rows per 1024-byte atom. Its
-// descriptor: leading byte offset = the stride between 64-element chunks of
-// N (K * 128 bytes: the next box, were the slot to hold several; unused with
-// N = 64), stride byte offset 1024 >> 4 (from 8 K rows to the next 8), the
+// A wide K-major box (K * element bytes > 128: several 128-byte chunks of K,
+// one after the other, each the box's rows of 128 bytes) is stepped into its
+// next chunk by the chunk's bytes (M * 128 for A, N * 128 for B).
+//
+// An MN-major B (`bMnMajor`: the [K, N] box of bf16/f16, N a multiple of 64)
+// has the canonical MN-major 128-byte-swizzle layout: 64 elements of N
+// contiguous (one swizzle row), 8 K rows per 1024-byte atom, the 64-column
+// chunks of N K * 128 bytes apart (a wide box for N > 64). Its descriptor:
+// leading byte offset = the stride between 64-element chunks of N (K * 128
+// bytes; unused with N = 64), stride byte offset 1024 >> 4 (from 8 K rows to
+// the next 8), the
 // 128-byte swizzle; a k16 step moves 16 rows: 2048 bytes (128 in the start
 // address field), a multiple of the atom, so the swizzle phase is unchanged.
 // The wgmma carries the transpose-B immediate (`imm-trans-b` = 1: NVVM's
@@ -263,14 +268,17 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
         sharedAddress(ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot()));
     Value bAddress =
         sharedAddress(ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot()));
-    // A box holds one 128-byte chunk of K: the chunk strides are not used.
+    // A wide K-major box holds its 128-byte chunks of K one after the other,
+    // each its rows of 128 bytes (M * 128 bytes for A, N * 128 for a K-major
+    // B); an MN-major B's chunks of N are its descriptor's leading byte offset.
+    RankedTensorType aBox = aRing.getBlockType(), bBox = bRing.getBlockType();
     WgmmaOperands operands{warpgroupSlab(rewriter, loc, aAddress),
                            bAddress,
-                           aRing.getBlockType().getElementType(),
-                           bRing.getBlockType().getElementType(),
-                           aRing.getBlockType().getDimSize(1),
-                           /*aChunkBytes=*/0,
-                           /*bChunkBytes=*/0,
+                           aBox.getElementType(),
+                           bBox.getElementType(),
+                           aBox.getDimSize(1),
+                           /*aChunkBytes=*/aBox.getDimSize(0) * 128,
+                           /*bChunkBytes=*/op.getBMnMajor() ? 0 : bBox.getDimSize(0) * 128,
                            op.getBMnMajor()};
     SmallVector<Value> regs =
         emitWarpGroupDot(rewriter, loc, layout, operands,

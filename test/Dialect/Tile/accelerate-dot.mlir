@@ -490,8 +490,8 @@ func.func @mn_major_b(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.ke
 // -----
 
 // An MN-major B box of 64-byte rows ([K, 32] bf16) is not the canonical
-// MN-major 128-byte swizzle layout (64 elements of N per 128-byte row), and a
-// wider N does not fit one 128-byte swizzled box: mma.sync stays.
+// MN-major 128-byte swizzle layout (64 elements of N per 128-byte row):
+// mma.sync stays.
 // CHECK-LABEL: func.func @mn_major_b_narrow
 // CHECK-NOT: tile.warpgroup_dot
 // CHECK: tile.dot
@@ -512,6 +512,74 @@ func.func @mn_major_b_narrow(%da: !tile.tensordesc<tensor<128x64xbf16>, swizzle 
     tile.ring_issue %db[%kk, %c0] -> %rb[%c0] if %true : !tile.tensordesc<tensor<64x32xbf16>, swizzle = 128>, !tile.ring<2, tensor<64x32xbf16>>
     %d = tile.dot %a, %b, %acc : tensor<128x64xbf16> * tensor<64x32xbf16> -> tensor<128x32xf32>
     scf.yield %d : tensor<128x32xf32>
+  }
+  return
+}
+
+// -----
+
+!A = !tile.ring<2, tensor<128x128xbf16>>
+!B = !tile.ring<2, tensor<128x256xbf16>>
+!DA = !tile.tensordesc<tensor<128x128xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<128x256xbf16>, swizzle = 128>
+
+// Wide boxes (rows of several 128-byte swizzle spans): A [128, K = 128] in two
+// 128-byte chunks of K, B the MN-major [K = 128, N = 256] in four 64-column
+// chunks of N. sm_90a reads both in place (`bMnMajor`); tcgen05 describes one
+// chunk of K and K-major B only, so sm_100a/sm_103a keep tile.dot.
+// CHECK-LABEL: func.func @wide_mn_major_b
+// CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}} {bMnMajor} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x256xbf16>>, tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NOT: tile.dot
+// SM100-LABEL: func.func @wide_mn_major_b
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @wide_mn_major_b(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c128 = arith.constant 128 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %acc = scf.for %kk = %c0 to %k step %c128 iter_args(%acc = %zero) -> (tensor<128x256xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x128xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !DA, !A
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<128x256xbf16>
+    tile.ring_issue %db[%kk, %c0] -> %rb[%c0] if %true : !DB, !B
+    %d = tile.dot %a, %b, %acc : tensor<128x128xbf16> * tensor<128x256xbf16> -> tensor<128x256xf32>
+    scf.yield %d : tensor<128x256xf32>
+  }
+  return
+}
+
+// -----
+
+!A = !tile.ring<2, tensor<128x128xbf16>>
+!B = !tile.ring<2, tensor<128x128xbf16>>
+!D = !tile.tensordesc<tensor<128x128xbf16>, swizzle = 128>
+
+// A K-major B of a wide box ([N, K = 128], transposed): both operands in two
+// 128-byte chunks of K. wgmma on sm_90a; tile.dot on sm_100a/sm_103a.
+// CHECK-LABEL: func.func @wide_k_major
+// CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x128xbf16>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NOT: tile.dot
+// SM100-LABEL: func.func @wide_k_major
+// SM100-NOT: tile.tcgen05_dot
+// SM100: tile.dot
+func.func @wide_k_major(%da: !D, %db: !D, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c128 = arith.constant 128 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  %acc = scf.for %kk = %c0 to %k step %c128 iter_args(%acc = %zero) -> (tensor<128x128xf32>) : i32 {
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !A -> tensor<128x128xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%c0] if %true : !D, !A
+    %b = tile.ring_wait_load %rb[%c0], %c0 : !B -> tensor<128x128xbf16>
+    tile.ring_issue %db[%c0, %kk] -> %rb[%c0] if %true : !D, !B
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<128x128xbf16> -> tensor<128x128xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x128xbf16> * tensor<128x128xbf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
   }
   return
 }

@@ -1734,7 +1734,7 @@ func.func @warpgroup_dot_blocked_acc(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb
 // -----
 
 func.func @warpgroup_dot_k(%ra: !tile.ring<2, tensor<64x32xbf16>>, %rb: !tile.ring<2, tensor<64x32xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
-  // expected-error @+1 {{expected K = 64 (one 128-byte swizzle span per row), got 32}}
+  // expected-error @+1 {{expected K a multiple of 64 (whole 128-byte swizzle spans per row), got 32}}
   %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc : !tile.ring<2, tensor<64x32xbf16>>, !tile.ring<2, tensor<64x32xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
   return
 }
@@ -1773,9 +1773,9 @@ func.func @warpgroup_dot_mn_major_fp8(%ra: !tile.ring<2, tensor<64x128xf8E4M3FN>
 
 // -----
 
-func.func @warpgroup_dot_mn_major_n(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x128xbf16>>, %acc: tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
-  // expected-error @+1 {{expected N = 64 with bMnMajor (one 128-byte swizzle span per row of the [K, N] box), got 128}}
-  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {bMnMajor} : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x128xbf16>>, tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
+func.func @warpgroup_dot_mn_major_n(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x32xbf16>>, %acc: tensor<64x32xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
+  // expected-error @+1 {{expected N a multiple of 64 with bMnMajor (whole 128-byte swizzle spans per row of the [K, N] box), got 32}}
+  %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {bMnMajor} : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x32xbf16>>, tensor<64x32xf32, #tile.mma<version = 3, numWarps = 4>>
   return
 }
 

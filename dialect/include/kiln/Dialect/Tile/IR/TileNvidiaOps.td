@@ -160,21 +160,26 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     ```
     `d = a * transpose(b) + acc` with `a` the [M, K] box of slot `sa` and `b`
     the [N, K] box of slot `sb`, both K-major with the 128-byte TMA swizzle
-    (K * element size = 128 bytes: K = 64 for bf16/f16, 128 for FP8 e4m3/e5m2,
-    which may be mixed). Created by `kiln-tile-accelerate-dot`
+    (K * element size a multiple of 128 bytes: K = 64 for bf16/f16, 128 for
+    FP8 e4m3/e5m2, which may be mixed, or a multiple: a wide box, its 128-byte
+    chunks of K one after the other, M * 128 and N * 128 bytes apart; see
+    `!tile.tensordesc`). Created by `kiln-tile-accelerate-dot`
     (sm_90a) from a `tile.dot` of ring loads in a pipelined loop. Lowers to
     `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row slab of the
     warpgroup and 32 bytes of K (k16 for 16-bit, k32 for FP8; shared-memory
-    descriptors: 128-byte swizzle, stride 1024 bytes per 8 rows),
+    descriptors: 128-byte swizzle, stride 1024 bytes per 8 rows; a step into
+    the next chunk of K moves the start address by the chunk's bytes),
     `wgmma.commit_group`.
     The result is not ready until a `tile.warpgroup_dot_wait` covers it.
 
     With `bMnMajor` (bf16/f16 only: wgmma transposes only 16-bit operands) `b`
     is the [K, N] box of slot `sb`, N-major: `d = a * b + acc`. The box is
-    written by TMA with the 128-byte swizzle, so N * 2 = 128 bytes (N = 64):
-    K rows of 128 bytes, one swizzle atom per 8 rows. Its descriptor: leading
-    byte offset K * 128 (the stride between 64-column chunks along N; unused
-    with one chunk), stride byte offset 1024 (8 K rows), 128-byte swizzle;
+    written by TMA with the 128-byte swizzle, N a multiple of 64 (N * 2 a
+    multiple of 128 bytes): per 64 columns of N one chunk of K rows of 128
+    bytes, one swizzle atom per 8 rows, the chunks K * 128 bytes apart (a
+    wide box for N = 128 or 256). Its descriptor: leading byte offset K * 128
+    (the stride between 64-column chunks along N; unused with one chunk),
+    stride byte offset 1024 (8 K rows), 128-byte swizzle;
     the transpose-B immediate (`imm-trans-b` = 1) set; a k16 step advances the
     start address by 16 rows (2048 bytes).
 

@@ -230,17 +230,20 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     (`tile.ring_wait`, no register copy) by an asynchronous tensor-core MMA,
     and the loop's `tile.ring_issue` ops into those rings move after the
     wait that makes their slots free. Applies when both boxes are bf16/f16
-    with K = 64 or FP8 (e4m3/e5m2) with K = 128 (128-byte rows; FP8 on sm_90a
-    only) loaded through descriptors with the 128-byte swizzle, the accumulator is f32 in the blocked layout, read only by the
+    with K a multiple of 64 or FP8 (e4m3/e5m2) with K a multiple of 128
+    (rows of whole 128-byte spans; FP8 on sm_90a only; K beyond one span, a
+    wide box of several 128-byte chunks, on sm_90a only) loaded through
+    descriptors with the 128-byte swizzle, the accumulator is f32 in the blocked layout, read only by the
     dot and replaced by its result, the ring loads have no other users, and
     the kernel has whole warpgroups (4, 8 or 16 warps); other dots keep
     `mma.sync` (on every arch, or none), their FP8 operands widened to bf16
     (`arith.extf`: exact).
 
     On sm_90a B may also be MN-major: `tile.dot %a, %b, %acc` with `%b` the
-    [K, N] box itself (no `tile.trans`), bf16/f16 with N = 64 (one 128-byte
-    swizzled row per K); the `tile.warpgroup_dot` then carries `bMnMajor`.
-    FP8, a wider N, and sm_100a/sm_103a keep `mma.sync` for this form.
+    [K, N] box itself (no `tile.trans`), bf16/f16 with N a multiple of 64
+    (one 128-byte swizzled row per K, or a wide box's 64-column chunks); the
+    `tile.warpgroup_dot` then carries `bMnMajor`. FP8, an N that is not a
+    multiple of 64, and sm_100a/sm_103a keep `mma.sync` for this form.
     `mn-major-b=false` turns this match off (the form then keeps `mma.sync`).
 
     sm_90a (wgmma): the accumulator lives in registers in the wgmma layout
