@@ -47,8 +47,9 @@ TMA_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 4, 8, 8), ((256, 128,
 # the same with a producer warpgroup (warp_specialize=True): (BM, BN, BK), stages, warps, GROUP_M
 TMA_WS_CONFIGS = [((128, 256, 64), 3, 8, 8), ((128, 256, 64), 3, 8, 16),
                   ((128, 128, 64), 4, 4, 8), ((128, 128, 64), 5, 8, 8)]
-# row-major b (MN-major wgmma B): (BM, BN = 64, BK = 64), stages, warps, GROUP_M
-TMA_KN_CONFIGS = [((128, 64, 64), 4, 8, 8), ((256, 64, 64), 4, 8, 8)]
+# row-major b (MN-major wgmma B): (BM, BN, BK = 64), stages, warps, GROUP_M
+TMA_KN_CONFIGS = [((128, 64, 64), 4, 8, 8), ((256, 64, 64), 4, 8, 8), ((128, 128, 64), 4, 8, 8),
+                  ((128, 256, 64), 3, 8, 8)]
 # FP8: (BM, BN, BK = 128), stages, warps, max_num_imprecise_acc (None: unpromoted)
 FP8_CONFIGS = [((128, 256, None), 3, 8, None), ((128, 256, None), 4, 8, None),
                ((128, 128, None), 4, 8, None), ((128, 128, None), 4, 8, 128),

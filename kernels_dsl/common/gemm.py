@@ -111,9 +111,11 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
 def gemm_tma_kn_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
                        BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr):
     """c[M, N] = a[M, K] @ b[K, N] with b row-major (N contiguous), as gemm_tma_kernel but
-    with B loaded as [BK, BN] boxes and no transpose. With 128-byte swizzled [BM, 64] and
-    [64, 64] boxes (bf16/f16: BN = 64, one 128-byte row of N per K) the dot runs from the
-    ring slots on wgmma with an MN-major B on sm_90a (kiln-tile-accelerate-dot); elsewhere
+    with B loaded as [BK, BN] boxes and no transpose. With 128-byte swizzled [BM, BK] and
+    [BK, BN] boxes (bf16/f16, BK and BN multiples of 64: rows of whole 128-byte spans; a
+    wider box is copied in 128-byte column chunks, which wgmma reads as the chunks of K of
+    a K-major A and the 64-column chunks of N of an MN-major B) the dot runs from the ring
+    slots on wgmma with an MN-major B on sm_90a (kiln-tile-accelerate-dot); elsewhere
     (sm_100a/sm_103a, FP8, other boxes) on mma.sync."""
     pid_m, pid_n = _grouped_block(M, N, BM, BN, GROUP_M)
     acc = kl.zeros((BM, BN), kl.float32)
@@ -124,12 +126,14 @@ def gemm_tma_kn_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
 
 
-def gemm_tma_kn(a, b, out=None, block=(128, 64, 64), group_m=8, stages=4, num_warps=8):
+def gemm_tma_kn(a, b, out=None, block=(128, 128, 64), group_m=8, stages=4, num_warps=8):
     """``a @ b`` for 2-D bf16/f16 CUDA tensors a [M, K] and b [K, N] (row-major: the layout
     ``torch.matmul`` takes) into the bf16 ``out`` [M, N] (allocated if None), on
-    gemm_tma_kn_kernel. ``block`` = (BM, BN, BK); BN = BK = 64 keeps the B box at one
-    128-byte swizzled row per K, the form wgmma reads MN-major on sm_90a. N * 2 and K * 2
-    must be multiples of 16 bytes (TMA strides)."""
+    gemm_tma_kn_kernel. ``block`` = (BM, BN, BK); BN and BK multiples of 64 give 128-byte
+    swizzled boxes (BN = 128: two 64-column chunks of N a B box), the form wgmma reads in
+    place on sm_90a; BN = 128 halves the A traffic per output of BN = 64 and still compiles
+    on sm_100a/sm_103a (mma.sync; BN = 256 needs more static shared memory than its dot has
+    there). N * 2 and K * 2 must be multiples of 16 bytes (TMA strides)."""
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"gemm_tma_kn: expected a [M, K] and b [K, N], got {list(a.shape)} "
                          f"and {list(b.shape)}")
@@ -141,8 +145,8 @@ def gemm_tma_kn(a, b, out=None, block=(128, 64, 64), group_m=8, stages=4, num_wa
     if out is None:
         out = a.new_empty((m, n), dtype=torch.bfloat16)
     bm, bn, bk = block
-    a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=128 if bk == 64 else 0)
-    b_desc = kiln.TensorDescriptor.from_tensor(b, [bk, bn], swizzle=128 if bn == 64 else 0)
+    a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=128 if bk % 64 == 0 else 0)
+    b_desc = kiln.TensorDescriptor.from_tensor(b, [bk, bn], swizzle=128 if bn % 64 == 0 else 0)
     c_desc = kiln.TensorDescriptor.from_tensor(out, [bm, bn])
     if m and n:
         grid = (kiln.cdiv(m, bm) * kiln.cdiv(n, bn),)
