@@ -75,7 +75,9 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
     """``a @ b_t.T`` for 2-D bf16/f16 or FP8 (e4m3/e5m2) CUDA tensors a [M, K] and b_t [N, K]
     (the nn.Linear weight layout) into the bf16 ``out`` [M, N] (allocated if None), on
     gemm_tma_kernel. ``block`` = (BM, BN, BK); BK None: 128 bytes of K (64 for 16-bit, 128
-    for FP8 elements). K * itemsize must be a multiple of 16 bytes (TMA strides).
+    for FP8 elements); a multiple of that gives wide boxes (128-byte chunks of K, read in
+    place on wgmma and, bf16/f16, tcgen05). K * itemsize must be a multiple of 16 bytes
+    (TMA strides).
     ``max_num_imprecise_acc`` (FP8 only): see kl.dot; on sm_90a it keeps a second set of
     accumulator registers live, so (128, 128) blocks on 8 warps avoid spills.
     ``warp_specialize`` (sm_90a, sm_100a/sm_103a): a producer warpgroup issues the loads
@@ -94,7 +96,7 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
         out = a.new_empty((m, n), dtype=torch.bfloat16)
     bm, bn, bk = block
     bk = bk or 128 // a.element_size()
-    swizzle = 128 if bk * a.element_size() == 128 else 0
+    swizzle = 128 if bk * a.element_size() % 128 == 0 else 0
     a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=swizzle)
     b_desc = kiln.TensorDescriptor.from_tensor(b_t, [bn, bk], swizzle=swizzle)
     c_desc = kiln.TensorDescriptor.from_tensor(out, [bm, bn])

@@ -1,7 +1,8 @@
 """The TMA + wgmma GEMM (kernels_dsl/common/gemm.py: gemm_tma) against torch.matmul in fp32 on
 fresh random inputs: one tile, ragged edges in M, N and K (TMA zero-fills the loads and clips
 the store), long K loops whose ring slots are refilled many times, several block shapes and
-warp counts (one or two warpgroups, one or two 64-row slabs per warpgroup), bf16 and f16."""
+warp counts (one or two warpgroups, one or two 64-row slabs per warpgroup), wide boxes of
+BK = 128 (two 128-byte chunks of K a row), bf16 and f16."""
 
 import os
 import sys
@@ -16,7 +17,9 @@ from kernels_dsl.common.gemm import gemm_tma  # noqa: E402
 
 CONFIGS = [  # (BM, BN, BK), stages, warps
     ((128, 256, 64), 3, 8), ((128, 128, 64), 4, 4), ((64, 128, 64), 4, 4),
-    ((256, 128, 64), 3, 8), ((128, 64, 64), 2, 8)]
+    ((256, 128, 64), 3, 8), ((128, 64, 64), 2, 8),
+    # BK = 128: wide boxes of two 128-byte chunks of K, read in place by wgmma / tcgen05
+    ((128, 128, 128), 3, 8)]
 
 
 def _check(out, a, b_t):

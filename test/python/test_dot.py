@@ -181,13 +181,34 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402
 
 
-def _gemm_tma(arch, bm, bn, stages, warps, dt="bf16"):
-    bk = 128 if dt.startswith("f8") else 64
+def _gemm_tma(arch, bm, bn, stages, warps, dt="bf16", bk=None):
+    bk = bk or (128 if dt.startswith("f8") else 64)
     sig = {"a_desc": f"tensordesc<{dt},{bm}x{bk},sw128>",
            "b_desc": f"tensordesc<{dt},{bn}x{bk},sw128>",
            "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
     return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages),
                                    num_warps=warps, arch=arch, upto="cubin")
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
+def test_gemm_tma_wide_k_reads_chunks_in_place(arch):
+    # BK = 128 bf16: [128, 128] and [128, 128] boxes of two 128-byte chunks of K each, read
+    # in place (wgmma on sm_90a, tcgen05 on sm_100a/sm_103a); the k16 step at k = 64 moves
+    # the descriptors into the second chunk, 128 * 128 bytes on: +1024 in the address field
+    # (the K-major constants plus 1024).
+    ck = _gemm_tma(arch, 128, 128, 3, 8, bk=128)
+    ptx = ck.asm["ptx"]
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    if arch == "sm_90a":
+        assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 8
+        assert "4611686293305361408" in ptx
+    else:
+        assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 8
+        assert "4611756662049539072" in ptx
+    # two chunk copies a box, A and B, in every fill
+    copies = ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile")
+    assert copies and copies % 4 == 0
+    assert ck.meta["targets"][arch]["spill_store_bytes"] == 0
 
 
 @pytest.mark.parametrize("dt,ptx_type", [("f8e4m3", "e4m3.e4m3"), ("f8e5m2", "e5m2.e5m2")])

@@ -1003,8 +1003,10 @@ LogicalResult Tcgen05DotOp::verify() {
   if (bBox.getDimSize(1) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
     return emitOpError() << "expected a [M, K] box, a [N, K] box and a [M, N] accumulator, got "
                          << aBox << ", " << bBox << " and " << accType;
-  if (k * 2 != 128)
-    return emitOpError() << "expected K = 64 (one 128-byte swizzle span per row), got " << k;
+  if (k * 2 % 128 != 0)
+    return emitOpError() << "expected K a multiple of 64 (whole 128-byte swizzle spans per row), "
+                            "got "
+                         << k;
   if (n < 16 || n > 256 || n % 16 != 0)
     return emitOpError() << "expected N a multiple of 16 from 16 to 256 (tcgen05.mma with "
                             "M = 128), got "

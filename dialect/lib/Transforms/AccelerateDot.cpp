@@ -351,7 +351,6 @@ struct PipelinedDot {
   OpOperand *yielded;
   unsigned index; ///< of the iteration argument among the loop's results
   int64_t m = 0, n = 0;
-  int64_t kBytes = 0; ///< bytes of K in a row of A: 128, or a wide box's
   bool fp8 = false;
 };
 
@@ -363,7 +362,7 @@ struct PipelinedDot {
 /// transpose-B bit exists for 16-bit types only) with N a multiple of 64 (N =
 /// 128 or 256: a wide box, its 64-column chunks the descriptor's leading
 /// byte offset apart). The caller checks what each arch's MMA takes beyond
-/// that (tcgen05: one chunk of K, K-major B).
+/// that (tcgen05: bf16/f16, K-major B).
 std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
   auto loop = llvm::dyn_cast<scf::ForOp>(dot->getParentOp());
   if (!loop)
@@ -388,7 +387,6 @@ std::optional<PipelinedDot> matchPipelinedDot(DotOp dot) {
   PipelinedDot match{dot, loop, *operands, carried->acc, carried->yielded, carried->index};
   match.m = aType.getDimSize(0);
   match.n = accType.getDimSize(1);
-  match.kBytes = aType.getDimSize(1) * aType.getElementTypeBitWidth() / 8;
   match.fp8 = fp8;
   return match;
 }
@@ -584,14 +582,14 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       // MMA does not read TMEM). The CTA barrier of a refill in the loop keeps
       // every thread within one iteration of the others, so none waits on a
       // commit barrier that is two phases ahead.
-      // kind::f16 only: FP8 (kind::f8f6f4) stays on mma.sync; so do an
-      // MN-major B (Tcgen05DotOp describes K-major boxes only) and the wide
-      // boxes of K > 64 (its descriptors step within one 128-byte chunk).
+      // kind::f16 only: FP8 (kind::f8f6f4) stays on mma.sync; so does an
+      // MN-major B (Tcgen05DotOp describes K-major boxes only). Wide boxes
+      // of K > 64 (K-major chunks) are read in place like 64-wide ones.
       // A warp-specialized loop (the consumers'; the producer refills) is at
       // the top level of the consumer region, which is the kernel's.
       MBarrierArriveOp release = matchRelease(func, match->loop, match->operands);
-      if (match->fp8 || match->operands.bMnMajor() || match->kBytes != 128 || match->m != 128 ||
-          match->n % 16 != 0 || match->n < 16 || match->n > 256 ||
+      if (match->fp8 || match->operands.bMnMajor() || match->m != 128 || match->n % 16 != 0 ||
+          match->n < 16 || match->n > 256 ||
           !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()))
         continue;
       if (release ? refills(match->loop, match->operands)

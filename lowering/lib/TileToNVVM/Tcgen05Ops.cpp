@@ -16,6 +16,10 @@
 //                      .sync.aligned.b32 tmem, ncols;
 //                      tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned.
 //
+// A wide box (K * 2 > 128 bytes) holds its 128-byte chunks of K one after the
+// other, each its rows of 128 bytes: a K step into the next chunk adds the
+// chunk's bytes (128 * 128 for A, N * 128 for B) instead of 32.
+//
 // The descriptors are built in kiln/Conversion/Tcgen05Descriptors.h. A TMEM
 // address holds the lane in bits 31-16 and the column in bits 15-0.
 //
@@ -169,6 +173,9 @@ struct Tcgen05DotLowering : TileOpConversion<tile::Tcgen05DotOp> {
     tile::RingType aRing = op.getA().getType(), bRing = op.getB().getType();
     RankedTensorType accType = op.getAcc().getType().getAccType();
     int64_t k = aRing.getBlockType().getDimSize(1);
+    // Bytes between the 128-byte chunks of K of a wide box (its rows of 128 bytes).
+    int64_t aChunkBytes = aRing.getBlockType().getDimSize(0) * 128;
+    int64_t bChunkBytes = bRing.getBlockType().getDimSize(0) * 128;
     auto sharedAddress = [&](Value ptr) {
       return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
     };
@@ -195,10 +202,20 @@ struct Tcgen05DotLowering : TileOpConversion<tile::Tcgen05DotOp> {
       for (int64_t kk = 0; kk < k; kk += 16) {
         Value a = aDescriptor, bk = bDescriptor;
         if (kk) {
-          // 16 elements of 2 bytes: 32 bytes, 2 in the start address field.
-          Value step = LLVM::ConstantOp::create(b, l, i64, b.getI64IntegerAttr(kk / 8));
-          a = LLVM::AddOp::create(b, l, aDescriptor, step);
-          bk = LLVM::AddOp::create(b, l, bDescriptor, step);
+          // 16 elements of 2 bytes: 32 bytes, 2 in the start address field
+          // (which counts 16 bytes), within a 64-element chunk of K; one
+          // constant when both operands step alike.
+          auto stepOf = [&](int64_t chunkBytes) {
+            return (kk / 64 * chunkBytes + kk % 64 * 2) / 16;
+          };
+          int64_t aStep = stepOf(aChunkBytes), bStep = stepOf(bChunkBytes);
+          Value aOffset = LLVM::ConstantOp::create(b, l, i64, b.getI64IntegerAttr(aStep));
+          Value bOffset =
+              aStep == bStep
+                  ? aOffset
+                  : LLVM::ConstantOp::create(b, l, i64, b.getI64IntegerAttr(bStep)).getResult();
+          a = LLVM::AddOp::create(b, l, aDescriptor, aOffset);
+          bk = LLVM::AddOp::create(b, l, bDescriptor, bOffset);
           enable = LLVM::ConstantOp::create(b, l, b.getI1Type(), b.getBoolAttr(true));
         }
         NVVM::Tcgen05MMAOp::create(b, l, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,

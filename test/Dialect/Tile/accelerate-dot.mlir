@@ -525,8 +525,8 @@ func.func @mn_major_b_narrow(%da: !tile.tensordesc<tensor<128x64xbf16>, swizzle 
 
 // Wide boxes (rows of several 128-byte swizzle spans): A [128, K = 128] in two
 // 128-byte chunks of K, B the MN-major [K = 128, N = 256] in four 64-column
-// chunks of N. sm_90a reads both in place (`bMnMajor`); tcgen05 describes one
-// chunk of K and K-major B only, so sm_100a/sm_103a keep tile.dot.
+// chunks of N. sm_90a reads both in place (`bMnMajor`); tcgen05 describes
+// K-major B only, so sm_100a/sm_103a keep tile.dot.
 // CHECK-LABEL: func.func @wide_mn_major_b
 // CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}} {bMnMajor} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x256xbf16>>, tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NOT: tile.dot
@@ -558,13 +558,13 @@ func.func @wide_mn_major_b(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) at
 !D = !tile.tensordesc<tensor<128x128xbf16>, swizzle = 128>
 
 // A K-major B of a wide box ([N, K = 128], transposed): both operands in two
-// 128-byte chunks of K. wgmma on sm_90a; tile.dot on sm_100a/sm_103a.
+// 128-byte chunks of K, read in place on both archs.
 // CHECK-LABEL: func.func @wide_k_major
 // CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x128xbf16>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NOT: tile.dot
 // SM100-LABEL: func.func @wide_k_major
-// SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.tcgen05_dot %{{.*}}, %{{.*}} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x128xbf16>>, !tile.tmem<tensor<128x128xf32>>, !tile.mbarriers<2>
+// SM100-NOT: tile.dot
 func.func @wide_k_major(%da: !D, %db: !D, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c128 = arith.constant 128 : i32

@@ -1888,7 +1888,7 @@ func.func @tcgen05_dot_shapes(%ra: !tile.ring<2, tensor<128x64xbf16>>, %rb: !til
 // -----
 
 func.func @tcgen05_dot_k(%ra: !tile.ring<2, tensor<128x32xbf16>>, %rb: !tile.ring<2, tensor<64x32xbf16>>, %t: !tile.tmem<tensor<128x64xf32>>, %p: i1, %d: !tile.mbarriers<2>, %i: i32) {
-  // expected-error @+1 {{expected K = 64 (one 128-byte swizzle span per row), got 32}}
+  // expected-error @+1 {{expected K a multiple of 64 (whole 128-byte swizzle spans per row), got 32}}
   tile.tcgen05_dot %ra[%i], %rb[%i], %t, %p -> %d[%i] : !tile.ring<2, tensor<128x32xbf16>>, !tile.ring<2, tensor<64x32xbf16>>, !tile.tmem<tensor<128x64xf32>>, !tile.mbarriers<2>
   return
 }

@@ -461,7 +461,9 @@ def Tile_Tcgen05DotOp : Tile_Op<"tcgen05_dot", [MemoryEffects<[MemRead, MemWrite
     ```
     `acc = a * transpose(b) + (accumulate ? acc : 0)` with `a` the [128, K]
     box of slot `sa` and `b` the [N, K] box of slot `sb`, both bf16 or both
-    f16, K-major with the 128-byte TMA swizzle (K * 2 = 128 bytes), N a
+    f16, K-major with the 128-byte TMA swizzle (K * 2 a multiple of 128
+    bytes: K = 64, or a wide box's 128-byte chunks of K, 128 * 128 and N * 128
+    bytes apart; see `!tile.tensordesc`), N a
     multiple of 16 from 16 to 256. Created by `kiln-tile-accelerate-dot`
     (sm_100a, sm_103a) from a `tile.dot` of ring loads in a pipelined loop.
 
@@ -478,7 +480,7 @@ def Tile_Tcgen05DotOp : Tile_Op<"tcgen05_dot", [MemoryEffects<[MemRead, MemWrite
     1024 >> 4 (8 rows of 128 bytes) in bits 32-45, the fixed 0b001 in bits
     46-48, base offset 0 (slots are 1024-byte aligned) and swizzle mode 2
     (128-byte) in bits 61-63; a K step of 16 elements adds 32 bytes to the
-    start address. The instruction descriptor is dense, D f32 (bits 4-5 = 1),
+    start address, a step into the next chunk of K the chunk's bytes. The instruction descriptor is dense, D f32 (bits 4-5 = 1),
     A and B f16 (0) or bf16 (1) in bits 7-9 and 10-12, both K-major (bits 15,
     16 = 0), N >> 3 in bits 17-22 and M >> 4 in bits 24-28.
 

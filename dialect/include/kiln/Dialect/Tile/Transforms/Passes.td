@@ -231,8 +231,8 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     and the loop's `tile.ring_issue` ops into those rings move after the
     wait that makes their slots free. Applies when both boxes are bf16/f16
     with K a multiple of 64 or FP8 (e4m3/e5m2) with K a multiple of 128
-    (rows of whole 128-byte spans; FP8 on sm_90a only; K beyond one span, a
-    wide box of several 128-byte chunks, on sm_90a only) loaded through
+    (rows of whole 128-byte spans: one, or the chunks of a wide box; FP8 on
+    sm_90a only) loaded through
     descriptors with the 128-byte swizzle, the accumulator is f32 in the blocked layout, read only by the
     dot and replaced by its result, the ring loads have no other users, and
     the kernel has whole warpgroups (4, 8 or 16 warps); other dots keep
