@@ -65,7 +65,11 @@ public:
   /// box and swizzle.
   static KernelArg tensorMap(const CUtensorMap &map, const TensorMapSpec &spec);
   /// The same from raw bytes and the geometry they encode: `box` outermost
-  /// dimension first, as the kernel's metadata records it.
+  /// dimension first, as the kernel's metadata records it. A wide box (a
+  /// 128-byte swizzled param box whose rows span more than 128 bytes, which
+  /// the kernel copies one 128-byte column chunk at a time) is encoded with
+  /// the box of one chunk (its inner dimension 128 bytes) and passed here
+  /// with the param's whole box.
   static KernelArg tensorMap(const void *map, DType dtype, const std::vector<uint32_t> &box,
                              unsigned swizzle);
 
