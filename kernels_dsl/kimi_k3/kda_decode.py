@@ -78,8 +78,11 @@ GROUPS = (1, 2, 4)
 
 @kiln.jit
 def kda_l2norm(x):
-    """``x / sqrt(sum(x^2) + 1e-6)`` of an fp32 [K] tile (a division, not a reciprocal)."""
-    return x / kl.sqrt(kl.sum(x * x, axis=0) + L2_EPS)
+    """``x / sqrt(sum(x^2) + 1e-6)`` along the last axis of an fp32 [K] or [T, K] tile (a
+    division, not a reciprocal; a row of [T, K] is summed in the order of a [K] tile)."""
+    if len(x.shape) == 1:
+        return x / kl.sqrt(kl.sum(x * x, axis=0) + L2_EPS)
+    return x / kl.sqrt(kl.sum(x * x, axis=1) + L2_EPS)[:, None]
 
 
 @kiln.jit
@@ -97,7 +100,8 @@ def kda_gate(a, dt_bias, a_log, lower_bound, LOWER_BOUND: kl.constexpr):
 def kda_token_prologue(q_raw, k_raw, a, dt_bias, a_log, b, scale, lower_bound,
                        LOWER_BOUND: kl.constexpr):
     """(q, k, g, beta) of one token and value head: q, k the L2-normalized fp32 [K] tiles (q
-    times scale), g the log decay [K], beta = sigmoid(b) (a scalar)."""
+    times scale), g the log decay [K], beta = sigmoid(b) (a scalar); or of T tokens at once
+    ([T, K] tiles, b and beta [T], dt_bias [1, K])."""
     q = kda_l2norm(q_raw) * scale
     k = kda_l2norm(k_raw)
     g = kda_gate(a, dt_bias, a_log, lower_bound, LOWER_BOUND)
@@ -127,10 +131,18 @@ def kda_recurrent_step(h, q, k, g, beta, v):
 def kda_conv_silu(x, w):
     """The post-conv bf16 values [C] of the windows x [C, 4] (bf16, tap 0 the oldest input,
     tap 3 the token) with the taps' weights w [C, 4] (bf16): ``y = ((w0 x0 + w1 x1) + w2 x2)
-    + w3 x3`` in fp32 (the products of bf16 values are exact), then ``bf16(y * sigmoid(y))``
-    with the IEEE sigmoid."""
-    y = kl.sum(w.to(kl.float32) * x.to(kl.float32), axis=1)
+    + w3 x3`` in fp32 (the products of bf16 values are exact; the four taps of a window are
+    one thread's registers, summed in order), then ``bf16(y * sigmoid(y))`` with the IEEE
+    sigmoid. Windows [T, C, 4] with weights [1, C, 4] give [T, C]."""
+    y = kl.sum(w.to(kl.float32) * x.to(kl.float32), axis=len(x.shape) - 1)
     return (y * kl.sigmoid(y, precise=True)).to(kl.bfloat16)
+
+
+@kiln.jit
+def kda_gated_norm(o, w, gate, eps, V: kl.constexpr):
+    """The gated RMSNorm of a head's output o [V] (fp32): ``o * rsqrt(sum(o^2) / V + eps) *
+    w * gate``, w = w_norm [V] and gate = sigmoid(g_out) [V] in fp32."""
+    return o * kl.rsqrt(kl.sum(o * o, axis=0) * (1.0 / V) + eps) * w * gate
 
 
 # ---------------------------------------------------------------------------
@@ -222,6 +234,25 @@ def _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, c, t, bos, valid)
 
 
 @kiln.jit
+def kda_conv_rows(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, c, t, bos, ok, valid):
+    """_conv_part of several tokens: the post-conv bf16 values [T, C] of the tokens t [T]
+    (``ok`` [T] marks the real ones; the others read nothing) at the channels c [C], their
+    windows as one [T, C, 4] tile."""
+    j = kl.arange(0, CONV_WIDTH)
+    p = t[:, None] - (CONV_WIDTH - 1) + j[None, :]  # [T, 4]
+    in_state = (p < bos)[:, None, :]
+    live = ok[:, None, None]
+    x_state = kl.load(conv_ptr + ((p - bos + (CONV_WIDTH - 1)) * conv_row)[:, None, :]
+                      + c[None, :, None], mask=in_state & live & valid, other=0.0,
+                      eviction_policy="evict_normal")
+    x_rows = kl.load(qkv_ptr + (p.to(kl.int64) * qkv_s0)[:, None, :] + c[None, :, None],
+                     mask=~in_state & live, other=0.0, eviction_policy="evict_normal")
+    x = kl.where(in_state, x_state, x_rows)
+    w = kl.load(convw_ptr + (c * CONV_WIDTH)[:, None] + j[None, :])
+    return kda_conv_silu(x, w[None, :, :])
+
+
+@kiln.jit
 def _conv_state_update(qkv_ptr, qkv_s0, conv_ptr, conv_row, c, bos, eos, valid):
     """Loads the last three raw inputs of the sequence at the channels c (positions eos - 3
     .. eos - 1, from the rows or the old conv state) and returns them with their stores
@@ -265,8 +296,7 @@ def kda_pre_conv_token(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_
     if NORM:
         go = kl.load(gout_ptr + tok * g_s0 + hv * V + rows).to(kl.float32)
         w = kl.load(wnorm_ptr + rows).to(kl.float32)
-        o = (o * kl.rsqrt(kl.sum(o * o, axis=0) * (1.0 / V) + eps) * w
-             * kl.sigmoid(go))
+        o = kda_gated_norm(o, w, kl.sigmoid(go), eps, V)
     kl.store(out_ptr + (tok * HV + hv) * V + rows, kl.where(valid, o, 0.0))
     return hs, k_raw, v, g, beta
 

@@ -5,10 +5,11 @@ accepted drafts into the checkpoint in place.
 ``kda_verify_chain``: per request n with slot s, its S draft tokens are the rows
 n S .. n S + S - 1 of the pre-conv projection (as kda_fused_decode's). Token j's conv
 window is positions j - 3 .. j over the committed conv state (rows 0..2 = positions -3..-1)
-and the drafts; then the fused decode's step (kda_decode's ``kda_conv_silu``,
-``kda_token_prologue``, ``kda_recurrent_step``) from the committed SSM state, token by
-token, and optionally the gated RMSNorm. Every step's output is written; the SSM and conv
-states are only read. Optionally, at slot s:
+and the drafts; then the fused decode's step (kda_decode's ``kda_conv_rows`` on
+``kda_conv_silu``, ``kda_token_prologue``, ``kda_recurrent_step``, ``kda_gated_norm``) from
+the committed SSM state, token by token (the conv and prologue of a few drafts at once),
+and optionally the gated RMSNorm. Every step's output is written; the SSM and conv states
+are only read. Optionally, at slot s:
 
 - ``intermediate_states`` [slots, S, HV, V, K] fp32: the state after every step j;
 - the ReplaySSM records, position j of rings of length L >= S: ``rawk`` [slots, H, L, K]
@@ -63,14 +64,26 @@ from .kda_decode import (
     _store_conv_rows,
     check_placement,
     check_pre_conv,
+    kda_conv_rows,
+    kda_gated_norm,
     kda_l2norm,
-    kda_pre_conv_token,
+    kda_recurrent_step,
     kda_state_update,
+    kda_token_prologue,
 )
 
 # ---------------------------------------------------------------------------
 # kda_verify_chain
 # ---------------------------------------------------------------------------
+
+
+@kiln.jit
+def _step_of(x, jj, j):
+    """Row j of the [CHUNK, N] tile x (or element j of the [CHUNK] tile), exactly: the other
+    rows replaced by -0.0 and summed away (x + -0.0 is x, a -0.0 included)."""
+    if len(x.shape) == 1:
+        return kl.sum(kl.where(jj == j, x, -0.0), axis=0)
+    return kl.sum(kl.where((jj == j)[:, None], x, -0.0), axis=0)
 
 
 @kiln.jit(num_warps=4, do_not_specialize=[
@@ -84,17 +97,21 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
                             inter_slot_u, rk_slot_u, rv_slot_u, rg_slot_u, rb_slot, rc_slot_u,
                             inter_on, rec_on, conv_rec_on, scale, lower_bound, eps,
                             K: kl.constexpr, V: kl.constexpr, ROWS: kl.constexpr,
-                            LOWER_BOUND: kl.constexpr, NORM: kl.constexpr,
+                            CHUNK: kl.constexpr, LOWER_BOUND: kl.constexpr, NORM: kl.constexpr,
                             STATE_EVICT: kl.constexpr, PROGRAMS: kl.constexpr):
     """Program (request n, value head hv, slice): ROWS rows of the head's committed state as
     one [ROWS, K] tile, loaded once and carried through the S steps, never stored back (NORM
-    needs every row of o: ROWS == V). The q/k conv and the prologue are recomputed by each
-    of a head's V / ROWS programs. The optional outputs are runtime flags (their stores
-    predicated): ``inter_on`` the states after each step, ``rec_on`` the ReplaySSM records
-    (rawk by the first program of a q/k head's group, gk and beta by a head's first slice,
-    rawv by each slice for its rows), ``conv_rec_on`` the raw draft rows (the q/k channels
-    by the group's first program, v by each slice). Strides in 16-byte units as in
-    kda_decode (``rb_slot`` in elements: beta is read one value at a time)."""
+    needs every row of o: ROWS == V). The drafts go CHUNK at a time: their conv, prologue,
+    records and raw rows as [CHUNK, K] / [CHUNK, ROWS] tiles (kda_decode's helpers on
+    several tokens: the same bits as one token at a time, spread over the threads instead
+    of repeated by each), then each draft's step (``kda_recurrent_step``, the gated norm)
+    on its row of them. The q/k conv and the prologue are recomputed by each of a head's
+    V / ROWS programs. The optional outputs are runtime flags (their stores predicated):
+    ``inter_on`` the states after each step, ``rec_on`` the ReplaySSM records (rawk by the
+    first program of a q/k head's group, gk and beta by a head's first slice, rawv by each
+    slice for its rows), ``conv_rec_on`` the raw draft rows (the q/k channels by the group's
+    first program, v by each slice). Strides in 16-byte units as in kda_decode (``rb_slot``
+    in elements: beta is read one value at a time)."""
     if PROGRAMS > 0:
         kl.min_programs_per_sm(PROGRAMS)
     NS: kl.constexpr = V // ROWS
@@ -107,6 +124,7 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     h = hv // grp
     cols = kl.arange(0, K)
     rows = part * ROWS + kl.arange(0, ROWS)
+    jj = kl.arange(0, CHUNK)
     kl.pdl_wait()  # every input may come from the previous kernels in the stream
     slot = kl.load(idx_ptr + n)
     valid = (slot >= 0) & (slot < num_slots)
@@ -124,6 +142,8 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     vc = 2 * H * K + hv * V + rows
     a_log = kl.load(alog_ptr + hv)
     dt_bias = kl.load(dtb_ptr + hv * K + cols)
+    if NORM:
+        w_norm = kl.load(wnorm_ptr + rows).to(kl.float32)
     first = part == 0
     owner = first & (hv % grp == 0)  # writes the q/k head's records
     rec = valid & (rec_on != 0)
@@ -135,23 +155,49 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     rb = rb_ptr + slot64 * rb_slot.to(kl.int64) + hv * L
     rc = rc_ptr + slot64 * rc_slot_u.to(kl.int64) * 8
     bos = n * S
-    for t in range(bos, bos + S):
-        j = t - bos
-        hs, k_raw, v, g, beta = kda_pre_conv_token(
-            qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr, b_s0,
-            gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, hs, qc, kc, vc, rows, t, bos, valid, hv,
-            HV, dt_bias, a_log, scale, lower_bound, eps, K, V, LOWER_BOUND, NORM)
-        kl.store(inter + j * (HV * V * K) + (rows * K)[:, None] + cols[None, :], hs,
-                 mask=valid & (inter_on != 0))
-        kl.store(rk + j * K + cols, k_raw, mask=rec & owner)
-        kl.store(rv + j * V + rows, v, mask=rec)
-        kl.store(rg + j * K + cols, g, mask=rec & first)
-        kl.store(rb + j, beta, mask=rec & first)
-        x = qkv_ptr + t.to(kl.int64) * qkv_s0
-        crow = rc + j * dim
-        kl.store(crow + qc, kl.load(x + qc, mask=crec & owner, other=0.0), mask=crec & owner)
-        kl.store(crow + kc, kl.load(x + kc, mask=crec & owner, other=0.0), mask=crec & owner)
-        kl.store(crow + vc, kl.load(x + vc, mask=crec, other=0.0), mask=crec)
+    for c0 in range(0, S, CHUNK):
+        j = c0 + jj  # the drafts of this chunk, [CHUNK]
+        ok = j < S
+        t = bos + j
+        tok = t.to(kl.int64)
+        q_raw = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, qc, t, bos, ok, valid)
+        k_raw = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, kc, t, bos, ok, valid)
+        v = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, t, bos, ok, valid)
+        a = kl.load(a_ptr + (tok * (a_s0_u * 8))[:, None] + (hv * K + cols)[None, :],
+                    mask=ok[:, None], other=0.0).to(kl.float32)
+        b = kl.load(b_ptr + tok * b_s0 + hv, mask=ok, other=0.0).to(kl.float32)
+        q, k, g, beta = kda_token_prologue(q_raw.to(kl.float32), k_raw.to(kl.float32), a,
+                                           dt_bias[None, :], a_log, b, scale, lower_bound,
+                                           LOWER_BOUND)
+        vf = v.to(kl.float32)
+        # the chunk's records and raw rows
+        kl.store(rk + (j * K)[:, None] + cols[None, :], k_raw, mask=(ok & rec & owner)[:, None])
+        kl.store(rv + (j * V)[:, None] + rows[None, :], v, mask=(ok & rec)[:, None])
+        kl.store(rg + (j * K)[:, None] + cols[None, :], g, mask=(ok & rec & first)[:, None])
+        kl.store(rb + j, beta, mask=ok & rec & first)
+        x = qkv_ptr + (tok * qkv_s0)[:, None]
+        crow = rc + (j * dim)[:, None]
+        qk_rec = (ok & crec & owner)[:, None]
+        v_rec = (ok & crec)[:, None]
+        kl.store(crow + qc[None, :], kl.load(x + qc[None, :], mask=qk_rec, other=0.0),
+                 mask=qk_rec)
+        kl.store(crow + kc[None, :], kl.load(x + kc[None, :], mask=qk_rec, other=0.0),
+                 mask=qk_rec)
+        kl.store(crow + vc[None, :], kl.load(x + vc[None, :], mask=v_rec, other=0.0),
+                 mask=v_rec)
+        for i in range(0, kl.minimum(CHUNK, S - c0)):
+            hs, o = kda_recurrent_step(hs, _step_of(q, jj, i), _step_of(k, jj, i),
+                                       _step_of(g, jj, i), _step_of(beta, jj, i),
+                                       _step_of(vf, jj, i))
+            step = c0 + i
+            if NORM:
+                go = kl.load(gout_ptr + (bos + step).to(kl.int64) * (g_s0_u * 8) + hv * V
+                             + rows).to(kl.float32)
+                o = kda_gated_norm(o, w_norm, kl.sigmoid(go), eps, V)
+            kl.store(out_ptr + ((bos + step).to(kl.int64) * HV + hv) * V + rows,
+                     kl.where(valid, o, 0.0))
+            kl.store(inter + step * (HV * V * K) + (rows * K)[:, None] + cols[None, :], hs,
+                     mask=valid & (inter_on != 0))
 
 
 # ---------------------------------------------------------------------------
@@ -250,8 +296,11 @@ class Settings:
     is in docs/kernels/kda.md, "Implementation")."""
     verify_rows: int = 32  # state rows a verify program without the norm ([32, 128] fp32)
     verify_warps: int = 4
-    verify_norm_warps: int = 8  # with the norm a program holds the head's 128 rows (4 warps spill)
+    verify_norm_warps: int = 4  # with the norm the head's 128 rows: on 4 warps 92-120 bytes
+    # of spill, yet on the H200 84 us at B = 64 against 115 on 8 warps without (bench/results/kda)
     verify_min_programs: int = 0
+    verify_chunk: int = 2  # drafts whose conv and prologue run as one [2, 128] tile (4: 108 us,
+    # its rows spread over two warps; 1, a draft at a time: 106 us)
     fold_rows: int = 32  # state rows a fold program
     fold_warps: int = 4
     fold_min_programs: int = 0
@@ -267,7 +316,7 @@ def verify_launch_config(lower_bound: bool, norm: bool, settings: Settings = SET
     s = settings
     name = "kda_verify_chain" + ("_lower_bound" if lower_bound else "") + ("_norm" if norm else "")
     return (name, {"K": HEAD_DIM, "V": HEAD_DIM,
-                   "ROWS": HEAD_DIM if norm else s.verify_rows,
+                   "ROWS": HEAD_DIM if norm else s.verify_rows, "CHUNK": s.verify_chunk,
                    "LOWER_BOUND": bool(lower_bound), "NORM": bool(norm),
                    "STATE_EVICT": s.state_evict, "PROGRAMS": s.verify_min_programs},
             s.verify_norm_warps if norm else s.verify_warps)

@@ -449,9 +449,12 @@ def test_module_listed():
 
 
 def test_one_formulation():
-    """The verify chain runs kda_fused_decode's token (kda_pre_conv_token), the fold its
-    state update and k norm: kda_decode's helpers, no copy of the step."""
-    assert mod.kda_pre_conv_token is kda_decode.kda_pre_conv_token
+    """The verify chain runs kda_fused_decode's conv (kda_conv_rows, on kda_conv_silu),
+    prologue, step and gated norm, the fold its state update and k norm: kda_decode's
+    helpers, no copy of the step."""
+    for helper in ("kda_conv_rows", "kda_token_prologue", "kda_recurrent_step",
+                   "kda_gated_norm"):
+        assert getattr(mod, helper) is getattr(kda_decode, helper), helper
     assert mod.kda_state_update is kda_decode.kda_state_update
     assert mod.kda_l2norm is kda_decode.kda_l2norm
 
@@ -493,9 +496,14 @@ def test_compiles_without_spills(spec, arch):
                              cluster=spec.cluster)
     assert ck.cubin[:4] == b"\x7fELF"
     target = ck.meta["targets"][arch]
-    assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
     ptx = ck.ptx
-    assert "ld.local" not in ptx and "st.local" not in ptx
+    if spec.constexprs.get("NORM"):
+        # the head's [128, 128] state on 4 warps: a little spill, measured faster than 8
+        # warps without (kda_verify.Settings)
+        assert target["spill_store_bytes"] <= 128 and target["spill_load_bytes"] <= 128
+    else:
+        assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
+        assert "ld.local" not in ptx and "st.local" not in ptx
     vec = r"\.(v4\.b32|v2\.b64)"
     rows = spec.constexprs["ROWS"] * K // (32 * spec.num_warps * 4)
     loads = re.findall(rf"ld\.global\.L1::evict_first\.L2::cache_hint{vec}", ptx)
