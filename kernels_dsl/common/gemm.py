@@ -128,14 +128,28 @@ def gemm_tma_kn_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
 
 
-def gemm_tma_kn(a, b, out=None, block=(128, 128, 64), group_m=8, stages=4, num_warps=8):
+#: gemm_tma_kn's default (block, stages) per arch. sm_90a: 128x256 blocks (the MN-major B read
+#: in place by wgmma; 0.95x / 0.93x cuBLAS at 4096^3 / 8192^3 on the H200 against 0.84x /
+#: 0.89x for 128x128, bench/results/h200-bench_gemm_wide.md). sm_100a/sm_103a run the dot on
+#: mma.sync, whose staging for a 128x256 block exceeds the 48 KiB of static shared memory.
+KN_DEFAULTS = {"sm_90a": ((128, 256, 64), 3)}
+KN_FALLBACK = ((128, 128, 64), 4)
+
+
+def _arch_of(t):
+    """The kiln arch of the tensor's device (sm_90a on anything but Blackwell)."""
+    major, minor = torch.cuda.get_device_capability(t.device)
+    return {(10, 0): "sm_100a", (10, 3): "sm_103a"}.get((major, minor), "sm_90a")
+
+
+def gemm_tma_kn(a, b, out=None, block=None, group_m=8, stages=None, num_warps=8):
     """``a @ b`` for 2-D bf16/f16 CUDA tensors a [M, K] and b [K, N] (row-major: the layout
     ``torch.matmul`` takes) into the bf16 ``out`` [M, N] (allocated if None), on
     gemm_tma_kn_kernel. ``block`` = (BM, BN, BK); BN and BK multiples of 64 give 128-byte
-    swizzled boxes (BN = 128: two 64-column chunks of N a B box), the form wgmma reads in
-    place on sm_90a; BN = 128 halves the A traffic per output of BN = 64 and still compiles
-    on sm_100a/sm_103a (mma.sync; BN = 256 needs more static shared memory than its dot has
-    there). N * 2 and K * 2 must be multiples of 16 bytes (TMA strides)."""
+    swizzled boxes (a B box of BN = 128 or 256 holds two or four 64-column chunks of N), the
+    form wgmma reads in place on sm_90a. ``block`` and ``stages`` None: the arch's default
+    (``KN_DEFAULTS``: 128x256x64 on 3 stages on sm_90a, 128x128x64 on 4 elsewhere). N * 2
+    and K * 2 must be multiples of 16 bytes (TMA strides)."""
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"gemm_tma_kn: expected a [M, K] and b [K, N], got {list(a.shape)} "
                          f"and {list(b.shape)}")
@@ -146,7 +160,9 @@ def gemm_tma_kn(a, b, out=None, block=(128, 128, 64), group_m=8, stages=4, num_w
     n = int(b.shape[1])
     if out is None:
         out = a.new_empty((m, n), dtype=torch.bfloat16)
-    bm, bn, bk = block
+    default_block, default_stages = KN_DEFAULTS.get(_arch_of(a), KN_FALLBACK)
+    bm, bn, bk = block or default_block
+    stages = stages or default_stages
     a_desc = kiln.TensorDescriptor.from_tensor(a, [bm, bk], swizzle=128 if bk % 64 == 0 else 0)
     b_desc = kiln.TensorDescriptor.from_tensor(b, [bk, bn], swizzle=128 if bn % 64 == 0 else 0)
     c_desc = kiln.TensorDescriptor.from_tensor(out, [bm, bn])

@@ -53,7 +53,7 @@ def test_gemm_tma_kn(dtype, m, n, k, block, stages, warps):
 
 def test_gemm_tma_kn_large_and_strided():
     # a [K, N] view with a row pitch larger than N, a 4096-sized problem, grouped ordering,
-    # the default block (BN = 128: a wide B box)
+    # the arch's default block (sm_90a: 128x256, four 64-column chunks a B box)
     m, n, k = 4096, 4096, 1024
     a = torch.randn(m, k, device="cuda").bfloat16()
     b = torch.randn(k, n + 64, device="cuda").bfloat16()[:, :n]

@@ -304,7 +304,7 @@ def test_gemm_tma_runs_on_tcgen05_on_blackwell(arch, bn, stages, warps):
     assert target["spill_store_bytes"] == 0 and "tcgen05" in target["features"]
 
 
-from kernels_dsl.common.gemm import gemm_tma_kn_kernel  # noqa: E402
+from kernels_dsl.common.gemm import KN_DEFAULTS, KN_FALLBACK, gemm_tma_kn_kernel  # noqa: E402,I001
 
 
 def _gemm_tma_kn(arch, bm, stages, warps, dt="bf16", bn=64, bk=64):
@@ -362,14 +362,19 @@ def test_gemm_tma_row_major_b_wide_box_runs_on_wgmma_on_sm90a(bn, stages, dt):
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
-def test_gemm_tma_row_major_b_bn128_assembles(arch):
-    # The default block (128, 128, 64) assembles for every arch (sm_100a/sm_103a keep
-    # mma.sync for an MN-major B, reading the chunked slots from registers).
-    ck = _gemm_tma_kn(arch, 128, 4, 8, bn=128)
+def test_gemm_tma_row_major_b_default_block_assembles(arch):
+    # gemm_tma_kn's default block for each arch assembles without spills: 128x256x64 on 3
+    # stages on sm_90a (wgmma, the B box read in place), 128x128x64 on 4 on sm_100a/sm_103a
+    # (mma.sync for an MN-major B, reading the chunked slots from registers).
+    (bm, bn, bk), stages = KN_DEFAULTS.get(arch, KN_FALLBACK)
+    ck = _gemm_tma_kn(arch, bm, stages, 8, bn=bn, bk=bk)
     assert ck.cubin[:4] == b"\x7fELF"
     assert ck.meta["targets"][arch]["spill_store_bytes"] == 0
-    if arch != "sm_90a":
-        assert "mma.sync.aligned.m16n8k16" in ck.asm["ptx"] and "wgmma" not in ck.asm["ptx"]
+    ptx = ck.asm["ptx"]
+    if arch == "sm_90a":
+        assert (bm, bn) == (128, 256) and "wgmma.mma_async" in ptx and "mma.sync" not in ptx
+    else:
+        assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
 
 
 def test_gemm_tma_row_major_b_bn256_assembles_on_sm90a_only():
