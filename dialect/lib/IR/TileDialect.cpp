@@ -113,6 +113,21 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                                << kMaxSharedBytes << "]";
     return success();
   }
+  if (name == getSharedPlanAttrName()) {
+    auto plan = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!plan || !llvm::all_of(plan, llvm::IsaPred<StringAttr>))
+      return op->emitOpError() << "expected 'tile.shared_plan' to be an array of strings, got "
+                               << attr.getValue();
+    for (auto entry : plan.getAsValueRange<StringAttr>()) {
+      SmallVector<StringRef> fields;
+      entry.split(fields, ' ');
+      if (fields.size() != 4 || !fields[3].contains('-'))
+        return op->emitOpError() << "expected each 'tile.shared_plan' entry to be \"name bytes "
+                                    "offset first-last\", got \""
+                                 << entry << "\"";
+    }
+    return success();
+  }
   if (name == getPdlAttrName()) {
     if (!llvm::isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expected 'tile.pdl' to be a unit attribute";
@@ -170,6 +185,13 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return op->emitOpError()
              << "expected 'tile.min_programs_per_sm' to be an i32 in [1, 32], got "
              << attr.getValue();
+    return success();
+  }
+  if (name == getDrainedAttrName()) {
+    if (op->getName().getStringRef() != "llvm.mlir.global")
+      return op->emitOpError() << "'tile.drained' applies to llvm.mlir.global only";
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expected 'tile.drained' to be a unit attribute";
     return success();
   }
   if (name == getScratchAttrName()) {

@@ -532,6 +532,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     accelerateDots(func);
+    hoistRingReleases(func);
     // The dots left on mma.sync, which has no FP8 form here: FP8 operands
     // become bf16, which holds every e4m3 and e5m2 value exactly (the
     // products and the f32 sums are unchanged). mma.sync accumulates every
@@ -546,6 +547,23 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
               arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()), operand->get()));
       }
     });
+  }
+
+  /// Moves each tile.ring_release up past the layout conversions and the
+  /// side-effect-free ops that the rewrites above put after its loop (the
+  /// accumulator's way out of the MMA layout), to just after the last op that
+  /// may still wait for or touch the ring (the dot's final wait): the
+  /// conversions' buffers may then take the ring's bytes.
+  void hoistRingReleases(func::FuncOp func) {
+    SmallVector<RingReleaseOp> releases;
+    func.walk([&](RingReleaseOp op) { releases.push_back(op); });
+    for (RingReleaseOp release : releases) {
+      Operation *after = release->getPrevNode();
+      while (after && (isa<ConvertLayoutOp>(after) || isMemoryEffectFree(after)))
+        after = after->getPrevNode();
+      if (after && after != release->getPrevNode())
+        release->moveAfter(after);
+    }
   }
 
   void accelerateDots(func::FuncOp func) {

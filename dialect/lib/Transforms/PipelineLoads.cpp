@@ -10,6 +10,7 @@
 //   ...
 //   scf.yield ..., %it + 1
 // }
+// tile.ring_release %ring                (not after a warp-specialized loop)
 //
 // A tile.bulk_load %p(iv) [count %n(iv)] becomes the same ring with a pointer
 // source: tile.ring_issue %p(lb + k*step) [count %n(...)] -> %ring[k] ..., and
@@ -231,6 +232,14 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
         issueAhead();
       b.replaceOp(p.load, wait.getResult());
       ++numPipelined;
+    }
+    // Drained after the loop: every issued slot was waited for in it. Released
+    // there, so that the buffers after the loop may take the rings' bytes. A
+    // warp-specialized loop's producer warps do not reach code after it.
+    if (!newLoop->hasAttr(TileDialect::getWarpSpecializeAttrName())) {
+      b.setInsertionPointAfter(newLoop);
+      for (Value ring : rings)
+        RingReleaseOp::create(b, loc, ring);
     }
     return success();
   }

@@ -43,8 +43,8 @@ constexpr int64_t kMaxSteps = int64_t(1) << 20;
 bool hasAsyncOps(Operation *op) {
   return op
       ->walk([](Operation *nested) {
-        return isa<RingIssueOp, RingWaitLoadOp, RingWaitOp, WarpGroupDotOp, WarpGroupDotWaitOp,
-                   Tcgen05DotOp, MBarrierArriveOp, MBarrierWaitOp>(nested)
+        return isa<RingIssueOp, RingWaitLoadOp, RingWaitOp, RingReleaseOp, WarpGroupDotOp,
+                   WarpGroupDotWaitOp, Tcgen05DotOp, MBarrierArriveOp, MBarrierWaitOp>(nested)
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       })
@@ -61,6 +61,7 @@ struct Event {
     Tcgen05Dot,  ///< tile.tcgen05_dot reading two slots, committing to a barrier
     Arrive,      ///< tile.mbarrier_arrive on (barriers, index) if pred
     BarrierWait, ///< tile.mbarrier_wait on (barriers, index) with parity
+    Release,     ///< tile.ring_release of a ring
   } kind;
   Operation *op;
   Value ring, ring2, barriers; ///< the ring(s) / barrier array the event names
@@ -376,6 +377,8 @@ private:
           return failure();
         e.count = int64_t(uint32_t(e.count)); // an unsigned element count
       }
+    } else if (auto release = llvm::dyn_cast<RingReleaseOp>(op)) {
+      e = {Event::Release, op, release.getRing(), {}, {}};
     } else if (auto wait = llvm::dyn_cast<RingWaitOp>(op)) {
       e = {Event::RingWait, op, wait.getRing(), {}, {}};
       if (failed(need(op, wait.getSlot(), e.slot, "the slot")) ||
@@ -510,6 +513,22 @@ public:
       int64_t inFlight = llvm::count_if(readers, [](const Reader &r) { return !r.barrier; });
       llvm::erase_if(readers,
                      [&](const Reader &r) { return !r.barrier && inFlight-- > e.pending; });
+      return Step::Done;
+    }
+    case Event::Release: {
+      // The ring's bytes go to other buffers: no copy into it in flight, no
+      // MMA still reading it.
+      void *ring = e.ring.getAsOpaquePointer();
+      for (auto &[k, op] : lastCopy)
+        if (k.first == ring && waits[k] <= lastCopyFill[k])
+          return fail(e.op,
+                      "releases the ring before the copy into slot " + Twine(k.second) +
+                          " is waited for",
+                      op, "the copy");
+      for (const Reader &r : readers)
+        if (r.a.first == ring || r.b.first == ring)
+          return fail(e.op, "releases the ring while an MMA that reads it may still run", r.op,
+                      "the MMA");
       return Step::Done;
     }
     case Event::Arrive:

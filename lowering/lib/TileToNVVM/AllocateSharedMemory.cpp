@@ -18,6 +18,20 @@
 // use in the block of the address, even inside a loop: its contents never
 // outlive the op, so the scratch of the ops of one loop body share bytes.
 //
+// A `tile.drained` buffer, whose asynchronous accesses are all complete at the
+// first CTA barrier after the last use of its address, is live from its first
+// use to that barrier: a TMA box (its copy waited for by its op), and a ring
+// of kiln-tile-pipeline-loads released after its loop (`tile.ring_release`:
+// every copy into it and every MMA reading it waited for, then bar.sync,
+// `mbarrier.inval` of its barriers, bar.sync), so that an epilogue after the
+// loop may take its bytes.
+//
+// The plan is recorded on every kernel as `tile.shared_plan`, one string a
+// buffer, largest first: "name bytes offset first-last" (offset -1 where the
+// buffers stay static, side by side; first and last are the smallest and
+// largest source line of the ops in the live interval, 0 where none has one).
+// The overflow error lists the largest buffers with the same facts.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Passes.h"
@@ -91,7 +105,10 @@ Value accessedAddress(Operation *op) {
 class ProgramOrder {
 public:
   explicit ProgramOrder(ModuleOp module) {
-    module.walk<WalkOrder::PreOrder>([&](Operation *op) { position[op] = count++; });
+    module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      position[op] = count++;
+      ops.push_back(op);
+    });
     module.walk([&](LLVM::LLVMFuncOp func) {
       int64_t last = position[func];
       func.walk([&](Operation *op) { last = std::max(last, position[op]); });
@@ -107,6 +124,7 @@ public:
 
   int64_t size() const { return count; }
   int64_t positionOf(Operation *op) const { return position.lookup(op); }
+  Operation *opAt(int64_t pos) const { return ops[pos]; }
 
   /// The positions over which `op` runs: a loop around it repeats it.
   Interval span(Operation *op, LLVM::LLVMFuncOp func) const {
@@ -134,6 +152,7 @@ public:
 
 private:
   int64_t count = 0;
+  SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> position;
   llvm::DenseMap<Operation *, Interval> extent;
   llvm::DenseMap<Operation *, SmallVector<int64_t>> barriers;
@@ -190,6 +209,50 @@ Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder
   if (!live)
     return whole;
   return {live->start, order.nextBarrier(func, live->end)};
+}
+
+/// The interval of a `tile.drained` buffer: from the first use of its address
+/// to the CTA barrier after its last, whatever the uses (TMA copies,
+/// mbarriers, MMA descriptors, reads); none where its address leaves the
+/// kernel's one block or goes into the cluster's window.
+std::optional<Interval> drainedInterval(LLVM::GlobalOp global, ModuleOp module,
+                                        const ProgramOrder &order) {
+  SmallVector<Value> worklist;
+  LLVM::LLVMFuncOp func;
+  bool escapes = false;
+  module.walk([&](LLVM::AddressOfOp op) {
+    if (op.getGlobalName() != global.getSymName())
+      return;
+    auto parent = op->getParentOfType<LLVM::LLVMFuncOp>();
+    if (!parent || (func && parent != func))
+      escapes = true;
+    func = parent;
+    worklist.push_back(op.getResult());
+  });
+  if (worklist.empty() || escapes || !func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()) ||
+      !func.getBody().hasOneBlock())
+    return std::nullopt;
+  std::optional<Interval> live;
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (Operation *user : value.getUsers()) {
+      if (auto cast = dyn_cast<LLVM::AddrSpaceCastOp>(user)) {
+        auto to = dyn_cast<LLVM::LLVMPointerType>(cast.getType());
+        if (!to || (to.getAddressSpace() != 0 && to.getAddressSpace() != 3))
+          return std::nullopt; // the cluster's window: other blocks' accesses
+      }
+      Interval span = order.span(user, func);
+      live = live ? Interval{std::min(live->start, span.start), std::max(live->end, span.end)}
+                  : span;
+      llvm::append_range(worklist, user->getResults());
+    }
+  }
+  if (!live)
+    return std::nullopt;
+  return Interval{live->start, order.nextBarrier(func, live->end)};
 }
 
 /// The interval of a scratch buffer (see the file header): from its one
@@ -256,6 +319,72 @@ int64_t assignOffsets(MutableArrayRef<Buffer> buffers) {
   return total;
 }
 
+/// The line of the first file location inside `loc` in `file` (any file where
+/// `file` is empty), 0 if none: a helper inlined into a kernel keeps the
+/// kernel's call site in its location.
+int64_t lineOf(Location loc, StringRef file = {}) {
+  int64_t line = 0;
+  loc->walk([&](Location inner) {
+    auto at = dyn_cast<FileLineColLoc>(inner);
+    if (!at || (!file.empty() && at.getFilename() != file))
+      return WalkResult::advance();
+    line = at.getLine();
+    return WalkResult::interrupt();
+  });
+  return line;
+}
+
+/// The first and last line, in the file of the buffer's statement, of the ops
+/// in `live` (0, 0 if none has one).
+std::pair<int64_t, int64_t> linesOf(Buffer &buffer, Interval live, const ProgramOrder &order) {
+  StringRef file;
+  buffer.global->getLoc()->walk([&](Location inner) {
+    if (auto at = dyn_cast<FileLineColLoc>(inner))
+      file = at.getFilename();
+    return file.empty() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  int64_t first = 0, last = 0;
+  for (int64_t pos = live.start; pos <= live.end; ++pos) {
+    Operation *op = order.opAt(pos);
+    if (isa<ModuleOp>(op))
+      continue;
+    int64_t line = lineOf(op->getLoc(), file);
+    if (!line)
+      continue;
+    first = first ? std::min(first, line) : line;
+    last = std::max(last, line);
+  }
+  return {first, last};
+}
+
+/// "name bytes offset first-line-last-line" of a placed buffer (file header).
+std::string describe(Buffer &buffer, const ProgramOrder &order) {
+  auto [first, last] = linesOf(buffer, buffer.live, order);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << buffer.global.getSymName() << " " << buffer.size << " " << buffer.offset << " " << first
+     << "-" << last;
+  return text;
+}
+
+/// The buffers, largest first (module order among equal sizes).
+SmallVector<Buffer *> bySize(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer *> sorted = llvm::map_to_vector(buffers, [](Buffer &b) { return &b; });
+  llvm::stable_sort(sorted, [](Buffer *a, Buffer *b) { return a->size > b->size; });
+  return sorted;
+}
+
+/// Records the plan on every kernel of the module (`tile.shared_plan`).
+void recordPlan(ModuleOp module, MutableArrayRef<Buffer> buffers, const ProgramOrder &order) {
+  Builder b(module.getContext());
+  SmallVector<Attribute> plan;
+  for (Buffer *buffer : bySize(buffers))
+    plan.push_back(b.getStringAttr(describe(*buffer, order)));
+  for (auto func : module.getOps<LLVM::LLVMFuncOp>())
+    if (func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
+      func->setAttr(kiln::tile::TileDialect::getSharedPlanAttrName(), b.getArrayAttr(plan));
+}
+
 struct AllocateSharedMemoryPass : kiln::impl::AllocateSharedMemoryBase<AllocateSharedMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -270,42 +399,46 @@ struct AllocateSharedMemoryPass : kiln::impl::AllocateSharedMemoryBase<AllocateS
       separate = llvm::alignTo(separate, align) + size;
       buffers.push_back({global, size, align, Interval{0, 0}});
     }
-    // What fits in static shared memory side by side stays as it is.
-    StringRef scratch = kiln::tile::TileDialect::getScratchAttrName();
-    if (separate <= kiln::tile::kMaxStaticSharedBytes) {
-      for (Buffer &buffer : buffers)
-        buffer.global->removeAttr(scratch);
+    if (buffers.empty())
       return;
-    }
-
+    StringRef scratch = kiln::tile::TileDialect::getScratchAttrName();
     ProgramOrder order(module);
     for (Buffer &buffer : buffers) {
       std::optional<Interval> live;
       if (buffer.global->hasAttr(scratch))
         live = scratchInterval(buffer.global, module, order);
+      else if (buffer.global->hasAttr(kiln::tile::TileDialect::getDrainedAttrName()))
+        live = drainedInterval(buffer.global, module, order);
       buffer.live = live ? *live : liveInterval(buffer.global, module, order);
+    }
+    // What fits in static shared memory side by side stays as it is.
+    if (separate <= kiln::tile::kMaxStaticSharedBytes) {
+      recordPlan(module, buffers, order);
+      for (Buffer &buffer : buffers)
+        buffer.global->removeAttr(scratch);
+      return;
     }
     int64_t total = assignOffsets(buffers);
     numSharedBytesReused += separate - total > 0 ? separate - total : 0;
     if (total > kiln::tile::kMaxSharedBytes) {
       // At the statement of the largest buffer, with the largest few listed.
-      SmallVector<Buffer *> bySize;
-      for (Buffer &buffer : buffers)
-        bySize.push_back(&buffer);
-      llvm::stable_sort(bySize, [](Buffer *a, Buffer *b) { return a->size > b->size; });
-      InFlightDiagnostic diag = mlir::emitError(bySize.front()->global.getLoc())
+      SmallVector<Buffer *> sorted = bySize(buffers);
+      InFlightDiagnostic diag = mlir::emitError(sorted.front()->global.getLoc())
                                 << "the kernel needs " << total
                                 << " bytes of shared memory, more than the "
                                 << kiln::tile::kMaxSharedBytes << " a block may use";
       constexpr size_t kListed = 4;
-      for (Buffer *buffer : ArrayRef<Buffer *>(bySize).take_front(kListed))
+      for (Buffer *buffer : ArrayRef<Buffer *>(sorted).take_front(kListed)) {
+        auto [first, last] = linesOf(*buffer, buffer->live, order);
         diag.attachNote(buffer->global.getLoc())
             << buffer->global.getSymName() << ": " << buffer->size << " bytes at offset "
-            << buffer->offset;
-      if (bySize.size() > kListed)
-        diag.attachNote(module.getLoc()) << "and " << bySize.size() - kListed << " smaller";
+            << buffer->offset << ", live from line " << first << " to line " << last;
+      }
+      if (sorted.size() > kListed)
+        diag.attachNote(module.getLoc()) << "and " << sorted.size() - kListed << " smaller";
       return signalPassFailure();
     }
+    recordPlan(module, buffers, order);
 
     OpBuilder b(module.getContext());
     b.setInsertionPointToStart(module.getBody());

@@ -351,10 +351,25 @@ struct BoxAccess {
   VectorAccess access;
 };
 
+/// Marks the shared buffer whose address is `address` `tile.drained`: its
+/// asynchronous accesses are complete at the first CTA barrier after the last
+/// use of its address (kiln-allocate-shared-memory may then reuse its bytes).
+void markDrained(Operation *op, Value address) {
+  auto of = address.getDefiningOp<LLVM::AddressOfOp>();
+  SymbolTable::lookupSymbolIn(op->getParentOfType<ModuleOp>(), of.getGlobalName())
+      ->setAttr(tile::TileDialect::getDrainedAttrName(), UnitAttr::get(op->getContext()));
+}
+
+/// A box's buffer: its TMA copy is waited for by the op that issues it (a
+/// load's mbarrier wait before its reads, a store's wait_group.read after its
+/// copy), so it is `tile.drained`.
 Value createBoxBuffer(OpBuilder &b, Operation *op, tile::TensorDescType desc, Type element) {
   // A swizzled box repeats its pattern every 1024 bytes of shared address.
-  return createSharedBuffer(b, op, "__kiln_tma_box", element, desc.getBlockType().getNumElements(),
-                            /*alignment=*/desc.getSwizzle() ? 1024 : 128);
+  Value buffer =
+      createSharedBuffer(b, op, "__kiln_tma_box", element, desc.getBlockType().getNumElements(),
+                         /*alignment=*/desc.getSwizzle() ? 1024 : 128);
+  markDrained(op, buffer);
+  return buffer;
 }
 
 struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
@@ -550,6 +565,30 @@ struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
   }
 };
 
+/// bar.sync; thread 0 invalidates the slots' mbarriers; bar.sync.
+struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::RingReleaseOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::BarrierOp::create(rewriter, loc);
+    Value isThread0 =
+        LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, createThreadId(rewriter, loc),
+                             createI32Constant(rewriter, loc, 0));
+    unsigned stages = op.getRing().getType().getStages();
+    scf::IfOp::create(rewriter, loc, isThread0, [&](OpBuilder &b, Location l) {
+      for (unsigned s = 0; s < stages; ++s)
+        NVVM::MBarrierInvalOp::create(b, l, slotBarrier(b, l, adaptor.getRing(), s));
+      scf::YieldOp::create(b, l);
+    });
+    NVVM::BarrierOp::create(rewriter, loc);
+    markDrained(op, adaptor.getRing());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -690,6 +729,6 @@ struct MBarrierWaitLowering : TileOpConversion<tile::MBarrierWaitOp> {
 void kiln::populateTileTensorDescOpsToNVVMPatterns(TileTypeConverter &converter,
                                                    RewritePatternSet &patterns) {
   patterns.add<DescLoadLowering, DescStoreLowering, BulkLoadLowering, RingAllocLowering,
-               RingIssueLowering, RingWaitLoadLowering, RingWaitLowering, BarrierLowering,
+               RingReleaseLowering, RingIssueLowering, RingWaitLoadLowering, RingWaitLowering, BarrierLowering,
                MBarrierAllocLowering, MBarrierArriveLowering, MBarrierWaitLowering>(converter);
 }

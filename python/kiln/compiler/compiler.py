@@ -386,11 +386,13 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
                    ptx: Optional[str] = None, cubin: Optional[bytes] = None,
                    cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None,
                    pdl: bool = False, shared_bytes: int = 0,
-                   features: Sequence[str] = ()) -> Dict[str, Any]:
+                   features: Sequence[str] = (),
+                   shared_plan: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
     """The kernel's manifest entry (docs/bundle-format.md). With ``arch``, ``targets[arch]``
     records what that image uses and costs (``features``: what the lowering recorded on the
     kernel, ``tile.features``, and vector16 from the PTX; registers/spills/stack from the
-    cubin and the assembler's log, PTX ISA and assembler versions)."""
+    cubin and the assembler's log, PTX ISA and assembler versions; ``shared_plan``: its
+    shared-memory buffers, ``shared_plan_entries``)."""
     div = dict(spec.divisibility)
     params = []
     for pname, t in spec.signature:
@@ -409,6 +411,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
     if arch and (ptx or cubin):
         targets[arch] = targetinfo.target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol,
                                                features)
+        targets[arch]["shared_plan"] = list(shared_plan)
     return {
         "name": name,
         "symbol": symbol,
@@ -424,6 +427,21 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         "compiler_version": compiler_version(),
         "targets": targets,
     }
+
+
+def shared_plan_entries(plan: Optional[Sequence[str]]) -> List[Dict[str, Any]]:
+    """The lowering's ``tile.shared_plan`` (one "name bytes offset first-last" string a
+    shared-memory buffer, largest first) as dicts: ``buffer``, ``bytes``, ``offset`` (None
+    where the buffers stay static, placed by the assembler) and ``lines`` [first, last], the
+    source lines of the first and last op of the buffer's live range (0 where unknown)."""
+    entries = []
+    for text in plan or ():
+        name, size, offset, lines = text.split()
+        first, last = lines.split("-")
+        entries.append({"buffer": name, "bytes": int(size),
+                        "offset": int(offset) if int(offset) >= 0 else None,
+                        "lines": [int(first), int(last)]})
+    return entries
 
 
 def _check_register_pool(symbol: str, split: Optional[Sequence[int]], cubin: bytes,
@@ -478,6 +496,7 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     pdl = module.has_attr(symbol, "tile.pdl")
     features: List[str] = []
     register_split: Optional[List[int]] = None
+    shared_plan: List[Dict[str, Any]] = []
     ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
     if stop >= 1:
         t0 = time.perf_counter()
@@ -498,6 +517,8 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         pdl = lowered.has_attr(symbol, "tile.pdl")
         features = lowered.get_string_array_attr(symbol, "tile.features") or []
         register_split = lowered.get_int_array_attr(symbol, "tile.register_split")
+        shared_plan = shared_plan_entries(
+            lowered.get_string_array_attr(symbol, "tile.shared_plan"))
     if stop >= 2:
         t0 = time.perf_counter()
         if stop >= 3:
@@ -522,5 +543,6 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
                              arch, threads)
     ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads, arch,
                              asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool, pdl=pdl,
-                             shared_bytes=shared_bytes, features=features)
+                             shared_bytes=shared_bytes, features=features,
+                             shared_plan=shared_plan)
     return ck

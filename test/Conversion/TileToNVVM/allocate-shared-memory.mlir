@@ -317,3 +317,88 @@ llvm.func @scratch_without_barrier(%n: i32, %v: f32) attributes {nvvm.kernel} {
   }
   llvm.return
 }
+
+// -----
+
+// The plan on the kernel: one string a buffer, largest first, "name bytes
+// offset first-last" with the first and last source line (in the file of the
+// buffer's statement) of the ops over which it is live (ops of other files,
+// here the barriers, do not count): from its first access to the barrier
+// after its last. Two 32 KiB phases, one after the other (lines 11-12, then
+// 21-22), share offset 0; the 16 KiB buffer read in both phases is live over
+// lines 11-22, beside them.
+// CHECK-LABEL: llvm.func @two_phases
+// CHECK-SAME: tile.shared_bytes = 49152 : i32
+// CHECK-SAME: tile.shared_plan = ["__kiln_p1 32768 0 11-12", "__kiln_p2 32768 0 21-22", "__kiln_both 16384 32768 11-22"]
+llvm.mlir.global internal @__kiln_p1() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32> loc("k.py":10:1)
+llvm.mlir.global internal @__kiln_p2() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32> loc("k.py":20:1)
+llvm.mlir.global internal @__kiln_both() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4096 x f32> loc("k.py":10:1)
+llvm.func @two_phases(%v: f32) attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_p1 : !llvm.ptr<3> loc("k.py":10:1)
+  %c = llvm.mlir.addressof @__kiln_both : !llvm.ptr<3> loc("k.py":10:1)
+  llvm.store %v, %a : f32, !llvm.ptr<3> loc("k.py":11:1)
+  llvm.store %v, %c : f32, !llvm.ptr<3> loc("k.py":11:1)
+  %x = llvm.load %a : !llvm.ptr<3> -> f32 loc("k.py":12:1)
+  nvvm.barrier
+  %b = llvm.mlir.addressof @__kiln_p2 : !llvm.ptr<3> loc("k.py":20:1)
+  llvm.store %x, %b : f32, !llvm.ptr<3> loc("k.py":21:1)
+  %y = llvm.load %b : !llvm.ptr<3> -> f32 loc("k.py":22:1)
+  %z = llvm.load %c : !llvm.ptr<3> -> f32 loc("k.py":22:1)
+  nvvm.barrier
+  llvm.return loc("k.py":24:1)
+}
+
+// -----
+
+// Buffers that fit side by side stay static: the plan lists them with offset
+// -1 (the assembler places them), live to the end of the kernel here (no
+// barrier follows the load).
+// CHECK-LABEL: llvm.func @static_plan
+// CHECK-SAME: tile.shared_plan = ["__kiln_s 4096 -1 31-32"]
+// CHECK-NOT: tile.shared_bytes
+llvm.mlir.global internal @__kiln_s() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1024 x f32> loc("s.py":30:1)
+llvm.func @static_plan() attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_s : !llvm.ptr<3> loc("s.py":30:1)
+  %x = llvm.load %a : !llvm.ptr<3> -> f32 loc("s.py":31:1)
+  llvm.return loc("s.py":32:1)
+}
+
+// -----
+
+// A `tile.drained` buffer (a TMA box, a released ring) is live from its first
+// use to the barrier after its last whatever its uses are (here an
+// asynchronous copy through inline PTX, which would make any other buffer
+// live over the whole kernel): the 96 KiB buffer after the barrier takes its
+// bytes. Without the attribute the copy's buffer stays live throughout.
+// CHECK-LABEL: llvm.func @drained
+// CHECK-SAME: tile.shared_bytes = 98304 : i32
+// CHECK-SAME: tile.shared_plan = ["__kiln_later 98304 0 {{[0-9]+}}-{{[0-9]+}}", "__kiln_ring 65536 0 {{[0-9]+}}-{{[0-9]+}}"]
+// CHECK-LABEL: llvm.func @not_drained
+// CHECK-SAME: tile.shared_bytes = 163840 : i32
+llvm.mlir.global internal @__kiln_ring() {addr_space = 3 : i32, alignment = 1024 : i64, tile.drained} : !llvm.array<65536 x i8>
+llvm.mlir.global internal @__kiln_later() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<24576 x f32>
+llvm.func @drained(%v: f32) attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_ring : !llvm.ptr<3>
+  %i = llvm.ptrtoint %a : !llvm.ptr<3> to i32
+  llvm.inline_asm has_side_effects "cp.async.bulk.wait_group.read 0; // $0", "r" %i : (i32) -> ()
+  nvvm.barrier
+  %b = llvm.mlir.addressof @__kiln_later : !llvm.ptr<3>
+  llvm.store %v, %b : f32, !llvm.ptr<3>
+  nvvm.barrier
+  llvm.return
+}
+
+// -----
+
+llvm.mlir.global internal @__kiln_copy() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<65536 x i8>
+llvm.mlir.global internal @__kiln_after() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<24576 x f32>
+llvm.func @not_drained(%v: f32) attributes {nvvm.kernel} {
+  %a = llvm.mlir.addressof @__kiln_copy : !llvm.ptr<3>
+  %i = llvm.ptrtoint %a : !llvm.ptr<3> to i32
+  llvm.inline_asm has_side_effects "cp.async.bulk.wait_group.read 0; // $0", "r" %i : (i32) -> ()
+  nvvm.barrier
+  %b = llvm.mlir.addressof @__kiln_after : !llvm.ptr<3>
+  llvm.store %v, %b : f32, !llvm.ptr<3>
+  nvvm.barrier
+  llvm.return
+}

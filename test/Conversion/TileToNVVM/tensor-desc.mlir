@@ -6,8 +6,8 @@
 // the copy (coordinates innermost first); every thread waits on the phase
 // parity kept in an alloca, flips it, and reads its elements with 16-byte
 // ld.shared.
-// CHECK: llvm.mlir.global internal @__kiln_tma_box_1() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<8192 x bf16>
-// CHECK: llvm.mlir.global internal @__kiln_tma_box_0() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<8192 x bf16>
+// CHECK: llvm.mlir.global internal @__kiln_tma_box_1() {addr_space = 3 : i32, alignment = 128 : i64, tile.drained} : !llvm.array<8192 x bf16>
+// CHECK: llvm.mlir.global internal @__kiln_tma_box_0() {addr_space = 3 : i32, alignment = 128 : i64, tile.drained} : !llvm.array<8192 x bf16>
 // CHECK: llvm.mlir.global internal @__kiln_tma_mbarrier_0() {addr_space = 3 : i32, alignment = 8 : i64} : !llvm.array<1 x i64>
 // CHECK-LABEL: llvm.func ptx_kernelcc @copy(
 // CHECK-SAME: %[[SRC:[a-z0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}

@@ -732,3 +732,62 @@ func.func @staged_once(%x: !tile.ptr<f16>, %acc: !tile.ptr<f32>, %out: !tile.ptr
   tile.store %p, %e : tensor<64x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+!A = !tile.ring<3, tensor<128x64xbf16>>
+!B = !tile.ring<3, tensor<256x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
+!DC = !tile.tensordesc<tensor<128x256xbf16>>
+
+// A bias epilogue meets the accumulator in the blocked layout. The rings'
+// releases (after the loop, from kiln-tile-pipeline-loads) move up to just
+// after the last dot's wait, before the accumulator's conversion: the
+// conversion's buffer may then take the rings' bytes (sm_90a); on
+// sm_100a/sm_103a after the accumulator's read from Tensor Memory.
+// CHECK-LABEL: func.func @gemm_bias
+// CHECK: scf.for
+// CHECK: %[[DONE:.*]] = tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
+// CHECK-NEXT: tile.ring_release %{{.*}} : !tile.ring<3, tensor<128x64xbf16>>
+// CHECK-NEXT: tile.ring_release %{{.*}} : !tile.ring<3, tensor<256x64xbf16>>
+// CHECK: tile.convert_layout %[[DONE]]
+// SM100-LABEL: func.func @gemm_bias
+// SM100: tile.tmem_load
+// SM100: tile.ring_release
+// SM100-NEXT: tile.ring_release
+// SM100: tile.convert_layout
+func.func @gemm_bias(%da: !DA, %db: !DB, %dc: !DC, %k: i32, %pbias: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %acc, %n = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero, %it = %c0) -> (tensor<128x256xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c3 : i32
+    %phase = arith.andi %it, %c1 : i32
+    %a = tile.ring_wait_load %ra[%slot], %phase : !A -> tensor<128x64xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%slot] if %true : !DA, !A
+    %b = tile.ring_wait_load %rb[%slot], %phase : !B -> tensor<256x64xbf16>
+    tile.ring_issue %db[%c0, %kk] -> %rb[%slot] if %true : !DB, !B
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<256x64xbf16> -> tensor<64x256xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x256xbf16> -> tensor<128x256xf32>
+    %next = arith.addi %it, %c1 : i32
+    scf.yield %d, %next : tensor<128x256xf32>, i32
+  }
+  tile.ring_release %ra : !A
+  tile.ring_release %rb : !B
+  %ptrs = tile.splat %pbias : !tile.ptr<f32> -> tensor<256x!tile.ptr<f32>>
+  %bias = tile.load %ptrs : tensor<256x!tile.ptr<f32>>
+  %row = tile.expand_dims %bias {axis = 0 : i32} : tensor<256xf32> -> tensor<1x256xf32>
+  %wide = tile.broadcast %row : tensor<1x256xf32> -> tensor<128x256xf32>
+  %sum = arith.addf %acc, %wide : tensor<128x256xf32>
+  %h = arith.truncf %sum : tensor<128x256xf32> to tensor<128x256xbf16>
+  tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x256xbf16>
+  return
+}

@@ -26,6 +26,11 @@
 // CHECK: %[[INC:.*]] = arith.addi %[[IT]], %{{.*}} : i32
 // CHECK: scf.yield %{{.*}}, %[[INC]] : f32, i32
 // CHECK-NOT: tile.num_stages
+// The ring is drained after the loop: released there (its bytes free for
+// what follows).
+// CHECK-NEXT: }
+// CHECK-NEXT: tile.ring_release %[[RING]] : !tile.ring<3, tensor<32x128xf16>>
+// CHECK-NEXT: return
 func.func @rows(%src: !tile.tensordesc<tensor<32x128xf16>>, %lb: i32, %ub: i32) -> f32 {
   %c0 = arith.constant 0 : i32
   %c32 = arith.constant 32 : i32
@@ -194,4 +199,37 @@ func.func @bulk_carried_count(%x: !tile.ptr<bf16>, %ub: i32) {
     scf.yield %next : i32
   } {tile.num_stages = 3 : i32}
   return
+}
+
+// -----
+
+// A warp-specialized loop's ring is not released after it: its producer warps
+// never reach the code after the loop (a CTA barrier there would wait for them).
+// CHECK-LABEL: func.func @warp_specialized
+// CHECK: tile.ring_alloc
+// CHECK: scf.for
+// CHECK: } {tile.warp_specialize}
+// CHECK-NOT: tile.ring_release
+// CHECK: return
+func.func @warp_specialized(%src: !tile.tensordesc<tensor<32x128xf16>>, %ub: i32) -> f32 {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %row = %c0 to %ub step %c32 iter_args(%acc = %zero) -> (f32) : i32 {
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+    %u = arith.extf %t : tensor<32x128xf16> to tensor<32x128xf32>
+    %all = tile.reduce %u {axis = 0 : i32} : tensor<32x128xf32> -> tensor<128xf32> {
+    ^bb0(%a: f32, %b: f32):
+      %x = arith.addf %a, %b : f32
+      tile.reduce.return %x : f32
+    }
+    %one = tile.reduce %all {axis = 0 : i32} : tensor<128xf32> -> f32 {
+    ^bb0(%a: f32, %b: f32):
+      %x = arith.addf %a, %b : f32
+      tile.reduce.return %x : f32
+    }
+    %acc2 = arith.addf %acc, %one : f32
+    scf.yield %acc2 : f32
+  } {tile.num_stages = 3 : i32, tile.warp_specialize}
+  return %s : f32
 }

@@ -242,6 +242,51 @@ func.func @copy_never_waited_for(%da: !D) attributes {tile.kernel, tile.num_warp
 !R = !tile.ring<2, tensor<64x64xbf16>>
 !D = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
 
+// A ring released while a copy into it is in flight (its bytes would go to
+// other buffers under the TMA unit's write).
+func.func @release_before_the_copy_lands(%da: !D) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %true = arith.constant true
+  %ra = tile.ring_alloc : !R
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !D, !R
+  // expected-note @+1 {{the copy}}
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c1] if %true : !D, !R
+  %a = tile.ring_wait_load %ra[%c0], %c0 : !R -> tensor<64x64xbf16>
+  // expected-error @+1 {{async protocol: releases the ring before the copy into slot 1 is waited for}}
+  tile.ring_release %ra : !R
+  %b = tile.ring_wait_load %ra[%c1], %c0 : !R -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+!R = !tile.ring<2, tensor<64x64xbf16>>
+!D = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+!ACC = tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+
+// A ring released while a wgmma may still read it (no wait_group 0 first).
+func.func @release_under_an_mma(%da: !D) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %cst = arith.constant dense<0.0> : tensor<64x64xf32>
+  %init = tile.convert_layout %cst : tensor<64x64xf32> -> !ACC
+  %ra = tile.ring_alloc : !R
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !D, !R
+  tile.ring_wait %ra[%c0], %c0 : !R
+  // expected-note @+1 {{the MMA}}
+  %d = tile.warpgroup_dot %ra[%c0], %ra[%c0], %init : !R, !R, !ACC
+  // expected-error @+1 {{async protocol: releases the ring while an MMA that reads it may still run}}
+  tile.ring_release %ra : !R
+  %w = tile.warpgroup_dot_wait %d {pending = 0 : i32} : !ACC
+  return
+}
+
+// -----
+
+!R = !tile.ring<2, tensor<64x64xbf16>>
+!D = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+
 // A slot index past the ring.
 func.func @slot_outside_the_ring(%da: !D) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %c2 = arith.constant 2 : i32

@@ -82,11 +82,20 @@ def Tile_Dialect : Dialect {
     }
     /// On kernels (llvm.func): dynamic shared memory per block, bytes.
     static constexpr ::llvm::StringLiteral getSharedBytesAttrName() { return "tile.shared_bytes"; }
+    /// On kernels (llvm.func): the shared-memory plan, one string a buffer
+    /// (kiln-allocate-shared-memory).
+    static constexpr ::llvm::StringLiteral getSharedPlanAttrName() { return "tile.shared_plan"; }
     /// On shared-memory buffers (llvm.mlir.global in address space 3): the
     /// buffer is scratch of one op's lowering, which writes it, reads it
     /// (waiting for any asynchronous reader) and is done with it before a
     /// CTA barrier in its block (kiln-allocate-shared-memory).
     static constexpr ::llvm::StringLiteral getScratchAttrName() { return "tile.scratch"; }
+    /// On shared-memory buffers (llvm.mlir.global in address space 3): every
+    /// asynchronous access to the buffer (TMA, bulk copies, MMAs reading it)
+    /// is complete at the first CTA barrier after the last use of its address:
+    /// a TMA box (its own waits), a released ring (tile.ring_release)
+    /// (kiln-allocate-shared-memory).
+    static constexpr ::llvm::StringLiteral getDrainedAttrName() { return "tile.drained"; }
     /// On kernels (func.func, llvm.func): launched with programmatic stream
     /// serialization (the kernel uses griddepcontrol).
     static constexpr ::llvm::StringLiteral getPdlAttrName() { return "tile.pdl"; }

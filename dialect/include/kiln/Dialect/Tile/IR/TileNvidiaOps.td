@@ -125,6 +125,25 @@ def Tile_RingWaitOp : Tile_Op<"ring_wait", [MemoryEffects<[MemRead, MemWrite]>]>
   let assemblyFormat = "$ring `[` $slot `]` `,` $phase attr-dict `:` qualified(type($ring))";
 }
 
+def Tile_RingReleaseOp : Tile_Op<"ring_release", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "end of a drained ring: its shared memory free for other buffers";
+  let description = [{
+    ```mlir
+    tile.ring_release %ring : !tile.ring<3, tensor<64x128xbf16>>
+    ```
+    After the loop of a ring (kiln-tile-pipeline-loads), where no copy into it
+    is in flight (every issued slot was waited for) and every asynchronous
+    reader of its slots was waited for (the dot's final `wgmma.wait_group 0`
+    comes before it): a CTA barrier, thread 0 invalidates the slots'
+    mbarriers (`mbarrier.inval`), and a second CTA barrier. The ring's bytes
+    are then live only up to it, so kiln-allocate-shared-memory may give them
+    to the buffers after it (an epilogue's layout conversion). Must run in
+    uniform control flow.
+  }];
+  let arguments = (ins Tile_Ring:$ring);
+  let assemblyFormat = "$ring attr-dict `:` qualified(type($ring))";
+}
+
 //===----------------------------------------------------------------------===//
 // Layouts and warpgroup MMA
 //===----------------------------------------------------------------------===//
