@@ -15,6 +15,11 @@ inputs first.
 - ``kiln TMA+wgmma row-major b``: gemm_tma_kn: c = a @ b with b [K, N] as torch.matmul takes
   it (``kl.dot(a, b, acc)``, no transpose), [64, 64] B boxes read by wgmma as an MN-major
   operand (BN = 64: one 128-byte swizzled row of N per K). Its peer is torch.matmul(a, b).
+- ``kiln TMA+wgmma + bias + SiLU``: gemm_tma with its fused epilogue, silu(a @ b_t.T + bias)
+  in f32 before the bf16 store (bias bf16 [N]), 128x256 blocks: the bias meets the
+  accumulator in the blocked layout, its conversion buffer taking the bytes of the rings,
+  released after the K loop. Peers: torch's silu(addmm(bias, a, b_t.T)) (cuBLAS, then an
+  elementwise kernel) and the bare GEMM (cuBLAS) the issue compares it with.
 - ``kiln kl.dot``: the pointer-based K loop (gemm_kernel: plain loads, no pipelining), f32
   output. On sm_90a the compiler stages both operands in shared memory each step for wgmma,
   the accumulator in the wgmma registers across the loop (tile.warpgroup_dot_staged); on
@@ -101,6 +106,13 @@ def main():
             variants[label] = (lambda block, stages, warps, group: lambda ab: gemm_tma_kn(
                 ab[0], ab[1], out_bf16, block=block, stages=stages, num_warps=warps,
                 group_m=group))(block, stages, warps, group)
+        bias = torch.randn(n, device="cuda").bfloat16()
+        ref_bias_silu = torch.nn.functional.silu(ref + bias.float()[None, :])
+        variants["kiln TMA+wgmma + bias + SiLU 128x256x64, 3 stages, 8 warps, group 8"] = (
+            lambda ab: gemm_tma(ab[0], ab[2], out_bf16, block=(128, 256, 64), stages=3,
+                                bias=bias, activation="silu"))
+        variants["torch silu(addmm(bias, a, b_t.T)) bf16 (cuBLAS + eager)"] = (
+            lambda ab: torch.nn.functional.silu(torch.addmm(bias, ab[0], ab[2].T)))
         fp8 = [(a.to(torch.float8_e4m3fn), b_t.to(torch.float8_e4m3fn)) for a, _, b_t in inputs]
         fp8_of = {id(ab[0]): f for ab, f in zip(inputs, fp8)}
         one = torch.ones((), device="cuda")
@@ -135,7 +147,9 @@ def main():
                 print(f"[{size}] {label}: failed: {e}", flush=True)
                 continue
             got = out if result is None else result
-            want = ref_fp8 if "FP8" in label else ref  # FP8: the product of the FP8 inputs
+            # FP8: the product of the FP8 inputs
+            want = ref_fp8 if "FP8" in label else ref_bias_silu if "silu" in label.lower() \
+                else ref
             err = (got.float() - want).abs().max().item()
             if "FP8" in label:
                 # FP8 tensor cores may accumulate with fewer bits than f32 (fast

@@ -46,10 +46,11 @@ def _grouped_block(M, N, BM: kl.constexpr, BN: kl.constexpr, GROUP_M: kl.constex
 
 
 @kiln.jit(num_warps=8)
-def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.constexpr,
-                    BK: kl.constexpr, GROUP_M: kl.constexpr, STAGES: kl.constexpr,
-                    MAX_IMPRECISE_ACC: kl.constexpr = None,
-                    WARP_SPECIALIZE: kl.constexpr = False):
+def gemm_tma_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K, BM: kl.constexpr,
+                    BN: kl.constexpr, BK: kl.constexpr, GROUP_M: kl.constexpr,
+                    STAGES: kl.constexpr, MAX_IMPRECISE_ACC: kl.constexpr = None,
+                    WARP_SPECIALIZE: kl.constexpr = False, BIAS: kl.constexpr = False,
+                    ACTIVATION: kl.constexpr = None):
     """c[M, N] = a[M, K] @ b[N, K]^T (bf16/f16 in, f32 accumulation, bf16 out) through
     TMA descriptors: one [BM, BN] block per program, programs ordered in groups of GROUP_M
     block rows (the A rows of a group stay in L2 while its columns sweep), the K loop
@@ -60,20 +61,32 @@ def gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl.co
     (None: unbounded; on sm_90a each dot then promotes its wgmma partial sums to f32 every
     MAX_IMPRECISE_ACC elements of K). WARP_SPECIALIZE (sm_90a, sm_100a/sm_103a) fills the
     ring from a producer warpgroup added to the num_warps consumers (kl.range's option).
-    TMA zero-fills loads past the edges and clips the store."""
+    The epilogue, in f32 before the bf16 store: with BIAS, + bias[N] (bias_ptr, bf16/f16/f32;
+    any pointer when BIAS is off); ACTIVATION "silu": x * sigmoid(x). TMA zero-fills loads
+    past the edges and clips the store."""
     pid_m, pid_n = _grouped_block(M, N, BM, BN, GROUP_M)
     acc = kl.zeros((BM, BN), kl.float32)
     for k in kl.range(0, K, BK, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([pid_m * BM, k])
         b = b_desc.load([pid_n * BN, k])
         acc = kl.dot(a, b.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
+    if BIAS:
+        rn = pid_n * BN + kl.arange(0, BN)
+        acc = acc + kl.load(bias_ptr + rn, mask=rn < N, other=0.0).to(kl.float32)[None, :]
+    if ACTIVATION == "silu":
+        acc = acc * kl.sigmoid(acc)
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(kl.bfloat16))
 
 
+ACTIVATIONS = (None, "silu")
+
+
 def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_warps=8,
-             max_num_imprecise_acc=None, warp_specialize=False):
-    """``a @ b_t.T`` for 2-D bf16/f16 or FP8 (e4m3/e5m2) CUDA tensors a [M, K] and b_t [N, K]
-    (the nn.Linear weight layout) into the bf16 ``out`` [M, N] (allocated if None), on
+             max_num_imprecise_acc=None, warp_specialize=False, bias=None, activation=None):
+    """``act(a @ b_t.T + bias)`` for 2-D bf16/f16 or FP8 (e4m3/e5m2) CUDA tensors a [M, K]
+    and b_t [N, K] (the nn.Linear weight layout) into the bf16 ``out`` [M, N] (allocated if
+    None), the epilogue fused in f32: ``bias`` a contiguous [N] vector (bf16, f16 or f32) or
+    None, ``activation`` None or "silu"; on
     gemm_tma_kernel. ``block`` = (BM, BN, BK); BK None: 128 bytes of K (64 for 16-bit, 128
     for FP8 elements); a multiple of that gives wide boxes (128-byte chunks of K, read in
     place on wgmma and, bf16/f16, tcgen05). K * itemsize must be a multiple of 16 bytes
@@ -92,6 +105,15 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
         raise ValueError(f"gemm_tma: expected bf16, f16 or FP8 inputs, got {a.dtype}")
     m, k = (int(s) for s in a.shape)
     n = int(b_t.shape[0])
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"gemm_tma: activation must be one of {ACTIVATIONS}, got "
+                         f"{activation!r}")
+    if bias is not None and (bias.dim() != 1 or int(bias.shape[0]) != n or
+                             bias.stride(0) != 1 or bias.device != a.device or
+                             bias.dtype not in (torch.bfloat16, torch.float16, torch.float32)):
+        raise ValueError(f"gemm_tma: bias must be a contiguous bf16, f16 or f32 [N] = [{n}] "
+                         f"vector on {a.device}, got {bias.dtype} {list(bias.shape)} on "
+                         f"{bias.device}")
     if out is None:
         out = a.new_empty((m, n), dtype=torch.bfloat16)
     bm, bn, bk = block
@@ -102,10 +124,11 @@ def gemm_tma(a, b_t, out=None, block=(128, 256, None), group_m=8, stages=3, num_
     c_desc = kiln.TensorDescriptor.from_tensor(out, [bm, bn])
     if m and n:
         grid = (kiln.cdiv(m, bm) * kiln.cdiv(n, bn),)
-        gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BM=bm, BN=bn, BK=bk,
-                              GROUP_M=group_m, STAGES=stages, num_warps=num_warps,
-                              MAX_IMPRECISE_ACC=max_num_imprecise_acc,
-                              WARP_SPECIALIZE=warp_specialize)
+        gemm_tma_kernel[grid](a_desc, b_desc, c_desc, out if bias is None else bias, m, n, k,
+                              BM=bm, BN=bn, BK=bk, GROUP_M=group_m, STAGES=stages,
+                              num_warps=num_warps, MAX_IMPRECISE_ACC=max_num_imprecise_acc,
+                              WARP_SPECIALIZE=warp_specialize, BIAS=bias is not None,
+                              ACTIVATION=activation)
     return out
 
 

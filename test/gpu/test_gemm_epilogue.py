@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
-from kernels_dsl.common.gemm import _grouped_block  # noqa: E402
+from kernels_dsl.common.gemm import _grouped_block, gemm_tma  # noqa: E402
 
 PLUS_ONE, SILU, BIAS, BIAS_SILU, RESIDUAL = range(5)
 
@@ -86,3 +86,34 @@ def test_gemm_epilogue(m, n, k, bm, bn, epilogue):
     # bf16 rounding of the output plus f32 accumulation-order differences (through the
     # epilogue: SiLU's slope is at most 1.1)
     torch.testing.assert_close(out.float(), want, rtol=2**-7, atol=2e-3 * k**0.5)
+
+
+@pytest.mark.parametrize("bias_dtype", [None, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("activation", [None, "silu"])
+@pytest.mark.parametrize("m,n,k", [(300, 520, 200), (1024, 1024, 512)])
+def test_gemm_tma_bias_and_activation(m, n, k, bias_dtype, activation):
+    # The library's gemm_tma with its fused epilogue (the default 128x256 block on sm_90a),
+    # against torch in fp32: act(a @ b_t.T + bias).
+    g = torch.Generator(device="cuda").manual_seed(m + n + k + (activation is None))
+    a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+    b_t = torch.randn(n, k, device="cuda", generator=g).to(torch.bfloat16)
+    bias = None if bias_dtype is None else (
+        torch.randn(n, device="cuda", generator=g) * 8).to(bias_dtype)
+    out = gemm_tma(a, b_t, bias=bias, activation=activation)
+    torch.cuda.synchronize()
+    want = torch.matmul(a.float(), b_t.float().T)
+    if bias is not None:
+        want = want + bias.float()[None, :]
+    if activation == "silu":
+        want = want * torch.sigmoid(want)
+    torch.testing.assert_close(out.float(), want, rtol=2**-7, atol=2e-3 * k**0.5)
+
+
+def test_gemm_tma_rejects_a_bad_epilogue():
+    a = torch.zeros(64, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="activation must be one of"):
+        gemm_tma(a, a, activation="gelu")
+    with pytest.raises(ValueError, match="bias must be a contiguous"):
+        gemm_tma(a, a, bias=torch.zeros(65, device="cuda"))
+    with pytest.raises(ValueError, match="bias must be a contiguous"):
+        gemm_tma(a, a, bias=torch.zeros(64, 2, device="cuda")[:, 0])

@@ -34,7 +34,8 @@ def test_gemm_tma_compiles_to_tcgen05(block, stages, warps):
     bm, bn, bk = block
     sig = {"a_desc": f"tensordesc<bf16,{bm}x{bk},sw128>",
            "b_desc": f"tensordesc<bf16,{bn}x{bk},sw128>",
-           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>",
+           "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     ck = gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages),
                                  num_warps=warps, arch=_arch(), upto="ptx")
     assert "tcgen05.mma.cta_group::1.kind::f16" in ck.asm["ptx"]

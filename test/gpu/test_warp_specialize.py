@@ -90,7 +90,8 @@ def test_the_launch_has_the_producer_warpgroup():
     # What the runtime launches (the metadata's threads_per_block): 8 consumer warps + 4;
     # the cubin starts with the registers the consumers' setmaxnreg.inc draws on.
     sig = {"a_desc": "tensordesc<bf16,128x64,sw128>", "b_desc": "tensordesc<bf16,256x64,sw128>",
-           "c_desc": "tensordesc<bf16,128x256>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": "tensordesc<bf16,128x256>",
+           "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     ck = gemm_tma_kernel.compile(sig, dict(BM=128, BN=256, BK=64, GROUP_M=8, STAGES=3,
                                            WARP_SPECIALIZE=True), num_warps=8, arch="sm_90a")
     assert ck.meta["threads_per_block"] == 384
@@ -136,7 +137,8 @@ def test_the_blackwell_kernel_is_on_tcgen05(block, stages, warps):
     bm, bn, bk = block
     sig = {"a_desc": f"tensordesc<bf16,{bm}x{bk},sw128>",
            "b_desc": f"tensordesc<bf16,{bn}x{bk},sw128>",
-           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>",
+           "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     arch = _blackwell_arch()
     ck = gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages,
                                            WARP_SPECIALIZE=True), num_warps=warps, arch=arch)

@@ -185,7 +185,8 @@ def _gemm_tma(arch, bm, bn, stages, warps, dt="bf16", bk=None):
     bk = bk or (128 if dt.startswith("f8") else 64)
     sig = {"a_desc": f"tensordesc<{dt},{bm}x{bk},sw128>",
            "b_desc": f"tensordesc<{dt},{bn}x{bk},sw128>",
-           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>",
+           "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages),
                                    num_warps=warps, arch=arch, upto="cubin")
 
@@ -584,6 +585,7 @@ def test_gemm_tma_kernel_promotes_fp8_when_asked():
     # MAX_IMPRECISE_ACC = 128 on a [128, 128] block of 8 warps, one chunk per K box.
     sig = {"a_desc": "tensordesc<f8e4m3,128x128,sw128>",
            "b_desc": "tensordesc<f8e4m3,128x128,sw128>", "c_desc": "tensordesc<bf16,128x128>",
+           "bias_ptr": "*bf16",
            "M": "i32", "N": "i32", "K": "i32"}
     ck = gemm_tma_kernel.compile(sig, dict(BM=128, BN=128, BK=128, GROUP_M=8, STAGES=4,
                                            MAX_IMPRECISE_ACC=128),
@@ -592,3 +594,19 @@ def test_gemm_tma_kernel_promotes_fp8_when_asked():
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
     assert ptx.count("add.rn.f32") == 64 and "wgmma.wait_group.sync.aligned 1;" not in ptx
     assert ck.meta["targets"]["sm_90a"]["spill_store_bytes"] == 0
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
+def test_gemm_tma_fused_bias_silu_assembles_at_128x256(arch):
+    # gemm_tma's fused epilogue (+ bias, SiLU) at its default 128x256 block: wgmma on sm_90a
+    # and tcgen05 on sm_100a/sm_103a, no spill, the bias conversion inside the rings' bytes.
+    sig = {"a_desc": "tensordesc<bf16,128x64,sw128>", "b_desc": "tensordesc<bf16,256x64,sw128>",
+           "c_desc": "tensordesc<bf16,128x256>", "bias_ptr": "*bf16", "M": "i32", "N": "i32",
+           "K": "i32"}
+    ck = gemm_tma_kernel.compile(sig, dict(BM=128, BN=256, BK=64, GROUP_M=8, STAGES=3,
+                                           BIAS=True, ACTIVATION="silu"),
+                                 ["bias_ptr"], num_warps=8, arch=arch)
+    target = ck.meta["targets"][arch]
+    assert target["spill_store_bytes"] == 0
+    assert ("wgmma" if arch == "sm_90a" else "tcgen05") in target["features"]
+    assert ck.meta["shared_bytes"] < 150 * 1024

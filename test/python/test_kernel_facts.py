@@ -39,7 +39,8 @@ def counters(c_ptr, flag_ptr, BLOCK: kl.constexpr, SCOPE: kl.constexpr):
 
 def _gemm(warp_specialize):
     sig = {"a_desc": "tensordesc<bf16,128x64,sw128>", "b_desc": "tensordesc<bf16,256x64,sw128>",
-           "c_desc": "tensordesc<bf16,128x256>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": "tensordesc<bf16,128x256>",
+           "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     return (gemm_tma_kernel, sig, dict(BM=128, BN=256, BK=64, GROUP_M=8, STAGES=3,
                                        WARP_SPECIALIZE=warp_specialize), 8)
 

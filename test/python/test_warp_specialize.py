@@ -31,7 +31,8 @@ def _gemm(arch, bm=128, bn=256, stages=3, warps=8, dt="bf16", warp_specialize=Tr
     bk = 128 if dt.startswith("f8") else 64
     sig = {"a_desc": f"tensordesc<{dt},{bm}x{bk},sw128>",
            "b_desc": f"tensordesc<{dt},{bn}x{bk},sw128>",
-           "c_desc": f"tensordesc<bf16,{bm}x{bn}>", "M": "i32", "N": "i32", "K": "i32"}
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}>",
+           "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages,
                                              WARP_SPECIALIZE=warp_specialize),
                                    num_warps=warps, arch=arch, upto=upto)
@@ -260,7 +261,7 @@ def test_the_interpreter_gives_the_gemm_the_same_bits():
         c = np.zeros((m, n), ml_dtypes.bfloat16)
         desc = kiln.TensorDescriptor.from_tensor
         interpret(gemm_tma_kernel, (4,), desc(a, [128, 64], swizzle=128),
-                  desc(b_t, [128, 64], swizzle=128), desc(c, [128, 128]), m, n, k, BM=128,
+                  desc(b_t, [128, 64], swizzle=128), desc(c, [128, 128]), c, m, n, k, BM=128,
                   BN=128, BK=64, GROUP_M=8, STAGES=3, WARP_SPECIALIZE=ws)
         outs.append(c.view(np.uint16))
     np.testing.assert_array_equal(outs[0], outs[1])
