@@ -28,7 +28,8 @@ empty and the report says why).
     python bench/kda/run.py [--out DIR] [--sweep]
 
 ``--sweep`` also times kda_packed_decode's Settings variants (rows a program, the state's
-cache hints) at B = 1 and 512. Writes ``bench_kda.{md,json}`` into ``--out``. fla: ``pip
+cache hints) at B = 1 and 512, and kda_verify_chain's (warps of the norm form, drafts a
+prologue chunk) at B = 64 and 512. Writes ``bench_kda.{md,json}`` into ``--out``. fla: ``pip
 install fla-core==0.6.0 einops`` (fla-core needs triton and einops, no other package).
 """
 
@@ -267,7 +268,7 @@ def verify_sets(bsz):
     return pool, conv_pool, w, recs, sets
 
 
-def kiln_verify(pool, conv_pool, w, recs):
+def kiln_verify(pool, conv_pool, w, recs, settings=kda_verify.SETTINGS):
     a_log, dt_bias, conv_w, w_norm = w
     rk, rv, rg, rb, rc = recs
 
@@ -276,7 +277,7 @@ def kiln_verify(pool, conv_pool, w, recs):
         kda_verify.kda_verify_chain(qkv, a, b, a_log, dt_bias, conv_pool, conv_w, pool, idx, H,
                                     GAMMA + 1, g_out=g_out, w_norm=w_norm, eps=EPS,
                                     lower_bound=LB, rawk=rk, rawv=rv, gk=rg, beta=rb,
-                                    conv_records=rc, out=out)
+                                    conv_records=rc, out=out, settings=settings)
         return out
 
     return call
@@ -398,10 +399,10 @@ def fused_case(bsz, fla, copy_gbs, empty_us, fla_note):
     return res
 
 
-def verify_case(bsz, copy_gbs, empty_us):
+def verify_case(bsz, copy_gbs, empty_us, settings=kda_verify.SETTINGS):
     pool, conv_pool, w, recs, sets = verify_sets(bsz)
     state, every = verify_bytes(bsz)
-    res = run_case(VERIFY_NAME, bsz, kiln_verify(pool, conv_pool, w, recs), None, sets,
+    res = run_case(VERIFY_NAME, bsz, kiln_verify(pool, conv_pool, w, recs, settings), None, sets,
                    [pool, conv_pool], state, every, copy_gbs, empty_us, "no fla kernel", 0.0)
     del pool, conv_pool, recs, sets
     torch.cuda.empty_cache()
@@ -457,6 +458,7 @@ def table(rows):
 SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2),
          dict(packed_rows=16, packed_warps=2), dict(packed_rows=32, packed_warps=4),
          dict(packed_rows=64, packed_warps=8), dict(state_evict="", state_store="")]
+VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
 
 
 def main():
@@ -498,6 +500,13 @@ def main():
                     row["config"] = cfg
                     report["sweep"].append(row)
                     print(json.dumps(row), flush=True)
+            for cfg in VERIFY_SWEEP:
+                st = dataclasses.replace(kda_verify.SETTINGS, **cfg)
+                for bsz in VERIFY_B:
+                    row = verify_case(bsz, copy_gbs, empty_us, settings=st)
+                    row["config"] = cfg
+                    report["sweep"].append(row)
+                    print(json.dumps(row), flush=True)
     report["copy GB/s (end)"] = copy_bandwidth_gbs()
     report["seconds"] = time.time() - t0
     lines = [f"# KDA decode on {props.name}",
@@ -507,12 +516,13 @@ def main():
              f"call from CUDA-graph replay of back-to-back calls over slots rotating through "
              f"more than {ROTATION_BYTES >> 20} MB of state", ""] + table(report["cases"])
     if args.sweep:
-        lines += ["", "kda_packed_decode Settings sweep:", "",
-                  "| config | B | kiln us | state of copy BW |", "|---|---|---|---|"]
+        lines += ["", "kda_packed_decode and kda_verify_chain Settings sweep:", "",
+                  "| kernel | config | B | kiln us | state of copy BW | all bytes of copy BW |",
+                  "|---|---|---|---|---|---|"]
         for r in report["sweep"]:
             cfg = ", ".join(f"{k}={v!r}" for k, v in r["config"].items())
-            lines.append(f"| {cfg} | {r['B']} | {r['kiln us']:.2f} | "
-                         f"{r['state of copy BW']:.1%} |")
+            lines.append(f"| {r['kernel']} | {cfg} | {r['B']} | {r['kiln us']:.2f} | "
+                         f"{r['state of copy BW']:.1%} | {r['all of copy BW']:.1%} |")
     lines += ["", f"{report['seconds']:.0f} s in all"]
     text = "\n".join(lines)
     print(text)
