@@ -159,8 +159,11 @@ private:
 };
 
 /// The live interval of `global`, or the whole module where its uses cannot
-/// be bounded.
+/// be bounded. The asynchronous uses of a `tile.drained` buffer (TMA copies,
+/// mbarriers, MMA descriptors derived from its address) count like its loads
+/// and stores: they are complete at the CTA barrier after its last use.
 Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder &order) {
+  bool drained = global->hasAttr(kiln::tile::TileDialect::getDrainedAttrName());
   Interval whole{0, order.size() - 1};
   SmallVector<Value> worklist;
   llvm::DenseSet<Value> seen;
@@ -201,58 +204,17 @@ Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder
         llvm::append_range(worklist, user->getResults());
         continue;
       }
-      if (accessedAddress(user) != use.get())
-        return whole; // asynchronous hardware, an escape, or control flow
+      if (accessedAddress(user) != use.get()) {
+        if (!drained)
+          return whole; // asynchronous hardware, an escape, or control flow
+        llvm::append_range(worklist, user->getResults());
+      }
       extend(user);
     }
   }
   if (!live)
     return whole;
   return {live->start, order.nextBarrier(func, live->end)};
-}
-
-/// The interval of a `tile.drained` buffer: from the first use of its address
-/// to the CTA barrier after its last, whatever the uses (TMA copies,
-/// mbarriers, MMA descriptors, reads); none where its address leaves the
-/// kernel's one block or goes into the cluster's window.
-std::optional<Interval> drainedInterval(LLVM::GlobalOp global, ModuleOp module,
-                                        const ProgramOrder &order) {
-  SmallVector<Value> worklist;
-  LLVM::LLVMFuncOp func;
-  bool escapes = false;
-  module.walk([&](LLVM::AddressOfOp op) {
-    if (op.getGlobalName() != global.getSymName())
-      return;
-    auto parent = op->getParentOfType<LLVM::LLVMFuncOp>();
-    if (!parent || (func && parent != func))
-      escapes = true;
-    func = parent;
-    worklist.push_back(op.getResult());
-  });
-  if (worklist.empty() || escapes || !func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()) ||
-      !func.getBody().hasOneBlock())
-    return std::nullopt;
-  std::optional<Interval> live;
-  llvm::DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    if (!seen.insert(value).second)
-      continue;
-    for (Operation *user : value.getUsers()) {
-      if (auto cast = dyn_cast<LLVM::AddrSpaceCastOp>(user)) {
-        auto to = dyn_cast<LLVM::LLVMPointerType>(cast.getType());
-        if (!to || (to.getAddressSpace() != 0 && to.getAddressSpace() != 3))
-          return std::nullopt; // the cluster's window: other blocks' accesses
-      }
-      Interval span = order.span(user, func);
-      live = live ? Interval{std::min(live->start, span.start), std::max(live->end, span.end)}
-                  : span;
-      llvm::append_range(worklist, user->getResults());
-    }
-  }
-  if (!live)
-    return std::nullopt;
-  return Interval{live->start, order.nextBarrier(func, live->end)};
 }
 
 /// The interval of a scratch buffer (see the file header): from its one
@@ -407,8 +369,6 @@ struct AllocateSharedMemoryPass : kiln::impl::AllocateSharedMemoryBase<AllocateS
       std::optional<Interval> live;
       if (buffer.global->hasAttr(scratch))
         live = scratchInterval(buffer.global, module, order);
-      else if (buffer.global->hasAttr(kiln::tile::TileDialect::getDrainedAttrName()))
-        live = drainedInterval(buffer.global, module, order);
       buffer.live = live ? *live : liveInterval(buffer.global, module, order);
     }
     // What fits in static shared memory side by side stays as it is.

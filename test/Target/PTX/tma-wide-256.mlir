@@ -14,18 +14,19 @@
 // CHECK-SM103: .target sm_103a
 
 // [128, 256] bf16: four chunks of 128 rows of 128 bytes (16384 bytes apart);
-// 64 KiB a box, so the buffers are dynamic shared memory (the store's first).
+// 64 KiB a box, so the buffers are dynamic shared memory; the load's box is read
+// before the store's first barrier, so the store's box takes its bytes (both at 0).
 // CHECK-LABEL: .entry wide_copy_256(
 // CHECK-DAG: add.s32 %[[K1:r[0-9]+]], %[[K:r[0-9]+]], 64;
 // CHECK-DAG: add.s32 %[[K2:r[0-9]+]], %[[K]], 128;
 // CHECK-DAG: add.s32 %[[K3:r[0-9]+]], %[[K]], 192;
 // CHECK: mov.b32 %[[BYTES:r[0-9]+]], 65536;
-// CHECK-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [__kiln_dynamic_smem+131072], %[[BYTES]];
+// CHECK-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [__kiln_dynamic_smem+65536], %[[BYTES]];
 // CHECK-NOT: expect_tx
-// CHECK: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+65536], [%rd{{[0-9]+}}, {%[[K]], %[[R:r[0-9]+]]}], [__kiln_dynamic_smem+131072];
-// CHECK-NEXT: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+81920], [%rd{{[0-9]+}}, {%[[K1]], %[[R]]}], [__kiln_dynamic_smem+131072];
-// CHECK-NEXT: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+98304], [%rd{{[0-9]+}}, {%[[K2]], %[[R]]}], [__kiln_dynamic_smem+131072];
-// CHECK-NEXT: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+114688], [%rd{{[0-9]+}}, {%[[K3]], %[[R]]}], [__kiln_dynamic_smem+131072];
+// CHECK: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem], [%rd{{[0-9]+}}, {%[[K]], %[[R:r[0-9]+]]}], [__kiln_dynamic_smem+65536];
+// CHECK-NEXT: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+16384], [%rd{{[0-9]+}}, {%[[K1]], %[[R]]}], [__kiln_dynamic_smem+65536];
+// CHECK-NEXT: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+32768], [%rd{{[0-9]+}}, {%[[K2]], %[[R]]}], [__kiln_dynamic_smem+65536];
+// CHECK-NEXT: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_dynamic_smem+49152], [%rd{{[0-9]+}}, {%[[K3]], %[[R]]}], [__kiln_dynamic_smem+65536];
 // CHECK-NOT: cp.async.bulk.tensor
 // CHECK: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd{{[0-9]+}}, {%[[K]], %[[R]]}], [__kiln_dynamic_smem];
 // CHECK-NEXT: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd{{[0-9]+}}, {%[[K1]], %[[R]]}], [__kiln_dynamic_smem+16384];
