@@ -28,8 +28,9 @@ above on every token of the sequence, and optionally the gated RMSNorm
 reproduce their states bit for bit) compute the step through the same ``@kiln.jit`` helpers:
 ``kda_token_prologue`` (the q/k norms, the gate, beta on [K] tiles) and
 ``kda_recurrent_step`` (the rows of the state as an [R, K] tile; its state part
-``kda_state_update`` is the fold's step, kda_verify.py); the pre-conv kernels (the fused
-decode, the verify chain) run one token through ``kda_pre_conv_token``. kiln gives every tile one
+``kda_state_update`` is the fold's step, kda_verify.py); the fused decode runs one token
+through ``kda_pre_conv_token``, the verify chain a few drafts' conv (``kda_conv_rows``) and
+prologue at once, then each draft's step and ``kda_gated_norm``. kiln gives every tile one
 blocked layout (runs of 8 elements here, the bf16 16-byte vector); a row of K = 128 spans
 16 runs, so every row sum -- over 8 registers, then a butterfly over 16 lanes -- and every
 [K] norm is summed in the same order whatever R and the warps of the program: the packed
@@ -280,9 +281,8 @@ def kda_pre_conv_token(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_
     """Row t (of the sequence starting at row bos) through the pre-conv kernels' step on the
     state rows ``hs`` [R, K] (the value rows ``rows`` [R]; the channels qc, kc [K] and vc
     [R]): the conv and SiLU of q, k and v, the prologue, the recurrent step, (the gated
-    norm, R == V,) and the output row's store (zeros for a padded slot). Returns (hs', the
-    post-conv k [K] and v [R] (bf16), g [K], beta): kda_fused_decode's and
-    kda_verify_chain's one token."""
+    norm, R == V,) and the output row's store (zeros for a padded slot). Returns hs':
+    kda_fused_decode's one token."""
     tok = t.to(kl.int64)
     cols = kl.arange(0, K)
     q_raw = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, qc, t, bos, valid)
@@ -298,7 +298,7 @@ def kda_pre_conv_token(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_
         w = kl.load(wnorm_ptr + rows).to(kl.float32)
         o = kda_gated_norm(o, w, kl.sigmoid(go), eps, V)
     kl.store(out_ptr + (tok * HV + hv) * V + rows, kl.where(valid, o, 0.0))
-    return hs, k_raw, v, g, beta
+    return hs
 
 
 @kiln.jit(num_warps=4, do_not_specialize=["T", "HV", "H", "num_slots", "varlen", "qkv_s0_u",
@@ -350,7 +350,7 @@ def kda_fused_decode_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     a_log = kl.load(alog_ptr + hv)
     dt_bias = kl.load(dtb_ptr + hv * K + cols)
     for t in range(bos, eos):
-        hs, _, _, _, _ = kda_pre_conv_token(
+        hs = kda_pre_conv_token(
             qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr, b_s0,
             gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, hs, qc, kc, vc, vrows, t, bos, valid, hv,
             HV, dt_bias, a_log, scale, lower_bound, eps, K, V, LOWER_BOUND, NORM)
