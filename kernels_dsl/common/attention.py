@@ -102,7 +102,8 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
                      stride_vb, stride_vt, stride_vh, stride_ob, stride_ot, stride_oh,
                      stride_lb, stride_lh, D: kl.constexpr, BM: kl.constexpr,
                      BN: kl.constexpr, CAUSAL: kl.constexpr, VARLEN: kl.constexpr,
-                     STORE_LSE: kl.constexpr, STAGES: kl.constexpr):
+                     STORE_LSE: kl.constexpr, STAGES: kl.constexpr,
+                     WARP_SPECIALIZE: kl.constexpr):
     """o = softmax(q kᵀ · sm_scale, causal) v for one [BM] block of queries of one head of
     one sequence; grid (cdiv(max_seqlen, BM), Hq, B), the query blocks taken last to first
     (the longest causal rows start first).
@@ -161,7 +162,7 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
         end = length
     full_end = kl.where(m_start < length, full_end, 0)
     end = kl.where(m_start < length, end, 0)
-    for n in kl.range(0, full_end, BN, num_stages=STAGES):
+    for n in kl.range(0, full_end, BN, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
         if VARLEN:
             k = k_desc.load([0, start + n, kvh, 0]).reshape(BN, D)
             v = v_desc.load([0, start + n, kvh, 0]).reshape(BN, D)
@@ -287,6 +288,8 @@ class Settings:
     fwd_block_n_d128: int = 128  # and 128 (420 bytes; yet 12-16 % faster than 64 keys with
     # 80 bytes on the H200, bench/results/attention)
     fwd_stages: int = 2  # ring slots of k and v (32 KiB each at BN = D = 128)
+    fwd_warp_specialize: bool = True  # sm_90a: a producer warpgroup fills the ring, the
+    # dots read its 128-byte swizzled slots in place
     fwd_mma_block_m: int = 64  # sm_100a/sm_103a (mma.sync): [128, 128] q + [64, 128] k
     fwd_mma_block_n: int = 64  # exceed the 48 KiB
     fwd_mma_warps: int = 8  # 4 warps spill 764 bytes at D = 128, 8 none
@@ -309,6 +312,15 @@ def fwd_blocks(d: int, arch: str, settings: Settings = SETTINGS) -> tuple:
         bn = settings.fwd_block_n_d64 if d == 64 else settings.fwd_block_n_d128
         return settings.fwd_block_m, bn, settings.fwd_warps
     return settings.fwd_mma_block_m, settings.fwd_mma_block_n, settings.fwd_mma_warps
+
+
+def fwd_ring(arch: str, settings: Settings = SETTINGS) -> tuple:
+    """(swizzle, warp_specialize) of the forward kernel's k and v ring on ``arch``: on
+    sm_90a 128-byte swizzled boxes, which wgmma reads in place, filled by a producer
+    warpgroup; elsewhere (mma.sync reads registers) plain boxes in an unspecialized ring."""
+    if arch == "sm_90a":
+        return 128, settings.fwd_warp_specialize
+    return 0, False
 
 
 def decode_block_h(arch: str, settings: Settings = SETTINGS) -> int:
@@ -489,17 +501,21 @@ def flash_attn_varlen(q: Any, k: Any, v: Any, cu_seqlens: Any, max_seqlen: int,
     if return_lse and lse is None:
         lse = _empty((hq, t), "float32", q)
     store_lse = lse is not None
-    bm, bn, warps = fwd_blocks(d, _device_arch(q), settings)
+    arch = _device_arch(q)
+    bm, bn, warps = fwd_blocks(d, arch, settings)
+    swizzle, specialize = fwd_ring(arch, settings)
     sq, sk, sv, so = _strides(q), _strides(k), _strides(v), _strides(out)
     k_desc, v_desc = (kiln.TensorDescriptor(x, [1, bn, 1, d], shape=(1, t, hkv, d),
-                                            strides=(t * st[0], st[0], st[1], 1))
+                                            strides=(t * st[0], st[0], st[1], 1),
+                                            swizzle=swizzle)
                       for x, st in ((k, sk), (v, sv)))
     args = (q, k_desc, v_desc, k, v, out, lse if store_lse else out, cu_seqlens, 0,
             sm_scale * LOG2E, hq // hkv, 0, sq[0], sq[1], 0, sk[0], sk[1], 0, sv[0], sv[1],
             0, so[0], so[1], 0, t)
     _launch(flash_fwd_kernel, fwd_grid(max_seqlen, hq, n1 - 1, bm), args,
             {"D": d, "BM": bm, "BN": bn, "CAUSAL": bool(causal), "VARLEN": True,
-             "STORE_LSE": store_lse, "STAGES": settings.fwd_stages}, warps)
+             "STORE_LSE": store_lse, "STAGES": settings.fwd_stages,
+             "WARP_SPECIALIZE": specialize}, warps)
     return (out, lse) if return_lse else out
 
 
@@ -528,15 +544,18 @@ def flash_attn(q: Any, k: Any, v: Any, scale: Optional[float] = None, causal: bo
     if out is None:
         out = _empty((b, hq, t, d), "bfloat16", q)
     lse = _empty((b, hq, t), "float32", q) if return_lse else None
-    bm, bn, warps = fwd_blocks(d, _device_arch(q), settings)
+    arch = _device_arch(q)
+    bm, bn, warps = fwd_blocks(d, arch, settings)
+    swizzle, specialize = fwd_ring(arch, settings)
     sq, sk, sv, so = _strides(q), _strides(k), _strides(v), _strides(out)
-    k_desc, v_desc = (kiln.TensorDescriptor(x, [1, 1, bn, d]) for x in (k, v))
+    k_desc, v_desc = (kiln.TensorDescriptor(x, [1, 1, bn, d], swizzle=swizzle) for x in (k, v))
     args = (q, k_desc, v_desc, k, v, out, lse if return_lse else out, q, t, sm_scale * LOG2E,
             hq // hkv, sq[0], sq[2], sq[1], sk[0], sk[2], sk[1], sv[0], sv[2], sv[1], so[0],
             so[2], so[1], hq * t, t)
     _launch(flash_fwd_kernel, fwd_grid(t, hq, b, bm), args,
             {"D": d, "BM": bm, "BN": bn, "CAUSAL": bool(causal), "VARLEN": False,
-             "STORE_LSE": bool(return_lse), "STAGES": settings.fwd_stages}, warps)
+             "STORE_LSE": bool(return_lse), "STAGES": settings.fwd_stages,
+             "WARP_SPECIALIZE": specialize}, warps)
     return (out, lse) if return_lse else out
 
 

@@ -152,7 +152,8 @@ def test_diagonal_block_only():
     descs = [kiln.TensorDescriptor(x[None], [1, 32, 1, d]) for x in (k, v)]
     interpret(attn.flash_fwd_kernel, (1, 1, 1), q, *descs, k, v, o, o, cu, 0,
               np.float32(attn.LOG2E / math.sqrt(d)), 1, 0, d, d, 0, d, d, 0, d, d, 0, d, d, 0,
-              t, D=d, BM=32, BN=32, CAUSAL=True, VARLEN=True, STORE_LSE=False, STAGES=2)
+              t, D=d, BM=32, BN=32, CAUSAL=True, VARLEN=True, STORE_LSE=False, STAGES=2,
+              WARP_SPECIALIZE=False)
     ref, _ = ref_attention(q[:, 0], k[:, 0], v[:, 0], 1 / math.sqrt(d), True)
     assert_attention_close(o[:, 0], ref, v[:, 0])
     # row 0 sees key 0 alone
@@ -218,11 +219,15 @@ MERGE_SIG = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "out_ptr": "*bf16",
              "n_splits": "i32", "stride_ob": "i32", "stride_oh": "i32"}
 
 
-def with_kv_descs(sig, d, bn, varlen):
+def with_kv_descs(sig, d, bn, varlen, arch="sm_90a"):
     """``sig`` with the k_desc / v_desc parameters: boxes of bf16, [1, bn, 1, d] (varlen:
-    the [1, T, Hkv, D] view) or [1, 1, bn, d] (the dense [B, Hkv, T, D] form)."""
-    box = f"tensordesc<bf16,1x{bn}x1x{d}>" if varlen else f"tensordesc<bf16,1x1x{bn}x{d}>"
-    return {"k_desc": box, "v_desc": box, **sig}
+    the [1, T, Hkv, D] view) or [1, 1, bn, d] (the dense [B, Hkv, T, D] form), with the
+    swizzle of ``arch`` (attention.fwd_ring)."""
+    swizzle, _ = attn.fwd_ring(arch)
+    sw = f",sw{swizzle}" if swizzle else ""
+    box = f"1x{bn}x1x{d}" if varlen else f"1x1x{bn}x{d}"
+    return {"k_desc": f"tensordesc<bf16,{box}{sw}>", "v_desc": f"tensordesc<bf16,{box}{sw}>",
+            **sig}
 
 
 def _register_a(ptx):
@@ -233,9 +238,10 @@ def _register_a(ptx):
 def _compile_fwd(arch, d, causal, varlen):
     bm, bn, warps = attn.fwd_blocks(d, arch)
     return attn.flash_fwd_kernel.compile(
-        with_kv_descs(FWD_SIG, d, bn, varlen),
+        with_kv_descs(FWD_SIG, d, bn, varlen, arch),
         {"D": d, "BM": bm, "BN": bn, "CAUSAL": causal, "VARLEN": varlen, "STORE_LSE": varlen,
-         "STAGES": attn.SETTINGS.fwd_stages}, FWD_DIV, num_warps=warps, arch=arch,
+         "STAGES": attn.SETTINGS.fwd_stages, "WARP_SPECIALIZE": attn.fwd_ring(arch)[1]},
+        FWD_DIV, num_warps=warps, arch=arch,
         upto="cubin")
 
 
@@ -263,6 +269,12 @@ def test_fwd_compiles(arch, d, causal, varlen):
     assert "mma.sync" not in ptx
     assert ptx.count("wgmma.mma_async") == slabs * (2 * (d // 16 + bn // 16) + 4)
     assert _register_a(ptx) == slabs * 2 * (bn // 16)
+    # a producer warpgroup fills the ring; the unmasked loop's dots read k and v in their
+    # slots and q where it was staged once: only the masked loop's three dots stage a B
+    assert "setmaxnreg.inc" in ptx
+    plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
+    assert sum(b.startswith("__kiln_wgmma_staged") for b in plan) == 1
+    assert sum(b.startswith("__kiln_wgmma_b_smem") for b in plan) == 3
 
 
 @pytest.mark.parametrize("arch", attn.ARCHS)

@@ -216,6 +216,15 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       return op->emitOpError() << "expected 'tile.warp_specialize' to be a unit attribute";
     return success();
   }
+  if (name == getConsumerThreadsAttrName()) {
+    auto threads = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "scf.if")
+      return op->emitOpError() << "'tile.consumer_threads' applies to scf.if only";
+    if (!threads || threads.getInt() < 128 || threads.getInt() % 128 != 0)
+      return op->emitOpError()
+             << "expected 'tile.consumer_threads' to be a positive multiple of 128";
+    return success();
+  }
   return op->emitOpError() << "unknown tile attribute '" << name << "'";
 }
 

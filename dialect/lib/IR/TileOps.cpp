@@ -899,22 +899,54 @@ OpFoldResult ConvertLayoutOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+/// The matrix a box of rank 2 or more holds in shared memory: [rows, inner],
+/// its rows the product of the outer dimensions.
+static RankedTensorType boxMatrix(RankedTensorType box) {
+  if (box.getRank() < 2)
+    return {};
+  int64_t rows = 1;
+  for (int64_t d : box.getShape().drop_back())
+    rows *= d;
+  return RankedTensorType::get({rows, box.getShape().back()}, box.getElementType());
+}
+
+RankedTensorType WarpGroupDotOp::getAMatrix() {
+  Type type = getA().getType();
+  if (auto ring = llvm::dyn_cast<RingType>(type))
+    return boxMatrix(ring.getBlockType());
+  if (auto staged = llvm::dyn_cast<SmemType>(type))
+    return staged.getTileType();
+  return llvm::cast<RankedTensorType>(type);
+}
+
+RankedTensorType WarpGroupDotOp::getBMatrix() { return boxMatrix(getB().getType().getBlockType()); }
+
 LogicalResult WarpGroupDotOp::verify() {
-  auto aBox = getA().getType().getBlockType(), bBox = getB().getType().getBlockType();
   auto accType = getAcc().getType();
   auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(accType.getEncoding());
   if (!mma || mma.getVersion() != 3)
     return emitOpError() << "expected an accumulator with the #tile.mma encoding of version 3, "
                             "got "
                          << accType;
-  if (aBox.getRank() != 2 || bBox.getRank() != 2 || accType.getRank() != 2)
-    return emitOpError() << "expected 2-D boxes and accumulator";
+  bool ringA = bool(getARing());
+  if (ringA != bool(getASlot()))
+    return emitOpError() << "expected a slot exactly when `a` is a ring";
+  auto registerType = llvm::dyn_cast<RankedTensorType>(getA().getType());
+  bool registerA = bool(registerType);
+  if (registerA && registerType.getEncoding() != mma)
+    return emitOpError() << "expected a register `a` in the accumulator's encoding, got "
+                         << registerType;
+  RankedTensorType aBox = getAMatrix(), bBox = getBMatrix();
+  if (!aBox || !bBox || accType.getRank() != 2)
+    return emitOpError() << "expected boxes of rank 2 or more and a 2-D accumulator";
   Type element = aBox.getElementType(), bElement = bBox.getElementType();
   bool fp8 = llvm::isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
              llvm::isa<Float8E4M3FNType, Float8E5M2Type>(bElement);
   if (!fp8 && (element != bElement || !(element.isBF16() || element.isF16())))
     return emitOpError() << "expected bf16 or f16 boxes of one element type, or FP8 boxes, got "
                          << element << " and " << bElement;
+  if (fp8 && !ringA)
+    return emitOpError() << "expected a ring slot `a` with FP8 boxes";
   bool mnMajor = getBMnMajor();
   int64_t m = aBox.getDimSize(0), k = aBox.getDimSize(1);
   int64_t n = bBox.getDimSize(mnMajor ? 1 : 0);
@@ -923,10 +955,14 @@ LogicalResult WarpGroupDotOp::verify() {
     return emitOpError() << "expected a [M, K] box, a " << (mnMajor ? "[K, N]" : "[N, K]")
                          << " box and a [M, N] accumulator, got " << aBox << ", " << bBox << " and "
                          << accType;
-  // Rows of whole 128-byte swizzle spans: one box, or a wide box's chunks.
-  if (k * aBox.getElementTypeBitWidth() / 8 % 128 != 0)
-    return emitOpError() << "expected K a multiple of " << 1024 / aBox.getElementTypeBitWidth()
-                         << " (whole 128-byte swizzle spans per row), got " << k;
+  // Rows of whole 128-byte swizzle spans: one box, or a wide box's chunks
+  // (registers: whole k16 steps).
+  if (registerA ? k % 16 != 0 : k * aBox.getElementTypeBitWidth() / 8 % 128 != 0)
+    return emitOpError() << "expected K a multiple of "
+                         << (registerA ? 16 : 1024 / aBox.getElementTypeBitWidth())
+                         << (registerA ? " (whole k16 steps)"
+                                       : " (whole 128-byte swizzle spans per row)")
+                         << ", got " << k;
   if (mnMajor && fp8)
     return emitOpError() << "expected bf16 or f16 boxes with bMnMajor (wgmma transposes only "
                             "16-bit operands), got "
@@ -935,6 +971,9 @@ LogicalResult WarpGroupDotOp::verify() {
     return emitOpError() << "expected N a multiple of 64 with bMnMajor (whole 128-byte swizzle "
                             "spans per row of the [K, N] box), got "
                          << n;
+  if (!mnMajor && k * bBox.getElementTypeBitWidth() / 8 % 128 != 0)
+    return emitOpError() << "expected K a multiple of " << 1024 / bBox.getElementTypeBitWidth()
+                         << " (whole 128-byte swizzle spans per row of the [N, K] box), got " << k;
   unsigned warpgroups = getEncoding().getNumWarps() / 4;
   if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
     return emitOpError() << "expected M a multiple of " << 64 * warpgroups
@@ -942,8 +981,24 @@ LogicalResult WarpGroupDotOp::verify() {
   return verifyMaxNumImpreciseAcc(*this, getMaxNumImpreciseAccAttr(), element, k);
 }
 
+LogicalResult StageOp::verify() {
+  auto type = getSrc().getType();
+  if (type.getEncoding())
+    return emitOpError() << "expected a tile in the blocked layout, got " << type;
+  if (getResult().getType().getTileType() != type)
+    return emitOpError() << "expected the result to stage " << type << ", got "
+                         << getResult().getType();
+  return success();
+}
+
+RankedTensorType WarpGroupDotStagedOp::getATile() {
+  if (auto staged = llvm::dyn_cast<SmemType>(getA().getType()))
+    return staged.getTileType();
+  return llvm::cast<RankedTensorType>(getA().getType());
+}
+
 LogicalResult WarpGroupDotStagedOp::verify() {
-  auto aType = getA().getType(), bType = getB().getType(), accType = getAcc().getType();
+  auto aType = getATile(), bType = getB().getType(), accType = getAcc().getType();
   auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(accType.getEncoding());
   if (!mma || mma.getVersion() != 3)
     return emitOpError() << "expected an accumulator with the #tile.mma encoding of version 3, "

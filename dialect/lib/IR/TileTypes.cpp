@@ -169,6 +169,16 @@ int64_t RingType::getSlotsOffset() const {
 
 int64_t RingType::getTotalBytes() const { return getSlotsOffset() + getStages() * getSlotBytes(); }
 
+LogicalResult SmemType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               RankedTensorType tileType) {
+  Type element = tileType.getElementType();
+  if (tileType.getRank() != 2 || tileType.getEncoding() || !(element.isBF16() || element.isF16()))
+    return emitError() << "expected a 2-D bf16 or f16 tile without encoding, got " << tileType;
+  if (tileType.getDimSize(0) % 64 != 0 || tileType.getDimSize(1) % 64 != 0)
+    return emitError() << "expected M and K multiples of 64, got " << tileType;
+  return success();
+}
+
 LogicalResult TMemType::verify(function_ref<InFlightDiagnostic()> emitError,
                                RankedTensorType accType) {
   if (accType.getRank() != 2 || !accType.getElementType().isF32() || accType.getEncoding())

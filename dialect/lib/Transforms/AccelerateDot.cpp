@@ -340,6 +340,68 @@ bool matchStagedDot(DotOp dot, unsigned warps) {
          n % 64 == 0 && n <= 256;
 }
 
+/// A dot whose B is a ring slot read in place and whose A is not: attention's
+/// q kᵀ (q loaded before the key loop) and p·v (p in registers).
+struct SlotBDot {
+  RingWaitLoadOp b;
+  SmallVector<Operation *, 2> bViews; ///< the reshape and transpose, dot side last
+  bool bMnMajor = false;
+};
+
+/// The ring load a dot's B comes from, as the matrix of its box:
+/// `tile.ring_wait_load` of a 128-byte swizzled ring, then an optional
+/// reshape to [rows, inner] (a box of rank above 2), then (K-major: the [N, K] box
+/// transposed) an optional transpose; each used only on that way. bf16/f16;
+/// a K-major box's K or an MN-major box's N of whole 128-byte rows.
+std::optional<SlotBDot> matchSlotB(DotOp dot) {
+  SlotBDot match;
+  Value b = dot.getB();
+  if (auto trans = b.getDefiningOp<TransOp>();
+      trans && trans.getOrder() == ArrayRef<int64_t>{1, 0} && trans->hasOneUse()) {
+    match.bViews.push_back(trans);
+    b = trans.getSrc();
+  } else {
+    match.bMnMajor = true;
+  }
+  if (auto reshape = b.getDefiningOp<ReshapeOp>(); reshape && reshape->hasOneUse()) {
+    match.bViews.push_back(reshape);
+    b = reshape.getSrc();
+  }
+  match.b = b.getDefiningOp<RingWaitLoadOp>();
+  if (!match.b || !match.b->hasOneUse() || match.b.getCount() || !isSwizzled128(match.b.getRing()))
+    return std::nullopt;
+  // A box of rank above 2 holds the matrix [rows, inner] (rows: the product
+  // of its outer dimensions), which the reshape must view it as.
+  auto box = match.b.getType();
+  auto matrix = llvm::cast<RankedTensorType>(
+      (match.bViews.empty() ? Value(dot.getB()) : match.bViews.back()->getResult(0)).getType());
+  if (box.getRank() != 2 &&
+      (matrix.getRank() != 2 || matrix.getDimSize(1) != box.getShape().back()))
+    return std::nullopt;
+  Type element = box.getElementType();
+  // The row of 128-byte swizzle spans: K of a K-major box, N of an MN-major.
+  if (!(element.isBF16() || element.isF16()) || box.getShape().back() * 2 % 128 != 0)
+    return std::nullopt;
+  std::reverse(match.bViews.begin(), match.bViews.end());
+  return match;
+}
+
+/// Whether `value` is computed outside the scf.for that holds `op`, in a
+/// block whose ops every thread of the program runs (the kernel's body, or
+/// the consumer region of a tile.warp_specialize at its top level): a dot
+/// operand the loop does not compute, which `tile.stage` may write to shared
+/// memory once after its definition.
+bool isStageableInvariant(Value value, Operation *op) {
+  auto loop = op->getParentOfType<scf::ForOp>();
+  Block *block = value.getParentBlock();
+  if (!loop || loop->getBlock() != block)
+    return false;
+  Operation *parent = block->getParentOp();
+  return llvm::isa<func::FuncOp>(parent) ||
+         (llvm::isa<WarpSpecializeOp>(parent) && llvm::isa<func::FuncOp>(parent->getParentOp()) &&
+          block->getParent() == &llvm::cast<WarpSpecializeOp>(parent).getConsumer());
+}
+
 /// A tile.dot in the K loop of a pipelined GEMM: its operands are ring slots
 /// (`operands`), its accumulator an iteration argument of `loop` that only
 /// the dot reads, and its result only yielded in the accumulator's place.
@@ -529,8 +591,12 @@ void readAccumulator(OpBuilder &b, Location loc, RankedTensorType loadedType,
 struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccelerateDotPass> {
   using TileAccelerateDotBase::TileAccelerateDotBase;
 
+  /// The `tile.stage` of each tile staged so far (see registerOrStagedA).
+  llvm::DenseMap<Value, Value> stagedTiles;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    stagedTiles.clear();
     accelerateDots(func);
     hoistRingReleases(func);
     // The dots left on mma.sync, which has no FP8 form here: FP8 operands
@@ -584,7 +650,12 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       if (match && match->operands.bMnMajor() && !mnMajorB)
         continue;
       if (!match) {
-        if (hopper && matchStagedDot(dot, warps))
+        if (!hopper)
+          continue;
+        if (std::optional<SlotBDot> slotB = matchSlotB(dot);
+            slotB && matchSlotBShape(dot, *slotB, warps))
+          rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
+        else if (matchStagedDot(dot, warps))
           rewriteToStagedWarpGroupDot(dot, warps);
         continue;
       }
@@ -637,8 +708,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     b.setInsertionPoint(p.dot);
     IntegerAttr maxNumImpreciseAcc = p.dot.getMaxNumImpreciseAccAttr();
     Value issued = WarpGroupDotOp::create(b, loc, mmaType, p.operands.a.getRing(),
-                                          p.operands.a.getSlot(), p.operands.b.getRing(),
-                                          p.operands.b.getSlot(), p.acc, maxNumImpreciseAcc,
+                                          p.operands.b.getRing(), p.operands.b.getSlot(), p.acc,
+                                          p.operands.a.getSlot(), maxNumImpreciseAcc,
                                           /*bMnMajor=*/p.operands.bMnMajor());
     auto wait = WarpGroupDotWaitOp::create(b, loc, issued,
                                            /*pending=*/maxNumImpreciseAcc ? 0 : 1);
@@ -654,6 +725,96 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     ++numAccelerated;
   }
 
+  /// The dot's A where the wgmma reads it: a conversion's source in the
+  /// accumulator's encoding (`mmaType`; from registers, K a multiple of 16),
+  /// or, when the dot's loop does not compute it, the tile staged once by
+  /// `tile.stage` after its definition (one stage per tile: the dots of
+  /// several loops share it), or the register tile itself.
+  Value registerOrStagedA(OpBuilder &b, DotOp dot, RankedTensorType mmaType) {
+    Value a = dot.getA();
+    if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
+        convert && convert.getSrc().getType().getEncoding() == mmaType.getEncoding() &&
+        dot.getA().getType().getDimSize(1) % 16 == 0)
+      return convert.getSrc();
+    auto type = dot.getA().getType();
+    if (type.getEncoding() || !isStageableInvariant(a, dot) || type.getDimSize(0) % 64 != 0 ||
+        type.getDimSize(1) % 64 != 0)
+      return a;
+    Value &staged = stagedTiles[a];
+    if (!staged) {
+      OpBuilder::InsertionGuard guard(b);
+      if (Operation *def = a.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(a.getParentBlock());
+      staged = StageOp::create(b, a.getLoc(), SmemType::get(b.getContext(), type), a);
+    }
+    return staged;
+  }
+
+  /// Whether the wgmma takes a dot of B `slotB`: bf16/f16 operands of one
+  /// type, an f32 accumulator in the blocked layout, M a multiple of 64 a
+  /// warpgroup, N a multiple of 8 up to 256 (of 64 for an MN-major B), and
+  /// an A it can read: from registers (K a multiple of 16) or staged
+  /// (not computed by the loop; M and K multiples of 64).
+  bool matchSlotBShape(DotOp dot, SlotBDot slotB, unsigned warps) {
+    auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
+    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
+    if (aType.getElementType() != slotB.b.getType().getElementType() || accType.getEncoding() ||
+        !accType.getElementType().isF32() || m % (64 * (warps / 4)) != 0 || n % 8 != 0 || n > 256 ||
+        (slotB.bMnMajor && n % 64 != 0) || (!slotB.bMnMajor && k % 64 != 0))
+      return false;
+    if (auto convert = dot.getA().getDefiningOp<ConvertLayoutOp>();
+        convert && llvm::isa_and_present<MmaEncodingAttr>(convert.getSrc().getType().getEncoding()))
+      return k % 16 == 0;
+    return isStageableInvariant(dot.getA(), dot) && m % 64 == 0 && k % 64 == 0;
+  }
+
+  /// sm_90a, a dot of B `slotB` (a ring slot): tile.warpgroup_dot reading
+  /// the slot in place (tile.ring_wait in place of the load) and A from
+  /// registers or staged once, waited for at once (`wgmma.wait_group 0`), so
+  /// the slot is free again when the loop's next refill or release comes;
+  /// the accumulator in the wgmma registers (across the loop that carries
+  /// it). No CTA barrier: the warpgroups of a warp-specialized loop run
+  /// apart, one's softmax beside the other's MMAs.
+  void rewriteToSlotBWarpGroupDot(DotOp dot, SlotBDot slotB, unsigned warps) {
+    auto accType = dot.getAcc().getType();
+    auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                                         MmaEncodingAttr::get(dot.getContext(), 3, warps));
+    OpBuilder b(dot);
+    Location loc = dot.getLoc();
+    Value a = registerOrStagedA(b, dot, mmaType);
+    RingWaitLoadOp load = slotB.b;
+    b.setInsertionPoint(load);
+    RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+    std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
+    if (carried)
+      carryInMmaLayout(b, loc, *carried, mmaType);
+    b.setInsertionPoint(dot);
+    Value acc = carried ? Value(carried->acc) : convertTo(b, loc, dot.getAcc(), mmaType);
+    Value issued = WarpGroupDotOp::create(b, loc, mmaType, a, load.getRing(), load.getSlot(), acc,
+                                          /*aSlot=*/Value(), /*maxNumImpreciseAcc=*/nullptr,
+                                          /*bMnMajor=*/slotB.bMnMajor);
+    Value done = WarpGroupDotWaitOp::create(b, loc, issued, /*pending=*/0);
+    ConvertLayoutOp blocked;
+    if (carried) {
+      carried->yielded->set(done);
+      Value result = carried->loop.getResult(carried->index);
+      b.setInsertionPointAfter(carried->loop);
+      blocked = ConvertLayoutOp::create(b, loc, accType, result);
+      result.replaceAllUsesExcept(blocked, blocked);
+    } else {
+      blocked = ConvertLayoutOp::create(b, loc, accType, done);
+      dot.replaceAllUsesWith(blocked.getResult());
+    }
+    dot->erase();
+    for (Operation *view : llvm::reverse(slotB.bViews))
+      view->erase();
+    load->erase();
+    sinkConversion(b, blocked);
+    ++numAccelerated;
+  }
+
   /// sm_90a, a dot of register tiles: tile.warpgroup_dot_staged, its
   /// accumulator in the wgmma registers (across the loop that carries it).
   void rewriteToStagedWarpGroupDot(DotOp dot, unsigned warps) {
@@ -665,11 +826,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     // An A converted from a tile in the accumulator's encoding (attention's
     // p, the softmax of an mma tile, narrowed to bf16 in place) is read from
     // its registers.
-    Value a = dot.getA();
-    if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
-        convert && convert.getSrc().getType().getEncoding() == mmaType.getEncoding() &&
-        dot.getA().getType().getDimSize(1) % 16 == 0)
-      a = convert.getSrc();
+    // An A the dot's loop does not compute (attention's q) is staged once.
+    Value a = registerOrStagedA(b, dot, mmaType);
     std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
     if (!carried) {
       Value acc = convertTo(b, loc, dot.getAcc(), mmaType);

@@ -56,7 +56,7 @@ struct Event {
   enum Kind {
     Issue,       ///< tile.ring_issue into (ring, slot); pred; elements copied
     RingWait,    ///< tile.ring_wait(_load) of (ring, slot) with parity
-    WgmmaDot,    ///< tile.warpgroup_dot reading two slots
+    WgmmaDot,    ///< tile.warpgroup_dot reading one or two slots
     WgmmaWait,   ///< tile.warpgroup_dot_wait {pending}
     Tcgen05Dot,  ///< tile.tcgen05_dot reading two slots, committing to a barrier
     Arrive,      ///< tile.mbarrier_arrive on (barriers, index) if pred
@@ -385,8 +385,9 @@ private:
           failed(need(op, wait.getPhase(), e.parity, "the phase")))
         return failure();
     } else if (auto dot = llvm::dyn_cast<WarpGroupDotOp>(op)) {
-      e = {Event::WgmmaDot, op, dot.getA(), dot.getB(), {}};
-      if (failed(need(op, dot.getASlot(), e.slot, "the slot")) ||
+      // An `a` staged or in registers is no slot (a null ring).
+      e = {Event::WgmmaDot, op, dot.getARing() ? dot.getA() : Value(), dot.getB(), {}};
+      if ((dot.getASlot() && failed(need(op, dot.getASlot(), e.slot, "the slot"))) ||
           failed(need(op, dot.getBSlot(), e.slot2, "the slot")))
         return failure();
       // With maxNumImpreciseAcc the op waits for its own wgmmas.
@@ -488,7 +489,7 @@ public:
     case Event::WgmmaDot:
     case Event::Tcgen05Dot: {
       for (Key k : {keyOf(e.ring, e.slot), keyOf(e.ring2, e.slot2)})
-        if (waits[k] == 0 || waits[k] != fills[k])
+        if (k.first && (waits[k] == 0 || waits[k] != fills[k]))
           return fail(e.op, "reads slot " + Twine(k.second) +
                                 " of a ring before waiting for the fill it holds");
       Reader r{e.op, keyOf(e.ring, e.slot), keyOf(e.ring2, e.slot2), nullptr, 0};

@@ -148,7 +148,8 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
                                  "loop whose coordinates are functions of the loop index";
 
     // The values outside the loop that the producer needs: they are recomputed
-    // in its region (pure scalar ops of the kernel's block) or are arguments.
+    // in its region (pure scalar ops and scalar loads of the kernel's block) or
+    // are arguments.
     llvm::SetVector<Operation *> outside;
     SmallVector<Value> worklist{loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
     for (SpecializedLoad &l : loads) {
@@ -162,7 +163,10 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
       Operation *def = v.getDefiningOp();
       if (!def || loop.getBody()->findAncestorOpInBlock(*def))
         continue; // an argument, or computed per iteration (a slice)
-      if (def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
+      // A scalar load (varlen attention's sequence start) is read again by
+      // the producer: a kernel input it does not write.
+      bool scalarLoad = llvm::isa<LoadOp>(def);
+      if (def->getNumRegions() != 0 || (!isMemoryEffectFree(def) && !scalarLoad) ||
           llvm::any_of(def->getResultTypes(), isTile) ||
           llvm::any_of(def->getOperandTypes(), isTile)) {
         InFlightDiagnostic diag = loop.emitError()

@@ -6,7 +6,9 @@
 // the module in program order, from the first to the last use of its address
 // (a use inside a loop holds it over the whole loop), and on to the next
 // block-wide `bar.sync` of the kernel's body, so that a buffer placed after it
-// is written only once every thread is done with this one. A buffer whose
+// is written only once every thread is done with this one. In a
+// warp-specialized kernel the consumers' named barrier (`bar.sync 1, C` at
+// the top of their block) does the same for the buffers only they use. A buffer whose
 // address reaches anything but plain loads, stores, atomics and address
 // arithmetic (TMA, cp.async, mbarriers, wgmma/tcgen05 descriptors, DSMEM
 // `mapa`, inline asm, calls, control flow), or that is used outside one
@@ -114,12 +116,37 @@ public:
       func.walk([&](Operation *op) { last = std::max(last, position[op]); });
       extent[func] = {position[func], last};
       // Only a bar.sync of every thread, unconditionally at the top of the
-      // body, separates two buffers in time.
-      if (func.getBody().hasOneBlock())
-        for (auto barrier : func.getBody().front().getOps<NVVM::BarrierOp>())
-          if (!barrier.getNumberOfThreads())
-            barriers[func].push_back(position[barrier]);
+      // body, separates two buffers in time; within the consumer block of a
+      // warp-specialized kernel, which only its threads run, their named
+      // barrier at the top of that block does.
+      if (!func.getBody().hasOneBlock())
+        return;
+      Block &body = func.getBody().front();
+      for (auto barrier : body.getOps<NVVM::BarrierOp>())
+        if (!barrier.getNumberOfThreads())
+          barriers[&body].push_back(position[barrier]);
+      for (auto split : body.getOps<scf::IfOp>()) {
+        if (!split->hasAttr(kiln::tile::TileDialect::getConsumerThreadsAttrName()))
+          continue;
+        Block *consumers = split.thenBlock();
+        consumerBlocks[func].push_back(consumers);
+        for (auto barrier : consumers->getOps<NVVM::BarrierOp>())
+          barriers[consumers].push_back(position[barrier]);
+      }
     });
+  }
+
+  /// Whether `barrier` separates in time the buffers of the ops of its
+  /// block: a CTA barrier, or the consumers' named barrier in (a block
+  /// nested in) their block.
+  bool separates(NVVM::BarrierOp barrier) const {
+    if (!barrier.getNumberOfThreads())
+      return true;
+    for (Operation *parent = barrier->getParentOp(); parent; parent = parent->getParentOp())
+      if (auto split = dyn_cast<scf::IfOp>(parent);
+          split && split->hasAttr(kiln::tile::TileDialect::getConsumerThreadsAttrName()))
+        return split.getThenRegion().isAncestor(barrier->getParentRegion());
+    return false;
   }
 
   int64_t size() const { return count; }
@@ -140,13 +167,26 @@ public:
     return span;
   }
 
-  /// The first block-wide barrier of `func` after `end`, else its last op.
-  int64_t nextBarrier(LLVM::LLVMFuncOp func, int64_t end) const {
-    auto it = barriers.find(func);
-    if (it != barriers.end())
-      for (int64_t barrier : it->second)
-        if (barrier > end)
-          return barrier;
+  /// The first barrier after `live` that separates it from what follows:
+  /// the consumers' barrier when `live` lies in their block, then a CTA
+  /// barrier of `func`'s body; else `func`'s last op.
+  int64_t nextBarrier(LLVM::LLVMFuncOp func, Interval live) const {
+    SmallVector<Block *, 2> blocks;
+    for (Block *consumers : consumerBlocks.lookup(func)) {
+      Operation *split = consumers->getParentOp();
+      int64_t last = position.lookup(split);
+      split->walk([&](Operation *nested) { last = std::max(last, position.lookup(nested)); });
+      if (position.lookup(split) < live.start && live.end <= last)
+        blocks.push_back(consumers);
+    }
+    blocks.push_back(&func.getBody().front());
+    for (Block *block : blocks) {
+      auto it = barriers.find(block);
+      if (it != barriers.end())
+        for (int64_t barrier : it->second)
+          if (barrier > live.end)
+            return barrier;
+    }
     return extent.lookup(func).end;
   }
 
@@ -155,7 +195,8 @@ private:
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> position;
   llvm::DenseMap<Operation *, Interval> extent;
-  llvm::DenseMap<Operation *, SmallVector<int64_t>> barriers;
+  llvm::DenseMap<Block *, SmallVector<int64_t>> barriers;
+  llvm::DenseMap<Operation *, SmallVector<Block *, 1>> consumerBlocks;
 };
 
 /// The live interval of `global`, or the whole module where its uses cannot
@@ -214,7 +255,7 @@ Interval liveInterval(LLVM::GlobalOp global, ModuleOp module, const ProgramOrder
   }
   if (!live)
     return whole;
-  return {live->start, order.nextBarrier(func, live->end)};
+  return {live->start, order.nextBarrier(func, *live)};
 }
 
 /// The interval of a scratch buffer (see the file header): from its one
@@ -248,7 +289,7 @@ std::optional<Interval> scratchInterval(LLVM::GlobalOp global, ModuleOp module,
     }
   }
   for (Operation *op = last->getNextNode(); op; op = op->getNextNode())
-    if (auto barrier = dyn_cast<NVVM::BarrierOp>(op); barrier && !barrier.getNumberOfThreads())
+    if (auto barrier = dyn_cast<NVVM::BarrierOp>(op); barrier && order.separates(barrier))
       return Interval{order.positionOf(addresses.front()), order.positionOf(op)};
   return std::nullopt;
 }

@@ -347,6 +347,12 @@ Value kiln::createSharedBuffer(OpBuilder &b, Operation *user, StringRef prefix, 
   return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
 
+void kiln::markDrained(Operation *op, Value address) {
+  auto of = address.getDefiningOp<LLVM::AddressOfOp>();
+  SymbolTable::lookupSymbolIn(op->getParentOfType<ModuleOp>(), of.getGlobalName())
+      ->setAttr(tile::TileDialect::getDrainedAttrName(), UnitAttr::get(op->getContext()));
+}
+
 Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,
                             Value slot) {
   Value offset = LLVM::AddOp::create(

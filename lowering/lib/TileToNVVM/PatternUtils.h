@@ -89,6 +89,12 @@ mlir::Value createSharedBuffer(mlir::OpBuilder &b, mlir::Operation *user, llvm::
                                mlir::Type element, int64_t count, unsigned alignment = 16,
                                bool scratch = false);
 
+/// Marks the shared buffer whose address is `address` (a createSharedBuffer
+/// result) `tile.drained`: its asynchronous accesses are complete at the
+/// first CTA barrier after the last use of its address, so
+/// kiln-allocate-shared-memory may reuse its bytes from there.
+void markDrained(mlir::Operation *op, mlir::Value address);
+
 /// How `vec` consecutive elements of `element` move in one access: as one
 /// integer or a vector of i32 words (16 bytes = ld/st.v4.b32).
 struct VectorAccess {

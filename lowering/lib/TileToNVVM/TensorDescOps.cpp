@@ -351,15 +351,6 @@ struct BoxAccess {
   VectorAccess access;
 };
 
-/// Marks the shared buffer whose address is `address` `tile.drained`: its
-/// asynchronous accesses are complete at the first CTA barrier after the last
-/// use of its address (kiln-allocate-shared-memory may then reuse its bytes).
-void markDrained(Operation *op, Value address) {
-  auto of = address.getDefiningOp<LLVM::AddressOfOp>();
-  SymbolTable::lookupSymbolIn(op->getParentOfType<ModuleOp>(), of.getGlobalName())
-      ->setAttr(tile::TileDialect::getDrainedAttrName(), UnitAttr::get(op->getContext()));
-}
-
 /// A box's buffer: its TMA copy is waited for by the op that issues it (a
 /// load's mbarrier wait before its reads, a store's wait_group.read after its
 /// copy), so it is `tile.drained`.

@@ -47,7 +47,10 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
   addConversion([context](tile::RingType) -> Type {
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/3);
   });
-  // So is an mbarrier array.
+  // So is a tile staged for wgmma, and an mbarrier array.
+  addConversion([context](tile::SmemType) -> Type {
+    return LLVM::LLVMPointerType::get(context, /*addressSpace=*/3);
+  });
   addConversion([context](tile::MBarriersType) -> Type {
     return LLVM::LLVMPointerType::get(context, /*addressSpace=*/3);
   });

@@ -253,6 +253,25 @@ Value warpgroupSlab(OpBuilder &b, Location loc, Value address) {
       b, loc, address, LLVM::MulOp::create(b, loc, warpgroup, createI32Constant(b, loc, 64 * 128)));
 }
 
+/// The .b32 words of a register A operand (a tile in the accumulator's
+/// encoding): the accumulator fragment's register order is the A
+/// fragment's, each pair of registers one word, the first in the low half.
+SmallVector<Value> packRegisterA(OpBuilder &b, Location loc, Type element, ArrayRef<Value> regs) {
+  auto pairType = VectorType::get({2}, element);
+  SmallVector<Value> words;
+  for (size_t r = 0; r < regs.size(); r += 2) {
+    Value pair = LLVM::PoisonOp::create(b, loc, pairType);
+    for (int64_t i = 0; i < 2; ++i)
+      pair = LLVM::InsertElementOp::create(b, loc, pair, regs[r + i], createI32Constant(b, loc, i));
+    words.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair));
+  }
+  return words;
+}
+
+Value sharedAddress(OpBuilder &b, Location loc, Value ptr) {
+  return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
+}
+
 struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -260,19 +279,15 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(op.getAcc().getType());
-    tile::RingType aRing = op.getA().getType(), bRing = op.getB().getType();
-    auto sharedAddress = [&](Value ptr) {
-      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
-    };
-    Value aAddress =
-        sharedAddress(ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot()));
-    Value bAddress =
-        sharedAddress(ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot()));
+    tile::RingType bRing = op.getB().getType();
+    Value bAddress = sharedAddress(
+        rewriter, loc, ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot()));
     // A wide K-major box holds its 128-byte chunks of K one after the other,
     // each its rows of 128 bytes (M * 128 bytes for A, N * 128 for a K-major
-    // B); an MN-major B's chunks of N are its descriptor's leading byte offset.
-    RankedTensorType aBox = aRing.getBlockType(), bBox = bRing.getBlockType();
-    WgmmaOperands operands{warpgroupSlab(rewriter, loc, aAddress),
+    // B); an MN-major B's chunks of N are its descriptor's leading byte
+    // offset. A staged A is laid out as a K-major box.
+    RankedTensorType aBox = op.getAMatrix(), bBox = op.getBMatrix();
+    WgmmaOperands operands{Value(),
                            bAddress,
                            aBox.getElementType(),
                            bBox.getElementType(),
@@ -280,6 +295,18 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
                            /*aChunkBytes=*/aBox.getDimSize(0) * 128,
                            /*bChunkBytes=*/op.getBMnMajor() ? 0 : bBox.getDimSize(0) * 128,
                            op.getBMnMajor()};
+    if (tile::RingType aRing = op.getARing())
+      operands.aAddress = warpgroupSlab(
+          rewriter, loc,
+          sharedAddress(rewriter, loc,
+                        ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot())));
+    else if (llvm::isa<tile::SmemType>(op.getA().getType()))
+      operands.aAddress =
+          warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, adaptor.getA()));
+    else
+      operands.aWords =
+          packRegisterA(rewriter, loc, getTypeConverter()->convertType(aBox.getElementType()),
+                        unpackTile(rewriter, loc, adaptor.getA()));
     SmallVector<Value> regs =
         emitWarpGroupDot(rewriter, loc, layout, operands,
                          unpackTile(rewriter, loc, adaptor.getAcc()), op.getMaxNumImpreciseAcc());
@@ -318,24 +345,50 @@ void storeSwizzled128(OpBuilder &b, Location loc, const TileTypeConverter &conve
   }
 }
 
+struct StageLowering : TileOpConversion<tile::StageOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::StageOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getSrc().getType();
+    // Its readers are wgmmas, each waited for before the CTA barrier after
+    // the last of them: drained there.
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_staged",
+                                      getTypeConverter()->convertType(type.getElementType()),
+                                      type.getNumElements(), /*alignment=*/1024);
+    markDrained(op, buffer);
+    storeSwizzled128(rewriter, loc, tileConverter, type, buffer,
+                     unpackTile(rewriter, loc, adaptor.getSrc()));
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
 struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp> {
   using TileOpConversion::TileOpConversion;
 
   LogicalResult matchAndRewrite(tile::WarpGroupDotStagedOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto aType = op.getA().getType(), bType = op.getB().getType();
+    auto aType = op.getATile(), bType = op.getB().getType();
     auto accType = op.getAcc().getType();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
     Type element = getTypeConverter()->convertType(aType.getElementType());
-    // A in the accumulator's encoding is read from registers.
+    // A in the accumulator's encoding is read from registers; a staged A
+    // where it is.
     bool registerA = bool(aType.getEncoding());
+    bool stagedA = llvm::isa<tile::SmemType>(op.getA().getType());
     // 128-byte swizzle patterns repeat every 1024 bytes of shared address.
     // Scratch: every warpgroup's wgmmas are waited for before the final
     // bar.sync, after which another op (or this one, in the next iteration)
     // may write the bytes.
-    Value aBuffer;
-    if (!registerA)
+    Value aBuffer = stagedA ? adaptor.getA() : Value();
+    if (!registerA && !stagedA)
       aBuffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_a_smem", element,
                                    aType.getNumElements(), /*alignment=*/1024,
                                    /*scratch=*/true);
@@ -343,7 +396,7 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
                                        bType.getNumElements(), /*alignment=*/1024,
                                        /*scratch=*/true);
     // The stores become visible to the async proxy, then to every warpgroup.
-    if (!registerA)
+    if (!registerA && !stagedA)
       storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
                        unpackTile(rewriter, loc, adaptor.getA()));
     storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
@@ -352,33 +405,20 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
         rewriter, loc, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
     NVVM::BarrierOp::create(rewriter, loc);
-    auto sharedAddress = [&](Value ptr) {
-      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
-    };
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
-    Value aSlab = registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(aBuffer));
+    Value aSlab =
+        registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, aBuffer));
     WgmmaOperands operands{aSlab,
-                           sharedAddress(bBuffer),
+                           sharedAddress(rewriter, loc, bBuffer),
                            aType.getElementType(),
                            bType.getElementType(),
                            k,
                            /*aChunkBytes=*/m * 128,
                            /*bChunkBytes=*/0,
                            /*bMnMajor=*/true};
-    if (registerA) {
-      // The accumulator fragment's register order is the A fragment's: each
-      // pair of registers is one .b32 word, the first in the low half.
-      SmallVector<Value> a = unpackTile(rewriter, loc, adaptor.getA());
-      auto pairType = VectorType::get({2}, element);
-      for (size_t r = 0; r < a.size(); r += 2) {
-        Value pair = LLVM::PoisonOp::create(rewriter, loc, pairType);
-        for (int64_t i = 0; i < 2; ++i)
-          pair = LLVM::InsertElementOp::create(rewriter, loc, pair, a[r + i],
-                                               createI32Constant(rewriter, loc, i));
-        operands.aWords.push_back(
-            LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), pair));
-      }
-    }
+    if (registerA)
+      operands.aWords =
+          packRegisterA(rewriter, loc, element, unpackTile(rewriter, loc, adaptor.getA()));
     SmallVector<Value> regs = emitWarpGroupDot(rewriter, loc, layout, operands,
                                                unpackTile(rewriter, loc, adaptor.getAcc()),
                                                /*maxNumImpreciseAcc=*/std::nullopt);
@@ -457,6 +497,6 @@ struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
 
 void kiln::populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                                      RewritePatternSet &patterns) {
-  patterns.add<WarpGroupDotLowering, WarpGroupDotStagedLowering, WarpGroupDotWaitLowering,
-               ConvertLayoutLowering>(converter);
+  patterns.add<StageLowering, WarpGroupDotLowering, WarpGroupDotStagedLowering,
+               WarpGroupDotWaitLowering, ConvertLayoutLowering>(converter);
 }

@@ -30,9 +30,9 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// Marks the scf.if of the consumers with their thread count until
-/// replaceConsumerBarriers.
-constexpr llvm::StringLiteral kConsumerThreads = "kiln.consumer_threads";
+/// The scf.if of the consumers carries their thread count (for
+/// replaceConsumerBarriers, then kiln-allocate-shared-memory).
+constexpr llvm::StringLiteral kConsumerThreads = tile::TileDialect::getConsumerThreadsAttrName();
 
 struct WarpSpecializeLowering : TileOpConversion<tile::WarpSpecializeOp> {
   using TileOpConversion::TileOpConversion;
@@ -75,7 +75,6 @@ void kiln::replaceConsumerBarriers(Operation *root) {
     auto threads = split->getAttrOfType<IntegerAttr>(kConsumerThreads);
     if (!threads)
       return;
-    split->removeAttr(kConsumerThreads);
     SmallVector<NVVM::BarrierOp> barriers;
     split.getThenRegion().walk([&](NVVM::BarrierOp barrier) {
       if (!barrier.getBarrierId() && !barrier.getNumberOfThreads())

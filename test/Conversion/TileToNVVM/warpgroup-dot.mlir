@@ -141,3 +141,63 @@ func.func @staged(%x: !tile.ptr<bf16>, %y: f32) attributes {tile.kernel, tile.nu
   tile.store %hp, %c : tensor<64x64x!tile.ptr<bf16>>
   return
 }
+
+// -----
+
+// A staged once, B in ring slots (a [1, 1, 64, 128] box: the matrix
+// [64, 128], K = 128 in two 128-byte chunks), then p·v with p from registers
+// and an MN-major B ([1, 1, 64, 128]: K = 64 rows, N = 128 in two chunks).
+// tile.stage: the tile's swizzled stores into a drained buffer of its own,
+// fence.proxy.async, one CTA barrier; the dots then add no barrier and stage
+// nothing. q kᵀ: both descriptors step 32 bytes (2 units) a k16 and into the
+// second chunk of K by its bytes (64 rows x 128 = 8192: 512 units). p·v: four
+// A words a k16 step, the B descriptor with the leading byte offset K * 128
+// (8192 bytes: 512 in bits 16-29) and the transpose-B immediate.
+// CHECK-LABEL: llvm.mlir.global internal @__kiln_wgmma_staged_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.drained} : !llvm.array<8192 x bf16>
+// CHECK-LABEL: llvm.func ptx_kernelcc @slot_b(
+// CHECK: %[[STAGED:.*]] = llvm.mlir.addressof @__kiln_wgmma_staged_0
+// CHECK-COUNT-8: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: llvm.mlir.constant(2 : i64) : i64
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.mlir.constant(512 : i64) : i64
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.mlir.constant(514 : i64) : i64
+// CHECK-COUNT-3: nvvm.wgmma.mma_async
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.mlir.constant(4611686293338849280 : i64) : i64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// CHECK-NOT: wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+!R = !tile.ring<2, tensor<1x1x64x128xbf16>>
+#mma = #tile.mma<version = 3, numWarps = 4>
+func.func @slot_b(%q: !tile.ptr<bf16>, %slot: i32, %x: f32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %rk = tile.ring_alloc : !R
+  %rv = tile.ring_alloc : !R
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x128x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<64x128x!tile.ptr<bf16>>
+  %qs = tile.stage %qv : tensor<64x128xbf16> -> !tile.smem<tensor<64x128xbf16>>
+  %acc = tile.splat %x : f32 -> tensor<64x64xf32, #mma>
+  %s = tile.warpgroup_dot %qs, %rk[%slot], %acc : !tile.smem<tensor<64x128xbf16>>, !R, tensor<64x64xf32, #mma>
+  %sw = tile.warpgroup_dot_wait %s {pending = 0 : i32} : tensor<64x64xf32, #mma>
+  %p = arith.truncf %sw : tensor<64x64xf32, #mma> to tensor<64x64xbf16, #mma>
+  %acc2 = tile.splat %x : f32 -> tensor<64x128xf32, #mma>
+  %o = tile.warpgroup_dot %p, %rv[%slot], %acc2 {bMnMajor} : tensor<64x64xbf16, #mma>, !R, tensor<64x128xf32, #mma>
+  %ow = tile.warpgroup_dot_wait %o {pending = 0 : i32} : tensor<64x128xf32, #mma>
+  %h = arith.truncf %ow : tensor<64x128xf32, #mma> to tensor<64x128xbf16, #mma>
+  %hp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x128x!tile.ptr<bf16>, #mma>
+  tile.store %hp, %h : tensor<64x128x!tile.ptr<bf16>, #mma>
+  return
+}

@@ -1,7 +1,8 @@
 // RUN: kiln-opt %s -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a -canonicalize | FileCheck %s
 // RUN: kiln-opt %s -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_100a -canonicalize | FileCheck %s --check-prefix=SM100
 
-// Attention's inner loop on sm_90a: s = q kᵀ on the staged wgmma; the row max
+// Attention's inner loop on sm_90a: s = q kᵀ on the staged wgmma, q (loaded
+// before the loop) staged once after its load, k every iteration; the row max
 // and sum reduce s and p in the mma layout into its slice; m, l, alpha live
 // in the slice, m and alpha broadcast back to [64, 64] in the mma layout;
 // p = exp2(s c - m) is narrowed to bf16 in place and is the register A of
@@ -10,9 +11,11 @@
 // in the loop; after it acc / l in the mma layout, converted once for the
 // store.
 // CHECK-LABEL: func.func @attention
+// CHECK: %[[QV:.*]] = tile.load
+// CHECK-NEXT: %[[Q:.*]] = tile.stage %[[QV]] : tensor<64x64xbf16> -> !tile.smem<tensor<64x64xbf16>>
 // CHECK: %[[LOOP:.*]]:3 = scf.for {{.*}} -> (tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>, tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 4>>>, tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 4>>>)
 // CHECK-NOT: tile.convert_layout
-// CHECK: %[[S:.*]] = tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[S:.*]] = tile.warpgroup_dot_staged %[[Q]], %{{.*}}, %{{.*}} : !tile.smem<tensor<64x64xbf16>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: tile.reduce %[[S]] {axis = 1 : i32} : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 4>>>
 // CHECK: arith.maxnumf {{.*}} : tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 4>>>
 // CHECK: tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 4>>> -> tensor<64x1xf32, #tile.mma<version = 3, numWarps = 4>>

@@ -675,15 +675,17 @@ func.func @epilogue(%da: !DA, %db: !DA, %dc: !DC, %k: i32) attributes {tile.kern
 // -----
 
 // Attention's q kᵀ: q loaded once before the loop, k in every iteration, both
-// register tiles. sm_90a stages them for wgmma; the carried accumulator lives
-// in the wgmma registers across the loop and is converted back after it.
+// register tiles. sm_90a stages q once after its load (tile.stage) and k in
+// every iteration for wgmma; the carried accumulator lives in the wgmma
+// registers across the loop and is converted back after it.
 // Blackwell keeps mma.sync for this form.
 // CHECK-LABEL: func.func @staged
-// CHECK: %[[Q:.*]] = tile.load %{{.*}} : tensor<128x128x!tile.ptr<bf16>>
+// CHECK: %[[QV:.*]] = tile.load %{{.*}} : tensor<128x128x!tile.ptr<bf16>>
+// CHECK-NEXT: %[[Q:.*]] = tile.stage %[[QV]] : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
 // CHECK: %[[INIT:.*]] = tile.convert_layout %{{.*}} : tensor<128x64xf32> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK: %[[LOOP:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>)
 // CHECK:   %[[K:.*]] = tile.load
-// CHECK:   %[[D:.*]] = tile.warpgroup_dot_staged %[[Q]], %[[K]], %[[ACC]] : tensor<128x128xbf16> * tensor<128x64xbf16> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK:   %[[D:.*]] = tile.warpgroup_dot_staged %[[Q]], %[[K]], %[[ACC]] : !tile.smem<tensor<128x128xbf16>> * tensor<128x64xbf16> -> tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK:   scf.yield %[[D]]
 // CHECK: tile.convert_layout %[[LOOP]] : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x64xf32>
 // SM100-LABEL: func.func @staged

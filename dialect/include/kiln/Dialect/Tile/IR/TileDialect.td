@@ -96,6 +96,12 @@ def Tile_Dialect : Dialect {
     /// a TMA box (its own waits), a released ring (tile.ring_release)
     /// (kiln-allocate-shared-memory).
     static constexpr ::llvm::StringLiteral getDrainedAttrName() { return "tile.drained"; }
+    /// On the scf.if that runs a warp-specialized kernel's consumer warps
+    /// (lowered tile.warp_specialize): their thread count, the named barrier
+    /// 1 of which its block's CTA barriers became.
+    static constexpr ::llvm::StringLiteral getConsumerThreadsAttrName() {
+      return "tile.consumer_threads";
+    }
     /// On kernels (func.func, llvm.func): launched with programmatic stream
     /// serialization (the kernel uses griddepcontrol).
     static constexpr ::llvm::StringLiteral getPdlAttrName() { return "tile.pdl"; }

@@ -168,9 +168,31 @@ def Tile_ConvertLayoutOp : Tile_Op<"convert_layout", [Pure, SameOperandsAndResul
   let hasFolder = 1;
 }
 
+def Tile_StageOp : Tile_Op<"stage", [MemoryEffects<[MemAlloc, MemWrite]>]> {
+  let summary = "write a register tile to shared memory once, for wgmma to read";
+  let description = [{
+    ```mlir
+    %s = tile.stage %q : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
+    ```
+    Stores the tile (blocked layout) to a shared buffer of its own in the
+    layout of `!tile.smem` (K-major, 128-byte swizzle), then
+    `fence.proxy.async.shared::cta` and a CTA barrier: every warpgroup's
+    wgmma may then read it. Created by `kiln-tile-accelerate-dot` (sm_90a)
+    for the A operand of dots in a loop that the loop does not compute
+    (attention's q), right after the tile's definition, so the loop reads it
+    without storing it again. The buffer is live from the stores to the CTA
+    barrier after its last reader (every wgmma that read it waited for).
+    Must run in uniform control flow.
+  }];
+  let arguments = (ins RankedTensorOf<[BF16, F16]>:$src);
+  let results = (outs Tile_Smem:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
 def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "result"]>,
                                                     MemoryEffects<[MemRead]>]> {
-  let summary = "an asynchronous wgmma of two ring slots into an accumulator";
+  let summary = "an asynchronous wgmma of a ring slot into an accumulator";
   let description = [{
     ```mlir
     %d = tile.warpgroup_dot %ra[%sa], %rb[%sb], %acc
@@ -182,14 +204,32 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     (K * element size a multiple of 128 bytes: K = 64 for bf16/f16, 128 for
     FP8 e4m3/e5m2, which may be mixed, or a multiple: a wide box, its 128-byte
     chunks of K one after the other, M * 128 and N * 128 bytes apart; see
-    `!tile.tensordesc`). Created by `kiln-tile-accelerate-dot`
-    (sm_90a) from a `tile.dot` of ring loads in a pipelined loop. Lowers to
+    `!tile.tensordesc`). A box of rank above 2 is the matrix [rows, inner]
+    it holds, its rows the product of the outer dimensions. Created by `kiln-tile-accelerate-dot`
+    (sm_90a) from a `tile.dot` whose B is a ring load. Lowers to
     `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row slab of the
     warpgroup and 32 bytes of K (k16 for 16-bit, k32 for FP8; shared-memory
     descriptors: 128-byte swizzle, stride 1024 bytes per 8 rows; a step into
     the next chunk of K moves the start address by the chunk's bytes),
     `wgmma.commit_group`.
-    The result is not ready until a `tile.warpgroup_dot_wait` covers it.
+    The result is not ready until a `tile.warpgroup_dot_wait` covers it, and
+    the slots (and a staged `a`) must not be overwritten before.
+
+    `a` may instead be (bf16/f16, B of the same type) a tile staged in shared
+    memory by `tile.stage` (`!tile.smem`, K-major like a box), or a register
+    tile in the accumulator's `#tile.mma` encoding (K a multiple of 16),
+    read from registers as `tile.warpgroup_dot_staged` reads it (attention's
+    p·v: p, the softmax of an mma tile, narrowed to bf16 in place):
+
+    ```mlir
+    %d = tile.warpgroup_dot %q, %rk[%s], %acc
+        : !tile.smem<tensor<128x128xbf16>>, !tile.ring<2, tensor<1x1x128x128xbf16>>,
+          tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+    %o = tile.warpgroup_dot %p, %rv[%s], %acc {bMnMajor}
+        : tensor<128x128xbf16, #tile.mma<version = 3, numWarps = 8>>,
+          !tile.ring<2, tensor<1x1x128x128xbf16>>,
+          tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+    ```
 
     With `bMnMajor` (bf16/f16 only: wgmma transposes only 16-bit operands) `b`
     is the [K, N] box of slot `sb`, N-major: `d = a * b + acc`. The box is
@@ -216,12 +256,15 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     `add` per accumulator register into `acc`. The result is then ready (a
     following `tile.warpgroup_dot_wait` has nothing left to wait for).
   }];
-  let arguments = (ins Tile_Ring:$a, I32:$aSlot, Tile_Ring:$b, I32:$bSlot,
-                       RankedTensorOf<[F32]>:$acc,
+  // The optional slot last: the result type is inferred from `acc` by its
+  // operand index.
+  let arguments = (ins AnyTypeOf<[Tile_Ring, Tile_Smem, RankedTensorOf<[BF16, F16]>]>:$a,
+                       Tile_Ring:$b, I32:$bSlot, RankedTensorOf<[F32]>:$acc,
+                       Optional<I32>:$aSlot,
                        OptionalAttr<I32Attr>:$maxNumImpreciseAcc, UnitAttr:$bMnMajor);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $a `[` $aSlot `]` `,` $b `[` $bSlot `]` `,` $acc attr-dict `:` qualified(type($a)) `,`
+    $a (`[` $aSlot^ `]`)? `,` $b `[` $bSlot `]` `,` $acc attr-dict `:` type($a) `,`
     qualified(type($b)) `,` type($acc)
   }];
   let hasVerifier = 1;
@@ -230,6 +273,12 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
     MmaEncodingAttr getEncoding() {
       return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
     }
+    /// The [M, K] matrix `a` holds (a box's last two dimensions).
+    ::mlir::RankedTensorType getAMatrix();
+    /// The [N, K] (or, with bMnMajor, [K, N]) matrix of `b`'s box.
+    ::mlir::RankedTensorType getBMatrix();
+    /// The ring `a` is a slot of, or null.
+    RingType getARing() { return ::llvm::dyn_cast<RingType>(getA().getType()); }
   }];
 }
 
@@ -265,8 +314,12 @@ def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
     + 8), packed in pairs into the four .b32 registers, the lower column in
     the low half. Only `b` is staged. This is attention's p·v with p, the
     softmax of an mma tile, converted to bf16 in place.
+
+    With `a` a `!tile.smem` tile (staged once by `tile.stage`), A is read
+    where it is; only `b` is staged.
   }];
-  let arguments = (ins RankedTensorOf<[BF16, F16]>:$a, RankedTensorOf<[BF16, F16]>:$b,
+  let arguments = (ins AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Smem]>:$a,
+                       RankedTensorOf<[BF16, F16]>:$b,
                        RankedTensorOf<[F32]>:$acc);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
@@ -278,6 +331,8 @@ def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
     MmaEncodingAttr getEncoding() {
       return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
     }
+    /// The [M, K] tile `a` holds (in registers, or staged).
+    ::mlir::RankedTensorType getATile();
   }];
 }
 

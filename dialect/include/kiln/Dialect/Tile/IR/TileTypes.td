@@ -101,6 +101,26 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
   }];
 }
 
+def Tile_SmemType : Tile_TypeDef<"Smem", "smem"> {
+  let summary = "a 16-bit tile staged in shared memory for wgmma";
+  let description = [{
+    A [M, K] bf16 or f16 tile (M a multiple of 64, K of 64) that `tile.stage`
+    wrote to shared memory once in the layout a K-major wgmma operand reads
+    with the 128-byte swizzle: per 64 columns of K one chunk of M rows of 128
+    bytes (chunk j at j * M * 128 bytes), the 16-byte unit u of row r at unit
+    u ^ (r mod 8). A loop-invariant dot operand (attention's q) is staged
+    once before the loop instead of every iteration.
+
+    ```mlir
+    !tile.smem<tensor<128x128xbf16>>
+    ```
+    Lowers to the `!llvm.ptr<3>` of the buffer (1024-byte aligned).
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$tileType);
+  let assemblyFormat = "`<` $tileType `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tile_TMemType : Tile_TypeDef<"TMem", "tmem"> {
   let summary = "an f32 accumulator in tensor memory (TMEM; sm_100a, sm_103a)";
   let description = [{
@@ -155,6 +175,8 @@ def Tile_TensorDesc : Type<CPred<"::llvm::isa<::kiln::tile::TensorDescType>($_se
                            "tile tensor descriptor", "::kiln::tile::TensorDescType">;
 def Tile_Ring : Type<CPred<"::llvm::isa<::kiln::tile::RingType>($_self)">, "tile ring",
                       "::kiln::tile::RingType">;
+def Tile_Smem : Type<CPred<"::llvm::isa<::kiln::tile::SmemType>($_self)">,
+                      "tile staged in shared memory", "::kiln::tile::SmemType">;
 def Tile_TMem : Type<CPred<"::llvm::isa<::kiln::tile::TMemType>($_self)">,
                      "tile tensor-memory accumulator", "::kiln::tile::TMemType">;
 def Tile_MBarriers : Type<CPred<"::llvm::isa<::kiln::tile::MBarriersType>($_self)">,
