@@ -95,7 +95,7 @@ def _attend_ptrs(q, k_ptrs, v_ptrs, kv_mask, acc, m_i, l_i, qk_scale, limit,
                          CAUSAL=CAUSAL)
 
 
-@kiln.jit
+@kiln.jit(fp_fusion=True)
 def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr,
                      seqlen, qk_scale,
                      group, stride_qb, stride_qt, stride_qh, stride_kb, stride_kt, stride_kh,
@@ -191,7 +191,7 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
         kl.store(lse_base + rows, (m_i + kl.log2(l_safe)) * LN2, mask=row_ok)
 
 
-@kiln.jit
+@kiln.jit(fp_fusion=True)
 def flash_decode_kernel(q_ptr, k_ptr, v_ptr, o_part_ptr, lse_part_ptr, lengths_ptr, chunk,
                         qk_scale, group, stride_qb, stride_qh, stride_kb, stride_kt,
                         stride_kh, stride_vb, stride_vt, stride_vh, D: kl.constexpr,

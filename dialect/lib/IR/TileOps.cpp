@@ -981,6 +981,14 @@ LogicalResult WarpGroupDotOp::verify() {
   return verifyMaxNumImpreciseAcc(*this, getMaxNumImpreciseAccAttr(), element, k);
 }
 
+LogicalResult WarpGroupTurnOp::verify() {
+  StringRef step = getStep();
+  if (step != "start" && step != "wait" && step != "pass" && step != "end")
+    return emitOpError() << "expected the step \"start\", \"wait\", \"pass\" or \"end\", got \""
+                         << getStep() << "\"";
+  return success();
+}
+
 LogicalResult StageOp::verify() {
   auto type = getSrc().getType();
   if (type.getEncoding())

@@ -598,6 +598,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     func::FuncOp func = getOperation();
     stagedTiles.clear();
     accelerateDots(func);
+    alternateWarpgroups(func);
     hoistRingReleases(func);
     // The dots left on mma.sync, which has no FP8 form here: FP8 operands
     // become bf16, which holds every e4m3 and e5m2 value exactly (the
@@ -611,6 +612,40 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         if (type.getElementTypeBitWidth() == 8)
           operand->set(
               arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()), operand->get()));
+      }
+    });
+  }
+
+  /// FA3's ping-pong: in the consumer loop of a tile.warp_specialize with two
+  /// consumer warpgroups, the dots that read a ring slot in place (A staged or
+  /// in registers: attention's q kᵀ and p·v, each waited for at once) are
+  /// issued in turns (tile.warpgroup_turn "wait" before, "pass" after each),
+  /// the first turn warpgroup 0's ("start" before the loop, "end" after it).
+  /// The warpgroups own rows of their own, so one's softmax then runs while
+  /// the other's dots hold the tensor cores.
+  void alternateWarpgroups(func::FuncOp func) {
+    auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
+    if (!threads || threads.getInt() != 256)
+      return;
+    func.walk([&](WarpSpecializeOp split) {
+      for (auto loop : split.getConsumer().getOps<scf::ForOp>()) {
+        SmallVector<WarpGroupDotOp> dots;
+        for (auto dot : loop.getBody()->getOps<WarpGroupDotOp>())
+          if (!dot.getARing() && !dot.getMaxNumImpreciseAcc())
+            dots.push_back(dot);
+        if (dots.empty())
+          continue;
+        OpBuilder b(loop);
+        Location loc = loop.getLoc();
+        WarpGroupTurnOp::create(b, loc, "start");
+        for (WarpGroupDotOp dot : dots) {
+          b.setInsertionPoint(dot);
+          WarpGroupTurnOp::create(b, dot.getLoc(), "wait");
+          b.setInsertionPointAfter(dot);
+          WarpGroupTurnOp::create(b, dot.getLoc(), "pass");
+        }
+        b.setInsertionPointAfter(loop);
+        WarpGroupTurnOp::create(b, loc, "end");
       }
     });
   }

@@ -123,6 +123,26 @@ struct ApproxTanhLowering : ConvertOpToLLVMPattern<math::TanhOp> {
     return success();
   }
 };
+/// f32 `math.exp2` with `afn` -> `ex2.approx.ftz.f32`: one MUFU.EX2, where
+/// libdevice's `__nv_exp2f` (`ex2.approx.f32`, subnormal results kept) costs
+/// a compare and two multiplies around it (the softmax of attention runs one
+/// a score). Subnormal results flush to zero, as CUDA's fast-math `exp2f`.
+struct ApproxExp2Lowering : ConvertOpToLLVMPattern<math::Exp2Op> {
+  ApproxExp2Lowering(TileTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/20) {}
+
+  LogicalResult matchAndRewrite(math::Exp2Op op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().isF32() ||
+        !arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return rewriter.notifyMatchFailure(op, "not an approximate f32 exp2");
+    rewriter.replaceOp(op, createInlinePTX(rewriter, op.getLoc(), rewriter.getF32Type(),
+                                           ValueRange{adaptor.getOperand()},
+                                           "ex2.approx.ftz.f32 $0, $1;", "=f,f",
+                                           /*sideEffects=*/false));
+    return success();
+  }
+};
 bool isFP8(Type type) { return llvm::isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
 /// Scalar float -> f8 (e4m3 / e5m2), round to nearest even, saturating to the
@@ -227,6 +247,6 @@ struct ExtFFromFP8Lowering : ConvertOpToLLVMPattern<arith::ExtFOp> {
 void kiln::populateTileElementwiseToNVVMPatterns(TileTypeConverter &converter,
                                                  RewritePatternSet &patterns) {
   patterns.add<ElementwiseOnTiles>(converter, patterns.getContext());
-  patterns.add<TileConstantLowering, ApproxTanhLowering, TruncFToFP8Lowering, TileTruncFToFP8Pairs,
-               ExtFFromFP8Lowering>(converter);
+  patterns.add<TileConstantLowering, ApproxTanhLowering, ApproxExp2Lowering, TruncFToFP8Lowering,
+               TileTruncFToFP8Pairs, ExtFFromFP8Lowering>(converter);
 }

@@ -443,6 +443,34 @@ struct WarpGroupDotWaitLowering : TileOpConversion<tile::WarpGroupDotWaitOp> {
   }
 };
 
+/// tile.warpgroup_turn -> named barriers 2 and 3 of the two consumer
+/// warpgroups (w = tid / 128), as inline PTX: "wait" bar.sync 2 + w, 256;
+/// "pass" bar.arrive 3 - w, 256; "start" warpgroup 1 arrives at barrier 2;
+/// "end" warpgroup 0 syncs on barrier 2.
+struct WarpGroupTurnLowering : TileOpConversion<tile::WarpGroupTurnOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::WarpGroupTurnOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value warpgroup = LLVM::LShrOp::create(rewriter, loc, createThreadId(rewriter, loc),
+                                           createI32Constant(rewriter, loc, 7));
+    StringRef step = op.getStep();
+    std::string ptx;
+    if (step == "wait")
+      ptx = "{\n.reg .b32 b;\nadd.u32 b, $0, 2;\nbar.sync b, 256;\n}";
+    else if (step == "pass")
+      ptx = "{\n.reg .b32 b;\nsub.u32 b, 3, $0;\nbar.arrive b, 256;\n}";
+    else if (step == "start")
+      ptx = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 1;\n@p bar.arrive 2, 256;\n}";
+    else
+      ptx = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.sync 2, 256;\n}";
+    createInlinePTX(rewriter, loc, Type(), ValueRange{warpgroup}, ptx, "r");
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -498,5 +526,5 @@ struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
 void kiln::populateTileWarpGroupDotOpsToNVVMPatterns(TileTypeConverter &converter,
                                                      RewritePatternSet &patterns) {
   patterns.add<StageLowering, WarpGroupDotLowering, WarpGroupDotStagedLowering,
-               WarpGroupDotWaitLowering, ConvertLayoutLowering>(converter);
+               WarpGroupDotWaitLowering, WarpGroupTurnLowering, ConvertLayoutLowering>(converter);
 }

@@ -201,3 +201,23 @@ func.func @slot_b(%q: !tile.ptr<bf16>, %slot: i32, %x: f32) attributes {tile.ker
   tile.store %hp, %h : tensor<64x128x!tile.ptr<bf16>, #mma>
   return
 }
+
+// -----
+
+// The turns of two consumer warpgroups (w = tid >> 7): "start" warpgroup 1
+// arrives at barrier 2; "wait" syncs on barrier 2 + w; "pass" arrives at
+// barrier 3 - w; "end" warpgroup 0 syncs on barrier 2. 256 threads each.
+// CHECK-LABEL: llvm.func ptx_kernelcc @turns(
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// CHECK: %[[W:.*]] = llvm.lshr %[[TID]], %{{.*}} : i32
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"{\0A.reg .pred p;\0Asetp.eq.u32 p, $0, 1;\0A@p bar.arrive 2, 256;\0A}", "r" %[[W]]
+// CHECK: "{\0A.reg .b32 b;\0Aadd.u32 b, $0, 2;\0Abar.sync b, 256;\0A}", "r"
+// CHECK: "{\0A.reg .b32 b;\0Asub.u32 b, 3, $0;\0Abar.arrive b, 256;\0A}", "r"
+// CHECK: "{\0A.reg .pred p;\0Asetp.eq.u32 p, $0, 0;\0A@p bar.sync 2, 256;\0A}", "r"
+func.func @turns() attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  tile.warpgroup_turn "start"
+  tile.warpgroup_turn "wait"
+  tile.warpgroup_turn "pass"
+  tile.warpgroup_turn "end"
+  return
+}

@@ -2047,3 +2047,19 @@ func.func @register_split_not_a_function() {
   %c = arith.constant {tile.register_split = array<i32: 256, 232, 40>} 0 : i32
   return
 }
+
+// -----
+
+func.func @bad_turn() {
+  // expected-error @+1 {{expected the step "start", "wait", "pass" or "end", got "go"}}
+  tile.warpgroup_turn "go"
+  return
+}
+
+// -----
+
+func.func @stage_encoded(%t: tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>>) {
+  // expected-error @+1 {{expected a tile in the blocked layout}}
+  %s = tile.stage %t : tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>> -> !tile.smem<tensor<128x64xbf16>>
+  return
+}

@@ -282,6 +282,37 @@ def Tile_WarpGroupDotOp : Tile_Op<"warpgroup_dot", [AllTypesMatch<["acc", "resul
   }];
 }
 
+def Tile_WarpGroupTurnOp : Tile_Op<"warpgroup_turn", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "two consumer warpgroups take turns on the tensor cores";
+  let description = [{
+    ```mlir
+    tile.warpgroup_turn "start"
+    scf.for ... {
+      tile.warpgroup_turn "wait"
+      %d = tile.warpgroup_dot ...
+      tile.warpgroup_turn "pass"
+      %r = tile.warpgroup_dot_wait %d {pending = 0 : i32} ...
+    }
+    tile.warpgroup_turn "end"
+    ```
+    FA3's ping-pong for the two consumer warpgroups (w = 0, 1; threads 0-255)
+    of a warp-specialized loop: each issues its wgmmas only in its turn, so
+    the tensor cores run one warpgroup's dots while the other computes its
+    softmax, where left alone both would issue at once and then both wait.
+    Named barriers 2 and 3 (256 threads: one warpgroup syncs, the other
+    arrives): "wait" is `bar.sync 2 + w, 256`, "pass" `bar.arrive 3 - w, 256`
+    (the other's turn); "start" lets warpgroup 0 go first (warpgroup 1
+    arrives at barrier 2) and "end", after the loop, takes that extra arrival
+    back (warpgroup 0 syncs on barrier 2 once more), so both barriers end
+    where they began. Each warpgroup runs as many waits as passes, in
+    uniform control flow. Created by `kiln-tile-accelerate-dot` (sm_90a)
+    around the dots that read a ring slot in place in such a loop.
+  }];
+  let arguments = (ins StrAttr:$step);
+  let assemblyFormat = "$step attr-dict";
+  let hasVerifier = 1;
+}
+
 def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
                                          [AllTypesMatch<["acc", "result"]>]> {
   let summary = "a wgmma of two register tiles staged in shared memory";
