@@ -822,30 +822,43 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     RingWaitLoadOp load = slotB.b;
     b.setInsertionPoint(load);
     RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+    replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
+      Value issued = WarpGroupDotOp::create(b, loc, mmaType, a, load.getRing(), load.getSlot(), acc,
+                                            /*aSlot=*/Value(), /*maxNumImpreciseAcc=*/nullptr,
+                                            /*bMnMajor=*/slotB.bMnMajor);
+      return WarpGroupDotWaitOp::create(b, loc, issued, /*pending=*/0);
+    });
+    for (Operation *view : llvm::reverse(slotB.bViews))
+      view->erase();
+    load->erase();
+  }
+
+  /// Replaces `dot` by the value `issue` builds from the accumulator in
+  /// `mmaType` (at the dot): carried in that layout across the loop that
+  /// carries it (converted back after the loop), else converted in and out
+  /// around the dot; what is computed from the result then follows it into
+  /// the layout (sinkConversion).
+  void replaceInMmaLayout(OpBuilder &b, DotOp dot, RankedTensorType mmaType,
+                          llvm::function_ref<Value(Value acc)> issue) {
+    auto accType = dot.getAcc().getType();
+    Location loc = dot.getLoc();
     std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
-    if (carried)
-      carryInMmaLayout(b, loc, *carried, mmaType);
-    b.setInsertionPoint(dot);
-    Value acc = carried ? Value(carried->acc) : convertTo(b, loc, dot.getAcc(), mmaType);
-    Value issued = WarpGroupDotOp::create(b, loc, mmaType, a, load.getRing(), load.getSlot(), acc,
-                                          /*aSlot=*/Value(), /*maxNumImpreciseAcc=*/nullptr,
-                                          /*bMnMajor=*/slotB.bMnMajor);
-    Value done = WarpGroupDotWaitOp::create(b, loc, issued, /*pending=*/0);
     ConvertLayoutOp blocked;
     if (carried) {
-      carried->yielded->set(done);
+      carryInMmaLayout(b, loc, *carried, mmaType);
+      b.setInsertionPoint(dot);
+      carried->yielded->set(issue(carried->acc));
       Value result = carried->loop.getResult(carried->index);
       b.setInsertionPointAfter(carried->loop);
       blocked = ConvertLayoutOp::create(b, loc, accType, result);
       result.replaceAllUsesExcept(blocked, blocked);
     } else {
+      b.setInsertionPoint(dot);
+      Value done = issue(convertTo(b, loc, dot.getAcc(), mmaType));
       blocked = ConvertLayoutOp::create(b, loc, accType, done);
       dot.replaceAllUsesWith(blocked.getResult());
     }
     dot->erase();
-    for (Operation *view : llvm::reverse(slotB.bViews))
-      view->erase();
-    load->erase();
     sinkConversion(b, blocked);
     ++numAccelerated;
   }
@@ -860,31 +873,12 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     Location loc = dot.getLoc();
     // An A converted from a tile in the accumulator's encoding (attention's
     // p, the softmax of an mma tile, narrowed to bf16 in place) is read from
-    // its registers.
-    // An A the dot's loop does not compute (attention's q) is staged once.
+    // its registers; an A the dot's loop does not compute (attention's q) is
+    // staged once.
     Value a = registerOrStagedA(b, dot, mmaType);
-    std::optional<CarriedAccumulator> carried = matchCarriedAccumulator(dot);
-    if (!carried) {
-      Value acc = convertTo(b, loc, dot.getAcc(), mmaType);
-      Value staged = WarpGroupDotStagedOp::create(b, loc, mmaType, a, dot.getB(), acc);
-      auto blocked = ConvertLayoutOp::create(b, loc, accType, staged);
-      dot.replaceAllUsesWith(blocked.getResult());
-      dot->erase();
-      sinkConversion(b, blocked);
-      ++numAccelerated;
-      return;
-    }
-    carryInMmaLayout(b, loc, *carried, mmaType);
-    b.setInsertionPoint(dot);
-    Value staged = WarpGroupDotStagedOp::create(b, loc, mmaType, a, dot.getB(), carried->acc);
-    carried->yielded->set(staged);
-    dot->erase();
-    Value result = carried->loop.getResult(carried->index);
-    b.setInsertionPointAfter(carried->loop);
-    auto blocked = ConvertLayoutOp::create(b, loc, accType, result);
-    result.replaceAllUsesExcept(blocked, blocked);
-    sinkConversion(b, blocked);
-    ++numAccelerated;
+    replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
+      return WarpGroupDotStagedOp::create(b, loc, mmaType, a, dot.getB(), acc);
+    });
   }
 
   /// sm_100a/sm_103a: the accumulator lives in Tensor Memory; the loop

@@ -345,6 +345,16 @@ void storeSwizzled128(OpBuilder &b, Location loc, const TileTypeConverter &conve
   }
 }
 
+/// After the stores of operands to shared memory: visible to the async proxy
+/// (`fence.proxy.async.shared::cta`), then to every warpgroup (a CTA barrier),
+/// so any warpgroup's wgmma may read them.
+void publishToWgmma(OpBuilder &b, Location loc) {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  NVVM::BarrierOp::create(b, loc);
+}
+
 struct StageLowering : TileOpConversion<tile::StageOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -360,10 +370,7 @@ struct StageLowering : TileOpConversion<tile::StageOp> {
     markDrained(op, buffer);
     storeSwizzled128(rewriter, loc, tileConverter, type, buffer,
                      unpackTile(rewriter, loc, adaptor.getSrc()));
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
-    NVVM::BarrierOp::create(rewriter, loc);
+    publishToWgmma(rewriter, loc);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -401,10 +408,7 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
                        unpackTile(rewriter, loc, adaptor.getA()));
     storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
                      unpackTile(rewriter, loc, adaptor.getB()));
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
-    NVVM::BarrierOp::create(rewriter, loc);
+    publishToWgmma(rewriter, loc);
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
     Value aSlab =
         registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, aBuffer));
