@@ -12,7 +12,7 @@ checked once against an fp32 reference before it is timed.
   bandwidth, the ceiling: a device copy of as many bytes timed the same way (bytes read +
   written / time). Peers: SDPA with ``enable_gqa=True`` (default backend selection), SDPA on
   the GQA-expanded cache, flashinfer's paged batch decode if importable (else a note). kiln
-  with the GQA group padded to 64 rows (wgmma) and to 16 (mma.sync).
+  (the GQA group padded to 64 rows, wgmma) at each ring of the sweep.
 
     python bench/attention/run.py [--out DIR] [--only fwd|decode]
 """
@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 FWD_SHAPES = [(8, 32, 4096, 128), (1, 32, 16384, 128)]
 FWD_SWEEP = ((64, 2), (64, 3), (128, 2))  # kiln's (key block, ring stages) at D = 128
 DECODE_SHAPE = (64, 64, 8, 8192, 128)  # B, Hq, Hkv, L, D
+# kiln's (warp-specialized, ring stages, programs an SM) of the decode at BN = 64
+DECODE_SWEEP = ((False, 2, 2), (False, 3, 1), (True, 3, 1), (True, 4, 1))
 
 
 def parse_args(argv=None):
@@ -127,10 +129,12 @@ def bench_decode(rows, notes):
     del k4, v4
     kt, vt = kc.transpose(1, 2), vc.transpose(1, 2)  # [B, Hkv, L, D] views, as SDPA takes
     impls = {}
-    for bh in (64, 16):
-        s = dataclasses.replace(attention.SETTINGS, decode_block_h=bh)
+    for ws, stages, per_sm in DECODE_SWEEP:
+        s = dataclasses.replace(attention.SETTINGS, decode_warp_specialize=ws,
+                                decode_stages=stages, decode_programs_per_sm=per_sm)
         out = torch.empty_like(q)
-        label = f"kiln (group padded to {bh} rows, {'wgmma' if bh == 64 else 'mma.sync'})"
+        label = (f"kiln ({stages} stages, {'a producer warpgroup' if ws else 'one warpgroup'}"
+                 f", {per_sm} a SM)" + (" default" if s == attention.SETTINGS else ""))
         impls[label] = (lambda x, s=s, out=out: attention.flash_decode(*x, lengths, out=out,
                                                                          settings=s))
     impls["SDPA enable_gqa"] = lambda x: F.scaled_dot_product_attention(

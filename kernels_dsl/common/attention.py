@@ -7,9 +7,10 @@ The specification (shapes, masks, the merge formula) is docs/kernels/attention.m
     out = flash_decode(q, k_cache, v_cache, lengths)
 
 Every dot is a ``kl.dot`` of register tiles. On sm_90a the compiler runs each on wgmma
-(``kiln-tile-accelerate-dot``: q kᵀ with q and k staged in shared memory, p·v with p, the
-softmax of the q kᵀ accumulator, read from registers as wgmma's A), and keeps s, p, the
-output accumulator and the running max and sum in the wgmma registers across the key loop.
+(``kiln-tile-accelerate-dot``: q kᵀ with q staged in shared memory once and k read where
+TMA put it in the key loop's ring, p·v with p, the softmax of the q kᵀ accumulator, read
+from registers as wgmma's A), and keeps s, p, the output accumulator and the running max
+and sum in the wgmma registers across the key loop.
 On sm_100a/sm_103a the same source runs on mma.sync.
 
 The online softmax works in base 2: ``qk_scale = sm_scale * log2(e)`` is folded into one
@@ -192,18 +193,21 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
 
 
 @kiln.jit(fp_fusion=True)
-def flash_decode_kernel(q_ptr, k_ptr, v_ptr, o_part_ptr, lse_part_ptr, lengths_ptr, chunk,
-                        qk_scale, group, stride_qb, stride_qh, stride_kb, stride_kt,
-                        stride_kh, stride_vb, stride_vt, stride_vh, D: kl.constexpr,
-                        BLOCK_H: kl.constexpr, BN: kl.constexpr):
+def flash_decode_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_part_ptr, lse_part_ptr,
+                        lengths_ptr, chunk, qk_scale, group, stride_qb, stride_qh, stride_kb,
+                        stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
+                        D: kl.constexpr, BLOCK_H: kl.constexpr, BN: kl.constexpr,
+                        STAGES: kl.constexpr, WARP_SPECIALIZE: kl.constexpr):
     """Split ``split`` of the KV range of request b, for the ``group`` query heads of KV
     head kvh at once; grid (n_splits, Hkv, B). The query heads are the M dimension of both
     dots, padded with zero rows to BLOCK_H (64, wgmma's M a warpgroup, on sm_90a): q is
     [BLOCK_H, D] and s [BLOCK_H, BN]. The split covers the keys [split * chunk, min((split +
-    1) * chunk, lengths[b])) (chunk a multiple of BN): full blocks unmasked, the request's
-    partial last block masked. Writes the split's normalized partial output (f32) to
-    o_part [B, Hq, n_splits, D] and its log-sum-exp (natural log; -inf for an empty split)
-    to lse_part [B, Hq, n_splits], both contiguous."""
+    1) * chunk, lengths[b])) (chunk a multiple of BN): the full blocks unmasked, their k and
+    v through k_desc and v_desc (the caches [B, L, Hkv, D], boxes [1, BN, 1, D]) into a ring
+    of STAGES slots, then the request's partial last block masked, loaded from k_ptr /
+    v_ptr with the keys past the length read as zero. Writes the split's normalized partial
+    output (f32) to o_part [B, Hq, n_splits, D] and its log-sum-exp (natural log; -inf for
+    an empty split) to lse_part [B, Hq, n_splits], both contiguous."""
     split = kl.program_id(0)
     kvh = kl.program_id(1)
     b = kl.program_id(2)
@@ -231,10 +235,11 @@ def flash_decode_kernel(q_ptr, k_ptr, v_ptr, o_part_ptr, lse_part_ptr, lengths_p
     m_i = kl.full((BLOCK_H,), float("-inf"), kl.float32)
     l_i = kl.zeros((BLOCK_H,), kl.float32)
     acc = kl.zeros((BLOCK_H, D), kl.float32)
-    for n in range(lo, full_end, BN):
-        acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
-                                     cols, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
-                                     CAUSAL=False)
+    for n in kl.range(lo, full_end, BN, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
+        k = k_desc.load([b, n, kvh, 0]).reshape(BN, D)
+        v = v_desc.load([b, n, kvh, 0]).reshape(BN, D)
+        acc, m_i, l_i = _attend_block(q, k, v, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
+                                      CAUSAL=False)
     for n in range(full_end, hi, BN):  # the request's partial last block
         acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
                                      n + cols < length, acc, m_i, l_i, qk_scale,
@@ -295,9 +300,11 @@ class Settings:
     fwd_mma_warps: int = 8  # 4 warps spill 764 bytes at D = 128, 8 none
     decode_block_h: int = 64  # sm_90a: the GQA group padded to wgmma's M a warpgroup
     decode_mma_block_h: int = 16  # sm_100a/sm_103a: padded to mma.sync's M
-    decode_block_n: int = 64  # keys an iteration (128 spills 1.2 KB on 4 warps)
+    decode_block_n: int = 64  # keys an iteration (128 spills 1.1 KB on 4 warps)
     decode_warps: int = 4  # one warpgroup
-    decode_programs_per_sm: int = 2  # 255 registers x 128 threads: two programs an SM
+    decode_warp_specialize: bool = False  # a producer warpgroup measured no faster ...
+    decode_stages: int = 2  # ... than a 2-slot ring of k and v (16 KiB a slot at BN = 64)
+    decode_programs_per_sm: int = 2  # 255 registers x 128 threads, 82 KiB: two an SM
     decode_min_split: int = 256  # keys: no split shorter
     merge_warps: int = 4
 
@@ -314,13 +321,23 @@ def fwd_blocks(d: int, arch: str, settings: Settings = SETTINGS) -> tuple:
     return settings.fwd_mma_block_m, settings.fwd_mma_block_n, settings.fwd_mma_warps
 
 
-def fwd_ring(arch: str, settings: Settings = SETTINGS) -> tuple:
-    """(swizzle, warp_specialize) of the forward kernel's k and v ring on ``arch``: on
-    sm_90a 128-byte swizzled boxes, which wgmma reads in place, filled by a producer
-    warpgroup; elsewhere (mma.sync reads registers) plain boxes in an unspecialized ring."""
+def _ring(arch: str, warp_specialize: bool) -> tuple:
+    """(swizzle, warp_specialize) of a k and v ring on ``arch``: on sm_90a 128-byte
+    swizzled boxes, which wgmma reads in place, filled by a producer warpgroup if asked;
+    elsewhere (mma.sync reads registers) plain boxes in an unspecialized ring."""
     if arch == "sm_90a":
-        return 128, settings.fwd_warp_specialize
+        return 128, warp_specialize
     return 0, False
+
+
+def fwd_ring(arch: str, settings: Settings = SETTINGS) -> tuple:
+    """(swizzle, warp_specialize) of the forward kernel's k and v ring on ``arch``."""
+    return _ring(arch, settings.fwd_warp_specialize)
+
+
+def decode_ring(arch: str, settings: Settings = SETTINGS) -> tuple:
+    """(swizzle, warp_specialize) of the decode kernel's k and v ring on ``arch``."""
+    return _ring(arch, settings.decode_warp_specialize)
 
 
 def decode_block_h(arch: str, settings: Settings = SETTINGS) -> int:
@@ -591,6 +608,7 @@ def flash_decode(q: Any, k_cache: Any, v_cache: Any, lengths: Any,
         _check_out(op, "out", out, (b, hq, d), "bfloat16")
         _check_inner(op, "out", out)
     _check_devices(op, q=q, k_cache=k_cache, v_cache=v_cache, lengths=lengths, out=out)
+    bn = settings.decode_block_n
     if n_splits is None:
         if num_sms is None:
             import torch
@@ -600,19 +618,23 @@ def flash_decode(q: Any, k_cache: Any, v_cache: Any, lengths: Any,
     else:
         if isinstance(n_splits, bool) or not isinstance(n_splits, int) or n_splits < 1:
             raise ValueError(f"{op}: n_splits must be a positive int, got {n_splits!r}")
-        bn = settings.decode_block_n
         chunk = kiln.cdiv(kiln.cdiv(max(seq, 1), n_splits), bn) * bn
-    block_h = decode_block_h(_device_arch(q), settings)
+    arch = _device_arch(q)
+    block_h = decode_block_h(arch, settings)
+    swizzle, specialize = decode_ring(arch, settings)
+    k_desc, v_desc = (kiln.TensorDescriptor(x, [1, bn, 1, d], swizzle=swizzle)
+                      for x in (k_cache, v_cache))
     if out is None:
         out = _empty((b, hq, d), "bfloat16", q)
     o_part = _empty((b, hq, n_splits, d), "float32", q)
     lse_part = _empty((b, hq, n_splits), "float32", q)
     sq, sk, sv, so = _strides(q), _strides(k_cache), _strides(v_cache), _strides(out)
     _launch(flash_decode_kernel, (n_splits, hkv, b),
-            (q, k_cache, v_cache, o_part, lse_part, lengths, chunk, sm_scale * LOG2E,
-             hq // hkv, sq[0], sq[1], sk[0], sk[1], sk[2], sv[0], sv[1], sv[2]),
-            {"D": d, "BLOCK_H": max(block_h, _next_pow2(hq // hkv)),
-             "BN": settings.decode_block_n},
+            (q, k_desc, v_desc, k_cache, v_cache, o_part, lse_part, lengths, chunk,
+             sm_scale * LOG2E, hq // hkv, sq[0], sq[1], sk[0], sk[1], sk[2], sv[0], sv[1],
+             sv[2]),
+            {"D": d, "BLOCK_H": max(block_h, _next_pow2(hq // hkv)), "BN": bn,
+             "STAGES": settings.decode_stages, "WARP_SPECIALIZE": specialize},
             settings.decode_warps)
     _launch(flash_decode_merge_kernel, (hq, b),
             (o_part, lse_part, out, n_splits, so[0], so[1]),

@@ -221,8 +221,9 @@ MERGE_SIG = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "out_ptr": "*bf16",
 
 def with_kv_descs(sig, d, bn, varlen, arch="sm_90a"):
     """``sig`` with the k_desc / v_desc parameters: boxes of bf16, [1, bn, 1, d] (varlen:
-    the [1, T, Hkv, D] view) or [1, 1, bn, d] (the dense [B, Hkv, T, D] form), with the
-    swizzle of ``arch`` (attention.fwd_ring)."""
+    the [1, T, Hkv, D] view; the decode caches [B, L, Hkv, D]) or [1, 1, bn, d] (the dense
+    [B, Hkv, T, D] form), with the swizzle of ``arch`` (attention.fwd_ring, the same as
+    attention.decode_ring's)."""
     swizzle, _ = attn.fwd_ring(arch)
     sw = f",sw{swizzle}" if swizzle else ""
     box = f"1x{bn}x1x{d}" if varlen else f"1x1x{bn}x{d}"
@@ -280,15 +281,25 @@ def test_fwd_compiles(arch, d, causal, varlen):
 @pytest.mark.parametrize("arch", attn.ARCHS)
 def test_decode_compiles(arch):
     pytest.importorskip("kiln._C")
-    bh, bn, d = attn.decode_block_h(arch), attn.SETTINGS.decode_block_n, 128
-    ck = attn.flash_decode_kernel.compile(DEC_SIG, {"D": d, "BLOCK_H": bh, "BN": bn}, DEC_DIV,
-                                          num_warps=attn.SETTINGS.decode_warps, arch=arch,
-                                          upto="cubin")
+    s = attn.SETTINGS
+    bh, bn, d = attn.decode_block_h(arch), s.decode_block_n, 128
+    ck = attn.flash_decode_kernel.compile(
+        with_kv_descs(DEC_SIG, d, bn, True, arch),
+        {"D": d, "BLOCK_H": bh, "BN": bn, "STAGES": s.decode_stages,
+         "WARP_SPECIALIZE": attn.decode_ring(arch)[1]},
+        DEC_DIV, num_warps=s.decode_warps, arch=arch, upto="cubin")
     assert ck.cubin[:4] == b"\x7fELF"
+    # the unmasked loop's k and v through a ring of TMA boxes of the caches
+    assert ck.ptx.count("cp.async.bulk.tensor.4d") >= 2
     if arch == "sm_90a":
         assert "mma.sync" not in ck.ptx
         assert ck.ptx.count("wgmma.mma_async") == 2 * (d // 16 + bn // 16) + 4
         assert _register_a(ck.ptx) == 2 * (bn // 16)
+        # the unmasked loop's dots read k and v in their ring slots: only the masked
+        # block's three dots stage a B
+        assert ("setmaxnreg.inc" in ck.ptx) == attn.decode_ring(arch)[1]
+        plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
+        assert sum(b.startswith("__kiln_wgmma_b_smem") for b in plan) == 3
     else:
         assert "wgmma" not in ck.ptx and "mma.sync" in ck.ptx
     merge = attn.flash_decode_merge_kernel.compile(
