@@ -36,42 +36,24 @@ HEAD_DIMS = (64, 128)
 # ---------------------------------------------------------------------------
 
 @kiln.jit
-def _key_offsets(BM: kl.constexpr, BN: kl.constexpr, CAUSAL: kl.constexpr):
-    """The [BM, BN] f32 tile c - r (CAUSAL) or c (column c, row r of a block), computed as a
-    dot: [1, -r, 0, ...] · [c, 1, 0, ...] (integers below 256: exact in bf16 and f32).
-
-    Why a dot: on sm_90a the score tile s lives in the wgmma accumulator's registers, and an
-    elementwise op stays there only if its other operands come from that layout or are
-    splats. A mask built from ``kl.arange`` is in the blocked layout: ``kl.where(mask, s,
-    -inf)`` would move s (and p, and the p·v A operand) to the blocked layout through shared
-    memory. A dot's result is born in the accumulator layout, so ``offsets <= limit`` (a
-    splat) keeps the masked block in registers like the others."""
-    rk = kl.arange(0, 64)
-    r = kl.arange(0, BM).to(kl.float32)
-    c = kl.arange(0, BN).to(kl.float32)
+def _mask_scores(s, limit, CAUSAL: kl.constexpr):
+    """s with -inf where key c of row r (of the block) is hidden: c - r > limit (CAUSAL) or
+    c > limit. On sm_90a the compiler builds the mask in the registers s lives in (the
+    wgmma accumulator's) from the coordinates each thread holds, so s stays there."""
+    r = kl.arange(0, s.shape[0])
+    c = kl.arange(0, s.shape[1])
     if CAUSAL:
-        row_term = -r[:, None]
+        visible = c[None, :] - r[:, None] <= limit
     else:
-        row_term = r[:, None] * 0.0
-    a = kl.where(rk[None, :] == 0, 1.0, kl.where(rk[None, :] == 1, row_term, 0.0))
-    b = kl.where(rk[:, None] == 0, c[None, :], kl.where(rk[:, None] == 1, 1.0, 0.0))
-    return kl.dot(a.to(kl.bfloat16), b.to(kl.bfloat16))
+        visible = c[None, :] <= limit
+    return kl.where(visible, s, float("-inf"))
 
 
 @kiln.jit
-def _attend_block(q, k, v, acc, m_i, l_i, qk_scale, limit, MASKED: kl.constexpr,
-                  CAUSAL: kl.constexpr):
-    """One key block of the online softmax: s = q kᵀ, the running max m_i and sum l_i
-    (both of s * qk_scale, base 2) and the accumulator rescaled, then acc += p v, for the
-    [BN, D] tiles k and v. With MASKED the score of row r, column c is -inf unless c - r
-    <= limit (CAUSAL) or c <= limit; the rows of k and v past it must be finite."""
-    if MASKED:
-        # before q kᵀ: the compiler moves the select into the accumulator layout when it
-        # meets s, which needs the mask there already
-        visible = _key_offsets(q.shape[0], k.shape[0], CAUSAL) <= limit
-        s = kl.where(visible, kl.dot(q, k.T), float("-inf"))
-    else:
-        s = kl.dot(q, k.T)
+def _softmax_step(s, v, acc, m_i, l_i, qk_scale):
+    """One key block of the online softmax, its scores s = q kᵀ given: the running max m_i
+    and sum l_i (both of s * qk_scale, base 2) and the accumulator rescaled, then acc += p v
+    for the [BN, D] tile v. The rows of v under a -inf score must be finite."""
     m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
     alpha = kl.exp2(m_i - m_new)
     p = kl.exp2(s * qk_scale - m_new[:, None])
@@ -80,27 +62,9 @@ def _attend_block(q, k, v, acc, m_i, l_i, qk_scale, limit, MASKED: kl.constexpr,
     return acc, m_new, l_i
 
 
-@kiln.jit
-def _attend_ptrs(q, k_ptrs, v_ptrs, kv_mask, acc, m_i, l_i, qk_scale, limit,
-                 MASKED: kl.constexpr, CAUSAL: kl.constexpr):
-    """_attend_block of the key block at ``k_ptrs`` / ``v_ptrs`` ([BN, D] tiles of
-    pointers: rows of D contiguous values, 16-byte loads); with MASKED the keys outside
-    ``kv_mask`` read as 0."""
-    if MASKED:
-        k = kl.load(k_ptrs, mask=kv_mask[:, None], other=0.0)
-        v = kl.load(v_ptrs, mask=kv_mask[:, None], other=0.0)
-    else:
-        k = kl.load(k_ptrs)
-        v = kl.load(v_ptrs)
-    return _attend_block(q, k, v, acc, m_i, l_i, qk_scale, limit, MASKED=MASKED,
-                         CAUSAL=CAUSAL)
-
-
 @kiln.jit(fp_fusion=True)
-def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seqlens_ptr,
-                     seqlen, qk_scale,
-                     group, stride_qb, stride_qt, stride_qh, stride_kb, stride_kt, stride_kh,
-                     stride_vb, stride_vt, stride_vh, stride_ob, stride_ot, stride_oh,
+def flash_fwd_kernel(q_ptr, k_desc, v_desc, o_ptr, lse_ptr, cu_seqlens_ptr, seqlen, qk_scale,
+                     group, stride_qb, stride_qt, stride_qh, stride_ob, stride_ot, stride_oh,
                      stride_lb, stride_lh, D: kl.constexpr, BM: kl.constexpr,
                      BN: kl.constexpr, CAUSAL: kl.constexpr, VARLEN: kl.constexpr,
                      STORE_LSE: kl.constexpr, STAGES: kl.constexpr,
@@ -116,15 +80,15 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
     h // group. lse (f32, natural log) of token t at lse_ptr + b * stride_lb + h * stride_lh
     + start + t.
 
-    The key loop runs unmasked over the blocks wholly visible to every row of the block
-    (causal: the keys before the block's first query; otherwise the full BN blocks of the
-    sequence), their k and v through k_desc and v_desc (under VARLEN k and v seen as [1,
+    The key loop takes k and v through k_desc and v_desc (under VARLEN k and v seen as [1,
     T, Hkv, D], the box [1, BN, 1, D]; else [B, Hkv, T, D], the box [1, 1, BN, D]) into a
-    ring of STAGES slots
-    (kiln-tile-pipeline-loads: the next STAGES - 1 blocks in flight while one is computed),
-    and masked over the rest (causal: the diagonal, up to the block's last query; otherwise
-    the partial last block), loaded from k_ptr / v_ptr with the keys past the sequence read
-    as zero. Queries past the sequence are loaded as zero and never stored."""
+    ring of STAGES slots (kiln-tile-pipeline-loads: the next STAGES - 1 blocks in flight
+    while one is computed). The blocks wholly visible to every row of the block (causal:
+    the keys before the block's first query; otherwise the full BN blocks of the
+    sequence) are unmasked, the rest masked (causal: the diagonal, up to the block's last
+    query; otherwise the partial last block, whose keys past the sequence a box reads as
+    zero, or, under VARLEN, as the next sequence's keys: finite). Queries past the
+    sequence are loaded as zero and never stored."""
     kl.static_assert(BM % BN == 0, "BM must be a multiple of BN")
     m_block = kl.num_programs(0) - 1 - kl.program_id(0)
     h = kl.program_id(1)
@@ -144,13 +108,8 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
     b64 = b.to(kl.int64)
     tok64 = start.to(kl.int64)
     q_base = q_ptr + b64 * stride_qb + tok64 * stride_qt + h.to(kl.int64) * stride_qh
-    k_base = k_ptr + b64 * stride_kb + tok64 * stride_kt + kvh.to(kl.int64) * stride_kh
-    v_base = v_ptr + b64 * stride_vb + tok64 * stride_vt + kvh.to(kl.int64) * stride_vh
     q = kl.load(q_base + rows[:, None] * stride_qt + rd[None, :], mask=row_ok[:, None],
                 other=0.0)
-    # [BN, D] pointers of k and v for the key block at 0
-    k_ptrs = k_base + cols[:, None] * stride_kt + rd[None, :]
-    v_ptrs = v_base + cols[:, None] * stride_vt + rd[None, :]
 
     m_i = kl.full((BM,), float("-inf"), kl.float32)
     l_i = kl.zeros((BM,), kl.float32)
@@ -163,25 +122,22 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_ptr, lse_ptr, cu_seq
         end = length
     full_end = kl.where(m_start < length, full_end, 0)
     end = kl.where(m_start < length, end, 0)
-    for n in kl.range(0, full_end, BN, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
+    for n in kl.range(0, end, BN, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
         if VARLEN:
             k = k_desc.load([0, start + n, kvh, 0]).reshape(BN, D)
             v = v_desc.load([0, start + n, kvh, 0]).reshape(BN, D)
         else:
             k = k_desc.load([b, kvh, n, 0]).reshape(BN, D)
             v = v_desc.load([b, kvh, n, 0]).reshape(BN, D)
-        acc, m_i, l_i = _attend_block(q, k, v, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
-                                      CAUSAL=CAUSAL)
-    for n in range(full_end, end, BN):
-        # causal: key n + c visible to query m_start + r iff c - r <= m_start - n (keys past
-        # the sequence then lie past the row too); otherwise iff n + c < length
-        if CAUSAL:
-            limit = (m_start - n).to(kl.float32)
-        else:
-            limit = (length - 1 - n).to(kl.float32)
-        acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
-                                      n + cols < length, acc, m_i, l_i, qk_scale, limit,
-                                      MASKED=True, CAUSAL=CAUSAL)
+        s = kl.dot(q, k.T)
+        if n >= full_end:
+            # causal: key n + c visible to query m_start + r iff c - r <= m_start - n (keys
+            # past the sequence then lie past the row too); otherwise iff n + c < length
+            if CAUSAL:
+                s = _mask_scores(s, m_start - n, CAUSAL=True)
+            else:
+                s = _mask_scores(s, length - 1 - n, CAUSAL=False)
+        acc, m_i, l_i = _softmax_step(s, v, acc, m_i, l_i, qk_scale)
     # a row that saw no key (a query block past its sequence) has l_i = 0: never stored
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     o_base = o_ptr + b64 * stride_ob + tok64 * stride_ot + h.to(kl.int64) * stride_oh
@@ -238,13 +194,13 @@ def flash_decode_kernel(q_ptr, k_desc, v_desc, k_ptr, v_ptr, o_part_ptr, lse_par
     for n in kl.range(lo, full_end, BN, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
         k = k_desc.load([b, n, kvh, 0]).reshape(BN, D)
         v = v_desc.load([b, n, kvh, 0]).reshape(BN, D)
-        acc, m_i, l_i = _attend_block(q, k, v, acc, m_i, l_i, qk_scale, 0.0, MASKED=False,
-                                      CAUSAL=False)
+        acc, m_i, l_i = _softmax_step(kl.dot(q, k.T), v, acc, m_i, l_i, qk_scale)
     for n in range(full_end, hi, BN):  # the request's partial last block
-        acc, m_i, l_i = _attend_ptrs(q, k_ptrs + n * stride_kt, v_ptrs + n * stride_vt,
-                                     n + cols < length, acc, m_i, l_i, qk_scale,
-                                     (length - 1 - n).to(kl.float32), MASKED=True,
-                                     CAUSAL=False)
+        kv_ok = (n + cols < length)[:, None]  # the cache past the length may hold anything
+        k = kl.load(k_ptrs + n * stride_kt, mask=kv_ok, other=0.0)
+        v = kl.load(v_ptrs + n * stride_vt, mask=kv_ok, other=0.0)
+        s = _mask_scores(kl.dot(q, k.T), length - 1 - n, CAUSAL=False)
+        acc, m_i, l_i = _softmax_step(s, v, acc, m_i, l_i, qk_scale)
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
     part = (b64 * hq + heads) * n_splits + split  # [BLOCK_H] rows of [B, Hq, n_splits]
@@ -289,9 +245,9 @@ class Settings:
     slab of s) must fit in 48 KiB of static shared memory."""
     fwd_block_m: int = 128  # sm_90a: queries a program, two warpgroups of 64 rows ...
     fwd_warps: int = 8  # ... on 8 warps
-    fwd_block_n_d64: int = 128  # keys an iteration at head dim 64 (24 bytes of spill)
-    fwd_block_n_d128: int = 128  # and 128 (420 bytes; yet 12-16 % faster than 64 keys with
-    # 80 bytes on the H200, bench/results/attention)
+    fwd_block_n_d64: int = 128  # keys an iteration at head dim 64 (no spill)
+    fwd_block_n_d128: int = 128  # and 128 (8 bytes of spill; 8-10 % faster than 64 keys
+    # on the H200, bench/results/attention)
     fwd_stages: int = 2  # ring slots of k and v (32 KiB each at BN = D = 128)
     fwd_warp_specialize: bool = True  # sm_90a: a producer warpgroup fills the ring, the
     # dots read its 128-byte swizzled slots in place
@@ -526,9 +482,8 @@ def flash_attn_varlen(q: Any, k: Any, v: Any, cu_seqlens: Any, max_seqlen: int,
                                             strides=(t * st[0], st[0], st[1], 1),
                                             swizzle=swizzle)
                       for x, st in ((k, sk), (v, sv)))
-    args = (q, k_desc, v_desc, k, v, out, lse if store_lse else out, cu_seqlens, 0,
-            sm_scale * LOG2E, hq // hkv, 0, sq[0], sq[1], 0, sk[0], sk[1], 0, sv[0], sv[1],
-            0, so[0], so[1], 0, t)
+    args = (q, k_desc, v_desc, out, lse if store_lse else out, cu_seqlens, 0,
+            sm_scale * LOG2E, hq // hkv, 0, sq[0], sq[1], 0, so[0], so[1], 0, t)
     _launch(flash_fwd_kernel, fwd_grid(max_seqlen, hq, n1 - 1, bm), args,
             {"D": d, "BM": bm, "BN": bn, "CAUSAL": bool(causal), "VARLEN": True,
              "STORE_LSE": store_lse, "STAGES": settings.fwd_stages,
@@ -564,11 +519,10 @@ def flash_attn(q: Any, k: Any, v: Any, scale: Optional[float] = None, causal: bo
     arch = _device_arch(q)
     bm, bn, warps = fwd_blocks(d, arch, settings)
     swizzle, specialize = fwd_ring(arch, settings)
-    sq, sk, sv, so = _strides(q), _strides(k), _strides(v), _strides(out)
+    sq, so = _strides(q), _strides(out)
     k_desc, v_desc = (kiln.TensorDescriptor(x, [1, 1, bn, d], swizzle=swizzle) for x in (k, v))
-    args = (q, k_desc, v_desc, k, v, out, lse if return_lse else out, q, t, sm_scale * LOG2E,
-            hq // hkv, sq[0], sq[2], sq[1], sk[0], sk[2], sk[1], sv[0], sv[2], sv[1], so[0],
-            so[2], so[1], hq * t, t)
+    args = (q, k_desc, v_desc, out, lse if return_lse else out, q, t, sm_scale * LOG2E,
+            hq // hkv, sq[0], sq[2], sq[1], so[0], so[2], so[1], hq * t, t)
     _launch(flash_fwd_kernel, fwd_grid(t, hq, b, bm), args,
             {"D": d, "BM": bm, "BN": bn, "CAUSAL": bool(causal), "VARLEN": False,
              "STORE_LSE": bool(return_lse), "STAGES": settings.fwd_stages,

@@ -143,16 +143,16 @@ def test_dense_strided(cpu_wrappers):
 
 def test_diagonal_block_only():
     """Queries of one block (BM = BN = 32) over exactly their diagonal: the kernel launched
-    directly, the masked loop alone (no unmasked block)."""
+    directly, the masked iteration alone (no unmasked block)."""
     rng = np.random.default_rng(6)
     t, d = 32, 64
     q, k, v = _bf16(rng, t, 1, d), _bf16(rng, t, 1, d), _bf16(rng, t, 1, d)
     o = np.full((t, 1, d), np.nan, BF16)
     cu = np.array([0, t], np.int32)
     descs = [kiln.TensorDescriptor(x[None], [1, 32, 1, d]) for x in (k, v)]
-    interpret(attn.flash_fwd_kernel, (1, 1, 1), q, *descs, k, v, o, o, cu, 0,
-              np.float32(attn.LOG2E / math.sqrt(d)), 1, 0, d, d, 0, d, d, 0, d, d, 0, d, d, 0,
-              t, D=d, BM=32, BN=32, CAUSAL=True, VARLEN=True, STORE_LSE=False, STAGES=2,
+    interpret(attn.flash_fwd_kernel, (1, 1, 1), q, *descs, o, o, cu, 0,
+              np.float32(attn.LOG2E / math.sqrt(d)), 1, 0, d, d, 0, d, d, 0, t, D=d, BM=32,
+              BN=32, CAUSAL=True, VARLEN=True, STORE_LSE=False, STAGES=2,
               WARP_SPECIALIZE=False)
     ref, _ = ref_attention(q[:, 0], k[:, 0], v[:, 0], 1 / math.sqrt(d), True)
     assert_attention_close(o[:, 0], ref, v[:, 0])
@@ -203,12 +203,11 @@ def test_decode_splits():
 # PTX per arch
 # ---------------------------------------------------------------------------
 
-FWD_SIG = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "o_ptr": "*bf16",
-           "lse_ptr": "*f32", "cu_seqlens_ptr": "*i32", "seqlen": "i32", "qk_scale": "fp32",
-           "group": "i32", **{f"stride_{t}{s}": "i32" for t in "qkvo" for s in "bth"},
+FWD_SIG = {"q_ptr": "*bf16", "o_ptr": "*bf16", "lse_ptr": "*f32", "cu_seqlens_ptr": "*i32",
+           "seqlen": "i32", "qk_scale": "fp32", "group": "i32",
+           **{f"stride_{t}{s}": "i32" for t in "qo" for s in "bth"},
            "stride_lb": "i32", "stride_lh": "i32"}
-FWD_DIV = ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "lse_ptr",
-           *(f"stride_{t}{s}" for t in "qkvo" for s in "bth")]
+FWD_DIV = ["q_ptr", "o_ptr", "lse_ptr", *(f"stride_{t}{s}" for t in "qo" for s in "bth")]
 DEC_SIG = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "o_part_ptr": "*f32",
            "lse_part_ptr": "*f32", "lengths_ptr": "*i32", "chunk": "i32", "qk_scale": "fp32",
            "group": "i32", "stride_qb": "i32", "stride_qh": "i32",
@@ -257,7 +256,7 @@ def test_fwd_compiles(arch, d, causal, varlen):
     ck = _compile_fwd(arch, d, causal, varlen)
     ptx = ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
-    # the unmasked loop's k and v through a ring of TMA boxes, on every arch
+    # k and v through a ring of TMA boxes, on every arch
     assert ptx.count("cp.async.bulk.tensor.4d") >= 2
     if arch != "sm_90a":
         assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
@@ -265,17 +264,21 @@ def test_fwd_compiles(arch, d, causal, varlen):
         return
     bm, bn, warps = attn.fwd_blocks(d, arch)
     slabs = bm // 64 // (warps // 4)  # 64-row slabs a warpgroup
-    # q kᵀ (D / 16 k16 steps) and p·v (BN / 16) in each of the two loops, the masked loop's
-    # key offsets (64 / 16): all wgmma, p·v's A from registers in both loops
+    # q kᵀ (D / 16 k16 steps) and p·v (BN / 16) in the key loop, which
+    # kiln-tile-split-loops runs as two (the blocks every row sees whole, then the masked
+    # ones); all wgmma, p·v's A from registers
     assert "mma.sync" not in ptx
-    assert ptx.count("wgmma.mma_async") == slabs * (2 * (d // 16 + bn // 16) + 4)
-    assert _register_a(ptx) == slabs * 2 * (bn // 16)
-    # a producer warpgroup fills the ring; the unmasked loop's dots read k and v in their
-    # slots and q where it was staged once: only the masked loop's three dots stage a B
+    assert ptx.count("wgmma.mma_async") == 2 * slabs * (d // 16 + bn // 16)
+    assert _register_a(ptx) == 2 * slabs * (bn // 16)
+    # a producer warpgroup fills the ring; the dots read k and v in their slots and q
+    # where it was staged once: no other operand is staged, and the mask is computed in
+    # the accumulator's registers (no conversion but the epilogue's: the bf16 output and,
+    # with varlen, the lse)
     assert "setmaxnreg.inc" in ptx
     plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
     assert sum(b.startswith("__kiln_wgmma_staged") for b in plan) == 1
-    assert sum(b.startswith("__kiln_wgmma_b_smem") for b in plan) == 3
+    assert not any(b.startswith(("__kiln_wgmma_b_smem", "__kiln_wgmma_a_smem")) for b in plan)
+    assert sum(b.startswith("__kiln_convert_smem") for b in plan) == 1 + varlen
 
 
 @pytest.mark.parametrize("arch", attn.ARCHS)
@@ -293,13 +296,14 @@ def test_decode_compiles(arch):
     assert ck.ptx.count("cp.async.bulk.tensor.4d") >= 2
     if arch == "sm_90a":
         assert "mma.sync" not in ck.ptx
-        assert ck.ptx.count("wgmma.mma_async") == 2 * (d // 16 + bn // 16) + 4
+        # q kᵀ and p·v in the loop and in the partial last block, all wgmma
+        assert ck.ptx.count("wgmma.mma_async") == 2 * (d // 16 + bn // 16)
         assert _register_a(ck.ptx) == 2 * (bn // 16)
-        # the unmasked loop's dots read k and v in their ring slots: only the masked
-        # block's three dots stage a B
+        # the loop's dots read k and v in their ring slots: only the partial last block's
+        # two dots stage a B (its k and v loaded masked)
         assert ("setmaxnreg.inc" in ck.ptx) == attn.decode_ring(arch)[1]
         plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
-        assert sum(b.startswith("__kiln_wgmma_b_smem") for b in plan) == 3
+        assert sum(b.startswith("__kiln_wgmma_b_smem") for b in plan) == 2
     else:
         assert "wgmma" not in ck.ptx and "mma.sync" in ck.ptx
     merge = attn.flash_decode_merge_kernel.compile(

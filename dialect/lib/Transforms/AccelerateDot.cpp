@@ -15,8 +15,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln::tile {
@@ -151,15 +153,106 @@ void carryConverted(OpBuilder &b, scf::ForOp loop, unsigned index, RankedTensorT
   worklist.push_back(after);
 }
 
+/// Yields result `index` of `ifOp`, which a branch yields as a conversion of a
+/// value of `type` to the blocked layout, in `type`: each branch yields its
+/// value in `type` (the source of a conversion from it, or a new conversion),
+/// the result's uses read a conversion after the if, queued on `worklist`.
+void yieldConverted(OpBuilder &b, scf::IfOp ifOp, unsigned index, RankedTensorType type,
+                    SmallVectorImpl<ConvertLayoutOp> &worklist) {
+  Value result = ifOp.getResult(index);
+  if (result.getType() == type)
+    return; // the other branch's conversion moved it already
+  for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()}) {
+    Operation *yield = region->front().getTerminator();
+    OpOperand &yielded = yield->getOpOperand(index);
+    b.setInsertionPoint(yield);
+    yielded.set(convertTo(b, yield->getLoc(), yielded.get(), type));
+  }
+  Type blocked = result.getType();
+  result.setType(type);
+  if (result.use_empty())
+    return;
+  b.setInsertionPointAfter(ifOp);
+  auto after = ConvertLayoutOp::create(b, ifOp.getLoc(), blocked, result);
+  result.replaceAllUsesExcept(after, after);
+  worklist.push_back(after);
+}
+
+/// Whether `value` is a tile computed from ranges, splats and splat constants
+/// by pure elementwise ops, expand_dims and broadcasts (index arithmetic, a
+/// mask) in at most `budget` ops: rebuilt in another layout for less than
+/// moving it there costs.
+bool isRebuildable(Value value, int64_t &budget) {
+  Operation *op = value.getDefiningOp();
+  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!op || !type || type.getEncoding() || budget-- <= 0)
+    return false;
+  SplatElementsAttr splat;
+  if (matchPattern(value, m_Constant(&splat)) || llvm::isa<SplatOp, MakeRangeOp, IotaOp>(op))
+    return true;
+  if (!llvm::isa<ExpandDimsOp, BroadcastOp>(op) && !(isElementwise(op) && isMemoryEffectFree(op)))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    return !llvm::isa<RankedTensorType>(operand.getType()) || isRebuildable(operand, budget);
+  });
+}
+bool isRebuildable(Value value) {
+  int64_t budget = 16;
+  return isRebuildable(value, budget);
+}
+
+/// `value` (isRebuildable) built at the insertion point on the shape and in
+/// the encoding of `type`, its dimension i being `type`'s dimension dims[i]
+/// (of the same size, or 1 and broadcast): ranges become `tile.iota`s.
+Value rebuildIn(OpBuilder &b, Value value, RankedTensorType type, ArrayRef<int64_t> dims) {
+  Operation *op = value.getDefiningOp();
+  Location loc = op->getLoc();
+  auto source = llvm::cast<RankedTensorType>(value.getType());
+  auto result = type.clone(source.getElementType());
+  auto splatOf = [&](Attribute element) -> Value {
+    return arith::ConstantOp::create(b, loc, result, SplatElementsAttr::get(result, element));
+  };
+  // The coordinate along source dimension d, plus start.
+  auto iota = [&](int64_t start, int64_t d) -> Value {
+    if (source.getDimSize(d) == 1)
+      return splatOf(b.getI32IntegerAttr(start));
+    return IotaOp::create(b, loc, result, b.getI32IntegerAttr(dims[d]), b.getI32IntegerAttr(start));
+  };
+  SplatElementsAttr splat;
+  if (matchPattern(value, m_Constant(&splat)))
+    return splatOf(splat.getSplatValue<Attribute>());
+  if (auto s = llvm::dyn_cast<SplatOp>(op))
+    return SplatOp::create(b, loc, result, s.getSrc());
+  if (auto range = llvm::dyn_cast<MakeRangeOp>(op))
+    return iota(range.getStart(), 0);
+  if (auto other = llvm::dyn_cast<IotaOp>(op))
+    return iota(other.getStartAttr().getInt(), other.getDim());
+  if (auto expand = llvm::dyn_cast<ExpandDimsOp>(op)) {
+    SmallVector<int64_t> sourceDims(dims);
+    sourceDims.erase(sourceDims.begin() + expand.getAxis());
+    return rebuildIn(b, expand.getSrc(), type, sourceDims);
+  }
+  if (auto broadcast = llvm::dyn_cast<BroadcastOp>(op))
+    return rebuildIn(b, broadcast.getSrc(), type, dims);
+  IRMapping mapping;
+  for (Value operand : op->getOperands())
+    if (llvm::isa<RankedTensorType>(operand.getType()))
+      mapping.map(operand, rebuildIn(b, operand, type, dims));
+  Operation *clone = b.clone(*op, mapping);
+  clone->getResult(0).setType(result);
+  return clone->getResult(0);
+}
+
 /// Moves the conversion `convert` (from an encoding to the blocked layout)
 /// past its users where that is free, so that what is computed from an
 /// accumulator stays where the accumulator is and only what must leave it
 /// moves (a narrower conversion later, or none):
 ///  - a tile.desc_store stores the source layout;
-///  - an elementwise op whose result is no wider, and whose other operands
+///  - an elementwise op whose result is no wider than its operands, and whose other operands
 ///    are conversions from the same layout, splat constants, `tile.splat`s,
-///    or iteration arguments the loop computes from this op (they will be
-///    carried in the layout, see below), runs in the source layout;
+///    iteration arguments the loop computes from this op (they will be
+///    carried in the layout, see below), or index arithmetic rebuilt in the
+///    layout (isRebuildable: a causal mask), runs in the source layout;
 ///  - `tile.reduce` of the rows of a `#tile.mma` version 3 tile (axis 1)
 ///    runs on it and gives its `#tile.slice`; `tile.expand_dims` of that
 ///    slice (axis 1) gives the [M, 1] mma tile, whose `tile.broadcast` to
@@ -167,7 +260,8 @@ void carryConverted(OpBuilder &b, scf::ForOp loop, unsigned index, RankedTensorT
 ///  - a value yielded by an scf.for is carried in the source layout: the
 ///    initial value converted into it before the loop, the iteration
 ///    argument's conversions into it dropped, the loop's result converted
-///    back after it.
+///    back after it; one yielded by an scf.if is yielded in it by both
+///    branches (a masked iteration's scores).
 /// Attention's softmax and its rescaled accumulator thus stay in the wgmma
 /// registers across the loop, the running max and sum in the slice.
 void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
@@ -204,11 +298,15 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       }
       if (auto yield = llvm::dyn_cast<scf::YieldOp>(user)) {
         auto loop = llvm::dyn_cast<scf::ForOp>(yield->getParentOp());
-        if (!loop)
-          continue;
-        for (OpOperand &operand : yield->getOpOperands())
-          if (operand.get() == c.getResult())
+        auto ifOp = llvm::dyn_cast<scf::IfOp>(yield->getParentOp());
+        for (OpOperand &operand : yield->getOpOperands()) {
+          if (operand.get() != c.getResult())
+            continue;
+          if (loop)
             carryConverted(b, loop, operand.getOperandNumber(), source, worklist);
+          else if (ifOp)
+            yieldConverted(b, ifOp, operand.getOperandNumber(), source, worklist);
+        }
         continue;
       }
       if (auto reduce = llvm::dyn_cast<ReduceOp>(user)) {
@@ -250,8 +348,14 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       }
       if (!isElementwise(user))
         continue;
+      // No wider than its widest operand (a select of f32 values on an i1
+      // mask is as wide as they are).
       auto resultType = llvm::cast<RankedTensorType>(user->getResult(0).getType());
-      if (resultType.getElementTypeBitWidth() > c.getType().getElementTypeBitWidth())
+      unsigned widest = 0;
+      for (Value operand : user->getOperands())
+        if (auto type = llvm::dyn_cast<RankedTensorType>(operand.getType()))
+          widest = std::max(widest, type.getElementTypeBitWidth());
+      if (resultType.getElementTypeBitWidth() > widest)
         continue;
       // The source (in the encoding) of an operand converted from it, or null.
       auto convertedFrom = [&](Value v) -> Value {
@@ -263,7 +367,8 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       bool movable = llvm::all_of(user->getOpOperands(), [&](OpOperand &operand) {
         SplatElementsAttr splat;
         return convertedFrom(operand.get()) || matchPattern(operand.get(), m_Constant(&splat)) ||
-               operand.get().getDefiningOp<SplatOp>() || isCarriedThrough(operand.get(), user);
+               operand.get().getDefiningOp<SplatOp>() || isCarriedThrough(operand.get(), user) ||
+               isRebuildable(operand.get());
       });
       if (!movable)
         continue;
@@ -280,6 +385,11 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
             llvm::cast<RankedTensorType>(operand.get().getType()).cloneWithEncoding(encoding);
         if (auto splat = operand.get().getDefiningOp<SplatOp>()) {
           operands.push_back(SplatOp::create(b, user->getLoc(), type, splat.getSrc()));
+          continue;
+        }
+        if (isRebuildable(operand.get())) {
+          operands.push_back(rebuildIn(b, operand.get(), type,
+                                       llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))));
           continue;
         }
         operands.push_back(ConvertLayoutOp::create(b, user->getLoc(), type, operand.get()));

@@ -26,6 +26,8 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   tile::TileAccelerateDotOptions dotOptions;
   dotOptions.arch = options.arch;
   pm.addNestedPass<func::FuncOp>(tile::createTileAccelerateDot(dotOptions));
+  // A key loop's masked iterations apart from the others, as two loops.
+  pm.addNestedPass<func::FuncOp>(tile::createTileSplitLoops());
   // The async protocol as the passes above left it: every ring slot and
   // mbarrier used in order (kiln-tile-verify-async).
   pm.addNestedPass<func::FuncOp>(tile::createTileVerifyAsync());

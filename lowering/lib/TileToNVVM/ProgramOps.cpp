@@ -43,6 +43,10 @@ struct MakeRangeLowering : TileOpConversion<tile::MakeRangeOp> {
 /// -- one value per distinct (hi mod period) shared by the run's elements
 /// (consecutive values along the last dimension); a constant where the run
 /// covers whole periods (vec >= period, so base mod period = 0).
+/// In a `#tile.mma` layout (or its slice) no field of an element's index
+/// carries into the next (MmaLayout: a register's offset adds within the
+/// row and the column of the thread's base), so the coordinate is the
+/// base's plus the offset's: one value a thread, a constant a register.
 struct IotaLowering : TileOpConversion<tile::IotaOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -50,12 +54,32 @@ struct IotaLowering : TileOpConversion<tile::IotaOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = op.getType();
-    auto layout = tileConverter.getLayout(type);
     int64_t dim = op.getDim(), start = op.getStartAttr().getInt();
     int64_t shift = 0;
     for (int64_t d = dim + 1; d < type.getRank(); ++d)
       shift += llvm::Log2_64(type.getDimSize(d));
-    int64_t size = type.getDimSize(dim), period = size << shift, vec = layout.vec;
+    int64_t size = type.getDimSize(dim);
+    Type converted = getTypeConverter()->convertType(type);
+    if (tileConverter.getMmaLayout(type)) {
+      ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);
+      Value coordinate = indices.base;
+      if (shift)
+        coordinate = LLVM::LShrOp::create(rewriter, loc, coordinate,
+                                          createI32Constant(rewriter, loc, shift));
+      coordinate = LLVM::AndOp::create(rewriter, loc, coordinate,
+                                       createI32Constant(rewriter, loc, size - 1));
+      SmallVector<Value> results;
+      for (int64_t offset : indices.offsets) {
+        int64_t add = start + ((offset >> shift) & (size - 1));
+        results.push_back(add ? LLVM::AddOp::create(rewriter, loc, coordinate,
+                                                    createI32Constant(rewriter, loc, add))
+                              : coordinate);
+      }
+      rewriter.replaceOp(op, packTile(rewriter, loc, converted, results));
+      return success();
+    }
+    auto layout = tileConverter.getLayout(type);
+    int64_t period = size << shift, vec = layout.vec;
 
     ElementIndices indices = getElementIndices(rewriter, loc, layout);
     llvm::DenseMap<int64_t, Value> runCoordinates; // hi mod period -> masked coordinate
@@ -87,7 +111,7 @@ struct IotaLowering : TileOpConversion<tile::IotaOp> {
       }
       results.push_back(value);
     }
-    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(type), results));
+    rewriter.replaceOp(op, packTile(rewriter, loc, converted, results));
     return success();
   }
 };

@@ -96,3 +96,38 @@ func.func @register_a(%x: !tile.ptr<bf16>, %y: f32) attributes {tile.kernel, til
   tile.store %ep, %h : tensor<64x64x!tile.ptr<bf16>>
   return
 }
+
+// -----
+
+#mma = #tile.mma<version = 3, numWarps = 8>
+
+// tile.iota in the wgmma accumulator layout ([128, 64] on two warpgroups):
+// a register's element is the thread's base (row 64 (tid / 128) + 16 (warp
+// mod 4) + lane / 4, column 2 (lane mod 4)) plus a per-register offset that
+// never carries from the column into the row, so each coordinate is one
+// shift and mask of the base plus a constant: the row + 0 or + 8, the column
+// + start + 0, 1, 8, 9, ...
+// CHECK-LABEL: llvm.func ptx_kernelcc @iota_mma
+// CHECK: %[[C6:.*]] = llvm.mlir.constant(6 : i32) : i32
+// CHECK-NEXT: %[[RS:.*]] = llvm.lshr %{{.*}}, %[[C6]] : i32
+// CHECK-NEXT: %[[C127:.*]] = llvm.mlir.constant(127 : i32) : i32
+// CHECK-NEXT: %[[ROW:.*]] = llvm.and %[[RS]], %[[C127]] : i32
+// CHECK-NEXT: %[[C8:.*]] = llvm.mlir.constant(8 : i32) : i32
+// CHECK-NEXT: llvm.add %[[ROW]], %[[C8]] : i32
+// CHECK: %[[C63:.*]] = llvm.mlir.constant(63 : i32) : i32
+// CHECK-NEXT: %[[COL:.*]] = llvm.and %{{.*}}, %[[C63]] : i32
+// CHECK: %[[C2:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.add %[[COL]], %[[C2]] : i32
+// CHECK: %[[C3:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK: llvm.add %[[COL]], %[[C3]] : i32
+// CHECK: %[[C10:.*]] = llvm.mlir.constant(10 : i32) : i32
+// CHECK: llvm.add %[[COL]], %[[C10]] : i32
+func.func @iota_mma(%x: !tile.ptr<i32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %r = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<128x64xi32, #mma>
+  %c = tile.iota {dim = 1 : i32, start = 2 : i32} : tensor<128x64xi32, #mma>
+  %v = arith.subi %c, %r : tensor<128x64xi32, #mma>
+  %b = tile.convert_layout %v : tensor<128x64xi32, #mma> -> tensor<128x64xi32>
+  %xs = tile.splat %x : !tile.ptr<i32> -> tensor<128x64x!tile.ptr<i32>>
+  tile.store %xs, %b : tensor<128x64x!tile.ptr<i32>>
+  return
+}

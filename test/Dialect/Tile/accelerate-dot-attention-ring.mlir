@@ -89,3 +89,80 @@ func.func @unswizzled_ring(%q: !tile.ptr<bf16>, %kd: !D, %n: i32, %out: !tile.pt
   tile.store %op, %acc : tensor<64x64x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// The key loop with its masked blocks (causal: the diagonal) under an scf.if
+// on the induction variable, the mask built from ranges: the if yields the
+// scores in the mma layout from both branches, the mask is rebuilt in that
+// layout (tile.iota along each dimension, the compare and the select on mma
+// tiles) inside the branch, so nothing in the loop converts a layout and
+// p·v still reads p from registers.
+// CHECK-LABEL: func.func @attention_ring_masked
+// CHECK: scf.for
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[SW:.*]] = tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
+// CHECK: %[[S:.*]] = scf.if %{{.*}} -> (tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
+// CHECK-DAG: %[[C:.*]] = tile.iota {dim = 1 : i32, start = 0 : i32} : tensor<64x64xi32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK-DAG: %[[R:.*]] = tile.iota {dim = 0 : i32, start = 0 : i32} : tensor<64x64xi32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[D:.*]] = arith.subi %[[C]], %[[R]] : tensor<64x64xi32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[V:.*]] = arith.cmpi sle, %[[D]], %{{.*}} : tensor<64x64xi32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[M:.*]] = arith.select %[[V]], %[[SW]], %{{.*}} : tensor<64x64xi1, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: scf.yield %[[M]]
+// CHECK: } else {
+// CHECK: scf.yield %[[SW]]
+// CHECK: math.exp2 %[[S]] : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}}[%{{.*}}], %{{.*}} {bMnMajor} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>
+// CHECK-NOT: tile.convert_layout
+// CHECK-NOT: tile.warpgroup_dot_staged
+// CHECK: scf.yield
+!D = !tile.tensordesc<tensor<1x64x1x64xbf16>, swizzle = 128>
+!R = !tile.ring<2, tensor<1x64x1x64xbf16>>
+func.func @attention_ring_masked(%q: !tile.ptr<bf16>, %kd: !D, %vd: !D, %n: i32, %full: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<64x64xf32>
+  %rows = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %r2 = tile.expand_dims %rows {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %rb = tile.broadcast %r2 : tensor<64x1xi32> -> tensor<64x64xi32>
+  %c2d = tile.expand_dims %rows {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %cb = tile.broadcast %c2d : tensor<1x64xi32> -> tensor<64x64xi32>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<64x64x!tile.ptr<bf16>>
+  %rk = tile.ring_alloc : !R
+  %rv = tile.ring_alloc : !R
+  tile.ring_issue %kd[%c0, %c0, %c0, %c0] -> %rk[%c0] if %true : !D, !R
+  tile.ring_issue %vd[%c0, %c0, %c0, %c0] -> %rv[%c0] if %true : !D, !R
+  %acc = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
+    %slot = arith.remui %i, %c2 : i32
+    %half = arith.divui %i, %c2 : i32
+    %phase = arith.remui %half, %c2 : i32
+    %kb = tile.ring_wait_load %rk[%slot], %phase : !R -> tensor<1x64x1x64xbf16>
+    %ks = tile.reshape %kb : tensor<1x64x1x64xbf16> -> tensor<64x64xbf16>
+    %kt = tile.trans %ks {order = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %s = tile.dot %qv, %kt, %zero : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    %diag = arith.cmpi sge, %i, %full : i32
+    %sm = scf.if %diag -> (tensor<64x64xf32>) {
+      %limit = arith.subi %full, %i : i32
+      %lt = tile.splat %limit : i32 -> tensor<64x64xi32>
+      %off = arith.subi %cb, %rb : tensor<64x64xi32>
+      %vis = arith.cmpi sle, %off, %lt : tensor<64x64xi32>
+      %m = arith.select %vis, %s, %ninf : tensor<64x64xi1>, tensor<64x64xf32>
+      scf.yield %m : tensor<64x64xf32>
+    } else {
+      scf.yield %s : tensor<64x64xf32>
+    }
+    %p = math.exp2 %sm : tensor<64x64xf32>
+    %pb = arith.truncf %p : tensor<64x64xf32> to tensor<64x64xbf16>
+    %vb = tile.ring_wait_load %rv[%slot], %phase : !R -> tensor<1x64x1x64xbf16>
+    %vs = tile.reshape %vb : tensor<1x64x1x64xbf16> -> tensor<64x64xbf16>
+    %o = tile.dot %pb, %vs, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    scf.yield %o : tensor<64x64xf32>
+  }
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %op, %acc : tensor<64x64x!tile.ptr<f32>>
+  return
+}

@@ -622,12 +622,12 @@ func.func @mn_major_b_fp8(%da: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzl
 
 // An epilogue on the accumulator (y = acc + 1, then acc * y: the forms of
 // `acc + 1.0` and `acc * sigmoid(acc)`) runs in the mma layout: the splat it
-// adds is converted first, then the op on it, so every operand is defined
+// adds is built in that layout first, then the op on it, so every operand is defined
 // before its use; the product of two values in the mma layout stays there;
 // only the narrowed result is stored, with no conversion.
 // CHECK-LABEL: func.func @epilogue
 // CHECK: %[[DONE:.*]] = tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
-// CHECK: %[[ONE:.*]] = tile.convert_layout %{{.*}} : tensor<128x128xf32> -> tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NEXT: %[[Y:.*]] = arith.addf %[[DONE]], %[[ONE]] : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK: %[[Z:.*]] = arith.mulf %[[DONE]], %[[Y]] : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 // CHECK: %[[H:.*]] = arith.truncf %[[Z]] : tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x128xbf16, #tile.mma<version = 3, numWarps = 8>>
@@ -635,7 +635,7 @@ func.func @mn_major_b_fp8(%da: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzl
 // CHECK: tile.desc_store %{{.*}}, %[[H]]
 // SM100-LABEL: func.func @epilogue
 // SM100: %[[ACC:.*]] = arith.select
-// SM100: %[[ONE:.*]] = tile.convert_layout %{{.*}} : tensor<128x128xf32> -> tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
 // SM100-NEXT: %[[Y:.*]] = arith.addf %[[ACC]], %[[ONE]] : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
 // SM100: %[[Z:.*]] = arith.mulf %[[ACC]], %[[Y]] : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 8>>
 // SM100: %[[H:.*]] = arith.truncf %[[Z]]

@@ -24,7 +24,8 @@ struct TileToLLVMOptions {
 /// The one pipeline from the tile dialect to LLVM + NVVM dialects, ready for
 /// translation to LLVM IR (registered as `kiln-tile-to-llvm`):
 ///   kiln-tile-pipeline-loads, canonicalize, cse, kiln-tile-assign-layout,
-///   kiln-tile-accelerate-dot, kiln-tile-rematerialize-broadcasts, canonicalize, cse,
+///   kiln-tile-accelerate-dot, kiln-tile-split-loops, kiln-tile-verify-async,
+///   kiln-tile-rematerialize-broadcasts, canonicalize, cse,
 ///   kiln-tile-vectorize-access, kiln-defer-cluster-waits, kiln-convert-tile-to-nvvm,
 ///   kiln-allocate-shared-memory, convert-scf-to-cf, convert-arith-to-llvm, convert-cf-to-llvm,
 ///   convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts.
