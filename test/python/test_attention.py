@@ -258,10 +258,16 @@ def test_fwd_compiles(arch, d, causal, varlen):
     assert ck.cubin[:4] == b"\x7fELF"
     # k and v through a ring of TMA boxes, on every arch
     assert ptx.count("cp.async.bulk.tensor.4d") >= 2
+    # the metadata names the unit of each kl.dot (q kᵀ, p·v) and why, off the tensor-core
+    # MMA of the arch, none runs there: no silent fallback
+    dots = ck.meta["targets"][arch]["dots"]
+    assert len(dots) == 2 and all(d["line"] > 0 for d in dots)
     if arch != "sm_90a":
+        assert all(d["unit"] == "mma.sync" and "tcgen05" in d["reason"] for d in dots)
         assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
         assert "wgmma" not in ptx
         return
+    assert [d["unit"] for d in dots] == ["wgmma", "wgmma"]
     bm, bn, warps = attn.fwd_blocks(d, arch)
     slabs = bm // 64 // (warps // 4)  # 64-row slabs a warpgroup
     # q kᵀ (D / 16 k16 steps) and p·v (BN / 16) in the key loop, which
@@ -294,6 +300,10 @@ def test_decode_compiles(arch):
     assert ck.cubin[:4] == b"\x7fELF"
     # the unmasked loop's k and v through a ring of TMA boxes of the caches
     assert ck.ptx.count("cp.async.bulk.tensor.4d") >= 2
+    # q kᵀ and p·v in the loop (read in the ring), then in the partial last block (staged)
+    units = [d["unit"] for d in ck.meta["targets"][arch]["dots"]]
+    assert units == (["wgmma", "wgmma", "wgmma staged", "wgmma staged"] if arch == "sm_90a"
+                     else ["mma.sync"] * 4)
     if arch == "sm_90a":
         assert "mma.sync" not in ck.ptx
         # q kᵀ and p·v in the loop and in the partial last block, all wgmma

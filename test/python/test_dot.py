@@ -609,4 +609,19 @@ def test_gemm_tma_fused_bias_silu_assembles_at_128x256(arch):
     target = ck.meta["targets"][arch]
     assert target["spill_store_bytes"] == 0
     assert ("wgmma" if arch == "sm_90a" else "tcgen05") in target["features"]
+    assert [d["unit"] for d in target["dots"]] == ["wgmma" if arch == "sm_90a" else "tcgen05"]
     assert ck.meta["shared_bytes"] < 150 * 1024
+
+
+@pytest.mark.parametrize("arch,reason", [
+    ("sm_90a", "M = 16 is not a multiple of 64 rows a warpgroup (1 warpgroups)"),
+    ("sm_100a", "tcgen05 runs the K-loop dot of a pipelined GEMM whose A and B are 128-byte "
+                "swizzled TMA ring slots; this dot reads other tiles")])
+def test_the_metadata_says_why_a_dot_is_off_the_tensor_core_mma(arch, reason):
+    # No silent fallback: a dot left on mma.sync is listed with its line and the reason the
+    # arch's tensor-core MMA (wgmma, tcgen05) does not take it.
+    sig = _tile_sig("bf16")
+    ck = dot_tile.compile(sig, {"M": 16, "N": 64, "K": 64, "HAS_ACC": False}, _pointers(sig),
+                          num_warps=4, arch=arch, upto="ptx")
+    (dot,) = ck.meta["targets"][arch]["dots"]
+    assert dot["line"] > 0 and (dot["unit"], dot["reason"]) == ("mma.sync", reason)

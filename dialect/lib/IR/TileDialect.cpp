@@ -128,6 +128,28 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     }
     return success();
   }
+  if (name == getDotsAttrName()) {
+    auto dots = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!dots || !llvm::all_of(dots, llvm::IsaPred<StringAttr>))
+      return op->emitOpError() << "expected 'tile.dots' to be an array of strings, got "
+                               << attr.getValue();
+    if (!llvm::isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'tile.dots' applies to functions only";
+    for (auto entry : dots.getAsValueRange<StringAttr>()) {
+      auto [line, unit] = entry.split(' ');
+      unsigned number;
+      if (line.getAsInteger(10, number) ||
+          !llvm::any_of(ArrayRef<StringRef>{"wgmma", "wgmma staged", "tcgen05", "mma.sync"},
+                        [&](StringRef known) {
+                          return unit == known || unit.starts_with(known.str() + " ");
+                        }))
+        return op->emitOpError() << "expected each 'tile.dots' entry to be \"line unit[ "
+                                    "reason]\" (unit wgmma, wgmma staged, tcgen05 or mma.sync), "
+                                    "got \""
+                                 << entry << "\"";
+    }
+    return success();
+  }
   if (name == getPdlAttrName()) {
     if (!llvm::isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expected 'tile.pdl' to be a unit attribute";

@@ -438,16 +438,63 @@ void carryInMmaLayout(OpBuilder &b, Location loc, CarriedAccumulator carried,
   carried.loop.getResult(carried.index).setType(mmaType);
 }
 
-/// Whether sm_90a's staged wgmma (tile.warpgroup_dot_staged) takes `dot`:
-/// bf16/f16 operands, an f32 accumulator in the blocked layout, M a multiple
-/// of 64 a warpgroup, K and N multiples of 64, N at most 256.
-bool matchStagedDot(DotOp dot, unsigned warps) {
+/// Why sm_90a's staged wgmma (tile.warpgroup_dot_staged) does not take
+/// `dot`, or "" where it does: it takes bf16/f16 operands, an f32 accumulator
+/// in the blocked layout, M a multiple of 64 a warpgroup, K and N multiples
+/// of 64, N at most 256.
+std::string stagedDotMismatch(DotOp dot, unsigned warps) {
   auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
   Type element = aType.getElementType();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
-  return (element.isBF16() || element.isF16()) && !accType.getEncoding() &&
-         accType.getElementType().isF32() && m % (64 * (warps / 4)) == 0 && k % 64 == 0 &&
-         n % 64 == 0 && n <= 256;
+  std::string reason;
+  llvm::raw_string_ostream os(reason);
+  if (!element.isBF16() && !element.isF16())
+    os << "wgmma runs this form with bf16 or f16 operands only, not " << element;
+  else if (accType.getEncoding() || !accType.getElementType().isF32())
+    os << "the accumulator is not an f32 tile of the blocked layout";
+  else if (m % (64 * (warps / 4)) != 0)
+    os << "M = " << m << " is not a multiple of 64 rows a warpgroup (" << warps / 4
+       << " warpgroups)";
+  else if (k % 64 != 0 || n % 64 != 0 || n > 256)
+    os << "K = " << k << ", N = " << n << ": wgmma here takes K and N multiples of 64, N <= 256";
+  return reason;
+}
+bool matchStagedDot(DotOp dot, unsigned warps) { return stagedDotMismatch(dot, warps).empty(); }
+
+/// "line unit[ reason]" for each dot of `func`, in program order: the unit
+/// that runs it (wgmma, wgmma staged, tcgen05, mma.sync) and, for mma.sync,
+/// why not the target's tensor-core MMA (`fallbacks`). The line is the first
+/// file location of the dot (the `kl.dot` call, also inside an inlined
+/// helper).
+ArrayAttr reportDots(func::FuncOp func, const llvm::DenseMap<Operation *, std::string> &fallbacks) {
+  MLIRContext *context = func.getContext();
+  SmallVector<Attribute> entries;
+  func.walk([&](Operation *op) {
+    std::string unit;
+    if (llvm::isa<WarpGroupDotOp>(op))
+      unit = "wgmma";
+    else if (llvm::isa<WarpGroupDotStagedOp>(op))
+      unit = "wgmma staged";
+    else if (llvm::isa<Tcgen05DotOp>(op))
+      unit = "tcgen05";
+    else if (auto dot = llvm::dyn_cast<DotOp>(op)) {
+      unit = "mma.sync";
+      if (auto it = fallbacks.find(dot); it != fallbacks.end())
+        unit += " " + it->second;
+    } else {
+      return;
+    }
+    int64_t line = 0;
+    op->getLoc()->walk([&](Location loc) {
+      if (auto file = llvm::dyn_cast<FileLineColLoc>(loc)) {
+        line = file.getLine();
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    entries.push_back(StringAttr::get(context, std::to_string(line) + " " + unit));
+  });
+  return ArrayAttr::get(context, entries);
 }
 
 /// A dot whose B is a ring slot read in place and whose A is not: attention's
@@ -703,13 +750,19 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
 
   /// The `tile.stage` of each tile staged so far (see registerOrStagedA).
   llvm::DenseMap<Value, Value> stagedTiles;
+  /// Why each dot left on mma.sync is not on the target's tensor-core MMA.
+  llvm::DenseMap<Operation *, std::string> fallbacks;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     stagedTiles.clear();
+    fallbacks.clear();
     accelerateDots(func);
     alternateWarpgroups(func);
     hoistRingReleases(func);
+    if (ArrayAttr dots = reportDots(func, fallbacks);
+        !dots.empty() && func->hasAttr(TileDialect::getKernelAttrName()))
+      func->setAttr(TileDialect::getDotsAttrName(), dots);
     // The dots left on mma.sync, which has no FP8 form here: FP8 operands
     // become bf16, which holds every e4m3 and e5m2 value exactly (the
     // products and the f32 sums are unchanged). mma.sync accumulates every
@@ -778,35 +831,55 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   }
 
   void accelerateDots(func::FuncOp func) {
+    SmallVector<DotOp> dots;
+    func.walk([&](DotOp dot) { dots.push_back(dot); });
+    // Each dot left on mma.sync says why (reportDots).
+    auto fallback = [&](DotOp dot, const Twine &reason) { fallbacks[dot] = reason.str(); };
     std::optional<kiln::Arch> target = kiln::Arch::get(arch);
     bool hopper = target && target->hasWgmma();
     bool blackwell = target && target->hasTcgen05();
-    if (!hopper && !blackwell)
-      return;
     auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
-    // Whole warpgroups, at most the 16 warps of a #tile.mma encoding.
-    if (!threads || threads.getInt() % 128 != 0 || threads.getInt() > 512)
+    for (DotOp dot : dots) {
+      if (!hopper && !blackwell)
+        fallback(dot, "the target (" + (arch.empty() ? std::string("none") : arch) +
+                          ") has neither wgmma nor tcgen05");
+      // Whole warpgroups, at most the 16 warps of a #tile.mma encoding.
+      else if (!threads || threads.getInt() % 128 != 0 || threads.getInt() > 512)
+        fallback(dot, "the kernel's warps are not 1 to 4 whole warpgroups");
+    }
+    if ((!hopper && !blackwell) || !threads || threads.getInt() % 128 != 0 ||
+        threads.getInt() > 512)
       return;
     unsigned warps = threads.getInt() / 32;
-    SmallVector<DotOp> dots;
-    func.walk([&](DotOp dot) { dots.push_back(dot); });
+    bool tcgen05Taken = false;
     for (DotOp dot : dots) {
       std::optional<PipelinedDot> match = matchPipelinedDot(dot);
-      if (match && match->operands.bMnMajor() && !mnMajorB)
+      if (match && match->operands.bMnMajor() && !mnMajorB) {
+        fallback(dot, "its B is an MN-major ring slot and the mn-major-b option is off");
         continue;
+      }
       if (!match) {
-        if (!hopper)
+        if (!hopper) {
+          fallback(dot, "tcgen05 runs the K-loop dot of a pipelined GEMM whose A and B are "
+                        "128-byte swizzled TMA ring slots; this dot reads other tiles");
           continue;
+        }
         if (std::optional<SlotBDot> slotB = matchSlotB(dot);
             slotB && matchSlotBShape(dot, *slotB, warps))
           rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
-        else if (matchStagedDot(dot, warps))
+        else if (std::string mismatch = stagedDotMismatch(dot, warps); mismatch.empty())
           rewriteToStagedWarpGroupDot(dot, warps);
+        else
+          fallback(dot, mismatch);
         continue;
       }
       if (hopper) {
-        if (match->m % (64 * (warps / 4)) != 0 || match->n % 8 != 0 || match->n > 256)
+        if (match->m % (64 * (warps / 4)) != 0 || match->n % 8 != 0 || match->n > 256) {
+          fallback(dot, "M = " + Twine(match->m) + ", N = " + Twine(match->n) +
+                            ": wgmma takes M a multiple of 64 a warpgroup, N a multiple of 8 "
+                            "up to 256");
           continue;
+        }
         rewriteToWarpGroupDot(*match, warps);
         continue;
       }
@@ -822,15 +895,32 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       // A warp-specialized loop (the consumers'; the producer refills) is at
       // the top level of the consumer region, which is the kernel's.
       MBarrierArriveOp release = matchRelease(func, match->loop, match->operands);
-      if (match->fp8 || match->operands.bMnMajor() || match->m != 128 || match->n % 16 != 0 ||
-          match->n < 16 || match->n > 256 ||
-          !matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat()))
+      if (tcgen05Taken) {
+        fallback(dot, "Tensor Memory goes to one tcgen05 loop a kernel, taken by an earlier dot");
         continue;
+      }
+      if (match->fp8 || match->operands.bMnMajor()) {
+        fallback(dot, match->fp8 ? "tcgen05 runs bf16/f16 here, not FP8"
+                                 : "tcgen05 reads a K-major B here, not an MN-major one");
+        continue;
+      }
+      if (match->m != 128 || match->n % 16 != 0 || match->n < 16 || match->n > 256) {
+        fallback(dot, "M = " + Twine(match->m) + ", N = " + Twine(match->n) +
+                          ": tcgen05 here takes M = 128 and N a multiple of 16 up to 256");
+        continue;
+      }
+      if (!matchPattern(match->loop.getInitsMutable()[match->index].get(), m_AnyZeroFloat())) {
+        fallback(dot, "its accumulator does not start at zero");
+        continue;
+      }
       if (release ? refills(match->loop, match->operands)
-                  : match->loop->getParentOp() != func || !refills(match->loop, match->operands))
+                  : match->loop->getParentOp() != func || !refills(match->loop, match->operands)) {
+        fallback(dot, "its loop is not a pipelined loop at the kernel's top level that refills "
+                      "the dot's rings");
         continue;
+      }
       rewriteToTcgen05Dot(*match, warps, release);
-      break;
+      tcgen05Taken = true;
     }
   }
 

@@ -166,6 +166,9 @@ struct KernelFuncLowering : TileOpConversion<func::FuncOp> {
       func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(), cluster);
     if (auto regs = op->getAttrOfType<IntegerAttr>(tile::TileDialect::getMaxnregAttrName()))
       func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
+    // What runs each dot, for the compile metadata.
+    if (auto dots = op->getAttrOfType<ArrayAttr>(tile::TileDialect::getDotsAttrName()))
+      func->setAttr(tile::TileDialect::getDotsAttrName(), dots);
     // .minnctapersm: ptxas fits the registers to that many blocks an SM.
     if (auto programs =
             op->getAttrOfType<IntegerAttr>(tile::TileDialect::getMinProgramsPerSMAttrName()))

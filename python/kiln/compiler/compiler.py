@@ -387,12 +387,14 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
                    cubin_log: Optional[str] = None, cubin_tool: Optional[str] = None,
                    pdl: bool = False, shared_bytes: int = 0,
                    features: Sequence[str] = (),
-                   shared_plan: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+                   shared_plan: Sequence[Dict[str, Any]] = (),
+                   dots: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
     """The kernel's manifest entry (docs/bundle-format.md). With ``arch``, ``targets[arch]``
     records what that image uses and costs (``features``: what the lowering recorded on the
     kernel, ``tile.features``, and vector16 from the PTX; registers/spills/stack from the
     cubin and the assembler's log, PTX ISA and assembler versions; ``shared_plan``: its
-    shared-memory buffers, ``shared_plan_entries``)."""
+    shared-memory buffers, ``shared_plan_entries``; ``dots``: the unit that runs each dot,
+    ``dot_entries``)."""
     div = dict(spec.divisibility)
     params = []
     for pname, t in spec.signature:
@@ -412,6 +414,7 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         targets[arch] = targetinfo.target_info(arch, ptx, cubin, cubin_log, cubin_tool, symbol,
                                                features)
         targets[arch]["shared_plan"] = list(shared_plan)
+        targets[arch]["dots"] = list(dots)
     return {
         "name": name,
         "symbol": symbol,
@@ -427,6 +430,22 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
         "compiler_version": compiler_version(),
         "targets": targets,
     }
+
+
+def dot_entries(dots: Optional[Sequence[str]]) -> List[Dict[str, Any]]:
+    """The lowering's ``tile.dots`` (one "line unit[ reason]" string a dot, in program order,
+    kiln-tile-accelerate-dot) as dicts: ``line`` (of the ``kl.dot``), ``unit`` ("wgmma",
+    "wgmma staged": its operands staged in shared memory, "tcgen05", "mma.sync") and, for
+    mma.sync, ``reason``: why not the target's tensor-core MMA (None otherwise)."""
+    entries = []
+    for text in dots or ():
+        line, _, rest = text.partition(" ")
+        if rest.startswith("mma.sync"):
+            unit, reason = "mma.sync", rest[len("mma.sync"):].strip() or None
+        else:
+            unit, reason = rest, None
+        entries.append({"line": int(line), "unit": unit, "reason": reason})
+    return entries
 
 
 def shared_plan_entries(plan: Optional[Sequence[str]]) -> List[Dict[str, Any]]:
@@ -497,6 +516,7 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     features: List[str] = []
     register_split: Optional[List[int]] = None
     shared_plan: List[Dict[str, Any]] = []
+    dots: List[Dict[str, Any]] = []
     ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
     if stop >= 1:
         t0 = time.perf_counter()
@@ -519,6 +539,7 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         register_split = lowered.get_int_array_attr(symbol, "tile.register_split")
         shared_plan = shared_plan_entries(
             lowered.get_string_array_attr(symbol, "tile.shared_plan"))
+        dots = dot_entries(lowered.get_string_array_attr(symbol, "tile.dots"))
     if stop >= 2:
         t0 = time.perf_counter()
         if stop >= 3:
@@ -544,5 +565,5 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     ck.meta = build_metadata(name, symbol, source, source_hash, spec, threads, arch,
                              asm.get("ptx"), ck.cubin, ck.cubin_log, ck.cubin_tool, pdl=pdl,
                              shared_bytes=shared_bytes, features=features,
-                             shared_plan=shared_plan)
+                             shared_plan=shared_plan, dots=dots)
     return ck

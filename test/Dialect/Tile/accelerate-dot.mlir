@@ -711,8 +711,13 @@ func.func @staged(%q: !tile.ptr<bf16>, %kt: !tile.ptr<bf16>, %n: i32, %out: !til
 // -----
 
 // A dot outside any loop: its accumulator is converted in and out around it.
-// K = 32 (not a multiple of 64) keeps mma.sync.
+// K = 32 (not a multiple of 64) keeps mma.sync. The kernel records the unit
+// of each dot (its line, then wgmma, wgmma staged, tcgen05 or mma.sync with
+// the reason): the compile metadata's `dots`, no silent fallback.
 // CHECK-LABEL: func.func @staged_once
+// CHECK-SAME: tile.dots = ["{{[0-9]+}} wgmma staged", "{{[0-9]+}} mma.sync K = 32, N = 128: wgmma here takes K and N multiples of 64, N <= 256"]
+// SM100-LABEL: func.func @staged_once
+// SM100-SAME: tile.dots = ["{{[0-9]+}} mma.sync tcgen05 runs the K-loop dot of a pipelined GEMM whose A and B are 128-byte swizzled TMA ring slots; this dot reads other tiles", "{{[0-9]+}} mma.sync tcgen05
 // CHECK: %[[IN:.*]] = tile.convert_layout %{{.*}} : tensor<64x128xf32> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: %[[D:.*]] = tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %[[IN]] : tensor<64x64xf16> * tensor<64x128xf16> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: tile.convert_layout %[[D]] : tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x128xf32>

@@ -1978,6 +1978,13 @@ func.func @pdl_not_a_function() {
 
 // -----
 
+// expected-error @+1 {{'func.func' op expected each 'tile.dots' entry to be "line unit[ reason]" (unit wgmma, wgmma staged, tcgen05 or mma.sync), got "12 tensor cores"}}
+func.func @dots_unknown_unit() attributes {tile.dots = ["12 tensor cores"]} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'llvm.func' op expected 'tile.features' to be an array of strings, got ["tma", 1 : i32]}}
 llvm.func @features_not_strings() attributes {tile.features = ["tma", 1 : i32]} {
   llvm.return

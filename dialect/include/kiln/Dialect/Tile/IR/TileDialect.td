@@ -105,6 +105,9 @@ def Tile_Dialect : Dialect {
     /// On kernels (func.func, llvm.func): launched with programmatic stream
     /// serialization (the kernel uses griddepcontrol).
     static constexpr ::llvm::StringLiteral getPdlAttrName() { return "tile.pdl"; }
+    /// On kernels (func.func, llvm.func): each dot's line and the unit that
+    /// runs it, with the reason where that is mma.sync (kiln-tile-accelerate-dot).
+    static constexpr ::llvm::StringLiteral getDotsAttrName() { return "tile.dots"; }
     /// On kernels (llvm.func): the hardware features the code uses, sorted.
     static constexpr ::llvm::StringLiteral getFeaturesAttrName() { return "tile.features"; }
     /// The names `tile.features` may hold, sorted (the bundle manifest's
