@@ -55,6 +55,25 @@ def test_dot_tile(dt, m, n, k, has_acc, num_warps):
     check(out, a, b, acc if has_acc else None)
 
 
+@pytest.mark.parametrize("m,n,k", [(1, 64, 64), (2, 8, 16), (4, 32, 32), (8, 128, 64)])
+@pytest.mark.parametrize("has_acc", [False, True])
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_dot_tile_small_m(m, n, k, has_acc, num_warps):
+    # M below 16 (GQA decode's few query heads a KV head) on mma.sync's 16-row tiles: the
+    # rows past M are the compiler's, never read from or written to global memory (the
+    # output's guard rows after it stay NaN)
+    torch.manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(k, n, device="cuda").to(torch.bfloat16)
+    acc = torch.randn(m, n, device="cuda")
+    guarded = torch.full((m + 16, n), float("nan"), device="cuda")
+    out = guarded[:m]
+    dot_tile[(1,)](a, b, acc, out, M=m, N=n, K=k, HAS_ACC=has_acc, num_warps=num_warps)
+    torch.cuda.synchronize()
+    check(out, a, b, acc if has_acc else None)
+    assert torch.isnan(guarded[m:]).all()
+
+
 def test_dot_tile_exact_small_integers():
     # integer-valued inputs: every partial sum is exact in f32, so the result is too
     a = torch.randint(-3, 4, (64, 64), device="cuda").to(torch.bfloat16)

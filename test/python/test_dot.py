@@ -56,6 +56,19 @@ def test_dot_tile_compiles_to_mma_sync(dt, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("m", [1, 8])
+def test_small_m_dot_runs_on_16_row_mma_tiles(arch, m):
+    # M below 16 runs on the m16n8k16 tiles of M = 16 (the rows past M zeros in shared
+    # memory): N / 8 = 8 tiles over 4 warps, K / 16 = 4 steps each, 8 mma.sync a warp
+    sig = _tile_sig("bf16")
+    ck = dot_tile.compile(sig, {"M": m, "N": 64, "K": 64, "HAS_ACC": True}, _pointers(sig),
+                          num_warps=4, arch=arch, upto="cubin")
+    assert ck.ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 8
+    assert ck.cubin[:4] == b"\x7fELF"
+    assert ck.meta["targets"][arch]["dots"][0]["unit"] == "mma.sync"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_gemm_loop_compiles(arch):
     ck = gemm.compile(_GEMM_SIG, {"BM": 128, "BN": 128, "BK": 64}, _pointers(_GEMM_SIG),
                       num_warps=8, arch=arch, upto="cubin")
@@ -151,7 +164,7 @@ def bad_dot(a_ptr, b_ptr, c_ptr, CASE: kl.constexpr):
     elif CASE == "k":
         c = kl.dot(a, kl.load(b_ptr + kl.arange(0, 32)[:, None] * 16 + r16[None, :]))  # err-k
     elif CASE == "small":
-        c = kl.dot(kl.load(a_ptr + kl.arange(0, 8)[:, None] * 16 + r16[None, :]), b)  # err-small
+        c = kl.dot(a, kl.load(b_ptr + r16[:, None] * 4 + kl.arange(0, 4)[None, :]))  # err-small
     elif CASE == "rank":
         c = kl.dot(kl.load(a_ptr + r16), b)  # err-rank
     elif CASE == "acc_shape":
@@ -165,7 +178,7 @@ def bad_dot(a_ptr, b_ptr, c_ptr, CASE: kl.constexpr):
     ("f32", "dot: a must be float16, bfloat16 or FP8 \\(float8e4m3, float8e5m2\\), got f32"),
     ("mixed", "dot: a and b must have one dtype, got bf16 and f16"),
     ("k", "dot: a is 16x16 and b is 32x16: the columns of a must equal the rows of b"),
-    ("small", "dot: M = 8 is below the tensor-core minimum 16"),
+    ("small", "dot: N = 4 is below the tensor-core minimum 8"),
     ("rank", r"dot: a must be a 2-D tile, got \[16\]"),
     ("acc_shape", r"dot: acc must be a float32 tile of shape \[16, 16\], got \[16, 8\] f32"),
     ("acc_dtype", r"dot: acc must be a float32 tile of shape \[16, 16\], got \[16, 16\] bf16"),

@@ -696,7 +696,7 @@ LogicalResult DotOp::verify() {
   if (accType.getShape() != ArrayRef<int64_t>{m, n})
     return emitOpError() << "expected acc of shape " << m << "x" << n << ", got " << accType;
   for (auto [name, size, least] :
-       {std::tuple<StringRef, int64_t, int64_t>{"M", m, 16}, {"N", n, 8}, {"K", k, 16}})
+       {std::tuple<StringRef, int64_t, int64_t>{"M", m, 1}, {"N", n, 8}, {"K", k, 16}})
     if (size < least || !llvm::isPowerOf2_64(size))
       return emitOpError() << "expected " << name << " to be a power of two >= " << least
                            << ", got " << size;

@@ -15,6 +15,10 @@
 //     bar.sync, every thread reads its result registers of the slab, bar.sync.
 // A slab is a multiple of threads * vec elements, so which registers of a
 // thread fall in it is known at compile time (ElementIndices::offsets).
+// M below 16 (a power of two: GQA decode's few query heads a KV head) runs on
+// the same m16n8k16 tiles: the buffers of `a` and of the accumulator slab have
+// 16 rows, the rows past M zeroed in shared memory (never loaded from or
+// stored to global memory), and the results of those rows are dropped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +44,7 @@ struct DotPlan {
   static constexpr int64_t kOperandPadBytes = 16, kAccPadBytes = 32;
 
   int64_t m, n, k;
+  int64_t mPadded;      ///< rows of the a buffer and at least of a slab: max(m, 16)
   int64_t operandBytes; ///< bytes of one a/b element
   int64_t minSlabRows;  ///< the smallest slab the blocked layout allows
   int64_t slabRows;     ///< accumulator rows per pass (0: none fits)
@@ -47,8 +52,8 @@ struct DotPlan {
   int64_t aStride() const { return k + kOperandPadBytes / operandBytes; }
   int64_t bStride() const { return n + kOperandPadBytes / operandBytes; }
   int64_t cStride() const { return n + kAccPadBytes / 4; }
-  int64_t operandsBytes() const { return (m * aStride() + k * bStride()) * operandBytes; }
-  int64_t slabBytes(int64_t rows) const { return rows * cStride() * 4; }
+  int64_t operandsBytes() const { return (mPadded * aStride() + k * bStride()) * operandBytes; }
+  int64_t slabBytes(int64_t rows) const { return std::max<int64_t>(rows, 16) * cStride() * 4; }
 };
 
 /// The largest accumulator slab (power-of-two rows, at least 16, all M rows or
@@ -58,6 +63,7 @@ DotPlan planDot(tile::DotOp op, const TileTypeConverter &converter) {
   auto aType = op.getA().getType();
   DotPlan plan;
   plan.m = aType.getDimSize(0);
+  plan.mPadded = std::max<int64_t>(plan.m, 16);
   plan.k = aType.getDimSize(1);
   plan.n = op.getB().getType().getDimSize(1);
   plan.operandBytes = aType.getElementTypeBitWidth() / 8;
@@ -158,12 +164,14 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
 
     // 1. The operands to shared memory.
     // Scratch: the last slab's results are read before the final bar.sync.
-    Value aBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_a_smem", operandElement,
-                                       plan.m * plan.aStride(), /*alignment=*/16, /*scratch=*/true);
+    Value aBuffer =
+        createSharedBuffer(rewriter, op, "__kiln_dot_a_smem", operandElement,
+                           plan.mPadded * plan.aStride(), /*alignment=*/16, /*scratch=*/true);
     Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_b_smem", operandElement,
                                        plan.k * plan.bStride(), /*alignment=*/16, /*scratch=*/true);
+    int64_t slabBufferRows = std::max<int64_t>(plan.slabRows, 16);
     Value cBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_acc_smem", f32,
-                                       plan.slabRows * plan.cStride(), /*alignment=*/16,
+                                       slabBufferRows * plan.cStride(), /*alignment=*/16,
                                        /*scratch=*/true);
     BlockedBufferAccess(rewriter, loc, aBuffer, operandElement, tileConverter.getLayout(aType),
                         plan.k, plan.aStride())
@@ -171,12 +179,38 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
     BlockedBufferAccess(rewriter, loc, bBuffer, operandElement, tileConverter.getLayout(bType),
                         plan.n, plan.bStride())
         .store(unpackTile(rewriter, loc, adaptor.getB()), 0, bType.getNumElements());
+    bool zeroAcc = matchPattern(op.getAcc(), m_PosZeroFloat());
+    // M < 16: the rows past M of a (and of the accumulator, which the tiles
+    // read unless it is zero) hold zeros, 16-byte stores spread over the threads.
+    Value tid = createThreadId(rewriter, loc);
+    auto zeroRows = [&](Value buffer, Type element, int64_t from, int64_t to, int64_t stride) {
+      int64_t perStore = 16 / (element.getIntOrFloatBitWidth() / 8);
+      int64_t threads = tileConverter.getThreadsPerBlock();
+      Type vector = VectorType::get({4}, i32);
+      Value zero = LLVM::ZeroOp::create(rewriter, loc, vector);
+      for (int64_t start = from * stride; start < to * stride; start += threads * perStore) {
+        Value index = LLVM::AddOp::create(rewriter, loc, c(start),
+                                          LLVM::MulOp::create(rewriter, loc, tid, c(perStore)));
+        Value inside =
+            LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult, index, c(to * stride));
+        scf::IfOp::create(rewriter, loc, inside, [&](OpBuilder &b, Location l) {
+          Value ptr = LLVM::GEPOp::create(b, l, buffer.getType(), element, buffer,
+                                          ArrayRef<LLVM::GEPArg>{index});
+          LLVM::StoreOp::create(b, l, zero, ptr, 16);
+          scf::YieldOp::create(b, l);
+        });
+      }
+    };
+    if (plan.m < 16) {
+      zeroRows(aBuffer, operandElement, plan.m, 16, plan.aStride());
+      if (!zeroAcc)
+        zeroRows(cBuffer, f32, plan.m, 16, plan.cStride());
+    }
 
     // The lane's parts of the fragment addresses (PTX ISA, mma.m16n8k16):
     // ldmatrix.x4 of A reads rows lane % 16, columns 8 * (lane / 16); the
     // x2.trans of B rows lane % 16; the accumulator c0, c1 sit at row
     // lane / 4, columns 2 * (lane % 4) + {0, 1}, and c2, c3 8 rows below.
-    Value tid = createThreadId(rewriter, loc);
     Value lane = LLVM::AndOp::create(rewriter, loc, tid, c(31));
     Value warp = LLVM::LShrOp::create(rewriter, loc, tid, c(5));
     Value lane16 = LLVM::AndOp::create(rewriter, loc, lane, c(15));
@@ -206,7 +240,6 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
       return regs;
     };
 
-    bool zeroAcc = matchPattern(op.getAcc(), m_PosZeroFloat());
     tile::BlockedLayout accLayout = tileConverter.getLayout(accType);
     BlockedBufferAccess accAccess(rewriter, loc, cBuffer, f32, accLayout, plan.n, plan.cStride());
     SmallVector<Value> accRegs;
@@ -216,7 +249,7 @@ struct DotLowering : TileOpConversion<tile::DotOp> {
 
     int64_t warps = tileConverter.getThreadsPerBlock() / 32;
     int64_t tilesN = plan.n / 8;
-    int64_t tiles = plan.slabRows / 16 * tilesN;
+    int64_t tiles = slabBufferRows / 16 * tilesN;
     int64_t slabElements = plan.slabRows * plan.n;
     for (int64_t first = 0; first < accType.getNumElements(); first += slabElements) {
       // 2. The slab's accumulator in, then the warps' tiles.

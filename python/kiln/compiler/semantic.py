@@ -639,10 +639,11 @@ class Semantic:
             raise SemanticError(f"dot: a is {m}x{k} and b is {kb}x{n}: the columns of a must "
                                 f"equal the rows of b")
         k_least = 32 if a.dtype.is_fp8() else 16
-        for name, size, least in (("M", m, 16), ("N", n, 8), ("K", k, k_least)):
+        # M below 16 is padded onto the MMA's 16 rows by the compiler
+        for name, size, least in (("N", n, 8), ("K", k, k_least)):
             if size < least:
                 raise SemanticError(f"dot: {name} = {size} is below the tensor-core minimum "
-                                    f"{least} (M >= 16, N >= 8, K >= {k_least})")
+                                    f"{least} (N >= 8, K >= {k_least})")
         ty = block_type(kl.float32, (m, n))
         if acc is None:
             c = self.full([m, n], 0.0, kl.float32)

@@ -112,3 +112,38 @@ func.func @dot_slabs(%x: !tile.ptr<bf16>, %c: !tile.ptr<f32>) attributes {tile.k
   tile.store %cs, %d : tensor<128x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// M = 8 (below the m16 tile): the buffers of a and of the accumulator have 16
+// rows, the rows past M zeroed with 16-byte stores (a: rows 8-15 of 24
+// bf16, 192 elements, 8 a store, threads 0-23; the loaded accumulator's:
+// 8 x 24 f32, 4 a store, threads 0-47) before the first bar.sync; the 16-row
+// tiles run as for M = 16 and only the 8 rows of the result are read back.
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_0() {{.*}} : !llvm.array<384 x bf16>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_acc_smem_0() {{.*}} : !llvm.array<384 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @dot_small_m
+// CHECK: %[[ZA:.*]] = llvm.mlir.zero : vector<4xi32>
+// CHECK: %[[INA:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i32
+// CHECK: scf.if %[[INA]] {
+// CHECK: llvm.store %[[ZA]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: %[[ZC:.*]] = llvm.mlir.zero : vector<4xi32>
+// CHECK: %[[INC:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i32
+// CHECK: scf.if %[[INC]] {
+// CHECK: llvm.store %[[ZC]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: nvvm.barrier
+// CHECK: nvvm.mma.sync {{.*}} {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+// CHECK: llvm.return
+func.func @dot_small_m(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.load %x : !tile.ptr<bf16>
+  %a = tile.splat %v : bf16 -> tensor<8x16xbf16>
+  %b = tile.splat %v : bf16 -> tensor<16x16xbf16>
+  %w = tile.load %y : !tile.ptr<f32>
+  %c = tile.splat %w : f32 -> tensor<8x16xf32>
+  %d = tile.dot %a, %b, %c : tensor<8x16xbf16> * tensor<16x16xbf16> -> tensor<8x16xf32>
+  %p = tile.splat %y : !tile.ptr<f32> -> tensor<8x16x!tile.ptr<f32>>
+  tile.store %p, %d : tensor<8x16x!tile.ptr<f32>>
+  return
+}

@@ -752,9 +752,9 @@ func.func @dot_acc_shape(%a: tensor<16x16xbf16>, %b: tensor<16x32xbf16>, %c: ten
 
 // -----
 
-func.func @dot_small_m(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %c: tensor<8x16xf32>) {
-  // expected-error @+1 {{'tile.dot' op expected M to be a power of two >= 16, got 8}}
-  %0 = tile.dot %a, %b, %c : tensor<8x16xbf16> * tensor<16x16xbf16> -> tensor<8x16xf32>
+func.func @dot_small_n(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>, %c: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tile.dot' op expected N to be a power of two >= 8, got 4}}
+  %0 = tile.dot %a, %b, %c : tensor<8x16xbf16> * tensor<16x4xbf16> -> tensor<8x4xf32>
   return
 }
 
