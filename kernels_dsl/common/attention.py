@@ -102,7 +102,6 @@ def flash_fwd_kernel(q_ptr, k_desc, v_desc, o_ptr, lse_ptr, cu_seqlens_ptr, seql
     m_start = m_block * BM
     kvh = h // group
     rows = m_start + kl.arange(0, BM)
-    cols = kl.arange(0, BN)
     rd = kl.arange(0, D)
     row_ok = rows < length
     b64 = b.to(kl.int64)
