@@ -839,17 +839,18 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     bool hopper = target && target->hasWgmma();
     bool blackwell = target && target->hasTcgen05();
     auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
-    for (DotOp dot : dots) {
-      if (!hopper && !blackwell)
-        fallback(dot, "the target (" + (arch.empty() ? std::string("none") : arch) +
-                          ") has neither wgmma nor tcgen05");
-      // Whole warpgroups, at most the 16 warps of a #tile.mma encoding.
-      else if (!threads || threads.getInt() % 128 != 0 || threads.getInt() > 512)
-        fallback(dot, "the kernel's warps are not 1 to 4 whole warpgroups");
-    }
-    if ((!hopper && !blackwell) || !threads || threads.getInt() % 128 != 0 ||
-        threads.getInt() > 512)
+    // Whole warpgroups, at most the 16 warps of a #tile.mma encoding.
+    std::string unusable;
+    if (!hopper && !blackwell)
+      unusable = "the target (" + (arch.empty() ? std::string("none") : arch) +
+                 ") has neither wgmma nor tcgen05";
+    else if (!threads || threads.getInt() % 128 != 0 || threads.getInt() > 512)
+      unusable = "the kernel's warps are not 1 to 4 whole warpgroups";
+    if (!unusable.empty()) {
+      for (DotOp dot : dots)
+        fallback(dot, unusable);
       return;
+    }
     unsigned warps = threads.getInt() / 32;
     bool tcgen05Taken = false;
     for (DotOp dot : dots) {

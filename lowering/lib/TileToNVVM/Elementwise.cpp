@@ -97,6 +97,13 @@ struct TileConstantLowering : TileOpConversion<arith::ConstantOp> {
     return success();
   }
 };
+/// Whether the math op `op` is on f32 and allows approximate functions (`afn`).
+template <typename MathOp>
+bool isApproximateF32(MathOp op) {
+  return op.getType().isF32() &&
+         arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn);
+}
+
 /// f32 `math.tanh` with `afn` -> libdevice's `__nv_fast_tanhf` (one
 /// `tanh.approx.f32`); MLIR's libdevice patterns know only the accurate
 /// `__nv_tanhf`.
@@ -106,8 +113,7 @@ struct ApproxTanhLowering : ConvertOpToLLVMPattern<math::TanhOp> {
 
   LogicalResult matchAndRewrite(math::TanhOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().isF32() ||
-        !arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+    if (!isApproximateF32(op))
       return rewriter.notifyMatchFailure(op, "not an approximate f32 tanh");
     auto module = op->getParentOfType<ModuleOp>();
     constexpr StringLiteral name = "__nv_fast_tanhf";
@@ -133,8 +139,7 @@ struct ApproxExp2Lowering : ConvertOpToLLVMPattern<math::Exp2Op> {
 
   LogicalResult matchAndRewrite(math::Exp2Op op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().isF32() ||
-        !arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+    if (!isApproximateF32(op))
       return rewriter.notifyMatchFailure(op, "not an approximate f32 exp2");
     rewriter.replaceOp(op, createInlinePTX(rewriter, op.getLoc(), rewriter.getF32Type(),
                                            ValueRange{adaptor.getOperand()},
