@@ -11,7 +11,8 @@ Every dot is a ``kl.dot`` of register tiles. On sm_90a the compiler runs each on
 TMA put it in the key loop's ring, p·v with p, the softmax of the q kᵀ accumulator, read
 from registers as wgmma's A), and keeps s, p, the output accumulator and the running max
 and sum in the wgmma registers across the key loop.
-On sm_100a/sm_103a the same source runs on mma.sync.
+On sm_100a/sm_103a the same source runs on tcgen05.mma (the operands staged in shared
+memory, q once; the scores and the accumulator read back from Tensor Memory each block).
 
 The online softmax works in base 2: ``qk_scale = sm_scale * log2(e)`` is folded into one
 multiply of s, so p = exp2(s * qk_scale - m) with m the running row max of s * qk_scale.
@@ -240,8 +241,8 @@ def flash_decode_merge_kernel(o_part_ptr, lse_part_ptr, out_ptr, n_splits, strid
 class Settings:
     """The attention kernels' tuning (bench/attention/run.py times them; the reasoning is in
     docs/kernels/attention.md, "Implementation"). sm_90a runs the dots on wgmma, whose M is
-    64 rows a warpgroup; sm_100a/sm_103a run them on mma.sync, whose operands (q, k and a
-    slab of s) must fit in 48 KiB of static shared memory."""
+    64 rows a warpgroup; sm_100a/sm_103a on tcgen05.mma, whose M is Tensor Memory's 128
+    lanes."""
     fwd_block_m: int = 128  # sm_90a: queries a program, two warpgroups of 64 rows ...
     fwd_warps: int = 8  # ... on 8 warps
     fwd_block_n_d64: int = 128  # keys an iteration at head dim 64 (no spill)
@@ -250,11 +251,12 @@ class Settings:
     fwd_stages: int = 2  # ring slots of k and v (32 KiB each at BN = D = 128)
     fwd_warp_specialize: bool = True  # sm_90a: a producer warpgroup fills the ring, the
     # dots read its 128-byte swizzled slots in place
-    fwd_mma_block_m: int = 64  # sm_100a/sm_103a (mma.sync): [128, 128] q + [64, 128] k
-    fwd_mma_block_n: int = 64  # exceed the 48 KiB
-    fwd_mma_warps: int = 8  # 4 warps spill 764 bytes at D = 128, 8 none
+    fwd_tcgen05_block_m: int = 128  # sm_100a/sm_103a: tcgen05's M (Tensor Memory's lanes)
+    fwd_tcgen05_block_n: int = 64
+    fwd_tcgen05_warps: int = 8  # each thread half a row of s and of the accumulator
     decode_block_h: int = 64  # sm_90a: the GQA group padded to wgmma's M a warpgroup
-    decode_mma_block_h: int = 16  # sm_100a/sm_103a: padded to mma.sync's M
+    decode_tcgen05_block_h: int = 128  # sm_100a/sm_103a: padded to tcgen05's M
+    decode_tcgen05_warps: int = 8
     decode_block_n: int = 64  # keys an iteration (128 spills 1.1 KB on 4 warps)
     decode_warps: int = 4  # one warpgroup
     decode_warp_specialize: bool = False  # a producer warpgroup measured no faster ...
@@ -273,13 +275,14 @@ def fwd_blocks(d: int, arch: str, settings: Settings = SETTINGS) -> tuple:
     if arch == "sm_90a":
         bn = settings.fwd_block_n_d64 if d == 64 else settings.fwd_block_n_d128
         return settings.fwd_block_m, bn, settings.fwd_warps
-    return settings.fwd_mma_block_m, settings.fwd_mma_block_n, settings.fwd_mma_warps
+    return settings.fwd_tcgen05_block_m, settings.fwd_tcgen05_block_n, settings.fwd_tcgen05_warps
 
 
 def _ring(arch: str, warp_specialize: bool) -> tuple:
     """(swizzle, warp_specialize) of a k and v ring on ``arch``: on sm_90a 128-byte
     swizzled boxes, which wgmma reads in place, filled by a producer warpgroup if asked;
-    elsewhere (mma.sync reads registers) plain boxes in an unspecialized ring."""
+    elsewhere (the staged tcgen05 dot reads k and v from registers) plain boxes in an
+    unspecialized ring."""
     if arch == "sm_90a":
         return 128, warp_specialize
     return 0, False
@@ -296,7 +299,11 @@ def decode_ring(arch: str, settings: Settings = SETTINGS) -> tuple:
 
 
 def decode_block_h(arch: str, settings: Settings = SETTINGS) -> int:
-    return settings.decode_block_h if arch == "sm_90a" else settings.decode_mma_block_h
+    return settings.decode_block_h if arch == "sm_90a" else settings.decode_tcgen05_block_h
+
+
+def decode_warps(arch: str, settings: Settings = SETTINGS) -> int:
+    return settings.decode_warps if arch == "sm_90a" else settings.decode_tcgen05_warps
 
 
 def fwd_grid(max_seqlen: int, num_q_heads: int, batch: int, block_m: int) -> tuple:
@@ -588,7 +595,7 @@ def flash_decode(q: Any, k_cache: Any, v_cache: Any, lengths: Any,
              sv[2]),
             {"D": d, "BLOCK_H": max(block_h, _next_pow2(hq // hkv)), "BN": bn,
              "STAGES": settings.decode_stages, "WARP_SPECIALIZE": specialize},
-            settings.decode_warps)
+            decode_warps(arch, settings))
     _launch(flash_decode_merge_kernel, (hq, b),
             (o_part, lse_part, out, n_splits, so[0], so[1]),
             {"D": d, "BLOCK_S": _next_pow2(n_splits)}, settings.merge_warps)

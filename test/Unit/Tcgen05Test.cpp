@@ -36,6 +36,17 @@ TEST(Tcgen05Descriptors, SharedMemoryKMajorSwizzled128) {
   EXPECT_EQ(fields, 0x4000404000010000ull);
 }
 
+TEST(Tcgen05Descriptors, SharedMemoryMnMajorSwizzled128) {
+  // A staged [K = 128, N = 128] bf16 B: two 64-column chunks of N, 128 rows
+  // of 128 bytes each, 16 KiB apart.
+  uint64_t fields = tcgen05::mnMajorSwizzled128Fields(128 * 128);
+  EXPECT_EQ(bits(fields, 0, 14), 0u);
+  EXPECT_EQ(bits(fields, 16, 14), (128u * 128) >> 4); // leading: between chunks of N
+  EXPECT_EQ(bits(fields, 32, 14), 1024u >> 4);        // stride: 8 K rows of 128 B
+  EXPECT_EQ(bits(fields, 46, 3), 0b001u);
+  EXPECT_EQ(bits(fields, 61, 3), 2u);
+}
+
 TEST(Tcgen05Descriptors, SharedMemoryAddress) {
   EXPECT_EQ(tcgen05::smemDescriptorAddress(0x400), 0x40u);
   // 14 bits of address >> 4: the 256 KiB shared window.
@@ -70,6 +81,10 @@ TEST(Tcgen05Descriptors, InstructionF16) {
   EXPECT_EQ(d, 0x08400490u);
   EXPECT_EQ(tcgen05::instrDescriptorF16(tcgen05::F16Kind::F16, 128, 16), 0x08040010u);
   EXPECT_EQ(tcgen05::instrDescriptorF16(tcgen05::F16Kind::BF16, 128, 64), 0x08100490u);
+  uint32_t mn = tcgen05::instrDescriptorF16(tcgen05::F16Kind::BF16, 128, 64, /*bMnMajor=*/true);
+  EXPECT_EQ(bits(mn, 15, 1), 0u); // A K-major
+  EXPECT_EQ(bits(mn, 16, 1), 1u); // B MN-major (transposed)
+  EXPECT_EQ(mn, 0x08110490u);
 }
 
 /// Every element of the tile is held by exactly one (thread, register).

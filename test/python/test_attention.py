@@ -263,9 +263,16 @@ def test_fwd_compiles(arch, d, causal, varlen):
     dots = ck.meta["targets"][arch]["dots"]
     assert len(dots) == 2 and all(d["line"] > 0 for d in dots)
     if arch != "sm_90a":
-        assert all(d["unit"] == "mma.sync" and "tcgen05" in d["reason"] for d in dots)
-        assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
-        assert "wgmma" not in ptx
+        # both on tcgen05 with the operands staged in shared memory (q once), the
+        # accumulators in Tensor Memory: q kᵀ (D / 16 K steps) and p·v (BN / 16) in each
+        # of the two key loops
+        _, bn, _ = attn.fwd_blocks(d, arch)
+        assert [d["unit"] for d in dots] == ["tcgen05 staged", "tcgen05 staged"]
+        assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 2 * (d // 16 + bn // 16)
+        assert "tcgen05.alloc" in ptx and "tcgen05.dealloc" in ptx
+        assert "mma.sync" not in ptx and "wgmma" not in ptx
+        plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
+        assert sum(b.startswith("__kiln_wgmma_staged") for b in plan) == 1
         return
     assert [d["unit"] for d in dots] == ["wgmma", "wgmma"]
     bm, bn, warps = attn.fwd_blocks(d, arch)
@@ -296,14 +303,14 @@ def test_decode_compiles(arch):
         with_kv_descs(DEC_SIG, d, bn, True, arch),
         {"D": d, "BLOCK_H": bh, "BN": bn, "STAGES": s.decode_stages,
          "WARP_SPECIALIZE": attn.decode_ring(arch)[1]},
-        DEC_DIV, num_warps=s.decode_warps, arch=arch, upto="cubin")
+        DEC_DIV, num_warps=attn.decode_warps(arch), arch=arch, upto="cubin")
     assert ck.cubin[:4] == b"\x7fELF"
     # the unmasked loop's k and v through a ring of TMA boxes of the caches
     assert ck.ptx.count("cp.async.bulk.tensor.4d") >= 2
     # q kᵀ and p·v in the loop (read in the ring), then in the partial last block (staged)
     units = [d["unit"] for d in ck.meta["targets"][arch]["dots"]]
     assert units == (["wgmma", "wgmma", "wgmma staged", "wgmma staged"] if arch == "sm_90a"
-                     else ["mma.sync"] * 4)
+                     else ["tcgen05 staged"] * 4)
     if arch == "sm_90a":
         assert "mma.sync" not in ck.ptx
         # q kᵀ and p·v in the loop and in the partial last block, all wgmma
@@ -315,7 +322,9 @@ def test_decode_compiles(arch):
         plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
         assert sum(b.startswith("__kiln_wgmma_b_smem") for b in plan) == 2
     else:
-        assert "wgmma" not in ck.ptx and "mma.sync" in ck.ptx
+        # q kᵀ and p·v in the loop and in the partial last block, all tcgen05
+        assert "wgmma" not in ck.ptx and "mma.sync" not in ck.ptx
+        assert ck.ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 2 * (d // 16 + bn // 16)
     merge = attn.flash_decode_merge_kernel.compile(
         MERGE_SIG, {"D": d, "BLOCK_S": 16}, ["o_part_ptr", "lse_part_ptr", "out_ptr"],
         num_warps=attn.SETTINGS.merge_warps, arch=arch, upto="cubin")

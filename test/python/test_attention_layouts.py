@@ -87,11 +87,20 @@ def test_attention_loop_stays_in_registers_on_sm90(bm, num_warps):
 
 @pytest.mark.parametrize("arch", ARCHS[1:])
 def test_attention_compiles_on_blackwell(arch):
-    """sm_100a/sm_103a keep both dots on mma.sync (and every tile in the blocked layout)."""
+    """sm_100a/sm_103a: at BM = 64 (below tcgen05's M = 128) both dots stay on mma.sync, each
+    saying why; at BM = 128 both run on tcgen05 (staged), the accumulators in Tensor
+    Memory read back with tcgen05.ld."""
     ck = attention_rows.compile(_ATTN_SIG, {"BM": 64, "BN": 64, "D": 64},
                                 _pointers(_ATTN_SIG), num_warps=4, arch=arch, upto="cubin")
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ck.ptx
     assert "wgmma" not in ck.ptx
+    assert all(d["unit"] == "mma.sync" and "M = 128" in d["reason"]
+               for d in ck.meta["targets"][arch]["dots"])
+    assert ck.cubin[:4] == b"\x7fELF"
+    ck = attention_rows.compile(_ATTN_SIG, {"BM": 128, "BN": 64, "D": 64},
+                                _pointers(_ATTN_SIG), num_warps=4, arch=arch, upto="cubin")
+    assert [d["unit"] for d in ck.meta["targets"][arch]["dots"]] == ["tcgen05 staged"] * 2
+    assert "mma.sync" not in ck.ptx and "tcgen05.ld.sync.aligned.32x32b" in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
 
 

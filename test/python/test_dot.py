@@ -79,7 +79,11 @@ def test_gemm_loop_compiles(arch):
         assert "fence.proxy.async.shared::cta" in ck.ptx
         assert "mma.sync" not in ck.ptx and "ldmatrix" not in ck.ptx
     else:
-        assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ck.ptx
+        # The operands staged in shared memory for tcgen05 (B MN-major), 4 K steps an
+        # iteration into Tensor Memory, read back and added to the accumulator in registers.
+        assert ck.ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 4
+        assert "mma.sync" not in ck.ptx and "ldmatrix" not in ck.ptx
+        assert [d["unit"] for d in ck.meta["targets"][arch]["dots"]] == ["tcgen05 staged"]
     assert ck.cubin[:4] == b"\x7fELF"
     ir = gemm.compile(_GEMM_SIG, {"BM": 128, "BN": 128, "BK": 64}, _pointers(_GEMM_SIG),
                       num_warps=8, upto="tile").tile_ir
@@ -99,11 +103,12 @@ def test_zero_accumulator_is_not_read():
 
 def test_too_much_shared_memory_is_an_error():
     sig = _tile_sig("bf16")
-    # mma.sync (sm_100a here) stages a, b and an accumulator slab in 48 KiB of static shared
-    # memory. The lowering knows the layout, hence the buffers: its error names the dot's line.
-    with pytest.raises(CompilationError, match=r"dot_kernels.py:28:.*'tile.dot' op needs 78336 "
+    # mma.sync (sm_100a here, where tcgen05 takes M = 128 only) stages a, b and an
+    # accumulator slab in 48 KiB of static shared memory. The lowering knows the layout,
+    # hence the buffers: its error names the dot's line.
+    with pytest.raises(CompilationError, match=r"dot_kernels.py:28:.*'tile.dot' op needs 60928 "
                        r"bytes of shared memory .* more than the 49152 of static shared memory"):
-        dot_tile.compile(sig, {"M": 128, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
+        dot_tile.compile(sig, {"M": 64, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
                          num_warps=4, arch="sm_100a", upto="ptx")
     # sm_90a's staged wgmma holds a and b only (64 KiB), the accumulator in registers.
     ck = dot_tile.compile(sig, {"M": 128, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
@@ -628,8 +633,8 @@ def test_gemm_tma_fused_bias_silu_assembles_at_128x256(arch):
 
 @pytest.mark.parametrize("arch,reason", [
     ("sm_90a", "M = 16 is not a multiple of 64 rows a warpgroup (1 warpgroups)"),
-    ("sm_100a", "tcgen05 runs the K-loop dot of a pipelined GEMM whose A and B are 128-byte "
-                "swizzled TMA ring slots; this dot reads other tiles")])
+    ("sm_100a", "M = 16, K = 64, N = 64: tcgen05 here takes M = 128 (Tensor Memory's lanes), "
+                "K and N multiples of 64, N <= 256")])
 def test_the_metadata_says_why_a_dot_is_off_the_tensor_core_mma(arch, reason):
     # No silent fallback: a dot left on mma.sync is listed with its line and the reason the
     # arch's tensor-core MMA (wgmma, tcgen05) does not take it.

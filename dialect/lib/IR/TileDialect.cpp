@@ -139,14 +139,17 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
       auto [line, unit] = entry.split(' ');
       unsigned number;
       if (line.getAsInteger(10, number) ||
-          !llvm::any_of(ArrayRef<StringRef>{"wgmma", "wgmma staged", "tcgen05", "mma.sync"},
-                        [&](StringRef known) {
-                          return unit == known || unit.starts_with(known.str() + " ");
-                        }))
-        return op->emitOpError() << "expected each 'tile.dots' entry to be \"line unit[ "
-                                    "reason]\" (unit wgmma, wgmma staged, tcgen05 or mma.sync), "
-                                    "got \""
-                                 << entry << "\"";
+          !llvm::any_of(
+              ArrayRef<StringRef>{"wgmma", "wgmma staged", "tcgen05", "tcgen05 staged", "mma.sync"},
+              [&](StringRef known) {
+                return unit == known || unit.starts_with(known.str() + " ");
+              }))
+        return op->emitOpError()
+               << "expected each 'tile.dots' entry to be \"line unit[ "
+                  "reason]\" (unit wgmma, wgmma staged, tcgen05, tcgen05 staged or "
+                  "mma.sync), "
+                  "got \""
+               << entry << "\"";
     }
     return success();
   }

@@ -999,28 +999,51 @@ LogicalResult StageOp::verify() {
   return success();
 }
 
-RankedTensorType WarpGroupDotStagedOp::getATile() {
-  if (auto staged = llvm::dyn_cast<SmemType>(getA().getType()))
+/// The [M, K] tile a staged dot's `a` holds: in registers, or staged.
+static RankedTensorType stagedATile(Value a) {
+  if (auto staged = llvm::dyn_cast<SmemType>(a.getType()))
     return staged.getTileType();
-  return llvm::cast<RankedTensorType>(getA().getType());
+  return llvm::cast<RankedTensorType>(a.getType());
 }
+
+/// What the staged dots (wgmma's, tcgen05's) check alike: an accumulator in
+/// the `#tile.mma` encoding of `version`, 2-D [M, K] * [K, N] -> [M, N]
+/// operands of one element type. Returns the encoding, null on an error.
+static MmaEncodingAttr verifyStagedDot(Operation *op, RankedTensorType aType,
+                                       RankedTensorType bType, RankedTensorType accType,
+                                       unsigned version) {
+  auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(accType.getEncoding());
+  if (!mma || mma.getVersion() != version) {
+    op->emitOpError() << "expected an accumulator with the #tile.mma encoding of version "
+                      << version << ", got " << accType;
+    return nullptr;
+  }
+  if (aType.getRank() != 2 || bType.getRank() != 2 || accType.getRank() != 2) {
+    op->emitOpError() << "expected 2-D operands and accumulator";
+    return nullptr;
+  }
+  if (aType.getElementType() != bType.getElementType()) {
+    op->emitOpError() << "expected operands of one element type, got " << aType.getElementType()
+                      << " and " << bType.getElementType();
+    return nullptr;
+  }
+  if (bType.getDimSize(0) != aType.getDimSize(1) || accType.getDimSize(0) != aType.getDimSize(0) ||
+      accType.getDimSize(1) != bType.getDimSize(1)) {
+    op->emitOpError() << "expected [M, K] * [K, N] -> [M, N], got " << aType << " * " << bType
+                      << " -> " << accType;
+    return nullptr;
+  }
+  return mma;
+}
+
+RankedTensorType WarpGroupDotStagedOp::getATile() { return stagedATile(getA()); }
 
 LogicalResult WarpGroupDotStagedOp::verify() {
   auto aType = getATile(), bType = getB().getType(), accType = getAcc().getType();
-  auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(accType.getEncoding());
-  if (!mma || mma.getVersion() != 3)
-    return emitOpError() << "expected an accumulator with the #tile.mma encoding of version 3, "
-                            "got "
-                         << accType;
-  if (aType.getRank() != 2 || bType.getRank() != 2 || accType.getRank() != 2)
-    return emitOpError() << "expected 2-D operands and accumulator";
-  if (aType.getElementType() != bType.getElementType())
-    return emitOpError() << "expected operands of one element type, got " << aType.getElementType()
-                         << " and " << bType.getElementType();
+  MmaEncodingAttr mma = verifyStagedDot(*this, aType, bType, accType, /*version=*/3);
+  if (!mma)
+    return failure();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
-  if (bType.getDimSize(0) != k || accType.getDimSize(0) != m || accType.getDimSize(1) != n)
-    return emitOpError() << "expected [M, K] * [K, N] -> [M, N], got " << aType << " * " << bType
-                         << " -> " << accType;
   unsigned warpgroups = mma.getNumWarps() / 4;
   // A in the accumulator's encoding is read from registers, k16 at a time.
   bool registerA = bool(aType.getEncoding());
@@ -1050,6 +1073,24 @@ LogicalResult TMemLoadOp::verify() {
   if (!mma || mma.getVersion() != 5)
     return emitOpError() << "expected the result in the #tile.mma encoding of version 5, got "
                          << resultType;
+  return success();
+}
+
+RankedTensorType Tcgen05DotStagedOp::getATile() { return stagedATile(getA()); }
+
+LogicalResult Tcgen05DotStagedOp::verify() {
+  auto aType = getATile(), bType = getB().getType(), accType = getAcc().getType();
+  if (!verifyStagedDot(*this, aType, bType, accType, /*version=*/5))
+    return failure();
+  int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+  if (m != 128 || k % 64 != 0 || n % 64 != 0 || n > 256)
+    return emitOpError() << "expected M = 128, K a multiple of 64 and N a multiple of 64 up to "
+                            "256, got "
+                         << m << ", " << k << " and " << n;
+  RankedTensorType tmemType = getTmem().getType().getAccType();
+  if (tmemType.getDimSize(0) != m || tmemType.getDimSize(1) < n)
+    return emitOpError() << "expected Tensor Memory of " << m << " lanes and at least " << n
+                         << " columns, got " << tmemType;
   return success();
 }
 

@@ -438,31 +438,41 @@ void carryInMmaLayout(OpBuilder &b, Location loc, CarriedAccumulator carried,
   carried.loop.getResult(carried.index).setType(mmaType);
 }
 
-/// Why sm_90a's staged wgmma (tile.warpgroup_dot_staged) does not take
-/// `dot`, or "" where it does: it takes bf16/f16 operands, an f32 accumulator
-/// in the blocked layout, M a multiple of 64 a warpgroup, K and N multiples
-/// of 64, N at most 256.
-std::string stagedDotMismatch(DotOp dot, unsigned warps) {
+/// Why a staged dot does not take `dot`, or "" where it does. Both take
+/// bf16/f16 operands, an f32 accumulator in the blocked layout, K and N
+/// multiples of 64, N at most 256. sm_90a's wgmma (`tcgen05` false:
+/// tile.warpgroup_dot_staged) takes M a multiple of 64 a warpgroup of
+/// `warps`; sm_100a/sm_103a's tcgen05 (tile.tcgen05_dot_staged) M = 128
+/// (Tensor Memory's lanes), outside a tile.warp_specialize (the Tensor
+/// Memory is allocated at the kernel's start, by every thread).
+std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05) {
   auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
   Type element = aType.getElementType();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
+  StringRef unit = tcgen05 ? "tcgen05" : "wgmma";
   std::string reason;
   llvm::raw_string_ostream os(reason);
   if (!element.isBF16() && !element.isF16())
-    os << "wgmma runs this form with bf16 or f16 operands only, not " << element;
+    os << unit << " runs this form with bf16 or f16 operands only, not " << element;
   else if (accType.getEncoding() || !accType.getElementType().isF32())
     os << "the accumulator is not an f32 tile of the blocked layout";
-  else if (m % (64 * (warps / 4)) != 0)
+  else if (tcgen05 && (m != 128 || k % 64 != 0 || n % 64 != 0 || n > 256))
+    os << "M = " << m << ", K = " << k << ", N = " << n
+       << ": tcgen05 here takes M = 128 (Tensor Memory's lanes), K and N multiples of 64, "
+          "N <= 256";
+  else if (tcgen05 && dot->getParentOfType<WarpSpecializeOp>())
+    os << "tcgen05 runs a warp-specialized loop's dot only as a pipelined GEMM's";
+  else if (!tcgen05 && m % (64 * (warps / 4)) != 0)
     os << "M = " << m << " is not a multiple of 64 rows a warpgroup (" << warps / 4
        << " warpgroups)";
-  else if (k % 64 != 0 || n % 64 != 0 || n > 256)
+  else if (!tcgen05 && (k % 64 != 0 || n % 64 != 0 || n > 256))
     os << "K = " << k << ", N = " << n << ": wgmma here takes K and N multiples of 64, N <= 256";
   return reason;
 }
-bool matchStagedDot(DotOp dot, unsigned warps) { return stagedDotMismatch(dot, warps).empty(); }
 
 /// "line unit[ reason]" for each dot of `func`, in program order: the unit
-/// that runs it (wgmma, wgmma staged, tcgen05, mma.sync) and, for mma.sync,
+/// that runs it (wgmma, wgmma staged, tcgen05, tcgen05 staged, mma.sync)
+/// and, for mma.sync,
 /// why not the target's tensor-core MMA (`fallbacks`). The line is the first
 /// file location of the dot (the `kl.dot` call, also inside an inlined
 /// helper).
@@ -477,6 +487,8 @@ ArrayAttr reportDots(func::FuncOp func, const llvm::DenseMap<Operation *, std::s
       unit = "wgmma staged";
     else if (llvm::isa<Tcgen05DotOp>(op))
       unit = "tcgen05";
+    else if (llvm::isa<Tcgen05DotStagedOp>(op))
+      unit = "tcgen05 staged";
     else if (auto dot = llvm::dyn_cast<DotOp>(op)) {
       unit = "mma.sync";
       if (auto it = fallbacks.find(dot); it != fallbacks.end())
@@ -853,6 +865,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     }
     unsigned warps = threads.getInt() / 32;
     bool tcgen05Taken = false;
+    SmallVector<DotOp> stagedTcgen05;
     for (DotOp dot : dots) {
       std::optional<PipelinedDot> match = matchPipelinedDot(dot);
       if (match && match->operands.bMnMajor() && !mnMajorB) {
@@ -861,14 +874,18 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       }
       if (!match) {
         if (!hopper) {
-          fallback(dot, "tcgen05 runs the K-loop dot of a pipelined GEMM whose A and B are "
-                        "128-byte swizzled TMA ring slots; this dot reads other tiles");
+          if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/true);
+              mismatch.empty())
+            stagedTcgen05.push_back(dot);
+          else
+            fallback(dot, mismatch);
           continue;
         }
         if (std::optional<SlotBDot> slotB = matchSlotB(dot);
             slotB && matchSlotBShape(dot, *slotB, warps))
           rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
-        else if (std::string mismatch = stagedDotMismatch(dot, warps); mismatch.empty())
+        else if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false);
+                 mismatch.empty())
           rewriteToStagedWarpGroupDot(dot, warps);
         else
           fallback(dot, mismatch);
@@ -922,6 +939,46 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       }
       rewriteToTcgen05Dot(*match, warps, release);
       tcgen05Taken = true;
+    }
+    if (stagedTcgen05.empty())
+      return;
+    if (tcgen05Taken) {
+      for (DotOp dot : stagedTcgen05)
+        fallback(dot, "Tensor Memory goes to the kernel's pipelined tcgen05 loop");
+      return;
+    }
+    rewriteToStagedTcgen05Dots(func, stagedTcgen05, warps);
+  }
+
+  /// sm_100a/sm_103a, the dots that are not a pipelined GEMM's ring-slot dot
+  /// (attention's q kᵀ and p·v): tile.tcgen05_dot_staged each, the
+  /// accumulator in the registers of the version 5 `#tile.mma` layout (across
+  /// the loop that carries it), A staged once where the dot's loop does not
+  /// compute it. They share one Tensor Memory allocation of the widest
+  /// dot's columns, made at the kernel's start and freed before its return
+  /// (each dot is waited for before the next writes the columns).
+  void rewriteToStagedTcgen05Dots(func::FuncOp func, ArrayRef<DotOp> dots, unsigned warps) {
+    MLIRContext *context = func.getContext();
+    int64_t columns = 0;
+    for (DotOp dot : dots)
+      columns = std::max(columns, dot.getAcc().getType().getDimSize(1));
+    Block &entry = func.getBody().front();
+    Location loc = func.getLoc();
+    auto b = OpBuilder::atBlockBegin(&entry);
+    auto tmemType =
+        TMemType::get(context, RankedTensorType::get({128, columns}, Float32Type::get(context)));
+    Value tmem = TMemAllocOp::create(b, loc, tmemType);
+    b.setInsertionPoint(entry.getTerminator());
+    TMemDeallocOp::create(b, loc, tmem);
+    for (DotOp dot : dots) {
+      auto accType = dot.getAcc().getType();
+      auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                                           MmaEncodingAttr::get(context, 5, warps));
+      b.setInsertionPoint(dot);
+      Value a = registerOrStagedA(b, dot, mmaType);
+      replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
+        return Tcgen05DotStagedOp::create(b, dot.getLoc(), mmaType, a, dot.getB(), acc, tmem);
+      });
     }
   }
 

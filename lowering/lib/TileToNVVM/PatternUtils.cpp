@@ -13,9 +13,11 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -381,4 +383,174 @@ void kiln::markFeature(Operation *op, StringRef feature) {
   assert(llvm::is_contained(tile::TileDialect::getKernelFeatures(), feature) &&
          "not a kernel feature");
   op->setAttr(kFeatureMark, StringAttr::get(op->getContext(), feature));
+}
+
+PhasedBarrier kiln::createPhasedBarrier(OpBuilder &b, Operation *op, StringRef prefix) {
+  Location loc = op->getLoc();
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getFunctionBody().front());
+  PhasedBarrier barrier;
+  barrier.address = createSharedBuffer(b, op, prefix, b.getI64Type(), 1,
+                                       /*alignment=*/8);
+  Value zero = createI32Constant(b, loc, 0), one = createI32Constant(b, loc, 1);
+  barrier.phase = LLVM::AllocaOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                         b.getI32Type(), one, /*alignment=*/4);
+  LLVM::StoreOp::create(b, loc, zero, barrier.phase);
+  Value isThread0 =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc), zero);
+  NVVM::MBarrierInitOp::create(b, loc, barrier.address, one, isThread0);
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+  NVVM::BarrierOp::create(b, loc);
+  return barrier;
+}
+
+namespace {
+/// What a bounded wait prints when it gives up: vprintf and the format string
+/// (with the kernel's name and the op's source line), declared in the module.
+struct HangReport {
+  LLVM::LLVMFuncOp vprintf;
+  LLVM::GlobalOp format;
+};
+} // namespace
+
+/// Declares the report of the wait at `loc`, at the builder's (attached)
+/// insertion point.
+static HangReport declareHangReport(OpBuilder &b, Location loc) {
+  Operation *at = b.getInsertionBlock()->getParentOp();
+  auto module = at->getParentOfType<ModuleOp>();
+  StringRef kernel = "?";
+  if (auto func = llvm::dyn_cast<FunctionOpInterface>(at))
+    kernel = func.getName();
+  else if (auto parent = at->getParentOfType<FunctionOpInterface>())
+    kernel = parent.getName();
+  std::string where = "unknown location";
+  if (auto fileLoc = llvm::dyn_cast<FileLineColLoc>(loc))
+    where = (fileLoc.getFilename().getValue() + ":" + Twine(fileLoc.getLine())).str();
+  // The format string as a constant global, NUL-terminated.
+  std::string text = ("kiln: kernel '" + kernel + "' (" + where +
+                      "): mbarrier wait gave up: barrier at shared 0x%x, parity %u, block "
+                      "(%u, %u, %u), thread %u\n")
+                         .str();
+  text.push_back('\0');
+  std::string name = ("__kiln_hang_" + Twine(llvm::hash_value(text))).str();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto format = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!format)
+    format = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
+                                    /*isConstant=*/true, LLVM::Linkage::Internal, name,
+                                    b.getStringAttr(text));
+  auto vprintf = module.lookupSymbol<LLVM::LLVMFuncOp>("vprintf");
+  if (!vprintf) {
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    vprintf = LLVM::LLVMFuncOp::create(b, loc, "vprintf",
+                                       LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}));
+  }
+  return {vprintf, format};
+}
+
+/// Prints `report` for the wait on `address` (the barrier's shared address)
+/// for `parity`, with the block and the thread, then traps.
+static void reportHangAndTrap(OpBuilder &b, Location loc, HangReport report, Value address,
+                              Value parity) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value formatPtr = LLVM::AddressOfOp::create(b, loc, ptr, report.format.getSymName());
+  // The arguments: a struct of six i32 on the stack.
+  Type i32 = b.getI32Type();
+  SmallVector<Value> args{address,
+                          parity,
+                          NVVM::BlockIdXOp::create(b, loc, i32),
+                          NVVM::BlockIdYOp::create(b, loc, i32),
+                          NVVM::BlockIdZOp::create(b, loc, i32),
+                          createThreadId(b, loc)};
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(6, i32));
+  Value buffer = LLVM::AllocaOp::create(b, loc, ptr, structType, createI32Constant(b, loc, 1));
+  for (auto [i, v] : llvm::enumerate(args)) {
+    Value field =
+        LLVM::GEPOp::create(b, loc, ptr, structType, buffer, ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+    LLVM::StoreOp::create(b, loc, v, field);
+  }
+  LLVM::CallOp::create(b, loc, report.vprintf, ValueRange{formatPtr, buffer});
+  createInlinePTX(b, loc, Type(), ValueRange{}, "trap;", "", /*sideEffects=*/true);
+}
+
+void kiln::waitParity(OpBuilder &b, Location loc, Value barrier, Value parity,
+                      const TileTypeConverter &converter) {
+  Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barrier);
+  if (uint64_t bound = converter.getWaitBound()) {
+    HangReport report = declareHangReport(b, loc);
+    Type i32 = b.getI32Type();
+    Value limit = createI32Constant(b, loc, int32_t(std::min<uint64_t>(bound, INT32_MAX)));
+    auto loop = scf::WhileOp::create(
+        b, loc, TypeRange{i32}, ValueRange{createI32Constant(b, loc, 0)},
+        [&](OpBuilder &bb, Location l, ValueRange tries) {
+          Value passed = createInlinePTX(bb, l, i32, ValueRange{address, parity},
+                                         "{\n.reg .pred p;\n"
+                                         "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                                         "selp.u32 $0, 1, 0, p;\n}",
+                                         "=r,r,r,~{memory}", /*sideEffects=*/true, "mbarrier");
+          Value spent = LLVM::ICmpOp::create(bb, l, LLVM::ICmpPredicate::uge, tries[0], limit);
+          scf::IfOp::create(bb, l, spent, [&](OpBuilder &ib, Location il) {
+            reportHangAndTrap(ib, il, report, address, parity);
+            scf::YieldOp::create(ib, il);
+          });
+          Value waiting = LLVM::ICmpOp::create(bb, l, LLVM::ICmpPredicate::eq, passed,
+                                               createI32Constant(bb, l, 0));
+          Value next = LLVM::AddOp::create(bb, l, tries[0], createI32Constant(bb, l, 1));
+          scf::ConditionOp::create(bb, l, waiting, ValueRange{next});
+        },
+        [&](OpBuilder &bb, Location l, ValueRange tries) { scf::YieldOp::create(bb, l, tries); });
+    (void)loop;
+    return;
+  }
+  // The NVVM op takes the parity as an immediate; in a loop it is a register.
+  static constexpr const char *kWait = "{\n"
+                                       ".reg .pred p;\n"
+                                       "kiln_tma_wait:\n"
+                                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                                       "@!p bra kiln_tma_wait;\n"
+                                       "}";
+  createInlinePTX(b, loc, Type(), ValueRange{address, parity}, kWait, "r,r,~{memory}",
+                  /*sideEffects=*/true, "mbarrier");
+}
+
+void kiln::waitAndFlipPhase(OpBuilder &b, Location loc, const PhasedBarrier &barrier,
+                            const TileTypeConverter &converter) {
+  Value parity = LLVM::LoadOp::create(b, loc, b.getI32Type(), barrier.phase);
+  waitParity(b, loc, barrier.address, parity, converter);
+  Value flipped = LLVM::XOrOp::create(b, loc, parity, createI32Constant(b, loc, 1));
+  LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
+}
+
+void kiln::storeSwizzled128(OpBuilder &b, Location loc, const TileTypeConverter &converter,
+                            RankedTensorType type, Value buffer, ArrayRef<Value> regs) {
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  Type element = regs.front().getType();
+  ElementIndices indices = getElementIndices(b, loc, converter, type);
+  VectorAccess access(b.getContext(), element, getAccessWidth(converter, type));
+  for (size_t r = 0; r < indices.offsets.size(); r += access.vec) {
+    Value index = LLVM::AddOp::create(b, loc, indices.base, c(indices.offsets[r]));
+    Value row = LLVM::LShrOp::create(b, loc, index, c(llvm::Log2_64(cols)));
+    Value col = LLVM::AndOp::create(b, loc, index, c(cols - 1));
+    // chunk * rows * 128 + row * 128 + ((col mod 64) * 2 ^ (row mod 8) * 16)
+    Value chunk = LLVM::LShrOp::create(b, loc, col, c(6));
+    Value offset = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, chunk, c(rows * 128)),
+                                       LLVM::ShlOp::create(b, loc, row, c(7)));
+    Value inRow = LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, col, c(63)), c(1));
+    Value phase = LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, row, c(7)), c(4));
+    offset = LLVM::AddOp::create(b, loc, offset, LLVM::XOrOp::create(b, loc, inRow, phase));
+    Value ptr = LLVM::GEPOp::create(b, loc, buffer.getType(), b.getI8Type(), buffer,
+                                    ArrayRef<LLVM::GEPArg>{offset});
+    LLVM::StoreOp::create(b, loc, access.join(b, loc, regs.slice(r, access.vec)), ptr,
+                          std::min<unsigned>(access.alignment, 16));
+  }
+}
+
+void kiln::publishToAsyncProxy(OpBuilder &b, Location loc) {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  NVVM::BarrierOp::create(b, loc);
 }

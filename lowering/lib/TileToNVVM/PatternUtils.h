@@ -140,6 +140,45 @@ mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingTy
 mlir::Value mbarrierAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
                             mlir::Value index);
 
+/// An mbarrier of one op (a TMA load, a staged tcgen05 dot) and the address
+/// of each thread's phase parity.
+struct PhasedBarrier {
+  mlir::Value address; ///< !llvm.ptr<3>
+  mlir::Value phase;   ///< !llvm.ptr to an i32 (0 or 1)
+};
+
+/// Creates the barrier of `op` (a shared buffer `<prefix>_<n>`) and
+/// initializes it at the start of the kernel: thread 0's mbarrier.init with
+/// one arrival, fence.mbarrier_init, bar.sync; the phase parity in a
+/// per-thread alloca (LLVM promotes it to a register) starting at 0.
+PhasedBarrier createPhasedBarrier(mlir::OpBuilder &b, mlir::Operation *op, llvm::StringRef prefix);
+
+/// Waits until the mbarrier at `barrier` (!llvm.ptr<3>) completes the phase of
+/// parity `parity` (i32, 0 or 1). With a wait bound (`converter`'s
+/// `wait-bound` debug option) the wait is a loop of try_waits that, after that
+/// many, prints the hang and traps.
+void waitParity(mlir::OpBuilder &b, mlir::Location loc, mlir::Value barrier, mlir::Value parity,
+                const TileTypeConverter &converter);
+
+/// Waits until the barrier completes the phase of parity `*phase`, then flips it.
+void waitAndFlipPhase(mlir::OpBuilder &b, mlir::Location loc, const PhasedBarrier &barrier,
+                      const TileTypeConverter &converter);
+
+/// Stores the registers of a [rows, cols] 16-bit tile (cols a multiple of
+/// 64) to `buffer` (1024-byte aligned) in 64-column chunks of `rows` rows of
+/// 128 bytes, the 16-byte unit u of row r at unit u ^ (r mod 8): the
+/// layout a TMA box of 128-byte rows has with the 128-byte swizzle, which
+/// wgmma and tcgen05.mma read (K-major for an [M, K] tile, MN-major for a
+/// [K, N] one).
+void storeSwizzled128(mlir::OpBuilder &b, mlir::Location loc, const TileTypeConverter &converter,
+                      mlir::RankedTensorType type, mlir::Value buffer,
+                      llvm::ArrayRef<mlir::Value> regs);
+
+/// After the stores of MMA operands to shared memory: visible to the async
+/// proxy (`fence.proxy.async.shared::cta`), then to every warp (a CTA
+/// barrier), so any warp's wgmma or tcgen05.mma may read them.
+void publishToAsyncProxy(mlir::OpBuilder &b, mlir::Location loc);
+
 /// tile.warp_specialize: the producer warpgroup's threads (the last 4 warps)
 /// and the registers each keeps (setmaxnreg.dec), and the most a consumer
 /// thread takes (setmaxnreg.inc).

@@ -57,17 +57,18 @@ Value createTmemPtr(OpBuilder &b, Location loc, Value address) {
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 6), address);
 }
 
-/// The 64-bit tcgen05 shared memory descriptor of the K-major,
-/// 128-byte-swizzled box at the shared address `address` (i32).
-Value createSmemDescriptor(OpBuilder &b, Location loc, Value address) {
+/// The 64-bit tcgen05 shared memory descriptor of the operand at the shared
+/// address `address` (i32) with the other fields `fields` (by default a
+/// K-major, 128-byte-swizzled box).
+Value createSmemDescriptor(OpBuilder &b, Location loc, Value address,
+                           uint64_t fields = tcgen05::kKMajorSwizzled128Fields) {
   Type i64 = b.getI64Type();
   Value start = LLVM::AndOp::create(
       b, loc, LLVM::LShrOp::create(b, loc, address, createI32Constant(b, loc, 4)),
       createI32Constant(b, loc, 0x3FFF));
   return LLVM::OrOp::create(
       b, loc, LLVM::ZExtOp::create(b, loc, i64, start),
-      LLVM::ConstantOp::create(b, loc, i64,
-                               b.getI64IntegerAttr(int64_t(tcgen05::kKMajorSwizzled128Fields))));
+      LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fields))));
 }
 
 struct TMemAllocLowering : TileOpConversion<tile::TMemAllocOp> {
@@ -113,53 +114,93 @@ struct TMemDeallocLowering : TileOpConversion<tile::TMemDeallocOp> {
   }
 };
 
+/// The registers of the version 5 `#tile.mma` tile `layout` read from the
+/// Tensor Memory at `tmem` (lane 0, column 0): tcgen05.fence::after_thread_sync,
+/// tcgen05.ld.sync.aligned.32x32b.xC.b32 of lane 32 (warp mod 4) + lane and
+/// the warpgroup's columns (C up to 32 a load), tcgen05.wait::ld.
+SmallVector<Value> loadAccumulator(OpBuilder &b, Location loc, const tile::MmaLayout &layout,
+                                   Value tmem) {
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  // Lane 32 (warp mod 4) of this warp's quarter of TMEM, in bits 31-16; the
+  // warpgroup's first column in bits 15-0.
+  Value tid = createThreadId(b, loc);
+  Value quarter = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(5)), c(3));
+  Value lane = LLVM::ShlOp::create(b, loc, quarter, c(5 + 16));
+  Value column = LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(7)),
+                                     c(layout.columnsPerThread()));
+  Value base = LLVM::AddOp::create(b, loc, createI32(b, loc, tmem),
+                                   LLVM::OrOp::create(b, loc, lane, column));
+
+  NVVM::Tcgen05FenceOp::create(b, loc, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto shape =
+      NVVM::Tcgen05LdStShapeAttr::get(b.getContext(), NVVM::Tcgen05LdStShape::SHAPE_32X32B);
+  SmallVector<Value> regs;
+  for (int64_t first = 0, total = layout.columnsPerThread(); first < total;) {
+    int64_t count = int64_t(1) << llvm::Log2_64(std::min<int64_t>(32, total - first));
+    Value address = createTmemPtr(b, loc, LLVM::AddOp::create(b, loc, base, c(first)));
+    Type type = count == 1 ? i32 : Type(VectorType::get({count}, i32));
+    Value loaded = NVVM::Tcgen05LdOp::create(b, loc, type, UnitAttr(), shape, address, Value());
+    for (int64_t i = 0; i < count; ++i) {
+      Value word =
+          count == 1 ? loaded : LLVM::ExtractElementOp::create(b, loc, loaded, c(i)).getResult();
+      regs.push_back(LLVM::BitcastOp::create(b, loc, f32, word));
+    }
+    first += count;
+  }
+  NVVM::Tcgen05WaitOp::create(b, loc, NVVM::Tcgen05WaitKind::LOAD);
+  return regs;
+}
+
+/// Issues, in one elected thread of warp 0, the tcgen05.mma steps of an
+/// [M, K] x [K, N] product into `tmem` (per 16 columns of K, the operand
+/// descriptors advanced by `aStep(kk)` and `bStep(kk)` in the address field's
+/// 16-byte units) and the tcgen05.commit to `barrier`. `enable` is
+/// enable-input-d of the first step (true after it).
+void issueMma(OpBuilder &b, Location loc, Value tmem, Value aDescriptor, Value bDescriptor,
+              Value idesc, int64_t k, Value enable, Value barrier,
+              llvm::function_ref<int64_t(int64_t)> aStep,
+              llvm::function_ref<int64_t(int64_t)> bStep) {
+  Type i64 = b.getI64Type();
+  // tcgen05.commit tracks the MMAs of the thread that issued them: one thread
+  // does both.
+  scf::IfOp::create(b, loc, createIssuer(b, loc), [&](OpBuilder &ib, Location l) {
+    NVVM::Tcgen05FenceOp::create(ib, l, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+    for (int64_t kk = 0; kk < k; kk += 16) {
+      Value a = aDescriptor, bk = bDescriptor, step = enable;
+      if (kk) {
+        int64_t as = aStep(kk), bs = bStep(kk);
+        Value aOffset = LLVM::ConstantOp::create(ib, l, i64, ib.getI64IntegerAttr(as));
+        Value bOffset =
+            as == bs ? aOffset
+                     : LLVM::ConstantOp::create(ib, l, i64, ib.getI64IntegerAttr(bs)).getResult();
+        a = LLVM::AddOp::create(ib, l, aDescriptor, aOffset);
+        bk = LLVM::AddOp::create(ib, l, bDescriptor, bOffset);
+        step = LLVM::ConstantOp::create(ib, l, ib.getI1Type(), ib.getBoolAttr(true));
+      }
+      NVVM::Tcgen05MMAOp::create(ib, l, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,
+                                 NVVM::Tcgen05MMACollectorOp::DISCARD, /*aShift=*/false, tmem, a,
+                                 bk, idesc, step, /*scaleInputD=*/Value(),
+                                 /*disableOutputLane=*/Value());
+    }
+    NVVM::Tcgen05CommitOp::create(ib, l, barrier, /*multicastMask=*/Value());
+    scf::YieldOp::create(ib, l);
+  });
+}
+
 struct TMemLoadLowering : TileOpConversion<tile::TMemLoadOp> {
   using TileOpConversion::TileOpConversion;
 
   LogicalResult matchAndRewrite(tile::TMemLoadOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(op.getType());
     if (layout.warps * 32 != tileConverter.getThreadsPerBlock())
       return op.emitOpError() << "expected the result layout's " << layout.warps
                               << " warps to be the kernel's "
                               << tileConverter.getThreadsPerBlock() / 32;
-    auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
-    // Lane 32 (warp mod 4) of this warp's quarter of TMEM, in bits 31-16; the
-    // warpgroup's first column in bits 15-0.
-    Value tid = createThreadId(rewriter, loc);
-    Value quarter =
-        LLVM::AndOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, tid, c(5)), c(3));
-    Value lane = LLVM::ShlOp::create(rewriter, loc, quarter, c(5 + 16));
-    Value column =
-        LLVM::MulOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, tid, c(7)),
-                            c(layout.columnsPerThread()));
-    Value base = LLVM::AddOp::create(rewriter, loc, createI32(rewriter, loc, adaptor.getTmem()),
-                                     LLVM::OrOp::create(rewriter, loc, lane, column));
-
-    NVVM::Tcgen05FenceOp::create(rewriter, loc, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-    Type i32 = rewriter.getI32Type(), f32 = rewriter.getF32Type();
-    auto shape =
-        NVVM::Tcgen05LdStShapeAttr::get(getContext(), NVVM::Tcgen05LdStShape::SHAPE_32X32B);
-    SmallVector<Value> regs;
-    for (int64_t first = 0, total = layout.columnsPerThread(); first < total;) {
-      int64_t count = int64_t(1) << llvm::Log2_64(std::min<int64_t>(32, total - first));
-      Value address =
-          createTmemPtr(rewriter, loc, LLVM::AddOp::create(rewriter, loc, base, c(first)));
-      Type type = count == 1 ? i32 : Type(VectorType::get({count}, i32));
-      Value loaded =
-          NVVM::Tcgen05LdOp::create(rewriter, loc, type, UnitAttr(), shape, address, Value());
-      for (int64_t i = 0; i < count; ++i) {
-        Value word = count == 1
-                         ? loaded
-                         : LLVM::ExtractElementOp::create(rewriter, loc, loaded, c(i)).getResult();
-        regs.push_back(LLVM::BitcastOp::create(rewriter, loc, f32, word));
-      }
-      first += count;
-    }
-    NVVM::Tcgen05WaitOp::create(rewriter, loc, NVVM::Tcgen05WaitKind::LOAD);
+    SmallVector<Value> regs = loadAccumulator(rewriter, op.getLoc(), layout, adaptor.getTmem());
     rewriter.replaceOp(
-        op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()), regs));
+        op, packTile(rewriter, op.getLoc(), getTypeConverter()->convertType(op.getType()), regs));
     return success();
   }
 };
@@ -191,42 +232,78 @@ struct Tcgen05DotLowering : TileOpConversion<tile::Tcgen05DotOp> {
         rewriter, loc,
         tcgen05::instrDescriptorF16(kind, accType.getDimSize(0), accType.getDimSize(1)));
     Value barrier = mbarrierAddress(rewriter, loc, adaptor.getBarriers(), adaptor.getBarrier());
-    Value tmem = adaptor.getAcc(), accumulate = adaptor.getAccumulate();
-    Type i64 = rewriter.getI64Type();
-
-    // tcgen05.commit tracks the MMAs of the thread that issued them: one
-    // thread does both.
-    scf::IfOp::create(rewriter, loc, createIssuer(rewriter, loc), [&](OpBuilder &b, Location l) {
-      NVVM::Tcgen05FenceOp::create(b, l, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-      Value enable = accumulate;
-      for (int64_t kk = 0; kk < k; kk += 16) {
-        Value a = aDescriptor, bk = bDescriptor;
-        if (kk) {
-          // 16 elements of 2 bytes: 32 bytes, 2 in the start address field
-          // (which counts 16 bytes), within a 64-element chunk of K; one
-          // constant when both operands step alike.
-          auto stepOf = [&](int64_t chunkBytes) {
-            return (kk / 64 * chunkBytes + kk % 64 * 2) / 16;
-          };
-          int64_t aStep = stepOf(aChunkBytes), bStep = stepOf(bChunkBytes);
-          Value aOffset = LLVM::ConstantOp::create(b, l, i64, b.getI64IntegerAttr(aStep));
-          Value bOffset =
-              aStep == bStep
-                  ? aOffset
-                  : LLVM::ConstantOp::create(b, l, i64, b.getI64IntegerAttr(bStep)).getResult();
-          a = LLVM::AddOp::create(b, l, aDescriptor, aOffset);
-          bk = LLVM::AddOp::create(b, l, bDescriptor, bOffset);
-          enable = LLVM::ConstantOp::create(b, l, b.getI1Type(), b.getBoolAttr(true));
-        }
-        NVVM::Tcgen05MMAOp::create(b, l, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,
-                                   NVVM::Tcgen05MMACollectorOp::DISCARD, /*aShift=*/false, tmem, a,
-                                   bk, idesc, enable, /*scaleInputD=*/Value(),
-                                   /*disableOutputLane=*/Value());
-      }
-      NVVM::Tcgen05CommitOp::create(b, l, barrier, /*multicastMask=*/Value());
-      scf::YieldOp::create(b, l);
-    });
+    // 16 elements of 2 bytes: 32 bytes, 2 in the start address field (which
+    // counts 16 bytes), within a 64-element chunk of K; a step into the next
+    // chunk adds the chunk's bytes.
+    auto stepOf = [&](int64_t chunkBytes) {
+      return [chunkBytes](int64_t kk) { return (kk / 64 * chunkBytes + kk % 64 * 2) / 16; };
+    };
+    issueMma(rewriter, loc, adaptor.getAcc(), aDescriptor, bDescriptor, idesc, k,
+             adaptor.getAccumulate(), barrier, stepOf(aChunkBytes), stepOf(bChunkBytes));
     rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct Tcgen05DotStagedLowering : TileOpConversion<tile::Tcgen05DotStagedOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::Tcgen05DotStagedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto aType = op.getATile(), bType = op.getB().getType();
+    auto accType = op.getAcc().getType();
+    tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
+    if (layout.warps * 32 != tileConverter.getThreadsPerBlock())
+      return op.emitOpError() << "expected the accumulator layout's " << layout.warps
+                              << " warps to be the kernel's "
+                              << tileConverter.getThreadsPerBlock() / 32;
+    Type element = getTypeConverter()->convertType(aType.getElementType());
+    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+    bool stagedA = llvm::isa<tile::SmemType>(op.getA().getType());
+    // Scratch: the MMAs are complete (every thread waited for the commit)
+    // before the op ends; the next writer of the bytes comes after.
+    Value aBuffer = stagedA ? adaptor.getA()
+                            : createSharedBuffer(rewriter, op, "__kiln_tcgen05_a_smem", element,
+                                                 aType.getNumElements(), /*alignment=*/1024,
+                                                 /*scratch=*/true);
+    Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_tcgen05_b_smem", element,
+                                       bType.getNumElements(), /*alignment=*/1024,
+                                       /*scratch=*/true);
+    if (!stagedA)
+      storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
+                       unpackTile(rewriter, loc, adaptor.getA()));
+    storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
+                     unpackTile(rewriter, loc, adaptor.getB()));
+    publishToAsyncProxy(rewriter, loc);
+
+    auto sharedAddress = [&](Value ptr) {
+      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
+    };
+    Value aDescriptor = createSmemDescriptor(rewriter, loc, sharedAddress(aBuffer));
+    Value bDescriptor = createSmemDescriptor(rewriter, loc, sharedAddress(bBuffer),
+                                             tcgen05::mnMajorSwizzled128Fields(k * 128));
+    auto kind = aType.getElementType().isBF16() ? tcgen05::F16Kind::BF16 : tcgen05::F16Kind::F16;
+    Value idesc = createI32Constant(rewriter, loc,
+                                    tcgen05::instrDescriptorF16(kind, m, n, /*bMnMajor=*/true));
+    PhasedBarrier done = createPhasedBarrier(rewriter, op, "__kiln_tcgen05_mbarrier");
+    // A: K-major, 64-column chunks of K m * 128 bytes apart, 32 bytes a k16
+    // step within one. B: MN-major, a k16 step 16 rows of 128 bytes.
+    issueMma(
+        rewriter, loc, adaptor.getTmem(), aDescriptor, bDescriptor, idesc, k,
+        LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(false)),
+        done.address, [m](int64_t kk) { return (kk / 64 * m * 128 + kk % 64 * 2) / 16; },
+        [](int64_t kk) { return kk * 128 / 16; });
+    waitAndFlipPhase(rewriter, loc, done, tileConverter);
+    SmallVector<Value> regs = loadAccumulator(rewriter, loc, layout, adaptor.getTmem());
+    SmallVector<Value> acc = unpackTile(rewriter, loc, adaptor.getAcc());
+    for (auto [r, a] : llvm::zip_equal(regs, acc))
+      r = LLVM::FAddOp::create(rewriter, loc, a, r);
+    // Every thread's reads of the columns are done before the next dot's
+    // MMAs write them, and the scratch is free for the next writer.
+    NVVM::Tcgen05FenceOp::create(rewriter, loc, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+    NVVM::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType), regs));
     return success();
   }
 };
@@ -234,6 +311,6 @@ struct Tcgen05DotLowering : TileOpConversion<tile::Tcgen05DotOp> {
 
 void kiln::populateTileTcgen05OpsToNVVMPatterns(TileTypeConverter &converter,
                                                 RewritePatternSet &patterns) {
-  patterns.add<TMemAllocLowering, TMemDeallocLowering, TMemLoadLowering, Tcgen05DotLowering>(
-      converter);
+  patterns.add<TMemAllocLowering, TMemDeallocLowering, TMemLoadLowering, Tcgen05DotLowering,
+               Tcgen05DotStagedLowering>(converter);
 }

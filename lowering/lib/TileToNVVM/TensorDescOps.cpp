@@ -53,153 +53,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// The mbarrier of one TMA load and the address of its phase parity.
-struct TmaBarrier {
-  Value address; ///< !llvm.ptr<3>
-  Value phase;   ///< !llvm.ptr to an i32 (0 or 1)
-};
-
-/// Creates the barrier of `op` and initializes it at the start of the kernel.
-TmaBarrier createTmaBarrier(OpBuilder &b, Operation *op) {
-  Location loc = op->getLoc();
-  auto func = op->getParentOfType<FunctionOpInterface>();
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getFunctionBody().front());
-  TmaBarrier barrier;
-  barrier.address = createSharedBuffer(b, op, "__kiln_tma_mbarrier", b.getI64Type(), 1,
-                                       /*alignment=*/8);
-  Value zero = createI32Constant(b, loc, 0), one = createI32Constant(b, loc, 1);
-  barrier.phase = LLVM::AllocaOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                         b.getI32Type(), one, /*alignment=*/4);
-  LLVM::StoreOp::create(b, loc, zero, barrier.phase);
-  Value isThread0 =
-      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc), zero);
-  NVVM::MBarrierInitOp::create(b, loc, barrier.address, one, isThread0);
-  NVVM::FenceMbarrierInitOp::create(b, loc);
-  NVVM::BarrierOp::create(b, loc);
-  return barrier;
-}
-
-/// What a bounded wait prints when it gives up: vprintf and the format string
-/// (with the kernel's name and the op's source line), declared in the module.
-struct HangReport {
-  LLVM::LLVMFuncOp vprintf;
-  LLVM::GlobalOp format;
-};
-
-/// Declares the report of the wait at `loc`, at the builder's (attached)
-/// insertion point.
-HangReport declareHangReport(OpBuilder &b, Location loc) {
-  Operation *at = b.getInsertionBlock()->getParentOp();
-  auto module = at->getParentOfType<ModuleOp>();
-  StringRef kernel = "?";
-  if (auto func = llvm::dyn_cast<FunctionOpInterface>(at))
-    kernel = func.getName();
-  else if (auto parent = at->getParentOfType<FunctionOpInterface>())
-    kernel = parent.getName();
-  std::string where = "unknown location";
-  if (auto fileLoc = llvm::dyn_cast<FileLineColLoc>(loc))
-    where = (fileLoc.getFilename().getValue() + ":" + Twine(fileLoc.getLine())).str();
-  // The format string as a constant global, NUL-terminated.
-  std::string text = ("kiln: kernel '" + kernel + "' (" + where +
-                      "): mbarrier wait gave up: barrier at shared 0x%x, parity %u, block "
-                      "(%u, %u, %u), thread %u\n")
-                         .str();
-  text.push_back('\0');
-  std::string name = ("__kiln_hang_" + Twine(llvm::hash_value(text))).str();
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  auto format = module.lookupSymbol<LLVM::GlobalOp>(name);
-  if (!format)
-    format = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
-                                    /*isConstant=*/true, LLVM::Linkage::Internal, name,
-                                    b.getStringAttr(text));
-  auto vprintf = module.lookupSymbol<LLVM::LLVMFuncOp>("vprintf");
-  if (!vprintf) {
-    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-    vprintf = LLVM::LLVMFuncOp::create(b, loc, "vprintf",
-                                       LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}));
-  }
-  return {vprintf, format};
-}
-
-/// Prints `report` for the wait on `address` (the barrier's shared address)
-/// for `parity`, with the block and the thread, then traps.
-void reportHangAndTrap(OpBuilder &b, Location loc, HangReport report, Value address, Value parity) {
-  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-  Value formatPtr = LLVM::AddressOfOp::create(b, loc, ptr, report.format.getSymName());
-  // The arguments: a struct of six i32 on the stack.
-  Type i32 = b.getI32Type();
-  SmallVector<Value> args{address,
-                          parity,
-                          NVVM::BlockIdXOp::create(b, loc, i32),
-                          NVVM::BlockIdYOp::create(b, loc, i32),
-                          NVVM::BlockIdZOp::create(b, loc, i32),
-                          createThreadId(b, loc)};
-  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(6, i32));
-  Value buffer = LLVM::AllocaOp::create(b, loc, ptr, structType, createI32Constant(b, loc, 1));
-  for (auto [i, v] : llvm::enumerate(args)) {
-    Value field =
-        LLVM::GEPOp::create(b, loc, ptr, structType, buffer, ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
-    LLVM::StoreOp::create(b, loc, v, field);
-  }
-  LLVM::CallOp::create(b, loc, report.vprintf, ValueRange{formatPtr, buffer});
-  createInlinePTX(b, loc, Type(), ValueRange{}, "trap;", "", /*sideEffects=*/true);
-}
-
-/// Waits until the mbarrier at `barrier` (!llvm.ptr<3>) completes the phase of
-/// parity `parity` (i32, 0 or 1). With a wait bound (`converter`'s
-/// `wait-bound` debug option) the wait is a loop of try_waits that, after that
-/// many, prints the hang (reportHangAndTrap) and traps.
-void waitParity(OpBuilder &b, Location loc, Value barrier, Value parity,
-                const TileTypeConverter &converter) {
-  Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barrier);
-  if (uint64_t bound = converter.getWaitBound()) {
-    HangReport report = declareHangReport(b, loc);
-    Type i32 = b.getI32Type();
-    Value limit = createI32Constant(b, loc, int32_t(std::min<uint64_t>(bound, INT32_MAX)));
-    auto loop = scf::WhileOp::create(
-        b, loc, TypeRange{i32}, ValueRange{createI32Constant(b, loc, 0)},
-        [&](OpBuilder &bb, Location l, ValueRange tries) {
-          Value passed = createInlinePTX(bb, l, i32, ValueRange{address, parity},
-                                         "{\n.reg .pred p;\n"
-                                         "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
-                                         "selp.u32 $0, 1, 0, p;\n}",
-                                         "=r,r,r,~{memory}", /*sideEffects=*/true, "mbarrier");
-          Value spent = LLVM::ICmpOp::create(bb, l, LLVM::ICmpPredicate::uge, tries[0], limit);
-          scf::IfOp::create(bb, l, spent, [&](OpBuilder &ib, Location il) {
-            reportHangAndTrap(ib, il, report, address, parity);
-            scf::YieldOp::create(ib, il);
-          });
-          Value waiting = LLVM::ICmpOp::create(bb, l, LLVM::ICmpPredicate::eq, passed,
-                                               createI32Constant(bb, l, 0));
-          Value next = LLVM::AddOp::create(bb, l, tries[0], createI32Constant(bb, l, 1));
-          scf::ConditionOp::create(bb, l, waiting, ValueRange{next});
-        },
-        [&](OpBuilder &bb, Location l, ValueRange tries) { scf::YieldOp::create(bb, l, tries); });
-    (void)loop;
-    return;
-  }
-  // The NVVM op takes the parity as an immediate; in a loop it is a register.
-  static constexpr const char *kWait = "{\n"
-                                       ".reg .pred p;\n"
-                                       "kiln_tma_wait:\n"
-                                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-                                       "@!p bra kiln_tma_wait;\n"
-                                       "}";
-  createInlinePTX(b, loc, Type(), ValueRange{address, parity}, kWait, "r,r,~{memory}",
-                  /*sideEffects=*/true, "mbarrier");
-}
-
-/// Waits until the barrier completes the phase of parity `*phase`, then flips it.
-void waitAndFlipPhase(OpBuilder &b, Location loc, const TmaBarrier &barrier,
-                      const TileTypeConverter &converter) {
-  Value parity = LLVM::LoadOp::create(b, loc, b.getI32Type(), barrier.phase);
-  waitParity(b, loc, barrier.address, parity, converter);
-  Value flipped = LLVM::XOrOp::create(b, loc, parity, createI32Constant(b, loc, 1));
-  LLVM::StoreOp::create(b, loc, flipped, barrier.phase);
-}
-
 /// TMA's coordinates: innermost dimension first.
 SmallVector<Value> tmaCoordinates(ValueRange indices) {
   return SmallVector<Value>(llvm::reverse(indices));
@@ -371,7 +224,7 @@ struct DescLoadLowering : TileOpConversion<tile::DescLoadOp> {
     Location loc = op.getLoc();
     auto desc = op.getDesc().getType();
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
-    TmaBarrier barrier = createTmaBarrier(rewriter, op);
+    PhasedBarrier barrier = createPhasedBarrier(rewriter, op, "__kiln_tma_mbarrier");
     Value buffer = createBoxBuffer(rewriter, op, desc, element);
 
     issueLoad(rewriter, loc, adaptor.getDesc(), desc, adaptor.getIndices(), buffer,
@@ -455,7 +308,7 @@ struct BulkLoadLowering : TileOpConversion<tile::BulkLoadOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
-    TmaBarrier barrier = createTmaBarrier(rewriter, op);
+    PhasedBarrier barrier = createPhasedBarrier(rewriter, op, "__kiln_tma_mbarrier");
     Value buffer = createSharedBuffer(rewriter, op, "__kiln_bulk_buffer", element,
                                       op.getType().getNumElements(), /*alignment=*/128);
     issueBulkLoad(rewriter, loc, adaptor.getPtr(), adaptor.getCount(), op.getType(), buffer,

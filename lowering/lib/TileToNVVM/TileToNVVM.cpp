@@ -248,7 +248,8 @@ Arch::Capability requiredCapability(Operation *op) {
     return &Arch::hasWgmma;
   if (llvm::isa<tile::WarpSpecializeOp>(op))
     return &Arch::hasSetmaxnreg;
-  if (llvm::isa<tile::Tcgen05DotOp, tile::TMemAllocOp, tile::TMemDeallocOp, tile::TMemLoadOp>(op))
+  if (llvm::isa<tile::Tcgen05DotOp, tile::Tcgen05DotStagedOp, tile::TMemAllocOp,
+                tile::TMemDeallocOp, tile::TMemLoadOp>(op))
     return &Arch::hasTcgen05;
   return nullptr;
 }

@@ -316,45 +316,6 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
   }
 };
 
-/// Stores the registers of a [rows, cols] 16-bit tile (cols a multiple of
-/// 64) to `buffer` (1024-byte aligned) in 64-column chunks of `rows` rows of
-/// 128 bytes, the 16-byte unit u of row r at unit u ^ (r mod 8): the
-/// layout a TMA box of 128-byte rows has with the 128-byte swizzle.
-void storeSwizzled128(OpBuilder &b, Location loc, const TileTypeConverter &converter,
-                      RankedTensorType type, Value buffer, ArrayRef<Value> regs) {
-  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
-  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  Type element = regs.front().getType();
-  ElementIndices indices = getElementIndices(b, loc, converter, type);
-  VectorAccess access(b.getContext(), element, getAccessWidth(converter, type));
-  for (size_t r = 0; r < indices.offsets.size(); r += access.vec) {
-    Value index = LLVM::AddOp::create(b, loc, indices.base, c(indices.offsets[r]));
-    Value row = LLVM::LShrOp::create(b, loc, index, c(llvm::Log2_64(cols)));
-    Value col = LLVM::AndOp::create(b, loc, index, c(cols - 1));
-    // chunk * rows * 128 + row * 128 + ((col mod 64) * 2 ^ (row mod 8) * 16)
-    Value chunk = LLVM::LShrOp::create(b, loc, col, c(6));
-    Value offset = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, chunk, c(rows * 128)),
-                                       LLVM::ShlOp::create(b, loc, row, c(7)));
-    Value inRow = LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, col, c(63)), c(1));
-    Value phase = LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, row, c(7)), c(4));
-    offset = LLVM::AddOp::create(b, loc, offset, LLVM::XOrOp::create(b, loc, inRow, phase));
-    Value ptr = LLVM::GEPOp::create(b, loc, buffer.getType(), b.getI8Type(), buffer,
-                                    ArrayRef<LLVM::GEPArg>{offset});
-    LLVM::StoreOp::create(b, loc, access.join(b, loc, regs.slice(r, access.vec)), ptr,
-                          std::min<unsigned>(access.alignment, 16));
-  }
-}
-
-/// After the stores of operands to shared memory: visible to the async proxy
-/// (`fence.proxy.async.shared::cta`), then to every warpgroup (a CTA barrier),
-/// so any warpgroup's wgmma may read them.
-void publishToWgmma(OpBuilder &b, Location loc) {
-  NVVM::FenceProxyOp::create(
-      b, loc, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
-  NVVM::BarrierOp::create(b, loc);
-}
-
 struct StageLowering : TileOpConversion<tile::StageOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -370,7 +331,7 @@ struct StageLowering : TileOpConversion<tile::StageOp> {
     markDrained(op, buffer);
     storeSwizzled128(rewriter, loc, tileConverter, type, buffer,
                      unpackTile(rewriter, loc, adaptor.getSrc()));
-    publishToWgmma(rewriter, loc);
+    publishToAsyncProxy(rewriter, loc);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -408,7 +369,7 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
                        unpackTile(rewriter, loc, adaptor.getA()));
     storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
                      unpackTile(rewriter, loc, adaptor.getB()));
-    publishToWgmma(rewriter, loc);
+    publishToAsyncProxy(rewriter, loc);
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
     Value aSlab =
         registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, aBuffer));

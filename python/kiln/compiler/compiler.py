@@ -435,7 +435,8 @@ def build_metadata(name: str, symbol: str, source: FunctionSource, source_hash: 
 def dot_entries(dots: Optional[Sequence[str]]) -> List[Dict[str, Any]]:
     """The lowering's ``tile.dots`` (one "line unit[ reason]" string a dot, in program order,
     kiln-tile-accelerate-dot) as dicts: ``line`` (of the ``kl.dot``), ``unit`` ("wgmma",
-    "wgmma staged": its operands staged in shared memory, "tcgen05", "mma.sync") and, for
+    "wgmma staged": its operands staged in shared memory, "tcgen05", "tcgen05 staged",
+    "mma.sync") and, for
     mma.sync, ``reason``: why not the target's tensor-core MMA (None otherwise)."""
     entries = []
     for text in dots or ():

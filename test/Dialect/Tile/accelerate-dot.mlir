@@ -678,7 +678,10 @@ func.func @epilogue(%da: !DA, %db: !DA, %dc: !DC, %k: i32) attributes {tile.kern
 // register tiles. sm_90a stages q once after its load (tile.stage) and k in
 // every iteration for wgmma; the carried accumulator lives in the wgmma
 // registers across the loop and is converted back after it.
-// Blackwell keeps mma.sync for this form.
+// On sm_100a/sm_103a the dot is a tile.tcgen05_dot_staged into Tensor Memory
+// allocated at the kernel's start (the widest dot's columns) and freed before
+// its return; q is staged once as on sm_90a, the accumulator carried in the
+// registers of the version 5 layout (tcgen05.ld's: a row a thread).
 // CHECK-LABEL: func.func @staged
 // CHECK: %[[QV:.*]] = tile.load %{{.*}} : tensor<128x128x!tile.ptr<bf16>>
 // CHECK-NEXT: %[[Q:.*]] = tile.stage %[[QV]] : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
@@ -689,8 +692,17 @@ func.func @epilogue(%da: !DA, %db: !DA, %dc: !DC, %k: i32) attributes {tile.kern
 // CHECK:   scf.yield %[[D]]
 // CHECK: tile.convert_layout %[[LOOP]] : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>> -> tensor<128x64xf32>
 // SM100-LABEL: func.func @staged
-// SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100-SAME: tile.dots = ["{{[0-9]+}} tcgen05 staged"]
+// SM100-NEXT: %[[TMEM:.*]] = tile.tmem_alloc : !tile.tmem<tensor<128x64xf32>>
+// SM100: %[[Q:.*]] = tile.stage %{{.*}} : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
+// SM100: %[[INIT:.*]] = tile.convert_layout %{{.*}} : tensor<128x64xf32> -> tensor<128x64xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100: %[[LOOP:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (tensor<128x64xf32, #tile.mma<version = 5, numWarps = 8>>)
+// SM100:   %[[K:.*]] = tile.load
+// SM100:   %[[D:.*]] = tile.tcgen05_dot_staged %[[Q]], %[[K]], %[[ACC]], %[[TMEM]] : !tile.smem<tensor<128x128xbf16>> * tensor<128x64xbf16> -> tensor<128x64xf32, #tile.mma<version = 5, numWarps = 8>>, !tile.tmem<tensor<128x64xf32>>
+// SM100:   scf.yield %[[D]]
+// SM100: tile.convert_layout %[[LOOP]] : tensor<128x64xf32, #tile.mma<version = 5, numWarps = 8>> -> tensor<128x64xf32>
+// SM100: tile.tmem_dealloc %[[TMEM]] : !tile.tmem<tensor<128x64xf32>>
+// SM100-NEXT: return
 func.func @staged(%q: !tile.ptr<bf16>, %kt: !tile.ptr<bf16>, %n: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -717,7 +729,7 @@ func.func @staged(%q: !tile.ptr<bf16>, %kt: !tile.ptr<bf16>, %n: i32, %out: !til
 // CHECK-LABEL: func.func @staged_once
 // CHECK-SAME: tile.dots = ["{{[0-9]+}} wgmma staged", "{{[0-9]+}} mma.sync K = 32, N = 128: wgmma here takes K and N multiples of 64, N <= 256"]
 // SM100-LABEL: func.func @staged_once
-// SM100-SAME: tile.dots = ["{{[0-9]+}} mma.sync tcgen05 runs the K-loop dot of a pipelined GEMM whose A and B are 128-byte swizzled TMA ring slots; this dot reads other tiles", "{{[0-9]+}} mma.sync tcgen05
+// SM100-SAME: tile.dots = ["{{[0-9]+}} mma.sync M = 64, K = 64, N = 128: tcgen05 here takes M = 128 (Tensor Memory's lanes), K and N multiples of 64, N <= 256", "{{[0-9]+}} mma.sync M = 64, K = 32
 // CHECK: %[[IN:.*]] = tile.convert_layout %{{.*}} : tensor<64x128xf32> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: %[[D:.*]] = tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %[[IN]] : tensor<64x64xf16> * tensor<64x128xf16> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: tile.convert_layout %[[D]] : tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x128xf32>

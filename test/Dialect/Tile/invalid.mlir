@@ -1978,7 +1978,7 @@ func.func @pdl_not_a_function() {
 
 // -----
 
-// expected-error @+1 {{'func.func' op expected each 'tile.dots' entry to be "line unit[ reason]" (unit wgmma, wgmma staged, tcgen05 or mma.sync), got "12 tensor cores"}}
+// expected-error @+1 {{'func.func' op expected each 'tile.dots' entry to be "line unit[ reason]" (unit wgmma, wgmma staged, tcgen05, tcgen05 staged or mma.sync), got "12 tensor cores"}}
 func.func @dots_unknown_unit() attributes {tile.dots = ["12 tensor cores"]} {
   return
 }

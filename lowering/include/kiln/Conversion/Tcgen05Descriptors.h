@@ -46,17 +46,26 @@ constexpr uint64_t smemDescriptorFields(uint64_t leadingBytes, uint64_t strideBy
 constexpr uint64_t kKMajorSwizzled128Fields =
     smemDescriptorFields(/*leadingBytes=*/16, /*strideBytes=*/1024, Swizzle::Bytes128);
 
+/// An MN-major [K, N] operand in the 128-byte swizzle's canonical layout:
+/// 64 elements of N in a 128-byte row, 8 K rows to a 1024-byte atom, the
+/// 64-column chunks of N `chunkBytes` apart (the leading byte offset; K * 128
+/// for a dense [K, N] tile), the stride byte offset 8 K rows (1024 bytes). A
+/// k16 step adds 16 rows: 2048 bytes (128 in the address field).
+constexpr uint64_t mnMajorSwizzled128Fields(uint64_t chunkBytes) {
+  return smemDescriptorFields(chunkBytes, /*strideBytes=*/1024, Swizzle::Bytes128);
+}
+
 /// The A/B type field of a kind::f16 instruction descriptor.
 enum class F16Kind : uint32_t { F16 = 0, BF16 = 1 };
 
 /// The instruction descriptor of a dense `tcgen05.mma ... .kind::f16` with
 /// an f32 D (bits 4-5 = 1), A and B of `ab` (bits 7-9 and 10-12), neither
-/// negated (bits 13, 14), both K-major (bits 15, 16 = 0: not transposed),
-/// N >> 3 in bits 17-22 and M >> 4 in bits 24-28 (bits 23 and 29 reserved,
-/// 30-31 only for .ws).
-constexpr uint32_t instrDescriptorF16(F16Kind ab, uint32_t m, uint32_t n) {
-  return (1u << 4) | (uint32_t(ab) << 7) | (uint32_t(ab) << 10) | ((n >> 3) << 17) |
-         ((m >> 4) << 24);
+/// negated (bits 13, 14), A K-major (bit 15 = 0), B K-major or, with
+/// `bMnMajor`, MN-major (bit 16: transposed), N >> 3 in bits 17-22 and M >> 4
+/// in bits 24-28 (bits 23 and 29 reserved, 30-31 only for .ws).
+constexpr uint32_t instrDescriptorF16(F16Kind ab, uint32_t m, uint32_t n, bool bMnMajor = false) {
+  return (1u << 4) | (uint32_t(ab) << 7) | (uint32_t(ab) << 10) | (uint32_t(bMnMajor) << 16) |
+         ((n >> 3) << 17) | ((m >> 4) << 24);
 }
 
 } // namespace kiln::tcgen05

@@ -605,4 +605,56 @@ def Tile_Tcgen05DotOp : Tile_Op<"tcgen05_dot", [MemoryEffects<[MemRead, MemWrite
   let hasVerifier = 1;
 }
 
+def Tile_Tcgen05DotStagedOp : Tile_Op<"tcgen05_dot_staged",
+                                       [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "a tcgen05.mma of two register tiles staged in shared memory, waited for";
+  let description = [{
+    ```mlir
+    %d = tile.tcgen05_dot_staged %a, %b, %acc, %tmem
+        : tensor<128x128xbf16> * tensor<128x64xbf16>
+          -> tensor<128x64xf32, #tile.mma<version = 5, numWarps = 8>>,
+          !tile.tmem<tensor<128x128xf32>>
+    ```
+    `d = a * b + acc` for `a` [128, K] and `b` [K, N] in registers (any
+    layout: each thread stores what it holds), bf16 or f16 of one type, K and
+    N multiples of 64, N up to 256 and at most the columns of `tmem`, the
+    accumulator in the version 5 `#tile.mma` layout. Created by
+    `kiln-tile-accelerate-dot` (sm_100a, sm_103a) from a `tile.dot` that is
+    not the K-loop dot of a pipelined GEMM (attention's q kᵀ and p·v); the
+    dots of a kernel share `tmem` (allocated once; a dot writes its first N
+    columns).
+
+    Lowers to: the operands stored to shared scratch in the layouts of
+    `tile.warpgroup_dot_staged` (`a` K-major, `b` MN-major; with `a` a
+    `!tile.smem` tile staged by `tile.stage`, only `b`),
+    `fence.proxy.async.shared::cta`, `bar.sync`; one elected thread of warp 0
+    issues `tcgen05.fence::after_thread_sync`, one `tcgen05.mma.cta_group::1
+    .kind::f16` per 16 columns of K (enable-input-d false on the first: the
+    MMA starts from zero) and `tcgen05.commit` to an mbarrier of the op's own
+    (initialized at the kernel's start, its phase parity kept by each thread
+    as a TMA load's is); every thread waits for the phase, then as
+    `tile.tmem_load`, adds the loaded registers to `acc`, then
+    `tcgen05.fence::before_thread_sync` and `bar.sync`: every thread's reads
+    of the columns are done before another dot's MMAs overwrite them, and the
+    scratch is free again. The B descriptor is
+    MN-major (instruction descriptor bit 16): leading byte offset K * 128
+    (between 64-column chunks of N), stride byte offset 1024; a k16 step adds
+    2048 bytes. Must run in uniform control flow.
+  }];
+  let arguments = (ins AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Smem]>:$a,
+                       RankedTensorOf<[BF16, F16]>:$b,
+                       RankedTensorOf<[F32]>:$acc,
+                       Tile_TMem:$tmem);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc `,` $tmem attr-dict `:` type($a) `*` type($b) `->` type($result) `,`
+    qualified(type($tmem))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The [M, K] tile `a` holds (in registers, or staged).
+    ::mlir::RankedTensorType getATile();
+  }];
+}
+
 #endif // KILN_DIALECT_TILE_IR_TILENVIDIAOPS_TD
