@@ -11,8 +11,9 @@ Every dot is a ``kl.dot`` of register tiles. On sm_90a the compiler runs each on
 TMA put it in the key loop's ring, p·v with p, the softmax of the q kᵀ accumulator, read
 from registers as wgmma's A), and keeps s, p, the output accumulator and the running max
 and sum in the wgmma registers across the key loop.
-On sm_100a/sm_103a the same source runs on tcgen05.mma (the operands staged in shared
-memory, q once; the scores and the accumulator read back from Tensor Memory each block).
+On sm_100a/sm_103a the same source runs on tcgen05.mma (q staged in shared memory once, k
+and v read in their ring slots, p stored; the scores and the accumulator read back from
+Tensor Memory each block).
 
 The online softmax works in base 2: ``qk_scale = sm_scale * log2(e)`` is folded into one
 multiply of s, so p = exp2(s * qk_scale - m) with m the running row max of s * qk_scale.
@@ -279,13 +280,10 @@ def fwd_blocks(d: int, arch: str, settings: Settings = SETTINGS) -> tuple:
 
 
 def _ring(arch: str, warp_specialize: bool) -> tuple:
-    """(swizzle, warp_specialize) of a k and v ring on ``arch``: on sm_90a 128-byte
-    swizzled boxes, which wgmma reads in place, filled by a producer warpgroup if asked;
-    elsewhere (the staged tcgen05 dot reads k and v from registers) plain boxes in an
-    unspecialized ring."""
-    if arch == "sm_90a":
-        return 128, warp_specialize
-    return 0, False
+    """(swizzle, warp_specialize) of a k and v ring on ``arch``: 128-byte swizzled boxes,
+    which wgmma and tcgen05 read in place; on sm_90a filled by a producer warpgroup if
+    asked (tcgen05 runs a warp-specialized loop's dot only as a pipelined GEMM's)."""
+    return 128, warp_specialize if arch == "sm_90a" else False
 
 
 def fwd_ring(arch: str, settings: Settings = SETTINGS) -> tuple:

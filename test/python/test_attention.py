@@ -271,8 +271,11 @@ def test_fwd_compiles(arch, d, causal, varlen):
         assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 2 * (d // 16 + bn // 16)
         assert "tcgen05.alloc" in ptx and "tcgen05.dealloc" in ptx
         assert "mma.sync" not in ptx and "wgmma" not in ptx
+        # k and v read in their 128-byte swizzled ring slots: only q (once) and p are
+        # stored for the MMAs
         plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
         assert sum(b.startswith("__kiln_wgmma_staged") for b in plan) == 1
+        assert not any(b.startswith("__kiln_tcgen05_b_smem") for b in plan)
         return
     assert [d["unit"] for d in dots] == ["wgmma", "wgmma"]
     bm, bn, warps = attn.fwd_blocks(d, arch)
@@ -325,6 +328,10 @@ def test_decode_compiles(arch):
         # q kᵀ and p·v in the loop and in the partial last block, all tcgen05
         assert "wgmma" not in ck.ptx and "mma.sync" not in ck.ptx
         assert ck.ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 2 * (d // 16 + bn // 16)
+        # the loop's dots read k and v in their ring slots: only the partial last block's
+        # two dots store a B
+        plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
+        assert sum(b.startswith("__kiln_tcgen05_b_smem") for b in plan) == 2
     merge = attn.flash_decode_merge_kernel.compile(
         MERGE_SIG, {"D": d, "BLOCK_S": 16}, ["o_part_ptr", "lse_part_ptr", "out_ptr"],
         num_warps=attn.SETTINGS.merge_warps, arch=arch, upto="cubin")

@@ -1078,8 +1078,24 @@ LogicalResult TMemLoadOp::verify() {
 
 RankedTensorType Tcgen05DotStagedOp::getATile() { return stagedATile(getA()); }
 
+RankedTensorType Tcgen05DotStagedOp::getBMatrix() {
+  if (RingType ring = getBRing())
+    return boxMatrix(ring.getBlockType());
+  return llvm::cast<RankedTensorType>(getB().getType());
+}
+
 LogicalResult Tcgen05DotStagedOp::verify() {
-  auto aType = getATile(), bType = getB().getType(), accType = getAcc().getType();
+  auto aType = getATile(), bType = getBMatrix(), accType = getAcc().getType();
+  if (bool(getBRing()) != bool(getBSlot()))
+    return emitOpError() << "expected a slot exactly when `b` is a ring";
+  if (getBMnMajor() && !getBRing())
+    return emitOpError() << "expected `bMnMajor` only with a ring `b`";
+  if (!bType || bType.getRank() != 2)
+    return emitOpError() << "expected `b` of a 2-D matrix";
+  // A K-major ring B is the [N, K] matrix of its box.
+  if (getBRing() && !getBMnMajor())
+    bType =
+        RankedTensorType::get({bType.getDimSize(1), bType.getDimSize(0)}, bType.getElementType());
   if (!verifyStagedDot(*this, aType, bType, accType, /*version=*/5))
     return failure();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);

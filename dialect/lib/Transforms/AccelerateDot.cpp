@@ -954,9 +954,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// (attention's q kᵀ and p·v): tile.tcgen05_dot_staged each, the
   /// accumulator in the registers of the version 5 `#tile.mma` layout (across
   /// the loop that carries it), A staged once where the dot's loop does not
-  /// compute it. They share one Tensor Memory allocation of the widest
-  /// dot's columns, made at the kernel's start and freed before its return
-  /// (each dot is waited for before the next writes the columns).
+  /// compute it, B read in its ring slot where it is one. They share one Tensor Memory allocation
+  /// of the widest dot's columns, made at the kernel's start and freed before its return (each dot
+  /// is waited for before the next writes the columns).
   void rewriteToStagedTcgen05Dots(func::FuncOp func, ArrayRef<DotOp> dots, unsigned warps) {
     MLIRContext *context = func.getContext();
     int64_t columns = 0;
@@ -976,9 +976,28 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                                            MmaEncodingAttr::get(context, 5, warps));
       b.setInsertionPoint(dot);
       Value a = registerOrStagedA(b, dot, mmaType);
+      // A B in a 128-byte swizzled ring slot (attention's k and v) is read
+      // there: the slot waited for in place of its load.
+      std::optional<SlotBDot> slotB = matchSlotB(dot);
+      if (slotB && slotB->b.getType().getElementType() != dot.getA().getType().getElementType())
+        slotB.reset();
+      if (slotB) {
+        RingWaitLoadOp load = slotB->b;
+        b.setInsertionPoint(load);
+        RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+      }
       replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
-        return Tcgen05DotStagedOp::create(b, dot.getLoc(), mmaType, a, dot.getB(), acc, tmem);
+        if (slotB)
+          return Tcgen05DotStagedOp::create(b, dot.getLoc(), mmaType, a, slotB->b.getRing(), acc,
+                                            tmem, slotB->b.getSlot(), slotB->bMnMajor);
+        return Tcgen05DotStagedOp::create(b, dot.getLoc(), mmaType, a, dot.getB(), acc, tmem,
+                                          /*bSlot=*/Value(), /*bMnMajor=*/false);
       });
+      if (slotB) {
+        for (Operation *view : llvm::reverse(slotB->bViews))
+          view->erase();
+        slotB->b->erase();
+      }
     }
   }
 

@@ -44,7 +44,8 @@ bool hasAsyncOps(Operation *op) {
   return op
       ->walk([](Operation *nested) {
         return isa<RingIssueOp, RingWaitLoadOp, RingWaitOp, RingReleaseOp, WarpGroupDotOp,
-                   WarpGroupDotWaitOp, Tcgen05DotOp, MBarrierArriveOp, MBarrierWaitOp>(nested)
+                   WarpGroupDotWaitOp, Tcgen05DotOp, Tcgen05DotStagedOp, MBarrierArriveOp,
+                   MBarrierWaitOp>(nested)
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       })
@@ -404,6 +405,16 @@ private:
           failed(need(op, dot.getBSlot(), e.slot2, "the slot")) ||
           failed(need(op, dot.getBarrier(), e.index, "the barrier index")))
         return failure();
+    } else if (auto dot = llvm::dyn_cast<Tcgen05DotStagedOp>(op)) {
+      if (!dot.getBRing())
+        return success(); // staged operands only
+      // Reads its B slot and is complete when it returns: a read retired at
+      // once, as a wgmma followed by a wait for none in flight.
+      e = {Event::WgmmaDot, op, Value(), dot.getB(), {}};
+      if (failed(need(op, dot.getBSlot(), e.slot2, "the slot")))
+        return failure();
+      out->events.push_back(e);
+      e = {Event::WgmmaWait, op, {}, {}, {}};
     } else if (auto arrive = llvm::dyn_cast<MBarrierArriveOp>(op)) {
       int64_t pred;
       e = {Event::Arrive, op, {}, {}, arrive.getBarriers()};

@@ -251,15 +251,18 @@ struct Tcgen05DotStagedLowering : TileOpConversion<tile::Tcgen05DotStagedOp> {
   LogicalResult matchAndRewrite(tile::Tcgen05DotStagedOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto aType = op.getATile(), bType = op.getB().getType();
+    auto aType = op.getATile(), bType = op.getBMatrix();
     auto accType = op.getAcc().getType();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
+    tile::RingType bRing = op.getBRing();
+    // B is MN-major unless it is a K-major ring slot (the [N, K] box).
+    bool bMnMajor = !bRing || op.getBMnMajor();
     if (layout.warps * 32 != tileConverter.getThreadsPerBlock())
       return op.emitOpError() << "expected the accumulator layout's " << layout.warps
                               << " warps to be the kernel's "
                               << tileConverter.getThreadsPerBlock() / 32;
     Type element = getTypeConverter()->convertType(aType.getElementType());
-    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+    int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
     bool stagedA = llvm::isa<tile::SmemType>(op.getA().getType());
     // Scratch: the MMAs are complete (every thread waited for the commit)
     // before the op ends; the next writer of the bytes comes after.
@@ -267,33 +270,46 @@ struct Tcgen05DotStagedLowering : TileOpConversion<tile::Tcgen05DotStagedOp> {
                             : createSharedBuffer(rewriter, op, "__kiln_tcgen05_a_smem", element,
                                                  aType.getNumElements(), /*alignment=*/1024,
                                                  /*scratch=*/true);
-    Value bBuffer = createSharedBuffer(rewriter, op, "__kiln_tcgen05_b_smem", element,
-                                       bType.getNumElements(), /*alignment=*/1024,
-                                       /*scratch=*/true);
+    Value bBuffer = bRing
+                        ? ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot())
+                        : createSharedBuffer(rewriter, op, "__kiln_tcgen05_b_smem", element,
+                                             bType.getNumElements(), /*alignment=*/1024,
+                                             /*scratch=*/true);
     if (!stagedA)
       storeSwizzled128(rewriter, loc, tileConverter, aType, aBuffer,
                        unpackTile(rewriter, loc, adaptor.getA()));
-    storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
-                     unpackTile(rewriter, loc, adaptor.getB()));
-    publishToAsyncProxy(rewriter, loc);
+    if (!bRing)
+      storeSwizzled128(rewriter, loc, tileConverter, bType, bBuffer,
+                       unpackTile(rewriter, loc, adaptor.getB()));
+    // What the threads stored, visible to the MMAs (a ring slot is, once
+    // waited for; the previous dot's closing barrier ordered its TMEM reads).
+    if (!stagedA || !bRing)
+      publishToAsyncProxy(rewriter, loc);
 
     auto sharedAddress = [&](Value ptr) {
       return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
     };
     Value aDescriptor = createSmemDescriptor(rewriter, loc, sharedAddress(aBuffer));
     Value bDescriptor = createSmemDescriptor(rewriter, loc, sharedAddress(bBuffer),
-                                             tcgen05::mnMajorSwizzled128Fields(k * 128));
+                                             bMnMajor ? tcgen05::mnMajorSwizzled128Fields(k * 128)
+                                                      : tcgen05::kKMajorSwizzled128Fields);
     auto kind = aType.getElementType().isBF16() ? tcgen05::F16Kind::BF16 : tcgen05::F16Kind::F16;
-    Value idesc = createI32Constant(rewriter, loc,
-                                    tcgen05::instrDescriptorF16(kind, m, n, /*bMnMajor=*/true));
+    Value idesc =
+        createI32Constant(rewriter, loc, tcgen05::instrDescriptorF16(kind, m, n, bMnMajor));
     PhasedBarrier done = createPhasedBarrier(rewriter, op, "__kiln_tcgen05_mbarrier");
-    // A: K-major, 64-column chunks of K m * 128 bytes apart, 32 bytes a k16
-    // step within one. B: MN-major, a k16 step 16 rows of 128 bytes.
+    // K-major (A; a K-major B): 64-column chunks of K rows * 128 bytes apart,
+    // 32 bytes a k16 step within one. MN-major B: a k16 step 16 rows of 128
+    // bytes.
+    auto kMajorStep = [](int64_t rows) {
+      return [rows](int64_t kk) { return (kk / 64 * rows * 128 + kk % 64 * 2) / 16; };
+    };
+    auto mnMajorStep = [](int64_t kk) { return kk * 128 / 16; };
     issueMma(
         rewriter, loc, adaptor.getTmem(), aDescriptor, bDescriptor, idesc, k,
         LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(false)),
-        done.address, [m](int64_t kk) { return (kk / 64 * m * 128 + kk % 64 * 2) / 16; },
-        [](int64_t kk) { return kk * 128 / 16; });
+        done.address, kMajorStep(m),
+        bMnMajor ? llvm::function_ref<int64_t(int64_t)>(mnMajorStep)
+                 : llvm::function_ref<int64_t(int64_t)>(kMajorStep(n)));
     waitAndFlipPhase(rewriter, loc, done, tileConverter);
     SmallVector<Value> regs = loadAccumulator(rewriter, loc, layout, adaptor.getTmem());
     SmallVector<Value> acc = unpackTile(rewriter, loc, adaptor.getAcc());

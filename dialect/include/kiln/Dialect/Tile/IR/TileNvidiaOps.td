@@ -640,20 +640,36 @@ def Tile_Tcgen05DotStagedOp : Tile_Op<"tcgen05_dot_staged",
     MN-major (instruction descriptor bit 16): leading byte offset K * 128
     (between 64-column chunks of N), stride byte offset 1024; a k16 step adds
     2048 bytes. Must run in uniform control flow.
+
+    With `b` a slot (`bSlot`) of a 128-byte swizzled ring, B is read where
+    TMA put it (attention's k and v in the key loop's ring): the box's
+    [N, K] matrix K-major (the descriptor and K steps of `tile.tcgen05_dot`,
+    chunks of K N * 128 bytes apart), or with `bMnMajor` its [K, N] matrix
+    MN-major (as a staged B: a wide box's 64-column chunks of N are K * 128
+    bytes apart). The slot must be waited for (`tile.ring_wait`) before; it
+    is free again when the op returns (the MMAs are complete).
   }];
   let arguments = (ins AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Smem]>:$a,
-                       RankedTensorOf<[BF16, F16]>:$b,
+                       AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Ring]>:$b,
                        RankedTensorOf<[F32]>:$acc,
-                       Tile_TMem:$tmem);
+                       Tile_TMem:$tmem,
+                       // Last: the inferred result type is the operand at acc's index.
+                       Optional<I32>:$bSlot,
+                       UnitAttr:$bMnMajor);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $a `,` $b `,` $acc `,` $tmem attr-dict `:` type($a) `*` type($b) `->` type($result) `,`
-    qualified(type($tmem))
+    $a `,` $b (`[` $bSlot^ `]`)? `,` $acc `,` $tmem attr-dict `:` type($a) `*` type($b) `->`
+    type($result) `,` qualified(type($tmem))
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The [M, K] tile `a` holds (in registers, or staged).
     ::mlir::RankedTensorType getATile();
+    /// The matrix of `b`: the [K, N] register tile, or the matrix of the
+    /// ring's box, [N, K] (K-major) or, with bMnMajor, [K, N].
+    ::mlir::RankedTensorType getBMatrix();
+    /// The ring `b` is a slot of, or null.
+    RingType getBRing() { return ::llvm::dyn_cast<RingType>(getB().getType()); }
   }];
 }
 
