@@ -144,12 +144,10 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
               [&](StringRef known) {
                 return unit == known || unit.starts_with(known.str() + " ");
               }))
-        return op->emitOpError()
-               << "expected each 'tile.dots' entry to be \"line unit[ "
-                  "reason]\" (unit wgmma, wgmma staged, tcgen05, tcgen05 staged or "
-                  "mma.sync), "
-                  "got \""
-               << entry << "\"";
+        return op->emitOpError() << "expected each 'tile.dots' entry to be \"line unit[ reason]\" "
+                                    "(unit wgmma, wgmma staged, tcgen05, tcgen05 staged or "
+                                    "mma.sync), got \""
+                                 << entry << "\"";
     }
     return success();
   }

@@ -57,12 +57,13 @@ Value createTmemPtr(OpBuilder &b, Location loc, Value address) {
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 6), address);
 }
 
-/// The 64-bit tcgen05 shared memory descriptor of the operand at the shared
-/// address `address` (i32) with the other fields `fields` (by default a
-/// K-major, 128-byte-swizzled box).
-Value createSmemDescriptor(OpBuilder &b, Location loc, Value address,
+/// The 64-bit tcgen05 shared memory descriptor of the operand at `ptr`
+/// (!llvm.ptr<3>) with the other fields `fields` (by default a K-major,
+/// 128-byte-swizzled box).
+Value createSmemDescriptor(OpBuilder &b, Location loc, Value ptr,
                            uint64_t fields = tcgen05::kKMajorSwizzled128Fields) {
   Type i64 = b.getI64Type();
+  Value address = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
   Value start = LLVM::AndOp::create(
       b, loc, LLVM::LShrOp::create(b, loc, address, createI32Constant(b, loc, 4)),
       createI32Constant(b, loc, 0x3FFF));
@@ -217,15 +218,10 @@ struct Tcgen05DotLowering : TileOpConversion<tile::Tcgen05DotOp> {
     // Bytes between the 128-byte chunks of K of a wide box (its rows of 128 bytes).
     int64_t aChunkBytes = aRing.getBlockType().getDimSize(0) * 128;
     int64_t bChunkBytes = bRing.getBlockType().getDimSize(0) * 128;
-    auto sharedAddress = [&](Value ptr) {
-      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
-    };
     Value aDescriptor = createSmemDescriptor(
-        rewriter, loc,
-        sharedAddress(ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot())));
+        rewriter, loc, ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot()));
     Value bDescriptor = createSmemDescriptor(
-        rewriter, loc,
-        sharedAddress(ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot())));
+        rewriter, loc, ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot()));
     auto kind = aRing.getBlockType().getElementType().isBF16() ? tcgen05::F16Kind::BF16
                                                                : tcgen05::F16Kind::F16;
     Value idesc = createI32Constant(
@@ -286,11 +282,8 @@ struct Tcgen05DotStagedLowering : TileOpConversion<tile::Tcgen05DotStagedOp> {
     if (!stagedA || !bRing)
       publishToAsyncProxy(rewriter, loc);
 
-    auto sharedAddress = [&](Value ptr) {
-      return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(), ptr).getResult();
-    };
-    Value aDescriptor = createSmemDescriptor(rewriter, loc, sharedAddress(aBuffer));
-    Value bDescriptor = createSmemDescriptor(rewriter, loc, sharedAddress(bBuffer),
+    Value aDescriptor = createSmemDescriptor(rewriter, loc, aBuffer);
+    Value bDescriptor = createSmemDescriptor(rewriter, loc, bBuffer,
                                              bMnMajor ? tcgen05::mnMajorSwizzled128Fields(k * 128)
                                                       : tcgen05::kKMajorSwizzled128Fields);
     auto kind = aType.getElementType().isBF16() ? tcgen05::F16Kind::BF16 : tcgen05::F16Kind::F16;
