@@ -4,7 +4,8 @@
 # system's torch), and the GPU tier, the sanitizers and the benchmarks run from that venv; the
 # pack's own folder supplies only test/, bench/, the bundle and libdevice.
 #   run.sh [pytest args]       the GPU tier (test/gpu/gpu_tier.py; a missing GPU fails here)
-# Steps, $KILN_STEPS (default "tests runtime bench"):
+# Steps, $KILN_STEPS (unset: "tests runtime bench"; set and empty: none, the venv alone, for
+# one's own scripts run with its ${TMPDIR:-/tmp}/kiln-venv/bin/python):
 #   tests     the GPU tier, with the pytest args given
 #   runtime   the kiln-runtime wheel alone in another venv: JIT forbidden, kernels from the bundle
 #             (test/gpu/runtime_wheel_smoke.py)
@@ -41,7 +42,7 @@ export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
   tee "$LOGS/kiln-import.txt" || { echo "run.sh: kiln did not import from the installed wheel" >&2; exit 1; }
 
 status=0
-for step in ${KILN_STEPS:-tests runtime bench}; do
+for step in ${KILN_STEPS-tests runtime bench}; do
   case "$step" in
   tests)
     "$PY" test/gpu/gpu_tier.py "$@" 2>&1 | tee "$LOGS/gpu-tests.log"
