@@ -28,8 +28,9 @@ def time_ms(fn, inputs, batch=20, reps=15, warmup=3):
     return statistics.median(times)
 
 
-def graph_time_ms(fn, inputs, batch=20, reps=15):
-    """Median GPU time per call with the launches captured in a CUDA graph (no host cost)."""
+def capture_graph(fn, inputs, batch=20):
+    """A CUDA graph of `batch` calls of fn (rotating through `inputs`), warmed up (and compiled)
+    outside the capture and replayed once."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -43,6 +44,12 @@ def graph_time_ms(fn, inputs, batch=20, reps=15):
             fn(inputs[i % len(inputs)])
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def replay_ms(graph, batch=20, reps=15):
+    """Median GPU time per call of a graph of `batch` calls: CUDA events around each of `reps`
+    replays."""
     times = []
     for _ in range(reps):
         start = torch.cuda.Event(enable_timing=True)
@@ -53,6 +60,11 @@ def graph_time_ms(fn, inputs, batch=20, reps=15):
         end.synchronize()
         times.append(start.elapsed_time(end) / batch)
     return statistics.median(times)
+
+
+def graph_time_ms(fn, inputs, batch=20, reps=15):
+    """Median GPU time per call with the launches captured in a CUDA graph (no host cost)."""
+    return replay_ms(capture_graph(fn, inputs, batch), batch, reps)
 
 
 def copy_bandwidth_gbs():

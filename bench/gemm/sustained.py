@@ -10,7 +10,6 @@ the same, steady clock.
 """
 
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
+from bench.common import capture_graph, replay_ms  # noqa: E402
 from kernels_dsl.common.gemm import gemm_tma  # noqa: E402
 
 S = 8192
@@ -52,16 +52,7 @@ def main():
         "torch.matmul(a, b_t.T) (cuBLAS)":
             lambda i: torch.matmul(ins[i][0], ins[i][2].T, out=outs[i]),
     }
-    graphs = {}
-    for name, fn in variants.items():
-        fn(0)
-        fn(1)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for j in range(20):
-                fn(j % 2)
-        graphs[name] = graph
+    graphs = {name: capture_graph(fn, [0, 1]) for name, fn in variants.items()}
     for rnd in range(3):
         for name, graph in graphs.items():
             end = time.time() + 1.5
@@ -71,19 +62,10 @@ def main():
             graph.replay()
             before = smi()
             torch.cuda.synchronize()
-            times = []
-            for _ in range(10):
-                start = torch.cuda.Event(enable_timing=True)
-                stop = torch.cuda.Event(enable_timing=True)
-                start.record()
-                graph.replay()
-                stop.record()
-                stop.synchronize()
-                times.append(start.elapsed_time(stop) / 20)
+            ms = replay_ms(graph, reps=10)
             graph.replay()
             after = smi()
             torch.cuda.synchronize()
-            ms = statistics.median(times)
             print(f"round {rnd} | {name} | {ms:.3f} ms | {2 * S ** 3 / ms / 1e9:.0f} TFLOP/s | "
                   f"MHz, W, throttle: {before} / {after}", flush=True)
 
