@@ -199,11 +199,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from kernels_dsl.common.gemm import gemm_tma_kernel  # noqa: E402
 
 
-def _gemm_tma(arch, bm, bn, stages, warps, dt="bf16", bk=None):
+def _gemm_tma(arch, bm, bn, stages, warps, dt="bf16", bk=None, c_swizzle=""):
     bk = bk or (128 if dt.startswith("f8") else 64)
     sig = {"a_desc": f"tensordesc<{dt},{bm}x{bk},sw128>",
            "b_desc": f"tensordesc<{dt},{bn}x{bk},sw128>",
-           "c_desc": f"tensordesc<bf16,{bm}x{bn}>",
+           "c_desc": f"tensordesc<bf16,{bm}x{bn}{c_swizzle}>",
            "bias_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
     return gemm_tma_kernel.compile(sig, dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, STAGES=stages),
                                    num_warps=warps, arch=arch, upto="cubin")
@@ -227,6 +227,17 @@ def test_gemm_tma_wide_k_reads_chunks_in_place(arch):
     # two chunk copies a box, A and B, in every fill
     copies = ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile")
     assert copies and copies % 4 == 0
+    assert ck.meta["targets"][arch]["spill_store_bytes"] == 0
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
+def test_gemm_tma_stores_a_swizzled_c_box_in_chunks(arch):
+    # gemm_tma passes a 128-byte swizzled [128, 256] C box (its accumulator's stores into the
+    # staging buffer then miss each other's banks): written with the swizzle and stored by
+    # one TMA copy a 64-column chunk.
+    ck = _gemm_tma(arch, 128, 256, 3, 8, c_swizzle=",sw128")
+    ptx = ck.asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group") == 4
     assert ck.meta["targets"][arch]["spill_store_bytes"] == 0
 
 
