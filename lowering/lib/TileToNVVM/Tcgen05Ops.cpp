@@ -153,6 +153,14 @@ SmallVector<Value> loadAccumulator(OpBuilder &b, Location loc, const tile::MmaLa
   return regs;
 }
 
+/// The advance, in the descriptor address field's 16-byte units, of a K-major
+/// 128-byte-swizzled operand at element `kk` of K (2-byte elements): 32 bytes
+/// a k16 step within a 64-element chunk of K, `chunkBytes` into the next chunk
+/// (a wide box's rows * 128 bytes).
+int64_t kMajorStep(int64_t chunkBytes, int64_t kk) {
+  return (kk / 64 * chunkBytes + kk % 64 * 2) / 16;
+}
+
 /// Issues, in one elected thread of warp 0, the tcgen05.mma steps of an
 /// [M, K] x [K, N] product into `tmem` (per 16 columns of K, the operand
 /// descriptors advanced by `aStep(kk)` and `bStep(kk)` in the address field's
@@ -228,14 +236,10 @@ struct Tcgen05DotLowering : TileOpConversion<tile::Tcgen05DotOp> {
         rewriter, loc,
         tcgen05::instrDescriptorF16(kind, accType.getDimSize(0), accType.getDimSize(1)));
     Value barrier = mbarrierAddress(rewriter, loc, adaptor.getBarriers(), adaptor.getBarrier());
-    // 16 elements of 2 bytes: 32 bytes, 2 in the start address field (which
-    // counts 16 bytes), within a 64-element chunk of K; a step into the next
-    // chunk adds the chunk's bytes.
-    auto stepOf = [&](int64_t chunkBytes) {
-      return [chunkBytes](int64_t kk) { return (kk / 64 * chunkBytes + kk % 64 * 2) / 16; };
-    };
-    issueMma(rewriter, loc, adaptor.getAcc(), aDescriptor, bDescriptor, idesc, k,
-             adaptor.getAccumulate(), barrier, stepOf(aChunkBytes), stepOf(bChunkBytes));
+    issueMma(
+        rewriter, loc, adaptor.getAcc(), aDescriptor, bDescriptor, idesc, k,
+        adaptor.getAccumulate(), barrier, [&](int64_t kk) { return kMajorStep(aChunkBytes, kk); },
+        [&](int64_t kk) { return kMajorStep(bChunkBytes, kk); });
     rewriter.eraseOp(op);
     return success();
   }
@@ -290,19 +294,13 @@ struct Tcgen05DotStagedLowering : TileOpConversion<tile::Tcgen05DotStagedOp> {
     Value idesc =
         createI32Constant(rewriter, loc, tcgen05::instrDescriptorF16(kind, m, n, bMnMajor));
     PhasedBarrier done = createPhasedBarrier(rewriter, op, "__kiln_tcgen05_mbarrier");
-    // K-major (A; a K-major B): 64-column chunks of K rows * 128 bytes apart,
-    // 32 bytes a k16 step within one. MN-major B: a k16 step 16 rows of 128
-    // bytes.
-    auto kMajorStep = [](int64_t rows) {
-      return [rows](int64_t kk) { return (kk / 64 * rows * 128 + kk % 64 * 2) / 16; };
-    };
-    auto mnMajorStep = [](int64_t kk) { return kk * 128 / 16; };
+    // A K-major, its 64-column chunks of K m * 128 bytes apart (a K-major B's
+    // n * 128); an MN-major B: a k16 step 16 rows of 128 bytes.
     issueMma(
         rewriter, loc, adaptor.getTmem(), aDescriptor, bDescriptor, idesc, k,
         LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(false)),
-        done.address, kMajorStep(m),
-        bMnMajor ? llvm::function_ref<int64_t(int64_t)>(mnMajorStep)
-                 : llvm::function_ref<int64_t(int64_t)>(kMajorStep(n)));
+        done.address, [&](int64_t kk) { return kMajorStep(m * 128, kk); },
+        [&](int64_t kk) { return bMnMajor ? kk * 128 / 16 : kMajorStep(n * 128, kk); });
     waitAndFlipPhase(rewriter, loc, done, tileConverter);
     SmallVector<Value> regs = loadAccumulator(rewriter, loc, layout, adaptor.getTmem());
     SmallVector<Value> acc = unpackTile(rewriter, loc, adaptor.getAcc());
