@@ -1,10 +1,10 @@
 """GEMM epilogues after the TMA + wgmma/tcgen05 K loop, against torch in fp32 on fresh random
 inputs: y = acc + 1, SiLU (acc * sigmoid(acc)), + bias (a row vector), bias then SiLU, and
 + residual (a [M, N] tile), at 128x128 and 128x256 tiles with ragged edges. The accumulator
-stays in the MMA layout through the elementwise epilogue (kiln-tile-accelerate-dot); an
-epilogue that loads (bias, residual) meets the accumulator in the blocked layout, whose
-130 KiB conversion buffer at 128x256 takes the bytes of the rings, released after the loop
-(kiln-allocate-shared-memory)."""
+stays in the MMA layout through the elementwise epilogue (kiln-tile-accelerate-dot), on sm_90a
+with the bias row broadcast into that layout; a residual (and on sm_100a/sm_103a a bias)
+meets the accumulator in the blocked layout, whose 130 KiB conversion buffer at 128x256 takes
+the bytes of the rings, released after the loop (kiln-allocate-shared-memory)."""
 
 import os
 import sys

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Tile/IR/Layout.h"
 #include "kiln/Dialect/Tile/IR/TileOps.h"
 #include "kiln/Dialect/Tile/Transforms/Passes.h"
 #include "kiln/Support/Arch.h"
@@ -19,6 +20,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln::tile {
@@ -243,6 +245,32 @@ Value rebuildIn(OpBuilder &b, Value value, RankedTensorType type, ArrayRef<int64
   return clone->getResult(0);
 }
 
+/// Whether `value` is a row or column vector broadcast in the blocked layout
+/// (a [1, N] or [M, 1] tile broadcast to [M, N]: a bias, a per-row scale) that
+/// the same broadcast can give in `encoding` with each thread holding at most
+/// half as many distinct vector elements as it holds tile elements: the
+/// vector's N elements (or M) cross into the encoding instead of the M x N
+/// tile leaving it. (A `#tile.mma` version 5 row of 128 columns a thread
+/// would double the accumulator's registers; there the tile moves.)
+bool isVectorBroadcast(Value value, Attribute encoding) {
+  auto broadcast = value.getDefiningOp<BroadcastOp>();
+  auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
+  if (!broadcast || !mma || broadcast.getType().getEncoding() ||
+      broadcast.getSrc().getType().getEncoding() || broadcast.getType().getRank() != 2)
+    return false;
+  ArrayRef<int64_t> shape = broadcast.getSrc().getType().getShape();
+  if ((shape[0] == 1) == (shape[1] == 1))
+    return false;
+  ArrayRef<int64_t> dst = broadcast.getType().getShape();
+  MmaLayout layout{dst[0], dst[1], mma.getNumWarps(), mma.getVersion()};
+  llvm::SmallDenseSet<int64_t> held;
+  for (int64_t reg = 0, e = layout.regsPerThread(); reg < e; ++reg) {
+    int64_t element = layout.elementOf(0, reg);
+    held.insert(shape[0] == 1 ? element % dst[1] : element / dst[1]);
+  }
+  return 2 * static_cast<int64_t>(held.size()) <= layout.regsPerThread();
+}
+
 /// Moves the conversion `convert` (from an encoding to the blocked layout)
 /// past its users where that is free, so that what is computed from an
 /// accumulator stays where the accumulator is and only what must leave it
@@ -251,8 +279,10 @@ Value rebuildIn(OpBuilder &b, Value value, RankedTensorType type, ArrayRef<int64
 ///  - an elementwise op whose result is no wider than its operands, and whose other operands
 ///    are conversions from the same layout, splat constants, `tile.splat`s,
 ///    iteration arguments the loop computes from this op (they will be
-///    carried in the layout, see below), or index arithmetic rebuilt in the
-///    layout (isRebuildable: a causal mask), runs in the source layout;
+///    carried in the layout, see below), index arithmetic rebuilt in the
+///    layout (isRebuildable: a causal mask), or a row or column vector's
+///    broadcast made in the layout (isVectorBroadcast: a bias), runs in the
+///    source layout;
 ///  - `tile.reduce` of the rows of a `#tile.mma` version 3 tile (axis 1)
 ///    runs on it and gives its `#tile.slice`; `tile.expand_dims` of that
 ///    slice (axis 1) gives the [M, 1] mma tile, whose `tile.broadcast` to
@@ -368,7 +398,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         SplatElementsAttr splat;
         return convertedFrom(operand.get()) || matchPattern(operand.get(), m_Constant(&splat)) ||
                operand.get().getDefiningOp<SplatOp>() || isCarriedThrough(operand.get(), user) ||
-               isRebuildable(operand.get());
+               isRebuildable(operand.get()) || isVectorBroadcast(operand.get(), encoding);
       });
       if (!movable)
         continue;
@@ -390,6 +420,11 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         if (isRebuildable(operand.get())) {
           operands.push_back(rebuildIn(b, operand.get(), type,
                                        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))));
+          continue;
+        }
+        if (isVectorBroadcast(operand.get(), encoding)) {
+          auto broadcast = operand.get().getDefiningOp<BroadcastOp>();
+          operands.push_back(BroadcastOp::create(b, broadcast.getLoc(), type, broadcast.getSrc()));
           continue;
         }
         operands.push_back(ConvertLayoutOp::create(b, user->getLoc(), type, operand.get()));

@@ -131,3 +131,37 @@ func.func @iota_mma(%x: !tile.ptr<i32>) attributes {tile.kernel, tile.num_warps 
   tile.store %xs, %b : tensor<128x64x!tile.ptr<i32>>
   return
 }
+
+// -----
+
+#mma = #tile.mma<version = 3, numWarps = 8>
+
+// A blocked [1, 64] row broadcast into a [128, 64] wgmma accumulator's
+// layout (kiln-tile-accelerate-dot's bias): the row, 64 floats, goes to a
+// shared buffer of its own (4 stores a thread: 16 threads hold it, the others
+// copies); after a barrier each thread reads, for each of its 32 registers,
+// the row's element at the register's column, then a barrier before the
+// buffer's bytes are used again. The sum runs on the accumulator's registers.
+// CHECK: llvm.mlir.global internal @__kiln_broadcast_smem_0() {{.*}} : !llvm.array<64 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @row_into_mma
+// CHECK: %[[ROW:.*]] = llvm.mlir.addressof @__kiln_broadcast_smem_0 : !llvm.ptr<3>
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-32: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-32: llvm.fadd
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @row_into_mma(%x: !tile.ptr<f32>, %bias: !tile.ptr<f32>, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %xp = tile.splat %x : !tile.ptr<f32> -> tensor<128x64x!tile.ptr<f32>>
+  %l = tile.load %xp : tensor<128x64x!tile.ptr<f32>>
+  %t = tile.convert_layout %l : tensor<128x64xf32> -> tensor<128x64xf32, #mma>
+  %bp = tile.splat %bias : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
+  %bv = tile.load %bp : tensor<64x!tile.ptr<f32>>
+  %row = tile.expand_dims %bv {axis = 0 : i32} : tensor<64xf32> -> tensor<1x64xf32>
+  %b = tile.broadcast %row : tensor<1x64xf32> -> tensor<128x64xf32, #mma>
+  %s = arith.addf %t, %b : tensor<128x64xf32, #mma>
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<128x64x!tile.ptr<f32>, #mma>
+  tile.store %op, %s : tensor<128x64x!tile.ptr<f32>, #mma>
+  return
+}

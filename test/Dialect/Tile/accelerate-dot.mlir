@@ -760,22 +760,33 @@ func.func @staged_once(%x: !tile.ptr<f16>, %acc: !tile.ptr<f32>, %out: !tile.ptr
 !DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
 !DC = !tile.tensordesc<tensor<128x256xbf16>>
 
-// A bias epilogue meets the accumulator in the blocked layout. The rings'
-// releases (after the loop, from kiln-tile-pipeline-loads) move up to just
-// after the last dot's wait, before the accumulator's conversion: the
-// conversion's buffer may then take the rings' bytes (sm_90a); on
-// sm_100a/sm_103a after the accumulator's read from Tensor Memory.
+// A bias epilogue: on sm_90a the bias row is broadcast into the wgmma
+// registers' layout (64 distinct columns a thread of the 128 elements it
+// holds) and the sum stays there, stored from it; the accumulator never
+// moves. On sm_100a/sm_103a a thread holds 128 columns of one row of the
+// Tensor Memory load, as many as its elements: the accumulator is converted
+// to the blocked layout. The rings' releases (after the loop, from
+// kiln-tile-pipeline-loads) move up to just after the last dot's wait, before
+// the epilogue: a conversion's buffer may then take the rings' bytes (on
+// sm_100a/sm_103a after the accumulator's read from Tensor Memory).
 // CHECK-LABEL: func.func @gemm_bias
 // CHECK: scf.for
 // CHECK: %[[DONE:.*]] = tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
 // CHECK-NEXT: tile.ring_release %{{.*}} : !tile.ring<3, tensor<128x64xbf16>>
 // CHECK-NEXT: tile.ring_release %{{.*}} : !tile.ring<3, tensor<256x64xbf16>>
-// CHECK: tile.convert_layout %[[DONE]]
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[ROW:.*]] = tile.expand_dims %{{.*}} {axis = 0 : i32} : tensor<256xf32> -> tensor<1x256xf32>
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[BIAS:.*]] = tile.broadcast %[[ROW]] : tensor<1x256xf32> -> tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[DONE]], %[[BIAS]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NEXT: %[[H:.*]] = arith.truncf %[[SUM]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NEXT: tile.desc_store %{{.*}}, %[[H]] : !tile.tensordesc<tensor<128x256xbf16>>, tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
 // SM100-LABEL: func.func @gemm_bias
 // SM100: tile.tmem_load
 // SM100: tile.ring_release
 // SM100-NEXT: tile.ring_release
 // SM100: tile.convert_layout
+// SM100: arith.addf %{{.*}}, %{{.*}} : tensor<128x256xf32>{{$}}
 func.func @gemm_bias(%da: !DA, %db: !DB, %dc: !DC, %k: i32, %pbias: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -807,6 +818,69 @@ func.func @gemm_bias(%da: !DA, %db: !DB, %dc: !DC, %k: i32, %pbias: !tile.ptr<f3
   %wide = tile.broadcast %row : tensor<1x256xf32> -> tensor<128x256xf32>
   %sum = arith.addf %acc, %wide : tensor<128x256xf32>
   %h = arith.truncf %sum : tensor<128x256xf32> to tensor<128x256xbf16>
+  tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x256xbf16>
+  return
+}
+
+// -----
+
+!A = !tile.ring<3, tensor<128x64xbf16>>
+!B = !tile.ring<3, tensor<256x64xbf16>>
+!DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>
+!DB = !tile.tensordesc<tensor<256x64xbf16>, swizzle = 128>
+!DC = !tile.tensordesc<tensor<128x256xbf16>>
+
+// A per-row scale (a [128, 1] column broadcast along the rows): a thread of
+// the wgmma layout holds 2 distinct rows, one of the Tensor Memory load
+// (tcgen05's 32x32b lanes): the product stays in the accumulator's layout on
+// every arch, the column broadcast into it.
+// CHECK-LABEL: func.func @gemm_row_scale
+// CHECK: tile.ring_release
+// CHECK-NEXT: tile.ring_release
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[COL:.*]] = tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[SCALE:.*]] = tile.broadcast %[[COL]] : tensor<128x1xf32> -> tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// CHECK-NEXT: arith.mulf %{{.*}}, %[[SCALE]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
+// SM100-LABEL: func.func @gemm_row_scale
+// SM100: tile.ring_release
+// SM100-NEXT: tile.ring_release
+// SM100-NOT: tile.convert_layout
+// SM100: %[[COL:.*]] = tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+// SM100-NOT: tile.convert_layout
+// SM100: %[[SCALE:.*]] = tile.broadcast %[[COL]] : tensor<128x1xf32> -> tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+// SM100-NEXT: arith.mulf %{{.*}}, %[[SCALE]] : tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+func.func @gemm_row_scale(%da: !DA, %db: !DB, %dc: !DC, %k: i32, %pscale: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %c64 = arith.constant 64 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %ra = tile.ring_alloc : !A
+  %rb = tile.ring_alloc : !B
+  tile.ring_issue %da[%c0, %c0] -> %ra[%c0] if %true : !DA, !A
+  tile.ring_issue %db[%c0, %c0] -> %rb[%c0] if %true : !DB, !B
+  %acc, %n = scf.for %kk = %c0 to %k step %c64 iter_args(%acc = %zero, %it = %c0) -> (tensor<128x256xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c3 : i32
+    %phase = arith.andi %it, %c1 : i32
+    %a = tile.ring_wait_load %ra[%slot], %phase : !A -> tensor<128x64xbf16>
+    tile.ring_issue %da[%c0, %kk] -> %ra[%slot] if %true : !DA, !A
+    %b = tile.ring_wait_load %rb[%slot], %phase : !B -> tensor<256x64xbf16>
+    tile.ring_issue %db[%c0, %kk] -> %rb[%slot] if %true : !DB, !B
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<256x64xbf16> -> tensor<64x256xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<128x64xbf16> * tensor<64x256xbf16> -> tensor<128x256xf32>
+    %next = arith.addi %it, %c1 : i32
+    scf.yield %d, %next : tensor<128x256xf32>, i32
+  }
+  tile.ring_release %ra : !A
+  tile.ring_release %rb : !B
+  %ptrs = tile.splat %pscale : !tile.ptr<f32> -> tensor<128x!tile.ptr<f32>>
+  %scale = tile.load %ptrs : tensor<128x!tile.ptr<f32>>
+  %col = tile.expand_dims %scale {axis = 1 : i32} : tensor<128xf32> -> tensor<128x1xf32>
+  %wide = tile.broadcast %col : tensor<128x1xf32> -> tensor<128x256xf32>
+  %prod = arith.mulf %acc, %wide : tensor<128x256xf32>
+  %h = arith.truncf %prod : tensor<128x256xf32> to tensor<128x256xbf16>
   tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x256xbf16>
   return
 }

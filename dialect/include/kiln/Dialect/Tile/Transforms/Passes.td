@@ -309,7 +309,12 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     (`tile.convert_layout`), and the conversion moves past what can run
     where the accumulator is: elementwise ops that do not widen it (their
     other operands conversions from the same layout, splat constants,
-    `tile.splat`s, or iteration arguments the loop computes from them),
+    `tile.splat`s, iteration arguments the loop computes from them, index
+    arithmetic rebuilt in the layout, or the `tile.broadcast` of a blocked
+    [1, N] or [M, 1] vector, made into the layout where a thread holds at
+    most half as many of the vector's elements as of the tile's: a bias
+    row in the wgmma layout, a per-row scale in either, but not a row in
+    tcgen05's, whose thread holds a whole row),
     `tile.desc_store` (which stores any layout), the reduction of an mma
     tile's rows (axis 1, into its `#tile.slice`), `tile.expand_dims` of that
     slice and `tile.broadcast` of the [M, 1] result back to [M, N]; a value
