@@ -6,7 +6,7 @@ SW power cap) and the clock settles at 1.4-1.5 GHz, so a short timing from a coo
 (bench/gemm/run.py) favours whichever variant runs first; this one compares the variants at
 the same, steady clock.
 
-    python bench/gemm/sustained.py
+    python bench/gemm/sustained.py [NAME_PART ...]   # only the variants whose name has one
 """
 
 import os
@@ -46,13 +46,19 @@ def main():
         "kiln 128x128 4 stages, 4 warps":
             lambda i: gemm_tma(ins[i][0], ins[i][2], outs[i], block=(128, 128, None), stages=4,
                                num_warps=4),
+        "kiln 128x256 + bias":
+            lambda i: gemm_tma(ins[i][0], ins[i][2], outs[i], bias=ins[i][3]),
+        "kiln 128x256 + SiLU":
+            lambda i: gemm_tma(ins[i][0], ins[i][2], outs[i], activation="silu"),
         "kiln 128x256 + bias + SiLU":
             lambda i: gemm_tma(ins[i][0], ins[i][2], outs[i], bias=ins[i][3], activation="silu"),
         "torch.matmul(a, b) (cuBLAS)": lambda i: torch.matmul(ins[i][0], ins[i][1], out=outs[i]),
         "torch.matmul(a, b_t.T) (cuBLAS)":
             lambda i: torch.matmul(ins[i][0], ins[i][2].T, out=outs[i]),
     }
-    graphs = {name: capture_graph(fn, [0, 1]) for name, fn in variants.items()}
+    parts = sys.argv[1:]
+    graphs = {name: capture_graph(fn, [0, 1]) for name, fn in variants.items()
+              if not parts or any(part in name for part in parts)}
     for rnd in range(3):
         for name, graph in graphs.items():
             end = time.time() + 1.5
