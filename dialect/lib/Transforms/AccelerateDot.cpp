@@ -182,9 +182,12 @@ void yieldConverted(OpBuilder &b, scf::IfOp ifOp, unsigned index, RankedTensorTy
 
 /// Whether `value` is a tile computed from ranges, splats and splat constants
 /// by pure elementwise ops, expand_dims and broadcasts (index arithmetic, a
-/// mask) in at most `budget` ops: rebuilt in another layout for less than
+/// mask) in at most `budget` distinct ops (`seen`: a value two ops read, a
+/// mask's key index, counts once): rebuilt in another layout for less than
 /// moving it there costs.
-bool isRebuildable(Value value, int64_t &budget) {
+bool isRebuildable(Value value, int64_t &budget, llvm::SmallPtrSetImpl<void *> &seen) {
+  if (!seen.insert(value.getAsOpaquePointer()).second)
+    return true;
   Operation *op = value.getDefiningOp();
   auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
   if (!op || !type || type.getEncoding() || budget-- <= 0)
@@ -195,12 +198,13 @@ bool isRebuildable(Value value, int64_t &budget) {
   if (!llvm::isa<ExpandDimsOp, BroadcastOp>(op) && !(isElementwise(op) && isMemoryEffectFree(op)))
     return false;
   return llvm::all_of(op->getOperands(), [&](Value operand) {
-    return !llvm::isa<RankedTensorType>(operand.getType()) || isRebuildable(operand, budget);
+    return !llvm::isa<RankedTensorType>(operand.getType()) || isRebuildable(operand, budget, seen);
   });
 }
 bool isRebuildable(Value value) {
   int64_t budget = 16;
-  return isRebuildable(value, budget);
+  llvm::SmallPtrSet<void *, 16> seen;
+  return isRebuildable(value, budget, seen);
 }
 
 /// `value` (isRebuildable) built at the insertion point on the shape and in

@@ -884,3 +884,44 @@ func.func @gemm_row_scale(%da: !DA, %db: !DB, %dc: !DC, %k: i32, %pscale: !tile.
   tile.desc_store %dc[%c0, %c0], %h : !DC, tensor<128x256xbf16>
   return
 }
+
+// -----
+
+// A mask of index arithmetic whose pieces two compares share (the keys `kb`,
+// visible up to a per-row limit and below a bound: `(kb <= lb) & (kb < hi)`):
+// the budget counts each op once (13 distinct, under 16; 19 as a tree), so
+// the mask is rebuilt in the accumulator's layout and the scores never leave
+// it.
+// CHECK-LABEL: func.func @shared_index_mask
+// CHECK: %[[S:.*]] = tile.warpgroup_dot_staged
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[V:.*]] = arith.andi %{{.*}}, %{{.*}} : tensor<64x64xi1, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[M:.*]] = arith.select %[[V]], %[[S]], %{{.*}} : tensor<64x64xi1, #tile.mma<version = 3, numWarps = 4>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: tile.convert_layout %[[M]]
+func.func @shared_index_mask(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %n: i32, %p: i32, %hi: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<64x64xf32>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<64x64x!tile.ptr<bf16>>
+  %kp = tile.splat %k : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %kv = tile.load %kp : tensor<64x64x!tile.ptr<bf16>>
+  %kt = tile.trans %kv {order = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+  %s = tile.dot %qv, %kt, %zero : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+  %r = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %ns = tile.splat %n : i32 -> tensor<64xi32>
+  %key = arith.addi %ns, %r : tensor<64xi32>
+  %ke = tile.expand_dims %key {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %kb = tile.broadcast %ke : tensor<1x64xi32> -> tensor<64x64xi32>
+  %ps = tile.splat %p : i32 -> tensor<64xi32>
+  %lim = arith.addi %ps, %r : tensor<64xi32>
+  %le = tile.expand_dims %lim {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %lb = tile.broadcast %le : tensor<64x1xi32> -> tensor<64x64xi32>
+  %v1 = arith.cmpi sle, %kb, %lb : tensor<64x64xi32>
+  %hs = tile.splat %hi : i32 -> tensor<64x64xi32>
+  %v2 = arith.cmpi slt, %kb, %hs : tensor<64x64xi32>
+  %v = arith.andi %v1, %v2 : tensor<64x64xi1>
+  %m = arith.select %v, %s, %ninf : tensor<64x64xi1>, tensor<64x64xf32>
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %op, %m : tensor<64x64x!tile.ptr<f32>>
+  return
+}
