@@ -111,10 +111,18 @@ public:
       position[op] = count++;
       ops.push_back(op);
     });
+    // In pre-order an op's nested ops follow it: the last of them is the last
+    // op before the next op that is not nested in it.
+    module.walk([&](Operation *op) {
+      int64_t last = position[op];
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          if (!block.empty())
+            last = std::max(last, lastNested[&block.back()]);
+      lastNested[op] = last;
+    });
     module.walk([&](LLVM::LLVMFuncOp func) {
-      int64_t last = position[func];
-      func.walk([&](Operation *op) { last = std::max(last, position[op]); });
-      extent[func] = {position[func], last};
+      extent[func] = {position[func], lastNested[func]};
       // Only a bar.sync of every thread, unconditionally at the top of the
       // body, separates two buffers in time; within the consumer block of a
       // warp-specialized kernel, which only its threads run, their named
@@ -160,9 +168,8 @@ public:
          parent = parent->getParentOp()) {
       if (runsRegionsOnce(parent))
         continue;
-      int64_t last = position.lookup(parent);
-      parent->walk([&](Operation *nested) { last = std::max(last, position.lookup(nested)); });
-      span = {std::min(span.start, position.lookup(parent)), std::max(span.end, last)};
+      span = {std::min(span.start, position.lookup(parent)),
+              std::max(span.end, lastNested.lookup(parent))};
     }
     return span;
   }
@@ -174,9 +181,7 @@ public:
     SmallVector<Block *, 2> blocks;
     for (Block *consumers : consumerBlocks.lookup(func)) {
       Operation *split = consumers->getParentOp();
-      int64_t last = position.lookup(split);
-      split->walk([&](Operation *nested) { last = std::max(last, position.lookup(nested)); });
-      if (position.lookup(split) < live.start && live.end <= last)
+      if (position.lookup(split) < live.start && live.end <= lastNested.lookup(split))
         blocks.push_back(consumers);
     }
     blocks.push_back(&func.getBody().front());
@@ -194,6 +199,8 @@ private:
   int64_t count = 0;
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> position;
+  /// The position of the last op nested in an op (its own where none is).
+  llvm::DenseMap<Operation *, int64_t> lastNested;
   llvm::DenseMap<Operation *, Interval> extent;
   llvm::DenseMap<Block *, SmallVector<int64_t>> barriers;
   llvm::DenseMap<Operation *, SmallVector<Block *, 1>> consumerBlocks;
