@@ -18,7 +18,8 @@ tensors allocate their outputs (an op's result must not alias its inputs); ops t
 into a given tensor (``concat_mla_k``, ``mla_kv_scatter``, ``mla_kv_scatter_fp8``,
 ``kv_indices``, ``attn_res_write_prefix``'s bank, the KDA decodes' SSM and conv states,
 the KDA verify chain's optional per-step states and records, the ReplaySSM fold's checkpoint
-and conv state) declare it in ``mutates_args``.
+and conv state) declare it in ``mutates_args``. ``mla_decode`` and ``verify_splitkv`` return
+(out, lse).
 ``gpu_tensor_hash`` returns the hash as an int64 [1] tensor (the wrapper's ``.item()`` would
 synchronize, which a CUDA graph cannot capture). Output shapes depend only on input shapes
 and arguments, never on data.
@@ -47,6 +48,7 @@ from . import (
     image,
     kda_decode,
     kda_verify,
+    mla_attention,
     mla_kv,
     moe_align,
     quant,
@@ -523,3 +525,45 @@ def kda_replayssm_fold(h0: torch.Tensor, rawk: torch.Tensor, rawv: torch.Tensor,
     128] of every layer (and the conv state rolled back) (kda_verify.kda_replayssm_fold)."""
     kda_verify.kda_replayssm_fold(h0, rawk, rawv, gk, beta, indices, accept_len,
                                   track_indices, steps_to_track, conv_state, conv_records)
+
+
+# ---------------------------------------------------------------------------
+# MLA attention (docs/kernels/mla_attention.md)
+# ---------------------------------------------------------------------------
+
+def _mla_decode_fake(q: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor,
+                     cache_seqlens: torch.Tensor, scale: Optional[float] = None,
+                     num_splits: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("mla_decode", "q", q, 3)
+    return (q.new_empty((q.shape[0], q.shape[1], mla_attention.KV_LORA)),
+            q.new_empty((q.shape[0], q.shape[1]), dtype=torch.float32))
+
+
+@register("mla_decode", _mla_decode_fake)
+def mla_decode(q: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor,
+               cache_seqlens: torch.Tensor, scale: Optional[float] = None,
+               num_splits: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out bf16 [B, H, 512], lse fp32 [B, H]): MLA decode attention over the paged latent
+    cache (bf16 or the FP8 layout); cache_seqlens the rows each request sees (< 0: padded,
+    its rows unspecified) (mla_attention.mla_decode)."""
+    return mla_attention.mla_decode(q, cache, block_table, cache_seqlens, scale,
+                                    num_splits=num_splits, return_lse=True)
+
+
+def _verify_splitkv_fake(q: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor,
+                         lengths: torch.Tensor, scale: Optional[float] = None,
+                         num_splits: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("verify_splitkv", "q", q, 4)
+    return (q.new_empty(tuple(q.shape[:3]) + (mla_attention.KV_LORA,)),
+            q.new_empty(tuple(q.shape[:3]), dtype=torch.float32))
+
+
+@register("verify_splitkv", _verify_splitkv_fake)
+def verify_splitkv(q: torch.Tensor, cache: torch.Tensor, block_table: torch.Tensor,
+                   lengths: torch.Tensor, scale: Optional[float] = None,
+                   num_splits: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out bf16 [B, S, H, 512], lse fp32 [B, S, H]): MLA target-verify attention of S
+    drafts (the last S rows of each request) over the paged latent cache; lengths the
+    prefixes (< 0: padded, its rows unspecified) (mla_attention.verify_splitkv)."""
+    return mla_attention.verify_splitkv(q, cache, block_table, lengths, scale,
+                                        num_splits=num_splits, return_lse=True)

@@ -32,6 +32,7 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
     kda_decode,
     kda_verify,
     kv_indices,
+    mla_attention,
     mla_kv,
     mla_output_gate,
     moe_align,
@@ -240,6 +241,28 @@ def _kda_fold_case(g):
                 mutated=(0, 9))
 
 
+def _mla_case(g, decode, fp8):
+    """3 requests over a cache of 12 pages of 16 rows in random order (12 heads; verify: 3
+    drafts), both outputs (out, lse); the FP8 cache's scales and rope values finite."""
+    bsz, s, h, ps, pages = 3, 1 if decode else 3, 12, 16, 12
+    if fp8:
+        cache = _randint(g, 0, 0x7E, (pages, ps, 656), torch.uint8)  # no NaN code
+        cache[..., 512:528] = (torch.rand((pages, ps, 4), generator=g, device=g.device)
+                               + 0.5).view(torch.uint8)
+        cache[..., 528:] = _randn(g, (pages, ps, 64)).view(torch.uint8)
+    else:
+        cache = _randn(g, (pages, ps, 576))
+    bt = _perm(g, pages, pages, torch.int32).view(bsz, 4)
+    lengths = torch.tensor([5, 17, 60], dtype=torch.int32, device=g.device)
+    if decode:
+        q = _randn(g, (bsz, h, 576))
+        return Case("mla_decode", (q, cache, bt, lengths), {},
+                    lambda *a: mla_attention.mla_decode(*a, return_lse=True))
+    q = _randn(g, (bsz, s, h, 576))
+    return Case("verify_splitkv", (q, cache, bt, lengths), {"num_splits": 2},
+                lambda *a, **kw: mla_attention.verify_splitkv(*a, return_lse=True, **kw))
+
+
 #: name -> builder(generator) -> Case. The shapes depend only on the name, the values on the
 #: generator (the CUDA graph test copies a second draw into the first's tensors).
 CASES: Dict[str, Callable[[Any], Case]] = {
@@ -333,6 +356,9 @@ CASES: Dict[str, Callable[[Any], Case]] = {
     "kda_fused_decode_varlen_norm": lambda g: _kda_fused_case(g, True),
     "kda_verify_chain": _kda_verify_case,
     "kda_replayssm_fold": _kda_fold_case,
+    "mla_decode": lambda g: _mla_case(g, True, False),
+    "mla_decode_fp8": lambda g: _mla_case(g, True, True),
+    "verify_splitkv": lambda g: _mla_case(g, False, False),
     "image_preprocess_mean_std": lambda g: Case(
         "image_preprocess", (_randint(g, 0, 256, (1, 30, 20, 3), torch.uint8), 14, 28),
         {"mean": [0.5, 0.25, 0.125], "std": [0.5, 2.0, 0.75]},
@@ -440,6 +466,8 @@ WRAPPERS = {
     "kda_fused_decode": kda_decode.kda_fused_decode,
     "kda_verify_chain": kda_verify.kda_verify_chain,
     "kda_replayssm_fold": kda_verify.kda_replayssm_fold,
+    "mla_decode": mla_attention.mla_decode,
+    "verify_splitkv": mla_attention.verify_splitkv,
 }
 
 

@@ -29,6 +29,7 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
     kda_decode,
     kda_verify,
     kv_indices,
+    mla_attention,
     mla_kv,
     mla_output_gate,
     moe_align,
@@ -605,6 +606,37 @@ def test_kda_verify(bundle_only):
 
     seen = run_grid(bundle_only, cases())
     assert seen == {s.kernel_name for s in kda_verify.AOT_SPECIALIZATIONS}
+
+
+def test_mla_attention(bundle_only):
+    """mla_decode and verify_splitkv need no generic kernel: every tile shape tile_shape
+    picks is in the bundle, the page size, strides and split count are runtime arguments;
+    one split launches the partial kernel alone, more the merge too."""
+
+    def call(decode, bsz, s, h, fp8, ps, pad, splits):
+        width, dtype = (656, "uint8") if fp8 else (576, "bfloat16")
+        row = width + (16 if fp8 else 8) * pad
+        cache = T((40, ps, width), dtype, strides=(ps * row, row, 1))
+        bt, lens = T((bsz, 9), "int32", strides=(9 + pad, 1)), T((bsz,), "int32", offset=1)
+        if decode:
+            q = T((bsz, h, 576), strides=(h * 576 + 8 * pad, 576, 1))
+            return lambda: mla_attention.mla_decode(q, cache, bt, lens, num_splits=splits)
+        q = T((bsz, s, h, 576), strides=(s * h * 576 + 8 * pad, h * 576, 576, 1))
+        return lambda: mla_attention.verify_splitkv(q, cache, bt, lens, num_splits=splits,
+                                                    return_lse=True)
+
+    def cases():
+        for decode, s, h, fp8, ps, pad, splits in itertools.product(
+                (True, False), range(1, mla_attention.MAX_S + 1), (1, 12, 16, 24, 128),
+                (False, True), (1, 64), (0, 1), (None, 1)):
+            if decode and s > 1:
+                continue
+            yield (f"decode={decode} S={s} H={h} fp8={fp8} ps={ps} pad={pad} splits={splits}",
+                   call(decode, 3, s, h, fp8, ps, pad, splits), True)
+
+    bundle_only.sms = 132
+    seen = run_grid(bundle_only, cases())
+    assert seen == {s.kernel_name for s in mla_attention.AOT_SPECIALIZATIONS}
 
 
 def test_the_generic_kernels_are_the_wrappers_fallbacks(shipped):

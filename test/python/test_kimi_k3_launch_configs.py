@@ -1,12 +1,11 @@
 """Every kernel the bundle ships (``AOT_SPECIALIZATIONS``) is what a wrapper launches on its
 default path, or its generic launch (the bundle's kernel for the inputs the fast ones do not
 serve), for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv,
-kv_indices, concat_mla, pack_topk_ids, moe_align, kda_decode and kda_verify: the launch
-configurations
-come from the functions the wrappers choose their launches with, over the inputs K3 gives them
-(T in {1, 64, 4096, 16384}, the dtypes and flags of the contracts, an H200's 132 SMs). Also:
-each family's ``Settings`` is frozen and its AOT specializations are built from ``SETTINGS``.
-No GPU, no torch."""
+kv_indices, concat_mla, pack_topk_ids, moe_align, kda_decode, kda_verify and mla_attention:
+the launch configurations come from the functions the wrappers choose their launches with,
+over the inputs K3 gives them (T in {1, 64, 4096, 16384}, the dtypes and flags of the
+contracts, an H200's 132 SMs). Also: each family's ``Settings`` is frozen and its AOT
+specializations are built from ``SETTINGS``. No GPU, no torch."""
 
 import dataclasses
 
@@ -17,6 +16,7 @@ from kernels_dsl.kimi_k3 import (
     kda_decode,
     kda_verify,
     kv_indices,
+    mla_attention,
     mla_kv,
     mla_output_gate,
     moe_align,
@@ -152,11 +152,20 @@ def launched_kda_verify():
     return out | {key(*kda_verify.fold_launch_config())}
 
 
+def launched_mla_attention():
+    # every head count K3's tensor-parallel splits give (96 heads over TP 1..8) and the
+    # draft counts the ops take, both caches; the merge
+    out = {key(*mla_attention.launch_config(96 // tp, s, fp8)) for tp in (1, 2, 4, 8)
+           for s in range(1, mla_attention.MAX_S + 1) for fp8 in (False, True)}
+    return out | {key(*mla_attention.merge_config())}
+
+
 FAMILIES = {situ: launched_situ, situ_quant: launched_situ_quant, quant: launched_quant,
             mla_output_gate: launched_mla_output_gate, mla_kv: launched_mla_kv,
             kv_indices: launched_kv_indices, concat_mla: launched_concat_mla,
             pack_topk_ids: launched_pack_topk_ids, moe_align: launched_moe_align,
-            kda_decode: launched_kda_decode, kda_verify: launched_kda_verify}
+            kda_decode: launched_kda_decode, kda_verify: launched_kda_verify,
+            mla_attention: launched_mla_attention}
 
 
 @pytest.mark.parametrize("mod", list(FAMILIES), ids=lambda m: m.__name__.rsplit(".", 1)[-1])

@@ -1,0 +1,522 @@
+"""MLA attention over the paged latent cache, absorbed form: decode (``mla_decode``) and the
+speculative target-verify (``verify_splitkv``), split over the KV range (flash-decoding)
+and merged in a second pass.
+
+Request b's KV sequence is its cached rows 0 .. total_b - 1, row n at page
+``block_table[b, n // page_size]``, offset ``n % page_size``; each row is
+``[kv_c (512) | k_pe (64)]``, bf16 (576 values) or FP8 (656 bytes: 512 e4m3 codes, 4 fp32
+scales, one a 128-group, 64 bf16 rope values; mla_kv.py writes both). Query row (b, s, h),
+s < S, sees the rows n <= total_b - S + s (causal over the S newest rows, the drafts):
+
+    score[n] = (q[b, s, h, :512] . lat_n + q[b, s, h, 512:] . rope_n) * scale
+    out[b, s, h, :] = bf16( sum_n softmax(score)[n] * lat_n ),   lse = log sum_n exp(score[n])
+
+lat_n the row's 512 latent values (FP8: code * its group's scale). verify_splitkv's
+``lengths`` are the prefixes (total = lengths + S); mla_decode's ``cache_seqlens`` are the
+totals (FlashMLA's convention, the new token's row included). A request with lengths < 0
+is a padded batch entry: nothing of it is read or written. A query row that sees no row
+(decode with cache_seqlens 0) writes zeros and lse = -inf.
+
+**Head dim 576.** No tile is padded to a power of two: the score is five dots, the four
+128-groups of the latent and the 64 rope columns (all powers of two, nothing masked, no
+lane of padding reaching a sum); the value dots take the same four groups. For the FP8
+cache the e4m3 codes enter the dots as they are (exact in bf16): a group's partial scores
+are scaled by the keys' scales of the group in fp32, and its value dot takes ``p * scale``
+as the weights (rounded to bf16, as p is for the bf16 cache).
+
+**Split KV.** Program (split, head block and value part, request): the request's rows are
+cut into ``n_splits`` chunks of ``cdiv(cdiv(total, n_splits), BLOCK_N) * BLOCK_N`` rows (the
+chunk from the request's own length, so that one long request fills the GPU as well as
+many short ones); each program runs the online softmax (base 2, the scale folded into
+``qk_scale = scale * log2(e)``) over its chunk for BLOCK_M = S_PAD * BLOCK_H query rows (S
+drafts of BLOCK_H heads: row r is draft r // BLOCK_H, head r % BLOCK_H of its block) and
+writes its partial output (normalized) and lse in fp32; ``mla_merge_kernel`` combines
+them. With one split the partial kernel writes the bf16 output (and lse) itself.
+
+Specification: docs/kernels/mla_attention.md
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Optional
+
+import kiln
+import kiln.language as kl
+from kiln.aot import Spec
+
+from . import _launch as L
+
+KV_LORA, ROPE, GROUP = 512, 64, 128
+#: Row widths: bf16 values, FP8 bytes.
+BF16_ROW, FP8_ROW_BYTES = KV_LORA + ROPE, KV_LORA + 4 * (KV_LORA // GROUP) + 2 * ROPE
+LOG2E = 1.0 / math.log(2.0)
+LN2 = math.log(2.0)
+#: The most draft rows a request (S_PAD <= 8: 8 drafts of 8 heads are one 64-row tile).
+MAX_S = 8
+#: The most KV splits a request (the merge's loop; the workspace is [B S H, n_splits, 513]).
+MAX_SPLITS = 256
+
+
+@kiln.jit
+def _latent(lat, sc, g, gm, good, FP8: kl.constexpr):
+    """The latent's 128-group g of the block's rows as a [BLOCK_N, 128] bf16 tile (FP8: the
+    e4m3 codes, exact in bf16) and the rows' scales of the group (FP8; else 1)."""
+    k = kl.load(lat + g * GROUP, mask=gm, other=0.0)
+    if FP8:
+        return k.to(kl.bfloat16), kl.load(sc + g, mask=good, other=0.0)
+    return k, 1.0
+
+
+@kiln.jit
+def _group_scores(s, q_g, lat, sc, g, gm, good, FP8: kl.constexpr):
+    """s + the partial scores of the latent's group g, ``q_g . k_g^T`` (FP8: ``(q_g .
+    codes^T) * scale``, exact products in fp32); the group loaded where it is used, so that
+    one group's tile is live at a time."""
+    k, scale = _latent(lat, sc, g, gm, good, FP8)
+    if FP8:
+        return s + kl.dot(q_g, k.T) * scale[None, :]
+    return kl.dot(q_g, k.T, s)
+
+
+@kiln.jit
+def _group_values(acc, p, alpha, lat, sc, g, gm, good, FP8: kl.constexpr):
+    """The running output of the value columns of group g, rescaled by alpha, plus ``p .
+    v_g``, the weights rounded to bf16 (FP8: ``(p * scale) . codes``, the weights times the
+    rows' scales rounded to bf16). The group is loaded again (an L1 hit: the score read it)
+    rather than kept live across the softmax."""
+    v, scale = _latent(lat, sc, g, gm, good, FP8)
+    if FP8:
+        p = p * scale[None, :]
+    return kl.dot(p.to(kl.bfloat16), v, acc * alpha[:, None])
+
+
+@kiln.jit
+def _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final):
+    """One 128-group of a program's output: the partial (normalized, fp32) at workspace row
+    ``part``, or with ``final`` the bf16 output row ``out_row``."""
+    o = acc / l_safe[:, None]
+    kl.store(o_part_ptr + (part * KV_LORA)[:, None] + cols[None, :], o,
+             mask=(ok & (final == 0))[:, None])
+    kl.store(out_ptr + out_row[:, None] + cols[None, :], o.to(kl.bfloat16),
+             mask=(ok & (final != 0))[:, None])
+
+
+@kiln.jit(num_warps=4, do_not_specialize=[
+    "H", "S", "extra", "n_splits", "page_size", "page_u", "row_u", "num_pages", "max_rows",
+    "bt_s0", "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final",
+    "write_lse"])
+def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_ptr, o_part_ptr,
+                         lse_part_ptr, out_ptr, lse_ptr, H, S, extra, n_splits, page_size,
+                         page_u, row_u, num_pages, max_rows, bt_s0, q_sb_u, q_ss_u, q_sh_u, o_sb_u,
+                         o_ss_u, o_sh_u, final, write_lse, qk_scale, S_PAD: kl.constexpr,
+                         BLOCK_H: kl.constexpr, BLOCK_N: kl.constexpr, VPARTS: kl.constexpr,
+                         FP8: kl.constexpr):
+    """Program (split, head block * VPARTS + value part, request b). The cache comes as three
+    views of its bytes: ``cache_lat`` the latent (bf16, or the e4m3 codes), ``cache_f32`` the
+    FP8 scales, ``cache_bf16`` the rope values (for the bf16 cache all three are the cache);
+    its page stride ``page_u`` and row stride ``row_u`` in 16-byte units, the offsets 64-bit.
+    The q and out strides come in 8-element units. A value part holds 4 / VPARTS of the
+    latent's 128-groups (VPARTS = 2: the first or the last two; every part computes the
+    whole score). Block table entries outside [0, num_pages) read as zero rows, and a total
+    past the block table's ``max_rows`` (its pages times the page size) is cut to it: a bad
+    table or length never reads outside the cache or the table. ``extra``: added to
+    lengths[b] for the request's total rows (verify: S, decode: 0)."""
+    NGV: kl.constexpr = 4 // VPARTS
+    BLOCK_M: kl.constexpr = S_PAD * BLOCK_H
+    split = kl.program_id(0)
+    hv = kl.program_id(1)
+    b = kl.program_id(2)
+    hb = hv // VPARTS
+    vpart = hv % VPARTS
+    b64 = b.to(kl.int64)
+    kl.pdl_wait()  # q, the cache and the tables may come from the previous kernels
+    length = kl.load(len_ptr + b)
+    total = kl.where(length < 0, 0, kl.minimum(length + extra, max_rows))
+    per = (total + n_splits - 1) // n_splits
+    chunk = (per + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+    lo = kl.minimum(split * chunk, total)
+    hi = kl.minimum(lo + chunk, total)
+
+    r = kl.arange(0, BLOCK_M)
+    s_of = r // BLOCK_H
+    h = hb * BLOCK_H + r % BLOCK_H
+    row_ok = (s_of < S) & (h < H)
+    last = total - S + s_of  # the last row query row r sees
+    c128 = kl.arange(0, GROUP)
+    c64 = kl.arange(0, ROPE)
+    q_row = q_ptr + (b64 * q_sb_u + s_of * q_ss_u + h * q_sh_u) * 8
+    qm = row_ok[:, None]
+    q0 = kl.load(q_row[:, None] + c128[None, :], mask=qm, other=0.0)
+    q1 = kl.load(q_row[:, None] + GROUP + c128[None, :], mask=qm, other=0.0)
+    q2 = kl.load(q_row[:, None] + 2 * GROUP + c128[None, :], mask=qm, other=0.0)
+    q3 = kl.load(q_row[:, None] + 3 * GROUP + c128[None, :], mask=qm, other=0.0)
+    qr = kl.load(q_row[:, None] + KV_LORA + c64[None, :], mask=qm, other=0.0)
+    kl.pdl_launch_dependents()
+
+    cols = kl.arange(0, BLOCK_N)
+    bt_row = bt_ptr + b64 * bt_s0
+    m_i = kl.full((BLOCK_M,), float("-inf"), kl.float32)
+    l_i = kl.zeros((BLOCK_M,), kl.float32)
+    acc0 = kl.zeros((BLOCK_M, GROUP), kl.float32)
+    acc1 = kl.zeros((BLOCK_M, GROUP), kl.float32)
+    if VPARTS == 1:
+        acc2 = kl.zeros((BLOCK_M, GROUP), kl.float32)
+        acc3 = kl.zeros((BLOCK_M, GROUP), kl.float32)
+    for n in range(lo, hi, BLOCK_N):
+        key = n + cols
+        kv_ok = key < hi
+        page = kl.load(bt_row + key // page_size, mask=kv_ok, other=-1)
+        good = kv_ok & (page >= 0) & (page < num_pages)
+        row = (kl.where(good, page, 0).to(kl.int64) * page_u
+               + (key % page_size).to(kl.int64) * row_u)  # 16-byte units
+        gm = good[:, None]
+        if FP8:
+            lat = cache_lat + (row * 16)[:, None] + c128[None, :]
+            sc = cache_f32 + row * 4 + KV_LORA // 4
+            rope = kl.load(cache_bf16 + (row * 8 + (KV_LORA + 16) // 2)[:, None] + c64[None, :],
+                           mask=gm, other=0.0)
+        else:
+            lat = cache_lat + (row * 8)[:, None] + c128[None, :]
+            sc = cache_f32  # unused
+            rope = kl.load(cache_bf16 + (row * 8 + KV_LORA)[:, None] + c64[None, :], mask=gm,
+                           other=0.0)
+        s = kl.dot(qr, rope.T)
+        s = _group_scores(s, q0, lat, sc, 0, gm, good, FP8)
+        s = _group_scores(s, q1, lat, sc, 1, gm, good, FP8)
+        s = _group_scores(s, q2, lat, sc, 2, gm, good, FP8)
+        s = _group_scores(s, q3, lat, sc, 3, gm, good, FP8)
+        s = kl.where(key[None, :] <= kl.minimum(last, hi - 1)[:, None], s, float("-inf"))
+        m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
+        m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = kl.exp2(m_i - m_use)
+        p = kl.exp2(s * qk_scale - m_use[:, None])
+        l_i = l_i * alpha + kl.sum(p, axis=1)
+        m_i = m_new
+        g = vpart * NGV
+        acc0 = _group_values(acc0, p, alpha, lat, sc, g, gm, good, FP8)
+        acc1 = _group_values(acc1, p, alpha, lat, sc, g + 1, gm, good, FP8)
+        if VPARTS == 1:
+            acc2 = _group_values(acc2, p, alpha, lat, sc, g + 2, gm, good, FP8)
+            acc3 = _group_values(acc3, p, alpha, lat, sc, g + 3, gm, good, FP8)
+
+    l_safe = kl.where(l_i > 0.0, l_i, 1.0)
+    lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
+    ok = row_ok & (length >= 0)
+    qrow = (b64 * S + s_of) * H + h  # the query row's index in [B, S, H]
+    part = qrow * n_splits + split
+    out_row = (b64 * o_sb_u + s_of * o_ss_u + h * o_sh_u) * 8
+    c0 = vpart * (NGV * GROUP) + c128
+    _store_rows(o_part_ptr, out_ptr, acc0, l_safe, part, out_row, c0, ok, final)
+    _store_rows(o_part_ptr, out_ptr, acc1, l_safe, part, out_row, c0 + GROUP, ok, final)
+    if VPARTS == 1:
+        _store_rows(o_part_ptr, out_ptr, acc2, l_safe, part, out_row, c0 + 2 * GROUP, ok,
+                    final)
+        _store_rows(o_part_ptr, out_ptr, acc3, l_safe, part, out_row, c0 + 3 * GROUP, ok,
+                    final)
+    lse_ok = ok & (vpart == 0)
+    kl.store(lse_part_ptr + part, lse, mask=lse_ok & (final == 0))
+    kl.store(lse_ptr + qrow, lse, mask=lse_ok & (final != 0) & (write_lse != 0))
+
+
+@kiln.jit(num_warps=4, do_not_specialize=["H", "S", "n_splits", "o_sb_u", "o_ss_u", "o_sh_u",
+                                          "write_lse"])
+def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, n_splits,
+                     o_sb_u, o_ss_u, o_sh_u, write_lse, BLOCK_S: kl.constexpr):
+    """Program (head, draft, request): the request's n_splits partials of one query row,
+    BLOCK_S at a time in split order, combined by their lse (an online rescale, fp32), the
+    output rounded to bf16 once. A padded request (lengths < 0) writes nothing."""
+    h = kl.program_id(0)
+    s = kl.program_id(1)
+    b = kl.program_id(2)
+    kl.pdl_wait()  # the partials come from the previous kernel
+    valid = kl.load(len_ptr + b) >= 0
+    qrow = (b.to(kl.int64) * S + s) * H + h
+    sp = kl.arange(0, BLOCK_S)
+    cols = kl.arange(0, KV_LORA)
+    m = kl.full((1,), float("-inf"), kl.float32)
+    total = kl.zeros((1,), kl.float32)
+    acc = kl.zeros((KV_LORA,), kl.float32)
+    for s0 in range(0, n_splits, BLOCK_S):
+        i = s0 + sp
+        live = (i < n_splits) & valid
+        lse = kl.load(lse_part_ptr + qrow * n_splits + i, mask=live, other=float("-inf"))
+        o = kl.load(o_part_ptr + ((qrow * n_splits + i) * KV_LORA)[:, None] + cols[None, :],
+                    mask=live[:, None], other=0.0)
+        m_new = kl.maximum(m, kl.max(lse, axis=0))
+        m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = kl.exp2((m - m_use) * LOG2E)
+        w = kl.exp2((lse - m_use) * LOG2E)
+        total = total * alpha + kl.sum(w, axis=0)
+        acc = acc * alpha + kl.sum(o * w[:, None], axis=0)
+        m = m_new
+    kl.pdl_launch_dependents()
+    t_safe = kl.where(total > 0.0, total, 1.0)
+    out = acc / t_safe
+    kl.store(out_ptr + (b.to(kl.int64) * o_sb_u + s * o_ss_u + h * o_sh_u) * 8 + cols,
+             out.to(kl.bfloat16), mask=valid)
+    lse = kl.where(total > 0.0, m + kl.log2(t_safe) * LN2, float("-inf"))
+    kl.store(lse_ptr + qrow + kl.arange(0, 1), lse, mask=valid & (write_lse != 0))
+
+
+# ---------------------------------------------------------------------------
+# Settings, launch configurations, AOT specializations
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """MLA attention's tuning (docs/kernels/mla_attention.md, "Implementation")."""
+    block_n: int = 32  # KV rows an iteration of 16- and 32-row tiles (mma.sync)
+    wide_block_n: int = 64  # of 64-row tiles (wgmma takes N and K multiples of 64)
+    num_warps: int = 4
+    merge_block: int = 16  # splits the merge reads at a time ([16, 512] fp32)
+    splits_per_sm: int = 2  # the programs the split count aims for, per SM
+    min_chunk: int = 256  # rows below which a request is not split further
+
+
+SETTINGS = Settings()
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def tile_shape(h: int, s: int) -> tuple:
+    """(S_PAD, BLOCK_H, VPARTS) for H heads and S drafts: S padded to a power of two, the
+    heads a program so that BLOCK_M = S_PAD * BLOCK_H is 16 rows (mma.sync's tile; K3's 12
+    heads a rank at S = 1) or 64 (a warpgroup's wgmma tile) where more rows are needed;
+    the 512 value columns in two parts from 32 rows on (the accumulator's registers: a
+    [32, 512] fp32 accumulator on 4 warps spilled)."""
+    s_pad = _pow2(s)
+    block_h = 16 if h <= 16 and s_pad <= 4 else 64 // s_pad
+    return s_pad, block_h, 2 if s_pad * block_h >= 32 else 1
+
+
+def launch_config(h: int, s: int, fp8: bool, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the partial kernel."""
+    return ("mla_attention" + ("_fp8" if fp8 else ""),
+            _constexprs(tile_shape(h, s), fp8, settings), settings.num_warps)
+
+
+def _constexprs(shape: tuple, fp8: bool, settings: Settings = SETTINGS) -> dict:
+    s_pad, block_h, vparts = shape
+    wide = s_pad * block_h >= 64
+    return {"S_PAD": s_pad, "BLOCK_H": block_h,
+            "BLOCK_N": settings.wide_block_n if wide else settings.block_n, "VPARTS": vparts,
+            "FP8": bool(fp8)}
+
+
+def merge_config(settings: Settings = SETTINGS) -> tuple:
+    return "mla_merge", {"BLOCK_S": settings.merge_block}, settings.num_warps
+
+
+def num_splits_for(bsz: int, h: int, s: int, max_rows: int, sms: Optional[int],
+                   settings: Settings = SETTINGS) -> int:
+    """The split count: enough programs for ``splits_per_sm`` an SM (132 SMs when unknown),
+    no chunk below ``min_chunk`` rows of the longest possible request (``max_rows``: the
+    block table's pages times the page size), at most MAX_SPLITS."""
+    _, block_h, vparts = tile_shape(h, s)
+    programs = bsz * -(-h // block_h) * vparts
+    want = -(-(settings.splits_per_sm * (sms or 132)) // max(programs, 1))
+    cap = max(1, -(-max_rows // settings.min_chunk))
+    return max(1, min(want, cap, MAX_SPLITS))
+
+
+def _signature(fp8: bool) -> dict:
+    ints = ("H", "S", "extra", "n_splits", "page_size", "page_u", "row_u", "num_pages",
+            "max_rows", "bt_s0", "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u",
+            "final", "write_lse")
+    return {"q_ptr": "*bf16", "cache_lat": "*f8e4m3" if fp8 else "*bf16",
+            "cache_f32": "*f32" if fp8 else "*bf16", "cache_bf16": "*bf16", "bt_ptr": "*i32",
+            "len_ptr": "*i32", "o_part_ptr": "*f32", "lse_part_ptr": "*f32", "out_ptr": "*bf16",
+            "lse_ptr": "*f32", **{i: "i32" for i in ints}, "qk_scale": "f32"}
+
+
+MERGE_SIGNATURE = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "len_ptr": "*i32",
+                   "out_ptr": "*bf16", "lse_ptr": "*f32", "H": "i32", "S": "i32",
+                   "n_splits": "i32", "o_sb_u": "i32", "o_ss_u": "i32", "o_sh_u": "i32",
+                   "write_lse": "i32"}
+#: The partial kernel's vector accesses: q, the cache views, the workspace and out.
+ALIGNED = ("q_ptr", "cache_lat", "cache_f32", "cache_bf16", "o_part_ptr", "out_ptr")
+#: The bundle's tile shapes: every one ``tile_shape`` picks for S <= MAX_S (H <= 16 or not).
+SHAPES = sorted({tile_shape(h, s) for h in (16, 17) for s in range(1, MAX_S + 1)})
+
+AOT_SPECIALIZATIONS = [
+    Spec(mla_attention_kernel, name="mla_attention" + ("_fp8" if fp8 else ""),
+         signature=_signature(fp8),
+         constexprs=_constexprs(shape, fp8), divisibility=ALIGNED,
+         num_warps=SETTINGS.num_warps)
+    for fp8 in (False, True) for shape in SHAPES
+] + [
+    Spec(mla_merge_kernel, name="mla_merge", signature=MERGE_SIGNATURE,
+         constexprs=merge_config()[1], divisibility=("o_part_ptr", "out_ptr"),
+         num_warps=merge_config()[2]),
+]
+
+
+# ---------------------------------------------------------------------------
+# Wrappers
+# ---------------------------------------------------------------------------
+
+def _cache_layout(op: str, cache: Any) -> tuple:
+    """(fp8, pages, page_size, page stride, row stride) of a bf16 [pages, page_size, 576] or
+    uint8 [pages, page_size, 656] cache, the strides in 16-byte units."""
+    name = L.check_dtype(op, "cache", cache, ("bfloat16", "uint8"))
+    fp8 = name == "uint8"
+    width, item = (FP8_ROW_BYTES, 1) if fp8 else (BF16_ROW, 2)
+    pages, page_size, _ = L.check_shape(op, "cache", cache, (None, None, width))
+    if page_size < 1:
+        raise ValueError(f"{op}: cache pages must hold at least one row, got shape "
+                         f"{list(L.shape(cache))}")
+    L.check_inner_contiguous(op, "cache", cache)
+    st = L.strides(cache)
+    page_b = st[0] * item if pages > 1 else page_size * width * item
+    row_b = st[1] * item if page_size > 1 else width * item
+    for what, v in (("page", page_b), ("row", row_b)):
+        if v % 16 or v <= 0:
+            raise ValueError(f"{op}: the cache's {what} stride ({v} bytes) must be a positive "
+                             f"multiple of 16 bytes")
+        L.check_int32_extent(op, f"the cache's {what} stride in 16-byte units", v // 16)
+    L.check_int32_extent(op, "the cache's pages", pages)
+    return fp8, pages, page_size, page_b // 16, row_b // 16
+
+
+def _units(op: str, what: str, t: Any, dims: tuple) -> list:
+    """The strides of t's dimensions ``dims`` (None: a dimension t lacks, stride 0) in
+    8-element (16-byte) units."""
+    st, sh = L.strides(t), L.shape(t)
+    out = []
+    for i in dims:
+        v = st[i] if i is not None and sh[i] > 1 else 0
+        if v % 8:
+            raise ValueError(f"{op}: the stride of {what}'s dimension {i} ({v}) must be a "
+                             f"multiple of 8 elements (16 bytes)")
+        L.check_int32_extent(op, f"the stride of {what}'s dimension {i}", v // 8)
+        out.append(v // 8)
+    return out
+
+
+def _empty(like: Any, shape: tuple, dtype: str) -> Any:
+    """An uninitialized torch tensor on like's device (the output, lse and the workspace)."""
+    import torch
+
+    return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+
+
+def _cache_views(cache: Any, fp8: bool) -> tuple:
+    """The cache as the kernel's three pointers: the latent (bf16 or e4m3), the FP8
+    scales (fp32), the rope values (bf16)."""
+    if not fp8:
+        return cache, cache, cache
+    import torch
+
+    return (cache.view(torch.float8_e4m3fn), cache.view(torch.float32),
+            cache.view(torch.bfloat16))
+
+
+def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, decode: bool,
+               scale: Optional[float], num_splits: Optional[int], out: Optional[Any],
+               return_lse: bool, settings: Settings) -> Any:
+    """Both ops: q [B, S, H, 576] (decode: [B, H, 576], S = 1) -> out [B, S, H, 512] (decode:
+    [B, H, 512]) and, with return_lse, lse [B, S, H] ([B, H])."""
+    L.check_dtype(op, "q", q, ("bfloat16",))
+    if decode:
+        bsz, h, _ = L.check_shape(op, "q", q, (None, None, BF16_ROW))
+        s, dims, extra = 1, (0, None, 1), 0
+    else:
+        bsz, s, h, _ = L.check_shape(op, "q", q, (None, None, None, BF16_ROW))
+        dims, extra = (0, 1, 2), s
+        if not 1 <= s <= MAX_S:
+            raise ValueError(f"{op}: S (the draft rows a request) must be in [1, {MAX_S}], "
+                             f"got {s}")
+    if h < 1:
+        raise ValueError(f"{op}: q must have at least one head, got shape {list(L.shape(q))}")
+    L.check_inner_contiguous(op, "q", q)
+    q_u = _units(op, "q", q, dims)
+    fp8, pages, page_size, page_u, row_u = _cache_layout(op, cache)
+    what = "cache_seqlens" if decode else "lengths"
+    L.check_dtype(op, "block_table", block_table, ("int32",))
+    L.check_dtype(op, what, lengths, ("int32",))
+    _, max_pages = L.check_shape(op, "block_table", block_table, (bsz, None))
+    L.check_shape(op, what, lengths, (bsz,))
+    L.check_inner_contiguous(op, "block_table", block_table)
+    L.check_contiguous(op, what, lengths)
+    bt_s0 = L.strides(block_table)[0] if bsz > 1 else 0
+    L.check_int32_extent(op, "the block table's row stride", bt_s0)
+    max_rows = max_pages * page_size
+    L.check_int32_extent(op, "the rows a request (max_pages * page_size + S)", max_rows + extra)
+    if scale is None:
+        scale = BF16_ROW ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
+            math.isfinite(scale) and scale > 0):
+        raise ValueError(f"{op}: scale must be a finite positive float, got {scale!r}")
+    if num_splits is None:
+        num_splits = num_splits_for(bsz, h, s, max_rows, L.num_sms(q), settings)
+    elif (isinstance(num_splits, bool) or not isinstance(num_splits, int)
+          or not 1 <= num_splits <= MAX_SPLITS):
+        raise ValueError(f"{op}: num_splits must be an int in [1, {MAX_SPLITS}], got "
+                         f"{num_splits!r}")
+    L.check_int32_extent(op, "the query rows B * S * H * num_splits", bsz * s * h * num_splits)
+    shape = (bsz, h) if decode else (bsz, s, h)
+    if out is None:
+        out = _empty(q, shape + (KV_LORA,), "bfloat16")
+    else:
+        L.check_dtype(op, "out", out, ("bfloat16",))
+        L.check_shape(op, "out", out, shape + (KV_LORA,))
+        L.check_inner_contiguous(op, "out", out)
+    o_u = _units(op, "out", out, dims)
+    for name, t in (("q", q), ("cache", cache), ("out", out)):
+        L.check_aligned(op, name, t)
+    L.check_same_device(op, ("q", q), ("cache", cache), ("block_table", block_table),
+                        (what, lengths), ("out", out))
+    lse = _empty(q, shape, "float32") if return_lse else None
+    if bsz == 0:
+        return (out, lse) if return_lse else out
+    final = num_splits == 1
+    rows = bsz * s * h
+    o_part = _empty(q, (rows if not final else 1, num_splits, KV_LORA), "float32")
+    lse_part = _empty(q, (rows if not final else 1, num_splits), "float32")
+    lse_arg = lse if return_lse else lse_part
+    name, constexprs, num_warps = launch_config(h, s, fp8, settings)
+    heads = -(-h // constexprs["BLOCK_H"]) * constexprs["VPARTS"]
+    L.launch(mla_attention_kernel, name, (num_splits, heads, bsz),
+             (q, *_cache_views(cache, fp8), block_table, lengths, o_part, lse_part, out,
+              lse_arg, h, s, extra, num_splits, page_size, page_u, row_u, pages, max_rows,
+              bt_s0, *q_u,
+              *o_u, int(final), int(return_lse), float(scale) * LOG2E), constexprs,
+             num_warps)
+    if not final:
+        mname, mconst, mwarps = merge_config(settings)
+        L.launch(mla_merge_kernel, mname, (h, s, bsz),
+                 (o_part, lse_part, lengths, out, lse_arg, h, s, num_splits, *o_u,
+                  int(return_lse)), mconst, mwarps)
+    return (out, lse) if return_lse else out
+
+
+def verify_splitkv(q: Any, cache: Any, block_table: Any, lengths: Any,
+                   scale: Optional[float] = None, *, num_splits: Optional[int] = None,
+                   out: Optional[Any] = None, return_lse: bool = False,
+                   settings: Settings = SETTINGS) -> Any:
+    """Speculative target-verify attention (module docstring): q bf16 [B, S, H, 576] (S <= 8
+    draft tokens; strides multiples of 8 elements, the last dim contiguous), cache bf16
+    [pages, page_size, 576] or uint8 [pages, page_size, 656] (the FP8 layout; row and page
+    strides multiples of 16 bytes), block_table int32 [B, max_pages], lengths int32 [B] (the
+    prefix before the drafts, which are each request's last S rows; < 0: a padded entry,
+    its output rows untouched), scale (default 576^-0.5), num_splits (default: from B, H,
+    S, the block table's capacity and the SM count), out bf16 [B, S, H, 512]. Returns out,
+    or (out, lse fp32 [B, S, H]) with return_lse. Every check raises before any launch."""
+    return _attention("verify_splitkv", q, cache, block_table, lengths, False, scale,
+                      num_splits, out, return_lse, settings)
+
+
+def mla_decode(q: Any, cache: Any, block_table: Any, cache_seqlens: Any,
+               scale: Optional[float] = None, *, num_splits: Optional[int] = None,
+               out: Optional[Any] = None, return_lse: bool = False,
+               settings: Settings = SETTINGS) -> Any:
+    """Decode attention, one query a request (module docstring): q bf16 [B, H, 576],
+    cache_seqlens int32 [B] the rows each request sees, the new token's included (0: out
+    zeros, lse -inf; < 0: a padded entry, untouched); the rest as verify_splitkv. Returns
+    out bf16 [B, H, 512], or (out, lse fp32 [B, H])."""
+    return _attention("mla_decode", q, cache, block_table, cache_seqlens, True, scale,
+                      num_splits, out, return_lse, settings)
