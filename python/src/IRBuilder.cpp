@@ -303,6 +303,7 @@ void populateIRBuilder(py::module_ &m) {
       .def("cluster_cta_id", &Builder::clusterCtaId)
       .def("cluster_cta_rank", &Builder::clusterCtaRank)
       .def("cluster_size", &Builder::clusterSize)
+      .def("barrier", &Builder::barrier)
       .def("cluster_barrier", &Builder::clusterBarrier)
       .def("cluster_load", &Builder::clusterLoad)
       .def("cluster_gather", &Builder::clusterGather)

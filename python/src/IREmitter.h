@@ -186,6 +186,7 @@ public:
   Value clusterCtaId(int axis);
   Value clusterCtaRank();
   Value clusterSize() { return tile::ClusterSizeOp::create(builder, loc, builder.getI32Type()); }
+  void barrier() { tile::BarrierOp::create(builder, loc); }
   void clusterBarrier() { tile::ClusterBarrierOp::create(builder, loc); }
   Value clusterLoad(Value src, Value rank);
   /// tile.cluster_gather of `src` over a cluster of `size` blocks: [size, src shape...].

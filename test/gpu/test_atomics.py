@@ -1,5 +1,6 @@
 """Atomics on the GPU: a histogram (many programs hitting the same bins), max/min, a float
-sum of integer values (exact in any order), and a compare-and-swap election with one winner."""
+sum of integer values (exact in any order), a compare-and-swap election with one winner, and
+the last program to arrive (a fence, ``kl.barrier``, one atomic) seeing every partial."""
 
 import pytest
 
@@ -7,6 +8,8 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 import kiln.language as kl  # noqa: E402
+
+from atomic_kernels import last_arriver_sum  # noqa: E402
 
 
 @kiln.jit
@@ -52,3 +55,18 @@ def test_cas_elects_exactly_one_program():
     elect[(4096,)](flag, winners, order)
     torch.cuda.synchronize()
     assert flag.item() == 1 and winners.item() == 1 and order.item() == 4096
+
+
+@pytest.mark.parametrize("programs", [1, 7, 2000])
+def test_last_arriver_sees_every_partial(programs):
+    """kl.barrier after a gpu-scope fence: the scalar atomic of the last program publishes
+    every thread's partials (256 threads a program, 1,024 values each); run twice, the
+    counter reset by the last program."""
+    x = torch.randint(-1000, 1000, (programs, 1024), device="cuda", dtype=torch.int32)
+    part = torch.empty_like(x)
+    count = torch.zeros(1, device="cuda", dtype=torch.int32)
+    for _ in range(2):
+        out = torch.zeros(1024, device="cuda", dtype=torch.int32)
+        last_arriver_sum[(programs,)](x, part, count, out, BLOCK=1024, num_warps=8)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x.sum(0, dtype=torch.int32) * 2) and count.item() == 0

@@ -2,6 +2,10 @@
 scope must survive: LLVM's NVPTX backend would drop them from atomicrmw), the scalar form,
 the interpreter's results, and the errors."""
 
+import os
+import re
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,6 +14,9 @@ import kiln.language as kl
 from kiln import CompilationError
 from kiln.compiler.compiler import compiler_available
 from kiln.testing import interpret
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
+from atomic_kernels import last_arriver_sum  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not compiler_available(), reason="kiln._C is not built")
 
@@ -108,3 +115,22 @@ def test_float_max_is_an_error():
     with pytest.raises(CompilationError, match="not supported on fp32|not supported on f"):
         _rmw.compile(sig, {"OP": "max", "SEM": "acq_rel", "SCOPE": "gpu", "BLOCK": 128},
                      upto="tile")
+
+
+def test_barrier_publishes_before_the_scalar_atomic():
+    """kl.barrier() is ``bar.sync 0``: in the last-arriver kernel (test/gpu/test_atomics.py)
+    every thread's stores, then its gpu-scope fence, then the barrier come before the one
+    thread's atomic; in the interpreter (programs whole, one at a time) the last program sums
+    every partial and resets the counter."""
+    ck = last_arriver_sum.compile({"x_ptr": "*i32", "part_ptr": "*i32", "count_ptr": "*i32",
+                                   "out_ptr": "*i32"}, {"BLOCK": 1024}, num_warps=8,
+                                  arch="sm_90a")
+    ptx = ck.ptx
+    store, fence = ptx.index("st.global"), ptx.index("fence.acq_rel.gpu")
+    bar, atom = re.search(r"bar\.sync\s+0;", ptx).start(), ptx.index("atom.acq_rel.gpu")
+    assert store < fence < bar < atom
+    x = np.arange(7 * 1024, dtype=np.int32).reshape(7, 1024) - 3000
+    part, count, out = np.empty_like(x), np.zeros(1, np.int32), np.zeros(1024, np.int32)
+    interpret(last_arriver_sum, (7,), x, part, count, out, BLOCK=1024)
+    np.testing.assert_array_equal(out, x.sum(0) * 2)
+    assert count[0] == 0

@@ -793,6 +793,9 @@ class Semantic:
     def cluster_size(self) -> tensor:
         return tensor(self.builder.cluster_size(), kl.int32)
 
+    def barrier(self) -> None:
+        self.builder.barrier()
+
     def cluster_barrier(self) -> None:
         self.builder.cluster_barrier()
 

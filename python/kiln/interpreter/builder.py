@@ -360,6 +360,9 @@ class NumpyBuilder:
     def cluster_size(self) -> np.ndarray:
         return np.array(math.prod(self.cluster), dtype=np.int32)
 
+    def barrier(self) -> None:
+        """Programs run one at a time, each as a whole tile: nothing to wait for."""
+
     def cluster_barrier(self) -> None:
         if self.active() and self.cluster_sync is not None:  # a branch not taken: no barrier
             self.cluster_sync.barrier()

@@ -363,6 +363,23 @@ def cluster_size(_semantic: Any = None) -> tensor:
 
 
 @builtin
+def barrier(_semantic: Any = None) -> None:
+    """Barrier over the threads of the program (``bar.sync 0``, ``__syncthreads()``): each
+    thread waits for the others, and the memory accesses of every thread before it happen
+    before those of every thread after it (CTA scope). With a ``fence(scope="gpu")`` before
+    it, it makes a scalar atomic after it (one thread's) release every thread's writes: the
+    "last program to arrive" pattern::
+
+        kl.store(partial_ptr + pid * N + offs, part)
+        kl.fence("release", "gpu")
+        kl.barrier()
+        if kl.atomic_add(count_ptr, 1) == kl.num_programs(0) - 1:   # acq_rel, gpu
+            ...                                                     # every partial visible
+    """
+    _semantic.barrier()
+
+
+@builtin
 def cluster_barrier(_semantic: Any = None) -> None:
     """Barrier over every thread of every program of the cluster
     (``barrier.cluster.arrive`` + ``wait``; release/acquire at cluster scope): the
@@ -514,9 +531,8 @@ def static_assert(cond: Any, msg: Any = "", _semantic: Any = None) -> None:
 
 __all__ = [
     "abs", "arange", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
-    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bulk_load", "cast",
-    "cdiv",
-    "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "barrier", "bulk_load",
+    "cast", "cdiv", "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
     "cluster_gather", "cluster_load", "cluster_size", "cluster_sum",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",

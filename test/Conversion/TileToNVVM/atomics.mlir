@@ -44,3 +44,27 @@ func.func @cas(%flag: !tile.ptr<i32>) attributes {tile.kernel, tile.num_warps = 
   tile.store %flag, %old : !tile.ptr<i32>
   return
 }
+
+// -----
+
+// The last program to arrive: every thread's store, its gpu-scope fence, then
+// `tile.barrier` (bar.sync 0 of the whole program) before thread 0's atomic,
+// so the atomic's release covers every thread's store.
+// CHECK-LABEL: llvm.func ptx_kernelcc @last_arriver
+// CHECK-COUNT-4: llvm.store {{.*}} : i32, !llvm.ptr<1>
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "fence.acq_rel.gpu;"
+// CHECK-NEXT: nvvm.barrier{{$}}
+// CHECK: scf.if
+// CHECK: atom.acq_rel.gpu.global.add.u32
+func.func @last_arriver(%p: !tile.ptr<i32>, %count: !tile.ptr<i32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %s = tile.splat %p : !tile.ptr<i32> -> tensor<512x!tile.ptr<i32>>
+  %ps = tile.addptr %s, %r : tensor<512x!tile.ptr<i32>>, tensor<512xi32>
+  tile.store %ps, %r : tensor<512x!tile.ptr<i32>>
+  tile.fence release, gpu
+  tile.barrier
+  %c1 = arith.constant 1 : i32
+  %old = tile.atomic_rmw add, acq_rel, gpu %count, %c1 : !tile.ptr<i32>
+  tile.store %p, %old : !tile.ptr<i32>
+  return
+}
