@@ -60,33 +60,39 @@ MAX_SPLITS = 256
 
 
 @kiln.jit
-def _latent(lat, sc, g, gm, good, FP8: kl.constexpr):
-    """The latent's 128-group g of the block's rows as a [BLOCK_N, 128] bf16 tile (FP8: the
-    e4m3 codes, exact in bf16) and the rows' scales of the group (FP8; else 1)."""
-    k = kl.load(lat + g * GROUP, mask=gm, other=0.0)
+def _latent(cache_lat, cache_f32, row, g, good, FP8: kl.constexpr):
+    """The latent's 128-group g of the block's rows (``row``: their offsets in 16-byte units)
+    as a [BLOCK_N, 128] bf16 tile (FP8: the e4m3 codes, exact in bf16) and the rows' scales
+    of the group (FP8; else 1). The pointers are formed here, per load, so that no [BLOCK_N,
+    128] tile of pointers stays live across the iteration."""
+    cols = kl.arange(0, GROUP)[None, :]
     if FP8:
-        return k.to(kl.bfloat16), kl.load(sc + g, mask=good, other=0.0)
-    return k, 1.0
+        k = kl.load(cache_lat + (row * 16 + g * GROUP)[:, None] + cols, mask=good[:, None],
+                    other=0.0)
+        scale = kl.load(cache_f32 + row * 4 + KV_LORA // 4 + g, mask=good, other=0.0)
+        return k.to(kl.bfloat16), scale
+    return kl.load(cache_lat + (row * 8 + g * GROUP)[:, None] + cols, mask=good[:, None],
+                   other=0.0), 1.0
 
 
 @kiln.jit
-def _group_scores(s, q_g, lat, sc, g, gm, good, FP8: kl.constexpr):
+def _group_scores(s, q_g, cache_lat, cache_f32, row, g, good, FP8: kl.constexpr):
     """s + the partial scores of the latent's group g, ``q_g . k_g^T`` (FP8: ``(q_g .
     codes^T) * scale``, exact products in fp32); the group loaded where it is used, so that
     one group's tile is live at a time."""
-    k, scale = _latent(lat, sc, g, gm, good, FP8)
+    k, scale = _latent(cache_lat, cache_f32, row, g, good, FP8)
     if FP8:
         return s + kl.dot(q_g, k.T) * scale[None, :]
     return kl.dot(q_g, k.T, s)
 
 
 @kiln.jit
-def _group_values(acc, p, alpha, lat, sc, g, gm, good, FP8: kl.constexpr):
+def _group_values(acc, p, alpha, cache_lat, cache_f32, row, g, good, FP8: kl.constexpr):
     """The running output of the value columns of group g, rescaled by alpha, plus ``p .
     v_g``, the weights rounded to bf16 (FP8: ``(p * scale) . codes``, the weights times the
     rows' scales rounded to bf16). The group is loaded again (an L1 hit: the score read it)
     rather than kept live across the softmax."""
-    v, scale = _latent(lat, sc, g, gm, good, FP8)
+    v, scale = _latent(cache_lat, cache_f32, row, g, good, FP8)
     if FP8:
         p = p * scale[None, :]
     return kl.dot(p.to(kl.bfloat16), v, acc * alpha[:, None])
@@ -171,22 +177,17 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
         good = kv_ok & (page >= 0) & (page < num_pages)
         row = (kl.where(good, page, 0).to(kl.int64) * page_u
                + (key % page_size).to(kl.int64) * row_u)  # 16-byte units
-        gm = good[:, None]
         if FP8:
-            lat = cache_lat + (row * 16)[:, None] + c128[None, :]
-            sc = cache_f32 + row * 4 + KV_LORA // 4
-            rope = kl.load(cache_bf16 + (row * 8 + (KV_LORA + 16) // 2)[:, None] + c64[None, :],
-                           mask=gm, other=0.0)
+            rope_at = row * 8 + (KV_LORA + 16) // 2
         else:
-            lat = cache_lat + (row * 8)[:, None] + c128[None, :]
-            sc = cache_f32  # unused
-            rope = kl.load(cache_bf16 + (row * 8 + KV_LORA)[:, None] + c64[None, :], mask=gm,
-                           other=0.0)
+            rope_at = row * 8 + KV_LORA
+        rope = kl.load(cache_bf16 + rope_at[:, None] + c64[None, :], mask=good[:, None],
+                       other=0.0)
         s = kl.dot(qr, rope.T)
-        s = _group_scores(s, q0, lat, sc, 0, gm, good, FP8)
-        s = _group_scores(s, q1, lat, sc, 1, gm, good, FP8)
-        s = _group_scores(s, q2, lat, sc, 2, gm, good, FP8)
-        s = _group_scores(s, q3, lat, sc, 3, gm, good, FP8)
+        s = _group_scores(s, q0, cache_lat, cache_f32, row, 0, good, FP8)
+        s = _group_scores(s, q1, cache_lat, cache_f32, row, 1, good, FP8)
+        s = _group_scores(s, q2, cache_lat, cache_f32, row, 2, good, FP8)
+        s = _group_scores(s, q3, cache_lat, cache_f32, row, 3, good, FP8)
         s = kl.where(key[None, :] <= kl.minimum(last, hi - 1)[:, None], s, float("-inf"))
         m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
         m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
@@ -195,11 +196,13 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
         l_i = l_i * alpha + kl.sum(p, axis=1)
         m_i = m_new
         g = vpart * NGV
-        acc0 = _group_values(acc0, p, alpha, lat, sc, g, gm, good, FP8)
-        acc1 = _group_values(acc1, p, alpha, lat, sc, g + 1, gm, good, FP8)
+        acc0 = _group_values(acc0, p, alpha, cache_lat, cache_f32, row, g, good, FP8)
+        acc1 = _group_values(acc1, p, alpha, cache_lat, cache_f32, row, g + 1, good, FP8)
         if VPARTS == 1:
-            acc2 = _group_values(acc2, p, alpha, lat, sc, g + 2, gm, good, FP8)
-            acc3 = _group_values(acc3, p, alpha, lat, sc, g + 3, gm, good, FP8)
+            acc2 = _group_values(acc2, p, alpha, cache_lat, cache_f32, row, g + 2, good,
+                                 FP8)
+            acc3 = _group_values(acc3, p, alpha, cache_lat, cache_f32, row, g + 3, good,
+                                 FP8)
 
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
@@ -267,9 +270,12 @@ def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """MLA attention's tuning (docs/kernels/mla_attention.md, "Implementation")."""
-    block_n: int = 32  # KV rows an iteration of 16- and 32-row tiles (mma.sync)
-    wide_block_n: int = 64  # of 64-row tiles (wgmma takes N and K multiples of 64)
-    num_warps: int = 4
+    block_n: int = 32  # KV rows an iteration (bf16: no spill at any tile shape; FP8 spills
+    # 500-800 bytes: its partial scores are scaled before they are summed)
+    num_warps: int = 4  # 16- and 32-row tiles
+    wide_warps: int = 8  # 64-row tiles: mma.sync on 8 warps. On 4 warps they run on wgmma
+    # (staged operands, BLOCK_N 64), 260-1,050 bytes of spill, and ptxas 13.0 then emits a
+    # different cubin on every run of the same PTX: not a reproducible bundle
     merge_block: int = 16  # splits the merge reads at a time ([16, 512] fp32)
     splits_per_sm: int = 2  # the programs the split count aims for, per SM
     min_chunk: int = 256  # rows below which a request is not split further
@@ -285,7 +291,8 @@ def _pow2(n: int) -> int:
 def tile_shape(h: int, s: int) -> tuple:
     """(S_PAD, BLOCK_H, VPARTS) for H heads and S drafts: S padded to a power of two, the
     heads a program so that BLOCK_M = S_PAD * BLOCK_H is 16 rows (mma.sync's tile; K3's 12
-    heads a rank at S = 1) or 64 (a warpgroup's wgmma tile) where more rows are needed;
+    heads a rank at S = 1) or 64 (on 8 warps, ``Settings.wide_warps``) where more rows are
+    needed;
     the 512 value columns in two parts from 32 rows on (the accumulator's registers: a
     [32, 512] fp32 accumulator on 4 warps spilled)."""
     s_pad = _pow2(s)
@@ -295,15 +302,18 @@ def tile_shape(h: int, s: int) -> tuple:
 
 def launch_config(h: int, s: int, fp8: bool, settings: Settings = SETTINGS) -> tuple:
     """(bundle name, constexprs, num_warps) of the partial kernel."""
-    return ("mla_attention" + ("_fp8" if fp8 else ""),
-            _constexprs(tile_shape(h, s), fp8, settings), settings.num_warps)
+    shape = tile_shape(h, s)
+    return ("mla_attention" + ("_fp8" if fp8 else ""), _constexprs(shape, fp8, settings),
+            _warps(shape, settings))
+
+
+def _warps(shape: tuple, settings: Settings = SETTINGS) -> int:
+    return settings.wide_warps if shape[0] * shape[1] >= 64 else settings.num_warps
 
 
 def _constexprs(shape: tuple, fp8: bool, settings: Settings = SETTINGS) -> dict:
     s_pad, block_h, vparts = shape
-    wide = s_pad * block_h >= 64
-    return {"S_PAD": s_pad, "BLOCK_H": block_h,
-            "BLOCK_N": settings.wide_block_n if wide else settings.block_n, "VPARTS": vparts,
+    return {"S_PAD": s_pad, "BLOCK_H": block_h, "BLOCK_N": settings.block_n, "VPARTS": vparts,
             "FP8": bool(fp8)}
 
 
@@ -345,8 +355,7 @@ SHAPES = sorted({tile_shape(h, s) for h in (16, 17) for s in range(1, MAX_S + 1)
 AOT_SPECIALIZATIONS = [
     Spec(mla_attention_kernel, name="mla_attention" + ("_fp8" if fp8 else ""),
          signature=_signature(fp8),
-         constexprs=_constexprs(shape, fp8), divisibility=ALIGNED,
-         num_warps=SETTINGS.num_warps)
+         constexprs=_constexprs(shape, fp8), divisibility=ALIGNED, num_warps=_warps(shape))
     for fp8 in (False, True) for shape in SHAPES
 ] + [
     Spec(mla_merge_kernel, name="mla_merge", signature=MERGE_SIGNATURE,
