@@ -28,8 +28,9 @@ empty and the report says why).
     python bench/kda/run.py [--out DIR] [--sweep]
 
 ``--sweep`` also times kda_packed_decode's Settings variants (rows a program, the state's
-cache hints) at B = 1 and 512, and kda_verify_chain's (warps of the norm form, drafts a
-prologue chunk) at B = 64 and 512. Writes ``bench_kda.{md,json}`` into ``--out``. fla: ``pip
+cache hints) at B = 1 and 512, kda_verify_chain's (warps of the norm form, drafts a
+prologue chunk) at B = 64 and 512, and kda_replayssm_fold's (state rows and warps a
+program) at B = 64. Writes ``bench_kda.{md,json}`` into ``--out``. fla: ``pip
 install fla-core==0.6.0 einops`` (fla-core needs triton and einops, no other package).
 """
 
@@ -311,10 +312,11 @@ def fold_sets(bsz):
     return h0, (rk, rv, rg, rb), conv, rc, [(idx, acc)]
 
 
-def kiln_fold(h0, recs, conv, rc):
+def kiln_fold(h0, recs, conv, rc, settings=kda_verify.SETTINGS):
     def call(st):
         idx, acc = st
-        kda_verify.kda_replayssm_fold(h0, *recs, idx, acc, conv_state=conv, conv_records=rc)
+        kda_verify.kda_replayssm_fold(h0, *recs, idx, acc, conv_state=conv, conv_records=rc,
+                                      settings=settings)
         return h0
 
     return call
@@ -409,11 +411,11 @@ def verify_case(bsz, copy_gbs, empty_us, settings=kda_verify.SETTINGS):
     return res
 
 
-def fold_case(bsz, copy_gbs, empty_us):
+def fold_case(bsz, copy_gbs, empty_us, settings=kda_verify.SETTINGS):
     h0, recs, conv, rc, sets = fold_sets(bsz)
     state, every = fold_bytes(bsz)
-    res = run_case(FOLD_NAME, bsz, kiln_fold(h0, recs, conv, rc), None, sets, [h0], state,
-                   every, copy_gbs, empty_us, "no fla kernel", 0.0)
+    res = run_case(FOLD_NAME, bsz, kiln_fold(h0, recs, conv, rc, settings), None, sets, [h0],
+                   state, every, copy_gbs, empty_us, "no fla kernel", 0.0)
     del h0, recs, conv, rc, sets
     torch.cuda.empty_cache()
     return res
@@ -459,13 +461,16 @@ SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2
          dict(packed_rows=16, packed_warps=2), dict(packed_rows=32, packed_warps=4),
          dict(packed_rows=64, packed_warps=8), dict(state_evict="", state_store="")]
 VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
+#: the fold's tilings: [32, 128] on 4 warps (shipped), and the packed decode's one-warp rows
+FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w) for r, w in ((32, 4), (8, 1), (16, 1), (16, 2))]
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
     parser.add_argument("--sweep", action="store_true",
-                        help="also time kda_packed_decode's Settings variants")
+                        help="also time the Settings variants of the packed decode, the "
+                             "verify chain and the fold")
     args = parser.parse_args()
     torch.manual_seed(0)
     t0 = time.time()
@@ -507,6 +512,12 @@ def main():
                     row["config"] = cfg
                     report["sweep"].append(row)
                     print(json.dumps(row), flush=True)
+            for cfg in FOLD_SWEEP:
+                row = fold_case(FOLD_B[0], copy_gbs, empty_us,
+                                settings=dataclasses.replace(kda_verify.SETTINGS, **cfg))
+                row["config"] = cfg
+                report["sweep"].append(row)
+                print(json.dumps(row), flush=True)
     report["copy GB/s (end)"] = copy_bandwidth_gbs()
     report["seconds"] = time.time() - t0
     lines = [f"# KDA decode on {props.name}",
@@ -516,7 +527,8 @@ def main():
              f"call from CUDA-graph replay of back-to-back calls over slots rotating through "
              f"more than {ROTATION_BYTES >> 20} MB of state", ""] + table(report["cases"])
     if args.sweep:
-        lines += ["", "kda_packed_decode and kda_verify_chain Settings sweep:", "",
+        lines += ["", "kda_packed_decode, kda_verify_chain and kda_replayssm_fold Settings sweep:",
+                  "",
                   "| kernel | config | B | kiln us | state of copy BW | all bytes of copy BW |",
                   "|---|---|---|---|---|---|"]
         for r in report["sweep"]:
