@@ -272,9 +272,10 @@ void populateIRBuilder(py::module_ &m) {
       .def("join", &Builder::join)
       .def("split", &Builder::split)
       .def("addptr", &Builder::addptr)
+      .def("int_to_ptr", &Builder::intToPtr)
       .def("load", &Builder::load, py::arg("ptr"), py::arg("mask") = py::none(),
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
-           py::arg("cache") = "", py::arg("evict") = "")
+           py::arg("cache") = "", py::arg("evict") = "", py::arg("poll_ns") = 0)
       .def("fence", &Builder::fence)
       .def("set_min_programs_per_sm", &Builder::setMinProgramsPerSM)
       .def("bulk_load", &Builder::bulkLoad, py::arg("ptr"), py::arg("size"),

@@ -282,9 +282,16 @@ Value Builder::addptr(Value ptr, Value offset) {
   return tile::AddPtrOp::create(builder, loc, ptr.getType(), ptr, offset);
 }
 
+Value Builder::intToPtr(Value address, Type ptrType, int64_t divisibility) {
+  if (!address.getType().isInteger(64) || !llvm::isa<tile::PtrType>(ptrType))
+    invalid("int_to_ptr takes an i64 scalar and a pointer type");
+  return tile::IntToPtrOp::create(builder, loc, ptrType, address,
+                                  builder.getI64IntegerAttr(divisibility));
+}
+
 Value Builder::load(Value ptr, std::optional<Value> mask, std::optional<Value> other,
                     const std::string &sem, const std::string &scopeName, const std::string &cache,
-                    const std::string &evict) {
+                    const std::string &evict, int64_t pollNs) {
   if (!llvm::isa<tile::PtrType>(elementType(ptr.getType())))
     invalid("load from a non-pointer " + toString(ptr.getType()));
   if (other && !mask)
@@ -293,6 +300,8 @@ Value Builder::load(Value ptr, std::optional<Value> mask, std::optional<Value> o
       tile::LoadOp::create(builder, loc, ptr, mask.value_or(Value()), other.value_or(Value()));
   setOrdering(op, sem, scopeName);
   setCacheHints(op, cache, evict);
+  if (pollNs)
+    op.setPollNsAttr(builder.getI64IntegerAttr(pollNs));
   return op;
 }
 

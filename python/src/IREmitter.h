@@ -99,12 +99,16 @@ public:
   /// (src[..., 0], src[..., 1]).
   std::pair<Value, Value> split(Value src);
   Value addptr(Value ptr, Value offset);
+  /// A scalar pointer of type `ptrType` at the i64 `address`, aligned to
+  /// `divisibility` bytes.
+  Value intToPtr(Value address, Type ptrType, int64_t divisibility);
   /// `sem`/`scope` ("" for a plain access) make the access ordered; `cache`
   /// ("ca", "cg", ...) and `evict` ("evict_first", ...) are cache hints ("" for
-  /// none). The op's verifier checks which combinations are valid.
+  /// none); `pollNs` (0 for none) polls each element until it is non-zero. The
+  /// op's verifier checks which combinations are valid.
   Value load(Value ptr, std::optional<Value> mask, std::optional<Value> other,
              const std::string &sem, const std::string &scopeName, const std::string &cache,
-             const std::string &evict);
+             const std::string &evict, int64_t pollNs);
   void store(Value ptr, Value value, std::optional<Value> mask, const std::string &sem,
              const std::string &scopeName, const std::string &cache, const std::string &evict);
   template <typename OpTy>

@@ -1,7 +1,8 @@
 //===- RuntimeModule.cpp - kiln._runtime: the runtime's Python binding ----===//
 //
 // A thin pybind11 layer over kiln_runtime: bundles (read, write, describe),
-// kernels (launch, JIT construction from images) and the device arch. JSON
+// kernels (launch, JIT construction from images), the device arch and
+// symmetric workspaces (kiln.distributed builds on them). JSON
 // metadata crosses the boundary as plain Python dicts and lists. kiln::Error
 // becomes kiln._runtime.KilnError (a RuntimeError). This module never needs a
 // GPU to import or to handle bundles.
@@ -10,6 +11,7 @@
 
 #include "kiln/Runtime/Bundle.h"
 #include "kiln/Runtime/CApi.h"
+#include "kiln/Runtime/Distributed.h"
 #include "kiln/Runtime/Kernel.h"
 
 #include <pybind11/pybind11.h>
@@ -1094,6 +1096,91 @@ PYBIND11_MODULE(_runtime, m) {
       },
       "Addresses of the C API functions (kiln.h) in this module, for C code handed kernels "
       "through Kernel.c_handle().");
+  py::class_<kiln::SymmetricWorkspace>(
+      m, "SymmetricWorkspace",
+      "This rank's symmetric workspace (kiln/Runtime/Distributed.h): allocate, publish "
+      "exchange_record(), gather every rank's record in rank order, open(records).")
+      .def_static(
+          "allocate",
+          [](size_t bytes, int rank, int world) {
+            py::gil_scoped_release release;
+            return kiln::SymmetricWorkspace::allocate(bytes, rank, world);
+          },
+          py::arg("bytes"), py::arg("rank"), py::arg("world"),
+          "Allocates `bytes` (rounded up to 256) zero-filled in the current CUDA context, and "
+          "the peer table.")
+      .def("exchange_record",
+           [](const kiln::SymmetricWorkspace &ws) { return py::bytes(ws.exchangeRecord()); })
+      .def(
+          "open",
+          [](kiln::SymmetricWorkspace &ws, std::vector<std::string> records) {
+            py::gil_scoped_release release;
+            ws.open(records);
+          },
+          py::arg("records"),
+          "Maps the peers' workspaces from every rank's record (list of bytes, in rank order) "
+          "and fills the peer table; raises KilnError naming what is wrong.")
+      .def(
+          "zero",
+          [](kiln::SymmetricWorkspace &ws, uintptr_t stream) {
+            py::gil_scoped_release release;
+            ws.zero(reinterpret_cast<CUstream>(stream));
+          },
+          py::arg("stream") = 0, "Resets this rank's workspace to zeros on `stream`.")
+      .def("peer", &kiln::SymmetricWorkspace::peer, py::arg("rank"),
+           "Rank `rank`'s workspace as mapped in this process.")
+      .def_property_readonly("local", &kiln::SymmetricWorkspace::local)
+      .def_property_readonly("peer_table", &kiln::SymmetricWorkspace::peerTable)
+      .def_property_readonly("bytes", &kiln::SymmetricWorkspace::bytes)
+      .def_property_readonly("rank", &kiln::SymmetricWorkspace::rank)
+      .def_property_readonly("world", &kiln::SymmetricWorkspace::world)
+      .def_property_readonly("device", &kiln::SymmetricWorkspace::device)
+      .def_property_readonly("is_open", &kiln::SymmetricWorkspace::isOpen);
+  m.attr("MAX_WORKSPACE_WORLD") = kiln::kMaxWorkspaceWorld;
+  m.def(
+      "encode_workspace_record",
+      [](int rank, int world, uint64_t bytes, py::bytes deviceUuid, const std::string &pciBusId,
+         py::bytes ipcHandle) {
+        kiln::WorkspaceRecord r;
+        r.rank = rank;
+        r.world = world;
+        r.bytes = bytes;
+        r.pciBusId = pciBusId;
+        std::string uuid = deviceUuid, handle = ipcHandle;
+        if (uuid.size() != r.deviceUuid.size() || handle.size() != r.ipcHandle.size())
+          throw kiln::Error("symmetric workspace: a record takes a 16-byte device UUID and a " +
+                            std::to_string(r.ipcHandle.size()) + "-byte IPC handle");
+        std::copy(uuid.begin(), uuid.end(), r.deviceUuid.begin());
+        std::copy(handle.begin(), handle.end(), r.ipcHandle.begin());
+        return py::bytes(kiln::encodeWorkspaceRecord(r));
+      },
+      py::arg("rank"), py::arg("world"), py::arg("bytes"),
+      py::arg("device_uuid") = py::bytes(std::string(16, '\0')), py::arg("pci_bus_id") = "",
+      py::arg("ipc_handle") = py::bytes(std::string(CU_IPC_HANDLE_SIZE, '\0')),
+      "A workspace record from its fields (needs no GPU; for tests and other transports).");
+  m.def(
+      "decode_workspace_record",
+      [](const std::string &record) {
+        kiln::WorkspaceRecord r = kiln::decodeWorkspaceRecord(record);
+        py::dict d;
+        d["rank"] = r.rank;
+        d["world"] = r.world;
+        d["bytes"] = r.bytes;
+        d["device_uuid"] =
+            py::bytes(reinterpret_cast<const char *>(r.deviceUuid.data()), r.deviceUuid.size());
+        d["pci_bus_id"] = r.pciBusId;
+        d["ipc_handle"] =
+            py::bytes(reinterpret_cast<const char *>(r.ipcHandle.data()), r.ipcHandle.size());
+        return d;
+      },
+      py::arg("record"), "The fields of a workspace record, as a dict (needs no GPU).");
+  m.def(
+      "check_workspace_records",
+      [](const std::vector<std::string> &records, int rank, int world) {
+        kiln::checkWorkspaceRecords(kiln::decodeWorkspaceRecords(records), rank, world);
+      },
+      py::arg("records"), py::arg("rank"), py::arg("world"),
+      "The checks open() makes of every rank's records that need no GPU; raises KilnError.");
   m.def("driver_available", &kiln::driverAvailable,
         "True if libcuda.so.1 loads and initializes on this machine.");
   m.def(

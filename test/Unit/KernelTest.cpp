@@ -3,6 +3,8 @@
 #include "kiln/Runtime/Kernel.h"
 #include "kiln/Runtime/Bundle.h"
 
+#include "ErrorOf.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +12,7 @@
 
 using nlohmann::json;
 using namespace kiln;
+using kiln::test::errorOf;
 
 namespace {
 
@@ -24,15 +27,6 @@ KernelEntry entryWith(std::vector<std::pair<std::string, std::string>> images) {
   for (auto &[arch, kind] : images)
     e.images.push_back({arch, kind, 0, 1, 0});
   return e;
-}
-
-std::string errorOf(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 } // namespace

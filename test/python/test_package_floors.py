@@ -4,7 +4,7 @@ inside a function, points down, and none closes a circle.
     front   kiln (the package's __init__: imports from every floor, imported by none)
     top     kiln.__main__  >  kiln.aot, kiln.testing, kiln.ops  >  kiln.autotune  >  kiln.jit
             >  kiln.interpreter, kiln.cache, kiln.torch_library
-    middle  kiln.compiler | kiln.runtime          (never each other)
+    middle  kiln.compiler | kiln.runtime, kiln.distributed   (never each other)
     bottom  kiln.host  >  kiln.language
     native  kiln._C, kiln._runtime, kiln._version (leaves)
 
@@ -28,7 +28,7 @@ RANKS = {
     "kiln._C": 0, "kiln._runtime": 0, "kiln._version": 0,
     "kiln.language": 1,
     "kiln.host": 2,
-    "kiln.compiler": 3, "kiln.runtime": 3,
+    "kiln.compiler": 3, "kiln.runtime": 3, "kiln.distributed": 3,
     "kiln.cache": 4, "kiln.interpreter": 4,
     "kiln.jit": 5,
     "kiln.autotune": 6,

@@ -190,6 +190,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
                 gcd(divisibilityAt(a, contiguity, scale), divisibilityAt(b, contiguity, scale)),
                 constancy};
           })
+          .Case<IntToPtrOp>([&](IntToPtrOp op) { return uniform(type, op.getDivisibility()); })
           .Case<LoadOp>([&](LoadOp load) -> std::optional<AxisInfo> {
             // Equal addresses (under equal masks) load equal values.
             if (!llvm::isa<RankedTensorType>(type))

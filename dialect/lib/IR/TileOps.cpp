@@ -495,7 +495,15 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 
 void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask, Value other) {
   build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, IntegerAttr(),
-        MemSemanticAttr(), MemScopeAttr(), CacheModifierAttr(), EvictionPolicyAttr());
+        MemSemanticAttr(), MemScopeAttr(), CacheModifierAttr(), EvictionPolicyAttr(),
+        IntegerAttr());
+}
+
+LogicalResult IntToPtrOp::verify() {
+  int64_t divisibility = getDivisibility();
+  if (divisibility <= 0 || !llvm::isPowerOf2_64(divisibility))
+    return emitOpError() << "expected a power-of-two divisibility, got " << divisibility;
+  return success();
 }
 
 /// An ordered access names both its semantics and its scope, has one of the
@@ -546,6 +554,12 @@ LogicalResult LoadOp::verify() {
   if (failed(verifyCacheHints(*this, getSem(), getCache(), getEvict(),
                               {CacheModifier::CA, CacheModifier::CG, CacheModifier::CV}, "load")))
     return failure();
+  if (std::optional<int64_t> poll = getPollNs()) {
+    if (!getSem())
+      return emitOpError() << "expected an ordered load ('sem' and 'scope') to poll";
+    if (*poll <= 0)
+      return emitOpError() << "expected a positive 'poll_ns', got " << *poll;
+  }
   return verifyOrdering(*this, getSem(), getScope(), getElementTypeOrSelf(getType()),
                         MemSemantic::Acquire);
 }
@@ -814,7 +828,7 @@ struct FoldConstantLoadMask : OpRewritePattern<LoadOp> {
     if (isConstantMask(op.getMask(), true)) {
       rewriter.replaceOpWithNewOp<LoadOp>(op, op.getType(), op.getPtr(), Value(), Value(),
                                           op.getVecAttr(), op.getSemAttr(), op.getScopeAttr(),
-                                          op.getCacheAttr(), op.getEvictAttr());
+                                          op.getCacheAttr(), op.getEvictAttr(), op.getPollNsAttr());
       return success();
     }
     if (isConstantMask(op.getMask(), false) && op.getOther()) {

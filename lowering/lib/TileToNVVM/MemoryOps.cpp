@@ -53,6 +53,46 @@ Value orderedLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemSem
   return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
 }
 
+/// `ld.relaxed.<scope>.global.b<bits>` of one element, read again until it is
+/// non-zero or `pollNs` nanoseconds of %globaltimer have passed (then it is
+/// the zero read last); between reads a `nanosleep` doubling from 32 to 1024 ns.
+Value pollingLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemScope scope,
+                  int64_t pollNs) {
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Type intType = b.getIntegerType(bits);
+  std::string width = ("b" + Twine(bits)).str();
+  std::string asmString = ("{\n"
+                           ".reg .pred %p;\n"
+                           ".reg .u64 %t0, %t;\n"
+                           ".reg .u32 %d;\n"
+                           "mov.u64 %t0, %globaltimer;\n"
+                           "mov.u32 %d, 32;\n"
+                           "kiln_poll:\n"
+                           "ld.relaxed." +
+                           tile::stringifyMemScope(scope) + ".global." + width +
+                           " $0, [$1];\n"
+                           "setp.ne." +
+                           width +
+                           " %p, $0, 0;\n"
+                           "@%p bra kiln_poll_done;\n"
+                           "mov.u64 %t, %globaltimer;\n"
+                           "sub.u64 %t, %t, %t0;\n"
+                           "setp.ge.u64 %p, %t, $2;\n"
+                           "@%p bra kiln_poll_done;\n"
+                           "nanosleep.u32 %d;\n"
+                           "shl.b32 %d, %d, 1;\n"
+                           "min.u32 %d, %d, 1024;\n"
+                           "bra kiln_poll;\n"
+                           "kiln_poll_done:\n"
+                           "}")
+                              .str();
+  std::string constraints = ("=" + registerClass(bits) + ",l,l,~{memory}").str();
+  Value deadline = LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(pollNs));
+  Value loaded =
+      createInlinePTX(b, loc, intType, ValueRange{ptr, deadline}, asmString, constraints);
+  return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
+}
+
 /// `st.<sem>.<scope>.global.b<bits>` of one element.
 void orderedStore(OpBuilder &b, Location loc, Value value, Value ptr, tile::MemSemantic sem,
                   tile::MemScope scope) {
@@ -251,6 +291,18 @@ void hintedStore(OpBuilder &b, Location loc, const VectorAccess &access, Value p
   createInlinePTX(b, loc, Type(), operands, asmString, constraints);
 }
 
+/// `llvm.inttoptr` into the global address space.
+struct IntToPtrLowering : TileOpConversion<tile::IntToPtrOp> {
+  using TileOpConversion::TileOpConversion;
+
+  LogicalResult matchAndRewrite(tile::IntToPtrOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<LLVM::IntToPtrOp>(op, getTypeConverter()->convertType(op.getType()),
+                                                  adaptor.getAddress());
+    return success();
+  }
+};
+
 /// `fence.acq_rel.<scope>`.
 struct FenceLowering : ConvertOpToLLVMPattern<tile::FenceOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -311,6 +363,8 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
         continue;
       }
       auto load = [&](OpBuilder &b, Location l) -> Value {
+        if (std::optional<int64_t> poll = op.getPollNs())
+          return pollingLoad(b, l, access.accessType, ptrs[r], *op.getScope(), *poll);
         if (auto sem = op.getSem())
           return orderedLoad(b, l, access.accessType, ptrs[r], *sem, *op.getScope());
         return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment).getResult();
@@ -410,5 +464,6 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
 
 void kiln::populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,
                                                RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, FenceLowering>(converter);
+  patterns.add<AddPtrLowering, IntToPtrLowering, LoadLowering, StoreLowering, FenceLowering>(
+      converter);
 }

@@ -1187,6 +1187,45 @@ class Semantic:
                                    o.handle if o is not None else None, sem, scope, cache, evict)
         return tensor(handle, self._with_shape(ptr, elem))
 
+    #: The byte alignment kiln.distributed gives every symmetric workspace base.
+    PEER_BASE_ALIGNMENT = 16
+
+    def peer_pointer(self, peer_table: Any, rank: Any, elem: Any) -> tensor:
+        """``peer_table[rank]`` (an int64 address) as a scalar pointer to ``elem``."""
+        table = self._pointer("peer_pointer", peer_table)
+        if table.type.is_block() or table.dtype.element_ty not in (kl.int64, kl.uint64):
+            raise SemanticError(f"peer_pointer: the peer table must be a scalar pointer to "
+                                f"int64 addresses, got {table.type}")
+        if isinstance(elem, str):
+            elem = kl.dtype_from_str(elem)
+        if not isinstance(elem, dtype) or elem.is_ptr():
+            raise SemanticError(f"peer_pointer: expected the element dtype, got {elem!r}")
+        rank = self.to_tensor(rank)
+        if rank.type.is_block() or not rank.dtype.is_int() or rank.dtype.is_bool():
+            raise SemanticError(f"peer_pointer: the rank must be a scalar integer, got "
+                                f"{rank.type}")
+        address = self.cast(self.load(self.binary("add", table, rank)), kl.int64, bitcast=True)
+        ptr_ty = kl.pointer_type(elem)
+        return tensor(self.builder.int_to_ptr(address.handle, self.ir_type(ptr_ty),
+                                              self.PEER_BASE_ALIGNMENT), ptr_ty)
+
+    def poll_nonzero(self, ptr: Any, mask: Any, scope: Any, timeout_ns: Any) -> tensor:
+        """A relaxed load of each element, repeated until it is non-zero (or the timeout)."""
+        ptr = self._pointer("poll_nonzero", ptr)
+        if isinstance(timeout_ns, tensor) or isinstance(timeout_ns, bool) or \
+                not isinstance(timeout_ns, int) or timeout_ns <= 0:
+            raise SemanticError(f"poll_nonzero: timeout_ns must be a positive constexpr int, "
+                                f"got {timeout_ns!r}")
+        elem = ptr.dtype.element_ty
+        _, scope = self._ordering("poll_nonzero", "relaxed", scope, ("relaxed",), elem)
+        m = None if mask is None or (isinstance(mask, constexpr) and mask.value is None) \
+            else self._mask(mask)
+        if m is not None:
+            ptr, m = self.broadcast_pair(ptr, m)
+        handle = self.builder.load(ptr.handle, m.handle if m is not None else None, None,
+                                   "relaxed", scope, "", "", poll_ns=timeout_ns)
+        return tensor(handle, self._with_shape(ptr, elem))
+
     def store(self, ptr: Any, value: Any, mask: Any = None, sem: Any = None,
               scope: Any = None, cache_modifier: Any = "", eviction_policy: Any = "") -> None:
         ptr = self._pointer("store", ptr)

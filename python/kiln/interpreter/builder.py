@@ -723,9 +723,16 @@ class NumpyBuilder:
     def fence(self, sem: str, scope: str) -> None:
         """Programs run one at a time: every access is already ordered."""
 
+    def int_to_ptr(self, address: Any, ptr_type: Any, divisibility: int) -> None:
+        raise InterpreterError("kl.peer_pointer: the interpreter runs one process and has no "
+                               "peers (run kernels that reach other processes' memory on the "
+                               "GPU)")
+
     def load(self, p: Ptr, mask: Any = None, other: Any = None, sem: str = "",
-             scope: str = "", cache: str = "", evict: str = "") -> np.ndarray:
-        """Cache hints (``cache``, ``evict``) change no value: accepted and ignored."""
+             scope: str = "", cache: str = "", evict: str = "", poll_ns: int = 0) -> np.ndarray:
+        """Cache hints (``cache``, ``evict``) change no value: accepted and ignored. A poll
+        (``poll_ns``) reads once: programs run one at a time, so nothing else could write
+        the element while it waited, and a zero is the timeout's result."""
         if not self.active():  # a branch not taken: no access, no fault
             return np.zeros(p.off.shape, dtype=p.buf.dtype)
         if mask is None:

@@ -156,6 +156,29 @@ def store(pointer: Any, value: Any, mask: Any = None, sem: Any = None, scope: An
 
 
 @builtin
+def peer_pointer(peer_table: Any, rank: Any, dtype: Any, _semantic: Any = None) -> tensor:
+    """The base of rank ``rank``'s symmetric workspace, as a scalar pointer to ``dtype``.
+
+    ``peer_table`` is a symmetric buffer's peer table (``kiln.distributed.SymmetricBuffer``
+    passes it as a pointer to int64: entry r is rank r's workspace as mapped in this process,
+    over CUDA IPC), ``rank`` a scalar integer. The bases are 16-byte aligned, so accesses
+    through the pointer vectorize. The interpreter has no peers: it reports the call."""
+    return _semantic.peer_pointer(peer_table, rank, _unwrap(dtype))
+
+
+@builtin
+def poll_nonzero(pointer: Any, mask: Any = None, scope: Any = "sys",
+                 timeout_ns: Any = 1_000_000_000, _semantic: Any = None) -> tensor:
+    """Loads each element with ``ld.relaxed.<scope>`` again and again, backing off with a
+    ``nanosleep`` from 32 to 1024 ns, until it is non-zero; after ``timeout_ns`` (a constexpr
+    int, default one second) an element still zero is returned as zero, so the caller sees
+    the timeout. Where ``mask`` is false nothing is read (the result is zero). The consumer
+    side of a protocol whose producers never store zero: a collective's Lamport empty
+    markers, where a slot of zeros is empty and data words are stored non-zero."""
+    return _semantic.poll_nonzero(pointer, mask, _unwrap(scope), _unwrap(timeout_ns))
+
+
+@builtin
 def fence(sem: Any = "acq_rel", scope: Any = "gpu", _semantic: Any = None) -> None:
     """A memory fence (``fence.acq_rel.<scope>``): orders this thread's accesses before it
     with those after it, for the threads of ``scope`` ("cta", "gpu", "sys")."""
@@ -538,7 +561,8 @@ __all__ = [
     "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
     "min_programs_per_sm", "minimum",
     "num_clusters",
-    "num_programs", "pdl_launch_dependents", "pdl_wait", "permute", "pointer_type", "program_id",
+    "num_programs", "pdl_launch_dependents", "pdl_wait", "peer_pointer", "permute", "pointer_type",
+    "poll_nonzero", "program_id",
     "reduce", "reshape", "rsqrt", "sigmoid", "sin", "split", "sqrt",
     "static_assert", "range",
     "static_range", "store", "sum", "max", "min", "argmax", "argmin", "tanh", "tensor",

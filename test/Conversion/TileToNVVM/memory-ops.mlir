@@ -324,3 +324,21 @@ func.func @hinted_scalar_i8(%x: !tile.ptr<i8>, %b: i1) attributes {tile.kernel} 
   tile.store %x, %w cache cs : !tile.ptr<i8>
   return
 }
+
+// -----
+
+// A peer's address becomes a global pointer; a poll is one inline-asm loop an
+// element, under the mask's branch, the deadline an i64 operand.
+// CHECK-LABEL: llvm.func ptx_kernelcc @peer_poll
+// CHECK-SAME: (%[[A:.*]]: i64, %[[B:.*]]: i1, %[[O:.*]]: !llvm.ptr<1>)
+// CHECK: %[[P:.*]] = llvm.inttoptr %[[A]] : i64 to !llvm.ptr<1>
+// CHECK: scf.if %[[B]] -> (i32) {
+// CHECK-NEXT: %[[T:.*]] = llvm.mlir.constant(5000 : i64) : i64
+// CHECK-NEXT: %[[V:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{{.*}}kiln_poll:{{.*}}ld.relaxed.sys.global.b32 $0, [$1];{{.*}}setp.ge.u64 %p, %t, $2;{{.*}}", "=r,l,l,~{memory}" %[[P]], %[[T]] : (!llvm.ptr<1>, i64) -> i32
+// CHECK-NEXT: scf.yield %[[V]] : i32
+func.func @peer_poll(%a: i64, %b: i1, %out: !tile.ptr<i32>) attributes {tile.kernel} {
+  %p = tile.int_to_ptr %a {divisibility = 16 : i64} : !tile.ptr<i32>
+  %v = tile.load %p, %b ordered relaxed sys {poll_ns = 5000 : i64} : !tile.ptr<i32>
+  tile.store %out, %v : !tile.ptr<i32>
+  return
+}

@@ -1618,6 +1618,30 @@ func.func @sem_without_scope(%p: !tile.ptr<i32>) {
 
 // -----
 
+func.func @poll_unordered(%p: !tile.ptr<i32>) {
+  // expected-error @+1 {{expected an ordered load ('sem' and 'scope') to poll}}
+  %v = tile.load %p {poll_ns = 1000 : i64} : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @poll_not_positive(%p: !tile.ptr<i32>) {
+  // expected-error @+1 {{expected a positive 'poll_ns', got 0}}
+  %v = tile.load %p ordered relaxed sys {poll_ns = 0 : i64} : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @int_to_ptr_divisibility(%a: i64) {
+  // expected-error @+1 {{expected a power-of-two divisibility, got 12}}
+  %p = tile.int_to_ptr %a {divisibility = 12 : i64} : !tile.ptr<i32>
+  return
+}
+
+// -----
+
 func.func @ordered_i8(%p: !tile.ptr<i8>) {
   // expected-error @+1 {{expected 16-, 32- or 64-bit elements for an ordered access, got 'i8'}}
   %v = tile.load %p ordered acquire sys : !tile.ptr<i8>

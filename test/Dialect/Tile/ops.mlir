@@ -473,6 +473,15 @@ func.func @ordered(%p: !tile.ptr<i32>) -> i32 {
   return %v : i32
 }
 
+// CHECK-LABEL: func.func @peer_poll
+// CHECK: %[[B:.*]] = tile.int_to_ptr %{{.*}} {divisibility = 16 : i64} : !tile.ptr<i32>
+// CHECK: tile.load %[[B]] ordered relaxed sys {poll_ns = 1000 : i64} : !tile.ptr<i32>
+func.func @peer_poll(%address: i64) -> i32 {
+  %b = tile.int_to_ptr %address {divisibility = 16 : i64} : !tile.ptr<i32>
+  %v = tile.load %b ordered relaxed sys {poll_ns = 1000 : i64} : !tile.ptr<i32>
+  return %v : i32
+}
+
 // CHECK-LABEL: func.func @cache_hints
 // CHECK: tile.load %{{.*}}, %{{.*}}, %{{.*}} cache cg evict evict_first {vec = 4 : i32} : tensor<128x!tile.ptr<f32>>
 // CHECK: tile.load %{{.*}} evict evict_last : !tile.ptr<f32>

@@ -660,6 +660,24 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
 // Pointers and memory
 //===----------------------------------------------------------------------===//
 
+def Tile_IntToPtrOp : Tile_Op<"int_to_ptr", [Pure]> {
+  let summary = "a scalar pointer from its 64-bit address";
+  let description = [{
+    ```mlir
+    %base = tile.int_to_ptr %address {divisibility = 16 : i64} : !tile.ptr<i32>
+    ```
+    The address of memory the kernel did not receive as a pointer argument:
+    another process's allocation mapped into this one (a peer's symmetric
+    workspace, read from the peer table). `divisibility` is the byte alignment
+    the producer of the address guarantees (a power of two); accesses through
+    the pointer vectorize up to it.
+  }];
+  let arguments = (ins I64:$address, I64Attr:$divisibility);
+  let results = (outs Tile_Ptr:$result);
+  let assemblyFormat = "$address attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
 def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
   let summary = "advance pointers by element offsets";
   let description = [{
@@ -722,12 +740,25 @@ def Tile_LoadOp : Tile_Op<"load", [
     priority with `.L1::evict_*` when there is no `cache` operator (PTX does
     not combine the two; with one the L2 hint alone is kept).
     `evict_normal` is `.L1::evict_normal` (the default priority, no L2 policy).
+
+    `poll_ns` (an ordered load only) makes each element a poll: it is read
+    again, with a back-off of `nanosleep` doubling from 32 to 1024 ns, until it
+    is non-zero or `poll_ns` nanoseconds of `%globaltimer` have passed since
+    the first read; an element still zero at the deadline is returned as zero
+    (the caller sees the timeout). Where the mask is false nothing is read and
+    nothing waits. This is the consumer side of a protocol whose producers
+    never store zero (the Lamport empty markers of kiln's collectives):
+    ```mlir
+    %w = tile.load %ptrs, %mask ordered relaxed sys {poll_ns = 1000000000 : i64}
+        : tensor<256x!tile.ptr<i32>>
+    ```
   }];
   let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
                        Optional<Tile_Any>:$other, OptionalAttr<I32Attr>:$vec,
                        OptionalAttr<Tile_MemSemantic>:$sem, OptionalAttr<Tile_MemScope>:$scope,
                        OptionalAttr<Tile_CacheModifier>:$cache,
-                       OptionalAttr<Tile_EvictionPolicy>:$evict);
+                       OptionalAttr<Tile_EvictionPolicy>:$evict,
+                       OptionalAttr<I64Attr>:$poll_ns);
   let results = (outs Tile_Any:$result);
   let assemblyFormat = [{
     $ptr (`,` $mask^)? (`,` $other^)? (`ordered` $sem^ $scope)? (`cache` $cache^)?

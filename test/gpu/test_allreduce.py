@@ -1,0 +1,38 @@
+"""The one-shot all-reduce's protocol on ONE GPU (docs/kernels/collectives.md): world sizes 2,
+4 and 8 as separate processes (CUDA IPC maps each process's workspace into the others), JIT
+and bundle (``launch_mode``). Each rank (allreduce_worker.py) checks, bit for bit against the
+sum over ranks in fp32 then bf16 (+ the residual): sizes over 1 to 1,024 programs, in place
+and into ``out``, 1,000 back-to-back calls with changing grids, one rank late by 50 ms, and a
+rank with a wrong size (every rank's check raises, none hangs; a reset recovers)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+WORKER = os.path.join(os.path.dirname(__file__), "allreduce_worker.py")
+#: Beyond this the ranks are taken to hang (the kernel's own waits give up after 5 s).
+DEADLINE_S = 600
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+def test_allreduce_protocol(launch_mode, world, tmp_path):
+    init = tmp_path / "init"
+    ranks = [subprocess.Popen([sys.executable, WORKER, str(r), str(world), str(init)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(world)]
+    logs = []
+    try:
+        for p in ranks:
+            logs.append(p.communicate(timeout=DEADLINE_S)[0])
+    except subprocess.TimeoutExpired:
+        for p in ranks:
+            p.kill()
+        pytest.fail(f"world {world}: the ranks did not finish within {DEADLINE_S} s")
+    failed = [(r, p.returncode, log) for r, (p, log) in enumerate(zip(ranks, logs))
+              if p.returncode != 0]
+    assert not failed, "\n".join(f"rank {r} exited {rc}:\n{log[-4000:]}" for r, rc, log in failed)
+    assert all(f"rank {r}: OK" in log for r, log in enumerate(logs))
