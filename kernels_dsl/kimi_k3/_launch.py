@@ -12,8 +12,11 @@ without those assumptions (``<name>_generic``, docs/kernels/README.md)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
-from typing import Any, Mapping, NamedTuple, Optional, Sequence
+import threading
+from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence
 
 import kiln
 
@@ -140,6 +143,22 @@ class Launch(NamedTuple):
     cluster: Optional[Sequence[int]] = None
 
 
+_compile_only = threading.local()
+
+
+@contextlib.contextmanager
+def compile_only() -> Iterator[None]:
+    """Within it, the wrappers check, compile (JIT) or load (bundle) their kernels and launch
+    nothing. Collectives use it to keep a JIT compile out of a call that peers wait on: every
+    rank runs the call once inside it, the ranks meet, then every rank calls it for real."""
+    before = getattr(_compile_only, "on", False)
+    _compile_only.on = True
+    try:
+        yield
+    finally:
+        _compile_only.on = before
+
+
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
            constexprs: Mapping[str, Any], num_warps: int, maxnreg: Optional[int] = None,
            cluster: Optional[Sequence[int]] = None, generic: Optional[Launch] = None) -> None:
@@ -151,9 +170,10 @@ def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
     raises ``kiln.runtime.KilnError`` naming what the bundle holds."""
     if any(int(g) == 0 for g in grid):
         return
+    warm = getattr(_compile_only, "on", False)
     if jit_allowed():
-        kernel[tuple(grid)](*args, num_warps=num_warps, maxnreg=maxnreg, cluster=cluster,
-                            **constexprs)
+        run = functools.partial(kernel.warmup, tuple(grid)) if warm else kernel[tuple(grid)]
+        run(*args, num_warps=num_warps, maxnreg=maxnreg, cluster=cluster, **constexprs)
         return
     family = _bundle_family(name, constexprs)
     k = family.find(args)
@@ -163,6 +183,9 @@ def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
         k = family.find(args)
     if k is None:
         k = family.select(args)  # raises: the bundle's specializations, and why none fits
+    if warm:
+        k.load()
+        return
     k[tuple(grid)](*args)
 
 

@@ -23,7 +23,7 @@ Specification: docs/kernels/collectives.md
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import kiln
 import kiln.language as kl
@@ -36,20 +36,20 @@ MAX_PROGRAMS = 1024
 #: Header words of a workspace: the counters, the status word, padding to 256 bytes.
 HEADER_WORDS = MAX_PROGRAMS + 64
 STATUS_WORD = MAX_PROGRAMS
+#: A slot's pitch is a multiple of this many words (64 bytes).
+SLOT_ALIGN_WORDS = 16
 #: Status bits.
 STATUS_TIMEOUT = 1
 STATUS_SIZE_MISMATCH = 2
+#: Programs of each kernel an SM holds at once (the registers are capped to fit): a call's
+#: programs wait for each other's peers, so the resident ones must not wait on ones that
+#: cannot start (the world emulated on one GPU runs world calls side by side).
+PROGRAMS_PER_SM = 4
+ROWS_PROGRAMS_PER_SM = 2
 #: How long a program waits for a peer before it gives up (nanoseconds): longer than ranks
 #: drift apart in a healthy run (a JIT compile included), short enough that a test of a
 #: missing peer is quick.
 TIMEOUT_NS = 5_000_000_000
-
-
-@kiln.jit
-def _push_marker(w):
-    """``w`` with a zero word (two +0.0 bf16) replaced by 0x8000 (-0.0, +0.0): the pushed
-    value is never the empty state and sums the same."""
-    return kl.where(w == 0, 0x8000, w)
 
 
 @kiln.jit
@@ -72,21 +72,41 @@ def _pack(lo, hi):
     return lo_bits | (hi_bits << 16)
 
 
-# The rank and the sizes are not specialized: every rank runs the same kernel for any size,
-# so no rank compiles (and falls behind) where another does not.
-@kiln.jit(num_warps=4, do_not_specialize=["rank", "n_words", "slot_words"])
-def allreduce_push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_words,
+@kiln.jit
+def _finish(local, pid, grid, phase, status):
+    """The end of a call: report ``status`` in the workspace's status word, flip the program's
+    phase counter, and from the last program the counters past the grid (the bumper, so that
+    calls with different grids stay in step)."""
+    if status != 0:
+        kl.atomic_or(local + STATUS_WORD, status, sem="relaxed", scope="sys")
+    kl.barrier()  # every thread has read the phase
+    kl.store(local + pid, 1 - phase)
+    if pid == grid - 1:
+        c = kl.arange(0, MAX_PROGRAMS)
+        past = c >= grid
+        kl.store(local + c, 1 - kl.load(local + c, mask=past, other=0), mask=past)
+    kl.pdl_launch_dependents()
+
+
+# The rank is not specialized: every rank runs the same kernel (no rank compiles, and falls
+# behind, where another does not); the sizes are the same on every rank. The slot pitch is a
+# multiple of 16 words, so every slot is 64-byte aligned and the accesses are 16-byte vectors
+# where x and n_words allow.
+@kiln.jit(num_warps=4, do_not_specialize=["rank"])
+def allreduce_push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_units,
                           WORLD: kl.constexpr, HAS_RES: kl.constexpr, BLOCK: kl.constexpr):
+    kl.min_programs_per_sm(PROGRAMS_PER_SM)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
+    slot_words = slot_units * SLOT_ALIGN_WORDS
     local = kl.peer_pointer(peers, rank, kl.int32)
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
     offs = pid * BLOCK + kl.arange(0, BLOCK)
     mask = offs < n_words
     desc = n_words * 2 + 1  # never zero
-    kl.pdl_wait()
-    w = _push_marker(kl.load(x_ptr + offs, mask=mask, other=0))
+    kl.pdl_wait()  # the previous call on this stream has flipped the counters
+    phase = kl.load(local + pid)
+    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    w = kl.nonzero_marker(kl.load(x_ptr + offs, mask=mask, other=0))
     for r in kl.static_range(WORLD):
         slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
         kl.store(slot + MAX_PROGRAMS + offs, w, mask=mask)
@@ -115,32 +135,127 @@ def allreduce_push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_wo
         lo = _lo(s) + _lo(res)
         hi = _hi(s) + _hi(res)
     kl.store(out_ptr + offs, _pack(lo, hi), mask=mask)
-    if status != 0:
-        kl.atomic_or(local + STATUS_WORD, status, sem="relaxed", scope="sys")
-    kl.barrier()  # every thread has read the phase
-    kl.store(local + pid, 1 - phase)
-    if pid == grid - 1:  # the bumper: the counters past the grid flip as well
-        c = kl.arange(0, MAX_PROGRAMS)
-        past = c >= grid
-        kl.store(local + c, 1 - kl.load(local + c, mask=past, other=0), mask=past)
-    kl.pdl_launch_dependents()
+    _finish(local, pid, grid, phase, status)
+
+
+@kiln.jit
+def _finalize_row(row, cols, cmask, g_ptr, idx_ptr, wt_ptr, D_WORDS: kl.constexpr,
+                  TOPK: kl.constexpr, BLOCK: kl.constexpr):
+    """Token ``row``'s MoE finalize as words: sum_k w[row, k] * gemm2[idx[row * TOPK + k]] in
+    fp32 (k in order; an index < 0 is dropped), rounded to bf16."""
+    lo = kl.zeros([BLOCK], kl.float32)
+    hi = kl.zeros([BLOCK], kl.float32)
+    for k in kl.static_range(TOPK):
+        e = kl.load(idx_ptr + row * TOPK + k)
+        wk = kl.load(wt_ptr + row * TOPK + k).to(kl.float32, bitcast=True)
+        g = kl.load(g_ptr + e.to(kl.int64) * D_WORDS + cols, mask=cmask & (e >= 0), other=0)
+        lo += wk * _lo(g)
+        hi += wk * _hi(g)
+    return _pack(lo, hi)
+
+
+@kiln.jit(num_warps=8, do_not_specialize=["rank"])
+def allreduce_rows_kernel(x_ptr, g_ptr, idx_ptr, wt_ptr, res_ptr, out_ptr, w_ptr, norm_ptr, peers,
+                          rank, n_rows, norm_rows, rows_per, slot_units, eps,
+                          WORLD: kl.constexpr, HAS_RES: kl.constexpr, FINALIZE: kl.constexpr,
+                          TOPK: kl.constexpr, D_WORDS: kl.constexpr, BLOCK: kl.constexpr):
+    """The row form of the one-shot push: program b owns rows [b * rows_per, (b + 1) *
+    rows_per) of width D_WORDS words, pushes them all, then sums each over the ranks (+ the
+    residual) into out and writes the RMSNorm of rows < norm_rows (fp32, with the bf16 weight)
+    into norm_out. With FINALIZE a row's pushed words are the MoE finalize of token ``row``
+    (``_finalize_row``; the weights fp32 as words) instead of x's."""
+    kl.min_programs_per_sm(ROWS_PROGRAMS_PER_SM)
+    pid = kl.program_id(0)
+    grid = kl.num_programs(0)
+    slot_words = slot_units * SLOT_ALIGN_WORDS
+    local = kl.peer_pointer(peers, rank, kl.int32)
+    cols = kl.arange(0, BLOCK)
+    cmask = cols < D_WORDS
+    desc = n_rows * (2 * D_WORDS) + 1  # never zero
+    first = pid * rows_per
+    last = kl.minimum(first + rows_per, n_rows)
+    kl.pdl_wait()
+    phase = kl.load(local + pid)
+    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    for row in range(first, last):
+        offs = row * D_WORDS + cols
+        if FINALIZE:
+            w = _finalize_row(row, cols, cmask, g_ptr, idx_ptr, wt_ptr, D_WORDS, TOPK, BLOCK)
+        else:
+            w = kl.load(x_ptr + offs, mask=cmask, other=0)
+        w = kl.nonzero_marker(w)
+        for r in kl.static_range(WORLD):
+            slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
+            kl.store(slot + MAX_PROGRAMS + offs, w, mask=cmask)
+    for r in kl.static_range(WORLD):
+        slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
+        kl.store(slot + pid, desc, sem="relaxed", scope="sys")
+    status = 0
+    for r in kl.static_range(WORLD):
+        d = kl.poll_nonzero(local + half + r * slot_words + pid, timeout_ns=TIMEOUT_NS)
+        if d == 0:
+            status = status | STATUS_TIMEOUT
+        elif d != desc:
+            status = status | STATUS_SIZE_MISMATCH
+    ok = status == 0  # else nothing more is waited for
+    wts = kl.load(w_ptr + cols, mask=cmask, other=0)
+    for row in range(first, last):
+        offs = row * D_WORDS + cols
+        lo = kl.zeros([BLOCK], kl.float32)
+        hi = kl.zeros([BLOCK], kl.float32)
+        for r in kl.static_range(WORLD):
+            data = local + half + r * slot_words + MAX_PROGRAMS
+            v = kl.poll_nonzero(data + offs, mask=cmask & ok, timeout_ns=TIMEOUT_NS)
+            if kl.max(((v == 0) & cmask & ok).to(kl.int32), axis=0) > 0:
+                status = status | STATUS_TIMEOUT
+            lo += _lo(v)
+            hi += _hi(v)
+            kl.store(data + offs, 0, mask=cmask)  # re-arm
+        s = _pack(lo, hi)
+        if HAS_RES:
+            res = kl.load(res_ptr + offs, mask=cmask, other=0)
+            s = _pack(_lo(s) + _lo(res), _hi(s) + _hi(res))
+        kl.store(out_ptr + offs, s, mask=cmask)
+        if row < norm_rows:
+            a = _lo(s)
+            b = _hi(s)
+            rstd = kl.rsqrt(kl.sum(a * a + b * b, axis=0) / (2 * D_WORDS) + eps)
+            kl.store(norm_ptr + offs, _pack(a * rstd * _lo(wts), b * rstd * _hi(wts)), mask=cmask)
+    for r in kl.static_range(WORLD):
+        kl.store(local + half + r * slot_words + pid, 0)  # re-arm the descriptors
+    _finish(local, pid, grid, phase, status)
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """allreduce's tuning."""
+    """The all-reduces' tuning."""
     block: int = 1024  # words (bf16 pairs) a program: 8 a thread on 4 warps
     num_warps: int = 4
+    rows_warps: int = 8  # the row form: a row of 3,584 bf16 is 7 words a thread
 
 
 SETTINGS = Settings()
 
+#: The row form's width in the bundle (K3's latent; any even width JIT-compiles).
+NORM_DIM = 3584
+#: Experts a token of the MoE finalize sums (K3's top-k).
+TOPK = 16
+
+
+#: ``with compile_only(): allreduce(...)`` compiles (JIT) or loads (bundle) the call's kernel
+#: and launches nothing: in JIT mode, warm every rank up this way and meet before the first
+#: call of a shape, so that no rank compiles while its peers wait (a wait longer than
+#: TIMEOUT_NS fails the call).
+compile_only = L.compile_only
 
 #: World sizes the bundle holds (the world is a constexpr: the push and poll loops unroll).
 AOT_WORLDS = (2, 4, 8)
 
 _SIG = {"x_ptr": "*i32", "res_ptr": "*i32", "out_ptr": "*i32", "peers": "*i64", "rank": "i32",
-        "n_words": "i32", "slot_words": "i32"}
+        "n_words": "i32", "slot_units": "i32"}
+#: The vector path: 16-byte aligned tensors of a multiple of 16 words (32 bf16); any other
+#: call (4-byte aligned, an even element count) takes the scalar specialization.
+_VECTOR = {"x_ptr": 16, "res_ptr": 16, "out_ptr": 16, "peers": 16, "n_words": 16}
 
 
 def aot_name(world: int) -> str:
@@ -148,12 +263,40 @@ def aot_name(world: int) -> str:
 
 
 AOT_SPECIALIZATIONS = [
-    # any tensor address the wrapper accepts (4-byte aligned); the peer table is the
-    # runtime's allocation
-    Spec(allreduce_push_kernel, name=aot_name(world), signature=_SIG,
+    # the peer table is the runtime's allocation (16-byte aligned); the generic (scalar) form
+    # takes any tensor address and size the wrapper accepts (4-byte aligned, even)
+    Spec(allreduce_push_kernel, name=aot_name(world) + suffix, signature=_SIG,
          constexprs={"WORLD": world, "HAS_RES": has_res, "BLOCK": SETTINGS.block},
-         divisibility={"peers": 16}, num_warps=SETTINGS.num_warps)
+         divisibility=div, num_warps=SETTINGS.num_warps)
     for world in AOT_WORLDS for has_res in (False, True)
+    for suffix, div in (("", _VECTOR), ("_generic", {"peers": 16}))
+]
+
+
+_ROWS_SIG = {"x_ptr": "*i32", "g_ptr": "*i32", "idx_ptr": "*i32", "wt_ptr": "*i32",
+             "res_ptr": "*i32", "out_ptr": "*i32", "w_ptr": "*i32", "norm_ptr": "*i32",
+             "peers": "*i64", "rank": "i32", "n_rows": "i32", "norm_rows": "i32",
+             "rows_per": "i32", "slot_units": "i32", "eps": "f32"}
+_ROWS_ALIGNED = ("x_ptr", "g_ptr", "res_ptr", "out_ptr", "w_ptr", "norm_ptr", "peers")
+
+
+def rows_aot_name(world: int, finalize: bool) -> str:
+    return f"{'finalize_push_norm' if finalize else 'allreduce_rmsnorm'}_w{world}"
+
+
+def _rows_constexprs(world: int, has_res: bool, finalize: bool, dim: int) -> dict:
+    words = dim // 2
+    return {"WORLD": world, "HAS_RES": has_res, "FINALIZE": finalize, "TOPK": TOPK,
+            "D_WORDS": words, "BLOCK": 1 << (words - 1).bit_length()}
+
+
+AOT_SPECIALIZATIONS += [
+    # every tensor 16-byte aligned (the wrappers check it): rows of 3,584 bf16 move as
+    # 16-byte vectors
+    Spec(allreduce_rows_kernel, name=rows_aot_name(world, finalize), signature=_ROWS_SIG,
+         constexprs=_rows_constexprs(world, has_res, finalize, NORM_DIM),
+         divisibility=_ROWS_ALIGNED, num_warps=SETTINGS.rows_warps)
+    for world in AOT_WORLDS for has_res in (False, True) for finalize in (False, True)
 ]
 
 
@@ -161,12 +304,23 @@ def workspace_bytes(world: int, max_elements: int, settings: Settings = SETTINGS
     """The size of a symmetric workspace for all-reduces of up to ``max_elements`` bf16 over
     ``world`` ranks: the header, then two phases of ``world`` slots, each a descriptor word a
     program and the pushed words."""
-    slot = MAX_PROGRAMS + _round_up((max_elements + 1) // 2, 4)
+    slot = MAX_PROGRAMS + _round_up((max_elements + 1) // 2, SLOT_ALIGN_WORDS)
     return 4 * (HEADER_WORDS + 2 * world * slot)
 
 
 def _round_up(n: int, m: int) -> int:
     return (n + m - 1) // m * m
+
+
+def _slot_units(op: str, workspace: Any, elements: int) -> int:
+    """The slot pitch of ``workspace`` in units of SLOT_ALIGN_WORDS, after checking that it
+    holds calls of ``elements`` bf16."""
+    need = workspace_bytes(workspace.world, elements)
+    if workspace.nbytes < need:
+        raise ValueError(f"{op}: the workspace holds {workspace.nbytes} bytes, {elements} "
+                         f"elements over {workspace.world} ranks need {need} "
+                         f"(kernels_dsl.kimi_k3.allreduce.workspace_bytes)")
+    return (workspace.nbytes // 4 - HEADER_WORDS) // (2 * workspace.world) // SLOT_ALIGN_WORDS
 
 
 def check(workspace: Any) -> None:
@@ -233,25 +387,136 @@ def allreduce(x: Any, workspace: Any, residual: Optional[Any] = None, out: Optio
     if n % 2:
         raise ValueError(f"{op}: the number of elements must be even (bf16 pairs), got {n}")
     world, rank = workspace.world, workspace.rank
-    need = workspace_bytes(world, n, settings)
-    if workspace.nbytes < need:
-        raise ValueError(f"{op}: the workspace holds {workspace.nbytes} bytes, {n} elements "
-                         f"over {world} ranks need {need} "
-                         f"(kernels_dsl.kimi_k3.allreduce.workspace_bytes)")
     words = n // 2
     grid = (words + settings.block - 1) // settings.block
     if grid > MAX_PROGRAMS:
         raise ValueError(f"{op}: at most {MAX_PROGRAMS * settings.block * 2} elements a call, "
                          f"got {n}")
-    slot_words = (workspace.nbytes // 4 - HEADER_WORDS) // (2 * world)
-    slot_words -= slot_words % 4
+    slot_units = _slot_units(op, workspace, n)
     import torch
 
     xw = x.view(torch.int32)
     rw = residual.view(torch.int32) if residual is not None else xw
     ow = out.view(torch.int32)
-    L.launch(allreduce_push_kernel, aot_name(world), (grid,),
-             (xw, rw, ow, workspace.peer_table, rank, words, slot_words),
-             {"WORLD": world, "HAS_RES": residual is not None, "BLOCK": settings.block},
-             settings.num_warps)
+    launch = L.Launch(allreduce_push_kernel, aot_name(world), (grid,),
+                      (xw, rw, ow, workspace.peer_table, rank, words, slot_units),
+                      {"WORLD": world, "HAS_RES": residual is not None, "BLOCK": settings.block},
+                      settings.num_warps)
+    L.launch(*launch, generic=launch._replace(name=aot_name(world) + "_generic"))
     return out
+
+
+def _check_rows_tensor(op: str, what: str, t: Any, shape: Sequence[Optional[int]],
+                       dtypes: Sequence[str] = ("bfloat16",)) -> tuple:
+    L.check_dtype(op, what, t, dtypes)
+    shp = L.check_shape(op, what, t, shape)
+    L.check_contiguous(op, what, t)
+    L.check_aligned(op, what, t, 16)
+    return shp
+
+
+def _rows_launch(op: str, workspace: Any, n_rows: int, dim: int, norm_rows: int,
+                 tensors: dict, residual: Optional[Any], finalize: bool, eps: float,
+                 settings: Settings) -> None:
+    """Launches the row form over ``n_rows`` rows of ``dim`` (tensors: x or the finalize's
+    gemm2 / ids / weights, out, weight, norm_out; all checked)."""
+    import torch
+
+    if dim % 2:
+        raise ValueError(f"{op}: the row width must be even (bf16 pairs), got {dim}")
+    L.check_same_device(op, *[(k, v) for k, v in tensors.items()],
+                        *([("residual", residual)] if residual is not None else []))
+    world, rank = workspace.world, workspace.rank
+    slot_units = _slot_units(op, workspace, n_rows * dim)
+    grid = min(n_rows, MAX_PROGRAMS)
+    rows_per = (n_rows + grid - 1) // grid
+    grid = (n_rows + rows_per - 1) // rows_per
+
+    def words(t: Any) -> Any:
+        return t.view(torch.int32)
+
+    out = words(tensors["out"])
+    x = words(tensors["x"]) if not finalize else out
+    g, idx, wt = ((words(tensors["gemm2"]), tensors["topk_ids"], words(tensors["topk_weights"]))
+                  if finalize else (x, x, x))
+    res = words(residual) if residual is not None else out
+    norm = words(tensors["norm_out"]) if norm_rows else out
+    L.launch(allreduce_rows_kernel, rows_aot_name(world, finalize), (grid,),
+             (x, g, idx, wt, res, out, words(tensors["weight"]), norm, workspace.peer_table,
+              rank, n_rows, norm_rows, rows_per, slot_units, float(eps)),
+             _rows_constexprs(world, residual is not None, finalize, dim), settings.rows_warps)
+
+
+def allreduce_rmsnorm(x: Any, workspace: Any, weight: Any, eps: float = 1e-6, *,
+                      residual: Optional[Any] = None, norm_rows: Optional[int] = None,
+                      out: Optional[Any] = None, norm_out: Optional[Any] = None,
+                      settings: Settings = SETTINGS) -> tuple:
+    """All-reduce of the rows of ``x`` (bf16 [rows, D], contiguous, D even; K3: D = 3,584),
+    plus ``residual`` (bf16 [rows, D], the same on every rank) if given, into ``out`` (x itself
+    when None), and the RMSNorm of its first ``norm_rows`` rows (all when None; K3's
+    ``[N latent | 2N shared]`` buffer norms the first N) with ``weight`` (bf16 [D]) and ``eps``
+    into ``norm_out`` (bf16 [norm_rows, D], allocated when None):
+
+        out[t]      = bf16( bf16(sum_r f32(x_r[t])) + residual[t] )
+        norm_out[t] = bf16( f32(out[t]) * rsqrt(mean(f32(out[t])^2) + eps) * f32(weight) )
+
+    Every tensor 16-byte aligned; ``workspace`` as for ``allreduce`` (at least
+    ``workspace_bytes(world, x.numel())``). Returns (out, norm_out)."""
+    op = "allreduce_rmsnorm"
+    rows, dim = _check_rows_tensor(op, "x", x, (None, None))
+    return _rows_call(op, workspace, rows, dim, {"x": x}, weight, eps, residual, norm_rows, out,
+                      norm_out, settings)
+
+
+def finalize_push_norm(gemm2: Any, topk_ids: Any, topk_weights: Any, workspace: Any,
+                       weight: Any, eps: float = 1e-6, *, residual: Optional[Any] = None,
+                       out: Optional[Any] = None, norm_out: Optional[Any] = None,
+                       settings: Settings = SETTINGS) -> tuple:
+    """The deferred MoE finalize fused into the all-reduce and the RMSNorm: for T tokens,
+
+        local[t]    = bf16( sum_{k < 16} topk_weights[t, k] * f32(gemm2[topk_ids[t, k]]) )
+                      (fp32 in k order; an id < 0 is dropped)
+
+    computed while pushing (the rank-local rows are never written), then ``out`` (bf16 [T, D],
+    allocated when None) and ``norm_out`` as ``allreduce_rmsnorm`` gives them for x = local
+    (every row normed). ``gemm2`` bf16 [R, D] (the expert outputs, rows indexed by the ids),
+    ``topk_ids`` int32 [T, 16], ``topk_weights`` fp32 [T, 16]. Returns (out, norm_out)."""
+    op = "finalize_push_norm"
+    _, dim = _check_rows_tensor(op, "gemm2", gemm2, (None, None))
+    tokens, _ = _check_rows_tensor(op, "topk_ids", topk_ids, (None, TOPK), ("int32",))
+    _check_rows_tensor(op, "topk_weights", topk_weights, (tokens, TOPK), ("float32",))
+    if out is None:
+        import torch
+
+        out = torch.empty((tokens, dim), dtype=gemm2.dtype, device=gemm2.device)
+    tensors = {"gemm2": gemm2, "topk_ids": topk_ids, "topk_weights": topk_weights}
+    return _rows_call(op, workspace, tokens, dim, tensors, weight, eps, residual, None, out,
+                      norm_out, settings)
+
+
+def _rows_call(op: str, workspace: Any, rows: int, dim: int, tensors: dict, weight: Any,
+               eps: float, residual: Optional[Any], norm_rows: Optional[int], out: Optional[Any],
+               norm_out: Optional[Any], settings: Settings) -> tuple:
+    """The checks and the launch that ``allreduce_rmsnorm`` and ``finalize_push_norm`` share."""
+    import torch
+
+    finalize = "x" not in tensors
+    norm_rows = rows if norm_rows is None else int(norm_rows)
+    if not 0 <= norm_rows <= rows:
+        raise ValueError(f"{op}: norm_rows must be in [0, {rows}], got {norm_rows}")
+    _check_rows_tensor(op, "weight", weight, (dim,))
+    if residual is not None:
+        _check_rows_tensor(op, "residual", residual, (rows, dim))
+    if out is None:
+        out = tensors["x"]
+    else:
+        _check_rows_tensor(op, "out", out, (rows, dim))
+    if norm_out is None:
+        norm_out = torch.empty((norm_rows, dim), dtype=torch.bfloat16, device=weight.device)
+    else:
+        _check_rows_tensor(op, "norm_out", norm_out, (norm_rows, dim))
+    if rows:
+        _rows_launch(op, workspace, rows, dim, norm_rows,
+                     {**tensors, "out": out, "weight": weight, "norm_out": norm_out}, residual,
+                     finalize, eps, settings)
+    return out, norm_out

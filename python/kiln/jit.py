@@ -409,12 +409,23 @@ class JITFunction(KernelFunction):
                 return
         self._launch_checked(grid, args, kwargs, stream, num_warps, cluster, maxnreg)
 
+    def warmup(self, grid: Any, *args: Any, stream: Any = None, num_warps: Optional[int] = None,
+               cluster: Any = None, maxnreg: Optional[int] = None, **kwargs: Any) -> None:
+        """Everything a launch with these arguments does but the launch: the checks, the
+        compile (or the cache's copy) and the module load. For kernels whose launches must
+        not be delayed by a compile, e.g. a collective whose peers wait on this process: warm
+        every rank up, meet, then launch."""
+        if self.interpret:
+            return
+        self._launch_checked(grid, args, kwargs, stream, num_warps, cluster, maxnreg,
+                             launch=False)
+
     def _launch_checked(self, grid: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
                         stream: Any, num_warps: Optional[int], cluster: Any,
-                        maxnreg: Optional[int]) -> None:
+                        maxnreg: Optional[int], launch: bool = True) -> None:
         """Checks every argument by the host rules, then compiles (or finds) the kernel and
-        launches it; caches it for the hot path when the hot path can take such launches.
-        Nothing here touches CUDA until every check has passed."""
+        launches it (unless ``launch`` is false); caches it for the hot path when the hot path
+        can take such launches. Nothing here touches CUDA until every check has passed."""
         if self._runtime_names is None:
             src = self.source
             self._runtime_names = [p.name for p in src.params
@@ -436,6 +447,8 @@ class JITFunction(KernelFunction):
             return
         stream = resolve_stream(stream, runtime_args)
         kernel = self._kernel_for(spec, _rt.device_arch())
+        if not launch:
+            return
         if self._positional and len(args) == len(self._runtime_names):
             options = self._options_key(num_warps, cluster, maxnreg, kwargs)
             if options is not None:

@@ -277,6 +277,7 @@ void populateIRBuilder(py::module_ &m) {
            py::arg("other") = py::none(), py::arg("sem") = "", py::arg("scope") = "",
            py::arg("cache") = "", py::arg("evict") = "", py::arg("poll_ns") = 0)
       .def("fence", &Builder::fence)
+      .def("fence_proxy_async", &Builder::fenceProxyAsync)
       .def("set_min_programs_per_sm", &Builder::setMinProgramsPerSM)
       .def("bulk_load", &Builder::bulkLoad, py::arg("ptr"), py::arg("size"),
            py::arg("count") = py::none())

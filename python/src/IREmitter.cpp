@@ -345,6 +345,13 @@ void Builder::fence(const std::string &sem, const std::string &scopeName) {
   tile::FenceOp::create(builder, loc, semantic(sem), scope(scopeName));
 }
 
+void Builder::fenceProxyAsync(const std::string &spaceName) {
+  auto space = tile::symbolizeProxySpace(spaceName);
+  if (!space)
+    invalid("unknown proxy fence space '" + spaceName + "' (global, shared_cta, all)");
+  tile::FenceProxyAsyncOp::create(builder, loc, *space);
+}
+
 func::FuncOp Builder::getKernel(const std::string &what) {
   Operation *parent = builder.getInsertionBlock()->getParentOp();
   auto func = parent->getParentOfType<func::FuncOp>();

@@ -116,6 +116,7 @@ public:
   template <typename OpTy>
   void setCacheHints(OpTy op, const std::string &cache, const std::string &evict);
   void fence(const std::string &sem, const std::string &scopeName);
+  void fenceProxyAsync(const std::string &spaceName);
 
   /// The kernel being built: the function around the insertion point.
   func::FuncOp getKernel(const std::string &what);

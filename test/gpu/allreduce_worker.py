@@ -2,8 +2,9 @@
 one GPU): ``python allreduce_worker.py RANK WORLD INIT_FILE``. Every rank derives every
 rank's inputs from seeds, so each checks the whole result against its own reference (the
 sum over ranks in fp32, in rank order, rounded to bf16, plus the residual in bf16
-arithmetic); torch.distributed (gloo) exchanges the workspace handles and keeps the ranks in
-step between cases. Exit status 0 when every case passed; a failure prints its traceback."""
+arithmetic; the RMSNorm in fp32 from that; the MoE finalize in fp32 in expert order);
+torch.distributed (gloo) exchanges the workspace handles and keeps the ranks in step between
+cases. Exit status 0 when every case passed; a failure prints its traceback."""
 
 import os
 import sys
@@ -17,7 +18,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from kernels_dsl.kimi_k3 import allreduce as A  # noqa: E402
 from kiln.distributed import CollectiveError, SymmetricBuffer  # noqa: E402
 
-MAX_ELEMENTS = 1 << 20
+#: K3's largest decode call of the row form: 3 x 512 rows of 3,584.
+MAX_ELEMENTS = 3 * 512 * A.NORM_DIM
+#: The flat cases' largest call (1,024 programs of 1,024 words).
+FLAT_MAX = 1 << 21
+EPS = 1e-6
 
 
 def data(seed: int, n: int) -> torch.Tensor:
@@ -42,11 +47,55 @@ def reference(call: int, n: int, world: int, res) -> torch.Tensor:
     return s if res is None else (s.float() + res.float()).bfloat16()
 
 
+def rmsnorm(s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    f = s.float()
+    return (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).bfloat16()
+
+
+def rows_reference(call: int, rows: int, world: int, res, w, norm_rows: int):
+    out = reference(call, rows * A.NORM_DIM, world, res).view(rows, A.NORM_DIM)
+    return out, rmsnorm(out[:norm_rows], w)
+
+
+def finalize_inputs(call: int, rank: int, tokens: int, experts: int):
+    """A rank's gemm2 [experts, D], ids [tokens, 16] (about 1 in 8 dropped as -1) and fp32
+    weights [tokens, 16]."""
+    g = torch.Generator(device="cuda").manual_seed(seed(call, rank))
+    gemm2 = torch.randn(experts, A.NORM_DIM, generator=g, device="cuda").bfloat16()
+    ids = torch.randint(-experts // 7, experts, (tokens, A.TOPK), generator=g, device="cuda")
+    ids = ids.clamp(min=-1).int()
+    wts = torch.rand(tokens, A.TOPK, generator=g, device="cuda")
+    return gemm2, ids, wts
+
+
+def finalize_local(gemm2, ids, wts) -> torch.Tensor:
+    acc = torch.zeros(ids.shape[0], gemm2.shape[1], device="cuda")
+    for k in range(A.TOPK):
+        e = ids[:, k].long()
+        term = wts[:, k:k + 1] * gemm2[e.clamp(min=0)].float()
+        acc = acc + torch.where((e >= 0)[:, None], term, torch.zeros_like(term))
+    return acc.bfloat16()
+
+
+def close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    """Within a bf16 rounding (the norm's rsqrt and sum order differ from torch's)."""
+    torch.testing.assert_close(got.float(), want.float(), rtol=1.6e-2, atol=1e-2, msg=what)
+
+
 def same_bits(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
     if not torch.equal(got.view(torch.int16), want.view(torch.int16)):
         bad = (got.view(torch.int16) != want.view(torch.int16)).nonzero()[:4].flatten().tolist()
         raise AssertionError(f"{what}: differs at {bad}: got {got[bad].tolist()}, "
                              f"want {want[bad].tolist()}")
+
+
+def warm(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` after compiling (JIT) or loading (bundle) its kernel on every
+    rank and meeting, so that no rank compiles inside a call its peers wait on."""
+    with A.compile_only():
+        fn(*args, **kwargs)
+    dist.barrier()
+    return fn(*args, **kwargs)
 
 
 def main(rank: int, world: int, init: str) -> None:
@@ -60,11 +109,11 @@ def main(rank: int, world: int, init: str) -> None:
     # residual.
     for n, with_res, in_place in [(2, False, True), (6, True, True), (2048, False, False),
                                   (2050, True, True), (65536, True, False),
-                                  (MAX_ELEMENTS, False, True), (MAX_ELEMENTS, True, False)]:
+                                  (FLAT_MAX, False, True), (FLAT_MAX, True, False)]:
         x = data(seed(call, rank), n)
         res = data(seed(call, -1), n) if with_res else None
         out = None if in_place else torch.empty_like(x)
-        got = A.allreduce(x, buf, residual=res, out=out)
+        got = warm(A.allreduce, x, buf, residual=res, out=out)
         assert (got is x) == in_place
         torch.cuda.synchronize()
         A.check(buf)
@@ -77,18 +126,81 @@ def main(rank: int, world: int, init: str) -> None:
     outs = []
     for k, n in enumerate(sizes):
         res = data(seed(call + k, -1), n) if k % 3 == 0 else None
-        outs.append((A.allreduce(data(seed(call + k, rank), n), buf, residual=res), res))
+        outs.append((warm(A.allreduce, data(seed(call + k, rank), n), buf, residual=res), res))
     torch.cuda.synchronize()
     A.check(buf)
     for k, (n, (got, res)) in enumerate(zip(sizes, outs)):
         same_bits(got, reference(call + k, n, world, res), f"back-to-back call {k} (n={n})")
     call += len(sizes)
 
+    # The row form: the all-reduce + RMSNorm of rows of 3,584 (a single row; K3's
+    # [N latent | 2N shared] buffer with its first N rows normed; rows spread over programs
+    # that own 1 to 2 rows each), with and without the residual.
+    w = data(seed(0, -2), A.NORM_DIM)
+    for rows, norm_rows, with_res in [(1, 1, False), (3, 1, True), (37, 37, False),
+                                      (1025, 300, True), (1536, 512, False)]:
+        n = rows * A.NORM_DIM
+        x = data(seed(call, rank), n).view(rows, A.NORM_DIM)
+        res = data(seed(call, -1), n).view(rows, A.NORM_DIM) if with_res else None
+        out, normed = warm(A.allreduce_rmsnorm, x, buf, w, EPS, residual=res,
+                           norm_rows=norm_rows)
+        assert out is x and normed.shape == (norm_rows, A.NORM_DIM)
+        torch.cuda.synchronize()
+        A.check(buf)
+        want_out, want_norm = rows_reference(call, rows, world, res, w, norm_rows)
+        what = f"allreduce_rmsnorm rows={rows} norm_rows={norm_rows} residual={with_res}"
+        same_bits(out.flatten(), want_out.flatten(), what)
+        close(normed, want_norm, what)
+        call += 1
+
+    # The MoE finalize fused into the push: the rank-local rows from gemm2, the ids (some
+    # dropped) and the weights, bit for bit (fp32 in expert order, then the sum over ranks).
+    for tokens, experts, with_res in [(1, 16, False), (5, 80, True), (512, 1024, False)]:
+        gemm2, ids, wts = finalize_inputs(call, rank, tokens, experts)
+        res = data(seed(call, -1), tokens * A.NORM_DIM).view(tokens, A.NORM_DIM) \
+            if with_res else None
+        out, normed = warm(A.finalize_push_norm, gemm2, ids, wts, buf, w, EPS, residual=res)
+        torch.cuda.synchronize()
+        A.check(buf)
+        acc = torch.zeros(tokens, A.NORM_DIM, device="cuda")
+        for r in range(world):
+            acc += finalize_local(*finalize_inputs(call, r, tokens, experts)).float()
+        want = acc.bfloat16()
+        if res is not None:
+            want = (want.float() + res.float()).bfloat16()
+        what = f"finalize_push_norm tokens={tokens} residual={with_res}"
+        same_bits(out.flatten(), want.flatten(), what)
+        close(normed, rmsnorm(want, w), what)
+        call += 1
+
+    # The flat and the row forms back to back on one workspace, grids changing (the bumper
+    # keeps every counter in step across both kernels).
+    outs = []
+    for k in range(200):
+        if k % 2:
+            rows = 1 + (k * 37) % 700
+            x = data(seed(call + k, rank), rows * A.NORM_DIM).view(rows, A.NORM_DIM)
+            outs.append(("rows", rows, warm(A.allreduce_rmsnorm, x, buf, w, EPS,
+                                            norm_rows=rows // 3)))
+        else:
+            n = 2 * (1 + (k * 7919) % 300000)
+            outs.append(("flat", n, warm(A.allreduce, data(seed(call + k, rank), n), buf)))
+    torch.cuda.synchronize()
+    A.check(buf)
+    for k, (kind, size, got) in enumerate(outs):
+        if kind == "flat":
+            same_bits(got, reference(call + k, size, world, None), f"mixed call {k} (n={size})")
+        else:
+            want_out, want_norm = rows_reference(call + k, size, world, None, w, size // 3)
+            same_bits(got[0].flatten(), want_out.flatten(), f"mixed call {k} (rows={size})")
+            close(got[1], want_norm, f"mixed call {k} (rows={size})")
+    call += len(outs)
+
     # One rank late by milliseconds.
     dist.barrier()
     if rank == world - 1:
         time.sleep(0.05)
-    got = A.allreduce(data(seed(call, rank), 4096), buf)
+    got = A.allreduce(data(seed(call, rank), 4096), buf)  # compiled above
     torch.cuda.synchronize()
     A.check(buf)
     same_bits(got, reference(call, 4096, world, None), "late rank")
@@ -98,7 +210,7 @@ def main(rank: int, world: int, init: str) -> None:
     # workspace works again.
     dist.barrier()
     n = 8192 if rank != world - 1 else 4096
-    A.allreduce(data(seed(call, rank), n), buf)
+    warm(A.allreduce, data(seed(call, rank), n), buf)
     torch.cuda.synchronize()
     try:
         A.check(buf)

@@ -1,8 +1,10 @@
-"""The one-shot all-reduce's protocol on ONE GPU (docs/kernels/collectives.md): world sizes 2,
+"""The one-shot all-reduces' protocol on ONE GPU (docs/kernels/collectives.md): world sizes 2,
 4 and 8 as separate processes (CUDA IPC maps each process's workspace into the others), JIT
 and bundle (``launch_mode``). Each rank (allreduce_worker.py) checks, bit for bit against the
 sum over ranks in fp32 then bf16 (+ the residual): sizes over 1 to 1,024 programs, in place
-and into ``out``, 1,000 back-to-back calls with changing grids, one rank late by 50 ms, and a
+and into ``out``, 1,000 back-to-back calls with changing grids; the + RMSNorm row form (1 to
+1,536 rows of 3,584; the norm within a bf16 rounding) and the MoE finalize fused into the push
+(bit for bit), 200 calls alternating the flat and the row form; one rank late by 50 ms, and a
 rank with a wrong size (every rank's check raises, none hangs; a reset recovers)."""
 
 import os

@@ -1,4 +1,4 @@
-"""The all-reduce wrapper's checks on the CPU (docs/kernels/collectives.md, bad input): each
+"""The all-reduce wrappers' checks on the CPU (docs/kernels/collectives.md, bad input): each
 raises before anything is launched, naming the argument; and the workspace size formula."""
 
 import types
@@ -35,10 +35,67 @@ def test_bad_input_raises_before_launch(call, message):
         call()
 
 
+D = A.NORM_DIM
+
+
+def rows(n=4, d=D, dtype=torch.bfloat16):
+    return torch.zeros(n, d, dtype=dtype)
+
+
+def weight(d=D, dtype=torch.bfloat16):
+    return torch.ones(d, dtype=dtype)
+
+
+def ws_rows(n=4):
+    return workspace(elements=n * D)
+
+
+def ids(t=4, k=A.TOPK, dtype=torch.int32):
+    return torch.zeros(t, k, dtype=dtype)
+
+
+def wts(t=4, k=A.TOPK, dtype=torch.float32):
+    return torch.zeros(t, k, dtype=dtype)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: A.allreduce_rmsnorm(rows(dtype=torch.float16), ws_rows(), weight()),
+     "x must be bfloat16"),
+    (lambda: A.allreduce_rmsnorm(torch.zeros(D * 4, dtype=torch.bfloat16), ws_rows(), weight()),
+     r"x must have shape \[\*, \*\]"),
+    (lambda: A.allreduce_rmsnorm(rows(d=D - 1), ws_rows(), weight(D - 1)), "must be even"),
+    (lambda: A.allreduce_rmsnorm(rows(8)[::2], ws_rows(), weight()), "x must be contiguous"),
+    (lambda: A.allreduce_rmsnorm(rows(), ws_rows(), weight(D // 2)),
+     r"weight must have shape \[3584\]"),
+    (lambda: A.allreduce_rmsnorm(rows(), ws_rows(), weight(dtype=torch.float32)),
+     "weight must be bfloat16"),
+    (lambda: A.allreduce_rmsnorm(rows(), ws_rows(), weight(), norm_rows=5), r"norm_rows must be"),
+    (lambda: A.allreduce_rmsnorm(rows(), ws_rows(), weight(), residual=rows(3)),
+     r"residual must have shape \[4, 3584\]"),
+    (lambda: A.allreduce_rmsnorm(rows(), ws_rows(), weight(), norm_rows=2, norm_out=rows(4)),
+     r"norm_out must have shape \[2, 3584\]"),
+    (lambda: A.allreduce_rmsnorm(rows(), ws_rows(), weight(),
+                                 out=torch.zeros(4 * D + 4, dtype=torch.bfloat16)[4:].view(4, D)),
+     "out must be 16-byte aligned"),
+    (lambda: A.allreduce_rmsnorm(rows(8), ws_rows(4), weight()), "workspace holds .* bytes"),
+    (lambda: A.finalize_push_norm(rows(), ids(dtype=torch.int64), wts(), ws_rows(), weight()),
+     "topk_ids must be int32"),
+    (lambda: A.finalize_push_norm(rows(), ids(k=8), wts(), ws_rows(), weight()),
+     r"topk_ids must have shape \[\*, 16\]"),
+    (lambda: A.finalize_push_norm(rows(), ids(), wts(t=3), ws_rows(), weight()),
+     r"topk_weights must have shape \[4, 16\]"),
+    (lambda: A.finalize_push_norm(rows(), ids(), wts(dtype=torch.bfloat16), ws_rows(), weight()),
+     "topk_weights must be float32"),
+])
+def test_row_form_bad_input_raises_before_launch(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+
+
 def test_workspace_bytes():
     """The header, then two phases of world slots of a descriptor word a program and the
-    words, rounded to 16 bytes."""
-    assert A.workspace_bytes(2, 8) == 4 * (A.HEADER_WORDS + 2 * 2 * (A.MAX_PROGRAMS + 4))
+    words, rounded to 64 bytes."""
+    assert A.workspace_bytes(2, 8) == 4 * (A.HEADER_WORDS + 2 * 2 * (A.MAX_PROGRAMS + 16))
     assert A.workspace_bytes(8, 1 << 20) == 4 * (A.HEADER_WORDS + 2 * 8 * (A.MAX_PROGRAMS
                                                                             + (1 << 19)))
-    assert A.workspace_bytes(4, 10) == A.workspace_bytes(4, 16)
+    assert A.workspace_bytes(4, 10) == A.workspace_bytes(4, 32) < A.workspace_bytes(4, 34)

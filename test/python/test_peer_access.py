@@ -1,6 +1,7 @@
 """Peer memory in the language, on the CPU: ``kl.peer_pointer`` (a rank's symmetric workspace
-from the peer table) and ``kl.poll_nonzero`` (the Lamport consumer's wait): the PTX they become
-on every arch, the errors at the user's line, and the interpreter's answers."""
+from the peer table), ``kl.poll_nonzero`` (the Lamport consumer's wait) and
+``kl.nonzero_marker`` (its producer's word): the PTX they become on every arch, the errors at
+the user's line, and the interpreter's answers."""
 
 import numpy as np
 import pytest
@@ -85,3 +86,58 @@ def test_interpreter():
     peers = np.zeros(2, dtype=np.int64)
     with pytest.raises(Exception, match="has no peers"):
         interpret(_pull, (1,), peers, 1, np.zeros(8, dtype=np.int32), 8, BLOCK=8, TIMEOUT=10)
+
+
+@kiln.jit
+def _mark(x_ptr, out_ptr, BLOCK: kl.constexpr):
+    o = kl.arange(0, BLOCK)
+    kl.store(out_ptr + o, kl.nonzero_marker(kl.load(x_ptr + o)))
+
+
+@kiln.jit
+def _bad_marker(x_ptr):
+    kl.store(x_ptr, kl.nonzero_marker(kl.load(x_ptr)))  # bad-marker
+
+
+def test_nonzero_marker():
+    """Zero words become 0x8000 (bf16 -0.0 in the low half), every other word is kept; in the
+    PTX a compare and a select; only 32-bit words are accepted, at the user's line."""
+    x = np.array([0, 1, -1, 0x8000, 0, 0x10000, 7, 0], dtype=np.int32)
+    out = np.zeros(8, dtype=np.int32)
+    interpret(_mark, (1,), x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, [0x8000, 1, -1, 0x8000, 0x8000, 0x10000, 7, 0x8000])
+    ptx = _mark.compile({"x_ptr": "*i32", "out_ptr": "*i32"}, {"BLOCK": 128},
+                        arch="sm_90a").ptx
+    assert "setp.eq.b32" in ptx and "selp.b32" in ptx and "32768" in ptx
+    with pytest.raises(CompilationError, match="nonzero_marker: expected 32-bit integer "
+                                               "words") as e:
+        _bad_marker.compile({"x_ptr": "*bf16"}, upto="tile")
+    assert "bad-marker" in str(e.value)
+
+
+@kiln.jit
+def _acquire_then_fence(flag_ptr, out_ptr):
+    f = kl.load(flag_ptr, sem="acquire", scope="sys")
+    kl.fence_proxy_async()
+    kl.fence_proxy_async("shared_cta")
+    kl.store(out_ptr, f)
+
+
+@kiln.jit
+def _bad_space(p_ptr):
+    kl.fence_proxy_async("local")  # bad-space
+
+
+def test_fence_proxy_async():
+    """The proxy fence of each space in the PTX after the acquire; an unknown space at the
+    user's line; nothing to order in the interpreter."""
+    ptx = _acquire_then_fence.compile({"flag_ptr": "*i32", "out_ptr": "*i32"}, arch="sm_90a").ptx
+    assert ptx.index("ld.acquire.sys.global.b32") < ptx.index("fence.proxy.async.global;") \
+        < ptx.index("fence.proxy.async.shared::cta;")
+    with pytest.raises(CompilationError, match="space must be one of global, shared_cta, "
+                                               "all") as e:
+        _bad_space.compile({"p_ptr": "*i32"}, upto="tile")
+    assert "bad-space" in str(e.value)
+    out = np.zeros(1, dtype=np.int32)
+    interpret(_acquire_then_fence, (1,), np.array([3], dtype=np.int32), out)
+    assert out[0] == 3

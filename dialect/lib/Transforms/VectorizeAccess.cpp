@@ -17,6 +17,13 @@ using namespace mlir;
 using namespace kiln::tile;
 
 namespace {
+/// Whether a poll may read its elements as vectors: `ld.relaxed` of `.v2` /
+/// `.v4` of 32- or 64-bit elements (narrower ones are polled one at a time).
+bool pollsVectors(LoadOp load) {
+  Type element = getElementTypeOrSelf(load.getResult().getType());
+  return element.getIntOrFloatBitWidth() >= 32;
+}
+
 struct TileVectorizeAccessPass
     : kiln::tile::impl::TileVectorizeAccessBase<TileVectorizeAccessPass> {
   void runOnOperation() override {
@@ -51,9 +58,13 @@ struct TileVectorizeAccessPass
 
     func.walk([&](Operation *op) {
       int64_t width;
-      // Ordered accesses move one element each (ld.acquire / st.release).
+      // Ordered accesses move one element each (ld.acquire / st.release),
+      // except polls of 32- or 64-bit elements: each vector is read again
+      // until all its elements are non-zero.
       if (auto load = llvm::dyn_cast<LoadOp>(op))
-        width = load.getSem() ? 1 : widthFor(load.getPtr(), load.getMask());
+        width = load.getPollNs() && pollsVectors(load) ? widthFor(load.getPtr(), load.getMask())
+                : load.getSem()                        ? 1
+                                                       : widthFor(load.getPtr(), load.getMask());
       else if (auto store = llvm::dyn_cast<StoreOp>(op))
         width = store.getSem() ? 1 : widthFor(store.getPtr(), store.getMask());
       else

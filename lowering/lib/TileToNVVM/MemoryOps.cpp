@@ -53,44 +53,73 @@ Value orderedLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemSem
   return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
 }
 
-/// `ld.relaxed.<scope>.global.b<bits>` of one element, read again until it is
-/// non-zero or `pollNs` nanoseconds of %globaltimer have passed (then it is
-/// the zero read last); between reads a `nanosleep` doubling from 32 to 1024 ns.
-Value pollingLoad(OpBuilder &b, Location loc, Type type, Value ptr, tile::MemScope scope,
-                  int64_t pollNs) {
-  unsigned bits = type.getIntOrFloatBitWidth();
+/// `ld.relaxed.<scope>.global{.v2,.v4}.b<bits>` of one access (`access.vec`
+/// elements of 32 or 64 bits, or one element of any width), read again until
+/// every element is non-zero or `pollNs` nanoseconds of %globaltimer have
+/// passed (then the elements are the ones read last, some zero); between reads
+/// a `nanosleep` doubling from 32 to 1024 ns. Returns `access.accessType`.
+Value pollingLoad(OpBuilder &b, Location loc, const VectorAccess &access, Value ptr,
+                  tile::MemScope scope, int64_t pollNs) {
+  int64_t vec = access.vec;
+  unsigned bits = access.element.getIntOrFloatBitWidth();
   Type intType = b.getIntegerType(bits);
   std::string width = ("b" + Twine(bits)).str();
-  std::string asmString = ("{\n"
-                           ".reg .pred %p;\n"
-                           ".reg .u64 %t0, %t;\n"
-                           ".reg .u32 %d;\n"
-                           "mov.u64 %t0, %globaltimer;\n"
-                           "mov.u32 %d, 32;\n"
-                           "kiln_poll:\n"
-                           "ld.relaxed." +
-                           tile::stringifyMemScope(scope) + ".global." + width +
-                           " $0, [$1];\n"
-                           "setp.ne." +
-                           width +
-                           " %p, $0, 0;\n"
-                           "@%p bra kiln_poll_done;\n"
-                           "mov.u64 %t, %globaltimer;\n"
-                           "sub.u64 %t, %t, %t0;\n"
-                           "setp.ge.u64 %p, %t, $2;\n"
-                           "@%p bra kiln_poll_done;\n"
-                           "nanosleep.u32 %d;\n"
-                           "shl.b32 %d, %d, 1;\n"
-                           "min.u32 %d, %d, 1024;\n"
-                           "bra kiln_poll;\n"
-                           "kiln_poll_done:\n"
-                           "}")
-                              .str();
-  std::string constraints = ("=" + registerClass(bits) + ",l,l,~{memory}").str();
+  std::string outputs, test;
+  for (int64_t i = 0; i < vec; ++i) {
+    outputs += (i ? ", $" : "$") + std::to_string(i);
+    test += i == 0 ? ("setp.ne." + width + " %p, $0, 0;\n")
+                   : ("setp.ne.and." + width + " %p, $" + std::to_string(i) + ", 0, %p;\n");
+  }
+  if (vec > 1)
+    outputs = "{" + outputs + "}";
+  std::string ptrOperand = "$" + std::to_string(vec);
+  std::string deadlineOperand = "$" + std::to_string(vec + 1);
+  std::string asmString = "{\n"
+                          ".reg .pred %p;\n"
+                          ".reg .u64 %t0, %t;\n"
+                          ".reg .u32 %d;\n"
+                          "mov.u64 %t0, %globaltimer;\n"
+                          "mov.u32 %d, 32;\n"
+                          "kiln_poll:\n"
+                          "ld.relaxed." +
+                          tile::stringifyMemScope(scope).str() + ".global" +
+                          (vec > 1 ? ".v" + std::to_string(vec) : std::string()) + "." + width +
+                          " " + outputs + ", [" + ptrOperand + "];\n" + test +
+                          "@%p bra kiln_poll_done;\n"
+                          "mov.u64 %t, %globaltimer;\n"
+                          "sub.u64 %t, %t, %t0;\n"
+                          "setp.ge.u64 %p, %t, " +
+                          deadlineOperand +
+                          ";\n"
+                          "@%p bra kiln_poll_done;\n"
+                          "nanosleep.u32 %d;\n"
+                          "shl.b32 %d, %d, 1;\n"
+                          "min.u32 %d, %d, 1024;\n"
+                          "bra kiln_poll;\n"
+                          "kiln_poll_done:\n"
+                          "}";
+  std::string constraints;
+  for (int64_t i = 0; i < vec; ++i)
+    constraints += ("=" + registerClass(bits) + ",").str();
+  constraints += "l,l,~{memory}";
   Value deadline = LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(pollNs));
+  if (vec == 1) {
+    Value loaded =
+        createInlinePTX(b, loc, intType, ValueRange{ptr, deadline}, asmString, constraints);
+    return access.accessType == intType
+               ? loaded
+               : LLVM::BitcastOp::create(b, loc, access.accessType, loaded).getResult();
+  }
+  SmallVector<Type> fields(vec, intType);
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
   Value loaded =
-      createInlinePTX(b, loc, intType, ValueRange{ptr, deadline}, asmString, constraints);
-  return type == intType ? loaded : LLVM::BitcastOp::create(b, loc, type, loaded).getResult();
+      createInlinePTX(b, loc, structType, ValueRange{ptr, deadline}, asmString, constraints);
+  Value vector = LLVM::PoisonOp::create(b, loc, VectorType::get({vec}, intType));
+  for (int64_t i = 0; i < vec; ++i)
+    vector = LLVM::InsertElementOp::create(b, loc, vector,
+                                           LLVM::ExtractValueOp::create(b, loc, loaded, i),
+                                           createI32Constant(b, loc, i));
+  return LLVM::BitcastOp::create(b, loc, access.accessType, vector);
 }
 
 /// `st.<sem>.<scope>.global.b<bits>` of one element.
@@ -316,6 +345,30 @@ struct FenceLowering : ConvertOpToLLVMPattern<tile::FenceOp> {
   }
 };
 
+/// `fence.proxy.async{.global, .shared::cta}`.
+struct FenceProxyAsyncLowering : ConvertOpToLLVMPattern<tile::FenceProxyAsyncOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult matchAndRewrite(tile::FenceProxyAsyncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    StringRef space;
+    switch (op.getSpace()) {
+    case tile::ProxySpace::Global:
+      space = ".global";
+      break;
+    case tile::ProxySpace::SharedCta:
+      space = ".shared::cta";
+      break;
+    case tile::ProxySpace::All:
+      break;
+    }
+    createInlinePTX(rewriter, op.getLoc(), Type(), ValueRange(),
+                    ("fence.proxy.async" + space + ";").str(), "~{memory}");
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 int64_t getRequestedVec(Operation *op) {
   if (auto vec = op->getAttrOfType<IntegerAttr>("vec"))
     return std::max<int64_t>(1, vec.getInt());
@@ -364,7 +417,7 @@ struct LoadLowering : TileOpConversion<tile::LoadOp> {
       }
       auto load = [&](OpBuilder &b, Location l) -> Value {
         if (std::optional<int64_t> poll = op.getPollNs())
-          return pollingLoad(b, l, access.accessType, ptrs[r], *op.getScope(), *poll);
+          return pollingLoad(b, l, access, ptrs[r], *op.getScope(), *poll);
         if (auto sem = op.getSem())
           return orderedLoad(b, l, access.accessType, ptrs[r], *sem, *op.getScope());
         return LLVM::LoadOp::create(b, l, access.accessType, ptrs[r], access.alignment).getResult();
@@ -464,6 +517,6 @@ struct StoreLowering : TileOpConversion<tile::StoreOp> {
 
 void kiln::populateTileMemoryOpsToNVVMPatterns(TileTypeConverter &converter,
                                                RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, IntToPtrLowering, LoadLowering, StoreLowering, FenceLowering>(
-      converter);
+  patterns.add<AddPtrLowering, IntToPtrLowering, LoadLowering, StoreLowering, FenceLowering,
+               FenceProxyAsyncLowering>(converter);
 }

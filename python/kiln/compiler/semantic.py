@@ -1165,6 +1165,14 @@ class Semantic:
                                 f"got {scope!r}")
         self.builder.fence(sem, scope)
 
+    _PROXY_SPACES = ("global", "shared_cta", "all")
+
+    def fence_proxy_async(self, space: Any) -> None:
+        if space not in self._PROXY_SPACES:
+            raise SemanticError(f"fence_proxy_async: space must be one of "
+                                f"{', '.join(self._PROXY_SPACES)}, got {space!r}")
+        self.builder.fence_proxy_async(space)
+
     def load(self, ptr: Any, mask: Any = None, other: Any = None, sem: Any = None,
              scope: Any = None, cache_modifier: Any = "", eviction_policy: Any = "") -> tensor:
         ptr = self._pointer("load", ptr)
@@ -1225,6 +1233,17 @@ class Semantic:
         handle = self.builder.load(ptr.handle, m.handle if m is not None else None, None,
                                    "relaxed", scope, "", "", poll_ns=timeout_ns)
         return tensor(handle, self._with_shape(ptr, elem))
+
+    #: The word a Lamport producer stores for a zero word: bf16 (-0.0, +0.0).
+    NONZERO_MARKER = 0x8000
+
+    def nonzero_marker(self, x: Any) -> tensor:
+        """``x`` (32-bit integer words) with zero words replaced by ``NONZERO_MARKER``."""
+        x = self.to_tensor(x)
+        if x.dtype not in (kl.int32, kl.uint32):
+            raise SemanticError(f"nonzero_marker: expected 32-bit integer words (bf16 pairs "
+                                f"viewed as int32), got {x.type}")
+        return self.where(self.binary("eq", x, 0), self.NONZERO_MARKER, x)
 
     def store(self, ptr: Any, value: Any, mask: Any = None, sem: Any = None,
               scope: Any = None, cache_modifier: Any = "", eviction_policy: Any = "") -> None:

@@ -723,6 +723,9 @@ class NumpyBuilder:
     def fence(self, sem: str, scope: str) -> None:
         """Programs run one at a time: every access is already ordered."""
 
+    def fence_proxy_async(self, space: str) -> None:
+        """The interpreter has no async proxy: nothing to order."""
+
     def int_to_ptr(self, address: Any, ptr_type: Any, divisibility: int) -> None:
         raise InterpreterError("kl.peer_pointer: the interpreter runs one process and has no "
                                "peers (run kernels that reach other processes' memory on the "

@@ -179,10 +179,29 @@ def poll_nonzero(pointer: Any, mask: Any = None, scope: Any = "sys",
 
 
 @builtin
+def nonzero_marker(x: Any, _semantic: Any = None) -> tensor:
+    """``x`` (32-bit integer words: bf16 pairs viewed as int32) with every zero word replaced
+    by ``0x8000`` -- a -0.0 in the low bf16, which adds nothing to a sum -- so that a stored
+    word is never the all-zero "empty" of a Lamport slot: the producer side of
+    ``poll_nonzero``."""
+    return _semantic.nonzero_marker(x)
+
+
+@builtin
 def fence(sem: Any = "acq_rel", scope: Any = "gpu", _semantic: Any = None) -> None:
     """A memory fence (``fence.acq_rel.<scope>``): orders this thread's accesses before it
     with those after it, for the threads of ``scope`` ("cta", "gpu", "sys")."""
     return _semantic.fence(_unwrap(sem), _unwrap(scope))
+
+
+@builtin
+def fence_proxy_async(space: Any = "global", _semantic: Any = None) -> None:
+    """``fence.proxy.async.<space>`` ("global", "shared_cta", or "all" spaces): this thread's
+    generic-proxy accesses before it (plain and ordered loads and stores) are ordered with
+    async-proxy accesses after it (TMA and bulk copies). Where a TMA load reads global memory
+    that plain stores wrote -- a peer's pushes, once acquired -- put it between the acquire
+    and the load."""
+    return _semantic.fence_proxy_async(_unwrap(space))
 
 
 @builtin
@@ -558,8 +577,9 @@ __all__ = [
     "cast", "cdiv", "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
     "cluster_gather", "cluster_load", "cluster_size", "cluster_sum",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
-    "erf", "exp", "exp2", "fence", "floor", "fma", "full", "join", "load", "log", "log2", "maximum",
-    "min_programs_per_sm", "minimum",
+    "erf", "exp", "exp2", "fence", "fence_proxy_async", "floor", "fma", "full", "join", "load",
+    "log", "log2", "maximum",
+    "min_programs_per_sm", "minimum", "nonzero_marker",
     "num_clusters",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "peer_pointer", "permute", "pointer_type",
     "poll_nonzero", "program_id",

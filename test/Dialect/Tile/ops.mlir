@@ -466,10 +466,16 @@ func.func @rings(%d: !tile.tensordesc<tensor<32x64xbf16>>, %i: i32, %p: i1) -> t
 // CHECK: tile.load %{{.*}} ordered acquire gpu : !tile.ptr<i32>
 // CHECK: tile.store %{{.*}}, %{{.*}} ordered release sys : !tile.ptr<i32>
 // CHECK: tile.fence acq_rel, cta
+// CHECK: tile.fence_proxy_async global
+// CHECK: tile.fence_proxy_async shared_cta
+// CHECK: tile.fence_proxy_async all
 func.func @ordered(%p: !tile.ptr<i32>) -> i32 {
   %v = tile.load %p ordered acquire gpu : !tile.ptr<i32>
   tile.store %p, %v ordered release sys : !tile.ptr<i32>
   tile.fence acq_rel, cta
+  tile.fence_proxy_async global
+  tile.fence_proxy_async shared_cta
+  tile.fence_proxy_async all
   return %v : i32
 }
 

@@ -487,3 +487,31 @@ func.func @loop_induction_variable(%x: !tile.ptr<f32> {tile.divisibility = 16 : 
   }
   return
 }
+
+// -----
+
+// Ordered loads move one element, polls of 32- and 64-bit elements vectors
+// (each read again until all its elements are non-zero), polls of narrower
+// elements one element.
+// CHECK-LABEL: func.func @ordered_and_polls
+// CHECK: tile.load %{{.*}} ordered acquire gpu {vec = 1 : i32} : tensor<512x!tile.ptr<i32>>
+// CHECK: tile.load %{{.*}} ordered relaxed sys {poll_ns = 1000 : i64, vec = 4 : i32} : tensor<512x!tile.ptr<i32>>
+// CHECK: tile.load %{{.*}} ordered relaxed sys {poll_ns = 1000 : i64, vec = 2 : i32} : tensor<512x!tile.ptr<i64>>
+// CHECK: tile.load %{{.*}} ordered relaxed sys {poll_ns = 1000 : i64, vec = 1 : i32} : tensor<512x!tile.ptr<i16>>
+func.func @ordered_and_polls(%x: !tile.ptr<i32> {tile.divisibility = 16 : i32},
+                             %y: !tile.ptr<i64> {tile.divisibility = 16 : i32},
+                             %z: !tile.ptr<i16> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.threads_per_block = 128 : i32, tile.elems_per_thread = 4 : i32} {
+  %r = tile.make_range {start = 0 : i32, end = 512 : i32} : tensor<512xi32>
+  %xs = tile.splat %x : !tile.ptr<i32> -> tensor<512x!tile.ptr<i32>>
+  %p = tile.addptr %xs, %r : tensor<512x!tile.ptr<i32>>, tensor<512xi32>
+  %a = tile.load %p ordered acquire gpu : tensor<512x!tile.ptr<i32>>
+  %b = tile.load %p ordered relaxed sys {poll_ns = 1000 : i64} : tensor<512x!tile.ptr<i32>>
+  %ys = tile.splat %y : !tile.ptr<i64> -> tensor<512x!tile.ptr<i64>>
+  %q = tile.addptr %ys, %r : tensor<512x!tile.ptr<i64>>, tensor<512xi32>
+  %c = tile.load %q ordered relaxed sys {poll_ns = 1000 : i64} : tensor<512x!tile.ptr<i64>>
+  %zs = tile.splat %z : !tile.ptr<i16> -> tensor<512x!tile.ptr<i16>>
+  %s = tile.addptr %zs, %r : tensor<512x!tile.ptr<i16>>, tensor<512xi32>
+  %d = tile.load %s ordered relaxed sys {poll_ns = 1000 : i64} : tensor<512x!tile.ptr<i16>>
+  return
+}

@@ -32,3 +32,25 @@ func.func @flags(%flag: !tile.ptr<i32>, %x: !tile.ptr<f32>, %out: !tile.ptr<i64>
   tile.store %p, %t ordered release sys : tensor<128x!tile.ptr<i64>>
   return
 }
+
+// Proxy fences: after an acquire of a flag, the generic proxy's view ordered
+// with the async proxy's (a TMA load that reads what peers stored) for global
+// memory, the CTA's shared memory, or every space.
+// CHECK-LABEL: .entry proxy_fences(
+// CHECK: ld.acquire.sys.global.b32
+// CHECK: fence.proxy.async.global;
+// CHECK: fence.proxy.async.shared::cta;
+// CHECK: fence.proxy.async;
+func.func @proxy_fences(%flag: !tile.ptr<i32>, %out: !tile.ptr<i64>) attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %f = tile.load %flag ordered acquire sys : !tile.ptr<i32>
+  tile.fence_proxy_async global
+  tile.fence_proxy_async shared_cta
+  tile.fence_proxy_async all
+  %r = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+  %s = tile.splat %out : !tile.ptr<i64> -> tensor<128x!tile.ptr<i64>>
+  %p = tile.addptr %s, %r : tensor<128x!tile.ptr<i64>>, tensor<128xi32>
+  %fi = arith.extsi %f : i32 to i64
+  %t = tile.splat %fi : i64 -> tensor<128xi64>
+  tile.store %p, %t : tensor<128x!tile.ptr<i64>>
+  return
+}

@@ -36,6 +36,15 @@ def Tile_MemScope : I32EnumAttr<"MemScope", "threads an access is ordered with",
   let cppNamespace = "::kiln::tile";
 }
 
+// The state space a proxy fence covers: `fence.proxy.async.global`,
+// `.shared::cta`, or every space (the bare `fence.proxy.async`).
+def Tile_ProxySpace : I32EnumAttr<"ProxySpace", "state space of a proxy fence", [
+  I32EnumAttrCase<"Global", 0, "global">, I32EnumAttrCase<"SharedCta", 1, "shared_cta">,
+  I32EnumAttrCase<"All", 2, "all">
+]> {
+  let cppNamespace = "::kiln::tile";
+}
+
 // The PTX cache operators of `ld.global` (ca, cg, cv) and `st.global` (wb, cg,
 // cs, wt); which apply to which op is checked by the verifiers.
 def Tile_CacheModifier : I32EnumAttr<"CacheModifier", "cache operator of a global access", [

@@ -746,7 +746,9 @@ def Tile_LoadOp : Tile_Op<"load", [
     is non-zero or `poll_ns` nanoseconds of `%globaltimer` have passed since
     the first read; an element still zero at the deadline is returned as zero
     (the caller sees the timeout). Where the mask is false nothing is read and
-    nothing waits. This is the consumer side of a protocol whose producers
+    nothing waits. Polls of 32- and 64-bit elements are vectorized like plain
+    loads (`ld.relaxed.<scope>.global.v4.b32`, read again until all four
+    elements are non-zero); narrower elements are polled one at a time. This is the consumer side of a protocol whose producers
     never store zero (the Lamport empty markers of kiln's collectives):
     ```mlir
     %w = tile.load %ptrs, %mask ordered relaxed sys {poll_ns = 1000000000 : i64}
@@ -944,6 +946,26 @@ def Tile_FenceOp : Tile_Op<"fence", [MemoryEffects<[MemRead, MemWrite]>]> {
   let arguments = (ins Tile_MemSemantic:$sem, Tile_MemScope:$scope);
   let assemblyFormat = "$sem `,` $scope attr-dict";
   let hasVerifier = 1;
+}
+
+def Tile_FenceProxyAsyncOp : Tile_Op<"fence_proxy_async",
+                                     [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "orders the generic proxy's accesses with the async proxy's";
+  let description = [{
+    ```mlir
+    tile.fence_proxy_async global
+    ```
+    `fence.proxy.async.global` (`shared_cta`: `.shared::cta`; `all`: the bare
+    `fence.proxy.async`, every state space): the thread's accesses through the
+    generic proxy (plain and ordered loads and stores, a peer's stores it has
+    acquired) before it are ordered with accesses through the async proxy
+    (TMA copies, bulk copies) after it. Where a TMA load reads what plain
+    stores wrote -- a collective's consumer reading its peers' pushes through a
+    tensor descriptor -- the stores, the synchronization that makes them
+    visible, this fence, then the TMA load.
+  }];
+  let arguments = (ins Tile_ProxySpace:$space);
+  let assemblyFormat = "$space attr-dict";
 }
 
 def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [
