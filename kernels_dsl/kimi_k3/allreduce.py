@@ -41,6 +41,8 @@ SLOT_ALIGN_WORDS = 16
 #: Status bits.
 STATUS_TIMEOUT = 1
 STATUS_SIZE_MISMATCH = 2
+#: The word kl.nonzero_marker stores for a zero word (bf16 -0.0, +0.0).
+NONZERO_MARKER = 0x8000
 #: Programs of each kernel an SM holds at once (the registers are capped to fit): a call's
 #: programs wait for each other's peers, so the resident ones must not wait on ones that
 #: cannot start (the world emulated on one GPU runs world calls side by side).
@@ -93,8 +95,13 @@ def _finish(local, pid, grid, phase, status):
 # multiple of 16 words, so every slot is 64-byte aligned and the accesses are 16-byte vectors
 # where x and n_words allow.
 @kiln.jit(num_warps=4, do_not_specialize=["rank"])
-def allreduce_push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_units,
-                          WORLD: kl.constexpr, HAS_RES: kl.constexpr, BLOCK: kl.constexpr):
+def push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_units,
+                WORLD: kl.constexpr, SCATTER: kl.constexpr, GATHER: kl.constexpr,
+                HAS_RES: kl.constexpr, BLOCK: kl.constexpr):
+    """The flat one-shot push over chunks of n_words words. The all-reduce: x (one chunk) to
+    every rank, which sums the world chunks (fp32, rank order; + the residual) into out. With
+    SCATTER (the reduce-scatter) x holds world chunks and chunk r goes to rank r only. With
+    GATHER (the all-gather) rank r's chunk is copied into chunk r of out instead of summed."""
     kl.min_programs_per_sm(PROGRAMS_PER_SM)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
@@ -106,8 +113,11 @@ def allreduce_push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_un
     kl.pdl_wait()  # the previous call on this stream has flipped the counters
     phase = kl.load(local + pid)
     half = HEADER_WORDS + phase * (WORLD * slot_words)
-    w = kl.nonzero_marker(kl.load(x_ptr + offs, mask=mask, other=0))
+    if not SCATTER:
+        w = kl.nonzero_marker(kl.load(x_ptr + offs, mask=mask, other=0))
     for r in kl.static_range(WORLD):
+        if SCATTER:
+            w = kl.nonzero_marker(kl.load(x_ptr + r * n_words + offs, mask=mask, other=0))
         slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
         kl.store(slot + MAX_PROGRAMS + offs, w, mask=mask)
         kl.store(slot + pid, desc, sem="relaxed", scope="sys")
@@ -125,16 +135,21 @@ def allreduce_push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_un
         v = kl.poll_nonzero(slot + MAX_PROGRAMS + offs, mask=mask & ok, timeout_ns=TIMEOUT_NS)
         if kl.max(((v == 0) & mask & ok).to(kl.int32), axis=0) > 0:
             status = status | STATUS_TIMEOUT
-        lo += _lo(v)
-        hi += _hi(v)
+        if GATHER:  # the marker back to the zero word it stood for
+            kl.store(out_ptr + r * n_words + offs, kl.where(v == NONZERO_MARKER, 0, v),
+                     mask=mask)
+        else:
+            lo += _lo(v)
+            hi += _hi(v)
         kl.store(slot + MAX_PROGRAMS + offs, 0, mask=mask)  # re-arm
         kl.store(slot + pid, 0)
-    if HAS_RES:
-        res = kl.load(res_ptr + offs, mask=mask, other=0)
-        s = _pack(lo, hi)
-        lo = _lo(s) + _lo(res)
-        hi = _hi(s) + _hi(res)
-    kl.store(out_ptr + offs, _pack(lo, hi), mask=mask)
+    if not GATHER:
+        if HAS_RES:
+            res = kl.load(res_ptr + offs, mask=mask, other=0)
+            s = _pack(lo, hi)
+            lo = _lo(s) + _lo(res)
+            hi = _hi(s) + _hi(res)
+        kl.store(out_ptr + offs, _pack(lo, hi), mask=mask)
     _finish(local, pid, grid, phase, status)
 
 
@@ -258,17 +273,29 @@ _SIG = {"x_ptr": "*i32", "res_ptr": "*i32", "out_ptr": "*i32", "peers": "*i64", 
 _VECTOR = {"x_ptr": 16, "res_ptr": 16, "out_ptr": 16, "peers": 16, "n_words": 16}
 
 
-def aot_name(world: int) -> str:
-    return f"allreduce_push_w{world}"
+#: The flat collectives: name -> (SCATTER, GATHER) of push_kernel.
+FLAT_OPS = {"allreduce": (False, False), "sp_reduce_scatter": (True, False),
+            "sp_all_gather": (False, True)}
+
+
+def aot_name(world: int, op: str = "allreduce") -> str:
+    return f"{'allreduce_push' if op == 'allreduce' else op}_w{world}"
+
+
+def _flat_constexprs(world: int, op: str, has_res: bool, block: int) -> dict:
+    scatter, gather = FLAT_OPS[op]
+    return {"WORLD": world, "SCATTER": scatter, "GATHER": gather, "HAS_RES": has_res,
+            "BLOCK": block}
 
 
 AOT_SPECIALIZATIONS = [
     # the peer table is the runtime's allocation (16-byte aligned); the generic (scalar) form
-    # takes any tensor address and size the wrapper accepts (4-byte aligned, even)
-    Spec(allreduce_push_kernel, name=aot_name(world) + suffix, signature=_SIG,
-         constexprs={"WORLD": world, "HAS_RES": has_res, "BLOCK": SETTINGS.block},
+    # takes any tensor address and size the wrappers accept (4-byte aligned, even)
+    Spec(push_kernel, name=aot_name(world, op) + suffix, signature=_SIG,
+         constexprs=_flat_constexprs(world, op, has_res, SETTINGS.block),
          divisibility=div, num_warps=SETTINGS.num_warps)
-    for world in AOT_WORLDS for has_res in (False, True)
+    for world in AOT_WORLDS for op in FLAT_OPS
+    for has_res in ((False,) if FLAT_OPS[op][1] else (False, True))
     for suffix, div in (("", _VECTOR), ("_generic", {"peers": 16}))
 ]
 
@@ -364,45 +391,105 @@ def allreduce(x: Any, workspace: Any, residual: Optional[Any] = None, out: Optio
     protocol (a peer that never came, ranks that disagree on the size) show in
     ``workspace.check()``. Checks raise before launch."""
     op = "allreduce"
-    L.check_dtype(op, "x", x, ("bfloat16",))
-    shp = L.shape(x)
-    L.check_contiguous(op, "x", x)
-    named = [("x", x)]
+    shp = _check_flat(op, "x", x, None)
     if residual is not None:
-        L.check_dtype(op, "residual", residual, ("bfloat16",))
-        L.check_shape(op, "residual", residual, shp)
-        L.check_contiguous(op, "residual", residual)
-        named.append(("residual", residual))
+        _check_flat(op, "residual", residual, shp)
     if out is None:
         out = x
     else:
-        L.check_dtype(op, "out", out, ("bfloat16",))
-        L.check_shape(op, "out", out, shp)
-        L.check_contiguous(op, "out", out)
-        named.append(("out", out))
+        _check_flat(op, "out", out, shp)
+    return _flat_launch(op, workspace, x, residual, out, x.numel(), settings)
+
+
+def sp_reduce_scatter(x: Any, workspace: Any, residual: Optional[Any] = None,
+                      out: Optional[Any] = None, *, settings: Settings = SETTINGS) -> Any:
+    """The sequence-parallel reduce-scatter: ``x`` bf16 [world * rows, ...] (contiguous) on
+    every rank; rank r receives chunk r (rows [r * rows, (r + 1) * rows)) of every rank and
+    writes their sum (fp32 in rank order, rounded to bf16), plus ``residual`` if given, into
+    ``out`` [rows, ...] (allocated when None):
+
+        out = bf16( bf16(sum_q f32(x_q[chunk r])) + residual )
+
+    ``residual``: this rank's rows ([rows, ...]) or the whole [world * rows, ...] (its chunk r
+    is used). Each chunk goes only to its owner. Workspace: ``workspace_bytes(world, chunk
+    elements)``."""
+    op = "sp_reduce_scatter"
+    shp = _check_flat(op, "x", x, None)
+    world = workspace.world
+    if not shp or shp[0] % world:
+        raise ValueError(f"{op}: x's first dimension must be a multiple of the world size "
+                         f"{world}, got shape {list(shp)}")
+    part = (shp[0] // world,) + tuple(shp[1:])
+    if residual is not None:
+        if L.shape(residual) == tuple(shp):
+            residual = residual[workspace.rank * part[0]:(workspace.rank + 1) * part[0]]
+        _check_flat(op, "residual", residual, part)
+    if out is None:
+        import torch
+
+        out = torch.empty(part, dtype=x.dtype, device=x.device)
+    else:
+        _check_flat(op, "out", out, part)
+    return _flat_launch(op, workspace, x, residual, out, x.numel() // world, settings)
+
+
+def sp_all_gather(x: Any, workspace: Any, out: Optional[Any] = None, *,
+                  settings: Settings = SETTINGS) -> Any:
+    """The sequence-parallel all-gather: ``x`` bf16 [rows, ...] (contiguous) on every rank;
+    ``out`` [world * rows, ...] (allocated when None) gets rank r's x in rows
+    [r * rows, (r + 1) * rows), every rank's pushed to every rank. A word of two +0.0 travels
+    as the Lamport marker and arrives as the zero word; only a word that was the marker
+    itself, (-0.0, +0.0), arrives as (+0.0, +0.0). Workspace: ``workspace_bytes(world,
+    x.numel())``."""
+    op = "sp_all_gather"
+    shp = _check_flat(op, "x", x, None)
+    if not shp:
+        raise ValueError(f"{op}: x must have at least one dimension")
+    full = (shp[0] * workspace.world,) + tuple(shp[1:])
+    if out is None:
+        import torch
+
+        out = torch.empty(full, dtype=x.dtype, device=x.device)
+    else:
+        _check_flat(op, "out", out, full)
+    return _flat_launch(op, workspace, x, None, out, x.numel(), settings)
+
+
+def _check_flat(op: str, what: str, t: Any, shape: Optional[Sequence[int]]) -> tuple:
+    """A flat form's tensor: bf16, contiguous, 4-byte aligned, of ``shape`` (any if None)."""
+    L.check_dtype(op, what, t, ("bfloat16",))
+    shp = L.shape(t) if shape is None else L.check_shape(op, what, t, shape)
+    L.check_contiguous(op, what, t)
+    L.check_aligned(op, what, t, 4)
+    return shp
+
+
+def _flat_launch(op: str, workspace: Any, x: Any, residual: Optional[Any], out: Any,
+                 chunk: int, settings: Settings) -> Any:
+    """Launches push_kernel for ``op`` over chunks of ``chunk`` elements (the tensors checked)
+    and returns ``out``."""
+    named = [("x", x), ("out", out)] + ([("residual", residual)] if residual is not None else [])
     L.check_same_device(op, *named)
-    for what, t in named:
-        L.check_aligned(op, what, t, 4)
-    n = x.numel()
-    if n % 2:
-        raise ValueError(f"{op}: the number of elements must be even (bf16 pairs), got {n}")
+    if chunk % 2:
+        raise ValueError(f"{op}: the number of elements a rank's chunk holds must be even "
+                         f"(bf16 pairs), got {chunk}")
     world, rank = workspace.world, workspace.rank
-    words = n // 2
+    words = chunk // 2
     grid = (words + settings.block - 1) // settings.block
     if grid > MAX_PROGRAMS:
-        raise ValueError(f"{op}: at most {MAX_PROGRAMS * settings.block * 2} elements a call, "
-                         f"got {n}")
-    slot_units = _slot_units(op, workspace, n)
+        raise ValueError(f"{op}: at most {MAX_PROGRAMS * settings.block * 2} elements a chunk, "
+                         f"got {chunk}")
+    slot_units = _slot_units(op, workspace, chunk)
     import torch
 
     xw = x.view(torch.int32)
     rw = residual.view(torch.int32) if residual is not None else xw
     ow = out.view(torch.int32)
-    launch = L.Launch(allreduce_push_kernel, aot_name(world), (grid,),
+    launch = L.Launch(push_kernel, aot_name(world, op), (grid,),
                       (xw, rw, ow, workspace.peer_table, rank, words, slot_units),
-                      {"WORLD": world, "HAS_RES": residual is not None, "BLOCK": settings.block},
+                      _flat_constexprs(world, op, residual is not None, settings.block),
                       settings.num_warps)
-    L.launch(*launch, generic=launch._replace(name=aot_name(world) + "_generic"))
+    L.launch(*launch, generic=launch._replace(name=aot_name(world, op) + "_generic"))
     return out
 
 

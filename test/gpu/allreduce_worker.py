@@ -2,7 +2,8 @@
 one GPU): ``python allreduce_worker.py RANK WORLD INIT_FILE``. Every rank derives every
 rank's inputs from seeds, so each checks the whole result against its own reference (the
 sum over ranks in fp32, in rank order, rounded to bf16, plus the residual in bf16
-arithmetic; the RMSNorm in fp32 from that; the MoE finalize in fp32 in expert order);
+arithmetic; the RMSNorm in fp32 from that; the MoE finalize in fp32 in expert order; the
+sequence-parallel reduce-scatter and all-gather);
 torch.distributed (gloo) exchanges the workspace handles and keeps the ranks in step between
 cases. Exit status 0 when every case passed; a failure prints its traceback."""
 
@@ -224,6 +225,44 @@ def main(rank: int, world: int, init: str) -> None:
     torch.cuda.synchronize()
     A.check(buf)
     same_bits(got, reference(call, 4096, world, None), "after the reset")
+
+    # The sequence-parallel reduce-scatter (chunk r of every rank to rank r, summed; the
+    # residual given as this rank's rows or as the whole) and all-gather (every rank's x into
+    # every rank's out; a marker word (-0.0, +0.0) arrives as the zero word), on K3's hidden
+    # width (16-byte vectors) and on a width of 6 (3 words a row: one word at a time).
+    hidden = 7168
+    for rows, width, res_kind in [(1, hidden, None), (3, hidden, "local"), (5, 6, "global"),
+                                  (64, hidden, None)]:
+        call += 1
+        x = data(seed(call, rank), world * rows * width).view(world * rows, width)
+        res = None
+        if res_kind:
+            res = data(seed(call, -1), (world if res_kind == "global" else 1) * rows * width)
+            res = res.view(-1, width)
+        got = warm(A.sp_reduce_scatter, x, buf, residual=res)
+        torch.cuda.synchronize()
+        A.check(buf)
+        acc = torch.zeros(rows, width, device="cuda")
+        for r in range(world):
+            xr = data(seed(call, r), world * rows * width).view(world * rows, width)
+            acc += xr[rank * rows:(rank + 1) * rows].float()
+        want = acc.bfloat16()
+        if res is not None:
+            mine = res if res_kind == "local" else res[rank * rows:(rank + 1) * rows]
+            want = (want.float() + mine.float()).bfloat16()
+        same_bits(got.flatten(), want.flatten(), f"sp_reduce_scatter rows={rows} "
+                                                  f"width={width} residual={res_kind}")
+
+        call += 1
+        x = data(seed(call, rank), rows * width).view(rows, width)
+        got = warm(A.sp_all_gather, x, buf)
+        torch.cuda.synchronize()
+        A.check(buf)
+        want = torch.cat([data(seed(call, r), rows * width).view(rows, width)
+                          for r in range(world)])
+        words = want.view(torch.int32)
+        words[words == A.NONZERO_MARKER] = 0
+        same_bits(got.flatten(), want.flatten(), f"sp_all_gather rows={rows} width={width}")
 
     dist.barrier()
     buf.close()

@@ -4,8 +4,9 @@ and bundle (``launch_mode``). Each rank (allreduce_worker.py) checks, bit for bi
 sum over ranks in fp32 then bf16 (+ the residual): sizes over 1 to 1,024 programs, in place
 and into ``out``, 1,000 back-to-back calls with changing grids; the + RMSNorm row form (1 to
 1,536 rows of 3,584; the norm within a bf16 rounding) and the MoE finalize fused into the push
-(bit for bit), 200 calls alternating the flat and the row form; one rank late by 50 ms, and a
-rank with a wrong size (every rank's check raises, none hangs; a reset recovers)."""
+(bit for bit), 200 calls alternating the flat and the row form; one rank late by 50 ms; a
+rank with a wrong size (every rank's check raises, none hangs; a reset recovers); the
+sequence-parallel reduce-scatter and all-gather."""
 
 import os
 import subprocess
@@ -38,3 +39,16 @@ def test_allreduce_protocol(launch_mode, world, tmp_path):
               if p.returncode != 0]
     assert not failed, "\n".join(f"rank {r} exited {rc}:\n{log[-4000:]}" for r, rc, log in failed)
     assert all(f"rank {r}: OK" in log for r, log in enumerate(logs))
+
+
+def test_docs_example(launch_mode, tmp_path):
+    """docs/examples/allreduce_two_process.py runs as its docstring says (two processes, one
+    GPU) and every rank reports success."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    script = os.path.join("docs", "examples", "allreduce_two_process.py")
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc-per-node", "2", script], cwd=root, capture_output=True,
+                         text=True, timeout=DEADLINE_S)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-4000:]
+    assert all(f"rank {r} of 2: all-reduce and all-reduce + RMSNorm OK" in log for r in (0, 1))

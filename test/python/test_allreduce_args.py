@@ -92,6 +92,24 @@ def test_row_form_bad_input_raises_before_launch(call, message):
         call()
 
 
+@pytest.mark.parametrize("call,message", [
+    (lambda: A.sp_reduce_scatter(rows(3, 8), workspace()), "multiple of the world size 2"),
+    (lambda: A.sp_reduce_scatter(rows(4, 8), workspace(), residual=rows(3, 8)),
+     r"residual must have shape \[2, 8\]"),
+    (lambda: A.sp_reduce_scatter(rows(4, 8), workspace(), out=rows(4, 8)),
+     r"out must have shape \[2, 8\]"),
+    (lambda: A.sp_reduce_scatter(rows(2, 3), workspace()), "chunk holds must be even"),
+    (lambda: A.sp_reduce_scatter(rows(4, 8, torch.float16), workspace()), "x must be bfloat16"),
+    (lambda: A.sp_all_gather(rows(4, 8), workspace(), out=rows(4, 8)),
+     r"out must have shape \[8, 8\]"),
+    (lambda: A.sp_all_gather(rows(8, 8)[:, :4], workspace()), "x must be contiguous"),
+    (lambda: A.sp_all_gather(rows(4096, 8), workspace()), "workspace holds .* bytes"),
+])
+def test_sequence_parallel_bad_input_raises_before_launch(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+
+
 def test_workspace_bytes():
     """The header, then two phases of world slots of a descriptor word a program and the
     words, rounded to 64 bytes."""
