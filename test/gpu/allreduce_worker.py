@@ -54,7 +54,8 @@ def rmsnorm(s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 def rows_reference(call: int, rows: int, world: int, res, w, norm_rows: int):
-    out = reference(call, rows * A.NORM_DIM, world, res).view(rows, A.NORM_DIM)
+    flat = None if res is None else res.flatten()
+    out = reference(call, rows * A.NORM_DIM, world, flat).view(rows, A.NORM_DIM)
     return out, rmsnorm(out[:norm_rows], w)
 
 
