@@ -23,6 +23,7 @@ pytest.importorskip("kiln._C")
 import kiln.aot  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     _launch,
+    allreduce,
     attn_res,
     concat_mla,
     image,
@@ -45,8 +46,8 @@ from kiln.runtime import Bundle, BundleWriter, KilnError  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 FAKE_CUBIN = b"\x7fELF" + bytes(60)
-MODULES = (attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate, moe_align,
-           moe_fused_gate, pack_topk_ids, quant, situ, situ_quant, tensor_hash)
+MODULES = (allreduce, attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate,
+           moe_align, moe_fused_gate, pack_topk_ids, quant, situ, situ_quant, tensor_hash)
 SMS = 132  # an H200
 
 _TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "int32": "<i4", "int64": "<i8",
@@ -297,6 +298,40 @@ def test_moe_fused_gate(bundle_only):
 
     seen = run_grid(bundle_only, cases())
     assert generic_names(moe_fused_gate) <= seen
+
+
+def test_collectives(bundle_only):
+    """The flat collectives over worlds 2, 4, 8: 16-byte aligned tensors of a multiple of 32
+    bf16 take the vector kernels, other sizes and 4-byte offsets the generic ones; the row
+    forms (16-byte aligned, rows of 3,584) their one kernel."""
+    def ws(world, elements):
+        return types.SimpleNamespace(rank=world - 1, world=world, peer_table=T((world,), "int64"),
+                                     nbytes=allreduce.workspace_bytes(world, elements))
+
+    def cases():
+        for world, n, off in itertools.product((2, 4, 8), (2, 1000, 7168, 65536), (0, 2)):
+            fast = n % 32 == 0 and not off
+            what = f"world={world} n={n} off={off}"
+            yield (f"allreduce {what}", lambda: allreduce.allreduce(
+                T((n,), offset=off), ws(world, n), residual=T((n,))), fast)
+            yield (f"sp_reduce_scatter {what}", lambda: allreduce.sp_reduce_scatter(
+                T((world * n,), offset=off), ws(world, n), residual=T((n,))), fast)
+            yield (f"sp_all_gather {what}", lambda: allreduce.sp_all_gather(
+                T((n,), offset=off), ws(world, n)), fast)
+        d = allreduce.NORM_DIM
+        for world, rows in itertools.product((2, 4, 8), (1, 3, 1536)):
+            yield (f"allreduce_rmsnorm world={world} rows={rows}",
+                   lambda: allreduce.allreduce_rmsnorm(T((rows, d)), ws(world, rows * d),
+                                                       T((d,)), norm_rows=rows // 3,
+                                                       residual=T((rows, d))), True)
+            yield (f"finalize_push_norm world={world} tokens={rows}",
+                   lambda: allreduce.finalize_push_norm(
+                       T((64, d)), T((rows, allreduce.TOPK), "int32"),
+                       T((rows, allreduce.TOPK), "float32"), ws(world, rows * d), T((d,))),
+                   True)
+
+    seen = run_grid(bundle_only, cases())
+    assert seen >= generic_names(allreduce)
 
 
 def test_kv_indices(bundle_only):
