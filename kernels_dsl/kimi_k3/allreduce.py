@@ -457,10 +457,17 @@ def sp_all_gather(x: Any, workspace: Any, out: Optional[Any] = None, *,
 
 def _check_flat(op: str, what: str, t: Any, shape: Optional[Sequence[int]]) -> tuple:
     """A flat form's tensor: bf16, contiguous, 4-byte aligned, of ``shape`` (any if None)."""
-    L.check_dtype(op, what, t, ("bfloat16",))
+    return _check_tensor(op, what, t, shape, 4)
+
+
+def _check_tensor(op: str, what: str, t: Any, shape: Optional[Sequence[Optional[int]]],
+                  align: int, dtypes: Sequence[str] = ("bfloat16",)) -> tuple:
+    """``t``'s dtype among ``dtypes``, its shape ``shape`` (any if None; None entries any
+    size), contiguous and ``align``-byte aligned; returns the shape."""
+    L.check_dtype(op, what, t, dtypes)
     shp = L.shape(t) if shape is None else L.check_shape(op, what, t, shape)
     L.check_contiguous(op, what, t)
-    L.check_aligned(op, what, t, 4)
+    L.check_aligned(op, what, t, align)
     return shp
 
 
@@ -495,11 +502,8 @@ def _flat_launch(op: str, workspace: Any, x: Any, residual: Optional[Any], out: 
 
 def _check_rows_tensor(op: str, what: str, t: Any, shape: Sequence[Optional[int]],
                        dtypes: Sequence[str] = ("bfloat16",)) -> tuple:
-    L.check_dtype(op, what, t, dtypes)
-    shp = L.check_shape(op, what, t, shape)
-    L.check_contiguous(op, what, t)
-    L.check_aligned(op, what, t, 16)
-    return shp
+    """A row form's tensor: as ``_check_flat``'s but 16-byte aligned (every access a vector)."""
+    return _check_tensor(op, what, t, shape, 16, dtypes)
 
 
 def _rows_launch(op: str, workspace: Any, n_rows: int, dim: int, norm_rows: int,
