@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence
 
@@ -150,13 +151,26 @@ _compile_only = threading.local()
 def compile_only() -> Iterator[None]:
     """Within it, the wrappers check, compile (JIT) or load (bundle) their kernels and launch
     nothing. Collectives use it to keep a JIT compile out of a call that peers wait on: every
-    rank runs the call once inside it, the ranks meet, then every rank calls it for real."""
+    rank runs the call once inside it, the ranks meet, then every rank calls it for real.
+
+    The torch ops (``torch_ops``) called inside it run their wrappers in full, neither
+    replaying a launch plan (it would launch) nor recording one (it would replay nothing):
+    ``kiln.torch_library.no_plans``. A ``torch.compile``d function called inside it is
+    compiled, and its op calls launch nothing."""
     before = getattr(_compile_only, "on", False)
     _compile_only.on = True
     try:
-        yield
+        with _no_plans():
+            yield
     finally:
         _compile_only.on = before
+
+
+def _no_plans() -> Any:
+    """``kiln.torch_library.no_plans()`` where the planner is loaded (only then can an op have
+    a plan), else nothing: it is not imported here, the kernels work without torch."""
+    planner = sys.modules.get("kiln.torch_library")
+    return planner.no_plans() if planner is not None else contextlib.nullcontext()
 
 
 def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],

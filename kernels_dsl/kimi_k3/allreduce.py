@@ -75,6 +75,26 @@ def _pack(lo, hi):
 
 
 @kiln.jit
+def _take(slot, pid, offs, live, desc, status):
+    """A peer's words ``offs`` of this program from its ``slot`` of this workspace: polls
+    the descriptor, then the words where ``live`` and the descriptor agrees (zero elsewhere,
+    and where a wait timed out: ``status`` says which), and re-arms both behind them (the
+    reduction orders every thread's polls before the re-arming). Returns (words, status)."""
+    d = kl.poll_nonzero(slot + pid, timeout_ns=TIMEOUT_NS)
+    ok = d == desc
+    if d == 0:
+        status = status | STATUS_TIMEOUT
+    elif d != desc:
+        status = status | STATUS_SIZE_MISMATCH
+    v = kl.poll_nonzero(slot + MAX_PROGRAMS + offs, mask=live & ok, timeout_ns=TIMEOUT_NS)
+    if kl.max(((v == 0) & live & ok).to(kl.int32)) > 0:
+        status = status | STATUS_TIMEOUT
+    kl.store(slot + MAX_PROGRAMS + offs, 0, mask=live)  # re-arm
+    kl.store(slot + pid, 0)
+    return v, status
+
+
+@kiln.jit
 def _finish(local, pid, grid, phase, status):
     """The end of a call: report ``status`` in the workspace's status word, flip the program's
     phase counter, and from the last program the counters past the grid (the bumper, so that
@@ -125,24 +145,13 @@ def push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_units,
     hi = kl.zeros([BLOCK], kl.float32)
     status = 0
     for r in kl.static_range(WORLD):
-        slot = local + half + r * slot_words
-        d = kl.poll_nonzero(slot + pid, timeout_ns=TIMEOUT_NS)
-        ok = d == desc
-        if d == 0:
-            status = status | STATUS_TIMEOUT
-        elif d != desc:
-            status = status | STATUS_SIZE_MISMATCH
-        v = kl.poll_nonzero(slot + MAX_PROGRAMS + offs, mask=mask & ok, timeout_ns=TIMEOUT_NS)
-        if kl.max(((v == 0) & mask & ok).to(kl.int32), axis=0) > 0:
-            status = status | STATUS_TIMEOUT
+        v, status = _take(local + half + r * slot_words, pid, offs, mask, desc, status)
         if GATHER:  # the marker back to the zero word it stood for
             kl.store(out_ptr + r * n_words + offs, kl.where(v == NONZERO_MARKER, 0, v),
                      mask=mask)
         else:
             lo += _lo(v)
             hi += _hi(v)
-        kl.store(slot + MAX_PROGRAMS + offs, 0, mask=mask)  # re-arm
-        kl.store(slot + pid, 0)
     if not GATHER:
         if HAS_RES:
             res = kl.load(res_ptr + offs, mask=mask, other=0)
@@ -150,6 +159,122 @@ def push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_units,
             lo = _lo(s) + _lo(res)
             hi = _hi(s) + _hi(res)
         kl.store(out_ptr + offs, _pack(lo, hi), mask=mask)
+    _finish(local, pid, grid, phase, status)
+
+
+@kiln.jit(num_warps=4, do_not_specialize=["rank"])
+def two_shot_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, shard_words, slot_units,
+                    WORLD: kl.constexpr, HAS_RES: kl.constexpr, BLOCK: kl.constexpr):
+    """The two-shot all-reduce of n_words words in world shards of shard_words (the last
+    one short): a reduce-scatter (shard r of x to rank r, which sums the world shards, fp32 in
+    rank order, + the residual's shard) then an all-gather (rank r's sum to every rank,
+    itself included, into shard r of out). Program b owns words [b * BLOCK, (b + 1) * BLOCK)
+    of every shard; the reduce-scatter uses the first shard_words data words of a slot and a
+    descriptor a program, the all-gather the next shard_words, its data its own flag."""
+    kl.min_programs_per_sm(PROGRAMS_PER_SM)
+    pid = kl.program_id(0)
+    grid = kl.num_programs(0)
+    slot_words = slot_units * SLOT_ALIGN_WORDS
+    local = kl.peer_pointer(peers, rank, kl.int32)
+    offs = pid * BLOCK + kl.arange(0, BLOCK)
+    in_shard = offs < shard_words
+    desc = n_words * 2 + 1  # never zero
+    kl.pdl_wait()
+    phase = kl.load(local + pid)
+    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    for r in kl.static_range(WORLD):  # the reduce-scatter: shard r to rank r
+        idx = r * shard_words + offs
+        m = in_shard & (idx < n_words)
+        w = kl.nonzero_marker(kl.load(x_ptr + idx, mask=m, other=0))
+        slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
+        kl.store(slot + MAX_PROGRAMS + offs, w, mask=m)
+        kl.store(slot + pid, desc, sem="relaxed", scope="sys")
+    mine = rank * shard_words + offs
+    mask = in_shard & (mine < n_words)
+    lo = kl.zeros([BLOCK], kl.float32)
+    hi = kl.zeros([BLOCK], kl.float32)
+    status = 0
+    for r in kl.static_range(WORLD):
+        v, status = _take(local + half + r * slot_words, pid, offs, mask, desc, status)
+        lo += _lo(v)
+        hi += _hi(v)
+    s = _pack(lo, hi)
+    if HAS_RES:
+        res = kl.load(res_ptr + mine, mask=mask, other=0)
+        s = _pack(_lo(s) + _lo(res), _hi(s) + _hi(res))
+    s = kl.nonzero_marker(s)
+    ok = status == 0  # else nothing more is waited for
+    gather = MAX_PROGRAMS + shard_words
+    for r in kl.static_range(WORLD):  # the all-gather: the sum to every rank
+        slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
+        kl.store(slot + gather + offs, s, mask=mask)
+    for r in kl.static_range(WORLD):
+        idx = r * shard_words + offs
+        m = in_shard & (idx < n_words)
+        slot = local + half + r * slot_words
+        v = kl.poll_nonzero(slot + gather + offs, mask=m & ok, timeout_ns=TIMEOUT_NS)
+        if kl.max(((v == 0) & m & ok).to(kl.int32), axis=0) > 0:
+            status = status | STATUS_TIMEOUT
+        kl.store(out_ptr + idx, kl.where(v == NONZERO_MARKER, 0, v), mask=m)
+        kl.store(slot + gather + offs, 0, mask=m)  # re-arm
+    _finish(local, pid, grid, phase, status)
+
+
+@kiln.jit(num_warps=4, do_not_specialize=["rank"])
+def all_gather_direct_kernel(x_ptr, out_peers, out_words, peers, rank, n_words, slot_units,
+                             WORLD: kl.constexpr, BLOCK: kl.constexpr):
+    """The all-gather straight into every rank's symmetric output (no slot, no copy): rank
+    r's n_words words of x go to words [out_words + r * n_words, ...) of every rank's output
+    buffer (out_peers: its peer table). Two barriers a program, on flags in the workspace
+    (its current phase's half): "ready" (the descriptor words; a rank's output is free once
+    its previous work is done, its PDL wait) before any rank writes, "done" (the first data
+    word a program of each slot, released after the writes) before the program ends."""
+    kl.min_programs_per_sm(PROGRAMS_PER_SM)
+    pid = kl.program_id(0)
+    grid = kl.num_programs(0)
+    slot_words = slot_units * SLOT_ALIGN_WORDS
+    local = kl.peer_pointer(peers, rank, kl.int32)
+    offs = pid * BLOCK + kl.arange(0, BLOCK)
+    mask = offs < n_words
+    desc = (n_words + out_words * 7919) * 2 + 1  # odd: never zero; the offset must agree too
+    kl.pdl_wait()
+    w = kl.load(x_ptr + offs, mask=mask, other=0)
+    phase = kl.load(local + pid)
+    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    for r in kl.static_range(WORLD):  # ready
+        slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
+        kl.store(slot + pid, desc, sem="relaxed", scope="sys")
+    status = 0
+    for r in kl.static_range(WORLD):
+        slot = local + half + r * slot_words
+        d = kl.poll_nonzero(slot + pid, timeout_ns=TIMEOUT_NS)
+        if d == 0:
+            status = status | STATUS_TIMEOUT
+        elif d != desc:
+            status = status | STATUS_SIZE_MISMATCH
+    # Every thread polls a scalar flag itself: all must have seen them before one re-arms them
+    # (the other kernels' reductions between their polls and their re-arming order them so).
+    kl.barrier()
+    for r in kl.static_range(WORLD):
+        kl.store(local + half + r * slot_words + pid, 0)  # re-arm
+    ok = status == 0
+    for r in kl.static_range(WORLD):
+        dst = kl.peer_pointer(out_peers, r, kl.int32) + out_words + rank * n_words
+        kl.store(dst + offs, w, mask=mask & ok)
+    kl.fence("release", "sys")
+    kl.barrier()
+    for r in kl.static_range(WORLD):  # done (also after a failed start: no peer waits long)
+        slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
+        kl.atomic_xchg(slot + MAX_PROGRAMS + pid, 1, sem="release", scope="sys")
+    done = local + half + MAX_PROGRAMS + pid
+    if ok:
+        for r in kl.static_range(WORLD):
+            if kl.poll_nonzero(done + r * slot_words, timeout_ns=TIMEOUT_NS) == 0:
+                status = status | STATUS_TIMEOUT
+    kl.barrier()  # as above
+    for r in kl.static_range(WORLD):
+        kl.store(done + r * slot_words, 0)  # re-arm
+    kl.fence("acquire", "sys")
     _finish(local, pid, grid, phase, status)
 
 
@@ -247,6 +372,9 @@ class Settings:
     block: int = 1024  # words (bf16 pairs) a program: 8 a thread on 4 warps
     num_warps: int = 4
     rows_warps: int = 8  # the row form: a row of 3,584 bf16 is 7 words a thread
+    #: allreduce takes the two-shot form from this many bytes of x (and beyond the one-shot
+    #: form's 1,024 programs)
+    two_shot_bytes: int = 1 << 20
 
 
 SETTINGS = Settings()
@@ -300,6 +428,39 @@ AOT_SPECIALIZATIONS = [
 ]
 
 
+_TWO_SHOT_SIG = {**_SIG, "shard_words": "i32"}
+
+
+def two_shot_aot_name(world: int) -> str:
+    return f"allreduce_two_shot_w{world}"
+
+
+AOT_SPECIALIZATIONS += [
+    # shards are multiples of 16 words (the wrapper rounds them), so only the tensors'
+    # alignment and size choose between the vector and the generic form
+    Spec(two_shot_kernel, name=two_shot_aot_name(world) + suffix, signature=_TWO_SHOT_SIG,
+         constexprs={"WORLD": world, "HAS_RES": has_res, "BLOCK": SETTINGS.block},
+         divisibility={**div, "shard_words": 16}, num_warps=SETTINGS.num_warps)
+    for world in AOT_WORLDS for has_res in (False, True)
+    for suffix, div in (("", _VECTOR), ("_generic", {"peers": 16}))
+]
+
+
+_DIRECT_SIG = {"x_ptr": "*i32", "out_peers": "*i64", "out_words": "i32", "peers": "*i64",
+               "rank": "i32", "n_words": "i32", "slot_units": "i32"}
+DIRECT_NAME = "sp_all_gather_direct"
+
+AOT_SPECIALIZATIONS += [
+    Spec(all_gather_direct_kernel, name=f"{DIRECT_NAME}_w{world}{suffix}",
+         signature=_DIRECT_SIG, constexprs={"WORLD": world, "BLOCK": SETTINGS.block},
+         divisibility=div, num_warps=SETTINGS.num_warps)
+    for world in AOT_WORLDS
+    for suffix, div in (("", {"x_ptr": 16, "out_peers": 16, "out_words": 4, "peers": 16,
+                              "n_words": 16}),
+                        ("_generic", {"out_peers": 16, "peers": 16}))
+]
+
+
 _ROWS_SIG = {"x_ptr": "*i32", "g_ptr": "*i32", "idx_ptr": "*i32", "wt_ptr": "*i32",
              "res_ptr": "*i32", "out_ptr": "*i32", "w_ptr": "*i32", "norm_ptr": "*i32",
              "peers": "*i64", "rank": "i32", "n_rows": "i32", "norm_rows": "i32",
@@ -330,8 +491,10 @@ AOT_SPECIALIZATIONS += [
 def workspace_bytes(world: int, max_elements: int, settings: Settings = SETTINGS) -> int:
     """The size of a symmetric workspace for all-reduces of up to ``max_elements`` bf16 over
     ``world`` ranks: the header, then two phases of ``world`` slots, each a descriptor word a
-    program and the pushed words."""
-    slot = MAX_PROGRAMS + _round_up((max_elements + 1) // 2, SLOT_ALIGN_WORDS)
+    program and the pushed words (two alignment units more: the two-shot form's two shards
+    of ``(max_elements / 2) / world`` words, each rounded up to 16, fit)."""
+    words = _round_up((max_elements + 1) // 2, SLOT_ALIGN_WORDS) + 2 * SLOT_ALIGN_WORDS
+    slot = MAX_PROGRAMS + words
     return 4 * (HEADER_WORDS + 2 * world * slot)
 
 
@@ -350,10 +513,23 @@ def _slot_units(op: str, workspace: Any, elements: int) -> int:
     return (workspace.nbytes // 4 - HEADER_WORDS) // (2 * workspace.world) // SLOT_ALIGN_WORDS
 
 
+def _fallback(workspace: Any) -> Any:
+    """allreduce_fallback where ``workspace`` is not peer-mapped (its ProcessGroupWorkspace:
+    NCCL through torch.distributed, then kiln's epilogue kernels), else None."""
+    if getattr(workspace, "peer_mapped", True):
+        return None
+    from . import allreduce_fallback  # it imports this module
+
+    return allreduce_fallback
+
+
 def check(workspace: Any) -> None:
     """Raises ``kiln.distributed.CollectiveError`` if a call on ``workspace`` since the last
     ``reset`` timed out waiting for a peer or met a peer that disagreed on the size (the
     workspace's status word; reading it synchronizes with the current stream)."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.check(workspace)
     import torch
 
     from kiln.distributed import CollectiveError
@@ -374,6 +550,9 @@ def check(workspace: Any) -> None:
 def reset(workspace: Any) -> None:
     """Collective: after a failed call, every rank waits for its work, zeroes its workspace
     (counters, slots, status) and meets the others (``workspace.barrier``)."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.reset(workspace)
     import torch
 
     torch.cuda.synchronize()
@@ -389,7 +568,16 @@ def allreduce(x: Any, workspace: Any, residual: Optional[Any] = None, out: Optio
     plus ``residual`` (bf16, x's shape; the same on every rank) if given, into ``out`` (x
     itself when None: in place). Every rank calls it with the same shape; errors of the
     protocol (a peer that never came, ranks that disagree on the size) show in
-    ``workspace.check()``. Checks raise before launch."""
+    ``workspace.check()``. Checks raise before launch.
+
+    From ``settings.two_shot_bytes`` of x (and past the one-shot form's 2,097,152 elements,
+    up to world times that) the call takes the two-shot form, a reduce-scatter then an
+    all-gather: each rank pushes 2 x bytes instead of world x bytes, the same sum (the
+    owner of a shard sums it in rank order). A result word of (-0.0, +0.0), which only a
+    sum below bf16's smallest subnormal can give, then arrives as (+0.0, +0.0)."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.allreduce(x, workspace, residual, out, settings=settings)
     op = "allreduce"
     shp = _check_flat(op, "x", x, None)
     if residual is not None:
@@ -398,7 +586,44 @@ def allreduce(x: Any, workspace: Any, residual: Optional[Any] = None, out: Optio
         out = x
     else:
         _check_flat(op, "out", out, shp)
-    return _flat_launch(op, workspace, x, residual, out, x.numel(), settings)
+    n, world = x.numel(), workspace.world
+    one_shot_max = MAX_PROGRAMS * settings.block * 2
+    if n > world * one_shot_max:
+        raise ValueError(f"{op}: at most {world * one_shot_max} elements over {world} ranks "
+                         f"(the two-shot form's shards of up to {one_shot_max // world} "
+                         f"elements a rank), got {n}")
+    if n * 2 >= settings.two_shot_bytes or n > one_shot_max:
+        shard = _round_up((n // 2 + world - 1) // world, SLOT_ALIGN_WORDS)
+        if n % 2 == 0 and shard <= MAX_PROGRAMS * settings.block:
+            return _two_shot_launch(op, workspace, x, residual, out, shard, settings)
+    return _flat_launch(op, workspace, x, residual, out, n, settings)
+
+
+def _two_shot_launch(op: str, workspace: Any, x: Any, residual: Optional[Any], out: Any,
+                     shard: int, settings: Settings) -> Any:
+    """Launches two_shot_kernel over shards of ``shard`` words (the tensors checked) and
+    returns ``out``."""
+    import torch
+
+    named = [("x", x), ("out", out)] + ([("residual", residual)] if residual is not None else [])
+    L.check_same_device(op, *named)
+    world, rank = workspace.world, workspace.rank
+    slot_units = _slot_units(op, workspace, x.numel())
+    if slot_units * SLOT_ALIGN_WORDS - MAX_PROGRAMS < 2 * shard:
+        raise ValueError(f"{op}: the workspace holds {workspace.nbytes} bytes, the two-shot "
+                         f"form of {x.numel()} elements over {world} ranks needs "
+                         f"{workspace_bytes(world, x.numel())} "
+                         f"(kernels_dsl.kimi_k3.allreduce.workspace_bytes)")
+    xw = x.view(torch.int32)
+    rw = residual.view(torch.int32) if residual is not None else xw
+    launch = L.Launch(two_shot_kernel, two_shot_aot_name(world),
+                      ((shard + settings.block - 1) // settings.block,),
+                      (xw, rw, out.view(torch.int32), workspace.peer_table, rank, x.numel() // 2,
+                       shard, slot_units),
+                      {"WORLD": world, "HAS_RES": residual is not None, "BLOCK": settings.block},
+                      settings.num_warps)
+    L.launch(*launch, generic=launch._replace(name=two_shot_aot_name(world) + "_generic"))
+    return out
 
 
 def sp_reduce_scatter(x: Any, workspace: Any, residual: Optional[Any] = None,
@@ -413,7 +638,18 @@ def sp_reduce_scatter(x: Any, workspace: Any, residual: Optional[Any] = None,
     ``residual``: this rank's rows ([rows, ...]) or the whole [world * rows, ...] (its chunk r
     is used). Each chunk goes only to its owner. Workspace: ``workspace_bytes(world, chunk
     elements)``."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.sp_reduce_scatter(x, workspace, residual, out, settings=settings)
     op = "sp_reduce_scatter"
+    residual, out = reduce_scatter_args(op, x, workspace, residual, out)
+    return _flat_launch(op, workspace, x, residual, out, x.numel() // workspace.world, settings)
+
+
+def reduce_scatter_args(op: str, x: Any, workspace: Any, residual: Optional[Any],
+                        out: Optional[Any]) -> tuple:
+    """sp_reduce_scatter's checks (x [world * rows, ...], this rank's residual rows taken
+    from a whole one); returns (residual, out), out allocated when None."""
     shp = _check_flat(op, "x", x, None)
     world = workspace.world
     if not shp or shp[0] % world:
@@ -430,7 +666,7 @@ def sp_reduce_scatter(x: Any, workspace: Any, residual: Optional[Any] = None,
         out = torch.empty(part, dtype=x.dtype, device=x.device)
     else:
         _check_flat(op, "out", out, part)
-    return _flat_launch(op, workspace, x, residual, out, x.numel() // world, settings)
+    return residual, out
 
 
 def sp_all_gather(x: Any, workspace: Any, out: Optional[Any] = None, *,
@@ -441,7 +677,17 @@ def sp_all_gather(x: Any, workspace: Any, out: Optional[Any] = None, *,
     as the Lamport marker and arrives as the zero word; only a word that was the marker
     itself, (-0.0, +0.0), arrives as (+0.0, +0.0). Workspace: ``workspace_bytes(world,
     x.numel())``."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.sp_all_gather(x, workspace, out, settings=settings)
     op = "sp_all_gather"
+    out = all_gather_args(op, x, workspace, out)
+    return _flat_launch(op, workspace, x, None, out, x.numel(), settings)
+
+
+def all_gather_args(op: str, x: Any, workspace: Any, out: Optional[Any]) -> Any:
+    """sp_all_gather's checks (x [rows, ...], out [world * rows, ...]); returns out, allocated
+    when None."""
     shp = _check_flat(op, "x", x, None)
     if not shp:
         raise ValueError(f"{op}: x must have at least one dimension")
@@ -452,7 +698,53 @@ def sp_all_gather(x: Any, workspace: Any, out: Optional[Any] = None, *,
         out = torch.empty(full, dtype=x.dtype, device=x.device)
     else:
         _check_flat(op, "out", out, full)
-    return _flat_launch(op, workspace, x, None, out, x.numel(), settings)
+    return out
+
+
+def sp_all_gather_direct(x: Any, workspace: Any, out_buffer: Any, offset: int = 0, *,
+                         settings: Settings = SETTINGS) -> Any:
+    """The sequence-parallel all-gather written straight into every rank's output: ``x`` bf16
+    [rows, ...] (contiguous) on every rank; rank r's x lands in rows [r * rows, (r + 1) *
+    rows) of the bf16 [world * rows, ...] tensor at byte ``offset`` (the same on every rank;
+    a multiple of 4) of every rank's ``out_buffer``, a second ``kiln.distributed.
+    SymmetricBuffer`` over the same ranks. Returns this rank's view of it
+    (``out_buffer.local``). Every word travels as it is (no marker; the output is not a
+    slot), at the cost of two flag barriers a program in ``workspace`` (any size from
+    ``workspace_bytes(world, 2 * MAX_PROGRAMS)``): no rank writes into a peer's output
+    before that peer's previous work on this stream is done, and none returns before its
+    output is whole. The output of the call before is overwritten: read it first."""
+    import torch
+
+    op = DIRECT_NAME
+    if _fallback(workspace) is not None:
+        raise ValueError(f"{op}: writes into the peers' memory, and {workspace!r} has no peer "
+                         f"mappings; where the peers are not reachable use sp_all_gather")
+    shp = _check_flat(op, "x", x, None)
+    if not shp:
+        raise ValueError(f"{op}: x must have at least one dimension")
+    world, rank = workspace.world, workspace.rank
+    if (out_buffer.world, out_buffer.rank) != (world, rank):
+        raise ValueError(f"{op}: out_buffer is rank {out_buffer.rank} of {out_buffer.world}, "
+                         f"the workspace rank {rank} of {world}: both must span the same ranks")
+    if offset % 4:
+        raise ValueError(f"{op}: offset must be a multiple of 4 bytes, got {offset}")
+    out = out_buffer.local(torch.bfloat16, (shp[0] * world,) + tuple(shp[1:]), offset)
+    L.check_same_device(op, ("x", x), ("out_buffer", out))
+    n = x.numel()
+    if n % 2:
+        raise ValueError(f"{op}: the number of elements of x must be even (bf16 pairs), got {n}")
+    words = n // 2
+    grid = (words + settings.block - 1) // settings.block
+    if grid > MAX_PROGRAMS:
+        raise ValueError(f"{op}: at most {MAX_PROGRAMS * settings.block * 2} elements, got {n}")
+    if grid:
+        launch = L.Launch(all_gather_direct_kernel, f"{DIRECT_NAME}_w{world}", (grid,),
+                          (x.view(torch.int32), out_buffer.peer_table, offset // 4,
+                           workspace.peer_table, rank, words,
+                           _slot_units(op, workspace, 2 * MAX_PROGRAMS)),
+                          {"WORLD": world, "BLOCK": settings.block}, settings.num_warps)
+        L.launch(*launch, generic=launch._replace(name=f"{DIRECT_NAME}_w{world}_generic"))
+    return out
 
 
 def _check_flat(op: str, what: str, t: Any, shape: Optional[Sequence[int]]) -> tuple:
@@ -553,6 +845,11 @@ def allreduce_rmsnorm(x: Any, workspace: Any, weight: Any, eps: float = 1e-6, *,
 
     Every tensor 16-byte aligned; ``workspace`` as for ``allreduce`` (at least
     ``workspace_bytes(world, x.numel())``). Returns (out, norm_out)."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.allreduce_rmsnorm(x, workspace, weight, eps, residual=residual,
+                                          norm_rows=norm_rows, out=out, norm_out=norm_out,
+                                          settings=settings)
     op = "allreduce_rmsnorm"
     rows, dim = _check_rows_tensor(op, "x", x, (None, None))
     return _rows_call(op, workspace, rows, dim, {"x": x}, weight, eps, residual, norm_rows, out,
@@ -572,6 +869,11 @@ def finalize_push_norm(gemm2: Any, topk_ids: Any, topk_weights: Any, workspace: 
     allocated when None) and ``norm_out`` as ``allreduce_rmsnorm`` gives them for x = local
     (every row normed). ``gemm2`` bf16 [R, D] (the expert outputs, rows indexed by the ids),
     ``topk_ids`` int32 [T, 16], ``topk_weights`` fp32 [T, 16]. Returns (out, norm_out)."""
+    fallback = _fallback(workspace)
+    if fallback is not None:
+        return fallback.finalize_push_norm(gemm2, topk_ids, topk_weights, workspace, weight, eps,
+                                           residual=residual, out=out, norm_out=norm_out,
+                                           settings=settings)
     op = "finalize_push_norm"
     _, dim = _check_rows_tensor(op, "gemm2", gemm2, (None, None))
     tokens, _ = _check_rows_tensor(op, "topk_ids", topk_ids, (None, TOPK), ("int32",))

@@ -27,11 +27,33 @@ and arguments, never on data.
 The ops run wherever the kernels run: on CUDA tensors, and on CPU tensors when the kernels
 are in interpreter mode (``KILN_INTERPRET=1``).
 
+The collectives (``allreduce``, ``sp_reduce_scatter``, ``sp_all_gather``,
+``allreduce_rmsnorm``, ``finalize_push_norm``; docs/kernels/collectives.md) take the
+symmetric workspace as three arguments, ``symmetric_workspace(buf)`` of a
+``kiln.distributed.SymmetricBuffer``: its uint8 [nbytes] view ``workspace``, which they
+declare mutated (every call reads and writes it, so ``torch.compile`` keeps them in order and
+never merges two), the peer table ``peers`` (int64 [world]) and ``rank``::
+
+    ws = torch_ops.symmetric_workspace(buf)                  # once per buffer
+    out = torch.ops.kiln.allreduce(x, *ws)                   # out of place, + residual=
+    out, normed = torch.ops.kiln.allreduce_rmsnorm(x, *ws, weight, eps)
+
+Their results are fresh tensors: ``allreduce`` and ``allreduce_rmsnorm`` never write x (the
+wrappers' in-place default). ``COLLECTIVE_OPS`` lists them (``OPS`` the others). Under
+``torch.compile`` use a backend that re-inplaces the workspace's mutation (inductor, the
+default); the ops refuse a copy of the workspace. In JIT mode warm them up as the wrappers:
+``with allreduce.compile_only(): torch.ops.kiln.allreduce(x, *ws)`` on every rank, meet,
+then call (inside it the ops run their wrappers, which launch nothing, and no launch plan is
+recorded or replayed; a ``torch.compile``d function called inside it is compiled).
+
 Adding a kernel: write its op and fake with ``@register(name, fake, mutates_args)``
-(below), as done for the others; ``OPS`` lists what is registered.
+(below), as done for the others; ``OPS`` lists what is registered. A collective:
+``@register_collective(name, fake)`` with ``workspace, peers, rank`` in its signature, its
+body passing ``symmetric_view(name, workspace, peers, rank)`` to the wrapper.
 """
 
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+import math
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 try:
     import torch
@@ -42,6 +64,7 @@ except ImportError as e:  # pragma: no cover - exercised by the CPU tests withou
 from kiln import torch_library
 
 from . import _launch as L
+from . import allreduce as allreduce_mod
 from . import attn_res as attn_res_mod
 from . import (
     concat_mla,
@@ -56,6 +79,7 @@ from . import (
     situ_quant,
     tensor_hash,
 )
+from . import gemm_collectives as gemm_mod
 from . import kv_indices as kv_indices_mod
 from . import mla_output_gate as gate_mod
 from . import moe_fused_gate as gate_router
@@ -567,3 +591,248 @@ def verify_splitkv(q: torch.Tensor, cache: torch.Tensor, block_table: torch.Tens
     prefixes (< 0: padded, its rows unspecified) (mla_attention.verify_splitkv)."""
     return mla_attention.verify_splitkv(q, cache, block_table, lengths, scale,
                                         num_splits=num_splits, return_lse=True)
+
+
+# ---------------------------------------------------------------------------
+# Collectives over a symmetric workspace (docs/kernels/collectives.md)
+# ---------------------------------------------------------------------------
+
+#: name -> the registered collective op, in registration order (not in ``OPS``: they need
+#: peers, so the single-device tests and the interpreter do not run them).
+COLLECTIVE_OPS: Dict[str, Any] = {}
+
+
+class SymmetricWorkspace(NamedTuple):
+    """A ``kiln.distributed.SymmetricBuffer`` as the collective ops take it, three arguments
+    in this order (``torch.ops.kiln.allreduce(x, *ws)``): ``workspace``, this rank's
+    workspace as uint8 [nbytes] (every call reads and writes it: the ops declare it mutated,
+    which keeps them in program order and out of CSE under ``torch.compile``); ``peers``,
+    the peer table (int64 [world] addresses; world = its numel); ``rank``."""
+    workspace: torch.Tensor
+    peers: torch.Tensor
+    rank: int
+
+
+#: address of a workspace view that symmetric_workspace made -> (peer table address, rank,
+#: world, nbytes): the ops check that their workspace argument is one.
+_SYMMETRIC: Dict[int, Tuple[int, int, int, int]] = {}
+
+
+def symmetric_workspace(buf: Any) -> SymmetricWorkspace:
+    """The collective ops' workspace arguments for the ``kiln.distributed.SymmetricBuffer``
+    ``buf`` (make them once per buffer and reuse them: the tensors view its memory)."""
+    ws = SymmetricWorkspace(buf.local(torch.uint8), buf.peer_table, int(buf.rank))
+    _SYMMETRIC[ws.workspace.data_ptr()] = (ws.peers.data_ptr(), ws.rank, int(buf.world),
+                                           int(buf.nbytes))
+    return ws
+
+
+class _Symmetric:
+    """What the collectives' wrappers read of a SymmetricBuffer (``world``, ``rank``,
+    ``nbytes``, ``peer_table``, ``local``), over an op's workspace arguments."""
+
+    __slots__ = ("workspace", "peer_table", "rank", "world", "nbytes")
+
+    def __init__(self, workspace: torch.Tensor, peers: torch.Tensor, rank: int) -> None:
+        self.workspace, self.peer_table, self.rank = workspace, peers, rank
+        self.world, self.nbytes = peers.numel(), workspace.numel()
+
+    def local(self, dtype: Any = None, shape: Any = None, offset: int = 0) -> torch.Tensor:
+        """As ``SymmetricBuffer.local``: a view of the workspace from byte ``offset``."""
+        dtype = torch.uint8 if dtype is None else dtype
+        raw = self.workspace[offset:]
+        if shape is None:
+            return raw[:raw.numel() // dtype.itemsize * dtype.itemsize].view(dtype)
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        return raw[:math.prod(dims) * dtype.itemsize].view(dtype).view(dims)
+
+
+def symmetric_view(op: str, workspace: torch.Tensor, peers: torch.Tensor, rank: int) -> Any:
+    """The object a collective wrapper takes as its ``workspace``, from a collective op's
+    arguments, after checking them: ``workspace`` uint8 [nbytes] and ``peers`` int64
+    [world] made by ``symmetric_workspace`` from one buffer, ``rank`` its rank. A copy of the
+    workspace (a ``torch.compile`` backend that functionalizes the op without putting the
+    mutation back in place, e.g. ``aot_eager``) is refused: the kernels would write the real
+    workspace through the peer table, and the copy written back over it would undo the call.
+    Checked when a launch key is first seen (later calls with the key replay its plan)."""
+    _check(workspace.dtype == torch.uint8 and workspace.dim() == 1
+           and workspace.is_contiguous(), ValueError,
+           f"{op}: workspace must be a contiguous uint8 [nbytes] tensor "
+           f"(symmetric_workspace(buf).workspace), got {workspace.dtype} of shape "
+           f"{list(workspace.shape)}")
+    _check(peers.dtype == torch.int64 and peers.dim() == 1 and peers.numel() >= 1,
+           ValueError, f"{op}: peers must be the int64 [world] peer table "
+                       f"(symmetric_workspace(buf).peers), got {peers.dtype} of shape "
+                       f"{list(peers.shape)}")
+    world = peers.numel()
+    _check(0 <= rank < world, ValueError, f"{op}: rank must be in [0, {world}), got {rank}")
+    known = _SYMMETRIC.get(workspace.data_ptr())
+    _check(known is not None, ValueError,
+           f"{op}: workspace is not a symmetric workspace: pass the tensors "
+           f"symmetric_workspace(buf) makes of a kiln.distributed.SymmetricBuffer (under "
+           f"torch.compile, a backend that does not re-inplace the op's mutation, such as "
+           f"aot_eager, hands it a copy; the default inductor backend does not)")
+    _check(known == (peers.data_ptr(), rank, world, workspace.numel()), ValueError,
+           f"{op}: peers, rank and workspace are not those of one SymmetricBuffer "
+           f"(symmetric_workspace(buf))")
+    return _Symmetric(workspace, peers, rank)
+
+
+def register_collective(name: str, fake: Callable[..., Any],
+                        mutates_args: Sequence[str] = ()
+                        ) -> Callable[[Callable[..., Any]], Any]:
+    """``register`` for an op over a symmetric workspace: its signature holds ``workspace:
+    torch.Tensor, peers: torch.Tensor, rank: int`` (``SymmetricWorkspace``'s fields, in that
+    order; its body passes ``symmetric_view(name, workspace, peers, rank)`` to the wrapper),
+    ``workspace`` is declared mutated, and the op is listed in ``COLLECTIVE_OPS``."""
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        op = torch_library.op(NAMESPACE, name, fake,
+                              ("workspace",) + tuple(m for m in mutates_args
+                                                     if m != "workspace"))(fn)
+        COLLECTIVE_OPS[name] = op
+        return op
+
+    return wrap
+
+
+def _world(peers: torch.Tensor) -> int:
+    return peers.shape[0]
+
+
+def _allreduce_fake(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor, rank: int,
+                    residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    return x.new_empty(x.shape)
+
+
+@register_collective("allreduce", _allreduce_fake)
+def allreduce(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor, rank: int,
+              residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """A new tensor of x's shape: the sum of every rank's bf16 x (fp32 in rank order) + the
+    residual (allreduce.allreduce into a fresh ``out``: the op never writes x)."""
+    ws = symmetric_view("allreduce", workspace, peers, rank)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return allreduce_mod.allreduce(x, ws, residual, out)
+
+
+def _reduce_scatter_fake(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor,
+                         rank: int, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    world = _world(peers)
+    _check(x.dim() >= 1 and x.shape[0] % world == 0, ValueError,
+           f"sp_reduce_scatter: x's first dimension must be a multiple of the world size "
+           f"{world}, got shape {list(x.shape)}")
+    return x.new_empty((x.shape[0] // world,) + tuple(x.shape[1:]))
+
+
+@register_collective("sp_reduce_scatter", _reduce_scatter_fake)
+def sp_reduce_scatter(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor,
+                      rank: int, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """bf16 [rows, ...]: chunk ``rank`` of x [world * rows, ...] summed over the ranks, +
+    the residual (this rank's rows, or the whole of which chunk ``rank`` is taken)
+    (allreduce.sp_reduce_scatter)."""
+    return allreduce_mod.sp_reduce_scatter(x, symmetric_view("sp_reduce_scatter", workspace,
+                                                             peers, rank), residual)
+
+
+def _all_gather_fake(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor,
+                     rank: int) -> torch.Tensor:
+    _check(x.dim() >= 1, ValueError, "sp_all_gather: x must have at least one dimension")
+    return x.new_empty((x.shape[0] * _world(peers),) + tuple(x.shape[1:]))
+
+
+@register_collective("sp_all_gather", _all_gather_fake)
+def sp_all_gather(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor,
+                  rank: int) -> torch.Tensor:
+    """bf16 [world * rows, ...]: rank r's x [rows, ...] in rows [r * rows, (r + 1) * rows)
+    (allreduce.sp_all_gather)."""
+    return allreduce_mod.sp_all_gather(x, symmetric_view("sp_all_gather", workspace, peers,
+                                                         rank))
+
+
+def _allreduce_rmsnorm_fake(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor,
+                            rank: int, weight: torch.Tensor, eps: float = 1e-6,
+                            residual: Optional[torch.Tensor] = None,
+                            norm_rows: Optional[int] = None
+                            ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("allreduce_rmsnorm", "x", x, 2)
+    rows, dim = x.shape
+    n = rows if norm_rows is None else norm_rows
+    _check(0 <= n <= rows, ValueError,
+           f"allreduce_rmsnorm: norm_rows must be in [0, {rows}], got {n}")
+    return x.new_empty((rows, dim)), x.new_empty((n, dim), dtype=torch.bfloat16)
+
+
+@register_collective("allreduce_rmsnorm", _allreduce_rmsnorm_fake)
+def allreduce_rmsnorm(x: torch.Tensor, workspace: torch.Tensor, peers: torch.Tensor,
+                      rank: int, weight: torch.Tensor, eps: float = 1e-6,
+                      residual: Optional[torch.Tensor] = None,
+                      norm_rows: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out bf16 [rows, D], norm_out bf16 [norm_rows, D]): the rows of x summed over the
+    ranks + the residual, and the RMSNorm of the first norm_rows (all when None) with weight
+    and eps (allreduce.allreduce_rmsnorm into a fresh ``out``: the op never writes x)."""
+    ws = symmetric_view("allreduce_rmsnorm", workspace, peers, rank)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    o, n = allreduce_mod.allreduce_rmsnorm(x, ws, weight, eps, residual=residual,
+                                           norm_rows=norm_rows, out=out)
+    return o, n
+
+
+def _finalize_fake(gemm2: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor,
+                   workspace: torch.Tensor, peers: torch.Tensor, rank: int,
+                   weight: torch.Tensor, eps: float = 1e-6,
+                   residual: Optional[torch.Tensor] = None
+                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("finalize_push_norm", "gemm2", gemm2, 2)
+    _rank("finalize_push_norm", "topk_ids", topk_ids, 2)
+    shape = (topk_ids.shape[0], gemm2.shape[1])
+    return gemm2.new_empty(shape), gemm2.new_empty(shape, dtype=torch.bfloat16)
+
+
+@register_collective("finalize_push_norm", _finalize_fake)
+def finalize_push_norm(gemm2: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor,
+                       workspace: torch.Tensor, peers: torch.Tensor, rank: int,
+                       weight: torch.Tensor, eps: float = 1e-6,
+                       residual: Optional[torch.Tensor] = None
+                       ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out bf16 [T, D], norm_out bf16 [T, D]): the MoE finalize of T tokens fused into the
+    all-reduce (+ the residual) and the RMSNorm of every row (allreduce.finalize_push_norm)."""
+    o, n = allreduce_mod.finalize_push_norm(gemm2, topk_ids, topk_weights,
+                                            symmetric_view("finalize_push_norm", workspace,
+                                                           peers, rank),
+                                            weight, eps, residual=residual)
+    return o, n
+
+
+def _gemm_allreduce_fake(x: torch.Tensor, weight: torch.Tensor, workspace: torch.Tensor,
+                         peers: torch.Tensor, rank: int) -> torch.Tensor:
+    _rank("gemm_allreduce", "x", x, 2)
+    _rank("gemm_allreduce", "weight", weight, 2)
+    return x.new_empty((gemm_mod.cell_rows(x.shape[0]), weight.shape[0]))
+
+
+@register_collective("gemm_allreduce", _gemm_allreduce_fake)
+def gemm_allreduce(x: torch.Tensor, weight: torch.Tensor, workspace: torch.Tensor,
+                   peers: torch.Tensor, rank: int) -> torch.Tensor:
+    """bf16 [cell, N]: the sum over the ranks of bf16(x @ weight^T) (fp32 in rank order),
+    rows [M, cell) zero (gemm_collectives.gemm_allreduce)."""
+    return gemm_mod.gemm_allreduce(x, weight, symmetric_view("gemm_allreduce", workspace,
+                                                             peers, rank))
+
+
+def _gemm_allgather_fake(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                         workspace: torch.Tensor, peers: torch.Tensor, rank: int,
+                         c: Optional[torch.Tensor] = None) -> torch.Tensor:
+    _rank("gemm_allgather", "x", x, 2)
+    _rank("gemm_allgather", "weight", weight, 2)
+    return x.new_empty((x.shape[0], weight.shape[0]))
+
+
+@register_collective("gemm_allgather", _gemm_allgather_fake)
+def gemm_allgather(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                   workspace: torch.Tensor, peers: torch.Tensor, rank: int,
+                   c: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """bf16 [M, N]: bf16(x @ weight^T) gathered by columns from the ranks, + bias (+ c), in
+    bf16 arithmetic (gemm_collectives.gemm_allgather)."""
+    return gemm_mod.gemm_allgather(x, weight, bias, symmetric_view("gemm_allgather", workspace,
+                                                                   peers, rank), c)
+

@@ -46,8 +46,9 @@ KilnError = _runtime.KilnError
 #: The most ranks a symmetric workspace spans.
 MAX_WORLD: int = _runtime.MAX_WORKSPACE_WORLD
 
-#: What a rank publishes in place of its record when its allocation failed (the error follows).
-_FAILED = b"kiln symmetric workspace: failed\n"
+#: What a rank publishes in place of its record when its allocation failed (the error follows;
+#: the C++ runtime's SymmetricWorkspace::create publishes the same).
+_FAILED = _runtime.FAILED_WORKSPACE_RECORD
 
 Exchange = Callable[[bytes], Sequence[bytes]]
 
@@ -113,6 +114,10 @@ class SymmetricBuffer:
     tensor view are gone. Close only once no peer's kernel uses the workspace any more (a
     barrier between the ranks first).
     """
+
+    #: Peers reach this workspace by loads and stores (a stand-in over a process group, where
+    #: they do not, says False).
+    peer_mapped = True
 
     def __init__(self, nbytes: int, group: Any = None, *, exchange: Optional[Exchange] = None,
                  rank: Optional[int] = None, world: Optional[int] = None):

@@ -33,10 +33,17 @@ runs, a torch function mode refuses anything but allocation, views and metadata 
 is never planned: ``plans[qualname][key]`` is an ``Unplanned`` with the reason, and the call
 runs in full every time). Planning is off in interpreter mode (CPU tensors) and with
 ``KILN_OP_PLANS=0``.
+
+Warm-ups. Within ``no_plans()`` the ops run their wrappers in full, on this thread: no plan
+is replayed and none is recorded. A wrapper that only compiles or loads its kernels there
+(``kernels_dsl.kimi_k3``'s ``compile_only`` enters it) launches nothing, so a plan recorded
+from it would replay nothing, and replaying an earlier plan would launch. ``torch.compile``
+compiles a function called within it (the op calls of its compiled code run the wrappers).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -46,11 +53,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _runtime
 from .host import launch as _launch_rules
 
-__all__ = ["Plan", "Unplanned", "cpp_plans", "op", "plans"]
+__all__ = ["Plan", "Unplanned", "cpp_plans", "no_plans", "op", "plans"]
 
 
 # ---------------------------------------------------------------------------
@@ -509,6 +517,41 @@ def _recorder_impl(qualname: str, fn: Callable[..., Any], native: _Native
 
 
 # ---------------------------------------------------------------------------
+# Warm-ups: the wrappers in full
+# ---------------------------------------------------------------------------
+
+#: qualified op name -> the function ``op`` registered (the wrapper, never planned).
+_wrappers: Dict[str, Callable[..., Any]] = {}
+
+
+class _NoPlans(TorchDispatchMode):
+    """Sends this thread's calls of the ops defined here to their wrappers, ahead of every
+    dispatch key: the C++ kernel's replay and the Python planner alike."""
+
+    @classmethod
+    def is_infra_mode(cls) -> bool:
+        # torch.compile runs a frame eagerly under a user's dispatch mode; under this one it
+        # compiles, and the compiled code's op calls still come here
+        return True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.name() if isinstance(func, torch._ops.OpOverload) else None
+        fn = _wrappers.get(name) if name is not None else None
+        if fn is not None:
+            return fn(*args, **(kwargs or {}))
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def no_plans() -> Any:
+    """Within it, this thread's calls of the ops defined by ``op`` run their wrappers in full
+    (see the module's documentation, "Warm-ups"). Nested uses are fine. A wrapper that
+    itself calls such an op inside runs that inner op as usual."""
+    with _NoPlans():
+        yield
+
+
+# ---------------------------------------------------------------------------
 # Registration
 # ---------------------------------------------------------------------------
 
@@ -548,6 +591,7 @@ def op(namespace: str, name: str, fake: Callable[..., Any],
         schema = torch.library.infer_schema(fn, mutates_args=tuple(mutates_args))
         lib.define(name + schema, tags=_tags())
         qualname = f"{namespace}::{name}"
+        _wrappers[qualname] = fn
         native = _native()
         if native is not None:
             twin = namespace + "_record"

@@ -1137,6 +1137,7 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("device", &kiln::SymmetricWorkspace::device)
       .def_property_readonly("is_open", &kiln::SymmetricWorkspace::isOpen);
   m.attr("MAX_WORKSPACE_WORLD") = kiln::kMaxWorkspaceWorld;
+  m.attr("FAILED_WORKSPACE_RECORD") = py::bytes(std::string(kiln::kFailedWorkspaceRecord));
   m.def(
       "encode_workspace_record",
       [](int rank, int world, uint64_t bytes, py::bytes deviceUuid, const std::string &pciBusId,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -225,6 +226,30 @@ SymmetricWorkspace SymmetricWorkspace::allocate(size_t bytes, int rank, int worl
   d.check(d.cuIpcGetMemHandle(&handle, ws.local_), "cuIpcGetMemHandle");
   std::memcpy(rec.ipcHandle.data(), handle.reserved, rec.ipcHandle.size());
   return ws;
+}
+
+SymmetricWorkspace SymmetricWorkspace::create(size_t bytes, int rank, int world,
+                                              const WorkspaceExchange &exchange) {
+  std::optional<SymmetricWorkspace> ws;
+  std::exception_ptr error;
+  std::string record;
+  try {
+    ws.emplace(allocate(bytes, rank, world));
+    record = ws->exchangeRecord();
+  } catch (const std::exception &e) {
+    error = std::current_exception();
+    record = std::string(kFailedWorkspaceRecord) + e.what();
+  }
+  std::vector<std::string> records = exchange(record);
+  if (error)
+    std::rethrow_exception(error);
+  for (size_t r = 0; r < records.size(); ++r)
+    if (std::string_view(records[r]).substr(0, kFailedWorkspaceRecord.size()) ==
+        kFailedWorkspaceRecord)
+      fail("rank " + std::to_string(r) + " failed to allocate its workspace: " +
+           records[r].substr(kFailedWorkspaceRecord.size()));
+  ws->open(records);
+  return std::move(*ws);
 }
 
 SymmetricWorkspace::SymmetricWorkspace(SymmetricWorkspace &&other) noexcept {

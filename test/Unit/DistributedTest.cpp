@@ -151,6 +151,35 @@ TEST(SymmetricWorkspaceTest, WithoutDriverAllocateFailsCleanly) {
   EXPECT_NE(msg.find("kiln: cannot load the CUDA driver (libcuda.so.1)"), std::string::npos) << msg;
 }
 
+TEST(SymmetricWorkspaceTest, CreateTakesPartInTheExchangeWhenAllocationFails) {
+  // Rank 0 of 2 with a size of 0 fails before the driver; it still publishes a
+  // failure record, and throws its own error after the exchange.
+  std::vector<std::string> published;
+  auto exchange = [&](const std::string &record) {
+    published.push_back(record);
+    return std::vector<std::string>{record, record};
+  };
+  EXPECT_EQ(errorOf([&] { SymmetricWorkspace::create(0, 0, 2, exchange); }),
+            "kiln: symmetric workspace: the size must be positive, got 0 bytes");
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published[0], std::string(kFailedWorkspaceRecord) +
+                              "kiln: symmetric workspace: the size must be positive, got 0 bytes");
+}
+
+TEST(SymmetricWorkspaceTest, CreateNamesThePeerThatFailed) {
+  if (!driverAvailable())
+    GTEST_SKIP() << "no CUDA driver on this machine";
+  auto exchange = [](const std::string &record) {
+    return std::vector<std::string>{record, std::string(kFailedWorkspaceRecord) + "out of memory"};
+  };
+  EXPECT_EQ(errorOf([&] { SymmetricWorkspace::create(4096, 0, 2, exchange); }),
+            "kiln: symmetric workspace: rank 1 failed to allocate its workspace: out of memory");
+  SymmetricWorkspace ws = SymmetricWorkspace::create(
+      4096, 0, 1, [](const std::string &record) { return std::vector<std::string>{record}; });
+  EXPECT_TRUE(ws.isOpen());
+  EXPECT_EQ(ws.peer(0), ws.local());
+}
+
 TEST(SymmetricWorkspaceTest, WorldOfOneOnTheGpu) {
   if (!driverAvailable())
     GTEST_SKIP() << "no CUDA driver on this machine";

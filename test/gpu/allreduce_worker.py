@@ -2,8 +2,9 @@
 one GPU): ``python allreduce_worker.py RANK WORLD INIT_FILE``. Every rank derives every
 rank's inputs from seeds, so each checks the whole result against its own reference (the
 sum over ranks in fp32, in rank order, rounded to bf16, plus the residual in bf16
-arithmetic; the RMSNorm in fp32 from that; the MoE finalize in fp32 in expert order; the
-sequence-parallel reduce-scatter and all-gather);
+arithmetic, by the one-shot and the two-shot form; the RMSNorm in fp32 from that; the MoE
+finalize in fp32 in expert order; the sequence-parallel reduce-scatter and all-gather, the
+latter also straight into a symmetric output);
 torch.distributed (gloo) exchanges the workspace handles and keeps the ranks in step between
 cases. Exit status 0 when every case passed; a failure prints its traceback."""
 
@@ -107,15 +108,16 @@ def main(rank: int, world: int, init: str) -> None:
     assert (buf.rank, buf.world) == (rank, world)
     call = 0
 
-    # Sizes over grids of 1 to 1024 programs, in place and into out, with and without the
-    # residual.
+    # The one-shot form over grids of 1 to 1024 programs, in place and into out, with and
+    # without the residual.
+    one_shot = A.Settings(two_shot_bytes=1 << 62)
     for n, with_res, in_place in [(2, False, True), (6, True, True), (2048, False, False),
                                   (2050, True, True), (65536, True, False),
                                   (FLAT_MAX, False, True), (FLAT_MAX, True, False)]:
         x = data(seed(call, rank), n)
         res = data(seed(call, -1), n) if with_res else None
         out = None if in_place else torch.empty_like(x)
-        got = warm(A.allreduce, x, buf, residual=res, out=out)
+        got = warm(A.allreduce, x, buf, residual=res, out=out, settings=one_shot)
         assert (got is x) == in_place
         torch.cuda.synchronize()
         A.check(buf)
@@ -134,6 +136,35 @@ def main(rank: int, world: int, init: str) -> None:
     for k, (n, (got, res)) in enumerate(zip(sizes, outs)):
         same_bits(got, reference(call + k, n, world, res), f"back-to-back call {k} (n={n})")
     call += len(sizes)
+
+    # The two-shot form (a reduce-scatter then an all-gather), forced from 0 bytes and taken
+    # by itself past the one-shot form's 2,097,152 elements: shards that do not divide evenly,
+    # the residual; then 100 calls alternating it with the one-shot form, sizes changing.
+    two_shot = A.Settings(two_shot_bytes=0)
+    for n, with_res, settings in [(2, False, two_shot), (6, True, two_shot),
+                                  (4098, False, two_shot), (3 * 65536 + 34, True, two_shot),
+                                  (FLAT_MAX + 4096, False, A.SETTINGS),
+                                  (2 * FLAT_MAX, True, A.SETTINGS)]:
+        x = data(seed(call, rank), n)
+        res = data(seed(call, -1), n) if with_res else None
+        got = warm(A.allreduce, x, buf, residual=res, settings=settings)
+        torch.cuda.synchronize()
+        A.check(buf)
+        same_bits(got, reference(call, n, world, res), f"two-shot n={n} residual={with_res}")
+        call += 1
+    outs = []
+    for k in range(100):
+        n = 2 * (1 + (k * 7919) % 400000)
+        res = data(seed(call + k, -1), n) if k % 3 == 0 else None
+        settings = two_shot if k % 2 else A.SETTINGS
+        outs.append((warm(A.allreduce, data(seed(call + k, rank), n), buf, residual=res,
+                          settings=settings), res))
+    torch.cuda.synchronize()
+    A.check(buf)
+    for k, (got, res) in enumerate(outs):
+        same_bits(got, reference(call + k, got.numel(), world, res),
+                  f"one- and two-shot call {k} (n={got.numel()})")
+    call += len(outs)
 
     # The row form: the all-reduce + RMSNorm of rows of 3,584 (a single row; K3's
     # [N latent | 2N shared] buffer with its first N rows normed; rows spread over programs
@@ -232,6 +263,7 @@ def main(rank: int, world: int, init: str) -> None:
     # every rank's out; a marker word (-0.0, +0.0) arrives as the zero word), on K3's hidden
     # width (16-byte vectors) and on a width of 6 (3 words a row: one word at a time).
     hidden = 7168
+    out_buf = SymmetricBuffer(4 + 2 * world * 64 * hidden)
     for rows, width, res_kind in [(1, hidden, None), (3, hidden, "local"), (5, 6, "global"),
                                   (64, hidden, None)]:
         call += 1
@@ -265,7 +297,22 @@ def main(rank: int, world: int, init: str) -> None:
         words[words == A.NONZERO_MARKER] = 0
         same_bits(got.flatten(), want.flatten(), f"sp_all_gather rows={rows} width={width}")
 
+        # The direct form into every rank's symmetric output, at a 16-byte and at a 4-byte
+        # offset: every word exact (no marker), twice in a row on the same output.
+        for offset in (0, 4):
+            for again in range(2):
+                call += 1
+                x = data(seed(call, rank), rows * width).view(rows, width)
+                got = warm(A.sp_all_gather_direct, x, buf, out_buf, offset)
+                torch.cuda.synchronize()
+                A.check(buf)
+                want = torch.cat([data(seed(call, r), rows * width).view(rows, width)
+                                  for r in range(world)])
+                same_bits(got.flatten(), want.flatten(),
+                          f"sp_all_gather_direct rows={rows} width={width} offset={offset}")
+
     dist.barrier()
+    out_buf.close()
     buf.close()
     dist.destroy_process_group()
     print(f"rank {rank}: OK", flush=True)

@@ -16,29 +16,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-WORKER = os.path.join(os.path.dirname(__file__), "allreduce_worker.py")
+from ranks import run_ranks  # noqa: E402
+
 #: Beyond this the ranks are taken to hang (the kernel's own waits give up after 5 s).
 DEADLINE_S = 600
 
 
 @pytest.mark.parametrize("world", [2, 4, 8])
 def test_allreduce_protocol(launch_mode, world, tmp_path):
-    init = tmp_path / "init"
-    ranks = [subprocess.Popen([sys.executable, WORKER, str(r), str(world), str(init)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for r in range(world)]
-    logs = []
-    try:
-        for p in ranks:
-            logs.append(p.communicate(timeout=DEADLINE_S)[0])
-    except subprocess.TimeoutExpired:
-        for p in ranks:
-            p.kill()
-        pytest.fail(f"world {world}: the ranks did not finish within {DEADLINE_S} s")
-    failed = [(r, p.returncode, log) for r, (p, log) in enumerate(zip(ranks, logs))
-              if p.returncode != 0]
-    assert not failed, "\n".join(f"rank {r} exited {rc}:\n{log[-4000:]}" for r, rc, log in failed)
-    assert all(f"rank {r}: OK" in log for r, log in enumerate(logs))
+    run_ranks("allreduce_worker.py", world, tmp_path, deadline_s=DEADLINE_S)
 
 
 def test_docs_example(launch_mode, tmp_path):

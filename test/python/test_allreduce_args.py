@@ -28,7 +28,8 @@ def x(n=4096, dtype=torch.bfloat16):
     (lambda: A.allreduce(x(), workspace(), out=x(dtype=torch.float32)), "out must be bfloat16"),
     (lambda: A.allreduce(x(8192), workspace()), "workspace holds .* bytes, 8192 elements over 2 "
                                                 "ranks need"),
-    (lambda: A.allreduce(x(1 << 22), workspace(elements=1 << 22)), "at most 2097152 elements"),
+    (lambda: A.allreduce(x(1 << 23), workspace(elements=1 << 23)),
+     "at most 4194304 elements over 2 ranks"),
 ])
 def test_bad_input_raises_before_launch(call, message):
     with pytest.raises((TypeError, ValueError), match=message):
@@ -112,8 +113,33 @@ def test_sequence_parallel_bad_input_raises_before_launch(call, message):
 
 def test_workspace_bytes():
     """The header, then two phases of world slots of a descriptor word a program and the
-    words, rounded to 64 bytes."""
-    assert A.workspace_bytes(2, 8) == 4 * (A.HEADER_WORDS + 2 * 2 * (A.MAX_PROGRAMS + 16))
+    words, rounded to 64 bytes, and 128 bytes for the two-shot form's rounded shards."""
+    assert A.workspace_bytes(2, 8) == 4 * (A.HEADER_WORDS + 2 * 2 * (A.MAX_PROGRAMS + 48))
     assert A.workspace_bytes(8, 1 << 20) == 4 * (A.HEADER_WORDS + 2 * 8 * (A.MAX_PROGRAMS
-                                                                            + (1 << 19)))
+                                                                            + (1 << 19) + 32))
     assert A.workspace_bytes(4, 10) == A.workspace_bytes(4, 32) < A.workspace_bytes(4, 34)
+
+
+def out_buffer(world=2, rank=0):
+    """A symmetric output buffer as sp_all_gather_direct sees it (CPU views)."""
+    return types.SimpleNamespace(world=world, rank=rank, peer_table=None,
+                                 local=lambda dtype, shape, offset: torch.zeros(shape,
+                                                                                dtype=dtype))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: A.sp_all_gather_direct(rows(4, 8, torch.float16), workspace(), out_buffer()),
+     "x must be bfloat16"),
+    (lambda: A.sp_all_gather_direct(rows(8, 8)[:, :4], workspace(), out_buffer()),
+     "x must be contiguous"),
+    (lambda: A.sp_all_gather_direct(rows(4, 8), workspace(), out_buffer(world=4)),
+     "both must span the same ranks"),
+    (lambda: A.sp_all_gather_direct(rows(4, 8), workspace(), out_buffer(), offset=6),
+     "multiple of 4 bytes"),
+    (lambda: A.sp_all_gather_direct(rows(1, 3), workspace(), out_buffer()), "must be even"),
+    (lambda: A.sp_all_gather_direct(rows(1 << 12, 1 << 10), workspace(), out_buffer()),
+     "at most 2097152 elements"),
+])
+def test_direct_all_gather_bad_input_raises_before_launch(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()

@@ -24,8 +24,10 @@ import kiln.aot  # noqa: E402
 from kernels_dsl.kimi_k3 import (  # noqa: E402
     _launch,
     allreduce,
+    allreduce_fallback,
     attn_res,
     concat_mla,
+    gemm_collectives,
     image,
     kda_decode,
     kda_verify,
@@ -46,8 +48,9 @@ from kiln.runtime import Bundle, BundleWriter, KilnError  # noqa: E402
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 FAKE_CUBIN = b"\x7fELF" + bytes(60)
-MODULES = (allreduce, attn_res, concat_mla, image, kv_indices, mla_kv, mla_output_gate,
-           moe_align, moe_fused_gate, pack_topk_ids, quant, situ, situ_quant, tensor_hash)
+MODULES = (allreduce, allreduce_fallback, attn_res, concat_mla, gemm_collectives, image,
+           kv_indices, mla_kv, mla_output_gate, moe_align, moe_fused_gate, pack_topk_ids, quant,
+           situ, situ_quant, tensor_hash)
 SMS = 132  # an H200
 
 _TYPESTR = {"bfloat16": "<V2", "float32": "<f4", "int32": "<i4", "int64": "<i8",
@@ -301,12 +304,20 @@ def test_moe_fused_gate(bundle_only):
 
 
 def test_collectives(bundle_only):
-    """The flat collectives over worlds 2, 4, 8: 16-byte aligned tensors of a multiple of 32
+    """The flat collectives over worlds 2, 4, 8 (the all-reduce's two-shot form from 1 MiB, the
+    all-gather straight into a symmetric output): 16-byte aligned tensors of a multiple of 32
     bf16 take the vector kernels, other sizes and 4-byte offsets the generic ones; the row
     forms (16-byte aligned, rows of 3,584) their one kernel."""
     def ws(world, elements):
         return types.SimpleNamespace(rank=world - 1, world=world, peer_table=T((world,), "int64"),
                                      nbytes=allreduce.workspace_bytes(world, elements))
+
+    def out_buffer(world):
+        base = T((1 << 20,), "uint8")
+        return types.SimpleNamespace(
+            rank=world - 1, world=world, peer_table=T((world,), "int64"),
+            local=lambda dtype, shape, offset: FakeTensor(shape, dtype,
+                                                          address=base.data_ptr() + offset))
 
     def cases():
         for world, n, off in itertools.product((2, 4, 8), (2, 1000, 7168, 65536), (0, 2)):
@@ -318,6 +329,14 @@ def test_collectives(bundle_only):
                 T((world * n,), offset=off), ws(world, n), residual=T((n,))), fast)
             yield (f"sp_all_gather {what}", lambda: allreduce.sp_all_gather(
                 T((n,), offset=off), ws(world, n)), fast)
+            yield (f"sp_all_gather_direct {what}", lambda: allreduce.sp_all_gather_direct(
+                T((n,)), ws(world, 2 * allreduce.MAX_PROGRAMS), out_buffer(world),
+                offset=2 * off), fast)
+        for world, n, off in itertools.product((2, 4, 8), (1 << 20, (1 << 20) + 2), (0, 2)):
+            fast = n % 32 == 0 and not off
+            yield (f"allreduce (two-shot) world={world} n={n} off={off}",
+                   lambda: allreduce.allreduce(T((n,), offset=off), ws(world, n),
+                                               residual=T((n,))), fast)
         d = allreduce.NORM_DIM
         for world, rows in itertools.product((2, 4, 8), (1, 3, 1536)):
             yield (f"allreduce_rmsnorm world={world} rows={rows}",
@@ -332,6 +351,38 @@ def test_collectives(bundle_only):
 
     seen = run_grid(bundle_only, cases())
     assert seen >= generic_names(allreduce)
+
+
+def test_gemm_collectives(bundle_only):
+    """The fused GEMMs over worlds 2, 4, 8 and every tile setting: K3's N = 7,168 (and its
+    slices) takes the fast kernels, an N that is not a multiple of 16 (or whose slice is not)
+    the generic ones; K any multiple of 8; out given or allocated."""
+    def ws(world, m, n):
+        return types.SimpleNamespace(
+            rank=world - 1, world=world, peer_table=T((world,), "int64"),
+            nbytes=allreduce.workspace_bytes(world, gemm_collectives.workspace_elements(m, n,
+                                                                                       world)))
+
+    def cases():
+        for world, m, n, k, given in itertools.product(
+                (2, 4, 8), (1, 8, 9, 17, 33, 100, 129, 512), (7168, 7176, 2064), (3584, 8),
+                (False, True)):
+            cell = gemm_collectives.cell_rows(m)
+            out = T((cell, n)) if given else None
+            yield (f"gemm_allreduce world={world} M={m} N={n} K={k} out={given}",
+                   lambda: gemm_collectives.gemm_allreduce(T((m, k)), T((n, k)), ws(world, m, n),
+                                                           out=out), n % 16 == 0)
+            if n % (2 * world):
+                continue
+            for with_c in (False, True):
+                c = T((m, n)) if with_c else None
+                yield (f"gemm_allgather world={world} M={m} N={n} K={k} c={with_c}",
+                       lambda: gemm_collectives.gemm_allgather(
+                           T((m, k)), T((n, k)), T((n,)), ws(world, m, n), c=c,
+                           out=T((m, n)) if given else None), n // world % 16 == 0)
+
+    seen = run_grid(bundle_only, cases())
+    assert seen == {s.kernel_name for s in gemm_collectives.AOT_SPECIALIZATIONS}
 
 
 def test_kv_indices(bundle_only):

@@ -258,3 +258,234 @@ def test_wrapper_errors_pass_through(monkeypatch):
     monkeypatch.setattr(tensor_hash.tensor_hash_partials_kernel, "interpret", False)
     with pytest.raises(ValueError, match="gpu_tensor_hash: t must be a CUDA tensor"):
         torch.ops.kiln.gpu_tensor_hash(torch.zeros(4))
+
+
+# ---------------------------------------------------------------------------
+# Collectives: they need peers (no interpreter run); schemas, fakes, checks, the planner
+# ---------------------------------------------------------------------------
+
+from kernels_dsl.kimi_k3 import _launch as L  # noqa: E402
+from kernels_dsl.kimi_k3 import allreduce as A  # noqa: E402
+from kiln import torch_library  # noqa: E402
+
+COLLECTIVES = ["allreduce", "sp_reduce_scatter", "sp_all_gather", "allreduce_rmsnorm",
+               "finalize_push_norm", "gemm_allreduce", "gemm_allgather"]
+
+
+def test_collective_ops_are_listed_apart():
+    assert list(kops.COLLECTIVE_OPS) == COLLECTIVES
+    assert not set(kops.COLLECTIVE_OPS) & set(kops.OPS)
+
+
+@pytest.mark.parametrize("name", COLLECTIVES)
+def test_collective_schema_mutates_only_the_workspace(name):
+    schema = getattr(torch.ops.kiln, name).default._schema
+    args = [a.name for a in schema.arguments]
+    i = args.index("workspace")
+    assert args[i:i + 3] == ["workspace", "peers", "rank"]
+    assert {a.name for a in schema.arguments
+            if a.alias_info is not None and a.alias_info.is_write} == {"workspace"}
+    assert len(schema.returns) == (2 if name in ("allreduce_rmsnorm", "finalize_push_norm")
+                                   else 1)
+    assert all(r.alias_info is None for r in schema.returns)
+
+
+def _ws_specs(world, nbytes=1 << 16):
+    return [((nbytes,), torch.uint8), ((world,), torch.int64), (1, None)]
+
+
+COLLECTIVE_FAKE_CASES = [
+    ("allreduce", [((4096,), BF16)] + _ws_specs(4), {}, [((4096,), BF16)]),
+    ("allreduce", [((3, 7168), BF16)] + _ws_specs(2), {"residual": None}, [((3, 7168), BF16)]),
+    ("sp_reduce_scatter", [((8, 7168), BF16)] + _ws_specs(4), {}, [((2, 7168), BF16)]),
+    ("sp_all_gather", [((2, 7168), BF16)] + _ws_specs(4), {}, [((8, 7168), BF16)]),
+    ("allreduce_rmsnorm", [((5, 3584), BF16)] + _ws_specs(2) + [((3584,), BF16)], {},
+     [((5, 3584), BF16), ((5, 3584), BF16)]),
+    ("allreduce_rmsnorm", [((6, 3584), BF16)] + _ws_specs(8) + [((3584,), BF16)],
+     {"norm_rows": 2}, [((6, 3584), BF16), ((2, 3584), BF16)]),
+    ("finalize_push_norm", [((80, 3584), BF16), ((5, 16), torch.int32),
+                            ((5, 16), torch.float32)] + _ws_specs(2) + [((3584,), BF16)], {},
+     [((5, 3584), BF16), ((5, 3584), BF16)]),
+    ("gemm_allreduce", [((9, 256), BF16), ((7168, 256), BF16)] + _ws_specs(8), {},
+     [((16, 7168), BF16)]),
+    ("gemm_allgather", [((3, 3584), BF16), ((7168, 3584), BF16), ((7168,), BF16)]
+     + _ws_specs(8), {}, [((3, 7168), BF16)]),
+]
+
+
+@pytest.mark.parametrize("op,inputs,kwargs,expected", COLLECTIVE_FAKE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(COLLECTIVE_FAKE_CASES)])
+def test_collective_fakes_have_the_documented_shapes(op, inputs, kwargs, expected):
+    mode, args = _fake(*inputs)
+    with mode:
+        outs = getattr(torch.ops.kiln, op)(*args, **kwargs)
+    assert _meta(outs) == expected
+
+
+@pytest.mark.parametrize("op,inputs,message", [
+    ("sp_reduce_scatter", [((6, 16), BF16)] + _ws_specs(4), "multiple of the world size 4"),
+    ("allreduce_rmsnorm", [((16,), BF16)] + _ws_specs(2) + [((16,), BF16)], "must be 2-D"),
+])
+def test_collective_fakes_raise_on_bad_shapes(op, inputs, message):
+    mode, args = _fake(*inputs)
+    with mode, pytest.raises(ValueError, match=message):
+        getattr(torch.ops.kiln, op)(*args)
+
+
+def _buffer(world=2, rank=0, elements=4096):
+    """A stand-in SymmetricBuffer on the CPU (what symmetric_workspace reads of one)."""
+    import types
+
+    nbytes = A.workspace_bytes(world, elements)
+    mem = torch.zeros(nbytes, dtype=torch.uint8)
+    peers = torch.zeros(world, dtype=torch.int64)
+    return types.SimpleNamespace(world=world, rank=rank, nbytes=nbytes, peer_table=peers,
+                                 local=lambda dtype=None: mem.view(dtype or torch.uint8))
+
+
+def test_symmetric_workspace_gives_the_ops_arguments():
+    buf = _buffer(world=4, rank=3)
+    ws = kops.symmetric_workspace(buf)
+    assert ws.workspace.dtype == torch.uint8 and ws.workspace.numel() == buf.nbytes
+    assert ws.peers is buf.peer_table and ws.rank == 3
+    view = kops.symmetric_view("t", *ws)
+    assert (view.world, view.rank, view.nbytes) == (4, 3, buf.nbytes)
+    status = view.local(torch.int32, (1,), 4 * A.STATUS_WORD)
+    status.fill_(7)
+    assert ws.workspace.view(torch.int32)[A.STATUS_WORD] == 7
+
+
+def _x(n=4096):
+    return torch.zeros(n, dtype=BF16)
+
+
+@pytest.mark.parametrize("call,exc,message", [
+    (lambda ws: torch.ops.kiln.allreduce(_x(), ws.workspace.clone(), ws.peers, ws.rank),
+     ValueError, "workspace is not a symmetric workspace"),
+    (lambda ws: torch.ops.kiln.allreduce(_x(), ws.workspace, ws.peers.clone(), ws.rank),
+     ValueError, "not those of one SymmetricBuffer"),
+    (lambda ws: torch.ops.kiln.allreduce(_x(), ws.workspace, ws.peers, 2),
+     ValueError, r"rank must be in \[0, 2\)"),
+    (lambda ws: torch.ops.kiln.allreduce(_x(), ws.workspace.view(torch.int32), ws.peers, 0),
+     ValueError, "workspace must be a contiguous uint8"),
+    (lambda ws: torch.ops.kiln.allreduce(_x(), ws.workspace, ws.peers.int(), 0),
+     ValueError, "peers must be the int64"),
+    (lambda ws: torch.ops.kiln.allreduce(_x().half(), *ws), TypeError, "x must be bfloat16"),
+    (lambda ws: torch.ops.kiln.allreduce(_x(8192), *ws), ValueError, "workspace holds"),
+    (lambda ws: torch.ops.kiln.allreduce(_x(), *ws, _x(2048)), ValueError,
+     r"residual must have shape \[4096\]"),
+    (lambda ws: torch.ops.kiln.sp_reduce_scatter(_x(4095), *ws), ValueError,
+     "multiple of the world size"),
+    (lambda ws: torch.ops.kiln.sp_all_gather(_x(4097), *ws), ValueError, "must be even"),
+    (lambda ws: torch.ops.kiln.allreduce_rmsnorm(_x(3584).view(1, 3584), *ws,
+                                                 torch.ones(100, dtype=BF16)),
+     ValueError, r"weight must have shape \[3584\]"),
+    (lambda ws: torch.ops.kiln.finalize_push_norm(
+        torch.zeros(4, 3584, dtype=BF16), torch.zeros(1, 16, dtype=torch.int64),
+        torch.zeros(1, 16), *ws, torch.ones(3584, dtype=BF16)),
+     TypeError, "topk_ids must be int32"),
+])
+def test_collective_ops_raise_on_bad_input_before_any_launch(call, exc, message):
+    ws = kops.symmetric_workspace(_buffer())
+    with pytest.raises(exc, match=message):
+        call(ws)
+
+
+class _Kernel:
+    """A JIT kernel stand-in: counts warm-ups and launches."""
+
+    def __init__(self):
+        self.calls = []
+
+    def warmup(self, grid, *args, **kwargs):
+        self.calls.append("warmup")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.calls.append("launch")
+
+
+#: The planner test op's library and current wrapper.
+_PLANNER_TEST = {}
+
+
+@pytest.fixture
+def planned_op(monkeypatch):
+    """An op ``kiln_planner_test::warm_me`` whose CPU kernel is the planner (``_planned``,
+    as the CUDA kernel is where the package has no C++ kernel), with a launch key for CPU
+    tensors; its wrapper launches one stand-in kernel through the K3 launch path."""
+    monkeypatch.setattr(L, "jit_allowed", lambda: True)
+    monkeypatch.setattr(torch_library, "_launch_key", lambda args: ("key",))
+    kernel = _Kernel()
+
+    def warm_me(x: torch.Tensor) -> torch.Tensor:
+        L.launch(kernel, "k", (1,), (x,), {}, 4)
+        return torch.empty_like(x)
+
+    qualname = "kiln_planner_test::warm_me"
+    if qualname not in torch_library._wrappers:
+        lib = torch.library.Library("kiln_planner_test", "FRAGMENT")
+        lib.define("warm_me(Tensor x) -> Tensor")
+        torch_library._wrappers[qualname] = lambda *a: _PLANNER_TEST["fn"](*a)
+        lib.impl("warm_me", torch_library._planned(qualname,
+                                                   lambda *a: _PLANNER_TEST["fn"](*a)), "CPU")
+        torch.library.register_fake(qualname, torch.empty_like, lib=lib)
+        _PLANNER_TEST["lib"] = lib
+    _PLANNER_TEST["fn"] = warm_me
+    torch_library.plans[qualname].clear()
+    yield kernel, torch_library.plans[qualname]
+    torch_library.plans[qualname].clear()
+
+
+def test_compile_only_records_no_plan(planned_op):
+    kernel, table = planned_op
+    x = torch.zeros(4)
+    with L.compile_only():
+        torch.ops.kiln_planner_test.warm_me(x)
+    assert kernel.calls == ["warmup"] and table == {}     # no empty plan left behind
+    torch.ops.kiln_planner_test.warm_me(x)
+    assert kernel.calls == ["warmup", "launch"] and list(table) == [("key",)]
+
+
+def test_compile_only_does_not_replay_a_plan(planned_op, monkeypatch):
+    kernel, table = planned_op
+    replayed = []
+    plan = object.__new__(torch_library.Plan)
+    plan.run = lambda args: replayed.append(1)
+    table[("key",)] = plan
+    x = torch.zeros(4)
+    torch.ops.kiln_planner_test.warm_me(x)
+    assert replayed == [1] and kernel.calls == []
+    with L.compile_only():
+        torch.ops.kiln_planner_test.warm_me(x)
+    assert replayed == [1] and kernel.calls == ["warmup"]
+
+
+def test_compile_only_reaches_collective_ops(monkeypatch):
+    """Inside compile_only a collective op runs its wrapper, whose launch warms up (the
+    stand-in kernel counts it) and launches nothing."""
+    kernel = _Kernel()
+    monkeypatch.setattr(L, "jit_allowed", lambda: True)
+    monkeypatch.setattr(A, "push_kernel", kernel)
+    ws = kops.symmetric_workspace(_buffer())
+    x = torch.ones(4096, dtype=BF16)
+    with L.compile_only():
+        out = torch.ops.kiln.allreduce(x, *ws)
+    assert kernel.calls == ["warmup"] and out.shape == x.shape and out is not x
+
+
+def test_compiled_function_is_compiled_inside_compile_only(planned_op):
+    """torch.compile compiles a function called within compile_only (its op calls warm up),
+    and the compiled code launches afterwards without compiling again."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    kernel, _ = planned_op
+    compiled = torch.compile(lambda x: torch.ops.kiln_planner_test.warm_me(x) + 1,
+                             fullgraph=True, backend="aot_eager")
+    x = torch.zeros(4)
+    with L.compile_only():
+        compiled(x)
+    graphs = counters["stats"]["unique_graphs"]
+    assert graphs >= 1 and kernel.calls == ["warmup"]
+    compiled(x)
+    assert counters["stats"]["unique_graphs"] == graphs and kernel.calls[-1] == "launch"

@@ -31,6 +31,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,15 @@ std::vector<WorkspaceRecord> decodeWorkspaceRecords(const std::vector<std::strin
 /// differ (every rank sees the same records, so every rank throws).
 void checkWorkspaceRecords(const std::vector<WorkspaceRecord> &records, int rank, int world);
 
+/// The transport of the one exchange: given this rank's record, returns every
+/// rank's, in rank order (an all-gather over the serving stack's bootstrap:
+/// MPI, a TCP store, torch.distributed).
+using WorkspaceExchange = std::function<std::vector<std::string>(const std::string &record)>;
+
+/// What a rank publishes in place of its record when its allocation failed,
+/// followed by the error's message (kiln.distributed publishes the same).
+inline constexpr std::string_view kFailedWorkspaceRecord = "kiln symmetric workspace: failed\n";
+
 /// This rank's symmetric workspace: its allocation, the device peer table and
 /// the peers' mappings, released together (peer handles closed, memory freed)
 /// when it is destroyed. Movable, not copyable. Free it only once no peer's
@@ -85,6 +95,15 @@ public:
   /// 1 <= world <= kMaxWorkspaceWorld, 0 <= rank < world and bytes > 0 (checked
   /// before the driver is loaded), or on a driver error.
   static SymmetricWorkspace allocate(size_t bytes, int rank, int world);
+
+  /// allocate(), the exchange and open() as one collective call: the bootstrap
+  /// of a stack without Python. Every rank takes part in the exchange even when
+  /// its allocation failed (it publishes kFailedWorkspaceRecord and the error
+  /// instead), so none waits for a rank that failed: every rank throws
+  /// kiln::Error, the failed one its own error, the others naming it. An
+  /// exception of `exchange` itself propagates.
+  static SymmetricWorkspace create(size_t bytes, int rank, int world,
+                                   const WorkspaceExchange &exchange);
 
   SymmetricWorkspace(SymmetricWorkspace &&other) noexcept;
   SymmetricWorkspace &operator=(SymmetricWorkspace &&other) noexcept;
