@@ -95,6 +95,18 @@ def _take(slot, pid, offs, live, desc, status):
 
 
 @kiln.jit
+def _enter(peers, rank, pid, slot_units, WORLD: kl.constexpr):
+    """The start of a call, after the PDL wait (the previous call on this stream has flipped
+    the counters): (this rank's workspace, the slot pitch in words, the program's phase, the
+    phase's half of the workspace)."""
+    kl.pdl_wait()
+    local = kl.peer_pointer(peers, rank, kl.int32)
+    slot_words = slot_units * SLOT_ALIGN_WORDS
+    phase = kl.load(local + pid)
+    return local, slot_words, phase, HEADER_WORDS + phase * (WORLD * slot_words)
+
+
+@kiln.jit
 def _finish(local, pid, grid, phase, status):
     """The end of a call: report ``status`` in the workspace's status word, flip the program's
     phase counter, and from the last program the counters past the grid (the bumper, so that
@@ -125,14 +137,10 @@ def push_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, slot_units,
     kl.min_programs_per_sm(PROGRAMS_PER_SM)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
-    slot_words = slot_units * SLOT_ALIGN_WORDS
-    local = kl.peer_pointer(peers, rank, kl.int32)
     offs = pid * BLOCK + kl.arange(0, BLOCK)
     mask = offs < n_words
     desc = n_words * 2 + 1  # never zero
-    kl.pdl_wait()  # the previous call on this stream has flipped the counters
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    local, slot_words, phase, half = _enter(peers, rank, pid, slot_units, WORLD)
     if not SCATTER:
         w = kl.nonzero_marker(kl.load(x_ptr + offs, mask=mask, other=0))
     for r in kl.static_range(WORLD):
@@ -174,14 +182,10 @@ def two_shot_kernel(x_ptr, res_ptr, out_ptr, peers, rank, n_words, shard_words, 
     kl.min_programs_per_sm(PROGRAMS_PER_SM)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
-    slot_words = slot_units * SLOT_ALIGN_WORDS
-    local = kl.peer_pointer(peers, rank, kl.int32)
     offs = pid * BLOCK + kl.arange(0, BLOCK)
     in_shard = offs < shard_words
     desc = n_words * 2 + 1  # never zero
-    kl.pdl_wait()
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    local, slot_words, phase, half = _enter(peers, rank, pid, slot_units, WORLD)
     for r in kl.static_range(WORLD):  # the reduce-scatter: shard r to rank r
         idx = r * shard_words + offs
         m = in_shard & (idx < n_words)
@@ -232,15 +236,11 @@ def all_gather_direct_kernel(x_ptr, out_peers, out_words, peers, rank, n_words, 
     kl.min_programs_per_sm(PROGRAMS_PER_SM)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
-    slot_words = slot_units * SLOT_ALIGN_WORDS
-    local = kl.peer_pointer(peers, rank, kl.int32)
     offs = pid * BLOCK + kl.arange(0, BLOCK)
     mask = offs < n_words
     desc = (n_words + out_words * 7919) * 2 + 1  # odd: never zero; the offset must agree too
-    kl.pdl_wait()
+    local, slot_words, phase, half = _enter(peers, rank, pid, slot_units, WORLD)
     w = kl.load(x_ptr + offs, mask=mask, other=0)
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
     for r in kl.static_range(WORLD):  # ready
         slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
         kl.store(slot + pid, desc, sem="relaxed", scope="sys")
@@ -307,16 +307,12 @@ def allreduce_rows_kernel(x_ptr, g_ptr, idx_ptr, wt_ptr, res_ptr, out_ptr, w_ptr
     kl.min_programs_per_sm(ROWS_PROGRAMS_PER_SM)
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
-    slot_words = slot_units * SLOT_ALIGN_WORDS
-    local = kl.peer_pointer(peers, rank, kl.int32)
     cols = kl.arange(0, BLOCK)
     cmask = cols < D_WORDS
     desc = n_rows * (2 * D_WORDS) + 1  # never zero
     first = pid * rows_per
     last = kl.minimum(first + rows_per, n_rows)
-    kl.pdl_wait()
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    local, slot_words, phase, half = _enter(peers, rank, pid, slot_units, WORLD)
     for row in range(first, last):
         offs = row * D_WORDS + cols
         if FINALIZE:

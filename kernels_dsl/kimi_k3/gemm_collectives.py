@@ -32,11 +32,10 @@ from kiln.aot import Spec
 
 from . import _launch as L
 from .allreduce import (
-    HEADER_WORDS,
     MAX_PROGRAMS,
     NONZERO_MARKER,
-    SLOT_ALIGN_WORDS,
     _check_tensor,
+    _enter,
     _fallback,
     _finish,
     _hi,
@@ -55,25 +54,37 @@ MAX_M = CELLS[-1]
 
 
 @kiln.jit
+def _k_tiles(x_ptr, w_ptr, rows, row_ok, w_lo, w_hi, col_ok_lo, col_ok_hi, K, k, k_stop,
+             BK: kl.constexpr):
+    """The x tile [BM, BK] and the two W tiles [HALF, BK] of K step k (0 past ``k_stop``)."""
+    ka = k + kl.arange(0, BK)
+    k_ok = (ka < k_stop)[None, :]
+    a = kl.load(x_ptr + rows[:, None] * K + ka[None, :], mask=row_ok[:, None] & k_ok,
+                other=0.0)
+    b_lo = kl.load(w_ptr + w_lo[:, None] * K + ka[None, :], mask=col_ok_lo[:, None] & k_ok,
+                   other=0.0)
+    b_hi = kl.load(w_ptr + w_hi[:, None] * K + ka[None, :], mask=col_ok_hi[:, None] & k_ok,
+                   other=0.0)
+    return a, b_lo, b_hi
+
+
+@kiln.jit
 def _gemm_halves(x_ptr, w_ptr, rows, row_ok, w_lo, w_hi, col_ok_lo, col_ok_hi, K, k_stop,
                  BM: kl.constexpr, HALF: kl.constexpr, BK: kl.constexpr):
     """(x[rows] @ W[w_lo]^T, x[rows] @ W[w_hi]^T): two [BM, HALF] fp32 accumulators over K
-    in steps of BK, x rows past ``row_ok``, W rows past ``col_ok_*`` and K's edge read as 0;
-    the loop stops at ``k_stop`` (K, or 0 for a tile of no live row: zeros)."""
-    rk = kl.arange(0, BK)
+    in steps of BK, x rows past ``row_ok``, W rows past ``col_ok_*`` and K past ``k_stop``
+    (K, or 0 for a tile of no live row: zeros) read as 0. The tiles of step k + BK are
+    loaded before the dots of step k (in flight while they run)."""
     acc_lo = kl.zeros((BM, HALF), kl.float32)
     acc_hi = kl.zeros((BM, HALF), kl.float32)
+    a, b_lo, b_hi = _k_tiles(x_ptr, w_ptr, rows, row_ok, w_lo, w_hi, col_ok_lo, col_ok_hi, K,
+                             0, k_stop, BK)
     for k in range(0, k_stop, BK):
-        ka = k + rk
-        k_ok = ka < K
-        a = kl.load(x_ptr + rows[:, None] * K + ka[None, :],
-                    mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        b_lo = kl.load(w_ptr + w_lo[:, None] * K + ka[None, :],
-                       mask=col_ok_lo[:, None] & k_ok[None, :], other=0.0)
+        a_next, lo_next, hi_next = _k_tiles(x_ptr, w_ptr, rows, row_ok, w_lo, w_hi, col_ok_lo,
+                                            col_ok_hi, K, k + BK, k_stop, BK)
         acc_lo = kl.dot(a, b_lo.T, acc_lo)
-        b_hi = kl.load(w_ptr + w_hi[:, None] * K + ka[None, :],
-                       mask=col_ok_hi[:, None] & k_ok[None, :], other=0.0)
         acc_hi = kl.dot(a, b_hi.T, acc_hi)
+        a, b_lo, b_hi = a_next, lo_next, hi_next
     return acc_lo, acc_hi
 
 
@@ -86,6 +97,22 @@ def _push(peers, rank, half, slot_words, pid, tile, words, live, desc, WORLD: kl
         slot = kl.peer_pointer(peers, r, kl.int32) + half + rank * slot_words
         kl.store(slot + MAX_PROGRAMS + tile, w, mask=live)
         kl.store(slot + pid, desc, sem="relaxed", scope="sys")
+
+
+@kiln.jit
+def _tile_of(pid, rows_total, M, N, BM: kl.constexpr, BN: kl.constexpr):
+    """Program pid's tile of a [rows_total, N] output in [BM, BN] tiles, pid_m fastest (the
+    programs reading one block of W run together): its rows, the columns of its two halves,
+    rows < M, the halves' columns < N, and its words' index in a slot (the [BM, BN / 2]
+    words of ``_pack``, row-major, at pid * BM * BN / 2)."""
+    HALF: kl.constexpr = BN // 2
+    blocks_m = kl.cdiv(rows_total, BM)
+    rows = (pid % blocks_m) * BM + kl.arange(0, BM)
+    cols = kl.arange(0, HALF)
+    n_lo = (pid // blocks_m) * BN + cols
+    n_hi = n_lo + HALF
+    tile = pid * (BM * HALF) + kl.arange(0, BM)[:, None] * HALF + cols[None, :]
+    return rows, n_lo, n_hi, rows < M, n_lo < N, n_hi < N, tile
 
 
 @kiln.jit
@@ -107,25 +134,11 @@ def gemm_allreduce_kernel(x_ptr, w_ptr, out_ptr, peers, rank, M, N, K, cell, slo
     HALF: kl.constexpr = BN // 2
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
-    blocks_m = kl.cdiv(cell, BM)
-    pid_m = pid % blocks_m
-    pid_n = pid // blocks_m
-    rows = pid_m * BM + kl.arange(0, BM)
-    cols = kl.arange(0, HALF)
-    n_lo = pid_n * BN + cols
-    n_hi = n_lo + HALF
-    row_ok = rows < M
-    lo_ok = n_lo < N
-    hi_ok = n_hi < N
+    rows, n_lo, n_hi, row_ok, lo_ok, hi_ok, tile = _tile_of(pid, cell, M, N, BM, BN)
     live = row_ok[:, None] & lo_ok[None, :]  # a word is live where its low column is
-    tile = pid * (BM * HALF) + kl.arange(0, BM)[:, None] * HALF + cols[None, :]
-    slot_words = slot_units * SLOT_ALIGN_WORDS
-    local = kl.peer_pointer(peers, rank, kl.int32)
     desc = _descriptor(M, N)
-    kl.pdl_wait()  # x, and the counters the previous call flipped
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
-    k_stop = kl.where(pid_m * BM < M, K, 0)  # the cell's pad blocks: no W to read
+    local, slot_words, phase, half = _enter(peers, rank, pid, slot_units, WORLD)
+    k_stop = kl.where(kl.min(rows, axis=0) < M, K, 0)  # the cell's pad blocks: no W read
     acc_lo, acc_hi = _gemm_halves(x_ptr, w_ptr, rows, row_ok, n_lo, n_hi, lo_ok, hi_ok, K,
                                   k_stop, BM, HALF, BK)
     _push(peers, rank, half, slot_words, pid, tile, _pack(acc_lo, acc_hi), live, desc, WORLD)
@@ -155,24 +168,11 @@ def gemm_allgather_kernel(x_ptr, w_ptr, b_ptr, c_ptr, out_ptr, peers, rank, M, N
     HALF: kl.constexpr = BN // 2
     pid = kl.program_id(0)
     grid = kl.num_programs(0)
-    blocks_m = kl.cdiv(M, BM)
-    pid_m = pid % blocks_m
-    pid_n = pid // blocks_m
-    rows = pid_m * BM + kl.arange(0, BM)
-    cols = kl.arange(0, HALF)
-    n_lo = pid_n * BN + cols  # columns within a slice
-    n_hi = n_lo + HALF
-    row_ok = rows < M
-    lo_ok = n_lo < slice_n
-    hi_ok = n_hi < slice_n
+    # n_lo, n_hi: columns within a slice
+    rows, n_lo, n_hi, row_ok, lo_ok, hi_ok, tile = _tile_of(pid, M, M, slice_n, BM, BN)
     live = row_ok[:, None] & lo_ok[None, :]
-    tile = pid * (BM * HALF) + kl.arange(0, BM)[:, None] * HALF + cols[None, :]
-    slot_words = slot_units * SLOT_ALIGN_WORDS
-    local = kl.peer_pointer(peers, rank, kl.int32)
     desc = _descriptor(M, N)
-    kl.pdl_wait()
-    phase = kl.load(local + pid)
-    half = HEADER_WORDS + phase * (WORLD * slot_words)
+    local, slot_words, phase, half = _enter(peers, rank, pid, slot_units, WORLD)
     mine = rank * slice_n
     acc_lo, acc_hi = _gemm_halves(x_ptr, w_ptr, rows, row_ok, mine + n_lo, mine + n_hi, lo_ok,
                                   hi_ok, K, K, BM, HALF, BK)

@@ -26,10 +26,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from allreduce_worker import (  # noqa: E402  (the inputs and references)
     EPS,
+    SP_CASES,
     close,
     data,
     finalize_inputs,
     finalize_local,
+    reduce_scatter_case,
     rmsnorm,
     seed,
 )
@@ -170,24 +172,11 @@ def main(rank: int, world: int, init: str, via: str) -> None:
 
     # The sequence-parallel reduce-scatter (residual local or global) and all-gather (the
     # marker word (-0.0, +0.0) arrives unchanged).
-    hidden = 7168
-    for rows, width, res_kind in [(1, hidden, None), (3, hidden, "local"), (5, 6, "global"),
-                                  (64, hidden, None)]:
+    for rows, width, res_kind in SP_CASES:
         call += 1
-        x = data(seed(call, rank), world * rows * width).view(world * rows, width)
-        res = None
-        if res_kind:
-            res = data(seed(call, -1), (world if res_kind == "global" else 1) * rows * width)
-            res = res.view(-1, width)
+        x, res, acc, mine = reduce_scatter_case(call, rank, world, rows, width, res_kind)
         got = warm(ops.sp_reduce_scatter, x, ws, residual=res)
         torch.cuda.synchronize()
-        acc = torch.zeros(rows, width, device="cuda")
-        for r in range(world):
-            xr = data(seed(call, r), world * rows * width).view(world * rows, width)
-            acc += xr[rank * rows:(rank + 1) * rows].float()
-        mine = None
-        if res is not None:
-            mine = res if res_kind == "local" else res[rank * rows:(rank + 1) * rows]
         expect(got, acc.flatten(), None if mine is None else mine.flatten(), world,
                f"sp_reduce_scatter rows={rows} width={width} residual={res_kind}")
 

@@ -80,6 +80,29 @@ def finalize_local(gemm2, ids, wts) -> torch.Tensor:
     return acc.bfloat16()
 
 
+#: The sequence-parallel cases (rows, width, residual): K3's hidden width (16-byte vectors)
+#: and a width of 6 (3 words a row: one word at a time); the residual given as this rank's
+#: rows ("local") or as the whole ("global").
+HIDDEN = 7168
+SP_CASES = [(1, HIDDEN, None), (3, HIDDEN, "local"), (5, 6, "global"), (64, HIDDEN, None)]
+
+
+def reduce_scatter_case(call: int, rank: int, world: int, rows: int, width: int, res_kind):
+    """(x, the residual or None, the fp32 sum over the ranks of their chunk ``rank``, this
+    rank's residual rows or None) of a reduce-scatter call."""
+    x = data(seed(call, rank), world * rows * width).view(world * rows, width)
+    res = mine = None
+    if res_kind:
+        res = data(seed(call, -1), (world if res_kind == "global" else 1) * rows * width)
+        res = res.view(-1, width)
+        mine = res if res_kind == "local" else res[rank * rows:(rank + 1) * rows]
+    acc = torch.zeros(rows, width, device="cuda")
+    for r in range(world):
+        xr = data(seed(call, r), world * rows * width).view(world * rows, width)
+        acc += xr[rank * rows:(rank + 1) * rows].float()
+    return x, res, acc, mine
+
+
 def close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
     """Within a bf16 rounding (the norm's rsqrt and sum order differ from torch's)."""
     torch.testing.assert_close(got.float(), want.float(), rtol=1.6e-2, atol=1e-2, msg=what)
@@ -262,26 +285,15 @@ def main(rank: int, world: int, init: str) -> None:
     # residual given as this rank's rows or as the whole) and all-gather (every rank's x into
     # every rank's out; a marker word (-0.0, +0.0) arrives as the zero word), on K3's hidden
     # width (16-byte vectors) and on a width of 6 (3 words a row: one word at a time).
-    hidden = 7168
-    out_buf = SymmetricBuffer(4 + 2 * world * 64 * hidden)
-    for rows, width, res_kind in [(1, hidden, None), (3, hidden, "local"), (5, 6, "global"),
-                                  (64, hidden, None)]:
+    out_buf = SymmetricBuffer(4 + 2 * world * 64 * HIDDEN)
+    for rows, width, res_kind in SP_CASES:
         call += 1
-        x = data(seed(call, rank), world * rows * width).view(world * rows, width)
-        res = None
-        if res_kind:
-            res = data(seed(call, -1), (world if res_kind == "global" else 1) * rows * width)
-            res = res.view(-1, width)
+        x, res, acc, mine = reduce_scatter_case(call, rank, world, rows, width, res_kind)
         got = warm(A.sp_reduce_scatter, x, buf, residual=res)
         torch.cuda.synchronize()
         A.check(buf)
-        acc = torch.zeros(rows, width, device="cuda")
-        for r in range(world):
-            xr = data(seed(call, r), world * rows * width).view(world * rows, width)
-            acc += xr[rank * rows:(rank + 1) * rows].float()
         want = acc.bfloat16()
-        if res is not None:
-            mine = res if res_kind == "local" else res[rank * rows:(rank + 1) * rows]
+        if mine is not None:
             want = (want.float() + mine.float()).bfloat16()
         same_bits(got.flatten(), want.flatten(), f"sp_reduce_scatter rows={rows} "
                                                   f"width={width} residual={res_kind}")
