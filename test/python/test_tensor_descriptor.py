@@ -92,6 +92,17 @@ def pipelined_sums(src, out_ptr, n_rows, BM: kl.constexpr, STAGES: kl.constexpr)
 
 
 @kiln.jit
+def paged_sums(src, table, out_ptr, n_rows, BM: kl.constexpr, PAGE: kl.constexpr,
+               STAGES: kl.constexpr):
+    # A paged row: the block table maps the page of r to a page of src.
+    for r in kl.range(kl.program_id(0) * BM, n_rows, kl.num_programs(0) * BM,
+                      num_stages=STAGES):
+        row = kl.load(table + r // PAGE) * PAGE + r % PAGE
+        rows = r + kl.arange(0, BM)
+        kl.store(out_ptr + rows, kl.sum(src.load([row, 0]), axis=1), mask=rows < n_rows)
+
+
+@kiln.jit
 def bad_stages(src, BM: kl.constexpr):
     for r in kl.range(0, 4, num_stages=0):
         src.load([r, 0])
@@ -109,6 +120,24 @@ def test_pipelined_loop_interpreter_and_ptx():
     ptx = pipelined_sums.compile(sig, constexprs={"BM": 8, "STAGES": 3}, arch="sm_90a").ptx
     assert ptx.count("mbarrier.init.shared.b64") == 3
     assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") == 3  # 2 ahead + 1 in loop
+
+
+def test_paged_loop_interpreter_and_ptx():
+    # The block-table read of a coordinate is repeated for the iterations issued ahead
+    # (kiln-tile-pipeline-loads), under the same bound check as their TMA copies.
+    x = np.random.default_rng(2).standard_normal((64, 32)).astype(np.float32)
+    table = np.array([3, 0, 2, 1], np.int32)  # 4 pages of 16 rows; rows 0 .. 47 used
+    out = np.zeros(48, np.float32)
+    interpret(paged_sums, (2,), kiln.TensorDescriptor.from_tensor(x, [8, 32]), table, out, 48,
+              BM=8, PAGE=16, STAGES=3)
+    rows = table[np.arange(48) // 16] * 16 + np.arange(48) % 16
+    np.testing.assert_allclose(out, x[rows].sum(axis=1), rtol=1e-5, atol=1e-5)
+    sig = {"src": "tensordesc<f32,8x32>", "table": "*i32", "out_ptr": "*f32", "n_rows": "i32"}
+    ptx = paged_sums.compile(sig, constexprs={"BM": 8, "PAGE": 16, "STAGES": 3},
+                             arch="sm_90a").ptx
+    assert ptx.count("mbarrier.init.shared.b64") == 3
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") == 3  # 2 ahead + 1 in loop
+    assert ptx.count("ld.global.b32") == 3  # the table entries of those iterations
 
 
 def test_frontend_errors():

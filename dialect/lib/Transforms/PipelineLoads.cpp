@@ -41,17 +41,36 @@ using namespace kiln::tile;
 
 namespace {
 
-/// `indices` recomputed with the induction variable replaced by `iv`.
-SmallVector<Value> indicesAt(OpBuilder &b, scf::ForOp loop, ArrayRef<Operation *> slice,
-                             ValueRange indices, Value iv) {
-  IRMapping map;
-  map.map(loop.getInductionVar(), iv);
-  for (Operation *op : slice)
-    b.clone(*op, map);
-  SmallVector<Value> out;
-  for (Value v : indices)
-    out.push_back(map.lookupOrDefault(v));
-  return out;
+/// Recomputes the ops of `slice` (a loop body's, see indexSlice) for the
+/// iteration whose induction variable `map` maps the loop's to; ops already
+/// mapped (shared with the slice of an earlier load) are not cloned again. A
+/// scalar load of the slice (a block-table entry) is masked by `inRange`:
+/// the memory it reads may end with the loop's last iteration.
+void cloneSlice(OpBuilder &b, ArrayRef<Operation *> slice, IRMapping &map, Value inRange) {
+  for (Operation *op : slice) {
+    if (map.contains(op))
+      continue;
+    auto load = llvm::dyn_cast<LoadOp>(op);
+    if (!load) {
+      b.clone(*op, map);
+      continue;
+    }
+    Location loc = load.getLoc();
+    Value mask = inRange;
+    if (load.getMask())
+      mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), inRange);
+    Value other = load.getOther()
+                      ? map.lookupOrDefault(load.getOther())
+                      : arith::ConstantOp::create(
+                            b, loc, llvm::cast<TypedAttr>(b.getZeroAttr(load.getType())));
+    auto clone = llvm::cast<LoadOp>(b.clone(*op, map));
+    clone.getMaskMutable().assign(mask);
+    clone.getOtherMutable().assign(other);
+  }
+}
+
+SmallVector<Value> lookup(IRMapping &map, ValueRange values) {
+  return llvm::map_to_vector(values, [&](Value v) { return map.lookupOrDefault(v); });
 }
 
 Value constantLike(OpBuilder &b, Location loc, Type type, int64_t v) {
@@ -140,9 +159,19 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       if (!llvm::isa<DescLoadOp, BulkLoadOp>(op))
         continue;
       PipelinedLoad load{&op, {}};
-      std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIterationValues());
-      if (!slice)
+      SliceFailure why{op.getLoc(), ""};
+      std::optional<SmallVector<Operation *>> slice =
+          indexSlice(loop, load.getIterationValues(), &why);
+      if (!slice) {
+        // The load stays synchronous: correct, but not what the loop asked for.
+        InFlightDiagnostic diag =
+            op.emitWarning() << "'" << op.getName() << "' is not pipelined (" << kNumStages << " = "
+                             << stages << "): its "
+                             << (llvm::isa<DescLoadOp>(op) ? "coordinates" : "pointer or count")
+                             << " depend on " << why.reason;
+        diag.attachNote(why.loc) << "here";
         continue;
+      }
       load.slice = std::move(*slice);
       loads.push_back(std::move(load));
     }
@@ -160,8 +189,13 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     };
     while (stages >= 2 && ringsBytes(stages) > budget)
       --stages;
-    if (stages < 2)
+    if (stages < 2) {
+      loop.emitWarning() << "the loads of the loop are not pipelined (" << kNumStages << " = "
+                         << stagesAttr.getInt() << "): their rings need " << ringsBytes(2)
+                         << " bytes of shared memory with 2 stages, more than the "
+                         << std::max<int64_t>(budget, 0) << " left beside the kernel's other boxes";
       return success();
+    }
 
     Location loc = loop.getLoc();
     IRRewriter b(loop.getContext());
@@ -181,9 +215,12 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       Value iv = arith::AddIOp::create(
           b, loc, lb, arith::MulIOp::create(b, loc, step, constantLike(b, loc, ivType, k)));
       Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv, ub);
+      IRMapping map;
+      map.map(loop.getInductionVar(), iv);
       for (auto [p, ring] : llvm::zip(loads, rings)) {
-        SmallVector<Value> idx = indicesAt(b, loop, p.slice, p.getIterationValues(), iv);
-        p.issue(b, p.load->getLoc(), idx, ring, constantLike(b, loc, b.getI32Type(), k), inRange);
+        cloneSlice(b, p.slice, map, inRange);
+        p.issue(b, p.load->getLoc(), lookup(map, p.getIterationValues()), ring,
+                constantLike(b, loc, b.getI32Type(), k), inRange);
       }
     }
 
@@ -199,17 +236,27 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     Value iv = newLoop.getInductionVar();
     b.setInsertionPoint(newLoop); // the old loop (the insertion point) is gone
     Value n = constantLike(b, loc, b.getI32Type(), stages);
+    // The iteration `stages - 1` ahead, its bound check and its slice values,
+    // computed at the first load that issues (in program order: they dominate
+    // the later loads' issues).
+    Value aheadInRange;
+    IRMapping aheadMap;
     for (auto [p, ring] : llvm::zip(loads, rings)) {
       Location lloc = p.load->getLoc();
       b.setInsertionPoint(p.load);
       // The load `stages - 1` iterations ahead, into the slot read last iteration.
       auto issueAhead = [&] {
-        Value ahead = arith::AddIOp::create(
-            b, lloc, iv,
-            arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
-        Value inRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
-                                              newLoop.getUpperBound());
-        SmallVector<Value> idx = indicesAt(b, newLoop, p.slice, p.getIterationValues(), ahead);
+        if (!aheadInRange) {
+          Value ahead = arith::AddIOp::create(
+              b, lloc, iv,
+              arith::MulIOp::create(b, lloc, step, constantLike(b, lloc, ivType, stages - 1)));
+          aheadInRange = arith::CmpIOp::create(b, lloc, arith::CmpIPredicate::slt, ahead,
+                                               newLoop.getUpperBound());
+          aheadMap.map(iv, ahead);
+        }
+        Value inRange = aheadInRange;
+        cloneSlice(b, p.slice, aheadMap, inRange);
+        SmallVector<Value> idx = lookup(aheadMap, p.getIterationValues());
         Value nextSlot = arith::RemUIOp::create(
             b, lloc,
             arith::AddIOp::create(b, lloc, it, constantLike(b, lloc, b.getI32Type(), stages - 1)),

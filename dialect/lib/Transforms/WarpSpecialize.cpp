@@ -134,18 +134,37 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
     if (func.getBody().getBlocks().size() != 1)
       return loop.emitError() << "expected a kernel of one block";
 
+    // A coordinate may read a block-table entry (isReadOnlyScalarLoad): the
+    // producer reads it again for its own iteration.
     SmallVector<SpecializedLoad> loads;
+    SmallVector<std::pair<DescLoadOp, SliceFailure>> rejected;
     for (Operation &op : *loop.getBody()) {
       auto load = llvm::dyn_cast<DescLoadOp>(op);
       if (!load)
         continue;
-      std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIndices());
+      SliceFailure why{load.getLoc(), ""};
+      std::optional<SmallVector<Operation *>> slice = indexSlice(loop, load.getIndices(), &why);
       if (slice)
         loads.push_back({load, std::move(*slice), Value()});
+      else
+        rejected.emplace_back(load, std::move(why));
     }
-    if (loads.empty())
-      return loop.emitError() << "expected a descriptor load (desc.load) in the warp-specialized "
-                                 "loop whose coordinates are functions of the loop index";
+    if (loads.empty()) {
+      InFlightDiagnostic diag = loop.emitError()
+                                << "expected a descriptor load (desc.load) in the warp-specialized "
+                                   "loop whose coordinates are functions of the loop index";
+      for (auto &[load, why] : rejected)
+        diag.attachNote(load.getLoc()) << "its coordinates depend on " << why.reason;
+      return diag;
+    }
+    for (auto &[load, why] : rejected) {
+      InFlightDiagnostic diag = load.emitWarning()
+                                << "'" << load->getName()
+                                << "' is not issued by the producer warps: its coordinates "
+                                   "depend on "
+                                << why.reason;
+      diag.attachNote(why.loc) << "here";
+    }
 
     // The values outside the loop that the producer needs: they are recomputed
     // in its region (pure scalar ops and scalar loads of the kernel's block) or

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -kiln-tile-pipeline-loads | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-tile-pipeline-loads | FileCheck %s
 
 // A 3-stage ring: the loads of iterations 0 and 1 are issued before the loop
 // (each under iv < ub); iteration `it` waits on slot it mod 3 with parity
@@ -57,14 +57,16 @@ func.func @rows(%src: !tile.tensordesc<tensor<32x128xf16>>, %lb: i32, %ub: i32) 
 // -----
 
 // Coordinates that depend on a loop-carried value are not a function of the
-// iteration: the load stays.
+// iteration: the load stays, with a warning naming why.
 // CHECK-LABEL: func.func @carried_coordinate
 // CHECK-NOT: tile.ring
 // CHECK: tile.desc_load
 func.func @carried_coordinate(%src: !tile.tensordesc<tensor<32x128xf16>>, %ub: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
+  // expected-note @+1 {{here}}
   %r = scf.for %i = %c0 to %ub step %c1 iter_args(%row = %c0) -> (i32) : i32 {
+    // expected-warning @+1 {{'tile.desc_load' is not pipelined (tile.num_stages = 2): its coordinates depend on a value the loop carries (not a function of the iteration)}}
     %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
     %next = arith.addi %row, %c1 : i32
     scf.yield %next : i32
@@ -82,6 +84,7 @@ func.func @carried_coordinate(%src: !tile.tensordesc<tensor<32x128xf16>>, %ub: i
 func.func @too_big(%src: !tile.tensordesc<tensor<256x256xf16>>, %ub: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
+  // expected-warning @+1 {{the loads of the loop are not pipelined (tile.num_stages = 3): their rings need 264192 bytes of shared memory with 2 stages, more than the 232448 left beside the kernel's other boxes}}
   scf.for %i = %c0 to %ub step %c1 : i32 {
     %t = tile.desc_load %src[%i, %c0] : !tile.tensordesc<tensor<256x256xf16>> -> tensor<256x256xf16>
   } {tile.num_stages = 3 : i32}
@@ -193,7 +196,9 @@ func.func @bulk_carried_count(%x: !tile.ptr<bf16>, %ub: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %c8 = arith.constant 8 : i32
+  // expected-note @+1 {{here}}
   %r = scf.for %i = %c0 to %ub step %c1 iter_args(%n = %c8) -> (i32) : i32 {
+    // expected-warning @+1 {{'tile.bulk_load' is not pipelined (tile.num_stages = 3): its pointer or count depend on a value the loop carries}}
     %t = tile.bulk_load %x count %n : !tile.ptr<bf16> -> tensor<1024xbf16>
     %next = arith.addi %n, %c8 : i32
     scf.yield %next : i32
@@ -232,4 +237,153 @@ func.func @warp_specialized(%src: !tile.tensordesc<tensor<32x128xf16>>, %ub: i32
     scf.yield %acc2 : f32
   } {tile.num_stages = 3 : i32, tile.warp_specialize}
   return %s : f32
+}
+
+// -----
+
+// A paged coordinate: the row is a block-table entry (a scalar load of an
+// argument the kernel does not write) times the page size plus the offset in
+// the page. The slice, load included, is recomputed for the iterations the
+// ring issues ahead, once for the two loads that share it; each recomputed
+// table read is masked by that iteration's bound check (the table ends with
+// the last page), like the issue itself.
+// CHECK-LABEL: func.func @paged
+// CHECK-SAME: (%[[SRC:.*]]: !tile.tensordesc<tensor<32x128xf16>>, %[[TABLE:.*]]: !tile.ptr<i32>, %{{.*}}: !tile.ptr<f32>, %[[LB:.*]]: i32, %[[UB:.*]]: i32)
+// CHECK: %[[K:.*]] = tile.ring_alloc : !tile.ring<3, tensor<32x128xf16>>
+// CHECK: %[[V:.*]] = tile.ring_alloc : !tile.ring<3, tensor<32x128xf16>>
+// CHECK: %[[IV0:.*]] = arith.addi %[[LB]], %{{.*}} : i32
+// CHECK: %[[OK0:.*]] = arith.cmpi slt, %[[IV0]], %[[UB]] : i32
+// CHECK: %[[PAGE0:.*]] = arith.divsi %[[IV0]], %{{.*}} : i32
+// CHECK: %[[P0:.*]] = tile.addptr %[[TABLE]], %[[PAGE0]] : !tile.ptr<i32>, i32
+// CHECK: %[[ZERO0:.*]] = arith.constant 0 : i32
+// CHECK: %[[ID0:.*]] = tile.load %[[P0]], %[[OK0]], %[[ZERO0]] : !tile.ptr<i32>
+// CHECK: %[[BASE0:.*]] = arith.muli %[[ID0]], %{{.*}} : i32
+// CHECK: %[[ROW0:.*]] = arith.addi %[[BASE0]], %{{.*}} : i32
+// CHECK: tile.ring_issue %[[SRC]][%[[ROW0]], %{{.*}}] -> %[[K]][%{{.*}}] if %[[OK0]]
+// CHECK-NOT: tile.load
+// CHECK: tile.ring_issue %[[SRC]][%[[ROW0]], %{{.*}}] -> %[[V]][%{{.*}}] if %[[OK0]]
+// CHECK: %[[OK1:.*]] = arith.cmpi slt, %{{.*}}, %[[UB]] : i32
+// CHECK: tile.load %{{.*}}, %[[OK1]], %{{.*}} : !tile.ptr<i32>
+// CHECK: tile.ring_issue %[[SRC]]
+// CHECK: tile.ring_issue %[[SRC]]
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %{{.*}} iter_args(%[[IT:.*]] = %{{.*}}) -> (i32)
+// CHECK: tile.ring_wait_load %[[K]]
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[IV]], %{{.*}} : i32
+// CHECK: %[[OK:.*]] = arith.cmpi slt, %[[AHEAD]], %[[UB]] : i32
+// CHECK: %[[PAGE:.*]] = arith.divsi %[[AHEAD]], %{{.*}} : i32
+// CHECK: %[[P:.*]] = tile.addptr %[[TABLE]], %[[PAGE]] : !tile.ptr<i32>, i32
+// CHECK: %[[ID:.*]] = tile.load %[[P]], %[[OK]], %{{.*}} : !tile.ptr<i32>
+// CHECK: %[[BASE:.*]] = arith.muli %[[ID]], %{{.*}} : i32
+// CHECK: %[[ROW:.*]] = arith.addi %[[BASE]], %{{.*}} : i32
+// CHECK: tile.ring_issue %[[SRC]][%[[ROW]], %{{.*}}] -> %[[K]][%{{.*}}] if %[[OK]]
+// CHECK: tile.ring_wait_load %[[V]]
+// CHECK-NOT: tile.load
+// CHECK: tile.ring_issue %[[SRC]][%[[ROW]], %{{.*}}] -> %[[V]][%{{.*}}] if %[[OK]]
+// CHECK-NOT: tile.desc_load
+func.func @paged(%src: !tile.tensordesc<tensor<32x128xf16>>, %table: !tile.ptr<i32>, %out: !tile.ptr<f32>, %lb: i32, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %c64 = arith.constant 64 : i32
+  scf.for %n = %lb to %ub step %c32 : i32 {
+    %page = arith.divsi %n, %c64 : i32
+    %p = tile.addptr %table, %page : !tile.ptr<i32>, i32
+    %id = tile.load %p : !tile.ptr<i32>
+    %base = arith.muli %id, %c64 : i32
+    %off = arith.remsi %n, %c64 : i32
+    %row = arith.addi %base, %off : i32
+    %k = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+    %v = tile.desc_load %src[%row, %c64] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+  } {tile.num_stages = 3 : i32}
+  // A store through another argument does not touch the table.
+  %zero = arith.constant 0.0 : f32
+  tile.store %out, %zero : !tile.ptr<f32>
+  return
+}
+
+// -----
+
+// A masked table read keeps its mask, and its fill value, under the bound
+// check of the iteration issued.
+// CHECK-LABEL: func.func @paged_masked
+// CHECK: %[[OK0:.*]] = arith.cmpi slt
+// CHECK: %[[M0:.*]] = arith.andi %{{.*}}, %[[OK0]] : i1
+// CHECK: tile.load %{{.*}}, %[[M0]], %[[FILL:.*]] : !tile.ptr<i32>
+// CHECK: tile.ring_issue %{{.*}} if %[[OK0]]
+func.func @paged_masked(%src: !tile.tensordesc<tensor<32x128xf16>>, %table: !tile.ptr<i32>, %pages: i32, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %fill = arith.constant 7 : i32
+  scf.for %n = %c0 to %ub step %c1 : i32 {
+    %p = tile.addptr %table, %n : !tile.ptr<i32>, i32
+    %ok = arith.cmpi slt, %n, %pages : i32
+    %row = tile.load %p, %ok, %fill : !tile.ptr<i32>
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+  } {tile.num_stages = 2 : i32}
+  return
+}
+
+// -----
+
+// A coordinate read from memory the kernel stores to (through the same
+// argument) may change between iterations: not recomputed ahead, the load
+// stays, with a warning at it and a note at the store.
+// CHECK-LABEL: func.func @written_table
+// CHECK-NOT: tile.ring
+// CHECK: tile.desc_load
+func.func @written_table(%src: !tile.tensordesc<tensor<32x128xf16>>, %table: !tile.ptr<i32>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %n = %c0 to %ub step %c1 : i32 {
+    %p = tile.addptr %table, %n : !tile.ptr<i32>, i32
+    %row = tile.load %p : !tile.ptr<i32>
+    // expected-warning @+1 {{'tile.desc_load' is not pipelined (tile.num_stages = 2): its coordinates depend on 'tile.load' of memory that 'tile.store' writes (the same kernel argument)}}
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+  } {tile.num_stages = 2 : i32}
+  %q = tile.addptr %table, %ub : !tile.ptr<i32>, i32
+  // expected-note @+1 {{here}}
+  tile.store %q, %c0 : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+// A store whose pointer is not derived from the kernel's arguments
+// (tile.int_to_ptr) might write the table.
+// CHECK-LABEL: func.func @unknown_store
+// CHECK-NOT: tile.ring
+// CHECK: tile.desc_load
+func.func @unknown_store(%src: !tile.tensordesc<tensor<32x128xf16>>, %table: !tile.ptr<i32>, %addr: i64, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %n = %c0 to %ub step %c1 : i32 {
+    %p = tile.addptr %table, %n : !tile.ptr<i32>, i32
+    %row = tile.load %p : !tile.ptr<i32>
+    // expected-warning @+1 {{its coordinates depend on 'tile.load' of memory that 'tile.store' may write (its pointer does not derive from kernel arguments)}}
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+  } {tile.num_stages = 2 : i32}
+  %q = tile.int_to_ptr %addr {divisibility = 4 : i64} : !tile.ptr<i32>
+  // expected-note @+1 {{here}}
+  tile.store %q, %c0 : !tile.ptr<i32>
+  return
+}
+
+// -----
+
+// A loop that orders memory (an acquire load: another agent may have
+// written the table before it) keeps the table read in its iteration.
+// CHECK-LABEL: func.func @ordered_loop
+// CHECK-NOT: tile.ring
+// CHECK: tile.desc_load
+func.func @ordered_loop(%src: !tile.tensordesc<tensor<32x128xf16>>, %table: !tile.ptr<i32>, %flag: !tile.ptr<i32>, %ub: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  scf.for %n = %c0 to %ub step %c1 : i32 {
+    // expected-note @+1 {{here}}
+    %f = tile.load %flag ordered acquire gpu : !tile.ptr<i32>
+    %p = tile.addptr %table, %n : !tile.ptr<i32>, i32
+    %row = tile.load %p : !tile.ptr<i32>
+    // expected-warning @+1 {{its coordinates depend on 'tile.load' that cannot move across 'tile.load' of the loop (it orders memory)}}
+    %t = tile.desc_load %src[%row, %c0] : !tile.tensordesc<tensor<32x128xf16>> -> tensor<32x128xf16>
+  } {tile.num_stages = 2 : i32}
+  return
 }

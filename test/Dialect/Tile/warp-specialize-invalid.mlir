@@ -70,10 +70,30 @@ func.func @carried_coordinate(%d: !D, %n: i32) attributes {tile.kernel} {
   %c1 = arith.constant 1 : i32
   // expected-error @+1 {{expected a descriptor load (desc.load) in the warp-specialized loop}}
   %r = scf.for %i = %c0 to %n step %c1 iter_args(%row = %c0) -> (i32) : i32 {
+    // expected-note @+1 {{its coordinates depend on a value the loop carries (not a function of the iteration)}}
     %t = tile.desc_load %d[%row, %c0] : !D -> tensor<64x64xbf16>
     tile.desc_store %d[%row, %c0], %t : !D, tensor<64x64xbf16>
     %next = arith.addi %row, %c1 : i32
     scf.yield %next : i32
+  } {tile.num_stages = 2 : i32, tile.warp_specialize}
+  return
+}
+
+// -----
+
+// A coordinate read from memory that the kernel writes (here the same
+// argument) cannot be read again by the producer warps.
+!D = !tile.tensordesc<tensor<64x64xbf16>>
+func.func @written_table(%d: !D, %table: !tile.ptr<i32>, %n: i32) attributes {tile.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{expected a descriptor load (desc.load) in the warp-specialized loop}}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %p = tile.addptr %table, %i : !tile.ptr<i32>, i32
+    %row = tile.load %p : !tile.ptr<i32>
+    // expected-note @+1 {{its coordinates depend on 'tile.load' of memory that 'tile.store' writes (the same kernel argument)}}
+    %t = tile.desc_load %d[%row, %c0] : !D -> tensor<64x64xbf16>
+    tile.store %p, %c0 : !tile.ptr<i32>
   } {tile.num_stages = 2 : i32, tile.warp_specialize}
   return
 }

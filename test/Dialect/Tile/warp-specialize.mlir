@@ -105,6 +105,41 @@ func.func @slice_and_fewer_stages(%d: !D, %n: i32) attributes {tile.kernel, tile
 
 // -----
 
+// A paged coordinate: the block-table entry (a scalar load of an argument
+// the kernel does not write) is read again by the producer for its own
+// iteration, then the row is computed from it.
+// CHECK-LABEL: func.func @paged
+// CHECK: } producer {
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: tile.mbarrier_wait
+// CHECK: %[[PAGE:.*]] = arith.divsi %[[IV]], %{{.*}} : i32
+// CHECK: %[[P:.*]] = tile.addptr %{{.*}}, %[[PAGE]] : !tile.ptr<i32>, i32
+// CHECK: %[[ID:.*]] = tile.load %[[P]] : !tile.ptr<i32>
+// CHECK: %[[BASE:.*]] = arith.muli %[[ID]], %{{.*}} : i32
+// CHECK: %[[OFF:.*]] = arith.remsi %[[IV]], %{{.*}} : i32
+// CHECK: %[[ROW:.*]] = arith.addi %[[BASE]], %[[OFF]] : i32
+// CHECK: tile.ring_issue %{{.*}}[%[[ROW]], %{{.*}}] -> %{{.*}}[%{{.*}}] if %{{.*}} {producer}
+!D = !tile.tensordesc<tensor<64x64xbf16>>
+func.func @paged(%d: !D, %table: !tile.ptr<i32>, %out: !tile.ptr<bf16>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  scf.for %i = %c0 to %n step %c64 : i32 {
+    %page = arith.divsi %i, %c64 : i32
+    %p = tile.addptr %table, %page : !tile.ptr<i32>, i32
+    %id = tile.load %p : !tile.ptr<i32>
+    %base = arith.muli %id, %c64 : i32
+    %off = arith.remsi %i, %c64 : i32
+    %row = arith.addi %base, %off : i32
+    %t = tile.desc_load %d[%row, %c0] : !D -> tensor<64x64xbf16>
+    %q = tile.addptr %out, %i : !tile.ptr<bf16>, i32
+    %z = arith.constant 0.0 : bf16
+    tile.store %q, %z : !tile.ptr<bf16>
+  } {tile.num_stages = 2 : i32, tile.warp_specialize}
+  return
+}
+
+// -----
+
 // Without tile.warp_specialize the pass leaves the loop to
 // kiln-tile-pipeline-loads.
 // CHECK-LABEL: func.func @not_marked

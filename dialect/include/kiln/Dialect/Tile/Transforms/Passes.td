@@ -85,7 +85,9 @@ def TileWarpSpecialize : Pass<"kiln-tile-warp-specialize", "::mlir::func::FuncOp
     (the DSL's `kl.range(..., num_stages=N, warp_specialize=True)`) at the
     top level of a kernel, every `tile.desc_load` at the top level of its
     body whose coordinates are pure functions of the induction variable and of
-    values defined outside the loop becomes an N-slot ring (`tile.ring_alloc`,
+    values defined outside the loop (or read a block-table entry under the rule
+    of kiln-tile-pipeline-loads, which the producer reads again for its own
+    iteration) becomes an N-slot ring (`tile.ring_alloc`,
     the FULL barriers), and one array of N EMPTY barriers is allocated
     (`tile.mbarrier_alloc {per_warp}`, one arrival per consumer warp).
     Both come first in the kernel; everything else of the kernel moves into
@@ -113,8 +115,9 @@ def TileWarpSpecialize : Pass<"kiln-tile-warp-specialize", "::mlir::func::FuncOp
     (setmaxnreg), fewer than 2 stages, a loop not at the kernel's top level
     or in a kernel with another specialized loop, no descriptor load the
     ring takes, a producer value that is not a pure scalar computation,
-    rings that do not fit the shared memory with 2 stages. The attributes
-    are removed.
+    rings that do not fit the shared memory with 2 stages (a note at each
+    rejected load says why). A descriptor load the producer does not take,
+    beside others it does, gets a warning. The attributes are removed.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
@@ -148,6 +151,26 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
     (the count recomputed for the iteration issued) and read by
     `tile.ring_wait_load` with the count of the current iteration (the lanes
     past it read as zero). The attribute is removed.
+
+    The coordinates (pointer, count) may also depend on scalar `tile.load`s
+    in the body, a paged cache's block-table entry
+    (`row = load(table + iv / 64) * 64 + iv mod 64`), when the value read is
+    the same whichever iteration reads it: a plain load (no `sem`, no
+    `poll_ns`) of one integer or float, its pointer derived from one kernel
+    argument through which no `tile.store`, `tile.atomic_rmw`,
+    `tile.atomic_cas` or `tile.desc_store` of the kernel writes, every such
+    write through pointers derived from kernel arguments only (distinct
+    pointer arguments are assumed not to overlap where the kernel writes),
+    and no `tile.pdl_wait`, `tile.fence`, ordered load or store, or atomic in
+    the loop body. Such a load is recomputed for the iteration issued, masked
+    by its `iv < ub` (a masked-off read yields its `other`, or zero), so that
+    no iteration past the end reads the table; the slice is recomputed once
+    for all the loads that share it.
+
+    A load of a marked loop that is not pipelined (a loop-carried
+    coordinate, a read of memory the kernel writes, an op with regions, rings
+    beyond the shared memory) gets a warning naming why, with a note at the
+    op that stops it; the load stays synchronous.
   }];
   let statistics = [
     Statistic<"numPipelined", "num-pipelined", "descriptor and bulk loads turned into rings">
