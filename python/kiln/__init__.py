@@ -23,7 +23,7 @@ from .autotune import Autotuner, Config, autotune  # kiln.autotune: the decorato
 from .host import TensorDescriptor
 from .jit import JITFunction, jit
 from .language.core import constexpr
-from .language.errors import CompilationError
+from .language.errors import CompilationError, CompilationWarning
 from .runtime import Bundle, BundleWriter, KilnError, device_arch
 
 #: Submodules of the top floor that ``import kiln`` does not load (numpy, argparse...).
@@ -43,5 +43,6 @@ def cdiv(x: int, div: int) -> int:
     return -(-x // div)
 
 
-__all__ = ["Autotuner", "Bundle", "CompilationError", "Config", "JITFunction", "KilnError",
-           "TensorDescriptor", "autotune", "cdiv", "constexpr", "jit", "language", "__version__"]
+__all__ = ["Autotuner", "Bundle", "CompilationError", "CompilationWarning", "Config",
+           "JITFunction", "KilnError", "TensorDescriptor", "autotune", "cdiv", "constexpr", "jit",
+           "language", "__version__"]

@@ -45,7 +45,10 @@ T unwrap(llvm::Expected<T> value, const DiagnosticCapture &capture, const std::s
   return std::move(*value);
 }
 
-void runTileToLLVM(Module &module, int numWarps, const std::string &arch, uint64_t waitBound) {
+/// Returns the diagnostics of a successful lowering (its warnings and their
+/// notes), as MLIRError carries those of a failed one.
+std::string runTileToLLVM(Module &module, int numWarps, const std::string &arch,
+                          uint64_t waitBound) {
   py::gil_scoped_release release;
   DiagnosticCapture capture(module.getContext());
   mlir::PassManager pm(&module.getContext());
@@ -56,6 +59,7 @@ void runTileToLLVM(Module &module, int numWarps, const std::string &arch, uint64
   kiln::buildTileToLLVMPipeline(pm, options);
   bool failed = mlir::failed(pm.run(module.get()));
   capture.check("lowering to the LLVM dialect failed", failed);
+  return capture.text();
 }
 
 std::string translateToLLVMIR(Module &module, const std::string &arch) {
@@ -115,7 +119,7 @@ PYBIND11_MODULE(_C, m) {
         "Lowers a tile module in place to the LLVM and NVVM dialects (kiln-tile-to-llvm); "
         "`arch` enables its instructions (wgmma on sm_90a, tcgen05 on sm_100a/sm_103a); "
         "`wait_bound` > 0 makes every mbarrier wait report a hang and trap after that many "
-        "tries (debug).");
+        "tries (debug). Returns the text of its warnings, with their notes ('' when none).");
   m.def("translate_to_llvm_ir", &translateToLLVMIR, py::arg("module"), py::arg("arch"),
         "LLVM IR text (optimized, libdevice linked) of a module in the LLVM dialect.");
   m.def("translate_to_ptx", &translateToPTX, py::arg("module"), py::arg("arch"),

@@ -2,6 +2,8 @@
 stores) against numpy, the kernel signature and metadata, the PTX per arch, and the host-side
 checks of kiln.TensorDescriptor."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -103,6 +105,18 @@ def paged_sums(src, table, out_ptr, n_rows, BM: kl.constexpr, PAGE: kl.constexpr
 
 
 @kiln.jit
+def paged_sums_rewritten(src, table, out_ptr, n_rows, BM: kl.constexpr, PAGE: kl.constexpr,
+                         STAGES: kl.constexpr):
+    for r in kl.range(kl.program_id(0) * BM, n_rows, kl.num_programs(0) * BM,
+                      num_stages=STAGES):
+        row = kl.load(table + r // PAGE) * PAGE + r % PAGE
+        rows = r + kl.arange(0, BM)
+        block = src.load([row, 0])  # not pipelined: the kernel writes the table
+        kl.store(out_ptr + rows, kl.sum(block, axis=1), mask=rows < n_rows)
+    kl.store(table, 0)  # blocks the pipelining
+
+
+@kiln.jit
 def bad_stages(src, BM: kl.constexpr):
     for r in kl.range(0, 4, num_stages=0):
         src.load([r, 0])
@@ -133,11 +147,40 @@ def test_paged_loop_interpreter_and_ptx():
     rows = table[np.arange(48) // 16] * 16 + np.arange(48) % 16
     np.testing.assert_allclose(out, x[rows].sum(axis=1), rtol=1e-5, atol=1e-5)
     sig = {"src": "tensordesc<f32,8x32>", "table": "*i32", "out_ptr": "*f32", "n_rows": "i32"}
-    ptx = paged_sums.compile(sig, constexprs={"BM": 8, "PAGE": 16, "STAGES": 3},
-                             arch="sm_90a").ptx
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kiln.CompilationWarning)  # pipelined: no warning
+        ptx = paged_sums.compile(sig, constexprs={"BM": 8, "PAGE": 16, "STAGES": 3},
+                                 arch="sm_90a").ptx
     assert ptx.count("mbarrier.init.shared.b64") == 3
     assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") == 3  # 2 ahead + 1 in loop
     assert ptx.count("ld.global.b32") == 3  # the table entries of those iterations
+
+
+def _line_of(text):
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if text in line)
+
+
+def test_unpipelined_load_warns_at_its_line():
+    # A load of a num_stages loop that stays synchronous warns once at the user's line,
+    # with the line that blocks it as a note; the kernel still compiles.
+    sig = {"src": "tensordesc<f32,8x32>", "table": "*i32", "out_ptr": "*f32", "n_rows": "i32"}
+    with pytest.warns(kiln.CompilationWarning) as record:
+        paged_sums_rewritten.compile(sig, constexprs={"BM": 8, "PAGE": 16, "STAGES": 3},
+                                     arch="sm_90a")
+    assert len(record) == 1
+    message = str(record[0].message)
+    load, store = _line_of("# not pipelined"), _line_of("# blocks the pipelining")
+    assert message.startswith(f"{__file__}:{load}:")
+    assert "warning: 'tile.desc_load' is not pipelined (tile.num_stages = 3): its " \
+           "coordinates depend on 'tile.load' of memory that 'tile.store' writes" in message
+    assert f"note: {__file__}:{store}: here" in message
+    # A warning followed by an error (its box alone overflows shared memory): both arrive.
+    sig["src"] = "tensordesc<f32,256x256>"
+    with pytest.warns(kiln.CompilationWarning, match=f":{load}:.* is not pipelined"):
+        with pytest.raises(CompilationError, match=f":{load}:.* bytes of shared memory"):
+            paged_sums_rewritten.compile(sig, constexprs={"BM": 256, "PAGE": 256, "STAGES": 3},
+                                         arch="sm_90a")
 
 
 def test_frontend_errors():

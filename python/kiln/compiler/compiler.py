@@ -18,6 +18,7 @@ import linecache
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -25,7 +26,7 @@ from .._version import __version__
 from ..host import check_constexpr, normalize_cluster, normalize_maxnreg, normalize_num_warps
 from ..language import core as lc
 from ..language.core import constexpr, tensor
-from ..language.errors import CompilationError
+from ..language.errors import CompilationError, CompilationWarning
 from . import targetinfo
 from .code_generator import CodeGenerator, FunctionSource
 from .semantic import Semantic
@@ -303,30 +304,53 @@ _DIAG = re.compile(r'^(error|note|warning|remark): loc\((?:callsite\()?'
                    r'(?:"([^"]*)":(\d+):(\d+))?.*?\)+: (.*)$')
 
 
+def _diagnostics(text: str) -> List[List[Any]]:
+    """The errors and warnings in the C++ side's diagnostics text: [kind, filename, line,
+    col, message with its notes after it]."""
+    diags: List[List[Any]] = []
+    for line in text.splitlines():
+        m = _DIAG.match(line)
+        if not m:
+            continue
+        kind, filename, lineno, col, message = m.groups()
+        if kind in ("error", "warning"):
+            diags.append([kind, filename, int(lineno or 0), int(col or 0), message])
+        elif kind == "note" and diags and not message.startswith("see current"):
+            where = f"{filename}:{lineno}: " if filename else ""
+            diags[-1][4] += f"\n  note: {where}{message}"
+    return diags
+
+
+def _at_source(filename: Optional[str], lineno: int, col: int,
+               source: FunctionSource) -> Tuple[str, int, int, Optional[str]]:
+    """A diagnostic's place: the user's line it names (the kernel's ``def`` where it names
+    none) and that line's text."""
+    if not filename or not lineno:
+        filename, lineno, col = source.filename, source.first_line, 1
+    return filename, lineno, col, linecache.getline(filename, lineno) or None
+
+
 def lowering_error(e: Exception, source: FunctionSource) -> CompilationError:
     """A diagnostic of the lowering (a resource overflow, an op the arch lacks, a layout
     rule) as a CompilationError at the user's line it names (the kernel's ``def`` where it
     names none), with its notes, e.g. the largest shared-memory buffers, after it."""
-    error: Optional[Tuple[Optional[str], int, int, str]] = None
-    notes: List[str] = []
-    for line in str(e).splitlines():
-        m = _DIAG.match(line)
-        if not m:
-            continue
-        kind, filename, lineno, col, text = m.groups()
-        if kind == "error" and error is None:
-            error = (filename, int(lineno or 0), int(col or 0), text)
-        elif kind == "note" and error is not None and not text.startswith("see current"):
-            where = f"{filename}:{lineno}: " if filename else ""
-            notes.append(f"\n  note: {where}{text}")
-    if error is None:
-        return CompilationError(source.filename, source.first_line, 1,
-                                f"internal error: the lowering failed:\n{e}")
-    filename, lineno, col, text = error
-    if not filename or not lineno:
-        filename, lineno, col = source.filename, source.first_line, 1
-    line = linecache.getline(filename, lineno) or None
-    return CompilationError(filename, lineno, col, text + "".join(notes), line)
+    for kind, filename, lineno, col, text in _diagnostics(str(e)):
+        if kind == "error":
+            filename, lineno, col, line = _at_source(filename, lineno, col, source)
+            return CompilationError(filename, lineno, col, text, line)
+    return CompilationError(source.filename, source.first_line, 1,
+                            f"internal error: the lowering failed:\n{e}")
+
+
+def warn_lowering(text: str, source: FunctionSource) -> None:
+    """Issues each warning of the lowering (a ``num_stages`` load left synchronous, and
+    why) as a CompilationWarning at the user's line it names, with its notes; issued at
+    that line (``warnings`` filters by the kernel's module) and at each compile."""
+    for kind, filename, lineno, col, message in _diagnostics(text):
+        if kind == "warning":
+            filename, lineno, col, line = _at_source(filename, lineno, col, source)
+            warnings.warn_explicit(CompilationWarning(filename, lineno, col, message, line),
+                                   CompilationWarning, filename, lineno)
 
 
 def wait_bound() -> int:
@@ -344,12 +368,22 @@ def wait_bound() -> int:
     return tries
 
 
-def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None) -> Any:
+def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None,
+                          source: Optional[FunctionSource] = None) -> Any:
     """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a, tcgen05 on
     sm_100a/sm_103a; None: no arch-specific instructions), with ``wait_bound()``; returns a
-    new module (the input is kept)."""
+    new module (the input is kept). With the kernel's ``source``, its warnings become
+    CompilationWarnings and its error a CompilationError, at the user's lines."""
     lowered = module.clone()
-    _C().run_tile_to_llvm(lowered, num_warps, arch or "", wait_bound())
+    try:
+        text = _C().run_tile_to_llvm(lowered, num_warps, arch or "", wait_bound())
+    except _C().MLIRError as e:
+        if source is None:
+            raise
+        warn_lowering(str(e), source)
+        raise lowering_error(e, source) from None
+    if source is not None:
+        warn_lowering(text, source)
     return lowered
 
 
@@ -521,10 +555,7 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
     ck = CompiledKernel(name, symbol, arch, spec, {}, asm, times=times)
     if stop >= 1:
         t0 = time.perf_counter()
-        try:
-            lowered = lower_to_llvm_dialect(module, spec.num_warps, arch)
-        except _C().MLIRError as e:
-            raise lowering_error(e, source) from None
+        lowered = lower_to_llvm_dialect(module, spec.num_warps, arch, source)
         asm["llvm_dialect"] = lowered.str()
         times["llvm_dialect"] = time.perf_counter() - t0
         _dump(symbol, key, "llvm_dialect", asm["llvm_dialect"])
