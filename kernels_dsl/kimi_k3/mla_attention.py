@@ -33,6 +33,35 @@ drafts of BLOCK_H heads: row r is draft r // BLOCK_H, head r % BLOCK_H of its bl
 writes its partial output (normalized) and lse in fp32; ``mla_merge_kernel`` combines
 them. With one split the partial kernel writes the bf16 output (and lse) itself.
 
+**Two kernels.** ``mla_attention_kernel`` (above) reads the cache through pointers: any
+page size, both caches, every dot on mma.sync. ``mla_attention_tma_kernel`` takes the bf16
+cache whose page size is a multiple of 64 (pages one after the other, as the TMA view
+needs): the cache seen as one 2-D tensor [pages * page_size, 576] through two TMA
+descriptors, 128-byte swizzled, the latent as [BN, LAT_W] boxes and the rope as [BN, 64]
+boxes at column 512, in a ``tma_stages``-deep ring, a key block of BN rows one box at row
+``block_table[b, n // page_size] * page_size + n % page_size`` (BN divides the page, so a
+block never crosses one); 64 query rows in the dots' M (one warpgroup; the rows past S_PAD *
+BLOCK_H are padding, zero queries never stored) and the value columns in two programs
+([64, 256] fp32 accumulators). On sm_90a (LAT_W 256) the three score dots and the value
+dot run on wgmma, B read in place from the ring. Same math, split rule, workspace and
+merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
+agree within the tolerance, not bit for bit (other split counts and dot orders).
+
+Its precondition: a request's last key block reads whole TMA boxes, so the rows of its last
+page past its length are read; their weights are 0, but 0 * NaN is NaN in the value dot,
+so those rows must hold finite values (whatever ``mla_kv_scatter`` wrote there, stale
+rows of an earlier request, or zeros; a fresh ``torch.empty`` page may hold NaN bit
+patterns). The pointer kernel masks them and has no such precondition.
+
+``_use_tma`` picks the kernel: the pointer kernel unless ``Settings.tma`` (the precondition
+above makes the TMA kernel opt-in); with it, the TMA kernel where its layout holds, on
+sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured there), launched by
+JIT.
+The bundle holds only the pointer kernel: the runtime cannot yet pick a bundle
+specialization for a ``TensorDescriptor`` argument (``kiln.runtime.KernelFamily``), so
+with ``KILN_NO_JIT=1`` every cache takes the pointer kernel (same tolerance, not the same
+bytes as the TMA kernel).
+
 Specification: docs/kernels/mla_attention.md
 """
 
@@ -109,6 +138,19 @@ def _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final
              mask=(ok & (final != 0))[:, None])
 
 
+@kiln.jit
+def _split_rows(len_ptr, b, extra, max_rows, n_splits, split, BLOCK: kl.constexpr):
+    """(lengths[b], the request's total rows, this split's rows [lo, hi)): a padded entry
+    (length < 0) has none, the total is lengths[b] + extra cut to the block table's
+    max_rows, and the splits take chunks of whole BLOCKs."""
+    length = kl.load(len_ptr + b)
+    total = kl.where(length < 0, 0, kl.minimum(length + extra, max_rows))
+    per = (total + n_splits - 1) // n_splits
+    chunk = (per + BLOCK - 1) // BLOCK * BLOCK
+    lo = kl.minimum(split * chunk, total)
+    return length, total, lo, kl.minimum(lo + chunk, total)
+
+
 @kiln.jit(num_warps=4, do_not_specialize=[
     "H", "S", "extra", "n_splits", "page_size", "page_u", "row_u", "num_pages", "max_rows",
     "bt_s0", "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final",
@@ -138,12 +180,7 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
     vpart = hv % VPARTS
     b64 = b.to(kl.int64)
     kl.pdl_wait()  # q, the cache and the tables may come from the previous kernels
-    length = kl.load(len_ptr + b)
-    total = kl.where(length < 0, 0, kl.minimum(length + extra, max_rows))
-    per = (total + n_splits - 1) // n_splits
-    chunk = (per + BLOCK_N - 1) // BLOCK_N * BLOCK_N
-    lo = kl.minimum(split * chunk, total)
-    hi = kl.minimum(lo + chunk, total)
+    length, total, lo, hi = _split_rows(len_ptr, b, extra, max_rows, n_splits, split, BLOCK_N)
 
     r = kl.arange(0, BLOCK_M)
     s_of = r // BLOCK_H
@@ -263,6 +300,103 @@ def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, 
     kl.store(lse_ptr + qrow + kl.arange(0, 1), lse, mask=valid & (write_lse != 0))
 
 
+@kiln.jit(num_warps=4, do_not_specialize=[
+    "H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "bt_s0", "q_sb_u",
+    "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse"])
+def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, len_ptr, o_part_ptr,
+                             lse_part_ptr, out_ptr, lse_ptr, H, S, extra, n_splits, page_size,
+                             num_pages, max_rows, bt_s0, q_sb_u, q_ss_u, q_sh_u, o_sb_u,
+                             o_ss_u, o_sh_u, final, write_lse, qk_scale, S_PAD: kl.constexpr,
+                             BLOCK_H: kl.constexpr, BN: kl.constexpr, STAGES: kl.constexpr,
+                             LAT_W: kl.constexpr):
+    """The bf16 cache through TMA (module docstring, "Two kernels"). Program (split, head
+    block * 2 + value part, request b), 64 query rows (S_PAD drafts of BLOCK_H heads, the
+    rest padding). ``lat_desc`` ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc``
+    ``tensordesc<bf16,BNx64,sw128>`` over the cache's rows [num_pages * page_size, 576];
+    the other arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
+    256 (sm_90a: three score dots and one value dot, all wgmma on the ring) or 128 (sm_100a
+    and sm_103a, where the dots fall to mma.sync, whose operand staging must fit 48 KiB:
+    five score dots and two value dots of 128 columns; tcgen05 would want M = 128 and N a
+    multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
+    of the descriptor's bounds: TMA fills it with zeros, as the pointer kernel's masks do.
+    A request's last block reads the rows of its page past its length (weight 0): they
+    must be finite."""
+    split = kl.program_id(0)
+    hv = kl.program_id(1)
+    b = kl.program_id(2)
+    hb = hv // 2
+    vpart = hv % 2
+    b64 = b.to(kl.int64)
+    kl.pdl_wait()  # q, the cache and the tables may come from the previous kernels
+    length, total, lo, hi = _split_rows(len_ptr, b, extra, max_rows, n_splits, split, BN)
+
+    r = kl.arange(0, 64)
+    s_of = r // BLOCK_H
+    h = hb * BLOCK_H + r % BLOCK_H
+    row_ok = (s_of < S) & (h < H)
+    seen = kl.minimum(total - S + s_of, hi - 1)  # the last key row r sees in this split
+    q_row = q_ptr + (b64 * q_sb_u + s_of * q_ss_u + h * q_sh_u) * 8
+    qm = row_ok[:, None]
+    cw = kl.arange(0, LAT_W)
+    q0 = kl.load(q_row[:, None] + cw[None, :], mask=qm, other=0.0)
+    q1 = kl.load(q_row[:, None] + LAT_W + cw[None, :], mask=qm, other=0.0)
+    if LAT_W == 128:
+        q2 = kl.load(q_row[:, None] + 256 + cw[None, :], mask=qm, other=0.0)
+        q3 = kl.load(q_row[:, None] + 384 + cw[None, :], mask=qm, other=0.0)
+    qr = kl.load(q_row[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :], mask=qm, other=0.0)
+    kl.pdl_launch_dependents()
+
+    keys = kl.arange(0, BN)
+    bt_row = bt_ptr + b64 * bt_s0
+    m_i = kl.full((64,), float("-inf"), kl.float32)
+    l_i = kl.zeros((64,), kl.float32)
+    acc = kl.zeros((64, LAT_W), kl.float32)
+    if LAT_W == 128:
+        acc1 = kl.zeros((64, LAT_W), kl.float32)
+    for n in kl.range(lo, hi, BN, num_stages=STAGES):
+        page = kl.load(bt_row + n // page_size)
+        page = kl.where((page >= 0) & (page < num_pages), page, -1)
+        row = page * page_size + n % page_size
+        k0 = lat_desc.load([row, 0])
+        k1 = lat_desc.load([row, LAT_W])
+        kr = rope_desc.load([row, KV_LORA])
+        s = kl.dot(q0, k0.T)
+        s = kl.dot(q1, k1.T, s)
+        if LAT_W == 128:
+            k2 = lat_desc.load([row, 256])
+            k3 = lat_desc.load([row, 384])
+            s = kl.dot(q2, k2.T, s)
+            s = kl.dot(q3, k3.T, s)
+        s = kl.dot(qr, kr.T, s)
+        s = kl.where((n + keys)[None, :] <= seen[:, None], s, float("-inf"))
+        m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
+        m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = kl.exp2(m_i - m_use)
+        p = kl.exp2(s * qk_scale - m_use[:, None])
+        l_i = l_i * alpha + kl.sum(p, axis=1)
+        m_i = m_new
+        pb = p.to(kl.bfloat16)
+        v = lat_desc.load([row, vpart * 256])
+        acc = kl.dot(pb, v, acc * alpha[:, None])
+        if LAT_W == 128:
+            v1 = lat_desc.load([row, vpart * 256 + 128])
+            acc1 = kl.dot(pb, v1, acc1 * alpha[:, None])
+
+    l_safe = kl.where(l_i > 0.0, l_i, 1.0)
+    lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
+    ok = row_ok & (length >= 0)
+    qrow = (b64 * S + s_of) * H + h  # the query row's index in [B, S, H]
+    part = qrow * n_splits + split
+    out_row = (b64 * o_sb_u + s_of * o_ss_u + h * o_sh_u) * 8
+    cols = vpart * 256 + cw
+    _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final)
+    if LAT_W == 128:
+        _store_rows(o_part_ptr, out_ptr, acc1, l_safe, part, out_row, cols + 128, ok, final)
+    lse_ok = ok & (vpart == 0)
+    kl.store(lse_part_ptr + part, lse, mask=lse_ok & (final == 0))
+    kl.store(lse_ptr + qrow, lse, mask=lse_ok & (final != 0) & (write_lse != 0))
+
+
 # ---------------------------------------------------------------------------
 # Settings, launch configurations, AOT specializations
 # ---------------------------------------------------------------------------
@@ -279,6 +413,17 @@ class Settings:
     merge_block: int = 16  # splits the merge reads at a time ([16, 512] fp32)
     splits_per_sm: int = 2  # the programs the split count aims for, per SM
     min_chunk: int = 256  # rows below which a request is not split further
+    # The TMA kernel (bf16, page_size % 64 == 0, JIT):
+    tma: bool = False  # take it where it applies. Off by default: it reads the rows of a
+    # request's last page past its length (weight 0, but 0 * NaN is NaN), which the pointer
+    # kernel masks, so a cache whose unused rows may hold NaN needs the pointer kernel
+    tma_block_n: int = 32  # key rows a step, a divisor of 64 (two steps a 64-row page)
+    tma_stages: int = 2  # the ring's depth (a stage: the latent, rope and value boxes)
+    tma_latent_width: int = 256  # the latent box's width on sm_90a (256: three score dots
+    # and one value dot; 128: five and two). sm_100a/sm_103a always take 128: 256 does not
+    # fit their mma.sync staging
+    tma_blackwell: bool = False  # take the TMA kernel on sm_100a/sm_103a too. Off: there its
+    # dots run on mma.sync with 1,072-1,136 bytes of spill, and it is not measured yet
 
 
 SETTINGS = Settings()
@@ -317,17 +462,33 @@ def _constexprs(shape: tuple, fp8: bool, settings: Settings = SETTINGS) -> dict:
             "FP8": bool(fp8)}
 
 
+#: Page sizes the TMA kernel takes: multiples of 64 (its key blocks never cross a page).
+TMA_PAGE_ALIGN = 64
+#: The TMA kernel's warps: one warpgroup (wgmma's M = 64 rows).
+TMA_WARPS = 4
+
+
+def tma_launch_config(h: int, s: int, lat_w: int, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the TMA kernel: ``tile_shape``'s drafts and
+    heads a program, in a 64-row tile, the value columns always in two programs."""
+    s_pad, block_h, _ = tile_shape(h, s)
+    return ("mla_attention_tma",
+            {"S_PAD": s_pad, "BLOCK_H": block_h, "BN": settings.tma_block_n,
+             "STAGES": settings.tma_stages, "LAT_W": lat_w}, TMA_WARPS)
+
+
 def merge_config(settings: Settings = SETTINGS) -> tuple:
     return "mla_merge", {"BLOCK_S": settings.merge_block}, settings.num_warps
 
 
 def num_splits_for(bsz: int, h: int, s: int, max_rows: int, sms: Optional[int],
-                   settings: Settings = SETTINGS) -> int:
+                   settings: Settings = SETTINGS, tma: bool = False) -> int:
     """The split count: enough programs for ``splits_per_sm`` an SM (132 SMs when unknown),
     no chunk below ``min_chunk`` rows of the longest possible request (``max_rows``: the
-    block table's pages times the page size), at most MAX_SPLITS."""
+    block table's pages times the page size), at most MAX_SPLITS. ``tma``: the TMA
+    kernel's programs (always two value parts a head block)."""
     _, block_h, vparts = tile_shape(h, s)
-    programs = bsz * -(-h // block_h) * vparts
+    programs = bsz * -(-h // block_h) * (2 if tma else vparts)
     want = -(-(settings.splits_per_sm * (sms or 132)) // max(programs, 1))
     cap = max(1, -(-max_rows // settings.min_chunk))
     return max(1, min(want, cap, MAX_SPLITS))
@@ -342,6 +503,21 @@ def _signature(fp8: bool) -> dict:
             "len_ptr": "*i32", "o_part_ptr": "*f32", "lse_part_ptr": "*f32", "out_ptr": "*bf16",
             "lse_ptr": "*f32", **{i: "i32" for i in ints}, "qk_scale": "f32"}
 
+
+def tma_signature(lat_w: int, settings: Settings = SETTINGS) -> dict:
+    """The TMA kernel's parameter types (its latent boxes ``lat_w`` wide)."""
+    ints = ("H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "bt_s0",
+            "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse")
+    bn = settings.tma_block_n
+    return {"q_ptr": "*bf16", "lat_desc": f"tensordesc<bf16,{bn}x{lat_w},sw128>",
+            "rope_desc": f"tensordesc<bf16,{bn}x{ROPE},sw128>", "bt_ptr": "*i32",
+            "len_ptr": "*i32", "o_part_ptr": "*f32", "lse_part_ptr": "*f32",
+            "out_ptr": "*bf16", "lse_ptr": "*f32", **{i: "i32" for i in ints},
+            "qk_scale": "f32"}
+
+
+#: The TMA kernel's vector accesses: q, the workspace and out.
+TMA_ALIGNED = ("q_ptr", "o_part_ptr", "out_ptr")
 
 MERGE_SIGNATURE = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "len_ptr": "*i32",
                    "out_ptr": "*bf16", "lse_ptr": "*f32", "H": "i32", "S": "i32",
@@ -424,6 +600,70 @@ def _cache_views(cache: Any, fp8: bool) -> tuple:
             cache.view(torch.bfloat16))
 
 
+def _tma_row_stride(cache: Any, pages: int, page_size: int,
+                    settings: Settings) -> Optional[int]:
+    """The bf16 cache's row stride (elements) where the TMA kernel can read the cache as one
+    2-D tensor of rows [pages * page_size, 576]: the page size a multiple of 64 and of
+    ``tma_block_n``, the pages one after the other (page stride = page_size row strides),
+    rows at least 576 elements apart, the rows within int32 (TMA's coordinates); else None
+    (the pointer kernel reads it)."""
+    if page_size % TMA_PAGE_ALIGN or page_size % settings.tma_block_n:
+        return None
+    st = L.strides(cache)
+    row = st[1]
+    if row < BF16_ROW or (pages > 1 and st[0] != page_size * row):
+        return None
+    if pages * page_size > L.INT32_MAX:
+        return None
+    return row
+
+
+def _device_arch(t: Any) -> str:
+    """The kiln arch of t's device: a torch CUDA tensor's compute capability, the current
+    device for other CUDA arrays, sm_90a for host arrays (the interpreter runs either
+    form)."""
+    dev = getattr(t, "device", None)
+    if getattr(dev, "type", None) == "cuda":
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(dev)
+        return {(10, 0): "sm_100a", (10, 3): "sm_103a"}.get((major, minor), "sm_90a")
+    if hasattr(t, "__cuda_array_interface__"):
+        from kiln.runtime import device_arch
+
+        return device_arch()
+    return "sm_90a"
+
+
+def _use_tma(q: Any, cache: Any, fp8: bool, pages: int, page_size: int,
+             settings: Settings) -> Optional[tuple]:
+    """(row stride, latent box width) where the TMA kernel takes this call, else None: a
+    bf16 cache in its layout (``_tma_row_stride``), launched by JIT (the bundle holds only
+    the pointer kernel: the runtime cannot pick a specialization for a TensorDescriptor
+    argument), on sm_90a (on sm_100a/sm_103a only with ``tma_blackwell``: the width 128
+    there)."""
+    if not settings.tma or fp8 or not L.jit_allowed():
+        return None
+    row = _tma_row_stride(cache, pages, page_size, settings)
+    if row is None:
+        return None
+    if _device_arch(q).startswith("sm_90"):
+        return row, settings.tma_latent_width
+    return (row, 128) if settings.tma_blackwell else None
+
+
+def _tma_descriptors(cache: Any, pages: int, page_size: int, row: int, lat_w: int,
+                     settings: Settings) -> tuple:
+    """The latent ([BN, lat_w] boxes) and rope ([BN, 64]) TMA descriptors, 128-byte
+    swizzled, over the cache's rows as one 2-D tensor [pages * page_size, 576] (row stride
+    ``row`` elements)."""
+    shape, strides, bn = [pages * page_size, BF16_ROW], [row, 1], settings.tma_block_n
+    return (kiln.TensorDescriptor(cache, [bn, lat_w], shape=shape, strides=strides,
+                                  swizzle=128),
+            kiln.TensorDescriptor(cache, [bn, ROPE], shape=shape, strides=strides,
+                                  swizzle=128))
+
+
 def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, decode: bool,
                scale: Optional[float], num_splits: Optional[int], out: Optional[Any],
                return_lse: bool, settings: Settings) -> Any:
@@ -460,13 +700,13 @@ def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, deco
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
             math.isfinite(scale) and scale > 0):
         raise ValueError(f"{op}: scale must be a finite positive float, got {scale!r}")
-    if num_splits is None:
-        num_splits = num_splits_for(bsz, h, s, max_rows, L.num_sms(q), settings)
-    elif (isinstance(num_splits, bool) or not isinstance(num_splits, int)
-          or not 1 <= num_splits <= MAX_SPLITS):
-        raise ValueError(f"{op}: num_splits must be an int in [1, {MAX_SPLITS}], got "
-                         f"{num_splits!r}")
-    L.check_int32_extent(op, "the query rows B * S * H * num_splits", bsz * s * h * num_splits)
+    if num_splits is not None:
+        if (isinstance(num_splits, bool) or not isinstance(num_splits, int)
+                or not 1 <= num_splits <= MAX_SPLITS):
+            raise ValueError(f"{op}: num_splits must be an int in [1, {MAX_SPLITS}], got "
+                             f"{num_splits!r}")
+        L.check_int32_extent(op, "the query rows B * S * H * num_splits",
+                             bsz * s * h * num_splits)
     shape = (bsz, h) if decode else (bsz, s, h)
     if out is None:
         out = _empty(q, shape + (KV_LORA,), "bfloat16")
@@ -482,19 +722,33 @@ def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, deco
     lse = _empty(q, shape, "float32") if return_lse else None
     if bsz == 0:
         return (out, lse) if return_lse else out
+    tma = _use_tma(q, cache, fp8, pages, page_size, settings)
+    if num_splits is None:
+        num_splits = num_splits_for(bsz, h, s, max_rows, L.num_sms(q), settings,
+                                    tma is not None)
+        L.check_int32_extent(op, "the query rows B * S * H * num_splits",
+                             bsz * s * h * num_splits)
     final = num_splits == 1
     rows = bsz * s * h
     o_part = _empty(q, (rows if not final else 1, num_splits, KV_LORA), "float32")
     lse_part = _empty(q, (rows if not final else 1, num_splits), "float32")
     lse_arg = lse if return_lse else lse_part
-    name, constexprs, num_warps = launch_config(h, s, fp8, settings)
-    heads = -(-h // constexprs["BLOCK_H"]) * constexprs["VPARTS"]
-    L.launch(mla_attention_kernel, name, (num_splits, heads, bsz),
-             (q, *_cache_views(cache, fp8), block_table, lengths, o_part, lse_part, out,
-              lse_arg, h, s, extra, num_splits, page_size, page_u, row_u, pages, max_rows,
-              bt_s0, *q_u,
-              *o_u, int(final), int(return_lse), float(scale) * LOG2E), constexprs,
-             num_warps)
+    tail = (bt_s0, *q_u, *o_u, int(final), int(return_lse), float(scale) * LOG2E)
+    if tma is not None:
+        row, lat_w = tma
+        name, constexprs, num_warps = tma_launch_config(h, s, lat_w, settings)
+        L.launch(mla_attention_tma_kernel, name,
+                 (num_splits, -(-h // constexprs["BLOCK_H"]) * 2, bsz),
+                 (q, *_tma_descriptors(cache, pages, page_size, row, lat_w, settings),
+                  block_table, lengths, o_part, lse_part, out, lse_arg, h, s, extra,
+                  num_splits, page_size, pages, max_rows, *tail), constexprs, num_warps)
+    else:
+        name, constexprs, num_warps = launch_config(h, s, fp8, settings)
+        heads = -(-h // constexprs["BLOCK_H"]) * constexprs["VPARTS"]
+        L.launch(mla_attention_kernel, name, (num_splits, heads, bsz),
+                 (q, *_cache_views(cache, fp8), block_table, lengths, o_part, lse_part, out,
+                  lse_arg, h, s, extra, num_splits, page_size, page_u, row_u, pages,
+                  max_rows, *tail), constexprs, num_warps)
     if not final:
         mname, mconst, mwarps = merge_config(settings)
         L.launch(mla_merge_kernel, mname, (h, s, bsz),
@@ -514,7 +768,12 @@ def verify_splitkv(q: Any, cache: Any, block_table: Any, lengths: Any,
     prefix before the drafts, which are each request's last S rows; < 0: a padded entry,
     its output rows untouched), scale (default 576^-0.5), num_splits (default: from B, H,
     S, the block table's capacity and the SM count), out bf16 [B, S, H, 512]. Returns out,
-    or (out, lse fp32 [B, S, H]) with return_lse. Every check raises before any launch."""
+    or (out, lse fp32 [B, S, H]) with return_lse. Every check raises before any launch.
+
+    A bf16 cache whose page size is a multiple of 64 (pages one after the other) is read
+    through TMA (module docstring, "Two kernels"): the rows of each request's last page past
+    its length must then hold finite values (anything ``mla_kv_scatter`` wrote, or zeros;
+    a fresh ``torch.empty`` page may hold NaN, which reaches the output as NaN)."""
     return _attention("verify_splitkv", q, cache, block_table, lengths, False, scale,
                       num_splits, out, return_lse, settings)
 
@@ -526,6 +785,8 @@ def mla_decode(q: Any, cache: Any, block_table: Any, cache_seqlens: Any,
     """Decode attention, one query a request (module docstring): q bf16 [B, H, 576],
     cache_seqlens int32 [B] the rows each request sees, the new token's included (0: out
     zeros, lse -inf; < 0: a padded entry, untouched); the rest as verify_splitkv. Returns
-    out bf16 [B, H, 512], or (out, lse fp32 [B, H])."""
+    out bf16 [B, H, 512], or (out, lse fp32 [B, H]). The same precondition as
+    verify_splitkv's for a bf16 cache of pages of a multiple of 64 rows: the rows of each
+    request's last page past cache_seqlens must be finite."""
     return _attention("mla_decode", q, cache, block_table, cache_seqlens, True, scale,
                       num_splits, out, return_lse, settings)

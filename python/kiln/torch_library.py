@@ -283,6 +283,8 @@ def _make_plan(args: Sequence[Any], result: Any, rec: _Recorder) -> Any:
     device = None
     launches = []
     for kernel, grid, values, pointers in rec.launches:
+        if any(isinstance(v, tuple) for v in values):  # a tensor map: its bytes hold the address
+            return Unplanned("a launch takes a tensor descriptor")
         slots = []
         for slot, t in pointers:
             if not isinstance(t, torch.Tensor) or not t.is_cuda:

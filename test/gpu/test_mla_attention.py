@@ -4,7 +4,9 @@ the pages, the FP8 rows dequantized from the bytes mla_kv_scatter_fp8 wrote), JI
 bundle (``launch_mode``): H in {12, 16, 128}, S in {1, 2, 4}, ragged lengths from 0 to
 32,768, page sizes 1 and 64, bf16 and FP8 caches, padded entries untouched; outputs within
 2e-2 of the reference on unit-scale inputs, lse within 1e-3; the torch ops under a CUDA
-graph."""
+graph and over two caches of one launch key. Each case checks which kernel ran: the TMA
+kernel for the bf16 cache of 64-row pages under JIT on Hopper with ``Settings.tma``, the
+pointer kernel otherwise (the default settings, page size 1, FP8, the bundle)."""
 
 import pytest
 
@@ -69,6 +71,31 @@ def reference(q, rows, bt, totals, ps, scale):
     return out, lse
 
 
+@pytest.fixture
+def kernels(monkeypatch):
+    """The names of the partial kernels the wrappers launch (the launches still run)."""
+    names = []
+    launch = mod.L.launch
+
+    def spy(kernel, name, *args, **kwargs):
+        if name != "mla_merge":
+            names.append(name)
+        return launch(kernel, name, *args, **kwargs)
+
+    monkeypatch.setattr(mod.L, "launch", spy)
+    return names
+
+
+def expected_kernel(launch_mode, ps, fp8, settings=mod.SETTINGS):
+    """The partial kernel ``mla_attention._use_tma`` picks for this device and mode."""
+    if fp8:
+        return "mla_attention_fp8"
+    hopper = torch.cuda.get_device_capability()[0] == 9
+    tma = (settings.tma and launch_mode == "jit" and ps % 64 == 0
+           and (hopper or settings.tma_blackwell))
+    return "mla_attention_tma" if tma else "mla_attention"
+
+
 def lengths_for(bsz, long_len, rng):
     """Ragged lengths: 0, 1, a non-multiple of 64, the long one, random others."""
     base = [0, 1, 4095, long_len]
@@ -78,7 +105,7 @@ def lengths_for(bsz, long_len, rng):
 @pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
 @pytest.mark.parametrize("ps", [64, 1])
 @pytest.mark.parametrize("h,s", [(12, 1), (12, 4), (16, 2), (128, 1), (128, 4)])
-def test_verify_against_fp32_reference(launch_mode, h, s, ps, fp8):
+def test_verify_against_fp32_reference(launch_mode, kernels, h, s, ps, fp8):
     rng = torch.Generator().manual_seed(h * 10 + s + ps + fp8)
     prefixes = lengths_for(6, 32768 - s if h <= 16 else 8192, rng)
     prefixes[2] = -1  # a padded entry
@@ -96,12 +123,13 @@ def test_verify_against_fp32_reference(launch_mode, h, s, ps, fp8):
     torch.testing.assert_close(out[real].float(), want[real], atol=2e-2, rtol=0)
     torch.testing.assert_close(lse[real], want_lse[real], atol=1e-3, rtol=0)
     assert torch.all(out[~real] == 7.0)
+    assert set(kernels) == {expected_kernel(launch_mode, ps, fp8)}
 
 
 @pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
 @pytest.mark.parametrize("h", [12, 128])
 @pytest.mark.parametrize("num_splits", [None, 1, 256])
-def test_decode_against_fp32_reference(launch_mode, h, fp8, num_splits):
+def test_decode_against_fp32_reference(launch_mode, kernels, h, fp8, num_splits):
     """Decode (cache_seqlens: the rows each query sees, its own included): 0 rows writes
     zeros and lse -inf; B = 1 at 32K over the default split count fills the GPU."""
     rng = torch.Generator().manual_seed(h + fp8)
@@ -115,6 +143,54 @@ def test_decode_against_fp32_reference(launch_mode, h, fp8, num_splits):
     torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=0)
     torch.testing.assert_close(lse, want_lse[:, 0], atol=1e-3, rtol=0)
     assert torch.all(out[0] == 0) and torch.all(lse[0] == float("-inf"))
+    assert set(kernels) == {expected_kernel(launch_mode, 64, fp8)}
+
+
+TMA = mod.Settings(tma=True)
+
+
+@pytest.mark.parametrize("ps,settings", [
+    (64, TMA),                                                 # K3's pages
+    (128, TMA),                                                # pages of 128 rows
+    (64, mod.Settings(tma=True, tma_latent_width=128)),        # Blackwell's width on Hopper
+    (64, mod.Settings(tma=True, tma_stages=3)),
+    (64, mod.Settings(tma=True, tma_blackwell=True)),          # on sm_100a/sm_103a too
+], ids=["page64", "page128", "lat128", "stages3", "blackwell"])
+@pytest.mark.parametrize("h,s", [(12, 1), (128, 2)])
+def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
+    """The TMA kernel (``Settings.tma``), its other settings and page sizes (JIT: the bundle
+    holds only the pointer kernel)."""
+    rng = torch.Generator().manual_seed(ps + h + s)
+    prefixes = lengths_for(5, 32768 - s if h <= 16 else 8192, rng)
+    totals = [p + s for p in prefixes]
+    cache, rows, pages = build_cache(sum(-(-t // ps) * ps for t in totals) + ps, ps, False)
+    bt = block_tables(totals, ps, pages)
+    q = torch.randn(len(prefixes), s, h, 576, device="cuda", dtype=torch.bfloat16)
+    lengths = torch.tensor(prefixes, device="cuda", dtype=torch.int32)
+    out, lse = mod.verify_splitkv(q, cache, bt, lengths, return_lse=True, settings=settings)
+    want, want_lse = reference(q, rows, bt, totals, ps, 576 ** -0.5)
+    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=0)
+    torch.testing.assert_close(lse, want_lse, atol=1e-3, rtol=0)
+    assert set(kernels) == {expected_kernel("jit", ps, False, settings)}
+
+
+def test_tma_kernel_reads_the_last_page_tail():
+    """The TMA kernel's documented precondition: NaN in the rows of a request's last page
+    past its length reaches its output (the pointer kernel masks them); finite values
+    there (zeros) give the reference."""
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the TMA kernel is taken on Hopper (Settings.tma_blackwell)")
+    q = torch.randn(1, 12, 576, device="cuda", dtype=torch.bfloat16)
+    bt = torch.zeros(1, 1, device="cuda", dtype=torch.int32)
+    lens = torch.tensor([10], device="cuda", dtype=torch.int32)
+    cache = torch.randn(1, 64, 576, device="cuda", dtype=torch.bfloat16)
+    cache[0, 10:] = float("nan")
+    assert torch.isnan(mod.mla_decode(q, cache, bt, lens, settings=TMA)).any()
+    assert not torch.isnan(mod.mla_decode(q, cache, bt, lens)).any()  # the pointer kernel
+    cache[0, 10:] = 0
+    want, _ = reference(q[:, None], cache.view(-1, 576).float(), bt, [10], 64, 576 ** -0.5)
+    torch.testing.assert_close(mod.mla_decode(q, cache, bt, lens, settings=TMA).float(),
+                               want[:, 0], atol=2e-2, rtol=0)
 
 
 def test_torch_ops_in_a_cuda_graph():
@@ -136,3 +212,24 @@ def test_torch_ops_in_a_cuda_graph():
     want, want_lse = torch.ops.kiln.mla_decode(q, cache, bt, lens)
     torch.cuda.synchronize()
     assert torch.equal(out, want) and torch.equal(lse, want_lse)
+
+
+def test_torch_op_over_two_caches_of_one_launch_key():
+    """Two caches of the same shape, strides and alignment (two layers' caches) give the op
+    one launch key: the second call, a replayed launch plan, must read the second cache.
+    (A kernel of TensorDescriptors, as the TMA kernel, is never planned: a replayed
+    descriptor would hold the first cache's address.)"""
+    import kernels_dsl.kimi_k3.torch_ops  # noqa: F401
+
+    seqlens = [300, 1, 4097, 64]
+    cache, rows, pages = build_cache(sum(-(-t // 64) * 64 for t in seqlens) + 64, 64, False)
+    other = torch.randn_like(cache)
+    bt = block_tables(seqlens, 64, pages)
+    q = torch.randn(4, 12, 576, device="cuda", dtype=torch.bfloat16)
+    lens = torch.tensor(seqlens, device="cuda", dtype=torch.int32)
+    torch.ops.kiln.mla_decode(q, cache, bt, lens)
+    out, lse = torch.ops.kiln.mla_decode(q, other, bt, lens)
+    want, want_lse = reference(q[:, None], other.view(-1, 576).float(), bt, seqlens, 64,
+                               576 ** -0.5)
+    torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=0)
+    torch.testing.assert_close(lse, want_lse[:, 0], atol=1e-3, rtol=0)

@@ -725,6 +725,35 @@ def test_mla_attention(bundle_only):
     assert seen == {s.kernel_name for s in mla_attention.AOT_SPECIALIZATIONS}
 
 
+@pytest.mark.xfail(strict=True, raises=KilnError,
+                   reason="the runtime picks no bundle specialization for a TensorDescriptor "
+                          "argument (kiln._runtime argSpecs; Bundle::select has no tensor-map "
+                          "ArgSpec)")
+def test_mla_attention_tma_is_selectable_from_a_bundle():
+    """The TMA kernel of mla_decode / verify_splitkv (bf16, pages of a multiple of 64 rows)
+    is JIT-only: with the compiler disabled the wrappers take the pointer kernel
+    (test_mla_attention above covers that), because ``KernelFamily.select`` cannot take
+    its TensorDescriptor arguments. When this passes, the runtime can: give the TMA kernel
+    AOT specializations (LAT_W 256 for sm_90a, 128 for sm_100a/sm_103a) and let
+    ``mla_attention._use_tma`` take it without JIT."""
+    from kiln.runtime import KernelFamily
+
+    lat_w = 256
+    name, constexprs, warps = mla_attention.tma_launch_config(12, 1, lat_w)
+    meta = mla_attention.mla_attention_tma_kernel.compile(
+        mla_attention.tma_signature(lat_w), constexprs, mla_attention.TMA_ALIGNED,
+        num_warps=warps, name=name, upto="tile").meta
+    w = BundleWriter("tma")
+    w.add_kernel(meta, [(a, "cubin", FAKE_CUBIN) for a in ARCHS])
+    family = KernelFamily(Bundle.from_bytes(w.serialize(), "tma"), name, constexprs)
+    cache = T((4, 64, 576))
+    descs = mla_attention._tma_descriptors(cache, 4, 64, 576, lat_w, mla_attention.SETTINGS)
+    args = (T((2, 1, 12, 576)), *descs, T((2, 3), "int32"), T((2,), "int32"),
+            T((24, 2, 512), "float32"), T((24, 2), "float32"), T((2, 1, 12, 512)),
+            T((2, 1, 12), "float32")) + (1,) * 16 + (0.5,)
+    assert family.select(args).name == name
+
+
 def test_the_generic_kernels_are_the_wrappers_fallbacks(shipped):
     """Each ``*_generic`` kernel of the bundle is a module's ``GENERIC`` (or kv_indices'
     generic names), and every module of the grid above is one of the bundle's."""

@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import kiln
 from kernels_dsl.kimi_k3 import mla_attention as mod
 from kiln.testing import FakeCudaTensor, bf16_ulp, interpret
 
@@ -77,10 +78,16 @@ def reference(q, rows, bt, totals, scale):
 def via_interpreter(monkeypatch):
     launches = []
 
+    def unwrap(x):
+        if isinstance(x, HostTensor):
+            return x.a
+        if isinstance(x, kiln.TensorDescriptor) and isinstance(x.base, HostTensor):
+            x.base = x.base.a  # a descriptor over the array the interpreter reads
+        return x
+
     def launch(kernel, name, grid, args, constexprs, num_warps, maxnreg=None, cluster=None):
         launches.append((name, tuple(grid), dict(constexprs), num_warps))
-        interpret(kernel, tuple(grid), *[x.a if isinstance(x, HostTensor) else x for x in args],
-                  **constexprs)
+        interpret(kernel, tuple(grid), *[unwrap(x) for x in args], **constexprs)
 
     def empty(like, shape, dtype):
         return HostTensor(aligned(shape, BF16 if dtype == "bfloat16" else np.float32))
@@ -92,6 +99,7 @@ def via_interpreter(monkeypatch):
         return HostTensor(a.view(E4M3)), HostTensor(a.view(np.float32)), HostTensor(a.view(BF16))
 
     monkeypatch.setattr(mod.L, "launch", launch)
+    monkeypatch.setattr(mod.L, "jit_allowed", lambda: True)  # the TMA kernel is JIT's
     monkeypatch.setattr(mod, "_empty", empty)
     monkeypatch.setattr(mod, "_cache_views", views)
     return launches
@@ -127,11 +135,16 @@ def tables(rng, lengths, extra, ps, pages):
     return bt
 
 
-def run(rng, *, bsz, s, h, ps, fp8, lengths, num_splits, decode=False, pad=0, lse=True):
+def run(rng, *, bsz, s, h, ps, fp8, lengths, num_splits, decode=False, pad=0, lse=True,
+        settings=mod.SETTINGS, bad_pages=()):
+    """One call against the reference. ``bad_pages``: (request, table entry) pairs of block
+    table entries outside [0, pages), whose rows read as zeros."""
     pages = sum(max(0, -(-(int(n) + (0 if decode else s)) // ps)) for n in lengths) + 3
     cache = make_cache(rng, pages, ps, fp8, pad)
     lengths = aligned((bsz,), np.int32, lengths)
     bt = tables(rng, lengths, 0 if decode else s, ps, pages)
+    for b, entry in bad_pages:
+        bt[b, 0] = entry
     q = aligned((bsz, s, h, 576), BF16, rng.standard_normal((bsz, s, h, 576)))
     out = aligned((bsz, s, h, 512), BF16)
     out.view(np.uint16)[...] = POISON
@@ -139,9 +152,11 @@ def run(rng, *, bsz, s, h, ps, fp8, lengths, num_splits, decode=False, pad=0, ls
     qa, oa = (q[:, 0], out[:, 0]) if decode else (q, out)
     fn = mod.mla_decode if decode else mod.verify_splitkv
     res = fn(HostTensor(qa), HostTensor(cache), HostTensor(bt), HostTensor(lengths), scale,
-             num_splits=num_splits, out=HostTensor(oa), return_lse=lse)
+             num_splits=num_splits, out=HostTensor(oa), return_lse=lse, settings=settings)
     totals = np.where(lengths < 0, -1, lengths + (0 if decode else s))
-    want, want_lse, bound = reference(q, cache_rows(cache, fp8), bt, totals, scale)
+    rows = np.concatenate([cache_rows(cache, fp8), np.zeros((1, ps, 576))])  # + a zero page
+    ref_bt = np.where((bt >= 0) & (bt < pages), bt, pages)
+    want, want_lse, bound = reference(q, rows, ref_bt, totals, scale)
     got_lse = None
     if lse:
         got_lse = res[1].a if decode else res[1].a
@@ -174,9 +189,8 @@ def test_verify_against_reference(via_interpreter, ps, fp8):
     for num_splits in (1, 5):
         check(*run(rng, bsz=5, s=4, h=12, ps=ps, fp8=fp8, lengths=lengths,
                    num_splits=num_splits), fp8)
-    names = [x[0] for x in via_interpreter]
-    assert names == ["mla_attention" + "_fp8" * fp8] + [
-        "mla_attention" + "_fp8" * fp8, "mla_merge"]
+    name = "mla_attention" + ("_fp8" if fp8 else "")  # the pointer kernel: Settings.tma off
+    assert [x[0] for x in via_interpreter] == [name, name, "mla_merge"]
 
 
 @pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
@@ -196,11 +210,11 @@ def test_decode_against_reference(via_interpreter, h, fp8):
 @pytest.mark.parametrize("h", [12, 128])
 def test_verify_draft_counts(via_interpreter, s, h):
     """Every S the ops take (padded to a power of two), with few and many heads: the tile
-    shapes of the bundle."""
+    shapes of the bundle (the pointer kernel: pages of 16 rows)."""
     if h == 128 and s > 2:
         pytest.skip("covered by the 12-head rows (same code path, the interpreter's time)")
     rng = np.random.default_rng(10 * s + h)
-    check(*run(rng, bsz=2, s=s, h=h, ps=64, fp8=False, lengths=[3, 90], num_splits=2), False)
+    check(*run(rng, bsz=2, s=s, h=h, ps=16, fp8=False, lengths=[3, 90], num_splits=2), False)
     _, _, constexprs, _ = via_interpreter[0]
     assert (constexprs["S_PAD"], constexprs["BLOCK_H"], constexprs["VPARTS"]) == \
         mod.tile_shape(h, s)
@@ -220,10 +234,10 @@ def test_split_counts(via_interpreter):
     """One request of 300 rows over 1, 2, 7 and MAX_SPLITS splits (then 10 chunks of 32 rows
     and 246 empty splits, lse -inf, that the merge skips): each within the reference's
     bounds (the split count changes only roundings: each split rounds its weights to bf16
-    against its own running maximum)."""
+    against its own running maximum). The pointer kernel (pages of 32 rows)."""
     rng = np.random.default_rng(3)
     for n in (1, 2, 7, mod.MAX_SPLITS):
-        check(*run(rng, bsz=1, s=1, h=12, ps=64, fp8=False, lengths=[300], num_splits=n),
+        check(*run(rng, bsz=1, s=1, h=12, ps=32, fp8=False, lengths=[300], num_splits=n),
               False)
     assert [x[1] for x in via_interpreter[-2:]] == [(mod.MAX_SPLITS, 1, 1), (12, 1, 1)]
 
@@ -235,6 +249,8 @@ def test_num_splits_choice():
     assert mod.num_splits_for(1, 12, 1, 64, 132) == 1  # a short block table: one split
     assert mod.num_splits_for(1, 128, 1, 1 << 20, 132) == 66  # 2 head blocks x 2 value parts
     assert mod.num_splits_for(1, 1, 1, 1 << 30, 10 ** 4) == mod.MAX_SPLITS
+    assert mod.num_splits_for(1, 12, 1, 32768, 132, tma=True) == 128  # 2 value parts
+    assert mod.num_splits_for(64, 12, 1, 32768, 132, tma=True) == 3
 
 
 def test_tile_shapes():
@@ -251,6 +267,174 @@ def test_tile_shapes():
     for h in range(1, 200):
         for s in range(1, mod.MAX_S + 1):
             assert mod.tile_shape(h, s) in shapes
+
+
+# ---------------------------------------------------------------------------
+# The TMA kernel (bf16, pages of a multiple of 64 rows): which kernel takes a call, and the
+# TMA kernel against the reference
+# ---------------------------------------------------------------------------
+
+TMA = mod.Settings(tma=True)
+WIDE = mod.Settings(tma=True, tma_latent_width=128)  # sm_100a/sm_103a's form (five score dots)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The wrappers' launches recorded (name), nothing run."""
+    names = []
+    monkeypatch.setattr(mod.L, "launch", lambda kernel, name, *a, **k: names.append(name))
+    monkeypatch.setattr(mod, "_empty", lambda like, shape, dtype: HostTensor(
+        aligned(shape, BF16 if dtype == "bfloat16" else np.float32)))
+    monkeypatch.setattr(mod.L, "jit_allowed", lambda: True)
+    monkeypatch.setattr(mod, "_cache_views", lambda cache, fp8: (cache,) * 3)
+    return names
+
+
+def dispatch(cache, s=1, settings=TMA):
+    q = HostTensor(aligned((2, s, 12, 576), BF16, 0))
+    bt = HostTensor(aligned((2, 3), np.int32, 0))
+    lens = HostTensor(aligned((2,), np.int32, 5))
+    mod.verify_splitkv(q, HostTensor(cache), bt, lens, num_splits=1, settings=settings)
+
+
+@pytest.mark.parametrize("shape, dtype, pad, kernel", [
+    ((4, 64, 576), BF16, 0, "mla_attention_tma"),     # K3's pages
+    ((4, 128, 576), BF16, 0, "mla_attention_tma"),
+    ((1, 64, 576), BF16, 0, "mla_attention_tma"),      # one page (no page stride)
+    ((4, 64, 576), BF16, 8, "mla_attention_tma"),      # strided rows, pages contiguous
+    ((4, 1, 576), BF16, 0, "mla_attention"),           # page sizes not multiples of 64
+    ((4, 16, 576), BF16, 0, "mla_attention"),
+    ((4, 96, 576), BF16, 0, "mla_attention"),
+    ((4, 64, 656), np.uint8, 0, "mla_attention_fp8"),  # the FP8 cache
+])
+def test_which_kernel_takes_the_cache(recorded, shape, dtype, pad, kernel):
+    width = shape[2] + pad
+    cache = aligned(shape[:2] + (width,), dtype, 0)[..., :shape[2]]
+    dispatch(cache)
+    assert recorded == [kernel]
+
+
+def test_the_tma_kernel_is_opt_in(recorded):
+    """Settings.tma off (the default): the pointer kernel reads every cache."""
+    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.SETTINGS)
+    assert recorded == ["mla_attention"]
+
+
+def test_pages_apart_take_the_pointer_kernel(recorded):
+    """Pages not one after the other (a page stride past page_size rows): no 2-D view of
+    rows for TMA, the pointer kernel reads them."""
+    dispatch(aligned((4, 65, 576), BF16, 0)[:, :64])
+    assert recorded == ["mla_attention"]
+
+
+def test_the_bundle_takes_the_pointer_kernel(recorded, monkeypatch):
+    """Without JIT (the bundle) every cache takes the pointer kernel: the runtime cannot
+    pick a bundle specialization for a TensorDescriptor argument."""
+    monkeypatch.setattr(mod.L, "jit_allowed", lambda: False)
+    dispatch(aligned((4, 64, 576), BF16, 0))
+    assert recorded == ["mla_attention"]
+
+
+@pytest.mark.parametrize("settings", [TMA, WIDE], ids=["lat256", "lat128"])
+@pytest.mark.parametrize("n_splits", [1, 3])
+@pytest.mark.parametrize("h", [12, 16])
+def test_tma_decode(via_interpreter, h, n_splits, settings):
+    """Decode, ragged lengths 0, 1, 70, 129 (non-multiples of the page and of the key
+    block) and a padded entry; one split (the kernel writes the output) and three (the
+    merge); both latent box widths."""
+    rng = np.random.default_rng(h + 7 * n_splits + settings.tma_latent_width)
+    for lengths in ([70, 0], [129, -1, 1]):
+        out, got_lse, want, want_lse, lens = run(
+            rng, bsz=len(lengths), s=1, h=h, ps=64, fp8=False, lengths=lengths,
+            num_splits=n_splits, decode=True, settings=settings)
+        check(out, got_lse, want, want_lse, lens, False)
+        for b in np.flatnonzero(lens.astype(np.int64) == 0):
+            assert np.all(out[b].astype(np.float32) == 0) and np.all(got_lse[b] == -np.inf)
+    names = [x[0] for x in via_interpreter]
+    assert set(names) <= {"mla_attention_tma", "mla_merge"}
+    assert names.count("mla_merge") == (2 if n_splits > 1 else 0)
+    assert via_interpreter[0][2]["LAT_W"] == settings.tma_latent_width
+
+
+@pytest.mark.parametrize("s", [2, 4, 8])
+def test_tma_verify_drafts(via_interpreter, s):
+    """S drafts, the causal rule over them (draft j sees the rows n <= lengths + j), prefixes
+    0 and not multiples of the page; S = 8: drafts of 8 heads."""
+    rng = np.random.default_rng(s)
+    check(*run(rng, bsz=2, s=s, h=12, ps=64, fp8=False, lengths=[0, 97], num_splits=2,
+               settings=TMA),
+          False)
+    check(*run(rng, bsz=2, s=s, h=12, ps=64, fp8=False, lengths=[64 - s, 33], num_splits=1,
+               settings=TMA),
+          False)
+    s_pad, block_h, _ = mod.tile_shape(12, s)
+    assert {k: via_interpreter[0][2][k] for k in ("S_PAD", "BLOCK_H")} == {
+        "S_PAD": s_pad, "BLOCK_H": block_h}
+
+
+def test_tma_two_head_blocks_and_long_pages(via_interpreter):
+    """H = 128 (two head blocks of 64 rows, each in two value programs); pages of 128 rows."""
+    rng = np.random.default_rng(5)
+    check(*run(rng, bsz=2, s=1, h=128, ps=64, fp8=False, lengths=[40, 100], num_splits=2,
+               settings=TMA),
+          False)
+    assert via_interpreter[0][1] == (2, 4, 2)
+    check(*run(rng, bsz=2, s=2, h=12, ps=128, fp8=False, lengths=[130, 5], num_splits=2,
+               settings=TMA),
+          False)
+
+
+def test_tma_bad_table_entries_read_zero_rows(via_interpreter):
+    """A block table entry past the cache's pages (or one whose row would overflow 32 bits)
+    reads zero rows (TMA's out-of-bounds fill), as the pointer kernel's masks do."""
+    rng = np.random.default_rng(11)
+    check(*run(rng, bsz=3, s=1, h=12, ps=64, fp8=False, lengths=[90, 70, 3], num_splits=1,
+               decode=True, bad_pages=[(0, 1000), (1, 1 << 30)], settings=TMA), False)
+    assert via_interpreter[0][0] == "mla_attention_tma"
+
+
+def test_tma_reads_the_last_page_tail(via_interpreter):
+    """The documented precondition: the rows of a request's last page past its length are
+    read through TMA (weight 0, but 0 * NaN = NaN); NaN there reaches the TMA kernel's
+    output, while the pointer kernel masks those rows."""
+    q = aligned((1, 1, 12, 576), BF16, 1.0)
+    bt = aligned((1, 1), np.int32, 0)
+    lens = aligned((1,), np.int32, 10)
+    for ps, nan_out in ((64, True), (16, False)):
+        cache = aligned((1, ps, 576), BF16, 0.5)
+        cache[0, 10:] = np.nan
+        out = aligned((1, 1, 12, 512), BF16, 0)
+        mod.mla_decode(HostTensor(q[:, 0]), HostTensor(cache), HostTensor(bt),
+                       HostTensor(lens), num_splits=1, out=HostTensor(out[:, 0]), settings=TMA)
+        assert np.isnan(out.astype(np.float32)).any() == nan_out
+        if not nan_out:
+            assert np.all(out.astype(np.float32) == 0.5)
+
+
+@pytest.mark.parametrize("arch, lat_w", [("sm_90a", 256), ("sm_90a", 128), ("sm_100a", 128),
+                                         ("sm_103a", 128)])
+@pytest.mark.parametrize("h, s", [(12, 1), (128, 1), (12, 4)])
+def test_tma_kernel_compiles(arch, lat_w, h, s):
+    """The TMA kernel's JIT shapes compile and assemble: on sm_90a every dot on wgmma (B in
+    place from the ring), on sm_100a/sm_103a on mma.sync with its reason; the registers of
+    one warpgroup within the SM's file. (Spills: a few dozen bytes on sm_90a, about 1 KiB
+    on sm_100a/sm_103a; the GPU session measures them.)"""
+    pytest.importorskip("kiln._C")
+    name, constexprs, warps = mod.tma_launch_config(h, s, lat_w)
+    ck = mod.mla_attention_tma_kernel.compile(mod.tma_signature(lat_w), constexprs,
+                                              mod.TMA_ALIGNED, num_warps=warps, arch=arch,
+                                              name=name)
+    assert ck.cubin[:4] == b"\x7fELF"
+    target = ck.meta["targets"][arch]
+    assert ck.meta["pdl"] and "tma" in ck.meta["features"]
+    assert target["registers"] * 32 * warps <= 65536
+    dots = target["dots"]
+    assert len(dots) == (4 if lat_w == 256 else 7)
+    for d in dots:
+        if arch == "sm_90a":
+            assert d["unit"] == "wgmma", d
+        else:
+            assert d["unit"] == "mma.sync" and d["reason"], d
 
 
 # ---------------------------------------------------------------------------
