@@ -78,8 +78,10 @@ def _pack(lo, hi):
 def _take(slot, pid, offs, live, desc, status):
     """A peer's words ``offs`` of this program from its ``slot`` of this workspace: polls
     the descriptor, then the words where ``live`` and the descriptor agrees (zero elsewhere,
-    and where a wait timed out: ``status`` says which), and re-arms both behind them (the
-    reduction orders every thread's polls before the re-arming). Returns (words, status)."""
+    and where a wait timed out: ``status`` says which), and re-arms both behind them. A
+    barrier orders every thread's polls before the re-arming: the status reduction does not
+    where the warps hold copies of one small tile (it is then a warp's own), and the
+    descriptor's re-arm is one thread's store."""
     d = kl.poll_nonzero(slot + pid, timeout_ns=TIMEOUT_NS)
     ok = d == desc
     if d == 0:
@@ -89,6 +91,7 @@ def _take(slot, pid, offs, live, desc, status):
     v = kl.poll_nonzero(slot + MAX_PROGRAMS + offs, mask=live & ok, timeout_ns=TIMEOUT_NS)
     if kl.max(((v == 0) & live & ok).to(kl.int32)) > 0:
         status = status | STATUS_TIMEOUT
+    kl.barrier()
     kl.store(slot + MAX_PROGRAMS + offs, 0, mask=live)  # re-arm
     kl.store(slot + pid, 0)
     return v, status
