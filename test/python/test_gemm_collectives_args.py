@@ -201,3 +201,23 @@ def test_one_specialization_compiles(arch, name):
     assert "st.relaxed.sys.global" in ptx  # the descriptors
     assert re.search(r"nanosleep", ptx) and "griddepcontrol.wait" in ptx
     assert target.get("spill_store_bytes", 0) == 0
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", ["gemm_allgather_w2_m16", "gemm_allreduce_w2_m16"])
+def test_every_warp_polls_before_the_slot_is_rearmed(name):
+    """Between a rank's last poll of a slot and the first re-arming store (zero words, one
+    thread's descriptor store) a bar.sync: the 16 x 32 all-gather tile is [16, 16] words,
+    which every warp holds a copy of, so its status reduction stays within a warp and
+    cannot order the other warps' polls (without the barrier they polled a re-armed slot
+    until the timeout)."""
+    s = next(s for s in G.AOT_SPECIALIZATIONS if s.kernel_name == name)
+    ptx = s.kernel.compile(s.signature, s.constexprs, divisibility=s.divisibility,
+                           num_warps=s.num_warps, name=name, arch="sm_90a").ptx
+    lines = ptx.splitlines()
+    rearms = [i for i, line in enumerate(lines)
+              if re.search(r"st\.global(\.v4)?\.b32\s+\[%rd\d+\], (0|\{0, 0, 0, 0\});", line)]
+    assert rearms
+    for i in rearms:
+        last_poll = max(j for j in range(i) if lines[j].startswith("kiln_poll_done"))
+        assert any("bar.sync" in line for line in lines[last_poll:i]), (name, i)
