@@ -139,6 +139,18 @@ def _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final
 
 
 @kiln.jit
+def _online_softmax(s, m_i, l_i, qk_scale):
+    """One key block of the online softmax in base 2: the scores s [M, N] (masked ones -inf)
+    against the running maximum m_i and sum l_i [M] -> (p, the rescale alpha of the earlier
+    blocks, m_i, l_i); a row with no key yet keeps m = -inf, alpha = 1, p = 0."""
+    m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
+    m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = kl.exp2(m_i - m_use)
+    p = kl.exp2(s * qk_scale - m_use[:, None])
+    return p, alpha, m_new, l_i * alpha + kl.sum(p, axis=1)
+
+
+@kiln.jit
 def _split_rows(len_ptr, b, extra, max_rows, n_splits, split, BLOCK: kl.constexpr):
     """(lengths[b], the request's total rows, this split's rows [lo, hi)): a padded entry
     (length < 0) has none, the total is lengths[b] + extra cut to the block table's
@@ -226,12 +238,7 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
         s = _group_scores(s, q2, cache_lat, cache_f32, row, 2, good, FP8)
         s = _group_scores(s, q3, cache_lat, cache_f32, row, 3, good, FP8)
         s = kl.where(key[None, :] <= kl.minimum(last, hi - 1)[:, None], s, float("-inf"))
-        m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
-        m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = kl.exp2(m_i - m_use)
-        p = kl.exp2(s * qk_scale - m_use[:, None])
-        l_i = l_i * alpha + kl.sum(p, axis=1)
-        m_i = m_new
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
         g = vpart * NGV
         acc0 = _group_values(acc0, p, alpha, cache_lat, cache_f32, row, g, good, FP8)
         acc1 = _group_values(acc1, p, alpha, cache_lat, cache_f32, row, g + 1, good, FP8)
@@ -369,12 +376,7 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, len_ptr, o_part
             s = kl.dot(q3, k3.T, s)
         s = kl.dot(qr, kr.T, s)
         s = kl.where((n + keys)[None, :] <= seen[:, None], s, float("-inf"))
-        m_new = kl.maximum(m_i, kl.max(s, axis=1) * qk_scale)
-        m_use = kl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = kl.exp2(m_i - m_use)
-        p = kl.exp2(s * qk_scale - m_use[:, None])
-        l_i = l_i * alpha + kl.sum(p, axis=1)
-        m_i = m_new
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
         pb = p.to(kl.bfloat16)
         v = lat_desc.load([row, vpart * 256])
         acc = kl.dot(pb, v, acc * alpha[:, None])
