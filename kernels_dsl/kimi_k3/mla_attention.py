@@ -57,10 +57,11 @@ patterns). The pointer kernel masks them and has no such precondition.
 above makes the TMA kernel opt-in); with it, the TMA kernel where its layout holds, on
 sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured there), launched by
 JIT.
-The bundle holds only the pointer kernel: the runtime cannot yet pick a bundle
-specialization for a ``TensorDescriptor`` argument (``kiln.runtime.KernelFamily``), so
-with ``KILN_NO_JIT=1`` every cache takes the pointer kernel (same tolerance, not the same
-bytes as the TMA kernel).
+The bundle holds only the pointer kernel: the runtime can pick a bundle specialization for
+``TensorDescriptor`` arguments, but an AOT ``Spec`` is compiled for every arch of the
+bundle and the TMA kernel's latent box differs per arch (LAT_W 256 does not fit sm_100a's
+static shared memory), so with ``KILN_NO_JIT=1`` every cache takes the pointer kernel (same
+tolerance, not the same bytes as the TMA kernel).
 
 Specification: docs/kernels/mla_attention.md
 """
@@ -641,9 +642,8 @@ def _use_tma(q: Any, cache: Any, fp8: bool, pages: int, page_size: int,
              settings: Settings) -> Optional[tuple]:
     """(row stride, latent box width) where the TMA kernel takes this call, else None: a
     bf16 cache in its layout (``_tma_row_stride``), launched by JIT (the bundle holds only
-    the pointer kernel: the runtime cannot pick a specialization for a TensorDescriptor
-    argument), on sm_90a (on sm_100a/sm_103a only with ``tma_blackwell``: the width 128
-    there)."""
+    the pointer kernel: module docstring, "Two kernels"), on sm_90a (on sm_100a/sm_103a only
+    with ``tma_blackwell``: the width 128 there)."""
     if not settings.tma or fp8 or not L.jit_allowed():
         return None
     row = _tma_row_stride(cache, pages, page_size, settings)

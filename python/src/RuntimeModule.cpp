@@ -817,10 +817,34 @@ private:
   std::unordered_map<std::string, std::shared_ptr<kiln::Kernel>> kernels_;
 };
 
+/// Whether `h` is a kiln.TensorDescriptor (the class is looked up once).
+bool isTensorDescriptor(py::handle h) {
+  static PyObject *cls = // lives for the process
+      py::object(py::module_::import("kiln.host.tensor_descriptor").attr("TensorDescriptor"))
+          .release()
+          .ptr();
+  int is = PyObject_IsInstance(h.ptr(), cls);
+  if (is < 0)
+    throw py::error_already_set();
+  return is == 1;
+}
+
+/// The ArgSpec of a kiln.TensorDescriptor: what a `tensordesc` kernel is
+/// specialized on, as kiln.host.marshal_args passes it at launch (toTensorMapArg):
+/// the element dtype, the whole box (outermost dimension first) and the swizzle.
+kiln::ArgSpec tensorDescriptorSpec(py::handle desc) {
+  std::string name = desc.attr("dtype").cast<std::string>();
+  auto dtype = kiln::parseDType(name);
+  if (!dtype)
+    throw kiln::Error("a TensorDescriptor of unknown dtype '" + name + "'");
+  return kiln::ArgSpec::tensorMap(*dtype, desc.attr("block_shape").cast<std::vector<uint32_t>>(),
+                                  desc.attr("swizzle").cast<unsigned>());
+}
+
 /// ArgSpecs from Python values for specialization selection: torch tensors
 /// (dtype and address), objects exposing __cuda_array_interface__ (address),
-/// ints, floats and bools; ("ptr", address, dtype-or-None) tuples from callers
-/// that know more.
+/// kiln.TensorDescriptors (dtype, box, swizzle), ints, floats and bools;
+/// ("ptr", address, dtype-or-None) tuples from callers that know more.
 std::vector<kiln::ArgSpec> argSpecs(py::handle args) {
   std::vector<kiln::ArgSpec> out;
   for (py::handle a : args) {
@@ -846,6 +870,8 @@ std::vector<kiln::ArgSpec> argSpecs(py::handle args) {
       if (!t[2].is_none())
         d = kiln::parseDType(t[2].cast<std::string>());
       out.push_back(kiln::ArgSpec::pointer(t[1].cast<uint64_t>(), d));
+    } else if (isTensorDescriptor(a)) {
+      out.push_back(tensorDescriptorSpec(a));
     } else if (py::hasattr(a, "__cuda_array_interface__")) {
       py::dict cai = a.attr("__cuda_array_interface__");
       out.push_back(kiln::ArgSpec::pointer(py::tuple(cai["data"])[0].cast<uint64_t>()));
@@ -989,8 +1015,9 @@ PYBIND11_MODULE(_runtime, m) {
             return b.kernel(e);
           },
           py::arg("name"), py::arg("args"), py::arg("constexprs") = py::none(),
-          "The kernel of the specialization of `name` that fits these arguments (tensors, ints, "
-          "floats) and constexprs; KilnError listing what the bundle holds if none fits.")
+          "The kernel of the specialization of `name` that fits these arguments (tensors, "
+          "TensorDescriptors, ints, floats) and constexprs; KilnError listing what the bundle "
+          "holds if none fits.")
       .def(
           "kernel",
           [](const kiln::Bundle &b, const std::string &name, py::object constexprs) {

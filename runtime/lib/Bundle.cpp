@@ -265,6 +265,10 @@ std::shared_ptr<Kernel> Bundle::kernel(const KernelEntry &entry) const {
 // Specialization selection
 //===----------------------------------------------------------------------===//
 
+ArgSpec ArgSpec::tensorMap(DType elem, const std::vector<uint32_t> &box, unsigned swizzle) {
+  return {Kind::TensorMap, elem, tensorMapGeometry(box, swizzle)};
+}
+
 std::string ArgSpec::describe() const {
   char buf[64];
   switch (kind) {
@@ -281,6 +285,11 @@ std::string ArgSpec::describe() const {
            std::to_string(static_cast<int64_t>(value));
   case Kind::Float:
     return dtype ? std::string(dtypeName(*dtype)) : std::string("float");
+  case Kind::TensorMap: {
+    // The factory always sets the dtype; a hand-built spec may not.
+    std::string type = tensorMapParamType(dtype.value_or(DType::BF16), value).describeType();
+    return dtype ? type : "tensordesc<?" + type.substr(std::strlen("tensordesc<bf16"));
+  }
   }
   return "?";
 }
@@ -293,9 +302,17 @@ std::string specializationMismatch(const KernelEntry &e, const std::vector<ArgSp
     const ParamInfo &p = e.params[i];
     const ArgSpec &a = args[i];
     const std::string arg = "argument '" + p.name + "' (param " + std::to_string(i) + ")";
-    const std::string want = p.kind == ParamKind::Pointer
-                                 ? "ptr<" + std::string(dtypeName(p.dtype)) + ">"
-                                 : std::string(dtypeName(p.dtype));
+    const std::string want = p.describeType();
+    if (p.kind == ParamKind::TensorMap) {
+      // What the kernel is specialized on, compared as at launch (Kernel.cpp's argFits).
+      if (a.kind != ArgSpec::Kind::TensorMap)
+        return arg + " wants a tensor map (" + want + "), got " + a.describe();
+      if (a.dtype != p.dtype || a.value != tensorMapGeometry(p.box, p.swizzle))
+        return arg + " wants " + want + ", got " + a.describe();
+      continue;
+    }
+    if (a.kind == ArgSpec::Kind::TensorMap)
+      return arg + " wants " + want + ", got a tensor map (" + a.describe() + ")";
     if (p.kind == ParamKind::Pointer) {
       if (a.kind != ArgSpec::Kind::Pointer)
         return arg + " wants " + want + ", got " + a.describe();

@@ -174,8 +174,7 @@ uint64_t tensorMapGeometry(const std::vector<uint32_t> &box, unsigned swizzle) {
   return g * 257 + swizzle;
 }
 
-namespace {
-ParamInfo decodeGeometry(DType dtype, uint64_t g) {
+ParamInfo tensorMapParamType(DType dtype, uint64_t g) {
   ParamInfo p;
   p.kind = ParamKind::TensorMap;
   p.dtype = dtype;
@@ -187,7 +186,6 @@ ParamInfo decodeGeometry(DType dtype, uint64_t g) {
   }
   return p;
 }
-} // namespace
 
 KernelArg KernelArg::tensorMap(const void *map, DType dtype, const std::vector<uint32_t> &box,
                                unsigned swizzle) {
@@ -206,7 +204,7 @@ std::string KernelArg::describe() const {
   case ParamKind::Pointer:
     return "ptr";
   case ParamKind::TensorMap:
-    return decodeGeometry(dtype_, geometry_).describeType();
+    return tensorMapParamType(dtype_, geometry_).describeType();
   case ParamKind::Scalar:
     break;
   }

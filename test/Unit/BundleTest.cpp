@@ -467,6 +467,99 @@ TEST(BundleTest, FindBySpecialization) {
   }
 }
 
+/// A kernel reading `src` through a tensor map ([32, 256] bf16 boxes, 128-byte swizzle)
+/// with TMA=true, through a pointer with TMA=false.
+json copyMeta(bool tma) {
+  json src = tma ? json{{"name", "src"},
+                        {"kind", "tensormap"},
+                        {"dtype", "bf16"},
+                        {"box", {32, 256}},
+                        {"swizzle", 128}}
+                 : json{{"name", "src"}, {"kind", "ptr"}, {"dtype", "bf16"}, {"divisibility", 16}};
+  return {{"name", "copy"},
+          {"symbol", tma ? "copy_tma" : "copy_ptr"},
+          {"params",
+           {src,
+            {{"name", "dst"}, {"kind", "ptr"}, {"dtype", "bf16"}, {"divisibility", 16}},
+            {{"name", "n"}, {"kind", "scalar"}, {"dtype", "i32"}}}},
+          {"constexprs", {{"TMA", tma}}},
+          {"threads_per_block", 128}};
+}
+
+TEST(BundleTest, SelectMatchesTensorMapsByDtypeBoxAndSwizzle) {
+  BundleWriter w("t");
+  w.addKernel(copyMeta(true), {{"sm_90a", "cubin", fakeImage(9, 64)}});
+  w.addKernel(copyMeta(false), {{"sm_90a", "cubin", fakeImage(10, 64)}});
+  auto b = Bundle::fromBytes(w.serialize(), "copy.kbundle");
+  const KernelEntry &tma = *b->find("copy", {{"TMA", true}});
+  const KernelEntry &ptr = *b->find("copy", {{"TMA", false}});
+
+  const ArgSpec map = ArgSpec::tensorMap(DType::BF16, {32, 256}, 128);
+  const ArgSpec dst = ArgSpec::pointer(0x2000, DType::BF16);
+  const ArgSpec n = ArgSpec::integer(7);
+  EXPECT_EQ(map.describe(), "tensordesc<bf16, 32x256, swizzle 128>");
+  EXPECT_EQ((ArgSpec{ArgSpec::Kind::TensorMap, std::nullopt, map.value}.describe()),
+            "tensordesc<?, 32x256, swizzle 128>");
+  // The geometry the launch check compares (KernelArg::geometry()).
+  alignas(64) unsigned char bytes[128] = {};
+  EXPECT_EQ(map.value, KernelArg::tensorMap(bytes, DType::BF16, {32, 256}, 128).geometry());
+
+  // A tensor map takes only the tensor-map specialization, although the pointer one
+  // assumes more (its rank is higher): a pointer only the pointer one.
+  EXPECT_GT(specializationRank(ptr), specializationRank(tma));
+  EXPECT_EQ(specializationMismatch(tma, {map, dst, n}), "");
+  EXPECT_EQ(b->select("copy", {map, dst, n}).symbol, "copy_tma");
+  EXPECT_EQ(b->select("copy", {ArgSpec::pointer(0x1000, DType::BF16), dst, n}).symbol, "copy_ptr");
+
+  // Each way a tensor map and a param can disagree.
+  EXPECT_EQ(specializationMismatch(tma, {ArgSpec::pointer(0x1000, DType::BF16), dst, n}),
+            "argument 'src' (param 0) wants a tensor map (tensordesc<bf16, 32x256, swizzle "
+            "128>), got ptr<bf16> 0x1000 (256+-byte aligned)");
+  EXPECT_EQ(specializationMismatch(tma, {ArgSpec::integer(0), dst, n}),
+            "argument 'src' (param 0) wants a tensor map (tensordesc<bf16, 32x256, swizzle "
+            "128>), got int 0");
+  EXPECT_EQ(specializationMismatch(tma, {ArgSpec::tensorMap(DType::BF16, {32, 128}, 128), dst, n}),
+            "argument 'src' (param 0) wants tensordesc<bf16, 32x256, swizzle 128>, got "
+            "tensordesc<bf16, 32x128, swizzle 128>");
+  EXPECT_EQ(specializationMismatch(tma, {ArgSpec::tensorMap(DType::F16, {32, 256}, 128), dst, n}),
+            "argument 'src' (param 0) wants tensordesc<bf16, 32x256, swizzle 128>, got "
+            "tensordesc<f16, 32x256, swizzle 128>");
+  EXPECT_EQ(specializationMismatch(tma, {ArgSpec::tensorMap(DType::BF16, {32, 256}, 0), dst, n}),
+            "argument 'src' (param 0) wants tensordesc<bf16, 32x256, swizzle 128>, got "
+            "tensordesc<bf16, 32x256>");
+  EXPECT_EQ(specializationMismatch(tma, {map, map, n}),
+            "argument 'dst' (param 1) wants ptr<bf16>, got a tensor map (tensordesc<bf16, "
+            "32x256, swizzle 128>)");
+  EXPECT_EQ(specializationMismatch(ptr, {map, dst, n}),
+            "argument 'src' (param 0) wants ptr<bf16>, got a tensor map (tensordesc<bf16, "
+            "32x256, swizzle 128>)");
+  EXPECT_EQ(specializationMismatch(ptr, {ArgSpec::pointer(0x1000), dst, map}),
+            "argument 'n' (param 2) wants i32, got a tensor map (tensordesc<bf16, 32x256, "
+            "swizzle 128>)");
+
+  // None fits: the error lists why for each specialization.
+  try {
+    b->select("copy", {ArgSpec::tensorMap(DType::BF16, {64, 256}, 128), dst, n});
+    FAIL() << "a tensor map of another box was selected";
+  } catch (const Error &e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("has no specialization of 'copy' for (tensordesc<bf16, 64x256, swizzle "
+                        "128>, ptr<bf16>"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("copy {TMA=true} (src: tensordesc<bf16, 32x256, swizzle 128>, dst: "
+                        "ptr<bf16> (div 16), n: i32): argument 'src' (param 0) wants "
+                        "tensordesc<bf16, 32x256, swizzle 128>, got tensordesc<bf16, 64x256, "
+                        "swizzle 128>"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("copy {TMA=false} (src: ptr<bf16> (div 16), dst: ptr<bf16> (div 16), n: "
+                        "i32): argument 'src' (param 0) wants ptr<bf16>, got a tensor map"),
+              std::string::npos)
+        << what;
+  }
+}
+
 TEST(BundleTest, DescribeListsEverything) {
   auto b = Bundle::fromBytes(threeKernelWriter().serialize(), "k.kbundle");
   std::string d = b->describe();

@@ -725,17 +725,15 @@ def test_mla_attention(bundle_only):
     assert seen == {s.kernel_name for s in mla_attention.AOT_SPECIALIZATIONS}
 
 
-@pytest.mark.xfail(strict=True, raises=KilnError,
-                   reason="the runtime picks no bundle specialization for a TensorDescriptor "
-                          "argument (kiln._runtime argSpecs; Bundle::select has no tensor-map "
-                          "ArgSpec)")
 def test_mla_attention_tma_is_selectable_from_a_bundle():
-    """The TMA kernel of mla_decode / verify_splitkv (bf16, pages of a multiple of 64 rows)
-    is JIT-only: with the compiler disabled the wrappers take the pointer kernel
-    (test_mla_attention above covers that), because ``KernelFamily.select`` cannot take
-    its TensorDescriptor arguments. When this passes, the runtime can: give the TMA kernel
-    AOT specializations (LAT_W 256 for sm_90a, 128 for sm_100a/sm_103a) and let
-    ``mla_attention._use_tma`` take it without JIT."""
+    """A bundle holding the TMA kernel of mla_decode / verify_splitkv (bf16, pages of a
+    multiple of 64 rows; here LAT_W 256, its metadata compiled to the tile stage) serves a
+    launch with its ``TensorDescriptor`` arguments: ``KernelFamily.select`` matches each
+    descriptor's dtype, box and swizzle against the kernel's ``tensordesc`` params (the
+    runtime's tensor-map ``ArgSpec``), and descriptors of another box (LAT_W 128) fit no
+    specialization (``find`` gives None, ``select`` names the descriptor's param). The
+    wrappers still take the TMA kernel by JIT only: ``AOT_SPECIALIZATIONS`` hold none of it
+    (``mla_attention._use_tma``)."""
     from kiln.runtime import KernelFamily
 
     lat_w = 256
@@ -752,6 +750,13 @@ def test_mla_attention_tma_is_selectable_from_a_bundle():
             T((24, 2, 512), "float32"), T((24, 2), "float32"), T((2, 1, 12, 512)),
             T((2, 1, 12), "float32")) + (1,) * 16 + (0.5,)
     assert family.select(args).name == name
+    narrow = mla_attention._tma_descriptors(cache, 4, 64, 576, 128, mla_attention.SETTINGS)
+    narrow_args = args[:1] + narrow + args[3:]
+    assert family.find(narrow_args) is None
+    with pytest.raises(KilnError, match=r"argument 'lat_desc' \(param 1\) wants "
+                                        r"tensordesc<bf16, 32x256, swizzle 128>, got "
+                                        r"tensordesc<bf16, 32x128, swizzle 128>"):
+        family.select(narrow_args)
 
 
 def test_the_generic_kernels_are_the_wrappers_fallbacks(shipped):

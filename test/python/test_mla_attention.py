@@ -328,8 +328,9 @@ def test_pages_apart_take_the_pointer_kernel(recorded):
 
 
 def test_the_bundle_takes_the_pointer_kernel(recorded, monkeypatch):
-    """Without JIT (the bundle) every cache takes the pointer kernel: the runtime cannot
-    pick a bundle specialization for a TensorDescriptor argument."""
+    """Without JIT (the bundle) every cache takes the pointer kernel: the bundle holds no
+    TMA kernel (its latent box width differs per arch, and an AOT Spec is compiled for
+    every arch of the bundle)."""
     monkeypatch.setattr(mod.L, "jit_allowed", lambda: False)
     dispatch(aligned((4, 64, 576), BF16, 0))
     assert recorded == ["mla_attention"]

@@ -74,14 +74,19 @@ private:
 
 /// What a caller knows about one argument when the runtime picks a
 /// specialization (Bundle::select): a pointer (its address and, if known, its
-/// element dtype), an integer (its value) or a float. `dtype`, when set for a
-/// scalar, must equal the parameter's dtype exactly (C++ callers know it;
-/// Python ints and floats leave it unset and fit any integer/float param).
+/// element dtype), an integer (its value), a float, or a tensor map (its
+/// element dtype, box and swizzle: what a `tensordesc` kernel is specialized
+/// on; the tensor's address and shape travel in the map). `dtype`, when set
+/// for a scalar, must equal the parameter's dtype exactly (C++ callers know
+/// it; Python ints and floats leave it unset and fit any integer/float param).
 struct ArgSpec {
-  enum class Kind : uint8_t { Pointer, Int, Float };
+  enum class Kind : uint8_t { Pointer, Int, Float, TensorMap };
   Kind kind = Kind::Int;
+  /// TensorMap: the element dtype (tensorMap() sets it; unset fits no param).
   std::optional<DType> dtype;
-  /// Pointer: the address. Int: the value (two's complement).
+  /// Pointer: the address. Int: the value (two's complement). TensorMap: the
+  /// box and swizzle packed by tensorMapGeometry (Kernel.h), as
+  /// KernelArg::geometry() at launch.
   uint64_t value = 0;
 
   static ArgSpec pointer(uint64_t address, std::optional<DType> elem = std::nullopt) {
@@ -93,7 +98,12 @@ struct ArgSpec {
   static ArgSpec floating(std::optional<DType> dtype = std::nullopt) {
     return {Kind::Float, dtype, 0};
   }
-  /// "ptr<bf16> 0x7f00 (16-byte aligned)", "int 4096 (div 16)", "float".
+  /// A tensor map of `elem` elements whose box (outermost dimension first) and
+  /// swizzle (bytes, 0 for none) are the ones a `tensormap` param records (a
+  /// wide box whole, as KernelArg::tensorMap takes it).
+  static ArgSpec tensorMap(DType elem, const std::vector<uint32_t> &box, unsigned swizzle);
+  /// "ptr<bf16> 0x7f00 (16-byte aligned)", "int 4096 (div 16)", "float",
+  /// "tensordesc<bf16, 32x64, swizzle 128>".
   std::string describe() const;
 };
 
@@ -142,7 +152,8 @@ public:
 
   /// Picks the specialization of `name` for these arguments: the entries whose
   /// constexprs contain `constexprs` and whose params fit `args` (pointer
-  /// dtypes, alignment and integer divisibility), the most specialized first.
+  /// dtypes, alignment and integer divisibility; a tensor map's dtype, box and
+  /// swizzle), the most specialized first.
   /// Throws kiln::Error naming the kernel and the wanted specialization and
   /// listing those the bundle holds (with why each does not fit) if none fits,
   /// or if several fit equally well (ambiguous: pass constexprs).

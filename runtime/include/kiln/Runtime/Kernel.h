@@ -99,6 +99,9 @@ private:
 /// The box (outermost dimension first) and swizzle of a tensor map as one
 /// number, for a cheap comparison at launch.
 uint64_t tensorMapGeometry(const std::vector<uint32_t> &box, unsigned swizzle);
+/// The inverse: the `tensormap` param type of `dtype` elements that `geometry`
+/// packs (kind, dtype, box and swizzle set), for messages.
+ParamInfo tensorMapParamType(DType dtype, uint64_t geometry);
 
 /// Checks `args` against `entry.params`: count, pointer vs scalar, scalar
 /// dtype, pointer alignment (divisibility). Throws kiln::Error naming the
