@@ -28,10 +28,11 @@ empty and the report says why).
     python bench/kda/run.py [--out DIR] [--sweep]
 
 ``--sweep`` also times kda_packed_decode's Settings variants (rows a program, the state's
-cache hints) at B = 1 and 512, kda_verify_chain's (warps of the norm form, drafts a
-prologue chunk) at B = 64 and 512, and kda_replayssm_fold's (state rows and warps a
-program) at B = 64. Writes ``bench_kda.{md,json}`` into ``--out``. fla: ``pip
-install fla-core==0.6.0 einops`` (fla-core needs triton and einops, no other package).
+cache hints) at B = 1 and 512, kda_fused_decode's (its ring: rows a chunk, slots, programs
+an SM) and kda_verify_chain's (warps of the norm form, drafts a prologue chunk) at B = 64
+and 512, and kda_replayssm_fold's (state rows and warps a program) at B = 64. Writes
+``bench_kda.{md,json}`` into ``--out``. fla: ``pip install fla-core==0.6.0 einops``
+(fla-core needs triton and einops, no other package).
 """
 
 import argparse
@@ -208,14 +209,14 @@ def fused_sets(bsz):
     return pool, conv_pool, (a_log, dt_bias, conv_w, w_norm), sets
 
 
-def kiln_fused(pool, conv_pool, w):
+def kiln_fused(pool, conv_pool, w, settings=kda_decode.SETTINGS):
     a_log, dt_bias, conv_w, w_norm = w
 
     def call(s):
         qkv, a, b, g_out, idx, out, _ = s
         kda_decode.kda_fused_decode(qkv, a, b, a_log, dt_bias, conv_pool, conv_w, pool, idx, H,
                                     g_out=g_out, w_norm=w_norm, eps=EPS, lower_bound=LB,
-                                    out=out)
+                                    out=out, settings=settings)
         return out
 
     return call
@@ -387,13 +388,13 @@ def packed_case(bsz, fla, copy_gbs, empty_us, fla_note, settings=kda_decode.SETT
     return res
 
 
-def fused_case(bsz, fla, copy_gbs, empty_us, fla_note):
+def fused_case(bsz, fla, copy_gbs, empty_us, fla_note, settings=kda_decode.SETTINGS):
     pool, conv_pool, w, sets = fused_sets(bsz)
     dim = 2 * H * K + HV * V
     state = 2 * bsz * HV * HEAD_BYTES
     inputs = bsz * (dim * 2 + HV * K * 2 + HV * V * 2 + HV * 2 + 4) + dim * 8 + HV * (K + 1) * 4
     conv = 2 * bsz * 3 * dim * 2
-    res = run_case("kda_fused_decode (norm)", bsz, kiln_fused(pool, conv_pool, w),
+    res = run_case("kda_fused_decode (norm)", bsz, kiln_fused(pool, conv_pool, w, settings),
                    fla_fused(fla, pool, w) if fla else None, sets, [pool, conv_pool], state,
                    state + conv + inputs + bsz * HV * V * 2, copy_gbs, empty_us, fla_note, 5e-3)
     del pool, conv_pool, sets
@@ -460,6 +461,10 @@ def table(rows):
 SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2),
          dict(packed_rows=16, packed_warps=2), dict(packed_rows=32, packed_warps=4),
          dict(packed_rows=64, packed_warps=8), dict(state_evict="", state_store="")]
+#: the fused decode's ring: rows a chunk, slots, and the programs an SM it is compiled for
+FUSED_SWEEP = [dict(fused_rows=32, fused_stages=4, fused_min_programs=p) for p in (0, 3)] + [
+    dict(fused_rows=16, fused_stages=8, fused_min_programs=3),
+    dict(fused_rows=32, fused_stages=2, fused_min_programs=3)]
 VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
 #: the fold's tilings: [32, 128] on 4 warps (shipped), and the packed decode's one-warp rows
 FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w) for r, w in ((32, 4), (8, 1), (16, 1), (16, 2))]
@@ -505,6 +510,13 @@ def main():
                     row["config"] = cfg
                     report["sweep"].append(row)
                     print(json.dumps(row), flush=True)
+            for cfg in FUSED_SWEEP:
+                st = dataclasses.replace(kda_decode.SETTINGS, **cfg)
+                for bsz in FUSED_B:
+                    row = fused_case(bsz, None, copy_gbs, empty_us, "", settings=st)
+                    row["config"] = cfg
+                    report["sweep"].append(row)
+                    print(json.dumps(row), flush=True)
             for cfg in VERIFY_SWEEP:
                 st = dataclasses.replace(kda_verify.SETTINGS, **cfg)
                 for bsz in VERIFY_B:
@@ -527,7 +539,8 @@ def main():
              f"call from CUDA-graph replay of back-to-back calls over slots rotating through "
              f"more than {ROTATION_BYTES >> 20} MB of state", ""] + table(report["cases"])
     if args.sweep:
-        lines += ["", "kda_packed_decode, kda_verify_chain and kda_replayssm_fold Settings sweep:",
+        lines += ["", "kda_packed_decode, kda_fused_decode, kda_verify_chain and "
+                  "kda_replayssm_fold Settings sweep:",
                   "",
                   "| kernel | config | B | kiln us | state of copy BW | all bytes of copy BW |",
                   "|---|---|---|---|---|---|"]

@@ -26,27 +26,28 @@ above on every token of the sequence, and optionally the gated RMSNorm
 
 **One formulation.** Both kernels (and the verify chain and the ReplaySSM fold that must
 reproduce their states bit for bit) compute the step through the same ``@kiln.jit`` helpers:
-``kda_token_prologue`` (the q/k norms, the gate, beta on [K] tiles) and
+``kda_token_prologue`` (the q/k norms, the gate, beta on [K] or [T, K] tiles) and
 ``kda_recurrent_step`` (the rows of the state as an [R, K] tile; its state part
-``kda_state_update`` is the fold's step, kda_verify.py); the fused decode runs one token
-through ``kda_pre_conv_token``, the verify chain a few drafts' conv (``kda_conv_rows``) and
-prologue at once, then each draft's step and ``kda_gated_norm``. kiln gives every tile one
-blocked layout (runs of 8 elements here, the bf16 16-byte vector); a row of K = 128 spans
-16 runs, so every row sum -- over 8 registers, then a butterfly over 16 lanes -- and every
-[K] norm is summed in the same order whatever R and the warps of the program: the packed
-kernel's [8, K] tiles on one warp and the fused kernel's [128, K] tile on 4 warps give the
-same bits (test/python/test_kda_decode.py checks it in the interpreter, test/gpu on the GPU).
-``exp``, ``sigmoid`` and ``log`` of the gate and beta are the fast hardware forms, ``sqrt``
-is ``sqrt.approx.f32`` (what ``kl.sqrt`` lowers to); the divisions are IEEE; no fma
-contraction.
+``kda_state_update`` is the fold's step, kda_verify.py); the fused decode and the verify
+chain take a few tokens' q/k conv and prologue at once (``kda_token_rows``), then each
+token's step and ``kda_gated_norm``. kiln gives every tile one blocked layout (runs of 8
+elements here, the bf16 16-byte vector); a row of K = 128 spans 16 runs, so every row sum
+-- over 8 registers, then a butterfly over 16 lanes -- and every [K] norm is summed in the
+same order whatever R and the warps of the program: the packed kernel's [8, K] tiles on one
+warp, the fused kernel's [32, K] chunks and the verify chain's [128, K] tile on 4 warps give
+the same bits (test/python/test_kda_decode.py checks it in the interpreter, test/gpu on
+the GPU). ``exp``, ``sigmoid`` and ``log`` of the gate and beta are the fast hardware
+forms, ``sqrt`` is ``sqrt.approx.f32`` (what ``kl.sqrt`` lowers to); the divisions are
+IEEE; no fma contraction.
 
 **Padded requests.** indices[b] < 0 (or >= the pool's slots) is a padded CUDA-graph slot:
 its output rows are zeros, the SSM and conv states are neither read nor written.
 
 **Layout.** The state pool is [slots, HV, V, K] fp32, each slot dense, the slot pitch
 ``state.stride(0)`` in 64-bit arithmetic (the unified pool pitches a slot across all layers).
-Every program streams its rows of the state as 16-byte vectors: loaded at once, updated in
-registers, stored (no shared memory but the row sums' result layout).
+The packed kernel loads its rows of the state as 16-byte vectors at once, updates them in
+registers and stores them; the fused kernel streams a head's state through a shared-memory
+ring of bulk copies (``kl.bulk_load`` in a pipelined loop), a chunk of rows at a time.
 
 Specification: docs/kernels/kda.md
 """
@@ -142,8 +143,11 @@ def kda_conv_silu(x, w):
 @kiln.jit
 def kda_gated_norm(o, w, gate, eps, V: kl.constexpr):
     """The gated RMSNorm of a head's output o [V] (fp32): ``o * rsqrt(sum(o^2) / V + eps) *
-    w * gate``, w = w_norm [V] and gate = sigmoid(g_out) [V] in fp32."""
-    return o * kl.rsqrt(kl.sum(o * o, axis=0) * (1.0 / V) + eps) * w * gate
+    w * gate``, w = w_norm [V] and gate = sigmoid(g_out) [V] in fp32; or of T tokens' o
+    [T, V] (w [1, V], gate [T, V]), each row summed in the order of a [V] tile."""
+    if len(o.shape) == 1:
+        return o * kl.rsqrt(kl.sum(o * o, axis=0) * (1.0 / V) + eps) * w * gate
+    return o * kl.rsqrt(kl.sum(o * o, axis=1) * (1.0 / V) + eps)[:, None] * w * gate
 
 
 # ---------------------------------------------------------------------------
@@ -273,32 +277,128 @@ def _store_conv_rows(conv_ptr, conv_row, c, y0, y1, y2, write):
 
 
 @kiln.jit
-def kda_pre_conv_token(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_s0, b_ptr,
-                       b_s0, gout_ptr, g_s0, wnorm_ptr, out_ptr, hs, qc, kc, vc, rows, t, bos,
-                       valid, hv, HV, dt_bias, a_log, scale, lower_bound, eps,
-                       K: kl.constexpr, V: kl.constexpr, LOWER_BOUND: kl.constexpr,
-                       NORM: kl.constexpr):
-    """Row t (of the sequence starting at row bos) through the pre-conv kernels' step on the
-    state rows ``hs`` [R, K] (the value rows ``rows`` [R]; the channels qc, kc [K] and vc
-    [R]): the conv and SiLU of q, k and v, the prologue, the recurrent step, (the gated
-    norm, R == V,) and the output row's store (zeros for a padded slot). Returns hs':
-    kda_fused_decode's one token."""
-    tok = t.to(kl.int64)
+def _step_of(x, jj, j):
+    """Row j of the [T, N] tile x (or element j of the [T] tile), exactly: the other rows
+    replaced by -0.0 and summed away (x + -0.0 is x, a -0.0 included); T == 1: x itself."""
+    if x.shape[0] == 1:
+        if len(x.shape) == 1:
+            return kl.sum(x, axis=0)
+        return kl.reshape(x, x.shape[1])
+    if len(x.shape) == 1:
+        return kl.sum(kl.where(jj == j, x, -0.0), axis=0)
+    return kl.sum(kl.where((jj == j)[:, None], x, -0.0), axis=0)
+
+
+@kiln.jit
+def kda_token_rows(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_s0, b_ptr, b_s0,
+                   qc, kc, t, bos, ok, valid, hv, dt_bias, a_log, scale, lower_bound,
+                   K: kl.constexpr, LOWER_BOUND: kl.constexpr):
+    """The q/k conv and the prologue of the tokens t [T] (``ok`` marks the real ones) of the
+    sequence starting at bos: (k_raw, the post-conv bf16 k [T, K]; q, k, g [T, K] fp32;
+    beta [T])."""
     cols = kl.arange(0, K)
-    q_raw = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, qc, t, bos, valid)
-    k_raw = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, kc, t, bos, valid)
-    v = _conv_part(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, vc, t, bos, valid)
-    a = kl.load(a_ptr + tok * a_s0 + hv * K + cols).to(kl.float32)
-    b = kl.load(b_ptr + tok * b_s0 + hv).to(kl.float32)
-    q, k, g, beta = kda_token_prologue(q_raw.to(kl.float32), k_raw.to(kl.float32), a, dt_bias,
-                                       a_log, b, scale, lower_bound, LOWER_BOUND)
-    hs, o = kda_recurrent_step(hs, q, k, g, beta, v.to(kl.float32))
+    tok = t.to(kl.int64)
+    q_raw = kda_conv_rows(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, qc, t, bos, ok, valid)
+    k_raw = kda_conv_rows(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, kc, t, bos, ok, valid)
+    a = kl.load(a_ptr + (tok * a_s0)[:, None] + (hv * K + cols)[None, :], mask=ok[:, None],
+                other=0.0).to(kl.float32)
+    b = kl.load(b_ptr + tok * b_s0 + hv, mask=ok, other=0.0).to(kl.float32)
+    q, k, g, beta = kda_token_prologue(q_raw.to(kl.float32), k_raw.to(kl.float32), a,
+                                       dt_bias[None, :], a_log, b, scale, lower_bound,
+                                       LOWER_BOUND)
+    return k_raw, q, k, g, beta
+
+
+@kiln.jit
+def kda_token_tuples(q, k, g, beta, T: kl.constexpr):
+    """The rows of the [T, K] prologue tiles as T-tuples of [K] tiles (and beta's scalars):
+    extracted once, so that every chunk of state rows steps on them in registers."""
+    jj = kl.arange(0, T)
+    qs = ()
+    ks = ()
+    gs = ()
+    bs = ()
+    for i in kl.static_range(T):
+        qs = qs + (_step_of(q, jj, i),)
+        ks = ks + (_step_of(k, jj, i),)
+        gs = gs + (_step_of(g, jj, i),)
+        bs = bs + (_step_of(beta, jj, i),)
+    return qs, ks, gs, bs
+
+
+@kiln.jit
+def kda_put_rows(o_all, o, i, j):
+    """o_all [T, NS, R] with o [R] (token i's outputs on chunk j of the state rows) put in
+    place: a select, no data movement (o's runs are the runs of o_all's threads)."""
+    jj = kl.arange(0, o_all.shape[0])
+    cc = kl.arange(0, o_all.shape[1])
+    return kl.where(((jj == i)[:, None] & (cc == j)[None, :])[:, :, None], o[None, None, :],
+                    o_all)
+
+
+@kiln.jit
+def kda_out_rows(gout_ptr, g_s0, wnorm_ptr, out_ptr, o_all, t, ok, valid, hv, HV, eps,
+                 V: kl.constexpr, NORM: kl.constexpr):
+    """The output rows of the tokens t [T] from their o [T, NS, R] (fp32): the gated norm
+    (NORM), zeros for a padded slot, stored where ``ok``."""
+    vrows = kl.arange(0, V)
+    tok = t.to(kl.int64)
+    o = kl.reshape(o_all, o_all.shape[0], V)
     if NORM:
-        go = kl.load(gout_ptr + tok * g_s0 + hv * V + rows).to(kl.float32)
-        w = kl.load(wnorm_ptr + rows).to(kl.float32)
-        o = kda_gated_norm(o, w, kl.sigmoid(go), eps, V)
-    kl.store(out_ptr + (tok * HV + hv) * V + rows, kl.where(valid, o, 0.0))
-    return hs
+        go = kl.load(gout_ptr + (tok * g_s0)[:, None] + (hv * V + vrows)[None, :],
+                     mask=ok[:, None], other=0.0).to(kl.float32)
+        w = kl.load(wnorm_ptr + vrows).to(kl.float32)
+        o = kda_gated_norm(o, w[None, :], kl.sigmoid(go), eps, V)
+    kl.store(out_ptr + ((tok * HV + hv) * V)[:, None] + vrows[None, :], kl.where(valid, o, 0.0),
+             mask=ok[:, None])
+
+
+@kiln.jit
+def _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs, o_all, q, k, g, beta, t,
+                 bos, valid, i, j):
+    """Token t (the i-th of its pass) on a chunk of state rows hs (the v channels vc, chunk
+    j): its v conv, the step, its outputs put in o_all. Returns (hs', o_all')."""
+    v = _conv_part(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, t, bos, valid)
+    hs, o = kda_recurrent_step(hs, q, k, g, beta, v.to(kl.float32))
+    return hs, kda_put_rows(o_all, o, i, j)
+
+
+@kiln.jit
+def _fused_pass(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0, b_ptr, b_s0, gout_ptr,
+                g_s0, wnorm_ptr, out_ptr, head, qc, kc, t0, bos, eos, valid, hv, H, HV,
+                dt_bias, a_log, scale, lower_bound, eps, K: kl.constexpr, V: kl.constexpr,
+                TOKENS: kl.constexpr, ROWS: kl.constexpr, STAGES: kl.constexpr,
+                LOWER_BOUND: kl.constexpr, NORM: kl.constexpr, STATE_STORE: kl.constexpr):
+    """kda_fused_decode's pass over a head's state (``head``) for the tokens t0 .. t0 +
+    TOKENS - 1 below eos of the sequence starting at bos: their q/k conv and prologue, the
+    ring of chunks stepped through them and stored back, their output rows. TOKENS == 1:
+    t0 is a token (no bound check: the branch would split the chunk's block)."""
+    cols = kl.arange(0, K)
+    rr = kl.arange(0, ROWS)
+    t = t0 + kl.arange(0, TOKENS)
+    ok = t < eos
+    _, q, k, g, beta = kda_token_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0,
+                                      b_ptr, b_s0, qc, kc, t, bos, ok, valid, hv, dt_bias, a_log,
+                                      scale, lower_bound, K, LOWER_BOUND)
+    qs, ks, gs, bs = kda_token_tuples(q, k, g, beta, TOKENS)
+    o_all = kl.zeros((TOKENS, V // ROWS, ROWS), kl.float32)
+    for j in kl.range(0, V // ROWS, num_stages=STAGES):
+        hs = kl.reshape(kl.bulk_load(head + j * (ROWS * K), ROWS * K), ROWS, K)
+        rows = j * ROWS + rr
+        vc = 2 * H * K + hv * V + rows
+        for i in kl.static_range(TOKENS):
+            if TOKENS == 1:
+                hs, o_all = _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs,
+                                         o_all, qs[i], ks[i], gs[i], bs[i], t0 + i, bos, valid,
+                                         i, j)
+            else:
+                if t0 + i < eos:
+                    hs, o_all = _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs,
+                                             o_all, qs[i], ks[i], gs[i], bs[i], t0 + i, bos,
+                                             valid, i, j)
+        kl.store(head + (rows * K)[:, None] + cols[None, :], hs, mask=valid,
+                 cache_modifier=STATE_STORE)
+    kda_out_rows(gout_ptr, g_s0, wnorm_ptr, out_ptr, o_all, t, ok, valid, hv, HV, eps, V, NORM)
 
 
 @kiln.jit(num_warps=4, do_not_specialize=["T", "HV", "H", "num_slots", "varlen", "qkv_s0_u",
@@ -309,15 +409,21 @@ def kda_fused_decode_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
                             num_slots, varlen, qkv_s0_u, a_s0_u, b_s0, g_s0_u, conv_slot_u,
                             conv_row_u, slot_u, scale, lower_bound, eps, K: kl.constexpr,
                             V: kl.constexpr, GROUP: kl.constexpr, LOWER_BOUND: kl.constexpr,
-                            NORM: kl.constexpr, STATE_EVICT: kl.constexpr,
-                            STATE_STORE: kl.constexpr, PROGRAMS: kl.constexpr):
-    """Program n * HV + hv (sequence n, value head hv): the head's whole state as one [V, K] tile in
-    registers over the sequence's tokens (one load and one store of it, whatever the token
-    count). The GROUP = HV / H value heads of one q/k head run as one thread-block cluster:
-    they all read the q/k channels' conv state, and the first of them writes its update
-    only after a cluster barrier (every program has read the old rows). varlen != 0: the
-    tokens of sequence n are the rows cu[n] .. cu[n + 1] - 1 (clamped to [0, T)); else row n
-    alone. Strides in 16-byte units as in the packed kernel."""
+                            NORM: kl.constexpr, TOKENS: kl.constexpr, ROWS: kl.constexpr,
+                            STAGES: kl.constexpr, STATE_STORE: kl.constexpr,
+                            PROGRAMS: kl.constexpr):
+    """Program n * HV + hv (sequence n, value head hv). The sequence's tokens go TOKENS at a
+    time: their q/k conv and prologue as [TOKENS, K] tiles, then the head's state streams
+    through shared memory as V / ROWS chunks of ROWS rows (``kl.bulk_load`` into a ring of
+    STAGES slots: the next chunks' copies in flight while one is updated in registers),
+    each chunk stepped through the tokens and stored back, the outputs [TOKENS, V] kept for
+    the gated norm. A later group of tokens reads the rows the previous one stored (a proxy
+    fence and a barrier between). The GROUP = HV / H value heads of one q/k head run as one
+    thread-block cluster: they all read the q/k channels' conv state, and the first of them
+    writes its update only after a cluster barrier. varlen != 0: the tokens of sequence n
+    are the rows cu[n] .. cu[n + 1] - 1 (clamped to [0, T)); else row n alone. Strides in
+    16-byte units as in the packed kernel. A padded request reads slot 0's rows (the bulk
+    copies take no mask; a count would cost a select a value read) and stores nothing."""
     if PROGRAMS > 0:
         kl.min_programs_per_sm(PROGRAMS)
     pid = kl.program_id(0)
@@ -325,7 +431,6 @@ def kda_fused_decode_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     n = pid // HV
     h = hv // GROUP
     cols = kl.arange(0, K)
-    vrows = kl.arange(0, V)
     kl.pdl_wait()  # every input may come from the previous kernels in the stream
     slot = kl.load(idx_ptr + n)
     valid = (slot >= 0) & (slot < num_slots)
@@ -337,25 +442,31 @@ def kda_fused_decode_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     bos = kl.minimum(kl.maximum(bos, 0), T)
     eos = kl.minimum(kl.maximum(eos, bos), T)
     slot64 = kl.where(valid, slot, 0).to(kl.int64)
-    sp = (state_ptr + (slot64 * slot_u.to(kl.int64) * 4 + hv * (V * K)) + (vrows * K)[:, None]
-          + cols[None, :])
-    hs = kl.load(sp, mask=valid, other=0.0, eviction_policy=STATE_EVICT)
-    kl.pdl_launch_dependents()
+    head = state_ptr + (slot64 * slot_u.to(kl.int64) * 4 + hv * (V * K))
     conv = conv_ptr + slot64 * conv_slot_u.to(kl.int64) * 8
     conv_row = conv_row_u * 8
     qkv_s0 = qkv_s0_u * 8
     qc = h * K + cols
     kc = (H + h) * K + cols
-    vc = 2 * H * K + hv * V + vrows
     a_log = kl.load(alog_ptr + hv)
     dt_bias = kl.load(dtb_ptr + hv * K + cols)
-    for t in range(bos, eos):
-        hs = kda_pre_conv_token(
-            qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr, b_s0,
-            gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, hs, qc, kc, vc, vrows, t, bos, valid, hv,
-            HV, dt_bias, a_log, scale, lower_bound, eps, K, V, LOWER_BOUND, NORM)
-    kl.store(sp, hs, mask=valid, cache_modifier=STATE_STORE)
+    kl.pdl_launch_dependents()
+    if TOKENS == 1:  # the static layout: token n alone
+        _fused_pass(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr, b_s0,
+                    gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, head, qc, kc, bos, bos, eos,
+                    valid, hv, H, HV, dt_bias, a_log, scale, lower_bound, eps, K, V, TOKENS,
+                    ROWS, STAGES, LOWER_BOUND, NORM, STATE_STORE)
+    else:
+        for t0 in range(bos, eos, TOKENS):
+            if t0 > bos:  # the rows the previous pass stored, visible to the bulk copies
+                kl.fence_proxy_async("global")
+                kl.barrier()
+            _fused_pass(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0_u * 8, b_ptr,
+                        b_s0, gout_ptr, g_s0_u * 8, wnorm_ptr, out_ptr, head, qc, kc, t0,
+                        bos, eos, valid, hv, H, HV, dt_bias, a_log, scale, lower_bound, eps, K,
+                        V, TOKENS, ROWS, STAGES, LOWER_BOUND, NORM, STATE_STORE)
     # the conv state: the last three inputs, read before the cluster barrier, stored after
+    vc = 2 * H * K + hv * V + kl.arange(0, V)
     yq0, yq1, yq2 = _conv_state_update(qkv_ptr, qkv_s0, conv, conv_row, qc, bos, eos, valid)
     yk0, yk1, yk2 = _conv_state_update(qkv_ptr, qkv_s0, conv, conv_row, kc, bos, eos, valid)
     yv0, yv1, yv2 = _conv_state_update(qkv_ptr, qkv_s0, conv, conv_row, vc, bos, eos, valid)
@@ -380,8 +491,12 @@ class Settings:
     # programs; on the H200 91 % of copy bandwidth at B = 512 against 76 % for [32, 128] on
     # 4 warps, bench/results/kda)
     packed_min_programs: int = 0  # ptxas's choice
-    fused_warps: int = 4  # the head's [128, 128] state on 4 warps: 255 registers, no spill,
-    fused_min_programs: int = 0  # 2 programs an SM (a cap spills)
+    fused_rows: int = 32  # the fused decode streams a head's state in chunks of [32, 128]
+    fused_stages: int = 4  # through a ring of 4 slots (64 KiB: the whole state in flight)
+    fused_warps: int = 4
+    fused_min_programs: int = 3  # at most 168 registers, no spill: 3 programs (rings) an SM
+    varlen_tokens: int = 2  # tokens a pass over the state with cu_seqlens (1 without) ...
+    varlen_min_programs: int = 0  # ... 248 registers (4 tokens spill)
     state_evict: str = "evict_first"  # the state is read once a step (and the hinted loads
     state_store: str = ".cs"  # and stores are predicated, not branched around)
 
@@ -398,16 +513,18 @@ def packed_launch_config(lower_bound: bool, settings: Settings = SETTINGS) -> tu
              "PROGRAMS": s.packed_min_programs}, s.packed_warps)
 
 
-def fused_launch_config(group: int, lower_bound: bool, norm: bool,
+def fused_launch_config(group: int, lower_bound: bool, norm: bool, varlen: bool = False,
                         settings: Settings = SETTINGS) -> tuple:
     """(bundle name, constexprs, num_warps, cluster) of the fused kernel for GVA ratio
-    ``group`` = HV / H (the cluster size; None for 1)."""
+    ``group`` = HV / H (the cluster size; None for 1), with or without cu_seqlens."""
     s = settings
     name = (f"kda_fused_decode_g{group}" + ("_lower_bound" if lower_bound else "")
-            + ("_norm" if norm else ""))
+            + ("_norm" if norm else "") + ("_varlen" if varlen else ""))
     return (name, {"K": HEAD_DIM, "V": HEAD_DIM, "GROUP": group, "LOWER_BOUND": bool(lower_bound),
-                   "NORM": bool(norm), "STATE_EVICT": s.state_evict,
-                   "STATE_STORE": s.state_store, "PROGRAMS": s.fused_min_programs},
+                   "NORM": bool(norm), "TOKENS": s.varlen_tokens if varlen else 1,
+                   "ROWS": s.fused_rows, "STAGES": s.fused_stages,
+                   "STATE_STORE": s.state_store,
+                   "PROGRAMS": s.varlen_min_programs if varlen else s.fused_min_programs},
             s.fused_warps, (group, 1, 1) if group > 1 else None)
 
 
@@ -435,11 +552,10 @@ AOT_SPECIALIZATIONS = [
          num_warps=packed_launch_config(lb)[2])
     for lb in (False, True)
 ] + [
-    Spec(kda_fused_decode_kernel, name=fused_launch_config(g, lb, norm)[0],
-         signature=FUSED_SIGNATURE, constexprs=fused_launch_config(g, lb, norm)[1],
-         divisibility=FUSED_ALIGNED, num_warps=fused_launch_config(g, lb, norm)[2],
-         cluster=fused_launch_config(g, lb, norm)[3])
-    for g in GROUPS for lb in (False, True) for norm in (False, True)
+    Spec(kda_fused_decode_kernel, name=cfg[0], signature=FUSED_SIGNATURE, constexprs=cfg[1],
+         divisibility=FUSED_ALIGNED, num_warps=cfg[2], cluster=cfg[3])
+    for cfg in (fused_launch_config(g, lb, norm, vl) for g in GROUPS for lb in (False, True)
+                for norm in (False, True) for vl in (False, True))
 ]
 
 
@@ -714,10 +830,14 @@ def kda_fused_decode(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
     L.check_int32_extent(op, "the programs N * HV", n * hv)
     L.check_int32_extent(op, "the output rows T * HV", t_rows * hv)
     norm = c.norm
-    name, constexprs, num_warps, cluster = fused_launch_config(group, c.use_lb, norm, settings)
+    name, constexprs, num_warps, cluster = fused_launch_config(group, c.use_lb, norm,
+                                                               cu_seqlens is not None, settings)
     out = _check_out(op, out, (t_rows, hv, v), mixed_qkv)
     if n == 0 or t_rows == 0:
         return out
+    if c.slots == 0:  # a padded request's program reads slot 0 (never writes it)
+        raise ValueError(f"{op}: state must have at least one slot, got shape "
+                         f"{list(L.shape(state))}")
     # unused pointers (no norm, no cu_seqlens) take a tensor of their type: never read
     L.launch(kda_fused_decode_kernel, name, (n * hv,),
              (mixed_qkv, a, b, g_out if norm else mixed_qkv, A_log, dt_bias, conv_weight,

@@ -6,7 +6,7 @@ accepted drafts into the checkpoint in place.
 n S .. n S + S - 1 of the pre-conv projection (as kda_fused_decode's). Token j's conv
 window is positions j - 3 .. j over the committed conv state (rows 0..2 = positions -3..-1)
 and the drafts; then the fused decode's step (kda_decode's ``kda_conv_rows`` on
-``kda_conv_silu``, ``kda_token_prologue``, ``kda_recurrent_step``, ``kda_gated_norm``) from
+``kda_conv_silu``, ``kda_token_rows``, ``kda_recurrent_step``, ``kda_gated_norm``) from
 the committed SSM state, token by token (the conv and prologue of a few drafts at once),
 and optionally the gated RMSNorm. Every step's output is written; the SSM and conv states
 are only read. Optionally, at slot s:
@@ -61,6 +61,7 @@ from .kda_decode import (
     _check_heads,
     _check_out,
     _conv_state_update,
+    _step_of,
     _store_conv_rows,
     check_placement,
     check_pre_conv,
@@ -69,21 +70,12 @@ from .kda_decode import (
     kda_l2norm,
     kda_recurrent_step,
     kda_state_update,
-    kda_token_prologue,
+    kda_token_rows,
 )
 
 # ---------------------------------------------------------------------------
 # kda_verify_chain
 # ---------------------------------------------------------------------------
-
-
-@kiln.jit
-def _step_of(x, jj, j):
-    """Row j of the [CHUNK, N] tile x (or element j of the [CHUNK] tile), exactly: the other
-    rows replaced by -0.0 and summed away (x + -0.0 is x, a -0.0 included)."""
-    if len(x.shape) == 1:
-        return kl.sum(kl.where(jj == j, x, -0.0), axis=0)
-    return kl.sum(kl.where((jj == j)[:, None], x, -0.0), axis=0)
 
 
 @kiln.jit(num_warps=4, do_not_specialize=[
@@ -160,15 +152,11 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
         ok = j < S
         t = bos + j
         tok = t.to(kl.int64)
-        q_raw = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, qc, t, bos, ok, valid)
-        k_raw = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, kc, t, bos, ok, valid)
+        k_raw, q, k, g, beta = kda_token_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr,
+                                              a_s0_u * 8, b_ptr, b_s0, qc, kc, t, bos, ok,
+                                              valid, hv, dt_bias, a_log, scale, lower_bound, K,
+                                              LOWER_BOUND)
         v = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, t, bos, ok, valid)
-        a = kl.load(a_ptr + (tok * (a_s0_u * 8))[:, None] + (hv * K + cols)[None, :],
-                    mask=ok[:, None], other=0.0).to(kl.float32)
-        b = kl.load(b_ptr + tok * b_s0 + hv, mask=ok, other=0.0).to(kl.float32)
-        q, k, g, beta = kda_token_prologue(q_raw.to(kl.float32), k_raw.to(kl.float32), a,
-                                           dt_bias[None, :], a_log, b, scale, lower_bound,
-                                           LOWER_BOUND)
         vf = v.to(kl.float32)
         # the chunk's records and raw rows
         kl.store(rk + (j * K)[:, None] + cols[None, :], k_raw, mask=(ok & rec & owner)[:, None])

@@ -24,7 +24,7 @@ def test_runner_imports_without_torch_and_its_sweep_is_settings():
     code = (STUB_TORCH.format(bench=os.path.join(REPO, "bench", "kda"), repo=REPO)
             + "import dataclasses, run\n"
             "from kernels_dsl.kimi_k3 import kda_decode\n"
-            "for cfg in run.SWEEP:\n"
+            "for cfg in run.SWEEP + run.FUSED_SWEEP:\n"
             "    dataclasses.replace(kda_decode.SETTINGS, **cfg)\n"
             "from kernels_dsl.kimi_k3 import kda_verify\n"
             "for cfg in run.VERIFY_SWEEP + run.FOLD_SWEEP:\n"

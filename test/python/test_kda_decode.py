@@ -650,6 +650,15 @@ def test_empty_inputs_launch_nothing(no_launch):
     assert mod.kda_fused_decode(**fused_args(t=0, n=3)).shape == (0, 12, V)  # empty seqs
 
 
+def test_fused_needs_a_slot(no_launch):
+    """A padded request's program copies slot 0's rows (the bulk copies take no mask): a
+    pool of no slot is refused before any launch (the packed kernel masks its loads)."""
+    with pytest.raises(ValueError, match="state must have at least one slot"):
+        mod.kda_fused_decode(**fused_args(slots=0))
+    with pytest.raises(AssertionError, match="launched"):
+        mod.kda_packed_decode(**packed_args(slots=0))
+
+
 # ---------------------------------------------------------------------------
 # The bundle: specializations, default launches, compilation for every arch
 # ---------------------------------------------------------------------------
@@ -660,12 +669,13 @@ def test_module_listed():
 
 def test_aot_specializations():
     """Packed: both gates; fused: GVA ratio 1, 2, 4 (cluster sizes) x both gates x norm or
-    not. HV, H and every stride are runtime arguments (one kernel for HV = 12, 6, 3)."""
+    not x the static layout or cu_seqlens. HV, H and every stride are runtime arguments (one
+    kernel for HV = 12, 6, 3)."""
     names = [s.kernel_name for s in mod.AOT_SPECIALIZATIONS]
     assert names[:2] == ["kda_packed_decode", "kda_packed_decode_lower_bound"]
     assert sorted(names[2:]) == sorted(
-        f"kda_fused_decode_g{g}{lb}{nm}" for g in (1, 2, 4) for lb in ("", "_lower_bound")
-        for nm in ("", "_norm"))
+        f"kda_fused_decode_g{g}{lb}{nm}{vl}" for g in (1, 2, 4) for lb in ("", "_lower_bound")
+        for nm in ("", "_norm") for vl in ("", "_varlen"))
     for s in mod.AOT_SPECIALIZATIONS:
         assert s.cluster == (None if s.constexprs.get("GROUP", 1) == 1
                              else (s.constexprs["GROUP"], 1, 1))
@@ -688,8 +698,8 @@ def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
         if hv % g:
             continue
         mod.kda_packed_decode(**packed_args(bsz=2, hv=hv, h=hv // g), lower_bound=lb)
-        for norm in (False, True):
-            mod.kda_fused_decode(**fused_args(t=2, n=2, hv=hv, h=hv // g, norm=norm),
+        for norm, t in itertools.product((False, True), (2, 3)):
+            mod.kda_fused_decode(**fused_args(t=t, n=2, hv=hv, h=hv // g, norm=norm),
                                  lower_bound=lb)
     for s in mod.AOT_SPECIALIZATIONS:
         assert (s.kernel, s.kernel_name, dict(s.constexprs), s.num_warps, s.maxnreg,
@@ -705,9 +715,12 @@ def _compile(spec, arch):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS, ids=lambda s: s.kernel_name)
 def test_compiles_without_spills(spec, arch):
-    """Every specialization: PTX and a cubin, no local memory, the state rows as 16-byte
-    vectors (hinted, predicated by the padded-slot mask), PDL before the first load; the
-    fused kernel within two programs an SM and its cluster barrier where GROUP > 1."""
+    """Every specialization: PTX and a cubin, no local memory, the state rows stored as
+    16-byte vectors (predicated by the padded-slot mask), PDL before the first load, the
+    cluster barrier where GROUP > 1. The packed kernel loads its rows as hinted 16-byte
+    vectors; the fused kernel copies them into its ring by bulk copies, and fits the
+    programs an SM it is compiled for (two where it says none) in registers and shared
+    memory."""
     pytest.importorskip("kiln._C")
     ck = _compile(spec, arch)
     assert ck.cubin[:4] == b"\x7fELF"
@@ -715,15 +728,23 @@ def test_compiles_without_spills(spec, arch):
     assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
     ptx = ck.ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
-    # the state: every row access one 16-byte vector with its eviction hints
+    # the state: every row access one 16-byte vector
     rows = spec.constexprs.get("ROWS", V) * K // (32 * spec.num_warps * 4)
     vec = r"\.(v4\.b32|v2\.b64)"
-
     loads = re.findall(rf"ld\.global\.L1::evict_first\.L2::cache_hint{vec}", ptx)
     stores = re.findall(rf"st\.global\.cs{vec}", ptx)
-    assert len(loads) == rows and len(stores) == rows, (len(loads), len(stores), rows)
+    assert len(stores) == rows, (len(stores), rows)
+    fused = spec.kernel is mod.kda_fused_decode_kernel
+    if fused:
+        stages = spec.constexprs["STAGES"]
+        assert not loads and ptx.count("cp.async.bulk.shared::cluster.global") == stages
+    else:
+        assert len(loads) == rows, (len(loads), rows)
     assert ck.meta["pdl"] and ptx.index("griddepcontrol.wait;") < ptx.index("ld.global")
     group = spec.constexprs.get("GROUP", 1)
     assert ("barrier.cluster" in ptx) == (group > 1)
-    if spec.kernel is mod.kda_fused_decode_kernel:
-        assert target["registers"] * 32 * spec.num_warps * 2 <= 65536
+    if fused:
+        programs = spec.constexprs["PROGRAMS"] or 2
+        shared = sum(b["bytes"] for b in target["shared_plan"])
+        assert target["registers"] * 32 * spec.num_warps * programs <= 65536
+        assert shared * programs <= 227 * 1024

@@ -452,8 +452,8 @@ def test_one_formulation():
     """The verify chain runs kda_fused_decode's conv (kda_conv_rows, on kda_conv_silu),
     prologue, step and gated norm, the fold its state update and k norm: kda_decode's
     helpers, no copy of the step."""
-    for helper in ("kda_conv_rows", "kda_token_prologue", "kda_recurrent_step",
-                   "kda_gated_norm"):
+    for helper in ("kda_conv_rows", "kda_token_rows", "kda_recurrent_step", "kda_gated_norm",
+                   "_step_of"):
         assert getattr(mod, helper) is getattr(kda_decode, helper), helper
     assert mod.kda_state_update is kda_decode.kda_state_update
     assert mod.kda_l2norm is kda_decode.kda_l2norm

@@ -8,6 +8,7 @@ contracts, an H200's 132 SMs). Also: each family's ``Settings`` is frozen and it
 specializations are built from ``SETTINGS``. No GPU, no torch."""
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -135,13 +136,13 @@ def launched_moe_align():
 
 
 def launched_kda_decode():
-    # both gates; the fused kernel at every GVA ratio (its cluster size), norm or not
+    # both gates; the fused kernel at every GVA ratio (its cluster size), norm or not, the
+    # static layout or cu_seqlens
     out = {key(*kda_decode.packed_launch_config(lb)) for lb in (False, True)}
-    for g in kda_decode.GROUPS:
-        for lb in (False, True):
-            for norm in (False, True):
-                name, cx, warps, _ = kda_decode.fused_launch_config(g, lb, norm)
-                out.add(key(name, cx, warps))
+    for g, lb, norm, varlen in itertools.product(kda_decode.GROUPS, (False, True),
+                                                 (False, True), (False, True)):
+        name, cx, warps, _ = kda_decode.fused_launch_config(g, lb, norm, varlen)
+        out.add(key(name, cx, warps))
     return out
 
 
