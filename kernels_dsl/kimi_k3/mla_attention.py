@@ -55,13 +55,14 @@ patterns). The pointer kernel masks them and has no such precondition.
 
 ``_use_tma`` picks the kernel: the pointer kernel unless ``Settings.tma`` (the precondition
 above makes the TMA kernel opt-in); with it, the TMA kernel where its layout holds, on
-sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured there), launched by
-JIT.
-The bundle holds only the pointer kernel: the runtime can pick a bundle specialization for
-``TensorDescriptor`` arguments, but an AOT ``Spec`` is compiled for every arch of the
-bundle and the TMA kernel's latent box differs per arch (LAT_W 256 does not fit sm_100a's
-static shared memory), so with ``KILN_NO_JIT=1`` every cache takes the pointer kernel (same
-tolerance, not the same bytes as the TMA kernel).
+sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured there), by JIT or
+from the bundle. The bundle holds both kernels: the TMA kernel's latent box differs per
+arch (LAT_W 256 does not fit sm_100a's static shared memory), so its specializations are
+limited to their archs (``Spec(archs=...)``, ``TMA_BUNDLE_WIDTHS``): LAT_W 256 on sm_90a,
+128 on sm_100a/sm_103a, every tile shape (``TMA_SHAPES``), the default block, stages and
+swizzle. With ``KILN_NO_JIT=1`` a ``Settings(tma=True)`` call launches the same TMA kernel
+as by JIT; other TMA settings (block, stages, sm_90a's width 128) find no specialization
+(sm_90a's width 128: an entry with no image for sm_90a).
 
 Specification: docs/kernels/mla_attention.md
 """
@@ -416,7 +417,7 @@ class Settings:
     merge_block: int = 16  # splits the merge reads at a time ([16, 512] fp32)
     splits_per_sm: int = 2  # the programs the split count aims for, per SM
     min_chunk: int = 256  # rows below which a request is not split further
-    # The TMA kernel (bf16, page_size % 64 == 0, JIT):
+    # The TMA kernel (bf16, page_size % 64 == 0; the bundle holds the defaults'):
     tma: bool = False  # take it where it applies. Off by default: it reads the rows of a
     # request's last page past its length (weight 0, but 0 * NaN is NaN), which the pointer
     # kernel masks, so a cache whose unused rows may hold NaN needs the pointer kernel
@@ -474,10 +475,23 @@ TMA_WARPS = 4
 def tma_launch_config(h: int, s: int, lat_w: int, settings: Settings = SETTINGS) -> tuple:
     """(bundle name, constexprs, num_warps) of the TMA kernel: ``tile_shape``'s drafts and
     heads a program, in a 64-row tile, the value columns always in two programs."""
-    s_pad, block_h, _ = tile_shape(h, s)
-    return ("mla_attention_tma",
-            {"S_PAD": s_pad, "BLOCK_H": block_h, "BN": settings.tma_block_n,
-             "STAGES": settings.tma_stages, "LAT_W": lat_w}, TMA_WARPS)
+    return ("mla_attention_tma", _tma_constexprs(tile_shape(h, s), lat_w, settings),
+            TMA_WARPS)
+
+
+def _tma_constexprs(shape: tuple, lat_w: int, settings: Settings = SETTINGS) -> dict:
+    s_pad, block_h = shape[:2]
+    return {"S_PAD": s_pad, "BLOCK_H": block_h, "BN": settings.tma_block_n,
+            "STAGES": settings.tma_stages, "LAT_W": lat_w}
+
+
+def tma_latent_width(arch: str, settings: Settings = SETTINGS) -> Optional[int]:
+    """The TMA kernel's latent box width on ``arch``: ``tma_latent_width`` on sm_90a, 128 on
+    sm_100a/sm_103a with ``tma_blackwell`` (256 does not fit their shared memory), else None
+    (the pointer kernel takes the call there)."""
+    if arch.startswith("sm_90"):
+        return settings.tma_latent_width
+    return 128 if settings.tma_blackwell else None
 
 
 def merge_config(settings: Settings = SETTINGS) -> tuple:
@@ -531,11 +545,26 @@ ALIGNED = ("q_ptr", "cache_lat", "cache_f32", "cache_bf16", "o_part_ptr", "out_p
 #: The bundle's tile shapes: every one ``tile_shape`` picks for S <= MAX_S (H <= 16 or not).
 SHAPES = sorted({tile_shape(h, s) for h in (16, 17) for s in range(1, MAX_S + 1)})
 
+#: The TMA kernel's archs in the bundle and its latent box width there (``tma_latent_width``
+#: with ``Settings(tma=True)``, and ``tma_blackwell`` on sm_100a/sm_103a): a box 256 wide
+#: does not fit sm_100a/sm_103a's shared memory, 128 is not sm_90a's default, so each width
+#: is a Spec of its archs only.
+TMA_BUNDLE_WIDTHS = ((("sm_90a",), tma_latent_width("sm_90a")),
+                     (("sm_100a", "sm_103a"),
+                      tma_latent_width("sm_100a", Settings(tma_blackwell=True))))
+#: The TMA kernel's tile shapes (S_PAD, BLOCK_H): every one ``tile_shape`` picks, any H.
+TMA_SHAPES = sorted({shape[:2] for shape in SHAPES})
+
 AOT_SPECIALIZATIONS = [
     Spec(mla_attention_kernel, name="mla_attention" + ("_fp8" if fp8 else ""),
          signature=_signature(fp8),
          constexprs=_constexprs(shape, fp8), divisibility=ALIGNED, num_warps=_warps(shape))
     for fp8 in (False, True) for shape in SHAPES
+] + [
+    Spec(mla_attention_tma_kernel, name="mla_attention_tma", signature=tma_signature(lat_w),
+         constexprs=_tma_constexprs(shape, lat_w), divisibility=TMA_ALIGNED,
+         num_warps=TMA_WARPS, archs=archs)
+    for archs, lat_w in TMA_BUNDLE_WIDTHS for shape in TMA_SHAPES
 ] + [
     Spec(mla_merge_kernel, name="mla_merge", signature=MERGE_SIGNATURE,
          constexprs=merge_config()[1], divisibility=("o_part_ptr", "out_ptr"),
@@ -641,17 +670,16 @@ def _device_arch(t: Any) -> str:
 def _use_tma(q: Any, cache: Any, fp8: bool, pages: int, page_size: int,
              settings: Settings) -> Optional[tuple]:
     """(row stride, latent box width) where the TMA kernel takes this call, else None: a
-    bf16 cache in its layout (``_tma_row_stride``), launched by JIT (the bundle holds only
-    the pointer kernel: module docstring, "Two kernels"), on sm_90a (on sm_100a/sm_103a only
-    with ``tma_blackwell``: the width 128 there)."""
-    if not settings.tma or fp8 or not L.jit_allowed():
+    bf16 cache in its layout (``_tma_row_stride``), on sm_90a (on sm_100a/sm_103a only with
+    ``tma_blackwell``: the width 128 there; ``tma_latent_width``), by JIT or from the bundle
+    (its ``TMA_BUNDLE_WIDTHS``)."""
+    if not settings.tma or fp8:
         return None
     row = _tma_row_stride(cache, pages, page_size, settings)
     if row is None:
         return None
-    if _device_arch(q).startswith("sm_90"):
-        return row, settings.tma_latent_width
-    return (row, 128) if settings.tma_blackwell else None
+    lat_w = tma_latent_width(_device_arch(q), settings)
+    return None if lat_w is None else (row, lat_w)
 
 
 def _tma_descriptors(cache: Any, pages: int, page_size: int, row: int, lat_w: int,

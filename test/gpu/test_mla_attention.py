@@ -5,8 +5,8 @@ bundle (``launch_mode``): H in {12, 16, 128}, S in {1, 2, 4}, ragged lengths fro
 32,768, page sizes 1 and 64, bf16 and FP8 caches, padded entries untouched; outputs within
 2e-2 of the reference on unit-scale inputs, lse within 1e-3; the torch ops under a CUDA
 graph and over two caches of one launch key. Each case checks which kernel ran: the TMA
-kernel for the bf16 cache of 64-row pages under JIT on Hopper with ``Settings.tma``, the
-pointer kernel otherwise (the default settings, page size 1, FP8, the bundle)."""
+kernel for the bf16 cache of 64-row pages on Hopper with ``Settings.tma`` (JIT or bundle),
+the pointer kernel otherwise (the default settings, page size 1, FP8)."""
 
 import pytest
 
@@ -91,8 +91,7 @@ def expected_kernel(launch_mode, ps, fp8, settings=mod.SETTINGS):
     if fp8:
         return "mla_attention_fp8"
     hopper = torch.cuda.get_device_capability()[0] == 9
-    tma = (settings.tma and launch_mode == "jit" and ps % 64 == 0
-           and (hopper or settings.tma_blackwell))
+    tma = settings.tma and ps % 64 == 0 and (hopper or settings.tma_blackwell)  # either mode
     return "mla_attention_tma" if tma else "mla_attention"
 
 
@@ -159,7 +158,7 @@ TMA = mod.Settings(tma=True)
 @pytest.mark.parametrize("h,s", [(12, 1), (128, 2)])
 def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
     """The TMA kernel (``Settings.tma``), its other settings and page sizes (JIT: the bundle
-    holds only the pointer kernel)."""
+    holds the default settings' TMA kernels only)."""
     rng = torch.Generator().manual_seed(ps + h + s)
     prefixes = lengths_for(5, 32768 - s if h <= 16 else 8192, rng)
     totals = [p + s for p in prefixes]

@@ -145,7 +145,7 @@ def shipped():
         meta = s.kernel.compile(s.signature, s.constexprs, s.divisibility,
                                 num_warps=s.num_warps, name=s.kernel_name, cluster=s.cluster,
                                 maxnreg=s.maxnreg, upto="tile").meta
-        w.add_kernel(meta, [(a, "cubin", FAKE_CUBIN) for a in ARCHS])
+        w.add_kernel(meta, [(a, "cubin", FAKE_CUBIN) for a in s.archs_in(ARCHS)])
     return Bundle.from_bytes(w.serialize(), "coverage")
 
 
@@ -722,7 +722,69 @@ def test_mla_attention(bundle_only):
 
     bundle_only.sms = 132
     seen = run_grid(bundle_only, cases())
-    assert seen == {s.kernel_name for s in mla_attention.AOT_SPECIALIZATIONS}
+    assert seen == {s.kernel_name for s in mla_attention.AOT_SPECIALIZATIONS} - {
+        "mla_attention_tma"}  # Settings(tma=True) only: the next test
+
+
+def _mla_tma_specs(arch):
+    return {tuple(sorted(s.constexprs.items())) for s in mla_attention.AOT_SPECIALIZATIONS
+            if s.kernel is mla_attention.mla_attention_tma_kernel and arch in s.archs_in(ARCHS)}
+
+
+@pytest.mark.parametrize("arch, settings", [
+    ("sm_90a", mla_attention.Settings(tma=True)),
+    ("sm_100a", mla_attention.Settings(tma=True, tma_blackwell=True)),
+    ("sm_103a", mla_attention.Settings(tma=True, tma_blackwell=True)),
+])
+def test_mla_attention_tma(bundle_only, monkeypatch, arch, settings):
+    """``Settings(tma=True)`` without JIT: a bf16 cache of pages of a multiple of 64 rows
+    takes the bundle's TMA kernel of the device's arch (LAT_W 256 on sm_90a, 128 on
+    sm_100a/sm_103a with ``tma_blackwell``) at every head and draft count; the FP8 cache and
+    other page sizes the pointer kernel. The TMA constexprs launched are exactly the arch's
+    specializations (``Spec.archs``), and an entry holds an image for the arch exactly when
+    it is one of them."""
+    monkeypatch.setattr(mla_attention, "_device_arch", lambda t: arch)
+    # no driver to encode the CUtensorMap: the descriptors' dtype, box and swizzle are
+    # still checked against the params (host.marshal_args)
+    monkeypatch.setattr(kiln.TensorDescriptor, "encode", lambda self: bytes(128))
+    tma_launches = set()
+    real = _launch.launch
+
+    def record(kernel, name, grid, args, constexprs, *a, **k):
+        if name == "mla_attention_tma":
+            tma_launches.add(tuple(sorted(constexprs.items())))
+        return real(kernel, name, grid, args, constexprs, *a, **k)
+
+    monkeypatch.setattr(mla_attention.L, "launch", record)
+
+    def call(decode, bsz, s, h, fp8, ps, splits):
+        width, dtype = (656, "uint8") if fp8 else (576, "bfloat16")
+        cache = T((40, ps, width), dtype)
+        bt, lens = T((bsz, 9), "int32"), T((bsz,), "int32")
+        kw = dict(num_splits=splits, settings=settings)
+        if decode:
+            return lambda: mla_attention.mla_decode(T((bsz, h, 576)), cache, bt, lens, **kw)
+        return lambda: mla_attention.verify_splitkv(T((bsz, s, h, 576)), cache, bt, lens,
+                                                    return_lse=True, **kw)
+
+    bundle_only.sms = 132
+    for decode, s, h, fp8, ps, splits in itertools.product(
+            (True, False), range(1, mla_attention.MAX_S + 1), (1, 12, 24, 48, 96, 128),
+            (False, True), (16, 64, 128), (None, 1)):
+        if decode and s > 1:
+            continue
+        want = "mla_attention_fp8" if fp8 else (
+            "mla_attention_tma" if ps % 64 == 0 else "mla_attention")
+        call(decode, 3, s, h, fp8, ps, splits)()
+        names = bundle_only.take()
+        assert names and names[0] == want, (
+            f"{arch} decode={decode} S={s} H={h} fp8={fp8} ps={ps} splits={splits}: "
+            f"launched {names}")
+    assert tma_launches == _mla_tma_specs(arch)
+    entries = {tuple(sorted(k["constexprs"].items())): {im["arch"] for im in k["images"]}
+               for k in _launch._bundle.kernels() if k["name"] == "mla_attention_tma"}
+    for cx, archs in entries.items():  # the arch's images: exactly its launches'
+        assert (arch in archs) == (cx in tma_launches), (cx, archs)
 
 
 def test_mla_attention_tma_is_selectable_from_a_bundle():
@@ -732,8 +794,7 @@ def test_mla_attention_tma_is_selectable_from_a_bundle():
     descriptor's dtype, box and swizzle against the kernel's ``tensordesc`` params (the
     runtime's tensor-map ``ArgSpec``), and descriptors of another box (LAT_W 128) fit no
     specialization (``find`` gives None, ``select`` names the descriptor's param). The
-    wrappers still take the TMA kernel by JIT only: ``AOT_SPECIALIZATIONS`` hold none of it
-    (``mla_attention._use_tma``)."""
+    bundle's own TMA specializations, arch by arch: ``test_mla_attention_tma``."""
     from kiln.runtime import KernelFamily
 
     lat_w = 256

@@ -1,7 +1,8 @@
 """Every kernel the bundle ships (``AOT_SPECIALIZATIONS``) is what a wrapper launches on its
 default path, or its generic launch (the bundle's kernel for the inputs the fast ones do not
-serve), for the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv,
-kv_indices, concat_mla, pack_topk_ids, moe_align, kda_decode, kda_verify and mla_attention:
+serve; mla_attention's TMA kernel: its opt-in ``Settings(tma=True)``), for the Kimi K3
+families situ, situ_quant, quant, mla_output_gate, mla_kv, kv_indices, concat_mla,
+pack_topk_ids, moe_align, kda_decode, kda_verify and mla_attention:
 the launch configurations come from the functions the wrappers choose their launches with,
 over the inputs K3 gives them (T in {1, 64, 4096, 16384}, the dtypes and flags of the
 contracts, an H200's 132 SMs). Also: each family's ``Settings`` is frozen and its AOT
@@ -158,6 +159,15 @@ def launched_mla_attention():
     # draft counts the ops take, both caches; the merge
     out = {key(*mla_attention.launch_config(96 // tp, s, fp8)) for tp in (1, 2, 4, 8)
            for s in range(1, mla_attention.MAX_S + 1) for fp8 in (False, True)}
+    # Not the default path: the TMA kernel is opt-in (Settings(tma=True); a cache's unused
+    # rows must be finite), launched with the latent width of the device's arch
+    # (tma_latent_width: sm_90a's; sm_100a/sm_103a's with tma_blackwell), each width a Spec
+    # of its archs
+    for arch, st in (("sm_90a", mla_attention.Settings(tma=True)),
+                     ("sm_100a", mla_attention.Settings(tma=True, tma_blackwell=True))):
+        lat_w = mla_attention.tma_latent_width(arch, st)
+        out |= {key(*mla_attention.tma_launch_config(96 // tp, s, lat_w, st))
+                for tp in (1, 2, 4, 8) for s in range(1, mla_attention.MAX_S + 1)}
     return out | {key(*mla_attention.merge_config())}
 
 

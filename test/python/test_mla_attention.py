@@ -276,6 +276,7 @@ def test_tile_shapes():
 
 TMA = mod.Settings(tma=True)
 WIDE = mod.Settings(tma=True, tma_latent_width=128)  # sm_100a/sm_103a's form (five score dots)
+BLACKWELL = mod.Settings(tma=True, tma_blackwell=True)
 
 
 @pytest.fixture
@@ -327,13 +328,37 @@ def test_pages_apart_take_the_pointer_kernel(recorded):
     assert recorded == ["mla_attention"]
 
 
-def test_the_bundle_takes_the_pointer_kernel(recorded, monkeypatch):
-    """Without JIT (the bundle) every cache takes the pointer kernel: the bundle holds no
-    TMA kernel (its latent box width differs per arch, and an AOT Spec is compiled for
-    every arch of the bundle)."""
+def test_the_bundle_takes_the_tma_kernel_too(recorded, monkeypatch):
+    """Without JIT (the bundle) the choice is the same: the bundle holds the TMA kernel
+    (per arch: ``TMA_BUNDLE_WIDTHS``); off by default there too."""
     monkeypatch.setattr(mod.L, "jit_allowed", lambda: False)
     dispatch(aligned((4, 64, 576), BF16, 0))
-    assert recorded == ["mla_attention"]
+    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.SETTINGS)
+    assert recorded == ["mla_attention_tma", "mla_attention"]
+
+
+@pytest.mark.parametrize("arch, settings, lat_w", [
+    ("sm_90a", TMA, 256), ("sm_90a", WIDE, 128), ("sm_100a", TMA, None),
+    ("sm_100a", BLACKWELL, 128), ("sm_103a", BLACKWELL, 128)])
+def test_the_latent_width_per_arch(monkeypatch, arch, settings, lat_w):
+    """sm_90a: ``tma_latent_width``; sm_100a/sm_103a: 128 with ``tma_blackwell``, else the
+    pointer kernel. The bundle's TMA specializations: each arch's default width, limited to
+    its archs, at every tile shape."""
+    monkeypatch.setattr(mod, "_device_arch", lambda t: arch)
+    cache = HostTensor(aligned((4, 64, 576), BF16, 0))
+    got = mod._use_tma(HostTensor(aligned((1, 12, 576), BF16, 0)), cache, False, 4, 64,
+                       settings)
+    assert got == (None if lat_w is None else (576, lat_w))
+    specs = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.mla_attention_tma_kernel]
+    assert {(s.archs, s.constexprs["LAT_W"]) for s in specs} == {
+        (("sm_90a",), 256), (("sm_100a", "sm_103a"), 128)}
+    assert len(specs) == 2 * len(mod.TMA_SHAPES)
+    for h in range(1, 200):
+        for s in range(1, mod.MAX_S + 1):
+            for archs, w in mod.TMA_BUNDLE_WIDTHS:
+                name, cx, warps = mod.tma_launch_config(h, s, w)
+                assert any(sp.constexprs == cx and sp.archs == archs and sp.num_warps == warps
+                           for sp in specs), (h, s, archs)
 
 
 @pytest.mark.parametrize("settings", [TMA, WIDE], ids=["lat256", "lat128"])
@@ -509,13 +534,16 @@ def test_empty_batch_launches_nothing(no_launch):
 # Compilation: every specialization, three archs
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS,
-                         ids=lambda s: f"{s.kernel_name}-{sorted(s.constexprs.items())}")
+@pytest.mark.parametrize("spec, arch", [(s, a) for s in mod.AOT_SPECIALIZATIONS
+                                         for a in s.archs_in(ARCHS)],
+                         ids=lambda x: x if isinstance(x, str) else
+                         f"{x.kernel_name}-{sorted(x.constexprs.items())}")
 def test_compiles(spec, arch):
-    """A cubin for each arch, PDL's wait before the first global load, the registers of
-    the program's warps within the SM's file; the score and value dots on the tensor cores
-    (mma.sync, each with its reason: wgmma takes 64 rows a warpgroup, tcgen05 128)."""
+    """A cubin for each arch of the spec (the TMA kernel's: LAT_W 256 on sm_90a only, 128
+    on sm_100a/sm_103a only), PDL's wait before the first global load, the registers of
+    the program's warps within the SM's file; the pointer kernel's score and value dots on
+    the tensor cores (mma.sync, each with its reason: wgmma takes 64 rows a warpgroup,
+    tcgen05 128), the TMA kernel's as ``test_tma_kernel_compiles`` says."""
     pytest.importorskip("kiln._C")
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name)
@@ -528,3 +556,9 @@ def test_compiles(spec, arch):
         assert len(dots) == 5 + 4 // spec.constexprs["VPARTS"]  # 5 score dots, the values'
         for d in dots:
             assert d["unit"] == "mma.sync" and d["reason"], d
+    if spec.kernel is mod.mla_attention_tma_kernel:
+        assert (arch == "sm_90a") == (spec.constexprs["LAT_W"] == 256)
+        dots = target["dots"]
+        assert len(dots) == (4 if arch == "sm_90a" else 7)
+        for d in dots:
+            assert d["unit"] == ("wgmma" if arch == "sm_90a" else "mma.sync"), d

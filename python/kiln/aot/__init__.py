@@ -9,14 +9,17 @@ A kernel module declares what to precompile::
     ]
 
 (``cluster=(x, y, z)`` overrides the kernel's thread-block cluster shape, as
-``num_warps`` does its warps.)
+``num_warps`` does its warps; ``archs=("sm_90a",)`` limits a specialization to those archs,
+e.g. where its tile does not fit another arch's shared memory.)
 
 and its package's ``__init__`` lists the modules in ``MODULES``. Then::
 
     python -m kiln.aot kernels_dsl.kimi_k3 --arch sm_90a,sm_100a,sm_103a -o out.kbundle
 
-compiles every specialization for every arch in parallel threads (the C++
-stages release the GIL) and writes the bundle in a deterministic order.
+compiles every specialization for every arch of ``--arch`` it allows (``Spec.archs``) in
+parallel threads (the C++ stages release the GIL) and writes the bundle in a deterministic
+order. A specialization limited to archs outside ``--arch`` is left out; the runtime then
+finds no image of an entry for a device of an arch it lacks ("has no image for this device").
 """
 
 from __future__ import annotations
@@ -59,6 +62,16 @@ class Spec:
     tuned: Optional[Mapping[Any, Any]] = None
     #: The ``"autotune"`` manifest record (set by ``expand``).
     autotune: Optional[Dict[str, Any]] = None
+    #: The archs to compile it for (None: every arch of the build); a build compiles it for
+    #: the archs it shares with these, and leaves it out where it shares none.
+    archs: Optional[Tuple[str, ...]] = None
+
+    def __post_init__(self) -> None:
+        if self.archs is not None:
+            if isinstance(self.archs, str) or not self.archs:
+                raise ValueError(f"Spec '{self.kernel_name}': archs must be a non-empty tuple "
+                                 f"of archs (e.g. ('sm_90a',)), got {self.archs!r}")
+            self.archs = tuple(self.archs)
 
     @property
     def kernel_name(self) -> str:
@@ -83,10 +96,15 @@ class Spec:
                             constexprs={**self.constexprs, **config.kwargs},
                             divisibility=self.divisibility,
                             num_warps=config.num_warps or self.num_warps,
-                            cluster=self.cluster, maxnreg=self.maxnreg,
+                            cluster=self.cluster, maxnreg=self.maxnreg, archs=self.archs,
                             autotune={"key": list(tuner.key), "values": values,
                                       "config": config.to_dict()}))
         return out
+
+    def archs_in(self, archs: Iterable[str]) -> List[str]:
+        """The archs of ``archs`` this spec is compiled for (sorted): all of them, or those in
+        ``self.archs``."""
+        return sorted(a for a in set(archs) if self.archs is None or a in self.archs)
 
     def sort_key(self) -> Tuple[str, str]:
         spec = Specialization.make(self.signature, self.divisibility, self.constexprs,
@@ -146,21 +164,24 @@ def _human(n: int) -> str:
 
 def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
           jobs: Optional[int] = None, log: Callable[[str], None] = print) -> List[Image]:
-    """Compiles ``specs`` for ``archs`` and writes the bundle at ``output``."""
+    """Compiles ``specs`` for ``archs`` (each for the archs of ``archs`` it allows:
+    ``Spec.archs``; one allowing none of them is left out) and writes the bundle at
+    ``output``."""
     archs = sorted(set(archs))
     specs = [x for s in specs for x in s.expand()]
-    work = [(s, a) for s in specs for a in archs]
+    skipped = [s for s in specs if not s.archs_in(archs)]
+    specs = [s for s in specs if s.archs_in(archs)]
+    work = [(i, a) for i, s in enumerate(specs) for a in s.archs_in(archs)]
     jobs = jobs or min(len(work), os.cpu_count() or 1) or 1
     t0 = time.perf_counter()
     done = 0
     images: Dict[Tuple[int, str], Image] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(compile_spec, s, a): (i, a) for i, (s, a) in
-                   enumerate((s, a) for s in specs for a in archs)}
+        futures = {pool.submit(compile_spec, specs[i], a): (i, a) for i, a in work}
         for fut, (i, a) in futures.items():
             img = fut.result()
             done += 1
-            images[(i // len(archs), a)] = img
+            images[(i, a)] = img
             consts = ", ".join(f"{k}={v}" for k, v in img.meta["constexprs"].items())
             types = ",".join(p["dtype"] for p in img.meta["params"] if p["kind"] == "ptr")
             log(f"[{done}/{len(work)}] {img.spec.kernel_name}[{consts}] ptrs({types}) {a}: "
@@ -169,11 +190,11 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
 
     writer = BundleWriter(compiler_version())
     ordered: List[Image] = []
-    for si in range(len(specs)):
-        per_arch = [images[(si, a)] for a in archs]
+    for si, spec in enumerate(specs):
+        per_arch = [images[(si, a)] for a in spec.archs_in(archs)]
         meta = merge_arch_metadata(img.meta for img in per_arch)
-        if specs[si].autotune is not None:
-            meta = dict(meta, autotune=specs[si].autotune)
+        if spec.autotune is not None:
+            meta = dict(meta, autotune=spec.autotune)
         writer.add_kernel(meta, [(img.arch, "cubin", img.cubin) for img in per_arch])
         ordered.extend(per_arch)
     out_dir = os.path.dirname(os.path.abspath(output))
@@ -184,6 +205,9 @@ def build(specs: Sequence[Spec], archs: Sequence[str], output: str,
     log(f"kiln.aot: {len(specs)} specializations of {len(names)} kernels "
         f"({', '.join(names)}) x {len(archs)} archs ({', '.join(archs)}) -> {output} "
         f"({_human(os.path.getsize(output))})")
+    if skipped:
+        log(f"  left out: {len(skipped)} specializations for other archs only (" + ", ".join(
+            sorted({f"{s.kernel_name} ({', '.join(s.archs)})" for s in skipped})) + ")")
     for a in archs:
         imgs = [img for img in ordered if img.arch == a]
         log(f"  {a}: {len(imgs)} images, {_human(sum(len(i.cubin) for i in imgs))}, "
@@ -226,6 +250,16 @@ def run(args: Any) -> int:
         specs = collect(args.package)
         if not specs:
             print(f"kiln.aot: {args.package} declares no specializations", file=sys.stderr)
+            return 1
+        bad = sorted({f"{s.kernel_name}: {a}" for s in specs for a in s.archs or ()
+                      if a not in _C.supported_archs()})
+        if bad:
+            print(f"kiln.aot: a Spec's archs name an unsupported arch ({'; '.join(bad)})",
+                  file=sys.stderr)
+            return 2
+        if not any(s.archs_in(archs) for s in specs):
+            print(f"kiln.aot: {args.package} declares no specializations for "
+                  f"{', '.join(archs)}", file=sys.stderr)
             return 1
         build(specs, archs, args.output, args.jobs)
     except CompilationError as e:
