@@ -45,11 +45,12 @@ VECTOR = {
     "mla_kv_scatter_fp8": (True, True),
     "quant_mxfp4": (True, True),  # 16-byte loads of (even, odd) words
     "quant_mxfp4_few_rows": (True, True),  # the same, one block a thread (below mx_chunks_min_t)
-    # KDA decode: the state rows, 16-byte vectors (test_kda_decode.py checks them and spills)
+    # KDA decode: the state rows, 16-byte vectors (test_kda_decode.py checks them and spills;
+    # the fused decode copies its rows by bulk copies and stores them as vectors)
     **{name: (True, True) for name in
        ["kda_packed_decode", "kda_packed_decode_lower_bound"]
-       + [f"kda_fused_decode_g{g}{lb}{norm}" for g in (1, 2, 4) for lb in ("", "_lower_bound")
-          for norm in ("", "_norm")]
+       + [f"kda_fused_decode_g{g}{lb}{norm}{vl}" for g in (1, 2, 4)
+          for lb in ("", "_lower_bound") for norm in ("", "_norm") for vl in ("", "_varlen")]
        # the verify chain (the committed rows; the per-step states) and the fold
        + [f"kda_verify_chain{lb}{norm}" for lb in ("", "_lower_bound") for norm in ("", "_norm")]
        + ["kda_replayssm_fold"]},
