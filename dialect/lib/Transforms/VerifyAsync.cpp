@@ -440,6 +440,17 @@ private:
 using Key = std::pair<void *, int64_t>;
 Key keyOf(Value array, int64_t index) { return {array.getAsOpaquePointer(), index}; }
 
+/// Erases the entries of `map` whose key (`keyOf(entry)`) satisfies `pred`
+/// (DenseMap's erase keeps the other iterators valid).
+template <typename Map, typename Pred, typename KeyOf>
+void eraseIf(Map &map, Pred pred, KeyOf keyOf) {
+  for (auto it = map.begin(), end = map.end(); it != end;) {
+    auto cur = it++;
+    if (pred(keyOf(*cur)))
+      map.erase(cur);
+  }
+}
+
 /// The protocol model: ring slots, mbarriers and in-flight MMAs, shared by
 /// the kernel's threads.
 ///
@@ -541,6 +552,17 @@ public:
         if (r.a.first == ring || r.b.first == ring)
           return fail(e.op, "releases the ring while an MMA that reads it may still run", r.op,
                       "the MMA");
+      // Its barriers are invalidated: a later tile.ring_alloc of the same ring
+      // (the loop around the ring's loop) starts from fresh ones.
+      auto ofRing = [&](Key k) { return k.first == ring; };
+      auto firstKey = [](const auto &kv) { return kv.first; };
+      for (Counts *c : {&fills, &waits, &lastCopyFill})
+        eraseIf(*c, ofRing, firstKey);
+      for (Counts &c : known)
+        eraseIf(c, ofRing, firstKey);
+      eraseIf(copied, ofRing, [](const auto &kv) { return kv.first.first; });
+      eraseIf(lastIssue, ofRing, firstKey);
+      eraseIf(lastCopy, ofRing, firstKey);
       return Step::Done;
     }
     case Event::Arrive:

@@ -153,3 +153,29 @@ func.func @tcgen05(%da: !D, %K: i32) attributes {tile.kernel, tile.num_warps = 4
   tile.mbarrier_wait %done[%lb], %lp : !tile.mbarriers<2>
   return
 }
+
+// -----
+
+!R = !tile.ring<2, tensor<1024xf32>>
+
+// A ring of bulk copies allocated, drained and released on every iteration
+// of an outer loop (a pipelined loop inside another, as kda_fused_decode's
+// token passes): the release invalidates the slots' barriers and the next
+// tile.ring_alloc initializes fresh ones, so each pass's fills are fill 0
+// of their slots again, waited for with parity 0.
+// CHECK-LABEL: func.func @ring_per_pass
+// CHECK: tile.ring_release
+func.func @ring_per_pass(%x: !tile.ptr<f32>, %P: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %true = arith.constant true
+  scf.for %p = %c0 to %P step %c1 : i32 {
+    %ra = tile.ring_alloc : !R
+    tile.ring_issue %x -> %ra[%c0] if %true : !tile.ptr<f32>, !R
+    tile.ring_issue %x -> %ra[%c1] if %true : !tile.ptr<f32>, !R
+    %a = tile.ring_wait_load %ra[%c0], %c0 : !R -> tensor<1024xf32>
+    %b = tile.ring_wait_load %ra[%c1], %c0 : !R -> tensor<1024xf32>
+    tile.ring_release %ra : !R
+  }
+  return
+}
