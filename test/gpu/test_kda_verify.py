@@ -78,7 +78,7 @@ def named(idx, slots):
 @pytest.mark.parametrize("norm", [True, False], ids=["norm", "plain"])
 @pytest.mark.parametrize("lower_bound", [None, LB], ids=["softplus", "lower_bound"])
 @pytest.mark.parametrize("hv,h", [(12, 12), (12, 3), (6, 3), (3, 3)])
-@pytest.mark.parametrize("n,s", [(3, 4), (5, 2)])
+@pytest.mark.parametrize("n,s", [(3, 4), (5, 2), (4, 1), (2, 3), (2, 7)])
 def test_verify_chain_equals_sequential_decode(launch_mode, n, s, hv, h, lower_bound, norm):
     g = dec.gen(7000 + n * 10 + s + hv * 100 + h + 2 * norm + (lower_bound is None))
     inputs = dec.fused_inputs(g, n * s, n, hv, h, norm)
