@@ -28,7 +28,7 @@ empty and the report says why).
     python bench/kda/run.py [--out DIR] [--sweep]
 
 ``--sweep`` also times kda_packed_decode's Settings variants (rows a program, the state's
-cache hints) at B = 1 and 512, kda_fused_decode's (its ring: rows a chunk, slots, programs
+cache hints) at B = 1, 32 and 512, kda_fused_decode's (its ring: rows a chunk, slots, programs
 an SM) and kda_verify_chain's (warps of the norm form, drafts a prologue chunk) at B = 64
 and 512, and kda_replayssm_fold's (state rows and warps a program) at B = 64. Writes
 ``bench_kda.{md,json}`` into ``--out``. fla: ``pip install fla-core==0.6.0 einops``
@@ -460,11 +460,12 @@ def table(rows):
 
 SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2),
          dict(packed_rows=16, packed_warps=2), dict(packed_rows=32, packed_warps=4),
-         dict(packed_rows=64, packed_warps=8), dict(state_evict="", state_store="")]
+         dict(packed_rows=8, packed_warps=1, state_evict="", state_store=""),
+         dict(packed_rows=4, packed_warps=1)]
 #: the fused decode's ring: rows a chunk, slots, and the programs an SM it is compiled for
-FUSED_SWEEP = [dict(fused_rows=32, fused_stages=4, fused_min_programs=p) for p in (0, 3)] + [
-    dict(fused_rows=16, fused_stages=8, fused_min_programs=3),
-    dict(fused_rows=32, fused_stages=2, fused_min_programs=3)]
+FUSED_SWEEP = [dict(fused_stages=s, fused_min_programs=p) for s, p in
+               ((2, 3), (2, 4), (3, 3), (4, 3))] + [
+    dict(fused_rows=16, fused_stages=4, fused_min_programs=3)]
 VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
 #: the fold's tilings: [32, 128] on 4 warps (shipped), and the packed decode's one-warp rows
 FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w) for r, w in ((32, 4), (8, 1), (16, 1), (16, 2))]
@@ -505,7 +506,7 @@ def main():
             report["sweep"] = []
             for cfg in SWEEP:
                 st = dataclasses.replace(kda_decode.SETTINGS, **cfg)
-                for bsz in (1, 512):
+                for bsz in (1, 32, 512):
                     row = packed_case(bsz, None, copy_gbs, empty_us, "", settings=st)
                     row["config"] = cfg
                     report["sweep"].append(row)

@@ -492,11 +492,13 @@ class Settings:
     # 4 warps, bench/results/kda)
     packed_min_programs: int = 0  # ptxas's choice
     fused_rows: int = 32  # the fused decode streams a head's state in chunks of [32, 128]
-    fused_stages: int = 4  # through a ring of 4 slots (64 KiB: the whole state in flight)
+    fused_stages: int = 2  # through a ring of 2 slots (on the H100 9 % faster than 4 at
+    # B = 64, 3 % at 512; 3 slots within 1 %: bench/results/kda)
     fused_warps: int = 4
     fused_min_programs: int = 3  # at most 168 registers, no spill: 3 programs (rings) an SM
     varlen_tokens: int = 2  # tokens a pass over the state with cu_seqlens (1 without) ...
-    varlen_min_programs: int = 0  # ... 248 registers (4 tokens spill)
+    varlen_min_programs: int = 0  # ... 248 registers (4 tokens spill) ...
+    varlen_stages: int = 4  # ... a ring of 4 slots (2 spill a few bytes there)
     state_evict: str = "evict_first"  # the state is read once a step (and the hinted loads
     state_store: str = ".cs"  # and stores are predicated, not branched around)
 
@@ -522,7 +524,8 @@ def fused_launch_config(group: int, lower_bound: bool, norm: bool, varlen: bool 
             + ("_norm" if norm else "") + ("_varlen" if varlen else ""))
     return (name, {"K": HEAD_DIM, "V": HEAD_DIM, "GROUP": group, "LOWER_BOUND": bool(lower_bound),
                    "NORM": bool(norm), "TOKENS": s.varlen_tokens if varlen else 1,
-                   "ROWS": s.fused_rows, "STAGES": s.fused_stages,
+                   "ROWS": s.fused_rows,
+                   "STAGES": s.varlen_stages if varlen else s.fused_stages,
                    "STATE_STORE": s.state_store,
                    "PROGRAMS": s.varlen_min_programs if varlen else s.fused_min_programs},
             s.fused_warps, (group, 1, 1) if group > 1 else None)
