@@ -47,22 +47,21 @@ dot run on wgmma, B read in place from the ring. Same math, split rule, workspac
 merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
 agree within the tolerance, not bit for bit (other split counts and dot orders).
 
-Its precondition: a request's last key block reads whole TMA boxes, so the rows of its last
-page past its length are read; their weights are 0, but 0 * NaN is NaN in the value dot,
-so those rows must hold finite values (whatever ``mla_kv_scatter`` wrote there, stale
-rows of an earlier request, or zeros; a fresh ``torch.empty`` page may hold NaN bit
-patterns). The pointer kernel masks them and has no such precondition.
+The boxes cover whole key blocks only. A request whose total is not a multiple of BN ends
+in a partial block, which the TMA kernel reads through pointers with the rows past the
+total masked to zero (its dots from registers, on mma.sync): no row past a request's
+length reaches a dot, whatever it holds (its weight is 0, but 0 * NaN is NaN), so the
+cache's unused rows need not be finite, as with the pointer kernel.
 
-``_use_tma`` picks the kernel: the pointer kernel unless ``Settings.tma`` (the precondition
-above makes the TMA kernel opt-in); with it, the TMA kernel where its layout holds, on
-sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured there), by JIT or
-from the bundle. The bundle holds both kernels: the TMA kernel's latent box differs per
-arch (LAT_W 256 does not fit sm_100a's static shared memory), so its specializations are
-limited to their archs (``Spec(archs=...)``, ``TMA_BUNDLE_WIDTHS``): LAT_W 256 on sm_90a,
-128 on sm_100a/sm_103a, every tile shape (``TMA_SHAPES``), the default block, stages and
-swizzle. With ``KILN_NO_JIT=1`` a ``Settings(tma=True)`` call launches the same TMA kernel
-as by JIT; other TMA settings (block, stages, sm_90a's width 128) find no specialization
-(sm_90a's width 128: an entry with no image for sm_90a).
+``_use_tma`` picks the kernel: the TMA kernel where ``Settings.tma`` (the default) and its
+layout hold, on sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured
+there), by JIT or from the bundle; else the pointer kernel. The bundle holds both kernels:
+the TMA kernel's latent box differs per arch (LAT_W 256 does not fit sm_100a's static
+shared memory), so its specializations are limited to their archs (``Spec(archs=...)``,
+``TMA_BUNDLE_WIDTHS``): LAT_W 256 on sm_90a, 128 on sm_100a/sm_103a, every tile shape
+(``TMA_SHAPES``), the default block, stages and swizzle. With ``KILN_NO_JIT=1`` a call
+launches the same TMA kernel as by JIT; other TMA settings (block, stages, sm_90a's width
+128) find no specialization (sm_90a's width 128: an entry with no image for sm_90a).
 
 Specification: docs/kernels/mla_attention.md
 """
@@ -310,11 +309,12 @@ def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, 
 
 
 @kiln.jit(num_warps=4, do_not_specialize=[
-    "H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "bt_s0", "q_sb_u",
-    "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse"])
-def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, len_ptr, o_part_ptr,
-                             lse_part_ptr, out_ptr, lse_ptr, H, S, extra, n_splits, page_size,
-                             num_pages, max_rows, bt_s0, q_sb_u, q_ss_u, q_sh_u, o_sb_u,
+    "H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "row_u", "bt_s0",
+    "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse"])
+def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_ptr,
+                             o_part_ptr, lse_part_ptr, out_ptr, lse_ptr, H, S, extra, n_splits,
+                             page_size, num_pages, max_rows, row_u, bt_s0, q_sb_u, q_ss_u,
+                             q_sh_u, o_sb_u,
                              o_ss_u, o_sh_u, final, write_lse, qk_scale, S_PAD: kl.constexpr,
                              BLOCK_H: kl.constexpr, BN: kl.constexpr, STAGES: kl.constexpr,
                              LAT_W: kl.constexpr):
@@ -328,8 +328,10 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, len_ptr, o_part
     five score dots and two value dots of 128 columns; tcgen05 would want M = 128 and N a
     multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
     of the descriptor's bounds: TMA fills it with zeros, as the pointer kernel's masks do.
-    A request's last block reads the rows of its page past its length (weight 0): they
-    must be finite."""
+    The boxes cover whole blocks only: a request's last rows, when its total is not a
+    multiple of BN, are one block read through ``cache_ptr`` (row stride ``row_u`` in
+    16-byte units) with the rows past the total masked to zero, so that no row past a
+    request's length reaches a dot (its weight is 0, but 0 * NaN is NaN)."""
     split = kl.program_id(0)
     hv = kl.program_id(1)
     b = kl.program_id(2)
@@ -362,7 +364,10 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, len_ptr, o_part
     acc = kl.zeros((64, LAT_W), kl.float32)
     if LAT_W == 128:
         acc1 = kl.zeros((64, LAT_W), kl.float32)
-    for n in kl.range(lo, hi, BN, num_stages=STAGES):
+    # [lo, full) in whole blocks (lo is a multiple of BN; an empty split, lo = hi = total,
+    # has no last block)
+    full = kl.maximum(lo, hi // BN * BN)
+    for n in kl.range(lo, full, BN, num_stages=STAGES):
         page = kl.load(bt_row + n // page_size)
         page = kl.where((page >= 0) & (page < num_pages), page, -1)
         row = page * page_size + n % page_size
@@ -385,6 +390,38 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, bt_ptr, len_ptr, o_part
         if LAT_W == 128:
             v1 = lat_desc.load([row, vpart * 256 + 128])
             acc1 = kl.dot(pb, v1, acc1 * alpha[:, None])
+    if full < hi:  # the request's last rows: one block through pointers, masked past hi
+        # (its dots in 128-column pieces: mma.sync's operand staging fits 48 KiB)
+        key = full + keys
+        page = kl.load(bt_row + full // page_size)
+        good = (key < hi) & (page >= 0) & (page < num_pages)
+        rows = (kl.where(good, page * page_size + key % page_size, 0).to(kl.int64)
+                * row_u.to(kl.int64) * 8)
+        gm = good[:, None]
+        c128 = kl.arange(0, 128)
+        kr = kl.load(cache_ptr + rows[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :],
+                     mask=gm, other=0.0)
+        s = kl.dot(qr, kr.T)
+        for g in kl.static_range(KV_LORA // 128):
+            qg = kl.load(q_row[:, None] + g * 128 + c128[None, :], mask=qm, other=0.0)
+            kg = kl.load(cache_ptr + rows[:, None] + g * 128 + c128[None, :], mask=gm,
+                         other=0.0)
+            s = kl.dot(qg, kg.T, s)
+        s = kl.where(key[None, :] <= seen[:, None], s, float("-inf"))
+        p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
+        pb = p.to(kl.bfloat16)
+        vcol = rows[:, None] + vpart * 256 + c128[None, :]
+        v0 = kl.load(cache_ptr + vcol, mask=gm, other=0.0)
+        v1 = kl.load(cache_ptr + vcol + 128, mask=gm, other=0.0)
+        if LAT_W == 128:
+            acc = kl.dot(pb, v0, acc * alpha[:, None])
+            acc1 = kl.dot(pb, v1, acc1 * alpha[:, None])
+        else:  # the [64, 256] accumulator as two [64, 128] halves for the two dots
+            a0, a1 = kl.split(kl.permute(kl.reshape(acc * alpha[:, None], 64, 2, 128),
+                                         0, 2, 1))
+            a0 = kl.dot(pb, v0, a0)
+            a1 = kl.dot(pb, v1, a1)
+            acc = kl.reshape(kl.permute(kl.join(a0, a1), 0, 2, 1), 64, LAT_W)
 
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
@@ -418,11 +455,11 @@ class Settings:
     splits_per_sm: int = 2  # the programs the split count aims for, per SM
     min_chunk: int = 256  # rows below which a request is not split further
     # The TMA kernel (bf16, page_size % 64 == 0; the bundle holds the defaults'):
-    tma: bool = False  # take it where it applies. Off by default: it reads the rows of a
-    # request's last page past its length (weight 0, but 0 * NaN is NaN), which the pointer
-    # kernel masks, so a cache whose unused rows may hold NaN needs the pointer kernel
+    tma: bool = True  # take it where it applies (on the H100 1.2-4x the pointer kernel,
+    # bench/results/mla)
     tma_block_n: int = 32  # key rows a step, a divisor of 64 (two steps a 64-row page)
-    tma_stages: int = 2  # the ring's depth (a stage: the latent, rope and value boxes)
+    tma_stages: int = 2  # the ring's depth (a stage: the latent, rope and value boxes; 3
+    # do not fit a block's 227 KiB beside the last block's mma.sync staging)
     tma_latent_width: int = 256  # the latent box's width on sm_90a (256: three score dots
     # and one value dot; 128: five and two). sm_100a/sm_103a always take 128: 256 does not
     # fit their mma.sync staging
@@ -523,18 +560,20 @@ def _signature(fp8: bool) -> dict:
 
 def tma_signature(lat_w: int, settings: Settings = SETTINGS) -> dict:
     """The TMA kernel's parameter types (its latent boxes ``lat_w`` wide)."""
-    ints = ("H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "bt_s0",
-            "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse")
+    ints = ("H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "row_u",
+            "bt_s0", "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final",
+            "write_lse")
     bn = settings.tma_block_n
     return {"q_ptr": "*bf16", "lat_desc": f"tensordesc<bf16,{bn}x{lat_w},sw128>",
-            "rope_desc": f"tensordesc<bf16,{bn}x{ROPE},sw128>", "bt_ptr": "*i32",
+            "rope_desc": f"tensordesc<bf16,{bn}x{ROPE},sw128>", "cache_ptr": "*bf16",
+            "bt_ptr": "*i32",
             "len_ptr": "*i32", "o_part_ptr": "*f32", "lse_part_ptr": "*f32",
             "out_ptr": "*bf16", "lse_ptr": "*f32", **{i: "i32" for i in ints},
             "qk_scale": "f32"}
 
 
-#: The TMA kernel's vector accesses: q, the workspace and out.
-TMA_ALIGNED = ("q_ptr", "o_part_ptr", "out_ptr")
+#: The TMA kernel's vector accesses: q, the cache's last rows, the workspace and out.
+TMA_ALIGNED = ("q_ptr", "cache_ptr", "o_part_ptr", "out_ptr")
 
 MERGE_SIGNATURE = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "len_ptr": "*i32",
                    "out_ptr": "*bf16", "lse_ptr": "*f32", "H": "i32", "S": "i32",
@@ -637,13 +676,13 @@ def _tma_row_stride(cache: Any, pages: int, page_size: int,
     """The bf16 cache's row stride (elements) where the TMA kernel can read the cache as one
     2-D tensor of rows [pages * page_size, 576]: the page size a multiple of 64 and of
     ``tma_block_n``, the pages one after the other (page stride = page_size row strides),
-    rows at least 576 elements apart, the rows within int32 (TMA's coordinates); else None
-    (the pointer kernel reads it)."""
+    rows at least 576 elements apart and a multiple of 16 bytes, the rows within int32
+    (TMA's coordinates); else None (the pointer kernel reads it)."""
     if page_size % TMA_PAGE_ALIGN or page_size % settings.tma_block_n:
         return None
     st = L.strides(cache)
     row = st[1]
-    if row < BF16_ROW or (pages > 1 and st[0] != page_size * row):
+    if row < BF16_ROW or row % 8 or (pages > 1 and st[0] != page_size * row):
         return None
     if pages * page_size > L.INT32_MAX:
         return None
@@ -770,8 +809,9 @@ def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, deco
         L.launch(mla_attention_tma_kernel, name,
                  (num_splits, -(-h // constexprs["BLOCK_H"]) * 2, bsz),
                  (q, *_tma_descriptors(cache, pages, page_size, row, lat_w, settings),
-                  block_table, lengths, o_part, lse_part, out, lse_arg, h, s, extra,
-                  num_splits, page_size, pages, max_rows, *tail), constexprs, num_warps)
+                  cache, block_table, lengths, o_part, lse_part, out, lse_arg, h, s, extra,
+                  num_splits, page_size, pages, max_rows, row // 8, *tail), constexprs,
+                 num_warps)
     else:
         name, constexprs, num_warps = launch_config(h, s, fp8, settings)
         heads = -(-h // constexprs["BLOCK_H"]) * constexprs["VPARTS"]
@@ -799,11 +839,9 @@ def verify_splitkv(q: Any, cache: Any, block_table: Any, lengths: Any,
     its output rows untouched), scale (default 576^-0.5), num_splits (default: from B, H,
     S, the block table's capacity and the SM count), out bf16 [B, S, H, 512]. Returns out,
     or (out, lse fp32 [B, S, H]) with return_lse. Every check raises before any launch.
-
     A bf16 cache whose page size is a multiple of 64 (pages one after the other) is read
-    through TMA (module docstring, "Two kernels"): the rows of each request's last page past
-    its length must then hold finite values (anything ``mla_kv_scatter`` wrote, or zeros;
-    a fresh ``torch.empty`` page may hold NaN, which reaches the output as NaN)."""
+    through TMA (module docstring, "Two kernels"); rows past a request's length are never
+    read into a result, whatever they hold."""
     return _attention("verify_splitkv", q, cache, block_table, lengths, False, scale,
                       num_splits, out, return_lse, settings)
 
@@ -815,8 +853,6 @@ def mla_decode(q: Any, cache: Any, block_table: Any, cache_seqlens: Any,
     """Decode attention, one query a request (module docstring): q bf16 [B, H, 576],
     cache_seqlens int32 [B] the rows each request sees, the new token's included (0: out
     zeros, lse -inf; < 0: a padded entry, untouched); the rest as verify_splitkv. Returns
-    out bf16 [B, H, 512], or (out, lse fp32 [B, H]). The same precondition as
-    verify_splitkv's for a bf16 cache of pages of a multiple of 64 rows: the rows of each
-    request's last page past cache_seqlens must be finite."""
+    out bf16 [B, H, 512], or (out, lse fp32 [B, H])."""
     return _attention("mla_decode", q, cache, block_table, cache_seqlens, True, scale,
                       num_splits, out, return_lse, settings)

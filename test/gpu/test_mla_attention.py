@@ -153,9 +153,8 @@ TMA = mod.Settings(tma=True)
     (64, TMA),                                                 # K3's pages
     (128, TMA),                                                # pages of 128 rows
     (64, mod.Settings(tma=True, tma_latent_width=128)),        # Blackwell's width on Hopper
-    (64, mod.Settings(tma=True, tma_stages=3)),
     (64, mod.Settings(tma=True, tma_blackwell=True)),          # on sm_100a/sm_103a too
-], ids=["page64", "page128", "lat128", "stages3", "blackwell"])
+], ids=["page64", "page128", "lat128", "blackwell"])
 @pytest.mark.parametrize("h,s", [(12, 1), (128, 2)])
 def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
     """The TMA kernel (``Settings.tma``), its other settings and page sizes (JIT: the bundle
@@ -174,23 +173,28 @@ def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
     assert set(kernels) == {expected_kernel("jit", ps, False, settings)}
 
 
-def test_tma_kernel_reads_the_last_page_tail():
-    """The TMA kernel's documented precondition: NaN in the rows of a request's last page
-    past its length reaches its output (the pointer kernel masks them); finite values
-    there (zeros) give the reference."""
+@pytest.mark.parametrize("length", [10, 32, 33, 64, 100])
+@pytest.mark.parametrize("s", [1, 4])
+def test_tma_kernel_never_reads_past_the_length(kernels, length, s):
+    """NaN in every cache row past a request's total (its last page's tail, and the pages
+    the table names past it): the TMA kernel's output is the reference of the rows before
+    it (its last partial block goes through masked pointer loads), at lengths inside a
+    block, on a block's edge and on a page's edge."""
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the TMA kernel is taken on Hopper (Settings.tma_blackwell)")
-    q = torch.randn(1, 12, 576, device="cuda", dtype=torch.bfloat16)
-    bt = torch.zeros(1, 1, device="cuda", dtype=torch.int32)
-    lens = torch.tensor([10], device="cuda", dtype=torch.int32)
-    cache = torch.randn(1, 64, 576, device="cuda", dtype=torch.bfloat16)
-    cache[0, 10:] = float("nan")
-    assert torch.isnan(mod.mla_decode(q, cache, bt, lens, settings=TMA)).any()
-    assert not torch.isnan(mod.mla_decode(q, cache, bt, lens)).any()  # the pointer kernel
-    cache[0, 10:] = 0
-    want, _ = reference(q[:, None], cache.view(-1, 576).float(), bt, [10], 64, 576 ** -0.5)
-    torch.testing.assert_close(mod.mla_decode(q, cache, bt, lens, settings=TMA).float(),
-                               want[:, 0], atol=2e-2, rtol=0)
+    total = length + s
+    pages = -(-total // 64) + 1
+    q = torch.randn(2, s, 12, 576, device="cuda", dtype=torch.bfloat16)
+    bt = torch.arange(2 * pages, device="cuda", dtype=torch.int32).view(2, pages)
+    lens = torch.tensor([length, length], device="cuda", dtype=torch.int32)
+    cache = torch.randn(2 * pages, 64, 576, device="cuda", dtype=torch.bfloat16)
+    ref_rows = cache.view(-1, 576).float().clone()
+    for b in range(2):
+        cache.view(2, pages * 64, 576)[b, total:] = float("nan")
+    out = mod.verify_splitkv(q, cache, bt, lens, settings=TMA)
+    assert set(kernels) == {"mla_attention_tma"}
+    want, _ = reference(q, ref_rows, bt, [total, total], 64, 576 ** -0.5)
+    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=0)
 
 
 def test_torch_ops_in_a_cuda_graph():

@@ -704,12 +704,12 @@ def test_mla_attention(bundle_only):
         row = width + (16 if fp8 else 8) * pad
         cache = T((40, ps, width), dtype, strides=(ps * row, row, 1))
         bt, lens = T((bsz, 9), "int32", strides=(9 + pad, 1)), T((bsz,), "int32", offset=1)
+        kw = dict(num_splits=splits, settings=mla_attention.Settings(tma=False))
         if decode:
             q = T((bsz, h, 576), strides=(h * 576 + 8 * pad, 576, 1))
-            return lambda: mla_attention.mla_decode(q, cache, bt, lens, num_splits=splits)
+            return lambda: mla_attention.mla_decode(q, cache, bt, lens, **kw)
         q = T((bsz, s, h, 576), strides=(s * h * 576 + 8 * pad, h * 576, 576, 1))
-        return lambda: mla_attention.verify_splitkv(q, cache, bt, lens, num_splits=splits,
-                                                    return_lse=True)
+        return lambda: mla_attention.verify_splitkv(q, cache, bt, lens, return_lse=True, **kw)
 
     def cases():
         for decode, s, h, fp8, ps, pad, splits in itertools.product(
@@ -723,7 +723,7 @@ def test_mla_attention(bundle_only):
     bundle_only.sms = 132
     seen = run_grid(bundle_only, cases())
     assert seen == {s.kernel_name for s in mla_attention.AOT_SPECIALIZATIONS} - {
-        "mla_attention_tma"}  # Settings(tma=True) only: the next test
+        "mla_attention_tma"}  # the pointer kernel's grid (Settings(tma=False)); the next test
 
 
 def _mla_tma_specs(arch):
@@ -732,12 +732,12 @@ def _mla_tma_specs(arch):
 
 
 @pytest.mark.parametrize("arch, settings", [
-    ("sm_90a", mla_attention.Settings(tma=True)),
-    ("sm_100a", mla_attention.Settings(tma=True, tma_blackwell=True)),
-    ("sm_103a", mla_attention.Settings(tma=True, tma_blackwell=True)),
+    ("sm_90a", mla_attention.Settings()),
+    ("sm_100a", mla_attention.Settings(tma_blackwell=True)),
+    ("sm_103a", mla_attention.Settings(tma_blackwell=True)),
 ])
 def test_mla_attention_tma(bundle_only, monkeypatch, arch, settings):
-    """``Settings(tma=True)`` without JIT: a bf16 cache of pages of a multiple of 64 rows
+    """The default settings without JIT: a bf16 cache of pages of a multiple of 64 rows
     takes the bundle's TMA kernel of the device's arch (LAT_W 256 on sm_90a, 128 on
     sm_100a/sm_103a with ``tma_blackwell``) at every head and draft count; the FP8 cache and
     other page sizes the pointer kernel. The TMA constexprs launched are exactly the arch's
@@ -807,9 +807,9 @@ def test_mla_attention_tma_is_selectable_from_a_bundle():
     family = KernelFamily(Bundle.from_bytes(w.serialize(), "tma"), name, constexprs)
     cache = T((4, 64, 576))
     descs = mla_attention._tma_descriptors(cache, 4, 64, 576, lat_w, mla_attention.SETTINGS)
-    args = (T((2, 1, 12, 576)), *descs, T((2, 3), "int32"), T((2,), "int32"),
+    args = (T((2, 1, 12, 576)), *descs, cache, T((2, 3), "int32"), T((2,), "int32"),
             T((24, 2, 512), "float32"), T((24, 2), "float32"), T((2, 1, 12, 512)),
-            T((2, 1, 12), "float32")) + (1,) * 16 + (0.5,)
+            T((2, 1, 12), "float32")) + (1,) * 17 + (0.5,)
     assert family.select(args).name == name
     narrow = mla_attention._tma_descriptors(cache, 4, 64, 576, 128, mla_attention.SETTINGS)
     narrow_args = args[:1] + narrow + args[3:]

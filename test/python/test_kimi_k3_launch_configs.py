@@ -1,7 +1,7 @@
 """Every kernel the bundle ships (``AOT_SPECIALIZATIONS``) is what a wrapper launches on its
 default path, or its generic launch (the bundle's kernel for the inputs the fast ones do not
-serve; mla_attention's TMA kernel: its opt-in ``Settings(tma=True)``), for the Kimi K3
-families situ, situ_quant, quant, mla_output_gate, mla_kv, kv_indices, concat_mla,
+serve; mla_attention's TMA kernel: the default on sm_90a, with ``tma_blackwell`` beyond), for
+the Kimi K3 families situ, situ_quant, quant, mla_output_gate, mla_kv, kv_indices, concat_mla,
 pack_topk_ids, moe_align, kda_decode, kda_verify and mla_attention:
 the launch configurations come from the functions the wrappers choose their launches with,
 over the inputs K3 gives them (T in {1, 64, 4096, 16384}, the dtypes and flags of the
@@ -159,12 +159,11 @@ def launched_mla_attention():
     # draft counts the ops take, both caches; the merge
     out = {key(*mla_attention.launch_config(96 // tp, s, fp8)) for tp in (1, 2, 4, 8)
            for s in range(1, mla_attention.MAX_S + 1) for fp8 in (False, True)}
-    # Not the default path: the TMA kernel is opt-in (Settings(tma=True); a cache's unused
-    # rows must be finite), launched with the latent width of the device's arch
-    # (tma_latent_width: sm_90a's; sm_100a/sm_103a's with tma_blackwell), each width a Spec
-    # of its archs
-    for arch, st in (("sm_90a", mla_attention.Settings(tma=True)),
-                     ("sm_100a", mla_attention.Settings(tma=True, tma_blackwell=True))):
+    # the TMA kernel (the default for bf16 pages of a multiple of 64 rows), launched with
+    # the latent width of the device's arch (tma_latent_width: sm_90a's; sm_100a/sm_103a's
+    # with tma_blackwell), each width a Spec of its archs
+    for arch, st in (("sm_90a", mla_attention.Settings()),
+                     ("sm_100a", mla_attention.Settings(tma_blackwell=True))):
         lat_w = mla_attention.tma_latent_width(arch, st)
         out |= {key(*mla_attention.tma_launch_config(96 // tp, s, lat_w, st))
                 for tp in (1, 2, 4, 8) for s in range(1, mla_attention.MAX_S + 1)}

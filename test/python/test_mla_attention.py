@@ -189,7 +189,8 @@ def test_verify_against_reference(via_interpreter, ps, fp8):
     for num_splits in (1, 5):
         check(*run(rng, bsz=5, s=4, h=12, ps=ps, fp8=fp8, lengths=lengths,
                    num_splits=num_splits), fp8)
-    name = "mla_attention" + ("_fp8" if fp8 else "")  # the pointer kernel: Settings.tma off
+    # bf16 pages of 64 rows: the TMA kernel (the default); else the pointer kernel
+    name = "mla_attention_fp8" if fp8 else "mla_attention_tma" if ps == 64 else "mla_attention"
     assert [x[0] for x in via_interpreter] == [name, name, "mla_merge"]
 
 
@@ -315,10 +316,12 @@ def test_which_kernel_takes_the_cache(recorded, shape, dtype, pad, kernel):
     assert recorded == [kernel]
 
 
-def test_the_tma_kernel_is_opt_in(recorded):
-    """Settings.tma off (the default): the pointer kernel reads every cache."""
+def test_the_tma_kernel_is_the_default(recorded):
+    """Settings.tma on (the default): the TMA kernel where it applies; off, the pointer
+    kernel reads every cache."""
     dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.SETTINGS)
-    assert recorded == ["mla_attention"]
+    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.Settings(tma=False))
+    assert recorded == ["mla_attention_tma", "mla_attention"]
 
 
 def test_pages_apart_take_the_pointer_kernel(recorded):
@@ -330,10 +333,10 @@ def test_pages_apart_take_the_pointer_kernel(recorded):
 
 def test_the_bundle_takes_the_tma_kernel_too(recorded, monkeypatch):
     """Without JIT (the bundle) the choice is the same: the bundle holds the TMA kernel
-    (per arch: ``TMA_BUNDLE_WIDTHS``); off by default there too."""
+    (per arch: ``TMA_BUNDLE_WIDTHS``) and the pointer kernel."""
     monkeypatch.setattr(mod.L, "jit_allowed", lambda: False)
     dispatch(aligned((4, 64, 576), BF16, 0))
-    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.SETTINGS)
+    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.Settings(tma=False))
     assert recorded == ["mla_attention_tma", "mla_attention"]
 
 
@@ -419,32 +422,34 @@ def test_tma_bad_table_entries_read_zero_rows(via_interpreter):
     assert via_interpreter[0][0] == "mla_attention_tma"
 
 
-def test_tma_reads_the_last_page_tail(via_interpreter):
-    """The documented precondition: the rows of a request's last page past its length are
-    read through TMA (weight 0, but 0 * NaN = NaN); NaN there reaches the TMA kernel's
-    output, while the pointer kernel masks those rows."""
+@pytest.mark.parametrize("length", [10, 32, 50, 64])
+def test_tma_never_reads_past_the_length(via_interpreter, length):
+    """NaN in every row of a request's pages past its length: the TMA kernel reads its
+    whole blocks through TMA and the last partial one through masked pointer loads, so no
+    NaN reaches a dot and the output is the mean of the rows before (all 0.5), in one
+    split and in several."""
     q = aligned((1, 1, 12, 576), BF16, 1.0)
-    bt = aligned((1, 1), np.int32, 0)
-    lens = aligned((1,), np.int32, 10)
-    for ps, nan_out in ((64, True), (16, False)):
-        cache = aligned((1, ps, 576), BF16, 0.5)
-        cache[0, 10:] = np.nan
+    bt = aligned((1, 2), np.int32, [1, 0])
+    lens = aligned((1,), np.int32, length)
+    cache = aligned((2, 64, 576), BF16, 0.5)
+    cache[1, min(length, 64):] = np.nan
+    cache[0, max(0, length - 64):] = np.nan
+    for splits in (1, 3):
         out = aligned((1, 1, 12, 512), BF16, 0)
         mod.mla_decode(HostTensor(q[:, 0]), HostTensor(cache), HostTensor(bt),
-                       HostTensor(lens), num_splits=1, out=HostTensor(out[:, 0]), settings=TMA)
-        assert np.isnan(out.astype(np.float32)).any() == nan_out
-        if not nan_out:
-            assert np.all(out.astype(np.float32) == 0.5)
+                       HostTensor(lens), num_splits=splits, out=HostTensor(out[:, 0]),
+                       settings=TMA)
+        assert via_interpreter[-1 if splits == 1 else -2][0] == "mla_attention_tma"
+        assert np.all(out.astype(np.float32) == 0.5), (length, splits)
 
 
 @pytest.mark.parametrize("arch, lat_w", [("sm_90a", 256), ("sm_90a", 128), ("sm_100a", 128),
                                          ("sm_103a", 128)])
 @pytest.mark.parametrize("h, s", [(12, 1), (128, 1), (12, 4)])
 def test_tma_kernel_compiles(arch, lat_w, h, s):
-    """The TMA kernel's JIT shapes compile and assemble: on sm_90a every dot on wgmma (B in
-    place from the ring), on sm_100a/sm_103a on mma.sync with its reason; the registers of
-    one warpgroup within the SM's file. (Spills: a few dozen bytes on sm_90a, about 1 KiB
-    on sm_100a/sm_103a; the GPU session measures them.)"""
+    """The TMA kernel's JIT shapes compile and assemble, its dots as ``check_tma_dots``
+    says; the registers of one warpgroup within the SM's file. (Spills: 0.6-1.1 KiB on
+    sm_90a, 1.2-1.4 KiB on sm_100a/sm_103a; the GPU session measures them.)"""
     pytest.importorskip("kiln._C")
     name, constexprs, warps = mod.tma_launch_config(h, s, lat_w)
     ck = mod.mla_attention_tma_kernel.compile(mod.tma_signature(lat_w), constexprs,
@@ -454,13 +459,23 @@ def test_tma_kernel_compiles(arch, lat_w, h, s):
     target = ck.meta["targets"][arch]
     assert ck.meta["pdl"] and "tma" in ck.meta["features"]
     assert target["registers"] * 32 * warps <= 65536
-    dots = target["dots"]
-    assert len(dots) == (4 if lat_w == 256 else 7)
-    for d in dots:
+    check_tma_dots(target["dots"], arch, lat_w)
+
+
+def check_tma_dots(dots, arch, lat_w):
+    """The ring loop's dots (4 at LAT_W 256, 7 at 128): on sm_90a wgmma (B in place from
+    the ring), on sm_100a/sm_103a mma.sync with its reason; then the last partial block's
+    7 dots from registers (the rope, four 128-column latent pieces, two value halves), on
+    mma.sync with its reason."""
+    ring = 4 if lat_w == 256 else 7
+    assert len(dots) == ring + 7, dots
+    for d in dots[:ring]:
         if arch == "sm_90a":
             assert d["unit"] == "wgmma", d
         else:
             assert d["unit"] == "mma.sync" and d["reason"], d
+    for d in dots[ring:]:
+        assert d["unit"] == "mma.sync" and d["reason"], d
 
 
 # ---------------------------------------------------------------------------
@@ -558,7 +573,4 @@ def test_compiles(spec, arch):
             assert d["unit"] == "mma.sync" and d["reason"], d
     if spec.kernel is mod.mla_attention_tma_kernel:
         assert (arch == "sm_90a") == (spec.constexprs["LAT_W"] == 256)
-        dots = target["dots"]
-        assert len(dots) == (4 if arch == "sm_90a" else 7)
-        for d in dots:
-            assert d["unit"] == ("wgmma" if arch == "sm_90a" else "mma.sync"), d
+        check_tma_dots(target["dots"], arch, spec.constexprs["LAT_W"])
