@@ -10,6 +10,8 @@ the lower-bound gate, -5), in one run:
   done with fla's kernels: ``causal_conv1d_update`` of q, k and v (fla's
   ``ShortConvolution.step``, SiLU), ``fused_recurrent_kda_fwd``, ``rms_norm_gated``
   (sigmoid gate);
+- a device copy (``Tensor.copy_``) of the packed decode's state bytes at each of its B,
+  timed the same way: what moving those bytes costs at that size;
 - ``kda_verify_chain`` (gamma = 3: S = 4 drafts, the gated norm, the ReplaySSM and raw-row
   records) at B = 64, 512 and ``kda_replayssm_fold`` (2 of 4 drafts accepted, 69 layers in
   one launch, with the conv rollback) at B = 64, against the copy bandwidth on their traffic
@@ -388,6 +390,20 @@ def packed_case(bsz, fla, copy_gbs, empty_us, fla_note, settings=kda_decode.SETT
     return res
 
 
+def copy_case(bsz):
+    """A device copy of the packed decode's state bytes at B (B x HV heads read and
+    written), timed as the kernels are (graph replay over rotating buffers of more than
+    192 MB): what moving those bytes costs at that size, ramp-up and tail included, beside
+    the 2 GiB copy bandwidth the ceilings use."""
+    n = bsz * HV * V * K
+    src = torch.empty((n_sets(bsz), n), device="cuda")
+    bufs = (src, torch.empty_like(src))
+    us = time_us(lambda i: bufs[1][i].copy_(bufs[0][i]), list(range(src.shape[0])))
+    src = bufs = None
+    torch.cuda.empty_cache()
+    return {"B": bsz, "state bytes": 2 * n * 4, "copy us": us}
+
+
 def fused_case(bsz, fla, copy_gbs, empty_us, fla_note, settings=kda_decode.SETTINGS):
     pool, conv_pool, w, sets = fused_sets(bsz)
     dim = 2 * H * K + HV * V
@@ -493,6 +509,7 @@ def main():
         for bsz in PACKED_B:
             report["cases"].append(packed_case(bsz, fla, copy_gbs, empty_us, fla_note))
             print(json.dumps(report["cases"][-1]), flush=True)
+        report["copies"] = [copy_case(bsz) for bsz in PACKED_B]
         for bsz in FUSED_B:
             report["cases"].append(fused_case(bsz, fla, copy_gbs, empty_us, fla_note))
             print(json.dumps(report["cases"][-1]), flush=True)
@@ -539,6 +556,16 @@ def main():
              f"peer: {fla_note}; HV = {HV}, K = V = {K}, lower-bound gate {LB}; GPU time per "
              f"call from CUDA-graph replay of back-to-back calls over slots rotating through "
              f"more than {ROTATION_BYTES >> 20} MB of state", ""] + table(report["cases"])
+    packed = {r["B"]: r for r in report["cases"] if r["kernel"] == "kda_packed_decode"}
+    lines += ["", "The packed decode against a device copy of its state bytes at the same size "
+              "(`copy_case`):", "",
+              "| B | state bytes | device copy us | copy of copy BW | kiln us | kiln / copy |",
+              "|---|---|---|---|---|---|"]
+    for c in report["copies"]:
+        k = packed[c["B"]]["kiln us"]
+        lines.append(f"| {c['B']} | {c['state bytes']} | {c['copy us']:.2f} | "
+                     f"{c['state bytes'] / c['copy us'] / 1e3 / copy_gbs:.1%} | {k:.2f} | "
+                     f"{k / c['copy us']:.2f} |")
     if args.sweep:
         lines += ["", "kda_packed_decode, kda_fused_decode, kda_verify_chain and "
                   "kda_replayssm_fold Settings sweep:",
