@@ -390,37 +390,32 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
         if LAT_W == 128:
             v1 = lat_desc.load([row, vpart * 256 + 128])
             acc1 = kl.dot(pb, v1, acc1 * alpha[:, None])
-    if full < hi:  # the request's last rows: one block through pointers, masked past hi
-        # (its dots in 128-column pieces: mma.sync's operand staging fits 48 KiB)
+    if full < hi:  # the request's last rows: one block through pointers, masked past hi,
+        # by the pointer kernel's group helpers (128-column dots: mma.sync's operand staging
+        # fits 48 KiB)
         key = full + keys
         page = kl.load(bt_row + full // page_size)
         good = (key < hi) & (page >= 0) & (page < num_pages)
-        rows = (kl.where(good, page * page_size + key % page_size, 0).to(kl.int64)
-                * row_u.to(kl.int64) * 8)
-        gm = good[:, None]
-        c128 = kl.arange(0, 128)
-        kr = kl.load(cache_ptr + rows[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :],
-                     mask=gm, other=0.0)
+        at = (kl.where(good, page * page_size + key % page_size, 0).to(kl.int64)
+              * row_u.to(kl.int64))  # the rows, in 16-byte units
+        kr = kl.load(cache_ptr + (at * 8 + KV_LORA)[:, None] + kl.arange(0, ROPE)[None, :],
+                     mask=good[:, None], other=0.0)
         s = kl.dot(qr, kr.T)
-        for g in kl.static_range(KV_LORA // 128):
-            qg = kl.load(q_row[:, None] + g * 128 + c128[None, :], mask=qm, other=0.0)
-            kg = kl.load(cache_ptr + rows[:, None] + g * 128 + c128[None, :], mask=gm,
+        for g in kl.static_range(KV_LORA // GROUP):
+            qg = kl.load(q_row[:, None] + g * GROUP + kl.arange(0, GROUP)[None, :], mask=qm,
                          other=0.0)
-            s = kl.dot(qg, kg.T, s)
+            s = _group_scores(s, qg, cache_ptr, cache_ptr, at, g, good, False)
         s = kl.where(key[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
-        pb = p.to(kl.bfloat16)
-        vcol = rows[:, None] + vpart * 256 + c128[None, :]
-        v0 = kl.load(cache_ptr + vcol, mask=gm, other=0.0)
-        v1 = kl.load(cache_ptr + vcol + 128, mask=gm, other=0.0)
+        g0 = vpart * (256 // GROUP)
         if LAT_W == 128:
-            acc = kl.dot(pb, v0, acc * alpha[:, None])
-            acc1 = kl.dot(pb, v1, acc1 * alpha[:, None])
+            acc = _group_values(acc, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
+            acc1 = _group_values(acc1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good,
+                                 False)
         else:  # the [64, 256] accumulator as two [64, 128] halves for the two dots
-            a0, a1 = kl.split(kl.permute(kl.reshape(acc * alpha[:, None], 64, 2, 128),
-                                         0, 2, 1))
-            a0 = kl.dot(pb, v0, a0)
-            a1 = kl.dot(pb, v1, a1)
+            a0, a1 = kl.split(kl.permute(kl.reshape(acc, 64, 2, GROUP), 0, 2, 1))
+            a0 = _group_values(a0, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
+            a1 = _group_values(a1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good, False)
             acc = kl.reshape(kl.permute(kl.join(a0, a1), 0, 2, 1), 64, LAT_W)
 
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
@@ -839,6 +834,7 @@ def verify_splitkv(q: Any, cache: Any, block_table: Any, lengths: Any,
     its output rows untouched), scale (default 576^-0.5), num_splits (default: from B, H,
     S, the block table's capacity and the SM count), out bf16 [B, S, H, 512]. Returns out,
     or (out, lse fp32 [B, S, H]) with return_lse. Every check raises before any launch.
+
     A bf16 cache whose page size is a multiple of 64 (pages one after the other) is read
     through TMA (module docstring, "Two kernels"); rows past a request's length are never
     read into a result, whatever they hold."""
