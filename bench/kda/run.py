@@ -483,8 +483,9 @@ FUSED_SWEEP = [dict(fused_stages=s, fused_min_programs=p) for s, p in
                ((2, 3), (2, 4), (3, 3), (4, 3))] + [
     dict(fused_rows=16, fused_stages=4, fused_min_programs=3)]
 VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
-#: the fold's tilings: [32, 128] on 4 warps (shipped), and the packed decode's one-warp rows
-FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w) for r, w in ((32, 4), (8, 1), (16, 1), (16, 2))]
+#: the fold's tilings and register caps: [32, 128] on 4 warps (shipped: 80), [16, 128] on 2
+FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w, fold_max_registers=m) for r, w, m in
+              ((32, 4, None), (32, 4, 80), (32, 4, 64), (16, 2, None), (16, 2, 64))]
 
 
 def main():

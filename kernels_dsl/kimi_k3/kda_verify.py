@@ -91,19 +91,20 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
                             K: kl.constexpr, V: kl.constexpr, ROWS: kl.constexpr,
                             CHUNK: kl.constexpr, LOWER_BOUND: kl.constexpr, NORM: kl.constexpr,
                             STATE_EVICT: kl.constexpr, PROGRAMS: kl.constexpr):
-    """Program (request n, value head hv, slice): ROWS rows of the head's committed state as
-    one [ROWS, K] tile, loaded once and carried through the S steps, never stored back (NORM
-    needs every row of o: ROWS == V). The drafts go CHUNK at a time: their conv, prologue,
-    records and raw rows as [CHUNK, K] / [CHUNK, ROWS] tiles (kda_decode's helpers on
-    several tokens: the same bits as one token at a time, spread over the threads instead
-    of repeated by each), then each draft's step (``kda_recurrent_step``, the gated norm)
-    on its row of them. The q/k conv and the prologue are recomputed by each of a head's
-    V / ROWS programs. The optional outputs are runtime flags (their stores predicated):
-    ``inter_on`` the states after each step, ``rec_on`` the ReplaySSM records (rawk by the
-    first program of a q/k head's group, gk and beta by a head's first slice, rawv by each
-    slice for its rows), ``conv_rec_on`` the raw draft rows (the q/k channels by the group's
-    first program, v by each slice). Strides in 16-byte units as in kda_decode (``rb_slot``
-    in elements: beta is read one value at a time)."""
+    """Program (request n, value head hv, slice): ROWS rows of the head's committed state as one
+    [ROWS, K] tile, loaded once and carried through the S steps, never stored back (NORM needs
+    every row of o: ROWS == V). The drafts go CHUNK at a time: their conv, prologue, records and
+    raw rows as [CHUNK, K] / [CHUNK, ROWS] tiles (kda_decode's helpers on several tokens: the
+    same bits as one token at a time, spread over the threads instead of repeated by each), then
+    each draft's step (``kda_recurrent_step``) on its row of them, the chunk's outputs kept as a
+    [CHUNK, ROWS] tile, gated-normed (the rows of ``kda_gated_norm``'s [T, V] form sum as its
+    [V] form does) and stored together. The q/k conv and the prologue are recomputed by each of
+    a head's V / ROWS programs. The optional outputs are runtime flags (their stores
+    predicated): ``inter_on`` the states after each step, ``rec_on`` the ReplaySSM records (rawk
+    by the first program of a q/k head's group, gk and beta by a head's first slice, rawv by
+    each slice for its rows), ``conv_rec_on`` the raw draft rows (the q/k channels by the
+    group's first program, v by each slice). Strides in 16-byte units as in kda_decode
+    (``rb_slot`` in elements: beta is read one value at a time)."""
     if PROGRAMS > 0:
         kl.min_programs_per_sm(PROGRAMS)
     NS: kl.constexpr = V // ROWS
@@ -173,19 +174,20 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
                  mask=qk_rec)
         kl.store(crow + vc[None, :], kl.load(x + vc[None, :], mask=v_rec, other=0.0),
                  mask=v_rec)
+        o_all = kl.zeros((CHUNK, ROWS), kl.float32)  # the chunk's outputs, for the norm
         for i in range(0, kl.minimum(CHUNK, S - c0)):
             hs, o = kda_recurrent_step(hs, _step_of(q, jj, i), _step_of(k, jj, i),
                                        _step_of(g, jj, i), _step_of(beta, jj, i),
                                        _step_of(vf, jj, i))
-            step = c0 + i
-            if NORM:
-                go = kl.load(gout_ptr + (bos + step).to(kl.int64) * (g_s0_u * 8) + hv * V
-                             + rows).to(kl.float32)
-                o = kda_gated_norm(o, w_norm, kl.sigmoid(go), eps, V)
-            kl.store(out_ptr + ((bos + step).to(kl.int64) * HV + hv) * V + rows,
-                     kl.where(valid, o, 0.0))
-            kl.store(inter + step * (HV * V * K) + (rows * K)[:, None] + cols[None, :], hs,
+            o_all = kl.where((jj == i)[:, None], o[None, :], o_all)
+            kl.store(inter + (c0 + i) * (HV * V * K) + (rows * K)[:, None] + cols[None, :], hs,
                      mask=valid & (inter_on != 0))
+        if NORM:
+            go = kl.load(gout_ptr + (tok * (g_s0_u * 8))[:, None] + (hv * V + rows)[None, :],
+                         mask=ok[:, None], other=0.0).to(kl.float32)
+            o_all = kda_gated_norm(o_all, w_norm[None, :], kl.sigmoid(go), eps, V)
+        kl.store(out_ptr + ((tok * HV + hv) * V)[:, None] + rows[None, :],
+                 kl.where(valid, o_all, 0.0), mask=ok[:, None])
 
 
 # ---------------------------------------------------------------------------
@@ -292,6 +294,8 @@ class Settings:
     fold_rows: int = 32  # state rows a fold program
     fold_warps: int = 4
     fold_min_programs: int = 0
+    fold_max_registers: Optional[int] = 80  # ptxas's 124 let 4 programs an SM, 80 (48
+    # bytes of spill) 6: on the H100 3081 us against 3411 (96: 3303; 64: 3902)
     state_evict: str = "evict_first"  # the state is read once (and the hinted loads
     state_store: str = ".cs"  # and stores are predicated, not branched around)
 
@@ -311,11 +315,12 @@ def verify_launch_config(lower_bound: bool, norm: bool, settings: Settings = SET
 
 
 def fold_launch_config(settings: Settings = SETTINGS) -> tuple:
-    """(bundle name, constexprs, num_warps) of the fold."""
+    """(bundle name, constexprs, num_warps, maxnreg) of the fold."""
     s = settings
     return ("kda_replayssm_fold", {"K": HEAD_DIM, "V": HEAD_DIM, "ROWS": s.fold_rows,
                                    "STATE_EVICT": s.state_evict, "STATE_STORE": s.state_store,
-                                   "PROGRAMS": s.fold_min_programs}, s.fold_warps)
+                                   "PROGRAMS": s.fold_min_programs}, s.fold_warps,
+            s.fold_max_registers)
 
 
 _VERIFY_INTS = ("HV", "H", "num_slots", "S", "L", "qkv_s0_u", "a_s0_u", "b_s0", "g_s0_u",
@@ -351,7 +356,7 @@ AOT_SPECIALIZATIONS = [
 ] + [
     Spec(kda_replayssm_fold_kernel, name=fold_launch_config()[0], signature=FOLD_SIGNATURE,
          constexprs=fold_launch_config()[1], divisibility=FOLD_ALIGNED,
-         num_warps=fold_launch_config()[2]),
+         num_warps=fold_launch_config()[2], maxnreg=fold_launch_config()[3]),
 ]
 
 
@@ -551,7 +556,7 @@ def kda_replayssm_fold(h0: Any, rawk: Any, rawv: Any, gk: Any, beta: Any, indice
                          ("conv_state", conv_state), ("conv_records", conv_records)],
                     ("h0", "rawk", "rawv", "gk", "conv_records"))
     L.check_int32_extent(op, "HV * V * K", hv * v * k)
-    name, constexprs, num_warps = fold_launch_config(settings)
+    name, constexprs, num_warps, maxnreg = fold_launch_config(settings)
     grid = (v // constexprs["ROWS"], bsz, layers * hv)
     if bsz > 65535 or layers * hv > 65535:
         raise ValueError(f"{op}: B = {bsz} and layers * HV = {layers * hv} must be at most "
@@ -565,4 +570,5 @@ def kda_replayssm_fold(h0: Any, rawk: Any, rawv: Any, gk: Any, beta: Any, indice
               conv_state if conv_state is not None else rawk,
               conv_records if conv_records is not None else rawk, hv, h, slots, ring, h0_l,
               h0_s, rk_l, rk_s, rv_l, rv_s, rg_l, rg_s, rb_l, rb_s, *conv_u,
-              *rc_u, int(track), int(conv_state is not None)), constexprs, num_warps)
+              *rc_u, int(track), int(conv_state is not None)), constexprs, num_warps,
+             maxnreg=maxnreg)

@@ -493,13 +493,13 @@ def test_compiles_without_spills(spec, arch):
     pytest.importorskip("kiln._C")
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
-                             cluster=spec.cluster)
+                             cluster=spec.cluster, maxnreg=spec.maxnreg)
     assert ck.cubin[:4] == b"\x7fELF"
     target = ck.meta["targets"][arch]
     ptx = ck.ptx
-    if spec.constexprs.get("NORM"):
-        # the head's [128, 128] state on 4 warps: a little spill, measured faster than 8
-        # warps without (kda_verify.Settings)
+    if spec.constexprs.get("NORM") or spec.maxnreg:
+        # the head's [128, 128] state on 4 warps, the fold capped at 80 registers: a little
+        # spill, each measured faster than without (kda_verify.Settings)
         assert target["spill_store_bytes"] <= 128 and target["spill_load_bytes"] <= 128
     else:
         assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
