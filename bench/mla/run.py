@@ -6,8 +6,8 @@
   the useful tensor FLOP/s;
 - ``verify_splitkv`` with S = 4 drafts, H = 128 (compute-bound): FLOP/s against the dense
   bf16 peak measured by ``torch.matmul`` at 8192^3 in the same run (issue 18: >= 60 %);
-- the opt-in TMA kernel (``mla_attention.Settings(tma=True)``) on the bf16 cases, checked
-  against the default kernel's output;
+- the pointer kernel (``mla_attention.Settings(tma=False)``; the default takes the TMA
+  kernel where it applies) on the bf16 cases, checked against the default's output;
 - the peer in the same run: FlashInfer's MLA decode (``flashinfer-python``) where it imports
   and runs, else the Triton kernel of ``triton_mla.py`` (SGLang's form of a Triton MLA
   decode, written for this benchmark from the math); the table says which. Each peer call
@@ -37,8 +37,8 @@ PAGE = 64
 DECODE = [(b, h, ctx) for b in (64, 128) for h in (12, 128) for ctx in (4096, 32768)]
 VERIFY = [(64, 128, 4, ctx) for ctx in (4096, 32768)]
 SCALE = 576 ** -0.5
-#: The opt-in TMA kernel (bf16 caches of 64-row pages), timed beside the default.
-TMA = mla_attention.Settings(tma=True)
+#: The pointer kernel, timed beside the default (the TMA kernel on bf16 caches of 64-row pages).
+POINTER = mla_attention.Settings(tma=False)
 
 
 def flops(bsz, s, h, ctx):
@@ -124,25 +124,26 @@ def case(kind, bsz, s, h, ctx, fp8, peer, copy_gbs, peak):
            "cache": "fp8" if fp8 else "bf16", "KV bytes": kv_bytes,
            "splits": mla_attention.num_splits_for(bsz, h, s, bt.shape[1] * PAGE,
                                                   torch.cuda.get_device_properties(0)
-                                                  .multi_processor_count)}
+                                                  .multi_processor_count,
+                                                  tma=not fp8 and mla_attention.SETTINGS.tma)}
     row["kiln us"] = graph_time_ms(call, [None], batch=10, reps=10) * 1e3
     row["KV of copy BW"] = kv_bytes / row["kiln us"] / 1e3 / copy_gbs
     row["TFLOP/s"] = flops(bsz, s, h, ctx) / row["kiln us"] / 1e6
     row["of matmul peak"] = row["TFLOP/s"] / peak
-    if not fp8:  # the opt-in TMA kernel (Settings(tma=True)), checked against the default's
-        out_tma = torch.empty_like(out)
+    if not fp8:  # the pointer kernel (Settings(tma=False)), checked against the default's
+        out_ptr = torch.empty_like(out)
         if kind == "mla_decode":
             tcall = lambda _: mla_attention.mla_decode(q[:, 0], cache, bt, lengths, SCALE,  # noqa: E731
-                                                       out=out_tma[:, 0], settings=TMA)
+                                                       out=out_ptr[:, 0], settings=POINTER)
         else:
             tcall = lambda _: mla_attention.verify_splitkv(q, cache, bt, lengths, SCALE,  # noqa: E731
-                                                           out=out_tma, settings=TMA)
+                                                           out=out_ptr, settings=POINTER)
         tcall(None)
         torch.cuda.synchronize()
-        err = (out_tma.float() - out.float()).abs().max().item()
-        assert err < 3e-2, f"the TMA kernel vs the default: max |diff| {err}"
-        row["tma us"] = graph_time_ms(tcall, [None], batch=10, reps=10) * 1e3
-        row["tma KV of copy BW"] = kv_bytes / row["tma us"] / 1e3 / copy_gbs
+        err = (out_ptr.float() - out.float()).abs().max().item()
+        assert err < 3e-2, f"the pointer kernel vs the default: max |diff| {err}"
+        row["pointer us"] = graph_time_ms(tcall, [None], batch=10, reps=10) * 1e3
+        row["pointer KV of copy BW"] = kv_bytes / row["pointer us"] / 1e3 / copy_gbs
     if not fp8:
         name, mod, _ = peer
         try:
@@ -168,16 +169,17 @@ def case(kind, bsz, s, h, ctx, fp8, peer, copy_gbs, peak):
 
 def table(rows):
     lines = ["| kernel | cache | B | S | H | context | splits | kiln us | KV of copy BW | "
-             "TFLOP/s | of matmul peak | kiln TMA us | TMA KV of copy BW | peer | peer us | "
+             "TFLOP/s | of matmul peak | kiln pointer us | pointer KV of copy BW | peer | "
+             "peer us | "
              "kiln speedup |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        tma = (f"{r['tma us']:.1f} | {r['tma KV of copy BW']:.1%}" if "tma us" in r
+        ptr = (f"{r['pointer us']:.1f} | {r['pointer KV of copy BW']:.1%}" if "pointer us" in r
                else " | ")
         lines.append(
             f"| {r['kernel']} | {r['cache']} | {r['B']} | {r['S']} | {r['H']} | {r['context']} | "
             f"{r['splits']} | {r['kiln us']:.1f} | {r['KV of copy BW']:.1%} | "
-            f"{r['TFLOP/s']:.0f} | {r['of matmul peak']:.1%} | {tma} | {r.get('peer', '')} | "
+            f"{r['TFLOP/s']:.0f} | {r['of matmul peak']:.1%} | {ptr} | {r.get('peer', '')} | "
             f"{r.get('peer us', 0):.1f} | {r.get('kiln speedup', 0):.2f}x |")
     return lines
 

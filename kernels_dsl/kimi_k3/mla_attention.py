@@ -42,8 +42,10 @@ boxes at column 512, in a ``tma_stages``-deep ring, a key block of BN rows one b
 ``block_table[b, n // page_size] * page_size + n % page_size`` (BN divides the page, so a
 block never crosses one); 64 query rows in the dots' M (one warpgroup; the rows past S_PAD *
 BLOCK_H are padding, zero queries never stored) and the value columns in two programs
-([64, 256] fp32 accumulators). On sm_90a (LAT_W 256) the three score dots and the value
-dot run on wgmma, B read in place from the ring. Same math, split rule, workspace and
+([64, 256] fp32 accumulators). A program's latent boxes start with its own 256 value
+columns, which are then also the value dot's B: one slot read in place by a score dot (as
+kᵀ) and a value dot, no box loaded twice. On sm_90a (LAT_W 256) the three score dots and
+the value dot run on wgmma, B read in place from the ring. Same math, split rule, workspace and
 merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
 agree within the tolerance, not bit for bit (other split counts and dot orders).
 
@@ -323,7 +325,8 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     rest padding). ``lat_desc`` ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc``
     ``tensordesc<bf16,BNx64,sw128>`` over the cache's rows [num_pages * page_size, 576];
     the other arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
-    256 (sm_90a: three score dots and one value dot, all wgmma on the ring) or 128 (sm_100a
+    256 (sm_90a: three score dots and one value dot, all wgmma on the ring; the value dot
+    reads the slot of the first score dot's box, this program's value columns) or 128 (sm_100a
     and sm_103a, where the dots fall to mma.sync, whose operand staging must fit 48 KiB:
     five score dots and two value dots of 128 columns; tcgen05 would want M = 128 and N a
     multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
@@ -349,11 +352,16 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     q_row = q_ptr + (b64 * q_sb_u + s_of * q_ss_u + h * q_sh_u) * 8
     qm = row_ok[:, None]
     cw = kl.arange(0, LAT_W)
-    q0 = kl.load(q_row[:, None] + cw[None, :], mask=qm, other=0.0)
-    q1 = kl.load(q_row[:, None] + LAT_W + cw[None, :], mask=qm, other=0.0)
+    # the latent columns in boxes of LAT_W: this program's 256 value columns first (their
+    # boxes also the values of p.v: each slot read in place by both dots), the others after
+    first = vpart * 256
+    other = 256 - first
+    second = first + 128 if LAT_W == 128 else other
+    q0 = kl.load(q_row[:, None] + first + cw[None, :], mask=qm, other=0.0)
+    q1 = kl.load(q_row[:, None] + second + cw[None, :], mask=qm, other=0.0)
     if LAT_W == 128:
-        q2 = kl.load(q_row[:, None] + 256 + cw[None, :], mask=qm, other=0.0)
-        q3 = kl.load(q_row[:, None] + 384 + cw[None, :], mask=qm, other=0.0)
+        q2 = kl.load(q_row[:, None] + other + cw[None, :], mask=qm, other=0.0)
+        q3 = kl.load(q_row[:, None] + other + 128 + cw[None, :], mask=qm, other=0.0)
     qr = kl.load(q_row[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :], mask=qm, other=0.0)
     kl.pdl_launch_dependents()
 
@@ -371,25 +379,23 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
         page = kl.load(bt_row + n // page_size)
         page = kl.where((page >= 0) & (page < num_pages), page, -1)
         row = page * page_size + n % page_size
-        k0 = lat_desc.load([row, 0])
-        k1 = lat_desc.load([row, LAT_W])
+        k0 = lat_desc.load([row, first])
+        k1 = lat_desc.load([row, second])
         kr = rope_desc.load([row, KV_LORA])
         s = kl.dot(q0, k0.T)
         s = kl.dot(q1, k1.T, s)
         if LAT_W == 128:
-            k2 = lat_desc.load([row, 256])
-            k3 = lat_desc.load([row, 384])
+            k2 = lat_desc.load([row, other])
+            k3 = lat_desc.load([row, other + 128])
             s = kl.dot(q2, k2.T, s)
             s = kl.dot(q3, k3.T, s)
         s = kl.dot(qr, kr.T, s)
         s = kl.where((n + keys)[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
         pb = p.to(kl.bfloat16)
-        v = lat_desc.load([row, vpart * 256])
-        acc = kl.dot(pb, v, acc * alpha[:, None])
+        acc = kl.dot(pb, k0, acc * alpha[:, None])
         if LAT_W == 128:
-            v1 = lat_desc.load([row, vpart * 256 + 128])
-            acc1 = kl.dot(pb, v1, acc1 * alpha[:, None])
+            acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
     if full < hi:  # the request's last rows: one block through pointers, masked past hi,
         # by the pointer kernel's group helpers (128-column dots: mma.sync's operand staging
         # fits 48 KiB)

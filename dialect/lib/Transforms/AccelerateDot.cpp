@@ -556,11 +556,47 @@ struct SlotBDot {
   bool bMnMajor = false;
 };
 
+/// Whether every use of `load` is the B of a tile.dot, directly or through an
+/// optional reshape and then an optional [1, 0] transpose, each used once: a
+/// slot that several dots read in place (MLA's latent columns, the keys of
+/// q kᵀ and the values of p·v).
+bool onlyFeedsDotBs(RingWaitLoadOp load) {
+  return llvm::all_of(load->getUses(), [](OpOperand &first) {
+    OpOperand *use = &first;
+    if (auto reshape = llvm::dyn_cast<ReshapeOp>(use->getOwner())) {
+      if (!reshape->hasOneUse())
+        return false;
+      use = &*reshape->getUses().begin();
+    }
+    if (auto trans = llvm::dyn_cast<TransOp>(use->getOwner())) {
+      if (!trans->hasOneUse())
+        return false;
+      use = &*trans->getUses().begin();
+    }
+    auto dot = llvm::dyn_cast<DotOp>(use->getOwner());
+    return dot && use == &dot.getBMutable();
+  });
+}
+
+/// Waits for `load`'s slot in its place, once for all the dots that read the
+/// slot in place (the wait of an earlier one's rewrite is just before the
+/// load; the last rewrite erases the load).
+void waitInPlaceOf(OpBuilder &b, RingWaitLoadOp load) {
+  auto earlier = llvm::dyn_cast_or_null<RingWaitOp>(load->getPrevNode());
+  if (!earlier || earlier.getRing() != load.getRing() || earlier.getSlot() != load.getSlot() ||
+      earlier.getPhase() != load.getPhase()) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(load);
+    RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+  }
+}
+
 /// The ring load a dot's B comes from, as the matrix of its box:
 /// `tile.ring_wait_load` of a 128-byte swizzled ring, then an optional
 /// reshape to [rows, inner] (a box of rank above 2), then (K-major: the [N, K] box
-/// transposed) an optional transpose; each used only on that way. bf16/f16;
-/// a K-major box's K or an MN-major box's N of whole 128-byte rows.
+/// transposed) an optional transpose; each view used only on that way, the
+/// load by dot Bs only (``onlyFeedsDotBs``). bf16/f16; a K-major box's K or an
+/// MN-major box's N of whole 128-byte rows.
 std::optional<SlotBDot> matchSlotB(DotOp dot) {
   SlotBDot match;
   Value b = dot.getB();
@@ -576,7 +612,8 @@ std::optional<SlotBDot> matchSlotB(DotOp dot) {
     b = reshape.getSrc();
   }
   match.b = b.getDefiningOp<RingWaitLoadOp>();
-  if (!match.b || !match.b->hasOneUse() || match.b.getCount() || !isSwizzled128(match.b.getRing()))
+  if (!match.b || !onlyFeedsDotBs(match.b) || match.b.getCount() ||
+      !isSwizzled128(match.b.getRing()))
     return std::nullopt;
   // A box of rank above 2 holds the matrix [rows, inner] (rows: the product
   // of its outer dimensions), which the reshape must view it as.
@@ -1020,11 +1057,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       std::optional<SlotBDot> slotB = matchSlotB(dot);
       if (slotB && slotB->b.getType().getElementType() != dot.getA().getType().getElementType())
         slotB.reset();
-      if (slotB) {
-        RingWaitLoadOp load = slotB->b;
-        b.setInsertionPoint(load);
-        RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
-      }
+      if (slotB)
+        waitInPlaceOf(b, slotB->b);
       replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
         if (slotB)
           return Tcgen05DotStagedOp::create(b, dot.getLoc(), mmaType, a, slotB->b.getRing(), acc,
@@ -1035,7 +1069,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       if (slotB) {
         for (Operation *view : llvm::reverse(slotB->bViews))
           view->erase();
-        slotB->b->erase();
+        if (slotB->b->use_empty())
+          slotB->b->erase();
       }
     }
   }
@@ -1136,8 +1171,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     Location loc = dot.getLoc();
     Value a = registerOrStagedA(b, dot, mmaType);
     RingWaitLoadOp load = slotB.b;
-    b.setInsertionPoint(load);
-    RingWaitOp::create(b, load.getLoc(), load.getRing(), load.getSlot(), load.getPhase());
+    waitInPlaceOf(b, load);
     replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
       Value issued = WarpGroupDotOp::create(b, loc, mmaType, a, load.getRing(), load.getSlot(), acc,
                                             /*aSlot=*/Value(), /*maxNumImpreciseAcc=*/nullptr,
@@ -1146,7 +1180,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     });
     for (Operation *view : llvm::reverse(slotB.bViews))
       view->erase();
-    load->erase();
+    if (load->use_empty())
+      load->erase();
   }
 
   /// Replaces `dot` by the value `issue` builds from the accumulator in

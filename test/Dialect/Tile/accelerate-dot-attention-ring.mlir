@@ -166,3 +166,86 @@ func.func @attention_ring_masked(%q: !tile.ptr<bf16>, %kd: !D, %vd: !D, %n: i32,
   tile.store %op, %acc : tensor<64x64x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// One slot read by two dots (MLA's latent columns: the keys of q kᵀ and the
+// values of p·k): both read it in place, after one wait; the load, its
+// transpose and its reshape go away.
+// CHECK-LABEL: func.func @slot_read_by_two_dots
+// CHECK: scf.for
+// CHECK-NOT: tile.ring_wait_load
+// CHECK: tile.ring_wait %[[RK:.*]][%[[SLOT:.*]]], %{{.*}} : !tile.ring<2, tensor<1x64x1x64xbf16>>
+// CHECK-NOT: tile.ring_wait
+// CHECK: %[[S:.*]] = tile.warpgroup_dot %{{.*}}, %[[RK]][%[[SLOT]]], %{{.*}} : !tile.smem<tensor<64x64xbf16>>, !tile.ring<2, tensor<1x64x1x64xbf16>>
+// CHECK-NEXT: tile.warpgroup_dot_wait %[[S]] {pending = 0 : i32}
+// CHECK-NOT: tile.ring_wait
+// CHECK: %[[O:.*]] = tile.warpgroup_dot %{{.*}}, %[[RK]][%[[SLOT]]], %{{.*}} {bMnMajor} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<1x64x1x64xbf16>>
+// CHECK-NEXT: %[[OW:.*]] = tile.warpgroup_dot_wait %[[O]] {pending = 0 : i32}
+// CHECK-NOT: tile.ring_wait_load
+// CHECK-NOT: tile.warpgroup_dot_staged
+// CHECK: scf.yield %[[OW]]
+!D = !tile.tensordesc<tensor<1x64x1x64xbf16>, swizzle = 128>
+!R = !tile.ring<2, tensor<1x64x1x64xbf16>>
+func.func @slot_read_by_two_dots(%q: !tile.ptr<bf16>, %kd: !D, %n: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<64x64x!tile.ptr<bf16>>
+  %rk = tile.ring_alloc : !R
+  tile.ring_issue %kd[%c0, %c0, %c0, %c0] -> %rk[%c0] if %true : !D, !R
+  %acc = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
+    %slot = arith.remui %i, %c2 : i32
+    %half = arith.divui %i, %c2 : i32
+    %phase = arith.remui %half, %c2 : i32
+    %kb = tile.ring_wait_load %rk[%slot], %phase : !R -> tensor<1x64x1x64xbf16>
+    %ks = tile.reshape %kb : tensor<1x64x1x64xbf16> -> tensor<64x64xbf16>
+    %kt = tile.trans %ks {order = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %s = tile.dot %qv, %kt, %zero : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    %p = math.exp2 %s : tensor<64x64xf32>
+    %pb = arith.truncf %p : tensor<64x64xf32> to tensor<64x64xbf16>
+    %vs = tile.reshape %kb : tensor<1x64x1x64xbf16> -> tensor<64x64xbf16>
+    %o = tile.dot %pb, %vs, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    scf.yield %o : tensor<64x64xf32>
+  }
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %op, %acc : tensor<64x64x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A slot that a dot and something else read: the dot does not read it in
+// place (the load stays; the dot stages its B).
+// CHECK-LABEL: func.func @slot_read_by_a_dot_and_a_store
+// CHECK: scf.for
+// CHECK: %[[KB:.*]] = tile.ring_wait_load
+// CHECK-NOT: tile.warpgroup_dot {{.*}}!tile.ring
+// CHECK: tile.warpgroup_dot_staged
+// CHECK: tile.store %{{.*}}, %[[KB]]
+!D = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
+!R = !tile.ring<2, tensor<64x64xbf16>>
+func.func @slot_read_by_a_dot_and_a_store(%q: !tile.ptr<bf16>, %kd: !D, %n: i32, %out: !tile.ptr<f32>, %copy: !tile.ptr<bf16>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %true = arith.constant true
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<64x64x!tile.ptr<bf16>>
+  %cp = tile.splat %copy : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %rk = tile.ring_alloc : !R
+  tile.ring_issue %kd[%c0, %c0] -> %rk[%c0] if %true : !D, !R
+  %acc = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
+    %kb = tile.ring_wait_load %rk[%c0], %c0 : !R -> tensor<64x64xbf16>
+    %kt = tile.trans %kb {order = array<i64: 1, 0>} : tensor<64x64xbf16> -> tensor<64x64xbf16>
+    %s = tile.dot %qv, %kt, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    tile.store %cp, %kb : tensor<64x64x!tile.ptr<bf16>>
+    scf.yield %s : tensor<64x64xf32>
+  }
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %op, %acc : tensor<64x64x!tile.ptr<f32>>
+  return
+}
