@@ -286,7 +286,7 @@ class Settings:
     is in docs/kernels/kda.md, "Implementation")."""
     verify_rows: int = 32  # state rows a verify program without the norm ([32, 128] fp32)
     verify_warps: int = 4
-    verify_norm_warps: int = 4  # with the norm the head's 128 rows: on 4 warps 92-120 bytes
+    verify_norm_warps: int = 4  # with the norm the head's 128 rows: on 4 warps 144 bytes
     # of spill, yet on the H200 84 us at B = 64 against 115 on 8 warps without (bench/results/kda)
     verify_min_programs: int = 0
     verify_chunk: int = 2  # drafts whose conv and prologue run as one [2, 128] tile (4: 108 us,
@@ -294,8 +294,8 @@ class Settings:
     fold_rows: int = 32  # state rows a fold program
     fold_warps: int = 4
     fold_min_programs: int = 0
-    fold_max_registers: Optional[int] = 80  # ptxas's 124 let 4 programs an SM, 80 (48
-    # bytes of spill) 6: on the H100 3081 us against 3411 (96: 3303; 64: 3902)
+    fold_max_registers: Optional[int] = 80  # 124-126 registers let 4 programs an SM, 80
+    # (84 bytes of spill) 6: on the H100 3081 us against 3411 (96: 3303; 64: 3902)
     state_evict: str = "evict_first"  # the state is read once (and the hinted loads
     state_store: str = ".cs"  # and stores are predicated, not branched around)
 

