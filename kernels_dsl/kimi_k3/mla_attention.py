@@ -461,7 +461,7 @@ class Settings:
     tma_block_n: int = 64  # key rows a step, a divisor of 64 (H100: 1.45-1.6x 32 rows,
     # each step's barriers and waits paid half as often; 16 rows: 0.6x)
     tma_stages: int = 2  # the ring's depth (a stage: the latent and rope boxes; 3
-    # do not fit a block's 227 KiB beside the last block's mma.sync staging)
+    # of 64 rows do not fit a block's 227 KiB; of 32 rows, 3 or 4 measured no faster)
     tma_latent_width: int = 256  # the latent box's width on sm_90a (256: three score dots
     # and one value dot; 128: five and two). sm_100a/sm_103a always take 128: 256 does not
     # fit their mma.sync staging
