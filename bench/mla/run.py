@@ -170,8 +170,7 @@ def case(kind, bsz, s, h, ctx, fp8, peer, copy_gbs, peak):
 def table(rows):
     lines = ["| kernel | cache | B | S | H | context | splits | kiln us | KV of copy BW | "
              "TFLOP/s | of matmul peak | kiln pointer us | pointer KV of copy BW | peer | "
-             "peer us | "
-             "kiln speedup |",
+             "peer us | kiln speedup |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ptr = (f"{r['pointer us']:.1f} | {r['pointer KV of copy BW']:.1%}" if "pointer us" in r
