@@ -483,9 +483,10 @@ FUSED_SWEEP = [dict(fused_stages=s, fused_min_programs=p) for s, p in
                ((2, 3), (2, 4), (3, 3), (4, 3))] + [
     dict(fused_rows=16, fused_stages=4, fused_min_programs=3)]
 VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
-#: the fold's tilings and register caps: [32, 128] on 4 warps (shipped: 80), [16, 128] on 2
-FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w, fold_max_registers=m) for r, w, m in
-              ((32, 4, None), (32, 4, 80), (32, 4, 64), (16, 2, None), (16, 2, 64))]
+#: the fold's ring: rows a chunk, warps, slots and register cap (shipped: 16, 2, 2, 96)
+FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w, fold_stages=s, fold_max_registers=m)
+              for r, w, s, m in ((16, 2, 2, 96), (16, 2, 3, 128), (16, 2, 4, None),
+                                 (8, 1, 3, 128), (8, 1, 2, 96), (32, 4, 2, 96))]
 
 
 def main():

@@ -194,6 +194,21 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
 # kda_replayssm_fold
 # ---------------------------------------------------------------------------
 
+@kiln.jit
+def _fold_steps(hs, rk, rg, rb, rv, t0, t1, K: kl.constexpr, V: kl.constexpr):
+    """The recorded steps t0 .. t1 - 1 on the rows hs [R, K] of a head's state (``rv``: the
+    rows' values in the records of step 0): the decode's own step on the decode's own
+    values (module docstring)."""
+    cols = kl.arange(0, K)
+    for t in range(t0, t1):
+        k = kda_l2norm(kl.load(rk + t * K + cols).to(kl.float32))
+        g = kl.load(rg + t * K + cols)
+        beta = kl.load(rb + t)
+        v = kl.load(rv + t * V).to(kl.float32)
+        hs = kda_state_update(hs, k, g, beta, v)
+    return hs
+
+
 @kiln.jit(num_warps=4, do_not_specialize=[
     "HV", "H", "num_slots", "L", "h0_layer_u", "h0_slot_u", "rk_layer_u", "rk_slot_u",
     "rv_layer_u", "rv_slot_u", "rg_layer_u", "rg_slot_u", "rb_layer", "rb_slot",
@@ -205,39 +220,43 @@ def kda_replayssm_fold_kernel(h0_ptr, rk_ptr, rv_ptr, rg_ptr, rb_ptr, idx_ptr, a
                               rv_slot_u, rg_layer_u, rg_slot_u, rb_layer, rb_slot, conv_layer_u,
                               conv_slot_u, conv_row_u, rc_layer_u, rc_slot_u, rc_row_u,
                               track_on, conv_on, K: kl.constexpr, V: kl.constexpr,
-                              ROWS: kl.constexpr, STATE_EVICT: kl.constexpr,
+                              ROWS: kl.constexpr, STAGES: kl.constexpr,
                               STATE_STORE: kl.constexpr, PROGRAMS: kl.constexpr):
-    """Program (slice, request, layer * HV + hv): ROWS rows of h0[layer, slot, hv] as one
-    [ROWS, K] tile, loaded once, carried through the accepted steps, stored once (the
-    track snapshot a predicated store inside the loop). Layer and slot offsets are 64-bit;
-    pitches in 16-byte units (``rb_layer``, ``rb_slot`` in elements). ``conv_on``: the
-    program also rolls its channels of conv_state[layer, slot] (its rows' v channels, and
-    the group's first value head its slice of the q/k head's channels)."""
+    """Program (request, layer * HV + hv): the head h0[layer, slot, hv] streams through
+    shared memory as V / ROWS chunks of ROWS rows (``kl.bulk_load`` into a ring of STAGES
+    slots: the next chunks' copies in flight while one is stepped in registers), each chunk
+    carried through the accepted steps and stored back (the track snapshot a predicated
+    store inside the steps). A request with nothing to fold issues no copy. Layer and slot
+    offsets are 64-bit; pitches in 16-byte units (``rb_layer``, ``rb_slot`` in elements).
+    ``conv_on``: the program also rolls its head's v channels of conv_state[layer, slot]
+    (and the group's first value head the q/k head's channels), after the ring: loaded
+    before it, they would be held across it, in registers that cost programs an SM."""
     if PROGRAMS > 0:
         kl.min_programs_per_sm(PROGRAMS)
-    part = kl.program_id(0)
-    req = kl.program_id(1)
-    lh = kl.program_id(2)
+    req = kl.program_id(0)
+    lh = kl.program_id(1)
     layer = (lh // HV).to(kl.int64)
     hv = lh % HV
     grp = HV // H
     h = hv // grp
     cols = kl.arange(0, K)
-    rows = part * ROWS + kl.arange(0, ROWS)
+    rr = kl.arange(0, ROWS)
     kl.pdl_wait()  # the records and the accept lengths come from the previous kernels
     slot = kl.load(idx_ptr + req)
     n = kl.load(acc_ptr + req)
     valid = (slot >= 0) & (slot < num_slots) & (n > 0)
     steps = kl.where(valid, kl.minimum(n, L), 0)
     slot64 = kl.where(valid, slot, 0).to(kl.int64)
-    head_rows = hv * (V * K) + (rows * K)[:, None] + cols[None, :]
     h0_layer = h0_ptr + layer * h0_layer_u.to(kl.int64) * 4
-    sp = h0_layer + slot64 * h0_slot_u.to(kl.int64) * 4 + head_rows
-    hs = kl.load(sp, mask=valid, other=0.0, eviction_policy=STATE_EVICT)
+    head = h0_layer + slot64 * h0_slot_u.to(kl.int64) * 4 + hv * (V * K)
     tslot = kl.load(trk_ptr + req)
     tstep = kl.load(trk_step_ptr + req)
     tvalid = valid & (track_on != 0) & (tslot >= 0) & (tslot < num_slots)
-    tp = h0_layer + kl.where(tvalid, tslot, 0).to(kl.int64) * h0_slot_u.to(kl.int64) * 4
+    thead = (h0_layer + kl.where(tvalid, tslot, 0).to(kl.int64) * h0_slot_u.to(kl.int64) * 4
+             + hv * (V * K))
+    # the snapshot after step tstep, stored between the steps before it and those after
+    tsnap = tvalid & (tstep >= 0) & (tstep < steps)
+    tsplit = kl.where(tsnap, tstep + 1, steps)
     kl.pdl_launch_dependents()
     rk = rk_ptr + layer * rk_layer_u.to(kl.int64) * 8 + slot64 * rk_slot_u.to(kl.int64) * 8
     rv = rv_ptr + layer * rv_layer_u.to(kl.int64) * 8 + slot64 * rv_slot_u.to(kl.int64) * 8
@@ -247,8 +266,15 @@ def kda_replayssm_fold_kernel(h0_ptr, rk_ptr, rv_ptr, rg_ptr, rb_ptr, idx_ptr, a
     rv = rv + hv * (L * V)
     rg = rg + hv * (L * K)
     rb = rb + hv * L
-    # the conv state first (its loads overlap the state's; 21 % faster on the H200): positions
-    # steps - 3 .. steps - 1 of (old rows | recorded drafts)
+    for j in kl.range(0, kl.where(valid, V // ROWS, 0), num_stages=STAGES):
+        hs = kl.reshape(kl.bulk_load(head + j * (ROWS * K), ROWS * K), ROWS, K)
+        at = ((j * ROWS + rr) * K)[:, None] + cols[None, :]
+        vj = rv + j * ROWS + rr
+        hs = _fold_steps(hs, rk, rg, rb, vj, 0, tsplit, K, V)
+        kl.store(thead + at, hs, mask=tsnap)
+        hs = _fold_steps(hs, rk, rg, rb, vj, tsplit, steps, K, V)
+        kl.store(head + at, hs, cache_modifier=STATE_STORE)
+    # the conv state's rows: positions steps - 3 .. steps - 1 of (old rows | recorded drafts)
     cvalid = valid & (conv_on != 0)
     csteps = kl.where(cvalid, steps, 0)
     conv = (conv_ptr + layer * conv_layer_u.to(kl.int64) * 8
@@ -256,24 +282,17 @@ def kda_replayssm_fold_kernel(h0_ptr, rk_ptr, rv_ptr, rg_ptr, rb_ptr, idx_ptr, a
     rc = rc_ptr + layer * rc_layer_u.to(kl.int64) * 8 + slot64 * rc_slot_u.to(kl.int64) * 8
     conv_row = conv_row_u * 8
     rc_row = rc_row_u * 8
-    vc = 2 * H * K + hv * V + rows
-    yv0, yv1, yv2 = _conv_state_update(rc, rc_row, conv, conv_row, vc, 0, csteps, cvalid)
-    _store_conv_rows(conv, conv_row, vc, yv0, yv1, yv2, cvalid)
+    vc = 2 * H * K + hv * V + kl.arange(0, V)
+    qc = h * K + cols
+    kc = qc + H * K
     owner = cvalid & (hv % grp == 0)
-    qc = h * K + part * ROWS + kl.arange(0, ROWS)
     ownsteps = kl.where(owner, csteps, 0)
-    for c0 in kl.static_range(2):
-        c = qc + c0 * (H * K)  # this slice of the q, then the k channels
-        y0, y1, y2 = _conv_state_update(rc, rc_row, conv, conv_row, c, 0, ownsteps, owner)
-        _store_conv_rows(conv, conv_row, c, y0, y1, y2, owner)
-    for t in range(0, steps):
-        k = kda_l2norm(kl.load(rk + t * K + cols).to(kl.float32))
-        g = kl.load(rg + t * K + cols)
-        beta = kl.load(rb + t)
-        v = kl.load(rv + t * V + rows).to(kl.float32)
-        hs = kda_state_update(hs, k, g, beta, v)
-        kl.store(tp + head_rows, hs, mask=tvalid & (t == tstep))
-    kl.store(sp, hs, mask=valid, cache_modifier=STATE_STORE)
+    yv0, yv1, yv2 = _conv_state_update(rc, rc_row, conv, conv_row, vc, 0, csteps, cvalid)
+    yq0, yq1, yq2 = _conv_state_update(rc, rc_row, conv, conv_row, qc, 0, ownsteps, owner)
+    yk0, yk1, yk2 = _conv_state_update(rc, rc_row, conv, conv_row, kc, 0, ownsteps, owner)
+    _store_conv_rows(conv, conv_row, vc, yv0, yv1, yv2, cvalid)
+    _store_conv_rows(conv, conv_row, qc, yq0, yq1, yq2, owner)
+    _store_conv_rows(conv, conv_row, kc, yk0, yk1, yk2, owner)
 
 
 # ---------------------------------------------------------------------------
@@ -291,11 +310,12 @@ class Settings:
     verify_min_programs: int = 0
     verify_chunk: int = 2  # drafts whose conv and prologue run as one [2, 128] tile (4: 108 us,
     # its rows spread over two warps; 1, a draft at a time: 106 us)
-    fold_rows: int = 32  # state rows a fold program
-    fold_warps: int = 4
-    fold_min_programs: int = 0
-    fold_max_registers: Optional[int] = 80  # 124-126 registers let 4 programs an SM, 80
-    # (84 bytes of spill) 6: on the H100 3081 us against 3411 (96: 3303; 64: 3902)
+    fold_rows: int = 16  # the fold streams a head's state in chunks of [16, 128] on 2 warps
+    fold_stages: int = 2  # through a ring of 2 slots, capped at 96 registers (4 bytes of
+    fold_warps: int = 2  # spill): 10 programs an SM. On the H100, 2 of 4 accepted: 2551 us
+    fold_min_programs: int = 0  # against 2538 for 3 slots at 128 registers, 2550 for 4 slots
+    fold_max_registers: Optional[int] = 96  # uncapped (6 programs); 4 accepted: 2865 against
+    # 2980 and 3399 (bench/results/kda)
     state_evict: str = "evict_first"  # the state is read once (and the hinted loads
     state_store: str = ".cs"  # and stores are predicated, not branched around)
 
@@ -318,7 +338,7 @@ def fold_launch_config(settings: Settings = SETTINGS) -> tuple:
     """(bundle name, constexprs, num_warps, maxnreg) of the fold."""
     s = settings
     return ("kda_replayssm_fold", {"K": HEAD_DIM, "V": HEAD_DIM, "ROWS": s.fold_rows,
-                                   "STATE_EVICT": s.state_evict, "STATE_STORE": s.state_store,
+                                   "STAGES": s.fold_stages, "STATE_STORE": s.state_store,
                                    "PROGRAMS": s.fold_min_programs}, s.fold_warps,
             s.fold_max_registers)
 
@@ -557,10 +577,10 @@ def kda_replayssm_fold(h0: Any, rawk: Any, rawv: Any, gk: Any, beta: Any, indice
                     ("h0", "rawk", "rawv", "gk", "conv_records"))
     L.check_int32_extent(op, "HV * V * K", hv * v * k)
     name, constexprs, num_warps, maxnreg = fold_launch_config(settings)
-    grid = (v // constexprs["ROWS"], bsz, layers * hv)
-    if bsz > 65535 or layers * hv > 65535:
-        raise ValueError(f"{op}: B = {bsz} and layers * HV = {layers * hv} must be at most "
-                         f"65535 (the grid's y and z)")
+    grid = (bsz, layers * hv)
+    if layers * hv > 65535:
+        raise ValueError(f"{op}: layers * HV = {layers * hv} must be at most 65535 (the "
+                         f"grid's y)")
     if bsz == 0:
         return
     track = track_indices is not None
