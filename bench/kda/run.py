@@ -482,7 +482,12 @@ SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2
 FUSED_SWEEP = [dict(fused_stages=s, fused_min_programs=p) for s, p in
                ((2, 3), (2, 4), (3, 3), (4, 3))] + [
     dict(fused_rows=16, fused_stages=4, fused_min_programs=3)]
-VERIFY_SWEEP = [dict(verify_norm_warps=w, verify_chunk=c) for w in (4, 8) for c in (1, 2, 4)]
+#: the verify chain's ring: rows a chunk, warps, slots, register cap, drafts a prologue tile
+VERIFY_SWEEP = [dict(verify_rows=r, verify_warps=w, verify_stages=s, verify_max_registers=m,
+                     verify_chunk=c)
+                for r, w, s, m, c in ((16, 2, 2, None, 2), (16, 2, 2, 128, 2), (16, 2, 2, 96, 2),
+                                      (16, 2, 2, 128, 1), (16, 2, 4, 128, 2),
+                                      (32, 4, 2, 128, 2), (8, 1, 2, 128, 2))]
 #: the fold's ring: rows a chunk, warps, slots and register cap (shipped: 16, 2, 2, 96)
 FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w, fold_stages=s, fold_max_registers=m)
               for r, w, s, m in ((16, 2, 2, 96), (16, 2, 3, 128), (16, 2, 4, None),

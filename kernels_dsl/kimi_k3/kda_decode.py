@@ -111,21 +111,22 @@ def kda_token_prologue(q_raw, k_raw, a, dt_bias, a_log, b, scale, lower_bound,
 
 
 @kiln.jit
-def kda_state_update(h, k, g, beta, v):
+def kda_state_update(h, k, decay, beta, v):
     """The state part of one token on the rows ``h`` [R, K] (fp32) of a head's state with
-    their values ``v`` [R]: decay, t_v, v_new, the rank-1 update. Returns h' (the ReplaySSM
-    fold's whole step)."""
-    h = h * kl.exp(g)[None, :]
+    their values ``v`` [R]: decay, t_v, v_new, the rank-1 update. ``decay`` is exp(g) [K],
+    computed by the caller once a token (a kernel that steps a head's state a chunk of rows
+    at a time reuses it for every chunk). Returns h' (the ReplaySSM fold's whole step)."""
+    h = h * decay[None, :]
     t_v = kl.sum(h * k[None, :], axis=1)
     v_new = (v - t_v) * beta
     return h + v_new[:, None] * k[None, :]
 
 
 @kiln.jit
-def kda_recurrent_step(h, q, k, g, beta, v):
+def kda_recurrent_step(h, q, k, decay, beta, v):
     """One token on the rows ``h`` [R, K] (fp32) of a head's state with their values ``v``
     [R]: ``kda_state_update``, then o. Returns (h', o [R])."""
-    h = kda_state_update(h, k, g, beta, v)
+    h = kda_state_update(h, k, decay, beta, v)
     return h, kl.sum(h * q[None, :], axis=1)
 
 
@@ -197,7 +198,7 @@ def kda_packed_decode_kernel(qkv_ptr, a_ptr, b_ptr, alog_ptr, dtb_ptr, state_ptr
     kl.pdl_launch_dependents()
     q, k, g, beta = kda_token_prologue(q_raw, k_raw, a, dt_bias, a_log, b, scale, lower_bound,
                                        LOWER_BOUND)
-    hs, o = kda_recurrent_step(hs, q, k, g, beta, v)
+    hs, o = kda_recurrent_step(hs, q, k, kl.exp(g), beta, v)
     kl.store(sp, hs, mask=valid, cache_modifier=STATE_STORE)
     kl.store(out_ptr + (req * HV + hv) * V + rows, kl.where(valid, o, 0.0))
 
@@ -311,19 +312,21 @@ def kda_token_rows(qkv_ptr, qkv_s0, conv_ptr, conv_row, convw_ptr, a_ptr, a_s0, 
 
 @kiln.jit
 def kda_token_tuples(q, k, g, beta, T: kl.constexpr):
-    """The rows of the [T, K] prologue tiles as T-tuples of [K] tiles (and beta's scalars):
-    extracted once, so that every chunk of state rows steps on them in registers."""
+    """The rows of the [T, K] prologue tiles as T-tuples of [K] tiles (and beta's scalars),
+    g as its decay exp(g): extracted once, so that every chunk of state rows steps on them
+    in registers."""
     jj = kl.arange(0, T)
+    decay = kl.exp(g)
     qs = ()
     ks = ()
-    gs = ()
+    ds = ()
     bs = ()
     for i in kl.static_range(T):
         qs = qs + (_step_of(q, jj, i),)
         ks = ks + (_step_of(k, jj, i),)
-        gs = gs + (_step_of(g, jj, i),)
+        ds = ds + (_step_of(decay, jj, i),)
         bs = bs + (_step_of(beta, jj, i),)
-    return qs, ks, gs, bs
+    return qs, ks, ds, bs
 
 
 @kiln.jit
@@ -354,12 +357,12 @@ def kda_out_rows(gout_ptr, g_s0, wnorm_ptr, out_ptr, o_all, t, ok, valid, hv, HV
 
 
 @kiln.jit
-def _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs, o_all, q, k, g, beta, t,
-                 bos, valid, i, j):
+def _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs, o_all, q, k, decay, beta,
+                 t, bos, valid, i, j):
     """Token t (the i-th of its pass) on a chunk of state rows hs (the v channels vc, chunk
     j): its v conv, the step, its outputs put in o_all. Returns (hs', o_all')."""
     v = _conv_part(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, t, bos, valid)
-    hs, o = kda_recurrent_step(hs, q, k, g, beta, v.to(kl.float32))
+    hs, o = kda_recurrent_step(hs, q, k, decay, beta, v.to(kl.float32))
     return hs, kda_put_rows(o_all, o, i, j)
 
 
@@ -380,7 +383,7 @@ def _fused_pass(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0, b_ptr, 
     _, q, k, g, beta = kda_token_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0,
                                       b_ptr, b_s0, qc, kc, t, bos, ok, valid, hv, dt_bias, a_log,
                                       scale, lower_bound, K, LOWER_BOUND)
-    qs, ks, gs, bs = kda_token_tuples(q, k, g, beta, TOKENS)
+    qs, ks, ds, bs = kda_token_tuples(q, k, g, beta, TOKENS)
     o_all = kl.zeros((TOKENS, V // ROWS, ROWS), kl.float32)
     for j in kl.range(0, V // ROWS, num_stages=STAGES):
         hs = kl.reshape(kl.bulk_load(head + j * (ROWS * K), ROWS * K), ROWS, K)
@@ -389,12 +392,12 @@ def _fused_pass(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr, a_s0, b_ptr, 
         for i in kl.static_range(TOKENS):
             if TOKENS == 1:
                 hs, o_all = _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs,
-                                         o_all, qs[i], ks[i], gs[i], bs[i], t0 + i, bos, valid,
+                                         o_all, qs[i], ks[i], ds[i], bs[i], t0 + i, bos, valid,
                                          i, j)
             else:
                 if t0 + i < eos:
                     hs, o_all = _chunk_token(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, hs,
-                                             o_all, qs[i], ks[i], gs[i], bs[i], t0 + i, bos,
+                                             o_all, qs[i], ks[i], ds[i], bs[i], t0 + i, bos,
                                              valid, i, j)
         kl.store(head + (rows * K)[:, None] + cols[None, :], hs, mask=valid,
                  cache_modifier=STATE_STORE)

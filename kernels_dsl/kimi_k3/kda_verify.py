@@ -24,7 +24,7 @@ n <= 0 or a padded slot: nothing), per layer and value head, the state h0[layer,
 replayed through the recorded steps 0 .. min(n, L) - 1 in place:
 
     k = l2norm(rawk[j])        (kda_decode's kda_l2norm, the decode's division form)
-    h = kda_state_update(h, k, gk[j], beta[j], rawv[j])
+    h = kda_state_update(h, k, exp(gk[j]), beta[j], rawv[j])
 
 -- the decode's own step on the decode's own values (the records hold the exact bf16
 post-conv k and v and the exact fp32 g and beta the verify computed), so the folded state
@@ -61,7 +61,6 @@ from .kda_decode import (
     _check_heads,
     _check_out,
     _conv_state_update,
-    _step_of,
     _store_conv_rows,
     check_placement,
     check_pre_conv,
@@ -77,54 +76,66 @@ from .kda_decode import (
 # kda_verify_chain
 # ---------------------------------------------------------------------------
 
+#: The verify chain's workspace rows a draft (fp32 [128] each): q, k, the decay exp(g), v,
+#: o, beta (its first element).
+WS_ROWS = 6
 
-@kiln.jit(num_warps=4, do_not_specialize=[
+
+@kiln.jit(num_warps=2, do_not_specialize=[
     "HV", "H", "num_slots", "S", "L", "qkv_s0_u", "a_s0_u", "b_s0", "g_s0_u", "conv_slot_u",
     "conv_row_u", "slot_u", "inter_slot_u", "rk_slot_u", "rv_slot_u", "rg_slot_u", "rb_slot",
     "rc_slot_u", "inter_on", "rec_on", "conv_rec_on"])
 def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, convw_ptr,
                             conv_ptr, state_ptr, idx_ptr, wnorm_ptr, out_ptr, inter_ptr, rk_ptr,
-                            rv_ptr, rg_ptr, rb_ptr, rc_ptr, HV, H, num_slots, S, L, qkv_s0_u,
-                            a_s0_u, b_s0, g_s0_u, conv_slot_u, conv_row_u, slot_u,
+                            rv_ptr, rg_ptr, rb_ptr, rc_ptr, ws_ptr, HV, H, num_slots, S, L,
+                            qkv_s0_u, a_s0_u, b_s0, g_s0_u, conv_slot_u, conv_row_u, slot_u,
                             inter_slot_u, rk_slot_u, rv_slot_u, rg_slot_u, rb_slot, rc_slot_u,
                             inter_on, rec_on, conv_rec_on, scale, lower_bound, eps,
                             K: kl.constexpr, V: kl.constexpr, ROWS: kl.constexpr,
-                            CHUNK: kl.constexpr, LOWER_BOUND: kl.constexpr, NORM: kl.constexpr,
-                            STATE_EVICT: kl.constexpr, PROGRAMS: kl.constexpr):
-    """Program (request n, value head hv, slice): ROWS rows of the head's committed state as one
-    [ROWS, K] tile, loaded once and carried through the S steps, never stored back (NORM needs
-    every row of o: ROWS == V). The drafts go CHUNK at a time: their conv, prologue, records and
-    raw rows as [CHUNK, K] / [CHUNK, ROWS] tiles (kda_decode's helpers on several tokens: the
-    same bits as one token at a time, spread over the threads instead of repeated by each), then
-    each draft's step (``kda_recurrent_step``) on its row of them, the chunk's outputs kept as a
-    [CHUNK, ROWS] tile, gated-normed (the rows of ``kda_gated_norm``'s [T, V] form sum as its
-    [V] form does) and stored together. The q/k conv and the prologue are recomputed by each of
-    a head's V / ROWS programs. The optional outputs are runtime flags (their stores
-    predicated): ``inter_on`` the states after each step, ``rec_on`` the ReplaySSM records (rawk
-    by the first program of a q/k head's group, gk and beta by a head's first slice, rawv by
-    each slice for its rows), ``conv_rec_on`` the raw draft rows (the q/k channels by the
-    group's first program, v by each slice). Strides in 16-byte units as in kda_decode
+                            CHUNK: kl.constexpr, STAGES: kl.constexpr,
+                            LOWER_BOUND: kl.constexpr, NORM: kl.constexpr,
+                            PROGRAMS: kl.constexpr):
+    """Program n * HV + hv (request n, value head hv), in three phases.
+
+    1. The drafts' conv and prologue, CHUNK drafts at a time as [CHUNK, K] / [CHUNK, V]
+       tiles (kda_decode's helpers on several tokens: the same bits as one token at a time),
+       their records and raw rows stored, and their q, k, g and v rows put in the program's
+       workspace ``ws_ptr`` [N, HV, S, WS_ROWS, 128] fp32 (rows q, k, the decay exp(g), v,
+       o, beta).
+    2. After a barrier (the workspace's rows visible to every thread), the head's committed
+       state streams through shared memory as V / ROWS chunks of ROWS rows (``kl.bulk_load``
+       into a ring of STAGES slots), never stored back; each chunk steps through the S
+       drafts (``kda_recurrent_step``; q, k, the decay, beta and the chunk's v rows read back
+       from the workspace, L1 hits after the first chunk), storing every
+       step's state (``inter_on``) and the chunk's outputs: into the workspace's o rows with
+       NORM, else straight out as bf16.
+    3. NORM: after a barrier, the outputs CHUNK drafts at a time as [CHUNK, V] tiles,
+       gated-normed (the rows of ``kda_gated_norm``'s [T, V] form sum as its [V] form does)
+       and stored.
+
+    The optional outputs are runtime flags (their stores predicated): ``inter_on`` the
+    states after each step, ``rec_on`` the ReplaySSM records (rawk by the first value head
+    of a q/k head's group), ``conv_rec_on`` the raw draft rows (the q/k channels by the
+    group's first value head). A padded request runs the same phases on slot 0's state and
+    writes zeros to its output rows only. Strides in 16-byte units as in kda_decode
     (``rb_slot`` in elements: beta is read one value at a time)."""
     if PROGRAMS > 0:
         kl.min_programs_per_sm(PROGRAMS)
-    NS: kl.constexpr = V // ROWS
+    WS: kl.constexpr = WS_ROWS * K  # a draft's workspace
     pid = kl.program_id(0)
-    part = pid % NS
-    head = pid // NS
-    hv = head % HV
-    n = head // HV
+    hv = pid % HV
+    n = pid // HV
     grp = HV // H
     h = hv // grp
     cols = kl.arange(0, K)
-    rows = part * ROWS + kl.arange(0, ROWS)
+    vrows = kl.arange(0, V)
+    rr = kl.arange(0, ROWS)
     jj = kl.arange(0, CHUNK)
     kl.pdl_wait()  # every input may come from the previous kernels in the stream
     slot = kl.load(idx_ptr + n)
     valid = (slot >= 0) & (slot < num_slots)
     slot64 = kl.where(valid, slot, 0).to(kl.int64)
-    sp = (state_ptr + (slot64 * slot_u.to(kl.int64) * 4 + hv * (V * K)) + (rows * K)[:, None]
-          + cols[None, :])
-    hs = kl.load(sp, mask=valid, other=0.0, eviction_policy=STATE_EVICT)
+    head = state_ptr + (slot64 * slot_u.to(kl.int64) * 4 + hv * (V * K))
     kl.pdl_launch_dependents()
     conv = conv_ptr + slot64 * conv_slot_u.to(kl.int64) * 8
     conv_row = conv_row_u * 8
@@ -132,13 +143,10 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     dim = 2 * H * K + HV * V
     qc = h * K + cols
     kc = (H + h) * K + cols
-    vc = 2 * H * K + hv * V + rows
+    vc = 2 * H * K + hv * V + vrows
     a_log = kl.load(alog_ptr + hv)
     dt_bias = kl.load(dtb_ptr + hv * K + cols)
-    if NORM:
-        w_norm = kl.load(wnorm_ptr + rows).to(kl.float32)
-    first = part == 0
-    owner = first & (hv % grp == 0)  # writes the q/k head's records
+    owner = hv % grp == 0  # writes the q/k head's records
     rec = valid & (rec_on != 0)
     crec = valid & (conv_rec_on != 0)
     inter = inter_ptr + slot64 * inter_slot_u.to(kl.int64) * 4 + hv * (V * K)
@@ -147,24 +155,23 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
     rg = rg_ptr + slot64 * rg_slot_u.to(kl.int64) * 4 + hv * (L * K)
     rb = rb_ptr + slot64 * rb_slot.to(kl.int64) + hv * L
     rc = rc_ptr + slot64 * rc_slot_u.to(kl.int64) * 8
+    ws = ws_ptr + pid.to(kl.int64) * S * WS
     bos = n * S
     for c0 in range(0, S, CHUNK):
         j = c0 + jj  # the drafts of this chunk, [CHUNK]
         ok = j < S
         t = bos + j
-        tok = t.to(kl.int64)
         k_raw, q, k, g, beta = kda_token_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, a_ptr,
                                               a_s0_u * 8, b_ptr, b_s0, qc, kc, t, bos, ok,
                                               valid, hv, dt_bias, a_log, scale, lower_bound, K,
                                               LOWER_BOUND)
         v = kda_conv_rows(qkv_ptr, qkv_s0, conv, conv_row, convw_ptr, vc, t, bos, ok, valid)
-        vf = v.to(kl.float32)
         # the chunk's records and raw rows
         kl.store(rk + (j * K)[:, None] + cols[None, :], k_raw, mask=(ok & rec & owner)[:, None])
-        kl.store(rv + (j * V)[:, None] + rows[None, :], v, mask=(ok & rec)[:, None])
-        kl.store(rg + (j * K)[:, None] + cols[None, :], g, mask=(ok & rec & first)[:, None])
-        kl.store(rb + j, beta, mask=ok & rec & first)
-        x = qkv_ptr + (tok * qkv_s0)[:, None]
+        kl.store(rv + (j * V)[:, None] + vrows[None, :], v, mask=(ok & rec)[:, None])
+        kl.store(rg + (j * K)[:, None] + cols[None, :], g, mask=(ok & rec)[:, None])
+        kl.store(rb + j, beta, mask=ok & rec)
+        x = qkv_ptr + (t.to(kl.int64) * qkv_s0)[:, None]
         crow = rc + (j * dim)[:, None]
         qk_rec = (ok & crec & owner)[:, None]
         v_rec = (ok & crec)[:, None]
@@ -174,20 +181,43 @@ def kda_verify_chain_kernel(qkv_ptr, a_ptr, b_ptr, gout_ptr, alog_ptr, dtb_ptr, 
                  mask=qk_rec)
         kl.store(crow + vc[None, :], kl.load(x + vc[None, :], mask=v_rec, other=0.0),
                  mask=v_rec)
-        o_all = kl.zeros((CHUNK, ROWS), kl.float32)  # the chunk's outputs, for the norm
-        for i in range(0, kl.minimum(CHUNK, S - c0)):
-            hs, o = kda_recurrent_step(hs, _step_of(q, jj, i), _step_of(k, jj, i),
-                                       _step_of(g, jj, i), _step_of(beta, jj, i),
-                                       _step_of(vf, jj, i))
-            o_all = kl.where((jj == i)[:, None], o[None, :], o_all)
-            kl.store(inter + (c0 + i) * (HV * V * K) + (rows * K)[:, None] + cols[None, :], hs,
-                     mask=valid & (inter_on != 0))
-        if NORM:
-            go = kl.load(gout_ptr + (tok * (g_s0_u * 8))[:, None] + (hv * V + rows)[None, :],
+        # the steps' inputs, for every chunk of state rows
+        wrow = ws + (j * WS)[:, None]
+        kl.store(wrow + cols[None, :], q, mask=ok[:, None])
+        kl.store(wrow + K + cols[None, :], k, mask=ok[:, None])
+        kl.store(wrow + 2 * K + cols[None, :], kl.exp(g), mask=ok[:, None])
+        kl.store(wrow + 3 * K + vrows[None, :], v.to(kl.float32), mask=ok[:, None])
+        kl.store(ws + j * WS + 5 * K, beta, mask=ok)
+    kl.barrier()
+    for jc in kl.range(0, V // ROWS, num_stages=STAGES):
+        hs = kl.reshape(kl.bulk_load(head + jc * (ROWS * K), ROWS * K), ROWS, K)
+        rows = jc * ROWS + rr
+        at = (rows * K)[:, None] + cols[None, :]
+        for i in range(0, S):
+            wi = ws + i * WS
+            hs, o = kda_recurrent_step(hs, kl.load(wi + cols), kl.load(wi + K + cols),
+                                       kl.load(wi + 2 * K + cols), kl.load(wi + 5 * K),
+                                       kl.load(wi + 3 * K + rows))
+            kl.store(inter + i * (HV * V * K) + at, hs, mask=valid & (inter_on != 0))
+            if NORM:
+                kl.store(wi + 4 * K + rows, o)
+            else:
+                kl.store(out_ptr + ((bos + i).to(kl.int64) * HV + hv) * V + rows,
+                         kl.where(valid, o, 0.0))
+    if NORM:
+        kl.barrier()
+        w_norm = kl.load(wnorm_ptr + vrows).to(kl.float32)
+        for c0 in range(0, S, CHUNK):
+            j = c0 + jj
+            ok = j < S
+            tok = (bos + j).to(kl.int64)
+            o = kl.load(ws + (j * WS + 4 * K)[:, None] + vrows[None, :], mask=ok[:, None],
+                        other=0.0)
+            go = kl.load(gout_ptr + (tok * (g_s0_u * 8))[:, None] + (hv * V + vrows)[None, :],
                          mask=ok[:, None], other=0.0).to(kl.float32)
-            o_all = kda_gated_norm(o_all, w_norm[None, :], kl.sigmoid(go), eps, V)
-        kl.store(out_ptr + ((tok * HV + hv) * V)[:, None] + rows[None, :],
-                 kl.where(valid, o_all, 0.0), mask=ok[:, None])
+            o = kda_gated_norm(o, w_norm[None, :], kl.sigmoid(go), eps, V)
+            kl.store(out_ptr + ((tok * HV + hv) * V)[:, None] + vrows[None, :],
+                     kl.where(valid, o, 0.0), mask=ok[:, None])
 
 
 # ---------------------------------------------------------------------------
@@ -205,7 +235,7 @@ def _fold_steps(hs, rk, rg, rb, rv, t0, t1, K: kl.constexpr, V: kl.constexpr):
         g = kl.load(rg + t * K + cols)
         beta = kl.load(rb + t)
         v = kl.load(rv + t * V).to(kl.float32)
-        hs = kda_state_update(hs, k, g, beta, v)
+        hs = kda_state_update(hs, k, kl.exp(g), beta, v)
     return hs
 
 
@@ -303,13 +333,13 @@ def kda_replayssm_fold_kernel(h0_ptr, rk_ptr, rv_ptr, rg_ptr, rb_ptr, idx_ptr, a
 class Settings:
     """The verify chain's and the fold's tuning (bench/kda/run.py times them; the reasoning
     is in docs/kernels/kda.md, "Implementation")."""
-    verify_rows: int = 32  # state rows a verify program without the norm ([32, 128] fp32)
-    verify_warps: int = 4
-    verify_norm_warps: int = 4  # with the norm the head's 128 rows: on 4 warps 144 bytes
-    # of spill, yet on the H200 84 us at B = 64 against 115 on 8 warps without (bench/results/kda)
-    verify_min_programs: int = 0
-    verify_chunk: int = 2  # drafts whose conv and prologue run as one [2, 128] tile (4: 108 us,
-    # its rows spread over two warps; 1, a draft at a time: 106 us)
+    verify_rows: int = 16  # the verify chain streams a head's state in chunks of [16, 128]
+    verify_stages: int = 2  # on 2 warps through a ring of 2 slots, capped at 128 registers
+    verify_warps: int = 2  # (8 programs an SM; 168-192 bytes of spill, in the drafts'
+    verify_chunk: int = 4  # prologue, whose 4 drafts a tile need 240 uncapped). H100, B = 64
+    verify_min_programs: int = 0  # / 512: 62.9 / 352.7 us (2 drafts a tile: 63.0 / 371.0;
+    verify_max_registers: Optional[int] = 128  # uncapped: 76.4 / 450.0; [32, 128] on 4
+    # warps: 69.1 / 396.2; the register form before: 85.8 / 624.8)
     fold_rows: int = 16  # the fold streams a head's state in chunks of [16, 128] on 2 warps
     fold_stages: int = 2  # through a ring of 2 slots, capped at 96 registers (4 bytes of
     fold_warps: int = 2  # spill): 10 programs an SM. On the H100, 2 of 4 accepted: 2551 us
@@ -324,14 +354,13 @@ SETTINGS = Settings()
 
 
 def verify_launch_config(lower_bound: bool, norm: bool, settings: Settings = SETTINGS) -> tuple:
-    """(bundle name, constexprs, num_warps) of the verify chain."""
+    """(bundle name, constexprs, num_warps, maxnreg) of the verify chain."""
     s = settings
     name = "kda_verify_chain" + ("_lower_bound" if lower_bound else "") + ("_norm" if norm else "")
-    return (name, {"K": HEAD_DIM, "V": HEAD_DIM,
-                   "ROWS": HEAD_DIM if norm else s.verify_rows, "CHUNK": s.verify_chunk,
-                   "LOWER_BOUND": bool(lower_bound), "NORM": bool(norm),
-                   "STATE_EVICT": s.state_evict, "PROGRAMS": s.verify_min_programs},
-            s.verify_norm_warps if norm else s.verify_warps)
+    return (name, {"K": HEAD_DIM, "V": HEAD_DIM, "ROWS": s.verify_rows, "CHUNK": s.verify_chunk,
+                   "STAGES": s.verify_stages, "LOWER_BOUND": bool(lower_bound),
+                   "NORM": bool(norm), "PROGRAMS": s.verify_min_programs},
+            s.verify_warps, s.verify_max_registers)
 
 
 def fold_launch_config(settings: Settings = SETTINGS) -> tuple:
@@ -351,7 +380,7 @@ VERIFY_SIGNATURE = {
     "alog_ptr": "*f32", "dtb_ptr": "*f32", "convw_ptr": "*bf16", "conv_ptr": "*bf16",
     "state_ptr": "*f32", "idx_ptr": "*i32", "wnorm_ptr": "*bf16", "out_ptr": "*bf16",
     "inter_ptr": "*f32", "rk_ptr": "*bf16", "rv_ptr": "*bf16", "rg_ptr": "*f32",
-    "rb_ptr": "*f32", "rc_ptr": "*bf16", **{i: "i32" for i in _VERIFY_INTS},
+    "rb_ptr": "*f32", "rc_ptr": "*bf16", "ws_ptr": "*f32", **{i: "i32" for i in _VERIFY_INTS},
     "scale": "f32", "lower_bound": "f32", "eps": "f32"}
 _FOLD_INTS = ("HV", "H", "num_slots", "L", "h0_layer_u", "h0_slot_u", "rk_layer_u",
               "rk_slot_u", "rv_layer_u", "rv_slot_u", "rg_layer_u", "rg_slot_u", "rb_layer",
@@ -365,14 +394,13 @@ FOLD_SIGNATURE = {
 #: the indices, accept lengths and track arguments are read one element at a time.
 VERIFY_ALIGNED = ("qkv_ptr", "a_ptr", "gout_ptr", "dtb_ptr", "convw_ptr", "conv_ptr",
                   "state_ptr", "wnorm_ptr", "out_ptr", "inter_ptr", "rk_ptr", "rv_ptr",
-                  "rg_ptr", "rc_ptr")
+                  "rg_ptr", "rc_ptr", "ws_ptr")
 FOLD_ALIGNED = ("h0_ptr", "rk_ptr", "rv_ptr", "rg_ptr", "conv_ptr", "rc_ptr")
 
 AOT_SPECIALIZATIONS = [
-    Spec(kda_verify_chain_kernel, name=verify_launch_config(lb, norm)[0],
-         signature=VERIFY_SIGNATURE, constexprs=verify_launch_config(lb, norm)[1],
-         divisibility=VERIFY_ALIGNED, num_warps=verify_launch_config(lb, norm)[2])
-    for lb in (False, True) for norm in (False, True)
+    Spec(kda_verify_chain_kernel, name=cfg[0], signature=VERIFY_SIGNATURE, constexprs=cfg[1],
+         divisibility=VERIFY_ALIGNED, num_warps=cfg[2], maxnreg=cfg[3])
+    for cfg in (verify_launch_config(lb, norm) for lb in (False, True) for norm in (False, True))
 ] + [
     Spec(kda_replayssm_fold_kernel, name=fold_launch_config()[0], signature=FOLD_SIGNATURE,
          constexprs=fold_launch_config()[1], divisibility=FOLD_ALIGNED,
@@ -411,6 +439,13 @@ def _check_slotted(op: str, what: str, t: Any, dtype: str, lead: tuple, inner: t
                              p // unit)
         pitches.append(p // unit)
     return shape, tuple(pitches)
+
+
+def _workspace(like: Any, shape: tuple) -> Any:
+    """An uninitialized fp32 scratch of ``shape`` on like's device."""
+    import torch
+
+    return torch.empty(shape, dtype=torch.float32, device=like.device)
 
 
 def kda_verify_chain(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
@@ -479,13 +514,14 @@ def kda_verify_chain(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
         ("intermediate_states", intermediate_states), ("rawk", rawk), ("rawv", rawv),
         ("gk", gk), ("beta", beta), ("conv_records", conv_records)],
         ("intermediate_states", "rawk", "rawv", "gk", "conv_records"))
-    name, constexprs, num_warps = verify_launch_config(c.use_lb, c.norm, settings)
-    programs = n * hv * (v // constexprs["ROWS"])
-    L.check_int32_extent(op, "the programs N * HV * V / ROWS", programs)
+    name, constexprs, num_warps, maxnreg = verify_launch_config(c.use_lb, c.norm, settings)
+    programs = n * hv
+    L.check_int32_extent(op, "the programs N * HV", programs)
     L.check_int32_extent(op, "the output rows N * S * HV", t_rows * hv)
     out = _check_out(op, out, (t_rows, hv, v), mixed_qkv)
     if n == 0:
         return out
+    ws = _workspace(mixed_qkv, (n, hv, s_steps, WS_ROWS, k))
     # absent optional tensors: a tensor of the pointer's type, never accessed (flags 0)
     bf, f32 = mixed_qkv, state
     L.launch(kda_verify_chain_kernel, name, (programs,),
@@ -494,11 +530,11 @@ def kda_verify_chain(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
               f32 if intermediate_states is None else intermediate_states,
               bf if rawk is None else rawk, bf if rawv is None else rawv,
               f32 if gk is None else gk, f32 if beta is None else beta,
-              bf if conv_records is None else conv_records, hv, h, slots, s_steps, ring,
+              bf if conv_records is None else conv_records, ws, hv, h, slots, s_steps, ring,
               c.qkv_s0, c.a_s0, c.b_s0, c.g_s0, c.conv_slot_u, c.conv_row_u, c.slot_u, inter_u,
               *rec_u, rc_u, int(intermediate_states is not None), int(rawk is not None),
               int(conv_records is not None), float(c.scale), c.lb, c.eps), constexprs,
-             num_warps)
+             num_warps, maxnreg=maxnreg)
     return out
 
 

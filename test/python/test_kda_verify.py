@@ -26,6 +26,19 @@ from test_kda_decode import BF16, BF16_POISON, F32_POISON, LB, H, K, V, W, align
 
 via_interpreter = dec.via_interpreter  # the fixture: launches run in the interpreter
 
+
+@pytest.fixture(autouse=True)
+def host_workspace(monkeypatch):
+    """The verify chain's workspace (torch.empty on the GPU): a host array for the
+    interpreter's inputs, a stand-in for the argument checks' (no torch here)."""
+
+    def workspace(like, shape):
+        if isinstance(like, (np.ndarray, dec.HostTensor)):
+            return aligned(shape, np.float32)
+        return FakeCudaTensor(shape, "float32", device=like.device)
+
+    monkeypatch.setattr(mod, "_workspace", workspace)
+
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 
 
@@ -119,8 +132,7 @@ def test_verify_chain_equals_sequential_decode(via_interpreter, hv, h, lower_bou
     recs = records(slots, hv, h, ring, dim)
     out = run_verify(inputs, idx, h, s, lower_bound, inter, recs)
     name, grid, constexprs, warps, _ = via_interpreter[-1]
-    rows = V if norm else mod.SETTINGS.verify_rows
-    assert grid == (n * hv * V // rows,) and constexprs["ROWS"] == rows
+    assert grid == (n * hv,) and constexprs["ROWS"] == mod.SETTINGS.verify_rows
     assert name == "kda_verify_chain" + ("_lower_bound" if lower_bound else "") + (
         "_norm" if norm else "")
     assert_bits(state, state0, "the committed SSM state changed")
@@ -451,8 +463,7 @@ def test_one_formulation():
     """The verify chain runs kda_fused_decode's conv (kda_conv_rows, on kda_conv_silu),
     prologue, step and gated norm, the fold its state update and k norm: kda_decode's
     helpers, no copy of the step."""
-    for helper in ("kda_conv_rows", "kda_token_rows", "kda_recurrent_step", "kda_gated_norm",
-                   "_step_of"):
+    for helper in ("kda_conv_rows", "kda_token_rows", "kda_recurrent_step", "kda_gated_norm"):
         assert getattr(mod, helper) is getattr(kda_decode, helper), helper
     assert mod.kda_state_update is kda_decode.kda_state_update
     assert mod.kda_l2norm is kda_decode.kda_l2norm
@@ -487,9 +498,8 @@ def test_every_shipped_kernel_is_a_default_launch(monkeypatch):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("spec", mod.AOT_SPECIALIZATIONS, ids=lambda s: s.kernel_name)
 def test_compiles_without_spills(spec, arch):
-    """Every specialization: a cubin, no local memory, the state rows as 16-byte vectors
-    (the verify chain's hinted loads; the fold's bulk copies in and stores .cs), PDL before
-    the first load."""
+    """Every specialization: a cubin, no local memory, the state through a ring of bulk
+    copies (the fold's stores .cs, 16-byte vectors), PDL before the first load."""
     pytest.importorskip("kiln._C")
     ck = spec.kernel.compile(spec.signature, spec.constexprs, spec.divisibility,
                              num_warps=spec.num_warps, arch=arch, name=spec.kernel_name,
@@ -497,24 +507,21 @@ def test_compiles_without_spills(spec, arch):
     assert ck.cubin[:4] == b"\x7fELF"
     target = ck.meta["targets"][arch]
     ptx = ck.ptx
-    if spec.constexprs.get("NORM"):
-        # the head's [128, 128] state on 4 warps: 144 bytes through nvJitLink, 48-56 through
-        # ptxas; measured faster than 8 warps without (kda_verify.Settings)
-        assert target["spill_store_bytes"] <= 160 and target["spill_load_bytes"] <= 160
+    if spec.kernel is mod.kda_verify_chain_kernel:
+        # capped at 128 registers: the drafts' prologue (4 drafts a tile) spills a little,
+        # measured faster than uncapped (kda_verify.Settings)
+        assert target["spill_store_bytes"] <= 256 and target["spill_load_bytes"] <= 256
     else:
         assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
         assert "ld.local" not in ptx and "st.local" not in ptx
+    # the state through the ring: bulk copies in, no plain load of it
+    assert ptx.count("cp.async.bulk.shared::cluster.global") == spec.constexprs["STAGES"]
     vec = r"\.(v4\.b32|v2\.b64)"
     rows = spec.constexprs["ROWS"] * K // (32 * spec.num_warps * 4)
     if spec.kernel is mod.kda_replayssm_fold_kernel:
-        # the state through the ring: bulk copies in, the final store .cs, the track
-        # snapshot a plain one
-        assert ptx.count("cp.async.bulk.shared::cluster.global") == spec.constexprs["STAGES"]
-        assert "ld.global.L1::evict_first" not in ptx
+        # the final store .cs, the track snapshot a plain one
         assert len(re.findall(rf"st\.global\.cs{vec}", ptx)) == rows
     else:
-        loads = re.findall(rf"ld\.global\.L1::evict_first\.L2::cache_hint{vec}", ptx)
-        assert len(loads) == rows, (len(loads), rows)
         assert "st.global.cs" not in ptx  # the committed state is never written
     assert ck.meta["pdl"] and ptx.index("griddepcontrol.wait;") < ptx.index("ld.global")
     assert target["registers"] * 32 * spec.num_warps <= 65536
