@@ -478,10 +478,11 @@ SWEEP = [dict(packed_rows=8, packed_warps=1), dict(packed_rows=8, packed_warps=2
          dict(packed_rows=16, packed_warps=2), dict(packed_rows=32, packed_warps=4),
          dict(packed_rows=8, packed_warps=1, state_evict="", state_store=""),
          dict(packed_rows=4, packed_warps=1)]
-#: the fused decode's ring: rows a chunk, slots, and the programs an SM it is compiled for
-FUSED_SWEEP = [dict(fused_stages=s, fused_min_programs=p) for s, p in
-               ((2, 3), (2, 4), (3, 3), (4, 3))] + [
-    dict(fused_rows=16, fused_stages=4, fused_min_programs=3)]
+#: the fused decode's ring: rows a chunk, warps, slots, and the programs an SM it is
+#: compiled for (shipped: 16, 2, 4, 6)
+FUSED_SWEEP = [dict(fused_rows=r, fused_warps=w, fused_stages=s, fused_min_programs=p)
+               for r, w, s, p in ((16, 2, 4, 6), (16, 2, 2, 6), (16, 2, 3, 6), (16, 2, 2, 8),
+                                  (32, 4, 2, 3), (8, 1, 4, 12))]
 #: the verify chain's ring: rows a chunk, warps, slots, register cap, drafts a prologue tile
 VERIFY_SWEEP = [dict(verify_rows=r, verify_warps=w, verify_stages=s, verify_max_registers=m,
                      verify_chunk=c)

@@ -494,11 +494,12 @@ class Settings:
     # programs; on the H200 91 % of copy bandwidth at B = 512 against 76 % for [32, 128] on
     # 4 warps, bench/results/kda)
     packed_min_programs: int = 0  # ptxas's choice
-    fused_rows: int = 32  # the fused decode streams a head's state in chunks of [32, 128]
-    fused_stages: int = 2  # through a ring of 2 slots (on the H100 9 % faster than 4 at
-    # B = 64, 3 % at 512; 3 slots within 1 %: bench/results/kda)
-    fused_warps: int = 4
-    fused_min_programs: int = 3  # at most 168 registers, no spill: 3 programs (rings) an SM
+    fused_rows: int = 16  # the fused decode streams a head's state in chunks of [16, 128]
+    fused_stages: int = 4  # through a ring of 4 slots, on 2 warps: 163 registers, no spill,
+    fused_warps: int = 2  # 6 programs an SM. On the H100 44.8 / 313.4 us at B = 64 / 512
+    fused_min_programs: int = 6  # against 54.9 / 367.6 for [32, 128] on 4 warps, 2 slots,
+    # 3 programs an SM (2 slots: 46.0 / 314.7; capped at 8 programs: 51.8 / 343.4;
+    # bench/results/kda/h100-fused-ring-32.md)
     varlen_tokens: int = 2  # tokens a pass over the state with cu_seqlens (1 without) ...
     varlen_min_programs: int = 0  # ... 248 registers (4 tokens spill) ...
     varlen_stages: int = 4  # ... a ring of 4 slots (2 spill a few bytes there)
