@@ -484,11 +484,12 @@ FUSED_SWEEP = [dict(fused_rows=r, fused_warps=w, fused_stages=s, fused_min_progr
                for r, w, s, p in ((16, 2, 4, 6), (16, 2, 2, 6), (16, 2, 3, 6), (16, 2, 2, 8),
                                   (32, 4, 2, 3), (8, 1, 4, 12))]
 #: the verify chain's ring: rows a chunk, warps, slots, register cap, drafts a prologue tile
+#: (shipped: 16, 2, 2, 160, 4)
 VERIFY_SWEEP = [dict(verify_rows=r, verify_warps=w, verify_stages=s, verify_max_registers=m,
                      verify_chunk=c)
-                for r, w, s, m, c in ((16, 2, 2, None, 2), (16, 2, 2, 128, 2), (16, 2, 2, 96, 2),
-                                      (16, 2, 2, 128, 1), (16, 2, 4, 128, 2),
-                                      (32, 4, 2, 128, 2), (8, 1, 2, 128, 2))]
+                for r, w, s, m, c in ((16, 2, 2, 160, 4), (16, 2, 2, 144, 4), (16, 2, 2, 128, 4),
+                                      (16, 2, 2, 160, 2), (16, 2, 3, 160, 4),
+                                      (32, 4, 2, 160, 4), (8, 1, 2, 160, 4))]
 #: the fold's ring: rows a chunk, warps, slots and register cap (shipped: 16, 2, 2, 96)
 FOLD_SWEEP = [dict(fold_rows=r, fold_warps=w, fold_stages=s, fold_max_registers=m)
               for r, w, s, m in ((16, 2, 2, 96), (16, 2, 3, 128), (16, 2, 4, None),

@@ -334,11 +334,11 @@ class Settings:
     """The verify chain's and the fold's tuning (bench/kda/run.py times them; the reasoning
     is in docs/kernels/kda.md, "Implementation")."""
     verify_rows: int = 16  # the verify chain streams a head's state in chunks of [16, 128]
-    verify_stages: int = 2  # on 2 warps through a ring of 2 slots, capped at 128 registers
-    verify_warps: int = 2  # (8 programs an SM; 168-192 bytes of spill, in the drafts'
-    verify_chunk: int = 4  # prologue, whose 4 drafts a tile need 240 uncapped). H100, B = 64
-    verify_min_programs: int = 0  # / 512: 62.9 / 352.7 us (2 drafts a tile: 63.0 / 371.0;
-    verify_max_registers: Optional[int] = 128  # uncapped: 76.4 / 450.0; [32, 128] on 4
+    verify_stages: int = 2  # on 2 warps through a ring of 2 slots, capped at 160 registers
+    verify_warps: int = 2  # (6 programs an SM; the drafts' prologue, 4 drafts a tile, wants
+    verify_chunk: int = 4  # 240 and spills a little). H100, B = 64 / 512: 50.4 / 347.8 us
+    verify_min_programs: int = 0  # (144: 51.6 / 354.3; 128: 63.0 / 354.6; uncapped: 76.4 /
+    verify_max_registers: Optional[int] = 160  # 450.0 with 2 drafts a tile; [32, 128] on 4
     # warps: 69.1 / 396.2; the register form before: 85.8 / 624.8)
     fold_rows: int = 16  # the fold streams a head's state in chunks of [16, 128] on 2 warps
     fold_stages: int = 2  # through a ring of 2 slots, capped at 96 registers (4 bytes of

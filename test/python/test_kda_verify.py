@@ -508,9 +508,9 @@ def test_compiles_without_spills(spec, arch):
     target = ck.meta["targets"][arch]
     ptx = ck.ptx
     if spec.kernel is mod.kda_verify_chain_kernel:
-        # capped at 128 registers: the drafts' prologue (4 drafts a tile) spills a little,
-        # measured faster than uncapped (kda_verify.Settings)
-        assert target["spill_store_bytes"] <= 256 and target["spill_load_bytes"] <= 256
+        # capped at 160 registers: the drafts' prologue (4 drafts a tile) spills a few
+        # bytes, measured faster than uncapped (kda_verify.Settings)
+        assert target["spill_store_bytes"] <= 64 and target["spill_load_bytes"] <= 64
     else:
         assert target["spill_store_bytes"] == 0 and target["spill_load_bytes"] == 0
         assert "ld.local" not in ptx and "st.local" not in ptx
