@@ -34,7 +34,7 @@ token's step and ``kda_gated_norm``. kiln gives every tile one blocked layout (r
 elements here, the bf16 16-byte vector); a row of K = 128 spans 16 runs, so every row sum
 -- over 8 registers, then a butterfly over 16 lanes -- and every [K] norm is summed in the
 same order whatever R and the warps of the program: the packed kernel's [8, K] tiles on one
-warp, the fused kernel's [32, K] chunks and the verify chain's [128, K] tile on 4 warps give
+warp and the [16, K] chunks of the fused kernel, the verify chain and the fold on 2 give
 the same bits (test/python/test_kda_decode.py checks it in the interpreter, test/gpu on
 the GPU). ``exp``, ``sigmoid`` and ``log`` of the gate and beta are the fast hardware
 forms, ``sqrt`` is ``sqrt.approx.f32`` (what ``kl.sqrt`` lowers to); the divisions are
