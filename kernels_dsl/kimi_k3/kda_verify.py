@@ -256,7 +256,8 @@ def kda_replayssm_fold_kernel(h0_ptr, rk_ptr, rv_ptr, rg_ptr, rb_ptr, idx_ptr, a
     shared memory as V / ROWS chunks of ROWS rows (``kl.bulk_load`` into a ring of STAGES
     slots: the next chunks' copies in flight while one is stepped in registers), each chunk
     carried through the accepted steps and stored back (the track snapshot a predicated
-    store inside the steps). A request with nothing to fold issues no copy. Layer and slot
+    store between the steps up to it and those after). A request with nothing to fold
+    issues no copy. Layer and slot
     offsets are 64-bit; pitches in 16-byte units (``rb_layer``, ``rb_slot`` in elements).
     ``conv_on``: the program also rolls its head's v channels of conv_state[layer, slot]
     (and the group's first value head the q/k head's channels), after the ring: loaded
@@ -341,13 +342,12 @@ class Settings:
     verify_max_registers: Optional[int] = 160  # 450.0 with 2 drafts a tile; [32, 128] on 4
     # warps: 69.1 / 396.2; the register form before: 85.8 / 624.8)
     fold_rows: int = 16  # the fold streams a head's state in chunks of [16, 128] on 2 warps
-    fold_stages: int = 2  # through a ring of 2 slots, capped at 96 registers (4 bytes of
-    fold_warps: int = 2  # spill): 10 programs an SM. On the H100, 2 of 4 accepted: 2551 us
+    fold_stages: int = 2  # through a ring of 2 slots, capped at 96 registers (no spill):
+    fold_warps: int = 2  # 10 programs an SM. On the H100, 2 of 4 accepted: 2551 us
     fold_min_programs: int = 0  # against 2538 for 3 slots at 128 registers, 2550 for 4 slots
     fold_max_registers: Optional[int] = 96  # uncapped (6 programs); 4 accepted: 2865 against
     # 2980 and 3399 (bench/results/kda)
-    state_evict: str = "evict_first"  # the state is read once (and the hinted loads
-    state_store: str = ".cs"  # and stores are predicated, not branched around)
+    state_store: str = ".cs"  # the fold's state stores: the state is written once
 
 
 SETTINGS = Settings()
