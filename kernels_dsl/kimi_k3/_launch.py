@@ -203,6 +203,14 @@ def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
     k[tuple(grid)](*args)
 
 
+def empty(like: Any, shape: tuple, dtype: str) -> Any:
+    """An uninitialized torch tensor of ``shape`` and ``dtype`` (torch's name) on like's
+    device: a wrapper's output or workspace (torch imported here, not by the kernels)."""
+    import torch
+
+    return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+
+
 def check_aligned(op: str, what: str, t: Any, align: int = 16) -> None:
     """The tensor's address is a multiple of ``align`` bytes (the kernels' vector accesses and
     the bundle's pointer specializations assume 16)."""

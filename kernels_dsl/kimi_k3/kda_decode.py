@@ -619,9 +619,7 @@ def _row_stride(op: str, what: str, t: Any, rows: int, unit: int = 8) -> int:
 
 def _check_out(op: str, out: Any, shape: tuple, like: Any) -> Any:
     if out is None:
-        import torch
-
-        return torch.empty(shape, dtype=torch.bfloat16, device=like.device)
+        return L.empty(like, shape, "bfloat16")
     L.check_dtype(op, "out", out, ("bfloat16",))
     L.check_shape(op, "out", out, shape)
     L.check_contiguous(op, "out", out)

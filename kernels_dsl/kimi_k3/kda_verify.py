@@ -441,11 +441,8 @@ def _check_slotted(op: str, what: str, t: Any, dtype: str, lead: tuple, inner: t
     return shape, tuple(pitches)
 
 
-def _workspace(like: Any, shape: tuple) -> Any:
-    """An uninitialized fp32 scratch of ``shape`` on like's device."""
-    import torch
-
-    return torch.empty(shape, dtype=torch.float32, device=like.device)
+#: The workspace (a module name: the interpreter tests give host arrays).
+_empty = L.empty
 
 
 def kda_verify_chain(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
@@ -521,7 +518,7 @@ def kda_verify_chain(mixed_qkv: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
     out = _check_out(op, out, (t_rows, hv, v), mixed_qkv)
     if n == 0:
         return out
-    ws = _workspace(mixed_qkv, (n, hv, s_steps, WS_ROWS, k))
+    ws = _empty(mixed_qkv, (n, hv, s_steps, WS_ROWS, k), "float32")
     # absent optional tensors: a tensor of the pointer's type, never accessed (flags 0)
     bf, f32 = mixed_qkv, state
     L.launch(kda_verify_chain_kernel, name, (programs,),

@@ -655,11 +655,8 @@ def _units(op: str, what: str, t: Any, dims: tuple) -> list:
     return out
 
 
-def _empty(like: Any, shape: tuple, dtype: str) -> Any:
-    """An uninitialized torch tensor on like's device (the output, lse and the workspace)."""
-    import torch
-
-    return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+#: The output, lse and the workspace (a module name: the interpreter tests give host arrays).
+_empty = L.empty
 
 
 def _cache_views(cache: Any, fp8: bool) -> tuple:

@@ -32,12 +32,13 @@ def host_workspace(monkeypatch):
     """The verify chain's workspace (torch.empty on the GPU): a host array for the
     interpreter's inputs, a stand-in for the argument checks' (no torch here)."""
 
-    def workspace(like, shape):
+    def empty(like, shape, dtype):
+        assert dtype == "float32"
         if isinstance(like, (np.ndarray, dec.HostTensor)):
             return aligned(shape, np.float32)
         return FakeCudaTensor(shape, "float32", device=like.device)
 
-    monkeypatch.setattr(mod, "_workspace", workspace)
+    monkeypatch.setattr(mod, "_empty", empty)
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 
