@@ -783,6 +783,8 @@ static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type p
 
 LogicalResult RingIssueOp::verify() {
   RingType ring = getRing().getType();
+  if (getMask() && !isGather())
+    return emitOpError() << "expected a mask only with a tensor of pointers";
   if (TensorDescType desc = getDescType()) {
     if (getCount())
       return emitOpError() << "expected no count with a descriptor source (the box is whole)";
@@ -791,6 +793,19 @@ LogicalResult RingIssueOp::verify() {
   if (!getIndices().empty())
     return emitOpError() << "expected no coordinates with a pointer source, got "
                          << getIndices().size();
+  if (isGather()) {
+    auto ptrs = llvm::cast<RankedTensorType>(getSrc().getType());
+    RankedTensorType block = ring.getBlockType();
+    if (getCount() || getProducer())
+      return emitOpError() << "expected neither a count nor `producer` with a gather";
+    if (ptrs.getShape() != block.getShape() ||
+        getPointeeType(ptrs.getElementType()) != block.getElementType())
+      return emitOpError() << "expected pointers to the ring's block " << block << ", got " << ptrs;
+    if (getMask() &&
+        llvm::cast<RankedTensorType>(getMask().getType()).getShape() != block.getShape())
+      return emitOpError() << "expected the mask's shape to be the ring's block shape";
+    return success();
+  }
   return verifyBulkCopy(*this, ring.getBlockType(), getPointeeType(getSrc().getType()), getCount(),
                         "ring's block");
 }
@@ -801,6 +816,8 @@ LogicalResult RingWaitLoadOp::verify() {
                          << getRing().getType().getBlockType() << ", got " << getType();
   if (getCount() && getType().getRank() != 1)
     return emitOpError() << "expected a 1-D ring with a count, got " << getType();
+  if (getCount() && getAgain())
+    return emitOpError() << "expected no count with `again`";
   return success();
 }
 

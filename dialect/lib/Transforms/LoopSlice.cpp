@@ -98,7 +98,8 @@ bool isSynchronizing(Operation *op) {
 
 } // namespace
 
-LogicalResult kiln::tile::isReadOnlyScalarLoad(scf::ForOp loop, LoadOp load, SliceFailure *why) {
+LogicalResult kiln::tile::isReadOnlyScalarLoad(scf::ForOp loop, LoadOp load, SliceFailure *why,
+                                               bool tiles) {
   auto explain = [&](Location loc, const Twine &reason) {
     if (why)
       *why = SliceFailure{loc, reason.str()};
@@ -107,9 +108,9 @@ LogicalResult kiln::tile::isReadOnlyScalarLoad(scf::ForOp loop, LoadOp load, Sli
     explain(loc, reason);
     return failure();
   };
-  if (!llvm::isa<PtrType>(load.getPtr().getType()))
+  if (!tiles && !llvm::isa<PtrType>(load.getPtr().getType()))
     return fail(load.getLoc(), "'tile.load' of a tile, not of a scalar");
-  if (!llvm::isa<IntegerType, FloatType>(load.getType()))
+  if (!llvm::isa<IntegerType, FloatType>(getElementTypeOrSelf(load.getType())))
     return fail(load.getLoc(), "'tile.load' of a pointer");
   if (load.getSem() || load.getPollNs())
     return fail(load.getLoc(), "an ordered 'tile.load'");
@@ -152,7 +153,7 @@ LogicalResult kiln::tile::isReadOnlyScalarLoad(scf::ForOp loop, LoadOp load, Sli
 }
 
 std::optional<SmallVector<Operation *>> kiln::tile::indexSlice(scf::ForOp loop, ValueRange values,
-                                                               SliceFailure *why) {
+                                                               SliceFailure *why, bool tiles) {
   auto fail = [&](Location loc, const Twine &reason) -> std::optional<SmallVector<Operation *>> {
     if (why)
       *why = SliceFailure{loc, reason.str()};
@@ -175,7 +176,7 @@ std::optional<SmallVector<Operation *>> kiln::tile::indexSlice(scf::ForOp loop, 
     if (def->getBlock() != loop.getBody() || def->getNumRegions() != 0)
       return fail(def->getLoc(), "'" + name + "', an op with regions");
     if (auto load = llvm::dyn_cast<LoadOp>(def)) {
-      if (failed(isReadOnlyScalarLoad(loop, load, why)))
+      if (failed(isReadOnlyScalarLoad(loop, load, why, tiles)))
         return std::nullopt;
     } else if (!isMemoryEffectFree(def)) {
       return fail(def->getLoc(), "'" + name + "', which has memory effects");

@@ -28,10 +28,13 @@ struct SliceFailure {
 /// The ops of `loop`'s body that `values` depend on, in program order, if they
 /// can be recomputed for another iteration: pure region-free ops, and scalar
 /// loads of memory the kernel does not write (isReadOnlyScalarLoad; a
-/// block-table entry). std::nullopt otherwise, and `why` (when given) says
-/// what stops it.
-std::optional<llvm::SmallVector<mlir::Operation *>>
-indexSlice(mlir::scf::ForOp loop, mlir::ValueRange values, SliceFailure *why = nullptr);
+/// block-table entry), or with `tiles` also loads of tiles (a block of
+/// block-table entries, for a gather every thread issues). std::nullopt
+/// otherwise, and `why` (when given) says what stops it.
+std::optional<llvm::SmallVector<mlir::Operation *>> indexSlice(mlir::scf::ForOp loop,
+                                                               mlir::ValueRange values,
+                                                               SliceFailure *why = nullptr,
+                                                               bool tiles = false);
 
 /// Whether `load`, in the body of `loop`, may be executed for another
 /// iteration of `loop` than its own (up to num_stages - 1 ahead, or by a
@@ -49,9 +52,10 @@ indexSlice(mlir::scf::ForOp loop, mlir::ValueRange values, SliceFailure *why = n
 ///   - the loop body orders nothing against other agents' writes: no
 ///     tile.pdl_wait, tile.fence, ordered load or store, or atomic.
 /// Then the memory it reads is the same for every iteration. Otherwise fails
-/// with the reason in `why` (when given).
+/// with the reason in `why` (when given). With `tiles`, a load of a tile of
+/// integers or floats qualifies as a scalar does.
 mlir::LogicalResult isReadOnlyScalarLoad(mlir::scf::ForOp loop, LoadOp load,
-                                         SliceFailure *why = nullptr);
+                                         SliceFailure *why = nullptr, bool tiles = false);
 
 } // namespace kiln::tile
 

@@ -12,6 +12,14 @@
 // }
 // tile.ring_release %ring                (not after a warp-specialized loop)
 //
+// In a loop of dots (one with a tile.dot in its body, not warp-specialized), a
+// tile.load of a tensor of pointers %p(iv) [mask %m(iv)] (no ordering or cache
+// hint, masked-off lanes zero) becomes the same ring filled by a gather:
+// tile.ring_issue %p(...) [mask %m(...)] -> %ring[...], every thread copying
+// its elements (cp.async), issued before the wait as a bulk load's refill is.
+// A second load of the same pointers and mask in the iteration reads the slot
+// again (tile.ring_wait_load {again}) rather than filling another ring.
+//
 // A tile.bulk_load %p(iv) [count %n(iv)] becomes the same ring with a pointer
 // source: tile.ring_issue %p(lb + k*step) [count %n(...)] -> %ring[k] ..., and
 // tile.ring_wait_load ... [count %n] in place of the load (the count of the
@@ -29,7 +37,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln::tile {
 #define GEN_PASS_DEF_TILEPIPELINELOADS
@@ -44,7 +55,7 @@ namespace {
 /// Recomputes the ops of `slice` (a loop body's, see indexSlice) for the
 /// iteration whose induction variable `map` maps the loop's to; ops already
 /// mapped (shared with the slice of an earlier load) are not cloned again. A
-/// scalar load of the slice (a block-table entry) is masked by `inRange`:
+/// load of the slice (a block-table entry, or a block of them) is masked by `inRange`:
 /// the memory it reads may end with the loop's last iteration.
 void cloneSlice(OpBuilder &b, ArrayRef<Operation *> slice, IRMapping &map, Value inRange) {
   for (Operation *op : slice) {
@@ -57,8 +68,10 @@ void cloneSlice(OpBuilder &b, ArrayRef<Operation *> slice, IRMapping &map, Value
     }
     Location loc = load.getLoc();
     Value mask = inRange;
+    if (auto tile = llvm::dyn_cast<RankedTensorType>(load.getType())) // a gather's table block
+      mask = SplatOp::create(b, loc, RankedTensorType::get(tile.getShape(), b.getI1Type()), mask);
     if (load.getMask())
-      mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), inRange);
+      mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), mask);
     Value other = load.getOther()
                       ? map.lookupOrDefault(load.getOther())
                       : arith::ConstantOp::create(
@@ -77,8 +90,41 @@ Value constantLike(OpBuilder &b, Location loc, Type type, int64_t v) {
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
 }
 
+/// Whether `v` is zero (an integer or float constant or a splat of one).
+bool isZero(Value v) {
+  if (auto splat = v.getDefiningOp<SplatOp>())
+    v = splat.getOperand();
+  return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
+}
+
+/// Whether `load` may become a gather ring: a tile of pointers, a plain load
+/// (no ordering, poll or cache hint) whose masked-off lanes are zero.
+bool isGatherCandidate(LoadOp load) {
+  auto type = llvm::dyn_cast<RankedTensorType>(load.getType());
+  if (!type || type.getElementType().isInteger(1) || load.getSem() || load.getPollNs() ||
+      load.getCache() || load.getEvict())
+    return false;
+  return !load.getOther() || isZero(load.getOther());
+}
+
+/// Whether `a` and `b` are the same value: one SSA value, or the results of
+/// equal side-effect-free ops of equal operands (a mask broadcast once a
+/// load before CSE has run).
+bool sameValue(Value a, Value b, int depth = 12) {
+  if (a == b)
+    return true;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || depth == 0 || !isMemoryEffectFree(x) || x->getNumRegions() ||
+      llvm::cast<OpResult>(a).getResultNumber() != llvm::cast<OpResult>(b).getResultNumber())
+    return false;
+  return OperationEquivalence::isEquivalentTo(
+      x, y, [&](Value l, Value r) { return success(sameValue(l, r, depth - 1)); },
+      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+
 /// A load of the loop that becomes a ring: a tile.desc_load (the descriptor
-/// and coordinates) or a tile.bulk_load (the pointer and optional count).
+/// and coordinates), a tile.bulk_load (the pointer and optional count) or a
+/// gathering tile.load (the pointers and optional mask).
 struct PipelinedLoad {
   Operation *load;
   SmallVector<Operation *> slice;
@@ -86,10 +132,17 @@ struct PipelinedLoad {
   RankedTensorType getBlockType() {
     return llvm::cast<RankedTensorType>(load->getResult(0).getType());
   }
-  /// The values that depend on the iteration: coordinates, or pointer and count.
+  /// The values that depend on the iteration: coordinates, pointer and count,
+  /// or pointers and mask.
   SmallVector<Value> getIterationValues() {
     if (auto desc = llvm::dyn_cast<DescLoadOp>(load))
       return SmallVector<Value>(desc.getIndices());
+    if (auto gather = llvm::dyn_cast<LoadOp>(load)) {
+      SmallVector<Value> values{gather.getPtr()};
+      if (gather.getMask())
+        values.push_back(gather.getMask());
+      return values;
+    }
     auto bulk = llvm::cast<BulkLoadOp>(load);
     SmallVector<Value> values{bulk.getPtr()};
     if (bulk.getCount())
@@ -107,11 +160,15 @@ struct PipelinedLoad {
   void issue(OpBuilder &b, Location loc, ArrayRef<Value> values, Value ring, Value slot,
              Value pred) {
     if (auto desc = llvm::dyn_cast<DescLoadOp>(load)) {
-      RingIssueOp::create(b, loc, desc.getDesc(), values, Value(), ring, slot, pred);
+      RingIssueOp::create(b, loc, desc.getDesc(), values, Value(), Value(), ring, slot, pred);
       return;
     }
-    Value count = values.size() > 1 ? values[1] : Value();
-    RingIssueOp::create(b, loc, values[0], ValueRange(), count, ring, slot, pred);
+    Value second = values.size() > 1 ? values[1] : Value();
+    if (llvm::isa<LoadOp>(load)) {
+      RingIssueOp::create(b, loc, values[0], ValueRange(), Value(), second, ring, slot, pred);
+      return;
+    }
+    RingIssueOp::create(b, loc, values[0], ValueRange(), second, Value(), ring, slot, pred);
   }
 };
 
@@ -154,14 +211,40 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     if (stages < 2)
       return success();
 
+    // Gathers are pipelined in loops of dots only (where a synchronous load
+    // stalls the tensor cores), run by every thread (not a warp-specialized
+    // producer).
+    bool gathers =
+        !loop->hasAttr(TileDialect::getWarpSpecializeAttrName()) &&
+        loop.getBody()->walk([](DotOp) { return WalkResult::interrupt(); }).wasInterrupted();
     SmallVector<PipelinedLoad> loads;
+    // Second loads of a gather's pointers and mask: (the load, the first).
+    SmallVector<std::pair<LoadOp, Operation *>> repeats;
     for (Operation &op : *loop.getBody()) {
-      if (!llvm::isa<DescLoadOp, BulkLoadOp>(op))
+      auto gather = llvm::dyn_cast<LoadOp>(op);
+      if (gather && !(gathers && isGatherCandidate(gather)))
         continue;
+      if (!gather && !llvm::isa<DescLoadOp, BulkLoadOp>(op))
+        continue;
+      if (gather) {
+        auto first = llvm::find_if(loads, [&](PipelinedLoad &p) {
+          auto other = llvm::dyn_cast<LoadOp>(p.load);
+          return other && other.getType() == gather.getType() &&
+                 sameValue(other.getPtr(), gather.getPtr()) &&
+                 !other.getMask() == !gather.getMask() &&
+                 (!other.getMask() || sameValue(other.getMask(), gather.getMask()));
+        });
+        if (first != loads.end()) {
+          repeats.emplace_back(gather, first->load);
+          continue;
+        }
+      }
       PipelinedLoad load{&op, {}};
       SliceFailure why{op.getLoc(), ""};
       std::optional<SmallVector<Operation *>> slice =
-          indexSlice(loop, load.getIterationValues(), &why);
+          indexSlice(loop, load.getIterationValues(), &why, /*tiles=*/bool(gather));
+      if (!slice && gather)
+        continue; // a gather whose pointers come from the iteration's data stays a load
       if (!slice) {
         // The load stays synchronous: correct, but not what the loop asked for.
         InFlightDiagnostic diag =
@@ -175,6 +258,15 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
       load.slice = std::move(*slice);
       loads.push_back(std::move(load));
     }
+    // A gather whose data another ring's slice reads (a table) stays a load: the
+    // slices are recomputed from the loop's own ops.
+    llvm::SmallPtrSet<Operation *, 4> sliced;
+    for (PipelinedLoad &p : loads)
+      for (Operation *op : p.slice)
+        if (llvm::isa<LoadOp>(op))
+          sliced.insert(op);
+    llvm::erase_if(repeats, [&](auto &r) { return sliced.contains(r.second); });
+    llvm::erase_if(loads, [&](PipelinedLoad &p) { return sliced.contains(p.load); });
     if (loads.empty())
       return success();
     // Fewer stages where the rings would not fit the static shared memory.
@@ -263,20 +355,29 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
             n);
         p.issue(b, lloc, idx, ring, nextSlot, inRange);
       };
-      // A bulk row's refill goes BEFORE the wait for the current slot (another slot):
-      // the row being read is then not live in registers across the issue's address
-      // arithmetic, and the copy starts earlier. Descriptor loads keep the refill after
-      // the wait, where kiln-tile-accelerate-dot expects it.
-      bool issueFirst = llvm::isa<BulkLoadOp>(p.load);
+      // A bulk row's or a gather's refill goes BEFORE the wait for the current slot
+      // (another slot): the row being read is then not live in registers across the
+      // issue's address arithmetic, and the copy starts earlier. Descriptor loads keep
+      // the refill after the wait, where kiln-tile-accelerate-dot expects it.
+      bool issueFirst = llvm::isa<BulkLoadOp, LoadOp>(p.load);
       if (issueFirst)
         issueAhead();
       Value slot = arith::RemUIOp::create(b, lloc, it, n);
       Value phase = arith::AndIOp::create(b, lloc, arith::DivUIOp::create(b, lloc, it, n),
                                           constantLike(b, lloc, b.getI32Type(), 1));
-      auto wait =
-          RingWaitLoadOp::create(b, lloc, p.getBlockType(), ring, slot, phase, p.getCount());
+      auto wait = RingWaitLoadOp::create(b, lloc, p.getBlockType(), ring, slot, phase, p.getCount(),
+                                         /*again=*/false);
       if (!issueFirst)
         issueAhead();
+      for (auto [repeat, first] : repeats) {
+        if (first != p.load)
+          continue;
+        b.setInsertionPoint(repeat);
+        auto again = RingWaitLoadOp::create(b, repeat.getLoc(), p.getBlockType(), ring, slot, phase,
+                                            Value(), /*again=*/true);
+        b.replaceOp(repeat, again.getResult());
+        ++numPipelined;
+      }
       b.replaceOp(p.load, wait.getResult());
       ++numPipelined;
     }

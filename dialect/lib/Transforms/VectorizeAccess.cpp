@@ -67,6 +67,8 @@ struct TileVectorizeAccessPass
                                                        : widthFor(load.getPtr(), load.getMask());
       else if (auto store = llvm::dyn_cast<StoreOp>(op))
         width = store.getSem() ? 1 : widthFor(store.getPtr(), store.getMask());
+      else if (auto issue = llvm::dyn_cast<RingIssueOp>(op); issue && issue.isGather())
+        width = widthFor(issue.getSrc(), issue.getMask()); // the gather's cp.async
       else
         return;
       ++numAccesses;

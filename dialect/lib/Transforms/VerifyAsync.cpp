@@ -68,6 +68,7 @@ struct Event {
   Value ring, ring2, barriers; ///< the ring(s) / barrier array the event names
   int64_t slot = 0, slot2 = 0, index = 0, parity = 0, pending = 0, count = -1;
   bool pred = true;
+  bool again = false; ///< a tile.ring_wait_load {again}: a second read of a fill
 };
 
 /// A thread's events, or the reason the model could not produce them.
@@ -370,6 +371,7 @@ private:
       }
     } else if (auto wait = llvm::dyn_cast<RingWaitLoadOp>(op)) {
       e = {Event::RingWait, op, wait.getRing(), {}, {}};
+      e.again = wait.getAgain();
       if (failed(need(op, wait.getSlot(), e.slot, "the slot")) ||
           failed(need(op, wait.getPhase(), e.parity, "the phase")))
         return failure();
@@ -484,6 +486,17 @@ public:
       return issue(e, t);
     case Event::RingWait: {
       Key k = keyOf(e.ring, e.slot);
+      if (e.again) {
+        // A second read of the fill the slot's last wait waited for.
+        int64_t fill = waits[k] - 1;
+        if (fill < 0 || e.parity != (fill & 1))
+          return fail(e.op, "reads slot " + Twine(e.slot) + " again with parity " +
+                                Twine(e.parity) + " but no wait of that fill came before");
+        if (fills[k] > waits[k])
+          return fail(e.op, "reads slot " + Twine(e.slot) + " again after its refill", lastIssue[k],
+                      "the refill");
+        return Step::Done;
+      }
       int64_t fill = waits[k]; // the n-th wait of a slot waits for its fill n
       if (e.parity != (fill & 1))
         return fail(e.op, "waits for fill " + Twine(fill) + " of slot " + Twine(e.slot) +

@@ -277,7 +277,7 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
             SmallVector<Value> indices = llvm::map_to_vector(
                 load.load.getIndices(), [&](Value v) { return iteration.lookupOrDefault(v); });
             RingIssueOp::create(lb, load.load.getLoc(), map.lookupOrDefault(load.load.getDesc()),
-                                indices, Value(), load.ring, slot, always,
+                                indices, Value(), Value(), load.ring, slot, always,
                                 /*producer=*/true);
           }
           scf::YieldOp::create(lb, l, ValueRange{arith::AddIOp::create(lb, l, it, one)});
@@ -305,7 +305,8 @@ struct TileWarpSpecializePass : kiln::tile::impl::TileWarpSpecializeBase<TileWar
           arith::AndIOp::create(rewriter, lloc, arith::DivUIOp::create(rewriter, lloc, it, cn),
                                 constantI32(rewriter, lloc, 1));
       auto wait =
-          RingWaitLoadOp::create(rewriter, lloc, l.load.getType(), l.ring, slot, phase, Value());
+          RingWaitLoadOp::create(rewriter, lloc, l.load.getType(), l.ring, slot, phase, Value(),
+                                 /*again=*/false);
       rewriter.replaceOp(l.load, wait.getResult());
       if (!lastWait || lastWait->isBeforeInBlock(wait))
         lastWait = wait;

@@ -369,12 +369,6 @@ struct FenceProxyAsyncLowering : ConvertOpToLLVMPattern<tile::FenceProxyAsyncOp>
   }
 };
 
-int64_t getRequestedVec(Operation *op) {
-  if (auto vec = op->getAttrOfType<IntegerAttr>("vec"))
-    return std::max<int64_t>(1, vec.getInt());
-  return 1;
-}
-
 struct LoadLowering : TileOpConversion<tile::LoadOp> {
   using TileOpConversion::TileOpConversion;
 

@@ -320,6 +320,12 @@ Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r
   return Value();
 }
 
+int64_t kiln::getRequestedVec(Operation *op) {
+  if (auto vec = op->getAttrOfType<IntegerAttr>("vec"))
+    return std::max<int64_t>(1, vec.getInt());
+  return 1;
+}
+
 Value kiln::createIsOwner(OpBuilder &b, Location loc, const tile::BlockedLayout &layout) {
   if (!layout.isReplicated())
     return LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));

@@ -76,6 +76,10 @@ ElementIndices getElementIndices(mlir::OpBuilder &b, mlir::Location loc,
 /// consecutive elements of a row, at most 16 bytes of `element`.
 int64_t getAccessWidth(const TileTypeConverter &converter, mlir::RankedTensorType type);
 
+/// The elements a memory access of `op` moves at once: its `vec` attribute
+/// (kiln-tile-vectorize-access), 1 without one.
+int64_t getRequestedVec(mlir::Operation *op);
+
 /// The i1 "this thread holds the first copy of its elements" (true where the
 /// layout is not replicated).
 mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,

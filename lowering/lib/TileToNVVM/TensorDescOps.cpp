@@ -392,8 +392,17 @@ void initBarriers(OpBuilder &b, Location loc, Value base, unsigned count, int64_
   NVVM::BarrierOp::create(b, loc);
 }
 
+/// Whether gathers fill `ring` (a tensor of pointers: every thread copies).
+bool isGatherRing(Value ring) {
+  return llvm::any_of(ring.getUsers(), [](Operation *user) {
+    auto issue = llvm::dyn_cast<tile::RingIssueOp>(user);
+    return issue && issue.isGather();
+  });
+}
+
 /// A ring's shared memory: `stages` mbarriers (8 bytes each, padded to 128
-/// bytes), then the slots; thread 0 initializes the barriers.
+/// bytes), then the slots; thread 0 initializes the barriers, for one
+/// arrival each (the issuing thread's), or one a thread for a gather ring.
 struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -403,7 +412,8 @@ struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
     tile::RingType ring = op.getType();
     Value base = createSharedBuffer(rewriter, op, "__kiln_tma_ring", rewriter.getI8Type(),
                                     ring.getTotalBytes(), /*alignment=*/1024);
-    initBarriers(rewriter, loc, base, ring.getStages());
+    initBarriers(rewriter, loc, base, ring.getStages(),
+                 isGatherRing(op.getResult()) ? tileConverter.getThreadsPerBlock() : 1);
     rewriter.replaceOp(op, base);
     return success();
   }
@@ -433,6 +443,69 @@ struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
   }
 };
 
+/// After a CTA barrier (the slot's readers are done), every thread copies its
+/// elements of the tile of pointers `ptrs` (under `masks`, when given, and
+/// `predicate`; the rest zero-filled) into the row-major `slot`, `vec` of them
+/// an access: `cp.async` (4, 8 or 16 bytes; `.cg` for 16), then
+/// `cp.async.mbarrier.arrive.noinc` on `barrier` (its arrival once the
+/// thread's copies land). Narrower accesses load and store through
+/// registers, then arrive. A replicated tile's duplicates copy nothing.
+void issueGather(OpBuilder &b, Location loc, const TileTypeConverter &converter,
+                 RankedTensorType block, ArrayRef<Value> ptrs, ArrayRef<Value> masks, int64_t vec,
+                 Value slot, Value barrier, Value predicate) {
+  Type element = converter.convertType(block.getElementType());
+  VectorAccess access(b.getContext(), element, vec);
+  int64_t bytes = access.vec * (block.getElementTypeBitWidth() / 8);
+  bool async = bytes == 4 || bytes == 8 || bytes == 16;
+  ElementIndices indices = getElementIndices(b, loc, converter, block);
+  tile::BlockedLayout layout = converter.getLayout(block);
+  NVVM::BarrierOp::create(b, loc);
+  auto copies = [&](OpBuilder &cb, Location cl) {
+    for (size_t r = 0; r < ptrs.size(); r += access.vec) {
+      Value copy = masks.empty() ? predicate : LLVM::AndOp::create(cb, cl, predicate, masks[r]);
+      Value index =
+          LLVM::AddOp::create(cb, cl, indices.base, createI32Constant(cb, cl, indices.offsets[r]));
+      Value to =
+          LLVM::GEPOp::create(cb, cl, slot.getType(), element, slot, ArrayRef<LLVM::GEPArg>{index});
+      if (async) {
+        // Bytes past the source size (all of them where the copy is off) are zeros.
+        Value size = LLVM::SelectOp::create(cb, cl, copy, createI32Constant(cb, cl, bytes),
+                                            createI32Constant(cb, cl, 0));
+        NVVM::CpAsyncOp::create(
+            cb, cl, to, ptrs[r], static_cast<uint32_t>(bytes),
+            bytes == 16 ? NVVM::LoadCacheModifierKind::CG : NVVM::LoadCacheModifierKind::CA, size);
+        continue;
+      }
+      auto ifOp = scf::IfOp::create(
+          cb, cl, copy,
+          [&](OpBuilder &tb, Location l) {
+            scf::YieldOp::create(
+                tb, l,
+                LLVM::LoadOp::create(tb, l, access.accessType, ptrs[r], access.alignment)
+                    .getResult());
+          },
+          [&](OpBuilder &eb, Location l) {
+            scf::YieldOp::create(eb, l, LLVM::ZeroOp::create(eb, l, access.accessType).getResult());
+          });
+      LLVM::StoreOp::create(cb, cl, ifOp.getResult(0), to, access.alignment);
+    }
+  };
+  // A replicated tile's duplicates write nothing (a zero-fill of theirs would race with
+  // the owner's copy of the same bytes); every thread arrives.
+  if (layout.isReplicated()) {
+    scf::IfOp::create(b, loc, createIsOwner(b, loc, layout), [&](OpBuilder &ib, Location l) {
+      copies(ib, l);
+      scf::YieldOp::create(ib, l);
+    });
+  } else {
+    copies(b, loc);
+  }
+  if (async)
+    NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrier, /*noinc=*/true);
+  else
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier, Value());
+}
+
 struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
   using TileOpConversion::TileOpConversion;
 
@@ -442,6 +515,19 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
     tile::RingType ring = op.getRing().getType();
     Value slot = ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot());
     Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
+    if (op.isGather()) {
+      SmallVector<Value> ptrs = unpackTile(rewriter, loc, adaptor.getSrc());
+      SmallVector<Value> masks;
+      if (adaptor.getMask())
+        masks = unpackTile(rewriter, loc, adaptor.getMask());
+      int64_t vec = getRequestedVec(op);
+      if (ptrs.size() % vec != 0)
+        return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
+      issueGather(rewriter, loc, tileConverter, ring.getBlockType(), ptrs, masks, vec, slot,
+                  barrier, adaptor.getPred());
+      rewriter.eraseOp(op);
+      return success();
+    }
     if (op.isBulk())
       issueBulkLoad(rewriter, loc, adaptor.getSrc(), adaptor.getCount(), ring.getBlockType(), slot,
                     barrier, adaptor.getPred());
@@ -460,8 +546,9 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     tile::RingType ring = op.getRing().getType();
-    waitParity(rewriter, loc, slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
-               adaptor.getPhase(), tileConverter);
+    if (!op.getAgain()) // `again`: the slot's fill was waited for
+      waitParity(rewriter, loc, slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
+                 adaptor.getPhase(), tileConverter);
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     BoxAccess box(rewriter, loc,
                   ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),

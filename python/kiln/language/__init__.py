@@ -468,10 +468,13 @@ def cluster_sum(x: Any, _semantic: Any = None) -> Any:
 
 class range:  # noqa: A001 - kl.range mirrors the builtin
     """``for i in kl.range(a, b, step, num_stages=N):`` a runtime loop (as ``range``)
-    whose tensor-descriptor loads are software-pipelined: the loads of the next N - 1
-    iterations are in flight while one iteration computes (an N-slot TMA ring with one
-    mbarrier per slot). ``num_stages`` is a constexpr in [1, ``MAX_NUM_STAGES``] (16; the
-    compiler reports anything else at the loop); 1 or None is a plain loop.
+    whose tensor-descriptor loads and bulk loads are software-pipelined: the loads of the
+    next N - 1 iterations are in flight while one iteration computes (an N-slot ring with one
+    mbarrier per slot). In a loop of ``kl.dot``s, loads of tiles of pointers (gathers, e.g.
+    a paged key block) are pipelined too, every thread copying its elements with
+    ``cp.async`` (docs/language.md). ``num_stages`` is a constexpr in [1,
+    ``MAX_NUM_STAGES``] (16; the compiler reports anything else at the loop); 1 or None is
+    a plain loop.
 
     ``warp_specialize=True`` (a constexpr; sm_90a, sm_100a or sm_103a, with ``num_stages``
     >= 2, on a loop at the top level of the kernel whose loads are descriptor loads) fills

@@ -1537,6 +1537,30 @@ func.func @ring_issue_bulk_element(%x: !tile.ptr<f16>, %r: !tile.ring<2, tensor<
 
 // -----
 
+func.func @ring_issue_gather_shape(%x: tensor<32x64x!tile.ptr<bf16>>, %r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected pointers to the ring's block 'tensor<64x64xbf16>', got 'tensor<32x64x!tile.ptr<bf16>>'}}
+  tile.ring_issue %x -> %r[%i] if %p : tensor<32x64x!tile.ptr<bf16>>, !tile.ring<2, tensor<64x64xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_gather_count(%x: tensor<32x64x!tile.ptr<bf16>>, %r: !tile.ring<2, tensor<32x64xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected neither a count nor `producer` with a gather}}
+  tile.ring_issue %x count %i -> %r[%i] if %p : tensor<32x64x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x64xbf16>>
+  return
+}
+
+// -----
+
+func.func @ring_issue_bulk_mask(%x: !tile.ptr<bf16>, %m: tensor<1024xi1>, %r: !tile.ring<2, tensor<1024xbf16>>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expected a mask only with a tensor of pointers}}
+  tile.ring_issue %x mask %m : tensor<1024xi1> -> %r[%i] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<1024xbf16>>
+  return
+}
+
+// -----
+
 func.func @ring_issue_bulk_2d(%x: !tile.ptr<bf16>, %r: !tile.ring<2, tensor<32x64xbf16>>, %i: i32, %p: i1) {
   // expected-error @+1 {{expected a 1-D ring's block, got 'tensor<32x64xbf16>'}}
   tile.ring_issue %x -> %r[%i] if %p : !tile.ptr<bf16>, !tile.ring<2, tensor<32x64xbf16>>

@@ -387,3 +387,84 @@ func.func @ordered_loop(%src: !tile.tensordesc<tensor<32x128xf16>>, %table: !til
   } {tile.num_stages = 2 : i32}
   return
 }
+
+// -----
+
+// A gather in a loop of dots: the block's pointers come from a block of table
+// entries (a tile load of an argument the kernel does not write, recomputed for
+// the iteration ahead under that iteration's bound check, splat over the
+// block), the rows past a count masked (masked-off lanes zero). Its refill is
+// issued before the wait, like a bulk row's. The second load of the same
+// pointers and mask (built again, as two inlined helpers build them) reads the
+// slot again: one ring.
+// CHECK-LABEL: func.func @gather
+// CHECK-SAME: (%[[K:.*]]: !tile.ptr<bf16>, %[[TABLE:.*]]: !tile.ptr<i32>, %{{.*}}: tensor<16x64xbf16>, %[[LB:.*]]: i32, %[[UB:.*]]: i32, %{{.*}}: i32)
+// CHECK: %[[RING:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: %[[OK0:.*]] = arith.cmpi slt, %{{.*}}, %[[UB]] : i32
+// CHECK: %[[OKS0:.*]] = tile.splat %[[OK0]] : i1 -> tensor<32xi1>
+// CHECK: tile.load %{{.*}}, %[[OKS0]], %{{.*}} : tensor<32x!tile.ptr<i32>>
+// CHECK: tile.ring_issue %{{.*}} mask %{{.*}} : tensor<32x64xi1> -> %[[RING]][%{{.*}}] if %[[OK0]] : tensor<32x64x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[IT:.*]] = %{{.*}}) -> (tensor<16x64xf32>, i32)
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[IV]], %{{.*}} : i32
+// CHECK: %[[OK:.*]] = arith.cmpi slt, %[[AHEAD]], %[[UB]] : i32
+// CHECK: %[[OKS:.*]] = tile.splat %[[OK]] : i1 -> tensor<32xi1>
+// CHECK: tile.load %{{.*}}, %[[OKS]], %{{.*}} : tensor<32x!tile.ptr<i32>>
+// CHECK: tile.ring_issue %{{.*}} mask %{{.*}} : tensor<32x64xi1> -> %[[RING]][%{{.*}}] if %[[OK]]
+// CHECK: %[[SLOT:.*]] = arith.remui %[[IT]], %{{.*}} : i32
+// CHECK: %[[PHASE:.*]] = arith.andi %{{.*}}, %{{.*}} : i32
+// CHECK: %[[T:.*]] = tile.ring_wait_load %[[RING]][%[[SLOT]]], %[[PHASE]] : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+// CHECK: tile.trans %[[T]]
+// CHECK: %[[T2:.*]] = tile.ring_wait_load %[[RING]][%[[SLOT]]], %[[PHASE]] {again} : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+// CHECK: tile.dot %{{.*}}, %[[T2]], %{{.*}}
+// CHECK-NOT: tile.load {{.*}}bf16
+// CHECK: tile.ring_release %[[RING]]
+func.func @gather(%k: !tile.ptr<bf16>, %table: !tile.ptr<i32>, %q: tensor<16x64xbf16>, %lb: i32, %ub: i32, %cnt: i32) -> tensor<16x64xf32> {
+  %c32 = arith.constant 32 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<16x64xf32>
+  %rows = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32>
+  %cols = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %r = scf.for %n = %lb to %ub step %c32 iter_args(%acc = %acc0) -> (tensor<16x64xf32>) : i32 {
+    %nn = tile.splat %n : i32 -> tensor<32xi32>
+    %keys = arith.addi %nn, %rows : tensor<32xi32>
+    %tb = tile.splat %table : !tile.ptr<i32> -> tensor<32x!tile.ptr<i32>>
+    %tp = tile.addptr %tb, %keys : tensor<32x!tile.ptr<i32>>, tensor<32xi32>
+    %page = tile.load %tp : tensor<32x!tile.ptr<i32>>
+    %c = tile.splat %cnt : i32 -> tensor<32xi32>
+    %ok = arith.cmpi slt, %keys, %c : tensor<32xi32>
+    // The block's pointers and mask, built for the score dot ...
+    %c64a = arith.constant dense<64> : tensor<32xi32>
+    %offa = arith.muli %page, %c64a : tensor<32xi32>
+    %offa2 = tile.expand_dims %offa {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %kba = tile.splat %k : !tile.ptr<bf16> -> tensor<32x1x!tile.ptr<bf16>>
+    %rowa = tile.addptr %kba, %offa2 : tensor<32x1x!tile.ptr<bf16>>, tensor<32x1xi32>
+    %rowab = tile.broadcast %rowa : tensor<32x1x!tile.ptr<bf16>> -> tensor<32x64x!tile.ptr<bf16>>
+    %colsa = tile.expand_dims %cols {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+    %colsab = tile.broadcast %colsa : tensor<1x64xi32> -> tensor<32x64xi32>
+    %pa = tile.addptr %rowab, %colsab : tensor<32x64x!tile.ptr<bf16>>, tensor<32x64xi32>
+    %oka = tile.expand_dims %ok {axis = 1 : i32} : tensor<32xi1> -> tensor<32x1xi1>
+    %okab = tile.broadcast %oka : tensor<32x1xi1> -> tensor<32x64xi1>
+    %za = arith.constant 0.0 : bf16
+    %zas = tile.splat %za : bf16 -> tensor<32x64xbf16>
+    %ka = tile.load %pa, %okab, %zas : tensor<32x64x!tile.ptr<bf16>>
+    %kt = tile.trans %ka {order = array<i64: 1, 0>} : tensor<32x64xbf16> -> tensor<64x32xbf16>
+    %s0 = arith.constant dense<0.0> : tensor<16x32xf32>
+    %s = tile.dot %q, %kt, %s0 : tensor<16x64xbf16> * tensor<64x32xbf16> -> tensor<16x32xf32>
+    %sb = arith.truncf %s : tensor<16x32xf32> to tensor<16x32xbf16>
+    // ... and again for the value dot.
+    %c64b = arith.constant dense<64> : tensor<32xi32>
+    %offb = arith.muli %page, %c64b : tensor<32xi32>
+    %offb2 = tile.expand_dims %offb {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %kbb = tile.splat %k : !tile.ptr<bf16> -> tensor<32x1x!tile.ptr<bf16>>
+    %rowb = tile.addptr %kbb, %offb2 : tensor<32x1x!tile.ptr<bf16>>, tensor<32x1xi32>
+    %rowbb = tile.broadcast %rowb : tensor<32x1x!tile.ptr<bf16>> -> tensor<32x64x!tile.ptr<bf16>>
+    %colsb = tile.expand_dims %cols {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+    %colsbb = tile.broadcast %colsb : tensor<1x64xi32> -> tensor<32x64xi32>
+    %pb = tile.addptr %rowbb, %colsbb : tensor<32x64x!tile.ptr<bf16>>, tensor<32x64xi32>
+    %okb = tile.expand_dims %ok {axis = 1 : i32} : tensor<32xi1> -> tensor<32x1xi1>
+    %okbb = tile.broadcast %okb : tensor<32x1xi1> -> tensor<32x64xi1>
+    %kb = tile.load %pb, %okbb : tensor<32x64x!tile.ptr<bf16>>
+    %acc2 = tile.dot %sb, %kb, %acc : tensor<16x32xbf16> * tensor<32x64xbf16> -> tensor<16x64xf32>
+    scf.yield %acc2 : tensor<16x64xf32>
+  } {tile.num_stages = 2 : i32}
+  return %r : tensor<16x64xf32>
+}

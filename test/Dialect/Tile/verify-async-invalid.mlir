@@ -317,3 +317,20 @@ func.func @mma_before_the_wait(%da: !D) attributes {tile.kernel, tile.num_warps 
   tile.tcgen05_dot %ra[%c0], %ra[%c0], %acc, %false -> %done[%c0] : !R, !R, !T, !tile.mbarriers<2>
   return
 }
+
+// -----
+
+// A second read of a gather ring's slot (`again`) in an iteration that did
+// not wait for the slot's fill.
+func.func @again_before_wait(%p: !tile.ptr<bf16>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %x = tile.splat %p : !tile.ptr<bf16> -> tensor<32x64x!tile.ptr<bf16>>
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+  tile.ring_issue %x -> %r[%c0] if %true : tensor<32x64x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x64xbf16>>
+  // expected-error @+1 {{async protocol: reads slot 0 again with parity 0 but no wait of that fill came before}}
+  %t = tile.ring_wait_load %r[%c0], %c0 {again} : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+  %u = tile.ring_wait_load %r[%c0], %c0 : !tile.ring<2, tensor<32x64xbf16>> -> tensor<32x64xbf16>
+  tile.ring_release %r : !tile.ring<2, tensor<32x64xbf16>>
+  return
+}

@@ -38,7 +38,7 @@ def Tile_RingAllocOp : Tile_Op<"ring_alloc", [MemoryEffects<[MemAlloc]>]> {
 
 def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
                                               MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "start a TMA or bulk load into a ring slot";
+  let summary = "start a TMA, bulk or gather load into a ring slot";
   let description = [{
     ```mlir
     tile.ring_issue %desc[%i, %j] -> %ring[%slot] if %pred
@@ -56,17 +56,31 @@ def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
     `count` elements (same rules; `tile.ring_wait_load` with the same count
     reads the rest as zero). Runs in uniform control flow.
 
+    ```mlir
+    tile.ring_issue %ptrs mask %m : tensor<32x128xi1> -> %ring[%slot] if %pred
+        : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+    ```
+    A tensor of pointers (with an optional mask) is a gather (a `tile.load`
+    of a pipelined loop): after the CTA barrier every thread copies its own
+    elements into the slot (row-major, unswizzled) with `cp.async`, the
+    masked-off elements and every element where `pred` is false zero-filled,
+    and arrives on the slot's mbarrier once its copies land
+    (`cp.async.mbarrier.arrive.noinc`; the ring's barriers expect one arrival
+    a thread). Accesses narrower than 4 bytes are plain loads and shared
+    stores, then an ordinary arrival.
+
     With `producer` (the producer warp of a `tile.warp_specialize`, which
     waited for the slot's empty barrier before): no CTA barrier, and the
     lane elected in the executing warp issues; only that one warp may run
     it.
   }];
-  let arguments = (ins AnyTypeOf<[Tile_TensorDesc, Tile_Ptr]>:$src, Variadic<I32>:$indices,
-                       Optional<I32>:$count, Tile_Ring:$ring, I32:$slot, I1:$pred,
+  let arguments = (ins AnyTypeOf<[Tile_TensorDesc, Tile_Ptr, Tile_PtrTensor]>:$src,
+                       Variadic<I32>:$indices, Optional<I32>:$count,
+                       Optional<Tile_BoolTensor>:$mask, Tile_Ring:$ring, I32:$slot, I1:$pred,
                        UnitAttr:$producer);
   let assemblyFormat = [{
-    $src (`[` $indices^ `]`)? (`count` $count^)? `->` $ring `[` $slot `]` `if` $pred attr-dict
-    `:` qualified(type($src)) `,` qualified(type($ring))
+    $src (`[` $indices^ `]`)? (`count` $count^)? (`mask` $mask^ `:` type($mask))? `->` $ring
+    `[` $slot `]` `if` $pred attr-dict `:` qualified(type($src)) `,` qualified(type($ring))
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -75,7 +89,9 @@ def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
       return ::llvm::dyn_cast<::kiln::tile::TensorDescType>(getSrc().getType());
     }
     /// Whether the source is a scalar pointer (a 1-D cp.async.bulk).
-    bool isBulk() { return !getDescType(); }
+    bool isBulk() { return llvm::isa<::kiln::tile::PtrType>(getSrc().getType()); }
+    /// Whether the source is a tensor of pointers (per-thread cp.async).
+    bool isGather() { return llvm::isa<::mlir::RankedTensorType>(getSrc().getType()); }
   }];
 }
 
@@ -92,8 +108,14 @@ def Tile_RingWaitLoadOp : Tile_Op<"ring_wait_load", [MemoryEffects<[MemRead, Mem
     (the slot's fill count modulo 2), then reads the box. With `count` (a
     1-D ring filled by bulk copies of `count` elements) the lanes at or past
     `count` (unsigned) read as zero.
+
+    With `again` it reads the slot without waiting: the fill an earlier
+    `tile.ring_wait_load` of the same slot and phase waited for, and that no
+    refill has replaced since (a second load of the same addresses in a
+    pipelined loop's iteration).
   }];
-  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase, Optional<I32>:$count);
+  let arguments = (ins Tile_Ring:$ring, I32:$slot, I32:$phase, Optional<I32>:$count,
+                       UnitAttr:$again);
   let results = (outs RankedTensorOf<[Tile_Float, Tile_Int]>:$result);
   let assemblyFormat = [{
     $ring `[` $slot `]` `,` $phase (`count` $count^)? attr-dict `:` qualified(type($ring))
