@@ -95,8 +95,9 @@ MAX_SPLITS = 256
 def _latent(cache_lat, cache_f32, row, g, good, FP8: kl.constexpr):
     """The latent's 128-group g of the block's rows (``row``: their offsets in 16-byte units)
     as a [BLOCK_N, 128] bf16 tile (FP8: the e4m3 codes, exact in bf16) and the rows' scales
-    of the group (FP8; else 1). The pointers are formed here, per load, so that no [BLOCK_N,
-    128] tile of pointers stays live across the iteration."""
+    of the group (FP8; else 1). The score and the value dot load the group with the same
+    pointers and mask, so kiln-tile-pipeline-loads gives both one gather ring: the value
+    dot reads the slot again."""
     cols = kl.arange(0, GROUP)[None, :]
     if FP8:
         k = kl.load(cache_lat + (row * 16 + g * GROUP)[:, None] + cols, mask=good[:, None],
@@ -122,8 +123,8 @@ def _group_scores(s, q_g, cache_lat, cache_f32, row, g, good, FP8: kl.constexpr)
 def _group_values(acc, p, alpha, cache_lat, cache_f32, row, g, good, FP8: kl.constexpr):
     """The running output of the value columns of group g, rescaled by alpha, plus ``p .
     v_g``, the weights rounded to bf16 (FP8: ``(p * scale) . codes``, the weights times the
-    rows' scales rounded to bf16). The group is loaded again (an L1 hit: the score read it)
-    rather than kept live across the softmax."""
+    rows' scales rounded to bf16). The group is loaded again (the score's ring slot, read
+    again) rather than kept live across the softmax."""
     v, scale = _latent(cache_lat, cache_f32, row, g, good, FP8)
     if FP8:
         p = p * scale[None, :]
@@ -175,7 +176,7 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
                          page_u, row_u, num_pages, max_rows, bt_s0, q_sb_u, q_ss_u, q_sh_u, o_sb_u,
                          o_ss_u, o_sh_u, final, write_lse, qk_scale, S_PAD: kl.constexpr,
                          BLOCK_H: kl.constexpr, BLOCK_N: kl.constexpr, VPARTS: kl.constexpr,
-                         FP8: kl.constexpr):
+                         FP8: kl.constexpr, STAGES: kl.constexpr):
     """Program (split, head block * VPARTS + value part, request b). The cache comes as three
     views of its bytes: ``cache_lat`` the latent (bf16, or the e4m3 codes), ``cache_f32`` the
     FP8 scales, ``cache_bf16`` the rope values (for the bf16 cache all three are the cache);
@@ -206,10 +207,28 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
     c64 = kl.arange(0, ROPE)
     q_row = q_ptr + (b64 * q_sb_u + s_of * q_ss_u + h * q_sh_u) * 8
     qm = row_ok[:, None]
-    q0 = kl.load(q_row[:, None] + c128[None, :], mask=qm, other=0.0)
-    q1 = kl.load(q_row[:, None] + GROUP + c128[None, :], mask=qm, other=0.0)
-    q2 = kl.load(q_row[:, None] + 2 * GROUP + c128[None, :], mask=qm, other=0.0)
-    q3 = kl.load(q_row[:, None] + 3 * GROUP + c128[None, :], mask=qm, other=0.0)
+    # The score sums the latent's groups in the order g0 .. g3: the value part's own groups
+    # first, so that its value dots (groups v0 ..) load them with the score dots' pointers
+    # (one gather ring a group). FP8 with two value parts: in the groups' order in both
+    # parts, the value groups gathered again into rings of their own (4 KiB an FP8 group):
+    # its weights p * scale are rounded to bf16, where another order of the score's sum
+    # moves an output by a rounding step of its own.
+    v0 = vpart * NGV
+    g0 = v0
+    if FP8 and VPARTS > 1:
+        g0 = 0
+    g1 = (g0 + 1) % 4
+    g2 = (g0 + 2) % 4
+    g3 = (g0 + 3) % 4
+    v1 = g1
+    v2 = g2
+    v3 = g3
+    if FP8 and VPARTS > 1:
+        v1 = v0 + 1
+    q0 = kl.load(q_row[:, None] + g0 * GROUP + c128[None, :], mask=qm, other=0.0)
+    q1 = kl.load(q_row[:, None] + g1 * GROUP + c128[None, :], mask=qm, other=0.0)
+    q2 = kl.load(q_row[:, None] + g2 * GROUP + c128[None, :], mask=qm, other=0.0)
+    q3 = kl.load(q_row[:, None] + g3 * GROUP + c128[None, :], mask=qm, other=0.0)
     qr = kl.load(q_row[:, None] + KV_LORA + c64[None, :], mask=qm, other=0.0)
     kl.pdl_launch_dependents()
 
@@ -222,7 +241,7 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
     if VPARTS == 1:
         acc2 = kl.zeros((BLOCK_M, GROUP), kl.float32)
         acc3 = kl.zeros((BLOCK_M, GROUP), kl.float32)
-    for n in range(lo, hi, BLOCK_N):
+    for n in kl.range(lo, hi, BLOCK_N, num_stages=STAGES):
         key = n + cols
         kv_ok = key < hi
         page = kl.load(bt_row + key // page_size, mask=kv_ok, other=-1)
@@ -236,20 +255,17 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
         rope = kl.load(cache_bf16 + rope_at[:, None] + c64[None, :], mask=good[:, None],
                        other=0.0)
         s = kl.dot(qr, rope.T)
-        s = _group_scores(s, q0, cache_lat, cache_f32, row, 0, good, FP8)
-        s = _group_scores(s, q1, cache_lat, cache_f32, row, 1, good, FP8)
-        s = _group_scores(s, q2, cache_lat, cache_f32, row, 2, good, FP8)
-        s = _group_scores(s, q3, cache_lat, cache_f32, row, 3, good, FP8)
+        s = _group_scores(s, q0, cache_lat, cache_f32, row, g0, good, FP8)
+        s = _group_scores(s, q1, cache_lat, cache_f32, row, g1, good, FP8)
+        s = _group_scores(s, q2, cache_lat, cache_f32, row, g2, good, FP8)
+        s = _group_scores(s, q3, cache_lat, cache_f32, row, g3, good, FP8)
         s = kl.where(key[None, :] <= kl.minimum(last, hi - 1)[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
-        g = vpart * NGV
-        acc0 = _group_values(acc0, p, alpha, cache_lat, cache_f32, row, g, good, FP8)
-        acc1 = _group_values(acc1, p, alpha, cache_lat, cache_f32, row, g + 1, good, FP8)
+        acc0 = _group_values(acc0, p, alpha, cache_lat, cache_f32, row, v0, good, FP8)
+        acc1 = _group_values(acc1, p, alpha, cache_lat, cache_f32, row, v1, good, FP8)
         if VPARTS == 1:
-            acc2 = _group_values(acc2, p, alpha, cache_lat, cache_f32, row, g + 2, good,
-                                 FP8)
-            acc3 = _group_values(acc3, p, alpha, cache_lat, cache_f32, row, g + 3, good,
-                                 FP8)
+            acc2 = _group_values(acc2, p, alpha, cache_lat, cache_f32, row, v2, good, FP8)
+            acc3 = _group_values(acc3, p, alpha, cache_lat, cache_f32, row, v3, good, FP8)
 
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
@@ -448,6 +464,7 @@ class Settings:
     """MLA attention's tuning (docs/kernels/mla_attention.md, "Implementation")."""
     block_n: int = 32  # KV rows an iteration (bf16: no spill at any tile shape; FP8 spills
     # 500-800 bytes: its partial scores are scaled before they are summed)
+    stages: int = 2  # the pointer kernel's gather rings (cp.async): key blocks in flight
     num_warps: int = 4  # 16- and 32-row tiles
     wide_warps: int = 8  # 64-row tiles: mma.sync on 8 warps. On 4 warps they run on wgmma
     # (staged operands, BLOCK_N 64), 260-1,050 bytes of spill, and ptxas 13.0 then emits a
@@ -502,7 +519,7 @@ def _warps(shape: tuple, settings: Settings = SETTINGS) -> int:
 def _constexprs(shape: tuple, fp8: bool, settings: Settings = SETTINGS) -> dict:
     s_pad, block_h, vparts = shape
     return {"S_PAD": s_pad, "BLOCK_H": block_h, "BLOCK_N": settings.block_n, "VPARTS": vparts,
-            "FP8": bool(fp8)}
+            "FP8": bool(fp8), "STAGES": settings.stages}
 
 
 #: Page sizes the TMA kernel takes: multiples of 64 (its key blocks never cross a page).
