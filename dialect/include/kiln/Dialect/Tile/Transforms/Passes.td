@@ -131,7 +131,7 @@ def TileWarpSpecialize : Pass<"kiln-tile-warp-specialize", "::mlir::func::FuncOp
 }
 
 def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp"> {
-  let summary = "Software-pipeline the descriptor and bulk loads of loops marked tile.num_stages";
+  let summary = "Software-pipeline the descriptor, bulk and gather loads of loops marked tile.num_stages";
   let description = [{
     For an `scf.for` with `tile.num_stages = N` (the DSL's
     `kl.range(..., num_stages=N)`), every `tile.desc_load` at the top level of
@@ -171,6 +171,20 @@ def TilePipelineLoads : Pass<"kiln-tile-pipeline-loads", "::mlir::func::FuncOp">
     coordinate, a read of memory the kernel writes, an op with regions, rings
     beyond the shared memory) gets a warning naming why, with a note at the
     op that stops it; the load stays synchronous.
+
+    In a loop whose body holds a `tile.dot` (and that is not warp-specialized),
+    a `tile.load` of a tensor of pointers is a gather: without `sem`,
+    `poll_ns` or cache hints, its `other` absent or zero, its pointers and
+    mask pure functions of the induction variable, where the slice may also
+    hold loads of tiles of table entries (a key block's pages) under the rule
+    above. Its ring is filled by `tile.ring_issue` of the recomputed pointers
+    and mask, issued before the wait (every thread copies its elements), and
+    read by `tile.ring_wait_load`. A later load of the same pointers and mask
+    in the body (equal ops of equal operands: the pass runs before CSE) reads
+    the slot again (`tile.ring_wait_load {again}`), one ring for both. A
+    gather that another ring's slice reads (a table) stays a load, as does one
+    whose pointers are not such functions (without a warning: gathers are not
+    asked for by name).
   }];
   let statistics = [
     Statistic<"numPipelined", "num-pipelined", "descriptor and bulk loads turned into rings">
