@@ -83,8 +83,6 @@ from . import _launch as L
 KV_LORA, ROPE, GROUP = 512, 64, 128
 #: Row widths: bf16 values, FP8 bytes.
 BF16_ROW, FP8_ROW_BYTES = KV_LORA + ROPE, KV_LORA + 4 * (KV_LORA // GROUP) + 2 * ROPE
-#: The byte offset of an FP8 row's rope values (after the codes and the 4 fp32 scales).
-ROPE_AT = KV_LORA + 4 * (KV_LORA // GROUP)
 LOG2E = 1.0 / math.log(2.0)
 LN2 = math.log(2.0)
 #: The most draft rows a request (S_PAD <= 8: 8 drafts of 8 heads are one 64-row tile).
@@ -108,12 +106,6 @@ def _latent(cache_lat, cache_f32, row, g, good, FP8: kl.constexpr):
         return k.to(kl.bfloat16), scale
     return kl.load(cache_lat + (row * 8 + g * GROUP)[:, None] + cols, mask=good[:, None],
                    other=0.0), 1.0
-
-
-@kiln.jit
-def _scale_of(sc, g):
-    """The scales of group g of a block's FP8 rows: column g of their [BN, 4] scales."""
-    return kl.sum(kl.where(kl.arange(0, 4)[None, :] == g, sc, 0.0), axis=1)
 
 
 @kiln.jit
@@ -257,7 +249,7 @@ def mla_attention_kernel(q_ptr, cache_lat, cache_f32, cache_bf16, bt_ptr, len_pt
         row = (kl.where(good, page, 0).to(kl.int64) * page_u
                + (key % page_size).to(kl.int64) * row_u)  # 16-byte units
         if FP8:
-            rope_at = row * 8 + ROPE_AT // 2
+            rope_at = row * 8 + (KV_LORA + 16) // 2
         else:
             rope_at = row * 8 + KV_LORA
         rope = kl.load(cache_bf16 + rope_at[:, None] + c64[None, :], mask=good[:, None],
@@ -337,25 +329,18 @@ def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, 
 @kiln.jit(num_warps=4, do_not_specialize=[
     "H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "row_u", "bt_s0",
     "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse"])
-def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, scale_desc, cache_lat, cache_f32,
-                             cache_bf16, bt_ptr, len_ptr, o_part_ptr, lse_part_ptr, out_ptr,
-                             lse_ptr, H, S, extra, n_splits, page_size, num_pages, max_rows,
-                             row_u, bt_s0, q_sb_u, q_ss_u, q_sh_u, o_sb_u, o_ss_u, o_sh_u, final,
-                             write_lse, qk_scale, S_PAD: kl.constexpr, BLOCK_H: kl.constexpr,
-                             BN: kl.constexpr, STAGES: kl.constexpr, LAT_W: kl.constexpr,
-                             FP8: kl.constexpr):
-    """The cache through TMA (module docstring, "Two kernels"). Program (split, head
+def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_ptr,
+                             o_part_ptr, lse_part_ptr, out_ptr, lse_ptr, H, S, extra, n_splits,
+                             page_size, num_pages, max_rows, row_u, bt_s0, q_sb_u, q_ss_u,
+                             q_sh_u, o_sb_u,
+                             o_ss_u, o_sh_u, final, write_lse, qk_scale, S_PAD: kl.constexpr,
+                             BLOCK_H: kl.constexpr, BN: kl.constexpr, STAGES: kl.constexpr,
+                             LAT_W: kl.constexpr):
+    """The bf16 cache through TMA (module docstring, "Two kernels"). Program (split, head
     block * 2 + value part, request b), 64 query rows (S_PAD drafts of BLOCK_H heads, the
-    rest padding). The bf16 cache: ``lat_desc`` ``tensordesc<bf16,BNxLAT_W,sw128>`` and
-    ``rope_desc`` ``tensordesc<bf16,BNx64,sw128>`` over the cache's rows [num_pages *
-    page_size, 576] (``scale_desc`` unused). FP8 (LAT_W 128): ``lat_desc``
-    ``tensordesc<f8e4m3,BNx128,sw128>`` over the rows' bytes [rows, 656], ``scale_desc``
-    ``tensordesc<f32,BNx4>`` and ``rope_desc`` over the same rows as fp32 [rows, 164] and
-    bf16 [rows, 328]; a group's codes widened to bf16 (exact) are the dots' B, its scale
-    applied to the group's partial score and folded into p for its value dot, as in
-    ``_group_scores`` / ``_group_values``. ``cache_lat``, ``cache_f32``, ``cache_bf16``: the
-    cache's views as the pointer kernel takes them (the last partial block); the other
-    arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
+    rest padding). ``lat_desc`` ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc``
+    ``tensordesc<bf16,BNx64,sw128>`` over the cache's rows [num_pages * page_size, 576];
+    the other arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
     256 (sm_90a: three score dots and one value dot, all wgmma on the ring; the value dot
     reads the slot of the first score dot's box, this program's value columns) or 128 (sm_100a
     and sm_103a, where the dots fall to mma.sync, whose operand staging must fit 48 KiB:
@@ -363,7 +348,7 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, scale_desc, cache_lat, 
     multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
     of the descriptor's bounds: TMA fills it with zeros, as the pointer kernel's masks do.
     The boxes cover whole blocks only: a request's last rows, when its total is not a
-    multiple of BN, are one block read through the cache's views (row stride ``row_u`` in
+    multiple of BN, are one block read through ``cache_ptr`` (row stride ``row_u`` in
     16-byte units) with the rows past the total masked to zero, so that no row past a
     request's length reaches a dot (its weight is 0, but 0 * NaN is NaN)."""
     split = kl.program_id(0)
@@ -412,39 +397,21 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, scale_desc, cache_lat, 
         row = page * page_size + n % page_size
         k0 = lat_desc.load([row, first])
         k1 = lat_desc.load([row, second])
-        kr = rope_desc.load([row, ROPE_AT // 2 if FP8 else KV_LORA])
-        if FP8:  # the codes widened to bf16, the scores scaled a group at a time
+        kr = rope_desc.load([row, KV_LORA])
+        s = kl.dot(q0, k0.T)
+        s = kl.dot(q1, k1.T, s)
+        if LAT_W == 128:
             k2 = lat_desc.load([row, other])
             k3 = lat_desc.load([row, other + 128])
-            sc = scale_desc.load([row, KV_LORA // 4])
-            sc0 = _scale_of(sc, first // GROUP)
-            sc1 = _scale_of(sc, second // GROUP)
-            k0 = k0.to(kl.bfloat16)
-            k1 = k1.to(kl.bfloat16)
-            s = kl.dot(qr, kr.T)
-            s = s + kl.dot(q0, k0.T) * sc0[None, :]
-            s = s + kl.dot(q1, k1.T) * sc1[None, :]
-            s = s + kl.dot(q2, k2.to(kl.bfloat16).T) * _scale_of(sc, other // GROUP)[None, :]
-            s = s + kl.dot(q3, k3.to(kl.bfloat16).T) * _scale_of(sc, other // GROUP + 1)[None, :]
-        else:
-            s = kl.dot(q0, k0.T)
-            s = kl.dot(q1, k1.T, s)
-            if LAT_W == 128:
-                k2 = lat_desc.load([row, other])
-                k3 = lat_desc.load([row, other + 128])
-                s = kl.dot(q2, k2.T, s)
-                s = kl.dot(q3, k3.T, s)
-            s = kl.dot(qr, kr.T, s)
+            s = kl.dot(q2, k2.T, s)
+            s = kl.dot(q3, k3.T, s)
+        s = kl.dot(qr, kr.T, s)
         s = kl.where((n + keys)[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
-        if FP8:
-            acc = kl.dot((p * sc0[None, :]).to(kl.bfloat16), k0, acc * alpha[:, None])
-            acc1 = kl.dot((p * sc1[None, :]).to(kl.bfloat16), k1, acc1 * alpha[:, None])
-        else:
-            pb = p.to(kl.bfloat16)
-            acc = kl.dot(pb, k0, acc * alpha[:, None])
-            if LAT_W == 128:
-                acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
+        pb = p.to(kl.bfloat16)
+        acc = kl.dot(pb, k0, acc * alpha[:, None])
+        if LAT_W == 128:
+            acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
     if full < hi:  # the request's last rows: one block through pointers, masked past hi,
         # by the pointer kernel's group helpers (128-column dots: mma.sync's operand staging
         # fits 48 KiB)
@@ -453,23 +420,24 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, scale_desc, cache_lat, 
         good = (key < hi) & (page >= 0) & (page < num_pages)
         at = (kl.where(good, page * page_size + key % page_size, 0).to(kl.int64)
               * row_u.to(kl.int64))  # the rows, in 16-byte units
-        kr = kl.load(cache_bf16 + (at * 8 + (ROPE_AT // 2 if FP8 else KV_LORA))[:, None]
-                     + kl.arange(0, ROPE)[None, :], mask=good[:, None], other=0.0)
+        kr = kl.load(cache_ptr + (at * 8 + KV_LORA)[:, None] + kl.arange(0, ROPE)[None, :],
+                     mask=good[:, None], other=0.0)
         s = kl.dot(qr, kr.T)
         for g in kl.static_range(KV_LORA // GROUP):
             qg = kl.load(q_row[:, None] + g * GROUP + kl.arange(0, GROUP)[None, :], mask=qm,
                          other=0.0)
-            s = _group_scores(s, qg, cache_lat, cache_f32, at, g, good, FP8)
+            s = _group_scores(s, qg, cache_ptr, cache_ptr, at, g, good, False)
         s = kl.where(key[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
         g0 = vpart * (256 // GROUP)
         if LAT_W == 128:
-            acc = _group_values(acc, p, alpha, cache_lat, cache_f32, at, g0, good, FP8)
-            acc1 = _group_values(acc1, p, alpha, cache_lat, cache_f32, at, g0 + 1, good, FP8)
+            acc = _group_values(acc, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
+            acc1 = _group_values(acc1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good,
+                                 False)
         else:  # the [64, 256] accumulator as two [64, 128] halves for the two dots
             a0, a1 = kl.split(kl.permute(kl.reshape(acc, 64, 2, GROUP), 0, 2, 1))
-            a0 = _group_values(a0, p, alpha, cache_lat, cache_f32, at, g0, good, False)
-            a1 = _group_values(a1, p, alpha, cache_lat, cache_f32, at, g0 + 1, good, False)
+            a0 = _group_values(a0, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
+            a1 = _group_values(a1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good, False)
             acc = kl.reshape(kl.permute(kl.join(a0, a1), 0, 2, 1), 64, LAT_W)
 
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
@@ -560,20 +528,17 @@ TMA_PAGE_ALIGN = 64
 TMA_WARPS = 4
 
 
-def tma_launch_config(h: int, s: int, lat_w: int, settings: Settings = SETTINGS,
-                      fp8: bool = False) -> tuple:
+def tma_launch_config(h: int, s: int, lat_w: int, settings: Settings = SETTINGS) -> tuple:
     """(bundle name, constexprs, num_warps) of the TMA kernel: ``tile_shape``'s drafts and
-    heads a program, in a 64-row tile, the value columns always in two programs (FP8: boxes
-    of one 128-group, whatever ``lat_w``)."""
-    return ("mla_attention_tma" + ("_fp8" if fp8 else ""),
-            _tma_constexprs(tile_shape(h, s), lat_w, settings, fp8), TMA_WARPS)
+    heads a program, in a 64-row tile, the value columns always in two programs."""
+    return ("mla_attention_tma", _tma_constexprs(tile_shape(h, s), lat_w, settings),
+            TMA_WARPS)
 
 
-def _tma_constexprs(shape: tuple, lat_w: int, settings: Settings = SETTINGS,
-                    fp8: bool = False) -> dict:
+def _tma_constexprs(shape: tuple, lat_w: int, settings: Settings = SETTINGS) -> dict:
     s_pad, block_h = shape[:2]
     return {"S_PAD": s_pad, "BLOCK_H": block_h, "BN": settings.tma_block_n,
-            "STAGES": settings.tma_stages, "LAT_W": GROUP if fp8 else lat_w, "FP8": fp8}
+            "STAGES": settings.tma_stages, "LAT_W": lat_w}
 
 
 def tma_latent_width(arch: str, settings: Settings = SETTINGS) -> Optional[int]:
@@ -612,29 +577,22 @@ def _signature(fp8: bool) -> dict:
             "lse_ptr": "*f32", **{i: "i32" for i in ints}, "qk_scale": "f32"}
 
 
-def tma_signature(lat_w: int, settings: Settings = SETTINGS, fp8: bool = False) -> dict:
-    """The TMA kernel's parameter types (its latent boxes ``lat_w`` wide; FP8: 128 bytes of
-    codes, the scales and the rope as fp32 and bf16 views of the rows)."""
+def tma_signature(lat_w: int, settings: Settings = SETTINGS) -> dict:
+    """The TMA kernel's parameter types (its latent boxes ``lat_w`` wide)."""
     ints = ("H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "row_u",
             "bt_s0", "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final",
             "write_lse")
     bn = settings.tma_block_n
-    rope = f"tensordesc<bf16,{bn}x{ROPE},sw128>"
-    if fp8:
-        lat, scale = f"tensordesc<f8e4m3,{bn}x{GROUP},sw128>", f"tensordesc<f32,{bn}x4>"
-    else:
-        lat, scale = f"tensordesc<bf16,{bn}x{lat_w},sw128>", rope
-    views = _signature(fp8)
-    return {"q_ptr": "*bf16", "lat_desc": lat, "rope_desc": rope, "scale_desc": scale,
-            **{v: views[v] for v in ("cache_lat", "cache_f32", "cache_bf16")},
-            "bt_ptr": "*i32", "len_ptr": "*i32", "o_part_ptr": "*f32", "lse_part_ptr": "*f32",
+    return {"q_ptr": "*bf16", "lat_desc": f"tensordesc<bf16,{bn}x{lat_w},sw128>",
+            "rope_desc": f"tensordesc<bf16,{bn}x{ROPE},sw128>", "cache_ptr": "*bf16",
+            "bt_ptr": "*i32",
+            "len_ptr": "*i32", "o_part_ptr": "*f32", "lse_part_ptr": "*f32",
             "out_ptr": "*bf16", "lse_ptr": "*f32", **{i: "i32" for i in ints},
             "qk_scale": "f32"}
 
 
-#: The TMA kernel's vector accesses: q, the cache's views (its last rows), the workspace
-#: and out.
-TMA_ALIGNED = ("q_ptr", "cache_lat", "cache_f32", "cache_bf16", "o_part_ptr", "out_ptr")
+#: The TMA kernel's vector accesses: q, the cache's last rows, the workspace and out.
+TMA_ALIGNED = ("q_ptr", "cache_ptr", "o_part_ptr", "out_ptr")
 
 MERGE_SIGNATURE = {"o_part_ptr": "*f32", "lse_part_ptr": "*f32", "len_ptr": "*i32",
                    "out_ptr": "*bf16", "lse_ptr": "*f32", "H": "i32", "S": "i32",
@@ -665,12 +623,6 @@ AOT_SPECIALIZATIONS = [
          constexprs=_tma_constexprs(shape, lat_w), divisibility=TMA_ALIGNED,
          num_warps=TMA_WARPS, archs=archs)
     for archs, lat_w in TMA_BUNDLE_WIDTHS for shape in TMA_SHAPES
-] + [
-    Spec(mla_attention_tma_kernel, name="mla_attention_tma_fp8",
-         signature=tma_signature(GROUP, fp8=True), constexprs=_tma_constexprs(shape, GROUP,
-                                                                               fp8=True),
-         divisibility=TMA_ALIGNED, num_warps=TMA_WARPS)
-    for shape in TMA_SHAPES
 ] + [
     Spec(mla_merge_kernel, name="mla_merge", signature=MERGE_SIGNATURE,
          constexprs=merge_config()[1], divisibility=("o_part_ptr", "out_ptr"),
@@ -735,20 +687,18 @@ def _cache_views(cache: Any, fp8: bool) -> tuple:
             cache.view(torch.bfloat16))
 
 
-def _tma_row_stride(cache: Any, fp8: bool, pages: int, page_size: int,
+def _tma_row_stride(cache: Any, pages: int, page_size: int,
                     settings: Settings) -> Optional[int]:
-    """The cache's row stride (elements: bf16, or the FP8 cache's bytes) where the TMA
-    kernel can read the cache as one 2-D tensor of rows [pages * page_size, 576 bf16 / 656
-    bytes]: the page size a multiple of 64 and of ``tma_block_n``, the pages one after the
-    other (page stride = page_size row strides), rows at least a row apart and a multiple of
-    16 bytes, the rows within int32 (TMA's coordinates); else None (the pointer kernel
-    reads it)."""
+    """The bf16 cache's row stride (elements) where the TMA kernel can read the cache as one
+    2-D tensor of rows [pages * page_size, 576]: the page size a multiple of 64 and of
+    ``tma_block_n``, the pages one after the other (page stride = page_size row strides),
+    rows at least 576 elements apart and a multiple of 16 bytes, the rows within int32
+    (TMA's coordinates); else None (the pointer kernel reads it)."""
     if page_size % TMA_PAGE_ALIGN or page_size % settings.tma_block_n:
         return None
     st = L.strides(cache)
     row = st[1]
-    width, unit = (FP8_ROW_BYTES, 16) if fp8 else (BF16_ROW, 8)
-    if row < width or row % unit or (pages > 1 and st[0] != page_size * row):
+    if row < BF16_ROW or row % 8 or (pages > 1 and st[0] != page_size * row):
         return None
     if pages * page_size > L.INT32_MAX:
         return None
@@ -775,39 +725,28 @@ def _device_arch(t: Any) -> str:
 def _use_tma(q: Any, cache: Any, fp8: bool, pages: int, page_size: int,
              settings: Settings) -> Optional[tuple]:
     """(row stride, latent box width) where the TMA kernel takes this call, else None: a
-    cache in its layout (``_tma_row_stride``), on sm_90a (on sm_100a/sm_103a only with
+    bf16 cache in its layout (``_tma_row_stride``), on sm_90a (on sm_100a/sm_103a only with
     ``tma_blackwell``: the width 128 there; ``tma_latent_width``), by JIT or from the bundle
-    (its ``TMA_BUNDLE_WIDTHS``; FP8: 128-wide boxes, one a group, on every arch)."""
-    if not settings.tma:
+    (its ``TMA_BUNDLE_WIDTHS``)."""
+    if not settings.tma or fp8:
         return None
-    row = _tma_row_stride(cache, fp8, pages, page_size, settings)
+    row = _tma_row_stride(cache, pages, page_size, settings)
     if row is None:
         return None
     lat_w = tma_latent_width(_device_arch(q), settings)
-    if lat_w is None:
-        return None
-    return row, GROUP if fp8 else lat_w
+    return None if lat_w is None else (row, lat_w)
 
 
-def _tma_descriptors(cache: Any, fp8: bool, pages: int, page_size: int, row: int,
-                     lat_w: int, settings: Settings) -> tuple:
-    """The latent ([BN, lat_w] boxes), rope ([BN, 64]) and FP8 scale ([BN, 4]) TMA
-    descriptors, the first two 128-byte swizzled, over the cache's rows as one 2-D tensor
-    [pages * page_size, 576] (row stride ``row`` elements; the bf16 cache's scale descriptor
-    is the rope's, unused) or, FP8, over the rows' bytes [rows, 656] as e4m3, fp32 and bf16
-    views (row stride ``row`` bytes)."""
-    rows, bn = pages * page_size, settings.tma_block_n
-    lat_v, scale_v, rope_v = _cache_views(cache, fp8)
-    lat_n, rope_n = (FP8_ROW_BYTES, FP8_ROW_BYTES // 2) if fp8 else (BF16_ROW, BF16_ROW)
-    rope_row = row // 2 if fp8 else row
-    lat = kiln.TensorDescriptor(lat_v, [bn, lat_w], shape=[rows, lat_n], strides=[row, 1],
-                                swizzle=128)
-    rope = kiln.TensorDescriptor(rope_v, [bn, ROPE], shape=[rows, rope_n],
-                                 strides=[rope_row, 1], swizzle=128)
-    if not fp8:
-        return lat, rope, rope
-    return lat, rope, kiln.TensorDescriptor(scale_v, [bn, 4], shape=[rows, FP8_ROW_BYTES // 4],
-                                            strides=[row // 4, 1])
+def _tma_descriptors(cache: Any, pages: int, page_size: int, row: int, lat_w: int,
+                     settings: Settings) -> tuple:
+    """The latent ([BN, lat_w] boxes) and rope ([BN, 64]) TMA descriptors, 128-byte
+    swizzled, over the cache's rows as one 2-D tensor [pages * page_size, 576] (row stride
+    ``row`` elements)."""
+    shape, strides, bn = [pages * page_size, BF16_ROW], [row, 1], settings.tma_block_n
+    return (kiln.TensorDescriptor(cache, [bn, lat_w], shape=shape, strides=strides,
+                                  swizzle=128),
+            kiln.TensorDescriptor(cache, [bn, ROPE], shape=shape, strides=strides,
+                                  swizzle=128))
 
 
 def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, decode: bool,
@@ -882,13 +821,13 @@ def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, deco
     tail = (bt_s0, *q_u, *o_u, int(final), int(return_lse), float(scale) * LOG2E)
     if tma is not None:
         row, lat_w = tma
-        name, constexprs, num_warps = tma_launch_config(h, s, lat_w, settings, fp8)
+        name, constexprs, num_warps = tma_launch_config(h, s, lat_w, settings)
         L.launch(mla_attention_tma_kernel, name,
                  (num_splits, -(-h // constexprs["BLOCK_H"]) * 2, bsz),
-                 (q, *_tma_descriptors(cache, fp8, pages, page_size, row, lat_w, settings),
-                  *_cache_views(cache, fp8), block_table, lengths, o_part, lse_part, out,
-                  lse_arg, h, s, extra, num_splits, page_size, pages, max_rows, row_u, *tail),
-                 constexprs, num_warps)
+                 (q, *_tma_descriptors(cache, pages, page_size, row, lat_w, settings),
+                  cache, block_table, lengths, o_part, lse_part, out, lse_arg, h, s, extra,
+                  num_splits, page_size, pages, max_rows, row // 8, *tail), constexprs,
+                 num_warps)
     else:
         name, constexprs, num_warps = launch_config(h, s, fp8, settings)
         heads = -(-h // constexprs["BLOCK_H"]) * constexprs["VPARTS"]

@@ -89,9 +89,11 @@ def kernels(monkeypatch):
 
 def expected_kernel(launch_mode, ps, fp8, settings=mod.SETTINGS):
     """The partial kernel ``mla_attention._use_tma`` picks for this device and mode."""
+    if fp8:
+        return "mla_attention_fp8"
     hopper = torch.cuda.get_device_capability()[0] == 9
     tma = settings.tma and ps % 64 == 0 and (hopper or settings.tma_blackwell)  # either mode
-    return ("mla_attention_tma" if tma else "mla_attention") + ("_fp8" if fp8 else "")
+    return "mla_attention_tma" if tma else "mla_attention"
 
 
 def lengths_for(bsz, long_len, rng):

@@ -74,15 +74,6 @@ def reference(q, rows, bt, totals, scale):
 # The wrappers on numpy arrays, their launches redirected to the interpreter
 # ---------------------------------------------------------------------------
 
-def host_views(cache, fp8):
-    """``mla_attention._cache_views`` of a host array: the FP8 cache's bytes as e4m3, fp32
-    and bf16."""
-    if not fp8:
-        return cache, cache, cache
-    a = cache.a
-    return HostTensor(a.view(E4M3)), HostTensor(a.view(np.float32)), HostTensor(a.view(BF16))
-
-
 @pytest.fixture
 def via_interpreter(monkeypatch):
     launches = []
@@ -101,10 +92,16 @@ def via_interpreter(monkeypatch):
     def empty(like, shape, dtype):
         return HostTensor(aligned(shape, BF16 if dtype == "bfloat16" else np.float32))
 
+    def views(cache, fp8):
+        if not fp8:
+            return cache, cache, cache
+        a = cache.a
+        return HostTensor(a.view(E4M3)), HostTensor(a.view(np.float32)), HostTensor(a.view(BF16))
+
     monkeypatch.setattr(mod.L, "launch", launch)
     monkeypatch.setattr(mod.L, "jit_allowed", lambda: True)  # the TMA kernel is JIT's
     monkeypatch.setattr(mod, "_empty", empty)
-    monkeypatch.setattr(mod, "_cache_views", host_views)
+    monkeypatch.setattr(mod, "_cache_views", views)
     return launches
 
 
@@ -192,8 +189,8 @@ def test_verify_against_reference(via_interpreter, ps, fp8):
     for num_splits in (1, 5):
         check(*run(rng, bsz=5, s=4, h=12, ps=ps, fp8=fp8, lengths=lengths,
                    num_splits=num_splits), fp8)
-    # pages of 64 rows: the TMA kernel (the default); else the pointer kernel
-    name = ("mla_attention_tma" if ps == 64 else "mla_attention") + ("_fp8" if fp8 else "")
+    # bf16 pages of 64 rows: the TMA kernel (the default); else the pointer kernel
+    name = "mla_attention_fp8" if fp8 else "mla_attention_tma" if ps == 64 else "mla_attention"
     assert [x[0] for x in via_interpreter] == [name, name, "mla_merge"]
 
 
@@ -291,7 +288,7 @@ def recorded(monkeypatch):
     monkeypatch.setattr(mod, "_empty", lambda like, shape, dtype: HostTensor(
         aligned(shape, BF16 if dtype == "bfloat16" else np.float32)))
     monkeypatch.setattr(mod.L, "jit_allowed", lambda: True)
-    monkeypatch.setattr(mod, "_cache_views", host_views)
+    monkeypatch.setattr(mod, "_cache_views", lambda cache, fp8: (cache,) * 3)
     return names
 
 
@@ -310,10 +307,7 @@ def dispatch(cache, s=1, settings=TMA):
     ((4, 1, 576), BF16, 0, "mla_attention"),           # page sizes not multiples of 64
     ((4, 16, 576), BF16, 0, "mla_attention"),
     ((4, 96, 576), BF16, 0, "mla_attention"),
-    ((4, 64, 656), np.uint8, 0, "mla_attention_tma_fp8"),  # the FP8 cache
-    ((4, 64, 656), np.uint8, 16, "mla_attention_tma_fp8"),
-    ((4, 1, 656), np.uint8, 0, "mla_attention_fp8"),
-    ((4, 32, 656), np.uint8, 0, "mla_attention_fp8"),
+    ((4, 64, 656), np.uint8, 0, "mla_attention_fp8"),  # the FP8 cache
 ])
 def test_which_kernel_takes_the_cache(recorded, shape, dtype, pad, kernel):
     width = shape[2] + pad
@@ -351,25 +345,21 @@ def test_the_bundle_takes_the_tma_kernel_too(recorded, monkeypatch):
     ("sm_100a", BLACKWELL, 128), ("sm_103a", BLACKWELL, 128)])
 def test_the_latent_width_per_arch(monkeypatch, arch, settings, lat_w):
     """sm_90a: ``tma_latent_width``; sm_100a/sm_103a: 128 with ``tma_blackwell``, else the
-    pointer kernel; the FP8 cache where the TMA kernel runs, boxes of one 128-group. The
-    bundle's TMA specializations: each arch's default width, limited to its archs, and the
-    FP8 kernel on every arch, at every tile shape."""
+    pointer kernel. The bundle's TMA specializations: each arch's default width, limited to
+    its archs, at every tile shape."""
     monkeypatch.setattr(mod, "_device_arch", lambda t: arch)
-    q = HostTensor(aligned((1, 12, 576), BF16, 0))
-    got = mod._use_tma(q, HostTensor(aligned((4, 64, 576), BF16, 0)), False, 4, 64, settings)
-    assert got == (None if lat_w is None else (576, lat_w))
-    got = mod._use_tma(q, HostTensor(aligned((4, 64, 656), np.uint8, 0)), True, 4, 64,
+    cache = HostTensor(aligned((4, 64, 576), BF16, 0))
+    got = mod._use_tma(HostTensor(aligned((1, 12, 576), BF16, 0)), cache, False, 4, 64,
                        settings)
-    assert got == (None if lat_w is None else (656, 128))
+    assert got == (None if lat_w is None else (576, lat_w))
     specs = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.mla_attention_tma_kernel]
-    assert {(s.archs, s.constexprs["LAT_W"], s.constexprs["FP8"]) for s in specs} == {
-        (("sm_90a",), 256, False), (("sm_100a", "sm_103a"), 128, False), (None, 128, True)}
-    assert len(specs) == 3 * len(mod.TMA_SHAPES)
+    assert {(s.archs, s.constexprs["LAT_W"]) for s in specs} == {
+        (("sm_90a",), 256), (("sm_100a", "sm_103a"), 128)}
+    assert len(specs) == 2 * len(mod.TMA_SHAPES)
     for h in range(1, 200):
         for s in range(1, mod.MAX_S + 1):
-            for archs, w, fp8 in [(a, w, False) for a, w in mod.TMA_BUNDLE_WIDTHS] + [
-                    (None, 128, True)]:
-                name, cx, warps = mod.tma_launch_config(h, s, w, fp8=fp8)
+            for archs, w in mod.TMA_BUNDLE_WIDTHS:
+                name, cx, warps = mod.tma_launch_config(h, s, w)
                 assert any(sp.constexprs == cx and sp.archs == archs and sp.num_warps == warps
                            for sp in specs), (h, s, archs)
 
@@ -472,18 +462,16 @@ def test_tma_kernel_compiles(arch, lat_w, h, s):
     check_tma_dots(target["dots"], arch, lat_w)
 
 
-def check_tma_dots(dots, arch, lat_w, fp8=False):
+def check_tma_dots(dots, arch, lat_w):
     """The ring loop's dots (4 at LAT_W 256, 7 at 128): on sm_90a wgmma (B in place from
-    the ring; FP8: only the rope's, the codes widened to bf16 in registers are staged); then
-    the last partial block's 7 dots from registers (the rope, four 128-column latent pieces,
-    two value halves), on sm_90a wgmma with staged operands (its 64 rows: M, and N or K);
-    on sm_100a/sm_103a all on mma.sync with its reason."""
+    the ring); then the last partial block's 7 dots from registers (the rope, four
+    128-column latent pieces, two value halves), on sm_90a wgmma with staged operands (its
+    64 rows: M, and N or K); on sm_100a/sm_103a all on mma.sync with its reason."""
     ring = 4 if lat_w == 256 else 7
-    in_place = 1 if fp8 else ring
     assert len(dots) == ring + 7, dots
     for i, d in enumerate(dots):
         if arch == "sm_90a":
-            assert d["unit"] == ("wgmma" if i < in_place else "wgmma staged"), d
+            assert d["unit"] == ("wgmma" if i < ring else "wgmma staged"), d
         else:
             assert d["unit"] == "mma.sync" and d["reason"], d
 
@@ -582,6 +570,5 @@ def test_compiles(spec, arch):
         for d in dots:
             assert d["unit"] == "mma.sync" and d["reason"], d
     if spec.kernel is mod.mla_attention_tma_kernel:
-        fp8 = spec.constexprs["FP8"]
-        assert (arch == "sm_90a" and not fp8) == (spec.constexprs["LAT_W"] == 256)
-        check_tma_dots(target["dots"], arch, spec.constexprs["LAT_W"], fp8)
+        assert (arch == "sm_90a") == (spec.constexprs["LAT_W"] == 256)
+        check_tma_dots(target["dots"], arch, spec.constexprs["LAT_W"])
