@@ -409,13 +409,15 @@ LogicalResult ReduceOp::verify() {
   }
   if (getBroadcast() && getSrcs().size() != 1)
     return emitOpError() << "expected one source with `broadcast`, got " << getSrcs().size();
-  // The one reduction of an encoded tile: the rows of a wgmma accumulator,
-  // into its slice.
+  // The one reduction of an encoded tile: the rows of a wgmma accumulator (or
+  // of an mma.sync accumulator whose warps hold whole rows), into its slice.
   if (Attribute encoding = first.getEncoding()) {
     auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
-    if (!mma || mma.getVersion() != 3 || first.getRank() != 2 || getAxisAttr().getInt() != 1)
+    bool rows = mma && (mma.getVersion() == 3 || (mma.getVersion() == 2 && mma.getWarpsN() == 1));
+    if (!rows || first.getRank() != 2 || getAxisAttr().getInt() != 1)
       return emitOpError() << "expected a tile in the blocked layout, or a 2-D tile in the "
-                              "#tile.mma<version = 3> encoding reduced along axis 1, got "
+                              "#tile.mma encoding of version 3 (or 2 with warpsN = 1) reduced "
+                              "along axis 1, got "
                            << first << " along axis " << getAxisAttr().getInt();
   }
   return success();

@@ -25,17 +25,38 @@ void TileDialect::registerAttributes() {
 }
 
 LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                      unsigned version, unsigned numWarps) {
-  if (version != 3 && version != 5)
-    return emitError() << "expected an mma encoding of version 3 (wgmma) or 5 (tcgen05), got "
+                                      unsigned version, unsigned numWarps, unsigned warpsN) {
+  if (version != 2 && version != 3 && version != 5)
+    return emitError() << "expected an mma encoding of version 2 (mma.sync), 3 (wgmma) or 5 "
+                          "(tcgen05), got "
                        << version;
+  if (version == 2) {
+    if (numWarps < 1 || numWarps > 32 || !llvm::isPowerOf2_32(numWarps))
+      return emitError() << "expected a power of two from 1 to 32 warps, got " << numWarps;
+    if (warpsN < 1 || numWarps % warpsN != 0 || !llvm::isPowerOf2_32(warpsN))
+      return emitError() << "expected warpsN to be a power of two dividing numWarps (" << numWarps
+                         << "), got " << warpsN;
+    return success();
+  }
   if (numWarps < 4 || numWarps > 16 || !llvm::isPowerOf2_32(numWarps))
     return emitError() << "expected 4, 8 or 16 warps (whole warpgroups), got " << numWarps;
+  if (warpsN != 1)
+    return emitError() << "expected warpsN = 1 for the version " << version << " mma encoding, got "
+                       << warpsN;
   return success();
 }
 
 LogicalResult MmaEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
                                               function_ref<InFlightDiagnostic()> emitError) const {
+  if (getVersion() == 2) {
+    bool column = shape.size() == 2 && shape[1] == 1;
+    if (shape.size() != 2 || shape[0] < 1 || !llvm::isPowerOf2_64(shape[0]) ||
+        (!column && (shape[1] < 1 || shape[1] % (8 * getWarpsN()) != 0)))
+      return emitError() << "expected a [M, N] tile with M a power of two and N 1 or a multiple of "
+                         << 8 * getWarpsN() << " for the version 2 mma encoding, got "
+                         << RankedTensorType::get(shape, elementType);
+    return success();
+  }
   // Version 3 shapes are checked by the ops that produce the tiles.
   if (getVersion() != 5)
     return success();
@@ -50,9 +71,9 @@ LogicalResult MmaEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem
 LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                         unsigned dim, Attribute parent) {
   auto mma = llvm::dyn_cast<MmaEncodingAttr>(parent);
-  if (!mma || mma.getVersion() != 3 || dim != 1)
-    return emitError() << "expected the slice along dim 1 of a #tile.mma<version = 3> encoding, "
-                          "got dim "
+  if (!mma || (mma.getVersion() != 2 && mma.getVersion() != 3) || dim != 1)
+    return emitError() << "expected the slice along dim 1 of a #tile.mma encoding of version 2 or "
+                          "3, got dim "
                        << dim << " of " << parent;
   return success();
 }
@@ -61,6 +82,13 @@ LogicalResult
 SliceEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
                                   function_ref<InFlightDiagnostic()> emitError) const {
   auto mma = llvm::dyn_cast<MmaEncodingAttr>(getParent());
+  if (mma && mma.getVersion() == 2) {
+    if (shape.size() != 1 || shape[0] < 1 || !llvm::isPowerOf2_64(shape[0]))
+      return emitError() << "expected a 1-D tile of a power-of-two rows for the slice of the "
+                            "version 2 mma encoding, got "
+                         << RankedTensorType::get(shape, elementType);
+    return success();
+  }
   int64_t rows = mma ? 64 * (mma.getNumWarps() / 4) : 1;
   if (shape.size() != 1 || shape[0] % rows != 0)
     return emitError() << "expected a 1-D tile of a multiple of " << rows

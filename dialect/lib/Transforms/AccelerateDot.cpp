@@ -266,7 +266,7 @@ bool isVectorBroadcast(Value value, Attribute encoding) {
   if ((shape[0] == 1) == (shape[1] == 1))
     return false;
   ArrayRef<int64_t> dst = broadcast.getType().getShape();
-  MmaLayout layout{dst[0], dst[1], mma.getNumWarps(), mma.getVersion()};
+  MmaLayout layout{dst[0], dst[1], mma.getNumWarps(), mma.getVersion(), mma.getWarpsN()};
   llvm::SmallDenseSet<int64_t> held;
   for (int64_t reg = 0, e = layout.regsPerThread(); reg < e; ++reg) {
     int64_t element = layout.elementOf(0, reg);

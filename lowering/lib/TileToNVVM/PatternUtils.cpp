@@ -249,6 +249,30 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
     return indices;
   }
   Value lane = LLVM::AndOp::create(b, loc, tid, c(31));
+  if (mma->version == 2) {
+    // row = (16 wM + lane / 4) mod m, col = wN * Nw + 2 (lane mod 4), with
+    // warp = tid / 32 = wN * WM + wM.
+    Value warp = LLVM::LShrOp::create(b, loc, tid, c(5));
+    Value wM = LLVM::AndOp::create(b, loc, warp, c(mma->warpsM() - 1));
+    Value row =
+        LLVM::AndOp::create(b, loc,
+                            LLVM::AddOp::create(b, loc, LLVM::ShlOp::create(b, loc, wM, c(4)),
+                                                LLVM::LShrOp::create(b, loc, lane, c(2))),
+                            c(mma->m - 1));
+    if (mma->n == 1) {
+      indices.base = row;
+      return indices;
+    }
+    Value wN = LLVM::AndOp::create(
+        b, loc, LLVM::LShrOp::create(b, loc, warp, c(llvm::Log2_64(mma->warpsM()))),
+        c(mma->warpsN - 1));
+    indices.base = LLVM::AddOp::create(
+        b, loc,
+        LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, row, c(mma->n)),
+                            LLVM::MulOp::create(b, loc, wN, c(mma->columnsPerWarp()))),
+        LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));
+    return indices;
+  }
   Value row = LLVM::AddOp::create(
       b, loc,
       LLVM::AddOp::create(
@@ -308,6 +332,23 @@ std::optional<SmallVector<int64_t>> kiln::findRegisterSources(
     }
   }
   return sources;
+}
+
+Value kiln::copyRegisters(OpBuilder &b, Location loc, const TileTypeConverter &converter, Value src,
+                          RankedTensorType srcType, RankedTensorType dstType,
+                          function_ref<int64_t(int64_t)> sourceIndex) {
+  auto srcRegs = llvm::to_vector(llvm::seq<int64_t>(0, converter.getRegsPerThread(srcType)));
+  std::optional<SmallVector<int64_t>> sources = findRegisterSources(
+      converter.getThreadsPerBlock(), converter.getRegsPerThread(dstType),
+      [&](int64_t t, int64_t r) { return sourceIndex(converter.getElementOf(dstType, t, r)); },
+      srcRegs, [&](int64_t t, int64_t r) { return converter.getElementOf(srcType, t, r); });
+  if (!sources)
+    return Value();
+  SmallVector<Value> srcValues = unpackTile(b, loc, src);
+  SmallVector<Value> results;
+  for (int64_t r : *sources)
+    results.push_back(srcValues[r]);
+  return packTile(b, loc, converter.convertType(dstType), results);
 }
 
 Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r,

@@ -135,6 +135,16 @@ std::optional<llvm::SmallVector<int64_t>> findRegisterSources(
     int64_t threads, int64_t toRegs, llvm::function_ref<int64_t(int64_t, int64_t)> toElement,
     llvm::ArrayRef<int64_t> fromRegs, llvm::function_ref<int64_t(int64_t, int64_t)> fromElement);
 
+/// `src` (a tile of `srcType`, converted) as a tile of `dstType` built from
+/// its registers, where every thread holds the elements its registers of
+/// `dstType` need: register r of thread t takes the source element
+/// `sourceIndex(element)` of its element. Null where values must move between
+/// threads.
+mlir::Value copyRegisters(mlir::OpBuilder &b, mlir::Location loc,
+                          const TileTypeConverter &converter, mlir::Value src,
+                          mlir::RankedTensorType srcType, mlir::RankedTensorType dstType,
+                          llvm::function_ref<int64_t(int64_t)> sourceIndex);
+
 /// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,
                             mlir::Value base, mlir::Value slot);

@@ -102,7 +102,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
-  /// The rows of a version 3 `#tile.mma` tile (axis 1), in registers.
+  /// The rows of a version 3 `#tile.mma` tile, or of a version 2 one whose
+  /// warps hold whole rows (warpsN = 1), along axis 1, in registers.
   LogicalResult reduceMmaRows(tile::ReduceOp op, OpAdaptor adaptor, const tile::MmaLayout &mma,
                               ConversionPatternRewriter &rewriter) const {
     Location loc = op.getLoc();
@@ -173,8 +174,10 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       elements.push_back(element);
     }
     if (std::optional<tile::MmaLayout> mma = tileConverter.getMmaLayout(srcType)) {
-      if (mma->version != 3 || op.getAxis() != 1 || srcType.getRank() != 2 || mma->n < 8)
-        return rewriter.notifyMatchFailure(op, "not the rows of a wgmma accumulator");
+      bool rows = mma->version == 3 || (mma->version == 2 && mma->warpsN == 1);
+      if (!rows || op.getAxis() != 1 || srcType.getRank() != 2 || mma->n < 8)
+        return rewriter.notifyMatchFailure(op, "not the rows of an mma accumulator whose warps "
+                                               "hold whole rows");
       return reduceMmaRows(op, adaptor, *mma, rewriter);
     }
     auto layout = tileConverter.getLayout(srcType);

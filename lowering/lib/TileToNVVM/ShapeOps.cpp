@@ -363,8 +363,6 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     bool isBool = element.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : element;
 
-    int64_t srcRegCount = tileConverter.getRegsPerThread(srcType);
-    int64_t dstRegCount = tileConverter.getRegsPerThread(dstType);
     ArrayRef<int64_t> dstShape = dstType.getShape(), srcShape = srcType.getShape();
     // The source index of a destination index (row-major, power-of-two dims).
     auto sourceIndex = [&](int64_t linear) {
@@ -377,20 +375,9 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
       }
       return index;
     };
-    auto srcRegs = llvm::to_vector(llvm::seq<int64_t>(0, srcRegCount));
-    if (std::optional<SmallVector<int64_t>> sources = findRegisterSources(
-            tileConverter.getThreadsPerBlock(), dstRegCount,
-            [&](int64_t t, int64_t r) {
-              return sourceIndex(tileConverter.getElementOf(dstType, t, r));
-            },
-            srcRegs,
-            [&](int64_t t, int64_t r) { return tileConverter.getElementOf(srcType, t, r); })) {
-      SmallVector<Value> srcValues = unpackTile(rewriter, loc, adaptor.getSrc());
-      SmallVector<Value> results;
-      for (int64_t r : *sources)
-        results.push_back(srcValues[r]);
-      rewriter.replaceOp(
-          op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), results));
+    if (Value copied = copyRegisters(rewriter, loc, tileConverter, adaptor.getSrc(), srcType,
+                                     dstType, sourceIndex)) {
+      rewriter.replaceOp(op, copied);
       return success();
     }
 

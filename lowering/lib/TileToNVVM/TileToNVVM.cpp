@@ -71,16 +71,18 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
 }
 
 std::optional<tile::MmaLayout> TileTypeConverter::getMmaLayout(RankedTensorType type) const {
-  // The slice [M] of a version 3 tile holds its rows as the tile [M, 1] does.
+  // The slice [M] of a version 2 or 3 tile holds its rows as the tile [M, 1]
+  // does.
   if (auto slice = llvm::dyn_cast_if_present<tile::SliceEncodingAttr>(type.getEncoding())) {
     auto parent = llvm::cast<tile::MmaEncodingAttr>(slice.getParent());
-    return tile::MmaLayout{type.getDimSize(0), 1, parent.getNumWarps(), parent.getVersion()};
+    return tile::MmaLayout{type.getDimSize(0), 1, parent.getNumWarps(), parent.getVersion(),
+                           parent.getWarpsN()};
   }
   auto mma = llvm::dyn_cast_if_present<tile::MmaEncodingAttr>(type.getEncoding());
   if (!mma)
     return std::nullopt;
   return tile::MmaLayout{type.getDimSize(0), type.getDimSize(1), mma.getNumWarps(),
-                         mma.getVersion()};
+                         mma.getVersion(), mma.getWarpsN()};
 }
 
 int64_t TileTypeConverter::getElementOf(RankedTensorType type, int64_t thread, int64_t reg) const {

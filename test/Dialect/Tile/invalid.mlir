@@ -1722,8 +1722,62 @@ func.func @relaxed_fence() {
 
 // -----
 
-// expected-error @+1 {{expected an mma encoding of version 3 (wgmma) or 5 (tcgen05), got 2}}
-func.func @mma_version(%x: tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>) {
+// expected-error @+1 {{expected an mma encoding of version 2 (mma.sync), 3 (wgmma) or 5 (tcgen05), got 4}}
+func.func @mma_version(%x: tensor<64x64xf32, #tile.mma<version = 4, numWarps = 4>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected warpsN = 1 for the version 3 mma encoding, got 2}}
+func.func @mma_warps_n_v3(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4, warpsN = 2>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected warpsN to be a power of two dividing numWarps (4), got 8}}
+func.func @mma_warps_n(%x: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 8>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a power of two from 1 to 32 warps, got 3}}
+func.func @mma_v2_warps(%x: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 3>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a [M, N] tile with M a power of two and N 1 or a multiple of 32 for the version 2 mma encoding, got 'tensor<16x16xf32>'}}
+func.func @mma_v2_columns(%x: tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a [M, N] tile with M a power of two and N 1 or a multiple of 8 for the version 2 mma encoding, got 'tensor<24x8xf32>'}}
+func.func @mma_v2_rows(%x: tensor<24x8xf32, #tile.mma<version = 2, numWarps = 1>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a 1-D tile of a power-of-two rows for the slice of the version 2 mma encoding, got 'tensor<24xf32>'}}
+func.func @slice_v2_rows(%x: tensor<24xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>) {
+  return
+}
+
+// -----
+
+func.func @reduce_v2_split_rows(%x: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>) {
+  // expected-error @+1 {{expected a tile in the blocked layout, or a 2-D tile in the #tile.mma encoding of version 3 (or 2 with warpsN = 1) reduced along axis 1}}
+  %m = tile.reduce %x {axis = 1 : i32} : tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<16xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.reduce.return %s : f32
+  }
   return
 }
 
@@ -1736,14 +1790,14 @@ func.func @mma_warps(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 2>>
 
 // -----
 
-// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma<version = 3> encoding, got dim 0 of #tile.mma<version = 3, numWarps = 4>}}
+// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma encoding of version 2 or 3, got dim 0 of #tile.mma<version = 3, numWarps = 4>}}
 func.func @slice_dim(%x: tensor<64xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 3, numWarps = 4>>>) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma<version = 3> encoding, got dim 1 of #tile.mma<version = 5, numWarps = 4>}}
+// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma encoding of version 2 or 3, got dim 1 of #tile.mma<version = 5, numWarps = 4>}}
 func.func @slice_version(%x: tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 5, numWarps = 4>>>) {
   return
 }

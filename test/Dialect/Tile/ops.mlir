@@ -548,6 +548,27 @@ func.func @mma_rows(%s: tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
   return %o : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
 }
 
+// The mma.sync accumulator (version 2): warpsN printed only where not 1.
+// CHECK-LABEL: func.func @mma_sync_rows
+// CHECK-SAME: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: tile.reduce %{{.*}} {axis = 1 : i32} : tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
+// CHECK: tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>> -> tensor<64x1xf32, #tile.mma<version = 2, numWarps = 4>>
+// CHECK: tile.broadcast %{{.*}} : tensor<64x1xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>>
+// CHECK: tile.convert_layout %{{.*}} : tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<16x64xf32>
+func.func @mma_sync_rows(%s: tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 1>>,
+                         %t: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>) -> (tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>>, tensor<16x64xf32>) {
+  %m = tile.reduce %s {axis = 1 : i32} : tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>> {
+  ^bb0(%a: f32, %b: f32):
+    %x = arith.maxnumf %a, %b : f32
+    tile.reduce.return %x : f32
+  }
+  %e = tile.expand_dims %m {axis = 1 : i32} : tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>> -> tensor<64x1xf32, #tile.mma<version = 2, numWarps = 4>>
+  %b = tile.broadcast %e : tensor<64x1xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  %d = arith.subf %s, %b : tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  %c = tile.convert_layout %t : tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<16x64xf32>
+  return %d, %c : tensor<64x32xf32, #tile.mma<version = 2, numWarps = 4>>, tensor<16x64xf32>
+}
+
 // CHECK-LABEL: func.func @warpgroup_dot_max_num_imprecise_acc
 // CHECK: tile.warpgroup_dot %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}} {maxNumImpreciseAcc = 64 : i32} : !tile.ring<2, tensor<128x128xf8E4M3FN>>, !tile.ring<2, tensor<128x128xf8E5M2>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
 func.func @warpgroup_dot_max_num_imprecise_acc(%ra: !tile.ring<2, tensor<128x128xf8E4M3FN>>, %rb: !tile.ring<2, tensor<128x128xf8E5M2>>,

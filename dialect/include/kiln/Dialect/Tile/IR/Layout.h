@@ -39,6 +39,17 @@ struct BlockedLayout {
 
 /// The accumulator layouts of `#tile.mma` for an [m, n] tile.
 ///
+/// Version 2 (mma.sync m16n8k16, WN = warpsN warps along N, WM = warps / WN
+/// along M, Nw = n / WN columns a warp, g = lane / 4, t = lane mod 4): warp w
+/// at (wM, wN) = (w mod WM, w / WM) holds in register
+/// reg = rM * Nw/2 + 4j + 2h + e (rM < max(1, m / (16 WM)))
+///   row  = (16 (WM rM + wM) + g + 8h) mod m,
+///   col  = wN * Nw + 8j + 2t + e;
+/// with n = 1 (the column of a row vector) register 2 rM + h holds that row.
+/// m is a power of two: rows wrap where m < 16 WM (warps holding copies) and,
+/// for m <= 8, both halves h hold row g mod m. With WN = 1 and m a multiple of
+/// 64 * warps / 4 these are version 3's registers.
+///
 /// Version 3 (wgmma): element (row, col) of register `reg` of thread `thread` is
 ///   slab = rep * warpgroups + thread / 128, rep = reg / (n / 2),
 ///   row  = 64 slab + 16 (thread / 32 mod 4) + lane / 4 + 8 (reg / 2 mod 2),
@@ -56,23 +67,38 @@ struct MmaLayout {
   int64_t m, n;
   int64_t warps;
   int64_t version = 3;
+  int64_t warpsN = 1;
 
   int64_t warpgroups() const { return warps / 4; }
-  /// Version 3: the 64-row slabs each warpgroup holds.
-  int64_t reps() const { return m / (64 * warpgroups()); }
+  /// Version 2: the warps along M, and the columns of a warp.
+  int64_t warpsM() const { return warps / warpsN; }
+  int64_t columnsPerWarp() const { return n == 1 ? 1 : n / warpsN; }
+  /// The 16-row blocks (version 2) or 64-row slabs (version 3) each warp holds.
+  int64_t reps() const {
+    return version == 2 ? std::max<int64_t>(1, m / (16 * warpsM())) : m / (64 * warpgroups());
+  }
   /// Version 5: the columns each thread holds.
   int64_t columnsPerThread() const { return n / warpgroups(); }
   int64_t regsPerThread() const {
     return version == 5 ? columnsPerThread() : reps() * regsPerSlab();
   }
-  /// Version 3: the registers of one 64-row slab.
-  int64_t regsPerSlab() const { return n == 1 ? 2 : n / 2; }
+  /// Versions 2 and 3: the registers of one 16-row block or 64-row slab.
+  int64_t regsPerSlab() const { return n == 1 ? 2 : columnsPerWarp() / 2; }
+  /// Version 2: the rows between a block's two halves (0 where m <= 8 wraps them).
+  int64_t halfRows() const { return version == 2 && m <= 8 ? 0 : 8; }
   /// Consecutive elements of a row in consecutive registers.
   int64_t run() const { return version == 5 ? columnsPerThread() : n == 1 ? 1 : 2; }
   /// The row-major index of the element of `thread`'s register 0.
   int64_t baseOf(int64_t thread) const {
     if (version == 5)
       return (thread % 128) * n + (thread / 128) * columnsPerThread();
+    if (version == 2) {
+      int64_t warp = thread / 32 % warps, lane = thread % 32;
+      int64_t row = (16 * (warp % warpsM()) + lane / 4) & (m - 1);
+      if (n == 1)
+        return row;
+      return row * n + (warp / warpsM()) * columnsPerWarp() + 2 * (lane % 4);
+    }
     int64_t lane = thread % 32;
     int64_t row = (thread / 128) * 64 + (thread / 32 % 4) * 16 + lane / 4;
     return n == 1 ? row : row * n + 2 * (lane % 4);
@@ -81,6 +107,12 @@ struct MmaLayout {
   int64_t offsetOf(int64_t reg) const {
     if (version == 5)
       return reg;
+    if (version == 2) {
+      int64_t rep = reg / regsPerSlab(), q = reg % regsPerSlab();
+      if (n == 1)
+        return rep * 16 * warpsM() + q * halfRows();
+      return (rep * 16 * warpsM() + (q / 2 % 2) * halfRows()) * n + (q / 4) * 8 + q % 2;
+    }
     int64_t rep = reg / regsPerSlab(), q = reg % regsPerSlab();
     if (n == 1)
       return rep * warpgroups() * 64 + q * 8;

@@ -84,8 +84,25 @@ class Tile_AttrDef<string name, string attrMnemonic, list<Trait> traits = []>
 
 def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
     [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
-  let summary = "the accumulator layouts of warpgroup MMA (wgmma, version 3) and of tcgen05 (version 5)";
+  let summary = "the accumulator layouts of warp MMA (mma.sync, version 2), warpgroup MMA (wgmma, version 3) and tcgen05 (version 5)";
   let description = [{
+    Version 2: the encoding of a 2-D f32 tile [M, N] held the way
+    `mma.sync.aligned.m16n8k16` leaves its accumulator, the `numWarps` warps
+    tiled `numWarps / warpsN` along M by `warpsN` along N. Warp w sits at
+    (wM, wN) = (w mod WM, w / WM) with WM = numWarps / warpsN and holds the
+    columns wN * N/warpsN .. (wN + 1) * N/warpsN - 1 (Nw = N / warpsN, a
+    multiple of 8) of the 16-row blocks wM, wM + WM, wM + 2 WM, ...; lane l
+    (g = l / 4, t = l mod 4) holds in register rM * Nw/2 + 4j + 2h + e the
+    element of row 16 (WM rM + wM) + g + 8h and column wN * Nw + 8j + 2t + e
+    (PTX ISA, "Matrix Fragments for mma.m16n8k16": the C fragment of n-tile
+    j). Rows past M wrap (row mod M, M a power of two): where M < 16 WM warps
+    and lanes hold copies of the same rows (an M below 16 wraps within the
+    block: M <= 8 holds row g mod M in both halves h). With warpsN = 1 and M a
+    multiple of 64 * numWarps / 4 the registers are version 3's. N = 1 is the
+    column [M, 1] of `tile.expand_dims` of a `#tile.slice` of this encoding:
+    two registers a 16-row block (h = 0, 1), the warps of a row group holding
+    copies.
+
     Version 3: the encoding of a 2-D f32 tile [M, N] held the way
     `wgmma.mma_async` leaves its accumulator: the `numWarps / 4` warpgroups
     take the 64-row slabs of M in turn (slab s to warpgroup s mod warpgroups);
@@ -111,12 +128,19 @@ def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
     ```mlir
     tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
     tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
+    tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
     ```
     Tiles without an encoding use the kernel's blocked layout. Elementwise
-    ops, `tile.convert_layout` and `tile.desc_store` take tiles of either
-    version.
+    ops, `tile.convert_layout` and `tile.desc_store` take tiles of any
+    version. `warpsN` is 1 unless given (versions 3 and 5 take only 1).
   }];
-  let parameters = (ins "unsigned":$version, "unsigned":$numWarps);
+  let parameters = (ins "unsigned":$version, "unsigned":$numWarps,
+                        DefaultValuedParameter<"unsigned", "1">:$warpsN);
+  let builders = [
+    AttrBuilder<(ins "unsigned":$version, "unsigned":$numWarps), [{
+      return $_get($_ctxt, version, numWarps, 1);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -134,19 +158,23 @@ def Tile_SliceEncodingAttr : Tile_AttrDef<"SliceEncoding", "slice",
     dimension of size 1, which `tile.broadcast` widens register by register
     (MLIR/Triton's slice layout).
 
-    Defined for `parent` = `#tile.mma<version = 3, ...>` and `dim` = 1: the
-    row vector [M] of a wgmma accumulator [M, N]. Thread t (warpgroup
-    g = t / 128, warp w = t / 32 mod 4, lane l = t mod 32) holds in register
-    2 r + h (r < M / (64 G), h < 2, G warpgroups) the element of row
-    64 (r G + g) + 16 w + l / 4 + 8 h: the rows it holds of every 64-row
-    slab in `#tile.mma`, for any N. M must be a multiple of 64 G. Reducing
-    an mma tile along axis 1 combines the N / 4 registers of a row within
-    the thread, then the 4 lanes of its quad (shfl.sync.bfly 1, 2), with no
+    Defined for `parent` = `#tile.mma<version = 2 or 3, ...>` and `dim` = 1:
+    the row vector [M] of an mma.sync or wgmma accumulator [M, N]. Version 2:
+    thread t holds in register 2 rM + h the rows its lane holds of its 16-row
+    blocks (the parent's column N = 1), copies in the warps of a row group.
+    Version 3: thread t (warpgroup g = t / 128, warp w = t / 32 mod 4, lane
+    l = t mod 32) holds in register 2 r + h (r < M / (64 G), h < 2, G
+    warpgroups) the element of row 64 (r G + g) + 16 w + l / 4 + 8 h: the
+    rows it holds of every 64-row slab in `#tile.mma`, for any N. M must be
+    a multiple of 64 G. Reducing a version 3 tile (or a version 2 tile of
+    warpsN = 1) along axis 1 combines the registers of a row within the
+    thread, then the 4 lanes of its quad (shfl.sync.bfly 1, 2), with no
     shared memory; a conversion to or from the blocked layout goes through
     shared memory (`tile.convert_layout`).
 
     ```mlir
     tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>>
+    tensor<16xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
     ```
   }];
   let parameters = (ins "unsigned":$dim, "::mlir::Attribute":$parent);
