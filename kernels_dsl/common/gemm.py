@@ -162,7 +162,7 @@ def gemm_tma_kn_kernel(a_desc, b_desc, c_desc, M, N, K, BM: kl.constexpr, BN: kl
 #: gemm_tma_kn's default (block, stages) per arch. sm_90a: 128x256 blocks (the MN-major B read
 #: in place by wgmma; 0.95x / 0.93x cuBLAS at 4096^3 / 8192^3 on the H200 against 0.84x /
 #: 0.89x for 128x128, bench/results/h200-bench_gemm_wide.md). sm_100a/sm_103a run the dot on
-#: mma.sync, whose staging for a 128x256 block exceeds the 48 KiB of static shared memory.
+#: mma.sync (an MN-major B has no tcgen05 form here) and keep KN_FALLBACK: not timed there.
 KN_DEFAULTS = {"sm_90a": ((128, 256, 64), 3)}
 KN_FALLBACK = ((128, 128, 64), 4)
 

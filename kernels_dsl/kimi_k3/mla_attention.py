@@ -343,7 +343,7 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     the other arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
     256 (sm_90a: three score dots and one value dot, all wgmma on the ring; the value dot
     reads the slot of the first score dot's box, this program's value columns) or 128 (sm_100a
-    and sm_103a, where the dots fall to mma.sync, whose operand staging must fit 48 KiB:
+    and sm_103a, where the dots fall to mma.sync, whose staging buffers stay small so:
     five score dots and two value dots of 128 columns; tcgen05 would want M = 128 and N a
     multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
     of the descriptor's bounds: TMA fills it with zeros, as the pointer kernel's masks do.
@@ -413,8 +413,7 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
         if LAT_W == 128:
             acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
     if full < hi:  # the request's last rows: one block through pointers, masked past hi,
-        # by the pointer kernel's group helpers (128-column dots: mma.sync's operand staging
-        # fits 48 KiB)
+        # by the pointer kernel's group helpers (128-column dots, as on sm_100a)
         key = full + keys
         page = kl.load(bt_row + full // page_size)
         good = (key < hi) & (page >= 0) & (page < num_pages)

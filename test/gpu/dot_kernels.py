@@ -61,3 +61,23 @@ def fp8_dot_tile(a_ptr, b_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: kl.co
     b = kl.load(b_ptr + rk[:, None] * N + rn[None, :])
     c = kl.dot(a, b, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
     kl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@kiln.jit
+def dot_chain(a_ptr, w_ptr, v_ptr, m_ptr, o_ptr, M: kl.constexpr, N: kl.constexpr,
+              K: kl.constexpr, D: kl.constexpr):
+    """Attention's chain on one tile: s = a @ w.T ([M, K] x [N, K]ᵀ), m = rowmax(s),
+    p = exp2(s - m) in bf16, o = p @ v ([N, D]); stores m and o (row major)."""
+    rm = kl.arange(0, M)
+    rn = kl.arange(0, N)
+    rk = kl.arange(0, K)
+    rd = kl.arange(0, D)
+    a = kl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    w = kl.load(w_ptr + rn[:, None] * K + rk[None, :])
+    s = kl.dot(a, w.T)
+    m = kl.max(s, axis=1)
+    p = kl.exp2(s - m[:, None]).to(kl.bfloat16)
+    v = kl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    o = kl.dot(p, v)
+    kl.store(m_ptr + rm, m)
+    kl.store(o_ptr + rm[:, None] * D + rd[None, :], o)

@@ -1,10 +1,11 @@
-"""kl.dot (tile.dot on ldmatrix + mma.sync) on the GPU against torch.
+"""kl.dot (tile.warp_dot on ldmatrix + mma.sync, or wgmma where it takes the dot) on the
+GPU against torch.
 
 One-tile dots (with and without an accumulator, bf16 and f16, 1/4/8 warps, shapes from
-the 16x8x16 minimum to 128x128x64, which goes through the accumulator in 16-row slabs)
-and a K-loop GEMM ``acc = kl.dot(a, b, acc)`` over masked [BM, BK] x [BK, BN] blocks of
-strided matrices with edges in every dimension. The reference is the float64 product
-of the same (rounded) inputs; the kernel's products are exact and its sums f32, so
+the 16x8x16 minimum to 128x128x64), attention's chain (a @ w.T, its row max, exp2 into
+the next dot's A) and a K-loop GEMM ``acc = kl.dot(a, b, acc)`` over masked [BM, BK] x
+[BK, BN] blocks of strided matrices with edges in every dimension. The reference is the
+float64 product of the same (rounded) inputs; the kernel's products are exact and its sums f32, so
 the error bound is a few f32 ulps of the sum of |a_ik * b_kj| per element. Outputs are
 poisoned with NaN before each launch.
 """
@@ -15,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 
-from dot_kernels import dot_tile, gemm  # noqa: E402
+from dot_kernels import dot_chain, dot_tile, gemm  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -83,6 +84,35 @@ def test_dot_tile_exact_small_integers():
     dot_tile[(1,)](a, b, acc, out, M=64, N=64, K=64, HAS_ACC=True, num_warps=4)
     torch.cuda.synchronize()
     assert torch.equal(out, a.float() @ b.float() + acc)
+
+
+@pytest.mark.parametrize("m,n,k,d,num_warps", [(64, 64, 32, 32, 4), (16, 32, 128, 64, 4),
+                                               (8, 64, 64, 16, 4), (32, 16, 64, 32, 1),
+                                               (128, 32, 16, 64, 8)])
+def test_dot_chain(m, n, k, d, num_warps):
+    # s = a @ w.T (a transposed B read K-major), its row max, p = exp2(s - max) in bf16 as
+    # the next dot's A (from the accumulator's registers where each warp holds whole rows)
+    torch.manual_seed(m + n + k + d)
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    w = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    v = torch.randn(n, d, device="cuda").to(torch.bfloat16)
+    mx = torch.full((m,), float("nan"), device="cuda")
+    o = torch.full((m, d), float("nan"), device="cuda")
+    dot_chain[(1,)](a, w, v, mx, o, M=m, N=n, K=k, D=d, num_warps=num_warps)
+    torch.cuda.synchronize()
+    s = a.double() @ w.double().T
+    s_bound = a.double().abs() @ w.double().abs().T
+    s_tol = 4 * k * 2.0**-24 * s_bound.amax(dim=1) + 1e-30
+    assert ((mx.double() - s.amax(dim=1)).abs() <= s_tol).all()
+    # p from the kernel's own max (its f32 s differs from the float64 one by s_tol): each
+    # p within exp2's and bf16's rounding (2^-8 relative) plus the shift by s's error
+    p = torch.exp2(s - mx.double()[:, None])
+    p_err = p * (2.0**-8 + 2 * (s_tol[:, None] + s_tol.max()))
+    ref = p @ v.double()
+    tol = p_err @ v.double().abs() + 4 * n * 2.0**-24 * (p @ v.double().abs()) + 1e-30
+    err = (o.double() - ref).abs()
+    assert (err <= tol).all(), f"max error {err.max().item():.3g}, worst ratio " \
+        f"{(err / tol).max().item():.3g}"
 
 
 @pytest.mark.parametrize("dt", ["bf16", "f16"])

@@ -21,7 +21,7 @@ HERE = os.path.abspath(__file__)
 DTYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
-from dot_kernels import dot_tile, gemm  # noqa: E402
+from dot_kernels import dot_chain, dot_tile, gemm  # noqa: E402
 
 
 def _tile_sig(dt):
@@ -48,18 +48,21 @@ def test_dot_tile_compiles_to_mma_sync(dt, arch):
     ck = dot_tile.compile(sig, {"M": 64, "N": 64, "K": 32, "HAS_ACC": True}, _pointers(sig),
                           num_warps=4, arch=arch, upto="cubin")
     assert f".target {arch}" in ck.ptx
-    # 32 tiles of 16x8 over 4 warps, 2 K steps each
+    # 16 rows a warp (warpsN = 1), its 8 n-tiles of 16x8 over 2 K steps; B's fragments two
+    # n-tiles an ldmatrix.x4.trans (row-major [K, N]), A's one x4
     assert ck.ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{dt}.{dt}.f32") == 16
-    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ck.ptx
-    assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in ck.ptx
+    assert ck.ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 2
+    assert ck.ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 8
+    assert "__kiln_dot_acc_smem" not in ck.ptx
     assert ck.cubin[:4] == b"\x7fELF"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("m", [1, 8])
 def test_small_m_dot_runs_on_16_row_mma_tiles(arch, m):
-    # M below 16 runs on the m16n8k16 tiles of M = 16 (the rows past M zeros in shared
-    # memory): N / 8 = 8 tiles over 4 warps, K / 16 = 4 steps each, 8 mma.sync a warp
+    # M below 16 runs on the m16n8k16 tiles of M = 16 (the rows past M wrap onto the
+    # tile's): N / 8 = 8 tiles over 4 warps (warpsN = 4), K / 16 = 4 steps each, 8 mma.sync
+    # a warp
     sig = _tile_sig("bf16")
     ck = dot_tile.compile(sig, {"M": m, "N": 64, "K": 64, "HAS_ACC": True}, _pointers(sig),
                           num_warps=4, arch=arch, upto="cubin")
@@ -92,23 +95,35 @@ def test_gemm_loop_compiles(arch):
     assert "tile.dot" in ir and "tensor<128x64xbf16> * tensor<64x128xbf16>" in ir
 
 
-def test_zero_accumulator_is_not_read():
+def test_accumulator_stays_in_registers():
+    # The accumulator lives in the mma.sync fragments (no accumulator buffer): a zero one is
+    # registers holding 0.0 (the dot's two barriers and the result's conversion to the
+    # blocked layout for the store, two more); a loaded one is converted in (two more).
     sig = _tile_sig("bf16")
     ptx = {acc: dot_tile.compile(sig, {"M": 32, "N": 32, "K": 16, "HAS_ACC": acc},
                                  _pointers(sig), num_warps=4, arch="sm_90a", upto="ptx").ptx
            for acc in (False, True)}
-    assert "ld.shared.v2.b32" not in ptx[False]  # no accumulator fragments read
-    assert "ld.shared.v2.b32" in ptx[True]
+    for text in ptx.values():
+        assert "__kiln_dot_acc_smem" not in text
+        assert text.count("mma.sync.aligned.m16n8k16") == 2
+    assert ptx[False].count("bar.sync") == 4
+    assert ptx[True].count("bar.sync") == 6
 
 
 def test_too_much_shared_memory_is_an_error():
     sig = _tile_sig("bf16")
-    # mma.sync (sm_100a here, where tcgen05 takes M = 128 only) stages a, b and an
-    # accumulator slab in 48 KiB of static shared memory. The lowering knows the layout,
-    # hence the buffers: its error names the dot's line.
-    with pytest.raises(CompilationError, match=r"dot_kernels.py:28:.*'tile.dot' op needs 60928 "
-                       r"bytes of shared memory .* more than the 49152 of static shared memory"):
-        dot_tile.compile(sig, {"M": 64, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
+    # mma.sync (sm_100a here, where tcgen05 takes M = 128 only) stages a and b in shared
+    # memory: 52 KiB for 64x128x128, past the 48 KiB of static shared memory, becomes
+    # dynamic shared memory.
+    ck = dot_tile.compile(sig, {"M": 64, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
+                          num_warps=4, arch="sm_100a", upto="ptx")
+    plan = {b["buffer"]: b["bytes"] for b in ck.meta["targets"]["sm_100a"]["shared_plan"]}
+    assert plan["__kiln_dot_a_smem_0"] == 64 * 136 * 2
+    assert plan["__kiln_dot_b_smem_0"] == 128 * 136 * 2
+    # Past the 227 KiB a block may use: an error at the dot's line listing the buffers.
+    with pytest.raises(CompilationError, match=r"(?s)dot_kernels.py:28:.*needs 263168 bytes of "
+                       r"shared memory, more than the 232448.*__kiln_dot_b_smem_0: 132096 bytes"):
+        dot_tile.compile(sig, {"M": 64, "N": 1024, "K": 64, "HAS_ACC": False}, _pointers(sig),
                          num_warps=4, arch="sm_100a", upto="ptx")
     # sm_90a's staged wgmma holds a and b only (64 KiB), the accumulator in registers.
     ck = dot_tile.compile(sig, {"M": 128, "N": 128, "K": 128, "HAS_ACC": False}, _pointers(sig),
@@ -150,6 +165,51 @@ def test_gemm_interpreter_with_masks():
     interpret(gemm, (kiln.cdiv(m, 32), kiln.cdiv(n, 16)), a, b, c, m, n, k, k, n, n,
               BM=32, BN=16, BK=16)
     np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-4)
+
+
+def test_dot_chain_interpreter():
+    # a @ w.T, its row max, exp2 into the next dot's A (bf16), against numpy
+    rng = np.random.default_rng(1)
+    m, n, k, d = 16, 32, 64, 16
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    v = rng.standard_normal((n, d)).astype(ml_dtypes.bfloat16)
+    mx = np.full(m, np.nan, dtype=np.float32)
+    o = np.full((m, d), np.nan, dtype=np.float32)
+    interpret(dot_chain, (1,), a, w, v, mx, o, M=m, N=n, K=k, D=d)
+    s = _reference(a, w.T)
+    np.testing.assert_allclose(mx, s.max(axis=1), rtol=1e-5, atol=1e-4)
+    p = np.exp2(s - mx[:, None].astype(np.float64))
+    np.testing.assert_allclose(o, p @ v.astype(np.float64), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("m,warps_n", [(64, 1), (16, 4)])
+def test_dot_chain_compiles(arch, m, warps_n):
+    # The transpose folded into the first dot (B's fragments from w's rows: no .trans for
+    # it), both on mma.sync with the reason recorded; at 16 rows a warp (M = 64, 4 warps:
+    # warpsN = 1) the row max runs on the accumulator's registers (shuffles, no conversion
+    # of s) and p is the second dot's A from registers (one A ldmatrix a k16 step, the
+    # first dot's); at M = 16 the warps split s's columns (warpsN = 4) and s is converted.
+    sig = {"a_ptr": "*bf16", "w_ptr": "*bf16", "v_ptr": "*bf16", "m_ptr": "*f32",
+           "o_ptr": "*f32"}
+    ck = dot_chain.compile(sig, {"M": m, "N": 32, "K": 32, "D": 16}, list(sig), num_warps=4,
+                           arch=arch, upto="ptx")
+    dots = ck.meta["targets"][arch]["dots"]
+    assert [d["unit"] for d in dots] == ["mma.sync", "mma.sync"] and all(d["reason"]
+                                                                         for d in dots)
+    x4 = ck.ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+    x4_trans = ck.ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+    if warps_n == 1:
+        # first dot: A one x4 a k16 step, w's 4 n-tiles two x4 a step (2 steps); second
+        # dot: p from registers, v one x4.trans a step; barriers: the two dots' and the
+        # conversions of m and o for their stores, none for s
+        assert (x4, x4_trans) == (6, 2)
+        assert ck.ptx.count("bar.sync") == 8
+    else:
+        # s converted to the blocked layout for the max, p staged: an A x4 a step in both
+        assert x4 == 4 and ck.ptx.count("ldmatrix.sync.aligned.m8n8.x2.shared.b16") == 2
+        assert ck.ptx.count("bar.sync") > 8
 
 
 # ---------------------------------------------------------------------------
@@ -453,13 +513,14 @@ def test_gemm_tma_row_major_b_default_block_assembles(arch):
         assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
 
 
-def test_gemm_tma_row_major_b_bn256_assembles_on_sm90a_only():
-    # BN = 256 on sm_90a assembles (above); on sm_100a/sm_103a its mma.sync dot needs more
-    # than the 48 KiB of static shared memory: a compile error naming the bytes, not code.
-    ck = _gemm_tma_kn("sm_90a", 128, 3, 8, bn=256)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gemm_tma_row_major_b_bn256_assembles(arch):
+    # BN = 256 assembles on every arch: wgmma on sm_90a; on sm_100a/sm_103a the mma.sync
+    # dot keeps its 128x256 accumulator in registers (8 warps, 2 x 4 of 64 x 64), its
+    # operands staged beside the rings in dynamic shared memory, no spills.
+    ck = _gemm_tma_kn(arch, 128, 3, 8, bn=256)
     assert ck.cubin[:4] == b"\x7fELF"
-    with pytest.raises(CompilationError, match="bytes of shared memory"):
-        _gemm_tma_kn("sm_100a", 128, 3, 8, bn=256)
+    assert ck.meta["targets"][arch]["spill_store_bytes"] == 0
 
 
 def test_gemm_tma_wide_k_runs_on_wgmma_on_sm90a():

@@ -135,7 +135,10 @@ def test_other_kernels_compile(arch):
     ck = dot_trans_b.compile({"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*f32"},
                              {"M": 64, "N": 64, "K": 32}, ["a_ptr", "b_ptr", "c_ptr"],
                              num_warps=4, arch=arch, upto="cubin")
-    assert "mma.sync" in ck.ptx and "__kiln_shape_smem" in ck.ptx
+    # b.T folded into the mma.sync dot (B's fragments read from b's rows, ldmatrix without
+    # .trans): no transpose through shared memory
+    assert "mma.sync" in ck.ptx and "__kiln_shape_smem" not in ck.ptx
+    assert ".trans" not in ck.ptx
 
 
 # ---------------------------------------------------------------------------

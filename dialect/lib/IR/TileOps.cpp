@@ -1092,6 +1092,34 @@ LogicalResult WarpGroupDotStagedOp::verify() {
   return success();
 }
 
+RankedTensorType WarpDotOp::getBMatrix() {
+  auto type = getB().getType();
+  if (!getBKMajor() || type.getRank() != 2)
+    return type;
+  return type.clone({type.getDimSize(1), type.getDimSize(0)});
+}
+
+LogicalResult WarpDotOp::verify() {
+  auto aType = getA().getType(), bType = getBMatrix(), accType = getAcc().getType();
+  MmaEncodingAttr mma = verifyStagedDot(*this, aType, bType, accType, /*version=*/2);
+  if (!mma)
+    return failure();
+  int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
+  if (aType.getEncoding() && aType.getEncoding() != mma)
+    return emitOpError() << "expected `a` in the blocked layout or in the accumulator's "
+                            "encoding (A from registers), got "
+                         << aType;
+  if (aType.getEncoding() && mma.getWarpsN() != 1)
+    return emitOpError() << "expected an `a` in the accumulator's encoding to have warpsN = 1, got "
+                         << mma.getWarpsN();
+  if (!llvm::isPowerOf2_64(m) || !llvm::isPowerOf2_64(n) || k % 16 != 0 ||
+      n % (8 * mma.getWarpsN()) != 0)
+    return emitOpError() << "expected M and N powers of two, N a multiple of "
+                         << 8 * mma.getWarpsN() << " and K a multiple of 16, got " << m << ", " << n
+                         << " and " << k;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Tensor Memory and tcgen05 MMA
 //===----------------------------------------------------------------------===//

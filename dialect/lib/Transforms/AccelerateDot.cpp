@@ -287,7 +287,8 @@ bool isVectorBroadcast(Value value, Attribute encoding) {
 ///    layout (isRebuildable: a causal mask), or a row or column vector's
 ///    broadcast made in the layout (isVectorBroadcast: a bias), runs in the
 ///    source layout;
-///  - `tile.reduce` of the rows of a `#tile.mma` version 3 tile (axis 1)
+///  - `tile.reduce` of the rows of a `#tile.mma` tile of version 3, or of
+///    version 2 with warpsN = 1 (each warp holds whole rows; axis 1)
 ///    runs on it and gives its `#tile.slice`; `tile.expand_dims` of that
 ///    slice (axis 1) gives the [M, 1] mma tile, whose `tile.broadcast` to
 ///    [M, N] stays in the mma encoding;
@@ -321,7 +322,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
     RankedTensorType source = c.getSrc().getType();
     auto encoding = source.getEncoding();
     auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
-    bool rows = mma && mma.getVersion() == 3;
+    bool rows = mma && (mma.getVersion() == 3 || (mma.getVersion() == 2 && mma.getWarpsN() == 1));
     // Each user once (an op may read `c` twice: acc * acc), collected before
     // any is replaced.
     llvm::SetVector<Operation *> users(c->user_begin(), c->user_end());
@@ -528,9 +529,9 @@ ArrayAttr reportDots(func::FuncOp func, const llvm::DenseMap<Operation *, std::s
       unit = "tcgen05";
     else if (llvm::isa<Tcgen05DotStagedOp>(op))
       unit = "tcgen05 staged";
-    else if (auto dot = llvm::dyn_cast<DotOp>(op)) {
+    else if (llvm::isa<WarpDotOp>(op)) {
       unit = "mma.sync";
-      if (auto it = fallbacks.find(dot); it != fallbacks.end())
+      if (auto it = fallbacks.find(op); it != fallbacks.end())
         unit += " " + it->second;
     } else {
       return;
@@ -846,25 +847,12 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     stagedTiles.clear();
     fallbacks.clear();
     accelerateDots(func);
+    rewriteToWarpDots(func);
     alternateWarpgroups(func);
     hoistRingReleases(func);
     if (ArrayAttr dots = reportDots(func, fallbacks);
         !dots.empty() && func->hasAttr(TileDialect::getKernelAttrName()))
       func->setAttr(TileDialect::getDotsAttrName(), dots);
-    // The dots left on mma.sync, which has no FP8 form here: FP8 operands
-    // become bf16, which holds every e4m3 and e5m2 value exactly (the
-    // products and the f32 sums are unchanged). mma.sync accumulates every
-    // k16 step in f32, so a bound on imprecise accumulation holds already.
-    func.walk([&](DotOp dot) {
-      OpBuilder b(dot);
-      dot.removeMaxNumImpreciseAccAttr();
-      for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
-        auto type = llvm::cast<RankedTensorType>(operand->get().getType());
-        if (type.getElementTypeBitWidth() == 8)
-          operand->set(
-              arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getBF16Type()), operand->get()));
-      }
-    });
   }
 
   /// FA3's ping-pong: in the consumer loop of a tile.warp_specialize with two
@@ -1182,6 +1170,108 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       view->erase();
     if (load->use_empty())
       load->erase();
+  }
+
+  /// Every dot that neither wgmma nor tcgen05 took (all of them on a target
+  /// with neither): tile.warp_dot, its accumulator in the registers of the
+  /// `#tile.mma` version 2 layout (warpsNOf: the warp tiling) across the
+  /// loop that carries it, as replaceInMmaLayout does. mma.sync has no FP8
+  /// form here: FP8 operands become bf16, which holds every e4m3 and e5m2
+  /// value exactly (the products and the f32 sums are unchanged); it
+  /// accumulates every k16 step in f32, so a bound on imprecise accumulation
+  /// holds already. A transposed B (`w.T`) is read K-major from the tile
+  /// itself; an A converted from a tile in the accumulator's encoding
+  /// (warpsN = 1; attention's p) is read from its registers. The kernel's
+  /// warps are its threads / 32; a function without them keeps its dots.
+  void rewriteToWarpDots(func::FuncOp func) {
+    auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
+    if (!threads || threads.getInt() < 32 || threads.getInt() > 1024 ||
+        !llvm::isPowerOf2_64(threads.getInt()))
+      return;
+    unsigned warps = threads.getInt() / 32;
+    SmallVector<DotOp> dots;
+    func.walk([&](DotOp dot) { dots.push_back(dot); });
+    for (DotOp dot : dots) {
+      OpBuilder b(dot);
+      Location loc = dot.getLoc();
+      for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
+        auto type = llvm::cast<RankedTensorType>(operand->get().getType());
+        if (type.getElementTypeBitWidth() == 8)
+          operand->set(arith::ExtFOp::create(b, loc, type.clone(b.getBF16Type()), operand->get()));
+      }
+      auto accType = dot.getAcc().getType();
+      auto encoding = MmaEncodingAttr::get(dot.getContext(), 2, warps, warpsNOf(dot, warps));
+      auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(), encoding);
+      Value a = dot.getA();
+      if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
+          convert && convert.getSrc().getType().getEncoding() == encoding &&
+          encoding.getWarpsN() == 1)
+        a = convert.getSrc();
+      Value bTile = dot.getB();
+      auto trans = bTile.getDefiningOp<TransOp>();
+      bool bKMajor = trans && trans.getOrder() == ArrayRef<int64_t>{1, 0} &&
+                     !trans.getSrc().getType().getEncoding();
+      if (bKMajor)
+        bTile = trans.getSrc();
+      std::string reason = fallbacks.lookup(dot);
+      Operation *warpDot = nullptr;
+      replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
+        auto op = WarpDotOp::create(b, loc, mmaType, a, bTile, acc, bKMajor);
+        warpDot = op;
+        return op;
+      });
+      if (!reason.empty())
+        fallbacks[warpDot] = reason;
+      if (bKMajor && trans->use_empty())
+        trans->erase();
+    }
+  }
+
+  /// The warps along N of a version 2 accumulator [M, N] on `warps` warps.
+  /// Where the result feeds another dot's A or a row reduction (flash
+  /// attention's s), or M has 16 rows for every warp, the warps go along M
+  /// first (warpsN = 1 keeps whole rows in each warp: the reduction and the
+  /// next dot's A then stay in registers; Triton's warpsPerTileV2 does the
+  /// same for chained dots). Otherwise the warps split the 16 x 8 tiles so
+  /// that each warp's rows and columns balance, as Triton's does. Warps left
+  /// over along M hold copies of rows (M < 16 warpsM).
+  static unsigned warpsNOf(DotOp dot, unsigned warps) {
+    int64_t m = dot.getA().getType().getDimSize(0), n = dot.getAcc().getType().getDimSize(1);
+    int64_t warpsM = 1, warpsN = 1;
+    if (m >= 16 * int64_t(warps) || feedsRows(dot)) {
+      warpsM = std::min<int64_t>(warps, std::max<int64_t>(1, m / 16));
+      return std::min<int64_t>(warps / warpsM, n / 8);
+    }
+    while (warpsM * warpsN < warps) {
+      bool alongM = m / (16 * warpsM) >= n / (16 * warpsN);
+      if ((alongM && warpsM < m / 16) || warpsN >= n / 8)
+        warpsM *= 2;
+      else
+        warpsN *= 2;
+    }
+    return warpsN;
+  }
+
+  /// Whether the result of `dot` reaches, through elementwise ops, another
+  /// dot's A or a row reduction.
+  static bool feedsRows(DotOp dot) {
+    SmallVector<Value> worklist{dot.getResult()};
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      for (OpOperand &use : value.getUses()) {
+        Operation *user = use.getOwner();
+        if (!seen.insert(user).second)
+          continue;
+        if (auto next = llvm::dyn_cast<DotOp>(user); next && use.getOperandNumber() == 0)
+          return true;
+        if (auto reduce = llvm::dyn_cast<ReduceOp>(user); reduce && reduce.getAxis() == 1)
+          return true;
+        if (isElementwise(user) || llvm::isa<ConvertLayoutOp>(user))
+          worklist.push_back(user->getResult(0));
+      }
+    }
+    return false;
   }
 
   /// Replaces `dot` by the value `issue` builds from the accumulator in

@@ -27,10 +27,6 @@ constexpr int64_t kMaxElementsPerThread = 1024;
 mlir::LogicalResult checkRegisterFootprint(mlir::ModuleOp module,
                                            const TileTypeConverter &converter);
 
-/// Before: fails (with an error at the op) when the shared-memory buffers of
-/// a tile.dot do not fit in the 48 KiB of static shared memory (DotOps.cpp).
-mlir::LogicalResult checkDotSharedMemory(tile::DotOp op, const TileTypeConverter &converter);
-
 /// After: every CTA barrier (`bar.sync 0`) that the consumers of a lowered
 /// tile.warp_specialize run becomes the named barrier of their threads
 /// (`bar.sync 1, C`; WarpSpecializeOps.cpp).

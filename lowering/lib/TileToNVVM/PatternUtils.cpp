@@ -351,6 +351,49 @@ Value kiln::copyRegisters(OpBuilder &b, Location loc, const TileTypeConverter &c
   return packTile(b, loc, converter.convertType(dstType), results);
 }
 
+void kiln::forEachPaddedAccess(
+    OpBuilder &b, Location loc, const TileTypeConverter &converter, RankedTensorType type,
+    Value buffer, Type element, int64_t pad,
+    llvm::function_ref<void(const VectorAccess &, int64_t, Value)> access) {
+  int64_t cols = type.getShape().back();
+  ElementIndices indices = getElementIndices(b, loc, converter, type);
+  VectorAccess vector(b.getContext(), element, getAccessWidth(converter, type));
+  for (size_t r = 0; r < indices.offsets.size(); r += vector.vec) {
+    Value index =
+        LLVM::AddOp::create(b, loc, indices.base, createI32Constant(b, loc, indices.offsets[r]));
+    Value row = LLVM::LShrOp::create(b, loc, index, createI32Constant(b, loc, llvm::Log2_64(cols)));
+    index = LLVM::AddOp::create(b, loc, index,
+                                LLVM::MulOp::create(b, loc, row, createI32Constant(b, loc, pad)));
+    Value ptr = LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
+                                    ArrayRef<LLVM::GEPArg>{index});
+    access(vector, r, ptr);
+  }
+}
+
+void kiln::storePadded(OpBuilder &b, Location loc, const TileTypeConverter &converter,
+                       RankedTensorType type, Value buffer, Type element, int64_t pad,
+                       ArrayRef<Value> regs) {
+  forEachPaddedAccess(b, loc, converter, type, buffer, element, pad,
+                      [&](const VectorAccess &vector, int64_t r, Value ptr) {
+                        LLVM::StoreOp::create(b, loc,
+                                              vector.join(b, loc, regs.slice(r, vector.vec)), ptr,
+                                              std::min<unsigned>(vector.alignment, 16));
+                      });
+}
+
+SmallVector<Value> kiln::packRegisterA(OpBuilder &b, Location loc, Type element,
+                                       ArrayRef<Value> regs) {
+  auto pairType = VectorType::get({2}, element);
+  SmallVector<Value> words;
+  for (size_t r = 0; r < regs.size(); r += 2) {
+    Value pair = LLVM::PoisonOp::create(b, loc, pairType);
+    for (int64_t i = 0; i < 2; ++i)
+      pair = LLVM::InsertElementOp::create(b, loc, pair, regs[r + i], createI32Constant(b, loc, i));
+    words.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair));
+  }
+  return words;
+}
+
 Value kiln::findEarlierRegister(ArrayRef<SmallVector<Value>> operands, int64_t r,
                                 ArrayRef<Value> results) {
   for (int64_t earlier = 0; earlier < r; ++earlier)

@@ -145,6 +145,26 @@ mlir::Value copyRegisters(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::RankedTensorType srcType, mlir::RankedTensorType dstType,
                           llvm::function_ref<int64_t(int64_t)> sourceIndex);
 
+/// Calls `access(vector, r, ptr)` for each access to a row-major shared
+/// buffer `buffer` of `element`s holding a tile of `type` (any layout) whose
+/// rows are `pad` elements longer than the tile's: registers r .. r +
+/// vector.vec - 1 of a thread at `ptr`.
+void forEachPaddedAccess(
+    mlir::OpBuilder &b, mlir::Location loc, const TileTypeConverter &converter,
+    mlir::RankedTensorType type, mlir::Value buffer, mlir::Type element, int64_t pad,
+    llvm::function_ref<void(const VectorAccess &, int64_t, mlir::Value)> access);
+/// Stores a thread's registers `regs` of a tile of `type` there.
+void storePadded(mlir::OpBuilder &b, mlir::Location loc, const TileTypeConverter &converter,
+                 mlir::RankedTensorType type, mlir::Value buffer, mlir::Type element, int64_t pad,
+                 llvm::ArrayRef<mlir::Value> regs);
+
+/// The .b32 words of a register A operand of mma.sync or wgmma (a tile in the
+/// accumulator's `#tile.mma` encoding): the accumulator fragment's register
+/// order is the A fragment's, each pair of registers one word, the first in
+/// the low half; four words a k16 step.
+llvm::SmallVector<mlir::Value> packRegisterA(mlir::OpBuilder &b, mlir::Location loc,
+                                             mlir::Type element, llvm::ArrayRef<mlir::Value> regs);
+
 /// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,
                             mlir::Value base, mlir::Value slot);

@@ -395,11 +395,13 @@ struct ConvertTileToNVVMPass : kiln::impl::ConvertTileToNVVMBase<ConvertTileToNV
     converter.setWaitBound(waitBound);
     if (failed(checkRegisterFootprint(module, converter)))
       return signalPassFailure();
-    WalkResult tooLarge = module.walk([&](tile::DotOp op) {
-      return failed(checkDotSharedMemory(op, converter)) ? WalkResult::interrupt()
-                                                         : WalkResult::advance();
+    // kiln-tile-accelerate-dot gives every tile.dot its tensor-core form.
+    WalkResult dot = module.walk([&](tile::DotOp op) {
+      op.emitOpError() << "expected kiln-tile-accelerate-dot to have rewritten it "
+                          "(tile.warp_dot, tile.warpgroup_dot, tile.tcgen05_dot)";
+      return WalkResult::interrupt();
     });
-    if (tooLarge.wasInterrupted())
+    if (dot.wasInterrupted())
       return signalPassFailure();
     RewritePatternSet patterns(context);
     populateTileToNVVMConversionPatterns(converter, patterns);

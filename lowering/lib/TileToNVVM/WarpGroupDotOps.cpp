@@ -253,21 +253,6 @@ Value warpgroupSlab(OpBuilder &b, Location loc, Value address) {
       b, loc, address, LLVM::MulOp::create(b, loc, warpgroup, createI32Constant(b, loc, 64 * 128)));
 }
 
-/// The .b32 words of a register A operand (a tile in the accumulator's
-/// encoding): the accumulator fragment's register order is the A
-/// fragment's, each pair of registers one word, the first in the low half.
-SmallVector<Value> packRegisterA(OpBuilder &b, Location loc, Type element, ArrayRef<Value> regs) {
-  auto pairType = VectorType::get({2}, element);
-  SmallVector<Value> words;
-  for (size_t r = 0; r < regs.size(); r += 2) {
-    Value pair = LLVM::PoisonOp::create(b, loc, pairType);
-    for (int64_t i = 0; i < 2; ++i)
-      pair = LLVM::InsertElementOp::create(b, loc, pair, regs[r + i], createI32Constant(b, loc, i));
-    words.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair));
-  }
-  return words;
-}
-
 Value sharedAddress(OpBuilder &b, Location loc, Value ptr) {
   return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
 }
@@ -458,35 +443,17 @@ struct ConvertLayoutLowering : TileOpConversion<tile::ConvertLayoutOp> {
     Value buffer = createSharedBuffer(rewriter, op, "__kiln_convert_smem", element,
                                       rows * (cols + pad), /*alignment=*/16, /*scratch=*/true);
     // Element e at e + (e / cols) * pad: rows start in different banks.
-    auto move = [&](RankedTensorType type, auto &&access) {
-      ElementIndices indices = getElementIndices(rewriter, loc, tileConverter, type);
-      VectorAccess vector(getContext(), element, getAccessWidth(tileConverter, type));
-      for (size_t r = 0; r < indices.offsets.size(); r += vector.vec) {
-        Value index = LLVM::AddOp::create(rewriter, loc, indices.base,
-                                          createI32Constant(rewriter, loc, indices.offsets[r]));
-        Value row = LLVM::LShrOp::create(rewriter, loc, index,
-                                         createI32Constant(rewriter, loc, llvm::Log2_64(cols)));
-        index = LLVM::AddOp::create(
-            rewriter, loc, index,
-            LLVM::MulOp::create(rewriter, loc, row, createI32Constant(rewriter, loc, pad)));
-        Value ptr = LLVM::GEPOp::create(rewriter, loc, buffer.getType(), element, buffer,
-                                        ArrayRef<LLVM::GEPArg>{index});
-        access(vector, r, ptr);
-      }
-    };
-    SmallVector<Value> src = unpackTile(rewriter, loc, adaptor.getSrc());
-    move(srcType, [&](const VectorAccess &vector, size_t r, Value ptr) {
-      LLVM::StoreOp::create(rewriter, loc,
-                            vector.join(rewriter, loc, ArrayRef<Value>(src).slice(r, vector.vec)),
-                            ptr, std::min<unsigned>(vector.alignment, 16));
-    });
+    storePadded(rewriter, loc, tileConverter, srcType, buffer, element, pad,
+                unpackTile(rewriter, loc, adaptor.getSrc()));
     NVVM::BarrierOp::create(rewriter, loc);
     SmallVector<Value> dst;
-    move(dstType, [&](const VectorAccess &vector, size_t, Value ptr) {
-      Value loaded = LLVM::LoadOp::create(rewriter, loc, vector.accessType, ptr,
-                                          std::min<unsigned>(vector.alignment, 16));
-      llvm::append_range(dst, vector.split(rewriter, loc, loaded));
-    });
+    forEachPaddedAccess(rewriter, loc, tileConverter, dstType, buffer, element, pad,
+                        [&](const VectorAccess &vector, int64_t, Value ptr) {
+                          Value loaded =
+                              LLVM::LoadOp::create(rewriter, loc, vector.accessType, ptr,
+                                                   std::min<unsigned>(vector.alignment, 16));
+                          llvm::append_range(dst, vector.split(rewriter, loc, loaded));
+                        });
     // The buffer is written again if the conversion runs in a loop.
     NVVM::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(dstType), dst));

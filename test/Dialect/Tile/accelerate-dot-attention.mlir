@@ -28,11 +28,20 @@
 // CHECK: %[[R:.*]] = arith.divf %[[LOOP]]#0, %{{.*}} : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: %[[B:.*]] = tile.convert_layout %[[R]] : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x64xf32>
 // CHECK: tile.store %{{.*}}, %[[B]]
-// Blackwell keeps both dots on mma.sync and every tile in the blocked layout.
+// Blackwell (tcgen05 here takes M = 128): both dots on mma.sync, the loop
+// in the registers of #tile.mma version 2 as above (warpsN = 1: 16 whole rows
+// a warp): the row max and sum in its slice, p the next dot's A from
+// registers, no conversion in the loop.
 // SM100-LABEL: func.func @attention
-// SM100-NOT: #tile.slice
-// SM100-NOT: #tile.mma
-// SM100-COUNT-2: tile.dot
+// SM100: scf.for {{.*}} -> (tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>, tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>, tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>)
+// SM100-NOT: tile.convert_layout
+// SM100: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
+// SM100: tile.reduce %{{.*}} {axis = 1 : i32} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
+// SM100: %[[P:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> to tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 4>>
+// SM100: tile.warp_dot %[[P]], %{{.*}}, %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 4>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
+// SM100-NOT: tile.convert_layout
+// SM100: scf.yield
+// SM100: tile.convert_layout
 func.func @attention(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %v: !tile.ptr<bf16>, %n: i32, %scale: f32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32

@@ -65,14 +65,14 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %K: i32) attributes {tile.kernel, 
 
 // -----
 
-// M = 64 has no tcgen05 form (M = 128 only): the dot stays on mma.sync and
+// M = 64 has no tcgen05 form (M = 128 only): the dot goes to mma.sync (tile.warp_dot) and
 // the consumer warps keep their per-warp releases after reading the slots.
 // CHECK-LABEL: func.func @m64
 // CHECK: tile.mbarrier_alloc {per_warp} : !tile.mbarriers<4>
 // CHECK: tile.ring_wait_load
 // CHECK: tile.ring_wait_load
 // CHECK: tile.mbarrier_arrive
-// CHECK: tile.dot
+// CHECK: tile.warp_dot {{.*}} {bKMajor}
 // CHECK-NOT: tcgen05
 // CHECK: } producer {
 !DA = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
@@ -107,7 +107,7 @@ func.func @m64(%da: !DA, %db: !DB, %dc: !DC, %K: i32) attributes {tile.kernel, t
 // CHECK-LABEL: func.func @third_load
 // CHECK: tile.mbarrier_alloc {per_warp} : !tile.mbarriers<2>
 // CHECK: tile.mbarrier_arrive
-// CHECK: tile.dot
+// CHECK: tile.warp_dot {{.*}} {bKMajor}
 // CHECK-NOT: tcgen05
 // CHECK: } producer {
 !DA = !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>

@@ -24,7 +24,7 @@
 // CHECK:   tile.ring_issue
 // CHECK:   tile.ring_issue
 // CHECK:   scf.yield %[[W]], %{{.*}}
-// CHECK-NOT: tile.dot
+// CHECK-NOT: tile.warp_dot
 // CHECK: %[[DONE:.*]] = tile.warpgroup_dot_wait %[[LOOP]]#0 {pending = 0 : i32}
 // CHECK: %[[H:.*]] = arith.truncf %[[DONE]] : tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>> to tensor<128x256xbf16, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NOT: tile.convert_layout
@@ -61,7 +61,7 @@
 // SM100:   tile.ring_issue
 // SM100:   %[[COUNT:.*]] = arith.addi %[[N]], %{{.*}} : i32
 // SM100:   scf.yield %[[COUNT]], %{{.*}} : i32, i32
-// SM100-NOT: tile.dot
+// SM100-NOT: tile.warp_dot
 // SM100: %[[AFTER:.*]] = arith.addi %[[LOOP]]#0, %[[ONE2:.*]] : i32
 // SM100: %[[LAST:.*]] = arith.andi %[[AFTER]], %[[ONE2]] : i32
 // SM100: %[[LHALF:.*]] = arith.shrui %[[AFTER]], %[[ONE2]] : i32
@@ -107,14 +107,15 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.kernel, 
 // -----
 
 // Unswizzled boxes are not what the wgmma and tcgen05 descriptors describe:
-// the slots are loaded into registers, and sm_90a stages them for wgmma;
-// Blackwell keeps mma.sync.
+// the slots are loaded into registers, and staged for wgmma (sm_90a) or
+// tcgen05 (Blackwell).
 // CHECK-LABEL: func.func @unswizzled
 // CHECK-NOT: tile.warpgroup_dot %
 // CHECK: tile.warpgroup_dot_staged
 // SM100-LABEL: func.func @unswizzled
-// SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100-SAME: tile.dots = ["{{[0-9]+}} tcgen05 staged"]
+// SM100-NOT: tile.tcgen05_dot %
+// SM100: tile.tcgen05_dot_staged
 func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.tensordesc<tensor<256x64xbf16>>, %k: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -144,7 +145,7 @@ func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.ten
 // The accumulator read inside the loop besides the dot (a column sum, which
 // has no form in the mma layout): the staged dot's result, yielded, is
 // carried in the wgmma layout, and only the read converts it, once an
-// iteration, to the blocked layout; on mma.sync on Blackwell.
+// iteration, to the blocked layout; staged for tcgen05 on Blackwell.
 // CHECK-LABEL: func.func @acc_read
 // CHECK-NOT: tile.warpgroup_dot %
 // CHECK: %[[INIT:.*]] = tile.convert_layout %{{.*}} : tensor<128x256xf32> -> tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
@@ -155,8 +156,9 @@ func.func @unswizzled(%da: !tile.tensordesc<tensor<128x64xbf16>>, %db: !tile.ten
 // CHECK: tile.reduce %[[READ]] {axis = 0 : i32}
 // CHECK: scf.yield %[[D]]
 // SM100-LABEL: func.func @acc_read
-// SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100-SAME: tile.dots = ["{{[0-9]+}} tcgen05 staged"]
+// SM100-NOT: tile.tcgen05_dot %
+// SM100: tile.tcgen05_dot_staged
 func.func @acc_read(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -194,7 +196,7 @@ func.func @acc_read(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attribute
 // CHECK: tile.warpgroup_dot
 // SM100-LABEL: func.func @nonzero_init
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @nonzero_init(%da: !DA, %db: !DB, %k: i32, %x: f32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %init = tile.splat %x : f32 -> tensor<128x256xf32>
   %c0 = arith.constant 0 : i32
@@ -229,7 +231,7 @@ func.func @nonzero_init(%da: !DA, %db: !DB, %k: i32, %x: f32, %out: !tile.ptr<f3
 // CHECK: tile.warpgroup_dot
 // SM100-LABEL: func.func @nested
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @nested(%da: !DA, %db: !DB, %k: i32, %tiles: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -265,7 +267,7 @@ func.func @nested(%da: !DA, %db: !DB, %k: i32, %tiles: i32, %out: !tile.ptr<f32>
 // CHECK: tile.warpgroup_dot
 // SM100-LABEL: func.func @m64
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @m64(%d: !D, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -305,7 +307,7 @@ func.func @m64(%d: !D, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, t
 // SM100: tile.tmem_dealloc
 // SM100: tile.convert_layout {{.*}} : tensor<128x128xf32, #tile.mma<version = 5, numWarps = 4>> -> tensor<128x128xf32>
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @two_dots(%da: !DA, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -351,7 +353,7 @@ func.func @two_dots(%da: !DA, %k: i32, %out: !tile.ptr<f32>) attributes {tile.ke
 // CHECK: tile.warpgroup_dot
 // SM100-LABEL: func.func @no_refill
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @no_refill(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -398,7 +400,7 @@ func.func @no_refill(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attribut
 // SM100: %[[A:.*]] = arith.extf %{{.*}} : tensor<128x128xf8E4M3FN{{.*}}> to tensor<128x128xbf16
 // SM100: %[[B:.*]] = arith.extf %{{.*}} : tensor<128x128xf8E4M3FN{{.*}}> to tensor<128x128xbf16
 // SM100-NOT: maxNumImpreciseAcc
-// SM100: tile.dot %[[A]], %[[B]], %{{.*}} : tensor<128x128xbf16
+// SM100: tile.warp_dot %[[A]], %[[B]], %{{.*}} : tensor<128x128xbf16
 // SM100-NOT: maxNumImpreciseAcc
 // SM100: return
 func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
@@ -439,7 +441,7 @@ func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attri
 
 // An MN-major B: `kl.dot(a, b)` with b the [K, N] box itself (N = 64: one
 // 128-byte swizzled row per K), no transpose. sm_90a reads it in place with
-// the transpose-B form of wgmma (`bMnMajor`); sm_100a/sm_103a keep tile.dot.
+// the transpose-B form of wgmma (`bMnMajor`); sm_100a/sm_103a run mma.sync.
 // CHECK-LABEL: func.func @mn_major_b
 // CHECK: scf.for
 // CHECK:   tile.ring_wait %{{.*}}[%[[SLOT:.*]]], %{{.*}} : !tile.ring<3, tensor<128x64xbf16>>
@@ -449,17 +451,17 @@ func.func @fp8_promoted(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attri
 // CHECK:   tile.ring_issue
 // CHECK:   tile.ring_issue
 // CHECK:   scf.yield %[[W]], %{{.*}}
-// CHECK-NOT: tile.dot
+// CHECK-NOT: tile.warp_dot
 // CHECK: tile.warpgroup_dot_wait %{{.*}} {pending = 0 : i32}
-// With mn-major-b=false the form keeps tile.dot on sm_90a too.
+// With mn-major-b=false the form runs mma.sync on sm_90a too.
 // NOMN-LABEL: func.func @mn_major_b
 // NOMN-NOT: tile.warpgroup_dot
-// NOMN: tile.dot
+// NOMN: tile.warp_dot
 // NOMN-LABEL: func.func @mn_major_b_narrow
 // SM100-LABEL: func.func @mn_major_b
 // SM100-NOT: tile.tcgen05_dot
 // SM100-NOT: tile.tmem_alloc
-// SM100: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x64xbf16{{.*}}> * tensor<64x64xbf16{{.*}}> -> tensor<128x64xf32
+// SM100: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x64xbf16{{.*}}> * tensor<64x64xbf16{{.*}}> -> tensor<128x64xf32
 func.func @mn_major_b(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -494,10 +496,10 @@ func.func @mn_major_b(%da: !DA, %db: !DB, %dc: !DC, %k: i32) attributes {tile.ke
 // mma.sync stays.
 // CHECK-LABEL: func.func @mn_major_b_narrow
 // CHECK-NOT: tile.warpgroup_dot
-// CHECK: tile.dot
+// CHECK: tile.warp_dot
 // SM100-LABEL: func.func @mn_major_b_narrow
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @mn_major_b_narrow(%da: !tile.tensordesc<tensor<128x64xbf16>, swizzle = 128>, %db: !tile.tensordesc<tensor<64x32xbf16>, swizzle = 128>, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c64 = arith.constant 64 : i32
@@ -526,13 +528,13 @@ func.func @mn_major_b_narrow(%da: !tile.tensordesc<tensor<128x64xbf16>, swizzle 
 // Wide boxes (rows of several 128-byte swizzle spans): A [128, K = 128] in two
 // 128-byte chunks of K, B the MN-major [K = 128, N = 256] in four 64-column
 // chunks of N. sm_90a reads both in place (`bMnMajor`); tcgen05 describes
-// K-major B only, so sm_100a/sm_103a keep tile.dot.
+// K-major B only, so sm_100a/sm_103a run mma.sync.
 // CHECK-LABEL: func.func @wide_mn_major_b
 // CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}} {bMnMajor} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x256xbf16>>, tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
-// CHECK-NOT: tile.dot
+// CHECK-NOT: tile.warp_dot
 // SM100-LABEL: func.func @wide_mn_major_b
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @wide_mn_major_b(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c128 = arith.constant 128 : i32
@@ -561,10 +563,10 @@ func.func @wide_mn_major_b(%da: !DA, %db: !DB, %k: i32, %out: !tile.ptr<f32>) at
 // 128-byte chunks of K, read in place on both archs.
 // CHECK-LABEL: func.func @wide_k_major
 // CHECK: tile.warpgroup_dot %{{.*}}, %{{.*}} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x128xbf16>>, tensor<128x128xf32, #tile.mma<version = 3, numWarps = 8>>
-// CHECK-NOT: tile.dot
+// CHECK-NOT: tile.warp_dot
 // SM100-LABEL: func.func @wide_k_major
 // SM100: tile.tcgen05_dot %{{.*}}, %{{.*}} : !tile.ring<2, tensor<128x128xbf16>>, !tile.ring<2, tensor<128x128xbf16>>, !tile.tmem<tensor<128x128xf32>>, !tile.mbarriers<2>
-// SM100-NOT: tile.dot
+// SM100-NOT: tile.warp_dot
 func.func @wide_k_major(%da: !D, %db: !D, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c128 = arith.constant 128 : i32
@@ -586,15 +588,15 @@ func.func @wide_k_major(%da: !D, %db: !D, %k: i32, %out: !tile.ptr<f32>) attribu
 
 // -----
 
-// FP8 has no transpose-B form of wgmma: an MN-major FP8 B keeps tile.dot (its
-// operands widened to bf16 for mma.sync) on every arch.
+// FP8 has no transpose-B form of wgmma: an MN-major FP8 B goes to mma.sync (its
+// operands widened to bf16) on every arch.
 // CHECK-LABEL: func.func @mn_major_b_fp8
 // CHECK-NOT: tile.warpgroup_dot
 // CHECK: arith.extf
-// CHECK: tile.dot
+// CHECK: tile.warp_dot
 // SM100-LABEL: func.func @mn_major_b_fp8
 // SM100-NOT: tile.tcgen05_dot
-// SM100: tile.dot
+// SM100: tile.warp_dot
 func.func @mn_major_b_fp8(%da: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>, %db: !tile.tensordesc<tensor<128x128xf8E4M3FN>, swizzle = 128>, %k: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
   %c128 = arith.constant 128 : i32
@@ -733,7 +735,7 @@ func.func @staged(%q: !tile.ptr<bf16>, %kt: !tile.ptr<bf16>, %n: i32, %out: !til
 // CHECK: %[[IN:.*]] = tile.convert_layout %{{.*}} : tensor<64x128xf32> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: %[[D:.*]] = tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %[[IN]] : tensor<64x64xf16> * tensor<64x128xf16> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>>
 // CHECK: tile.convert_layout %[[D]] : tensor<64x128xf32, #tile.mma<version = 3, numWarps = 4>> -> tensor<64x128xf32>
-// CHECK: tile.dot %{{.*}} : tensor<64x32xf16> * tensor<32x128xf16> -> tensor<64x128xf32>
+// CHECK: tile.warp_dot %{{.*}} : tensor<64x32xf16> * tensor<32x128xf16> -> tensor<64x128xf32, #tile.mma<version = 2, numWarps = 4>>
 func.func @staged_once(%x: !tile.ptr<f16>, %acc: !tile.ptr<f32>, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %ap = tile.splat %x : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
   %a = tile.load %ap : tensor<64x64x!tile.ptr<f16>>

@@ -1811,6 +1811,38 @@ func.func @slice_rows(%x: tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma
 
 // -----
 
+func.func @warp_dot_version(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
+  // expected-error @+1 {{expected an accumulator with the #tile.mma encoding of version 2, got 'tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>'}}
+  %d = tile.warp_dot %a, %b, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warp_dot_k_major_shape(%a: tensor<16x64xbf16>, %b: tensor<64x32xbf16>, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  // expected-error @+1 {{expected [M, K] * [K, N] -> [M, N], got 'tensor<16x64xbf16>' * 'tensor<32x64xbf16>' -> 'tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>'}}
+  %d = tile.warp_dot %a, %b, %acc {bKMajor} : tensor<16x64xbf16> * tensor<64x32xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warp_dot_register_a_warps_n(%a: tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>, %b: tensor<32x16xbf16>, %acc: tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>) {
+  // expected-error @+1 {{expected an `a` in the accumulator's encoding to have warpsN = 1, got 2}}
+  %d = tile.warp_dot %a, %b, %acc : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 2>> * tensor<32x16xbf16> -> tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+  return
+}
+
+// -----
+
+func.func @warp_dot_k(%a: tensor<16x8xbf16>, %b: tensor<8x16xbf16>, %acc: tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  // expected-error @+1 {{expected M and N powers of two, N a multiple of 8 and K a multiple of 16, got 16, 16 and 8}}
+  %d = tile.warp_dot %a, %b, %acc : tensor<16x8xbf16> * tensor<8x16xbf16> -> tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
 func.func @staged_register_a_encoding(%a: tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
   // expected-error @+1 {{expected `a` in the blocked layout or in the accumulator's encoding (A from registers)}}
   %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>

@@ -548,6 +548,17 @@ func.func @mma_rows(%s: tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
   return %o : tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
 }
 
+// mma.sync dots: staged operands, a transposed B read K-major, A from the
+// registers of the accumulator's encoding.
+// CHECK-LABEL: func.func @warp_dot
+// CHECK: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} {bKMajor} : tensor<16x128xbf16> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>> * tensor<32x16xf16> -> tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>
+func.func @warp_dot(%q: tensor<16x128xbf16>, %k: tensor<32x128xbf16>, %s: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>, %p: tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>>, %v: tensor<32x16xf16>, %o: tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  %d = tile.warp_dot %q, %k, %s {bKMajor} : tensor<16x128xbf16> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+  %e = tile.warp_dot %p, %v, %o : tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>> * tensor<32x16xf16> -> tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
 // The mma.sync accumulator (version 2): warpsN printed only where not 1.
 // CHECK-LABEL: func.func @mma_sync_rows
 // CHECK-SAME: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>

@@ -12,27 +12,30 @@
 // CHECK-NEXT: .address_size 64
 
 // c = a @ b + c for one 32x32x32 bf16 tile on 4 warps (row-major, unit
-// strides): a and b stored to shared memory with 16-byte accesses (v4.b32 on
-// sm_90a, v2.b64 on Blackwell), the accumulator too; each warp takes 2 of the 8 output tiles of 16x8 (tiles
-// warp and warp + 4: the same columns, so LLVM reuses the B fragments) and
-// runs 2 K steps of ldmatrix.x4 + ldmatrix.x2.trans + mma.sync on each.
+// strides), tile.warp_dot: the loaded accumulator converted into the mma.sync
+// registers (#tile.mma version 2, 2 x 2 warps of 16 x 16) through shared
+// memory (two barriers); a and b stored with 16-byte accesses (v4.b32 on
+// sm_90a, v2.b64 on Blackwell), one bar.sync, then per k16 step one
+// ldmatrix.x4.trans (B, two n-tiles), one ldmatrix.x4 (A) and two mma.sync;
+// a closing bar.sync; the result converted back. No accumulator buffer.
 // CHECK-LABEL: .visible .entry dot_acc(
 // CHECK: .reqntid 128, 1, 1
 // CHECK-DAG: .shared .align 16 .b8 __kiln_dot_a_smem_0[2560];
 // CHECK-DAG: .shared .align 16 .b8 __kiln_dot_b_smem_0[2560];
-// CHECK-DAG: .shared .align 16 .b8 __kiln_dot_acc_smem_0[5120];
+// CHECK-NOT: __kiln_dot_acc_smem
+// CHECK: bar.sync 0;
+// CHECK: bar.sync 0;
 // CHECK: st.shared.v{{4.b32|2.b64}}
 // CHECK: bar.sync 0;
-// CHECK: ld.shared.v2.b32
+// CHECK-NOT: bar.sync
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// CHECK: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// CHECK-COUNT-3: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK-COUNT-2: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK-NOT: mma.sync
-// CHECK: st.shared.v2.b32
-// CHECK-NOT: ldmatrix
-// CHECK: bar.sync 0;
-// CHECK: ld.shared.v{{4.b32|2.b64}}
 // CHECK: bar.sync 0;
 // CHECK: st.global
 // CHECK: ret;
@@ -59,12 +62,14 @@ func.func @dot_acc(%a: !tile.ptr<bf16> {tile.divisibility = 16 : i32},
   return
 }
 
-// The f16 form on a 16x8 output: one tile, so warps 1-3 branch around it.
+// The f16 form on a 16x8 output: one 16 x 8 tile, which every warp computes
+// (warpsN = 1; the rows wrap, warps 1-3 hold copies): no branch.
 // CHECK-LABEL: .visible .entry dot_f16(
 // CHECK: .reqntid 128, 1, 1
 // CHECK: bar.sync 0;
-// CHECK: setp.gt.u32 %p[[P:[0-9]+]], %r{{[0-9]+}}, 31;
-// CHECK: @%p[[P]] bra
+// CHECK-NOT: bra
+// CHECK: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // CHECK-NOT: mma.sync
 // CHECK: bar.sync 0;

@@ -389,6 +389,59 @@ def Tile_WarpGroupDotStagedOp : Tile_Op<"warpgroup_dot_staged",
   }];
 }
 
+def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "an mma.sync dot into an accumulator held in registers";
+  let description = [{
+    ```mlir
+    %d = tile.warp_dot %a, %b, %acc {bKMajor}
+        : tensor<16x128xbf16> * tensor<32x128xbf16>
+          -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+    ```
+    `d = a * b + acc` for `a` [M, K] and `b` [K, N] of bf16 or f16 (one
+    type), the f32 accumulator in the `#tile.mma` encoding of version 2,
+    whose warp tiling (warpsN) says which 16 x 8 tiles each warp computes.
+    With `bKMajor`, `b` is the [N, K] tile whose transpose is the operand
+    (`dot(a, w.T)` with the `tile.trans` folded in). M and N are powers of
+    two, N a multiple of 8 warpsN, K a multiple of 16. Created by
+    `kiln-tile-accelerate-dot` from every `tile.dot` that neither wgmma nor
+    tcgen05 takes; the accumulator stays in registers across the loop that
+    carries it.
+
+    With `a` in the accumulator's encoding (warpsN = 1), A is read from its
+    registers: the registers 8c .. 8c + 7 of each 16-row block hold the A
+    fragment of k16 step c (PTX ISA, "Matrix Fragments for mma.m16n8k16"),
+    packed in pairs, the lower column in the low half (attention's p·v).
+
+    Lowering: the register operands (any layout) stored to shared scratch
+    buffers, row-major, rows padded by 16 bytes; `bar.sync`; per k16 step in
+    ascending order, for each warp's 16-row blocks
+    `ldmatrix.sync.aligned.m8n8.x4.shared.b16` (A) and for its 8-column
+    tiles `ldmatrix...x4` (two tiles) or `x2` (one), `.trans` unless
+    `bKMajor`, then `mma.sync.aligned.m16n8k16.row.col.f32.<type>.<type>.f32`
+    on the accumulator registers; a closing `bar.sync` frees the scratch.
+    Each 16 x 8 tile runs the k16 steps in order from `acc`, as `tile.dot`
+    defines. Rows past M wrap (M < 16 per warp): the warps and lanes that
+    hold copies compute them alike. Must run in uniform control flow.
+  }];
+  let arguments = (ins RankedTensorOf<[BF16, F16]>:$a,
+                       RankedTensorOf<[BF16, F16]>:$b,
+                       RankedTensorOf<[F32]>:$acc,
+                       UnitAttr:$bKMajor);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The accumulator's encoding.
+    MmaEncodingAttr getEncoding() {
+      return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
+    }
+    /// The [K, N] operand `b` stands for.
+    ::mlir::RankedTensorType getBMatrix();
+  }];
+}
+
 def Tile_WarpGroupDotWaitOp : Tile_Op<"warpgroup_dot_wait",
                                       [AllTypesMatch<["src", "result"]>,
                                        MemoryEffects<[MemRead, MemWrite]>]> {

@@ -633,17 +633,11 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
         : tensor<128x128xf8E4M3FN> * tensor<128x256xf8E4M3FN> -> tensor<128x256xf32>
     ```
 
-    The lowering is self-contained: `a` and `b` go to shared memory (row
-    major, as the blocked layout holds them), a `bar.sync`, then every warp
-    takes the 16x8 output tiles `warp, warp + warps, ...` and for each one
-    loops over K: `ldmatrix.sync.aligned.m8n8.x4.shared.b16` (A),
-    `ldmatrix...x2.trans` (B) and `mma.sync.aligned.m16n8k16.row.col.f32.
-    <bf16|f16>.<bf16|f16>.f32`. The accumulator moves between the blocked
-    layout and the mma fragments through a shared f32 buffer, in slabs of rows
-    when the whole [M, N] would not fit. A zero `acc` (a splat of 0.0) is not
-    read. All buffers of one dot must fit in 48 KiB of static shared memory
-    (`a` and `b` whole, at least one 16-row slab of the accumulator); the
-    lowering reports when they do not.
+    `kiln-tile-accelerate-dot` rewrites every dot for the target's tensor
+    cores: `tile.warpgroup_dot[_staged]` (wgmma, sm_90a),
+    `tile.tcgen05_dot[_staged]` (sm_100a, sm_103a), and every other dot, on
+    any arch, `tile.warp_dot` (mma.sync, FP8 operands widened to bf16); the
+    accumulator lives in registers in a `#tile.mma` encoding.
   }];
   let arguments = (ins RankedTensorOf<[F16, BF16, F8E4M3FN, F8E5M2]>:$a,
                        RankedTensorOf<[F16, BF16, F8E4M3FN, F8E5M2]>:$b,

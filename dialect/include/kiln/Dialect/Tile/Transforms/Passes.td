@@ -272,9 +272,8 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     sm_90a only) loaded through
     descriptors with the 128-byte swizzle, the accumulator is f32 in the blocked layout, read only by the
     dot and replaced by its result, the ring loads have no other users, and
-    the kernel has whole warpgroups (4, 8 or 16 warps); other dots keep
-    `mma.sync` (on every arch, or none), their FP8 operands widened to bf16
-    (`arith.extf`: exact).
+    the kernel has whole warpgroups (4, 8 or 16 warps); other dots go to
+    `mma.sync` (on every arch, or none; see the end).
 
     On sm_90a B may also be MN-major: `tile.dot %a, %b, %acc` with `%b` the
     [K, N] box itself (no `tile.trans`), bf16/f16 with N a multiple of 64
@@ -363,6 +362,21 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
 
     thus keeps s, p and acc in the wgmma registers and m, l in the slice,
     with no layout conversion in the loop.
+
+    Every dot that none of the above takes (on any arch, or none; the
+    reason is recorded in `tile.dots`) becomes a `tile.warp_dot` (mma.sync
+    m16n8k16), its FP8 operands widened to bf16 (`arith.extf`: exact), a
+    transposed B (`tile.trans` [1, 0] of a blocked tile) read K-major from
+    the tile itself, its accumulator in the `#tile.mma` encoding of version 2
+    and kept there as above (carried across its loop, the conversion moved
+    past what can run in the layout). The warp tiling: where the result
+    feeds another dot's A or a row reduction, or M has 16 rows for every
+    warp, the warps go along M first (warpsN = 1 once M >= 16 warps: whole
+    rows per warp, so the row reductions stay in registers and an A
+    converted from the accumulator's encoding is read from its registers);
+    otherwise they split the 16 x 8 tiles so that each warp's share of rows
+    and columns balances (Triton's warpsPerTileV2). Needs the kernel's
+    `tile.threads_per_block`.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",

@@ -1,0 +1,132 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-vectorize-access -kiln-convert-tile-to-nvvm | FileCheck %s
+
+// tile.warp_dot on mma.sync (DotOps.cpp): the register operands go to
+// row-major buffers with 16 padding bytes a row, one bar.sync, then per k16
+// step the warp's B fragments (ldmatrix, .trans from [K, N] rows), its A
+// fragments (ldmatrix.x4) and one mma.sync per 16 x 8 tile, in and out of the
+// accumulator's registers; a closing bar.sync. No accumulator buffer.
+
+// 16x16x32 bf16 from zero on 4 warps, warpsN = 2: each warp one 16-row block
+// (warps 2 and 3 copy warps 0 and 1) and one n-tile (x2.trans); two k16
+// steps, the second mma reading the first's results; the first reads 0.0.
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<640 x bf16>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_b_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<768 x bf16>
+// CHECK-NOT: __kiln_dot_acc_smem
+// CHECK-LABEL: llvm.func ptx_kernelcc @zero_acc
+// CHECK: %[[Z:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK: %[[ZS:.*]] = llvm.insertvalue %[[Z]], %{{.*}}[3]
+// CHECK: llvm.store
+// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK-NOT: llvm.load
+// CHECK: %[[Z0:.*]] = llvm.extractvalue %[[ZS]][0]
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 2 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: %[[D0:.*]] = nvvm.mma.sync A[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] B[%{{.*}}, %{{.*}}] C[%[[Z0]], %{{.*}}, %{{.*}}, %{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[C0:.*]] = llvm.extractvalue %[[D0]][0]
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 2
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%[[C0]],
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+// CHECK: __kiln_convert_smem
+// CHECK: llvm.return
+#w2 = #tile.mma<version = 2, numWarps = 4, warpsN = 2>
+func.func @zero_acc(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.load %x : !tile.ptr<bf16>
+  %a = tile.splat %v : bf16 -> tensor<16x32xbf16>
+  %b = tile.splat %v : bf16 -> tensor<32x16xbf16>
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32, #w2>
+  %d = tile.warp_dot %a, %b, %zero : tensor<16x32xbf16> * tensor<32x16xbf16> -> tensor<16x16xf32, #w2>
+  %r = tile.convert_layout %d : tensor<16x16xf32, #w2> -> tensor<16x16xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x16x!tile.ptr<f32>>
+  tile.store %ys, %r : tensor<16x16x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// f16, B K-major (the [N, K] tile of `w.T`: ldmatrix without .trans), 64x64x32
+// on 4 warps with warpsN = 1: a warp's 16 rows by all 8 n-tiles, four x4
+// loads of B (two n-tiles each) and one of A a k16 step; 2 x 8 mma.sync.
+// The b buffer holds [64, 32 + 8]. (The accumulator's conversion in: two
+// barriers.)
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_b_smem_0() {{.*}} : !llvm.array<2560 x f16>
+// CHECK-LABEL: llvm.func ptx_kernelcc @k_major_b
+// CHECK-COUNT-3: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK-COUNT-4: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-COUNT-15: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+#v2 = #tile.mma<version = 2, numWarps = 4>
+func.func @k_major_b(%x: !tile.ptr<f16>, %c: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %xa = tile.splat %x : !tile.ptr<f16> -> tensor<64x32x!tile.ptr<f16>>
+  %a = tile.load %xa : tensor<64x32x!tile.ptr<f16>>
+  %w = tile.load %xa : tensor<64x32x!tile.ptr<f16>>
+  %cs = tile.splat %c : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  %acc = tile.load %cs : tensor<64x64x!tile.ptr<f32>>
+  %in = tile.convert_layout %acc : tensor<64x64xf32> -> tensor<64x64xf32, #v2>
+  %d = tile.warp_dot %a, %w, %in {bKMajor} : tensor<64x32xf16> * tensor<64x32xf16> -> tensor<64x64xf32, #v2>
+  %r = tile.convert_layout %d : tensor<64x64xf32, #v2> -> tensor<64x64xf32>
+  tile.store %cs, %r : tensor<64x64x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A from registers: `a` in the accumulator's encoding (warpsN = 1) is packed
+// into words, four a k16 step; only b is staged (no a buffer), and no
+// ldmatrix of A: 2 k16 steps x (one x4.trans of B for two n-tiles, 2 mma).
+// CHECK-NOT: __kiln_dot_a_smem
+// CHECK-LABEL: llvm.func ptx_kernelcc @register_a
+// CHECK: nvvm.barrier
+// CHECK-COUNT-8: llvm.bitcast %{{.*}} : vector<2xbf16> to i32
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+#r2 = #tile.mma<version = 2, numWarps = 4>
+func.func @register_a(%x: !tile.ptr<bf16>, %c: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.load %x : !tile.ptr<bf16>
+  %p = tile.splat %v : bf16 -> tensor<64x32xbf16, #r2>
+  %b = tile.splat %v : bf16 -> tensor<32x16xbf16>
+  %zero = arith.constant dense<0.0> : tensor<64x16xf32, #r2>
+  %d = tile.warp_dot %p, %b, %zero : tensor<64x32xbf16, #r2> * tensor<32x16xbf16> -> tensor<64x16xf32, #r2>
+  %r = tile.convert_layout %d : tensor<64x16xf32, #r2> -> tensor<64x16xf32>
+  %cs = tile.splat %c : !tile.ptr<f32> -> tensor<64x16x!tile.ptr<f32>>
+  tile.store %cs, %r : tensor<64x16x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// M = 8 (below the m16 tile): the a buffer holds the 8 rows; each lane's A row
+// wraps into them (row & 7), so the fragment's rows 8-15 repeat rows 0-7 and
+// the accumulator's halves hold the same rows. One 16 x 8 tile a warp.
+// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_0() {{.*}} : !llvm.array<192 x bf16>
+// CHECK-LABEL: llvm.func ptx_kernelcc @small_m
+// CHECK: %[[SEVEN:.*]] = llvm.mlir.constant(7 : i32) : i32
+// CHECK: llvm.and %{{.*}}, %[[SEVEN]] : i32
+// CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: llvm.return
+#s2 = #tile.mma<version = 2, numWarps = 4, warpsN = 2>
+func.func @small_m(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.load %x : !tile.ptr<bf16>
+  %a = tile.splat %v : bf16 -> tensor<8x16xbf16>
+  %b = tile.splat %v : bf16 -> tensor<16x16xbf16>
+  %w = tile.load %y : !tile.ptr<f32>
+  %c = tile.splat %w : f32 -> tensor<8x16xf32, #s2>
+  %d = tile.warp_dot %a, %b, %c : tensor<8x16xbf16> * tensor<16x16xbf16> -> tensor<8x16xf32, #s2>
+  %r = tile.convert_layout %d : tensor<8x16xf32, #s2> -> tensor<8x16xf32>
+  %p = tile.splat %y : !tile.ptr<f32> -> tensor<8x16x!tile.ptr<f32>>
+  tile.store %p, %r : tensor<8x16x!tile.ptr<f32>>
+  return
+}

@@ -1,0 +1,131 @@
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_100a -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_103a -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot -canonicalize | FileCheck %s --check-prefix=NOARCH
+
+// The dots that neither wgmma nor tcgen05 takes become tile.warp_dot
+// (mma.sync), on every arch and on none: the accumulator in the registers of
+// #tile.mma version 2, carried across its loop.
+
+// A K loop of M = 16 rows (gemm_collectives' cells): `x @ w.T` with the
+// transpose folded into the dot (bKMajor: the [32, 128] tile itself), the
+// accumulator carried in #tile.mma<version = 2, numWarps = 4, warpsN = 4>
+// (one 16-row block, each warp one 8-column n-tile), no conversion in the
+// loop, one after it. The reason stays in the kernel's record.
+// CHECK-LABEL: func.func @k_loop
+// CHECK-SAME: tile.dots = ["{{[0-9]+}} mma.sync
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: %[[LOOP:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>)
+// CHECK-NOT: tile.convert_layout
+// CHECK-NOT: tile.trans
+// CHECK: %[[D:.*]] = tile.warp_dot %{{.*}}, %{{.*}}, %[[ACC]] {bKMajor} : tensor<16x128xbf16> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: scf.yield %[[D]]
+// CHECK: tile.convert_layout %[[LOOP]] : tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<16x32xf32>
+// NOARCH-LABEL: func.func @k_loop
+// NOARCH-SAME: tile.dots = ["{{[0-9]+}} mma.sync the target (none) has neither wgmma nor tcgen05"]
+// NOARCH: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} {bKMajor} : tensor<16x128xbf16> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+func.func @k_loop(%x: !tile.ptr<bf16>, %w: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32>
+  %xp = tile.splat %x : !tile.ptr<bf16> -> tensor<16x128x!tile.ptr<bf16>>
+  %wp = tile.splat %w : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<16x32xf32>) : i32 {
+    %a = tile.load %xp : tensor<16x128x!tile.ptr<bf16>>
+    %b = tile.load %wp : tensor<32x128x!tile.ptr<bf16>>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
+    %d = tile.dot %a, %bt, %acc : tensor<16x128xbf16> * tensor<128x32xbf16> -> tensor<16x32xf32>
+    scf.yield %d : tensor<16x32xf32>
+  }
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %yp, %r : tensor<16x32x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// The warp tiling balances the 16 x 8 tiles where the result is not chained:
+// 32 x 32 on 4 warps is 2 x 2 (warpsN = 2), 1 x 64 (a GEMV row) 1 x 4 with
+// every warp's rows wrapping onto row 0, and a 1-warp kernel's 16 x 16 is the
+// warp's alone. FP8 operands are widened to bf16 first.
+// CHECK-LABEL: func.func @tilings
+// CHECK: tile.warp_dot {{.*}} -> tensor<32x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+// CHECK: tile.warp_dot {{.*}} -> tensor<1x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: arith.extf %{{.*}} : tensor<32x32xf8E4M3FN> to tensor<32x32xbf16>
+// CHECK: tile.warp_dot {{.*}} : tensor<32x32xbf16> * tensor<32x32xbf16> -> tensor<32x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+func.func @tilings(%x: !tile.ptr<bf16>, %f: !tile.ptr<f8E4M3FN>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %p = tile.splat %x : !tile.ptr<bf16> -> tensor<32x32x!tile.ptr<bf16>>
+  %a = tile.load %p : tensor<32x32x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %d = tile.dot %a, %a, %zero : tensor<32x32xbf16> * tensor<32x32xbf16> -> tensor<32x32xf32>
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<32x32x!tile.ptr<f32>>
+  tile.store %yp, %d : tensor<32x32x!tile.ptr<f32>>
+  %rp = tile.splat %x : !tile.ptr<bf16> -> tensor<1x32x!tile.ptr<bf16>>
+  %row = tile.load %rp : tensor<1x32x!tile.ptr<bf16>>
+  %wp = tile.splat %x : !tile.ptr<bf16> -> tensor<32x64x!tile.ptr<bf16>>
+  %wt = tile.load %wp : tensor<32x64x!tile.ptr<bf16>>
+  %z1 = arith.constant dense<0.0> : tensor<1x64xf32>
+  %g = tile.dot %row, %wt, %z1 : tensor<1x32xbf16> * tensor<32x64xbf16> -> tensor<1x64xf32>
+  %gp = tile.splat %y : !tile.ptr<f32> -> tensor<1x64x!tile.ptr<f32>>
+  tile.store %gp, %g : tensor<1x64x!tile.ptr<f32>>
+  %fp = tile.splat %f : !tile.ptr<f8E4M3FN> -> tensor<32x32x!tile.ptr<f8E4M3FN>>
+  %e = tile.load %fp : tensor<32x32x!tile.ptr<f8E4M3FN>>
+  %h = tile.dot %e, %e, %zero : tensor<32x32xf8E4M3FN> * tensor<32x32xf8E4M3FN> -> tensor<32x32xf32>
+  tile.store %yp, %h : tensor<32x32x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @one_warp
+// CHECK: tile.warp_dot {{.*}} -> tensor<16x16xf32, #tile.mma<version = 2, numWarps = 1>>
+func.func @one_warp(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 1 : i32} {
+  %p = tile.splat %x : !tile.ptr<bf16> -> tensor<16x16x!tile.ptr<bf16>>
+  %a = tile.load %p : tensor<16x16x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %d = tile.dot %a, %a, %zero : tensor<16x16xbf16> * tensor<16x16xbf16> -> tensor<16x16xf32>
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x16x!tile.ptr<f32>>
+  tile.store %yp, %d : tensor<16x16x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
+// A result that feeds a row reduction puts the warps along M first: 32 rows
+// on 4 warps is 2 x 2 (16 rows a warp, warpsN = 2), so the reduction stays in
+// the blocked layout (rows in registers need warpsN = 1); at 64 rows
+// (warpsN = 1; K = 32 keeps it off wgmma) the max runs on the accumulator's
+// registers into its slice.
+// CHECK-LABEL: func.func @rows
+// CHECK: %[[S:.*]] = tile.warp_dot {{.*}} -> tensor<32x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+// CHECK: %[[B:.*]] = tile.convert_layout %[[S]] : tensor<32x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>> -> tensor<32x64xf32>
+// CHECK: tile.reduce %[[B]] {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32>
+// CHECK: %[[T:.*]] = tile.warp_dot {{.*}} -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
+// CHECK: tile.reduce %[[T]] {axis = 1 : i32} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
+func.func @rows(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %p = tile.splat %x : !tile.ptr<bf16> -> tensor<32x64x!tile.ptr<bf16>>
+  %a = tile.load %p : tensor<32x64x!tile.ptr<bf16>>
+  %q = tile.splat %x : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %b = tile.load %q : tensor<64x64x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<32x64xf32>
+  %s = tile.dot %a, %b, %zero : tensor<32x64xbf16> * tensor<64x64xbf16> -> tensor<32x64xf32>
+  %m = tile.reduce %s {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32> {
+  ^bb0(%l: f32, %r: f32):
+    %z = arith.maxnumf %l, %r : f32
+    tile.reduce.return %z : f32
+  }
+  %mp = tile.splat %y : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
+  tile.store %mp, %m : tensor<32x!tile.ptr<f32>>
+  %cp = tile.splat %x : !tile.ptr<bf16> -> tensor<64x32x!tile.ptr<bf16>>
+  %c = tile.load %cp : tensor<64x32x!tile.ptr<bf16>>
+  %z64 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %t = tile.dot %c, %a, %z64 : tensor<64x32xbf16> * tensor<32x64xbf16> -> tensor<64x64xf32>
+  %n = tile.reduce %t {axis = 1 : i32} : tensor<64x64xf32> -> tensor<64xf32> {
+  ^bb0(%l: f32, %r: f32):
+    %z = arith.maxnumf %l, %r : f32
+    tile.reduce.return %z : f32
+  }
+  %np = tile.splat %y : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
+  tile.store %np, %n : tensor<64x!tile.ptr<f32>>
+  return
+}
