@@ -409,15 +409,14 @@ LogicalResult ReduceOp::verify() {
   }
   if (getBroadcast() && getSrcs().size() != 1)
     return emitOpError() << "expected one source with `broadcast`, got " << getSrcs().size();
-  // The one reduction of an encoded tile: the rows of a wgmma accumulator (or
-  // of an mma.sync accumulator whose warps hold whole rows), into its slice.
+  // The one reduction of an encoded tile: the rows of a wgmma or mma.sync
+  // accumulator, into its slice.
   if (Attribute encoding = first.getEncoding()) {
     auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
-    bool rows = mma && (mma.getVersion() == 3 || (mma.getVersion() == 2 && mma.getWarpsN() == 1));
+    bool rows = mma && (mma.getVersion() == 3 || mma.getVersion() == 2);
     if (!rows || first.getRank() != 2 || getAxisAttr().getInt() != 1)
       return emitOpError() << "expected a tile in the blocked layout, or a 2-D tile in the "
-                              "#tile.mma encoding of version 3 (or 2 with warpsN = 1) reduced "
-                              "along axis 1, got "
+                              "#tile.mma encoding of version 2 or 3 reduced along axis 1, got "
                            << first << " along axis " << getAxisAttr().getInt();
   }
   return success();
@@ -1105,13 +1104,6 @@ LogicalResult WarpDotOp::verify() {
   if (!mma)
     return failure();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
-  if (aType.getEncoding() && aType.getEncoding() != mma)
-    return emitOpError() << "expected `a` in the blocked layout or in the accumulator's "
-                            "encoding (A from registers), got "
-                         << aType;
-  if (aType.getEncoding() && mma.getWarpsN() != 1)
-    return emitOpError() << "expected an `a` in the accumulator's encoding to have warpsN = 1, got "
-                         << mma.getWarpsN();
   if (!llvm::isPowerOf2_64(m) || !llvm::isPowerOf2_64(n) || k % 16 != 0 ||
       n % (8 * mma.getWarpsN()) != 0)
     return emitOpError() << "expected M and N powers of two, N a multiple of "

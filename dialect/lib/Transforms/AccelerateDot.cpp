@@ -287,8 +287,7 @@ bool isVectorBroadcast(Value value, Attribute encoding) {
 ///    layout (isRebuildable: a causal mask), or a row or column vector's
 ///    broadcast made in the layout (isVectorBroadcast: a bias), runs in the
 ///    source layout;
-///  - `tile.reduce` of the rows of a `#tile.mma` tile of version 3, or of
-///    version 2 with warpsN = 1 (each warp holds whole rows; axis 1)
+///  - `tile.reduce` of the rows of a `#tile.mma` tile of version 3 or 2 (axis 1)
 ///    runs on it and gives its `#tile.slice`; `tile.expand_dims` of that
 ///    slice (axis 1) gives the [M, 1] mma tile, whose `tile.broadcast` to
 ///    [M, N] stays in the mma encoding;
@@ -322,7 +321,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
     RankedTensorType source = c.getSrc().getType();
     auto encoding = source.getEncoding();
     auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
-    bool rows = mma && (mma.getVersion() == 3 || (mma.getVersion() == 2 && mma.getWarpsN() == 1));
+    bool rows = mma && (mma.getVersion() == 3 || mma.getVersion() == 2);
     // Each user once (an op may read `c` twice: acc * acc), collected before
     // any is replaced.
     llvm::SetVector<Operation *> users(c->user_begin(), c->user_end());
@@ -376,7 +375,7 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       if (auto broadcast = llvm::dyn_cast<BroadcastOp>(user)) {
         auto type = llvm::cast<RankedTensorType>(broadcast.getType());
         if (!rows || source.getRank() != 2 || source.getDimSize(1) != 1 ||
-            type.getDimSize(1) % 8 != 0)
+            type.getDimSize(1) % (8 * mma.getWarpsN()) != 0)
           continue;
         move(user, {c.getSrc()}, {type.cloneWithEncoding(encoding)});
         continue;
@@ -1180,8 +1179,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// value exactly (the products and the f32 sums are unchanged); it
   /// accumulates every k16 step in f32, so a bound on imprecise accumulation
   /// holds already. A transposed B (`w.T`) is read K-major from the tile
-  /// itself; an A converted from a tile in the accumulator's encoding
-  /// (warpsN = 1; attention's p) is read from its registers. The kernel's
+  /// itself; an A converted from a tile in an mma encoding (attention's p)
+  /// is read from its registers where that is the accumulator's encoding of
+  /// warpsN = 1, else staged from them (no conversion). The kernel's
   /// warps are its threads / 32; a function without them keeps its dots.
   void rewriteToWarpDots(func::FuncOp func) {
     auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
@@ -1202,10 +1202,12 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       auto accType = dot.getAcc().getType();
       auto encoding = MmaEncodingAttr::get(dot.getContext(), 2, warps, warpsNOf(dot, warps));
       auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(), encoding);
+      // An A converted from an mma encoding is read from (warpsN = 1, the
+      // accumulator's) or staged from the registers it was converted from.
       Value a = dot.getA();
       if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
-          convert && convert.getSrc().getType().getEncoding() == encoding &&
-          encoding.getWarpsN() == 1)
+          convert &&
+          llvm::isa_and_present<MmaEncodingAttr>(convert.getSrc().getType().getEncoding()))
         a = convert.getSrc();
       Value bTile = dot.getB();
       auto trans = bTile.getDefiningOp<TransOp>();

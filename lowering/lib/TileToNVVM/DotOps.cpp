@@ -45,7 +45,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
     bool bKMajor = op.getBKMajor();
-    bool registerA = bool(aType.getEncoding());
+    // A in the accumulator's encoding with whole rows a warp is its registers.
+    bool registerA = aType.getEncoding() == accType.getEncoding() && layout.warpsN == 1;
     Type element = getTypeConverter()->convertType(aType.getElementType());
     int64_t pad = kPadBytes / (aType.getElementTypeBitWidth() / 8);
     int64_t aStride = k + pad, bStride = (bKMajor ? k : n) + pad;

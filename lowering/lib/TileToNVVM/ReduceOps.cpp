@@ -26,13 +26,18 @@
 // Each row's registers combine pairwise in the thread, then the quad's
 // partials over lane bits 0 and 1 (shfl.sync.bfly 1, 2); the result is the
 // `#tile.slice` of the encoding (register 2 r + h: row h of slab r), or with
-// `broadcast` each register of the source takes its row's value.
+// `broadcast` each register of the source takes its row's value. The mma.sync
+// accumulator (version 2) is the same where each warp holds whole rows
+// (warpsN = 1); with warpsN > 1 the quads' partials then meet in a shared
+// buffer [warp along N][row] (one barrier), and every thread combines its
+// rows' partials in warp order (a second barrier frees the buffer).
 //
 //===----------------------------------------------------------------------===//
 
 #include "PatternUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -102,8 +107,10 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     return inlineCombine(rewriter, op.getCombine(), a, b);
   }
 
-  /// The rows of a version 3 `#tile.mma` tile, or of a version 2 one whose
-  /// warps hold whole rows (warpsN = 1), along axis 1, in registers.
+  /// The rows of a version 3 or 2 `#tile.mma` tile along axis 1: in the
+  /// thread, then across the quad of lanes that shares a row; for version 2
+  /// with warpsN > 1 the warps that split a row then combine through shared
+  /// memory (combineAcrossWarps).
   LogicalResult reduceMmaRows(tile::ReduceOp op, OpAdaptor adaptor, const tile::MmaLayout &mma,
                               ConversionPatternRewriter &rewriter) const {
     Location loc = op.getLoc();
@@ -139,6 +146,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       }
       partials.push_back(partial);
     }
+    if (mma.version == 2 && mma.warpsN > 1)
+      combineAcrossWarps(op, mma, partials, rewriter);
     SmallVector<Value> replacements;
     for (int64_t i = 0, n = op.getSrcs().size(); i < n; ++i) {
       SmallVector<Value> values;
@@ -154,6 +163,74 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     }
     rewriter.replaceOp(op, replacements);
     return success();
+  }
+
+  /// Version 2 with warpsN = WN > 1: `partials[2 rep + h]` (the quad's
+  /// combined values of the thread's row of block rep, half h) covers the
+  /// warp's columns only. The first lane of each quad stores them at
+  /// [wN, row] of a buffer per source, bar.sync, and every thread combines
+  /// the WN partials of each of its rows in the order wN = 0, 1, ... (the
+  /// same values in the same order in every warp: copies stay equal), then
+  /// bar.sync (the buffer is scratch).
+  void combineAcrossWarps(tile::ReduceOp op, const tile::MmaLayout &mma,
+                          SmallVector<SmallVector<Value>> &partials,
+                          ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
+    int64_t m = mma.m;
+    Value tid = createThreadId(rewriter, loc);
+    Value lane = LLVM::AndOp::create(rewriter, loc, tid, c(31));
+    Value warp = LLVM::AndOp::create(rewriter, loc, LLVM::LShrOp::create(rewriter, loc, tid, c(5)),
+                                     c(mma.warps - 1));
+    Value wN = LLVM::LShrOp::create(rewriter, loc, warp, c(llvm::Log2_64(mma.warpsM())));
+    // The thread's row of partial r: register r of the [M, 1] column.
+    ElementIndices rows = getElementIndices(
+        rewriter, loc, tileConverter,
+        RankedTensorType::get({m, 1}, rewriter.getF32Type(),
+                              llvm::cast<RankedTensorType>(op.getSrc().getType()).getEncoding()));
+    Value leader = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                                        LLVM::AndOp::create(rewriter, loc, lane, c(3)), c(0));
+    SmallVector<Value> buffers;
+    for (auto [i, src] : llvm::enumerate(op.getSrcs())) {
+      Type element = getTypeConverter()->convertType(
+          llvm::cast<RankedTensorType>(src.getType()).getElementType());
+      buffers.push_back(createSharedBuffer(rewriter, op, "__kiln_reduce_rows_smem", element,
+                                           mma.warpsN * m, /*alignment=*/16, /*scratch=*/true));
+    }
+    auto address = [&](size_t source, Value index) {
+      Type element = getTypeConverter()->convertType(
+          llvm::cast<RankedTensorType>(op.getSrcs()[source].getType()).getElementType());
+      return LLVM::GEPOp::create(rewriter, loc, buffers[source].getType(), element, buffers[source],
+                                 ArrayRef<LLVM::GEPArg>{index});
+    };
+    SmallVector<Value> rowIndex;
+    for (size_t r = 0; r < partials.size(); ++r)
+      rowIndex.push_back(
+          LLVM::AddOp::create(rewriter, loc, rows.base, c(rows.offsets[r])).getResult());
+    Value own = LLVM::MulOp::create(rewriter, loc, wN, c(m));
+    scf::IfOp::create(rewriter, loc, leader, [&](OpBuilder &b, Location l) {
+      for (size_t r = 0; r < partials.size(); ++r)
+        for (size_t i = 0; i < buffers.size(); ++i)
+          LLVM::StoreOp::create(b, l, partials[r][i],
+                                address(i, LLVM::AddOp::create(b, l, own, rowIndex[r])));
+      scf::YieldOp::create(b, l);
+    });
+    NVVM::BarrierOp::create(rewriter, loc);
+    for (size_t r = 0; r < partials.size(); ++r) {
+      SmallVector<Value> combined;
+      for (int64_t j = 0; j < mma.warpsN; ++j) {
+        Value index = LLVM::AddOp::create(rewriter, loc, rowIndex[r], c(j * m));
+        SmallVector<Value> loaded;
+        for (size_t i = 0; i < buffers.size(); ++i) {
+          Type element = getTypeConverter()->convertType(
+              llvm::cast<RankedTensorType>(op.getSrcs()[i].getType()).getElementType());
+          loaded.push_back(LLVM::LoadOp::create(rewriter, loc, element, address(i, index)));
+        }
+        combined = j == 0 ? loaded : combine(rewriter, op, combined, loaded);
+      }
+      partials[r] = combined;
+    }
+    NVVM::BarrierOp::create(rewriter, loc);
   }
 
   LogicalResult matchAndRewrite(tile::ReduceOp op, OpAdaptor adaptor,
@@ -174,10 +251,9 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       elements.push_back(element);
     }
     if (std::optional<tile::MmaLayout> mma = tileConverter.getMmaLayout(srcType)) {
-      bool rows = mma->version == 3 || (mma->version == 2 && mma->warpsN == 1);
+      bool rows = mma->version == 3 || mma->version == 2;
       if (!rows || op.getAxis() != 1 || srcType.getRank() != 2 || mma->n < 8)
-        return rewriter.notifyMatchFailure(op, "not the rows of an mma accumulator whose warps "
-                                               "hold whole rows");
+        return rewriter.notifyMatchFailure(op, "not the rows of an mma accumulator");
       return reduceMmaRows(op, adaptor, *mma, rewriter);
     }
     auto layout = tileConverter.getLayout(srcType);

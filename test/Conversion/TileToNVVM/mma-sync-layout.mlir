@@ -110,3 +110,55 @@ func.func @same_registers(%x: !tile.ptr<i32>) attributes {tile.kernel, tile.num_
   tile.store %xp, %r : tensor<64x64x!tile.ptr<i32>>
   return
 }
+
+// -----
+
+#split = #tile.mma<version = 2, numWarps = 4, warpsN = 2>
+#srows = #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+
+// The rows of a [32, 32] mma.sync accumulator whose warps split them (2 x 2
+// warps, warpsN = 2: 16 columns a warp, 4 registers of each of a thread's 2
+// rows): each row's 4 registers combine in the thread (3 maxnums), then the
+// quad (shfl.sync.bfly 1 and 2); lane 0 of each quad stores its 2 rows'
+// partials at [wN, row] of a 2 x 32 buffer; bar.sync; every thread loads the
+// 2 partials of each of its rows (wN = 0 then 1) and combines them; bar.sync.
+// The broadcast back to [32, 32] copies registers (8 fsubs).
+// CHECK-DAG: llvm.mlir.global internal @__kiln_reduce_rows_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<64 x f32>
+// CHECK-LABEL: llvm.func ptx_kernelcc @split_rows(
+// CHECK-COUNT-2: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK-COUNT-3: llvm.call @__nv_fmaxf
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: %[[LEADER:.*]] = llvm.icmp "eq" %{{.*}}, %{{.*}} : i32
+// CHECK: scf.if %[[LEADER]] {
+// CHECK-COUNT-2: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NOT: llvm.store
+// CHECK: }
+// CHECK-NEXT: nvvm.barrier
+// CHECK: %[[A0:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: %[[B0:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: llvm.call @__nv_fmaxf(%[[A0]], %[[B0]])
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: llvm.call @__nv_fmaxf
+// CHECK-NEXT: nvvm.barrier
+// CHECK-COUNT-8: llvm.fsub {{.*}} : f32
+// CHECK-NOT: llvm.fsub
+func.func @split_rows(%x: !tile.ptr<f32>, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %xp = tile.splat %x : !tile.ptr<f32> -> tensor<32x32x!tile.ptr<f32>>
+  %l = tile.load %xp : tensor<32x32x!tile.ptr<f32>>
+  %t = tile.convert_layout %l : tensor<32x32xf32> -> tensor<32x32xf32, #split>
+  %m = tile.reduce %t {axis = 1 : i32} : tensor<32x32xf32, #split> -> tensor<32xf32, #srows> {
+  ^bb0(%a: f32, %b: f32):
+    %z = arith.maxnumf %a, %b : f32
+    tile.reduce.return %z : f32
+  }
+  %e = tile.expand_dims %m {axis = 1 : i32} : tensor<32xf32, #srows> -> tensor<32x1xf32, #split>
+  %b = tile.broadcast %e : tensor<32x1xf32, #split> -> tensor<32x32xf32, #split>
+  %d = arith.subf %t, %b : tensor<32x32xf32, #split>
+  %r = tile.convert_layout %d : tensor<32x32xf32, #split> -> tensor<32x32xf32>
+  %p = tile.splat %out : !tile.ptr<f32> -> tensor<32x32x!tile.ptr<f32>>
+  tile.store %p, %r : tensor<32x32x!tile.ptr<f32>>
+  return
+}

@@ -92,16 +92,14 @@ func.func @one_warp(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.ke
 // -----
 
 // A result that feeds a row reduction puts the warps along M first: 32 rows
-// on 4 warps is 2 x 2 (16 rows a warp, warpsN = 2), so the reduction stays in
-// the blocked layout (rows in registers need warpsN = 1); at 64 rows
-// (warpsN = 1; K = 32 keeps it off wgmma) the max runs on the accumulator's
-// registers into its slice.
+// on 4 warps is 2 x 2 (16 rows a warp, warpsN = 2), and 64 rows (K = 32 keeps
+// it off wgmma) 4 x 1; either way the max runs on the accumulator's registers
+// into its slice (across the warps of a row for warpsN = 2), no conversion.
 // CHECK-LABEL: func.func @rows
 // CHECK: %[[S:.*]] = tile.warp_dot {{.*}} -> tensor<32x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
-// CHECK: %[[B:.*]] = tile.convert_layout %[[S]] : tensor<32x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>> -> tensor<32x64xf32>
-// CHECK: tile.reduce %[[B]] {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32>
+// CHECK-NEXT: tile.reduce %[[S]] {axis = 1 : i32} : tensor<32x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>> -> tensor<32xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 2>>>
 // CHECK: %[[T:.*]] = tile.warp_dot {{.*}} -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
-// CHECK: tile.reduce %[[T]] {axis = 1 : i32} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
+// CHECK-NEXT: tile.reduce %[[T]] {axis = 1 : i32} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
 func.func @rows(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %p = tile.splat %x : !tile.ptr<bf16> -> tensor<32x64x!tile.ptr<bf16>>
   %a = tile.load %p : tensor<32x64x!tile.ptr<bf16>>

@@ -1771,9 +1771,9 @@ func.func @slice_v2_rows(%x: tensor<24xf32, #tile.slice<dim = 1, parent = #tile.
 
 // -----
 
-func.func @reduce_v2_split_rows(%x: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>) {
-  // expected-error @+1 {{expected a tile in the blocked layout, or a 2-D tile in the #tile.mma encoding of version 3 (or 2 with warpsN = 1) reduced along axis 1}}
-  %m = tile.reduce %x {axis = 1 : i32} : tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<16xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>> {
+func.func @reduce_v2_columns(%x: tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>) {
+  // expected-error @+1 {{expected a tile in the blocked layout, or a 2-D tile in the #tile.mma encoding of version 2 or 3 reduced along axis 1, got 'tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>' along axis 0}}
+  %m = tile.reduce %x {axis = 0 : i32} : tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<64xf32> {
   ^bb0(%a: f32, %b: f32):
     %s = arith.addf %a, %b : f32
     tile.reduce.return %s : f32
@@ -1822,14 +1822,6 @@ func.func @warp_dot_version(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>, %acc
 func.func @warp_dot_k_major_shape(%a: tensor<16x64xbf16>, %b: tensor<64x32xbf16>, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>) {
   // expected-error @+1 {{expected [M, K] * [K, N] -> [M, N], got 'tensor<16x64xbf16>' * 'tensor<32x64xbf16>' -> 'tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>'}}
   %d = tile.warp_dot %a, %b, %acc {bKMajor} : tensor<16x64xbf16> * tensor<64x32xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>
-  return
-}
-
-// -----
-
-func.func @warp_dot_register_a_warps_n(%a: tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>, %b: tensor<32x16xbf16>, %acc: tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>) {
-  // expected-error @+1 {{expected an `a` in the accumulator's encoding to have warpsN = 1, got 2}}
-  %d = tile.warp_dot %a, %b, %acc : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 2>> * tensor<32x16xbf16> -> tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
   return
 }
 

@@ -549,13 +549,15 @@ func.func @mma_rows(%s: tensor<128x64xf32, #tile.mma<version = 3, numWarps = 8>>
 }
 
 // mma.sync dots: staged operands, a transposed B read K-major, A from the
-// registers of the accumulator's encoding.
+// registers of the accumulator's encoding, an A in another layout (staged).
 // CHECK-LABEL: func.func @warp_dot
 // CHECK: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} {bKMajor} : tensor<16x128xbf16> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
 // CHECK: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>> * tensor<32x16xf16> -> tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>
-func.func @warp_dot(%q: tensor<16x128xbf16>, %k: tensor<32x128xbf16>, %s: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>, %p: tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>>, %v: tensor<32x16xf16>, %o: tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>) {
+// CHECK: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> * tensor<32x16xbf16> -> tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+func.func @warp_dot(%q: tensor<16x128xbf16>, %k: tensor<32x128xbf16>, %s: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>, %p: tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>>, %v: tensor<32x16xf16>, %o: tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>, %w: tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>, %x: tensor<32x16xbf16>, %y: tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>) {
   %d = tile.warp_dot %q, %k, %s {bKMajor} : tensor<16x128xbf16> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
   %e = tile.warp_dot %p, %v, %o : tensor<64x32xf16, #tile.mma<version = 2, numWarps = 4>> * tensor<32x16xf16> -> tensor<64x16xf32, #tile.mma<version = 2, numWarps = 4>>
+  %f = tile.warp_dot %w, %x, %y : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> * tensor<32x16xbf16> -> tensor<16x16xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
   return
 }
 

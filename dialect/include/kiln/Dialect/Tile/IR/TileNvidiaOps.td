@@ -407,10 +407,11 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     tcgen05 takes; the accumulator stays in registers across the loop that
     carries it.
 
-    With `a` in the accumulator's encoding (warpsN = 1), A is read from its
+    With `a` in the accumulator's encoding of warpsN = 1, A is read from its
     registers: the registers 8c .. 8c + 7 of each 16-row block hold the A
     fragment of k16 step c (PTX ISA, "Matrix Fragments for mma.m16n8k16"),
     packed in pairs, the lower column in the low half (attention's p·v).
+    An operand in any other layout (blocked, or an mma encoding) is staged.
 
     Lowering: the register operands (any layout) stored to shared scratch
     buffers, row-major, rows padded by 16 bytes; `bar.sync`; per k16 step in
