@@ -274,7 +274,7 @@ def test_fwd_compiles(arch, d, causal, varlen):
         # k and v read in their 128-byte swizzled ring slots: only q (once) and p are
         # stored for the MMAs
         plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
-        assert sum(b.startswith("__kiln_wgmma_staged") for b in plan) == 1
+        assert sum(b.startswith("__kiln_staged") for b in plan) == 1
         assert not any(b.startswith("__kiln_tcgen05_b_smem") for b in plan)
         return
     assert [d["unit"] for d in dots] == ["wgmma", "wgmma"]
@@ -292,7 +292,7 @@ def test_fwd_compiles(arch, d, causal, varlen):
     # with varlen, the lse)
     assert "setmaxnreg.inc" in ptx
     plan = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
-    assert sum(b.startswith("__kiln_wgmma_staged") for b in plan) == 1
+    assert sum(b.startswith("__kiln_staged") for b in plan) == 1
     assert not any(b.startswith(("__kiln_wgmma_b_smem", "__kiln_wgmma_a_smem")) for b in plan)
     assert sum(b.startswith("__kiln_convert_smem") for b in plan) == 1 + varlen
 

@@ -411,10 +411,14 @@ def test_targetinfo_features_and_logs():
            "12 bytes spill stores, 16 bytes spill loads\nptxas info    : Used 255 registers")
     assert parse_assembler_log(log) == {"registers": 255, "stack_bytes": 8,
                                         "spill_store_bytes": 12, "spill_load_bytes": 16}
-    merged = merge_arch_metadata([{"features": ["vector16"], "targets": {"sm_90a": {"a": 1}}},
-                                  {"features": ["tcgen05"], "targets": {"sm_100a": {"a": 2}}}])
+    merged = merge_arch_metadata([{"features": ["vector16"], "targets": {"sm_90a": {"a": 1}},
+                                   "shared_bytes": 18432},
+                                  {"features": ["tcgen05"], "targets": {"sm_100a": {"a": 2}},
+                                   "shared_bytes": 26624}])
     assert merged["features"] == ["tcgen05", "vector16"]
     assert list(merged["targets"]) == ["sm_100a", "sm_90a"]
+    # one launch size for every image: the largest arch's dynamic shared memory
+    assert merged["shared_bytes"] == 26624
 
 
 # --- bundle diff ---------------------------------------------------------------

@@ -1091,6 +1091,8 @@ LogicalResult WarpGroupDotStagedOp::verify() {
   return success();
 }
 
+RankedTensorType WarpDotOp::getATile() { return stagedATile(getA()); }
+
 RankedTensorType WarpDotOp::getBMatrix() {
   auto type = getB().getType();
   if (!getBKMajor() || type.getRank() != 2)
@@ -1099,7 +1101,7 @@ RankedTensorType WarpDotOp::getBMatrix() {
 }
 
 LogicalResult WarpDotOp::verify() {
-  auto aType = getA().getType(), bType = getBMatrix(), accType = getAcc().getType();
+  auto aType = getATile(), bType = getBMatrix(), accType = getAcc().getType();
   MmaEncodingAttr mma = verifyStagedDot(*this, aType, bType, accType, /*version=*/2);
   if (!mma)
     return failure();

@@ -838,12 +838,17 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
 
   /// The `tile.stage` of each tile staged so far (see registerOrStagedA).
   llvm::DenseMap<Value, Value> stagedTiles;
+  /// The bytes of the tiles staged once for mma.sync dots (stageOnce), and
+  /// their bound.
+  int64_t warpStagedBytes = 0;
+  static constexpr int64_t kWarpStagedBytes = 32 * 1024;
   /// Why each dot left on mma.sync is not on the target's tensor-core MMA.
   llvm::DenseMap<Operation *, std::string> fallbacks;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     stagedTiles.clear();
+    warpStagedBytes = 0;
     fallbacks.clear();
     accelerateDots(func);
     rewriteToWarpDots(func);
@@ -1110,9 +1115,31 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         dot.getA().getType().getDimSize(1) % 16 == 0)
       return convert.getSrc();
     auto type = dot.getA().getType();
-    if (type.getEncoding() || !isStageableInvariant(a, dot) || type.getDimSize(0) % 64 != 0 ||
+    if (type.getDimSize(0) % 64 != 0)
+      return a;
+    return stageOnce(b, dot);
+  }
+
+  /// The dot's A staged once by `tile.stage` after its definition where the
+  /// dot's loop does not compute it and it is a blocked tile of whole
+  /// swizzle rows (K a multiple of 64, M of 8); one stage per tile: the dots
+  /// of several loops share it. Else A itself. With `budget` (mma.sync, whose
+  /// dots would stage A in scratch the next op reuses), only while the
+  /// kernel's tiles staged so far for mma.sync stay within kWarpStagedBytes:
+  /// a staged tile is live across the whole loop, and a pipelined kernel's
+  /// rings need those bytes (MLA's 64-row q on Blackwell would not fit).
+  Value stageOnce(OpBuilder &b, DotOp dot, bool budget = false) {
+    Value a = dot.getA();
+    auto type = dot.getA().getType();
+    if (type.getEncoding() || !isStageableInvariant(a, dot) || type.getDimSize(0) % 8 != 0 ||
         type.getDimSize(1) % 64 != 0)
       return a;
+    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    if (budget && !stagedTiles.count(a)) {
+      if (warpStagedBytes + bytes > kWarpStagedBytes)
+        return a;
+      warpStagedBytes += bytes;
+    }
     Value &staged = stagedTiles[a];
     if (!staged) {
       OpBuilder::InsertionGuard guard(b);
@@ -1179,7 +1206,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// value exactly (the products and the f32 sums are unchanged); it
   /// accumulates every k16 step in f32, so a bound on imprecise accumulation
   /// holds already. A transposed B (`w.T`) is read K-major from the tile
-  /// itself; an A converted from a tile in an mma encoding (attention's p)
+  /// itself; an A the dot's loop does not compute is staged once (stageOnce:
+  /// attention's q); an A converted from a tile in an mma encoding (attention's p)
   /// is read from its registers where that is the accumulator's encoding of
   /// warpsN = 1, else staged from them (no conversion). The kernel's
   /// warps are its threads / 32; a function without them keeps its dots.
@@ -1203,8 +1231,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       auto encoding = MmaEncodingAttr::get(dot.getContext(), 2, warps, warpsNOf(dot, warps));
       auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(), encoding);
       // An A converted from an mma encoding is read from (warpsN = 1, the
-      // accumulator's) or staged from the registers it was converted from.
-      Value a = dot.getA();
+      // accumulator's) or staged from the registers it was converted from;
+      // one the loop does not compute is staged once.
+      Value a = stageOnce(b, dot, /*budget=*/true);
       if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
           convert &&
           llvm::isa_and_present<MmaEncodingAttr>(convert.getSrc().getType().getEncoding()))

@@ -7,7 +7,8 @@
 // wN Nw + 8j + ...), in registers rM Nw/2 + 4j .. + 3 (Layout.h).
 //  1. The register operands (any layout) go to shared scratch buffers,
 //     row-major with rows padded by 16 bytes (the 8 row addresses of one
-//     ldmatrix fall in distinct bank groups): `a` [M, K], `b` [K, N], or with
+//     ldmatrix fall in distinct bank groups): `a` [M, K] (unless it is staged
+//     once already, `!tile.smem`, or read from registers), `b` [K, N], or with
 //     `bKMajor` the [N, K] tile itself; then bar.sync.
 //  2. Per k16 step in ascending order: the B fragments of the warp's n-tiles
 //     (ldmatrix.x4 for two, x2 for one; .trans from [K, N] rows, plain from
@@ -40,13 +41,15 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *context = getContext();
-    auto aType = op.getA().getType(), bType = op.getB().getType();
+    auto aType = op.getATile(), bType = op.getB().getType();
     auto accType = op.getAcc().getType();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
     bool bKMajor = op.getBKMajor();
     // A in the accumulator's encoding with whole rows a warp is its registers.
     bool registerA = aType.getEncoding() == accType.getEncoding() && layout.warpsN == 1;
+    // A staged once (`!tile.smem`: K-major, the 128-byte swizzle) is read there.
+    bool stagedA = llvm::isa<tile::SmemType>(op.getA().getType());
     Type element = getTypeConverter()->convertType(aType.getElementType());
     int64_t pad = kPadBytes / (aType.getElementTypeBitWidth() / 8);
     int64_t aStride = k + pad, bStride = (bKMajor ? k : n) + pad;
@@ -58,8 +61,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     };
 
     // 1. The register operands to shared memory.
-    Value aBuffer, bBuffer;
-    if (!registerA) {
+    Value aBuffer = stagedA ? adaptor.getA() : Value(), bBuffer;
+    if (!registerA && !stagedA) {
       aBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_a_smem", element, m * aStride,
                                    /*alignment=*/16, /*scratch=*/true);
       storePadded(rewriter, loc, tileConverter, aType, aBuffer, element, pad,
@@ -105,7 +108,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
           LLVM::AddOp::create(rewriter, loc, LLVM::MulOp::create(rewriter, loc, lane16, c(bStride)),
                               LLVM::AddOp::create(rewriter, loc, half, column0));
     }
-    // A's row of each 16-row block, wrapped into the tile.
+    // A's row of each 16-row block, wrapped into the tile: its element in
+    // the padded buffer; staged, the row's byte offset (rows of 128 bytes).
     int64_t reps = layout.reps();
     SmallVector<Value> aLanes;
     if (!registerA)
@@ -114,9 +118,26 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
             LLVM::AddOp::create(rewriter, loc, LLVM::ShlOp::create(rewriter, loc, wM, c(4)),
                                 LLVM::AddOp::create(rewriter, loc, lane16, c(16 * warpsM * rM)));
         row = LLVM::AndOp::create(rewriter, loc, row, c(m - 1));
-        aLanes.push_back(LLVM::AddOp::create(
-            rewriter, loc, LLVM::MulOp::create(rewriter, loc, row, c(aStride)), half));
+        aLanes.push_back(
+            stagedA ? LLVM::ShlOp::create(rewriter, loc, row, c(7)).getResult()
+                    : LLVM::AddOp::create(rewriter, loc,
+                                          LLVM::MulOp::create(rewriter, loc, row, c(aStride)), half)
+                          .getResult());
       }
+    // Staged: the lane's 16-byte unit (kk mod 64) / 8 + lane / 16 of its row,
+    // swizzled by the row's phase (lane mod 8: M is a multiple of 8), in the
+    // 64-column chunk kk / 64 of M rows.
+    auto stagedAddress = [&](Value rowBytes, int64_t kk) {
+      Value unit = LLVM::AddOp::create(
+          rewriter, loc, LLVM::LShrOp::create(rewriter, loc, lane, c(4)), c(kk % 64 / 8));
+      Value phase = LLVM::AndOp::create(rewriter, loc, lane, c(7));
+      Value inRow =
+          LLVM::ShlOp::create(rewriter, loc, LLVM::XOrOp::create(rewriter, loc, unit, phase), c(4));
+      Value offset = LLVM::AddOp::create(
+          rewriter, loc, LLVM::AddOp::create(rewriter, loc, rowBytes, inRow), c(kk / 64 * m * 128));
+      return LLVM::GEPOp::create(rewriter, loc, aBuffer.getType(), rewriter.getI8Type(), aBuffer,
+                                 ArrayRef<LLVM::GEPArg>{offset});
+    };
 
     bool bf16 = aType.getElementType().isBF16();
     auto ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
@@ -153,6 +174,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
         if (registerA) {
           for (int64_t i = 0; i < 4; ++i)
             aFrag.push_back(asPair(aWords[rM * (k / 4) + kk / 4 + i]));
+        } else if (stagedA) {
+          aFrag = ldmatrix(stagedAddress(aLanes[rM], kk), 4, NVVM::MMALayout::row);
         } else {
           aFrag = ldmatrix(shared(aBuffer, LLVM::AddOp::create(rewriter, loc, aLanes[rM], c(kk))),
                            4, NVVM::MMALayout::row);

@@ -309,8 +309,8 @@ struct StageLowering : TileOpConversion<tile::StageOp> {
     Location loc = op.getLoc();
     auto type = op.getSrc().getType();
     // Its readers are wgmmas, each waited for before the CTA barrier after
-    // the last of them: drained there.
-    Value buffer = createSharedBuffer(rewriter, op, "__kiln_wgmma_staged",
+    // the last of them, or ldmatrix (synchronous): drained there.
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_staged",
                                       getTypeConverter()->convertType(type.getElementType()),
                                       type.getNumElements(), /*alignment=*/1024);
     markDrained(op, buffer);

@@ -199,7 +199,9 @@ def target_info(arch: str, ptx: Optional[str], cubin: Optional[bytes], log: Opti
 
 def merge_arch_metadata(metas: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
     """One kernel entry from the per-arch entries of one specialization: the first entry
-    with ``features`` the union over archs and ``targets`` holding every arch's facts."""
+    with ``features`` the union over archs, ``targets`` holding every arch's facts and
+    ``shared_bytes`` the largest arch's (the entry's one launch size serves every image:
+    e.g. sm_90a's wgmma staging may need more than the mma.sync form of sm_100a)."""
     metas = list(metas)
     if not metas:
         raise ValueError("merge_arch_metadata: no metadata")
@@ -211,4 +213,5 @@ def merge_arch_metadata(metas: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
         targets.update(m.get("targets", {}))
     out["features"] = sorted(feats)
     out["targets"] = {k: targets[k] for k in sorted(targets)}
+    out["shared_bytes"] = max(int(m.get("shared_bytes", 0)) for m in metas)
     return out

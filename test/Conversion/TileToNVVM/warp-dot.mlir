@@ -130,3 +130,36 @@ func.func @small_m(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.ker
   tile.store %p, %r : tensor<8x16x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// A staged once (`!tile.smem`, K-major with the 128-byte swizzle: 16 rows of
+// 128 bytes a 64-column chunk): no a buffer of the op's own; each lane's
+// ldmatrix address is its row's 128 bytes plus the 16-byte unit
+// (kk mod 64) / 8 + lane / 16 XOR lane mod 8, in chunk kk / 64. 8 k16 steps,
+// one n-tile a warp (warpsN = 4). Barriers: the stage's, the dot's after b.
+// CHECK-NOT: __kiln_dot_a_smem
+// CHECK-LABEL: llvm.func ptx_kernelcc @staged_a
+// CHECK: nvvm.fence.proxy
+// CHECK-NEXT: nvvm.barrier
+// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.xor
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK: nvvm.mma.sync
+// CHECK-COUNT-7: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+#t2 = #tile.mma<version = 2, numWarps = 4, warpsN = 4>
+func.func @staged_a(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %v = tile.load %x : !tile.ptr<bf16>
+  %q = tile.splat %v : bf16 -> tensor<16x128xbf16>
+  %s = tile.stage %q : tensor<16x128xbf16> -> !tile.smem<tensor<16x128xbf16>>
+  %k = tile.splat %v : bf16 -> tensor<32x128xbf16>
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32, #t2>
+  %d = tile.warp_dot %s, %k, %zero {bKMajor} : !tile.smem<tensor<16x128xbf16>> * tensor<32x128xbf16> -> tensor<16x32xf32, #t2>
+  %r = tile.convert_layout %d : tensor<16x32xf32, #t2> -> tensor<16x32xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %ys, %r : tensor<16x32x!tile.ptr<f32>>
+  return
+}

@@ -153,9 +153,9 @@ func.func @staged(%x: !tile.ptr<bf16>, %y: f32) attributes {tile.kernel, tile.nu
 // second chunk of K by its bytes (64 rows x 128 = 8192: 512 units). p·v: four
 // A words a k16 step, the B descriptor with the leading byte offset K * 128
 // (8192 bytes: 512 in bits 16-29) and the transpose-B immediate.
-// CHECK-LABEL: llvm.mlir.global internal @__kiln_wgmma_staged_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.drained} : !llvm.array<8192 x bf16>
+// CHECK-LABEL: llvm.mlir.global internal @__kiln_staged_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.drained} : !llvm.array<8192 x bf16>
 // CHECK-LABEL: llvm.func ptx_kernelcc @slot_b(
-// CHECK: %[[STAGED:.*]] = llvm.mlir.addressof @__kiln_wgmma_staged_0
+// CHECK: %[[STAGED:.*]] = llvm.mlir.addressof @__kiln_staged_0
 // CHECK-COUNT-8: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK-NOT: llvm.store
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}

@@ -30,12 +30,12 @@
 // CHECK: tile.store %{{.*}}, %[[B]]
 // Blackwell (tcgen05 here takes M = 128): both dots on mma.sync, the loop
 // in the registers of #tile.mma version 2 as above (warpsN = 1: 16 whole rows
-// a warp): the row max and sum in its slice, p the next dot's A from
-// registers, no conversion in the loop.
+// a warp): q staged once before the loop, the row max and sum in the slice,
+// p the next dot's A from registers, no conversion in the loop.
 // SM100-LABEL: func.func @attention
 // SM100: scf.for {{.*}} -> (tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>, tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>, tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>)
 // SM100-NOT: tile.convert_layout
-// SM100: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
+// SM100: tile.warp_dot %{{.*}}, %{{.*}}, %{{.*}} : !tile.smem<tensor<64x64xbf16>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
 // SM100: tile.reduce %{{.*}} {axis = 1 : i32} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> -> tensor<64xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
 // SM100: %[[P:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>> to tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 4>>
 // SM100: tile.warp_dot %[[P]], %{{.*}}, %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 4>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>

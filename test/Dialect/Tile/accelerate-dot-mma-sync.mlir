@@ -127,3 +127,32 @@ func.func @rows(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.kernel
   tile.store %np, %n : tensor<64x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// An A the loop does not compute (attention's q, loaded before the key loop)
+// is staged once after its load (`tile.stage`, the swizzled K-major layout
+// wgmma reads too, M a multiple of 8), and every iteration's dot reads it
+// there; the loop's own B is staged by the dot.
+// CHECK-LABEL: func.func @staged_q
+// CHECK: %[[Q:.*]] = tile.load
+// CHECK-NEXT: %[[S:.*]] = tile.stage %[[Q]] : tensor<16x128xbf16> -> !tile.smem<tensor<16x128xbf16>>
+// CHECK: scf.for
+// CHECK: tile.warp_dot %[[S]], %{{.*}}, %{{.*}} {bKMajor} : !tile.smem<tensor<16x128xbf16>> * tensor<32x128xbf16> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+func.func @staged_q(%x: !tile.ptr<bf16>, %w: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32>
+  %xp = tile.splat %x : !tile.ptr<bf16> -> tensor<16x128x!tile.ptr<bf16>>
+  %q = tile.load %xp : tensor<16x128x!tile.ptr<bf16>>
+  %wp = tile.splat %w : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<16x32xf32>) : i32 {
+    %b = tile.load %wp : tensor<32x128x!tile.ptr<bf16>>
+    %bt = tile.trans %b {order = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
+    %d = tile.dot %q, %bt, %acc : tensor<16x128xbf16> * tensor<128x32xbf16> -> tensor<16x32xf32>
+    scf.yield %d : tensor<16x32xf32>
+  }
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %yp, %r : tensor<16x32x!tile.ptr<f32>>
+  return
+}

@@ -191,7 +191,7 @@ def Tile_ConvertLayoutOp : Tile_Op<"convert_layout", [Pure, SameOperandsAndResul
 }
 
 def Tile_StageOp : Tile_Op<"stage", [MemoryEffects<[MemAlloc, MemWrite]>]> {
-  let summary = "write a register tile to shared memory once, for wgmma to read";
+  let summary = "write a register tile to shared memory once, for the tensor cores to read";
   let description = [{
     ```mlir
     %s = tile.stage %q : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
@@ -199,8 +199,9 @@ def Tile_StageOp : Tile_Op<"stage", [MemoryEffects<[MemAlloc, MemWrite]>]> {
     Stores the tile (blocked layout) to a shared buffer of its own in the
     layout of `!tile.smem` (K-major, 128-byte swizzle), then
     `fence.proxy.async.shared::cta` and a CTA barrier: every warpgroup's
-    wgmma may then read it. Created by `kiln-tile-accelerate-dot` (sm_90a)
-    for the A operand of dots in a loop that the loop does not compute
+    wgmma may then read it (and any warp's ldmatrix). Created by
+    `kiln-tile-accelerate-dot` for the A operand of dots (wgmma, tcgen05,
+    mma.sync) in a loop that the loop does not compute
     (attention's q), right after the tile's definition, so the loop reads it
     without storing it again. The buffer is live from the stores to the CTA
     barrier after its last reader (every wgmma that read it waited for).
@@ -412,6 +413,9 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     fragment of k16 step c (PTX ISA, "Matrix Fragments for mma.m16n8k16"),
     packed in pairs, the lower column in the low half (attention's p·v).
     An operand in any other layout (blocked, or an mma encoding) is staged.
+    With `a` a `!tile.smem` tile (staged once by `tile.stage`: K-major with
+    the 128-byte swizzle), A's ldmatrix reads it where it is, each lane's
+    16-byte unit u of row r at u ^ (r mod 8): no bank conflicts.
 
     Lowering: the register operands (any layout) stored to shared scratch
     buffers, row-major, rows padded by 16 bytes; `bar.sync`; per k16 step in
@@ -424,7 +428,7 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     defines. Rows past M wrap (M < 16 per warp): the warps and lanes that
     hold copies compute them alike. Must run in uniform control flow.
   }];
-  let arguments = (ins RankedTensorOf<[BF16, F16]>:$a,
+  let arguments = (ins AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Smem]>:$a,
                        RankedTensorOf<[BF16, F16]>:$b,
                        RankedTensorOf<[F32]>:$acc,
                        UnitAttr:$bKMajor);
@@ -438,6 +442,8 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     MmaEncodingAttr getEncoding() {
       return ::llvm::cast<MmaEncodingAttr>(getAcc().getType().getEncoding());
     }
+    /// The [M, K] tile `a` holds (in registers, or staged).
+    ::mlir::RankedTensorType getATile();
     /// The [K, N] operand `b` stands for.
     ::mlir::RankedTensorType getBMatrix();
   }];

@@ -102,9 +102,10 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
 }
 
 def Tile_SmemType : Tile_TypeDef<"Smem", "smem"> {
-  let summary = "a 16-bit tile staged in shared memory for wgmma";
+  let summary = "a 16-bit tile staged in shared memory for the tensor cores";
   let description = [{
-    A [M, K] bf16 or f16 tile (M a multiple of 64, K of 64) that `tile.stage`
+    A [M, K] bf16 or f16 tile (M a multiple of 8, K of 64; wgmma and tcgen05
+    take M multiples of 64, mma.sync's ldmatrix any) that `tile.stage`
     wrote to shared memory once in the layout a K-major wgmma operand reads
     with the 128-byte swizzle: per 64 columns of K one chunk of M rows of 128
     bytes (chunk j at j * M * 128 bytes), the 16-byte unit u of row r at unit

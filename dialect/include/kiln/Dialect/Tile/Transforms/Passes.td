@@ -367,7 +367,11 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     reason is recorded in `tile.dots`) becomes a `tile.warp_dot` (mma.sync
     m16n8k16), its FP8 operands widened to bf16 (`arith.extf`: exact), a
     transposed B (`tile.trans` [1, 0] of a blocked tile) read K-major from
-    the tile itself, its accumulator in the `#tile.mma` encoding of version 2
+    the tile itself, an `a` that the dot's loop does not compute staged once
+    after its definition (`tile.stage`, M a multiple of 8 and K of 64, while
+    the kernel's tiles staged so for mma.sync stay within 32 KiB: they are
+    live across the loop), an `a` converted from an mma encoding taken from
+    those registers, its accumulator in the `#tile.mma` encoding of version 2
     and kept there as above (carried across its loop, the conversion moved
     past what can run in the layout). The warp tiling: where the result
     feeds another dot's A or a row reduction, or M has 16 rows for every
