@@ -1228,7 +1228,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
           operand->set(arith::ExtFOp::create(b, loc, type.clone(b.getBF16Type()), operand->get()));
       }
       auto accType = dot.getAcc().getType();
-      auto encoding = MmaEncodingAttr::get(dot.getContext(), 2, warps, warpsNOf(dot, warps));
+      auto encoding = chainedEncoding(dot);
+      if (!encoding)
+        encoding = MmaEncodingAttr::get(dot.getContext(), 2, warps, warpsNOf(dot, warps));
       auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(), encoding);
       // An A converted from an mma encoding is read from (warpsN = 1, the
       // accumulator's) or staged from the registers it was converted from;
@@ -1256,6 +1258,22 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       if (bKMajor && trans->use_empty())
         trans->erase();
     }
+  }
+
+  /// The encoding of the version 2 tile that the dot's A was converted from
+  /// (attention's p, from the scores' dot) where the accumulator can take it
+  /// (N a multiple of 8 warpsN): the chain then shares one warp tiling, so
+  /// the row vectors of the scores' softmax (alpha, scaling the accumulator)
+  /// are in the accumulator's rows, with no conversion of it. Null otherwise.
+  static MmaEncodingAttr chainedEncoding(DotOp dot) {
+    auto convert = dot.getA().getDefiningOp<ConvertLayoutOp>();
+    if (!convert)
+      return {};
+    auto mma = llvm::dyn_cast_if_present<MmaEncodingAttr>(convert.getSrc().getType().getEncoding());
+    if (!mma || mma.getVersion() != 2 ||
+        dot.getAcc().getType().getDimSize(1) % (8 * mma.getWarpsN()) != 0)
+      return {};
+    return mma;
   }
 
   /// The warps along N of a version 2 accumulator [M, N] on `warps` warps.

@@ -156,3 +156,50 @@ func.func @staged_q(%x: !tile.ptr<bf16>, %w: !tile.ptr<bf16>, %y: !tile.ptr<f32>
   tile.store %yp, %r : tensor<16x32x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// A chain shares one warp tiling: the value dot's A (p) comes from the scores'
+// accumulator (32 x 32 on 4 warps: 2 x 2), so its [32, 128] accumulator takes
+// that encoding (warpsN = 2) rather than its own balance (warpsN = 4); the
+// rescale by the scores' row vector then needs no conversion in the loop.
+// CHECK-LABEL: func.func @chain
+// CHECK: scf.for {{.*}} -> (tensor<32x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>)
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.warp_dot {{.*}} -> tensor<32x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.warp_dot {{.*}} : tensor<32x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 2>> * tensor<32x128xbf16> -> tensor<32x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 2>>
+// CHECK-NEXT: scf.yield
+func.func @chain(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<32x128xf32>
+  %z32 = arith.constant dense<0.0> : tensor<32x32xf32>
+  %ap = tile.splat %x : !tile.ptr<bf16> -> tensor<32x32x!tile.ptr<bf16>>
+  %vp = tile.splat %x : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<32x128xf32>) : i32 {
+    %a = tile.load %ap : tensor<32x32x!tile.ptr<bf16>>
+    %b = tile.load %ap : tensor<32x32x!tile.ptr<bf16>>
+    %s = tile.dot %a, %b, %z32 : tensor<32x32xbf16> * tensor<32x32xbf16> -> tensor<32x32xf32>
+    %m = tile.reduce %s {axis = 1 : i32} : tensor<32x32xf32> -> tensor<32xf32> {
+    ^bb0(%l: f32, %rr: f32):
+      %z = arith.maxnumf %l, %rr : f32
+      tile.reduce.return %z : f32
+    }
+    %me = tile.expand_dims %m {axis = 1 : i32} : tensor<32xf32> -> tensor<32x1xf32>
+    %mb = tile.broadcast %me : tensor<32x1xf32> -> tensor<32x32xf32>
+    %d = arith.subf %s, %mb : tensor<32x32xf32>
+    %p = math.exp2 %d : tensor<32x32xf32>
+    %pb = arith.truncf %p : tensor<32x32xf32> to tensor<32x32xbf16>
+    %alpha = math.exp2 %m : tensor<32xf32>
+    %ae = tile.expand_dims %alpha {axis = 1 : i32} : tensor<32xf32> -> tensor<32x1xf32>
+    %ab = tile.broadcast %ae : tensor<32x1xf32> -> tensor<32x128xf32>
+    %scaled = arith.mulf %acc, %ab : tensor<32x128xf32>
+    %v = tile.load %vp : tensor<32x128x!tile.ptr<bf16>>
+    %o = tile.dot %pb, %v, %scaled : tensor<32x32xbf16> * tensor<32x128xbf16> -> tensor<32x128xf32>
+    scf.yield %o : tensor<32x128xf32>
+  }
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<32x128x!tile.ptr<f32>>
+  tile.store %yp, %r : tensor<32x128x!tile.ptr<f32>>
+  return
+}
