@@ -782,10 +782,24 @@ static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type p
   return success();
 }
 
+LogicalResult RingAllocOp::verify() {
+  RankedTensorType block = getType().getBlockType();
+  int64_t innerBytes =
+      block.getRank() < 2 ? 0 : block.getShape().back() * block.getElementTypeBitWidth() / 8;
+  if (getSwizzled() && (innerBytes % 128 != 0 || !llvm::isPowerOf2_64(innerBytes)))
+    return emitOpError() << "expected a `swizzled` ring's block to have rows of a power of two "
+                            "128-byte spans, got "
+                         << block;
+  return success();
+}
+
 LogicalResult RingIssueOp::verify() {
   RingType ring = getRing().getType();
   if (getMask() && !isGather())
     return emitOpError() << "expected a mask only with a tensor of pointers";
+  if (auto alloc = getRing().getDefiningOp<RingAllocOp>();
+      alloc && alloc.getSwizzled() && !isGather())
+    return emitOpError() << "expected only gathers into a `swizzled` ring";
   if (TensorDescType desc = getDescType()) {
     if (getCount())
       return emitOpError() << "expected no count with a descriptor source (the box is whole)";
@@ -1093,15 +1107,38 @@ LogicalResult WarpGroupDotStagedOp::verify() {
 
 RankedTensorType WarpDotOp::getATile() { return stagedATile(getA()); }
 
+RankedTensorType WarpDotOp::getBTile() {
+  if (RingType ring = getBRing())
+    return ring.getBlockType();
+  return llvm::cast<RankedTensorType>(getB().getType());
+}
+
 RankedTensorType WarpDotOp::getBMatrix() {
-  auto type = getB().getType();
+  auto type = getBTile();
   if (!getBKMajor() || type.getRank() != 2)
     return type;
-  return type.clone({type.getDimSize(1), type.getDimSize(0)});
+  return RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType(),
+                               getBRing() ? Attribute() : type.getEncoding());
 }
 
 LogicalResult WarpDotOp::verify() {
   auto aType = getATile(), bType = getBMatrix(), accType = getAcc().getType();
+  if (bool(getBRing()) != bool(getBSlot()))
+    return emitOpError() << "expected a slot exactly when `b` is a ring";
+  if (RingType ring = getBRing()) {
+    // Read in place: a 2-D box of 128-byte swizzled rows.
+    RankedTensorType box = ring.getBlockType();
+    auto alloc = getB().getDefiningOp<RingAllocOp>();
+    if (box.getRank() != 2 || box.getShape().back() * box.getElementTypeBitWidth() / 8 % 128 != 0)
+      return emitOpError() << "expected a ring of 2-D boxes with rows of whole 128-byte spans, got "
+                           << ring;
+    if (alloc && !alloc.getSwizzled() && llvm::none_of(getB().getUsers(), [](Operation *user) {
+          auto issue = llvm::dyn_cast<RingIssueOp>(user);
+          return issue && issue.getDescType() && issue.getDescType().getSwizzle() == 128;
+        }))
+      return emitOpError() << "expected a ring of 128-byte swizzled boxes (TMA with the 128-byte "
+                              "swizzle, or a `swizzled` gather ring)";
+  }
   MmaEncodingAttr mma = verifyStagedDot(*this, aType, bType, accType, /*version=*/2);
   if (!mma)
     return failure();

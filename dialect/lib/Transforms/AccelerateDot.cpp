@@ -1246,10 +1246,13 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                      !trans.getSrc().getType().getEncoding();
       if (bKMajor)
         bTile = trans.getSrc();
+      RingWaitLoadOp slot = inPlaceSlot(bTile, dot);
       std::string reason = fallbacks.lookup(dot);
       Operation *warpDot = nullptr;
       replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
-        auto op = WarpDotOp::create(b, loc, mmaType, a, bTile, acc, bKMajor);
+        auto op = slot ? WarpDotOp::create(b, loc, mmaType, a, slot.getRing(), acc, slot.getSlot(),
+                                           bKMajor)
+                       : WarpDotOp::create(b, loc, mmaType, a, bTile, acc, Value(), bKMajor);
         warpDot = op;
         return op;
       });
@@ -1257,7 +1260,55 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         fallbacks[warpDot] = reason;
       if (bKMajor && trans->use_empty())
         trans->erase();
+      if (!slot)
+        continue;
+      // A gather ring's slots become swizzled boxes; the last reader of the
+      // load in place waits for the slot where the load did.
+      if (!isSwizzled128(slot.getRing()))
+        slot.getRing().getDefiningOp<RingAllocOp>().setSwizzled(true);
+      if (slot->use_empty()) {
+        if (!slot.getAgain())
+          waitInPlaceOf(b, slot);
+        slot->erase();
+      }
     }
+  }
+
+  /// The ring load `b` (a dot's B, a K-major B's transpose taken off) whose
+  /// slot a tile.warp_dot reads in place: a 2-D box of the dot's bf16/f16
+  /// with rows of a power of two 128-byte spans, in a ring of gathers (made
+  /// `swizzled` then) or of TMA boxes with the 128-byte swizzle, whole (no
+  /// count), and no refill of the ring between the load and the dot. Null
+  /// otherwise.
+  static RingWaitLoadOp inPlaceSlot(Value b, DotOp dot) {
+    auto load = b.getDefiningOp<RingWaitLoadOp>();
+    if (!load || load.getCount() || load->getBlock() != dot->getBlock())
+      return {};
+    RankedTensorType box = load.getType();
+    Type element = box.getElementType();
+    int64_t innerBytes =
+        box.getRank() == 2 ? box.getDimSize(1) * box.getElementTypeBitWidth() / 8 : 0;
+    if (!(element.isBF16() || element.isF16()) ||
+        element != dot.getA().getType().getElementType() || innerBytes % 128 != 0 ||
+        !llvm::isPowerOf2_64(innerBytes))
+      return {};
+    Value ring = load.getRing();
+    auto alloc = ring.getDefiningOp<RingAllocOp>();
+    bool gathers = alloc && llvm::all_of(ring.getUsers(), [](Operation *user) {
+                     auto issue = llvm::dyn_cast<RingIssueOp>(user);
+                     return !issue || issue.isGather();
+                   });
+    if (!gathers && !isSwizzled128(ring))
+      return {};
+    for (Operation *op = load->getNextNode(); op != dot; op = op->getNextNode()) {
+      bool refill =
+          op->walk([&](RingIssueOp issue) {
+              return issue.getRing() == ring ? WalkResult::interrupt() : WalkResult::advance();
+            }).wasInterrupted();
+      if (refill)
+        return {};
+    }
+    return load;
   }
 
   /// The encoding of the version 2 tile that the dot's A was converted from

@@ -60,6 +60,7 @@ struct Event {
     WgmmaDot,    ///< tile.warpgroup_dot reading one or two slots
     WgmmaWait,   ///< tile.warpgroup_dot_wait {pending}
     Tcgen05Dot,  ///< tile.tcgen05_dot reading two slots, committing to a barrier
+    SlotRead,    ///< a synchronous read of a slot in place (tile.warp_dot's B)
     Arrive,      ///< tile.mbarrier_arrive on (barriers, index) if pred
     BarrierWait, ///< tile.mbarrier_wait on (barriers, index) with parity
     Release,     ///< tile.ring_release of a ring
@@ -407,6 +408,12 @@ private:
           failed(need(op, dot.getBSlot(), e.slot2, "the slot")) ||
           failed(need(op, dot.getBarrier(), e.index, "the barrier index")))
         return failure();
+    } else if (auto dot = llvm::dyn_cast<WarpDotOp>(op)) {
+      if (!dot.getBRing())
+        return success(); // operands in registers or staged
+      e = {Event::SlotRead, op, dot.getB(), {}, {}};
+      if (failed(need(op, dot.getBSlot(), e.slot, "the slot")))
+        return failure();
     } else if (auto dot = llvm::dyn_cast<Tcgen05DotStagedOp>(op)) {
       if (!dot.getBRing())
         return success(); // staged operands only
@@ -543,6 +550,13 @@ public:
         complete(b, std::move(done));
       }
       readers.push_back(r);
+      return Step::Done;
+    }
+    case Event::SlotRead: {
+      Key k = keyOf(e.ring, e.slot);
+      if (waits[k] == 0 || waits[k] != fills[k])
+        return fail(e.op, "reads slot " + Twine(e.slot) +
+                              " of a ring before waiting for the fill it holds");
       return Step::Done;
     }
     case Event::WgmmaWait: {

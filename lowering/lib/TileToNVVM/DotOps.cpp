@@ -9,14 +9,15 @@
 //     row-major with rows padded by 16 bytes (the 8 row addresses of one
 //     ldmatrix fall in distinct bank groups): `a` [M, K] (unless it is staged
 //     once already, `!tile.smem`, or read from registers), `b` [K, N], or with
-//     `bKMajor` the [N, K] tile itself; then bar.sync.
+//     `bKMajor` the [N, K] tile itself (unless it is a ring slot, a 128-byte
+//     swizzled box read where it is); then bar.sync, if anything was stored.
 //  2. Per k16 step in ascending order: the B fragments of the warp's n-tiles
 //     (ldmatrix.x4 for two, x2 for one; .trans from [K, N] rows, plain from
 //     [N, K] rows), then per 16-row block the A fragment (ldmatrix.x4 of rows
 //     lane mod 16, columns 8 (lane / 16); or four words of `a`'s registers
 //     when `a` is in the accumulator's encoding) and one mma.sync per n-tile.
 //     Each 16 x 8 tile thus accumulates its k16 steps in order from `acc`.
-//  3. bar.sync: the scratch is free for the next op.
+//  3. bar.sync (where step 1 stored): the scratch is free for the next op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +42,7 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *context = getContext();
-    auto aType = op.getATile(), bType = op.getB().getType();
+    auto aType = op.getATile(), bType = op.getBTile();
     auto accType = op.getAcc().getType();
     tile::MmaLayout layout = *tileConverter.getMmaLayout(accType);
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
@@ -50,9 +51,15 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     bool registerA = aType.getEncoding() == accType.getEncoding() && layout.warpsN == 1;
     // A staged once (`!tile.smem`: K-major, the 128-byte swizzle) is read there.
     bool stagedA = llvm::isa<tile::SmemType>(op.getA().getType());
+    // B a ring slot (a 128-byte swizzled box) is read there.
+    tile::RingType bRing = op.getBRing();
+    if (bRing && ringSwizzle(op.getB()) != 128)
+      return rewriter.notifyMatchFailure(op, "B's ring slots are not 128-byte swizzled boxes");
     Type element = getTypeConverter()->convertType(aType.getElementType());
-    int64_t pad = kPadBytes / (aType.getElementTypeBitWidth() / 8);
-    int64_t aStride = k + pad, bStride = (bKMajor ? k : n) + pad;
+    int64_t elementBytes = aType.getElementTypeBitWidth() / 8;
+    int64_t pad = kPadBytes / elementBytes;
+    // The operands' rows in elements: padded when staged, the box's own.
+    int64_t aStride = k + pad, bStride = bRing ? bType.getDimSize(1) : (bKMajor ? k : n) + pad;
     Type f32 = rewriter.getF32Type(), i32 = rewriter.getI32Type();
     auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
     auto shared = [&](Value buffer, Value index) {
@@ -62,18 +69,36 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
 
     // 1. The register operands to shared memory.
     Value aBuffer = stagedA ? adaptor.getA() : Value(), bBuffer;
-    if (!registerA && !stagedA) {
+    bool storesA = !registerA && !stagedA;
+    if (storesA) {
       aBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_a_smem", element, m * aStride,
                                    /*alignment=*/16, /*scratch=*/true);
       storePadded(rewriter, loc, tileConverter, aType, aBuffer, element, pad,
                   unpackTile(rewriter, loc, adaptor.getA()));
     }
-    bBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_b_smem", element,
-                                 bType.getDimSize(0) * bStride, /*alignment=*/16,
-                                 /*scratch=*/true);
-    storePadded(rewriter, loc, tileConverter, bType, bBuffer, element, pad,
-                unpackTile(rewriter, loc, adaptor.getB()));
-    NVVM::BarrierOp::create(rewriter, loc);
+    if (bRing) {
+      bBuffer = ringSlotAddress(rewriter, loc, bRing, adaptor.getB(), adaptor.getBSlot());
+    } else {
+      bBuffer = createSharedBuffer(rewriter, op, "__kiln_dot_b_smem", element,
+                                   bType.getDimSize(0) * bStride, /*alignment=*/16,
+                                   /*scratch=*/true);
+      storePadded(rewriter, loc, tileConverter, bType, bBuffer, element, pad,
+                  unpackTile(rewriter, loc, adaptor.getB()));
+    }
+    bool scratch = storesA || !bRing;
+    if (scratch)
+      NVVM::BarrierOp::create(rewriter, loc);
+    // B's element `index` (of rows of bStride elements): in the padded
+    // scratch, or in the slot's swizzled box.
+    auto bAddress = [&](Value index) -> Value {
+      if (!bRing)
+        return shared(bBuffer, index);
+      Value offset = swizzledBoxOffset(rewriter, loc,
+                                       LLVM::MulOp::create(rewriter, loc, index, c(elementBytes)),
+                                       tile::getNumBoxChunks(bType, 128), bType.getDimSize(0), 128);
+      return LLVM::GEPOp::create(rewriter, loc, bBuffer.getType(), rewriter.getI8Type(), bBuffer,
+                                 ArrayRef<LLVM::GEPArg>{offset});
+    };
 
     // The lane's parts of the fragment addresses (PTX ISA, ldmatrix and the
     // mma.m16n8k16 fragments): A rows lane mod 16, columns 8 (lane / 16);
@@ -165,9 +190,9 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
       SmallVector<Value> bFrags;
       for (int64_t j = 0; j < tilesN; j += 2) {
         int64_t offset = bKMajor ? 8 * j * bStride + kk : kk * bStride + 8 * j;
-        llvm::append_range(
-            bFrags, ldmatrix(shared(bBuffer, LLVM::AddOp::create(rewriter, loc, bLane, c(offset))),
-                             std::min<int64_t>(tilesN, 2) * 2, bLayout));
+        llvm::append_range(bFrags,
+                           ldmatrix(bAddress(LLVM::AddOp::create(rewriter, loc, bLane, c(offset))),
+                                    std::min<int64_t>(tilesN, 2) * 2, bLayout));
       }
       for (int64_t rM = 0; rM < reps; ++rM) {
         SmallVector<Value> aFrag;
@@ -193,7 +218,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
       }
     }
     // 3. Every warp is done reading the scratch.
-    NVVM::BarrierOp::create(rewriter, loc);
+    if (scratch)
+      NVVM::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(accType), acc));
     return success();
   }

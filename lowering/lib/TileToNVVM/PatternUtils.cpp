@@ -445,6 +445,39 @@ void kiln::markDrained(Operation *op, Value address) {
       ->setAttr(tile::TileDialect::getDrainedAttrName(), UnitAttr::get(op->getContext()));
 }
 
+Value kiln::swizzledBoxOffset(OpBuilder &b, Location loc, Value offset, int64_t chunks,
+                              int64_t rows, unsigned swizzle) {
+  if (!swizzle)
+    return offset;
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  if (chunks > 1) {
+    // Row r, byte b of W = chunks * 128 (a power of two: the box's inner
+    // dimension is one).
+    int64_t rowBytes = chunks * 128;
+    Value row = LLVM::LShrOp::create(b, loc, offset, c(llvm::Log2_64(rowBytes)));
+    Value col = LLVM::AndOp::create(b, loc, offset, c(rowBytes - 1));
+    Value chunk = LLVM::LShrOp::create(b, loc, col, c(7));
+    offset = LLVM::AddOp::create(
+        b, loc,
+        LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, chunk, c(rows * 128)),
+                            LLVM::ShlOp::create(b, loc, row, c(7))),
+        LLVM::AndOp::create(b, loc, col, c(127)));
+  }
+  Value row =
+      LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, offset, c(7)), c(swizzle / 16 - 1));
+  return LLVM::XOrOp::create(b, loc, offset, LLVM::ShlOp::create(b, loc, row, c(4)));
+}
+
+unsigned kiln::ringSwizzle(Value ring) {
+  if (auto alloc = ring.getDefiningOp<tile::RingAllocOp>(); alloc && alloc.getSwizzled())
+    return 128;
+  for (Operation *user : ring.getUsers())
+    if (auto issue = llvm::dyn_cast<tile::RingIssueOp>(user))
+      if (tile::TensorDescType desc = issue.getDescType())
+        return desc.getSwizzle();
+  return 0;
+}
+
 Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,
                             Value slot) {
   Value offset = LLVM::AddOp::create(

@@ -122,13 +122,8 @@ void issueLoad(OpBuilder &b, Location loc, Value desc, tile::TensorDescType desc
 }
 
 /// Moves the registers of a tile (any layout) to or from the row-major box at
-/// `buffer`, up to 16 bytes per ld/st.shared. A box written by TMA with a
-/// swizzle of S bytes has the 16-byte chunk c of byte offset o at chunk
-/// c ^ ((o / 128) mod (S / 16)) (the buffer is 1024-byte aligned). A wide
-/// box (rows of W > 128 bytes, 128-byte swizzle) is stored in 128-byte
-/// column chunks: byte b of row r at (b / 128) * rows * 128 + r * 128 +
-/// b mod 128, then swizzled as above (an access of at most 16 bytes stays in
-/// one chunk).
+/// `buffer`, up to 16 bytes per ld/st.shared, in the box's swizzled layout
+/// (swizzledBoxOffset; an access of at most 16 bytes stays in one chunk).
 struct BoxAccess {
   BoxAccess(OpBuilder &b, Location loc, Value buffer, Type element,
             const TileTypeConverter &converter, RankedTensorType type, unsigned swizzle)
@@ -146,24 +141,9 @@ struct BoxAccess {
                                  ArrayRef<LLVM::GEPArg>{index});
     auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
     Value offset = LLVM::MulOp::create(b, loc, index, c(element.getIntOrFloatBitWidth() / 8));
-    if (chunks > 1) {
-      // Row r, byte b of W = chunks * 128 (a power of two: the box's inner
-      // dimension is one).
-      int64_t rowBytes = chunks * 128;
-      Value row = LLVM::LShrOp::create(b, loc, offset, c(llvm::Log2_64(rowBytes)));
-      Value col = LLVM::AndOp::create(b, loc, offset, c(rowBytes - 1));
-      Value chunk = LLVM::LShrOp::create(b, loc, col, c(7));
-      offset = LLVM::AddOp::create(
-          b, loc,
-          LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, chunk, c(rows * 128)),
-                              LLVM::ShlOp::create(b, loc, row, c(7))),
-          LLVM::AndOp::create(b, loc, col, c(127)));
-    }
-    Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, offset, c(7)),
-                                    c(swizzle / 16 - 1));
-    offset = LLVM::XOrOp::create(b, loc, offset, LLVM::ShlOp::create(b, loc, row, c(4)));
-    return LLVM::GEPOp::create(b, loc, buffer.getType(), b.getI8Type(), buffer,
-                               ArrayRef<LLVM::GEPArg>{offset});
+    return LLVM::GEPOp::create(
+        b, loc, buffer.getType(), b.getI8Type(), buffer,
+        ArrayRef<LLVM::GEPArg>{swizzledBoxOffset(b, loc, offset, chunks, rows, swizzle)});
   }
 
   /// The thread's elements. With `count` (i32, a 1-D box whose count spans
@@ -362,16 +342,6 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
 } // namespace
 
 namespace {
-/// The swizzle of the boxes issued into `ring` (one descriptor type feeds a
-/// ring: kiln-tile-pipeline-loads makes one ring per load).
-unsigned ringSwizzle(Value ring) {
-  for (Operation *user : ring.getUsers())
-    if (auto issue = llvm::dyn_cast<tile::RingIssueOp>(user))
-      if (tile::TensorDescType desc = issue.getDescType())
-        return desc.getSwizzle();
-  return 0;
-}
-
 /// The mbarrier of slot `slot` (an int or an i32 value) of the ring at `base`.
 Value slotBarrier(OpBuilder &b, Location loc, Value base, std::variant<int64_t, Value> slot) {
   Value index = std::holds_alternative<Value>(slot)
@@ -445,28 +415,40 @@ struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
 
 /// After a CTA barrier (the slot's readers are done), every thread copies its
 /// elements of the tile of pointers `ptrs` (under `masks`, when given, and
-/// `predicate`; the rest zero-filled) into the row-major `slot`, `vec` of them
+/// `predicate`; the rest zero-filled) into `slot` (row-major, or a box with
+/// the 128-byte `swizzle`: swizzledBoxOffset), `vec` of them
 /// an access: `cp.async` (4, 8 or 16 bytes; `.cg` for 16), then
 /// `cp.async.mbarrier.arrive.noinc` on `barrier` (its arrival once the
 /// thread's copies land). Narrower accesses load and store through
 /// registers, then arrive. A replicated tile's duplicates copy nothing.
 void issueGather(OpBuilder &b, Location loc, const TileTypeConverter &converter,
                  RankedTensorType block, ArrayRef<Value> ptrs, ArrayRef<Value> masks, int64_t vec,
-                 Value slot, Value barrier, Value predicate) {
+                 Value slot, Value barrier, Value predicate, unsigned swizzle) {
   Type element = converter.convertType(block.getElementType());
   VectorAccess access(b.getContext(), element, vec);
   int64_t bytes = access.vec * (block.getElementTypeBitWidth() / 8);
   bool async = bytes == 4 || bytes == 8 || bytes == 16;
   ElementIndices indices = getElementIndices(b, loc, converter, block);
   tile::BlockedLayout layout = converter.getLayout(block);
+  int64_t chunks = tile::getNumBoxChunks(block, swizzle),
+          rows = block.getNumElements() / block.getShape().back();
   NVVM::BarrierOp::create(b, loc);
   auto copies = [&](OpBuilder &cb, Location cl) {
     for (size_t r = 0; r < ptrs.size(); r += access.vec) {
       Value copy = masks.empty() ? predicate : LLVM::AndOp::create(cb, cl, predicate, masks[r]);
       Value index =
           LLVM::AddOp::create(cb, cl, indices.base, createI32Constant(cb, cl, indices.offsets[r]));
-      Value to =
-          LLVM::GEPOp::create(cb, cl, slot.getType(), element, slot, ArrayRef<LLVM::GEPArg>{index});
+      Value to;
+      if (swizzle) {
+        Value offset = LLVM::MulOp::create(
+            cb, cl, index, createI32Constant(cb, cl, block.getElementTypeBitWidth() / 8));
+        to = LLVM::GEPOp::create(
+            cb, cl, slot.getType(), cb.getI8Type(), slot,
+            ArrayRef<LLVM::GEPArg>{swizzledBoxOffset(cb, cl, offset, chunks, rows, swizzle)});
+      } else {
+        to = LLVM::GEPOp::create(cb, cl, slot.getType(), element, slot,
+                                 ArrayRef<LLVM::GEPArg>{index});
+      }
       if (async) {
         // Bytes past the source size (all of them where the copy is off) are zeros.
         Value size = LLVM::SelectOp::create(cb, cl, copy, createI32Constant(cb, cl, bytes),
@@ -524,7 +506,7 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
       if (ptrs.size() % vec != 0)
         return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
       issueGather(rewriter, loc, tileConverter, ring.getBlockType(), ptrs, masks, vec, slot,
-                  barrier, adaptor.getPred());
+                  barrier, adaptor.getPred(), ringSwizzle(op.getRing()));
       rewriter.eraseOp(op);
       return success();
     }

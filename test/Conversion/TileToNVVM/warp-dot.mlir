@@ -163,3 +163,56 @@ func.func @staged_a(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>) attributes {tile.ke
   tile.store %ys, %r : tensor<16x32x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// B read in place from a `swizzled` ring of gathers ([K, N] = [64, 128] bf16,
+// rows of two 128-byte chunks): each thread's cp.async lands at its element's
+// offset in the swizzled box (the chunk, then the 16-byte unit xor the row
+// mod 8), and the ldmatrix.trans addresses are computed the same way from the
+// slot's base; A comes from its registers (warpsN = 1), so nothing is stored
+// and no bar.sync comes between the slot's wait and the mma.sync, nor after.
+// CHECK-LABEL: llvm.func ptx_kernelcc @ring_b
+// CHECK-NOT: __kiln_dot_b_smem
+// CHECK: nvvm.barrier
+// CHECK: %[[OFF:.*]] = llvm.xor
+// CHECK-NEXT: %[[TO:.*]] = llvm.getelementptr %{{.*}}[%[[OFF]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// CHECK: nvvm.cp.async.shared.global %[[TO]]
+// CHECK: nvvm.cp.async.mbarrier.arrive
+// CHECK: kiln_tma_wait
+// CHECK-NOT: nvvm.barrier
+// CHECK: %[[B:.*]] = llvm.xor
+// CHECK-NEXT: %[[FROM:.*]] = llvm.getelementptr %{{.*}}[%[[B]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: nvvm.ldmatrix %[[FROM]] {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// CHECK-NOT: nvvm.barrier
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+// CHECK: nvvm.mbarrier.inval
+#w1 = #tile.mma<version = 2, numWarps = 4>
+func.func @ring_b(%k: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %ring = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<64x128xbf16>>
+  %rows = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %cols = tile.make_range {start = 0 : i32, end = 128 : i32} : tensor<128xi32>
+  %c128 = arith.constant dense<128> : tensor<64xi32>
+  %ro = arith.muli %rows, %c128 : tensor<64xi32>
+  %r2 = tile.expand_dims %ro {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %rb = tile.broadcast %r2 : tensor<64x1xi32> -> tensor<64x128xi32>
+  %c2 = tile.expand_dims %cols {axis = 0 : i32} : tensor<128xi32> -> tensor<1x128xi32>
+  %cb = tile.broadcast %c2 : tensor<1x128xi32> -> tensor<64x128xi32>
+  %off = arith.addi %rb, %cb : tensor<64x128xi32>
+  %ks = tile.splat %k : !tile.ptr<bf16> -> tensor<64x128x!tile.ptr<bf16>>
+  %kp = tile.addptr %ks, %off : tensor<64x128x!tile.ptr<bf16>>, tensor<64x128xi32>
+  tile.ring_issue %kp -> %ring[%c0] if %true : tensor<64x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<64x128xbf16>>
+  tile.ring_wait %ring[%c0], %c0 : !tile.ring<2, tensor<64x128xbf16>>
+  %a = arith.constant dense<1.0> : tensor<64x64xbf16, #w1>
+  %zero = arith.constant dense<0.0> : tensor<64x128xf32, #w1>
+  %d = tile.warp_dot %a, %ring[%c0], %zero : tensor<64x64xbf16, #w1> * !tile.ring<2, tensor<64x128xbf16>> -> tensor<64x128xf32, #w1>
+  tile.ring_release %ring : !tile.ring<2, tensor<64x128xbf16>>
+  %r = tile.convert_layout %d : tensor<64x128xf32, #w1> -> tensor<64x128xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<64x128x!tile.ptr<f32>>
+  tile.store %ys, %r : tensor<64x128x!tile.ptr<f32>>
+  return
+}

@@ -203,3 +203,65 @@ func.func @chain(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {t
   tile.store %yp, %r : tensor<32x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// B read in place from its ring slot (attention's keys and values, gathered by
+// kiln-tile-pipeline-loads): the ring of gathers becomes `swizzled` (its slots
+// 128-byte swizzled boxes), the score dot reads the [32, 128] box K-major (the
+// transpose folded), the value dot the same slot as [K, N]; a tile.ring_wait
+// takes the first load's place, the second read ({again}) waits for nothing.
+// An FP8 ring is widened in registers, so its load stays.
+// CHECK-LABEL: func.func @in_place
+// CHECK: %[[RING:.*]] = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xbf16>>
+// CHECK: %[[F8:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+// CHECK: %[[Q:.*]] = tile.stage
+// CHECK: scf.for
+// CHECK: tile.ring_wait %[[RING]][%[[S:.*]]], %[[PH:.*]] : !tile.ring<2, tensor<32x128xbf16>>
+// CHECK-NOT: tile.ring_wait_load %[[RING]]
+// CHECK: %[[SC:.*]] = tile.warp_dot %[[Q]], %[[RING]][%[[S]]], %{{.*}} {bKMajor} : !tile.smem<tensor<16x128xbf16>> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: %[[P:.*]] = arith.truncf %[[SC]]
+// CHECK: tile.warp_dot %[[P]], %[[RING]][%[[S]]], %{{.*}} : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: %[[E:.*]] = tile.ring_wait_load %[[F8]]
+// CHECK: arith.extf %[[E]]
+// CHECK: tile.warp_dot {{.*}} : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> * tensor<32x128xbf16> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+func.func @in_place(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %f: !tile.ptr<f8E4M3FN>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %true = arith.constant true
+  %ring = tile.ring_alloc : !tile.ring<2, tensor<32x128xbf16>>
+  %f8 = tile.ring_alloc : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %kp = tile.splat %k : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %fp = tile.splat %f : !tile.ptr<f8E4M3FN> -> tensor<32x128x!tile.ptr<f8E4M3FN>>
+  tile.ring_issue %kp -> %ring[%c0] if %true : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_issue %fp -> %f8[%c0] if %true : tensor<32x128x!tile.ptr<f8E4M3FN>>, !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<16x128x!tile.ptr<bf16>>
+  %qa = tile.load %qp : tensor<16x128x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32>
+  %zo = arith.constant dense<0.0> : tensor<16x128xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zo, %it = %c0) -> (tensor<16x128xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c2 : i32
+    %next = arith.addi %it, %c1 : i32
+    %ns = arith.remui %next, %c2 : i32
+    tile.ring_issue %kp -> %ring[%ns] if %true : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+    tile.ring_issue %fp -> %f8[%ns] if %true : tensor<32x128x!tile.ptr<f8E4M3FN>>, !tile.ring<2, tensor<32x128xf8E4M3FN>>
+    %half = arith.divui %it, %c2 : i32
+    %phase = arith.andi %half, %c1 : i32
+    %kb = tile.ring_wait_load %ring[%slot], %phase : !tile.ring<2, tensor<32x128xbf16>> -> tensor<32x128xbf16>
+    %kt = tile.trans %kb {order = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
+    %s = tile.dot %qa, %kt, %zero : tensor<16x128xbf16> * tensor<128x32xbf16> -> tensor<16x32xf32>
+    %p = arith.truncf %s : tensor<16x32xf32> to tensor<16x32xbf16>
+    %vb = tile.ring_wait_load %ring[%slot], %phase {again} : !tile.ring<2, tensor<32x128xbf16>> -> tensor<32x128xbf16>
+    %o = tile.dot %p, %vb, %acc : tensor<16x32xbf16> * tensor<32x128xbf16> -> tensor<16x128xf32>
+    %e = tile.ring_wait_load %f8[%slot], %phase : !tile.ring<2, tensor<32x128xf8E4M3FN>> -> tensor<32x128xf8E4M3FN>
+    %eb = arith.extf %e : tensor<32x128xf8E4M3FN> to tensor<32x128xbf16>
+    %o2 = tile.dot %p, %eb, %o : tensor<16x32xbf16> * tensor<32x128xbf16> -> tensor<16x128xf32>
+    scf.yield %o2, %next : tensor<16x128xf32>, i32
+  }
+  tile.ring_release %ring : !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_release %f8 : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x128x!tile.ptr<f32>>
+  tile.store %yp, %r#0 : tensor<16x128x!tile.ptr<f32>>
+  return
+}

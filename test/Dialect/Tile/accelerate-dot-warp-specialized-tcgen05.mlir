@@ -66,13 +66,16 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %K: i32) attributes {tile.kernel, 
 // -----
 
 // M = 64 has no tcgen05 form (M = 128 only): the dot goes to mma.sync (tile.warp_dot) and
-// the consumer warps keep their per-warp releases after reading the slots.
+// the consumer warps keep their per-warp releases. A is read from its slot into
+// registers; B's slot (a 128-byte swizzled box) is read in place after its wait, in
+// the iteration that waited for it (the release after the waits is the previous
+// iteration's slot's).
 // CHECK-LABEL: func.func @m64
 // CHECK: tile.mbarrier_alloc {per_warp} : !tile.mbarriers<4>
-// CHECK: tile.ring_wait_load
-// CHECK: tile.ring_wait_load
+// CHECK: %[[A:.*]] = tile.ring_wait_load
+// CHECK: tile.ring_wait %[[RB:.*]][%[[S:.*]]], %{{.*}} : !tile.ring<4, tensor<128x64xbf16>>
 // CHECK: tile.mbarrier_arrive
-// CHECK: tile.warp_dot {{.*}} {bKMajor}
+// CHECK: tile.warp_dot %[[A]], %[[RB]][%[[S]]], %{{.*}} {bKMajor} : tensor<64x64xbf16> * !tile.ring<4, tensor<128x64xbf16>>
 // CHECK-NOT: tcgen05
 // CHECK: } producer {
 !DA = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>

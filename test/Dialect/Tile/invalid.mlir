@@ -1835,6 +1835,51 @@ func.func @warp_dot_k(%a: tensor<16x8xbf16>, %b: tensor<8x16xbf16>, %acc: tensor
 
 // -----
 
+func.func @warp_dot_ring_slot(%a: tensor<16x128xbf16>, %r: !tile.ring<2, tensor<32x128xbf16>>, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  // expected-error @+1 {{expected a slot exactly when `b` is a ring}}
+  %d = tile.warp_dot %a, %r, %acc {bKMajor} : tensor<16x128xbf16> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warp_dot_ring_unswizzled(%a: tensor<16x128xbf16>, %p: tensor<32x128x!tile.ptr<bf16>>, %s: i32, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>, %t: i1) {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_issue %p -> %r[%s] if %t : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+  // expected-error @+1 {{expected a ring of 128-byte swizzled boxes (TMA with the 128-byte swizzle, or a `swizzled` gather ring)}}
+  %d = tile.warp_dot %a, %r[%s], %acc {bKMajor} : tensor<16x128xbf16> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warp_dot_ring_rows(%a: tensor<16x32xbf16>, %s: i32, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32x32xbf16>>
+  // expected-error @+1 {{expected a ring of 2-D boxes with rows of whole 128-byte spans, got '!tile.ring<2, tensor<32x32xbf16>>'}}
+  %d = tile.warp_dot %a, %r[%s], %acc {bKMajor} : tensor<16x32xbf16> * !tile.ring<2, tensor<32x32xbf16>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @ring_swizzled_rows() {
+  // expected-error @+1 {{expected a `swizzled` ring's block to have rows of a power of two 128-byte spans, got 'tensor<32x32xbf16>'}}
+  %r = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x32xbf16>>
+  return
+}
+
+// -----
+
+!D = !tile.tensordesc<tensor<32x128xbf16>, swizzle = 128>
+func.func @ring_swizzled_tma(%d: !D, %i: i32, %t: i1) {
+  %r = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xbf16>>
+  // expected-error @+1 {{expected only gathers into a `swizzled` ring}}
+  tile.ring_issue %d[%i, %i] -> %r[%i] if %t : !D, !tile.ring<2, tensor<32x128xbf16>>
+  return
+}
+
+// -----
+
 func.func @staged_register_a_encoding(%a: tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
   // expected-error @+1 {{expected `a` in the blocked layout or in the accumulator's encoding (A from registers)}}
   %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>

@@ -334,3 +334,23 @@ func.func @again_before_wait(%p: !tile.ptr<bf16>, %n: i32) attributes {tile.kern
   tile.ring_release %r : !tile.ring<2, tensor<32x64xbf16>>
   return
 }
+
+// -----
+
+!R = !tile.ring<2, tensor<32x128xbf16>>
+#w = #tile.mma<version = 2, numWarps = 4, warpsN = 4>
+
+// An mma.sync dot reading its B slot in place before the slot's fill is waited
+// for (the wait comes after it).
+func.func @warp_dot_before_the_wait(%p: tensor<32x128x!tile.ptr<bf16>>, %a: tensor<16x128xbf16>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %ring = tile.ring_alloc {swizzled} : !R
+  tile.ring_issue %p -> %ring[%c0] if %true : tensor<32x128x!tile.ptr<bf16>>, !R
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32, #w>
+  // expected-error @+1 {{async protocol: reads slot 0 of a ring before waiting for the fill it holds}}
+  %d = tile.warp_dot %a, %ring[%c0], %zero {bKMajor} : tensor<16x128xbf16> * !R -> tensor<16x32xf32, #w>
+  tile.ring_wait %ring[%c0], %c0 : !R
+  tile.ring_release %ring : !R
+  return
+}

@@ -12,9 +12,12 @@
 // cp.async.cg (the source size 0 where the row is masked off or the iteration
 // is past the bound: zeros), then arriving once its copies land
 // (cp.async.mbarrier.arrive.noinc); each iteration refills the slot read last
-// iteration after a CTA barrier, waits for its own slot once and reads it for
-// both dots (the second read waits for nothing).
+// iteration after a CTA barrier, waits for its own slot once, and both dots
+// read it in place with ldmatrix (the ring `swizzled`: no copy of the keys into
+// registers or scratch), the score dot with no CTA barrier (q staged once
+// before the loop), the value dot after staging p.
 // CHECK-LABEL: .entry gather(
+// CHECK-NOT: __kiln_dot_b_smem
 // CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[9216];
 // CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 128;
 // CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 128;
@@ -25,6 +28,11 @@
 // CHECK: cp.async.cg.shared.global
 // CHECK: cp.async.mbarrier.arrive.noinc.shared.b64
 // CHECK-COUNT-1: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK-NOT: bar.sync
+// CHECK: ldmatrix.sync.aligned.m8n8.x2.shared.b16
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: bar.sync 0;
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK-NOT: mbarrier.try_wait
 // CHECK: mbarrier.inval.shared.b64
 func.func @gather(%k: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %table: !tile.ptr<i32>, %qp: !tile.ptr<bf16> {tile.divisibility = 16 : i32},

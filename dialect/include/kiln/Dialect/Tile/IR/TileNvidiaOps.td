@@ -31,9 +31,23 @@ def Tile_RingAllocOp : Tile_Op<"ring_alloc", [MemoryEffects<[MemAlloc]>]> {
     Initializes the ring's barriers (one arrival each: the issuing thread's
     `arrive.expect_tx`); must run in uniform control flow (it ends with a CTA
     barrier).
+
+    With `swizzled` (a ring of gathers, whose rows hold whole 128-byte
+    spans) each slot is laid out as a TMA box with the 128-byte swizzle:
+    the 128-byte chunks of the rows one after the other (chunk j of every
+    row at j * rows * 128 bytes), the 16-byte unit u of row r at
+    u ^ (r mod 8). Set by `kiln-tile-accelerate-dot` where a `tile.warp_dot`
+    reads the ring's slots in place: the eight rows of each `ldmatrix` then
+    fall in distinct banks.
+
+    ```mlir
+    %ring = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xbf16>>
+    ```
   }];
+  let arguments = (ins UnitAttr:$swizzled);
   let results = (outs Tile_Ring:$ring);
   let assemblyFormat = "attr-dict `:` qualified(type($ring))";
+  let hasVerifier = 1;
 }
 
 def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
@@ -408,6 +422,18 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     tcgen05 takes; the accumulator stays in registers across the loop that
     carries it.
 
+    `b` may instead be the slot `bSlot` of a ring whose slots are 128-byte
+    swizzled boxes (a TMA ring with the 128-byte swizzle, or a `swizzled`
+    gather ring), read in place by `ldmatrix` after a `tile.ring_wait` of the
+    slot: its 2-D box is the [N, K] matrix with `bKMajor`, else [K, N], its
+    rows whole 128-byte spans.
+
+    ```mlir
+    %s = tile.warp_dot %q, %keys[%slot], %acc {bKMajor}
+        : !tile.smem<tensor<16x128xbf16>> * !tile.ring<2, tensor<32x128xbf16>>
+          -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+    ```
+
     With `a` in the accumulator's encoding of warpsN = 1, A is read from its
     registers: the registers 8c .. 8c + 7 of each 16-row block hold the A
     fragment of k16 step c (PTX ISA, "Matrix Fragments for mma.m16n8k16"),
@@ -418,23 +444,28 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     16-byte unit u of row r at u ^ (r mod 8): no bank conflicts.
 
     Lowering: the register operands (any layout) stored to shared scratch
-    buffers, row-major, rows padded by 16 bytes; `bar.sync`; per k16 step in
+    buffers, row-major, rows padded by 16 bytes, then `bar.sync` (none where
+    no operand is stored); per k16 step in
     ascending order, for each warp's 16-row blocks
     `ldmatrix.sync.aligned.m8n8.x4.shared.b16` (A) and for its 8-column
     tiles `ldmatrix...x4` (two tiles) or `x2` (one), `.trans` unless
     `bKMajor`, then `mma.sync.aligned.m16n8k16.row.col.f32.<type>.<type>.f32`
-    on the accumulator registers; a closing `bar.sync` frees the scratch.
+    on the accumulator registers; a closing `bar.sync` frees the scratch
+    (where there is one).
     Each 16 x 8 tile runs the k16 steps in order from `acc`, as `tile.dot`
     defines. Rows past M wrap (M < 16 per warp): the warps and lanes that
     hold copies compute them alike. Must run in uniform control flow.
   }];
+  // The optional slot last: the result type is inferred from `acc` by its
+  // operand index.
   let arguments = (ins AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Smem]>:$a,
-                       RankedTensorOf<[BF16, F16]>:$b,
-                       RankedTensorOf<[F32]>:$acc,
+                       AnyTypeOf<[RankedTensorOf<[BF16, F16]>, Tile_Ring]>:$b,
+                       RankedTensorOf<[F32]>:$acc, Optional<I32>:$bSlot,
                        UnitAttr:$bKMajor);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)
+    $a `,` $b (`[` $bSlot^ `]`)? `,` $acc attr-dict `:` type($a) `*` type($b) `->`
+    type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -444,8 +475,12 @@ def Tile_WarpDotOp : Tile_Op<"warp_dot", [AllTypesMatch<["acc", "result"]>]> {
     }
     /// The [M, K] tile `a` holds (in registers, or staged).
     ::mlir::RankedTensorType getATile();
+    /// The tile `b` holds: its registers, or its ring's box.
+    ::mlir::RankedTensorType getBTile();
     /// The [K, N] operand `b` stands for.
     ::mlir::RankedTensorType getBMatrix();
+    /// The ring `b` is a slot of, or null.
+    RingType getBRing() { return ::llvm::dyn_cast<RingType>(getB().getType()); }
   }];
 }
 

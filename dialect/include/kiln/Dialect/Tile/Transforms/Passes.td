@@ -371,7 +371,13 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     after its definition (`tile.stage`, M a multiple of 8 and K of 64, while
     the kernel's tiles staged so for mma.sync stay within 32 KiB: they are
     live across the loop), an `a` converted from an mma encoding taken from
-    those registers, its accumulator in the `#tile.mma` encoding of version 2
+    those registers, a bf16/f16 `b` that is a ring slot (a 2-D box of rows of
+    whole 128-byte spans, of a ring of gathers, which becomes `swizzled`, or
+    of TMA boxes with the 128-byte swizzle; no refill of the ring between
+    the load and the dot) read in place by `ldmatrix` (a `tile.ring_wait` in
+    place of the slot's load once no other op reads the load; several dots
+    may read one slot so: attention's keys and values), its accumulator in
+    the `#tile.mma` encoding of version 2
     and kept there as above (carried across its loop, the conversion moved
     past what can run in the layout). The warp tiling: where the result
     feeds another dot's A or a row reduction, or M has 16 rows for every
