@@ -16,6 +16,13 @@ from kernels_dsl.kimi_k3 import mla_attention as mod  # noqa: E402
 from kernels_dsl.kimi_k3 import mla_kv  # noqa: E402
 
 
+#: Outputs within 2e-2 of the fp32 reference (the issue's bar for unit-scale inputs) plus
+#: the output's own bf16 rounding, half an ulp (2^-9 relative): unit-scale rows give
+#: outputs past 4 where a query sees one or two rows (a request of length 0 or 1), and
+#: there that rounding alone is up to 0.0156.
+OUT_RTOL = 2.0 ** -9
+
+
 def build_cache(rows, ps, fp8):
     """A cache of pages of ``ps`` rows holding ``rows`` random unit-scale rows (written by the
     library's scatter), and its rows as the reference sees them (fp32 [pages * ps, 576])."""
@@ -120,7 +127,7 @@ def test_verify_against_fp32_reference(launch_mode, kernels, h, s, ps, fp8):
     want, want_lse = reference(q, rows, bt, [t if p >= 0 else -1 for p, t in
                                              zip(prefixes, totals)], ps, scale)
     real = lengths >= 0
-    torch.testing.assert_close(out[real].float(), want[real], atol=2e-2, rtol=0)
+    torch.testing.assert_close(out[real].float(), want[real], atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse[real], want_lse[real], atol=1e-3, rtol=0)
     assert torch.all(out[~real] == 7.0)
     assert set(kernels) == {expected_kernel(launch_mode, ps, fp8)}
@@ -140,7 +147,7 @@ def test_decode_against_fp32_reference(launch_mode, kernels, h, fp8, num_splits)
     lens = torch.tensor(seqlens, device="cuda", dtype=torch.int32)
     out, lse = mod.mla_decode(q, cache, bt, lens, num_splits=num_splits, return_lse=True)
     want, want_lse = reference(q[:, None], rows, bt, seqlens, 64, 576 ** -0.5)
-    torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=0)
+    torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse, want_lse[:, 0], atol=1e-3, rtol=0)
     assert torch.all(out[0] == 0) and torch.all(lse[0] == float("-inf"))
     assert set(kernels) == {expected_kernel(launch_mode, 64, fp8)}
@@ -168,7 +175,7 @@ def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
     lengths = torch.tensor(prefixes, device="cuda", dtype=torch.int32)
     out, lse = mod.verify_splitkv(q, cache, bt, lengths, return_lse=True, settings=settings)
     want, want_lse = reference(q, rows, bt, totals, ps, 576 ** -0.5)
-    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=0)
+    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse, want_lse, atol=1e-3, rtol=0)
     assert set(kernels) == {expected_kernel("jit", ps, False, settings)}
 
@@ -194,7 +201,7 @@ def test_tma_kernel_never_reads_past_the_length(kernels, length, s):
     out = mod.verify_splitkv(q, cache, bt, lens, settings=TMA)
     assert set(kernels) == {"mla_attention_tma"}
     want, _ = reference(q, ref_rows, bt, [total, total], 64, 576 ** -0.5)
-    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=0)
+    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=OUT_RTOL)
 
 
 def test_torch_ops_in_a_cuda_graph():
@@ -235,5 +242,5 @@ def test_torch_op_over_two_caches_of_one_launch_key():
     out, lse = torch.ops.kiln.mla_decode(q, other, bt, lens)
     want, want_lse = reference(q[:, None], other.view(-1, 576).float(), bt, seqlens, 64,
                                576 ** -0.5)
-    torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=0)
+    torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse, want_lse[:, 0], atol=1e-3, rtol=0)

@@ -342,7 +342,9 @@ func.func @again_before_wait(%p: !tile.ptr<bf16>, %n: i32) attributes {tile.kern
 
 // An mma.sync dot reading its B slot in place before the slot's fill is waited
 // for (the wait comes after it).
-func.func @warp_dot_before_the_wait(%p: tensor<32x128x!tile.ptr<bf16>>, %a: tensor<16x128xbf16>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+func.func @warp_dot_before_the_wait(%k: !tile.ptr<bf16>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %p = tile.splat %k : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %a = arith.constant dense<1.0> : tensor<16x128xbf16>
   %c0 = arith.constant 0 : i32
   %true = arith.constant true
   %ring = tile.ring_alloc {swizzled} : !R
