@@ -15,7 +15,6 @@ torch = pytest.importorskip("torch")
 from kernels_dsl.kimi_k3 import mla_attention as mod  # noqa: E402
 from kernels_dsl.kimi_k3 import mla_kv  # noqa: E402
 
-
 #: Outputs within 2e-2 of the fp32 reference (the issue's bar for unit-scale inputs) plus
 #: the output's own bf16 rounding, half an ulp (2^-9 relative): unit-scale rows give
 #: outputs past 4 where a query sees one or two rows (a request of length 0 or 1), and
