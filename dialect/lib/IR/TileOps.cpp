@@ -1037,10 +1037,8 @@ LogicalResult WarpGroupTurnOp::verify() {
 
 LogicalResult StageOp::verify() {
   auto type = getSrc().getType();
-  if (type.getEncoding() && !llvm::isa<MmaEncodingAttr>(type.getEncoding()))
-    return emitOpError() << "expected a tile in the blocked layout or an mma encoding, got "
-                         << type;
-  type = RankedTensorType::get(type.getShape(), type.getElementType());
+  if (type.getEncoding())
+    return emitOpError() << "expected a tile in the blocked layout, got " << type;
   if (getResult().getType().getTileType() != type)
     return emitOpError() << "expected the result to stage " << type << ", got "
                          << getResult().getType();

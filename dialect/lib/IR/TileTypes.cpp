@@ -202,10 +202,8 @@ LogicalResult SmemType::verify(function_ref<InFlightDiagnostic()> emitError,
   Type element = tileType.getElementType();
   if (tileType.getRank() != 2 || tileType.getEncoding() || !(element.isBF16() || element.isF16()))
     return emitError() << "expected a 2-D bf16 or f16 tile without encoding, got " << tileType;
-  int64_t k = tileType.getDimSize(1);
-  if (tileType.getDimSize(0) % 8 != 0 || (k % 64 != 0 && k != 16 && k != 32))
-    return emitError() << "expected M a multiple of 8 and K 16, 32 or a multiple of 64, got "
-                       << tileType;
+  if (tileType.getDimSize(0) % 8 != 0 || tileType.getDimSize(1) % 64 != 0)
+    return emitError() << "expected M a multiple of 8 and K a multiple of 64, got " << tileType;
   return success();
 }
 

@@ -21,7 +21,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln::tile {
@@ -853,7 +852,6 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     fallbacks.clear();
     accelerateDots(func);
     rewriteToWarpDots(func);
-    stageSharedAs(func);
     alternateWarpgroups(func);
     hoistRingReleases(func);
     if (ArrayAttr dots = reportDots(func, fallbacks);
@@ -1273,45 +1271,6 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
           waitInPlaceOf(b, slot);
         slot->erase();
       }
-    }
-  }
-
-  /// Stages the register A that several tile.warp_dots of one block share,
-  /// and that each would store to its scratch (attention's p, the A of every
-  /// value column group), once before the first of them (tile.stage, in the
-  /// loop: one store and its barriers for them all); the dots read it there.
-  /// M a multiple of 8, K 16, 32 or a multiple of 64, within the bound of
-  /// the tiles staged for mma.sync (stageOnce).
-  void stageSharedAs(func::FuncOp func) {
-    llvm::MapVector<Value, SmallVector<WarpDotOp>> byA;
-    func.walk([&](WarpDotOp dot) {
-      auto type = llvm::dyn_cast<RankedTensorType>(dot.getA().getType());
-      MmaEncodingAttr encoding = dot.getEncoding();
-      // An A in the accumulator's encoding of warpsN = 1 is its registers.
-      if (type && !(type.getEncoding() == encoding && encoding.getWarpsN() == 1))
-        byA[dot.getA()].push_back(dot);
-    });
-    for (auto &[a, dots] : byA) {
-      auto type = llvm::cast<RankedTensorType>(a.getType());
-      int64_t m = type.getDimSize(0), k = type.getDimSize(1);
-      Block *block = dots.front()->getBlock();
-      if (dots.size() < 2 || m % 8 != 0 || (k % 64 != 0 && k != 16 && k != 32) ||
-          llvm::any_of(dots, [&](WarpDotOp dot) { return dot->getBlock() != block; }))
-        continue;
-      int64_t bytes = m * std::max<int64_t>(k, 64) * type.getElementTypeBitWidth() / 8;
-      if (warpStagedBytes + bytes > kWarpStagedBytes)
-        continue;
-      warpStagedBytes += bytes;
-      WarpDotOp first =
-          *llvm::min_element(dots, [](WarpDotOp x, WarpDotOp y) { return x->isBeforeInBlock(y); });
-      OpBuilder b(first);
-      Value staged = StageOp::create(
-          b, a.getLoc(),
-          SmemType::get(b.getContext(),
-                        RankedTensorType::get(type.getShape(), type.getElementType())),
-          a);
-      for (WarpDotOp dot : dots)
-        dot.getAMutable().assign(staged);
     }
   }
 

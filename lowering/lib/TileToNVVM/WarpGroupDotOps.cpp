@@ -48,8 +48,6 @@
 
 #include "PatternUtils.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
-
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -311,17 +309,11 @@ struct StageLowering : TileOpConversion<tile::StageOp> {
     Location loc = op.getLoc();
     auto type = op.getSrc().getType();
     // Its readers are wgmmas, each waited for before the CTA barrier after
-    // the last of them, or ldmatrix (synchronous): drained there. Rows of
-    // 128 bytes, also where K (16 or 32) fills only part of them.
-    Value buffer = createSharedBuffer(
-        rewriter, op, "__kiln_staged", getTypeConverter()->convertType(type.getElementType()),
-        type.getDimSize(0) *
-            std::max<int64_t>(type.getDimSize(1), 1024 / type.getElementTypeBitWidth()),
-        /*alignment=*/1024);
+    // the last of them, or ldmatrix (synchronous): drained there.
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_staged",
+                                      getTypeConverter()->convertType(type.getElementType()),
+                                      type.getNumElements(), /*alignment=*/1024);
     markDrained(op, buffer);
-    // In a loop: the previous iteration's readers are done with the buffer.
-    if (op->getParentOfType<scf::ForOp>())
-      NVVM::BarrierOp::create(rewriter, loc);
     storeSwizzled128(rewriter, loc, tileConverter, type, buffer,
                      unpackTile(rewriter, loc, adaptor.getSrc()));
     publishToAsyncProxy(rewriter, loc);

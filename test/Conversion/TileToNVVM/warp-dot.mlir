@@ -216,37 +216,3 @@ func.func @ring_b(%k: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %y: !tile.
   tile.store %ys, %r : tensor<64x128x!tile.ptr<f32>>
   return
 }
-
-// -----
-
-// tile.stage in a loop (p, the A that several value dots share, in the scores'
-// mma.sync tiling): a CTA barrier first (every warp done with the previous
-// iteration's p), the stores from the mma.sync registers into rows of 128
-// bytes (K = 32 uses half of each: 16 x 64 elements), the proxy fence and the
-// closing barrier; the dot reads A there.
-// CHECK-DAG: llvm.mlir.global internal @__kiln_staged_0() {{.*}}tile.drained} : !llvm.array<1024 x bf16>
-// CHECK-LABEL: llvm.func ptx_kernelcc @stage_in_loop
-// CHECK: scf.for
-// CHECK: nvvm.barrier
-// CHECK-NOT: nvvm.barrier
-// CHECK: llvm.store {{.*}} : i32, !llvm.ptr<3>
-// CHECK: nvvm.fence.proxy
-// CHECK-NEXT: nvvm.barrier
-// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
-#w4 = #tile.mma<version = 2, numWarps = 4, warpsN = 4>
-func.func @stage_in_loop(%y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
-  %c0 = arith.constant 0 : i32
-  %c1 = arith.constant 1 : i32
-  %zero = arith.constant dense<0.0> : tensor<16x128xf32, #w4>
-  %b = arith.constant dense<1.0> : tensor<32x128xbf16>
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<16x128xf32, #w4>) : i32 {
-    %p = arith.constant dense<2.0> : tensor<16x32xbf16, #w4>
-    %ps = tile.stage %p : tensor<16x32xbf16, #w4> -> !tile.smem<tensor<16x32xbf16>>
-    %d = tile.warp_dot %ps, %b, %acc : !tile.smem<tensor<16x32xbf16>> * tensor<32x128xbf16> -> tensor<16x128xf32, #w4>
-    scf.yield %d : tensor<16x128xf32, #w4>
-  }
-  %o = tile.convert_layout %r : tensor<16x128xf32, #w4> -> tensor<16x128xf32>
-  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x128x!tile.ptr<f32>>
-  tile.store %ys, %o : tensor<16x128x!tile.ptr<f32>>
-  return
-}

@@ -211,10 +211,7 @@ func.func @chain(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {t
 // 128-byte swizzled boxes), the score dot reads the [32, 128] box K-major (the
 // transpose folded), the value dot the same slot as [K, N]; a tile.ring_wait
 // takes the first load's place, the second read ({again}) waits for nothing.
-// An FP8 ring is widened in registers, so its load stays. p, the A of both
-// value dots (in the scores' mma.sync tiling, warpsN = 4: not one warp's
-// registers), is staged once for them in the loop (K = 32: rows of 128 bytes,
-// half used).
+// An FP8 ring is widened in registers, so its load stays.
 // CHECK-LABEL: func.func @in_place
 // CHECK: %[[RING:.*]] = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xbf16>>
 // CHECK: %[[F8:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x128xf8E4M3FN>>
@@ -224,11 +221,10 @@ func.func @chain(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {t
 // CHECK-NOT: tile.ring_wait_load %[[RING]]
 // CHECK: %[[SC:.*]] = tile.warp_dot %[[Q]], %[[RING]][%[[S]]], %{{.*}} {bKMajor} : !tile.smem<tensor<16x128xbf16>> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
 // CHECK: %[[P:.*]] = arith.truncf %[[SC]]
-// CHECK: %[[PS:.*]] = tile.stage %[[P]] : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> !tile.smem<tensor<16x32xbf16>>
-// CHECK: tile.warp_dot %[[PS]], %[[RING]][%[[S]]], %{{.*}} : !tile.smem<tensor<16x32xbf16>> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: tile.warp_dot %[[P]], %[[RING]][%[[S]]], %{{.*}} : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> * !tile.ring<2, tensor<32x128xbf16>> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
 // CHECK: %[[E:.*]] = tile.ring_wait_load %[[F8]]
 // CHECK: arith.extf %[[E]]
-// CHECK: tile.warp_dot %[[PS]], {{.*}} : !tile.smem<tensor<16x32xbf16>> * tensor<32x128xbf16> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: tile.warp_dot {{.*}} : tensor<16x32xbf16, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> * tensor<32x128xbf16> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
 func.func @in_place(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %f: !tile.ptr<f8E4M3FN>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32

@@ -210,12 +210,10 @@ def Tile_StageOp : Tile_Op<"stage", [MemoryEffects<[MemAlloc, MemWrite]>]> {
     ```mlir
     %s = tile.stage %q : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
     ```
-    Stores the tile (blocked layout, or an mma encoding) to a shared buffer
-    of its own in the layout of `!tile.smem` (K-major, 128-byte swizzle),
-    then `fence.proxy.async.shared::cta` and a CTA barrier: every
-    warpgroup's wgmma may then read it (and any warp's ldmatrix). Inside a
-    loop a CTA barrier comes first too: every thread is done reading what
-    the previous iteration staged there. Created by
+    Stores the tile (blocked layout) to a shared buffer of its own in the
+    layout of `!tile.smem` (K-major, 128-byte swizzle), then
+    `fence.proxy.async.shared::cta` and a CTA barrier: every warpgroup's
+    wgmma may then read it (and any warp's ldmatrix). Created by
     `kiln-tile-accelerate-dot` for the A operand of dots (wgmma, tcgen05,
     mma.sync) in a loop that the loop does not compute
     (attention's q), right after the tile's definition, so the loop reads it

@@ -104,16 +104,13 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
 def Tile_SmemType : Tile_TypeDef<"Smem", "smem"> {
   let summary = "a 16-bit tile staged in shared memory for the tensor cores";
   let description = [{
-    A [M, K] bf16 or f16 tile (M a multiple of 8, K 16, 32 or a multiple of
-    64; wgmma and tcgen05 take M and K multiples of 64, mma.sync's ldmatrix
-    any) that `tile.stage` wrote to shared memory in the layout a K-major
-    wgmma operand reads with the 128-byte swizzle: per 64 columns of K one
-    chunk of M rows of 128 bytes (chunk j at j * M * 128 bytes), the 16-byte
-    unit u of row r at unit u ^ (r mod 8); K = 16 or 32 fills part of each
-    128-byte row. A loop-invariant dot operand (attention's q) is staged
-    once before the loop instead of every iteration, and an A that several
-    mma.sync dots of one iteration share (attention's p, for the value
-    column groups) once for them all.
+    A [M, K] bf16 or f16 tile (M a multiple of 8, K of 64; wgmma and tcgen05
+    take M multiples of 64, mma.sync's ldmatrix any) that `tile.stage`
+    wrote to shared memory once in the layout a K-major wgmma operand reads
+    with the 128-byte swizzle: per 64 columns of K one chunk of M rows of 128
+    bytes (chunk j at j * M * 128 bytes), the 16-byte unit u of row r at unit
+    u ^ (r mod 8). A loop-invariant dot operand (attention's q) is staged
+    once before the loop instead of every iteration.
 
     ```mlir
     !tile.smem<tensor<128x128xbf16>>
