@@ -7,7 +7,9 @@
 - ``verify_splitkv`` with S = 4 drafts, H = 128 (compute-bound): FLOP/s against the dense
   bf16 peak measured by ``torch.matmul`` at 8192^3 in the same run (issue 18: >= 60 %);
 - the pointer kernel (``mla_attention.Settings(tma=False)``; the default takes the TMA
-  kernel where it applies) on the bf16 cases, checked against the default's output;
+  kernel where it applies from ``tma_min_rows`` query rows a program, so at S = 1 with 12
+  heads the default is the pointer kernel too) on the bf16 cases, checked against the
+  default's output;
 - the peer in the same run: FlashInfer's MLA decode (``flashinfer-python``) where it imports
   and runs, else the Triton kernel of ``triton_mla.py`` (SGLang's form of a Triton MLA
   decode, written for this benchmark from the math); the table says which. Each peer call
@@ -37,7 +39,8 @@ PAGE = 64
 DECODE = [(b, h, ctx) for b in (64, 128) for h in (12, 128) for ctx in (4096, 32768)]
 VERIFY = [(64, 128, 4, ctx) for ctx in (4096, 32768)]
 SCALE = 576 ** -0.5
-#: The pointer kernel, timed beside the default (the TMA kernel on bf16 caches of 64-row pages).
+#: The pointer kernel, timed beside the default (the TMA kernel on bf16 caches of 64-row pages
+#: from 32 query rows a program).
 POINTER = mla_attention.Settings(tma=False)
 
 
@@ -125,7 +128,8 @@ def case(kind, bsz, s, h, ctx, fp8, peer, copy_gbs, peak):
            "splits": mla_attention.num_splits_for(bsz, h, s, bt.shape[1] * PAGE,
                                                   torch.cuda.get_device_properties(0)
                                                   .multi_processor_count,
-                                                  tma=not fp8 and mla_attention.SETTINGS.tma)}
+                                                  tma=not fp8 and mla_attention.SETTINGS.tma
+                                                  and mla_attention.tma_rows(h, s))}
     row["kiln us"] = graph_time_ms(call, [None], batch=10, reps=10) * 1e3
     row["KV of copy BW"] = kv_bytes / row["kiln us"] / 1e3 / copy_gbs
     row["TFLOP/s"] = flops(bsz, s, h, ctx) / row["kiln us"] / 1e6

@@ -56,8 +56,10 @@ length reaches a dot, whatever it holds (its weight is 0, but 0 * NaN is NaN), s
 cache's unused rows need not be finite, as with the pointer kernel.
 
 ``_use_tma`` picks the kernel: the TMA kernel where ``Settings.tma`` (the default) and its
-layout hold, on sm_90a (sm_100a/sm_103a: with ``Settings.tma_blackwell``, unmeasured
-there), by JIT or from the bundle; else the pointer kernel. The bundle holds both kernels:
+layout hold, from ``Settings.tma_min_rows`` query rows a program (below, S = 1 with at most
+16 heads, the pointer kernel's one 16-row tile is faster), on sm_90a (sm_100a/sm_103a: with
+``Settings.tma_blackwell``, unmeasured there), by JIT or from the bundle; else the pointer
+kernel. The bundle holds both kernels:
 the TMA kernel's latent box differs per arch (LAT_W 256 does not fit sm_100a's static
 shared memory), so its specializations are limited to their archs (``Spec(archs=...)``,
 ``TMA_BUNDLE_WIDTHS``): LAT_W 256 on sm_90a, 128 on sm_100a/sm_103a, every tile shape
@@ -472,8 +474,11 @@ class Settings:
     splits_per_sm: int = 2  # the programs the split count aims for, per SM
     min_chunk: int = 256  # rows below which a request is not split further
     # The TMA kernel (bf16, page_size % 64 == 0; the bundle holds the defaults'):
-    tma: bool = True  # take it where it applies (on the H100 1.2-4x the pointer kernel,
-    # bench/results/mla)
+    tma: bool = True  # take it where it applies (on the H100 1.7-2x the pointer kernel from
+    # 32 query rows a program, bench/results/mla/h100-in-place-36.md)
+    tma_min_rows: int = 32  # ... and where a program's query rows (S_PAD * BLOCK_H of
+    # tile_shape) reach this: below, the pointer kernel's one 16-row tile (S = 1, H <= 16;
+    # H100: 1.46-1.52x the TMA kernel's 64-row tile)
     tma_block_n: int = 64  # key rows a step, a divisor of 64 (H100: 1.45-1.6x 32 rows,
     # each step's barriers and waits paid half as often; 16 rows: 0.6x)
     tma_stages: int = 2  # the ring's depth (a stage: the latent and rope boxes; 3
@@ -721,19 +726,26 @@ def _device_arch(t: Any) -> str:
     return "sm_90a"
 
 
-def _use_tma(q: Any, cache: Any, fp8: bool, pages: int, page_size: int,
+def _use_tma(q: Any, cache: Any, fp8: bool, pages: int, page_size: int, h: int, s: int,
              settings: Settings) -> Optional[tuple]:
     """(row stride, latent box width) where the TMA kernel takes this call, else None: a
-    bf16 cache in its layout (``_tma_row_stride``), on sm_90a (on sm_100a/sm_103a only with
-    ``tma_blackwell``: the width 128 there; ``tma_latent_width``), by JIT or from the bundle
-    (its ``TMA_BUNDLE_WIDTHS``)."""
-    if not settings.tma or fp8:
+    bf16 cache in its layout (``_tma_row_stride``), at least ``tma_min_rows`` query rows a
+    program, on sm_90a (on sm_100a/sm_103a only with ``tma_blackwell``: the width 128
+    there; ``tma_latent_width``), by JIT or from the bundle (its ``TMA_BUNDLE_WIDTHS``)."""
+    if not settings.tma or fp8 or not tma_rows(h, s, settings):
         return None
     row = _tma_row_stride(cache, pages, page_size, settings)
     if row is None:
         return None
     lat_w = tma_latent_width(_device_arch(q), settings)
     return None if lat_w is None else (row, lat_w)
+
+
+def tma_rows(h: int, s: int, settings: Settings = SETTINGS) -> bool:
+    """Whether a program's query rows (S_PAD * BLOCK_H of ``tile_shape``) reach
+    ``tma_min_rows``, where the TMA kernel takes a call it applies to."""
+    s_pad, block_h, _ = tile_shape(h, s)
+    return s_pad * block_h >= settings.tma_min_rows
 
 
 def _tma_descriptors(cache: Any, pages: int, page_size: int, row: int, lat_w: int,
@@ -806,7 +818,7 @@ def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, deco
     lse = _empty(q, shape, "float32") if return_lse else None
     if bsz == 0:
         return (out, lse) if return_lse else out
-    tma = _use_tma(q, cache, fp8, pages, page_size, settings)
+    tma = _use_tma(q, cache, fp8, pages, page_size, h, s, settings)
     if num_splits is None:
         num_splits = num_splits_for(bsz, h, s, max_rows, L.num_sms(q), settings,
                                     tma is not None)

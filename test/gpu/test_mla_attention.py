@@ -5,8 +5,9 @@ bundle (``launch_mode``): H in {12, 16, 128}, S in {1, 2, 4}, ragged lengths fro
 32,768, page sizes 1 and 64, bf16 and FP8 caches, padded entries untouched; outputs within
 2e-2 of the reference on unit-scale inputs, lse within 1e-3; the torch ops under a CUDA
 graph and over two caches of one launch key. Each case checks which kernel ran: the TMA
-kernel for the bf16 cache of 64-row pages on Hopper with ``Settings.tma`` (JIT or bundle),
-the pointer kernel otherwise (the default settings, page size 1, FP8)."""
+kernel for the bf16 cache of 64-row pages on Hopper with ``Settings.tma`` (JIT or bundle)
+from ``tma_min_rows`` query rows a program, the pointer kernel otherwise (S = 1 with at most
+16 heads, page size 1, FP8)."""
 
 import pytest
 
@@ -93,12 +94,15 @@ def kernels(monkeypatch):
     return names
 
 
-def expected_kernel(launch_mode, ps, fp8, settings=mod.SETTINGS):
-    """The partial kernel ``mla_attention._use_tma`` picks for this device and mode."""
+def expected_kernel(launch_mode, ps, fp8, h, s, settings=mod.SETTINGS):
+    """The partial kernel ``mla_attention._use_tma`` picks for this device and mode (the
+    TMA kernel from ``tma_min_rows`` query rows a program)."""
     if fp8:
         return "mla_attention_fp8"
     hopper = torch.cuda.get_device_capability()[0] == 9
-    tma = settings.tma and ps % 64 == 0 and (hopper or settings.tma_blackwell)  # either mode
+    s_pad, block_h, _ = mod.tile_shape(h, s)
+    tma = (settings.tma and ps % 64 == 0 and (hopper or settings.tma_blackwell)  # either mode
+           and s_pad * block_h >= settings.tma_min_rows)
     return "mla_attention_tma" if tma else "mla_attention"
 
 
@@ -129,7 +133,7 @@ def test_verify_against_fp32_reference(launch_mode, kernels, h, s, ps, fp8):
     torch.testing.assert_close(out[real].float(), want[real], atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse[real], want_lse[real], atol=1e-3, rtol=0)
     assert torch.all(out[~real] == 7.0)
-    assert set(kernels) == {expected_kernel(launch_mode, ps, fp8)}
+    assert set(kernels) == {expected_kernel(launch_mode, ps, fp8, h, s)}
 
 
 @pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
@@ -149,18 +153,20 @@ def test_decode_against_fp32_reference(launch_mode, kernels, h, fp8, num_splits)
     torch.testing.assert_close(out.float(), want[:, 0], atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse, want_lse[:, 0], atol=1e-3, rtol=0)
     assert torch.all(out[0] == 0) and torch.all(lse[0] == float("-inf"))
-    assert set(kernels) == {expected_kernel(launch_mode, 64, fp8)}
+    assert set(kernels) == {expected_kernel(launch_mode, 64, fp8, h, 1)}
 
 
-TMA = mod.Settings(tma=True)
+# The TMA kernel at any query rows (the default leaves 16-row calls to the pointer kernel).
+TMA = mod.Settings(tma=True, tma_min_rows=0)
 
 
 @pytest.mark.parametrize("ps,settings", [
     (64, TMA),                                                 # K3's pages
     (128, TMA),                                                # pages of 128 rows
-    (64, mod.Settings(tma=True, tma_latent_width=128)),        # Blackwell's width on Hopper
-    (64, mod.Settings(tma=True, tma_blackwell=True)),          # on sm_100a/sm_103a too
-], ids=["page64", "page128", "lat128", "blackwell"])
+    (64, mod.Settings(tma=True, tma_min_rows=0, tma_latent_width=128)),  # Blackwell's width
+    (64, mod.Settings(tma=True, tma_min_rows=0, tma_blackwell=True)),    # sm_100a/sm_103a too
+    (64, mod.SETTINGS),                                        # the default's choice
+], ids=["page64", "page128", "lat128", "blackwell", "default"])
 @pytest.mark.parametrize("h,s", [(12, 1), (128, 2)])
 def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
     """The TMA kernel (``Settings.tma``), its other settings and page sizes (JIT: the bundle
@@ -176,7 +182,7 @@ def test_tma_variants_against_fp32_reference(kernels, ps, settings, h, s):
     want, want_lse = reference(q, rows, bt, totals, ps, 576 ** -0.5)
     torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=OUT_RTOL)
     torch.testing.assert_close(lse, want_lse, atol=1e-3, rtol=0)
-    assert set(kernels) == {expected_kernel("jit", ps, False, settings)}
+    assert set(kernels) == {expected_kernel("jit", ps, False, h, s, settings)}
 
 
 @pytest.mark.parametrize("length", [10, 32, 33, 64, 100])

@@ -275,9 +275,10 @@ def test_tile_shapes():
 # TMA kernel against the reference
 # ---------------------------------------------------------------------------
 
-TMA = mod.Settings(tma=True)
-WIDE = mod.Settings(tma=True, tma_latent_width=128)  # sm_100a/sm_103a's form (five score dots)
-BLACKWELL = mod.Settings(tma=True, tma_blackwell=True)
+# The TMA kernel at any query rows (the default leaves 16-row calls to the pointer kernel).
+TMA = mod.Settings(tma=True, tma_min_rows=0)
+WIDE = mod.Settings(tma=True, tma_min_rows=0, tma_latent_width=128)  # sm_100a/sm_103a's form
+BLACKWELL = mod.Settings(tma=True, tma_min_rows=0, tma_blackwell=True)
 
 
 @pytest.fixture
@@ -317,11 +318,13 @@ def test_which_kernel_takes_the_cache(recorded, shape, dtype, pad, kernel):
 
 
 def test_the_tma_kernel_is_the_default(recorded):
-    """Settings.tma on (the default): the TMA kernel where it applies; off, the pointer
-    kernel reads every cache."""
-    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.SETTINGS)
-    dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.Settings(tma=False))
-    assert recorded == ["mla_attention_tma", "mla_attention"]
+    """Settings.tma on (the default): the TMA kernel where it applies from 32 query rows a
+    program (S = 2, 12 heads: 32 rows), the pointer kernel's 16-row tile below (S = 1, 12
+    heads); off, the pointer kernel reads every cache."""
+    dispatch(aligned((4, 64, 576), BF16, 0), s=2, settings=mod.SETTINGS)
+    dispatch(aligned((4, 64, 576), BF16, 0), s=1, settings=mod.SETTINGS)
+    dispatch(aligned((4, 64, 576), BF16, 0), s=2, settings=mod.Settings(tma=False))
+    assert recorded == ["mla_attention_tma", "mla_attention", "mla_attention"]
 
 
 def test_pages_apart_take_the_pointer_kernel(recorded):
@@ -335,9 +338,10 @@ def test_the_bundle_takes_the_tma_kernel_too(recorded, monkeypatch):
     """Without JIT (the bundle) the choice is the same: the bundle holds the TMA kernel
     (per arch: ``TMA_BUNDLE_WIDTHS``) and the pointer kernel."""
     monkeypatch.setattr(mod.L, "jit_allowed", lambda: False)
-    dispatch(aligned((4, 64, 576), BF16, 0))
+    dispatch(aligned((4, 64, 576), BF16, 0), s=2, settings=mod.SETTINGS)
+    dispatch(aligned((4, 64, 576), BF16, 0), s=1, settings=mod.SETTINGS)
     dispatch(aligned((4, 64, 576), BF16, 0), settings=mod.Settings(tma=False))
-    assert recorded == ["mla_attention_tma", "mla_attention"]
+    assert recorded == ["mla_attention_tma", "mla_attention", "mla_attention"]
 
 
 @pytest.mark.parametrize("arch, settings, lat_w", [
@@ -349,7 +353,7 @@ def test_the_latent_width_per_arch(monkeypatch, arch, settings, lat_w):
     its archs, at every tile shape."""
     monkeypatch.setattr(mod, "_device_arch", lambda t: arch)
     cache = HostTensor(aligned((4, 64, 576), BF16, 0))
-    got = mod._use_tma(HostTensor(aligned((1, 12, 576), BF16, 0)), cache, False, 4, 64,
+    got = mod._use_tma(HostTensor(aligned((1, 12, 576), BF16, 0)), cache, False, 4, 64, 12, 1,
                        settings)
     assert got == (None if lat_w is None else (576, lat_w))
     specs = [s for s in mod.AOT_SPECIALIZATIONS if s.kernel is mod.mla_attention_tma_kernel]
