@@ -615,7 +615,9 @@ TMA_BUNDLE_WIDTHS = ((("sm_90a",), tma_latent_width("sm_90a")),
                      (("sm_100a", "sm_103a"),
                       tma_latent_width("sm_100a", Settings(tma_blackwell=True))))
 #: The TMA kernel's tile shapes (S_PAD, BLOCK_H): every one ``tile_shape`` picks, any H.
-TMA_SHAPES = sorted({shape[:2] for shape in SHAPES})
+#: The tile shapes the default settings send to the TMA kernel (from ``tma_min_rows`` rows).
+TMA_SHAPES = sorted({shape[:2] for shape in SHAPES
+                     if shape[0] * shape[1] >= SETTINGS.tma_min_rows})
 
 AOT_SPECIALIZATIONS = [
     Spec(mla_attention_kernel, name="mla_attention" + ("_fp8" if fp8 else ""),

@@ -739,8 +739,9 @@ def _mla_tma_specs(arch):
 def test_mla_attention_tma(bundle_only, monkeypatch, arch, settings):
     """The default settings without JIT: a bf16 cache of pages of a multiple of 64 rows
     takes the bundle's TMA kernel of the device's arch (LAT_W 256 on sm_90a, 128 on
-    sm_100a/sm_103a with ``tma_blackwell``) at every head and draft count; the FP8 cache and
-    other page sizes the pointer kernel. The TMA constexprs launched are exactly the arch's
+    sm_100a/sm_103a with ``tma_blackwell``) at every head and draft count from 32 query rows
+    a program (``tma_min_rows``); one 16-row tile (S = 1, H <= 16), the FP8 cache and other
+    page sizes the pointer kernel. The TMA constexprs launched are exactly the arch's
     specializations (``Spec.archs``), and an entry holds an image for the arch exactly when
     it is one of them."""
     monkeypatch.setattr(mla_attention, "_device_arch", lambda t: arch)
@@ -773,8 +774,9 @@ def test_mla_attention_tma(bundle_only, monkeypatch, arch, settings):
             (False, True), (16, 64, 128), (None, 1)):
         if decode and s > 1:
             continue
-        want = "mla_attention_fp8" if fp8 else (
-            "mla_attention_tma" if ps % 64 == 0 else "mla_attention")
+        s_pad, block_h, _ = mla_attention.tile_shape(h, s)
+        tma = ps % 64 == 0 and s_pad * block_h >= settings.tma_min_rows
+        want = "mla_attention_fp8" if fp8 else ("mla_attention_tma" if tma else "mla_attention")
         call(decode, 3, s, h, fp8, ps, splits)()
         names = bundle_only.take()
         assert names and names[0] == want, (
