@@ -797,6 +797,8 @@ LogicalResult RingIssueOp::verify() {
   RingType ring = getRing().getType();
   if (getMask() && !isGather())
     return emitOpError() << "expected a mask only with a tensor of pointers";
+  if (getCovered() && !isGather())
+    return emitOpError() << "expected `covered` only on a gather";
   if (auto alloc = getRing().getDefiningOp<RingAllocOp>();
       alloc && alloc.getSwizzled() && !isGather())
     return emitOpError() << "expected only gathers into a `swizzled` ring";

@@ -17,6 +17,8 @@
 // hint, masked-off lanes zero) becomes the same ring filled by a gather:
 // tile.ring_issue %p(...) [mask %m(...)] -> %ring[...], every thread copying
 // its elements (cp.async), issued before the wait as a bulk load's refill is.
+// Every gather refill of an iteration but its first is `covered`: the first's
+// CTA barrier already follows every read of the slots the others refill.
 // A second load of the same pointers and mask in the iteration reads the slot
 // again (tile.ring_wait_load {again}) rather than filling another ring.
 //
@@ -157,18 +159,16 @@ struct PipelinedLoad {
   }
   /// Issues the load of the iteration whose values (getIterationValues()
   /// recomputed) are `values` into `slot` of `ring`.
-  void issue(OpBuilder &b, Location loc, ArrayRef<Value> values, Value ring, Value slot,
-             Value pred) {
-    if (auto desc = llvm::dyn_cast<DescLoadOp>(load)) {
-      RingIssueOp::create(b, loc, desc.getDesc(), values, Value(), Value(), ring, slot, pred);
-      return;
-    }
+  RingIssueOp issue(OpBuilder &b, Location loc, ArrayRef<Value> values, Value ring, Value slot,
+                    Value pred) {
+    if (auto desc = llvm::dyn_cast<DescLoadOp>(load))
+      return RingIssueOp::create(b, loc, desc.getDesc(), values, Value(), Value(), ring, slot,
+                                 pred);
     Value second = values.size() > 1 ? values[1] : Value();
-    if (llvm::isa<LoadOp>(load)) {
-      RingIssueOp::create(b, loc, values[0], ValueRange(), Value(), second, ring, slot, pred);
-      return;
-    }
-    RingIssueOp::create(b, loc, values[0], ValueRange(), second, Value(), ring, slot, pred);
+    if (llvm::isa<LoadOp>(load))
+      return RingIssueOp::create(b, loc, values[0], ValueRange(), Value(), second, ring, slot,
+                                 pred);
+    return RingIssueOp::create(b, loc, values[0], ValueRange(), second, Value(), ring, slot, pred);
   }
 };
 
@@ -333,6 +333,10 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     // the later loads' issues).
     Value aheadInRange;
     IRMapping aheadMap;
+    // Whether a gather of this iteration was refilled already: its CTA barrier,
+    // after every read of the slots refilled here (all in earlier iterations),
+    // covers the later gathers' refills too.
+    bool gathered = false;
     for (auto [p, ring] : llvm::zip(loads, rings)) {
       Location lloc = p.load->getLoc();
       b.setInsertionPoint(p.load);
@@ -353,7 +357,11 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
             b, lloc,
             arith::AddIOp::create(b, lloc, it, constantLike(b, lloc, b.getI32Type(), stages - 1)),
             n);
-        p.issue(b, lloc, idx, ring, nextSlot, inRange);
+        RingIssueOp issue = p.issue(b, lloc, idx, ring, nextSlot, inRange);
+        if (llvm::isa<LoadOp>(p.load)) {
+          issue.setCovered(gathered);
+          gathered = true;
+        }
       };
       // A bulk row's or a gather's refill goes BEFORE the wait for the current slot
       // (another slot): the row being read is then not live in registers across the

@@ -413,7 +413,8 @@ struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
   }
 };
 
-/// After a CTA barrier (the slot's readers are done), every thread copies its
+/// After a CTA barrier (the slot's readers are done; none where `covered`: an
+/// earlier refill's barrier did that), every thread copies its
 /// elements of the tile of pointers `ptrs` (under `masks`, when given, and
 /// `predicate`; the rest zero-filled) into `slot` (row-major, or a box with
 /// the 128-byte `swizzle`: swizzledBoxOffset), `vec` of them
@@ -423,7 +424,7 @@ struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
 /// registers, then arrive. A replicated tile's duplicates copy nothing.
 void issueGather(OpBuilder &b, Location loc, const TileTypeConverter &converter,
                  RankedTensorType block, ArrayRef<Value> ptrs, ArrayRef<Value> masks, int64_t vec,
-                 Value slot, Value barrier, Value predicate, unsigned swizzle) {
+                 Value slot, Value barrier, Value predicate, unsigned swizzle, bool covered) {
   Type element = converter.convertType(block.getElementType());
   VectorAccess access(b.getContext(), element, vec);
   int64_t bytes = access.vec * (block.getElementTypeBitWidth() / 8);
@@ -432,7 +433,8 @@ void issueGather(OpBuilder &b, Location loc, const TileTypeConverter &converter,
   tile::BlockedLayout layout = converter.getLayout(block);
   int64_t chunks = tile::getNumBoxChunks(block, swizzle),
           rows = block.getNumElements() / block.getShape().back();
-  NVVM::BarrierOp::create(b, loc);
+  if (!covered)
+    NVVM::BarrierOp::create(b, loc);
   auto copies = [&](OpBuilder &cb, Location cl) {
     for (size_t r = 0; r < ptrs.size(); r += access.vec) {
       Value copy = masks.empty() ? predicate : LLVM::AndOp::create(cb, cl, predicate, masks[r]);
@@ -506,7 +508,7 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
       if (ptrs.size() % vec != 0)
         return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
       issueGather(rewriter, loc, tileConverter, ring.getBlockType(), ptrs, masks, vec, slot,
-                  barrier, adaptor.getPred(), ringSwizzle(op.getRing()));
+                  barrier, adaptor.getPred(), ringSwizzle(op.getRing()), op.getCovered());
       rewriter.eraseOp(op);
       return success();
     }

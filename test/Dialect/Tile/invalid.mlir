@@ -1871,6 +1871,16 @@ func.func @ring_swizzled_rows() {
 // -----
 
 !D = !tile.tensordesc<tensor<32x128xbf16>, swizzle = 128>
+func.func @ring_covered_tma(%d: !D, %i: i32, %t: i1) {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32x128xbf16>>
+  // expected-error @+1 {{expected `covered` only on a gather}}
+  tile.ring_issue %d[%i, %i] -> %r[%i] if %t {covered} : !D, !tile.ring<2, tensor<32x128xbf16>>
+  return
+}
+
+// -----
+
+!D = !tile.tensordesc<tensor<32x128xbf16>, swizzle = 128>
 func.func @ring_swizzled_tma(%d: !D, %i: i32, %t: i1) {
   %r = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xbf16>>
   // expected-error @+1 {{expected only gathers into a `swizzled` ring}}

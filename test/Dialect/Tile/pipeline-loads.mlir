@@ -468,3 +468,51 @@ func.func @gather(%k: !tile.ptr<bf16>, %table: !tile.ptr<i32>, %q: tensor<16x64x
   } {tile.num_stages = 2 : i32}
   return %r : tensor<16x64xf32>
 }
+
+// -----
+
+// Two gathers (two column groups of the same rows): each its own ring, both
+// refilled before their waits; the second refill of an iteration is `covered`
+// (the first one's CTA barrier follows every read of both refilled slots, made
+// in the iteration before), the prologue's are not.
+// CHECK-LABEL: func.func @two_gathers
+// CHECK: %[[R0:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: %[[R1:.*]] = tile.ring_alloc : !tile.ring<2, tensor<32x64xbf16>>
+// CHECK: tile.ring_issue %{{.*}} -> %[[R0]][%{{.*}}] if %{{.*}} : tensor
+// CHECK: tile.ring_issue %{{.*}} -> %[[R1]][%{{.*}}] if %{{.*}} : tensor
+// CHECK: scf.for
+// CHECK: tile.ring_issue %{{.*}} -> %[[R0]][%{{.*}}] if %{{.*}} : tensor
+// CHECK: tile.ring_wait_load %[[R0]]
+// CHECK: tile.ring_issue %{{.*}} -> %[[R1]][%{{.*}}] if %{{.*}} {covered} : tensor
+// CHECK: tile.ring_wait_load %[[R1]]
+func.func @two_gathers(%k: !tile.ptr<bf16>, %q: tensor<16x64xbf16>, %lb: i32, %ub: i32) -> tensor<16x32xf32> {
+  %c32 = arith.constant 32 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<16x32xf32>
+  %rows = tile.make_range {start = 0 : i32, end = 32 : i32} : tensor<32xi32>
+  %cols = tile.make_range {start = 0 : i32, end = 64 : i32} : tensor<64xi32>
+  %c128 = arith.constant dense<128> : tensor<32xi32>
+  %c64 = arith.constant dense<64> : tensor<1x64xi32>
+  %r = scf.for %n = %lb to %ub step %c32 iter_args(%acc = %acc0) -> (tensor<16x32xf32>) : i32 {
+    %nn = tile.splat %n : i32 -> tensor<32xi32>
+    %keys = arith.addi %nn, %rows : tensor<32xi32>
+    %off = arith.muli %keys, %c128 : tensor<32xi32>
+    %off2 = tile.expand_dims %off {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %kb = tile.splat %k : !tile.ptr<bf16> -> tensor<32x1x!tile.ptr<bf16>>
+    %row = tile.addptr %kb, %off2 : tensor<32x1x!tile.ptr<bf16>>, tensor<32x1xi32>
+    %rowb = tile.broadcast %row : tensor<32x1x!tile.ptr<bf16>> -> tensor<32x64x!tile.ptr<bf16>>
+    %c0 = tile.expand_dims %cols {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+    %c0b = tile.broadcast %c0 : tensor<1x64xi32> -> tensor<32x64xi32>
+    %p0 = tile.addptr %rowb, %c0b : tensor<32x64x!tile.ptr<bf16>>, tensor<32x64xi32>
+    %k0 = tile.load %p0 : tensor<32x64x!tile.ptr<bf16>>
+    %k0t = tile.trans %k0 {order = array<i64: 1, 0>} : tensor<32x64xbf16> -> tensor<64x32xbf16>
+    %s0 = tile.dot %q, %k0t, %acc : tensor<16x64xbf16> * tensor<64x32xbf16> -> tensor<16x32xf32>
+    %c1 = arith.addi %c0, %c64 : tensor<1x64xi32>
+    %c1b = tile.broadcast %c1 : tensor<1x64xi32> -> tensor<32x64xi32>
+    %p1 = tile.addptr %rowb, %c1b : tensor<32x64x!tile.ptr<bf16>>, tensor<32x64xi32>
+    %k1 = tile.load %p1 : tensor<32x64x!tile.ptr<bf16>>
+    %k1t = tile.trans %k1 {order = array<i64: 1, 0>} : tensor<32x64xbf16> -> tensor<64x32xbf16>
+    %s1 = tile.dot %q, %k1t, %s0 : tensor<16x64xbf16> * tensor<64x32xbf16> -> tensor<16x32xf32>
+    scf.yield %s1 : tensor<16x32xf32>
+  } {tile.num_stages = 2 : i32}
+  return %r : tensor<16x32xf32>
+}

@@ -87,11 +87,17 @@ def Tile_RingIssueOp : Tile_Op<"ring_issue", [AttrSizedOperandSegments,
     waited for the slot's empty barrier before): no CTA barrier, and the
     lane elected in the executing warp issues; only that one warp may run
     it.
+
+    With `covered` (a gather, set by kiln-tile-pipeline-loads on every
+    refill of a loop iteration but its first): no CTA barrier of its own.
+    The slot it refills was last read in an earlier iteration, so the
+    barrier of the iteration's first refill, which every thread passes
+    after those reads, already orders them before this copy.
   }];
   let arguments = (ins AnyTypeOf<[Tile_TensorDesc, Tile_Ptr, Tile_PtrTensor]>:$src,
                        Variadic<I32>:$indices, Optional<I32>:$count,
                        Optional<Tile_BoolTensor>:$mask, Tile_Ring:$ring, I32:$slot, I1:$pred,
-                       UnitAttr:$producer);
+                       UnitAttr:$producer, UnitAttr:$covered);
   let assemblyFormat = [{
     $src (`[` $indices^ `]`)? (`count` $count^)? (`mask` $mask^ `:` type($mask))? `->` $ring
     `[` $slot `]` `if` $pred attr-dict `:` qualified(type($src)) `,` qualified(type($ring))
