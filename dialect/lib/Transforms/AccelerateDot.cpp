@@ -287,6 +287,8 @@ bool isVectorBroadcast(Value value, Attribute encoding) {
 ///    layout (isRebuildable: a causal mask), or a row or column vector's
 ///    broadcast made in the layout (isVectorBroadcast: a bias), runs in the
 ///    source layout;
+///  - `tile.cluster_sum` of tiles all converted from the layout adds them
+///    in it (each thread its own elements: any layout);
 ///  - `tile.reduce` of the rows of a `#tile.mma` tile of version 3 or 2 (axis 1)
 ///    runs on it and gives its `#tile.slice`; `tile.expand_dims` of that
 ///    slice (axis 1) gives the [M, 1] mma tile, whose `tile.broadcast` to
@@ -363,6 +365,21 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
                                                                              encoding)));
         }
         move(user, sources, types);
+        continue;
+      }
+      if (auto sum = llvm::dyn_cast<ClusterSumOp>(user)) {
+        // Every source converted from the layout: each thread adds the
+        // elements it holds, in whatever layout (MLA's partial scores).
+        SmallVector<Value> sources;
+        SmallVector<Type> types;
+        for (Value src : sum.getSrcs())
+          if (auto other = src.getDefiningOp<ConvertLayoutOp>();
+              other && other.getSrc().getType().getEncoding() == encoding) {
+            sources.push_back(other.getSrc());
+            types.push_back(other.getSrc().getType());
+          }
+        if (sources.size() == sum.getSrcs().size())
+          move(user, sources, types);
         continue;
       }
       if (auto expand = llvm::dyn_cast<ExpandDimsOp>(user)) {
