@@ -782,6 +782,30 @@ static LogicalResult verifyBulkCopy(Operation *op, RankedTensorType type, Type p
   return success();
 }
 
+unsigned kiln::tile::getRingSwizzle(Value ring) {
+  if (auto alloc = ring.getDefiningOp<RingAllocOp>(); alloc && alloc.getSwizzled())
+    return 128;
+  std::optional<unsigned> swizzle;
+  for (Operation *user : ring.getUsers())
+    if (auto issue = llvm::dyn_cast<RingIssueOp>(user); issue && issue.getDescType()) {
+      if (swizzle && *swizzle != issue.getDescType().getSwizzle())
+        return 0;
+      swizzle = issue.getDescType().getSwizzle();
+    }
+  return swizzle.value_or(0);
+}
+
+bool kiln::tile::isTmaSwizzled128(Value ring) {
+  bool any = false;
+  for (Operation *user : ring.getUsers())
+    if (auto issue = llvm::dyn_cast<RingIssueOp>(user)) {
+      if (!issue.getDescType() || issue.getDescType().getSwizzle() != 128)
+        return false;
+      any = true;
+    }
+  return any;
+}
+
 LogicalResult RingAllocOp::verify() {
   RankedTensorType block = getType().getBlockType();
   int64_t innerBytes =
@@ -1130,14 +1154,10 @@ LogicalResult WarpDotOp::verify() {
   if (RingType ring = getBRing()) {
     // Read in place: a 2-D box of 128-byte swizzled rows.
     RankedTensorType box = ring.getBlockType();
-    auto alloc = getB().getDefiningOp<RingAllocOp>();
     if (box.getRank() != 2 || box.getShape().back() * box.getElementTypeBitWidth() / 8 % 128 != 0)
       return emitOpError() << "expected a ring of 2-D boxes with rows of whole 128-byte spans, got "
                            << ring;
-    if (alloc && !alloc.getSwizzled() && llvm::none_of(getB().getUsers(), [](Operation *user) {
-          auto issue = llvm::dyn_cast<RingIssueOp>(user);
-          return issue && issue.getDescType() && issue.getDescType().getSwizzle() == 128;
-        }))
+    if (getB().getDefiningOp<RingAllocOp>() && getRingSwizzle(getB()) != 128)
       return emitOpError() << "expected a ring of 128-byte swizzled boxes (TMA with the 128-byte "
                               "swizzle, or a `swizzled` gather ring)";
   }

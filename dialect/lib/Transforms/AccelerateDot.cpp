@@ -32,19 +32,6 @@ using namespace mlir;
 using namespace kiln::tile;
 
 namespace {
-/// Whether every box issued into `ring` comes through a descriptor with the
-/// 128-byte swizzle (the layout the wgmma descriptors describe).
-bool isSwizzled128(Value ring) {
-  bool any = false;
-  for (Operation *user : ring.getUsers())
-    if (auto issue = llvm::dyn_cast<RingIssueOp>(user)) {
-      if (!issue.getDescType() || issue.getDescType().getSwizzle() != 128)
-        return false;
-      any = true;
-    }
-  return any;
-}
-
 /// The dot's operands, when they are a ring slot [M, K] and either the
 /// transpose of a ring slot [N, K] (K-major B) or a ring slot [K, N] itself
 /// (MN-major B: `bTrans` null), each used only there.
@@ -68,7 +55,7 @@ std::optional<RingOperands> matchRingOperands(DotOp dot) {
   }
   if (!ops.b || !ops.b->hasOneUse())
     return std::nullopt;
-  if (!isSwizzled128(ops.a.getRing()) || !isSwizzled128(ops.b.getRing()))
+  if (!isTmaSwizzled128(ops.a.getRing()) || !isTmaSwizzled128(ops.b.getRing()))
     return std::nullopt;
   return ops;
 }
@@ -630,7 +617,7 @@ std::optional<SlotBDot> matchSlotB(DotOp dot) {
   }
   match.b = b.getDefiningOp<RingWaitLoadOp>();
   if (!match.b || !onlyFeedsDotBs(match.b) || match.b.getCount() ||
-      !isSwizzled128(match.b.getRing()))
+      !isTmaSwizzled128(match.b.getRing()))
     return std::nullopt;
   // A box of rank above 2 holds the matrix [rows, inner] (rows: the product
   // of its outer dimensions), which the reshape must view it as.
@@ -1281,7 +1268,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         continue;
       // A gather ring's slots become swizzled boxes; the last reader of the
       // load in place waits for the slot where the load did.
-      if (!isSwizzled128(slot.getRing()))
+      if (!isTmaSwizzled128(slot.getRing()))
         slot.getRing().getDefiningOp<RingAllocOp>().setSwizzled(true);
       if (slot->use_empty()) {
         if (!slot.getAgain())
@@ -1315,7 +1302,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                      auto issue = llvm::dyn_cast<RingIssueOp>(user);
                      return !issue || issue.isGather();
                    });
-    if (!gathers && !isSwizzled128(ring))
+    if (!gathers && !isTmaSwizzled128(ring))
       return {};
     for (Operation *op = load->getNextNode(); op != dot; op = op->getNextNode()) {
       bool refill =

@@ -53,7 +53,7 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     bool stagedA = llvm::isa<tile::SmemType>(op.getA().getType());
     // B a ring slot (a 128-byte swizzled box) is read there.
     tile::RingType bRing = op.getBRing();
-    if (bRing && ringSwizzle(op.getB()) != 128)
+    if (bRing && tile::getRingSwizzle(op.getB()) != 128)
       return rewriter.notifyMatchFailure(op, "B's ring slots are not 128-byte swizzled boxes");
     Type element = getTypeConverter()->convertType(aType.getElementType());
     int64_t elementBytes = aType.getElementTypeBitWidth() / 8;
@@ -93,11 +93,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     auto bAddress = [&](Value index) -> Value {
       if (!bRing)
         return shared(bBuffer, index);
-      Value offset = swizzledBoxOffset(rewriter, loc,
-                                       LLVM::MulOp::create(rewriter, loc, index, c(elementBytes)),
-                                       tile::getNumBoxChunks(bType, 128), bType.getDimSize(0), 128);
-      return LLVM::GEPOp::create(rewriter, loc, bBuffer.getType(), rewriter.getI8Type(), bBuffer,
-                                 ArrayRef<LLVM::GEPArg>{offset});
+      return boxElementAddress(rewriter, loc, bBuffer, element, index,
+                               tile::getNumBoxChunks(bType, 128), bType.getDimSize(0), 128);
     };
 
     // The lane's parts of the fragment addresses (PTX ISA, ldmatrix and the

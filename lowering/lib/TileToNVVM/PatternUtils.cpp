@@ -445,10 +445,10 @@ void kiln::markDrained(Operation *op, Value address) {
       ->setAttr(tile::TileDialect::getDrainedAttrName(), UnitAttr::get(op->getContext()));
 }
 
-Value kiln::swizzledBoxOffset(OpBuilder &b, Location loc, Value offset, int64_t chunks,
-                              int64_t rows, unsigned swizzle) {
-  if (!swizzle)
-    return offset;
+/// The byte offset in a swizzled box of the byte at the row-major byte
+/// offset `offset` (i32): see boxElementAddress.
+static Value swizzledBoxOffset(OpBuilder &b, Location loc, Value offset, int64_t chunks,
+                               int64_t rows, unsigned swizzle) {
   auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
   if (chunks > 1) {
     // Row r, byte b of W = chunks * 128 (a power of two: the box's inner
@@ -468,14 +468,16 @@ Value kiln::swizzledBoxOffset(OpBuilder &b, Location loc, Value offset, int64_t 
   return LLVM::XOrOp::create(b, loc, offset, LLVM::ShlOp::create(b, loc, row, c(4)));
 }
 
-unsigned kiln::ringSwizzle(Value ring) {
-  if (auto alloc = ring.getDefiningOp<tile::RingAllocOp>(); alloc && alloc.getSwizzled())
-    return 128;
-  for (Operation *user : ring.getUsers())
-    if (auto issue = llvm::dyn_cast<tile::RingIssueOp>(user))
-      if (tile::TensorDescType desc = issue.getDescType())
-        return desc.getSwizzle();
-  return 0;
+Value kiln::boxElementAddress(OpBuilder &b, Location loc, Value buffer, Type element, Value index,
+                              int64_t chunks, int64_t rows, unsigned swizzle) {
+  if (!swizzle)
+    return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
+                               ArrayRef<LLVM::GEPArg>{index});
+  Value offset = LLVM::MulOp::create(
+      b, loc, index, createI32Constant(b, loc, element.getIntOrFloatBitWidth() / 8));
+  return LLVM::GEPOp::create(
+      b, loc, buffer.getType(), b.getI8Type(), buffer,
+      ArrayRef<LLVM::GEPArg>{swizzledBoxOffset(b, loc, offset, chunks, rows, swizzle)});
 }
 
 Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,

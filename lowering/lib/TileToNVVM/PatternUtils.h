@@ -165,20 +165,18 @@ void storePadded(mlir::OpBuilder &b, mlir::Location loc, const TileTypeConverter
 llvm::SmallVector<mlir::Value> packRegisterA(mlir::OpBuilder &b, mlir::Location loc,
                                              mlir::Type element, llvm::ArrayRef<mlir::Value> regs);
 
-/// The byte offset in a box with a swizzle of S bytes (0: row-major) of the
-/// byte at the row-major byte offset `offset` (i32). A box written by TMA has
-/// the 16-byte unit c of byte offset o at unit c ^ ((o / 128) mod (S / 16))
-/// (the buffer 1024-byte aligned). A wide box (rows of W = `chunks` * 128
-/// bytes, the 128-byte swizzle) is stored in 128-byte column chunks: byte b
-/// of row r at (b / 128) * `rows` * 128 + r * 128 + b mod 128, then swizzled
-/// as above.
-mlir::Value swizzledBoxOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value offset,
-                              int64_t chunks, int64_t rows, unsigned swizzle);
-
-/// The swizzle of `ring`'s slots: that of the descriptors issued into it (one
-/// descriptor type feeds a ring: kiln-tile-pipeline-loads makes one ring per
-/// load), 128 for a `swizzled` gather ring, else 0 (row-major).
-unsigned ringSwizzle(mlir::Value ring);
+/// The address of element `index` (i32, row-major) of the box of `rows`
+/// rows of `element`s at `buffer` (shared memory) with a swizzle of S bytes
+/// (0: row-major, the element itself). A box written by TMA has the 16-byte
+/// unit c of byte offset o at unit c ^ ((o / 128) mod (S / 16)) (the buffer
+/// 1024-byte aligned). A wide box (rows of W = `chunks` * 128 bytes, the
+/// 128-byte swizzle) is stored in 128-byte column chunks: byte b of row r at
+/// (b / 128) * `rows` * 128 + r * 128 + b mod 128, then swizzled as above.
+/// TMA boxes, the swizzled gather rings and the mma.sync dots that read them
+/// in place share this one layout.
+mlir::Value boxElementAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buffer,
+                              mlir::Type element, mlir::Value index, int64_t chunks, int64_t rows,
+                              unsigned swizzle);
 
 /// The address (`!llvm.ptr<3>`) of slot `slot` (i32) of the ring at `base`.
 mlir::Value ringSlotAddress(mlir::OpBuilder &b, mlir::Location loc, tile::RingType ring,

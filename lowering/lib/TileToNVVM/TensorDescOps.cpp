@@ -123,7 +123,7 @@ void issueLoad(OpBuilder &b, Location loc, Value desc, tile::TensorDescType desc
 
 /// Moves the registers of a tile (any layout) to or from the row-major box at
 /// `buffer`, up to 16 bytes per ld/st.shared, in the box's swizzled layout
-/// (swizzledBoxOffset; an access of at most 16 bytes stays in one chunk).
+/// (boxElementAddress; an access of at most 16 bytes stays in one chunk).
 struct BoxAccess {
   BoxAccess(OpBuilder &b, Location loc, Value buffer, Type element,
             const TileTypeConverter &converter, RankedTensorType type, unsigned swizzle)
@@ -136,14 +136,7 @@ struct BoxAccess {
   Value address(OpBuilder &b, Location loc, size_t reg) const {
     Value index =
         LLVM::AddOp::create(b, loc, indices.base, createI32Constant(b, loc, indices.offsets[reg]));
-    if (!swizzle)
-      return LLVM::GEPOp::create(b, loc, buffer.getType(), element, buffer,
-                                 ArrayRef<LLVM::GEPArg>{index});
-    auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
-    Value offset = LLVM::MulOp::create(b, loc, index, c(element.getIntOrFloatBitWidth() / 8));
-    return LLVM::GEPOp::create(
-        b, loc, buffer.getType(), b.getI8Type(), buffer,
-        ArrayRef<LLVM::GEPArg>{swizzledBoxOffset(b, loc, offset, chunks, rows, swizzle)});
+    return boxElementAddress(b, loc, buffer, element, index, chunks, rows, swizzle);
   }
 
   /// The thread's elements. With `count` (i32, a 1-D box whose count spans
@@ -417,7 +410,7 @@ struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
 /// earlier refill's barrier did that), every thread copies its
 /// elements of the tile of pointers `ptrs` (under `masks`, when given, and
 /// `predicate`; the rest zero-filled) into `slot` (row-major, or a box with
-/// the 128-byte `swizzle`: swizzledBoxOffset), `vec` of them
+/// the 128-byte `swizzle`: boxElementAddress), `vec` of them
 /// an access: `cp.async` (4, 8 or 16 bytes; `.cg` for 16), then
 /// `cp.async.mbarrier.arrive.noinc` on `barrier` (its arrival once the
 /// thread's copies land). Narrower accesses load and store through
@@ -440,17 +433,7 @@ void issueGather(OpBuilder &b, Location loc, const TileTypeConverter &converter,
       Value copy = masks.empty() ? predicate : LLVM::AndOp::create(cb, cl, predicate, masks[r]);
       Value index =
           LLVM::AddOp::create(cb, cl, indices.base, createI32Constant(cb, cl, indices.offsets[r]));
-      Value to;
-      if (swizzle) {
-        Value offset = LLVM::MulOp::create(
-            cb, cl, index, createI32Constant(cb, cl, block.getElementTypeBitWidth() / 8));
-        to = LLVM::GEPOp::create(
-            cb, cl, slot.getType(), cb.getI8Type(), slot,
-            ArrayRef<LLVM::GEPArg>{swizzledBoxOffset(cb, cl, offset, chunks, rows, swizzle)});
-      } else {
-        to = LLVM::GEPOp::create(cb, cl, slot.getType(), element, slot,
-                                 ArrayRef<LLVM::GEPArg>{index});
-      }
+      Value to = boxElementAddress(cb, cl, slot, element, index, chunks, rows, swizzle);
       if (async) {
         // Bytes past the source size (all of them where the copy is off) are zeros.
         Value size = LLVM::SelectOp::create(cb, cl, copy, createI32Constant(cb, cl, bytes),
@@ -508,7 +491,7 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
       if (ptrs.size() % vec != 0)
         return rewriter.notifyMatchFailure(op, "vector width does not divide the registers");
       issueGather(rewriter, loc, tileConverter, ring.getBlockType(), ptrs, masks, vec, slot,
-                  barrier, adaptor.getPred(), ringSwizzle(op.getRing()), op.getCovered());
+                  barrier, adaptor.getPred(), tile::getRingSwizzle(op.getRing()), op.getCovered());
       rewriter.eraseOp(op);
       return success();
     }
@@ -536,7 +519,7 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     BoxAccess box(rewriter, loc,
                   ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
-                  element, tileConverter, op.getType(), ringSwizzle(op.getRing()));
+                  element, tileConverter, op.getType(), tile::getRingSwizzle(op.getRing()));
     rewriter.replaceOp(op, packTile(rewriter, loc, getTypeConverter()->convertType(op.getType()),
                                     box.read(rewriter, loc, adaptor.getCount())));
     return success();
