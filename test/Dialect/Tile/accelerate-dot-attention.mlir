@@ -93,3 +93,46 @@ func.func @attention(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %v: !tile.ptr<bf1
   tile.store %op, %res : tensor<64x64x!tile.ptr<f32>>
   return
 }
+
+// A score summed over the cluster (MLA's two value parts, each scoring its own
+// columns) stays in the mma layout: tile.cluster_sum adds the elements each
+// thread holds, in any layout, so exp2 of the sum is narrowed in place and is
+// the register A of p v; no layout conversion in the loop.
+// CHECK-LABEL: func.func @cluster_scores
+// CHECK: scf.for
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[S:.*]] = tile.warpgroup_dot_staged
+// CHECK: %[[T:.*]] = tile.cluster_sum %[[S]] : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[P:.*]] = math.exp2 %[[T]] : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: arith.truncf %[[P]] : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> to tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: scf.yield
+// SM100-LABEL: func.func @cluster_scores
+// SM100: scf.for
+// SM100-NOT: tile.convert_layout
+// SM100: %[[S:.*]] = tile.warp_dot
+// SM100: tile.cluster_sum %[[S]] : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 4>>
+// SM100-NOT: tile.convert_layout
+// SM100: scf.yield
+func.func @cluster_scores(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %v: !tile.ptr<bf16>, %n: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32, tile.cluster_dims = array<i32: 1, 2, 1>} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %qv = tile.load %qp : tensor<64x64x!tile.ptr<bf16>>
+  %kp = tile.splat %k : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %vp = tile.splat %v : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %acc = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
+    %kv = tile.load %kp : tensor<64x64x!tile.ptr<bf16>>
+    %vv = tile.load %vp : tensor<64x64x!tile.ptr<bf16>>
+    %s = tile.dot %qv, %kv, %zero : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    %t = tile.cluster_sum %s : tensor<64x64xf32>
+    %p = math.exp2 %t : tensor<64x64xf32>
+    %pb = arith.truncf %p : tensor<64x64xf32> to tensor<64x64xbf16>
+    %o = tile.dot %pb, %vv, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    scf.yield %o : tensor<64x64xf32>
+  }
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %op, %acc : tensor<64x64x!tile.ptr<f32>>
+  return
+}
