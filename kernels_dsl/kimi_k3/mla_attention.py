@@ -42,10 +42,13 @@ boxes at column 512, in a ``tma_stages``-deep ring, a key block of BN rows one b
 ``block_table[b, n // page_size] * page_size + n % page_size`` (BN divides the page, so a
 block never crosses one); 64 query rows in the dots' M (one warpgroup; the rows past S_PAD *
 BLOCK_H are padding, zero queries never stored) and the value columns in two programs
-([64, 256] fp32 accumulators). A program's latent boxes start with its own 256 value
-columns, which are then also the value dot's B: one slot read in place by a score dot (as
-kᵀ) and a value dot, no box loaded twice. On sm_90a (LAT_W 256) the three score dots and
-the value dot run on wgmma, B read in place from the ring. Same math, split rule, workspace and
+([64, 256] fp32 accumulators), the two programs of a head block one thread-block cluster.
+A program loads only its own 256 latent columns (its value columns) and the rope; it
+scores them (the rope in value part 0 only), and ``kl.cluster_sum`` adds the two parts'
+partial scores (in rank order: both get the same bits, so the same softmax). Each slot is
+read in place by a score dot (as kᵀ) and the value dot: no latent column is loaded or
+scored twice. On sm_90a (LAT_W 256) the two score dots and the value dot run on wgmma,
+B read in place from the ring, p from the summed score's registers. Same math, split rule, workspace and
 merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
 agree within the tolerance, not bit for bit (other split counts and dot orders).
 
