@@ -48,9 +48,10 @@ scores them (the rope in value part 0 only), and ``kl.cluster_sum`` adds the two
 partial scores (in rank order: both get the same bits, so the same softmax). Each slot is
 read in place by a score dot (as kᵀ) and the value dot: no latent column is loaded or
 scored twice. On sm_90a (LAT_W 256) the two score dots and the value dot run on wgmma,
-B read in place from the ring, p from the summed score's registers. Same math, split rule, workspace and
-merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
-agree within the tolerance, not bit for bit (other split counts and dot orders).
+B read in place from the ring, p from the summed score's registers. Same math, split
+rule, workspace and merge as the pointer kernel (its ``_store_rows`` and
+``mla_merge_kernel``); the results agree within the tolerance, not bit for bit (other split
+counts and dot orders).
 
 The boxes cover whole key blocks only. A request whose total is not a multiple of BN ends
 in a partial block, which the TMA kernel reads through pointers with the rows past the
