@@ -42,16 +42,12 @@ boxes at column 512, in a ``tma_stages``-deep ring, a key block of BN rows one b
 ``block_table[b, n // page_size] * page_size + n % page_size`` (BN divides the page, so a
 block never crosses one); 64 query rows in the dots' M (one warpgroup; the rows past S_PAD *
 BLOCK_H are padding, zero queries never stored) and the value columns in two programs
-([64, 256] fp32 accumulators), the two programs of a head block one thread-block cluster.
-A program loads only its own 256 latent columns (its value columns) and the rope; it
-scores them (the rope in value part 0 only), and ``kl.cluster_sum`` adds the two parts'
-partial scores (in rank order: both get the same bits, so the same softmax). Each slot is
-read in place by a score dot (as kᵀ) and the value dot: no latent column is loaded or
-scored twice. On sm_90a (LAT_W 256) the two score dots and the value dot run on wgmma,
-B read in place from the ring, p from the summed score's registers. Same math, split
-rule, workspace and merge as the pointer kernel (its ``_store_rows`` and
-``mla_merge_kernel``); the results agree within the tolerance, not bit for bit (other split
-counts and dot orders).
+([64, 256] fp32 accumulators). A program's latent boxes start with its own 256 value
+columns, which are then also the value dot's B: one slot read in place by a score dot (as
+kᵀ) and a value dot, no box loaded twice. On sm_90a (LAT_W 256) the three score dots and
+the value dot run on wgmma, B read in place from the ring. Same math, split rule, workspace and
+merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
+agree within the tolerance, not bit for bit (other split counts and dot orders).
 
 The boxes cover whole key blocks only. A request whose total is not a multiple of BN ends
 in a partial block, which the TMA kernel reads through pointers with the rows past the
@@ -332,7 +328,7 @@ def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, 
     kl.store(lse_ptr + qrow + kl.arange(0, 1), lse, mask=valid & (write_lse != 0))
 
 
-@kiln.jit(num_warps=4, cluster=(1, 2, 1), do_not_specialize=[
+@kiln.jit(num_warps=4, do_not_specialize=[
     "H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "row_u", "bt_s0",
     "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse"])
 def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_ptr,
@@ -344,25 +340,24 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
                              LAT_W: kl.constexpr):
     """The bf16 cache through TMA (module docstring, "Two kernels"). Program (split, head
     block * 2 + value part, request b), 64 query rows (S_PAD drafts of BLOCK_H heads, the
-    rest padding); the two value parts of a head block are one cluster. ``lat_desc``
-    ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc`` ``tensordesc<bf16,BNx64,sw128>``
-    over the cache's rows [num_pages * page_size, 576]; the other arguments as
-    ``mla_attention_kernel``'s. A program loads only its own 256 latent columns (one box of
-    LAT_W 256 on sm_90a, two of 128 on sm_100a/sm_103a) and the rope: its partial score
-    (its latent columns, and the rope in value part 0) is added to the other part's by
-    ``kl.cluster_sum`` (rank order: both parts get the same sum, so the same softmax), and
-    the same boxes are its value dot's B, each slot read in place by both dots. A block
-    table entry outside [0, num_pages) becomes row -1's page, out of the descriptor's
-    bounds: TMA fills it with zeros, as the pointer kernel's masks do. The boxes cover whole
-    blocks only: a request's last rows, when its total is not a multiple of BN, are one
-    block read through ``cache_ptr`` (row stride ``row_u`` in 16-byte units) with the rows
-    past the total masked to zero, so that no row past a request's length reaches a dot
-    (its weight is 0, but 0 * NaN is NaN)."""
+    rest padding). ``lat_desc`` ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc``
+    ``tensordesc<bf16,BNx64,sw128>`` over the cache's rows [num_pages * page_size, 576];
+    the other arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
+    256 (sm_90a: three score dots and one value dot, all wgmma on the ring; the value dot
+    reads the slot of the first score dot's box, this program's value columns) or 128 (sm_100a
+    and sm_103a, where the dots fall to mma.sync, whose staging buffers stay small so:
+    five score dots and two value dots of 128 columns; tcgen05 would want M = 128 and N a
+    multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
+    of the descriptor's bounds: TMA fills it with zeros, as the pointer kernel's masks do.
+    The boxes cover whole blocks only: a request's last rows, when its total is not a
+    multiple of BN, are one block read through ``cache_ptr`` (row stride ``row_u`` in
+    16-byte units) with the rows past the total masked to zero, so that no row past a
+    request's length reaches a dot (its weight is 0, but 0 * NaN is NaN)."""
     split = kl.program_id(0)
     hv = kl.program_id(1)
     b = kl.program_id(2)
     hb = hv // 2
-    vpart = hv % 2  # the program's rank in its cluster
+    vpart = hv % 2
     b64 = b.to(kl.int64)
     kl.pdl_wait()  # q, the cache and the tables may come from the previous kernels
     length, total, lo, hi = _split_rows(len_ptr, b, extra, max_rows, n_splits, split, BN)
@@ -375,13 +370,17 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     q_row = q_ptr + (b64 * q_sb_u + s_of * q_ss_u + h * q_sh_u) * 8
     qm = row_ok[:, None]
     cw = kl.arange(0, LAT_W)
-    first = vpart * 256  # the program's latent columns: its value columns
+    # the latent columns in boxes of LAT_W: this program's 256 value columns first (their
+    # boxes also the values of p.v: each slot read in place by both dots), the others after
+    first = vpart * 256
+    other = 256 - first
+    second = first + 128 if LAT_W == 128 else other
     q0 = kl.load(q_row[:, None] + first + cw[None, :], mask=qm, other=0.0)
+    q1 = kl.load(q_row[:, None] + second + cw[None, :], mask=qm, other=0.0)
     if LAT_W == 128:
-        q1 = kl.load(q_row[:, None] + first + 128 + cw[None, :], mask=qm, other=0.0)
-    # the rope's score in value part 0 only (part 1's rope dot adds zeros)
-    qr = kl.load(q_row[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :],
-                 mask=qm & (vpart == 0), other=0.0)
+        q2 = kl.load(q_row[:, None] + other + cw[None, :], mask=qm, other=0.0)
+        q3 = kl.load(q_row[:, None] + other + 128 + cw[None, :], mask=qm, other=0.0)
+    qr = kl.load(q_row[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :], mask=qm, other=0.0)
     kl.pdl_launch_dependents()
 
     keys = kl.arange(0, BN)
@@ -399,20 +398,24 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
         page = kl.where((page >= 0) & (page < num_pages), page, -1)
         row = page * page_size + n % page_size
         k0 = lat_desc.load([row, first])
+        k1 = lat_desc.load([row, second])
         kr = rope_desc.load([row, KV_LORA])
         s = kl.dot(q0, k0.T)
+        s = kl.dot(q1, k1.T, s)
         if LAT_W == 128:
-            k1 = lat_desc.load([row, first + 128])
-            s = kl.dot(q1, k1.T, s)
-        s = kl.cluster_sum(kl.dot(qr, kr.T, s))
+            k2 = lat_desc.load([row, other])
+            k3 = lat_desc.load([row, other + 128])
+            s = kl.dot(q2, k2.T, s)
+            s = kl.dot(q3, k3.T, s)
+        s = kl.dot(qr, kr.T, s)
         s = kl.where((n + keys)[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
         pb = p.to(kl.bfloat16)
         acc = kl.dot(pb, k0, acc * alpha[:, None])
         if LAT_W == 128:
             acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
-    if full < hi:  # the request's last rows (both parts of the cluster): one block through
-        # pointers, masked past hi, by the pointer kernel's group helpers (128-column dots)
+    if full < hi:  # the request's last rows: one block through pointers, masked past hi,
+        # by the pointer kernel's group helpers (128-column dots, as on sm_100a)
         key = full + keys
         page = kl.load(bt_row + full // page_size)
         good = (key < hi) & (page >= 0) & (page < num_pages)
@@ -421,13 +424,13 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
         kr = kl.load(cache_ptr + (at * 8 + KV_LORA)[:, None] + kl.arange(0, ROPE)[None, :],
                      mask=good[:, None], other=0.0)
         s = kl.dot(qr, kr.T)
-        g0 = vpart * (256 // GROUP)
-        for g in kl.static_range(256 // GROUP):
-            qg = kl.load(q_row[:, None] + (g0 + g) * GROUP + kl.arange(0, GROUP)[None, :],
-                         mask=qm, other=0.0)
-            s = _group_scores(s, qg, cache_ptr, cache_ptr, at, g0 + g, good, False)
-        s = kl.where(key[None, :] <= seen[:, None], kl.cluster_sum(s), float("-inf"))
+        for g in kl.static_range(KV_LORA // GROUP):
+            qg = kl.load(q_row[:, None] + g * GROUP + kl.arange(0, GROUP)[None, :], mask=qm,
+                         other=0.0)
+            s = _group_scores(s, qg, cache_ptr, cache_ptr, at, g, good, False)
+        s = kl.where(key[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
+        g0 = vpart * (256 // GROUP)
         if LAT_W == 128:
             acc = _group_values(acc, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
             acc1 = _group_values(acc1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good,
@@ -444,7 +447,7 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     qrow = (b64 * S + s_of) * H + h  # the query row's index in [B, S, H]
     part = qrow * n_splits + split
     out_row = (b64 * o_sb_u + s_of * o_ss_u + h * o_sh_u) * 8
-    cols = first + cw
+    cols = vpart * 256 + cw
     _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final)
     if LAT_W == 128:
         _store_rows(o_part_ptr, out_ptr, acc1, l_safe, part, out_row, cols + 128, ok, final)

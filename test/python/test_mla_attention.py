@@ -454,8 +454,8 @@ def test_tma_never_reads_past_the_length(via_interpreter, length):
 @pytest.mark.parametrize("h, s", [(12, 1), (128, 1), (12, 4)])
 def test_tma_kernel_compiles(arch, lat_w, h, s):
     """The TMA kernel's JIT shapes compile and assemble, its dots as ``check_tma_dots``
-    says; the registers of one warpgroup within the SM's file, the cluster of the two value
-    parts in the metadata."""
+    says; the registers of one warpgroup within the SM's file. (Spills: 1.6-2.2 KiB on
+    sm_90a, 2.6-2.7 KiB on sm_100a/sm_103a; the GPU session measures them.)"""
     pytest.importorskip("kiln._C")
     name, constexprs, warps = mod.tma_launch_config(h, s, lat_w)
     ck = mod.mla_attention_tma_kernel.compile(mod.tma_signature(lat_w), constexprs,
@@ -464,20 +464,17 @@ def test_tma_kernel_compiles(arch, lat_w, h, s):
     assert ck.cubin[:4] == b"\x7fELF"
     target = ck.meta["targets"][arch]
     assert ck.meta["pdl"] and "tma" in ck.meta["features"]
-    assert ck.meta["cluster"] == [1, 2, 1]
     assert target["registers"] * 32 * warps <= 65536
     check_tma_dots(target["dots"], arch, lat_w)
 
 
 def check_tma_dots(dots, arch, lat_w):
-    """The ring loop's dots (3 at LAT_W 256, 5 at 128: the program's latent columns and the
-    rope scored, its value columns summed): on sm_90a wgmma (B in place from the ring, p
-    from the registers of the cluster's summed score); then the last partial block's 5 dots
-    from registers (the rope, two 128-column latent pieces, two value halves), on sm_90a
-    wgmma with staged operands (its 64 rows: M, and N or K); on sm_100a/sm_103a all on
-    mma.sync with its reason."""
-    ring = 3 if lat_w == 256 else 5
-    assert len(dots) == ring + 5, dots
+    """The ring loop's dots (4 at LAT_W 256, 7 at 128): on sm_90a wgmma (B in place from
+    the ring); then the last partial block's 7 dots from registers (the rope, four
+    128-column latent pieces, two value halves), on sm_90a wgmma with staged operands (its
+    64 rows: M, and N or K); on sm_100a/sm_103a all on mma.sync with its reason."""
+    ring = 4 if lat_w == 256 else 7
+    assert len(dots) == ring + 7, dots
     for i, d in enumerate(dots):
         if arch == "sm_90a":
             assert d["unit"] == ("wgmma" if i < ring else "wgmma staged"), d
