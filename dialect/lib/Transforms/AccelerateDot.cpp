@@ -311,6 +311,18 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
     auto encoding = source.getEncoding();
     auto mma = llvm::dyn_cast<MmaEncodingAttr>(encoding);
     bool rows = mma && (mma.getVersion() == 3 || mma.getVersion() == 2);
+    // The sources of `srcs` when every one is a conversion from `encoding`,
+    // else none.
+    auto convertedSources = [&](ValueRange srcs) {
+      SmallVector<Value> sources;
+      for (Value src : srcs) {
+        auto other = src.getDefiningOp<ConvertLayoutOp>();
+        if (!other || other.getSrc().getType().getEncoding() != encoding)
+          return SmallVector<Value>();
+        sources.push_back(other.getSrc());
+      }
+      return sources;
+    };
     // Each user once (an op may read `c` twice: acc * acc), collected before
     // any is replaced.
     llvm::SetVector<Operation *> users(c->user_begin(), c->user_end());
@@ -333,14 +345,8 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         continue;
       }
       if (auto reduce = llvm::dyn_cast<ReduceOp>(user)) {
-        // Every source converted from the rows' layout.
-        SmallVector<Value> sources;
-        for (Value src : reduce.getSrcs())
-          if (auto other = src.getDefiningOp<ConvertLayoutOp>();
-              other && other.getSrc().getType().getEncoding() == encoding)
-            sources.push_back(other.getSrc());
-        if (!rows || source.getRank() != 2 || reduce.getAxis() != 1 ||
-            sources.size() != reduce.getSrcs().size())
+        SmallVector<Value> sources = convertedSources(reduce.getSrcs());
+        if (!rows || source.getRank() != 2 || reduce.getAxis() != 1 || sources.empty())
           continue;
         SmallVector<Type> types;
         for (Value src : sources) {
@@ -355,18 +361,9 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
         continue;
       }
       if (auto sum = llvm::dyn_cast<ClusterSumOp>(user)) {
-        // Every source converted from the layout: each thread adds the
-        // elements it holds, in whatever layout (MLA's partial scores).
-        SmallVector<Value> sources;
-        SmallVector<Type> types;
-        for (Value src : sum.getSrcs())
-          if (auto other = src.getDefiningOp<ConvertLayoutOp>();
-              other && other.getSrc().getType().getEncoding() == encoding) {
-            sources.push_back(other.getSrc());
-            types.push_back(other.getSrc().getType());
-          }
-        if (sources.size() == sum.getSrcs().size())
-          move(user, sources, types);
+        // Each thread adds the elements it holds, in whatever layout.
+        if (SmallVector<Value> sources = convertedSources(sum.getSrcs()); !sources.empty())
+          move(user, sources, llvm::to_vector(ValueRange(sources).getTypes()));
         continue;
       }
       if (auto expand = llvm::dyn_cast<ExpandDimsOp>(user)) {
