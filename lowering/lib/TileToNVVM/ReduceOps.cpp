@@ -393,8 +393,9 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     int64_t slotsPerSource = numResults * warpsAlongAxis;
     SmallVector<Value> arrays;
     if (numSrcs == 1) {
-      arrays.push_back(
-          createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored.front(), slotsPerSource));
+      arrays.push_back(createSharedBuffer(rewriter, op, "__kiln_reduce_smem", stored.front(),
+                                          slotsPerSource,
+                                          /*alignment=*/16, /*scratch=*/true));
     } else {
       SmallVector<int64_t> byteOffsets;
       int64_t bytes = 0;
@@ -402,8 +403,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
         byteOffsets.push_back(bytes);
         bytes += llvm::alignTo(slotsPerSource * (type.getIntOrFloatBitWidth() / 8), 16);
       }
-      Value buffer =
-          createSharedBuffer(rewriter, op, "__kiln_reduce_smem", rewriter.getI8Type(), bytes);
+      Value buffer = createSharedBuffer(rewriter, op, "__kiln_reduce_smem", rewriter.getI8Type(),
+                                        bytes, /*alignment=*/16, /*scratch=*/true);
       for (int64_t offset : byteOffsets)
         arrays.push_back(
             offset == 0 ? buffer

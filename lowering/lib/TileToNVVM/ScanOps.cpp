@@ -196,7 +196,8 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
     if (warpCount) {
       int64_t numLines = srcType.getNumElements() / srcType.getDimSize(axis);
       buffer = createSharedBuffer(rewriter, op, "__kiln_scan_smem", stored,
-                                  numLines * numChunks * warpsAlongAxis);
+                                  numLines * numChunks * warpsAlongAxis, /*alignment=*/16,
+                                  /*scratch=*/true);
       ElementIndices indices = getElementIndices(rewriter, loc, layout);
       for (Segment &segment : segments) {
         Value e = LLVM::AddOp::create(rewriter, loc, indices.base,

@@ -382,8 +382,9 @@ struct BroadcastLowering : TileOpConversion<tile::BroadcastOp> {
     }
 
     // A shared-memory buffer of the source for this broadcast.
-    Value buffer =
-        createSharedBuffer(rewriter, op, "__kiln_broadcast_smem", stored, srcType.getNumElements());
+    Value buffer = createSharedBuffer(rewriter, op, "__kiln_broadcast_smem", stored,
+                                      srcType.getNumElements(), /*alignment=*/16,
+                                      /*scratch=*/true);
 
     auto elementPtr = [&](Value index) {
       return LLVM::GEPOp::create(rewriter, loc, buffer.getType(), stored, buffer,

@@ -12,7 +12,7 @@
 // + (reg & 3) + 512 * (reg >> 2). The thread adds its 8 registers, 5 butterflies
 // (1, 2, 4, 8, 16) cover the lane bits, the 2 warp bits (tid >> 5) pick a slot of
 // a 4-element buffer, and every thread reads and adds the 4 slots.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<4 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_1d
 // CHECK: %[[V:.*]] = llvm.insertvalue %{{.*}}[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
 // CHECK: %[[R0:.*]] = llvm.extractvalue %[[V]][0]
@@ -127,7 +127,7 @@ func.func @sum_1d(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %y: !tile.p
 // registers each. Lane bits 0-3 (e bits 2-5) are columns: butterflies 1, 2, 4, 8
 // per partial; lane bit 4 and the warp bits are rows, so one warp along the axis
 // (a 16 x 1 buffer). The 16-element result is replicated: 4 registers, 4 loads.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<16 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_rows_4warps
 // CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32) : i32
 // CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(1 : i32) : i32
@@ -195,7 +195,7 @@ func.func @sum_rows_4warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // (e bit 9) is a row: 4 partials of 2 registers. Lane bit 4 (e bit 6) is a row:
 // butterfly 16; both warp bits (e bits 7-8) are rows: slot = 4 * column + warp
 // (tid >> 5 & 3), a 64 x 4 buffer; each of the 4 result registers reads 4 slots.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<256 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @max_cols_4warps
 // CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32) : i32
 // CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(16 : i32) : i32
@@ -253,7 +253,7 @@ func.func @max_cols_4warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // The same shape over 8 warps, 64x32 along axis 0 (e bits 5-10): lane bits 3-4
 // (e bits 5-6) give butterflies 8 and 16; the 3 warp bits are rows: 8 slots
 // per column (tid >> 5 & 7), 32 results x 8 loads.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<256 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<256 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_cols_8warps
 // CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32) : i32
 // CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(8 : i32) : i32
@@ -316,7 +316,7 @@ func.func @sum_cols_8warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 
 // One warp, f32 (4 per run): 32x32 along axis 1: 8 partials of 4 registers,
 // butterflies 1, 2, 4 (lane bits 0-2 = e bits 2-4).
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<32 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<32 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_rows_1warp_f32
 // CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32) : i32
 // CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(1 : i32) : i32
@@ -377,7 +377,7 @@ func.func @sum_rows_1warp_f32(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 1
 // One warp, bf16 (8 per run): the same 32x32 along axis 1 has 4 partials of 8
 // registers and only butterflies 1 and 2 (lane bits 0-1 = e bits 3-4); a bf16
 // travels zero-extended in an i32; the result holds 8 registers.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<32 x bf16>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<32 x bf16>
 // CHECK-LABEL: llvm.func ptx_kernelcc @max_rows_1warp_bf16
 // CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32) : i32
 // CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(1 : i32) : i32
@@ -480,7 +480,7 @@ func.func @replicated_axis0(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 
 // The same tile along axis 1 (e bits 0-1, register bits only): 3 adds in the
 // thread, no shuffle; an 8 x 1 buffer read back into the replicated 8-element
 // result (4 registers).
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<8 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @replicated_axis1
 // CHECK-NOT: nvvm.shfl.sync
 // CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_reduce_smem_0 : !llvm.ptr<3>
@@ -522,7 +522,7 @@ func.func @replicated_axis1(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 
 
 // i64 (2 per run) over 2 warps, 8x32 along axis 1: 64-bit values are shuffled
 // as two 32-bit halves (2 shfl per butterfly: 1, 2, 4, 8 for 2 partials).
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8 x i64>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<8 x i64>
 // CHECK-LABEL: llvm.func ptx_kernelcc @max_i64_2warps
 // CHECK: %[[P:.*]] = llvm.intr.smax(%{{.*}}, %{{.*}}) : (i64, i64) -> i64
 // CHECK-NEXT: llvm.intr.smax(%{{.*}}, %{{.*}}) : (i64, i64) -> i64
@@ -637,8 +637,8 @@ func.func @any_i1(%n: i32, %y: !tile.ptr<i32>) attributes {tile.kernel, tile.num
 
 // A middle axis (4x16x2 i32 along axis 1: e bits 1-4) then the last axis of the
 // 4x2 result; each reduce gets its own buffer. Result index = (e >> 5) << 1 | (e & 1).
-// CHECK-DAG: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8 x i32>
-// CHECK-DAG: llvm.mlir.global internal @__kiln_reduce_smem_1() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x i32>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<8 x i32>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_reduce_smem_1() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<4 x i32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_middle_axis_i32
 // CHECK-COUNT-6: nvvm.shfl.sync bfly
 // CHECK-NOT: nvvm.shfl.sync
@@ -740,7 +740,7 @@ func.func @max_rows_1warp_broadcast(%x: !tile.ptr<f32> {tile.divisibility = 16 :
 // [4 rows][4 warps] buffer after 5 butterflies for each of the thread's 4 rows;
 // after the barrier each thread reads the 4 warps' partials of each of its
 // rows (16 loads) and every register takes its row's value.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<16 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_rows_4warps_broadcast
 // CHECK-COUNT-20: nvvm.shfl.sync bfly
 // CHECK-NOT: nvvm.shfl.sync
@@ -778,7 +778,7 @@ func.func @sum_rows_4warps_broadcast(%x: f32, %y: !tile.ptr<f32> {tile.divisibil
 // butterfly round shuffles the f32 and the i32 partial, then ONE i8 buffer holds
 // the two [16 results][1 warp] arrays (64 bytes each, the second at byte 64)
 // between ONE pair of barriers; each result register loads one of each.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<128 x i8>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<128 x i8>
 // CHECK-NOT: __kiln_reduce_smem_1
 // CHECK-LABEL: llvm.func ptx_kernelcc @sum_count_rows_4warps
 // CHECK: %[[F1:.*]] = llvm.fadd %{{.*}}, %{{.*}} : f32
@@ -840,7 +840,7 @@ func.func @sum_count_rows_4warps(%x: f32, %k: i32, %y: !tile.ptr<f32> {tile.divi
 // An f32 max and an i1 `any` to two scalars over 4 warps: the i1 shuffles as a
 // zero-extended i32 and is stored as a byte; one 32-byte buffer (4 f32 slots,
 // then 4 i8 slots at byte 16), one pair of barriers.
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<32 x i8>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<32 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @max_any_1d_4warps
 // CHECK-COUNT-10: nvvm.shfl.sync bfly
 // CHECK-NOT: nvvm.shfl.sync

@@ -88,7 +88,7 @@ func.func @if_yields_tile(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n:
 // A reduction inside a loop, carried as a scalar: the buffer is a module
 // global, the shuffles and both barriers are in the loop body (the second
 // barrier keeps the next iteration from overwriting slots still being read).
-// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x f32>
+// CHECK: llvm.mlir.global internal @__kiln_reduce_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<4 x f32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @for_reduces
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[T:.*]] = %{{.*}}) -> (f32) : i32 {
 // CHECK-COUNT-5: nvvm.shfl.sync bfly

@@ -80,8 +80,8 @@ func.func @broadcast_row(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
 
 // A column of booleans (8x1 -> 8x32): i1 is kept as i8 in shared memory; the
 // source row = (linear index >> 5) & 7. Each broadcast gets its own buffer.
-// CHECK-DAG: llvm.mlir.global internal @__kiln_broadcast_smem_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8 x i8>
-// CHECK-DAG: llvm.mlir.global internal @__kiln_broadcast_smem_1() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8 x i32>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_broadcast_smem_0() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<8 x i8>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_broadcast_smem_1() {addr_space = 3 : i32, alignment = 16 : i64, tile.scratch} : !llvm.array<8 x i32>
 // CHECK-LABEL: llvm.func ptx_kernelcc @broadcast_column_i1
 // CHECK: %[[BUF:.*]] = llvm.mlir.addressof @__kiln_broadcast_smem_0 : !llvm.ptr<3>
 // CHECK: %[[WIDE:.*]] = llvm.zext %{{.*}} : i1 to i8
