@@ -6,5 +6,5 @@ custom ops (it needs torch; importing this package does not import it)."""
 
 MODULES = ["situ", "pack_topk_ids", "concat_mla", "mla_output_gate", "mla_kv", "image", "quant",
            "situ_quant", "kv_indices", "moe_align", "tensor_hash", "moe_fused_gate", "attn_res",
-           "kda_decode", "kda_verify", "mla_attention", "allreduce",
+           "kda_decode", "kda_verify", "kda_prefill", "mla_attention", "allreduce",
            "allreduce_fallback", "gemm_collectives"]

@@ -70,6 +70,7 @@ from . import (
     concat_mla,
     image,
     kda_decode,
+    kda_prefill,
     kda_verify,
     mla_attention,
     mla_kv,
@@ -549,6 +550,44 @@ def kda_replayssm_fold(h0: torch.Tensor, rawk: torch.Tensor, rawv: torch.Tensor,
     128] of every layer (and the conv state rolled back) (kda_verify.kda_replayssm_fold)."""
     kda_verify.kda_replayssm_fold(h0, rawk, rawv, gk, beta, indices, accept_len,
                                   track_indices, steps_to_track, conv_state, conv_records)
+
+
+def _kda_prefill_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                      beta: torch.Tensor, scale: Optional[float] = None,
+                      initial_state: Optional[torch.Tensor] = None,
+                      cu_seqlens: Optional[torch.Tensor] = None,
+                      use_qk_l2norm_in_kernel: bool = False, use_gate_in_kernel: bool = False,
+                      A_log: Optional[torch.Tensor] = None,
+                      dt_bias: Optional[torch.Tensor] = None,
+                      lower_bound: Optional[float] = None,
+                      use_beta_sigmoid_in_kernel: bool = False
+                      ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _rank("kda_chunk_prefill", "v", v, 4)
+    n = v.shape[0] if cu_seqlens is None else cu_seqlens.shape[0] - 1
+    head = kda_prefill.HEAD_DIM
+    return (v.new_empty(v.shape, dtype=torch.bfloat16),
+            v.new_empty((n, v.shape[2], head, head), dtype=torch.float32))
+
+
+@register("kda_chunk_prefill", _kda_prefill_fake)
+def kda_chunk_prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                      beta: torch.Tensor, scale: Optional[float] = None,
+                      initial_state: Optional[torch.Tensor] = None,
+                      cu_seqlens: Optional[torch.Tensor] = None,
+                      use_qk_l2norm_in_kernel: bool = False, use_gate_in_kernel: bool = False,
+                      A_log: Optional[torch.Tensor] = None,
+                      dt_bias: Optional[torch.Tensor] = None,
+                      lower_bound: Optional[float] = None,
+                      use_beta_sigmoid_in_kernel: bool = False
+                      ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(o bf16 [B, T, HV, 128], final state fp32 [N, HV, 128, 128]) of the KDA chunked
+    prefill, fla chunk_kda's contract in the decode pool's state layout
+    (kda_prefill.kda_chunk_prefill)."""
+    return kda_prefill.kda_chunk_prefill(
+        q, k, v, g, beta, scale, initial_state, cu_seqlens,
+        use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
+        A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
+        use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel)
 
 
 # ---------------------------------------------------------------------------
