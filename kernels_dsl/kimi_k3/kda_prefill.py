@@ -106,7 +106,7 @@ def _intra(q, k, G, C: kl.constexpr, K: kl.constexpr):
     aqk = kl.zeros((C, C), kl.float32)
     # Off-diagonal blocks: the rows of block I against the rows before it, both factors
     # taken against G at the block's first row.
-    for bi in kl.static_range(1, C // BLOCK):
+    for bi in range(1, C // BLOCK):
         gr = _row(G, rows, bi * BLOCK)
         mine = (blk == bi)[:, None]
         left = kl.exp(kl.where(mine, G - gr[None, :], 0.0))
@@ -116,7 +116,7 @@ def _intra(q, k, G, C: kl.constexpr, K: kl.constexpr):
         akk = _dot_t(kl.where(mine, k * left, 0.0), right, akk)
         aqk = _dot_t(kl.where(mine, q * left, 0.0), right, aqk)
     # Diagonal blocks, elementwise: column BLOCK * (i // BLOCK) + j of every row i.
-    for j in kl.static_range(0, BLOCK):
+    for j in range(0, BLOCK):
         kj = _block_rows(k, j, C, K)
         gj = _block_rows(G, j, C, K)
         e = kl.exp(kl.minimum(G - gj, 0.0)) * kj
@@ -129,16 +129,24 @@ def _intra(q, k, G, C: kl.constexpr, K: kl.constexpr):
 
 @kiln.jit
 def _unit_lower_inverse(lm, C: kl.constexpr):
-    """(I + lm)^-1 for a strictly lower triangular lm [C, C] (fp32): forward substitution,
-    row i = e_i - Σ_{j < i} lm[i, j] row j."""
+    """(I + lm)^-1 for a strictly lower triangular lm [C, C] (fp32), blocked by BLOCK rows:
+    the block-diagonal part D = I + lm_d by forward substitution, the rows r of every block
+    at once (row i = e_i - Σ_{j < i} lm_d[i, j] row j: one dot of the rows already done),
+    then with N = D^-1 lm_o (lm_o the blocks below the diagonal; N^(C / BLOCK) = 0 for four
+    blocks) (I + lm)^-1 = (I + N)^-1 D^-1 = (I - N)(I + N^2) D^-1."""
     rows = kl.arange(0, C)
     cols = kl.arange(0, C)
-    x = kl.where(rows[:, None] == cols[None, :], 1.0, 0.0)
-    for i in range(1, C):
-        li = _row(lm, rows, i)  # zero from column i on
-        xi = kl.sum(li[:, None] * x, axis=0)
-        x = kl.where(rows[:, None] == i, x - xi[None, :], x)
-    return x
+    eye = kl.where(rows[:, None] == cols[None, :], 1.0, 0.0)
+    same = (rows // BLOCK)[:, None] == (cols // BLOCK)[None, :]
+    lm_d = kl.where(same, lm, 0.0)
+    d_inv = eye
+    for r in range(1, BLOCK):
+        done = _dot(lm_d, d_inv, kl.zeros((C, C), kl.float32))
+        d_inv = kl.where((rows % BLOCK == r)[:, None], eye - done, d_inv)
+    n = _dot(d_inv, kl.where(same, 0.0, lm), kl.zeros((C, C), kl.float32))
+    n2 = _dot(n, n, kl.zeros((C, C), kl.float32))
+    return _dot(_dot(eye - n, eye + n2, kl.zeros((C, C), kl.float32)), d_inv,
+                kl.zeros((C, C), kl.float32))
 
 
 # ---------------------------------------------------------------------------
