@@ -58,3 +58,21 @@ def test_runner_imports_without_torch_and_its_sweep_is_settings():
 def test_settings_fields_exist():
     fields = {f.name for f in dataclasses.fields(kda_decode.Settings)}
     assert {"packed_rows", "packed_min_programs", "state_evict", "state_store"} <= fields
+
+
+def test_prefill_runner_imports_without_torch_and_holds_the_issue_cases():
+    """bench/kda/prefill.py: the cases of issue 26 (65,536 tokens at 12 heads; 8,192 at 96
+    fixed, FlashKDA's varlen and 8 x 1,024; 64 x 1,024 at 12) and its 3x bar."""
+    code = (STUB_TORCH.format(bench=os.path.join(REPO, "bench", "kda"), repo=REPO)
+            + "import prefill\n"
+            "cases = {(tuple(c[1]), c[2], c[3]) for c in prefill.CASES}\n"
+            "assert ((65536,), 12, False) in cases and ((8192,), 96, False) in cases\n"
+            "assert ((1300, 547, 2048, 963, 271, 3063), 96, True) in cases\n"
+            "assert ((1024,) * 8, 96, True) in cases and ((1024,) * 64, 12, True) in cases\n"
+            "assert prefill.TARGET == 3.0 and all(c in prefill.CASES for c in prefill.QUICK)\n"
+            "print('ok')")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(kiln.__file__)), REPO]))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
