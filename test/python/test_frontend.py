@@ -426,7 +426,7 @@ def test_aot_cli_builds_a_bundle(tmp_path):
         [os.path.dirname(os.path.dirname(kiln.__file__)), REPO]))
     r = subprocess.run([sys.executable, "-m", "kiln.aot", "kernels_dsl.kimi_k3", "--arch",
                         "sm_90a,sm_100a", "-o", str(out)], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr + r.stdout
     specs = kiln.aot.collect("kernels_dsl.kimi_k3")
     n_specs = len(specs)
@@ -445,7 +445,7 @@ def test_aot_cli_builds_a_bundle(tmp_path):
     data1 = out.read_bytes()
     r2 = subprocess.run([sys.executable, "-m", "kiln.aot", "kernels_dsl.kimi_k3", "--arch",
                          "sm_100a,sm_90a", "-o", str(tmp_path / "again.kbundle")], cwd=REPO,
-                        env=env, capture_output=True, text=True, timeout=600)
+                        env=env, capture_output=True, text=True, timeout=900)
     assert r2.returncode == 0, r2.stderr
     assert (tmp_path / "again.kbundle").read_bytes() == data1  # deterministic
 
