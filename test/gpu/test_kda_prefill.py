@@ -15,24 +15,13 @@ torch = pytest.importorskip("torch")
 from kernels_dsl.kimi_k3 import kda_decode  # noqa: E402
 from kernels_dsl.kimi_k3 import kda_prefill as mod  # noqa: E402
 
+from test_kda_decode import gate_ref, l2norm  # noqa: E402
+
 K = V = 128
 C = 64
 LB = -5.0
 SCALE = K ** -0.5
 BF16 = torch.bfloat16
-
-
-def l2norm(x):
-    return x / torch.sqrt((x * x).sum(-1, keepdim=True) + 1e-6)
-
-
-def gate_ref(a, dt_bias, a_log, lower_bound):
-    """a [T, HV, K] fp32 -> g (the decode's gate, docs/kernels/kda.md)."""
-    x = a + dt_bias.view(1, -1, K)
-    ea = torch.exp(a_log).view(1, -1, 1)
-    if lower_bound is None:
-        return -ea * torch.where(x > 20, x, torch.log1p(torch.exp(torch.clamp(x, max=20))))
-    return lower_bound * torch.sigmoid(ea * x)
 
 
 def recurrent_ref(q, k, v, g, beta, h0):

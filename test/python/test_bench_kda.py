@@ -20,6 +20,15 @@ sys.path[:0] = [{bench!r}, {repo!r}]
 """
 
 
+def run_stubbed(code):
+    """Runs ``code`` (STUB_TORCH first) in a fresh interpreter; it must print ok."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(kiln.__file__)), REPO]))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
 def test_runner_imports_without_torch_and_its_sweep_is_settings():
     code = (STUB_TORCH.format(bench=os.path.join(REPO, "bench", "kda"), repo=REPO)
             + "import dataclasses, run\n"
@@ -48,11 +57,7 @@ def test_runner_imports_without_torch_and_its_sweep_is_settings():
             "row.update(B=1, **{'kiln us': 3.0, 'ceiling us': 1.6})\n"
             "assert run.bars(row)[1] is True\n"
             "print('ok')")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(kiln.__file__)), REPO]))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    run_stubbed(code)
 
 
 def test_settings_fields_exist():
@@ -71,8 +76,4 @@ def test_prefill_runner_imports_without_torch_and_holds_the_issue_cases():
             "assert ((1024,) * 8, 96, True) in cases and ((1024,) * 64, 12, True) in cases\n"
             "assert prefill.TARGET == 3.0 and all(c in prefill.CASES for c in prefill.QUICK)\n"
             "print('ok')")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(kiln.__file__)), REPO]))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    run_stubbed(code)
