@@ -71,19 +71,26 @@ def chunked_ref(q, k, v, g, beta, h0):
     return o, h
 
 
-def inputs(rng, t, h, hv, gate_mode, l2):
+def inputs(rng, t, h, hv, gate_mode, l2, strong=False):
     """Raw inputs of one batch row: q, k [T, H, K] bf16 (unit rows unless ``l2``: the
     kernel normalizes them), v [T, HV, V] bf16, g (fp32 log decay, or the bf16 ``a``), beta
-    bf16 [T, HV], and A_log, dt_bias."""
+    bf16 [T, HV], and A_log, dt_bias. The decays are weak (g about -0.01 to -0.05 a token),
+    so that the state carries across chunks and the off-diagonal blocks of a chunk count
+    (with decays near -5 both vanish below fp32 and a test would not see them); ``strong``:
+    the lower bound's range, down to -5 a token."""
     q, k = (rng.standard_normal((t, h, K)) for _ in range(2))
     if not l2:
         q, k = l2norm(q), l2norm(k)
     q, k = q.astype(BF16), k.astype(BF16)
     v = rng.standard_normal((t, hv, V)).astype(BF16)
-    a_log = np.log(rng.uniform(1, 16, hv)).astype(np.float32)
-    dt_bias = (rng.uniform(-1, 1, hv * K) * 0.5).astype(np.float32)
+    a_log = np.log(rng.uniform(1, 16, hv) if strong else rng.uniform(0.02, 0.1, hv))
+    dt_bias = rng.uniform(-1, 1, hv * K) * 0.5
+    if gate_mode == mod.GATE_LOWER_BOUND and not strong:  # sigmoid(x - 6): g near -0.01
+        a_log, dt_bias = np.zeros(hv), dt_bias - 6.0
+    a_log, dt_bias = a_log.astype(np.float32), dt_bias.astype(np.float32)
     if gate_mode == mod.GATE_GIVEN:
-        g = (LB / (1 + np.exp(-rng.standard_normal((t, hv, K))))).astype(np.float32)
+        top = LB if strong else -0.1
+        g = (top / (1 + np.exp(-rng.standard_normal((t, hv, K))))).astype(np.float32)
     else:
         g = rng.standard_normal((t, hv, K)).astype(BF16)
     beta = rng.standard_normal((t, hv)).astype(BF16)
@@ -119,14 +126,15 @@ def sequence_ref(q, k, v, g, beta, a_log, dt_bias, h0, gate_mode, l2, beta_sigmo
 
 
 def test_references_agree():
-    """The chunk form equals the recurrence (float64) across partial chunks and with the
-    lower-bound gate's decays (G down to -320 inside a chunk)."""
+    """The chunk form equals the recurrence (float64) across partial chunks, with the lower
+    bound's decays (G down to -320 inside a chunk) and with weak ones (the state crosses
+    chunks)."""
     rng = np.random.default_rng(0)
-    for t in (1, 37, 64, 150):
+    for t, top in ((1, LB), (37, LB), (64, LB), (150, LB), (150, -0.1)):
         q = l2norm(rng.standard_normal((t, K))) * SCALE
         k = l2norm(rng.standard_normal((t, K)))
         v = rng.standard_normal((t, V))
-        g = LB / (1 + np.exp(-rng.standard_normal((t, K)) - 4))  # close to -5
+        g = top / (1 + np.exp(-rng.standard_normal((t, K)) - 4))  # close to top
         beta = 1 / (1 + np.exp(-rng.standard_normal(t)))
         h0 = rng.standard_normal((V, K))
         o1, h1 = recurrent_ref(q, k, v, g, beta, h0)
@@ -163,11 +171,11 @@ def copy_aligned(x):
 
 
 def run(rng, lengths, h, hv, gate_mode=mod.GATE_GIVEN, l2=True, beta_sigmoid=False,
-        with_h0=True, varlen=False):
+        with_h0=True, varlen=False, strong=False):
     """Runs the wrapper on fresh inputs (sequences of ``lengths``; fixed length: a batch)
     and checks it against the recurrence; returns (inputs, outputs) for further checks."""
     total = sum(lengths)
-    q, k, v, g, beta, a_log, dt_bias = inputs(rng, total, h, hv, gate_mode, l2)
+    q, k, v, g, beta, a_log, dt_bias = inputs(rng, total, h, hv, gate_mode, l2, strong)
     n = len(lengths)
     h0 = (rng.standard_normal((n, hv, V, K)) * 0.5).astype(np.float32) if with_h0 else None
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
@@ -212,11 +220,14 @@ def assert_prefill_close(out, ref_out, state, ref_state):
         assert err <= 1e-4 * np.abs(ref_state[j]).max(), (j, err)
 
 
-@pytest.mark.parametrize("t", [1, 37, 64, 130])
-def test_lengths(via_interpreter, t):
-    """One sequence of T tokens (below, at, past the chunk), lower-bound decays, L2 norms in
-    the kernel, an initial state; one launch (value blocks x heads x sequences)."""
-    run(np.random.default_rng(t), [t], h=1, hv=1)
+@pytest.mark.parametrize("t, strong", [(1, False), (37, False), (64, False), (200, False),
+                                       (130, True)])
+def test_lengths(via_interpreter, t, strong):
+    """One sequence of T tokens (below, at, past the chunk; weak decays: the state crosses
+    chunks), or the lower bound's strong decays over long chunks (G down to -320 inside a
+    chunk); L2 norms in the kernel, an initial state; one launch (value blocks x heads x
+    sequences)."""
+    run(np.random.default_rng(t), [t], h=1, hv=1, strong=strong)
     assert via_interpreter == [("kda_chunk_prefill", (2, 1, 1), dict(
         K=K, V=V, VB=64, GATE=0, VARLEN=False), 8)]
 
@@ -227,11 +238,12 @@ def test_batch_gva_no_initial_state(via_interpreter):
 
 
 @pytest.mark.parametrize("gate_mode", [mod.GATE_SOFTPLUS, mod.GATE_LOWER_BOUND])
-def test_gate_and_beta_in_kernel(via_interpreter, gate_mode):
+@pytest.mark.parametrize("strong", [False, True])
+def test_gate_and_beta_in_kernel(via_interpreter, gate_mode, strong):
     """The raw gate input and beta logits: the kernel applies kda_decode's gate and the
     sigmoid."""
     run(np.random.default_rng(2 + gate_mode), [80], h=1, hv=2, gate_mode=gate_mode,
-        beta_sigmoid=True)
+        beta_sigmoid=True, strong=strong)
     assert via_interpreter[0][0] == ("kda_chunk_prefill_gate" if gate_mode == 1 else
                                      "kda_chunk_prefill_gate_lower_bound")
 
