@@ -560,15 +560,23 @@ def merge_config(settings: Settings = SETTINGS) -> tuple:
 
 def num_splits_for(bsz: int, h: int, s: int, max_rows: int, sms: Optional[int],
                    settings: Settings = SETTINGS, tma: bool = False) -> int:
-    """The split count: enough programs for ``splits_per_sm`` an SM (132 SMs when unknown),
-    no chunk below ``min_chunk`` rows of the longest possible request (``max_rows``: the
-    block table's pages times the page size), at most MAX_SPLITS. ``tma``: the TMA
+    """The split count: at most enough programs for ``splits_per_sm`` an SM (132 SMs when
+    unknown) in one wave, no chunk below ``min_chunk`` rows of the longest possible request
+    (``max_rows``: the block table's pages times the page size), at most MAX_SPLITS; of
+    those, the largest whose last wave is at least 90 % full (else the fullest): 5 splits
+    of 64 requests are 320 programs for 264 slots, 1.21 waves, where 4 fill one (H100,
+    H = 12: 124 against 166 us, bench/results/mla/h100-splits-38.md). ``tma``: the TMA
     kernel's programs (always two value parts a head block)."""
     _, block_h, vparts = tile_shape(h, s)
-    programs = bsz * -(-h // block_h) * (2 if tma else vparts)
-    want = -(-(settings.splits_per_sm * (sms or 132)) // max(programs, 1))
-    cap = max(1, -(-max_rows // settings.min_chunk))
-    return max(1, min(want, cap, MAX_SPLITS))
+    programs = max(1, bsz * -(-h // block_h) * (2 if tma else vparts))
+    slots = settings.splits_per_sm * (sms or 132)
+    cap = max(1, min(-(-slots // programs), -(-max_rows // settings.min_chunk), MAX_SPLITS))
+
+    def fill(n: int) -> float:
+        return programs * n / (-(-programs * n // slots) * slots)
+
+    full = [n for n in range(1, cap + 1) if fill(n) >= 0.9]
+    return max(full) if full else max(range(1, cap + 1), key=lambda n: (fill(n), n))
 
 
 def _signature(fp8: bool) -> dict:

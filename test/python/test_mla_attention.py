@@ -244,14 +244,18 @@ def test_split_counts(via_interpreter):
 
 
 def test_num_splits_choice():
-    """Enough programs for the GPU when few requests, no split below min_chunk rows."""
+    """Enough programs for the GPU when few requests, whole waves, no split below
+    min_chunk rows."""
     assert mod.num_splits_for(1, 12, 1, 32768, 132) == 128  # 1 request x 1 head block
-    assert mod.num_splits_for(128, 12, 1, 32768, 132) == 3
+    assert mod.num_splits_for(128, 12, 1, 32768, 132) == 2  # 256 programs: one wave
+    assert mod.num_splits_for(64, 12, 1, 32768, 132) == 4  # not 5: 1.21 waves
     assert mod.num_splits_for(1, 12, 1, 64, 132) == 1  # a short block table: one split
     assert mod.num_splits_for(1, 128, 1, 1 << 20, 132) == 66  # 2 head blocks x 2 value parts
     assert mod.num_splits_for(1, 1, 1, 1 << 30, 10 ** 4) == mod.MAX_SPLITS
     assert mod.num_splits_for(1, 12, 1, 32768, 132, tma=True) == 128  # 2 value parts
-    assert mod.num_splits_for(64, 12, 1, 32768, 132, tma=True) == 3
+    assert mod.num_splits_for(64, 12, 1, 32768, 132, tma=True) == 2
+    assert mod.num_splits_for(64, 128, 1, 32768, 132, tma=True) == 2  # two full waves
+    assert mod.num_splits_for(512, 12, 1, 32768, 132) == 1
 
 
 def test_tile_shapes():
