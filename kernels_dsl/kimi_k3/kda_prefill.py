@@ -299,8 +299,7 @@ def kda_chunk_prefill(q: Any, k: Any, v: Any, g: Any, beta: Any, scale: Optional
     else:
         L.check_dtype(op, "g", g, ("float32",))
     _, lb = _lower_bound_args(op, lower_bound)
-    bsz, t_len, h, dk = L.check_shape(op, "q", q, (None, None, None, HEAD_DIM))
-    del dk
+    bsz, t_len, h, _ = L.check_shape(op, "q", q, (None, None, None, HEAD_DIM))
     L.check_shape(op, "k", k, (bsz, t_len, h, HEAD_DIM))
     _, _, hv, _ = L.check_shape(op, "v", v, (bsz, t_len, None, HEAD_DIM))
     _check_heads(op, hv, h)
