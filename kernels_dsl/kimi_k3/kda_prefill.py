@@ -48,7 +48,16 @@ from .kda_decode import (
 
 #: Tokens a chunk; rows a diagonal block of the intra-chunk products.
 CHUNK = 64
+LOG2_CHUNK = 6
 BLOCK = 16
+#: The largest decay (nats, in any channel) of a row block that ``_intra``'s factors take:
+#: exp(80) and exp(-80) are normal fp32 and bf16 numbers.
+SAFE_SPAN = 80.0
+#: The per-token decay (nats) ``_intra`` caps g at: exp(-20) = 2.1e-9 of |k_i| |k_j|, below
+#: the fp32 rounding of A's entries.
+DECAY_CAP = 20.0
+#: Sequences a step of the varlen slot search reads.
+SEARCH = 1024
 
 
 # ---------------------------------------------------------------------------
@@ -96,109 +105,116 @@ def _block_rows(x, j, C: kl.constexpr, N: kl.constexpr):
 
 
 @kiln.jit
-def _intra(q, k, G, C: kl.constexpr, K: kl.constexpr):
-    """(A_kk, A_qk) of the chunk (module docstring): [C, C] fp32, A_kk strictly lower, A_qk
-    lower with its diagonal."""
+def _intra(q, k, G, rb, C: kl.constexpr):
+    """(A_kk, A_qk) of the chunk from the capped log decay G (``kda_prefill_chunk_kernel``),
+    the rows in blocks of rb (16 or 8, a runtime value) whose decay from the block's first
+    row to its last is at most SAFE_SPAN in every channel: block b's rows i against every
+    row j up to the block's end in one dot, both factors taken against the block's middle
+    row m, ``exp(G_i - G_m)`` and ``exp(G_m - G_j)``, each within exp(+-SAFE_SPAN) (rows j
+    of earlier blocks only get smaller); their product is exp(G_i - G_j). A_kk's dots on
+    two-part operands, A_qk's on one bf16 part (it reaches the output only)."""
     rows = kl.arange(0, C)
     cols = kl.arange(0, C)
-    blk = rows // BLOCK
     akk = kl.zeros((C, C), kl.float32)
     aqk = kl.zeros((C, C), kl.float32)
-    # Off-diagonal blocks: the rows of block I against the rows before it, both factors
-    # taken against G at the block's first row.
-    for bi in range(1, C // BLOCK):
-        gr = _row(G, rows, bi * BLOCK)
-        mine = (blk == bi)[:, None]
-        left = kl.exp(kl.where(mine, G - gr[None, :], 0.0))
-        right = kl.where((rows < bi * BLOCK)[:, None],
-                         k * kl.exp(kl.where((rows < bi * BLOCK)[:, None], gr[None, :] - G, 0.0)),
-                         0.0)
+    for b in range(0, C // rb):
+        gm = _row(G, rows, b * rb + rb // 2)
+        mine = (rows // rb == b)[:, None]
+        upto = (rows < (b + 1) * rb)[:, None]
+        left = kl.exp(kl.where(mine, G - gm[None, :], 0.0))
+        right = kl.where(upto, k * kl.exp(kl.where(upto, gm[None, :] - G, 0.0)), 0.0)
         akk = _dot_t(kl.where(mine, k * left, 0.0), right, akk)
-        aqk = _dot_t(kl.where(mine, q * left, 0.0), right, aqk)
-    # Diagonal blocks, elementwise: column BLOCK * (i // BLOCK) + j of every row i.
-    for j in range(0, BLOCK):
-        kj = _block_rows(k, j, C, K)
-        gj = _block_rows(G, j, C, K)
-        e = kl.exp(kl.minimum(G - gj, 0.0)) * kj
-        col = (blk * BLOCK + j)[:, None] == cols[None, :]
-        sub = rows % BLOCK
-        akk = kl.where(col & (sub > j)[:, None], kl.sum(k * e, axis=1)[:, None], akk)
-        aqk = kl.where(col & (sub >= j)[:, None], kl.sum(q * e, axis=1)[:, None], aqk)
-    return akk, aqk
+        aqk = kl.dot(kl.where(mine, q * left, 0.0).to(kl.bfloat16),
+                     right.to(kl.bfloat16).T, aqk)
+    lower = rows[:, None] > cols[None, :]
+    return kl.where(lower, akk, 0.0), kl.where(lower | (rows[:, None] == cols[None, :]), aqk,
+                                               0.0)
 
 
 @kiln.jit
 def _unit_lower_inverse(lm, C: kl.constexpr):
-    """(I + lm)^-1 for a strictly lower triangular lm [C, C] (fp32), blocked by BLOCK rows:
-    the block-diagonal part D = I + lm_d by forward substitution, the rows r of every block
-    at once (row i = e_i - Σ_{j < i} lm_d[i, j] row j: one dot of the rows already done),
-    then with N = D^-1 lm_o (lm_o the blocks below the diagonal; N^(C / BLOCK) = 0 for four
-    blocks) (I + lm)^-1 = (I + N)^-1 D^-1 = (I - N)(I + N^2) D^-1."""
+    """(I + lm)^-1 for a strictly lower triangular lm [C, C] (fp32; lm^C = 0) by doubling:
+    (I - lm)(I + lm^2)(I + lm^4) ... (I + lm^(C / 2)), two-part dots."""
     rows = kl.arange(0, C)
     cols = kl.arange(0, C)
-    eye = kl.where(rows[:, None] == cols[None, :], 1.0, 0.0)
-    same = (rows // BLOCK)[:, None] == (cols // BLOCK)[None, :]
-    lm_d = kl.where(same, lm, 0.0)
-    d_inv = eye
-    for r in range(1, BLOCK):
-        done = _dot(lm_d, d_inv, kl.zeros((C, C), kl.float32))
-        d_inv = kl.where((rows % BLOCK == r)[:, None], eye - done, d_inv)
-    n = _dot(d_inv, kl.where(same, 0.0, lm), kl.zeros((C, C), kl.float32))
-    n2 = _dot(n, n, kl.zeros((C, C), kl.float32))
-    return _dot(_dot(eye - n, eye + n2, kl.zeros((C, C), kl.float32)), d_inv,
-                kl.zeros((C, C), kl.float32))
+    zero = kl.zeros((C, C), kl.float32)
+    p = kl.where(rows[:, None] == cols[None, :], 1.0, 0.0) - lm
+    power = lm
+    for _ in range(LOG2_CHUNK - 1):
+        power = _dot(power, power, zero)
+        p = _dot(p, power, p)
+    return p
 
 
-# ---------------------------------------------------------------------------
-# kda_chunk_prefill
-# ---------------------------------------------------------------------------
-
-@kiln.jit(num_warps=8, do_not_specialize=["T", "H", "HV", "has_h0", "l2norm",
-                                          "beta_sigmoid"])
-def kda_chunk_prefill_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb_ptr, h0_ptr,
-                             ht_ptr, cu_ptr, o_ptr, T, H, HV, has_h0, l2norm, beta_sigmoid,
-                             scale, lower_bound, K: kl.constexpr, V: kl.constexpr,
-                             VB: kl.constexpr, GATE: kl.constexpr, VARLEN: kl.constexpr):
-    """Program (value block, value head hv, sequence n): the VB value rows of the head's
-    state through every chunk of the sequence (module docstring). q, k [*, H, K] bf16, v
-    [*, HV, V] bf16, g [*, HV, K] (GATE 0: the fp32 log decay; 1: the raw bf16 ``a`` of the
-    softplus gate, 2: of the lower-bound gate, with A_log [HV] and dt_bias [HV K]), beta
-    [*, HV] bf16 (``beta_sigmoid``: the logits), all token-major and dense; h0 (``has_h0``)
-    and ht [N, HV, V, K] fp32; o [*, HV, V] bf16. VARLEN: sequence n is the tokens cu[n] ..
-    cu[n + 1] - 1, else n T .. n T + T - 1. ``l2norm``: q and k L2-normalized first."""
-    C: kl.constexpr = CHUNK
-    vb = kl.program_id(0)
-    hv = kl.program_id(1)
-    n = kl.program_id(2)
-    h = hv // (HV // H)
+@kiln.jit
+def _chunk_of(cu_ptr, p, T, N, VARLEN: kl.constexpr):
+    """(sequence, first token, end of the sequence) of chunk slot p: fixed length, slot
+    n * cdiv(T, C) + j is chunk j of sequence n; varlen (``_slot``), the sequence n whose
+    slots start at or before p."""
     if VARLEN:
+        n = p * 0
+        for n0 in range(0, N, SEARCH):
+            idx = n0 + kl.arange(0, SEARCH)
+            c = kl.load(cu_ptr + idx, mask=idx < N, other=0)
+            n += kl.sum(((idx < N) & (c // CHUNK + idx <= p)).to(kl.int32), axis=0)
+        n = n - 1
         bos = kl.load(cu_ptr + n)
         eos = kl.load(cu_ptr + n + 1)
+        start = bos + (p - (bos // CHUNK + n)) * CHUNK
     else:
+        nc = (T + CHUNK - 1) // CHUNK
+        n = p // nc
         bos = n * T
         eos = bos + T
-    rows = kl.arange(0, C)
-    cols = kl.arange(0, K)
-    vrows = vb * VB + kl.arange(0, VB)
-    at = (n.to(kl.int64) * HV + hv) * (V * K) + (vrows * K)[:, None] + cols[None, :]
-    state = kl.load(h0_ptr + at, mask=has_h0 != 0, other=0.0)
-    if GATE > 0:
-        a_log = kl.load(alog_ptr + hv)
-        dt_bias = kl.load(dtb_ptr + hv * K + cols)
-    for c0 in range(bos, eos, C):
-        t = c0 + rows
+        start = bos + (p - n * nc) * CHUNK
+    return n, start, eos
+
+
+@kiln.jit
+def _slot(cu_ptr, n, bos, T, VARLEN: kl.constexpr):
+    """The slot of sequence n's first chunk: varlen ``bos // C + n`` (distinct for every
+    chunk of every sequence: at most cdiv(T, C) + N slots), else ``n cdiv(T, C)``."""
+    if VARLEN:
+        return bos // CHUNK + n
+    return n * ((T + CHUNK - 1) // CHUNK)
+
+
+# ---------------------------------------------------------------------------
+# kda_chunk_prefill: the chunk factors (every chunk at once), then the state chain
+# ---------------------------------------------------------------------------
+
+@kiln.jit(num_warps=8, do_not_specialize=["T", "H", "HV", "N", "l2norm", "beta_sigmoid"])
+def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb_ptr, cu_ptr,
+                             wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, T, H, HV, N,
+                             l2norm, beta_sigmoid, scale, lower_bound, K: kl.constexpr,
+                             V: kl.constexpr, GATE: kl.constexpr, VARLEN: kl.constexpr):
+    """Program (chunk slot p, value head hv): the chunk's factors, which need no state, into
+    the workspace at slot p (module docstring): qg = q exp(G) (bf16 [C, K]), W (bf16 [C,
+    K]), kd = k exp(G_last - G) (fp32 [C, K]), U (fp32 [C, V]), A_qk (bf16 [C, C]) and
+    exp(G_last) (fp32 [K]), each [P, HV, ...]. Inputs as ``kda_chunk_prefill_kernel``'s
+    docstring of the wrapper says; a slot past its sequence's chunks does nothing."""
+    C: kl.constexpr = CHUNK
+    p = kl.program_id(0)
+    hv = kl.program_id(1)
+    h = hv // (HV // H)
+    n, start, eos = _chunk_of(cu_ptr, p, T, N, VARLEN)
+    if start < eos:
+        rows = kl.arange(0, C)
+        cols = kl.arange(0, K)
+        vcols = kl.arange(0, V)
+        t = start + rows
         ok = t < eos
         t64 = t.to(kl.int64)
         qk_at = (t64 * H + h)[:, None] * K + cols[None, :]
         q = kl.load(q_ptr + qk_at, mask=ok[:, None], other=0.0).to(kl.float32)
         k = kl.load(k_ptr + qk_at, mask=ok[:, None], other=0.0).to(kl.float32)
-        v = kl.load(v_ptr + (t64 * HV + hv)[:, None] * V + vrows[None, :], mask=ok[:, None],
-                    other=0.0).to(kl.float32)
         g_at = (t64 * HV + hv)[:, None] * K + cols[None, :]
         if GATE > 0:
+            a_log = kl.load(alog_ptr + hv)
+            dt_bias = kl.load(dtb_ptr + hv * K + cols)
             a = kl.load(g_ptr + g_at, mask=ok[:, None], other=0.0).to(kl.float32)
-            g = kl.where(ok[:, None], kda_gate(a, dt_bias[None, :], a_log, lower_bound, GATE == 2),
-                         0.0)
+            g = kl.where(ok[:, None], kda_gate(a, dt_bias[None, :], a_log, lower_bound,
+                                               GATE == 2), 0.0)
         else:
             g = kl.load(g_ptr + g_at, mask=ok[:, None], other=0.0)
         beta = kl.load(beta_ptr + t64 * HV + hv, mask=ok, other=0.0).to(kl.float32)
@@ -207,25 +223,81 @@ def kda_chunk_prefill_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
         k = kl.where(l2norm != 0, kda_l2norm(k), k)
         G = kl.cumsum(g, axis=0)
         g_last = _row(G, rows, C - 1)  # padded rows add nothing: the last valid row's
-        akk, aqk = _intra(q, k, G, C, K)
-        x = _unit_lower_inverse(akk * beta[:, None], C)
-        tm = x * beta[None, :]
-        eg = kl.exp(G)
-        w = _dot(tm, k * eg, kl.zeros((C, K), kl.float32))
-        u = _dot(tm, v, kl.zeros((C, VB), kl.float32))
-        vp = u - _dot_t(w, state, kl.zeros((C, VB), kl.float32))
-        o = _dot(aqk, vp, _dot_t(q * eg, state, kl.zeros((C, VB), kl.float32)))
-        kl.store(o_ptr + (t64 * HV + hv)[:, None] * V + vrows[None, :], o, mask=ok[:, None])
-        kd = k * kl.exp(g_last[None, :] - G)
-        state = _dot(vp.T, kd, state * kl.exp(g_last)[None, :])
+        slot = p.to(kl.int64) * HV + hv
+        ck = slot * (C * K) + (rows * K)[:, None] + cols[None, :]
+        kl.store(wq_ptr + ck, (q * kl.exp(G)).to(kl.bfloat16))
+        kl.store(wkd_ptr + ck, k * kl.exp(g_last[None, :] - G))
+        kl.store(wd_ptr + slot * K + cols, kl.exp(g_last))
+        # A_kk, A_qk from the decay capped at DECAY_CAP a token (a pair across a token that
+        # decays more is below exp(-DECAY_CAP) either way): 16-row blocks where they decay
+        # by at most SAFE_SPAN, else 8-row blocks (4 DECAY_CAP = SAFE_SPAN).
+        gc = kl.cumsum(kl.maximum(g, -DECAY_CAP), axis=0)
+        span = _block_rows(gc, 0, C, K) - _block_rows(gc, BLOCK - 1, C, K)
+        rb = kl.where(kl.max(kl.max(span, axis=1), axis=0) <= SAFE_SPAN, BLOCK, BLOCK // 2)
+        akk, aqk = _intra(q, k, gc, rb, C)
+        ccols = kl.arange(0, C)
+        kl.store(wa_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :],
+                 aqk.to(kl.bfloat16))
+        tm = _unit_lower_inverse(akk * beta[:, None], C) * beta[None, :]
+        kl.store(ww_ptr + ck, _dot(tm, k * kl.exp(G), kl.zeros((C, K), kl.float32)))
+        v = kl.load(v_ptr + (t64 * HV + hv)[:, None] * V + vcols[None, :], mask=ok[:, None],
+                    other=0.0)
+        tm_hi, tm_lo = _split(tm)
+        kl.store(wu_ptr + slot * (C * V) + (rows * V)[:, None] + vcols[None, :],
+                 kl.dot(tm_lo, v, kl.dot(tm_hi, v, kl.zeros((C, V), kl.float32))))
+
+
+@kiln.jit(num_warps=8, do_not_specialize=["T", "HV", "has_h0"])
+def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0_ptr, ht_ptr,
+                             cu_ptr, o_ptr, T, HV, has_h0, K: kl.constexpr, V: kl.constexpr,
+                             VB: kl.constexpr, VARLEN: kl.constexpr):
+    """Program (value block, value head hv, sequence n): the VB value rows of the head's
+    state, kept transposed ([K, VB] fp32), through the sequence's chunks from their factors
+    (``kda_prefill_chunk_kernel``): V' = U - W h^T, o = qg h^T + A_qk V', h <- h exp(G_last)
+    + V'^T kd. h0 (``has_h0``) and ht [N, HV, V, K] fp32; o [*, HV, V] bf16."""
+    C: kl.constexpr = CHUNK
+    vb = kl.program_id(0)
+    hv = kl.program_id(1)
+    n = kl.program_id(2)
+    if VARLEN:
+        bos = kl.load(cu_ptr + n)
+        eos = kl.load(cu_ptr + n + 1)
+    else:
+        bos = n * T
+        eos = bos + T
+    first = _slot(cu_ptr, n, bos, T, VARLEN)
+    rows = kl.arange(0, C)
+    kk = kl.arange(0, K)
+    ccols = kl.arange(0, C)
+    vcols = vb * VB + kl.arange(0, VB)
+    at = (n.to(kl.int64) * HV + hv) * (V * K) + (vcols * K)[None, :] + kk[:, None]
+    state = kl.load(h0_ptr + at, mask=has_h0 != 0, other=0.0)  # h^T [K, VB]
+    for c0 in range(bos, eos, C):
+        slot = (first + (c0 - bos) // C).to(kl.int64) * HV + hv
+        ck = slot * (C * K) + (rows * K)[:, None] + kk[None, :]
+        w = kl.load(ww_ptr + ck)
+        qg = kl.load(wq_ptr + ck)
+        kd_t = kl.load(wkd_ptr + slot * (C * K) + kk[:, None] + (rows * K)[None, :])  # [K, C]
+        u = kl.load(wu_ptr + slot * (C * V) + (rows * V)[:, None] + vcols[None, :])
+        aqk = kl.load(wa_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :])
+        decay = kl.load(wd_ptr + slot * K + kk)
+        h_hi, h_lo = _split(state)
+        zero = kl.zeros((C, VB), kl.float32)
+        vp = u - _dot(w, state, zero)
+        o = kl.dot(aqk, vp.to(kl.bfloat16), kl.dot(qg, h_lo, kl.dot(qg, h_hi, zero)))
+        t = c0 + rows
+        kl.store(o_ptr + (t.to(kl.int64) * HV + hv)[:, None] * V + vcols[None, :], o,
+                 mask=(t < eos)[:, None])
+        state = _dot(kd_t, vp, state * decay[:, None])
     kl.store(ht_ptr + at, state)
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """kda_chunk_prefill's tuning (docs/kernels/kda.md, "Chunked prefill")."""
-    value_block: int = 64  # value rows of the state a program ([64, 128] fp32) ...
-    num_warps: int = 8  # ... on 8 warps (4: wgmma staged, 7 KiB of spill on sm_90a)
+    chunk_warps: int = 8  # the chunk factors: [64, 128] fp32 tiles
+    value_block: int = 16  # value rows of the state a chain program ([128, 16] fp32) ...
+    chain_warps: int = 8  # ... on 8 warps
 
 
 SETTINGS = Settings()
@@ -235,34 +307,59 @@ SETTINGS = Settings()
 GATE_GIVEN, GATE_SOFTPLUS, GATE_LOWER_BOUND = 0, 1, 2
 
 
-def launch_config(gate: int, varlen: bool, settings: Settings = SETTINGS) -> tuple:
-    """(bundle name, constexprs, num_warps) of the prefill kernel for a gate mode, with or
-    without cu_seqlens."""
-    name = "kda_chunk_prefill" + ("", "_gate", "_gate_lower_bound")[gate] + (
-        "_varlen" if varlen else "")
-    return (name, {"K": HEAD_DIM, "V": HEAD_DIM, "VB": settings.value_block, "GATE": gate,
-                   "VARLEN": bool(varlen)}, settings.num_warps)
+def _suffix(varlen: bool) -> str:
+    return "_varlen" if varlen else ""
 
 
-def signature(gate: int, varlen: bool) -> dict:
-    """The AOT signature (without cu_seqlens the wrapper passes final_state for cu_ptr,
-    never read)."""
+def chunk_launch_config(gate: int, varlen: bool, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the chunk-factor kernel for a gate mode, with
+    or without cu_seqlens."""
+    name = "kda_prefill_chunk" + ("", "_gate", "_gate_lower_bound")[gate] + _suffix(varlen)
+    return (name, {"K": HEAD_DIM, "V": HEAD_DIM, "GATE": gate, "VARLEN": bool(varlen)},
+            settings.chunk_warps)
+
+
+def chain_launch_config(varlen: bool, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the state-chain kernel."""
+    return ("kda_prefill_chain" + _suffix(varlen),
+            {"K": HEAD_DIM, "V": HEAD_DIM, "VB": settings.value_block, "VARLEN": bool(varlen)},
+            settings.chain_warps)
+
+
+_WORKSPACE = {"wq_ptr": "*bf16", "ww_ptr": "*f32", "wkd_ptr": "*f32", "wu_ptr": "*f32",
+              "wa_ptr": "*bf16", "wd_ptr": "*f32"}
+
+
+def chunk_signature(gate: int, varlen: bool) -> dict:
+    """The chunk-factor kernel's AOT signature (without cu_seqlens the wrapper passes the
+    decay workspace for cu_ptr, never read)."""
     return {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16",
             "g_ptr": "*bf16" if gate else "*f32", "beta_ptr": "*bf16", "alog_ptr": "*f32",
-            "dtb_ptr": "*f32", "h0_ptr": "*f32", "ht_ptr": "*f32",
-            "cu_ptr": "*i32" if varlen else "*f32",
-            "o_ptr": "*bf16", "T": "i32", "H": "i32", "HV": "i32", "has_h0": "i32",
-            "l2norm": "i32", "beta_sigmoid": "i32", "scale": "f32", "lower_bound": "f32"}
+            "dtb_ptr": "*f32", "cu_ptr": "*i32" if varlen else "*f32", **_WORKSPACE,
+            "T": "i32", "H": "i32", "HV": "i32", "N": "i32", "l2norm": "i32",
+            "beta_sigmoid": "i32", "scale": "f32", "lower_bound": "f32"}
 
 
-#: The tensors the wrapper checks 16-byte aligned (the rows' vector accesses).
-ALIGNED = ("q_ptr", "k_ptr", "v_ptr", "g_ptr", "dtb_ptr", "h0_ptr", "ht_ptr", "o_ptr")
+def chain_signature(varlen: bool) -> dict:
+    """The state-chain kernel's AOT signature (cu_ptr as ``chunk_signature``'s)."""
+    return {**_WORKSPACE, "h0_ptr": "*f32", "ht_ptr": "*f32",
+            "cu_ptr": "*i32" if varlen else "*f32", "o_ptr": "*bf16", "T": "i32", "HV": "i32",
+            "has_h0": "i32"}
+
+
+#: The tensors the wrapper checks (or makes) 16-byte aligned (the rows' vector accesses).
+CHUNK_ALIGNED = ("q_ptr", "k_ptr", "v_ptr", "g_ptr", "dtb_ptr", *_WORKSPACE)
+CHAIN_ALIGNED = (*_WORKSPACE, "h0_ptr", "ht_ptr", "o_ptr")
 
 AOT_SPECIALIZATIONS = [
-    Spec(kda_chunk_prefill_kernel, name=cfg[0], signature=signature(gate, varlen),
-         constexprs=cfg[1], divisibility=ALIGNED, num_warps=cfg[2])
+    Spec(kda_prefill_chunk_kernel, name=cfg[0], signature=chunk_signature(gate, varlen),
+         constexprs=cfg[1], divisibility=CHUNK_ALIGNED, num_warps=cfg[2])
     for gate in (GATE_GIVEN, GATE_SOFTPLUS, GATE_LOWER_BOUND) for varlen in (False, True)
-    for cfg in (launch_config(gate, varlen),)
+    for cfg in (chunk_launch_config(gate, varlen),)
+] + [
+    Spec(kda_prefill_chain_kernel, name=cfg[0], signature=chain_signature(varlen),
+         constexprs=cfg[1], divisibility=CHAIN_ALIGNED, num_warps=cfg[2])
+    for varlen in (False, True) for cfg in (chain_launch_config(varlen),)
 ]
 
 
@@ -349,12 +446,22 @@ def kda_chunk_prefill(q: Any, k: Any, v: Any, g: Any, beta: Any, scale: Optional
         out = L.empty(q, (bsz, t_len, hv, HEAD_DIM), "bfloat16")
     if final_state is None:
         final_state = L.empty(q, state_shape, "float32")
-    name, constexprs, num_warps = launch_config(gate, cu_seqlens is not None, settings)
-    L.launch(kda_chunk_prefill_kernel, name, (HEAD_DIM // constexprs["VB"], hv, num_seqs),
-             (q, k, v, g, beta, A_log if A_log is not None else final_state,
-              dt_bias if dt_bias is not None else final_state,
-              initial_state if initial_state is not None else final_state, final_state,
-              cu_seqlens if cu_seqlens is not None else final_state, out, t_len, h, hv,
-              int(initial_state is not None), int(bool(use_qk_l2norm_in_kernel)),
-              int(bool(use_beta_sigmoid_in_kernel)), float(scale), lb), constexprs, num_warps)
+    varlen = cu_seqlens is not None
+    chunks = -(-t_len // CHUNK)
+    slots = chunks + num_seqs if varlen else bsz * chunks
+    ws = {"wq": (CHUNK, HEAD_DIM, "bfloat16"), "ww": (CHUNK, HEAD_DIM, "float32"),
+          "wkd": (CHUNK, HEAD_DIM, "float32"), "wu": (CHUNK, HEAD_DIM, "float32"),
+          "wa": (CHUNK, CHUNK, "bfloat16"), "wd": (HEAD_DIM, "float32")}
+    ws = [L.empty(q, (slots, hv, *shape[:-1]), shape[-1]) for shape in ws.values()]
+    cu = cu_seqlens if varlen else ws[-1]
+    name, constexprs, num_warps = chunk_launch_config(gate, varlen, settings)
+    L.launch(kda_prefill_chunk_kernel, name, (slots, hv),
+             (q, k, v, g, beta, A_log if A_log is not None else ws[-1],
+              dt_bias if dt_bias is not None else ws[-1], cu, *ws, t_len, h, hv, num_seqs,
+              int(bool(use_qk_l2norm_in_kernel)), int(bool(use_beta_sigmoid_in_kernel)),
+              float(scale), lb), constexprs, num_warps)
+    name, constexprs, num_warps = chain_launch_config(varlen, settings)
+    L.launch(kda_prefill_chain_kernel, name, (HEAD_DIM // constexprs["VB"], hv, num_seqs),
+             (*ws, initial_state if initial_state is not None else final_state, final_state,
+              cu, out, t_len, hv, int(initial_state is not None)), constexprs, num_warps)
     return out, final_state

@@ -77,7 +77,7 @@ def inputs(rng, t, h, hv, gate_mode, l2, strong=False):
     bf16 [T, HV], and A_log, dt_bias. The decays are weak (g about -0.01 to -0.05 a token),
     so that the state carries across chunks and the off-diagonal blocks of a chunk count
     (with decays near -5 both vanish below fp32 and a test would not see them); ``strong``:
-    the lower bound's range, down to -5 a token."""
+    the lower bound's range, down to -5 a token (a number: the given g's, down to it)."""
     q, k = (rng.standard_normal((t, h, K)) for _ in range(2))
     if not l2:
         q, k = l2norm(q), l2norm(k)
@@ -89,7 +89,7 @@ def inputs(rng, t, h, hv, gate_mode, l2, strong=False):
         a_log, dt_bias = np.zeros(hv), dt_bias - 6.0
     a_log, dt_bias = a_log.astype(np.float32), dt_bias.astype(np.float32)
     if gate_mode == mod.GATE_GIVEN:
-        top = LB if strong else -0.1
+        top = -0.1 if not strong else LB if strong is True else strong
         g = (top / (1 + np.exp(-rng.standard_normal((t, hv, K))))).astype(np.float32)
     else:
         g = rng.standard_normal((t, hv, K)).astype(BF16)
@@ -156,7 +156,11 @@ def via_interpreter(monkeypatch):
         args = [x.a if isinstance(x, HostTensor) else x for x in args]
         interpret(kernel, tuple(grid), *args, **constexprs)
 
+    def empty(like, shape, dtype):
+        return HostTensor(aligned(shape, {"bfloat16": BF16, "float32": np.float32}[dtype]))
+
     monkeypatch.setattr(mod.L, "launch", launch)
+    monkeypatch.setattr(mod.L, "empty", empty)
     return launches
 
 
@@ -207,13 +211,13 @@ def run(rng, lengths, h, hv, gate_mode=mod.GATE_GIVEN, l2=True, beta_sigmoid=Fal
 
 
 def assert_prefill_close(out, ref_out, state, ref_state):
-    """bf16 outputs within one bf16 ulp of the reference (plus 2^-12 of the row scale: the
-    chunk form's fp32 sums and two-part bf16 products), the final state within 1e-4 of the
-    head's largest element (issue bar: 1e-2 absolute, 1e-3 relative)."""
+    """bf16 outputs within one bf16 ulp of the reference plus 2e-3 (the output's dots take
+    one bf16 part of qg, A_qk and V': a fifth of the issue's 1e-2 on unit-scale inputs), the
+    final state within 1e-4 of the head's largest element (the state's dots take two parts;
+    issue bar: 1e-3)."""
     if len(out):
-        scale = np.sqrt((ref_out * ref_out).mean(-1, keepdims=True)) + 1e-30
         err = np.abs(out.astype(np.float64) - ref_out)
-        tol = bf16_ulp(ref_out).astype(np.float64) + scale * 2.0**-12
+        tol = bf16_ulp(ref_out).astype(np.float64) + 2e-3
         assert (err <= tol).all(), f"out: worst {np.max(err / tol):.2f} of the tolerance"
     for j in range(len(state)):
         err = np.abs(state[j].astype(np.float64) - ref_state[j]).max()
@@ -228,8 +232,19 @@ def test_lengths(via_interpreter, t, strong):
     chunk); L2 norms in the kernel, an initial state; one launch (value blocks x heads x
     sequences)."""
     run(np.random.default_rng(t), [t], h=1, hv=1, strong=strong)
-    assert via_interpreter == [("kda_chunk_prefill", (2, 1, 1), dict(
-        K=K, V=V, VB=64, GATE=0, VARLEN=False), 8)]
+    chunks = -(-t // C)
+    assert via_interpreter == [
+        ("kda_prefill_chunk", (chunks, 1), dict(K=K, V=V, GATE=0, VARLEN=False),
+         mod.SETTINGS.chunk_warps),
+        ("kda_prefill_chain", (K // mod.SETTINGS.value_block, 1, 1),
+         dict(K=K, V=V, VB=mod.SETTINGS.value_block, VARLEN=False), mod.SETTINGS.chain_warps)]
+
+
+def test_huge_decays(via_interpreter):
+    """Given decays down to -60 a token (no gate bounds them): the chunks whose 16-row
+    blocks decay by more than the dots' factors can take run 8-row blocks, and the pairs
+    across a token past the cap (-20) are below exp(-20) in both."""
+    run(np.random.default_rng(5), [150], h=1, hv=1, strong=-60.0)
 
 
 def test_batch_gva_no_initial_state(via_interpreter):
@@ -244,8 +259,8 @@ def test_gate_and_beta_in_kernel(via_interpreter, gate_mode, strong):
     sigmoid."""
     run(np.random.default_rng(2 + gate_mode), [80], h=1, hv=2, gate_mode=gate_mode,
         beta_sigmoid=True, strong=strong)
-    assert via_interpreter[0][0] == ("kda_chunk_prefill_gate" if gate_mode == 1 else
-                                     "kda_chunk_prefill_gate_lower_bound")
+    assert via_interpreter[0][0] == ("kda_prefill_chunk_gate" if gate_mode == 1 else
+                                     "kda_prefill_chunk_gate_lower_bound")
 
 
 def test_varlen(via_interpreter):
@@ -254,7 +269,10 @@ def test_varlen(via_interpreter):
     (_, _, _, _, _, _, _, h0, _), (_, ht) = run(np.random.default_rng(3), [1, 0, 71, 9],
                                                 h=1, hv=1, varlen=True)
     np.testing.assert_array_equal(ht[1], h0[1])
-    assert via_interpreter[0][:2] == ("kda_chunk_prefill_varlen", (2, 1, 4))
+    # slots: cdiv(81, 64) + 4 sequences (the search's bound), the chain a program a
+    # (value block, head, sequence)
+    assert [x[:2] for x in via_interpreter] == [("kda_prefill_chunk_varlen", (6, 1)),
+                                                ("kda_prefill_chain_varlen", (8, 1, 4))]
 
 
 def test_final_state_continues_in_decode(via_interpreter, monkeypatch):
