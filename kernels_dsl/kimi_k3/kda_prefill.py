@@ -226,7 +226,8 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
         slot = p.to(kl.int64) * HV + hv
         ck = slot * (C * K) + (rows * K)[:, None] + cols[None, :]
         kl.store(wq_ptr + ck, (q * kl.exp(G)).to(kl.bfloat16))
-        kl.store(wkd_ptr + ck, k * kl.exp(g_last[None, :] - G))
+        kl.store(wkd_ptr + slot * (C * K) + rows[:, None] + (cols * C)[None, :],
+                 k * kl.exp(g_last[None, :] - G))  # transposed: [K, C]
         kl.store(wd_ptr + slot * K + cols, kl.exp(g_last))
         # A_kk, A_qk from the decay capped at DECAY_CAP a token (a pair across a token that
         # decays more is below exp(-DECAY_CAP) either way): 16-row blocks where they decay
@@ -243,14 +244,15 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
         v = kl.load(v_ptr + (t64 * HV + hv)[:, None] * V + vcols[None, :], mask=ok[:, None],
                     other=0.0)
         tm_hi, tm_lo = _split(tm)
-        kl.store(wu_ptr + slot * (C * V) + (rows * V)[:, None] + vcols[None, :],
-                 kl.dot(tm_lo, v, kl.dot(tm_hi, v, kl.zeros((C, V), kl.float32))))
+        kl.store(wu_ptr + slot * (C * V) + rows[:, None] + (vcols * C)[None, :],
+                 kl.dot(tm_lo, v, kl.dot(tm_hi, v, kl.zeros((C, V), kl.float32))))  # [V, C]
 
 
 @kiln.jit(num_warps=8, do_not_specialize=["T", "HV", "has_h0"])
 def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0_ptr, ht_ptr,
                              cu_ptr, o_ptr, T, HV, has_h0, K: kl.constexpr, V: kl.constexpr,
-                             VB: kl.constexpr, VARLEN: kl.constexpr):
+                             VB: kl.constexpr, VARLEN: kl.constexpr,
+                             STAGES: kl.constexpr):
     """Program (value block, value head hv, sequence n): the VB value rows of the head's
     state, kept transposed ([K, VB] fp32), through the sequence's chunks from their factors
     (``kda_prefill_chunk_kernel``): V' = U - W h^T, o = qg h^T + A_qk V', h <- h exp(G_last)
@@ -268,19 +270,18 @@ def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0
     first = _slot(cu_ptr, n, bos, T, VARLEN)
     rows = kl.arange(0, C)
     kk = kl.arange(0, K)
-    ccols = kl.arange(0, C)
     vcols = vb * VB + kl.arange(0, VB)
     at = (n.to(kl.int64) * HV + hv) * (V * K) + (vcols * K)[None, :] + kk[:, None]
     state = kl.load(h0_ptr + at, mask=has_h0 != 0, other=0.0)  # h^T [K, VB]
-    for c0 in range(bos, eos, C):
+    for c0 in kl.range(bos, eos, C, num_stages=STAGES):
         slot = (first + (c0 - bos) // C).to(kl.int64) * HV + hv
-        ck = slot * (C * K) + (rows * K)[:, None] + kk[None, :]
-        w = kl.load(ww_ptr + ck)
-        qg = kl.load(wq_ptr + ck)
-        kd_t = kl.load(wkd_ptr + slot * (C * K) + kk[:, None] + (rows * K)[None, :])  # [K, C]
-        u = kl.load(wu_ptr + slot * (C * V) + (rows * V)[:, None] + vcols[None, :])
-        aqk = kl.load(wa_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :])
-        decay = kl.load(wd_ptr + slot * K + kk)
+        w = kl.reshape(kl.bulk_load(ww_ptr + slot * (C * K), C * K), C, K)
+        qg = kl.reshape(kl.bulk_load(wq_ptr + slot * (C * K), C * K), C, K)
+        kd_t = kl.reshape(kl.bulk_load(wkd_ptr + slot * (C * K), C * K), K, C)
+        u = kl.trans(kl.reshape(kl.bulk_load(wu_ptr + (slot * V + vb * VB) * C, VB * C), VB,
+                                C))
+        aqk = kl.reshape(kl.bulk_load(wa_ptr + slot * (C * C), C * C), C, C)
+        decay = kl.bulk_load(wd_ptr + slot * K, K)
         h_hi, h_lo = _split(state)
         zero = kl.zeros((C, VB), kl.float32)
         vp = u - _dot(w, state, zero)
@@ -298,6 +299,7 @@ class Settings:
     chunk_warps: int = 8  # the chunk factors: [64, 128] fp32 tiles
     value_block: int = 16  # value rows of the state a chain program ([128, 16] fp32) ...
     chain_warps: int = 8  # ... on 8 warps
+    chain_stages: int = 2  # the chunks' factors in flight (bulk copies into shared memory)
 
 
 SETTINGS = Settings()
@@ -322,7 +324,8 @@ def chunk_launch_config(gate: int, varlen: bool, settings: Settings = SETTINGS) 
 def chain_launch_config(varlen: bool, settings: Settings = SETTINGS) -> tuple:
     """(bundle name, constexprs, num_warps) of the state-chain kernel."""
     return ("kda_prefill_chain" + _suffix(varlen),
-            {"K": HEAD_DIM, "V": HEAD_DIM, "VB": settings.value_block, "VARLEN": bool(varlen)},
+            {"K": HEAD_DIM, "V": HEAD_DIM, "VB": settings.value_block, "VARLEN": bool(varlen),
+             "STAGES": settings.chain_stages},
             settings.chain_warps)
 
 

@@ -66,7 +66,8 @@ def make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong):
     """Inputs of the wrapper (varlen: one row of all tokens, else a batch of equal
     lengths) and the raw per-token tensors for the reference. Weak decays (about -0.01 to
     -0.05 a token: the state crosses chunks, the off-diagonal blocks count) unless
-    ``strong`` (the lower bound's range, near -5 a token)."""
+    ``strong`` (the lower bound's range, near -5 a token; a number: the given g's, down
+    to it)."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     total = sum(lengths)
 
@@ -81,8 +82,8 @@ def make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong):
     if gate_mode == mod.GATE_LOWER_BOUND and not strong:  # sigmoid(x - 6): g near -0.01
         a_log, dt_bias = torch.zeros_like(a_log), dt_bias - 6.0
     if gate_mode == mod.GATE_GIVEN:
-        g = (LB * torch.sigmoid(randn(total, hv, K) + 2) if strong
-             else -0.1 * torch.sigmoid(randn(total, hv, K)))
+        top = -0.1 if not strong else LB if strong is True else strong
+        g = top * torch.sigmoid(randn(total, hv, K) + (2 if strong is True else 0))
     else:
         g = randn(total, hv, K).to(BF16)
     beta = randn(total, hv).to(BF16)
@@ -144,6 +145,11 @@ def check(lengths, h, hv, gate_mode=mod.GATE_GIVEN, varlen=False, with_h0=True,
                                        (1000, False), (1000, True)])
 def test_lengths(launch_mode, t, strong):
     check([t], h=12, hv=12, seed=t, strong=strong)
+
+
+def test_huge_decays(launch_mode):
+    """Given decays down to -60 a token: 8-row blocks and the capped decay (docs)."""
+    check([333], h=4, hv=4, seed=9, strong=-60.0)
 
 
 @pytest.mark.parametrize("gate_mode", [mod.GATE_SOFTPLUS, mod.GATE_LOWER_BOUND])

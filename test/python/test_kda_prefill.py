@@ -233,11 +233,10 @@ def test_lengths(via_interpreter, t, strong):
     sequences)."""
     run(np.random.default_rng(t), [t], h=1, hv=1, strong=strong)
     chunks = -(-t // C)
+    chunk, chain = mod.chunk_launch_config(0, False), mod.chain_launch_config(False)
     assert via_interpreter == [
-        ("kda_prefill_chunk", (chunks, 1), dict(K=K, V=V, GATE=0, VARLEN=False),
-         mod.SETTINGS.chunk_warps),
-        ("kda_prefill_chain", (K // mod.SETTINGS.value_block, 1, 1),
-         dict(K=K, V=V, VB=mod.SETTINGS.value_block, VARLEN=False), mod.SETTINGS.chain_warps)]
+        (chunk[0], (chunks, 1), chunk[1], chunk[2]),
+        (chain[0], (K // mod.SETTINGS.value_block, 1, 1), chain[1], chain[2])]
 
 
 def test_huge_decays(via_interpreter):
