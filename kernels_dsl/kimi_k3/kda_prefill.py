@@ -14,7 +14,8 @@ Per sequence and value head hv (its q/k head h = hv // (HV / H)), with the state
     o      = (q * exp(G)) h^T + A_qk V'
     h     <- h * exp(G_last)[None, :] + V'^T (exp(G_last - G) * k)
 
-with q = l2norm(q) * scale and k = l2norm(k) when asked (kda_decode's ``kda_l2norm``), the
+with q = l2norm(q) * scale and k = l2norm(k) when asked (kda_decode's ``kda_l2norm``'s norm,
+times the reciprocal where the decode divides), the
 gate g given (fp32 log decay) or computed from the raw ``a`` (kda_decode's ``kda_gate``: the
 softplus or the lower-bound form) and beta given or sigmoid(logits). Every exp is of a
 difference that is at most zero (never exp(G_i) exp(-G_j), which overflows: with the lower
@@ -39,11 +40,11 @@ from kiln.aot import Spec
 from . import _launch as L
 from .kda_decode import (
     HEAD_DIM,
+    L2_EPS,
     _check_float,
     _check_heads,
     _lower_bound_args,
     kda_gate,
-    kda_l2norm,
 )
 
 #: Tokens a chunk; rows a diagonal block of the intra-chunk products.
@@ -86,6 +87,13 @@ def _dot_t(a, b, acc):
     ah, al = _split(a)
     bh, bl = _split(b)
     return kl.dot(al, bh.T, kl.dot(ah, bl.T, kl.dot(ah, bh.T, acc)))
+
+
+@kiln.jit
+def _inv_norm(x):
+    """1 / sqrt(sum(x^2) + eps) of each row of x [C, K] (``kda_l2norm``'s eps; a multiply
+    by it where the decode divides, one rounding more)."""
+    return 1.0 / kl.sqrt(kl.sum(x * x, axis=1) + L2_EPS)
 
 
 @kiln.jit
@@ -219,8 +227,8 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
             g = kl.load(g_ptr + g_at, mask=ok[:, None], other=0.0)
         beta = kl.load(beta_ptr + t64 * HV + hv, mask=ok, other=0.0).to(kl.float32)
         beta = kl.where(ok & (beta_sigmoid != 0), kl.sigmoid(beta), beta)
-        q = kl.where(l2norm != 0, kda_l2norm(q), q) * scale
-        k = kl.where(l2norm != 0, kda_l2norm(k), k)
+        q = q * kl.where(l2norm != 0, _inv_norm(q), 1.0)[:, None] * scale
+        k = k * kl.where(l2norm != 0, _inv_norm(k), 1.0)[:, None]
         G = kl.cumsum(g, axis=0)
         g_last = _row(G, rows, C - 1)  # padded rows add nothing: the last valid row's
         slot = p.to(kl.int64) * HV + hv
@@ -230,11 +238,15 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
                  k * kl.exp(g_last[None, :] - G))  # transposed: [K, C]
         kl.store(wd_ptr + slot * K + cols, kl.exp(g_last))
         # A_kk, A_qk from the decay capped at DECAY_CAP a token (a pair across a token that
-        # decays more is below exp(-DECAY_CAP) either way): 16-row blocks where they decay
-        # by at most SAFE_SPAN, else 8-row blocks (4 DECAY_CAP = SAFE_SPAN).
-        gc = kl.cumsum(kl.maximum(g, -DECAY_CAP), axis=0)
-        span = _block_rows(gc, 0, C, K) - _block_rows(gc, BLOCK - 1, C, K)
-        rb = kl.where(kl.max(kl.max(span, axis=1), axis=0) <= SAFE_SPAN, BLOCK, BLOCK // 2)
+        # decays more is below exp(-DECAY_CAP) either way): 16-row blocks where no token
+        # decays by more than SAFE_SPAN / 15 (a block's span is then at most SAFE_SPAN),
+        # else 8-row blocks (4 DECAY_CAP = SAFE_SPAN).
+        if kl.min(kl.min(g, axis=1), axis=0) >= -SAFE_SPAN / (BLOCK - 1):
+            gc = G
+            rb = BLOCK
+        else:
+            gc = kl.cumsum(kl.maximum(g, -DECAY_CAP), axis=0)
+            rb = BLOCK // 2
         akk, aqk = _intra(q, k, gc, rb, C)
         ccols = kl.arange(0, C)
         kl.store(wa_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :],
