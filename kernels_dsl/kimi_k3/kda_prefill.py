@@ -141,17 +141,22 @@ def _intra(q, k, G, rb, C: kl.constexpr):
 
 @kiln.jit
 def _unit_lower_inverse(lm, C: kl.constexpr):
-    """(I + lm)^-1 for a strictly lower triangular lm [C, C] (fp32; lm^C = 0) by doubling:
-    (I - lm)(I + lm^2)(I + lm^4) ... (I + lm^(C / 2)), two-part dots."""
-    rows = kl.arange(0, C)
-    cols = kl.arange(0, C)
+    """(I + lm)^-1 for a strictly lower triangular lm [C, C] (fp32) by merging diagonal
+    blocks: with X the inverse's diagonal blocks of s rows, the blocks of 2 s rows are X -
+    X lm_s X, lm_s the parts of lm below the diagonal of each 2 s block and left of its
+    middle ([[A, 0], [C, B]]^-1 = [[A^-1, 0], [-B^-1 C A^-1, B^-1]] for every block at
+    once); s = 1 needs no dot. Every intermediate is a block of the inverse or one times
+    lm, so nothing cancels (doubling, (I - lm)(I + lm^2)(I + lm^4)..., does: lm^16 reaches
+    1e9 for similar keys). Two two-part dots a level."""
+    rows = kl.arange(0, C)[:, None]
+    cols = kl.arange(0, C)[None, :]
     zero = kl.zeros((C, C), kl.float32)
-    p = kl.where(rows[:, None] == cols[None, :], 1.0, 0.0) - lm
-    power = lm
-    for _ in range(LOG2_CHUNK - 1):
-        power = _dot(power, power, zero)
-        p = _dot(p, power, p)
-    return p
+    x = kl.where(rows == cols, 1.0, 0.0) - kl.where((rows >> 1) == (cols >> 1), lm, 0.0)
+    for level in range(1, LOG2_CHUNK):
+        part = ((rows >> (level + 1)) == (cols >> (level + 1))) & (
+            (rows >> level) != (cols >> level))
+        x = _dot(-_dot(x, kl.where(part, lm, 0.0), zero), x, x)
+    return x
 
 
 @kiln.jit

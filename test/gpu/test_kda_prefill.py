@@ -62,19 +62,20 @@ def chunked_ref(q, k, v, g, beta, h0):
     return o, h
 
 
-def make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong):
+def make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong, similar=False):
     """Inputs of the wrapper (varlen: one row of all tokens, else a batch of equal
     lengths) and the raw per-token tensors for the reference. Weak decays (about -0.01 to
     -0.05 a token: the state crosses chunks, the off-diagonal blocks count) unless
     ``strong`` (the lower bound's range, near -5 a token; a number: the given g's, down
-    to it)."""
+    to it); ``similar``: keys of one direction plus 1 % noise, beta 0.9."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     total = sum(lengths)
 
     def randn(*shape):
         return torch.randn(*shape, device="cuda", generator=gen)
 
-    q, k = randn(total, h, K).to(BF16), randn(total, h, K).to(BF16)
+    q, k = randn(total, h, K).to(BF16), randn(total, h, K)
+    k = (randn(1, h, K) + 0.01 * k if similar else k).to(BF16)
     v = randn(total, hv, V).to(BF16)
     rand = torch.rand(hv, device="cuda", generator=gen)
     a_log = torch.log(rand * 15 + 1 if strong else rand * 0.08 + 0.02)
@@ -86,7 +87,7 @@ def make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong):
         g = top * torch.sigmoid(randn(total, hv, K) + (2 if strong is True else 0))
     else:
         g = randn(total, hv, K).to(BF16)
-    beta = randn(total, hv).to(BF16)
+    beta = (torch.full((total, hv), 0.9, device="cuda") if similar else randn(total, hv)).to(BF16)
     n = len(lengths)
     h0 = randn(n, hv, V, K) * 0.5 if with_h0 else None
     cu = torch.tensor([0] + list(torch.tensor(lengths).cumsum(0)), dtype=torch.int32,
@@ -123,8 +124,8 @@ def reference(raw, h, hv, gate_mode, beta_sigmoid):
 
 
 def check(lengths, h, hv, gate_mode=mod.GATE_GIVEN, varlen=False, with_h0=True,
-          beta_sigmoid=False, seed=0, strong=False):
-    raw, args = make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong)
+          beta_sigmoid=False, seed=0, strong=False, similar=False):
+    raw, args = make(lengths, h, hv, gate_mode, varlen, with_h0, seed, strong, similar)
     gate_in = gate_mode != mod.GATE_GIVEN
     o, ht = mod.kda_chunk_prefill(
         *args, initial_state=raw[7], cu_seqlens=raw[8] if varlen else None,
@@ -145,6 +146,11 @@ def check(lengths, h, hv, gate_mode=mod.GATE_GIVEN, varlen=False, with_h0=True,
                                        (1000, False), (1000, True)])
 def test_lengths(launch_mode, t, strong):
     check([t], h=12, hv=12, seed=t, strong=strong)
+
+
+def test_similar_keys(launch_mode):
+    """Keys of one direction, beta 0.9 (the UT inverse's blocks merged, never powers)."""
+    check([500], h=4, hv=4, seed=11, similar=True)
 
 
 def test_huge_decays(launch_mode):

@@ -71,14 +71,18 @@ def chunked_ref(q, k, v, g, beta, h0):
     return o, h
 
 
-def inputs(rng, t, h, hv, gate_mode, l2, strong=False):
+def inputs(rng, t, h, hv, gate_mode, l2, strong=False, similar=False):
     """Raw inputs of one batch row: q, k [T, H, K] bf16 (unit rows unless ``l2``: the
     kernel normalizes them), v [T, HV, V] bf16, g (fp32 log decay, or the bf16 ``a``), beta
     bf16 [T, HV], and A_log, dt_bias. The decays are weak (g about -0.01 to -0.05 a token),
     so that the state carries across chunks and the off-diagonal blocks of a chunk count
     (with decays near -5 both vanish below fp32 and a test would not see them); ``strong``:
-    the lower bound's range, down to -5 a token (a number: the given g's, down to it)."""
+    the lower bound's range, down to -5 a token (a number: the given g's, down to it).
+    ``similar``: every key one direction plus 1 % noise, beta 0.9 (the UT inverse's
+    powers grow like binomials: a form that cancels them loses every digit)."""
     q, k = (rng.standard_normal((t, h, K)) for _ in range(2))
+    if similar:
+        k = rng.standard_normal((1, h, K)) + 0.01 * k
     if not l2:
         q, k = l2norm(q), l2norm(k)
     q, k = q.astype(BF16), k.astype(BF16)
@@ -93,7 +97,7 @@ def inputs(rng, t, h, hv, gate_mode, l2, strong=False):
         g = (top / (1 + np.exp(-rng.standard_normal((t, hv, K))))).astype(np.float32)
     else:
         g = rng.standard_normal((t, hv, K)).astype(BF16)
-    beta = rng.standard_normal((t, hv)).astype(BF16)
+    beta = (np.full((t, hv), 0.9) if similar else rng.standard_normal((t, hv))).astype(BF16)
     return q, k, v, g, beta, a_log, dt_bias
 
 
@@ -175,11 +179,12 @@ def copy_aligned(x):
 
 
 def run(rng, lengths, h, hv, gate_mode=mod.GATE_GIVEN, l2=True, beta_sigmoid=False,
-        with_h0=True, varlen=False, strong=False):
+        with_h0=True, varlen=False, strong=False, similar=False):
     """Runs the wrapper on fresh inputs (sequences of ``lengths``; fixed length: a batch)
     and checks it against the recurrence; returns (inputs, outputs) for further checks."""
     total = sum(lengths)
-    q, k, v, g, beta, a_log, dt_bias = inputs(rng, total, h, hv, gate_mode, l2, strong)
+    q, k, v, g, beta, a_log, dt_bias = inputs(rng, total, h, hv, gate_mode, l2, strong,
+                                              similar)
     n = len(lengths)
     h0 = (rng.standard_normal((n, hv, V, K)) * 0.5).astype(np.float32) if with_h0 else None
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
@@ -244,6 +249,12 @@ def test_huge_decays(via_interpreter):
     blocks decay by more than the dots' factors can take run 8-row blocks, and the pairs
     across a token past the cap (-20) are below exp(-20) in both."""
     run(np.random.default_rng(5), [150], h=1, hv=1, strong=-60.0)
+
+
+def test_similar_keys(via_interpreter):
+    """Keys of one direction, beta 0.9: the UT inverse stays exact (module docstring of
+    the kernel: blocks merged, never powers of A)."""
+    run(np.random.default_rng(6), [128], h=1, hv=1, similar=True)
 
 
 def test_batch_gva_no_initial_state(via_interpreter):
