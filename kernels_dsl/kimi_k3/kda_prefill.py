@@ -314,10 +314,13 @@ def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0
 class Settings:
     """kda_chunk_prefill's tuning (docs/kernels/kda.md, "Chunked prefill")."""
     chunk_warps: int = 8  # the chunk factors: [64, 128] fp32 tiles
-    value_block: int = 16  # value rows of the state a chain program ([128, 16] fp32) ...
-    chain_warps: int = 8  # ... on 8 warps
-    chain_stages: int = 2  # the chunks' factors in flight (bulk copies into shared memory)
-
+    #: The chain's (value rows a program, chunks in flight): wide where its programs fill
+    #: the GPU (each reads a chunk's factors once for 64 rows; two stages do not fit in
+    #: shared memory), narrow where they would not (few sequences and heads: 16 rows, more
+    #: programs, the next chunk's factors in flight). bench/results/kda/h100-prefill-39.md
+    chain_wide: tuple = (64, 1)
+    chain_narrow: tuple = (16, 2)
+    chain_warps: int = 8
 
 SETTINGS = Settings()
 
@@ -338,12 +341,19 @@ def chunk_launch_config(gate: int, varlen: bool, settings: Settings = SETTINGS) 
             settings.chunk_warps)
 
 
-def chain_launch_config(varlen: bool, settings: Settings = SETTINGS) -> tuple:
-    """(bundle name, constexprs, num_warps) of the state-chain kernel."""
+def chain_launch_config(varlen: bool, wide: bool = True, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the state-chain kernel, wide or narrow
+    (``Settings``)."""
+    vb, stages = settings.chain_wide if wide else settings.chain_narrow
     return ("kda_prefill_chain" + _suffix(varlen),
-            {"K": HEAD_DIM, "V": HEAD_DIM, "VB": settings.value_block, "VARLEN": bool(varlen),
-             "STAGES": settings.chain_stages},
+            {"K": HEAD_DIM, "V": HEAD_DIM, "VB": vb, "VARLEN": bool(varlen), "STAGES": stages},
             settings.chain_warps)
+
+
+def chain_is_wide(num_seqs: int, hv: int, num_sms: Optional[int],
+                  settings: Settings = SETTINGS) -> bool:
+    """Whether the wide chain's programs (value blocks x heads x sequences) fill the SMs."""
+    return num_sms is None or num_seqs * hv * (HEAD_DIM // settings.chain_wide[0]) >= num_sms
 
 
 _WORKSPACE = {"wq_ptr": "*bf16", "ww_ptr": "*f32", "wkd_ptr": "*f32", "wu_ptr": "*f32",
@@ -379,7 +389,8 @@ AOT_SPECIALIZATIONS = [
 ] + [
     Spec(kda_prefill_chain_kernel, name=cfg[0], signature=chain_signature(varlen),
          constexprs=cfg[1], divisibility=CHAIN_ALIGNED, num_warps=cfg[2])
-    for varlen in (False, True) for cfg in (chain_launch_config(varlen),)
+    for varlen in (False, True) for wide in (True, False)
+    for cfg in (chain_launch_config(varlen, wide),)
 ]
 
 
@@ -480,7 +491,8 @@ def kda_chunk_prefill(q: Any, k: Any, v: Any, g: Any, beta: Any, scale: Optional
               dt_bias if dt_bias is not None else ws[-1], cu, *ws, t_len, h, hv, num_seqs,
               int(bool(use_qk_l2norm_in_kernel)), int(bool(use_beta_sigmoid_in_kernel)),
               float(scale), lb), constexprs, num_warps)
-    name, constexprs, num_warps = chain_launch_config(varlen, settings)
+    wide = chain_is_wide(num_seqs, hv, L.num_sms(q), settings)
+    name, constexprs, num_warps = chain_launch_config(varlen, wide, settings)
     L.launch(kda_prefill_chain_kernel, name, (HEAD_DIM // constexprs["VB"], hv, num_seqs),
              (*ws, initial_state if initial_state is not None else final_state, final_state,
               cu, out, t_len, hv, int(initial_state is not None)), constexprs, num_warps)

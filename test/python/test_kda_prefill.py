@@ -241,7 +241,17 @@ def test_lengths(via_interpreter, t, strong):
     chunk, chain = mod.chunk_launch_config(0, False), mod.chain_launch_config(False)
     assert via_interpreter == [
         (chunk[0], (chunks, 1), chunk[1], chunk[2]),
-        (chain[0], (K // mod.SETTINGS.value_block, 1, 1), chain[1], chain[2])]
+        (chain[0], (K // chain[1]["VB"], 1, 1), chain[1], chain[2])]
+
+
+def test_narrow_chain(via_interpreter, monkeypatch):
+    """Few sequences and heads for the SMs: the chain's narrow form (16 value rows a
+    program, the next chunk's factors in flight)."""
+    monkeypatch.setattr(mod.L, "num_sms", lambda t: 132)
+    run(np.random.default_rng(7), [150], h=1, hv=2)
+    chain = mod.chain_launch_config(False, wide=False)
+    assert chain[1]["VB"] == 16 and via_interpreter[1] == (chain[0], (8, 2, 1), chain[1],
+                                                            chain[2])
 
 
 def test_huge_decays(via_interpreter):
@@ -282,7 +292,7 @@ def test_varlen(via_interpreter):
     # slots: cdiv(81, 64) + 4 sequences (the search's bound), the chain a program a
     # (value block, head, sequence)
     assert [x[:2] for x in via_interpreter] == [("kda_prefill_chunk_varlen", (6, 1)),
-                                                ("kda_prefill_chain_varlen", (8, 1, 4))]
+                                                ("kda_prefill_chain_varlen", (2, 1, 4))]
 
 
 def test_final_state_continues_in_decode(via_interpreter, monkeypatch):
