@@ -14,7 +14,8 @@ calls, median (``bench.common.time_ms``); every input is larger than twice the L
 where noted. fla's first call (its Triton autotuning) is timed apart. The outputs of the two
 are compared (max |diff| of o and of the final state) before timing.
 
-Command: ``python bench/kda/prefill.py [--out DIR] [--quick]``; fla: ``pip install
+Command: ``python bench/kda/prefill.py [--out DIR] [--quick] [--launches]`` (``--launches``:
+kiln's two launches, the chunk factors and the state chain, also timed apart); fla: ``pip install
 fla-core==0.6.0`` (it needs triton and einops)."""
 
 import argparse
@@ -91,7 +92,33 @@ def fla_call(chunk_kda, batch, a_log, dt_bias, h0, cu):
         cu_seqlens=cu64, cu_seqlens_cpu=cu_cpu)
 
 
-def case(name, lengths, h, varlen, chunk_kda):
+def launch_times(call, reps):
+    """kiln's launches of one call timed apart: {bundle name: median ms}, each launch alone
+    between CUDA events (the workspace of the call before stays valid for the chain)."""
+    real = kda_prefill.L.launch
+    times = {}
+
+    def timed(kernel, name, grid, args, constexprs, num_warps, **kw):
+        runs = []
+        for _ in range(reps):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            real(kernel, name, grid, args, constexprs, num_warps, **kw)
+            end.record()
+            torch.cuda.synchronize()
+            runs.append(start.elapsed_time(end))
+        times[name] = sorted(runs)[len(runs) // 2]
+
+    kda_prefill.L.launch = timed
+    try:
+        call(None)
+    finally:
+        kda_prefill.L.launch = real
+    return times
+
+
+def case(name, lengths, h, varlen, chunk_kda, launches=False):
     torch.manual_seed(0)
     batch, a_log, dt_bias, h0, cu = inputs(lengths, h, varlen)
     row = {"case": name, "tokens": sum(lengths), "sequences": len(lengths), "heads": h}
@@ -102,6 +129,8 @@ def case(name, lengths, h, varlen, chunk_kda):
     row["kiln first call s"] = time.time() - t0
     reps = 3 if sum(lengths) * h > 2**22 else 10
     row["kiln ms"] = time_ms(call, [None], batch=1, reps=reps, warmup=1)
+    if launches:
+        row["launch ms"] = launch_times(call, reps)
     if chunk_kda is not None:
         peer = fla_call(chunk_kda, batch, a_log, dt_bias, h0, cu)
         t0 = time.time()
@@ -136,15 +165,20 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
     parser.add_argument("--quick", action="store_true", help="two of the cases")
+    parser.add_argument("--launches", action="store_true",
+                        help="also time kiln's launches (chunk factors, chain) apart")
     args = parser.parse_args()
     chunk_kda, fla_note = load_fla()
     props = torch.cuda.get_device_properties(0)
     rows = []
     with torch.inference_mode():
         for name, lengths, h, varlen in (QUICK if args.quick else CASES):
-            rows.append(case(name, lengths, h, varlen, chunk_kda))
+            rows.append(case(name, lengths, h, varlen, chunk_kda, args.launches))
             print(rows[-1], flush=True)
     text = "\n".join([f"# KDA chunked prefill on {props.name}", ""] + table(rows, fla_note)
+                     + [f"- {r['case']}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in
+                                                       r["launch ms"].items())
+                        for r in rows if "launch ms" in r]
                      + ["", "Command: `python " + " ".join(["bench/kda/prefill.py"]
                                                             + sys.argv[1:]) + "`"])
     print(text)
