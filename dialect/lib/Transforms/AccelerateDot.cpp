@@ -267,7 +267,9 @@ bool isVectorBroadcast(Value value, Attribute encoding) {
 /// accumulator stays where the accumulator is and only what must leave it
 /// moves (a narrower conversion later, or none):
 ///  - a tile.desc_store stores the source layout;
-///  - an elementwise op whose result is no wider than its operands, and whose other operands
+///  - an elementwise op whose result is no wider than its operands (or the
+///    widening of a value narrowed in the layout: the low part of a two-part
+///    split, x - f32(bf16(x))), and whose other operands
 ///    are conversions from the same layout, splat constants, `tile.splat`s,
 ///    iteration arguments the loop computes from this op (they will be
 ///    carried in the layout, see below), index arithmetic rebuilt in the
@@ -390,8 +392,6 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
       for (Value operand : user->getOperands())
         if (auto type = llvm::dyn_cast<RankedTensorType>(operand.getType()))
           widest = std::max(widest, type.getElementTypeBitWidth());
-      if (resultType.getElementTypeBitWidth() > widest)
-        continue;
       // The source (in the encoding) of an operand converted from it, or null.
       auto convertedFrom = [&](Value v) -> Value {
         auto other = v.getDefiningOp<ConvertLayoutOp>();
@@ -399,6 +399,13 @@ void sinkConversion(OpBuilder &b, ConvertLayoutOp convert) {
           return {};
         return other.getSrc();
       };
+      // Wider is moved only as the widening of a value narrowed in the layout
+      // (x - f32(bf16(x)), the low part of a two-part split): the value it
+      // narrowed is there already.
+      Value widened = llvm::isa<arith::ExtFOp>(user) ? convertedFrom(user->getOperand(0)) : Value();
+      if (resultType.getElementTypeBitWidth() > widest &&
+          !(widened && widened.getDefiningOp<arith::TruncFOp>()))
+        continue;
       bool movable = llvm::all_of(user->getOpOperands(), [&](OpOperand &operand) {
         SplatElementsAttr splat;
         return convertedFrom(operand.get()) || matchPattern(operand.get(), m_Constant(&splat)) ||
@@ -853,6 +860,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     fallbacks.clear();
     accelerateDots(func);
     rewriteToWarpDots(func);
+    foldMmaOperandConversions(func);
     alternateWarpgroups(func);
     hoistRingReleases(func);
     if (ArrayAttr dots = reportDots(func, fallbacks);
@@ -1273,6 +1281,31 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         slot->erase();
       }
     }
+  }
+
+  /// A tile.warp_dot stores its register operands to shared memory from any
+  /// layout (DotOps.cpp): an A or B converted from a #tile.mma tile of
+  /// version 2 (a dot's result, what is computed from it sunk into its
+  /// layout, e.g. narrowed to bf16) is taken from that tile, so one dot's
+  /// result reaches the next through one staging, not a conversion through
+  /// shared memory and then the staging. rewriteToWarpDots folds the
+  /// conversions it finds; the ones sinkConversion makes after a dot that
+  /// reads them was rewritten (a loop's carried result feeding its own next
+  /// dot, a result feeding B) are folded here, over the finished dots.
+  static void foldMmaOperandConversions(func::FuncOp func) {
+    func.walk([](WarpDotOp dot) {
+      for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
+        auto convert = operand->get().getDefiningOp<ConvertLayoutOp>();
+        auto mma = convert ? llvm::dyn_cast_if_present<MmaEncodingAttr>(
+                                 convert.getSrc().getType().getEncoding())
+                           : MmaEncodingAttr();
+        if (!mma || mma.getVersion() != 2)
+          continue;
+        operand->set(convert.getSrc());
+        if (convert->use_empty())
+          convert->erase();
+      }
+    });
   }
 
   /// The ring load `b` (a dot's B, a K-major B's transpose taken off) whose

@@ -265,3 +265,45 @@ func.func @in_place(%q: !tile.ptr<bf16>, %k: !tile.ptr<bf16>, %f: !tile.ptr<f8E4
   tile.store %yp, %r#0 : tensor<16x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// A loop's carried result split into two bf16 parts (hi = bf16(x), lo =
+// bf16(x - f32(hi))) and fed back as the next dots' B: the split runs in the
+// accumulator's registers (the widening f32(hi) of a value narrowed there
+// moves with it), and both warp_dots take hi and lo in #tile.mma, staged from
+// their registers (the loop-invariant A staged once): no conversion in the
+// loop, one after it.
+// CHECK-LABEL: func.func @carried_split_b
+// CHECK: scf.for {{.*}} -> (tensor<64x64xf32, #tile.mma<version = 2, numWarps = 8, warpsN = 2>>)
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[HI:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 8, warpsN = 2>> to tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 8, warpsN = 2>>
+// CHECK: arith.extf %[[HI]] : tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 8, warpsN = 2>> to tensor<64x64xf32, #tile.mma<version = 2, numWarps = 8, warpsN = 2>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[LO:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #tile.mma<version = 2, numWarps = 8, warpsN = 2>> to tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 8, warpsN = 2>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.warp_dot %{{.*}}, %[[HI]], %{{.*}} : !tile.smem<tensor<64x64xbf16>> * tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 8, warpsN = 2>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.warp_dot %{{.*}}, %[[LO]], %{{.*}} : !tile.smem<tensor<64x64xbf16>> * tensor<64x64xbf16, #tile.mma<version = 2, numWarps = 8, warpsN = 2>>
+// CHECK: scf.yield
+// CHECK: tile.convert_layout
+// NOARCH-LABEL: func.func @carried_split_b
+func.func @carried_split_b(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %p = tile.splat %x : !tile.ptr<bf16> -> tensor<64x64x!tile.ptr<bf16>>
+  %a = tile.load %p : tensor<64x64x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
+    %hi = arith.truncf %acc : tensor<64x64xf32> to tensor<64x64xbf16>
+    %hi32 = arith.extf %hi : tensor<64x64xbf16> to tensor<64x64xf32>
+    %rest = arith.subf %acc, %hi32 : tensor<64x64xf32>
+    %lo = arith.truncf %rest : tensor<64x64xf32> to tensor<64x64xbf16>
+    %d0 = tile.dot %a, %hi, %zero : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    %d1 = tile.dot %a, %lo, %d0 : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32>
+    scf.yield %d1 : tensor<64x64xf32>
+  }
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  tile.store %yp, %r : tensor<64x64x!tile.ptr<f32>>
+  return
+}
