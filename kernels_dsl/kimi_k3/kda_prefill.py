@@ -15,15 +15,18 @@ Per sequence and value head hv (its q/k head h = hv // (HV / H)), with the state
     h     <- h * exp(G_last)[None, :] + V'^T (exp(G_last - G) * k)
 
 with q = l2norm(q) * scale and k = l2norm(k) when asked (kda_decode's ``kda_l2norm``'s norm,
-times the reciprocal where the decode divides), the
-gate g given (fp32 log decay) or computed from the raw ``a`` (kda_decode's ``kda_gate``: the
-softplus or the lower-bound form) and beta given or sigmoid(logits). Every exp is of a
-difference that is at most zero (never exp(G_i) exp(-G_j), which overflows: with the lower
-bound -5, G reaches -320 inside a chunk): the off-diagonal 16-row blocks of A_kk and A_qk
-are dots of factors taken against the first row r of the row block, ``exp(G_i - G_r)`` (i >=
-r) and ``exp(G_r - G_j)`` (j < r), both at most 1; the four diagonal 16 x 16 blocks are
-summed elementwise from the differences. The dots take fp32 operands split into two bf16
-parts (hi + lo, three products), about 16 bits of each operand, with fp32 sums.
+times the reciprocal where the decode divides), the gate g given (fp32 log decay) or
+computed from the raw ``a`` (kda_decode's ``kda_gate``: the softplus or the lower-bound
+form) and beta given or sigmoid(logits). Exps are of differences, never exp(G_i)
+exp(-G_j), which overflows (with the lower bound -5, G reaches -320 inside a chunk): A_kk
+and A_qk are dots of factors taken against a row block's middle row (``_intra``), the UT
+inverse merges diagonal blocks (``_unit_lower_inverse``). Dots whose result reaches the
+state take fp32 operands split into two bf16 parts (hi + lo, three products, about 16 bits
+of each operand, fp32 sums); the output's own take one.
+
+Two launches: ``kda_prefill_chunk_kernel`` writes every chunk's state-free factors to a
+workspace, all chunks at once; ``kda_prefill_chain_kernel`` walks each sequence's chunks
+with the state in registers.
 
 Specification: docs/kernels/kda.md ("Chunked prefill")
 """
@@ -202,10 +205,11 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
                              l2norm, beta_sigmoid, scale, lower_bound, K: kl.constexpr,
                              V: kl.constexpr, GATE: kl.constexpr, VARLEN: kl.constexpr):
     """Program (chunk slot p, value head hv): the chunk's factors, which need no state, into
-    the workspace at slot p (module docstring): qg = q exp(G) (bf16 [C, K]), W (bf16 [C,
-    K]), kd = k exp(G_last - G) (fp32 [C, K]), U (fp32 [C, V]), A_qk (bf16 [C, C]) and
-    exp(G_last) (fp32 [K]), each [P, HV, ...]. Inputs as ``kda_chunk_prefill_kernel``'s
-    docstring of the wrapper says; a slot past its sequence's chunks does nothing."""
+    the workspace at slot p (module docstring): qg = q exp(G) (bf16 [C, K]), W (fp32 [C,
+    K]), kd = k exp(G_last - G) (fp32, transposed: [K, C]), U (fp32, transposed: [V, C]),
+    A_qk (bf16 [C, C]) and exp(G_last) (fp32 [K]), each [P, HV, ...]. Inputs as the
+    wrapper's docstring says (``kda_chunk_prefill``); a slot past its sequence's chunks does
+    nothing."""
     C: kl.constexpr = CHUNK
     p = kl.program_id(0)
     hv = kl.program_id(1)

@@ -234,8 +234,8 @@ def assert_prefill_close(out, ref_out, state, ref_state):
 def test_lengths(via_interpreter, t, strong):
     """One sequence of T tokens (below, at, past the chunk; weak decays: the state crosses
     chunks), or the lower bound's strong decays over long chunks (G down to -320 inside a
-    chunk); L2 norms in the kernel, an initial state; one launch (value blocks x heads x
-    sequences)."""
+    chunk); L2 norms in the kernel, an initial state; two launches (the chunk factors a
+    program a chunk and head, the chain a program a value block, head and sequence)."""
     run(np.random.default_rng(t), [t], h=1, hv=1, strong=strong)
     chunks = -(-t // C)
     chunk, chain = mod.chunk_launch_config(0, False), mod.chain_launch_config(False)
