@@ -76,12 +76,19 @@ def _split(x):
 
 
 @kiln.jit
+def _dot_parts(ah, al, bh, bl, acc):
+    """acc + a @ b from the two-part splits of a and b (``_split``): the three products that
+    matter (hi hi, hi lo, lo hi), fp32 sums."""
+    return kl.dot(al, bh, kl.dot(ah, bl, kl.dot(ah, bh, acc)))
+
+
+@kiln.jit
 def _dot(a, b, acc):
-    """acc + a @ b for fp32 a [M, K] and b [K, N] on tensor cores: each operand split into
-    two bf16 parts, the three products that matter (hi hi, hi lo, lo hi), fp32 sums."""
+    """acc + a @ b for fp32 a [M, K] and b [K, N] on tensor cores, each operand split into
+    two bf16 parts (``_dot_parts``)."""
     ah, al = _split(a)
     bh, bl = _split(b)
-    return kl.dot(al, bh, kl.dot(ah, bl, kl.dot(ah, bh, acc)))
+    return _dot_parts(ah, al, bh, bl, acc)
 
 
 @kiln.jit
@@ -103,16 +110,6 @@ def _inv_norm(x):
 def _row(x, rows, i):
     """Row i of x [C, N] as an [N] tile."""
     return kl.sum(kl.where(rows[:, None] == i, x, 0.0), axis=0)
-
-
-@kiln.jit
-def _block_rows(x, j, C: kl.constexpr, N: kl.constexpr):
-    """[C, N]: row i holds row BLOCK * (i // BLOCK) + j of x (the row j of i's block)."""
-    NB: kl.constexpr = C // BLOCK
-    x3 = kl.reshape(x, NB, BLOCK, N)
-    sub = kl.arange(0, BLOCK)
-    picked = kl.sum(kl.where(sub[None, :, None] == j, x3, 0.0), axis=1)  # [NB, N]
-    return kl.reshape(picked[:, None, :] + kl.zeros((NB, BLOCK, N), kl.float32), C, N)
 
 
 @kiln.jit
@@ -176,18 +173,16 @@ def _chunk_of(cu_ptr, p, T, N, VARLEN: kl.constexpr):
         n = n - 1
         bos = kl.load(cu_ptr + n)
         eos = kl.load(cu_ptr + n + 1)
-        start = bos + (p - (bos // CHUNK + n)) * CHUNK
     else:
-        nc = (T + CHUNK - 1) // CHUNK
-        n = p // nc
+        n = p // ((T + CHUNK - 1) // CHUNK)
         bos = n * T
         eos = bos + T
-        start = bos + (p - n * nc) * CHUNK
+    start = bos + (p - _slot(n, bos, T, VARLEN)) * CHUNK
     return n, start, eos
 
 
 @kiln.jit
-def _slot(cu_ptr, n, bos, T, VARLEN: kl.constexpr):
+def _slot(n, bos, T, VARLEN: kl.constexpr):
     """The slot of sequence n's first chunk: varlen ``bos // C + n`` (distinct for every
     chunk of every sequence: at most cdiv(T, C) + N slots), else ``n cdiv(T, C)``."""
     if VARLEN:
@@ -261,10 +256,11 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
         kl.store(wa_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :],
                  aqk.to(kl.bfloat16))
         tm = _unit_lower_inverse(akk * beta[:, None], C) * beta[None, :]
-        kl.store(ww_ptr + ck, _dot(tm, k * kl.exp(G), kl.zeros((C, K), kl.float32)))
+        tm_hi, tm_lo = _split(tm)
+        ke_hi, ke_lo = _split(k * kl.exp(G))
+        kl.store(ww_ptr + ck, _dot_parts(tm_hi, tm_lo, ke_hi, ke_lo, kl.zeros((C, K), kl.float32)))
         v = kl.load(v_ptr + (t64 * HV + hv)[:, None] * V + vcols[None, :], mask=ok[:, None],
                     other=0.0)
-        tm_hi, tm_lo = _split(tm)
         kl.store(wu_ptr + slot * (C * V) + rows[:, None] + (vcols * C)[None, :],
                  kl.dot(tm_lo, v, kl.dot(tm_hi, v, kl.zeros((C, V), kl.float32))))  # [V, C]
 
@@ -288,7 +284,7 @@ def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0
     else:
         bos = n * T
         eos = bos + T
-    first = _slot(cu_ptr, n, bos, T, VARLEN)
+    first = _slot(n, bos, T, VARLEN)
     rows = kl.arange(0, C)
     kk = kl.arange(0, K)
     vcols = vb * VB + kl.arange(0, VB)
@@ -304,8 +300,9 @@ def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0
         aqk = kl.reshape(kl.bulk_load(wa_ptr + slot * (C * C), C * C), C, C)
         decay = kl.bulk_load(wd_ptr + slot * K, K)
         h_hi, h_lo = _split(state)
+        w_hi, w_lo = _split(w)
         zero = kl.zeros((C, VB), kl.float32)
-        vp = u - _dot(w, state, zero)
+        vp = u - _dot_parts(w_hi, w_lo, h_hi, h_lo, zero)
         o = kl.dot(aqk, vp.to(kl.bfloat16), kl.dot(qg, h_lo, kl.dot(qg, h_hi, zero)))
         t = c0 + rows
         kl.store(o_ptr + (t.to(kl.int64) * HV + hv)[:, None] * V + vcols[None, :], o,
