@@ -9,7 +9,7 @@ i.e. what ``kernel[grid](...)`` spends before creating the CUDA function; the fi
 the process (which also hashes the kernel's source) and the median of the next ones.
 Run on the 2-core dev machine:
 
-    PYTHONPATH=build/python:. .venv/bin/python bench/compile/run.py [--out DIR]
+    PYTHONPATH=build/python:. .venv/bin/python bench/compile/run.py [--out DIR] [--kernels NAME]
 """
 
 import argparse
@@ -51,7 +51,7 @@ sys.path.insert(0, {repo!r})
 package = importlib.import_module("kernels_dsl.kimi_k3")
 specs = [s for m in package.MODULES
          for s in importlib.import_module("kernels_dsl.kimi_k3." + m).AOT_SPECIALIZATIONS]
-specs = [x for s in specs for x in s.expand()]
+specs = [x for s in specs for x in s.expand() if {only!r} is None or {only!r} in x.kernel_name]
 arch = {arch!r}
 
 def lookup(spec):
@@ -70,7 +70,7 @@ print(json.dumps({{"first_ms": first * 1e3, "median_ms": statistics.median(rest)
 """
 
 
-def warm_hits(all_specs, archs):
+def warm_hits(all_specs, archs, only=None):
     """Populates a fresh cache, then measures hits in a fresh process per arch."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = {}
@@ -86,7 +86,7 @@ def warm_hits(all_specs, archs):
         finally:
             del os.environ["KILN_CACHE_DIR"]
         for arch in archs:
-            r = subprocess.run([sys.executable, "-c", _WARM_CHILD.format(repo=repo, arch=arch)],
+            r = subprocess.run([sys.executable, "-c", _WARM_CHILD.format(repo=repo, arch=arch, only=only)],
                                env=env, capture_output=True, text=True, check=True)
             out[arch] = json.loads(r.stdout.strip().splitlines()[-1])
     return out
@@ -96,8 +96,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kernels", default=None,
+                        help="only the specializations whose name contains this")
     args = parser.parse_args()
-    all_specs = [x for s in specs() for x in s.expand()]
+    all_specs = [x for s in specs() for x in s.expand()
+                 if args.kernels is None or args.kernels in x.kernel_name]
     # Warm the process (MLIR context, LLVM target init, libdevice read) once, as any compile
     # would; report it separately.
     first = compile_once(all_specs[0], ARCHS[0])
@@ -112,7 +115,7 @@ def main():
         for arch in ARCHS:
             compile_once(spec, arch)
     library_s = time.perf_counter() - start
-    warm = warm_hits(all_specs, ARCHS)
+    warm = warm_hits(all_specs, ARCHS, args.kernels)
 
     lines = [f"# kiln compile times ({os.cpu_count()} cores; kiln {kiln.__version__})",
              f"first compile in a fresh process (includes one-time init): {first:.3f} s",

@@ -679,3 +679,14 @@ void kiln::publishToAsyncProxy(OpBuilder &b, Location loc) {
       NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
   NVVM::BarrierOp::create(b, loc);
 }
+
+Value kiln::createLineSwizzle(OpBuilder &b, Location loc, Value index, int64_t runBits,
+                              int64_t logCount) {
+  if (runBits <= 0 || runBits >= logCount)
+    return index;
+  auto i32 = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  Value high = LLVM::LShrOp::create(b, loc, index, i32(runBits));
+  Value run = LLVM::AndOp::create(b, loc, index, i32((int64_t(1) << runBits) - 1));
+  return LLVM::OrOp::create(b, loc, high,
+                            LLVM::ShlOp::create(b, loc, run, i32(logCount - runBits)));
+}

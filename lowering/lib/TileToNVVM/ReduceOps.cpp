@@ -9,16 +9,18 @@
 //     redux.sync where all 32 lanes and a 32-bit integer add/min/max/and/or/
 //     xor),
 //  3. the warps whose axis bits differ: each warp's partial goes to a shared
-//     buffer [result element][warp along the axis]; after a barrier every
-//     thread reads and combines what its result registers need. This last step
-//     also puts the results into the result's own layout.
+//     buffer [warp along the axis][result element] (the result elements
+//     swizzled so that the lanes touch consecutive words: createLineSwizzle);
+//     after a barrier every thread reads and combines what its result
+//     registers need. This last step also puts the results into the result's
+//     own layout.
 // With `broadcast` the result is in the source's layout: each register takes
 // its line's value, and step 3 is needed only when warps lie along the axis;
 // so is it for a scalar result (every thread holds the total).
 // With N sources (same shape, hence the same layout) every step runs on the N
 // values of a register in lockstep: the combine region takes and returns N, a
 // butterfly round shuffles N values, and step 3 uses ONE buffer holding the N
-// [result element][warp] arrays between one pair of barriers.
+// [warp][result element] arrays between one pair of barriers.
 //
 // The rows of a wgmma accumulator (`#tile.mma` version 3, axis 1) need no
 // shared memory: a thread holds 2 rows of each of its 64-row slabs, N / 4
@@ -320,8 +322,8 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       }
     }
 
-    // 3. Across warps, through shared memory: [source][result element][warp
-    // along the axis].
+    // 3. Across warps, through shared memory: [source][warp along the
+    // axis][result element].
     int64_t warpAxisLo = -1, warpAxisCount = 0;
     for (int64_t tb = laneBits; tb < bits.threadBits; ++tb)
       if (inAxis(bits.runBits + tb)) {
@@ -380,7 +382,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     }
 
     // One buffer for all sources: with N > 1, an i8 array holding source i's
-    // [result element][warp] array at byteOffsets[i] (16-byte aligned), so
+    // [warp][result element] array at byteOffsets[i] (16-byte aligned), so
     // that one pair of barriers serves them all.
     SmallVector<Type> llvmElements, stored;
     SmallVector<bool> isBool;
@@ -417,6 +419,13 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     };
     auto i32 = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
 
+    // A result's slot in its warp's array (createLineSwizzle: the run bits of
+    // the thread's registers below the axis rotated to the top).
+    int64_t lineRunBits = llvm::isPowerOf2_64(numResults) ? std::min<int64_t>(lo, bits.runBits) : 0;
+    auto line = [&](Value resultIndex) {
+      return createLineSwizzle(rewriter, loc, resultIndex, lineRunBits, llvm::Log2_64(numResults));
+    };
+
     // The element index of each partial (its axis bits are zero after step 1
     // for register bits; thread axis bits are cleared below).
     ElementIndices indices = getElementIndices(rewriter, loc, layout);
@@ -426,6 +435,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       warpAlongAxis = LLVM::AndOp::create(rewriter, loc,
                                           LLVM::LShrOp::create(rewriter, loc, tid, i32(warpAxisLo)),
                                           i32(warpsAlongAxis - 1));
+    Value warpOffset = LLVM::MulOp::create(rewriter, loc, warpAlongAxis, i32(numResults));
     llvm::SmallDenseMap<int64_t, Value> resultIndexOfGroup;
     for (int64_t group : groups) {
       Value e = LLVM::AddOp::create(rewriter, loc, indices.base, i32(indices.offsets[group]));
@@ -435,9 +445,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
                                        LLVM::LShrOp::create(rewriter, loc, e, i32(hi)), i32(lo));
       Value result = LLVM::OrOp::create(rewriter, loc, high, low);
       resultIndexOfGroup[group] = result;
-      Value index = LLVM::AddOp::create(
-          rewriter, loc, LLVM::MulOp::create(rewriter, loc, result, i32(warpsAlongAxis)),
-          warpAlongAxis);
+      Value index = LLVM::AddOp::create(rewriter, loc, line(result), warpOffset);
       for (int64_t i = 0; i < numSrcs; ++i) {
         Value value = partials[group][i];
         if (isBool[i])
@@ -449,10 +457,10 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
 
     // Read back in the result's layout, combining the warps along the axis.
     auto readResult = [&](Value resultIndex) {
-      Value base = LLVM::MulOp::create(rewriter, loc, resultIndex, i32(warpsAlongAxis));
+      Value base = line(resultIndex);
       SmallVector<Value> acc;
       for (int64_t w = 0; w < warpsAlongAxis; ++w) {
-        Value index = LLVM::AddOp::create(rewriter, loc, base, i32(w));
+        Value index = LLVM::AddOp::create(rewriter, loc, base, i32(w * numResults));
         SmallVector<Value> values;
         for (int64_t i = 0; i < numSrcs; ++i) {
           Value v = LLVM::LoadOp::create(rewriter, loc, stored[i], slot(i, index));

@@ -7,7 +7,8 @@
 // from its least significant bits up, over
 //   run bits     (registers of one run: scanned in the thread, in order),
 //   lane bits    (shfl.sync.up, Kogge-Stone, combining where lanePos >= offset),
-//   warp bits    (warp totals through a shared buffer, one barrier),
+//   warp bits    (warp totals through a shared buffer, one barrier; the
+//                lines swizzled: no bank conflicts),
 //   run-number bits ("chunks": registers holding whole later segments of the
 //                line; each chunk is carried the totals of the earlier ones).
 // Any of these may be empty, so one algorithm covers every axis of every tile:
@@ -187,14 +188,17 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
             createShuffle(rewriter, loc, total, lastLane, NVVM::ShflKind::idx, 0x1f);
     }
 
-    // Across warps: every warp's totals go to [line][chunk][warp along the axis].
+    // Across warps: every warp's totals go to [chunk][warp along the axis][line]
+    // (the lines swizzled so that the lanes touch consecutive words:
+    // createLineSwizzle).
     Type llvmElement = getTypeConverter()->convertType(element);
     bool isBool = llvmElement.isInteger(1);
     Type stored = isBool ? rewriter.getI8Type() : llvmElement;
     Value buffer;
-    SmallVector<Value> lineBase; // per segment: (line * chunks + chunk) * warps
+    SmallVector<Value> lineBase; // per segment: its slot for warp 0
+    int64_t numLines = srcType.getNumElements() / srcType.getDimSize(axis);
+    int64_t lineRunBits = llvm::isPowerOf2_64(numLines) ? std::min<int64_t>(lo, runBits) : 0;
     if (warpCount) {
-      int64_t numLines = srcType.getNumElements() / srcType.getDimSize(axis);
       buffer = createSharedBuffer(rewriter, op, "__kiln_scan_smem", stored,
                                   numLines * numChunks * warpsAlongAxis, /*alignment=*/16,
                                   /*scratch=*/true);
@@ -207,12 +211,10 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
         Value high = LLVM::ShlOp::create(rewriter, loc,
                                          LLVM::LShrOp::create(rewriter, loc, e, i32(hi)), i32(lo));
         Value line = LLVM::OrOp::create(rewriter, loc, high, low);
-        lineBase.push_back(LLVM::MulOp::create(
+        lineBase.push_back(LLVM::AddOp::create(
             rewriter, loc,
-            LLVM::AddOp::create(rewriter, loc,
-                                LLVM::MulOp::create(rewriter, loc, line, i32(numChunks)),
-                                i32(segment.chunk)),
-            i32(warpsAlongAxis)));
+            createLineSwizzle(rewriter, loc, line, lineRunBits, llvm::Log2_64(numLines)),
+            i32(segment.chunk * warpsAlongAxis * numLines)));
       }
     }
     auto slot = [&](Value index) {
@@ -221,12 +223,13 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
     };
     if (warpCount) {
       // The lanes of a line in a warp hold one total (shfl.idx): same-value stores.
+      Value warpOffset = LLVM::MulOp::create(rewriter, loc, warpPos, i32(numLines));
       for (auto [segment, base] : llvm::zip(segments, lineBase)) {
         Value value = segment.warpTotal;
         if (isBool)
           value = LLVM::ZExtOp::create(rewriter, loc, stored, value);
         LLVM::StoreOp::create(rewriter, loc, value,
-                              slot(LLVM::AddOp::create(rewriter, loc, base, warpPos)));
+                              slot(LLVM::AddOp::create(rewriter, loc, base, warpOffset)));
       }
       NVVM::BarrierOp::create(rewriter, loc);
     }
@@ -243,8 +246,9 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
           bool needForTotal = segment.chunk + 1 < numChunks;
           if (w + 1 == warpsAlongAxis && !needForTotal)
             break;
-          Value v = LLVM::LoadOp::create(rewriter, loc, stored,
-                                         slot(LLVM::AddOp::create(rewriter, loc, base, i32(w))));
+          Value v = LLVM::LoadOp::create(
+              rewriter, loc, stored,
+              slot(LLVM::AddOp::create(rewriter, loc, base, i32(w * numLines))));
           if (isBool)
             v = LLVM::TruncOp::create(rewriter, loc, llvmElement, v);
           if (w + 1 < warpsAlongAxis)

@@ -75,15 +75,14 @@
 // CHECK-NEXT: %[[WSHIFT:.*]] = llvm.mlir.constant(5 : i32) : i32
 // CHECK-NEXT: %[[WT:.*]] = llvm.lshr %[[TID]], %[[WSHIFT]] : i32
 // CHECK-NEXT: %[[WARP:.*]] = llvm.and %[[WT]], %[[WMASK]] : i32
-// CHECK: %[[NW:.*]] = llvm.mlir.constant(4 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %{{.*}}, %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %[[WARP]] : i32
+// CHECK-NEXT: %[[NR:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT: %[[WOFF:.*]] = llvm.mul %[[WARP]], %[[NR]] : i32
+// CHECK: %[[RES:.*]] = llvm.or %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[RES]], %[[WOFF]] : i32
 // CHECK-NEXT: %[[PTR:.*]] = llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
 // CHECK-NEXT: llvm.store %[[P4]], %[[PTR]] : f32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
-// CHECK-NEXT: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT: %[[NW2:.*]] = llvm.mlir.constant(4 : i32) : i32
-// CHECK-NEXT: %[[BASE:.*]] = llvm.mul %[[ZERO]], %[[NW2]] : i32
+// CHECK-NEXT: %[[BASE:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT: %[[K0:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT: %[[I0:.*]] = llvm.add %[[BASE]], %[[K0]] : i32
 // CHECK-NEXT: %[[G0:.*]] = llvm.getelementptr %[[BUF]][%[[I0]]]
@@ -163,9 +162,7 @@ func.func @sum_1d(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %y: !tile.p
 // CHECK-NEXT: %[[HIGH:.*]] = llvm.lshr %[[E]], %[[HI]] : i32
 // CHECK-NEXT: %[[HIGHS:.*]] = llvm.shl %[[HIGH]], %[[LO]] : i32
 // CHECK-NEXT: %[[RES:.*]] = llvm.or %[[HIGHS]], %[[LOW]] : i32
-// CHECK-NEXT: %[[NW:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %[[RES]], %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %{{.*}} : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[RES]], %{{.*}} : i32
 // CHECK-NEXT: llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
 // CHECK-COUNT-2: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
@@ -214,6 +211,8 @@ func.func @sum_rows_4warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // CHECK-NEXT: %[[WSHIFT:.*]] = llvm.mlir.constant(5 : i32) : i32
 // CHECK-NEXT: %[[WT:.*]] = llvm.lshr %[[TID]], %[[WSHIFT]] : i32
 // CHECK-NEXT: %[[WARP:.*]] = llvm.and %[[WT]], %[[WMASK]] : i32
+// CHECK-NEXT: %[[NR:.*]] = llvm.mlir.constant(64 : i32) : i32
+// CHECK-NEXT: %[[WOFF:.*]] = llvm.mul %[[WARP]], %[[NR]] : i32
 // CHECK: %[[E:.*]] = llvm.add %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT: %[[LOWMASK:.*]] = llvm.mlir.constant(63 : i32) : i32
 // CHECK-NEXT: %[[LOW:.*]] = llvm.and %[[E]], %[[LOWMASK]] : i32
@@ -222,9 +221,14 @@ func.func @sum_rows_4warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // CHECK-NEXT: %[[HIGH:.*]] = llvm.lshr %[[E]], %[[HI]] : i32
 // CHECK-NEXT: %[[HIGHS:.*]] = llvm.shl %[[HIGH]], %[[LO]] : i32
 // CHECK-NEXT: %[[RES:.*]] = llvm.or %[[HIGHS]], %[[LOW]] : i32
-// CHECK-NEXT: %[[NW:.*]] = llvm.mlir.constant(4 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %[[RES]], %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %[[WARP]] : i32
+// CHECK-NEXT: %[[RUNBITS:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT: %[[LHI:.*]] = llvm.lshr %[[RES]], %[[RUNBITS]] : i32
+// CHECK-NEXT: %[[RUNMASK:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT: %[[TAIL:.*]] = llvm.and %[[RES]], %[[RUNMASK]] : i32
+// CHECK-NEXT: %[[TOP:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: %[[RUNS:.*]] = llvm.shl %[[TAIL]], %[[TOP]] : i32
+// CHECK-NEXT: %[[LINE:.*]] = llvm.or %[[LHI]], %[[RUNS]] : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[LINE]], %[[WOFF]] : i32
 // CHECK-NEXT: llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
 // CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
@@ -278,6 +282,8 @@ func.func @max_cols_4warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // CHECK-NEXT: %[[WSHIFT:.*]] = llvm.mlir.constant(5 : i32) : i32
 // CHECK-NEXT: %[[WT:.*]] = llvm.lshr %[[TID]], %[[WSHIFT]] : i32
 // CHECK-NEXT: %[[WARP:.*]] = llvm.and %[[WT]], %[[WMASK]] : i32
+// CHECK-NEXT: %[[NR:.*]] = llvm.mlir.constant(32 : i32) : i32
+// CHECK-NEXT: %[[WOFF:.*]] = llvm.mul %[[WARP]], %[[NR]] : i32
 // CHECK: %[[E:.*]] = llvm.add %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT: %[[LOWMASK:.*]] = llvm.mlir.constant(31 : i32) : i32
 // CHECK-NEXT: %[[LOW:.*]] = llvm.and %[[E]], %[[LOWMASK]] : i32
@@ -286,9 +292,14 @@ func.func @max_cols_4warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // CHECK-NEXT: %[[HIGH:.*]] = llvm.lshr %[[E]], %[[HI]] : i32
 // CHECK-NEXT: %[[HIGHS:.*]] = llvm.shl %[[HIGH]], %[[LO]] : i32
 // CHECK-NEXT: %[[RES:.*]] = llvm.or %[[HIGHS]], %[[LOW]] : i32
-// CHECK-NEXT: %[[NW:.*]] = llvm.mlir.constant(8 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %[[RES]], %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %[[WARP]] : i32
+// CHECK-NEXT: %[[RUNBITS:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT: %[[LHI:.*]] = llvm.lshr %[[RES]], %[[RUNBITS]] : i32
+// CHECK-NEXT: %[[RUNMASK:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT: %[[TAIL:.*]] = llvm.and %[[RES]], %[[RUNMASK]] : i32
+// CHECK-NEXT: %[[TOP:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT: %[[RUNS:.*]] = llvm.shl %[[TAIL]], %[[TOP]] : i32
+// CHECK-NEXT: %[[LINE:.*]] = llvm.or %[[LHI]], %[[RUNS]] : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[LINE]], %[[WOFF]] : i32
 // CHECK-NEXT: llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
 // CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
@@ -346,9 +357,7 @@ func.func @sum_cols_8warps(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 :
 // CHECK-NEXT: %[[HIGH:.*]] = llvm.lshr %[[E]], %[[HI]] : i32
 // CHECK-NEXT: %[[HIGHS:.*]] = llvm.shl %[[HIGH]], %[[LO]] : i32
 // CHECK-NEXT: %[[RES:.*]] = llvm.or %[[HIGHS]], %[[LOW]] : i32
-// CHECK-NEXT: %[[NW:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %[[RES]], %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %{{.*}} : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[RES]], %{{.*}} : i32
 // CHECK-NEXT: llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
 // CHECK-COUNT-8: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
@@ -403,9 +412,7 @@ func.func @sum_rows_1warp_f32(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 1
 // CHECK-NEXT: %[[HIGH:.*]] = llvm.lshr %[[E]], %[[HI]] : i32
 // CHECK-NEXT: %[[HIGHS:.*]] = llvm.shl %[[HIGH]], %[[LO]] : i32
 // CHECK-NEXT: %[[RES:.*]] = llvm.or %[[HIGHS]], %[[LOW]] : i32
-// CHECK-NEXT: %[[NW:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %[[RES]], %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %{{.*}} : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[RES]], %{{.*}} : i32
 // CHECK-NEXT: llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, bf16
 // CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
@@ -492,9 +499,7 @@ func.func @replicated_axis0(%x: f32, %y: !tile.ptr<f32> {tile.divisibility = 16 
 // CHECK-NEXT: %[[HIGH:.*]] = llvm.lshr %[[E]], %[[HI]] : i32
 // CHECK-NEXT: %[[HIGHS:.*]] = llvm.shl %[[HIGH]], %[[LO]] : i32
 // CHECK-NEXT: %[[RES:.*]] = llvm.or %[[HIGHS]], %[[LOW]] : i32
-// CHECK-NEXT: %[[NW:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK-NEXT: %[[ROW:.*]] = llvm.mul %[[RES]], %[[NW]] : i32
-// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[ROW]], %{{.*}} : i32
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.add %[[RES]], %{{.*}} : i32
 // CHECK-NEXT: llvm.getelementptr %[[BUF]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
 // CHECK-COUNT-1: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier
