@@ -45,6 +45,8 @@ rm -rf "$unpacked"
 mkdir -p "$OUT_DIR/test"
 cp -r test/gpu "$OUT_DIR/test/gpu"
 cp -r bench "$OUT_DIR/bench" 2>/dev/null || true
+# The documented examples the GPU tier runs (test/gpu/test_allreduce.py).
+mkdir -p "$OUT_DIR/docs" && cp -r docs/examples "$OUT_DIR/docs/examples"
 # The C++ launch benchmark (runtime only, libcuda opened at run time).
 g++ -O2 -std=c++17 bench/runtime/launch_bench.cpp -Iruntime/include \
   -I"${CUDA_HOME:-/usr/local/cuda}/include" "$BUILD/runtime/libkiln_runtime.a" -ldl -lpthread \

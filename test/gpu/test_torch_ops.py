@@ -30,6 +30,7 @@ from kernels_dsl.kimi_k3 import (  # noqa: E402
     concat_mla,
     image,
     kda_decode,
+    kda_prefill,
     kda_verify,
     kv_indices,
     mla_attention,
@@ -222,6 +223,36 @@ def _kda_verify_case(g):
                 mutated=tuple(range(16, 22)))
 
 
+def _kda_prefill_case(g, varlen):
+    """Varlen (a 5-token and a 70-token sequence: a partial chunk and a chunk boundary) with
+    K3's gate, beta logits and the L2 norms in the kernel; or 2 sequences of 37 tokens with
+    the log decay given. Initial states, GVA ratio 2."""
+    h, hv, k = 2, 4, 128
+    bsz, t = (1, 75) if varlen else (2, 37)
+    q, kk = _randn(g, (bsz, t, h, k)), _randn(g, (bsz, t, h, k))
+    v = _randn(g, (bsz, t, hv, k))
+    if varlen:
+        gate = _randn(g, (bsz, t, hv, k))
+        beta = _randn(g, (bsz, t, hv), scale=2.0)
+        cu = torch.tensor([0, 5, 75], dtype=torch.int32, device=g.device)
+        a_log, dt_bias = _kda_weights(g, hv)
+        flags = (True, True, a_log, dt_bias, -5.0, True)
+    else:
+        gate = -torch.rand((bsz, t, hv, k), generator=g, device=g.device) * 0.3
+        beta = torch.rand((bsz, t, hv), generator=g, device=g.device).to(torch.bfloat16)
+        cu = None
+        flags = (False, False, None, None, None, False)
+    h0 = _randn(g, (2, hv, k, k), torch.float32, 0.1)
+    args = (q, kk, v, gate, beta, None, h0, cu) + flags
+
+    def wrapper(q, k, v, g, beta, scale, h0, cu, l2norm, gate_in, a_log, dt_bias, lb, bsig):
+        return kda_prefill.kda_chunk_prefill(
+            q, k, v, g, beta, scale, h0, cu, use_qk_l2norm_in_kernel=l2norm,
+            use_gate_in_kernel=gate_in, A_log=a_log, dt_bias=dt_bias, lower_bound=lb,
+            use_beta_sigmoid_in_kernel=bsig)
+    return Case("kda_chunk_prefill", args, {}, wrapper)
+
+
 def _kda_fold_case(g):
     """2 layers, 3 requests (accept 2, a padded one, accept 0), a track slot, the conv
     rollback; records of length 4."""
@@ -356,6 +387,8 @@ CASES: Dict[str, Callable[[Any], Case]] = {
     "kda_fused_decode_varlen_norm": lambda g: _kda_fused_case(g, True),
     "kda_verify_chain": _kda_verify_case,
     "kda_replayssm_fold": _kda_fold_case,
+    "kda_chunk_prefill_varlen": lambda g: _kda_prefill_case(g, True),
+    "kda_chunk_prefill": lambda g: _kda_prefill_case(g, False),
     "mla_decode": lambda g: _mla_case(g, True, False),
     "mla_decode_fp8": lambda g: _mla_case(g, True, True),
     "verify_splitkv": lambda g: _mla_case(g, False, False),
@@ -466,6 +499,7 @@ WRAPPERS = {
     "kda_fused_decode": kda_decode.kda_fused_decode,
     "kda_verify_chain": kda_verify.kda_verify_chain,
     "kda_replayssm_fold": kda_verify.kda_replayssm_fold,
+    "kda_chunk_prefill": kda_prefill.kda_chunk_prefill,
     "mla_decode": mla_attention.mla_decode,
     "verify_splitkv": mla_attention.verify_splitkv,
 }
