@@ -86,8 +86,9 @@ def warm_hits(all_specs, archs, only=None):
         finally:
             del os.environ["KILN_CACHE_DIR"]
         for arch in archs:
-            r = subprocess.run([sys.executable, "-c", _WARM_CHILD.format(repo=repo, arch=arch, only=only)],
-                               env=env, capture_output=True, text=True, check=True)
+            child = _WARM_CHILD.format(repo=repo, arch=arch, only=only)
+            r = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True,
+                               text=True, check=True)
             out[arch] = json.loads(r.stdout.strip().splitlines()[-1])
     return out
 
