@@ -681,9 +681,10 @@ void kiln::publishToAsyncProxy(OpBuilder &b, Location loc) {
 }
 
 Value kiln::createLineSwizzle(OpBuilder &b, Location loc, Value index, int64_t runBits,
-                              int64_t logCount) {
-  if (runBits <= 0 || runBits >= logCount)
+                              int64_t count) {
+  if (!llvm::isPowerOf2_64(count) || runBits <= 0 || runBits >= int64_t(llvm::Log2_64(count)))
     return index;
+  int64_t logCount = llvm::Log2_64(count);
   auto i32 = [&](int64_t v) { return createI32Constant(b, loc, v); };
   Value high = LLVM::LShrOp::create(b, loc, index, i32(runBits));
   Value run = LLVM::AndOp::create(b, loc, index, i32((int64_t(1) << runBits) - 1));

@@ -85,14 +85,15 @@ int64_t getRequestedVec(mlir::Operation *op);
 mlir::Value createIsOwner(mlir::OpBuilder &b, mlir::Location loc,
                           const tile::BlockedLayout &layout);
 
-/// The position of line `index` (of `1 << logCount`) in a shared array of
-/// per-line values that many threads write and read at once (the cross-warp
-/// buffers of tile.reduce and tile.scan): the low `runBits` bits, a thread's
-/// run of consecutive lines, rotated to the top, so that the lanes, which
-/// hold lines `vec` apart, touch consecutive words (no bank conflicts) rather
-/// than words `vec` (or, with warps innermost, `vec * warps`) apart.
+/// The position of line `index` (of `count`) in a shared array of per-line
+/// values that many threads write and read at once (the cross-warp buffers of
+/// tile.reduce and tile.scan): the low `runBits` bits, a thread's run of
+/// consecutive lines, rotated to the top, so that the lanes, which hold lines
+/// `vec` apart, touch consecutive words (no bank conflicts) rather than words
+/// `vec` (or, with warps innermost, `vec * warps`) apart. `index` itself where
+/// `count` is not a power of two or holds no more than one run.
 mlir::Value createLineSwizzle(mlir::OpBuilder &b, mlir::Location loc, mlir::Value index,
-                              int64_t runBits, int64_t logCount);
+                              int64_t runBits, int64_t count);
 
 /// A fresh module-level shared-memory array (`<prefix>_<n>`) of `count`
 /// elements of `element`, `alignment`-byte aligned; returns its address (`!llvm.ptr<3>`).

@@ -421,9 +421,9 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
 
     // A result's slot in its warp's array (createLineSwizzle: the run bits of
     // the thread's registers below the axis rotated to the top).
-    int64_t lineRunBits = llvm::isPowerOf2_64(numResults) ? std::min<int64_t>(lo, bits.runBits) : 0;
     auto line = [&](Value resultIndex) {
-      return createLineSwizzle(rewriter, loc, resultIndex, lineRunBits, llvm::Log2_64(numResults));
+      return createLineSwizzle(rewriter, loc, resultIndex, std::min<int64_t>(lo, bits.runBits),
+                               numResults);
     };
 
     // The element index of each partial (its axis bits are zero after step 1

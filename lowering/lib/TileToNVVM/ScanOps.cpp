@@ -197,7 +197,6 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
     Value buffer;
     SmallVector<Value> lineBase; // per segment: its slot for warp 0
     int64_t numLines = srcType.getNumElements() / srcType.getDimSize(axis);
-    int64_t lineRunBits = llvm::isPowerOf2_64(numLines) ? std::min<int64_t>(lo, runBits) : 0;
     if (warpCount) {
       buffer = createSharedBuffer(rewriter, op, "__kiln_scan_smem", stored,
                                   numLines * numChunks * warpsAlongAxis, /*alignment=*/16,
@@ -213,7 +212,7 @@ struct ScanLowering : TileOpConversion<tile::ScanOp> {
         Value line = LLVM::OrOp::create(rewriter, loc, high, low);
         lineBase.push_back(LLVM::AddOp::create(
             rewriter, loc,
-            createLineSwizzle(rewriter, loc, line, lineRunBits, llvm::Log2_64(numLines)),
+            createLineSwizzle(rewriter, loc, line, std::min<int64_t>(lo, runBits), numLines),
             i32(segment.chunk * warpsAlongAxis * numLines)));
       }
     }
