@@ -17,6 +17,7 @@ import functools
 import os
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence
 
 import kiln
@@ -25,6 +26,7 @@ INT32_MAX = 2**31 - 1
 
 _bundle = None  # the kiln.runtime.Bundle of KILN_BUNDLE, opened at the first launch
 _families: dict = {}  # (name, constexprs) -> its KernelFamily in _bundle
+_compiled_together: set = set()  # the groups compile_together has compiled
 
 
 def dtype_name(t: Any) -> str:
@@ -201,6 +203,36 @@ def launch(kernel: Any, name: str, grid: Sequence[int], args: Sequence[Any],
         k.load()
         return
     k[tuple(grid)](*args)
+
+
+def compile_together(launches: Sequence[Launch]) -> None:
+    """By JIT, the compiles (or disk-cache loads) of ``launches`` side by side, a thread each
+    (the compiler releases the GIL, so two cores compile two kernels at once), the first
+    time a process meets the group (kernels, constexprs, warps): a wrapper of several
+    kernels then waits for its slowest compile, not for their sum. Launches nothing; a
+    compile error raises here as it would at the launch."""
+    cold = [x for x in launches if all(int(g) for g in x.grid)]
+    group = tuple((x.name, tuple(sorted(x.constexprs.items())), x.num_warps, x.maxnreg,
+                   None if x.cluster is None else tuple(x.cluster)) for x in cold)
+    if len(cold) < 2 or group in _compiled_together or not jit_allowed():
+        return
+
+    def warm(x: Launch) -> None:
+        x.kernel.warmup(tuple(x.grid), *x.args, num_warps=x.num_warps, maxnreg=x.maxnreg,
+                        cluster=x.cluster, **x.constexprs)
+
+    with ThreadPoolExecutor(len(cold)) as pool:
+        list(pool.map(warm, cold))
+    _compiled_together.add(group)
+
+
+def launch_all(launches: Sequence[Launch]) -> None:
+    """``launch`` of each of ``launches`` in order, their kernels compiled together first
+    (``compile_together``)."""
+    compile_together(launches)
+    for x in launches:
+        launch(x.kernel, x.name, x.grid, x.args, x.constexprs, x.num_warps, maxnreg=x.maxnreg,
+               cluster=x.cluster)
 
 
 def empty(like: Any, shape: tuple, dtype: str) -> Any:

@@ -24,9 +24,10 @@ inverse merges diagonal blocks (``_unit_lower_inverse``). Dots whose result reac
 state take fp32 operands split into two bf16 parts (hi + lo, three products, about 16 bits
 of each operand, fp32 sums); the output's own take one.
 
-Two launches: ``kda_prefill_chunk_kernel`` writes every chunk's state-free factors to a
-workspace, all chunks at once; ``kda_prefill_chain_kernel`` walks each sequence's chunks
-with the state in registers.
+Three launches: ``kda_prefill_chunk_kernel`` writes every chunk's state-free factors to a
+workspace, all chunks at once, but W and U; ``kda_prefill_ut_kernel`` the UT inverse and W
+and U from them (a launch of its own on one warpgroup: wgmma, two programs an SM);
+``kda_prefill_chain_kernel`` walks each sequence's chunks with the state in registers.
 
 Specification: docs/kernels/kda.md ("Chunked prefill")
 """
@@ -115,8 +116,9 @@ def _row(x, rows, i):
 @kiln.jit
 def _intra(q, k, G, rb, C: kl.constexpr):
     """(A_kk, A_qk) of the chunk from the capped log decay G (``kda_prefill_chunk_kernel``),
-    the rows in blocks of rb (16 or 8, a runtime value) whose decay from the block's first
-    row to its last is at most SAFE_SPAN in every channel: block b's rows i against every
+    the rows in blocks of rb (a runtime value; 8 for the chunks whose 16-row blocks decay
+    too much for ``_intra_cols``) whose decay from the block's first row to its last is at
+    most SAFE_SPAN in every channel: block b's rows i against every
     row j up to the block's end in one dot, both factors taken against the block's middle
     row m, ``exp(G_i - G_m)`` and ``exp(G_m - G_j)``, each within exp(+-SAFE_SPAN) (rows j
     of earlier blocks only get smaller); their product is exp(G_i - G_j). A_kk's dots on
@@ -137,6 +139,45 @@ def _intra(q, k, G, rb, C: kl.constexpr):
     lower = rows[:, None] > cols[None, :]
     return kl.where(lower, akk, 0.0), kl.where(lower | (rows[:, None] == cols[None, :]), aqk,
                                                0.0)
+
+
+@kiln.jit
+def _block(x, c, C: kl.constexpr):
+    """Rows c BLOCK .. c BLOCK + BLOCK - 1 of x [C, N] as a [BLOCK, N] tile: x seen as [C /
+    BLOCK, BLOCK N] (a reshape) and summed over the blocks with the others masked; in the
+    blocked layout a thread holds the same place of every block, so nothing leaves it."""
+    x3 = kl.reshape(x, C // BLOCK, BLOCK * x.shape[1])
+    mine = (kl.arange(0, C // BLOCK) == c)[:, None]
+    return kl.reshape(kl.sum(kl.where(mine, x3, 0.0), axis=0), BLOCK, x.shape[1])
+
+
+@kiln.jit
+def _intra_cols(q, k, G, C: kl.constexpr):
+    """``_intra`` for blocks of BLOCK rows, by column blocks: the columns j of block c
+    against every row i from the block's start in one dot, both factors taken against the
+    block's middle row m, ``exp(G_i - G_m)`` (rows of later blocks only get smaller) and
+    ``exp(G_m - G_j)`` (j in the block); the key factor is the block's BLOCK rows alone, so
+    each dot is [C, K] x [K, BLOCK]."""
+    nb: kl.constexpr = C // BLOCK
+    rows = kl.arange(0, C)
+    akk = kl.zeros((C, nb, BLOCK), kl.float32)
+    aqk = kl.zeros((C, nb, BLOCK), kl.float32)
+    for c in range(0, nb):
+        gm = _row(G, rows, c * BLOCK + BLOCK // 2)
+        right = _block(k, c, C) * kl.exp(gm[None, :] - _block(G, c, C))
+        below = (rows >= c * BLOCK)[:, None]
+        left = kl.exp(kl.where(below, G - gm[None, :], 0.0))
+        a_kk = _dot_t(kl.where(below, k * left, 0.0), right,
+                      kl.zeros((C, BLOCK), kl.float32))
+        a_qk = kl.dot(kl.where(below, q * left, 0.0).to(kl.bfloat16),
+                      right.to(kl.bfloat16).T, kl.zeros((C, BLOCK), kl.float32))
+        put = (kl.arange(0, nb) == c)[None, :, None]
+        akk = kl.where(put, a_kk[:, None, :], akk)
+        aqk = kl.where(put, a_qk[:, None, :], aqk)
+    cols = kl.arange(0, C)
+    lower = rows[:, None] > cols[None, :]
+    return kl.where(lower, kl.reshape(akk, C, C), 0.0), kl.where(
+        lower | (rows[:, None] == cols[None, :]), kl.reshape(aqk, C, C), 0.0)
 
 
 @kiln.jit
@@ -190,19 +231,28 @@ def _slot(n, bos, T, VARLEN: kl.constexpr):
     return n * ((T + CHUNK - 1) // CHUNK)
 
 
+@kiln.jit
+def _beta(beta_ptr, at, ok, beta_sigmoid):
+    """beta of the rows at ``at`` (bf16 values or, with ``beta_sigmoid``, logits; fp32, 0
+    where not ok)."""
+    beta = kl.load(beta_ptr + at, mask=ok, other=0.0).to(kl.float32)
+    return kl.where(ok & (beta_sigmoid != 0), kl.sigmoid(beta), beta)
+
+
 # ---------------------------------------------------------------------------
 # kda_chunk_prefill: the chunk factors (every chunk at once), then the state chain
 # ---------------------------------------------------------------------------
 
 @kiln.jit(num_warps=8, do_not_specialize=["T", "H", "HV", "N", "l2norm", "beta_sigmoid"])
-def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb_ptr, cu_ptr,
-                             wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, T, H, HV, N,
+def kda_prefill_chunk_kernel(q_ptr, k_ptr, g_ptr, beta_ptr, alog_ptr, dtb_ptr, cu_ptr,
+                             wq_ptr, ww_ptr, wkd_ptr, wa_ptr, wd_ptr, wl_ptr, T, H, HV, N,
                              l2norm, beta_sigmoid, scale, lower_bound, K: kl.constexpr,
-                             V: kl.constexpr, GATE: kl.constexpr, VARLEN: kl.constexpr):
-    """Program (chunk slot p, value head hv): the chunk's factors, which need no state, into
-    the workspace at slot p (module docstring): qg = q exp(G) (bf16 [C, K]), W (fp32 [C,
-    K]), kd = k exp(G_last - G) (fp32, transposed: [K, C]), U (fp32, transposed: [V, C]),
-    A_qk (bf16 [C, C]) and exp(G_last) (fp32 [K]), each [P, HV, ...]. Inputs as the
+                             GATE: kl.constexpr, VARLEN: kl.constexpr):
+    """Program (chunk slot p, value head hv): the chunk's factors that need neither the
+    state nor the UT inverse, into the workspace at slot p (module docstring): qg = q exp(G)
+    (bf16 [C, K]), kd = k exp(G_last - G) (fp32, transposed: [K, C]), A_qk (bf16 [C, C]),
+    exp(G_last) (fp32 [K]), and for ``kda_prefill_ut_kernel`` ke = k exp(G) (fp32 [C, K], in
+    W's place) and lm = Diag(beta) A_kk (fp32 [C, C]), each [P, HV, ...]. Inputs as the
     wrapper's docstring says (``kda_chunk_prefill``); a slot past its sequence's chunks does
     nothing."""
     C: kl.constexpr = CHUNK
@@ -213,7 +263,6 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
     if start < eos:
         rows = kl.arange(0, C)
         cols = kl.arange(0, K)
-        vcols = kl.arange(0, V)
         t = start + rows
         ok = t < eos
         t64 = t.to(kl.int64)
@@ -229,8 +278,6 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
                                                GATE == 2), 0.0)
         else:
             g = kl.load(g_ptr + g_at, mask=ok[:, None], other=0.0)
-        beta = kl.load(beta_ptr + t64 * HV + hv, mask=ok, other=0.0).to(kl.float32)
-        beta = kl.where(ok & (beta_sigmoid != 0), kl.sigmoid(beta), beta)
         q = q * kl.where(l2norm != 0, _inv_norm(q), 1.0)[:, None] * scale
         k = k * kl.where(l2norm != 0, _inv_norm(k), 1.0)[:, None]
         G = kl.cumsum(g, axis=0)
@@ -241,26 +288,50 @@ def kda_prefill_chunk_kernel(q_ptr, k_ptr, v_ptr, g_ptr, beta_ptr, alog_ptr, dtb
         kl.store(wkd_ptr + slot * (C * K) + rows[:, None] + (cols * C)[None, :],
                  k * kl.exp(g_last[None, :] - G))  # transposed: [K, C]
         kl.store(wd_ptr + slot * K + cols, kl.exp(g_last))
+        kl.store(ww_ptr + ck, k * kl.exp(G))
         # A_kk, A_qk from the decay capped at DECAY_CAP a token (a pair across a token that
         # decays more is below exp(-DECAY_CAP) either way): 16-row blocks where no token
         # decays by more than SAFE_SPAN / 15 (a block's span is then at most SAFE_SPAN),
         # else 8-row blocks (4 DECAY_CAP = SAFE_SPAN).
         if kl.min(kl.min(g, axis=1), axis=0) >= -SAFE_SPAN / (BLOCK - 1):
-            gc = G
-            rb = BLOCK
+            akk, aqk = _intra_cols(q, k, G, C)
         else:
-            gc = kl.cumsum(kl.maximum(g, -DECAY_CAP), axis=0)
-            rb = BLOCK // 2
-        akk, aqk = _intra(q, k, gc, rb, C)
+            akk, aqk = _intra(q, k, kl.cumsum(kl.maximum(g, -DECAY_CAP), axis=0), BLOCK // 2, C)
+        cc = slot * (C * C) + (rows * C)[:, None] + kl.arange(0, C)[None, :]
+        kl.store(wa_ptr + cc, aqk.to(kl.bfloat16))
+        kl.store(wl_ptr + cc, akk * _beta(beta_ptr, t64 * HV + hv, ok, beta_sigmoid)[:, None])
+
+
+@kiln.jit(num_warps=4, do_not_specialize=["T", "HV", "N", "beta_sigmoid"])
+def kda_prefill_ut_kernel(v_ptr, beta_ptr, cu_ptr, ww_ptr, wu_ptr, wl_ptr, T, HV, N,
+                          beta_sigmoid, K: kl.constexpr, V: kl.constexpr,
+                          VARLEN: kl.constexpr):
+    """Program (chunk slot p, value head hv): the UT transform T = (I + lm)^-1 Diag(beta) of
+    the chunk's lm (``kda_prefill_chunk_kernel``), then W = T ke (fp32 [C, K], over ke in
+    place) and U = T v (fp32, transposed: [V, C]). A program of its own: on one warpgroup
+    its dots run on wgmma (sm_90a), and its registers leave room for a second program an
+    SM."""
+    C: kl.constexpr = CHUNK
+    p = kl.program_id(0)
+    hv = kl.program_id(1)
+    n, start, eos = _chunk_of(cu_ptr, p, T, N, VARLEN)
+    if start < eos:
+        rows = kl.arange(0, C)
+        cols = kl.arange(0, K)
+        vcols = kl.arange(0, V)
         ccols = kl.arange(0, C)
-        kl.store(wa_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :],
-                 aqk.to(kl.bfloat16))
-        tm = _unit_lower_inverse(akk * beta[:, None], C) * beta[None, :]
-        tm_hi, tm_lo = _split(tm)
-        ke_hi, ke_lo = _split(k * kl.exp(G))
+        t = start + ccols
+        ok = t < eos
+        t64 = t.to(kl.int64)
+        slot = p.to(kl.int64) * HV + hv
+        lm = kl.load(wl_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :])
+        beta = _beta(beta_ptr, t64 * HV + hv, ok, beta_sigmoid)
+        tm_hi, tm_lo = _split(_unit_lower_inverse(lm, C) * beta[None, :])
+        ck = slot * (C * K) + (rows * K)[:, None] + cols[None, :]
+        ke_hi, ke_lo = _split(kl.load(ww_ptr + ck))
         kl.store(ww_ptr + ck, _dot_parts(tm_hi, tm_lo, ke_hi, ke_lo, kl.zeros((C, K), kl.float32)))
-        v = kl.load(v_ptr + (t64 * HV + hv)[:, None] * V + vcols[None, :], mask=ok[:, None],
-                    other=0.0)
+        v = kl.load(v_ptr + ((start + rows).to(kl.int64) * HV + hv)[:, None] * V
+                    + vcols[None, :], mask=(start + rows < eos)[:, None], other=0.0)
         kl.store(wu_ptr + slot * (C * V) + rows[:, None] + (vcols * C)[None, :],
                  kl.dot(tm_lo, v, kl.dot(tm_hi, v, kl.zeros((C, V), kl.float32))))  # [V, C]
 
@@ -315,11 +386,13 @@ def kda_prefill_chain_kernel(wq_ptr, ww_ptr, wkd_ptr, wu_ptr, wa_ptr, wd_ptr, h0
 class Settings:
     """kda_chunk_prefill's tuning (docs/kernels/kda.md, "Chunked prefill")."""
     chunk_warps: int = 8  # the chunk factors: [64, 128] fp32 tiles
+    ut_warps: int = 4  # the UT inverse, W and U: one warpgroup (wgmma on sm_90a)
     #: The chain's (value rows a program, chunks in flight): wide where its programs fill
-    #: the GPU (each reads a chunk's factors once for 64 rows; two stages do not fit in
-    #: shared memory), narrow where they would not (few sequences and heads: 16 rows, more
-    #: programs, the next chunk's factors in flight). bench/results/kda/h100-prefill-39.md
-    chain_wide: tuple = (64, 1)
+    #: most of the GPU (each reads a chunk's factors once for the head's 128 rows; two
+    #: stages do not fit in shared memory), narrow where they would not (few sequences and
+    #: heads: 16 rows, more programs, the next chunk's factors in flight).
+    #: bench/results/kda/h100-prefill-39.md, h100-prefill-split-41.md
+    chain_wide: tuple = (128, 1)
     chain_narrow: tuple = (16, 2)
     chain_warps: int = 8
 
@@ -338,8 +411,14 @@ def chunk_launch_config(gate: int, varlen: bool, settings: Settings = SETTINGS) 
     """(bundle name, constexprs, num_warps) of the chunk-factor kernel for a gate mode, with
     or without cu_seqlens."""
     name = "kda_prefill_chunk" + ("", "_gate", "_gate_lower_bound")[gate] + _suffix(varlen)
-    return (name, {"K": HEAD_DIM, "V": HEAD_DIM, "GATE": gate, "VARLEN": bool(varlen)},
+    return (name, {"K": HEAD_DIM, "GATE": gate, "VARLEN": bool(varlen)},
             settings.chunk_warps)
+
+
+def ut_launch_config(varlen: bool, settings: Settings = SETTINGS) -> tuple:
+    """(bundle name, constexprs, num_warps) of the UT-transform kernel."""
+    return ("kda_prefill_ut" + _suffix(varlen),
+            {"K": HEAD_DIM, "V": HEAD_DIM, "VARLEN": bool(varlen)}, settings.ut_warps)
 
 
 def chain_launch_config(varlen: bool, wide: bool = True, settings: Settings = SETTINGS) -> tuple:
@@ -353,40 +432,59 @@ def chain_launch_config(varlen: bool, wide: bool = True, settings: Settings = SE
 
 def chain_is_wide(num_seqs: int, hv: int, num_sms: Optional[int],
                   settings: Settings = SETTINGS) -> bool:
-    """Whether the wide chain's programs (value blocks x heads x sequences) fill the SMs."""
-    return num_sms is None or num_seqs * hv * (HEAD_DIM // settings.chain_wide[0]) >= num_sms
+    """Whether the wide chain's programs (value blocks x heads x sequences) fill at least
+    half the SMs."""
+    return num_sms is None or 2 * num_seqs * hv * (HEAD_DIM // settings.chain_wide[0]) >= num_sms
 
 
-_WORKSPACE = {"wq_ptr": "*bf16", "ww_ptr": "*f32", "wkd_ptr": "*f32", "wu_ptr": "*f32",
-              "wa_ptr": "*bf16", "wd_ptr": "*f32"}
+#: The workspace: the chain's factors (``_CHAIN``), and lm [P, HV, C, C] fp32 between the
+#: chunk kernel and the UT kernel.
+_CHAIN = {"wq_ptr": "*bf16", "ww_ptr": "*f32", "wkd_ptr": "*f32", "wu_ptr": "*f32",
+          "wa_ptr": "*bf16", "wd_ptr": "*f32"}
+
+
+def _cu(varlen: bool) -> str:
+    # Without cu_seqlens the wrapper passes the decay workspace for cu_ptr, never read.
+    return "*i32" if varlen else "*f32"
 
 
 def chunk_signature(gate: int, varlen: bool) -> dict:
-    """The chunk-factor kernel's AOT signature (without cu_seqlens the wrapper passes the
-    decay workspace for cu_ptr, never read)."""
-    return {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16",
-            "g_ptr": "*bf16" if gate else "*f32", "beta_ptr": "*bf16", "alog_ptr": "*f32",
-            "dtb_ptr": "*f32", "cu_ptr": "*i32" if varlen else "*f32", **_WORKSPACE,
-            "T": "i32", "H": "i32", "HV": "i32", "N": "i32", "l2norm": "i32",
-            "beta_sigmoid": "i32", "scale": "f32", "lower_bound": "f32"}
+    """The chunk-factor kernel's AOT signature."""
+    return {"q_ptr": "*bf16", "k_ptr": "*bf16", "g_ptr": "*bf16" if gate else "*f32",
+            "beta_ptr": "*bf16", "alog_ptr": "*f32", "dtb_ptr": "*f32", "cu_ptr": _cu(varlen),
+            "wq_ptr": "*bf16", "ww_ptr": "*f32", "wkd_ptr": "*f32", "wa_ptr": "*bf16",
+            "wd_ptr": "*f32", "wl_ptr": "*f32", "T": "i32", "H": "i32", "HV": "i32", "N": "i32",
+            "l2norm": "i32", "beta_sigmoid": "i32", "scale": "f32", "lower_bound": "f32"}
+
+
+def ut_signature(varlen: bool) -> dict:
+    """The UT-transform kernel's AOT signature."""
+    return {"v_ptr": "*bf16", "beta_ptr": "*bf16", "cu_ptr": _cu(varlen), "ww_ptr": "*f32",
+            "wu_ptr": "*f32", "wl_ptr": "*f32", "T": "i32", "HV": "i32", "N": "i32",
+            "beta_sigmoid": "i32"}
 
 
 def chain_signature(varlen: bool) -> dict:
-    """The state-chain kernel's AOT signature (cu_ptr as ``chunk_signature``'s)."""
-    return {**_WORKSPACE, "h0_ptr": "*f32", "ht_ptr": "*f32",
-            "cu_ptr": "*i32" if varlen else "*f32", "o_ptr": "*bf16", "T": "i32", "HV": "i32",
-            "has_h0": "i32"}
+    """The state-chain kernel's AOT signature."""
+    return {**_CHAIN, "h0_ptr": "*f32", "ht_ptr": "*f32", "cu_ptr": _cu(varlen),
+            "o_ptr": "*bf16", "T": "i32", "HV": "i32", "has_h0": "i32"}
 
 
 #: The tensors the wrapper checks (or makes) 16-byte aligned (the rows' vector accesses).
-CHUNK_ALIGNED = ("q_ptr", "k_ptr", "v_ptr", "g_ptr", "dtb_ptr", *_WORKSPACE)
-CHAIN_ALIGNED = (*_WORKSPACE, "h0_ptr", "ht_ptr", "o_ptr")
+CHUNK_ALIGNED = ("q_ptr", "k_ptr", "g_ptr", "dtb_ptr", "wq_ptr", "ww_ptr", "wkd_ptr", "wa_ptr",
+                 "wd_ptr", "wl_ptr")
+UT_ALIGNED = ("v_ptr", "ww_ptr", "wu_ptr", "wl_ptr")
+CHAIN_ALIGNED = (*_CHAIN, "h0_ptr", "ht_ptr", "o_ptr")
 
 AOT_SPECIALIZATIONS = [
     Spec(kda_prefill_chunk_kernel, name=cfg[0], signature=chunk_signature(gate, varlen),
          constexprs=cfg[1], divisibility=CHUNK_ALIGNED, num_warps=cfg[2])
     for gate in (GATE_GIVEN, GATE_SOFTPLUS, GATE_LOWER_BOUND) for varlen in (False, True)
     for cfg in (chunk_launch_config(gate, varlen),)
+] + [
+    Spec(kda_prefill_ut_kernel, name=cfg[0], signature=ut_signature(varlen), constexprs=cfg[1],
+         divisibility=UT_ALIGNED, num_warps=cfg[2])
+    for varlen in (False, True) for cfg in (ut_launch_config(varlen),)
 ] + [
     Spec(kda_prefill_chain_kernel, name=cfg[0], signature=chain_signature(varlen),
          constexprs=cfg[1], divisibility=CHAIN_ALIGNED, num_warps=cfg[2])
@@ -483,18 +581,28 @@ def kda_chunk_prefill(q: Any, k: Any, v: Any, g: Any, beta: Any, scale: Optional
     slots = chunks + num_seqs if varlen else bsz * chunks
     ws = {"wq": (CHUNK, HEAD_DIM, "bfloat16"), "ww": (CHUNK, HEAD_DIM, "float32"),
           "wkd": (CHUNK, HEAD_DIM, "float32"), "wu": (CHUNK, HEAD_DIM, "float32"),
-          "wa": (CHUNK, CHUNK, "bfloat16"), "wd": (HEAD_DIM, "float32")}
-    ws = [L.empty(q, (slots, hv, *shape[:-1]), shape[-1]) for shape in ws.values()]
-    cu = cu_seqlens if varlen else ws[-1]
+          "wa": (CHUNK, CHUNK, "bfloat16"), "wd": (HEAD_DIM, "float32"),
+          "wl": (CHUNK, CHUNK, "float32")}
+    ws = {key: L.empty(q, (slots, hv, *shape[:-1]), shape[-1]) for key, shape in ws.items()}
+    cu = cu_seqlens if varlen else ws["wd"]
+    sig = int(bool(use_beta_sigmoid_in_kernel))
     name, constexprs, num_warps = chunk_launch_config(gate, varlen, settings)
-    L.launch(kda_prefill_chunk_kernel, name, (slots, hv),
-             (q, k, v, g, beta, A_log if A_log is not None else ws[-1],
-              dt_bias if dt_bias is not None else ws[-1], cu, *ws, t_len, h, hv, num_seqs,
-              int(bool(use_qk_l2norm_in_kernel)), int(bool(use_beta_sigmoid_in_kernel)),
-              float(scale), lb), constexprs, num_warps)
+    chunk = L.Launch(kda_prefill_chunk_kernel, name, (slots, hv),
+                     (q, k, g, beta, A_log if A_log is not None else ws["wd"],
+                      dt_bias if dt_bias is not None else ws["wd"], cu,
+                      *(ws[key] for key in ("wq", "ww", "wkd", "wa", "wd", "wl")), t_len, h,
+                      hv, num_seqs, int(bool(use_qk_l2norm_in_kernel)), sig, float(scale),
+                      lb), constexprs, num_warps)
+    name, constexprs, num_warps = ut_launch_config(varlen, settings)
+    ut = L.Launch(kda_prefill_ut_kernel, name, (slots, hv),
+                  (v, beta, cu, ws["ww"], ws["wu"], ws["wl"], t_len, hv, num_seqs, sig),
+                  constexprs, num_warps)
     wide = chain_is_wide(num_seqs, hv, L.num_sms(q), settings)
     name, constexprs, num_warps = chain_launch_config(varlen, wide, settings)
-    L.launch(kda_prefill_chain_kernel, name, (HEAD_DIM // constexprs["VB"], hv, num_seqs),
-             (*ws, initial_state if initial_state is not None else final_state, final_state,
-              cu, out, t_len, hv, int(initial_state is not None)), constexprs, num_warps)
+    chain = L.Launch(kda_prefill_chain_kernel, name, (HEAD_DIM // constexprs["VB"], hv, num_seqs),
+                     (*(ws[key] for key in ("wq", "ww", "wkd", "wu", "wa", "wd")),
+                      initial_state if initial_state is not None else final_state, final_state,
+                      cu, out, t_len, hv, int(initial_state is not None)), constexprs,
+                     num_warps)
+    L.launch_all((chunk, ut, chain))
     return out, final_state

@@ -164,6 +164,7 @@ def via_interpreter(monkeypatch):
         return HostTensor(aligned(shape, {"bfloat16": BF16, "float32": np.float32}[dtype]))
 
     monkeypatch.setattr(mod.L, "launch", launch)
+    monkeypatch.setattr(mod.L, "compile_together", lambda launches: None)
     monkeypatch.setattr(mod.L, "empty", empty)
     return launches
 
@@ -238,9 +239,10 @@ def test_lengths(via_interpreter, t, strong):
     program a chunk and head, the chain a program a value block, head and sequence)."""
     run(np.random.default_rng(t), [t], h=1, hv=1, strong=strong)
     chunks = -(-t // C)
-    chunk, chain = mod.chunk_launch_config(0, False), mod.chain_launch_config(False)
+    chunk, ut = mod.chunk_launch_config(0, False), mod.ut_launch_config(False)
+    chain = mod.chain_launch_config(False)
     assert via_interpreter == [
-        (chunk[0], (chunks, 1), chunk[1], chunk[2]),
+        (chunk[0], (chunks, 1), chunk[1], chunk[2]), (ut[0], (chunks, 1), ut[1], ut[2]),
         (chain[0], (K // chain[1]["VB"], 1, 1), chain[1], chain[2])]
 
 
@@ -250,7 +252,7 @@ def test_narrow_chain(via_interpreter, monkeypatch):
     monkeypatch.setattr(mod.L, "num_sms", lambda t: 132)
     run(np.random.default_rng(7), [150], h=1, hv=2)
     chain = mod.chain_launch_config(False, wide=False)
-    assert chain[1]["VB"] == 16 and via_interpreter[1] == (chain[0], (8, 2, 1), chain[1],
+    assert chain[1]["VB"] == 16 and via_interpreter[2] == (chain[0], (8, 2, 1), chain[1],
                                                             chain[2])
 
 
@@ -292,7 +294,8 @@ def test_varlen(via_interpreter):
     # slots: cdiv(81, 64) + 4 sequences (the search's bound), the chain a program a
     # (value block, head, sequence)
     assert [x[:2] for x in via_interpreter] == [("kda_prefill_chunk_varlen", (6, 1)),
-                                                ("kda_prefill_chain_varlen", (2, 1, 4))]
+                                                ("kda_prefill_ut_varlen", (6, 1)),
+                                                ("kda_prefill_chain_varlen", (1, 1, 4))]
 
 
 def test_final_state_continues_in_decode(via_interpreter, monkeypatch):
