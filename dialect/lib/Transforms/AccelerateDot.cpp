@@ -564,26 +564,39 @@ struct SlotBDot {
   bool bMnMajor = false;
 };
 
-/// Whether every use of `load` is the B of a tile.dot, directly or through an
-/// optional reshape and then an optional [1, 0] transpose, each used once: a
-/// slot that several dots read in place (MLA's latent columns, the keys of
-/// q kᵀ and the values of p·v).
-bool onlyFeedsDotBs(RingWaitLoadOp load) {
-  return llvm::all_of(load->getUses(), [](OpOperand &first) {
-    OpOperand *use = &first;
-    if (auto reshape = llvm::dyn_cast<ReshapeOp>(use->getOwner())) {
-      if (!reshape->hasOneUse())
-        return false;
-      use = &*reshape->getUses().begin();
-    }
-    if (auto trans = llvm::dyn_cast<TransOp>(use->getOwner())) {
-      if (!trans->hasOneUse())
-        return false;
-      use = &*trans->getUses().begin();
-    }
-    auto dot = llvm::dyn_cast<DotOp>(use->getOwner());
-    return dot && use == &dot.getBMutable();
+/// Whether every use of `value` is the B of a tile.dot, directly or through
+/// an optional reshape and then an optional [1, 0] transpose (a view that
+/// several dots may share: CSE merges the `w.T` of two dots).
+static bool onlyDotBs(Value value, bool reshapeAllowed = true) {
+  return llvm::all_of(value.getUses(), [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (auto reshape = llvm::dyn_cast<ReshapeOp>(user))
+      return reshapeAllowed && onlyDotBs(reshape.getResult(), /*reshapeAllowed=*/false);
+    if (auto trans = llvm::dyn_cast<TransOp>(user))
+      return trans.getOrder() == ArrayRef<int64_t>{1, 0} &&
+             llvm::all_of(trans->getUses(), [](OpOperand &t) {
+               auto dot = llvm::dyn_cast<DotOp>(t.getOwner());
+               return dot && &t == &dot.getBMutable();
+             });
+    auto dot = llvm::dyn_cast<DotOp>(user);
+    return dot && &use == &dot.getBMutable();
   });
+}
+
+/// Whether every use of `load` is the B of a tile.dot (``onlyDotBs``): a slot
+/// that several dots read in place (MLA's latent columns, the keys of q kᵀ and
+/// the values of p·v; a recurrence's factors, each read by two dots).
+bool onlyFeedsDotBs(RingWaitLoadOp load) { return onlyDotBs(load.getResult()); }
+
+/// Erases the views of a slot (`bViews`, dot side last) that no dot reads any
+/// more, and then the load if it is unused: after a rewrite of one of its
+/// readers.
+static void eraseUnusedViews(ArrayRef<Operation *> views, RingWaitLoadOp load) {
+  for (Operation *view : llvm::reverse(views))
+    if (view->use_empty())
+      view->erase();
+  if (load->use_empty())
+    load->erase();
 }
 
 /// Waits for `load`'s slot in its place, once for all the dots that read the
@@ -602,20 +615,20 @@ void waitInPlaceOf(OpBuilder &b, RingWaitLoadOp load) {
 /// The ring load a dot's B comes from, as the matrix of its box:
 /// `tile.ring_wait_load` of a 128-byte swizzled ring, then an optional
 /// reshape to [rows, inner] (a box of rank above 2), then (K-major: the [N, K] box
-/// transposed) an optional transpose; each view used only on that way, the
-/// load by dot Bs only (``onlyFeedsDotBs``). bf16/f16; a K-major box's K or an
+/// transposed) an optional transpose (views other dots' Bs may share), the
+/// load used by dot Bs only (``onlyFeedsDotBs``). bf16/f16; a K-major box's K or an
 /// MN-major box's N of whole 128-byte rows.
 std::optional<SlotBDot> matchSlotB(DotOp dot) {
   SlotBDot match;
   Value b = dot.getB();
   if (auto trans = b.getDefiningOp<TransOp>();
-      trans && trans.getOrder() == ArrayRef<int64_t>{1, 0} && trans->hasOneUse()) {
+      trans && trans.getOrder() == ArrayRef<int64_t>{1, 0}) {
     match.bViews.push_back(trans);
     b = trans.getSrc();
   } else {
     match.bMnMajor = true;
   }
-  if (auto reshape = b.getDefiningOp<ReshapeOp>(); reshape && reshape->hasOneUse()) {
+  if (auto reshape = b.getDefiningOp<ReshapeOp>()) {
     match.bViews.push_back(reshape);
     b = reshape.getSrc();
   }
@@ -943,6 +956,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     unsigned warps = threads.getInt() / 32;
     bool tcgen05Taken = false;
     SmallVector<DotOp> stagedTcgen05;
+    // sm_90a: dots of B in a ring slot whose A is computed in their loop but
+    // not yet in the wgmma registers (resolveSlotBWaiting).
+    SmallVector<std::pair<DotOp, SlotBDot>> slotBWaiting;
     for (DotOp dot : dots) {
       std::optional<PipelinedDot> match = matchPipelinedDot(dot);
       if (match && match->operands.bMnMajor() && !mnMajorB) {
@@ -959,10 +975,15 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
           continue;
         }
         if (std::optional<SlotBDot> slotB = matchSlotB(dot);
-            slotB && matchSlotBShape(dot, *slotB, warps))
-          rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
-        else if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false);
-                 mismatch.empty())
+            slotB && slotBShapeFits(dot, *slotB, warps)) {
+          if (slotBAReady(dot))
+            rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
+          else if (slotBAInLoop(dot))
+            slotBWaiting.push_back({dot, *slotB});
+          else
+            stageOrFallback(dot, warps, fallback);
+        } else if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false);
+                   mismatch.empty())
           rewriteToStagedWarpGroupDot(dot, warps);
         else
           fallback(dot, mismatch);
@@ -1017,6 +1038,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       rewriteToTcgen05Dot(*match, warps, release);
       tcgen05Taken = true;
     }
+    resolveSlotBWaiting(slotBWaiting, warps, fallback);
     if (stagedTcgen05.empty())
       return;
     if (tcgen05Taken) {
@@ -1067,12 +1089,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         return Tcgen05DotStagedOp::create(b, dot.getLoc(), mmaType, a, dot.getB(), acc, tmem,
                                           /*bSlot=*/Value(), /*bMnMajor=*/false);
       });
-      if (slotB) {
-        for (Operation *view : llvm::reverse(slotB->bViews))
-          view->erase();
-        if (slotB->b->use_empty())
-          slotB->b->erase();
-      }
+      if (slotB)
+        eraseUnusedViews(slotB->bViews, slotB->b);
     }
   }
 
@@ -1161,22 +1179,71 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     return staged;
   }
 
-  /// Whether the wgmma takes a dot of B `slotB`: bf16/f16 operands of one
-  /// type, an f32 accumulator in the blocked layout, M a multiple of 64 a
-  /// warpgroup, N a multiple of 8 up to 256 (of 64 for an MN-major B), and
-  /// an A it can read: from registers (K a multiple of 16) or staged
-  /// (not computed by the loop; M and K multiples of 64).
-  bool matchSlotBShape(DotOp dot, SlotBDot slotB, unsigned warps) {
+  /// Whether wgmma takes a dot of B `slotB` in place, its A aside: bf16/f16
+  /// operands of one type, an f32 accumulator in the blocked layout, M a
+  /// multiple of 64 a warpgroup, N a multiple of 8 up to 256 (of 64 for an
+  /// MN-major B), K a multiple of 64 for a K-major B.
+  static bool slotBShapeFits(DotOp dot, SlotBDot slotB, unsigned warps) {
     auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
-    if (aType.getElementType() != slotB.b.getType().getElementType() || accType.getEncoding() ||
-        !accType.getElementType().isF32() || m % (64 * (warps / 4)) != 0 || n % 8 != 0 || n > 256 ||
-        (slotB.bMnMajor && n % 64 != 0) || (!slotB.bMnMajor && k % 64 != 0))
-      return false;
+    return aType.getElementType() == slotB.b.getType().getElementType() && !accType.getEncoding() &&
+           accType.getElementType().isF32() && m % (64 * (warps / 4)) == 0 && n % 8 == 0 &&
+           n <= 256 && (!slotB.bMnMajor || n % 64 == 0) && (slotB.bMnMajor || k % 64 == 0);
+  }
+
+  /// Whether such a dot's A can be wgmma's: converted from a tile in an mma
+  /// encoding (read from those registers, K a multiple of 16: attention's p),
+  /// or computed before the dot's loop (staged once, M and K multiples of 64:
+  /// attention's q).
+  static bool slotBAReady(DotOp dot) {
+    auto aType = dot.getA().getType();
     if (auto convert = dot.getA().getDefiningOp<ConvertLayoutOp>();
         convert && llvm::isa_and_present<MmaEncodingAttr>(convert.getSrc().getType().getEncoding()))
-      return k % 16 == 0;
-    return isStageableInvariant(dot.getA(), dot) && m % 64 == 0 && k % 64 == 0;
+      return aType.getDimSize(1) % 16 == 0;
+    return isStageableInvariant(dot.getA(), dot) && aType.getDimSize(0) % 64 == 0 &&
+           aType.getDimSize(1) % 64 == 0;
+  }
+
+  /// Whether such a dot's A is computed in the dot's loop: it may reach the
+  /// wgmma registers once another dot of the loop is rewritten (a state the
+  /// loop carries from a later dot's result, a value computed from an earlier
+  /// dot's).
+  static bool slotBAInLoop(DotOp dot) {
+    auto loop = dot->getParentOfType<scf::ForOp>();
+    return loop && loop->isAncestor(dot.getA().getParentBlock()->getParentOp());
+  }
+
+  /// The dot staged on wgmma where it takes that form, else left to mma.sync
+  /// with the reason.
+  void stageOrFallback(DotOp dot, unsigned warps,
+                       llvm::function_ref<void(DotOp, const Twine &)> fallback) {
+    if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false); mismatch.empty())
+      rewriteToStagedWarpGroupDot(dot, warps);
+    else
+      fallback(dot, mismatch);
+  }
+
+  /// The waiting slot-B dots of `waiting` (program order): each whose A has
+  /// reached the wgmma registers is rewritten to read its slot in place, in
+  /// turn, since each rewrite sinks its result's conversion and may bring
+  /// another's A there (a loop's state h, carried from the last dot of the
+  /// body, becomes the first dots' A: a recurrence's chain of dots). When none
+  /// is ready, the first is staged, which may unblock the rest (its result
+  /// is the others' operand).
+  void resolveSlotBWaiting(SmallVectorImpl<std::pair<DotOp, SlotBDot>> &waiting, unsigned warps,
+                           llvm::function_ref<void(DotOp, const Twine &)> fallback) {
+    while (!waiting.empty()) {
+      auto *ready = llvm::find_if(waiting, [](auto &entry) { return slotBAReady(entry.first); });
+      if (ready != waiting.end()) {
+        auto [dot, slotB] = *ready;
+        waiting.erase(ready);
+        rewriteToSlotBWarpGroupDot(dot, slotB, warps);
+        continue;
+      }
+      DotOp first = waiting.front().first;
+      waiting.erase(waiting.begin());
+      stageOrFallback(first, warps, fallback);
+    }
   }
 
   /// sm_90a, a dot of B `slotB` (a ring slot): tile.warpgroup_dot reading
@@ -1201,10 +1268,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                                             /*bMnMajor=*/slotB.bMnMajor);
       return WarpGroupDotWaitOp::create(b, loc, issued, /*pending=*/0);
     });
-    for (Operation *view : llvm::reverse(slotB.bViews))
-      view->erase();
-    if (load->use_empty())
-      load->erase();
+    eraseUnusedViews(slotB.bViews, load);
   }
 
   /// Every dot that neither wgmma nor tcgen05 took (all of them on a target
