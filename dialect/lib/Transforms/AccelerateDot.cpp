@@ -1038,7 +1038,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       rewriteToTcgen05Dot(*match, warps, release);
       tcgen05Taken = true;
     }
-    resolveSlotBWaiting(slotBWaiting, warps, fallback);
+    resolveSlotBWaiting(func, slotBWaiting, warps, fallback);
     if (stagedTcgen05.empty())
       return;
     if (tcgen05Taken) {
@@ -1228,10 +1228,13 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// turn, since each rewrite sinks its result's conversion and may bring
   /// another's A there (a loop's state h, carried from the last dot of the
   /// body, becomes the first dots' A: a recurrence's chain of dots). When none
-  /// is ready, the first is staged, which may unblock the rest (its result
-  /// is the others' operand).
-  void resolveSlotBWaiting(SmallVectorImpl<std::pair<DotOp, SlotBDot>> &waiting, unsigned warps,
+  /// is ready, one A computed from what the loop carries is converted into
+  /// the registers (below), else the first dot is staged, which may unblock
+  /// the rest (its result is the others' operand).
+  void resolveSlotBWaiting(func::FuncOp func, SmallVectorImpl<std::pair<DotOp, SlotBDot>> &waiting,
+                           unsigned warps,
                            llvm::function_ref<void(DotOp, const Twine &)> fallback) {
+    bool forced = false;
     while (!waiting.empty()) {
       auto *ready = llvm::find_if(waiting, [](auto &entry) { return slotBAReady(entry.first); });
       if (ready != waiting.end()) {
@@ -1240,10 +1243,91 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         rewriteToSlotBWarpGroupDot(dot, slotB, warps);
         continue;
       }
-      DotOp first = waiting.front().first;
-      waiting.erase(waiting.begin());
-      stageOrFallback(first, warps, fallback);
+      // None can go. A dot whose A the loop computes from a value it carries
+      // (a recurrence's state, carried out of a later waiting dot) gets that A
+      // converted into the wgmma registers, for every reader of it; the
+      // rewrites then carry the state in those registers, the A is computed
+      // there, and the conversions fold away (resinkConversions). Else the
+      // first dot is staged (an A loaded in the loop is staged better than
+      // converted).
+      auto *carried = llvm::find_if(waiting, [](std::pair<DotOp, SlotBDot> &entry) {
+        return entry.first.getA().getType().getDimSize(1) % 16 == 0 &&
+               computedFromCarried(entry.first.getA(), entry.first->getParentOfType<scf::ForOp>());
+      });
+      if (carried == waiting.end()) {
+        DotOp first = waiting.front().first;
+        waiting.erase(waiting.begin());
+        stageOrFallback(first, warps, fallback);
+        continue;
+      }
+      DotOp dot = carried->first;
+      auto a = dot.getA();
+      RankedTensorType aType = a.getType();
+      OpBuilder b(dot);
+      b.setInsertionPointAfterValue(a);
+      auto into = ConvertLayoutOp::create(
+          b, dot.getLoc(),
+          RankedTensorType::get(aType.getShape(), aType.getElementType(),
+                                MmaEncodingAttr::get(dot.getContext(), 3, warps)),
+          a);
+      auto back = ConvertLayoutOp::create(b, dot.getLoc(), aType, into);
+      a.replaceAllUsesExcept(back, into);
+      forced = true;
     }
+    if (forced)
+      resinkConversions(func);
+  }
+
+  /// Whether `value` is computed in `loop`'s body, by elementwise ops and
+  /// layout conversions, from a value the loop carries (its iteration
+  /// arguments).
+  static bool computedFromCarried(Value value, scf::ForOp loop) {
+    if (!loop)
+      return false;
+    SmallVector<Value> stack{value};
+    llvm::SmallPtrSet<Value, 8> seen;
+    while (!stack.empty()) {
+      Value v = stack.pop_back_val();
+      if (!seen.insert(v).second || seen.size() > 16)
+        continue;
+      if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == loop.getBody() && arg.getArgNumber() > 0)
+          return true;
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != loop.getBody() ||
+          !(isElementwise(def) || llvm::isa<ConvertLayoutOp>(def)))
+        continue;
+      for (Value operand : def->getOperands())
+        if (llvm::isa<RankedTensorType>(operand.getType()))
+          stack.push_back(operand);
+    }
+    return false;
+  }
+
+  /// After a forced conversion: each round trip between two layouts (the
+  /// forced conversion of a value that has since reached the mma layout) is
+  /// dropped, and the conversions out of mma layouts are sunk again, so that
+  /// what is computed from them (a two-part split's low part) follows.
+  void resinkConversions(func::FuncOp func) {
+    func.walk([](ConvertLayoutOp c) {
+      if (auto inner = c.getSrc().getDefiningOp<ConvertLayoutOp>();
+          inner && inner.getSrc().getType() == c.getType())
+        c.replaceAllUsesWith(inner.getSrc());
+    });
+    SmallVector<ConvertLayoutOp> fromMma;
+    func.walk([&](ConvertLayoutOp c) {
+      if (c->use_empty())
+        c->erase();
+      else if (llvm::isa_and_present<MmaEncodingAttr>(c.getSrc().getType().getEncoding()))
+        fromMma.push_back(c);
+    });
+    OpBuilder b(func.getContext());
+    // Each sink erases only conversions of its own (the one it sinks and
+    // those it makes): the others of the list stay valid.
+    for (ConvertLayoutOp c : fromMma)
+      sinkConversion(b, c);
   }
 
   /// sm_90a, a dot of B `slotB` (a ring slot): tile.warpgroup_dot reading

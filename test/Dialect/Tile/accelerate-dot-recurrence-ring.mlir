@@ -2,21 +2,34 @@
 
 // A recurrence over ring slots (the KDA prefill chain's form): the state h is
 // carried by the loop from the last dot of the body, and the first dots take
-// it (as bf16) for A. In program order no dot's A is in the wgmma registers
-// yet: the first one (v) is staged; its result brings A of the last dot (hn)
-// there, which then reads its slot in place; the state it yields is carried
-// in the wgmma registers, which brings A of the dots before it (o, o2) there
-// too: they read their slot in place as well, after the fact. o and o2 share
-// one transposed view of their slot (CSE merged their `q.T`).
+// it (as bf16, and the low part of its two-part split) for A. In program
+// order no dot's A is in the wgmma registers yet. The first whose A the loop
+// computes from what it carries (v) gets that A converted into the registers;
+// v then reads its slot in place, its result brings A of the last dot (hn)
+// there, which reads its slot in place too; the state hn yields is carried in
+// the wgmma registers, its split is computed there, the forced conversion
+// folds away, and o and o2 (which share one transposed view of their slot:
+// CSE merged their `q.T`) read their slot in place with A from the
+// registers. No dot is staged; the loop converts only o2's result, for its
+// store.
 // CHECK-LABEL: func.func @recurrence_ring
-// CHECK: scf.for {{.*}} -> (tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>)
-// CHECK: %[[V:.*]] = tile.warpgroup_dot_staged
-// CHECK: %[[O:.*]] = tile.warpgroup_dot %{{.*}}, %[[RQ:.*]][%{{.*}}], %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
-// CHECK: tile.warpgroup_dot %{{.*}}, %[[RQ]][%{{.*}}], %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
-// CHECK: %[[HN:.*]] = tile.warpgroup_dot %{{.*}}, %{{.*}}[%{{.*}}], %{{.*}} {bMnMajor} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
-// CHECK-NEXT: %[[HW:.*]] = tile.warpgroup_dot_wait %[[HN]] {pending = 0 : i32}
 // CHECK-NOT: tile.warpgroup_dot_staged
-// CHECK: scf.yield %[[HW]]
+// CHECK: scf.for {{.*}} iter_args(%[[H:.*]] = %{{.*}}) -> (tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>)
+// CHECK-NEXT: arith.remui
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[HB:.*]] = arith.truncf %[[H]] : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> to tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>
+// CHECK: %[[HL:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>> to tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[V:.*]] = tile.warpgroup_dot %[[HB]], %[[RW:.*]][%{{.*}}], %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.warpgroup_dot %[[HB]], %[[RQ:.*]][%{{.*}}], %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
+// CHECK: tile.warpgroup_dot %[[HL]], %[[RQ]][%{{.*}}], %{{.*}} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
+// CHECK: tile.convert_layout
+// CHECK: tile.store
+// CHECK-NOT: tile.convert_layout
+// CHECK: %[[HN:.*]] = tile.warpgroup_dot %{{.*}}, %{{.*}}[%{{.*}}], %[[H]] {bMnMajor} : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 4>>, !tile.ring<2, tensor<64x64xbf16>>
+// CHECK-NEXT: %[[HW:.*]] = tile.warpgroup_dot_wait %[[HN]] {pending = 0 : i32}
+// CHECK-NEXT: scf.yield %[[HW]]
 !D = !tile.tensordesc<tensor<64x64xbf16>, swizzle = 128>
 !R = !tile.ring<2, tensor<64x64xbf16>>
 func.func @recurrence_ring(%wd: !D, %qd: !D, %kd: !D, %n: i32, %out: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
