@@ -319,19 +319,16 @@ def kda_prefill_ut_kernel(v_ptr, beta_ptr, cu_ptr, ww_ptr, wu_ptr, wl_ptr, T, HV
         rows = kl.arange(0, C)
         cols = kl.arange(0, K)
         vcols = kl.arange(0, V)
-        ccols = kl.arange(0, C)
-        t = start + ccols
-        ok = t < eos
-        t64 = t.to(kl.int64)
+        ok = start + rows < eos
+        at = (start + rows).to(kl.int64) * HV + hv  # the chunk's tokens of head hv
         slot = p.to(kl.int64) * HV + hv
-        lm = kl.load(wl_ptr + slot * (C * C) + (rows * C)[:, None] + ccols[None, :])
-        beta = _beta(beta_ptr, t64 * HV + hv, ok, beta_sigmoid)
+        lm = kl.load(wl_ptr + slot * (C * C) + (rows * C)[:, None] + rows[None, :])
+        beta = _beta(beta_ptr, at, ok, beta_sigmoid)
         tm_hi, tm_lo = _split(_unit_lower_inverse(lm, C) * beta[None, :])
         ck = slot * (C * K) + (rows * K)[:, None] + cols[None, :]
         ke_hi, ke_lo = _split(kl.load(ww_ptr + ck))
         kl.store(ww_ptr + ck, _dot_parts(tm_hi, tm_lo, ke_hi, ke_lo, kl.zeros((C, K), kl.float32)))
-        v = kl.load(v_ptr + ((start + rows).to(kl.int64) * HV + hv)[:, None] * V
-                    + vcols[None, :], mask=(start + rows < eos)[:, None], other=0.0)
+        v = kl.load(v_ptr + at[:, None] * V + vcols[None, :], mask=ok[:, None], other=0.0)
         kl.store(wu_ptr + slot * (C * V) + rows[:, None] + (vcols * C)[None, :],
                  kl.dot(tm_lo, v, kl.dot(tm_hi, v, kl.zeros((C, V), kl.float32))))  # [V, C]
 

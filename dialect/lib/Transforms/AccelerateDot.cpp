@@ -982,11 +982,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
             slotBWaiting.push_back({dot, *slotB});
           else
             stageOrFallback(dot, warps, fallback);
-        } else if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false);
-                   mismatch.empty())
-          rewriteToStagedWarpGroupDot(dot, warps);
-        else
-          fallback(dot, mismatch);
+        } else {
+          stageOrFallback(dot, warps, fallback);
+        }
         continue;
       }
       if (hopper) {
