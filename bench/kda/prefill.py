@@ -15,8 +15,8 @@ where noted. fla's first call (its Triton autotuning) is timed apart. The output
 are compared (max |diff| of o and of the final state) before timing.
 
 Command: ``python bench/kda/prefill.py [--out DIR] [--quick] [--launches]`` (``--launches``:
-kiln's two launches, the chunk factors and the state chain, also timed apart); fla: ``pip install
-fla-core==0.6.0`` (it needs triton and einops)."""
+kiln's launches, the chunk factors, the UT transform and the state chain, also timed apart);
+fla: ``pip install fla-core==0.6.0`` (it needs triton and einops)."""
 
 import argparse
 import os
