@@ -6,7 +6,8 @@ mma.sync).
 reductions and the broadcast back in the mma layout, the row vectors in its slice).
 ``attention_rows``: the online-softmax loop with p (bf16) as the register A of p·v, the
 accumulator and the running max and sum carried in registers. BM, BN 64 and 128, head
-dim 64 and 128, one and two warpgroups. Outputs are poisoned with NaN before each
+dim 64 and 128, one and two warpgroups (BM = 64 on two: the warpgroups split each dot's
+columns, p staged for p·v). Outputs are poisoned with NaN before each
 launch.
 """
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.sm90
 from attention_layout_kernels import attention_rows, softmax_rows  # noqa: E402
 
 LOG2E = 1.0 / math.log(2.0)
-SHAPES = [(bm, bn, d, w) for bm, w in [(64, 4), (128, 4), (128, 8)] for bn in (64, 128)
+SHAPES = [(bm, bn, d, w) for bm, w in [(64, 4), (128, 4), (128, 8), (64, 8)] for bn in (64, 128)
           for d in (64, 128)
           # the f32 tiles s and acc in registers: at most 192 a thread
           if bm * (bn + d) <= 192 * 32 * w]

@@ -85,6 +85,18 @@ def test_attention_loop_stays_in_registers_on_sm90(bm, num_warps):
     assert ck.cubin[:4] == b"\x7fELF"
 
 
+def test_attention_splits_n_on_sm90():
+    """BM = 64 on 8 warps: wgmma's 64 rows a warpgroup leave the second warpgroup no
+    rows, so the two split each dot's N (64 columns each of the 128): both dots staged
+    wgmmas of N = 64, p staged from the registers the warpgroups hold apart."""
+    ck = attention_rows.compile(_ATTN_SIG, {"BM": 64, "BN": 128, "D": 128},
+                                _pointers(_ATTN_SIG), num_warps=8, arch="sm_90a", upto="cubin")
+    assert [d["unit"] for d in ck.meta["targets"]["sm_90a"]["dots"]] == ["wgmma staged"] * 2
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ck.ptx
+    assert "m64n128k16" not in ck.ptx and "mma.sync" not in ck.ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+
+
 @pytest.mark.parametrize("arch", ARCHS[1:])
 def test_attention_compiles_on_blackwell(arch):
     """sm_100a/sm_103a: at BM = 64 (below tcgen05's M = 128) both dots stay on mma.sync, each

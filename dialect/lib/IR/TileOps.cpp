@@ -1039,17 +1039,24 @@ LogicalResult WarpGroupDotOp::verify() {
     return emitOpError() << "expected bf16 or f16 boxes with bMnMajor (wgmma transposes only "
                             "16-bit operands), got "
                          << element;
-  if (mnMajor && n % 64 != 0)
-    return emitOpError() << "expected N a multiple of 64 with bMnMajor (whole 128-byte swizzle "
-                            "spans per row of the [K, N] box), got "
+  MmaEncodingAttr encoding = getEncoding();
+  unsigned warpsN = encoding.getWarpsN(), warpgroupsM = encoding.getNumWarps() / 4 / warpsN;
+  if (registerA && warpsN != 1)
+    return emitOpError() << "expected `a` staged or a ring slot where warpgroups split N (a "
+                            "warpgroup's registers hold only its own columns), got "
+                         << registerType;
+  if (mnMajor && n % (64 * warpsN) != 0)
+    return emitOpError() << "expected N a multiple of " << 64 * warpsN
+                         << " with bMnMajor (whole 128-byte swizzle spans per row of the [K, N] "
+                            "box, a warpgroup's columns each), got "
                          << n;
   if (!mnMajor && k * bBox.getElementTypeBitWidth() / 8 % 128 != 0)
     return emitOpError() << "expected K a multiple of " << 1024 / bBox.getElementTypeBitWidth()
                          << " (whole 128-byte swizzle spans per row of the [N, K] box), got " << k;
-  unsigned warpgroups = getEncoding().getNumWarps() / 4;
-  if (m % (64 * warpgroups) != 0 || n % 8 != 0 || n > 256)
-    return emitOpError() << "expected M a multiple of " << 64 * warpgroups
-                         << " and N a multiple of 8 up to 256, got " << accType;
+  if (m % (64 * warpgroupsM) != 0 || n % (8 * warpsN) != 0 || n > 256 * warpsN)
+    return emitOpError() << "expected M a multiple of " << 64 * warpgroupsM
+                         << " and N a multiple of " << 8 * warpsN << " up to " << 256 * warpsN
+                         << ", got " << accType;
   return verifyMaxNumImpreciseAcc(*this, getMaxNumImpreciseAccAttr(), element, k);
 }
 
@@ -1063,10 +1070,12 @@ LogicalResult WarpGroupTurnOp::verify() {
 
 LogicalResult StageOp::verify() {
   auto type = getSrc().getType();
-  if (type.getEncoding())
-    return emitOpError() << "expected a tile in the blocked layout, got " << type;
-  if (getResult().getType().getTileType() != type)
-    return emitOpError() << "expected the result to stage " << type << ", got "
+  if (type.getEncoding() && !llvm::isa<MmaEncodingAttr>(type.getEncoding()))
+    return emitOpError() << "expected a tile in the blocked layout or a #tile.mma encoding, got "
+                         << type;
+  auto staged = RankedTensorType::get(type.getShape(), type.getElementType());
+  if (getResult().getType().getTileType() != staged)
+    return emitOpError() << "expected the result to stage " << staged << ", got "
                          << getResult().getType();
   return success();
 }
@@ -1116,18 +1125,19 @@ LogicalResult WarpGroupDotStagedOp::verify() {
   if (!mma)
     return failure();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = bType.getDimSize(1);
-  unsigned warpgroups = mma.getNumWarps() / 4;
+  unsigned warpsN = mma.getWarpsN(), warpgroupsM = mma.getNumWarps() / 4 / warpsN;
   // A in the accumulator's encoding is read from registers, k16 at a time.
   bool registerA = bool(aType.getEncoding());
-  if (registerA && aType.getEncoding() != mma)
+  if (registerA && (aType.getEncoding() != mma || warpsN != 1))
     return emitOpError() << "expected `a` in the blocked layout or in the accumulator's "
-                            "encoding (A from registers), got "
+                            "encoding of warpsN = 1 (A from registers), got "
                          << aType;
   int64_t kMultiple = registerA ? 16 : 64;
-  if (m % (64 * warpgroups) != 0 || k % kMultiple != 0 || n % 64 != 0 || n > 256)
-    return emitOpError() << "expected M a multiple of " << 64 * warpgroups << ", K a multiple of "
-                         << kMultiple << " and N a multiple of 64 up to 256, got " << m << ", "
-                         << k << " and " << n;
+  if (m % (64 * warpgroupsM) != 0 || k % kMultiple != 0 || n % (64 * warpsN) != 0 ||
+      n > 256 * warpsN)
+    return emitOpError() << "expected M a multiple of " << 64 * warpgroupsM << ", K a multiple of "
+                         << kMultiple << " and N a multiple of " << 64 * warpsN << " up to "
+                         << 256 * warpsN << ", got " << m << ", " << k << " and " << n;
   return success();
 }
 

@@ -40,9 +40,11 @@ LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitErr
   }
   if (numWarps < 4 || numWarps > 16 || !llvm::isPowerOf2_32(numWarps))
     return emitError() << "expected 4, 8 or 16 warps (whole warpgroups), got " << numWarps;
-  if (warpsN != 1)
-    return emitError() << "expected warpsN = 1 for the version " << version << " mma encoding, got "
-                       << warpsN;
+  if (version == 3 && (warpsN < 1 || numWarps / 4 % warpsN != 0 || !llvm::isPowerOf2_32(warpsN)))
+    return emitError() << "expected warpsN to be a power of two dividing the " << numWarps / 4
+                       << " warpgroups for the version 3 mma encoding, got " << warpsN;
+  if (version == 5 && warpsN != 1)
+    return emitError() << "expected warpsN = 1 for the version 5 mma encoding, got " << warpsN;
   return success();
 }
 
@@ -57,7 +59,16 @@ LogicalResult MmaEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem
                          << RankedTensorType::get(shape, elementType);
     return success();
   }
-  // Version 3 shapes are checked by the ops that produce the tiles.
+  // Version 3 shapes are checked by the ops that produce the tiles, but for
+  // the columns that warpgroups along N split.
+  if (getVersion() == 3) {
+    bool column = shape.size() == 2 && shape[1] == 1;
+    if (getWarpsN() > 1 && (shape.size() != 2 || (!column && shape[1] % (8 * getWarpsN()) != 0)))
+      return emitError() << "expected a [M, N] tile with N 1 or a multiple of " << 8 * getWarpsN()
+                         << " for the version 3 mma encoding of warpsN = " << getWarpsN()
+                         << ", got " << RankedTensorType::get(shape, elementType);
+    return success();
+  }
   if (getVersion() != 5)
     return success();
   unsigned warpgroups = getNumWarps() / 4;
@@ -89,7 +100,7 @@ SliceEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
                          << RankedTensorType::get(shape, elementType);
     return success();
   }
-  int64_t rows = mma ? 64 * (mma.getNumWarps() / 4) : 1;
+  int64_t rows = mma ? 64 * (mma.getNumWarps() / 4 / mma.getWarpsN()) : 1;
   if (shape.size() != 1 || shape[0] % rows != 0)
     return emitError() << "expected a 1-D tile of a multiple of " << rows
                        << " rows for the slice of the mma encoding, got "
@@ -189,13 +200,11 @@ int64_t RingType::getSlotBytes() const {
          8;
 }
 
-int64_t RingType::getSlotsOffset() const {
-  // Slots of whole KiB start at a 1024-byte boundary: the period of the
-  // 128-byte TMA swizzle, which the wgmma descriptors assume.
-  return llvm::alignTo(8 * getStages(), getSlotBytes() % 1024 == 0 ? 1024 : 128);
+int64_t RingType::getBarriersOffset() const {
+  return llvm::alignTo(getStages() * getSlotBytes(), 8);
 }
 
-int64_t RingType::getTotalBytes() const { return getSlotsOffset() + getStages() * getSlotBytes(); }
+int64_t RingType::getTotalBytes() const { return getBarriersOffset() + 8 * getStages(); }
 
 LogicalResult SmemType::verify(function_ref<InFlightDiagnostic()> emitError,
                                RankedTensorType tileType) {

@@ -485,11 +485,23 @@ void carryInMmaLayout(OpBuilder &b, Location loc, CarriedAccumulator carried,
   carried.loop.getResult(carried.index).setType(mmaType);
 }
 
+/// The wgmma accumulator encoding of an [m, *] dot on `warps` warps: its
+/// warpgroups along M as far as m's 64-row slabs go, the others along N (a
+/// [64, N] dot on 8 warps: two warpgroups of N / 2 columns each, reading the
+/// same A rows). m a multiple of 64.
+MmaEncodingAttr wgmmaEncoding(MLIRContext *context, int64_t m, unsigned warps) {
+  unsigned warpgroups = warps / 4, alongM = 1;
+  while (alongM < warpgroups && m % (128 * alongM) == 0)
+    alongM *= 2;
+  return MmaEncodingAttr::get(context, 3, warps, warpgroups / alongM);
+}
+
 /// Why a staged dot does not take `dot`, or "" where it does. Both take
 /// bf16/f16 operands, an f32 accumulator in the blocked layout, K and N
 /// multiples of 64, N at most 256. sm_90a's wgmma (`tcgen05` false:
-/// tile.warpgroup_dot_staged) takes M a multiple of 64 a warpgroup of
-/// `warps`; sm_100a/sm_103a's tcgen05 (tile.tcgen05_dot_staged) M = 128
+/// tile.warpgroup_dot_staged) takes M a multiple of 64, the warpgroups of
+/// `warps` past M's 64-row slabs splitting N (wgmmaEncoding), each's columns
+/// a multiple of 64; sm_100a/sm_103a's tcgen05 (tile.tcgen05_dot_staged) M = 128
 /// (Tensor Memory's lanes), outside a tile.warp_specialize (the Tensor
 /// Memory is allocated at the kernel's start, by every thread).
 std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05) {
@@ -509,11 +521,14 @@ std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05) {
           "N <= 256";
   else if (tcgen05 && dot->getParentOfType<WarpSpecializeOp>())
     os << "tcgen05 runs a warp-specialized loop's dot only as a pipelined GEMM's";
-  else if (!tcgen05 && m % (64 * (warps / 4)) != 0)
-    os << "M = " << m << " is not a multiple of 64 rows a warpgroup (" << warps / 4
-       << " warpgroups)";
-  else if (!tcgen05 && (k % 64 != 0 || n % 64 != 0 || n > 256))
-    os << "K = " << k << ", N = " << n << ": wgmma here takes K and N multiples of 64, N <= 256";
+  else if (!tcgen05 && m % 64 != 0)
+    os << "M = " << m << " is not a multiple of 64 rows (a warpgroup's wgmma)";
+  else if (unsigned warpsN = wgmmaEncoding(dot.getContext(), m, warps).getWarpsN();
+           !tcgen05 && (k % 64 != 0 || n % (64 * warpsN) != 0 || n > 256 * warpsN))
+    os << "K = " << k << ", N = " << n << ": wgmma here takes K and N multiples of 64, N <= 256"
+       << (warpsN > 1 ? " a warpgroup (" + std::to_string(warpsN) +
+                            " warpgroups split N: " + std::to_string(n / warpsN) + " columns each)"
+                      : std::string());
   return reason;
 }
 
@@ -976,7 +991,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         }
         if (std::optional<SlotBDot> slotB = matchSlotB(dot);
             slotB && slotBShapeFits(dot, *slotB, warps)) {
-          if (slotBAReady(dot))
+          if (slotBAReady(dot, warps))
             rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
           else if (slotBAInLoop(dot))
             slotBWaiting.push_back({dot, *slotB});
@@ -1129,16 +1144,34 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   }
 
   /// The dot's A where the wgmma reads it: a conversion's source in the
-  /// accumulator's encoding (`mmaType`; from registers, K a multiple of 16),
-  /// or, when the dot's loop does not compute it, the tile staged once by
-  /// `tile.stage` after its definition (one stage per tile: the dots of
-  /// several loops share it), or the register tile itself.
+  /// accumulator's encoding (`mmaType` of warpsN = 1; from registers, K a
+  /// multiple of 16); where its warpgroups split N, such a source (any mma
+  /// encoding, K a multiple of 64) staged by `tile.stage` right after its
+  /// definition, each warpgroup storing the columns it holds (one stage for
+  /// the dots that read it: attention's p, two value dots); when the dot's loop
+  /// does not compute it, the tile staged once by `tile.stage` after its
+  /// definition (one stage per tile: the dots of several loops share it); or
+  /// the register tile itself.
   Value registerOrStagedA(OpBuilder &b, DotOp dot, RankedTensorType mmaType) {
     Value a = dot.getA();
-    if (auto convert = a.getDefiningOp<ConvertLayoutOp>();
-        convert && convert.getSrc().getType().getEncoding() == mmaType.getEncoding() &&
+    auto encoding = llvm::cast<MmaEncodingAttr>(mmaType.getEncoding());
+    auto convert = a.getDefiningOp<ConvertLayoutOp>();
+    Attribute from = convert ? convert.getSrc().getType().getEncoding() : Attribute();
+    if (convert && from == encoding && encoding.getWarpsN() == 1 &&
         dot.getA().getType().getDimSize(1) % 16 == 0)
       return convert.getSrc();
+    if (convert && encoding.getWarpsN() > 1 && llvm::isa_and_present<MmaEncodingAttr>(from) &&
+        dot.getA().getType().getDimSize(1) % 64 == 0) {
+      Value source = convert.getSrc();
+      Value &staged = stagedTiles[source];
+      if (!staged) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointAfterValue(source);
+        staged = StageOp::create(b, dot.getLoc(),
+                                 SmemType::get(b.getContext(), dot.getA().getType()), source);
+      }
+      return staged;
+    }
     auto type = dot.getA().getType();
     if (type.getDimSize(0) % 64 != 0)
       return a;
@@ -1179,25 +1212,33 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
 
   /// Whether wgmma takes a dot of B `slotB` in place, its A aside: bf16/f16
   /// operands of one type, an f32 accumulator in the blocked layout, M a
-  /// multiple of 64 a warpgroup, N a multiple of 8 up to 256 (of 64 for an
-  /// MN-major B), K a multiple of 64 for a K-major B.
+  /// multiple of 64, N a multiple of 8 up to 256 (of 64 for an MN-major B) a
+  /// warpgroup along N (wgmmaEncoding), K a multiple of 64 for a K-major B.
   static bool slotBShapeFits(DotOp dot, SlotBDot slotB, unsigned warps) {
     auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
+    if (m % 64 != 0)
+      return false;
+    int64_t warpsN = wgmmaEncoding(dot.getContext(), m, warps).getWarpsN();
     return aType.getElementType() == slotB.b.getType().getElementType() && !accType.getEncoding() &&
-           accType.getElementType().isF32() && m % (64 * (warps / 4)) == 0 && n % 8 == 0 &&
-           n <= 256 && (!slotB.bMnMajor || n % 64 == 0) && (slotB.bMnMajor || k % 64 == 0);
+           accType.getElementType().isF32() && n % (8 * warpsN) == 0 && n <= 256 * warpsN &&
+           (!slotB.bMnMajor || n % (64 * warpsN) == 0) && (slotB.bMnMajor || k % 64 == 0);
   }
 
   /// Whether such a dot's A can be wgmma's: converted from a tile in an mma
-  /// encoding (read from those registers, K a multiple of 16: attention's p),
+  /// encoding (read from those registers, K a multiple of 16: attention's p;
+  /// where the warpgroups split N, staged from them, K a multiple of 64),
   /// or computed before the dot's loop (staged once, M and K multiples of 64:
   /// attention's q).
-  static bool slotBAReady(DotOp dot) {
+  static bool slotBAReady(DotOp dot, unsigned warps) {
     auto aType = dot.getA().getType();
     if (auto convert = dot.getA().getDefiningOp<ConvertLayoutOp>();
         convert && llvm::isa_and_present<MmaEncodingAttr>(convert.getSrc().getType().getEncoding()))
-      return aType.getDimSize(1) % 16 == 0;
+      return aType.getDimSize(1) %
+                 (wgmmaEncoding(dot.getContext(), aType.getDimSize(0), warps).getWarpsN() > 1
+                      ? 64
+                      : 16) ==
+             0;
     return isStageableInvariant(dot.getA(), dot) && aType.getDimSize(0) % 64 == 0 &&
            aType.getDimSize(1) % 64 == 0;
   }
@@ -1234,7 +1275,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
                            llvm::function_ref<void(DotOp, const Twine &)> fallback) {
     bool forced = false;
     while (!waiting.empty()) {
-      auto *ready = llvm::find_if(waiting, [](auto &entry) { return slotBAReady(entry.first); });
+      auto *ready =
+          llvm::find_if(waiting, [&](auto &entry) { return slotBAReady(entry.first, warps); });
       if (ready != waiting.end()) {
         auto [dot, slotB] = *ready;
         waiting.erase(ready);
@@ -1248,8 +1290,11 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       // there, and the conversions fold away (resinkConversions). Else the
       // first dot is staged (an A loaded in the loop is staged better than
       // converted).
-      auto *carried = llvm::find_if(waiting, [](std::pair<DotOp, SlotBDot> &entry) {
-        return entry.first.getA().getType().getDimSize(1) % 16 == 0 &&
+      auto *carried = llvm::find_if(waiting, [&](std::pair<DotOp, SlotBDot> &entry) {
+        RankedTensorType aType = entry.first.getA().getType();
+        return aType.getDimSize(1) % 16 == 0 &&
+               wgmmaEncoding(entry.first.getContext(), aType.getDimSize(0), warps).getWarpsN() ==
+                   1 &&
                computedFromCarried(entry.first.getA(), entry.first->getParentOfType<scf::ForOp>());
       });
       if (carried == waiting.end()) {
@@ -1266,7 +1311,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       auto into = ConvertLayoutOp::create(
           b, dot.getLoc(),
           RankedTensorType::get(aType.getShape(), aType.getElementType(),
-                                MmaEncodingAttr::get(dot.getContext(), 3, warps)),
+                                wgmmaEncoding(dot.getContext(), aType.getDimSize(0), warps)),
           a);
       auto back = ConvertLayoutOp::create(b, dot.getLoc(), aType, into);
       a.replaceAllUsesExcept(back, into);
@@ -1337,8 +1382,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// apart, one's softmax beside the other's MMAs.
   void rewriteToSlotBWarpGroupDot(DotOp dot, SlotBDot slotB, unsigned warps) {
     auto accType = dot.getAcc().getType();
-    auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
-                                         MmaEncodingAttr::get(dot.getContext(), 3, warps));
+    auto mmaType =
+        RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                              wgmmaEncoding(dot.getContext(), accType.getDimSize(0), warps));
     OpBuilder b(dot);
     Location loc = dot.getLoc();
     Value a = registerOrStagedA(b, dot, mmaType);
@@ -1588,8 +1634,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// accumulator in the wgmma registers (across the loop that carries it).
   void rewriteToStagedWarpGroupDot(DotOp dot, unsigned warps) {
     auto accType = dot.getAcc().getType();
-    auto mmaType = RankedTensorType::get(accType.getShape(), accType.getElementType(),
-                                         MmaEncodingAttr::get(dot.getContext(), 3, warps));
+    auto mmaType =
+        RankedTensorType::get(accType.getShape(), accType.getElementType(),
+                              wgmmaEncoding(dot.getContext(), accType.getDimSize(0), warps));
     OpBuilder b(dot);
     Location loc = dot.getLoc();
     // An A converted from a tile in the accumulator's encoding (attention's

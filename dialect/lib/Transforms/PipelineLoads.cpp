@@ -270,7 +270,8 @@ struct TilePipelineLoadsPass : kiln::tile::impl::TilePipelineLoadsBase<TilePipel
     if (loads.empty())
       return success();
     // Fewer stages where the rings would not fit the static shared memory.
-    // Slots of whole KiB are 1024-byte aligned (RingType::getSlotsOffset).
+    // Each ring is 1024-byte aligned (its slots of whole KiB on the swizzle's
+    // period): up to 1024 bytes of padding before it.
     auto ringsBytes = [&](int64_t n) {
       int64_t total = 0;
       for (PipelinedLoad &p : loads)

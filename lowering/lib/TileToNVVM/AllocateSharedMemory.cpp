@@ -429,21 +429,29 @@ struct AllocateSharedMemoryPass : kiln::impl::AllocateSharedMemoryBase<AllocateS
     int64_t total = assignOffsets(buffers);
     numSharedBytesReused += separate - total > 0 ? separate - total : 0;
     if (total > kiln::tile::kMaxSharedBytes) {
-      // At the statement of the largest buffer, with the largest few listed.
-      SmallVector<Buffer *> sorted = bySize(buffers);
-      InFlightDiagnostic diag = mlir::emitError(sorted.front()->global.getLoc())
+      // At the statement of the buffer that reaches the top, listing the
+      // buffers live beside it (what the kernel holds there), lowest first.
+      Buffer *top = &*llvm::max_element(buffers, [](const Buffer &a, const Buffer &b) {
+        return a.offset + a.size < b.offset + b.size;
+      });
+      SmallVector<Buffer *> beside;
+      for (Buffer &buffer : buffers)
+        if (buffer.live.overlaps(top->live))
+          beside.push_back(&buffer);
+      llvm::stable_sort(beside, [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
+      InFlightDiagnostic diag = mlir::emitError(top->global.getLoc())
                                 << "the kernel needs " << total
                                 << " bytes of shared memory, more than the "
                                 << kiln::tile::kMaxSharedBytes << " a block may use";
-      constexpr size_t kListed = 4;
-      for (Buffer *buffer : ArrayRef<Buffer *>(sorted).take_front(kListed)) {
+      constexpr size_t kListed = 6;
+      for (Buffer *buffer : ArrayRef<Buffer *>(beside).take_front(kListed)) {
         auto [first, last] = linesOf(*buffer, buffer->live, order);
         diag.attachNote(buffer->global.getLoc())
             << buffer->global.getSymName() << ": " << buffer->size << " bytes at offset "
             << buffer->offset << ", live from line " << first << " to line " << last;
       }
-      if (sorted.size() > kListed)
-        diag.attachNote(module.getLoc()) << "and " << sorted.size() - kListed << " smaller";
+      if (beside.size() > kListed)
+        diag.attachNote(module.getLoc()) << "and " << beside.size() - kListed << " more";
       return signalPassFailure();
     }
     recordPlan(module, buffers, order);

@@ -482,9 +482,7 @@ Value kiln::boxElementAddress(OpBuilder &b, Location loc, Value buffer, Type ele
 
 Value kiln::ringSlotAddress(OpBuilder &b, Location loc, tile::RingType ring, Value base,
                             Value slot) {
-  Value offset = LLVM::AddOp::create(
-      b, loc, createI32Constant(b, loc, ring.getSlotsOffset()),
-      LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes())));
+  Value offset = LLVM::MulOp::create(b, loc, slot, createI32Constant(b, loc, ring.getSlotBytes()));
   return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
                              ArrayRef<LLVM::GEPArg>{offset});
 }

@@ -148,7 +148,7 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
       }
       partials.push_back(partial);
     }
-    if (mma.version == 2 && mma.warpsN > 1)
+    if (mma.warpsN > 1)
       combineAcrossWarps(op, mma, partials, rewriter);
     SmallVector<Value> replacements;
     for (int64_t i = 0, n = op.getSrcs().size(); i < n; ++i) {
@@ -167,9 +167,9 @@ struct ReduceLowering : TileOpConversion<tile::ReduceOp> {
     return success();
   }
 
-  /// Version 2 with warpsN = WN > 1: `partials[2 rep + h]` (the quad's
-  /// combined values of the thread's row of block rep, half h) covers the
-  /// warp's columns only. The first lane of each quad stores them at
+  /// warpsN = WN > 1 (version 2: warps along N; version 3: warpgroups):
+  /// `partials[2 rep + h]` (the quad's combined values of the thread's row of
+  /// block rep, half h) covers the warp's columns only. The first lane of each quad stores them at
   /// [wN, row] of a buffer per source, bar.sync, and every thread combines
   /// the WN partials of each of its rows in the order wN = 0, 1, ... (the
   /// same values in the same order in every warp: copies stay equal), then

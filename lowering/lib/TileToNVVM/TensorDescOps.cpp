@@ -335,22 +335,27 @@ struct DescStoreLowering : TileOpConversion<tile::DescStoreOp> {
 } // namespace
 
 namespace {
-/// The mbarrier of slot `slot` (an int or an i32 value) of the ring at `base`.
-Value slotBarrier(OpBuilder &b, Location loc, Value base, std::variant<int64_t, Value> slot) {
+/// The mbarrier of slot `slot` (an int or an i32 value) of `ring` at `base`
+/// (RingType::getBarriersOffset).
+Value slotBarrier(OpBuilder &b, Location loc, tile::RingType ring, Value base,
+                  std::variant<int64_t, Value> slot) {
   Value index = std::holds_alternative<Value>(slot)
                     ? std::get<Value>(slot)
                     : createI32Constant(b, loc, std::get<int64_t>(slot));
-  return mbarrierAddress(b, loc, base, index);
+  Value barriers = LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                                       ArrayRef<LLVM::GEPArg>{int32_t(ring.getBarriersOffset())});
+  return mbarrierAddress(b, loc, barriers, index);
 }
 
-/// Thread 0 initializes `count` mbarriers from `base` with `arrivals` arrivals
-/// each; fence.mbarrier_init; bar.sync.
+/// Thread 0 initializes `count` mbarriers from `base` (8 bytes each) with
+/// `arrivals` arrivals each; fence.mbarrier_init; bar.sync.
 void initBarriers(OpBuilder &b, Location loc, Value base, unsigned count, int64_t arrivals = 1) {
   Value isThread0 = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, createThreadId(b, loc),
                                          createI32Constant(b, loc, 0));
   Value expected = createI32Constant(b, loc, arrivals);
   for (unsigned s = 0; s < count; ++s)
-    NVVM::MBarrierInitOp::create(b, loc, slotBarrier(b, loc, base, s), expected, isThread0);
+    NVVM::MBarrierInitOp::create(
+        b, loc, mbarrierAddress(b, loc, base, createI32Constant(b, loc, s)), expected, isThread0);
   NVVM::FenceMbarrierInitOp::create(b, loc);
   NVVM::BarrierOp::create(b, loc);
 }
@@ -363,8 +368,8 @@ bool isGatherRing(Value ring) {
   });
 }
 
-/// A ring's shared memory: `stages` mbarriers (8 bytes each, padded to 128
-/// bytes), then the slots; thread 0 initializes the barriers, for one
+/// A ring's shared memory: the slots, then `stages` mbarriers (8 bytes each,
+/// RingType::getTotalBytes); thread 0 initializes the barriers, for one
 /// arrival each (the issuing thread's), or one a thread for a gather ring.
 struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
   using TileOpConversion::TileOpConversion;
@@ -375,7 +380,9 @@ struct RingAllocLowering : TileOpConversion<tile::RingAllocOp> {
     tile::RingType ring = op.getType();
     Value base = createSharedBuffer(rewriter, op, "__kiln_tma_ring", rewriter.getI8Type(),
                                     ring.getTotalBytes(), /*alignment=*/1024);
-    initBarriers(rewriter, loc, base, ring.getStages(),
+    Value barriers = LLVM::GEPOp::create(rewriter, loc, base.getType(), rewriter.getI8Type(), base,
+                                         ArrayRef<LLVM::GEPArg>{int32_t(ring.getBarriersOffset())});
+    initBarriers(rewriter, loc, barriers, ring.getStages(),
                  isGatherRing(op.getResult()) ? tileConverter.getThreadsPerBlock() : 1);
     rewriter.replaceOp(op, base);
     return success();
@@ -396,7 +403,8 @@ struct RingReleaseLowering : TileOpConversion<tile::RingReleaseOp> {
     unsigned stages = op.getRing().getType().getStages();
     scf::IfOp::create(rewriter, loc, isThread0, [&](OpBuilder &b, Location l) {
       for (unsigned s = 0; s < stages; ++s)
-        NVVM::MBarrierInvalOp::create(b, l, slotBarrier(b, l, adaptor.getRing(), s));
+        NVVM::MBarrierInvalOp::create(
+            b, l, slotBarrier(b, l, op.getRing().getType(), adaptor.getRing(), s));
       scf::YieldOp::create(b, l);
     });
     NVVM::BarrierOp::create(rewriter, loc);
@@ -481,7 +489,8 @@ struct RingIssueLowering : TileOpConversion<tile::RingIssueOp> {
     Location loc = op.getLoc();
     tile::RingType ring = op.getRing().getType();
     Value slot = ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot());
-    Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
+    Value barrier =
+        slotBarrier(rewriter, loc, op.getRing().getType(), adaptor.getRing(), adaptor.getSlot());
     if (op.isGather()) {
       SmallVector<Value> ptrs = unpackTile(rewriter, loc, adaptor.getSrc());
       SmallVector<Value> masks;
@@ -514,8 +523,10 @@ struct RingWaitLoadLowering : TileOpConversion<tile::RingWaitLoadOp> {
     Location loc = op.getLoc();
     tile::RingType ring = op.getRing().getType();
     if (!op.getAgain()) // `again`: the slot's fill was waited for
-      waitParity(rewriter, loc, slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot()),
-                 adaptor.getPhase(), tileConverter);
+      waitParity(
+          rewriter, loc,
+          slotBarrier(rewriter, loc, op.getRing().getType(), adaptor.getRing(), adaptor.getSlot()),
+          adaptor.getPhase(), tileConverter);
     Type element = getTypeConverter()->convertType(op.getType().getElementType());
     BoxAccess box(rewriter, loc,
                   ringSlotAddress(rewriter, loc, ring, adaptor.getRing(), adaptor.getSlot()),
@@ -534,7 +545,8 @@ struct RingWaitLowering : TileOpConversion<tile::RingWaitOp> {
   LogicalResult matchAndRewrite(tile::RingWaitOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value barrier = slotBarrier(rewriter, loc, adaptor.getRing(), adaptor.getSlot());
+    Value barrier =
+        slotBarrier(rewriter, loc, op.getRing().getType(), adaptor.getRing(), adaptor.getSlot());
     if (!op.getIssuer()) {
       waitParity(rewriter, loc, barrier, adaptor.getPhase(), tileConverter);
       rewriter.eraseOp(op);

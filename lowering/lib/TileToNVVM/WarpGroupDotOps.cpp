@@ -157,6 +157,24 @@ SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Locatio
                                                              /*leadingBytes=*/k * 128)
                                : createSwizzled128Descriptor(rewriter, loc, operands.bAddress);
 
+  // Warpgroups along N (layout.warpsN > 1) each issue the wgmmas of their own
+  // Ng = N / warpsN columns: B from its column gN * Ng on, the K-major box's
+  // rows (128 bytes each in every chunk of K), the MN-major box's 64-column
+  // chunks (k * 128 bytes each).
+  int64_t n = layout.columnsPerWarp();
+  if (layout.warpsN > 1) {
+    Value group = LLVM::LShrOp::create(rewriter, loc, createThreadId(rewriter, loc), c(7));
+    Value column = LLVM::UDivOp::create(
+        rewriter, loc, LLVM::AndOp::create(rewriter, loc, group, c(layout.warpgroups() - 1)),
+        c(layout.warpgroupsM()));
+    int64_t stride = bMnMajor ? n / 64 * k * 128 : n * 128;
+    Value offset = LLVM::MulOp::create(rewriter, loc, column, c(stride));
+    Value address = LLVM::AddOp::create(rewriter, loc, operands.bAddress, offset);
+    bDescriptor = bMnMajor ? createSwizzled128Descriptor(rewriter, loc, address,
+                                                         /*leadingBytes=*/k * 128)
+                           : createSwizzled128Descriptor(rewriter, loc, address);
+  }
+
   auto aWgmmaType = getWgmmaType(operands.aElement);
   auto bWgmmaType = getWgmmaType(operands.bElement);
   int64_t elementBytes = operands.aElement.getIntOrFloatBitWidth() / 8;
@@ -164,9 +182,9 @@ SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Locatio
   int64_t kPerStep = 32 / elementBytes;
   int64_t kPerChunk = 128 / elementBytes;
   Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
-  int64_t regsPerSlab = layout.n / 2;
+  int64_t regsPerSlab = n / 2;
   Type slabType = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(regsPerSlab, f32));
-  auto shape = NVVM::MMAShapeAttr::get(context, 64, layout.n, kPerStep);
+  auto shape = NVVM::MMAShapeAttr::get(context, 64, n, kPerStep);
   // A K-major operand steps kk elements along its rows (into the next
   // 128-byte chunk past the first), an MN-major one kk rows of 128 bytes.
   auto kStep = [&](Value descriptor, int64_t kk, int64_t chunkBytes, bool mnMajor = false) {
@@ -196,13 +214,13 @@ SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Locatio
           slab = createRegisterAWgmma(
               rewriter, loc, slab,
               ArrayRef<Value>(operands.aWords).slice(rep * slabWords + kk / kPerStep * 4, 4),
-              kStep(bDescriptor, kk, operands.bChunkBytes, bMnMajor), layout.n,
-              stringifyEnum(aWgmmaType), bMnMajor);
+              kStep(bDescriptor, kk, operands.bChunkBytes, bMnMajor), n, stringifyEnum(aWgmmaType),
+              bMnMajor);
         llvm::append_range(results, unpackTile(rewriter, loc, slab));
         continue;
       }
       Value slabAddress = LLVM::AddOp::create(rewriter, loc, operands.aAddress,
-                                              c(rep * layout.warpgroups() * 64 * 128));
+                                              c(rep * layout.warpgroupsM() * 64 * 128));
       Value aDescriptor = createSwizzled128Descriptor(rewriter, loc, slabAddress);
       for (int64_t kk = kBegin; kk < kEnd; kk += kPerStep) {
         auto scaleOut =
@@ -245,12 +263,13 @@ SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Locatio
 }
 
 /// This warpgroup's first 64-row slab of an [M, K] K-major operand at
-/// `address` (64 rows of 128 bytes a slab).
-Value warpgroupSlab(OpBuilder &b, Location loc, Value address) {
-  Value warpgroup =
-      LLVM::LShrOp::create(b, loc, createThreadId(b, loc), createI32Constant(b, loc, 7));
-  return LLVM::AddOp::create(
-      b, loc, address, LLVM::MulOp::create(b, loc, warpgroup, createI32Constant(b, loc, 64 * 128)));
+/// `address` (64 rows of 128 bytes a slab): slab g mod GM of warpgroup g, GM
+/// the warpgroups along M of `layout` (those along N read the same rows).
+Value warpgroupSlab(OpBuilder &b, Location loc, Value address, const tile::MmaLayout &layout) {
+  auto c = [&](int64_t v) { return createI32Constant(b, loc, v); };
+  Value warpgroup = LLVM::LShrOp::create(b, loc, createThreadId(b, loc), c(7));
+  Value slab = LLVM::AndOp::create(b, loc, warpgroup, c(layout.warpgroupsM() - 1));
+  return LLVM::AddOp::create(b, loc, address, LLVM::MulOp::create(b, loc, slab, c(64 * 128)));
 }
 
 Value sharedAddress(OpBuilder &b, Location loc, Value ptr) {
@@ -284,10 +303,11 @@ struct WarpGroupDotLowering : TileOpConversion<tile::WarpGroupDotOp> {
       operands.aAddress = warpgroupSlab(
           rewriter, loc,
           sharedAddress(rewriter, loc,
-                        ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot())));
+                        ringSlotAddress(rewriter, loc, aRing, adaptor.getA(), adaptor.getASlot())),
+          layout);
     else if (llvm::isa<tile::SmemType>(op.getA().getType()))
       operands.aAddress =
-          warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, adaptor.getA()));
+          warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, adaptor.getA()), layout);
     else
       operands.aWords =
           packRegisterA(rewriter, loc, getTypeConverter()->convertType(aBox.getElementType()),
@@ -356,8 +376,9 @@ struct WarpGroupDotStagedLowering : TileOpConversion<tile::WarpGroupDotStagedOp>
                      unpackTile(rewriter, loc, adaptor.getB()));
     publishToAsyncProxy(rewriter, loc);
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
-    Value aSlab =
-        registerA ? Value() : warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, aBuffer));
+    Value aSlab = registerA
+                      ? Value()
+                      : warpgroupSlab(rewriter, loc, sharedAddress(rewriter, loc, aBuffer), layout);
     WgmmaOperands operands{aSlab,
                            sharedAddress(rewriter, loc, bBuffer),
                            aType.getElementType(),

@@ -38,12 +38,13 @@ llvm.func @k() attributes {nvvm.kernel} {
 
 // -----
 
-// The error is at the largest buffer; the notes list the largest first.
+// The error is at the buffer that reaches the top; the notes list the buffers
+// live beside it, lowest first.
 module {
-  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
-  // expected-note @+1 {{__kiln_big: 196608 bytes}}
+  // expected-note @+1 {{__kiln_big: 196608 bytes at offset 0}}
   llvm.mlir.global internal @__kiln_big() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<49152 x f32>
-  // expected-note @+1 {{__kiln_more: 49152 bytes}}
+  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
+  // expected-note @+1 {{__kiln_more: 49152 bytes at offset 196608}}
   llvm.mlir.global internal @__kiln_more() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12288 x f32>
 }
 
@@ -220,14 +221,14 @@ llvm.func @fits_after_reuse(%v: f32) attributes {nvvm.kernel} {
 // -----
 
 // The error counts the bytes after reuse: 160 KiB and 80 KiB live together
-// (240 KiB), the 100 KiB used after them shares their bytes (not 340 KiB).
+// (240 KiB), the 100 KiB used after them shares their bytes (not 340 KiB) and
+// is not listed: it is not live beside the top buffer.
 module {
-  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
   // expected-note @+1 {{__kiln_big: 163840 bytes at offset 0}}
   llvm.mlir.global internal @__kiln_big() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<40960 x f32>
+  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
   // expected-note @+1 {{__kiln_more: 81920 bytes at offset 163840}}
   llvm.mlir.global internal @__kiln_more() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<20480 x f32>
-  // expected-note @+1 {{__kiln_after: 102400 bytes at offset 0}}
   llvm.mlir.global internal @__kiln_after() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<25600 x f32>
   llvm.func @k(%v: f32) attributes {nvvm.kernel} {
     %a = llvm.mlir.addressof @__kiln_big : !llvm.ptr<3>
@@ -243,19 +244,24 @@ module {
 
 // -----
 
-// Only the four largest buffers are listed, largest first, the others counted.
-// expected-note @+1 {{and 1 smaller}}
+// Only the six lowest of the buffers beside the top one are listed, the others
+// counted: seven of 36 KiB, placed in module order.
+// expected-note @+1 {{and 1 more}}
 module {
-  llvm.mlir.global internal @__kiln_e() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<8192 x f32>
-  // expected-note @+1 {{__kiln_c: 49152 bytes}}
-  llvm.mlir.global internal @__kiln_c() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12288 x f32>
-  // expected-error @+2 {{the kernel needs 245760 bytes of shared memory, more than the 232448 a block may use}}
-  // expected-note @+1 {{__kiln_a: 65536 bytes}}
-  llvm.mlir.global internal @__kiln_a() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16384 x f32>
-  // expected-note @+1 {{__kiln_b: 57344 bytes}}
-  llvm.mlir.global internal @__kiln_b() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<14336 x f32>
-  // expected-note @+1 {{__kiln_d: 40960 bytes}}
-  llvm.mlir.global internal @__kiln_d() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<10240 x f32>
+  // expected-note @+1 {{__kiln_a: 36864 bytes at offset 0}}
+  llvm.mlir.global internal @__kiln_a() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
+  // expected-note @+1 {{__kiln_b: 36864 bytes at offset 36864}}
+  llvm.mlir.global internal @__kiln_b() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
+  // expected-note @+1 {{__kiln_c: 36864 bytes at offset 73728}}
+  llvm.mlir.global internal @__kiln_c() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
+  // expected-note @+1 {{__kiln_d: 36864 bytes at offset 110592}}
+  llvm.mlir.global internal @__kiln_d() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
+  // expected-note @+1 {{__kiln_e: 36864 bytes at offset 147456}}
+  llvm.mlir.global internal @__kiln_e() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
+  // expected-note @+1 {{__kiln_f: 36864 bytes at offset 184320}}
+  llvm.mlir.global internal @__kiln_f() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
+  // expected-error @+1 {{the kernel needs 258048 bytes of shared memory, more than the 232448 a block may use}}
+  llvm.mlir.global internal @__kiln_g() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x f32>
 }
 
 // -----

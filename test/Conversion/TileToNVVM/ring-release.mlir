@@ -1,10 +1,10 @@
 // RUN: kiln-opt %s -kiln-tile-assign-layout -kiln-convert-tile-to-nvvm | FileCheck %s
 
 // ring_release, after the loop that drained the ring: a CTA barrier, thread 0
-// invalidates each slot's mbarrier (the two 8-byte barriers at the ring's
-// base), a second CTA barrier; the ring's buffer is then `tile.drained`, live
+// invalidates each slot's mbarrier (the two 8-byte barriers after its
+// slots), a second CTA barrier; the ring's buffer is then `tile.drained`, live
 // only up to that barrier for kiln-allocate-shared-memory.
-// CHECK: llvm.mlir.global internal @__kiln_tma_ring_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.drained} : !llvm.array<17408 x i8>
+// CHECK: llvm.mlir.global internal @__kiln_tma_ring_0() {addr_space = 3 : i32, alignment = 1024 : i64, tile.drained} : !llvm.array<16400 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @release(
 // CHECK: %[[BASE:.*]] = llvm.mlir.addressof @__kiln_tma_ring_0 : !llvm.ptr<3>
 // CHECK: llvm.inline_asm has_side_effects {{.*}}mbarrier.try_wait.parity.shared::cta.b64

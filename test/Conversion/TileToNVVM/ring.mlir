@@ -1,14 +1,14 @@
 // RUN: kiln-opt %s -kiln-tile-assign-layout -kiln-convert-tile-to-nvvm | FileCheck %s
 
-// A ring is one 1024-byte aligned shared array: the slots' mbarriers (8 bytes
-// each, padded to 1024 bytes when slots are whole KiB, the period of the TMA
-// swizzle; else to 128), then the slots. ring_alloc initializes every
+// A ring is one 1024-byte aligned shared array (the period of the TMA
+// swizzle): the slots, then their mbarriers (8 bytes each). ring_alloc initializes every
 // barrier from thread 0; ring_issue is a CTA barrier then the elected,
 // predicated arm + copy into the slot; ring_wait_load waits on the slot's
 // barrier with the given parity and reads the slot with 16-byte ld.shared.
-// CHECK-DAG: llvm.mlir.global internal @__kiln_tma_ring_0() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<17408 x i8>
+// CHECK-DAG: llvm.mlir.global internal @__kiln_tma_ring_0() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<16400 x i8>
 // CHECK-LABEL: llvm.func ptx_kernelcc @ring(
 // CHECK: %[[BASE:.*]] = llvm.mlir.addressof @__kiln_tma_ring_0 : !llvm.ptr<3>
+// CHECK: %[[BARRIERS:.*]] = llvm.getelementptr %[[BASE]][16384] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
 // CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %{{.*}}, predicate = %{{.*}} : !llvm.ptr<3>, i32, i1
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.barrier

@@ -1473,7 +1473,7 @@ func.func @bulk_load_tile_of_pointers(%x: tensor<4x!tile.ptr<f32>>) {
 
 // -----
 
-// expected-error @+1 {{expected the ring to fit the 227 KiB of shared memory, got 8 stages of 'tensor<128x128xbf16>' (263168 bytes)}}
+// expected-error @+1 {{expected the ring to fit the 227 KiB of shared memory, got 8 stages of 'tensor<128x128xbf16>' (262208 bytes)}}
 func.func @ring_too_big(%r: !tile.ring<8, tensor<128x128xbf16>>) {
   return
 }
@@ -1729,8 +1729,15 @@ func.func @mma_version(%x: tensor<64x64xf32, #tile.mma<version = 4, numWarps = 4
 
 // -----
 
-// expected-error @+1 {{expected warpsN = 1 for the version 3 mma encoding, got 2}}
+// expected-error @+1 {{expected warpsN to be a power of two dividing the 1 warpgroups for the version 3 mma encoding, got 2}}
 func.func @mma_warps_n_v3(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4, warpsN = 2>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a [M, N] tile with N 1 or a multiple of 16 for the version 3 mma encoding of warpsN = 2, got 'tensor<64x8xf32>'}}
+func.func @mma_warps_n_v3_columns(%x: tensor<64x8xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>) {
   return
 }
 
@@ -1891,7 +1898,7 @@ func.func @ring_swizzled_tma(%d: !D, %i: i32, %t: i1) {
 // -----
 
 func.func @staged_register_a_encoding(%a: tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>) {
-  // expected-error @+1 {{expected `a` in the blocked layout or in the accumulator's encoding (A from registers)}}
+  // expected-error @+1 {{expected `a` in the blocked layout or in the accumulator's encoding of warpsN = 1 (A from registers)}}
   %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8>> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 4>>
   return
 }
@@ -1955,7 +1962,7 @@ func.func @warpgroup_dot_mn_major_fp8(%ra: !tile.ring<2, tensor<64x128xf8E4M3FN>
 // -----
 
 func.func @warpgroup_dot_mn_major_n(%ra: !tile.ring<2, tensor<64x64xbf16>>, %rb: !tile.ring<2, tensor<64x32xbf16>>, %acc: tensor<64x32xf32, #tile.mma<version = 3, numWarps = 4>>, %i: i32) {
-  // expected-error @+1 {{expected N a multiple of 64 with bMnMajor (whole 128-byte swizzle spans per row of the [K, N] box), got 32}}
+  // expected-error @+1 {{expected N a multiple of 64 with bMnMajor (whole 128-byte swizzle spans per row of the [K, N] box, a warpgroup's columns each), got 32}}
   %d = tile.warpgroup_dot %ra[%i], %rb[%i], %acc {bMnMajor} : !tile.ring<2, tensor<64x64xbf16>>, !tile.ring<2, tensor<64x32xbf16>>, tensor<64x32xf32, #tile.mma<version = 3, numWarps = 4>>
   return
 }
@@ -2247,7 +2254,23 @@ func.func @bad_turn() {
 // -----
 
 func.func @stage_encoded(%t: tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>>) {
-  // expected-error @+1 {{expected a tile in the blocked layout}}
-  %s = tile.stage %t : tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>> -> !tile.smem<tensor<128x64xbf16>>
+  // expected-error @+1 {{expected the result to stage 'tensor<128x64xbf16>', got '!tile.smem<tensor<64x64xbf16>>'}}
+  %s = tile.stage %t : tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>> -> !tile.smem<tensor<64x64xbf16>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_register_a_split_n(%a: tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>, %rb: !tile.ring<2, tensor<64x64xbf16>>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>, %i: i32) {
+  // expected-error @+1 {{expected `a` staged or a ring slot where warpgroups split N (a warpgroup's registers hold only its own columns)}}
+  %d = tile.warpgroup_dot %a, %rb[%i], %acc : tensor<64x64xbf16, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>, !tile.ring<2, tensor<64x64xbf16>>, tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>
+  return
+}
+
+// -----
+
+func.func @warpgroup_dot_staged_split_n(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>) {
+  // expected-error @+1 {{expected M a multiple of 64, K a multiple of 64 and N a multiple of 128 up to 512, got 64, 64 and 64}}
+  %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>
   return
 }

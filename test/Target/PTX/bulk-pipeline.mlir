@@ -7,7 +7,7 @@
 
 // A bulk load of ragged rows (count elements of a 4096-wide bf16 tile) in a
 // loop marked tile.num_stages = 4 through kiln-tile-to-llvm: one ring of four
-// 8 KiB slots after 1024 bytes of mbarriers, each barrier initialized by
+// 8 KiB slots then their mbarriers, each barrier initialized by
 // thread 0; the rows of the first three iterations issued before the loop
 // (each under iv < ub: min(count, 4096) * 2 bytes, the copy skipped when
 // that is 0); each iteration issues the row three iterations ahead into the
@@ -20,7 +20,7 @@
 // CHECK-SM100: .target sm_100a
 // CHECK-SM103: .target sm_103a
 // CHECK-LABEL: .entry ragged_rows(
-// CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[33792];
+// CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[32800];
 // CHECK-COUNT-4: mbarrier.init.shared.b64
 // CHECK: fence.mbarrier_init.release.cluster;
 // CHECK: min.u32

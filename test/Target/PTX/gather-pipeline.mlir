@@ -18,12 +18,12 @@
 // before the loop), the value dot after staging p.
 // CHECK-LABEL: .entry gather(
 // CHECK-NOT: __kiln_dot_b_smem
-// CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[9216];
+// CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[8208];
 // CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 128;
 // CHECK: mbarrier.init.shared.b64 [%r{{[0-9]+}}], 128;
 // CHECK: selp.b32 %r{{[0-9]+}}, 16, 0, %p{{[0-9]+}};
-// CHECK: cp.async.cg.shared.global [%rd{{[0-9]+}}+{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
-// CHECK: cp.async.mbarrier.arrive.noinc.shared.b64 [__kiln_tma_ring_0];
+// CHECK: cp.async.cg.shared.global [%rd{{[0-9]+}}{{(\+[0-9]+)?}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// CHECK: cp.async.mbarrier.arrive.noinc.shared.b64 [__kiln_tma_ring_0+8192];
 // CHECK: bar.sync 0;
 // CHECK: cp.async.cg.shared.global
 // CHECK: cp.async.mbarrier.arrive.noinc.shared.b64

@@ -27,7 +27,7 @@
 // CHECK: mov.b32 %[[IDESC:r[0-9]+]], 135267472;
 // CHECK-NEXT: tcgen05.mma.cta_group::1.kind::f16.collector::a::discard [%[[TMEM:r[0-9]+]]], %[[A0]], %[[B0]], %[[IDESC]],
 // CHECK-NEXT: or.b64 %[[A1:rd[0-9]+]], %[[AS]], 4611756662049538050;
-// CHECK-NEXT: add.s64 %[[B1:rd[0-9]+]], %[[BS]], 4611756662049538050;
+// CHECK-NEXT: {{(add.s64|or.b64)}} %[[B1:rd[0-9]+]], %[[BS]], 4611756662049538050;
 // CHECK: tcgen05.mma.cta_group::1.kind::f16.collector::a::discard [%[[TMEM]]], %[[A1]], %[[B1]], %[[IDESC]],
 // CHECK: add.s64 %[[A4:rd[0-9]+]], %[[AS]], 4611756662049539072;
 // CHECK-NEXT: add.s64 %[[B4:rd[0-9]+]], %[[BS]], 4611756662049538560;

@@ -6,18 +6,18 @@
 // RUN: kilnc %s -emit=ptx --arch=sm_103a -o %t.sm_103a.ptx && %ptxas -arch=sm_103a %t.sm_103a.ptx -o %t.sm_103a.cubin
 
 // A loop marked tile.num_stages = 3 through kiln-tile-to-llvm: one ring of
-// three 8 KiB slots after 1024 bytes of mbarriers (slots at a 1024-byte boundary), each barrier initialized by
+// three 8 KiB slots (at a 1024-byte boundary) then their mbarriers, each barrier initialized by
 // thread 0; two loads issued before the loop; in the loop a wait on a
 // register parity, then the issue of the load two iterations ahead.
 // CHECK-SM90: .target sm_90a
 // CHECK-SM100: .target sm_100a
 // CHECK-SM103: .target sm_103a
 // CHECK-LABEL: .entry rows(
-// CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[25600];
+// CHECK: .shared .align 1024 .b8 __kiln_tma_ring_0[24600];
 // CHECK-COUNT-3: mbarrier.init.shared.b64
 // CHECK: fence.mbarrier_init.release.cluster;
-// CHECK: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_tma_ring_0+1024]
-// CHECK: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_tma_ring_0+9216]
+// CHECK: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_tma_ring_0]
+// CHECK: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [__kiln_tma_ring_0+8192]
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64 p, [%r{{[0-9]+}}], %r{{[0-9]+}};
 // CHECK: elect.sync
 // CHECK: mbarrier.arrive.expect_tx.shared.b64

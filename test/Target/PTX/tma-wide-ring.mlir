@@ -14,12 +14,11 @@
 // CHECK-SM103: .target sm_103a
 
 // A ring slot of the [64, 128] box: the issue copies both chunks into the
-// slot (slot s at ring + 1024 + s * 16384; the chunks at + 1024 and + 9216
-// from the ring's slot base), one expect_tx of 16384 bytes.
+// slot (slot s at ring + s * 16384; the chunks at + 0 and + 8192 from it),
+// one expect_tx of 16384 bytes.
 // CHECK-LABEL: .entry wide_ring(
 // CHECK-DAG: add.s32 %[[RJ1:r[0-9]+]], %[[RJ:r[0-9]+]], 64;
-// CHECK-DAG: add.s64 %[[C0:rd[0-9]+]], %[[SLOT:rd[0-9]+]], 1024;
-// CHECK-DAG: add.s64 %[[C1:rd[0-9]+]], %[[SLOT]], 9216;
+// CHECK-DAG: add.s64 %[[C1:rd[0-9]+]], %[[C0:rd[0-9]+]], 8192;
 // CHECK: mov.b32 %[[RBYTES:r[0-9]+]], 16384;
 // CHECK-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [%[[BAR:rd[0-9]+]]], %[[RBYTES]];
 // CHECK-NOT: expect_tx

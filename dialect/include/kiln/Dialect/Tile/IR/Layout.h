@@ -50,10 +50,17 @@ struct BlockedLayout {
 /// for m <= 8, both halves h hold row g mod m. With WN = 1 and m a multiple of
 /// 64 * warps / 4 these are version 3's registers.
 ///
-/// Version 3 (wgmma): element (row, col) of register `reg` of thread `thread` is
-///   slab = rep * warpgroups + thread / 128, rep = reg / (n / 2),
+/// Version 3 (wgmma, GN = warpsN warpgroups along N, GM = warpgroups / GN
+/// along M, Ng = n / GN columns a warpgroup): warpgroup g = thread / 128 at
+/// (gM, gN) = (g mod GM, g / GM) holds the 64-row slabs gM, gM + GM, ... of
+/// its columns gN * Ng .. (gN + 1) * Ng - 1; element (row, col) of register
+/// `reg` of thread `thread` is
+///   slab = rep * GM + gM, rep = reg / (Ng / 2),
 ///   row  = 64 slab + 16 (thread / 32 mod 4) + lane / 4 + 8 (reg / 2 mod 2),
-///   col  = 8 (reg mod n/2) / 4 + 2 (lane mod 4) + reg mod 2.
+///   col  = gN * Ng + 8 (reg mod Ng/2) / 4 + 2 (lane mod 4) + reg mod 2,
+/// each warpgroup's registers those of a wgmma of N = Ng into its columns.
+/// With m = 64 * GM these are version 2's of WN = GN (warps w and w + 4 GM
+/// hold the same rows).
 /// Version 5 (tcgen05.ld.32x32b of a TMEM accumulator, m = 128):
 ///   row  = thread mod 128,
 ///   col  = (thread / 128) * n / warpgroups + reg.
@@ -70,12 +77,15 @@ struct MmaLayout {
   int64_t warpsN = 1;
 
   int64_t warpgroups() const { return warps / 4; }
-  /// Version 2: the warps along M, and the columns of a warp.
+  /// Version 3: the warpgroups along M (the 64-row slabs in turn).
+  int64_t warpgroupsM() const { return warpgroups() / warpsN; }
+  /// Version 2: the warps along M, and the columns of a warp (version 3: of
+  /// a warpgroup).
   int64_t warpsM() const { return warps / warpsN; }
   int64_t columnsPerWarp() const { return n == 1 ? 1 : n / warpsN; }
   /// The 16-row blocks (version 2) or 64-row slabs (version 3) each warp holds.
   int64_t reps() const {
-    return version == 2 ? std::max<int64_t>(1, m / (16 * warpsM())) : m / (64 * warpgroups());
+    return version == 2 ? std::max<int64_t>(1, m / (16 * warpsM())) : m / (64 * warpgroupsM());
   }
   /// Version 5: the columns each thread holds.
   int64_t columnsPerThread() const { return n / warpgroups(); }
@@ -99,9 +109,11 @@ struct MmaLayout {
         return row;
       return row * n + (warp / warpsM()) * columnsPerWarp() + 2 * (lane % 4);
     }
-    int64_t lane = thread % 32;
-    int64_t row = (thread / 128) * 64 + (thread / 32 % 4) * 16 + lane / 4;
-    return n == 1 ? row : row * n + 2 * (lane % 4);
+    int64_t lane = thread % 32, group = thread / 128 % warpgroups();
+    int64_t row = (group % warpgroupsM()) * 64 + (thread / 32 % 4) * 16 + lane / 4;
+    if (n == 1)
+      return row;
+    return row * n + (group / warpgroupsM()) * columnsPerWarp() + 2 * (lane % 4);
   }
   /// The index of register `reg`'s element minus the thread's base.
   int64_t offsetOf(int64_t reg) const {
@@ -115,8 +127,8 @@ struct MmaLayout {
     }
     int64_t rep = reg / regsPerSlab(), q = reg % regsPerSlab();
     if (n == 1)
-      return rep * warpgroups() * 64 + q * 8;
-    return rep * warpgroups() * 64 * n + (q / 2 % 2) * 8 * n + (q / 4) * 8 + q % 2;
+      return rep * warpgroupsM() * 64 + q * 8;
+    return rep * warpgroupsM() * 64 * n + (q / 2 % 2) * 8 * n + (q / 4) * 8 + q % 2;
   }
   /// The row-major index of register `reg`'s element in `thread`.
   int64_t elementOf(int64_t thread, int64_t reg) const { return baseOf(thread) + offsetOf(reg); }

@@ -105,12 +105,16 @@ def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
 
     Version 3: the encoding of a 2-D f32 tile [M, N] held the way
     `wgmma.mma_async` leaves its accumulator: the `numWarps / 4` warpgroups
-    take the 64-row slabs of M in turn (slab s to warpgroup s mod warpgroups);
-    inside a slab, warp w of the warpgroup holds rows 16w .. 16w+15, and lane l
-    holds rows 16w + l/4 and 16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1}
-    for every j < N/8 (PTX ISA, "wgmma register fragments"). M must be a
-    multiple of 64 * warpgroups; N a multiple of 8, at most 256 (checked by the
-    ops that produce it), or N = 1: the column a row vector gets from
+    are tiled GM = warpgroups / warpsN along M by `warpsN` along N, warpgroup
+    g at (g mod GM, g / GM) holding the columns (g / GM) * N/warpsN ..
+    (g / GM + 1) * N/warpsN - 1 (Ng = N / warpsN of them: each warpgroup
+    issues the wgmmas of its own columns, e.g. a [64, N] dot on 8 warps) of
+    the 64-row slabs g mod GM, g mod GM + GM, ...; inside a slab, warp w of the
+    warpgroup holds rows 16w .. 16w+15, and lane l holds rows 16w + l/4 and
+    16w + l/4 + 8 at columns 8j + 2(l mod 4) + {0, 1} of its own for every
+    j < Ng/8 (PTX ISA, "wgmma register fragments"). M must be a multiple of
+    64 * GM; Ng a multiple of 8, at most 256 (checked by the ops that produce
+    it), or N = 1: the column a row vector gets from
     `tile.expand_dims` of a `#tile.slice` of this encoding, held as the wider
     tiles' columns would be wrapped onto it (lane l holds rows 16w + l/4 and
     16w + l/4 + 8 of each of its slabs, one register each; the 4 lanes of a
@@ -129,10 +133,11 @@ def Tile_MmaEncodingAttr : Tile_AttrDef<"MmaEncoding", "mma",
     tensor<128x256xf32, #tile.mma<version = 3, numWarps = 8>>
     tensor<128x256xf32, #tile.mma<version = 5, numWarps = 8>>
     tensor<16x64xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+    tensor<64x512xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>
     ```
     Tiles without an encoding use the kernel's blocked layout. Elementwise
     ops, `tile.convert_layout` and `tile.desc_store` take tiles of any
-    version. `warpsN` is 1 unless given (versions 3 and 5 take only 1).
+    version. `warpsN` is 1 unless given (version 5 takes only 1).
   }];
   let parameters = (ins "unsigned":$version, "unsigned":$numWarps,
                         DefaultValuedParameter<"unsigned", "1">:$warpsN);

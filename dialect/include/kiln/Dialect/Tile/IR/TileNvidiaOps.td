@@ -216,15 +216,19 @@ def Tile_StageOp : Tile_Op<"stage", [MemoryEffects<[MemAlloc, MemWrite]>]> {
     ```mlir
     %s = tile.stage %q : tensor<128x128xbf16> -> !tile.smem<tensor<128x128xbf16>>
     ```
-    Stores the tile (blocked layout) to a shared buffer of its own in the
+    Stores the tile (blocked layout, or a `#tile.mma` accumulator's: each
+    thread stores the elements it holds) to a shared buffer of its own in the
     layout of `!tile.smem` (K-major, 128-byte swizzle), then
     `fence.proxy.async.shared::cta` and a CTA barrier: every warpgroup's
     wgmma may then read it (and any warp's ldmatrix). Created by
     `kiln-tile-accelerate-dot` for the A operand of dots (wgmma, tcgen05,
     mma.sync) in a loop that the loop does not compute
     (attention's q), right after the tile's definition, so the loop reads it
-    without storing it again. The buffer is live from the stores to the CTA
-    barrier after its last reader (every wgmma that read it waited for).
+    without storing it again; and, where a wgmma's warpgroups split N, for an
+    A the loop computes from such an accumulator (attention's p, whose
+    columns the warpgroups hold apart), right before the dot. The buffer is
+    live from the stores to the CTA barrier after its last reader (every
+    wgmma that read it waited for).
     Must run in uniform control flow.
   }];
   let arguments = (ins RankedTensorOf<[BF16, F16]>:$src);

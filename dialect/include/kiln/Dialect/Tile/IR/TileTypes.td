@@ -93,11 +93,12 @@ def Tile_RingType : Tile_TypeDef<"Ring", "ring"> {
   let extraClassDeclaration = [{
     /// Bytes of one slot's box.
     int64_t getSlotBytes() const;
-    /// Shared memory of the whole ring: the barriers (8 bytes each, padded to
-    /// 128) then the slots.
+    /// Shared memory of the whole ring: the slots from its base (1024-byte
+    /// aligned: the period of the 128-byte swizzle, which the wgmma
+    /// descriptors assume), then the barriers (8 bytes each).
     int64_t getTotalBytes() const;
-    /// Offset of slot 0 from the ring's base.
-    int64_t getSlotsOffset() const;
+    /// Offset of slot s's barrier from the ring's base: this plus 8 s.
+    int64_t getBarriersOffset() const;
   }];
 }
 
