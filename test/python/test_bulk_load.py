@@ -362,10 +362,10 @@ def test_pipelined_bulk_load_ptx(arch, stages):
                                   divisibility=["x_ptr", "y_ptr", "H", "stride"], arch=arch,
                                   num_warps=16)
     ptx = ck.ptx
-    # one ring of `stages` 16 KiB slots after 1024 bytes of barriers (dynamic shared
+    # one ring of `stages` 16 KiB slots then their 8-byte barriers (dynamic shared
     # memory), each barrier initialized once; stages - 1 prologue issues and the one in the
     # loop
-    assert ck.meta["shared_bytes"] == 1024 + stages * 16384
+    assert ck.meta["shared_bytes"] == stages * 16384 + 8 * stages
     assert ptx.count("mbarrier.init.shared.b64") == stages
     assert ptx.count("cp.async.bulk.shared::cluster.global") == stages
     assert ptx.count("mbarrier.try_wait.parity") == 1

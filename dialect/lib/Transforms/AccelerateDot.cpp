@@ -902,7 +902,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// issued in turns (tile.warpgroup_turn "wait" before, "pass" after each),
   /// the first turn warpgroup 0's ("start" before the loop, "end" after it).
   /// The warpgroups own rows of their own, so one's softmax then runs while
-  /// the other's dots hold the tensor cores.
+  /// the other's dots hold the tensor cores (not where they split the dots'
+  /// columns instead).
   void alternateWarpgroups(func::FuncOp func) {
     auto threads = func->getAttrOfType<IntegerAttr>(TileDialect::getThreadsPerBlockAttrName());
     if (!threads || threads.getInt() != 256)
@@ -913,7 +914,11 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         for (auto dot : loop.getBody()->getOps<WarpGroupDotOp>())
           if (!dot.getARing() && !dot.getMaxNumImpreciseAcc())
             dots.push_back(dot);
-        if (dots.empty())
+        // Warpgroups that split a dot's columns share its rows: nothing to
+        // alternate.
+        if (dots.empty() || llvm::any_of(dots, [](WarpGroupDotOp dot) {
+              return dot.getEncoding().getWarpsN() > 1;
+            }))
           continue;
         OpBuilder b(loop);
         Location loc = loop.getLoc();
