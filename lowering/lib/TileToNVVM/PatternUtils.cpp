@@ -273,10 +273,16 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
         LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));
     return indices;
   }
+  // Version 3: warpgroup g = tid / 128 at (gM, gN) = (g mod GM, g / GM);
+  // row = 64 gM + 16 (tid / 32 mod 4) + lane / 4, col = gN * Ng + 2 (lane mod 4)
+  // (gM = g and gN = 0 where warpsN = 1).
+  Value group = LLVM::LShrOp::create(b, loc, tid, c(7));
+  Value slab =
+      mma->warpsN > 1 ? LLVM::AndOp::create(b, loc, group, c(mma->warpgroupsM() - 1)) : group;
   Value row = LLVM::AddOp::create(
       b, loc,
       LLVM::AddOp::create(
-          b, loc, LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(7)), c(64)),
+          b, loc, LLVM::MulOp::create(b, loc, slab, c(64)),
           LLVM::MulOp::create(
               b, loc, LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, tid, c(5)), c(3)),
               c(16))),
@@ -288,6 +294,13 @@ ElementIndices kiln::getElementIndices(OpBuilder &b, Location loc,
   indices.base = LLVM::AddOp::create(
       b, loc, LLVM::MulOp::create(b, loc, row, c(mma->n)),
       LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, lane, c(3)), c(1)));
+  if (mma->warpsN > 1) {
+    Value column = LLVM::AndOp::create(
+        b, loc, LLVM::LShrOp::create(b, loc, group, c(llvm::Log2_64(mma->warpgroupsM()))),
+        c(mma->warpsN - 1));
+    indices.base = LLVM::AddOp::create(
+        b, loc, indices.base, LLVM::MulOp::create(b, loc, column, c(mma->columnsPerWarp())));
+  }
   return indices;
 }
 
