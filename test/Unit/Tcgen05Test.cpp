@@ -122,5 +122,33 @@ TEST(MmaLayout, Version3Covers) {
   expectCovers({128, 256, 8, 3});
   expectCovers({64, 64, 4, 3});
   expectCovers({256, 128, 8, 3});
+  // Warpgroups along N: [64, N] on 8 and 16 warps, and 2 x 2 warpgroups.
+  expectCovers({64, 512, 8, 3, 2});
+  expectCovers({64, 128, 16, 3, 4});
+  expectCovers({128, 256, 16, 3, 2});
+  expectCovers({256, 64, 16, 3, 2});
+}
+
+TEST(MmaLayout, Version3WarpgroupsAlongN) {
+  // [64, 512] on 8 warps: warpgroup g holds columns 256 g .. 256 g + 255 of
+  // every row, its registers a [64, 256] wgmma's; warps w and w + 4 the same
+  // rows (version 2's warpsN = 2 registers).
+  tile::MmaLayout layout{64, 512, 8, 3, 2};
+  tile::MmaLayout v2{64, 512, 8, 2, 2};
+  EXPECT_EQ(layout.regsPerThread(), 128);
+  for (int64_t t : {0, 5, 31, 32, 127, 128, 161, 255})
+    for (int64_t r : {0, 1, 2, 3, 4, 127}) {
+      int64_t index = layout.elementOf(t, r);
+      EXPECT_EQ(index % 512 / 256, t / 128);
+      tile::MmaLayout one{64, 256, 4, 3};
+      int64_t own = one.elementOf(t % 128, r);
+      EXPECT_EQ(index / 512, own / 256);
+      EXPECT_EQ(index % 256, own % 256);
+      EXPECT_EQ(index, v2.elementOf(t, r));
+    }
+  // The row vector's slice: both warpgroups hold every row.
+  tile::MmaLayout column{64, 1, 8, 3, 2};
+  for (int64_t r = 0; r < column.regsPerThread(); ++r)
+    EXPECT_EQ(column.elementOf(3, r), column.elementOf(131, r));
 }
 } // namespace
