@@ -713,7 +713,7 @@ def test_gemm_tma_fused_bias_silu_assembles_at_128x256(arch):
 
 
 @pytest.mark.parametrize("arch,reason", [
-    ("sm_90a", "M = 16 is not a multiple of 64 rows (a warpgroup's wgmma)"),
+    ("sm_90a", "M = 16 is not a multiple of 64 rows a warpgroup (1 warpgroups)"),
     ("sm_100a", "M = 16, K = 64, N = 64: tcgen05 here takes M = 128 (Tensor Memory's lanes), "
                 "K and N multiples of 64, N <= 256")])
 def test_the_metadata_says_why_a_dot_is_off_the_tensor_core_mma(arch, reason):

@@ -496,6 +496,13 @@ MmaEncodingAttr wgmmaEncoding(MLIRContext *context, int64_t m, unsigned warps) {
   return MmaEncodingAttr::get(context, 3, warps, warpgroups / alongM);
 }
 
+/// Whether wgmma takes an [m, *] dot on `warps` warps: M a multiple of 64
+/// a warpgroup, or of 64 with `splitN` (the warpgroups past its slabs
+/// splitting N).
+bool wgmmaTakesRows(int64_t m, unsigned warps, bool splitN) {
+  return splitN ? m % 64 == 0 : m % (64 * (warps / 4)) == 0;
+}
+
 /// Why a staged dot does not take `dot`, or "" where it does. Both take
 /// bf16/f16 operands, an f32 accumulator in the blocked layout, K and N
 /// multiples of 64, N at most 256. sm_90a's wgmma (`tcgen05` false:
@@ -504,7 +511,7 @@ MmaEncodingAttr wgmmaEncoding(MLIRContext *context, int64_t m, unsigned warps) {
 /// a multiple of 64; sm_100a/sm_103a's tcgen05 (tile.tcgen05_dot_staged) M = 128
 /// (Tensor Memory's lanes), outside a tile.warp_specialize (the Tensor
 /// Memory is allocated at the kernel's start, by every thread).
-std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05) {
+std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05, bool splitN = false) {
   auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
   Type element = aType.getElementType();
   int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
@@ -521,8 +528,9 @@ std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05) {
           "N <= 256";
   else if (tcgen05 && dot->getParentOfType<WarpSpecializeOp>())
     os << "tcgen05 runs a warp-specialized loop's dot only as a pipelined GEMM's";
-  else if (!tcgen05 && m % 64 != 0)
-    os << "M = " << m << " is not a multiple of 64 rows (a warpgroup's wgmma)";
+  else if (!tcgen05 && !wgmmaTakesRows(m, warps, splitN))
+    os << "M = " << m << " is not a multiple of 64 rows a warpgroup (" << warps / 4
+       << " warpgroups)";
   else if (unsigned warpsN = wgmmaEncoding(dot.getContext(), m, warps).getWarpsN();
            !tcgen05 && (k % 64 != 0 || n % (64 * warpsN) != 0 || n > 256 * warpsN))
     os << "K = " << k << ", N = " << n << ": wgmma here takes K and N multiples of 64, N <= 256"
@@ -995,7 +1003,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
           continue;
         }
         if (std::optional<SlotBDot> slotB = matchSlotB(dot);
-            slotB && slotBShapeFits(dot, *slotB, warps)) {
+            slotB && slotBShapeFits(dot, *slotB, warps, splitN)) {
           if (slotBAReady(dot, warps))
             rewriteToSlotBWarpGroupDot(dot, *slotB, warps);
           else if (slotBAInLoop(dot))
@@ -1219,10 +1227,10 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// operands of one type, an f32 accumulator in the blocked layout, M a
   /// multiple of 64, N a multiple of 8 up to 256 (of 64 for an MN-major B) a
   /// warpgroup along N (wgmmaEncoding), K a multiple of 64 for a K-major B.
-  static bool slotBShapeFits(DotOp dot, SlotBDot slotB, unsigned warps) {
+  static bool slotBShapeFits(DotOp dot, SlotBDot slotB, unsigned warps, bool splitN) {
     auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
-    if (m % 64 != 0)
+    if (!wgmmaTakesRows(m, warps, splitN))
       return false;
     int64_t warpsN = wgmmaEncoding(dot.getContext(), m, warps).getWarpsN();
     return aType.getElementType() == slotB.b.getType().getElementType() && !accType.getEncoding() &&
@@ -1261,7 +1269,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// with the reason.
   void stageOrFallback(DotOp dot, unsigned warps,
                        llvm::function_ref<void(DotOp, const Twine &)> fallback) {
-    if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false); mismatch.empty())
+    if (std::string mismatch = stagedDotMismatch(dot, warps, /*tcgen05=*/false, splitN);
+        mismatch.empty())
       rewriteToStagedWarpGroupDot(dot, warps);
     else
       fallback(dot, mismatch);

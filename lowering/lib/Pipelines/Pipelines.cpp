@@ -25,6 +25,7 @@ void kiln::buildTileToLLVMPipeline(OpPassManager &pm, const TileToLLVMOptions &o
   pm.addNestedPass<func::FuncOp>(tile::createTileAssignLayout(layoutOptions));
   tile::TileAccelerateDotOptions dotOptions;
   dotOptions.arch = options.arch;
+  dotOptions.splitN = options.splitN;
   pm.addNestedPass<func::FuncOp>(tile::createTileAccelerateDot(dotOptions));
   // A key loop's masked iterations apart from the others, as two loops.
   pm.addNestedPass<func::FuncOp>(tile::createTileSplitLoops());

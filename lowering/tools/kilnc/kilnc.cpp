@@ -51,6 +51,11 @@ static cl::opt<uint64_t>
               cl::desc("debug: an mbarrier wait reports the hang and traps after this many "
                        "tries (0: none)"),
               cl::init(0));
+static cl::opt<bool>
+    splitN("split-n",
+           cl::desc("sm_90a: dots of fewer 64-row slabs than warpgroups on "
+                    "wgmma, the warpgroups splitting N (kiln-tile-accelerate-dot)"),
+           cl::init(false));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "kilnc") << message << "\n";
@@ -95,6 +100,7 @@ int main(int argc, char **argv) {
   options.numWarps = numWarps;
   options.arch = arch;
   options.waitBound = waitBound;
+  options.splitN = splitN;
   kiln::buildTileToLLVMPipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return 1;

@@ -1,4 +1,5 @@
-// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot="arch=sm_90a split-n=true" -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a -canonicalize | FileCheck %s --check-prefix=OFF
 
 // A 64-row attention block on 8 warps: the two warpgroups split N (wgmma's M
 // is 64 rows a warpgroup). Both dots read their B in the ring slot, each
@@ -7,6 +8,10 @@
 // whose columns the warpgroups hold apart, staged once right after its
 // truncation for p·v to read from shared memory.
 // CHECK-LABEL: func.func @attention_split_n
+// Off (the default): both dots on mma.sync.
+// OFF-LABEL: func.func @attention_split_n
+// OFF-NOT: version = 3
+// OFF: tile.warp_dot
 // CHECK: %[[QV:.*]] = tile.load
 // CHECK-NEXT: %[[Q:.*]] = tile.stage %[[QV]] : tensor<64x128xbf16> -> !tile.smem<tensor<64x128xbf16>>
 // CHECK: scf.for {{.*}} -> (tensor<64x128xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>)
@@ -65,6 +70,8 @@ func.func @attention_split_n(%q: !tile.ptr<bf16>, %kd: !D, %vd: !D, %n: i32, %ou
 // warpgroup 64 columns; [64, 64] would leave a warpgroup 32, below the 64
 // columns of the staged form's MN-major B, and stays on mma.sync.
 // CHECK-LABEL: func.func @staged_split_n
+// OFF-LABEL: func.func @staged_split_n
+// OFF-NOT: tile.warpgroup_dot
 // CHECK-SAME: tile.dots = ["{{[0-9]+}} wgmma staged", "{{[0-9]+}} mma.sync K = 64, N = 64: wgmma here takes K and N multiples of 64, N <= 256 a warpgroup (2 warpgroups split N: 32 columns each)"]
 // CHECK: tile.warpgroup_dot_staged %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x64xbf16> * tensor<64x128xbf16> -> tensor<64x128xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>
 // CHECK: tile.warp_dot
