@@ -506,9 +506,10 @@ bool wgmmaTakesRows(int64_t m, unsigned warps, bool splitN) {
 /// Why a staged dot does not take `dot`, or "" where it does. Both take
 /// bf16/f16 operands, an f32 accumulator in the blocked layout, K and N
 /// multiples of 64, N at most 256. sm_90a's wgmma (`tcgen05` false:
-/// tile.warpgroup_dot_staged) takes M a multiple of 64, the warpgroups of
-/// `warps` past M's 64-row slabs splitting N (wgmmaEncoding), each's columns
-/// a multiple of 64; sm_100a/sm_103a's tcgen05 (tile.tcgen05_dot_staged) M = 128
+/// tile.warpgroup_dot_staged) takes M a multiple of 64 a warpgroup of
+/// `warps` (with `splitN`, of 64: the warpgroups past M's 64-row slabs
+/// splitting N, wgmmaEncoding, each's columns a multiple of 64);
+/// sm_100a/sm_103a's tcgen05 (tile.tcgen05_dot_staged) M = 128
 /// (Tensor Memory's lanes), outside a tile.warp_specialize (the Tensor
 /// Memory is allocated at the kernel's start, by every thread).
 std::string stagedDotMismatch(DotOp dot, unsigned warps, bool tcgen05, bool splitN = false) {
@@ -1225,8 +1226,9 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
 
   /// Whether wgmma takes a dot of B `slotB` in place, its A aside: bf16/f16
   /// operands of one type, an f32 accumulator in the blocked layout, M a
-  /// multiple of 64, N a multiple of 8 up to 256 (of 64 for an MN-major B) a
-  /// warpgroup along N (wgmmaEncoding), K a multiple of 64 for a K-major B.
+  /// multiple of 64 a warpgroup (of 64 with `splitN`), N a multiple of 8 up
+  /// to 256 (of 64 for an MN-major B) a warpgroup along N (wgmmaEncoding), K
+  /// a multiple of 64 for a K-major B.
   static bool slotBShapeFits(DotOp dot, SlotBDot slotB, unsigned warps, bool splitN) {
     auto aType = dot.getA().getType(), accType = dot.getAcc().getType();
     int64_t m = aType.getDimSize(0), k = aType.getDimSize(1), n = accType.getDimSize(1);
