@@ -152,28 +152,25 @@ SmallVector<Value> emitWarpGroupDot(ConversionPatternRewriter &rewriter, Locatio
   auto c = [&](int64_t v) { return createI32Constant(rewriter, loc, v); };
   int64_t k = operands.k;
   bool bMnMajor = operands.bMnMajor;
-  // MN-major B: the [K, N] box, K rows of 128 bytes a 64-column chunk.
-  Value bDescriptor = bMnMajor ? createSwizzled128Descriptor(rewriter, loc, operands.bAddress,
-                                                             /*leadingBytes=*/k * 128)
-                               : createSwizzled128Descriptor(rewriter, loc, operands.bAddress);
-
   // Warpgroups along N (layout.warpsN > 1) each issue the wgmmas of their own
   // Ng = N / warpsN columns: B from its column gN * Ng on, the K-major box's
   // rows (128 bytes each in every chunk of K), the MN-major box's 64-column
   // chunks (k * 128 bytes each).
   int64_t n = layout.columnsPerWarp();
+  Value bAddress = operands.bAddress;
   if (layout.warpsN > 1) {
     Value group = LLVM::LShrOp::create(rewriter, loc, createThreadId(rewriter, loc), c(7));
     Value column = LLVM::UDivOp::create(
         rewriter, loc, LLVM::AndOp::create(rewriter, loc, group, c(layout.warpgroups() - 1)),
         c(layout.warpgroupsM()));
     int64_t stride = bMnMajor ? n / 64 * k * 128 : n * 128;
-    Value offset = LLVM::MulOp::create(rewriter, loc, column, c(stride));
-    Value address = LLVM::AddOp::create(rewriter, loc, operands.bAddress, offset);
-    bDescriptor = bMnMajor ? createSwizzled128Descriptor(rewriter, loc, address,
-                                                         /*leadingBytes=*/k * 128)
-                           : createSwizzled128Descriptor(rewriter, loc, address);
+    bAddress = LLVM::AddOp::create(rewriter, loc, bAddress,
+                                   LLVM::MulOp::create(rewriter, loc, column, c(stride)));
   }
+  // MN-major B: the [K, N] box, K rows of 128 bytes a 64-column chunk.
+  Value bDescriptor = bMnMajor ? createSwizzled128Descriptor(rewriter, loc, bAddress,
+                                                             /*leadingBytes=*/k * 128)
+                               : createSwizzled128Descriptor(rewriter, loc, bAddress);
 
   auto aWgmmaType = getWgmmaType(operands.aElement);
   auto bWgmmaType = getWgmmaType(operands.bElement);
