@@ -56,6 +56,7 @@ from .compiler.compiler import (
     Specialization,
     build_metadata,
     compile_kernel,
+    split_n,
     wait_bound,
 )
 from .host import (
@@ -263,10 +264,13 @@ class JITFunction(KernelFunction):
 
     def cache_key(self, spec: Specialization, arch: str, name: Optional[str] = None) -> str:
         """The on-disk cache key of one specialization (see kiln.cache)."""
-        bound = wait_bound()
+        options: Dict[str, Any] = {}
+        if wait_bound():
+            options["wait_bound"] = wait_bound()
+        if split_n() is not None:
+            options["split_n"] = split_n()
         return _cache.kernel_key(self.source_hash, spec.key(), arch, name or self.__name__,
-                                 _cache.compiler_fingerprint(),
-                                 {"wait_bound": bound} if bound else None)
+                                 _cache.compiler_fingerprint(), options or None)
 
     def _binary(self, spec: Specialization, arch: str, name: Optional[str] = None
                 ) -> CompiledKernel:

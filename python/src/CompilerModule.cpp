@@ -47,8 +47,8 @@ T unwrap(llvm::Expected<T> value, const DiagnosticCapture &capture, const std::s
 
 /// Returns the diagnostics of a successful lowering (its warnings and their
 /// notes), as MLIRError carries those of a failed one.
-std::string runTileToLLVM(Module &module, int numWarps, const std::string &arch,
-                          uint64_t waitBound) {
+std::string runTileToLLVM(Module &module, int numWarps, const std::string &arch, uint64_t waitBound,
+                          bool splitN) {
   py::gil_scoped_release release;
   DiagnosticCapture capture(module.getContext());
   mlir::PassManager pm(&module.getContext());
@@ -56,6 +56,7 @@ std::string runTileToLLVM(Module &module, int numWarps, const std::string &arch,
   options.numWarps = numWarps;
   options.arch = arch;
   options.waitBound = waitBound;
+  options.splitN = splitN;
   kiln::buildTileToLLVMPipeline(pm, options);
   bool failed = mlir::failed(pm.run(module.get()));
   capture.check("lowering to the LLVM dialect failed", failed);
@@ -116,10 +117,12 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("run_tile_to_llvm", &runTileToLLVM, py::arg("module"), py::arg("num_warps") = 4,
         py::arg("arch") = "", py::arg("wait_bound") = 0,
+        py::arg("split_n") = kiln::TileToLLVMOptions().splitN,
         "Lowers a tile module in place to the LLVM and NVVM dialects (kiln-tile-to-llvm); "
         "`arch` enables its instructions (wgmma on sm_90a, tcgen05 on sm_100a/sm_103a); "
         "`wait_bound` > 0 makes every mbarrier wait report a hang and trap after that many "
-        "tries (debug). Returns the text of its warnings, with their notes ('' when none).");
+        "tries (debug); `split_n`: kiln-tile-accelerate-dot's split-n. Returns the text of its "
+        "warnings, with their notes ('' when none).");
   m.def("translate_to_llvm_ir", &translateToLLVMIR, py::arg("module"), py::arg("arch"),
         "LLVM IR text (optimized, libdevice linked) of a module in the LLVM dialect.");
   m.def("translate_to_ptx", &translateToPTX, py::arg("module"), py::arg("arch"),

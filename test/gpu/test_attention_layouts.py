@@ -6,8 +6,8 @@ mma.sync).
 reductions and the broadcast back in the mma layout, the row vectors in its slice).
 ``attention_rows``: the online-softmax loop with p (bf16) as the register A of p·v, the
 accumulator and the running max and sum carried in registers. BM, BN 64 and 128, head
-dim 64 and 128, one and two warpgroups (BM = 64 on two: mma.sync, until the form where the
-warpgroups split each dot's columns is on). Outputs are poisoned with NaN before each
+dim 64 and 128, one and two warpgroups (BM = 64 on two: the warpgroups split each dot's
+columns, kiln-tile-accelerate-dot's split-n). Outputs are poisoned with NaN before each
 launch.
 """
 

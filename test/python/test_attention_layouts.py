@@ -85,11 +85,18 @@ def test_attention_loop_stays_in_registers_on_sm90(bm, num_warps):
     assert ck.cubin[:4] == b"\x7fELF"
 
 
-def test_attention_64_rows_on_8_warps_stay_on_mma_sync():
-    """BM = 64 on 8 warps: wgmma's 64 rows a warpgroup leave the second warpgroup no rows.
-    The form where the two split each dot's columns (kiln-tile-accelerate-dot's split-n,
-    test/Dialect/Tile/accelerate-dot-split-n.mlir) is off until its GPU tests have run: both
-    dots stay on mma.sync, each saying why."""
+def test_attention_64_rows_on_8_warps_split_n(monkeypatch):
+    """BM = 64 on 8 warps: wgmma's 64 rows a warpgroup leave the second warpgroup no rows, so
+    the two split each dot's columns (kiln-tile-accelerate-dot's split-n,
+    test/Dialect/Tile/accelerate-dot-split-n.mlir): m64n64k16 each, both dots staged. With
+    KILN_SPLIT_N=0 both stay on mma.sync, each saying why."""
+    ck = attention_rows.compile(_ATTN_SIG, {"BM": 64, "BN": 128, "D": 128},
+                                _pointers(_ATTN_SIG), num_warps=8, arch="sm_90a", upto="cubin")
+    assert [d["unit"] for d in ck.meta["targets"]["sm_90a"]["dots"]] == ["wgmma staged"] * 2
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ck.ptx
+    assert "mma.sync" not in ck.ptx
+    assert ck.cubin[:4] == b"\x7fELF"
+    monkeypatch.setenv("KILN_SPLIT_N", "0")
     ck = attention_rows.compile(_ATTN_SIG, {"BM": 64, "BN": 128, "D": 128},
                                 _pointers(_ATTN_SIG), num_warps=8, arch="sm_90a", upto="cubin")
     dots = ck.meta["targets"]["sm_90a"]["dots"]
@@ -97,7 +104,10 @@ def test_attention_64_rows_on_8_warps_stay_on_mma_sync():
     assert all("not a multiple of 64 rows a warpgroup (2 warpgroups)" in d["reason"]
                for d in dots)
     assert "wgmma" not in ck.ptx
-    assert ck.cubin[:4] == b"\x7fELF"
+    monkeypatch.setenv("KILN_SPLIT_N", "yes")
+    with pytest.raises(ValueError, match="KILN_SPLIT_N must be 0 or 1"):
+        attention_rows.compile(_ATTN_SIG, {"BM": 64, "BN": 128, "D": 128},
+                               _pointers(_ATTN_SIG), num_warps=8, arch="sm_90a", upto="cubin")
 
 
 @pytest.mark.parametrize("arch", ARCHS[1:])

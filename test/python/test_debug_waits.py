@@ -46,6 +46,17 @@ def test_the_bound_is_part_of_the_cache_key(monkeypatch):
     assert _bulk_copy.cache_key(spec, "sm_90a") != plain
 
 
+@needs_compiler
+def test_split_n_is_part_of_the_cache_key(monkeypatch):
+    """KILN_SPLIT_N, set either way, keys its own builds (the default's key is unset's)."""
+    spec = Specialization.make(SIG, ["x_ptr"], {"BLOCK": 256})
+    keys = {_bulk_copy.cache_key(spec, "sm_90a")}
+    for text in ("0", "1"):
+        monkeypatch.setenv("KILN_SPLIT_N", text)
+        keys.add(_bulk_copy.cache_key(spec, "sm_90a"))
+    assert len(keys) == 3
+
+
 @pytest.mark.parametrize("text,ok", [("", 0), ("0", 0), ("123", 123), ("many", None),
                                      ("-1", None), (str(2**31), None)])
 def test_the_variable_is_a_number_of_tries(monkeypatch, text, ok):

@@ -55,7 +55,7 @@ static cl::opt<bool>
     splitN("split-n",
            cl::desc("sm_90a: dots of fewer 64-row slabs than warpgroups on "
                     "wgmma, the warpgroups splitting N (kiln-tile-accelerate-dot)"),
-           cl::init(false));
+           cl::init(kiln::TileToLLVMOptions().splitN));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "kilnc") << message << "\n";

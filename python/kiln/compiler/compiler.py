@@ -368,15 +368,28 @@ def wait_bound() -> int:
     return tries
 
 
+def split_n() -> Optional[bool]:
+    """Whether dots of fewer 64-row slabs than warpgroups run on wgmma with the warpgroups
+    splitting N (kiln-tile-accelerate-dot's ``split-n``), ``KILN_SPLIT_N=0|1``; unset (None):
+    the compiler's default. A switch to compare the two forms or to set one aside; part of the
+    cache key when set."""
+    text = os.environ.get("KILN_SPLIT_N", "").strip()
+    if text not in ("", "0", "1"):
+        raise ValueError(f"KILN_SPLIT_N must be 0 or 1, got {text!r}")
+    return None if text == "" else text == "1"
+
+
 def lower_to_llvm_dialect(module: Any, num_warps: int, arch: Optional[str] = None,
                           source: Optional[FunctionSource] = None) -> Any:
     """Stage 2: tile -> LLVM/NVVM dialects for ``arch`` (wgmma on sm_90a, tcgen05 on
-    sm_100a/sm_103a; None: no arch-specific instructions), with ``wait_bound()``; returns a
-    new module (the input is kept). With the kernel's ``source``, its warnings become
-    CompilationWarnings and its error a CompilationError, at the user's lines."""
+    sm_100a/sm_103a; None: no arch-specific instructions), with ``wait_bound()`` and
+    ``split_n()``; returns a new module (the input is kept). With the kernel's ``source``, its
+    warnings become CompilationWarnings and its error a CompilationError, at the user's lines."""
     lowered = module.clone()
     try:
-        text = _C().run_tile_to_llvm(lowered, num_warps, arch or "", wait_bound())
+        split = split_n()
+        text = _C().run_tile_to_llvm(lowered, num_warps, arch or "", wait_bound(),
+                                     **({} if split is None else {"split_n": split}))
     except _C().MLIRError as e:
         if source is None:
             raise

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot="arch=sm_90a split-n=true" -canonicalize | FileCheck %s
-// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a -canonicalize | FileCheck %s --check-prefix=OFF
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot=arch=sm_90a -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-tile-assign-layout -kiln-tile-accelerate-dot="arch=sm_90a split-n=false" -canonicalize | FileCheck %s --check-prefix=OFF
 
 // A 64-row attention block on 8 warps: the two warpgroups split N (wgmma's M
 // is 64 rows a warpgroup). Both dots read their B in the ring slot, each
@@ -8,7 +8,7 @@
 // whose columns the warpgroups hold apart, staged once right after its
 // truncation for p·v to read from shared memory.
 // CHECK-LABEL: func.func @attention_split_n
-// Off (the default): both dots on mma.sync.
+// With split-n=false: both dots on mma.sync.
 // OFF-LABEL: func.func @attention_split_n
 // OFF-NOT: version = 3
 // OFF: tile.warp_dot

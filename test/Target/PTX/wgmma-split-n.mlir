@@ -1,6 +1,6 @@
-// RUN: kilnc %s -emit=ptx --arch=sm_90a --split-n | FileCheck %s
-// RUN: kilnc %s -emit=ptx --arch=sm_90a --split-n -o %t.ptx && %ptxas -arch=sm_90a %t.ptx -o %t.cubin
-// RUN: kilnc %s -emit=ptx --arch=sm_90a | FileCheck %s --check-prefix=OFF
+// RUN: kilnc %s -emit=ptx --arch=sm_90a | FileCheck %s
+// RUN: kilnc %s -emit=ptx --arch=sm_90a -o %t.ptx && %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// RUN: kilnc %s -emit=ptx --arch=sm_90a --split-n=false | FileCheck %s --check-prefix=OFF
 
 // A 64-row attention block on 8 warps (test/Dialect/Tile/accelerate-dot-split-n.mlir):
 // the two warpgroups split N, each issuing the wgmmas of its own 64 columns
@@ -16,7 +16,7 @@
 // CHECK: shl.b32 %{{r[0-9]+}}, %[[WG]], 14;
 // CHECK-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK-NOT: wgmma.mma_async
-// Off by default (kiln-tile-accelerate-dot's split-n): mma.sync.
+// With kiln-tile-accelerate-dot's split-n off (KILN_SPLIT_N=0): mma.sync.
 // OFF-NOT: wgmma.mma_async
 // OFF: mma.sync.aligned.m16n8k16
 !D = !tile.tensordesc<tensor<128x128xbf16>, swizzle = 128>

@@ -20,9 +20,8 @@ struct TileToLLVMOptions {
   /// (kiln-convert-tile-to-nvvm's `wait-bound`; 0: none).
   uint64_t waitBound = 0;
   /// kiln-tile-accelerate-dot's `split-n`: dots of fewer 64-row slabs than
-  /// warpgroups on wgmma, the warpgroups splitting N (off until its GPU tests
-  /// have run).
-  bool splitN = false;
+  /// warpgroups on wgmma, the warpgroups splitting N.
+  bool splitN = true;
 };
 
 /// The one pipeline from the tile dialect to LLVM + NVVM dialects, ready for

@@ -282,12 +282,11 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     multiple of 64, and sm_100a/sm_103a keep `mma.sync` for this form.
     `mn-major-b=false` turns this match off (the form then keeps `mma.sync`).
 
-    `split-n=true` (sm_90a): a dot whose M has fewer 64-row slabs than the
-    kernel has warpgroups (a [64, N] dot on 8 warps) runs on wgmma too, the
-    warpgroups past the slabs splitting N (`#tile.mma` version 3 with
-    `warpsN`), an A they hold apart staged once (`tile.stage` of the mma
-    tile). Off by default: the form has lit tests and PTX, not yet its GPU
-    tests (test/gpu/test_attention_layouts.py's 64 rows on 8 warps).
+    On sm_90a a dot whose M has fewer 64-row slabs than the kernel has
+    warpgroups (a [64, N] dot on 8 warps) runs on wgmma too, the warpgroups
+    past the slabs splitting N (`#tile.mma` version 3 with `warpsN`), an A
+    they hold apart staged once (`tile.stage` of the mma tile).
+    `split-n=false` turns this off (such dots then keep `mma.sync`).
 
     sm_90a (wgmma): the accumulator lives in registers in the wgmma layout
     (`#tile.mma` version 3) across the loop: `tile.warpgroup_dot`,
@@ -400,9 +399,9 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
            "target arch (sm_90a: wgmma; sm_100a, sm_103a: tcgen05)">,
     Option<"mnMajorB", "mn-major-b", "bool", /*default=*/"true",
            "on sm_90a, also run dots whose B is a [K, 64] ring slot (N-major) on wgmma">,
-    Option<"splitN", "split-n", "bool", /*default=*/"false",
+    Option<"splitN", "split-n", "bool", /*default=*/"true",
            "on sm_90a, run dots of fewer 64-row slabs than warpgroups on wgmma, the "
-           "warpgroups past them splitting N (off until its GPU tests have run)">
+           "warpgroups past them splitting N">
   ];
   let statistics = [
     Statistic<"numAccelerated", "num-accelerated", "dots moved to wgmma or tcgen05">
