@@ -24,7 +24,7 @@ cache the e4m3 codes enter the dots as they are (exact in bf16): a group's parti
 are scaled by the keys' scales of the group in fp32, and its value dot takes ``p * scale``
 as the weights (rounded to bf16, as p is for the bf16 cache).
 
-**Split KV.** Program (split, head block and value part, request): the request's rows are
+**Split KV.** Program (split, head block [and value part], request): the request's rows are
 cut into ``n_splits`` chunks of ``cdiv(cdiv(total, n_splits), BLOCK_N) * BLOCK_N`` rows (the
 chunk from the request's own length, so that one long request fills the GPU as well as
 many short ones); each program runs the online softmax (base 2, the scale folded into
@@ -40,14 +40,15 @@ needs): the cache seen as one 2-D tensor [pages * page_size, 576] through two TM
 descriptors, 128-byte swizzled, the latent as [BN, LAT_W] boxes and the rope as [BN, 64]
 boxes at column 512, in a ``tma_stages``-deep ring, a key block of BN rows one box at row
 ``block_table[b, n // page_size] * page_size + n % page_size`` (BN divides the page, so a
-block never crosses one); 64 query rows in the dots' M (one warpgroup; the rows past S_PAD *
-BLOCK_H are padding, zero queries never stored) and the value columns in two programs
-([64, 256] fp32 accumulators). A program's latent boxes start with its own 256 value
-columns, which are then also the value dot's B: one slot read in place by a score dot (as
-kᵀ) and a value dot, no box loaded twice. On sm_90a (LAT_W 256) the three score dots and
-the value dot run on wgmma, B read in place from the ring. Same math, split rule, workspace and
-merge as the pointer kernel (its ``_store_rows`` and ``mla_merge_kernel``); the results
-agree within the tolerance, not bit for bit (other split counts and dot orders).
+block never crosses one); 64 query rows in the dots' M (the rows past S_PAD * BLOCK_H are
+padding, zero queries never stored) and all 512 value columns in one program of 8 warps,
+whose two warpgroups split every dot's columns, each holding [64, 256] of the output.
+Each latent box is read in place by its score dot (as kᵀ) and its value dot; no box is
+loaded twice, no score computed twice. On sm_90a (LAT_W 256) the three score dots and the
+two value dots run on wgmma, B read in place from the ring, p staged once for both. Same
+math, split rule, workspace and merge as the pointer kernel (its ``_store_rows`` and
+``mla_merge_kernel``); the results agree within the tolerance, not bit for bit (other
+split counts and dot orders).
 
 The boxes cover whole key blocks only. A request whose total is not a multiple of BN ends
 in a partial block, which the TMA kernel reads through pointers with the rows past the
@@ -328,7 +329,7 @@ def mla_merge_kernel(o_part_ptr, lse_part_ptr, len_ptr, out_ptr, lse_ptr, H, S, 
     kl.store(lse_ptr + qrow + kl.arange(0, 1), lse, mask=valid & (write_lse != 0))
 
 
-@kiln.jit(num_warps=4, do_not_specialize=[
+@kiln.jit(num_warps=8, do_not_specialize=[
     "H", "S", "extra", "n_splits", "page_size", "num_pages", "max_rows", "row_u", "bt_s0",
     "q_sb_u", "q_ss_u", "q_sh_u", "o_sb_u", "o_ss_u", "o_sh_u", "final", "write_lse"])
 def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_ptr,
@@ -339,25 +340,25 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
                              BLOCK_H: kl.constexpr, BN: kl.constexpr, STAGES: kl.constexpr,
                              LAT_W: kl.constexpr):
     """The bf16 cache through TMA (module docstring, "Two kernels"). Program (split, head
-    block * 2 + value part, request b), 64 query rows (S_PAD drafts of BLOCK_H heads, the
-    rest padding). ``lat_desc`` ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc``
-    ``tensordesc<bf16,BNx64,sw128>`` over the cache's rows [num_pages * page_size, 576];
-    the other arguments as ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width,
-    256 (sm_90a: three score dots and one value dot, all wgmma on the ring; the value dot
-    reads the slot of the first score dot's box, this program's value columns) or 128 (sm_100a
-    and sm_103a, where the dots fall to mma.sync, whose staging buffers stay small so:
-    five score dots and two value dots of 128 columns; tcgen05 would want M = 128 and N a
-    multiple of 64). A block table entry outside [0, num_pages) becomes row -1's page, out
-    of the descriptor's bounds: TMA fills it with zeros, as the pointer kernel's masks do.
-    The boxes cover whole blocks only: a request's last rows, when its total is not a
-    multiple of BN, are one block read through ``cache_ptr`` (row stride ``row_u`` in
-    16-byte units) with the rows past the total masked to zero, so that no row past a
-    request's length reaches a dot (its weight is 0, but 0 * NaN is NaN)."""
+    block, request b), 64 query rows (S_PAD drafts of BLOCK_H heads, the rest padding) and
+    all 512 value columns on 8 warps: every dot's warpgroups split its columns (the score's
+    BN keys, the values' LAT_W), each holding [64, 256] of the output. ``lat_desc``
+    ``tensordesc<bf16,BNxLAT_W,sw128>`` and ``rope_desc`` ``tensordesc<bf16,BNx64,sw128>``
+    over the cache's rows [num_pages * page_size, 576]; the other arguments as
+    ``mla_attention_kernel``'s. ``LAT_W``: the latent box's width, 256 (sm_90a: three score
+    dots and two value dots, all wgmma on the ring, each latent slot read in place by its
+    score dot as kᵀ and its value dot; p staged once for both) or 128 (sm_100a and sm_103a,
+    where the dots fall to mma.sync, whose staging buffers stay small so: five score dots
+    and four value dots of 128 columns; tcgen05 would want M = 128). A block table entry
+    outside [0, num_pages) becomes row -1's page, out of the descriptor's bounds: TMA fills
+    it with zeros, as the pointer kernel's masks do. The boxes cover whole blocks only: a
+    request's last rows, when its total is not a multiple of BN, are one block read through
+    ``cache_ptr`` (row stride ``row_u`` in 16-byte units) with the rows past the total
+    masked to zero, so that no row past a request's length reaches a dot (its weight is 0,
+    but 0 * NaN is NaN)."""
     split = kl.program_id(0)
-    hv = kl.program_id(1)
+    hb = kl.program_id(1)
     b = kl.program_id(2)
-    hb = hv // 2
-    vpart = hv % 2
     b64 = b.to(kl.int64)
     kl.pdl_wait()  # q, the cache and the tables may come from the previous kernels
     length, total, lo, hi = _split_rows(len_ptr, b, extra, max_rows, n_splits, split, BN)
@@ -370,16 +371,12 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     q_row = q_ptr + (b64 * q_sb_u + s_of * q_ss_u + h * q_sh_u) * 8
     qm = row_ok[:, None]
     cw = kl.arange(0, LAT_W)
-    # the latent columns in boxes of LAT_W: this program's 256 value columns first (their
-    # boxes also the values of p.v: each slot read in place by both dots), the others after
-    first = vpart * 256
-    other = 256 - first
-    second = first + 128 if LAT_W == 128 else other
-    q0 = kl.load(q_row[:, None] + first + cw[None, :], mask=qm, other=0.0)
-    q1 = kl.load(q_row[:, None] + second + cw[None, :], mask=qm, other=0.0)
+    # the latent in boxes of LAT_W columns, each a score dot's kᵀ and a value dot's B
+    q0 = kl.load(q_row[:, None] + cw[None, :], mask=qm, other=0.0)
+    q1 = kl.load(q_row[:, None] + LAT_W + cw[None, :], mask=qm, other=0.0)
     if LAT_W == 128:
-        q2 = kl.load(q_row[:, None] + other + cw[None, :], mask=qm, other=0.0)
-        q3 = kl.load(q_row[:, None] + other + 128 + cw[None, :], mask=qm, other=0.0)
+        q2 = kl.load(q_row[:, None] + 256 + cw[None, :], mask=qm, other=0.0)
+        q3 = kl.load(q_row[:, None] + 384 + cw[None, :], mask=qm, other=0.0)
     qr = kl.load(q_row[:, None] + KV_LORA + kl.arange(0, ROPE)[None, :], mask=qm, other=0.0)
     kl.pdl_launch_dependents()
 
@@ -387,9 +384,11 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     bt_row = bt_ptr + b64 * bt_s0
     m_i = kl.full((64,), float("-inf"), kl.float32)
     l_i = kl.zeros((64,), kl.float32)
-    acc = kl.zeros((64, LAT_W), kl.float32)
+    acc0 = kl.zeros((64, LAT_W), kl.float32)
+    acc1 = kl.zeros((64, LAT_W), kl.float32)
     if LAT_W == 128:
-        acc1 = kl.zeros((64, LAT_W), kl.float32)
+        acc2 = kl.zeros((64, LAT_W), kl.float32)
+        acc3 = kl.zeros((64, LAT_W), kl.float32)
     # [lo, full) in whole blocks (lo is a multiple of BN; an empty split, lo = hi = total,
     # has no last block)
     full = kl.maximum(lo, hi // BN * BN)
@@ -397,23 +396,25 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
         page = kl.load(bt_row + n // page_size)
         page = kl.where((page >= 0) & (page < num_pages), page, -1)
         row = page * page_size + n % page_size
-        k0 = lat_desc.load([row, first])
-        k1 = lat_desc.load([row, second])
+        k0 = lat_desc.load([row, 0])
+        k1 = lat_desc.load([row, LAT_W])
         kr = rope_desc.load([row, KV_LORA])
         s = kl.dot(q0, k0.T)
         s = kl.dot(q1, k1.T, s)
         if LAT_W == 128:
-            k2 = lat_desc.load([row, other])
-            k3 = lat_desc.load([row, other + 128])
+            k2 = lat_desc.load([row, 256])
+            k3 = lat_desc.load([row, 384])
             s = kl.dot(q2, k2.T, s)
             s = kl.dot(q3, k3.T, s)
         s = kl.dot(qr, kr.T, s)
         s = kl.where((n + keys)[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
         pb = p.to(kl.bfloat16)
-        acc = kl.dot(pb, k0, acc * alpha[:, None])
+        acc0 = kl.dot(pb, k0, acc0 * alpha[:, None])
+        acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
         if LAT_W == 128:
-            acc1 = kl.dot(pb, k1, acc1 * alpha[:, None])
+            acc2 = kl.dot(pb, k2, acc2 * alpha[:, None])
+            acc3 = kl.dot(pb, k3, acc3 * alpha[:, None])
     if full < hi:  # the request's last rows: one block through pointers, masked past hi,
         # by the pointer kernel's group helpers (128-column dots, as on sm_100a)
         key = full + keys
@@ -430,16 +431,14 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
             s = _group_scores(s, qg, cache_ptr, cache_ptr, at, g, good, False)
         s = kl.where(key[None, :] <= seen[:, None], s, float("-inf"))
         p, alpha, m_i, l_i = _online_softmax(s, m_i, l_i, qk_scale)
-        g0 = vpart * (256 // GROUP)
         if LAT_W == 128:
-            acc = _group_values(acc, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
-            acc1 = _group_values(acc1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good,
-                                 False)
-        else:  # the [64, 256] accumulator as two [64, 128] halves for the two dots
-            a0, a1 = kl.split(kl.permute(kl.reshape(acc, 64, 2, GROUP), 0, 2, 1))
-            a0 = _group_values(a0, p, alpha, cache_ptr, cache_ptr, at, g0, good, False)
-            a1 = _group_values(a1, p, alpha, cache_ptr, cache_ptr, at, g0 + 1, good, False)
-            acc = kl.reshape(kl.permute(kl.join(a0, a1), 0, 2, 1), 64, LAT_W)
+            acc0 = _group_values(acc0, p, alpha, cache_ptr, cache_ptr, at, 0, good, False)
+            acc1 = _group_values(acc1, p, alpha, cache_ptr, cache_ptr, at, 1, good, False)
+            acc2 = _group_values(acc2, p, alpha, cache_ptr, cache_ptr, at, 2, good, False)
+            acc3 = _group_values(acc3, p, alpha, cache_ptr, cache_ptr, at, 3, good, False)
+        else:  # each [64, 256] accumulator as two [64, 128] halves for the group dots
+            acc0 = _two_groups(acc0, p, alpha, cache_ptr, at, 0, good)
+            acc1 = _two_groups(acc1, p, alpha, cache_ptr, at, 2, good)
 
     l_safe = kl.where(l_i > 0.0, l_i, 1.0)
     lse = kl.where(l_i > 0.0, (m_i + kl.log2(l_safe)) * LN2, float("-inf"))
@@ -447,13 +446,23 @@ def mla_attention_tma_kernel(q_ptr, lat_desc, rope_desc, cache_ptr, bt_ptr, len_
     qrow = (b64 * S + s_of) * H + h  # the query row's index in [B, S, H]
     part = qrow * n_splits + split
     out_row = (b64 * o_sb_u + s_of * o_ss_u + h * o_sh_u) * 8
-    cols = vpart * 256 + cw
-    _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final)
+    _store_rows(o_part_ptr, out_ptr, acc0, l_safe, part, out_row, cw, ok, final)
+    _store_rows(o_part_ptr, out_ptr, acc1, l_safe, part, out_row, cw + LAT_W, ok, final)
     if LAT_W == 128:
-        _store_rows(o_part_ptr, out_ptr, acc1, l_safe, part, out_row, cols + 128, ok, final)
-    lse_ok = ok & (vpart == 0)
-    kl.store(lse_part_ptr + part, lse, mask=lse_ok & (final == 0))
-    kl.store(lse_ptr + qrow, lse, mask=lse_ok & (final != 0) & (write_lse != 0))
+        _store_rows(o_part_ptr, out_ptr, acc2, l_safe, part, out_row, cw + 256, ok, final)
+        _store_rows(o_part_ptr, out_ptr, acc3, l_safe, part, out_row, cw + 384, ok, final)
+    kl.store(lse_part_ptr + part, lse, mask=ok & (final == 0))
+    kl.store(lse_ptr + qrow, lse, mask=ok & (final != 0) & (write_lse != 0))
+
+
+@kiln.jit
+def _two_groups(acc, p, alpha, cache_ptr, at, g, good):
+    """``_group_values`` of a [64, 256] accumulator: groups g and g + 1 of the bf16 cache
+    into its two [64, 128] halves."""
+    a0, a1 = kl.split(kl.permute(kl.reshape(acc, 64, 2, GROUP), 0, 2, 1))
+    a0 = _group_values(a0, p, alpha, cache_ptr, cache_ptr, at, g, good, False)
+    a1 = _group_values(a1, p, alpha, cache_ptr, cache_ptr, at, g + 1, good, False)
+    return kl.reshape(kl.permute(kl.join(a0, a1), 0, 2, 1), 64, 2 * GROUP)
 
 
 # ---------------------------------------------------------------------------
@@ -528,8 +537,9 @@ def _constexprs(shape: tuple, fp8: bool, settings: Settings = SETTINGS) -> dict:
 
 #: Page sizes the TMA kernel takes: multiples of 64 (its key blocks never cross a page).
 TMA_PAGE_ALIGN = 64
-#: The TMA kernel's warps: one warpgroup (wgmma's M = 64 rows).
-TMA_WARPS = 4
+#: The TMA kernel's warps: two warpgroups splitting each dot's columns (wgmma's M is 64 rows
+#: a warpgroup).
+TMA_WARPS = 8
 
 
 def tma_launch_config(h: int, s: int, lat_w: int, settings: Settings = SETTINGS) -> tuple:
@@ -568,7 +578,7 @@ def num_splits_for(bsz: int, h: int, s: int, max_rows: int, sms: Optional[int],
     H = 12: 124 against 166 us, bench/results/mla/h100-splits-38.md). ``tma``: the TMA
     kernel's programs (always two value parts a head block)."""
     _, block_h, vparts = tile_shape(h, s)
-    programs = max(1, bsz * -(-h // block_h) * (2 if tma else vparts))
+    programs = max(1, bsz * -(-h // block_h) * (1 if tma else vparts))
     slots = settings.splits_per_sm * (sms or 132)
     cap = max(1, min(-(-slots // programs), -(-max_rows // settings.min_chunk), MAX_SPLITS))
 
@@ -844,7 +854,7 @@ def _attention(op: str, q: Any, cache: Any, block_table: Any, lengths: Any, deco
         row, lat_w = tma
         name, constexprs, num_warps = tma_launch_config(h, s, lat_w, settings)
         L.launch(mla_attention_tma_kernel, name,
-                 (num_splits, -(-h // constexprs["BLOCK_H"]) * 2, bsz),
+                 (num_splits, -(-h // constexprs["BLOCK_H"]), bsz),
                  (q, *_tma_descriptors(cache, pages, page_size, row, lat_w, settings),
                   cache, block_table, lengths, o_part, lse_part, out, lse_arg, h, s, extra,
                   num_splits, page_size, pages, max_rows, row // 8, *tail), constexprs,

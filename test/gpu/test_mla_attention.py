@@ -163,7 +163,8 @@ TMA = mod.Settings(tma=True, tma_min_rows=0)
 @pytest.mark.parametrize("ps,settings", [
     (64, TMA),                                                 # K3's pages
     (128, TMA),                                                # pages of 128 rows
-    (64, mod.Settings(tma=True, tma_min_rows=0, tma_latent_width=128)),  # Blackwell's width
+    (64, mod.Settings(tma=True, tma_min_rows=0, tma_latent_width=128,    # Blackwell's width
+                      tma_stages=1)),  # (its five rings beside q: one stage on sm_90a)
     (64, mod.Settings(tma=True, tma_min_rows=0, tma_blackwell=True)),    # sm_100a/sm_103a too
     (64, mod.SETTINGS),                                        # the default's choice
 ], ids=["page64", "page128", "lat128", "blackwell", "default"])
