@@ -899,6 +899,7 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     rewriteToWarpDots(func);
     foldMmaOperandConversions(func);
     alternateWarpgroups(func);
+    deferWarpGroupWaits(func);
     hoistRingReleases(func);
     if (ArrayAttr dots = reportDots(func, fallbacks);
         !dots.empty() && func->hasAttr(TileDialect::getKernelAttrName()))
@@ -942,6 +943,61 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         WarpGroupTurnOp::create(b, loc, "end");
       }
     });
+  }
+
+  /// The element type of a warpgroup dot's operands (its k per wgmma).
+  static Type operandElementType(WarpGroupDotOp dot) { return dot.getBMatrix().getElementType(); }
+
+  /// Each wait for none in flight (`pending = 0`) after a warpgroup dot that
+  /// reads a slot or staged operands in place, moved down to its first
+  /// reader: past the side-effect-free ops that do not read it and the
+  /// warpgroup dots that do not either (those issued back to back, the
+  /// tensor cores kept busy, then `pending` = the dots passed: wgmma groups
+  /// complete in order). Where that reader is the accumulator of the next
+  /// dot of the same wgmma shape (a chain `s = dot(q1, k1.T, dot(q0, k0.T))`,
+  /// MLA's three score dots), the wait goes: wgmmas of one shape on one
+  /// accumulator are ordered without one, and the last dot's wait covers all.
+  /// Stops at any other op with side effects (a ring wait, refill or
+  /// release, a stage, a turn of the ping-pong), so nothing that writes what
+  /// a dot reads comes before its wait.
+  void deferWarpGroupWaits(func::FuncOp func) {
+    SmallVector<WarpGroupDotWaitOp> waits;
+    func.walk([&](WarpGroupDotWaitOp wait) {
+      auto dot = wait.getSrc().getDefiningOp<WarpGroupDotOp>();
+      if (wait.getPending() == 0 && dot && !dot.getMaxNumImpreciseAcc())
+        waits.push_back(wait);
+    });
+    for (WarpGroupDotWaitOp wait : waits) {
+      auto dot = wait.getSrc().getDefiningOp<WarpGroupDotOp>();
+      // The conversions the rewrites left unused go first (canonicalize
+      // would erase them later): they are no readers.
+      for (Operation *user : llvm::make_early_inc_range(wait->getUsers()))
+        if (isa<ConvertLayoutOp>(user) && user->use_empty())
+          user->erase();
+      unsigned passed = 0;
+      Operation *stop = wait->getNextNode();
+      for (; !stop->hasTrait<OpTrait::IsTerminator>(); stop = stop->getNextNode()) {
+        bool reads =
+            llvm::any_of(wait->getUsers(), [&](Operation *user) { return stop->isAncestor(user); });
+        auto next = dyn_cast<WarpGroupDotOp>(stop);
+        if (next && !next.getMaxNumImpreciseAcc() && reads && wait->hasOneUse() &&
+            next.getAcc() == wait.getResult() && next.getType() == dot.getType() &&
+            operandElementType(next) == operandElementType(dot)) {
+          next.getAccMutable().assign(dot.getResult());
+          wait->erase();
+          wait = nullptr;
+          break;
+        }
+        if (reads || !(next ? !next.getMaxNumImpreciseAcc() : isMemoryEffectFree(stop)))
+          break;
+        if (next)
+          ++passed;
+      }
+      if (!wait || stop == wait->getNextNode())
+        continue;
+      wait->moveBefore(stop);
+      wait.setPending(passed);
+    }
   }
 
   /// Moves each tile.ring_release up past the layout conversions and the

@@ -48,9 +48,11 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %K: i32) attributes {tile.kernel, 
 
 // Attention's key loop, warp-specialized, on two consumer warpgroups: q is
 // staged once, q kᵀ reads k in its slot and p·v reads v in its slot (A from
-// the registers of p), each waited for at once. The warpgroups take turns
+// the registers of p), each waited for before its reader. The warpgroups take turns
 // on the tensor cores: a "wait" before and a "pass" after each of the two
-// dots, warpgroup 0 first ("start" before the loop, "end" after it). The
+// dots, warpgroup 0 first ("start" before the loop, "end" after it); p·v's
+// wait sinks to the end of the body (kiln-tile-accelerate-dot defers a wait
+// to its first reader). The
 // slot of the previous iteration is released after the waits for this
 // one's fills, both of its readers long done.
 // CHECK-LABEL: func.func @attention
@@ -68,9 +70,9 @@ func.func @gemm(%da: !DA, %db: !DB, %dc: !DC, %K: i32) attributes {tile.kernel, 
 // CHECK:   tile.warpgroup_turn "wait"
 // CHECK-NEXT: %[[O:.*]] = tile.warpgroup_dot %{{.*}}, %{{.*}}[%{{.*}}], %{{.*}} {bMnMajor} : tensor<128x64xbf16, #tile.mma<version = 3, numWarps = 8>>
 // CHECK-NEXT: tile.warpgroup_turn "pass"
-// CHECK-NEXT: tile.warpgroup_dot_wait %[[O]] {pending = 0 : i32}
 // CHECK-NOT: tile.warpgroup_turn
-// CHECK: scf.yield
+// CHECK: tile.warpgroup_dot_wait %[[O]] {pending = 0 : i32}
+// CHECK-NEXT: scf.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: tile.warpgroup_turn "end"
 // CHECK: } producer {

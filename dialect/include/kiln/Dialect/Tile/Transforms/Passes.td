@@ -298,6 +298,13 @@ def TileAccelerateDot : Pass<"kiln-tile-accelerate-dot", "::mlir::func::FuncOp">
     accumulator in f32; the wait after it is `{pending = 0}`. The dots left
     on `mma.sync` drop the attribute (f32 accumulation per k16 step).
 
+    A dot that reads a slot (or a staged A) in place is waited for by
+    `{pending = 0}`, moved down to its result's first reader past the
+    side-effect-free ops and the other warpgroup dots, which then issue
+    back to back (`pending` = the dots passed); where that reader is the
+    accumulator of the next dot of the same wgmma shape (a sum of dots, MLA's
+    score over its boxes), the wait goes, that dot's wait covering both.
+
     sm_100a, sm_103a (tcgen05): the accumulator lives in Tensor Memory
     (`tile.tmem_alloc` before the loop), and the loop carries, in its place,
     the number n of dots issued (from 0). Dot n is a `tile.tcgen05_dot`
