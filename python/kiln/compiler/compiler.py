@@ -353,6 +353,24 @@ def warn_lowering(text: str, source: FunctionSource) -> None:
                                    CompilationWarning, filename, lineno)
 
 
+def warn_wgmma_serialized(log: Optional[str], source: FunctionSource, arch: str) -> None:
+    """A CompilationWarning at the kernel's ``def`` where ptxas serialized its wgmma
+    instructions (each waited for before the next issues: the tensor cores idle between
+    them), with the reason ptxas gives; the usual one, a call in the kernel, is most often
+    a correctly rounded f32 division (``/``), which ``kl.fdiv`` avoids."""
+    reason = targetinfo.wgmma_serialization(log)
+    if reason is None:
+        return
+    hint = (": a correctly rounded f32 division (`/`) is such a call; kl.fdiv(x, y) divides "
+            "without one" if "call" in reason.lower() else "")
+    message = (f"ptxas serializes this kernel's wgmma instructions on {arch} (each waited for "
+               f"before the next issues) due to {reason}{hint}")
+    warnings.warn_explicit(
+        CompilationWarning(source.filename, source.first_line, 1, message,
+                           linecache.getline(source.filename, source.first_line) or None),
+        CompilationWarning, source.filename, source.first_line)
+
+
 def wait_bound() -> int:
     """The debug bound on mbarrier waits, ``KILN_DEBUG_WAITS=<tries>`` (0 or unset: none):
     a wait that has not passed after that many ``mbarrier.try_wait`` attempts prints the
@@ -601,6 +619,7 @@ def compile_kernel(source: FunctionSource, source_hash: str, spec: Specializatio
         t0 = time.perf_counter()
         ck.cubin, ck.cubin_tool, ck.cubin_log = make_cubin(asm["ptx"], arch)
         times["cubin"] = time.perf_counter() - t0
+        warn_wgmma_serialized(ck.cubin_log, source, arch)
     # A warp-specialized kernel's consumers take registers from the pool the
     # producer warpgroup's setmaxnreg.dec fills; a pool smaller than what they ask
     # for would block their setmaxnreg.inc forever.

@@ -584,6 +584,13 @@ class Semantic:
         return self.cast(self.binary("truediv", 1.0, self.binary("add", 1.0, e),
                                      approx=not precise), orig)
 
+    def fdiv(self, x: Any, y: Any, ieee_rounding: bool) -> tensor:
+        """``x / y`` of floats; the hardware's fast division unless ``ieee_rounding``."""
+        a, b = self.operand_types(x, y)
+        if not (a.dtype.is_floating() and b.dtype.is_floating()):
+            raise SemanticError(f"fdiv takes floats, got {a.dtype} and {b.dtype}")
+        return self.binary("truediv", a, b, approx=not ieee_rounding)
+
     def abs(self, x: Any) -> tensor:
         x = self.to_tensor(x)
         if x.dtype.is_floating():

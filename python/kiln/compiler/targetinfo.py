@@ -67,6 +67,17 @@ _LOG_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
                         r"(\d+) bytes spill loads")
 
 
+_LOG_WGMMA_SERIAL = re.compile(r"wgmma\.mma_async instructions are serialized due to "
+                               r"(.*?)(?: in the function '[^']*')?\.?$", re.M)
+
+
+def wgmma_serialization(log: Optional[str]) -> Optional[str]:
+    """Why ptxas serialized the kernel's wgmma instructions (its C7509 note: each wgmma
+    waited for before the next issues), as the log says it, or None."""
+    m = _LOG_WGMMA_SERIAL.search(log or "")
+    return m.group(1).strip() if m else None
+
+
 def parse_assembler_log(log: Optional[str]) -> Dict[str, int]:
     """registers / stack_bytes / spill_store_bytes / spill_load_bytes found in a ptxas or
     nvJitLink verbose log (one kernel per image); missing facts are left out."""

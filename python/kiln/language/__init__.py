@@ -534,6 +534,17 @@ def sigmoid(x: Any, precise: bool = False, _semantic: Any = None) -> tensor:
 
 
 @builtin
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False, _semantic: Any = None) -> tensor:
+    """x / y for floats (Triton's ``tl.fdiv``). With ``ieee_rounding=False`` (the default)
+    the hardware's fast division (``div.approx.f32``: x times the reciprocal of y, within 2
+    ulp for |y| in [2^-126, 2^126]); with True the correctly rounded ``x / y``. The operator
+    ``/`` rounds correctly, which ptxas compiles to a subroutine call; in a kernel with wgmma
+    dots any call makes ptxas serialize every wgmma (the kernel's CompilationWarning says
+    so), while ``fdiv`` needs none."""
+    return _semantic.fdiv(x, y, bool(_unwrap(ieee_rounding)))
+
+
+@builtin
 def fma(x: Any, y: Any, z: Any, _semantic: Any = None) -> tensor:
     """x * y + z with one rounding."""
     return _semantic.fma(x, y, z)
@@ -580,8 +591,8 @@ __all__ = [
     "cast", "cdiv", "ceil", "cluster_barrier", "cluster_cta_id", "cluster_cta_rank", "cluster_id",
     "cluster_gather", "cluster_load", "cluster_size", "cluster_sum",
     "constexpr", "cos", "cumprod", "cumsum", "dot", "dtype", "dtype_from_str",
-    "erf", "exp", "exp2", "fence", "fence_proxy_async", "floor", "fma", "full", "join", "load",
-    "log", "log2", "maximum",
+    "erf", "exp", "exp2", "fdiv", "fence", "fence_proxy_async", "floor", "fma", "full", "join",
+    "load", "log", "log2", "maximum",
     "min_programs_per_sm", "minimum", "nonzero_marker",
     "num_clusters",
     "num_programs", "pdl_launch_dependents", "pdl_wait", "peer_pointer", "permute", "pointer_type",
