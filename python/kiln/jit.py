@@ -265,10 +265,11 @@ class JITFunction(KernelFunction):
     def cache_key(self, spec: Specialization, arch: str, name: Optional[str] = None) -> str:
         """The on-disk cache key of one specialization (see kiln.cache)."""
         options: Dict[str, Any] = {}
-        if wait_bound():
-            options["wait_bound"] = wait_bound()
-        if split_n() is not None:
-            options["split_n"] = split_n()
+        bound, split = wait_bound(), split_n()
+        if bound:
+            options["wait_bound"] = bound
+        if split is not None:
+            options["split_n"] = split
         return _cache.kernel_key(self.source_hash, spec.key(), arch, name or self.__name__,
                                  _cache.compiler_fingerprint(), options or None)
 

@@ -348,9 +348,13 @@ def warn_lowering(text: str, source: FunctionSource) -> None:
     that line (``warnings`` filters by the kernel's module) and at each compile."""
     for kind, filename, lineno, col, message in _diagnostics(text):
         if kind == "warning":
-            filename, lineno, col, line = _at_source(filename, lineno, col, source)
-            warnings.warn_explicit(CompilationWarning(filename, lineno, col, message, line),
-                                   CompilationWarning, filename, lineno)
+            _warn_at(*_at_source(filename, lineno, col, source), message)
+
+
+def _warn_at(filename: str, lineno: int, col: int, line: Optional[str], message: str) -> None:
+    """A CompilationWarning at a user's line (``warnings`` filters by the kernel's module)."""
+    warnings.warn_explicit(CompilationWarning(filename, lineno, col, message, line),
+                           CompilationWarning, filename, lineno)
 
 
 def warn_wgmma_serialized(log: Optional[str], source: FunctionSource, arch: str) -> None:
@@ -365,10 +369,8 @@ def warn_wgmma_serialized(log: Optional[str], source: FunctionSource, arch: str)
             "without one" if "call" in reason.lower() else "")
     message = (f"ptxas serializes this kernel's wgmma instructions on {arch} (each waited for "
                f"before the next issues) due to {reason}{hint}")
-    warnings.warn_explicit(
-        CompilationWarning(source.filename, source.first_line, 1, message,
-                           linecache.getline(source.filename, source.first_line) or None),
-        CompilationWarning, source.filename, source.first_line)
+    _warn_at(source.filename, source.first_line, 1,
+             linecache.getline(source.filename, source.first_line) or None, message)
 
 
 def wait_bound() -> int:
