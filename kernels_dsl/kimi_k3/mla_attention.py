@@ -138,7 +138,7 @@ def _group_values(acc, p, alpha, cache_lat, cache_f32, row, g, good, FP8: kl.con
 def _store_rows(o_part_ptr, out_ptr, acc, l_safe, part, out_row, cols, ok, final):
     """One 128-group of a program's output: the partial (normalized, fp32) at workspace row
     ``part``, or with ``final`` the bf16 output row ``out_row``."""
-    o = acc / l_safe[:, None]
+    o = kl.fdiv(acc, l_safe[:, None])  # no subroutine: ptxas would serialize the wgmmas
     kl.store(o_part_ptr + (part * KV_LORA)[:, None] + cols[None, :], o,
              mask=(ok & (final == 0))[:, None])
     kl.store(out_ptr + out_row[:, None] + cols[None, :], o.to(kl.bfloat16),
