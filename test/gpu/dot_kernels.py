@@ -64,6 +64,21 @@ def fp8_dot_tile(a_ptr, b_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: kl.co
 
 
 @kiln.jit
+def fp8_slot_scores(q_ptr, k_ptr, out_ptr, n_blocks, BM: kl.constexpr, BN: kl.constexpr,
+                    D: kl.constexpr):
+    """out[b] = q · k_bᵀ for the n_blocks key blocks k_b [BN, D] (e4m3, widened to bf16 in
+    the dot, as MLA's FP8 keys), q [BM, D] bf16; the key blocks through a pipelined gather."""
+    rm = kl.arange(0, BM)
+    rn = kl.arange(0, BN)
+    rd = kl.arange(0, D)
+    q = kl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    for b in kl.range(0, n_blocks, num_stages=2):
+        k = kl.load(k_ptr + (b * BN + rn)[:, None] * D + rd[None, :])
+        s = kl.dot(q, k.to(kl.bfloat16).T)
+        kl.store(out_ptr + b * BM * BN + rm[:, None] * BN + rn[None, :], s)
+
+
+@kiln.jit
 def dot_chain(a_ptr, w_ptr, v_ptr, m_ptr, o_ptr, M: kl.constexpr, N: kl.constexpr,
               K: kl.constexpr, D: kl.constexpr):
     """Attention's chain on one tile: s = a @ w.T ([M, K] x [N, K]ᵀ), m = rowmax(s),

@@ -566,7 +566,7 @@ def test_gemm_tma_row_major_b_wide_box_keeps_mma_sync():
 # (d) FP8 accumulator promotion: kl.dot(..., max_num_imprecise_acc=N)
 # ---------------------------------------------------------------------------
 
-from dot_kernels import fp8_dot_tile, fp8_gemm_f32  # noqa: E402
+from dot_kernels import fp8_dot_tile, fp8_gemm_f32, fp8_slot_scores  # noqa: E402
 
 
 def _fp8_gemm_f32(arch, bound, bm=128, bn=128, warps=8, dt="f8e4m3"):
@@ -617,6 +617,24 @@ def test_fp8_promoted_dot_assembles_on_blackwell(arch):
     assert ck.cubin and "wgmma" not in ptx and "tcgen05" not in ptx
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
 
+
+
+@pytest.mark.parametrize("bn,warps", [(32, 4), (64, 4), (32, 1)])
+def test_fp8_keys_read_in_place_from_the_gather_slot(bn, warps):
+    # kl.dot(q, k.to(bf16).T) with k an e4m3 tile of a pipelined gather (MLA's FP8 keys), on
+    # mma.sync: the codes read in place from the ring slot by ldmatrix and widened in the B
+    # fragments' registers; q (staged) read as 8-byte words in the codes' k order, not by
+    # ldmatrix.x4; no staging of the widened tile.
+    sig = {"q_ptr": "*bf16", "k_ptr": "*f8e4m3", "out_ptr": "*f32", "n_blocks": "i32"}
+    ck = fp8_slot_scores.compile(sig, {"BM": 16, "BN": bn, "D": 128},
+                                 ["q_ptr", "k_ptr", "out_ptr"], num_warps=warps,
+                                 arch="sm_90a", upto="cubin")
+    ptx = ck.asm["ptx"]
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8" in ptx
+    assert "cvt.rn.f16x2.e4m3x2" in ptx
+    assert "ld.shared.v2.b32" in ptx
+    assert ck.cubin[:4] == b"\x7fELF"
 
 @pytest.mark.parametrize("dt", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("bound", [None, 32, 64])

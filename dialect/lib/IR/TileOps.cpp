@@ -1161,6 +1161,16 @@ LogicalResult WarpDotOp::verify() {
   auto aType = getATile(), bType = getBMatrix(), accType = getAcc().getType();
   if (bool(getBRing()) != bool(getBSlot()))
     return emitOpError() << "expected a slot exactly when `b` is a ring";
+  // An 8-bit float slot: its codes converted to `a`'s type in the B
+  // fragments' registers.
+  if (RingType ring = getBRing(); ring && ring.getBlockType().getElementTypeBitWidth() == 8) {
+    Type element = aType.getElementType();
+    if (!(element.isBF16() || element.isF16()) || !getBKMajor() ||
+        !llvm::isa<SmemType>(getA().getType()))
+      return emitOpError() << "expected an 8-bit float slot `b` only with `bKMajor` and a "
+                              "staged 16-bit `a`";
+    bType = bType.clone(element);
+  }
   if (RingType ring = getBRing()) {
     // Read in place: a 2-D box of 128-byte swizzled rows.
     RankedTensorType box = ring.getBlockType();

@@ -1520,6 +1520,14 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
       if (bKMajor)
         bTile = trans.getSrc();
       RingWaitLoadOp slot = inPlaceSlot(bTile, dot);
+      // A K-major B widened from an 8-bit float slot (FP8 keys' codes, exact
+      // in bf16) with a staged A: the codes read in place and converted in
+      // the B fragments' registers, no staging of the widened tile.
+      arith::ExtFOp widened;
+      if (!slot && bKMajor && llvm::isa<SmemType>(a.getType()))
+        if ((widened = bTile.getDefiningOp<arith::ExtFOp>()))
+          if ((slot = inPlaceSlot(widened.getIn(), dot, /*codes=*/true)))
+            bTile = widened.getIn();
       std::string reason = fallbacks.lookup(dot);
       Operation *warpDot = nullptr;
       replaceInMmaLayout(b, dot, mmaType, [&](Value acc) -> Value {
@@ -1533,6 +1541,8 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         fallbacks[warpDot] = reason;
       if (bKMajor && trans->use_empty())
         trans->erase();
+      if (widened && widened->use_empty())
+        widened->erase();
       if (!slot)
         continue;
       // A gather ring's slots become swizzled boxes; the last reader of the
@@ -1578,17 +1588,20 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
   /// `swizzled` then) or of TMA boxes with the 128-byte swizzle, whole (no
   /// count), and no refill of the ring between the load and the dot. Null
   /// otherwise.
-  static RingWaitLoadOp inPlaceSlot(Value b, DotOp dot) {
+  static RingWaitLoadOp inPlaceSlot(Value b, DotOp dot, bool codes = false) {
     auto load = b.getDefiningOp<RingWaitLoadOp>();
     if (!load || load.getCount() || load->getBlock() != dot->getBlock())
       return {};
     RankedTensorType box = load.getType();
     Type element = box.getElementType();
+    Type aElement = dot.getA().getType().getElementType();
     int64_t innerBytes =
         box.getRank() == 2 ? box.getDimSize(1) * box.getElementTypeBitWidth() / 8 : 0;
-    if (!(element.isBF16() || element.isF16()) ||
-        element != dot.getA().getType().getElementType() || innerBytes % 128 != 0 ||
-        !llvm::isPowerOf2_64(innerBytes))
+    // `codes`: 8-bit floats that the dot widens to A's 16-bit type.
+    bool typed = codes ? llvm::isa<FloatType>(element) && element.getIntOrFloatBitWidth() == 8 &&
+                             (aElement.isBF16() || aElement.isF16())
+                       : (element.isBF16() || element.isF16()) && element == aElement;
+    if (!typed || innerBytes % 128 != 0 || !llvm::isPowerOf2_64(innerBytes))
       return {};
     Value ring = load.getRing();
     auto alloc = ring.getDefiningOp<RingAllocOp>();

@@ -56,6 +56,11 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     if (bRing && tile::getRingSwizzle(op.getB()) != 128)
       return rewriter.notifyMatchFailure(op, "B's ring slots are not 128-byte swizzled boxes");
     Type element = getTypeConverter()->convertType(aType.getElementType());
+    // B's 8-bit float codes (a slot), widened to A's type in the fragments.
+    bool codesB = bRing && bType.getElementTypeBitWidth() == 8;
+    if (codesB && !(op.getBKMajor() && stagedA))
+      return rewriter.notifyMatchFailure(op, "8-bit codes need bKMajor and a staged A");
+    Type bElement = codesB ? Type(rewriter.getI8Type()) : element;
     int64_t elementBytes = aType.getElementTypeBitWidth() / 8;
     int64_t pad = kPadBytes / elementBytes;
     // The operands' rows in elements: padded when staged, the box's own.
@@ -93,7 +98,7 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
     auto bAddress = [&](Value index) -> Value {
       if (!bRing)
         return shared(bBuffer, index);
-      return boxElementAddress(rewriter, loc, bBuffer, element, index,
+      return boxElementAddress(rewriter, loc, bBuffer, bElement, index,
                                tile::getNumBoxChunks(bType, 128), bType.getDimSize(0), 128);
     };
 
@@ -176,16 +181,104 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
       return llvm::map_to_vector(unpackTile(rewriter, loc, loaded), asPair);
     };
 
+    // Codes: one ldmatrix (b16) 8 x 8 matrix is an n-tile's k16 step, 8
+    // rows of 16 codes; lane l holds codes 4 (l mod 4) .. + 3 of row l / 4,
+    // which widen to the B fragment's two words. So the fragment's k slots
+    // 2c, 2c + 1, 2c + 8, 2c + 9 stand for the step's k 4c .. 4c + 3, and A is
+    // read in the same order: 8 bytes of each of the lane's rows g, g + 8
+    // at k 4c (in place of ldmatrix), a0 | a2 and a1 | a3.
+    int64_t tilesN = columns / 8;
+    Type i8 = rewriter.getI8Type();
+    Type codeType = bRing ? bType.getElementType() : Type();
+    auto widen = [&](Value word) -> std::array<Value, 2> {
+      Value bytes = LLVM::BitcastOp::create(rewriter, loc, VectorType::get({4}, i8), word);
+      std::array<Value, 2> out;
+      for (int64_t h = 0; h < 2; ++h) {
+        Value codes = LLVM::ShuffleVectorOp::create(
+            rewriter, loc, bytes, bytes, ArrayRef<int32_t>{int32_t(2 * h), int32_t(2 * h + 1)});
+        Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
+            rewriter, loc, VectorType::get({2}, rewriter.getF16Type()), codes,
+            rewriter.getBoolAttr(false), TypeAttr::get(codeType));
+        if (bf16) {
+          Value wide = LLVM::FPExtOp::create(rewriter, loc, VectorType::get({2}, f32), halves);
+          Value narrow = LLVM::FPTruncOp::create(
+              rewriter, loc, VectorType::get({2}, rewriter.getBF16Type()), wide);
+          out[h] = LLVM::BitcastOp::create(rewriter, loc, i32, narrow);
+        } else {
+          out[h] = halves;
+        }
+      }
+      return out;
+    };
+    auto codeFragments = [&](int64_t kk) {
+      SmallVector<Value> frags;
+      for (int64_t j0 = 0; j0 < tilesN; j0 += 4) {
+        int64_t num = std::min<int64_t>(tilesN - j0, 4);
+        Value row = LLVM::AddOp::create(
+            rewriter, loc, column0,
+            LLVM::AddOp::create(rewriter, loc, c(8 * j0),
+                                LLVM::AndOp::create(rewriter, loc, lane, c(8 * num - 1))));
+        Value index = LLVM::AddOp::create(
+            rewriter, loc, LLVM::MulOp::create(rewriter, loc, row, c(bStride)), c(kk));
+        Type words =
+            num == 1 ? i32
+                     : Type(LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(num, i32)));
+        Value loaded = NVVM::LdMatrixOp::create(
+            rewriter, loc, words, bAddress(index), num, NVVM::MMALayout::row,
+            NVVM::LdStMatrixShapeAttr::get(context, 8, 8), NVVM::LdStMatrixEltType::B16);
+        SmallVector<Value> loadedWords =
+            num == 1 ? SmallVector<Value>{loaded} : unpackTile(rewriter, loc, loaded);
+        for (Value word : loadedWords)
+          llvm::append_range(frags, widen(word));
+      }
+      return frags;
+    };
+    auto codeOrderA = [&](int64_t rM, int64_t kk) {
+      Value g = LLVM::LShrOp::create(rewriter, loc, lane, c(2));
+      Value quad = LLVM::AndOp::create(rewriter, loc, lane, c(3));
+      std::array<Value, 2> halves;
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row =
+            LLVM::AddOp::create(rewriter, loc, LLVM::ShlOp::create(rewriter, loc, wM, c(4)),
+                                LLVM::AddOp::create(rewriter, loc, g, c(16 * warpsM * rM + 8 * h)));
+        row = LLVM::AndOp::create(rewriter, loc, row, c(m - 1));
+        // Byte 2 (kk mod 64 + 4 quad) of the row: 16-byte unit kk mod 64 / 8
+        // + quad / 2, at 8 (quad mod 2) in it; the unit swizzled by row mod 8.
+        Value unit = LLVM::AddOp::create(
+            rewriter, loc, LLVM::LShrOp::create(rewriter, loc, quad, c(1)), c(kk % 64 / 8));
+        unit =
+            LLVM::XOrOp::create(rewriter, loc, unit, LLVM::AndOp::create(rewriter, loc, row, c(7)));
+        Value offset = LLVM::AddOp::create(
+            rewriter, loc,
+            LLVM::AddOp::create(rewriter, loc, LLVM::ShlOp::create(rewriter, loc, row, c(7)),
+                                LLVM::ShlOp::create(rewriter, loc, unit, c(4))),
+            LLVM::AddOp::create(rewriter, loc,
+                                LLVM::ShlOp::create(rewriter, loc,
+                                                    LLVM::AndOp::create(rewriter, loc, quad, c(1)),
+                                                    c(3)),
+                                c(kk / 64 * m * 128)));
+        Value ptr = LLVM::GEPOp::create(rewriter, loc, aBuffer.getType(), i8, aBuffer,
+                                        ArrayRef<LLVM::GEPArg>{offset});
+        halves[h] = LLVM::LoadOp::create(rewriter, loc, VectorType::get({2}, i32), ptr,
+                                         /*alignment=*/8);
+      }
+      auto word = [&](int64_t h, int64_t i) {
+        return asPair(LLVM::ExtractElementOp::create(rewriter, loc, halves[h], c(i)));
+      };
+      return SmallVector<Value>{word(0, 0), word(1, 0), word(0, 1), word(1, 1)};
+    };
+
     SmallVector<Value> acc = unpackTile(rewriter, loc, adaptor.getAcc());
     SmallVector<Value> aWords;
     if (registerA)
       aWords = packRegisterA(rewriter, loc, element, unpackTile(rewriter, loc, adaptor.getA()));
-    int64_t tilesN = columns / 8;
     auto bLayout = bKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
     for (int64_t kk = 0; kk < k; kk += 16) {
       // 2. The B fragments of the warp's n-tiles: two words each.
       SmallVector<Value> bFrags;
-      for (int64_t j = 0; j < tilesN; j += 2) {
+      if (codesB)
+        bFrags = codeFragments(kk);
+      for (int64_t j = 0; j < tilesN && !codesB; j += 2) {
         int64_t offset = bKMajor ? 8 * j * bStride + kk : kk * bStride + 8 * j;
         llvm::append_range(bFrags,
                            ldmatrix(bAddress(LLVM::AddOp::create(rewriter, loc, bLane, c(offset))),
@@ -196,6 +289,8 @@ struct WarpDotLowering : TileOpConversion<tile::WarpDotOp> {
         if (registerA) {
           for (int64_t i = 0; i < 4; ++i)
             aFrag.push_back(asPair(aWords[rM * (k / 4) + kk / 4 + i]));
+        } else if (codesB) {
+          aFrag = codeOrderA(rM, kk);
         } else if (stagedA) {
           aFrag = ldmatrix(stagedAddress(aLanes[rM], kk), 4, NVVM::MMALayout::row);
         } else {

@@ -216,3 +216,49 @@ func.func @ring_b(%k: !tile.ptr<bf16> {tile.divisibility = 16 : i32}, %y: !tile.
   tile.store %ys, %r : tensor<64x128x!tile.ptr<f32>>
   return
 }
+
+// -----
+
+// B's 8-bit float codes read in place from a `swizzled` ring slot ([N, K] =
+// [32, 128] e4m3, K-major, MLA's FP8 keys) with A staged: per k16 step one
+// ldmatrix (b16) of the warp's n-tile, each word's four codes widened pairwise
+// (cvt to f16x2, then bf16) into the B fragment's two words, and A read as
+// two 8-byte words (rows g and g + 8 at k 4 (lane mod 4)) in the codes' k
+// order, in place of ldmatrix.x4. No buffer of the dot's own, no bar.sync
+// between the slot's wait and the mma.sync.
+// CHECK-LABEL: llvm.func ptx_kernelcc @fp8_ring_b
+// CHECK-NOT: __kiln_dot_b_smem
+// CHECK: kiln_tma_wait
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvvm.ldmatrix {{.*}}eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 1
+// CHECK: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK-NEXT: llvm.fpext %{{.*}} : vector<2xf16> to vector<2xf32>
+// CHECK-NEXT: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: nvvm.convert.f8x2.to.f16x2
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>
+// CHECK-COUNT-7: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.barrier
+// CHECK: nvvm.mbarrier.inval
+#t3 = #tile.mma<version = 2, numWarps = 4, warpsN = 4>
+func.func @fp8_ring_b(%x: !tile.ptr<bf16>, %k: !tile.ptr<f8E4M3FN> {tile.divisibility = 16 : i32}, %y: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %ring = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %kp = tile.splat %k : !tile.ptr<f8E4M3FN> -> tensor<32x128x!tile.ptr<f8E4M3FN>>
+  tile.ring_issue %kp -> %ring[%c0] if %true : tensor<32x128x!tile.ptr<f8E4M3FN>>, !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %v = tile.load %x : !tile.ptr<bf16>
+  %q = tile.splat %v : bf16 -> tensor<16x128xbf16>
+  %s = tile.stage %q : tensor<16x128xbf16> -> !tile.smem<tensor<16x128xbf16>>
+  tile.ring_wait %ring[%c0], %c0 : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32, #t3>
+  %d = tile.warp_dot %s, %ring[%c0], %zero {bKMajor} : !tile.smem<tensor<16x128xbf16>> * !tile.ring<2, tensor<32x128xf8E4M3FN>> -> tensor<16x32xf32, #t3>
+  tile.ring_release %ring : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %r = tile.convert_layout %d : tensor<16x32xf32, #t3> -> tensor<16x32xf32>
+  %ys = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %ys, %r : tensor<16x32x!tile.ptr<f32>>
+  return
+}

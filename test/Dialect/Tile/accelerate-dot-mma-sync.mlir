@@ -206,6 +206,51 @@ func.func @chain(%x: !tile.ptr<bf16>, %y: !tile.ptr<f32>, %n: i32) attributes {t
 
 // -----
 
+// An FP8 ring's K-major codes, widened to bf16 for a dot whose A is staged
+// (MLA's FP8 keys: `kl.dot(q, k.to(kl.bfloat16).T)`): the slot is read in
+// place, the codes widened in the B fragments' registers; the extf, the
+// transpose and the load go away, the ring becomes `swizzled`.
+// CHECK-LABEL: func.func @fp8_keys_in_place
+// CHECK: %[[F8:.*]] = tile.ring_alloc {swizzled} : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+// CHECK: %[[Q:.*]] = tile.stage
+// CHECK: scf.for
+// CHECK: tile.ring_wait %[[F8]][%[[S:.*]]], %{{.*}} : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+// CHECK-NOT: arith.extf
+// CHECK: tile.warp_dot %[[Q]], %[[F8]][%[[S]]], %{{.*}} {bKMajor} : !tile.smem<tensor<16x128xbf16>> * !tile.ring<2, tensor<32x128xf8E4M3FN>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK-NOT: tile.ring_wait_load
+// CHECK: scf.yield
+func.func @fp8_keys_in_place(%q: !tile.ptr<bf16>, %f: !tile.ptr<f8E4M3FN>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %true = arith.constant true
+  %f8 = tile.ring_alloc : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %fp = tile.splat %f : !tile.ptr<f8E4M3FN> -> tensor<32x128x!tile.ptr<f8E4M3FN>>
+  tile.ring_issue %fp -> %f8[%c0] if %true : tensor<32x128x!tile.ptr<f8E4M3FN>>, !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<16x128x!tile.ptr<bf16>>
+  %qa = tile.load %qp : tensor<16x128x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %it = %c0) -> (tensor<16x32xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c2 : i32
+    %next = arith.addi %it, %c1 : i32
+    %ns = arith.remui %next, %c2 : i32
+    tile.ring_issue %fp -> %f8[%ns] if %true : tensor<32x128x!tile.ptr<f8E4M3FN>>, !tile.ring<2, tensor<32x128xf8E4M3FN>>
+    %half = arith.divui %it, %c2 : i32
+    %phase = arith.andi %half, %c1 : i32
+    %e = tile.ring_wait_load %f8[%slot], %phase : !tile.ring<2, tensor<32x128xf8E4M3FN>> -> tensor<32x128xf8E4M3FN>
+    %eb = arith.extf %e : tensor<32x128xf8E4M3FN> to tensor<32x128xbf16>
+    %et = tile.trans %eb {order = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
+    %s = tile.dot %qa, %et, %acc : tensor<16x128xbf16> * tensor<128x32xbf16> -> tensor<16x32xf32>
+    scf.yield %s, %next : tensor<16x32xf32>, i32
+  }
+  tile.ring_release %f8 : !tile.ring<2, tensor<32x128xf8E4M3FN>>
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %yp, %r#0 : tensor<16x32x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
 // B read in place from its ring slot (attention's keys and values, gathered by
 // kiln-tile-pipeline-loads): the ring of gathers becomes `swizzled` (its slots
 // 128-byte swizzled boxes), the score dot reads the [32, 128] box K-major (the

@@ -1850,6 +1850,22 @@ func.func @warp_dot_ring_slot(%a: tensor<16x128xbf16>, %r: !tile.ring<2, tensor<
 
 // -----
 
+func.func @warp_dot_fp8_slot_register_a(%a: tensor<16x128xbf16>, %r: !tile.ring<2, tensor<32x128xf8E4M3FN>>, %i: i32, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  // expected-error @+1 {{expected an 8-bit float slot `b` only with `bKMajor` and a staged 16-bit `a`}}
+  %d = tile.warp_dot %a, %r[%i], %acc {bKMajor} : tensor<16x128xbf16> * !tile.ring<2, tensor<32x128xf8E4M3FN>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
+func.func @warp_dot_fp8_slot_n_major(%a: !tile.smem<tensor<16x64xbf16>>, %r: !tile.ring<2, tensor<64x128xf8E4M3FN>>, %i: i32, %acc: tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4>>) {
+  // expected-error @+1 {{expected an 8-bit float slot `b` only with `bKMajor` and a staged 16-bit `a`}}
+  %d = tile.warp_dot %a, %r[%i], %acc : !tile.smem<tensor<16x64xbf16>> * !tile.ring<2, tensor<64x128xf8E4M3FN>> -> tensor<16x128xf32, #tile.mma<version = 2, numWarps = 4>>
+  return
+}
+
+// -----
+
 func.func @warp_dot_ring_unswizzled(%a: tensor<16x128xbf16>, %p: tensor<32x128x!tile.ptr<bf16>>, %s: i32, %acc: tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4>>, %t: i1) {
   %r = tile.ring_alloc : !tile.ring<2, tensor<32x128xbf16>>
   tile.ring_issue %p -> %r[%s] if %t : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
