@@ -79,6 +79,23 @@ def fp8_slot_scores(q_ptr, k_ptr, out_ptr, n_blocks, BM: kl.constexpr, BN: kl.co
 
 
 @kiln.jit
+def scaled_slot_scores(q_ptr, k_ptr, scale_ptr, out_ptr, n_blocks, BM: kl.constexpr,
+                       BN: kl.constexpr, D: kl.constexpr):
+    """out[b] = (q · k_bᵀ) * scale_b[None, :]: fp8_slot_scores with a factor a key, gathered
+    with the keys (MLA's FP8 scales; on mma.sync read from its ring slot as the columns of
+    the accumulator)."""
+    rm = kl.arange(0, BM)
+    rn = kl.arange(0, BN)
+    rd = kl.arange(0, D)
+    q = kl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    for b in kl.range(0, n_blocks, num_stages=2):
+        k = kl.load(k_ptr + (b * BN + rn)[:, None] * D + rd[None, :])
+        scale = kl.load(scale_ptr + b * BN + rn)
+        s = kl.dot(q, k.to(kl.bfloat16).T) * scale[None, :]
+        kl.store(out_ptr + b * BM * BN + rm[:, None] * BN + rn[None, :], s)
+
+
+@kiln.jit
 def dot_chain(a_ptr, w_ptr, v_ptr, m_ptr, o_ptr, M: kl.constexpr, N: kl.constexpr,
               K: kl.constexpr, D: kl.constexpr):
     """Attention's chain on one tile: s = a @ w.T ([M, K] x [N, K]ᵀ), m = rowmax(s),

@@ -852,9 +852,12 @@ LogicalResult RingIssueOp::verify() {
 }
 
 LogicalResult RingWaitLoadOp::verify() {
-  if (getType() != getRing().getType().getBlockType())
-    return emitOpError() << "expected the result to be the ring's block type "
-                         << getRing().getType().getBlockType() << ", got " << getType();
+  // The slot may be read in another layout than the one it was filled in.
+  RankedTensorType block = getRing().getType().getBlockType();
+  if (getType().getShape() != block.getShape() ||
+      getType().getElementType() != block.getElementType())
+    return emitOpError() << "expected the result to be the ring's block type " << block
+                         << " (in any layout), got " << getType();
   if (getCount() && getType().getRank() != 1)
     return emitOpError() << "expected a 1-D ring with a count, got " << getType();
   if (getCount() && getAgain())

@@ -82,9 +82,10 @@ LogicalResult MmaEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem
 LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                         unsigned dim, Attribute parent) {
   auto mma = llvm::dyn_cast<MmaEncodingAttr>(parent);
-  if (!mma || (mma.getVersion() != 2 && mma.getVersion() != 3) || dim != 1)
+  if (!mma || (mma.getVersion() != 2 && mma.getVersion() != 3) || dim > 1 ||
+      (dim == 0 && mma.getVersion() != 2))
     return emitError() << "expected the slice along dim 1 of a #tile.mma encoding of version 2 or "
-                          "3, got dim "
+                          "3, or along dim 0 of version 2, got dim "
                        << dim << " of " << parent;
   return success();
 }
@@ -93,6 +94,14 @@ LogicalResult
 SliceEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
                                   function_ref<InFlightDiagnostic()> emitError) const {
   auto mma = llvm::dyn_cast<MmaEncodingAttr>(getParent());
+  if (mma && getDim() == 0) {
+    // The columns of the version 2 tile [1, N].
+    if (shape.size() != 1 || shape[0] % (8 * mma.getWarpsN()) != 0)
+      return emitError() << "expected a 1-D tile of a multiple of " << 8 * mma.getWarpsN()
+                         << " columns for the slice along dim 0 of the version 2 mma encoding, got "
+                         << RankedTensorType::get(shape, elementType);
+    return success();
+  }
   if (mma && mma.getVersion() == 2) {
     if (shape.size() != 1 || shape[0] < 1 || !llvm::isPowerOf2_64(shape[0]))
       return emitError() << "expected a 1-D tile of a power-of-two rows for the slice of the "

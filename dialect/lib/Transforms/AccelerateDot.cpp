@@ -898,12 +898,66 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
     accelerateDots(func);
     rewriteToWarpDots(func);
     foldMmaOperandConversions(func);
+    readSlotColumnsInMmaLayout(func);
     alternateWarpgroups(func);
     deferWarpGroupWaits(func);
     hoistRingReleases(func);
     if (ArrayAttr dots = reportDots(func, fallbacks);
         !dots.empty() && func->hasAttr(TileDialect::getKernelAttrName()))
       func->setAttr(TileDialect::getDotsAttrName(), dots);
+  }
+
+  /// A 1-D ring slot read (`tile.ring_wait_load`) whose every use is a
+  /// column vector broadcast over an mma.sync accumulator's rows
+  /// (`tile.expand_dims` along 0, then `tile.broadcast` into one version 2
+  /// encoding: MLA's FP8 scales of each key, `s * scale[None, :]`) is read in
+  /// the slice of that encoding along dim 0: each thread reads the columns it
+  /// holds from the slot, and the broadcasts copy registers, where a vector
+  /// in the blocked layout would go through a shared buffer between two
+  /// barriers per broadcast.
+  static void readSlotColumnsInMmaLayout(func::FuncOp func) {
+    SmallVector<RingWaitLoadOp> loads;
+    func.walk([&](RingWaitLoadOp load) {
+      if (load.getType().getRank() == 1 && !load.getType().getEncoding())
+        loads.push_back(load);
+    });
+    for (RingWaitLoadOp load : loads) {
+      MmaEncodingAttr encoding;
+      SmallVector<ExpandDimsOp> expands;
+      bool columns = !load->use_empty();
+      for (Operation *user : load->getUsers()) {
+        auto expand = llvm::dyn_cast<ExpandDimsOp>(user);
+        columns = expand && expand.getAxis() == 0;
+        if (!columns)
+          break;
+        for (Operation *use : llvm::make_early_inc_range(expand->getUsers())) {
+          auto broadcast = llvm::dyn_cast<BroadcastOp>(use);
+          if (broadcast && broadcast->use_empty()) {
+            broadcast->erase();
+            continue;
+          }
+          auto mma =
+              broadcast
+                  ? llvm::dyn_cast_if_present<MmaEncodingAttr>(broadcast.getType().getEncoding())
+                  : MmaEncodingAttr();
+          columns = mma && mma.getVersion() == 2 && (!encoding || mma == encoding);
+          if (!columns)
+            break;
+          encoding = mma;
+        }
+        if (!columns)
+          break;
+        expands.push_back(expand);
+      }
+      RankedTensorType type = load.getType();
+      if (!columns || !encoding || type.getDimSize(0) % (8 * encoding.getWarpsN()) != 0)
+        continue;
+      load.getResult().setType(
+          RankedTensorType::get(type.getShape(), type.getElementType(),
+                                SliceEncodingAttr::get(func.getContext(), 0, encoding)));
+      for (ExpandDimsOp expand : expands)
+        expand.getResult().setType(expand.getType().cloneWithEncoding(encoding));
+    }
   }
 
   /// FA3's ping-pong: in the consumer loop of a tile.warp_specialize with two

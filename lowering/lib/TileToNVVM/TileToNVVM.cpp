@@ -71,12 +71,14 @@ TileTypeConverter::TileTypeConverter(MLIRContext *context, int64_t threadsPerBlo
 }
 
 std::optional<tile::MmaLayout> TileTypeConverter::getMmaLayout(RankedTensorType type) const {
-  // The slice [M] of a version 2 or 3 tile holds its rows as the tile [M, 1]
-  // does.
+  // The slice [M] along dim 1 of a version 2 or 3 tile holds its rows as the
+  // tile [M, 1] does; the slice [N] along dim 0 of a version 2 tile its
+  // columns as the tile [1, N] does (each thread the columns it holds).
   if (auto slice = llvm::dyn_cast_if_present<tile::SliceEncodingAttr>(type.getEncoding())) {
     auto parent = llvm::cast<tile::MmaEncodingAttr>(slice.getParent());
-    return tile::MmaLayout{type.getDimSize(0), 1, parent.getNumWarps(), parent.getVersion(),
-                           parent.getWarpsN()};
+    int64_t m = slice.getDim() == 1 ? type.getDimSize(0) : 1;
+    int64_t n = slice.getDim() == 1 ? 1 : type.getDimSize(0);
+    return tile::MmaLayout{m, n, parent.getNumWarps(), parent.getVersion(), parent.getWarpsN()};
   }
   auto mma = llvm::dyn_cast_if_present<tile::MmaEncodingAttr>(type.getEncoding());
   if (!mma)

@@ -165,3 +165,39 @@ func.func @row_into_mma(%x: !tile.ptr<f32>, %bias: !tile.ptr<f32>, %out: !tile.p
   tile.store %op, %s : tensor<128x64x!tile.ptr<f32>, #mma>
   return
 }
+
+// -----
+
+#sync = #tile.mma<version = 2, numWarps = 4, warpsN = 4>
+#cols = #tile.slice<dim = 0, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+
+// A 1-D ring slot read as the columns of an mma.sync accumulator [16, 32] on 4
+// warps along N (kiln-tile-accelerate-dot's per-key FP8 scales): each thread
+// reads the 2 columns it holds (one 8-byte ld.shared of the slot, twice: its
+// rows wrap onto row 0), and expand_dims and the broadcast over the rows copy
+// registers: no shared buffer, no barrier between the slot's wait and the 4
+// fmuls.
+// CHECK-LABEL: llvm.func ptx_kernelcc @columns_from_slot(
+// CHECK: llvm.inline_asm has_side_effects {{.*}}mbarrier.try_wait.parity.shared::cta.b64
+// CHECK-NOT: nvvm.barrier
+// CHECK-COUNT-2: llvm.load {{.*}} : !llvm.ptr<3> -> vector<2xi32>
+// CHECK-NOT: nvvm.barrier
+// CHECK-NOT: llvm.store
+// CHECK-COUNT-4: llvm.fmul {{.*}} : f32
+// CHECK-NOT: llvm.fmul
+func.func @columns_from_slot(%g: !tile.ptr<f32>, %x: !tile.ptr<f32>, %out: !tile.ptr<f32>, %slot: i32, %phase: i32, %p: i1) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %r = tile.ring_alloc : !tile.ring<2, tensor<32xf32>>
+  %gp = tile.splat %g : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
+  tile.ring_issue %gp -> %r[%slot] if %p : tensor<32x!tile.ptr<f32>>, !tile.ring<2, tensor<32xf32>>
+  %xp = tile.splat %x : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  %l = tile.load %xp : tensor<16x32x!tile.ptr<f32>>
+  %t = tile.convert_layout %l : tensor<16x32xf32> -> tensor<16x32xf32, #sync>
+  %sc = tile.ring_wait_load %r[%slot], %phase : !tile.ring<2, tensor<32xf32>> -> tensor<32xf32, #cols>
+  %e = tile.expand_dims %sc {axis = 0 : i32} : tensor<32xf32, #cols> -> tensor<1x32xf32, #sync>
+  %b = tile.broadcast %e : tensor<1x32xf32, #sync> -> tensor<16x32xf32, #sync>
+  %m = arith.mulf %t, %b : tensor<16x32xf32, #sync>
+  %mb = tile.convert_layout %m : tensor<16x32xf32, #sync> -> tensor<16x32xf32>
+  %op = tile.splat %out : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %op, %mb : tensor<16x32x!tile.ptr<f32>>
+  return
+}

@@ -251,6 +251,90 @@ func.func @fp8_keys_in_place(%q: !tile.ptr<bf16>, %f: !tile.ptr<f8E4M3FN>, %y: !
 
 // -----
 
+// A per-column factor read from a 1-D ring slot (MLA's FP8 scales, one a key:
+// `s + kl.dot(q, k.T) * scale[None, :]`): the slot is read in the slice of the
+// accumulator's encoding along dim 0, so the broadcast over the rows copies
+// registers instead of going through a shared buffer.
+// CHECK-LABEL: func.func @slot_columns
+// CHECK: scf.for
+// CHECK: %[[SC:.*]] = tile.ring_wait_load %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<32xf32>> -> tensor<32xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>>
+// CHECK: %[[D:.*]] = tile.warp_dot
+// CHECK: %[[E:.*]] = tile.expand_dims %[[SC]] {axis = 0 : i32} : tensor<32xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>> -> tensor<1x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: %[[B:.*]] = tile.broadcast %[[E]] : tensor<1x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>> -> tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: arith.mulf %[[D]], %[[B]] : tensor<16x32xf32, #tile.mma<version = 2, numWarps = 4, warpsN = 4>>
+// CHECK: scf.yield
+// The same read used in the blocked layout as well keeps that layout.
+// CHECK-LABEL: func.func @slot_columns_also_stored
+// CHECK: tile.ring_wait_load %{{.*}}[%{{.*}}], %{{.*}} : !tile.ring<2, tensor<32xf32>> -> tensor<32xf32>{{$}}
+func.func @slot_columns(%q: !tile.ptr<bf16>, %f: !tile.ptr<bf16>, %g: !tile.ptr<f32>, %y: !tile.ptr<f32>, %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %true = arith.constant true
+  %kr = tile.ring_alloc : !tile.ring<2, tensor<32x128xbf16>>
+  %sr = tile.ring_alloc : !tile.ring<2, tensor<32xf32>>
+  %fp = tile.splat %f : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %gp = tile.splat %g : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
+  tile.ring_issue %fp -> %kr[%c0] if %true : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_issue %gp -> %sr[%c0] if %true : tensor<32x!tile.ptr<f32>>, !tile.ring<2, tensor<32xf32>>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<16x128x!tile.ptr<bf16>>
+  %qa = tile.load %qp : tensor<16x128x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %it = %c0) -> (tensor<16x32xf32>, i32) : i32 {
+    %slot = arith.remui %it, %c2 : i32
+    %next = arith.addi %it, %c1 : i32
+    %ns = arith.remui %next, %c2 : i32
+    tile.ring_issue %fp -> %kr[%ns] if %true : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+    tile.ring_issue %gp -> %sr[%ns] if %true : tensor<32x!tile.ptr<f32>>, !tile.ring<2, tensor<32xf32>>
+    %half = arith.divui %it, %c2 : i32
+    %phase = arith.andi %half, %c1 : i32
+    %k = tile.ring_wait_load %kr[%slot], %phase : !tile.ring<2, tensor<32x128xbf16>> -> tensor<32x128xbf16>
+    %sc = tile.ring_wait_load %sr[%slot], %phase : !tile.ring<2, tensor<32xf32>> -> tensor<32xf32>
+    %kt = tile.trans %k {order = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
+    %d = tile.dot %qa, %kt, %zero : tensor<16x128xbf16> * tensor<128x32xbf16> -> tensor<16x32xf32>
+    %e = tile.expand_dims %sc {axis = 0 : i32} : tensor<32xf32> -> tensor<1x32xf32>
+    %b = tile.broadcast %e : tensor<1x32xf32> -> tensor<16x32xf32>
+    %m = arith.mulf %d, %b : tensor<16x32xf32>
+    %s = arith.addf %acc, %m : tensor<16x32xf32>
+    scf.yield %s, %next : tensor<16x32xf32>, i32
+  }
+  tile.ring_release %kr : !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_release %sr : !tile.ring<2, tensor<32xf32>>
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %yp, %r#0 : tensor<16x32x!tile.ptr<f32>>
+  return
+}
+
+func.func @slot_columns_also_stored(%q: !tile.ptr<bf16>, %f: !tile.ptr<bf16>, %g: !tile.ptr<f32>, %y: !tile.ptr<f32>, %z: !tile.ptr<f32>) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %kr = tile.ring_alloc : !tile.ring<2, tensor<32x128xbf16>>
+  %sr = tile.ring_alloc : !tile.ring<2, tensor<32xf32>>
+  %fp = tile.splat %f : !tile.ptr<bf16> -> tensor<32x128x!tile.ptr<bf16>>
+  %gp = tile.splat %g : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
+  tile.ring_issue %fp -> %kr[%c0] if %true : tensor<32x128x!tile.ptr<bf16>>, !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_issue %gp -> %sr[%c0] if %true : tensor<32x!tile.ptr<f32>>, !tile.ring<2, tensor<32xf32>>
+  %qp = tile.splat %q : !tile.ptr<bf16> -> tensor<16x128x!tile.ptr<bf16>>
+  %qa = tile.load %qp : tensor<16x128x!tile.ptr<bf16>>
+  %zero = arith.constant dense<0.0> : tensor<16x32xf32>
+  %k = tile.ring_wait_load %kr[%c0], %c0 : !tile.ring<2, tensor<32x128xbf16>> -> tensor<32x128xbf16>
+  %sc = tile.ring_wait_load %sr[%c0], %c0 : !tile.ring<2, tensor<32xf32>> -> tensor<32xf32>
+  %kt = tile.trans %k {order = array<i64: 1, 0>} : tensor<32x128xbf16> -> tensor<128x32xbf16>
+  %d = tile.dot %qa, %kt, %zero : tensor<16x128xbf16> * tensor<128x32xbf16> -> tensor<16x32xf32>
+  %e = tile.expand_dims %sc {axis = 0 : i32} : tensor<32xf32> -> tensor<1x32xf32>
+  %b = tile.broadcast %e : tensor<1x32xf32> -> tensor<16x32xf32>
+  %m = arith.mulf %d, %b : tensor<16x32xf32>
+  tile.ring_release %kr : !tile.ring<2, tensor<32x128xbf16>>
+  tile.ring_release %sr : !tile.ring<2, tensor<32xf32>>
+  %yp = tile.splat %y : !tile.ptr<f32> -> tensor<16x32x!tile.ptr<f32>>
+  tile.store %yp, %m : tensor<16x32x!tile.ptr<f32>>
+  %zp = tile.splat %z : !tile.ptr<f32> -> tensor<32x!tile.ptr<f32>>
+  tile.store %zp, %sc : tensor<32x!tile.ptr<f32>>
+  return
+}
+
+// -----
+
 // B read in place from its ring slot (attention's keys and values, gathered by
 // kiln-tile-pipeline-loads): the ring of gathers becomes `swizzled` (its slots
 // 128-byte swizzled boxes), the score dot reads the [32, 128] box K-major (the

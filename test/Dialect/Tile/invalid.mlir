@@ -1604,7 +1604,7 @@ func.func @ring_wait_count_2d(%r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32) {
 // -----
 
 func.func @ring_wait_type(%r: !tile.ring<2, tensor<64x64xbf16>>, %i: i32) {
-  // expected-error @+1 {{expected the result to be the ring's block type 'tensor<64x64xbf16>', got 'tensor<64x64xf16>'}}
+  // expected-error @+1 {{expected the result to be the ring's block type 'tensor<64x64xbf16>' (in any layout), got 'tensor<64x64xf16>'}}
   %t = tile.ring_wait_load %r[%i], %i : !tile.ring<2, tensor<64x64xbf16>> -> tensor<64x64xf16>
   return
 }
@@ -1797,14 +1797,14 @@ func.func @mma_warps(%x: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 2>>
 
 // -----
 
-// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma encoding of version 2 or 3, got dim 0 of #tile.mma<version = 3, numWarps = 4>}}
+// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma encoding of version 2 or 3, or along dim 0 of version 2, got dim 0 of #tile.mma<version = 3, numWarps = 4>}}
 func.func @slice_dim(%x: tensor<64xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 3, numWarps = 4>>>) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma encoding of version 2 or 3, got dim 1 of #tile.mma<version = 5, numWarps = 4>}}
+// expected-error @+1 {{expected the slice along dim 1 of a #tile.mma encoding of version 2 or 3, or along dim 0 of version 2, got dim 1 of #tile.mma<version = 5, numWarps = 4>}}
 func.func @slice_version(%x: tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 5, numWarps = 4>>>) {
   return
 }
@@ -2288,5 +2288,13 @@ func.func @warpgroup_dot_register_a_split_n(%a: tensor<64x64xbf16, #tile.mma<ver
 func.func @warpgroup_dot_staged_split_n(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>, %acc: tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>) {
   // expected-error @+1 {{expected M a multiple of 64, K a multiple of 64 and N a multiple of 128 up to 512, got 64, 64 and 64}}
   %d = tile.warpgroup_dot_staged %a, %b, %acc : tensor<64x64xbf16> * tensor<64x64xbf16> -> tensor<64x64xf32, #tile.mma<version = 3, numWarps = 8, warpsN = 2>>
+  return
+}
+
+// -----
+
+func.func @columns_not_whole_warps(%x: f32) {
+  // expected-error @+1 {{expected a 1-D tile of a multiple of 32 columns for the slice along dim 0 of the version 2 mma encoding, got 'tensor<16xf32>'}}
+  %t = tile.splat %x : f32 -> tensor<16xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>>
   return
 }

@@ -177,9 +177,18 @@ def Tile_SliceEncodingAttr : Tile_AttrDef<"SliceEncoding", "slice",
     shared memory; a conversion to or from the blocked layout goes through
     shared memory (`tile.convert_layout`).
 
+    Along `dim` = 0 of a version 2 parent: the column vector [N] of an
+    mma.sync accumulator [M, N], held as the tile [1, N] in that encoding
+    (each thread the columns it holds, its rows wrapped onto row 0; N a
+    multiple of 8 warpsN): `tile.expand_dims` along 0 and `tile.broadcast`
+    to [M, N] copy registers. A 1-D ring slot read in it
+    (`tile.ring_wait_load`) gives a per-column factor (`s * scale[None, :]`)
+    without a shared buffer of its own.
+
     ```mlir
     tensor<128xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 3, numWarps = 8>>>
     tensor<16xf32, #tile.slice<dim = 1, parent = #tile.mma<version = 2, numWarps = 4>>>
+    tensor<32xf32, #tile.slice<dim = 0, parent = #tile.mma<version = 2, numWarps = 4, warpsN = 4>>>
     ```
   }];
   let parameters = (ins "unsigned":$dim, "::mlir::Attribute":$parent);

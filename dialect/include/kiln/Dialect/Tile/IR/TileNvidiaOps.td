@@ -127,7 +127,10 @@ def Tile_RingWaitLoadOp : Tile_Op<"ring_wait_load", [MemoryEffects<[MemRead, Mem
     Waits until the slot's mbarrier completes the phase of parity `phase`
     (the slot's fill count modulo 2), then reads the box. With `count` (a
     1-D ring filled by bulk copies of `count` elements) the lanes at or past
-    `count` (unsigned) read as zero.
+    `count` (unsigned) read as zero. The result has the block's shape and
+    element type in any layout: the slot is read as its user needs it (a
+    column vector in the slice of an mma.sync accumulator, `#tile.slice<dim
+    = 0, ...>`).
 
     With `again` it reads the slot without waiting: the fill an earlier
     `tile.ring_wait_load` of the same slot and phase waited for, and that no
