@@ -64,10 +64,12 @@ def fp8_dot_tile(a_ptr, b_ptr, c_ptr, M: kl.constexpr, N: kl.constexpr, K: kl.co
 
 
 @kiln.jit
-def fp8_slot_scores(q_ptr, k_ptr, out_ptr, n_blocks, BM: kl.constexpr, BN: kl.constexpr,
-                    D: kl.constexpr):
+def fp8_slot_scores(q_ptr, k_ptr, scale_ptr, out_ptr, n_blocks, BM: kl.constexpr,
+                    BN: kl.constexpr, D: kl.constexpr, SCALED: kl.constexpr):
     """out[b] = q · k_bᵀ for the n_blocks key blocks k_b [BN, D] (e4m3, widened to bf16 in
-    the dot, as MLA's FP8 keys), q [BM, D] bf16; the key blocks through a pipelined gather."""
+    the dot, as MLA's FP8 keys), q [BM, D] bf16; the key blocks through a pipelined gather.
+    SCALED: times a factor a key, scale_b[None, :], gathered with the keys (MLA's FP8
+    scales; on mma.sync read from its ring slot as the accumulator's columns)."""
     rm = kl.arange(0, BM)
     rn = kl.arange(0, BN)
     rd = kl.arange(0, D)
@@ -75,23 +77,8 @@ def fp8_slot_scores(q_ptr, k_ptr, out_ptr, n_blocks, BM: kl.constexpr, BN: kl.co
     for b in kl.range(0, n_blocks, num_stages=2):
         k = kl.load(k_ptr + (b * BN + rn)[:, None] * D + rd[None, :])
         s = kl.dot(q, k.to(kl.bfloat16).T)
-        kl.store(out_ptr + b * BM * BN + rm[:, None] * BN + rn[None, :], s)
-
-
-@kiln.jit
-def scaled_slot_scores(q_ptr, k_ptr, scale_ptr, out_ptr, n_blocks, BM: kl.constexpr,
-                       BN: kl.constexpr, D: kl.constexpr):
-    """out[b] = (q · k_bᵀ) * scale_b[None, :]: fp8_slot_scores with a factor a key, gathered
-    with the keys (MLA's FP8 scales; on mma.sync read from its ring slot as the columns of
-    the accumulator)."""
-    rm = kl.arange(0, BM)
-    rn = kl.arange(0, BN)
-    rd = kl.arange(0, D)
-    q = kl.load(q_ptr + rm[:, None] * D + rd[None, :])
-    for b in kl.range(0, n_blocks, num_stages=2):
-        k = kl.load(k_ptr + (b * BN + rn)[:, None] * D + rd[None, :])
-        scale = kl.load(scale_ptr + b * BN + rn)
-        s = kl.dot(q, k.to(kl.bfloat16).T) * scale[None, :]
+        if SCALED:
+            s = s * kl.load(scale_ptr + b * BN + rn)[None, :]
         kl.store(out_ptr + b * BM * BN + rm[:, None] * BN + rn[None, :], s)
 
 

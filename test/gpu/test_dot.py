@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 import kiln  # noqa: E402
 
-from dot_kernels import dot_chain, dot_tile, fp8_slot_scores, gemm, scaled_slot_scores  # noqa: E402
+from dot_kernels import dot_chain, dot_tile, fp8_slot_scores, gemm  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -87,42 +87,28 @@ def test_dot_tile_exact_small_integers():
 
 
 
+@pytest.mark.parametrize("scaled", [False, True], ids=["plain", "scaled"])
 @pytest.mark.parametrize("bm,bn,d,num_warps", [(16, 32, 128, 4), (16, 64, 128, 4),
                                                (16, 32, 128, 1), (32, 64, 64, 4)])
-def test_fp8_keys_from_the_gather_slot(bm, bn, d, num_warps):
+def test_fp8_keys_from_the_gather_slot(bm, bn, d, num_warps, scaled):
     # q . k_b^T with the key blocks e4m3 through a pipelined gather, widened to bf16 in the
     # dot (the codes read in place from the ring slot on sm_90a): the products of a bf16
-    # and an e4m3 value are exact, the sums f32. Five blocks: the ring wraps.
-    torch.manual_seed(bm + bn + d + num_warps)
-    blocks = 5
-    q = torch.randn(bm, d, device="cuda").to(torch.bfloat16)
-    k = (4 * torch.randn(blocks * bn, d, device="cuda")).to(torch.float8_e4m3fn)
-    out = torch.full((blocks, bm, bn), float("nan"), device="cuda")
-    fp8_slot_scores[(1,)](q, k, out, blocks, BM=bm, BN=bn, D=d, num_warps=num_warps)
-    torch.cuda.synchronize()
-    kf = k.float().to(torch.bfloat16).view(blocks, bn, d)
-    for b in range(blocks):
-        check(out[b], q, kf[b].T)
-
-@pytest.mark.parametrize("bm,bn,d,num_warps", [(16, 32, 128, 4), (16, 64, 128, 4),
-                                               (16, 32, 128, 1), (32, 64, 64, 4)])
-def test_scores_scaled_by_a_gathered_factor_a_key(bm, bn, d, num_warps):
-    # (q . k_b^T) * scale_b[None, :], the scales gathered beside the keys: on mma.sync the
-    # scale slot is read as the accumulator's columns (no shared buffer); one rounding
-    # after the f32 sums. Five blocks: the rings wrap.
+    # and an e4m3 value are exact, the sums f32. Scaled: times a factor a key gathered
+    # beside the keys (on mma.sync read from its slot as the accumulator's columns), one
+    # rounding after the sums. Five blocks: the rings wrap.
     torch.manual_seed(bm + bn + d + num_warps)
     blocks = 5
     q = torch.randn(bm, d, device="cuda").to(torch.bfloat16)
     k = (4 * torch.randn(blocks * bn, d, device="cuda")).to(torch.float8_e4m3fn)
     scale = torch.rand(blocks * bn, device="cuda") + 0.5
     out = torch.full((blocks, bm, bn), float("nan"), device="cuda")
-    scaled_slot_scores[(1,)](q, k, scale, out, blocks, BM=bm, BN=bn, D=d,
-                             num_warps=num_warps)
+    fp8_slot_scores[(1,)](q, k, scale, out, blocks, BM=bm, BN=bn, D=d, SCALED=scaled,
+                          num_warps=num_warps)
     torch.cuda.synchronize()
-    kf = k.float().to(torch.bfloat16).view(blocks, bn, d)
-    sc = scale.view(blocks, bn).double()
+    kf = k.float().to(torch.bfloat16).view(blocks, bn, d).double()
+    sc = scale.view(blocks, bn).double() if scaled else torch.ones(blocks, bn).double()
     for b in range(blocks):
-        check(out[b], q, kf[b].T.double() * sc[b][None, :])
+        check(out[b], q, kf[b].T * sc[b].to(kf.device)[None, :])
 
 
 @pytest.mark.parametrize("m,n,k,d,num_warps", [(64, 64, 32, 32, 4), (16, 32, 128, 64, 4),
