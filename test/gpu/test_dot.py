@@ -106,9 +106,9 @@ def test_fp8_keys_from_the_gather_slot(bm, bn, d, num_warps, scaled):
                           num_warps=num_warps)
     torch.cuda.synchronize()
     kf = k.float().to(torch.bfloat16).view(blocks, bn, d).double()
-    sc = scale.view(blocks, bn).double() if scaled else torch.ones(blocks, bn).double()
+    sc = (scale if scaled else torch.ones_like(scale)).view(blocks, bn).double()
     for b in range(blocks):
-        check(out[b], q, kf[b].T * sc[b].to(kf.device)[None, :])
+        check(out[b], q, kf[b].T * sc[b][None, :])
 
 
 @pytest.mark.parametrize("m,n,k,d,num_warps", [(64, 64, 32, 32, 4), (16, 32, 128, 64, 4),

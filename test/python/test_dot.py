@@ -655,6 +655,7 @@ def test_a_factor_a_key_is_read_from_its_slot_as_columns(arch, bn, warps):
     buffers = [b["buffer"] for b in ck.meta["targets"][arch]["shared_plan"]]
     assert not [b for b in buffers if b.startswith("__kiln_broadcast_smem")], buffers
 
+
 @pytest.mark.parametrize("dt", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("bound", [None, 32, 64])
 def test_fp8_dot_interpreter_ignores_the_bound(bound, dt):

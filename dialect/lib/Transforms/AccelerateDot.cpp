@@ -922,42 +922,45 @@ struct TileAccelerateDotPass : kiln::tile::impl::TileAccelerateDotBase<TileAccel
         loads.push_back(load);
     });
     for (RingWaitLoadOp load : loads) {
-      MmaEncodingAttr encoding;
-      SmallVector<ExpandDimsOp> expands;
-      bool columns = !load->use_empty();
-      for (Operation *user : load->getUsers()) {
-        auto expand = llvm::dyn_cast<ExpandDimsOp>(user);
-        columns = expand && expand.getAxis() == 0;
-        if (!columns)
-          break;
-        for (Operation *use : llvm::make_early_inc_range(expand->getUsers())) {
-          auto broadcast = llvm::dyn_cast<BroadcastOp>(use);
-          if (broadcast && broadcast->use_empty()) {
-            broadcast->erase();
-            continue;
-          }
-          auto mma =
-              broadcast
-                  ? llvm::dyn_cast_if_present<MmaEncodingAttr>(broadcast.getType().getEncoding())
-                  : MmaEncodingAttr();
-          columns = mma && mma.getVersion() == 2 && (!encoding || mma == encoding);
-          if (!columns)
-            break;
-          encoding = mma;
-        }
-        if (!columns)
-          break;
-        expands.push_back(expand);
-      }
+      // The rewrites leave unused broadcasts behind (canonicalize would
+      // erase them later): they are no uses.
+      for (Operation *user : load->getUsers())
+        for (Operation *use : llvm::make_early_inc_range(user->getUsers()))
+          if (llvm::isa<BroadcastOp>(use) && use->use_empty())
+            use->erase();
+      MmaEncodingAttr encoding = columnsEncoding(load);
       RankedTensorType type = load.getType();
-      if (!columns || !encoding || type.getDimSize(0) % (8 * encoding.getWarpsN()) != 0)
+      if (!encoding || type.getDimSize(0) % (8 * encoding.getWarpsN()) != 0)
         continue;
       load.getResult().setType(
           RankedTensorType::get(type.getShape(), type.getElementType(),
                                 SliceEncodingAttr::get(func.getContext(), 0, encoding)));
-      for (ExpandDimsOp expand : expands)
-        expand.getResult().setType(expand.getType().cloneWithEncoding(encoding));
+      for (Operation *user : load->getUsers())
+        user->getResult(0).setType(
+            llvm::cast<RankedTensorType>(user->getResult(0).getType()).cloneWithEncoding(encoding));
     }
+  }
+
+  /// The version 2 mma encoding that every use of `load` broadcasts it into as
+  /// columns (`tile.expand_dims` along 0, then `tile.broadcast`), or null.
+  static MmaEncodingAttr columnsEncoding(RingWaitLoadOp load) {
+    MmaEncodingAttr encoding;
+    for (Operation *user : load->getUsers()) {
+      auto expand = llvm::dyn_cast<ExpandDimsOp>(user);
+      if (!expand || expand.getAxis() != 0)
+        return {};
+      for (Operation *use : expand->getUsers()) {
+        auto broadcast = llvm::dyn_cast<BroadcastOp>(use);
+        auto mma =
+            broadcast
+                ? llvm::dyn_cast_if_present<MmaEncodingAttr>(broadcast.getType().getEncoding())
+                : MmaEncodingAttr();
+        if (!mma || mma.getVersion() != 2 || (encoding && mma != encoding))
+          return {};
+        encoding = mma;
+      }
+    }
+    return encoding;
   }
 
   /// FA3's ping-pong: in the consumer loop of a tile.warp_specialize with two
